@@ -1,0 +1,68 @@
+"""Errors of the ledger, each with a stable process exit code for the CLI.
+
+Exit codes (stable; coding agents branch on them):
+
+====  ======================================================================
+0     success
+1     unexpected internal error
+2     usage error (bad option; from click)
+3     invalid input: unparsable or mistyped event, unknown file format
+4     concurrency conflict: the stream is not at the expected version
+5     not found: no such ledger file or event id
+6     refused: a statement the read-only ``sql`` command does not run
+7     ledger busy: the file lock could not be had within the timeout
+8     event id reused with different content
+====  ======================================================================
+"""
+
+from __future__ import annotations
+
+
+class LedgerError(Exception):
+    """Base of every error the ledger reports to a user; ``exit_code`` is the CLI's status."""
+
+    exit_code = 1
+
+
+class InvalidInput(LedgerError):
+    """Input that cannot become an event: names the input (file, line, field) in its message."""
+
+    exit_code = 3
+
+
+class ConcurrencyConflict(LedgerError):
+    """An append expected a stream at one version and found another (optimistic concurrency)."""
+
+    exit_code = 4
+
+    def __init__(self, stream: str, expected: int, actual: int) -> None:
+        super().__init__(
+            f"concurrency conflict on stream {stream!r}: expected version {expected}, found {actual}"
+        )
+        self.stream = stream
+        self.expected = expected
+        self.actual = actual
+
+
+class NotFound(LedgerError):
+    """No ledger at the path, or no event with that id."""
+
+    exit_code = 5
+
+
+class Refused(LedgerError):
+    """A statement the read-only SQL console will not run (writes, ATTACH, file access)."""
+
+    exit_code = 6
+
+
+class LedgerBusy(LedgerError):
+    """Another process held the DuckDB file lock for longer than the lock timeout."""
+
+    exit_code = 7
+
+
+class EventIdReused(LedgerError):
+    """An append reused an existing ``event_id`` for an event with different content."""
+
+    exit_code = 8

@@ -1,0 +1,117 @@
+"""Reading and writing events as JSON Lines: one flat event object per line.
+
+This is the format of ``data/demo_campaign.jsonl``, of ``tuneledger append``'s
+standard input and of ``tuneledger events --format json``. Errors name the
+input, the line and the field, in one line (``InvalidInput``).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from typing import Any, TextIO
+
+from pydantic import ValidationError
+
+from schemas import EVENT_TYPES, Event, UpcastError, parse_event
+
+from .errors import InvalidInput
+
+
+def describe_validation_error(exc: ValidationError, type_name: str | None = None) -> str:
+    """One line naming the first offending field: ``field 'metrics.ttft': Input should be a number``."""
+    first = exc.errors()[0]
+    loc = [str(part) for part in first.get("loc", ())]
+    if loc and type_name and loc[0] == type_name:
+        loc = loc[1:]
+    where = ".".join(loc) or "(event)"
+    message = first.get("msg", "invalid")
+    if first.get("type") == "missing":
+        return f"field '{where}' is required"
+    if first.get("type") == "extra_forbidden":
+        return f"field '{where}' is not a field of {type_name or 'this event'}"
+    return f"field '{where}': {message}"
+
+
+def event_from_obj(obj: Any, where: str) -> Event:
+    """Validate one decoded JSON value into an event; errors say ``where`` (``file:line``).
+
+    Raises:
+        InvalidInput: not an object, no or unknown ``type``, or a field that does not validate.
+    """
+    if not isinstance(obj, dict):
+        raise InvalidInput(f"{where}: expected a JSON object, got {type(obj).__name__}")
+    type_name = obj.get("type")
+    if type_name is None:
+        raise InvalidInput(f"{where}: field 'type' is required")
+    if type_name not in EVENT_TYPES:
+        raise InvalidInput(
+            f"{where}: unknown event type {type_name!r} (known: {', '.join(sorted(EVENT_TYPES))})"
+        )
+    try:
+        return parse_event(obj)
+    except ValidationError as exc:
+        raise InvalidInput(f"{where}: {type_name}: {describe_validation_error(exc, type_name)}") from None
+    except UpcastError as exc:
+        raise InvalidInput(f"{where}: {exc}") from None
+
+
+def iter_jsonl(lines: Iterable[str], name: str) -> Iterator[Event]:
+    """Yield events from JSON lines; blank lines are skipped.
+
+    Raises:
+        InvalidInput: ``name:line``: bad JSON (for example a truncated line), or a bad event.
+    """
+    for number, line in enumerate(lines, start=1):
+        text = line.strip()
+        if not text:
+            continue
+        try:
+            obj = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise InvalidInput(f"{name}:{number}: not valid JSON ({exc.msg} at column {exc.colno})") from None
+        yield event_from_obj(obj, f"{name}:{number}")
+
+
+def read_jsonl(path: str | Path) -> list[Event]:
+    """All events of a JSONL file, validated before any is returned (all or nothing).
+
+    Raises:
+        InvalidInput: a bad line (named ``file:line``), or bytes that are not UTF-8 text.
+        NotFound: the file does not exist.
+    """
+    from .errors import NotFound
+
+    path = Path(path)
+    if not path.exists():
+        raise NotFound(f"{path}: no such file")
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise InvalidInput(f"{path}: not UTF-8 text (byte {exc.start})") from None
+    return list(iter_jsonl(text.splitlines(), str(path)))
+
+
+def read_stdin_events(stream: TextIO, name: str = "<stdin>") -> list[Event]:
+    """Events from standard input: one JSON object, a JSON array of objects, or JSON lines.
+
+    Raises:
+        InvalidInput: as ``iter_jsonl``; an array element is named ``<stdin>:[i]``.
+    """
+    text = stream.read()
+    stripped = text.strip()
+    if not stripped:
+        raise InvalidInput(f"{name}: no event given (expected JSON or JSON lines)")
+    if stripped.startswith("["):
+        try:
+            items = json.loads(stripped)
+        except json.JSONDecodeError as exc:
+            raise InvalidInput(f"{name}: not valid JSON ({exc.msg} at line {exc.lineno} column {exc.colno})") from None
+        return [event_from_obj(item, f"{name}:[{i}]") for i, item in enumerate(items)]
+    return list(iter_jsonl(text.splitlines(), name))
+
+
+def event_to_json(event: Event, *, indent: int | None = None) -> str:
+    """One event as flat JSON (envelope and payload), ``None`` fields left out."""
+    return json.dumps(event.model_dump(mode="json", exclude_none=True), indent=indent)

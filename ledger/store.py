@@ -1,0 +1,490 @@
+"""The append-only event store: one DuckDB file, many processes, one writer at a time.
+
+DuckDB lets one process hold a database file read-write, and lets others read
+it only while nobody writes (REFERENCE section 6). tuneledger therefore never
+keeps a connection open: every operation opens the file, does its work in one
+transaction and closes it again (about 10 ms for open + close), and an open
+that finds the file locked by another process is retried with jittered
+exponential backoff (tenacity) until ``lock_timeout_s``. Within a process a
+lock per file serialises operations, because DuckDB refuses to open the same
+file twice in one process with different settings. The result: a CLI append,
+a runner and the TUI's refresh can run side by side; none of them sees a lock
+error unless a lock is held longer than the timeout (``LedgerBusy``).
+
+Guarantees (each proven by a test in ``tests/test_store_contract.py``):
+
+- append is idempotent by ``event_id``: a retry returns the original ``seq``;
+  the same id with other content is ``EventIdReused``;
+- a batch is atomic: all its events are stored, or none;
+- ``expected_version`` conflicts raise ``ConcurrencyConflict``;
+- ``seq`` is gapless and in commit order (computed as ``max(seq) + 1`` inside
+  the single writer's transaction, never from a non-transactional sequence);
+- a writer killed mid-append leaves a valid prefix (DuckDB's WAL);
+- rows are never updated or deleted; older schema versions are upcast on read.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+from uuid import UUID
+
+import duckdb
+import pyarrow as pa
+from tenacity import Retrying, retry_if_exception, stop_after_delay, wait_random_exponential
+
+from schemas import Event, EventEnvelope, parse_event
+
+from . import views
+from .errors import ConcurrencyConflict, EventIdReused, InvalidInput, LedgerBusy, NotFound
+
+#: Bump when the table layout changes (a migration is then needed).
+LAYOUT_VERSION = 1
+
+EVENTS_DDL = """
+CREATE TABLE IF NOT EXISTS events (
+    seq            BIGINT PRIMARY KEY,
+    event_id       UUID NOT NULL UNIQUE,
+    type           VARCHAR NOT NULL,
+    schema_version INTEGER NOT NULL,
+    stream         VARCHAR NOT NULL,
+    stream_version BIGINT NOT NULL,
+    recorded_at    TIMESTAMPTZ NOT NULL,
+    actor_kind     VARCHAR NOT NULL,
+    actor_name     VARCHAR NOT NULL,
+    session_id     VARCHAR,
+    causation_id   UUID,
+    correlation_id UUID,
+    source         VARCHAR,
+    host           JSON,
+    payload        JSON NOT NULL,
+    UNIQUE (stream, stream_version)
+);
+CREATE TABLE IF NOT EXISTS ledger_meta (key VARCHAR PRIMARY KEY, value VARCHAR NOT NULL);
+CREATE TABLE IF NOT EXISTS bench_samples (
+    benchmark_event_id UUID NOT NULL,
+    request_index      INTEGER NOT NULL,
+    ok                 BOOLEAN NOT NULL,
+    ttft_ms            DOUBLE,
+    e2e_ms             DOUBLE,
+    tpot_ms            DOUBLE,
+    prompt_tokens      INTEGER,
+    output_tokens      INTEGER,
+    itl_ms             DOUBLE[],
+    error              VARCHAR,
+    PRIMARY KEY (benchmark_event_id, request_index)
+);
+"""
+
+_COLUMNS = (
+    "seq", "event_id", "type", "schema_version", "stream", "stream_version", "recorded_at",
+    "actor_kind", "actor_name", "session_id", "causation_id", "correlation_id", "source",
+    "host", "payload",
+)
+
+_ARROW_SCHEMA = pa.schema(
+    [
+        ("seq", pa.int64()),
+        ("event_id", pa.string()),
+        ("type", pa.string()),
+        ("schema_version", pa.int32()),
+        ("stream", pa.string()),
+        ("stream_version", pa.int64()),
+        ("recorded_at", pa.timestamp("us", tz="UTC")),
+        ("actor_kind", pa.string()),
+        ("actor_name", pa.string()),
+        ("session_id", pa.string()),
+        ("causation_id", pa.string()),
+        ("correlation_id", pa.string()),
+        ("source", pa.string()),
+        ("host", pa.string()),
+        ("payload", pa.string()),
+    ]
+)
+
+_process_locks: dict[str, threading.RLock] = {}
+_process_locks_guard = threading.Lock()
+
+
+def _lock_for(path: Path) -> threading.RLock:
+    key = str(path.resolve())
+    with _process_locks_guard:
+        return _process_locks.setdefault(key, threading.RLock())
+
+
+def is_lock_error(exc: BaseException) -> bool:
+    """True for DuckDB's "Could not set lock on file" (another process holds the file)."""
+    if not isinstance(exc, duckdb.Error):
+        return False
+    text = str(exc)
+    return "Could not set lock" in text or "Conflicting lock" in text
+
+
+@dataclass(frozen=True)
+class AppendResult:
+    """Where one event landed: global ``seq``, ``stream`` and ``stream_version``.
+
+    ``duplicate`` is true when the event was already stored (an idempotent retry):
+    the positions are then the original ones.
+    """
+
+    event_id: UUID
+    seq: int
+    stream: str
+    stream_version: int
+    duplicate: bool = False
+
+
+class LedgerStore:
+    """An append-only ledger in one DuckDB file.
+
+    Args:
+        path: the ``.duckdb`` file; created by ``init()``.
+        clock: returns the UTC time stamped on events that carry no ``recorded_at``
+            (tests pass a fixed clock for deterministic snapshots).
+        lock_timeout_s: how long to retry when another process holds the file lock.
+    """
+
+    def __init__(
+        self,
+        path: str | Path,
+        *,
+        clock: Callable[[], datetime] | None = None,
+        lock_timeout_s: float = 30.0,
+    ) -> None:
+        self.path = Path(path)
+        self.clock = clock or (lambda: datetime.now(UTC))
+        self.lock_timeout_s = lock_timeout_s
+        self._lock = _lock_for(self.path)
+
+    # --- connections ------------------------------------------------------------
+
+    @contextmanager
+    def connect(self, *, read_only: bool = True, config: dict[str, Any] | None = None) -> Iterator[duckdb.DuckDBPyConnection]:
+        """Open the file for one unit of work, retrying while another process holds it.
+
+        Raises:
+            NotFound: the file does not exist (read-only open).
+            LedgerBusy: the lock was not had within ``lock_timeout_s``.
+        """
+        if read_only and not self.path.exists():
+            raise NotFound(f"no ledger at {self.path} (create it with `tuneledger init`)")
+        with self._lock:
+            con = self._open(read_only, config or {})
+            try:
+                yield con
+            finally:
+                con.close()
+
+    def _open(self, read_only: bool, config: dict[str, Any]) -> duckdb.DuckDBPyConnection:
+        retrying = Retrying(
+            retry=retry_if_exception(is_lock_error),
+            wait=wait_random_exponential(multiplier=0.002, max=0.05),
+            stop=stop_after_delay(self.lock_timeout_s),
+            reraise=True,
+        )
+        try:
+            for attempt in retrying:
+                with attempt:
+                    return duckdb.connect(str(self.path), read_only=read_only, config=config)
+        except duckdb.Error as exc:
+            if is_lock_error(exc):
+                raise LedgerBusy(
+                    f"ledger {self.path} stayed locked by another process for {self.lock_timeout_s:.0f} s"
+                ) from exc
+            raise
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    # --- set-up -----------------------------------------------------------------------
+
+    def init(self) -> bool:
+        """Create the tables and views if needed; refresh views written by older code.
+
+        Returns True when the file was created by this call.
+        """
+        created = not self.path.exists()
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        with self.connect(read_only=False) as con:
+            self._ensure_schema(con)
+        return created
+
+    def _ensure_schema(self, con: duckdb.DuckDBPyConnection) -> None:
+        con.execute("BEGIN")
+        con.execute(EVENTS_DDL)
+        rows = con.execute("SELECT value FROM ledger_meta WHERE key = 'views_version'").fetchall()
+        if not rows or rows[0][0] != views.VIEWS_VERSION:
+            views.create_views(con)
+            con.execute(
+                "INSERT OR REPLACE INTO ledger_meta VALUES ('views_version', ?), ('layout_version', ?)",
+                [views.VIEWS_VERSION, str(LAYOUT_VERSION)],
+            )
+        con.execute("COMMIT")
+
+    # --- writing --------------------------------------------------------------------
+
+    def append(
+        self,
+        events: Event | Sequence[Event],
+        *,
+        expected_version: int | None = None,
+    ) -> list[AppendResult]:
+        """Append events atomically, in order; return where each landed.
+
+        ``expected_version`` (optimistic concurrency) requires every event of the
+        batch to be in one stream, and that stream to be at exactly this version
+        before the append (0: the stream must not exist yet). An event's own
+        ``stream_version``, when set, must be the version it gets.
+
+        Events already stored (same ``event_id``, same content) are not stored
+        again: their result carries the original positions and ``duplicate=True``.
+
+        Raises:
+            ConcurrencyConflict: a stream is not at the expected version.
+            EventIdReused: an ``event_id`` is stored with different content,
+                or appears twice in the batch.
+            InvalidInput: a batch mixing streams with ``expected_version``.
+            LedgerBusy: the file stayed locked.
+        """
+        batch = [events] if isinstance(events, Event) else list(events)
+        if not batch:
+            return []
+        rows = [self._row(event) for event in batch]
+        ids = [row["event_id"] for row in rows]
+        if len(set(ids)) != len(ids):
+            raise EventIdReused("the batch holds the same event_id twice")
+        if expected_version is not None and len({row["stream"] for row in rows}) != 1:
+            raise InvalidInput("expected_version needs every event of the batch in one stream")
+        if not self.path.exists():
+            self.init()
+        with self.connect(read_only=False) as con:
+            con.execute("BEGIN")
+            try:
+                results = self._append_in_tx(con, rows, expected_version)
+                con.execute("COMMIT")
+            except BaseException:
+                con.execute("ROLLBACK")
+                raise
+        return results
+
+    def _row(self, event: Event) -> dict[str, Any]:
+        data = event.model_dump(mode="json")
+        payload = {k: v for k, v in data.items() if k not in EventEnvelope.ENVELOPE_FIELDS}
+        recorded_at = event.recorded_at or self.clock()
+        return {
+            "seq": None,
+            "event_id": str(event.event_id),
+            "type": event.type,
+            "schema_version": event.schema_version,
+            "stream": event.stream or event.default_stream(),
+            "stream_version": event.stream_version,
+            "recorded_at": recorded_at,
+            "actor_kind": event.actor.kind,
+            "actor_name": event.actor.name,
+            "session_id": event.session_id,
+            "causation_id": str(event.causation_id) if event.causation_id else None,
+            "correlation_id": str(event.correlation_id) if event.correlation_id else None,
+            "source": event.source,
+            "host": json.dumps(data["host"]) if data.get("host") is not None else None,
+            "payload": json.dumps(payload, separators=(",", ":")),
+        }
+
+    def _append_in_tx(
+        self, con: duckdb.DuckDBPyConnection, rows: list[dict[str, Any]], expected_version: int | None
+    ) -> list[AppendResult]:
+        ids_table = pa.table({"event_id": [row["event_id"] for row in rows]})
+        con.register("incoming_ids", ids_table)
+        stored = {
+            str(event_id): (seq, stream, version, type_, payload)
+            for event_id, seq, stream, version, type_, payload in con.execute(
+                "SELECT e.event_id, e.seq, e.stream, e.stream_version, e.type, e.payload "
+                "FROM events e JOIN incoming_ids i ON e.event_id = i.event_id::UUID"
+            ).fetchall()
+        }
+        con.unregister("incoming_ids")
+        fresh = []
+        for row in rows:
+            old = stored.get(row["event_id"])
+            if old is None:
+                fresh.append(row)
+            elif old[3] != row["type"] or json.loads(old[4]) != json.loads(row["payload"]):
+                raise EventIdReused(f"event_id {row['event_id']} is already stored with other content")
+
+        streams = sorted({row["stream"] for row in fresh})
+        heads: dict[str, int] = {}
+        if streams:
+            heads = dict(
+                con.execute(
+                    "SELECT stream, max(stream_version) FROM events WHERE stream IN "
+                    f"(SELECT unnest(?::VARCHAR[])) GROUP BY stream",
+                    [streams],
+                ).fetchall()
+            )
+        if expected_version is not None and fresh:
+            stream = fresh[0]["stream"]
+            actual = heads.get(stream, 0)
+            if actual != expected_version:
+                raise ConcurrencyConflict(stream, expected_version, actual)
+
+        head_seq = con.execute("SELECT coalesce(max(seq), 0) FROM events").fetchall()[0][0]
+        for row in fresh:
+            head_seq += 1
+            row["seq"] = head_seq
+            version = heads.get(row["stream"], 0) + 1
+            if row["stream_version"] is not None and row["stream_version"] != version:
+                raise ConcurrencyConflict(row["stream"], row["stream_version"] - 1, version - 1)
+            row["stream_version"] = version
+            heads[row["stream"]] = version
+
+        if fresh:
+            table = pa.Table.from_pylist(fresh, schema=_ARROW_SCHEMA)
+            con.register("incoming", table)
+            con.execute(
+                "INSERT INTO events SELECT seq, event_id::UUID, type, schema_version, stream, "
+                "stream_version, recorded_at, actor_kind, actor_name, session_id, "
+                "causation_id::UUID, correlation_id::UUID, source, host::JSON, payload::JSON FROM incoming"
+            )
+            con.unregister("incoming")
+
+        results = []
+        for row in rows:
+            old = stored.get(row["event_id"])
+            if old is None:
+                results.append(AppendResult(UUID(row["event_id"]), row["seq"], row["stream"], row["stream_version"]))
+            else:
+                results.append(AppendResult(UUID(row["event_id"]), old[0], old[1], old[2], duplicate=True))
+        return results
+
+    def add_bench_samples(self, benchmark_event_id: UUID, samples: pa.Table) -> None:
+        """Store per-request samples of one benchmark run (the ``bench_samples`` side table).
+
+        ``samples`` has the columns of ``bench_samples`` but ``benchmark_event_id``.
+        Idempotent: samples already stored for that run are left as they are.
+        """
+        with self.connect(read_only=False) as con:
+            con.register("samples", samples)
+            con.execute("BEGIN")
+            exists = con.execute(
+                "SELECT count(*) FROM bench_samples WHERE benchmark_event_id = ?", [str(benchmark_event_id)]
+            ).fetchall()[0][0]
+            if not exists:
+                con.execute(
+                    "INSERT INTO bench_samples SELECT ?::UUID, request_index, ok, ttft_ms, e2e_ms, tpot_ms, "
+                    "prompt_tokens, output_tokens, itl_ms, error FROM samples",
+                    [str(benchmark_event_id)],
+                )
+            con.execute("COMMIT")
+
+    # --- reading ------------------------------------------------------------------
+
+    def head(self) -> int:
+        """The highest ``seq`` stored (0 for an empty ledger)."""
+        with self.connect() as con:
+            return con.execute("SELECT coalesce(max(seq), 0) FROM events").fetchall()[0][0]
+
+    def stream_version(self, stream: str) -> int:
+        """The version of ``stream`` (0 when it has no events)."""
+        with self.connect() as con:
+            return con.execute(
+                "SELECT coalesce(max(stream_version), 0) FROM events WHERE stream = ?", [stream]
+            ).fetchall()[0][0]
+
+    def read(
+        self,
+        *,
+        after_seq: int = 0,
+        types: Iterable[str] | None = None,
+        session_id: str | None = None,
+        stream: str | None = None,
+        limit: int | None = None,
+        newest_first: bool = False,
+    ) -> list[Event]:
+        """Events in ``seq`` order (oldest first unless ``newest_first``), as current models.
+
+        Filters combine with AND; ``types`` matches any of the given type names.
+        """
+        where, params = ["seq > ?"], [after_seq]
+        type_list = list(types or [])
+        if type_list:
+            where.append("type IN (SELECT unnest(?::VARCHAR[]))")
+            params.append(type_list)
+        if session_id is not None:
+            where.append("session_id = ?")
+            params.append(session_id)
+        if stream is not None:
+            where.append("stream = ?")
+            params.append(stream)
+        sql = f"SELECT {', '.join(_COLUMNS)} FROM events WHERE {' AND '.join(where)} ORDER BY seq"
+        if newest_first:
+            sql += " DESC"
+        if limit is not None:
+            sql += f" LIMIT {int(limit)}"
+        with self.connect() as con:
+            rows = con.execute(sql, params).fetchall()
+        return [row_to_event(dict(zip(_COLUMNS, row))) for row in rows]
+
+    def get(self, event_id: str | UUID) -> Event:
+        """The event with this id (a unique prefix of at least 8 hex digits also works).
+
+        Raises:
+            NotFound: no such event, or the prefix is ambiguous.
+        """
+        text = str(event_id).strip().lower()
+        with self.connect() as con:
+            if len(text) == 36:
+                rows = con.execute(
+                    f"SELECT {', '.join(_COLUMNS)} FROM events WHERE event_id = ?::UUID", [text]
+                ).fetchall()
+            elif len(text) >= 8:
+                rows = con.execute(
+                    f"SELECT {', '.join(_COLUMNS)} FROM events WHERE event_id::VARCHAR LIKE ? LIMIT 2",
+                    [text + "%"],
+                ).fetchall()
+            else:
+                rows = []
+        if len(rows) != 1:
+            what = "is ambiguous" if len(rows) > 1 else "not found"
+            raise NotFound(f"event {event_id} {what}")
+        return row_to_event(dict(zip(_COLUMNS, rows[0])))
+
+    def query_arrow(self, sql: str, params: Sequence[Any] | None = None) -> pa.Table:
+        """Run one trusted read query (views included) and return an Arrow table."""
+        with self.connect() as con:
+            return con.sql(sql, params=list(params) if params else None).to_arrow_table()
+
+
+def row_to_event(row: dict[str, Any]) -> Event:
+    """Turn one stored ``events`` row into its current-version model (upcasting).
+
+    Raises:
+        InvalidInput: the stored row does not validate (names seq and event_id).
+    """
+    payload = row["payload"]
+    payload = json.loads(payload) if isinstance(payload, str) else payload
+    host = row["host"]
+    host = json.loads(host) if isinstance(host, str) else host
+    data = {
+        **payload,
+        "type": row["type"],
+        "schema_version": row["schema_version"],
+        "event_id": row["event_id"],
+        "seq": row["seq"],
+        "stream": row["stream"],
+        "stream_version": row["stream_version"],
+        "recorded_at": row["recorded_at"],
+        "actor": {"kind": row["actor_kind"], "name": row["actor_name"]},
+        "session_id": row["session_id"],
+        "causation_id": row["causation_id"],
+        "correlation_id": row["correlation_id"],
+        "source": row["source"],
+        "host": host,
+    }
+    try:
+        return parse_event(data)
+    except ValueError as exc:
+        raise InvalidInput(f"stored event seq {row['seq']} ({row['event_id']}) does not read: {exc}") from exc

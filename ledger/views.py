@@ -1,0 +1,368 @@
+"""The derived views: plain SQL views over the ``events`` table, stored in the ledger file.
+
+Everything a user sees is derived from the log by these views, so any query —
+the CLI's ``sql``, the TUI, DuckDB's own shell — sees the same answers. Later
+findings supersede earlier ones (the latest by ``seq`` wins); the history stays
+queryable in ``flag_verdict_history``, ``timeline`` and ``events``. Retracted
+events (``event_retracted``) drop out of every view but ``events``.
+
+Views (columns are listed in the README):
+
+``live_events``          events not retracted, payloads upcast to the current version
+``board``                every candidate's current status, verdict, priority, reason, latest evidence
+``flag_verdict_history`` every verdict ever given on a flag, with its basis
+``flag_verdicts``        the latest verdict per flag, engine, engine_version and arch
+``server_runs``          one row per server run: flag set, startup facts, change against the previous run
+``benchmarks``           one row per benchmark run (one concurrency), metrics flattened
+``benchmark_deltas``     each configuration against the session's baseline, per concurrency and metric
+``decisions``            the decision log
+``timeline``             every live event with a one-line summary
+"""
+
+from __future__ import annotations
+
+import duckdb
+
+from schemas.upcasting import sql_upcast_expression
+from schemas.vocab import NO_EFFECT_VERDICTS
+
+#: Bump whenever a view's SQL changes: writers then recreate the views in old files.
+VIEWS_VERSION = "7"
+
+#: (metric column, direction: +1 higher is better / -1 lower is better, noise floor as a fraction)
+#: Floors from REFERENCE section 5: 2% throughput and median TPOT, 5% median TTFT, 10% p99.
+DELTA_METRICS: tuple[tuple[str, int, float], ...] = (
+    ("output_throughput", +1, 0.02),
+    ("request_throughput", +1, 0.02),
+    ("total_throughput", +1, 0.02),
+    ("median_ttft_ms", -1, 0.05),
+    ("p99_ttft_ms", -1, 0.10),
+    ("median_tpot_ms", -1, 0.02),
+    ("p99_tpot_ms", -1, 0.10),
+    ("median_itl_ms", -1, 0.02),
+    ("median_e2e_latency_ms", -1, 0.05),
+)
+
+_BENCH_METRIC_COLUMNS = (
+    "completed", "failed", "duration_s", "request_throughput", "input_throughput",
+    "output_throughput", "total_throughput", "achieved_concurrency", "accept_length",
+    "mean_ttft_ms", "median_ttft_ms", "p90_ttft_ms", "p99_ttft_ms",
+    "mean_tpot_ms", "median_tpot_ms", "p90_tpot_ms", "p99_tpot_ms",
+    "mean_itl_ms", "median_itl_ms", "p90_itl_ms", "p99_itl_ms",
+    "mean_e2e_latency_ms", "median_e2e_latency_ms", "p99_e2e_latency_ms",
+)
+_INT_METRICS = {"completed", "failed"}
+
+
+def _sql_list(values: tuple[str, ...]) -> str:
+    return ", ".join(f"'{v}'" for v in values)
+
+
+def _bench_struct_type() -> str:
+    metrics = ", ".join(
+        f'"{name}": "{"BIGINT" if name in _INT_METRICS else "DOUBLE"}"' for name in _BENCH_METRIC_COLUMNS
+    )
+    return (
+        '{"run_id": "VARCHAR", "config_name": "VARCHAR", "is_baseline": "BOOLEAN", '
+        '"server_run_id": "VARCHAR", "tool": "VARCHAR", "concurrency": "BIGINT", "repeat": "BIGINT", '
+        '"valid": "BOOLEAN", '
+        '"workload": {"dataset": "VARCHAR", "input_len": "BIGINT", "output_len": "BIGINT", '
+        '"load": "VARCHAR", "request_rate": "DOUBLE", "num_prompts": "BIGINT"}, '
+        f'"metrics": {{{metrics}}}}}'
+    )
+
+
+def view_sql() -> dict[str, str]:
+    """Return ``{view name: SELECT statement}`` in creation order."""
+    no_effect = _sql_list(NO_EFFECT_VERDICTS)
+    metric_cols = ",\n        ".join(f"b.metrics.{name} AS {name}" for name in _BENCH_METRIC_COLUMNS)
+    delta_rows = ",\n            ".join(
+        f"('{name}', {direction}, {floor}::DOUBLE)" for name, direction, floor in DELTA_METRICS
+    )
+    delta_unpivot = ", ".join(name for name, _, _ in DELTA_METRICS)
+    return {
+        "live_events": f"""
+SELECT e.seq, e.event_id, e.type, e.stream, e.stream_version, e.recorded_at,
+       e.actor_kind, e.actor_name, e.session_id, e.causation_id, e.correlation_id, e.source, e.host,
+       (e.host->>'compute_capability') AS arch,
+       (e.host->>'engine') AS host_engine,
+       (e.host->>'engine_version') AS host_engine_version,
+       {sql_upcast_expression('e.payload')} AS payload
+FROM events e
+WHERE NOT EXISTS (
+    SELECT 1 FROM events r
+    WHERE r.type = 'event_retracted' AND (r.payload->>'retracted_event_id')::UUID = e.event_id
+)""",
+        "flag_verdict_history": f"""
+WITH v AS (
+    SELECT (payload->>'flag') AS flag,
+           coalesce(payload->>'engine', host_engine) AS engine,
+           coalesce(payload->>'engine_version', host_engine_version) AS engine_version,
+           arch, (payload->>'verdict') AS verdict, 'researched' AS basis,
+           coalesce(payload->>'what_it_does', (payload->>'notes')) AS summary,
+           seq, event_id, session_id, recorded_at
+    FROM live_events WHERE type = 'flag_researched'
+    UNION ALL
+    SELECT (payload->>'flag'), coalesce(payload->>'engine', host_engine),
+           coalesce(payload->>'engine_version', host_engine_version),
+           arch, (payload->>'verdict'), (payload->>'basis'), (payload->>'message'),
+           seq, event_id, session_id, recorded_at
+    FROM live_events
+    WHERE type = 'finding_recorded' AND (payload->>'flag') IS NOT NULL AND (payload->>'verdict') IS NOT NULL
+)
+SELECT flag, engine, engine_version, arch, verdict, basis,
+       verdict IN ({no_effect}) AS no_effect, summary,
+       event_id AS evidence_event_id, seq, session_id, recorded_at
+FROM v""",
+        "flag_verdicts": """
+SELECT flag, engine, engine_version, arch, verdict, basis, no_effect, summary,
+       evidence_event_id, seq, recorded_at,
+       count(*) OVER w AS findings,
+       list(verdict || ' (' || basis || ')' ORDER BY seq) OVER w AS history
+FROM flag_verdict_history
+WINDOW w AS (PARTITION BY flag, engine, engine_version, arch)
+QUALIFY row_number() OVER (PARTITION BY flag, engine, engine_version, arch ORDER BY seq DESC) = 1""",
+        "board": """
+WITH proposed AS (
+    SELECT (payload->>'candidate_id') AS candidate_id, session_id, seq AS proposed_seq,
+           recorded_at AS proposed_at, (payload->>'kind') AS kind, (payload->>'title') AS title,
+           (payload->>'flag') AS flag, (payload->>'priority') AS priority,
+           (payload->>'hypothesis') AS hypothesis, arch
+    FROM live_events WHERE type = 'candidate_proposed'
+    QUALIFY row_number() OVER (PARTITION BY (payload->>'candidate_id') ORDER BY seq DESC) = 1
+),
+triage AS (
+    SELECT (payload->>'candidate_id') AS candidate_id, (payload->>'status') AS status,
+           (payload->>'reason') AS reason, (payload->>'verdict') AS verdict, seq AS triaged_seq
+    FROM live_events WHERE type = 'candidate_triaged'
+    QUALIFY row_number() OVER (PARTITION BY (payload->>'candidate_id') ORDER BY seq DESC) = 1
+),
+links AS (
+    SELECT (payload->>'candidate_id') AS candidate_id, seq, event_id, type,
+           coalesce(payload->>'text', (payload->>'decision'), (payload->>'what_it_does'),
+                    (payload->>'description'), (payload->>'message'), (payload->>'reason'),
+                    (payload->>'outcome'), (payload->>'title')) AS summary
+    FROM live_events
+    WHERE (payload->>'candidate_id') IS NOT NULL AND type <> 'candidate_proposed'
+    UNION ALL
+    SELECT p.candidate_id, h.seq, h.evidence_event_id, 'flag verdict (' || h.basis || ')',
+           h.verdict || coalesce(': ' || h.summary, '')
+    FROM flag_verdict_history h JOIN proposed p ON p.flag = h.flag
+),
+latest_link AS (
+    SELECT * FROM links
+    QUALIFY row_number() OVER (PARTITION BY candidate_id ORDER BY seq DESC) = 1
+)
+SELECT p.candidate_id, p.session_id, p.kind, p.title, p.flag, p.priority,
+       coalesce(t.status, 'proposed') AS status,
+       coalesce(t.verdict, fv.verdict) AS verdict,
+       t.reason, p.hypothesis, p.arch,
+       l.type AS latest_evidence_type, l.summary AS latest_evidence,
+       l.event_id AS latest_evidence_event_id,
+       greatest(p.proposed_seq, coalesce(t.triaged_seq, 0), coalesce(l.seq, 0)) AS updated_seq,
+       p.proposed_at
+FROM proposed p
+LEFT JOIN triage t USING (candidate_id)
+LEFT JOIN latest_link l USING (candidate_id)
+LEFT JOIN (
+    SELECT flag, arch, verdict FROM flag_verdicts
+    QUALIFY row_number() OVER (PARTITION BY flag, arch ORDER BY seq DESC) = 1
+) fv ON fv.flag = p.flag AND fv.arch IS NOT DISTINCT FROM p.arch""",
+        "server_runs": """
+WITH started AS (
+    SELECT (payload->>'run_id') AS run_id, session_id, seq AS started_seq, recorded_at AS started_at,
+           (payload->>'engine') AS engine, (payload->>'model') AS model,
+           (payload->>'config_name') AS config_name, (payload->'flags') AS flags, (payload->'env') AS env,
+           arch
+    FROM live_events WHERE type = 'server_started'
+),
+ready AS (
+    SELECT (payload->>'run_id') AS run_id, recorded_at AS ready_at,
+           (payload->>'ready_after_s')::DOUBLE AS ready_after_s, (payload->'startup') AS startup
+    FROM live_events WHERE type = 'server_ready'
+    QUALIFY row_number() OVER (PARTITION BY (payload->>'run_id') ORDER BY seq DESC) = 1
+),
+ended AS (
+    SELECT (payload->>'run_id') AS run_id, type, recorded_at AS ended_at,
+           (payload->>'cause') AS failure_cause, (payload->>'message') AS failure_message
+    FROM live_events WHERE type IN ('server_stopped', 'server_failed')
+    QUALIFY row_number() OVER (PARTITION BY (payload->>'run_id') ORDER BY seq DESC) = 1
+),
+runs AS (
+    SELECT s.run_id, s.session_id, s.config_name, s.engine, s.model, s.arch, s.flags, s.env,
+           CASE WHEN e.type = 'server_failed' THEN 'failed'
+                WHEN e.type = 'server_stopped' THEN 'stopped'
+                WHEN r.run_id IS NOT NULL THEN 'ready' ELSE 'starting' END AS status,
+           s.started_at, r.ready_at, e.ended_at, r.ready_after_s,
+           (r.startup->>'attention_backend') AS attention_backend,
+           (r.startup->>'max_running_requests')::BIGINT AS max_running_requests,
+           (r.startup->>'max_total_num_tokens')::BIGINT AS max_total_num_tokens,
+           (r.startup->>'context_len')::BIGINT AS context_len,
+           CAST((r.startup->'cuda_graph_bs') AS BIGINT[]) AS cuda_graph_bs,
+           (r.startup->>'piecewise_cuda_graph')::BOOLEAN AS piecewise_cuda_graph,
+           (r.startup->>'piecewise_disabled_reason') AS piecewise_disabled_reason,
+           (r.startup->>'moe_kernel_config') AS moe_kernel_config,
+           e.failure_cause, e.failure_message, s.started_seq,
+           coalesce(json_keys(s.flags), []) AS flag_names
+    FROM started s LEFT JOIN ready r USING (run_id) LEFT JOIN ended e USING (run_id)
+),
+paired AS (
+    SELECT *,
+           lag(run_id) OVER w AS previous_run_id,
+           lag(flags) OVER w AS previous_flags,
+           lag(flag_names) OVER w AS previous_flag_names,
+           lag(max_running_requests) OVER w AS previous_max_running_requests,
+           lag(max_total_num_tokens) OVER w AS previous_max_total_num_tokens,
+           lag(piecewise_cuda_graph) OVER w AS previous_piecewise_cuda_graph,
+           lag(moe_kernel_config) OVER w AS previous_moe_kernel_config
+    FROM runs
+    WINDOW w AS (PARTITION BY session_id ORDER BY started_seq)
+)
+SELECT run_id, session_id, config_name, engine, model, arch, status, flags, env,
+       started_at, ready_at, ended_at, ready_after_s, attention_backend,
+       max_running_requests, max_total_num_tokens, context_len, cuda_graph_bs,
+       list_max(cuda_graph_bs) AS cuda_graph_max_bs, piecewise_cuda_graph,
+       piecewise_disabled_reason, moe_kernel_config, failure_cause, failure_message,
+       previous_run_id,
+       list_filter(flag_names, lambda k: previous_run_id IS NOT NULL
+                   AND NOT list_contains(coalesce(previous_flag_names, []), k)) AS flags_added,
+       list_filter(coalesce(previous_flag_names, []), lambda k: NOT list_contains(flag_names, k)) AS flags_removed,
+       list_filter(flag_names, lambda k: list_contains(coalesce(previous_flag_names, []), k)
+                   AND (flags->k)::VARCHAR IS DISTINCT FROM (previous_flags->k)::VARCHAR) AS flags_changed,
+       max_running_requests - previous_max_running_requests AS max_running_requests_change,
+       max_total_num_tokens - previous_max_total_num_tokens AS max_total_num_tokens_change,
+       concat_ws('; ',
+           CASE WHEN max_running_requests IS DISTINCT FROM previous_max_running_requests
+                     AND previous_run_id IS NOT NULL AND max_running_requests IS NOT NULL
+                THEN 'max_running_requests ' || coalesce(previous_max_running_requests::VARCHAR, '?')
+                     || ' -> ' || max_running_requests END,
+           CASE WHEN max_total_num_tokens IS DISTINCT FROM previous_max_total_num_tokens
+                     AND previous_run_id IS NOT NULL AND max_total_num_tokens IS NOT NULL
+                THEN 'max_total_num_tokens ' || coalesce(previous_max_total_num_tokens::VARCHAR, '?')
+                     || ' -> ' || max_total_num_tokens END,
+           CASE WHEN piecewise_cuda_graph IS DISTINCT FROM previous_piecewise_cuda_graph
+                     AND previous_run_id IS NOT NULL AND piecewise_cuda_graph IS NOT NULL
+                THEN 'piecewise CUDA graph '
+                     || CASE WHEN previous_piecewise_cuda_graph THEN 'on' WHEN previous_piecewise_cuda_graph IS NULL THEN '?' ELSE 'off' END
+                     || ' -> ' || CASE WHEN piecewise_cuda_graph THEN 'on' ELSE 'off' END END,
+           CASE WHEN moe_kernel_config IS DISTINCT FROM previous_moe_kernel_config
+                     AND previous_run_id IS NOT NULL AND moe_kernel_config IS NOT NULL
+                THEN 'MoE kernel config ' || coalesce(previous_moe_kernel_config, '?') || ' -> ' || moe_kernel_config END
+       ) AS changes_vs_previous
+FROM paired""",
+        "benchmarks": f"""
+WITH b AS (
+    SELECT seq, event_id, session_id, recorded_at, arch, source,
+           from_json(payload, '{_bench_struct_type()}') AS b
+    FROM live_events WHERE type = 'benchmark_completed'
+)
+SELECT b.run_id, session_id, seq, event_id, recorded_at, b.config_name,
+       coalesce(b.is_baseline, false) OR b.config_name = 'baseline' AS is_baseline,
+       b.server_run_id, b.tool, arch,
+       b.workload.dataset AS dataset, b.workload.input_len AS input_len,
+       b.workload.output_len AS output_len, b.workload.load AS load,
+       b.workload.request_rate AS request_rate, b.workload.num_prompts AS num_prompts,
+       b.concurrency, b.repeat, b.valid,
+        {metric_cols},
+       source
+FROM b""",
+        "benchmark_deltas": f"""
+WITH runs AS (
+    SELECT * FROM benchmarks WHERE valid IS DISTINCT FROM false
+),
+long AS (
+    UNPIVOT runs ON {delta_unpivot} INTO NAME metric VALUE value
+),
+metric_rules(metric, direction, noise_floor) AS (
+    VALUES {delta_rows}
+),
+arms AS (
+    SELECT session_id, config_name, bool_or(is_baseline) AS is_baseline, dataset, input_len,
+           output_len, concurrency, request_rate, metric,
+           avg(value) AS value, count(*) AS runs, stddev_samp(value) / nullif(avg(value), 0) AS cv,
+           max(seq) AS last_seq
+    FROM long
+    GROUP BY ALL
+)
+SELECT c.session_id, c.config_name, base.config_name AS baseline_config, c.dataset, c.input_len,
+       c.output_len, c.concurrency, c.request_rate, c.metric,
+       base.value AS baseline_value, c.value, base.runs AS baseline_runs, c.runs,
+       100 * (c.value / nullif(base.value, 0) - 1) AS change_pct,
+       r.direction AS better_direction, 100 * r.noise_floor AS noise_floor_pct,
+       CASE
+           WHEN base.value IS NULL OR c.value IS NULL THEN 'insufficient data'
+           WHEN abs(c.value / nullif(base.value, 0) - 1) <= r.noise_floor THEN 'no measurable change'
+           WHEN least(base.runs, c.runs) < 3 THEN 'insufficient data'
+           WHEN r.direction * (c.value / base.value - 1) > 0 THEN 'improved'
+           ELSE 'regressed'
+       END AS verdict,
+       'simple rule: |change| <= noise floor, else 3+ runs per arm' AS verdict_rule,
+       c.last_seq AS seq
+FROM arms c
+JOIN arms base
+  ON base.is_baseline AND NOT c.is_baseline
+ AND base.session_id IS NOT DISTINCT FROM c.session_id
+ AND base.metric = c.metric
+ AND base.concurrency IS NOT DISTINCT FROM c.concurrency
+ AND base.request_rate IS NOT DISTINCT FROM c.request_rate
+ AND base.dataset IS NOT DISTINCT FROM c.dataset
+ AND base.input_len IS NOT DISTINCT FROM c.input_len
+ AND base.output_len IS NOT DISTINCT FROM c.output_len
+JOIN metric_rules r ON r.metric = c.metric""",
+        "decisions": """
+SELECT seq, event_id, session_id, recorded_at, actor_kind, actor_name,
+       (payload->>'decision') AS decision, (payload->>'rationale') AS rationale,
+       CAST(payload->'alternatives' AS VARCHAR[]) AS alternatives,
+       CAST(payload->'evidence_event_ids' AS VARCHAR[]) AS evidence_event_ids,
+       (payload->>'candidate_id') AS candidate_id, source
+FROM live_events WHERE type = 'decision_recorded'""",
+        "timeline": """
+SELECT seq, recorded_at, session_id, type, stream, actor_kind, actor_name, arch,
+       CASE type
+           WHEN 'session_started' THEN 'session: ' || (payload->>'title')
+           WHEN 'session_ended' THEN 'session ended: ' || coalesce(payload->>'summary', '')
+           WHEN 'host_observed' THEN 'host: ' || coalesce(host->>'gpu_name', 'cpu') || ' x'
+                || coalesce(host->>'gpu_count', '?') || ' ' || coalesce(arch, '')
+           WHEN 'candidate_proposed' THEN 'proposed ' || (payload->>'candidate_id') || ' ['
+                || (payload->>'priority') || ']: ' || (payload->>'title')
+           WHEN 'candidate_triaged' THEN (payload->>'candidate_id') || ' -> ' || (payload->>'status')
+                || coalesce(': ' || (payload->>'reason'), '')
+           WHEN 'flag_researched' THEN (payload->>'flag') || ': ' || (payload->>'verdict')
+                || coalesce(' - ' || (payload->>'what_it_does'), '')
+           WHEN 'finding_recorded' THEN (payload->>'kind') || coalesce(' ' || (payload->>'flag'), '')
+                || ': ' || (payload->>'message')
+           WHEN 'server_started' THEN 'server ' || (payload->>'run_id') || ' started ('
+                || coalesce(payload->>'config_name', (payload->>'engine')) || ')'
+           WHEN 'server_ready' THEN 'server ' || (payload->>'run_id') || ' ready'
+                || coalesce(', max_running_requests=' || (payload->'startup'->>'max_running_requests'), '')
+           WHEN 'server_stopped' THEN 'server ' || (payload->>'run_id') || ' stopped'
+           WHEN 'server_failed' THEN 'server ' || (payload->>'run_id') || ' failed ('
+                || (payload->>'cause') || '): ' || (payload->>'message')
+           WHEN 'benchmark_completed' THEN 'bench ' || (payload->>'config_name')
+                || coalesce(' c=' || (payload->>'concurrency'), '')
+                || coalesce(': ' || round((payload->'metrics'->>'output_throughput')::DOUBLE, 1) || ' tok/s', '')
+           WHEN 'kernel_tune_started' THEN 'tune ' || (payload->>'tune_id') || ' started (' || (payload->>'kernel') || ')'
+           WHEN 'kernel_config_measured' THEN 'tune ' || (payload->>'tune_id') || ' M=' || (payload->>'batch_size')
+           WHEN 'kernel_tune_completed' THEN 'tune ' || (payload->>'tune_id') || ' ' || (payload->>'outcome')
+                || coalesce(': ' || (payload->>'error'), '')
+           WHEN 'moe_config_recorded' THEN 'MoE config ' || (payload->>'file_name')
+           WHEN 'spec_decoding_trial_completed' THEN 'spec decoding ' || (payload->>'algorithm')
+                || coalesce(' accept_length=' || (payload->>'accept_length'), '')
+           WHEN 'patch_applied' THEN 'patch ' || (payload->>'target') || ': ' || (payload->>'description')
+           WHEN 'decision_recorded' THEN 'decision: ' || (payload->>'decision')
+           WHEN 'note_added' THEN 'note: ' || (payload->>'text')
+           WHEN 'event_retracted' THEN 'retracted ' || (payload->>'retracted_event_id') || ': ' || (payload->>'reason')
+           ELSE type
+       END AS summary,
+       event_id, causation_id, correlation_id, source
+FROM live_events""",
+    }
+
+
+def create_views(con: duckdb.DuckDBPyConnection) -> None:
+    """(Re)create every view in the open read-write connection ``con``."""
+    for name, select in view_sql().items():
+        con.execute(f"CREATE OR REPLACE VIEW {name} AS {select}")
+
+
+VIEW_NAMES: tuple[str, ...] = tuple(view_sql())

@@ -1,0 +1,68 @@
+"""Typed event models of the tuneledger ledger (pydantic v2), free of storage and UI code.
+
+``parse_event`` turns any stored or typed event dict, at any known schema
+version, into the current model.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .envelope import Actor, Evidence, EventEnvelope, Host, normalize_compute_capability
+from .events import (
+    CURRENT_VERSIONS,
+    EVENT_ADAPTER,
+    EVENT_CLASSES,
+    EVENT_TYPES,
+    AnyEvent,
+    BenchMetrics,
+    Event,
+    StartupFacts,
+    Workload,
+    normalize_flag,
+)
+from .events import *  # noqa: F401,F403  (the event classes)
+from .upcasting import UpcastError, upcast
+from .vocab import NO_EFFECT_VERDICTS, VERDICTS
+
+
+def parse_event(data: dict[str, Any]) -> Event:
+    """Validate one event dict into its current model, upcasting older versions.
+
+    ``data`` is flat: envelope and payload fields side by side, ``type`` required,
+    ``schema_version`` optional (current when absent).
+
+    Raises:
+        pydantic.ValidationError: unknown ``type``, missing or mistyped field.
+        UpcastError: a ``schema_version`` this code cannot read.
+    """
+    type_name = data.get("type")
+    version = data.get("schema_version")
+    current = CURRENT_VERSIONS.get(type_name) if isinstance(type_name, str) else None
+    if current is not None and isinstance(version, int) and version != current:
+        envelope = {k: v for k, v in data.items() if k in EventEnvelope.ENVELOPE_FIELDS}
+        payload = {k: v for k, v in data.items() if k not in EventEnvelope.ENVELOPE_FIELDS}
+        data = {**envelope, **upcast(type_name, version, payload), "schema_version": current}
+    return EVENT_ADAPTER.validate_python(data)
+
+
+__all__ = [
+    "Actor",
+    "AnyEvent",
+    "BenchMetrics",
+    "CURRENT_VERSIONS",
+    "EVENT_CLASSES",
+    "EVENT_TYPES",
+    "Event",
+    "EventEnvelope",
+    "Evidence",
+    "Host",
+    "NO_EFFECT_VERDICTS",
+    "StartupFacts",
+    "UpcastError",
+    "VERDICTS",
+    "Workload",
+    "normalize_compute_capability",
+    "normalize_flag",
+    "parse_event",
+]

@@ -1,0 +1,573 @@
+"""Typed ledger events: one pydantic model per ``type``, joined in ``AnyEvent``.
+
+Every model is the *current* schema version of its type. Older stored versions
+are upcast on read (``schemas.upcasting``); stored rows are never rewritten.
+
+Units: durations in seconds (``_s``) or milliseconds (``_ms``), throughputs in
+tokens/s (``tok/s``) or requests/s, memory in MiB or GB as the field name says.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal, Union
+from uuid import UUID
+
+from pydantic import Field, TypeAdapter, field_validator
+
+from .envelope import EventEnvelope, Evidence, StrictModel
+from .vocab import (
+    CandidateKind,
+    FailureCause,
+    FindingKind,
+    LoadKind,
+    Priority,
+    TriageStatus,
+    TuneOutcome,
+    Verdict,
+    VerdictBasis,
+)
+
+#: A server flag value as given on the command line (``True`` for a bare switch).
+FlagValue = Union[bool, int, float, str, list[Any], None]
+
+
+def normalize_flag(name: str) -> str:
+    """Spell a server flag the CLI way without dashes: ``--enable-x`` / ``enable_x`` -> ``enable-x``.
+
+    Raises:
+        ValueError: empty, or contains whitespace or ``=``.
+    """
+    flag = name.strip().lstrip("-").replace("_", "-")
+    if not flag or any(ch.isspace() for ch in flag) or "=" in flag:
+        raise ValueError(f"not a flag name: {name!r} (want e.g. 'enable-fused-moe-sum-all-reduce')")
+    return flag
+
+
+class Event(EventEnvelope):
+    """Base of all event types. Subclasses set ``type`` and ``schema_version``."""
+
+    type: str
+    schema_version: int = 1
+
+    def default_stream(self) -> str:
+        """The stream this event goes to when none is given (its aggregate)."""
+        return f"session:{self.session_id}" if self.session_id else "ledger"
+
+    def payload(self) -> dict[str, Any]:
+        """The payload fields (everything but the envelope) as JSON-ready values."""
+        data = self.model_dump(mode="json", exclude=set(self.ENVELOPE_FIELDS))
+        return data
+
+
+# --- sessions and hosts -------------------------------------------------------
+
+
+class SessionStarted(Event):
+    """An optimization session begins: what is tuned, on what, towards what goal."""
+
+    type: Literal["session_started"] = "session_started"
+    schema_version: Literal[1] = 1
+    title: str
+    model: str | None = None
+    goal: str | None = None
+    tensor_parallel: int | None = Field(default=None, ge=1, description="Tensor-parallel size (--tp).")
+    dtype: str | None = None
+    notes: str | None = None
+
+
+class SessionEnded(Event):
+    """An optimization session ends, with its outcome in a sentence."""
+
+    type: Literal["session_ended"] = "session_ended"
+    schema_version: Literal[1] = 1
+    summary: str | None = None
+
+
+class HostObserved(Event):
+    """A host fingerprint: the envelope's ``host`` plus library versions.
+
+    ``cpu_only`` is true for a host without a usable GPU.
+    """
+
+    type: Literal["host_observed"] = "host_observed"
+    schema_version: Literal[1] = 1
+    cpu_only: bool = False
+    gpu_names: list[str] = Field(default_factory=list)
+    torch_version: str | None = None
+    triton_version: str | None = None
+    python_version: str | None = None
+    other_versions: dict[str, str] = Field(default_factory=dict)
+    notes: str | None = None
+
+
+# --- candidates (the todo / triage board) --------------------------------------
+
+
+class _CandidateEvent(Event):
+    candidate_id: str = Field(description="Stable slug of the todo item, e.g. 'flag:enable-fused-moe-sum-all-reduce'.")
+
+    def default_stream(self) -> str:
+        return f"candidate:{self.candidate_id}"
+
+
+class CandidateProposed(_CandidateEvent):
+    """A todo item: something to try (a flag, kernel tune, speculative-decoding trial, patch)."""
+
+    type: Literal["candidate_proposed"] = "candidate_proposed"
+    schema_version: Literal[1] = 1
+    kind: CandidateKind
+    title: str
+    flag: str | None = None
+    value: FlagValue = None
+    priority: Priority = "medium"
+    hypothesis: str | None = None
+
+    @field_validator("flag")
+    @classmethod
+    def _flag(cls, value: str | None) -> str | None:
+        return normalize_flag(value) if value is not None else None
+
+
+class CandidateTriaged(_CandidateEvent):
+    """A triage decision on a candidate; the latest one is its status."""
+
+    type: Literal["candidate_triaged"] = "candidate_triaged"
+    schema_version: Literal[1] = 1
+    status: TriageStatus
+    reason: str | None = None
+    verdict: Verdict | None = None
+
+
+class FlagResearched(Event):
+    """What reading the engine's code or docs says about one server flag.
+
+    ``flag`` is the CLI spelling without dashes (``enable-fused-moe-sum-all-reduce``).
+    ``engine``/``engine_version`` default to the envelope host's in the views.
+    """
+
+    type: Literal["flag_researched"] = "flag_researched"
+    schema_version: Literal[2] = 2
+    flag: str
+    engine: str | None = None
+    engine_version: str | None = None
+    what_it_does: str | None = None
+    activation_condition: str | None = None
+    arch_gating: str | None = None
+    auto_enabled_for: str | None = None
+    verdict: Verdict = "unknown"
+    evidence: list[Evidence] = Field(default_factory=list)
+    notes: str | None = None
+    candidate_id: str | None = None
+
+    @field_validator("flag")
+    @classmethod
+    def _flag(cls, value: str) -> str:
+        return normalize_flag(value)
+
+    def default_stream(self) -> str:
+        return f"flag:{self.flag}"
+
+
+class FindingRecorded(Event):
+    """A finding derived automatically from a server log or a measurement.
+
+    For a flag, ``verdict`` and ``basis`` feed the ``flag_verdicts`` view
+    (``basis`` ``log``: the log shows it; ``measured``: a benchmark comparison).
+    """
+
+    type: Literal["finding_recorded"] = "finding_recorded"
+    schema_version: Literal[1] = 1
+    kind: FindingKind
+    basis: VerdictBasis = "log"
+    message: str
+    flag: str | None = None
+    verdict: Verdict | None = None
+    server_run_id: str | None = None
+    engine: str | None = None
+    engine_version: str | None = None
+    evidence: list[Evidence] = Field(default_factory=list)
+
+    @field_validator("flag")
+    @classmethod
+    def _flag(cls, value: str | None) -> str | None:
+        return normalize_flag(value) if value is not None else None
+
+
+# --- servers --------------------------------------------------------------------
+
+
+class StartupFacts(StrictModel):
+    """What a server's startup log and ``/server_info`` say it resolved to.
+
+    ``cuda_graph_bs``: the decode batch sizes captured in CUDA graphs;
+    ``piecewise_cuda_graph``: whether piecewise CUDA graph was captured (``None``
+    when unknown); ``moe_kernel_config``: ``found`` (a tuned file for this GPU),
+    ``fallback`` (another Triton version's file), ``default`` (none:
+    "Performance might be sub-optimal!") or ``None`` (no MoE / unknown).
+    Memory in GB as SGLang logs it.
+    """
+
+    attention_backend: str | None = None
+    max_running_requests: int | None = None
+    max_total_num_tokens: int | None = None
+    context_len: int | None = None
+    chunked_prefill_size: int | None = None
+    max_prefill_tokens: int | None = None
+    cuda_graph_bs: list[int] | None = None
+    piecewise_cuda_graph: bool | None = None
+    piecewise_disabled_reason: str | None = None
+    moe_kernel_config: Literal["found", "fallback", "default"] | None = None
+    moe_config_paths: list[str] = Field(default_factory=list)
+    kv_cache_tokens: int | None = None
+    weight_load_s: float | None = None
+    available_gpu_mem_gb: float | None = None
+    server_args: dict[str, Any] = Field(default_factory=dict)
+
+
+class _ServerEvent(Event):
+    run_id: str = Field(description="Id of one server process lifetime (start to stop).")
+
+    def default_stream(self) -> str:
+        return f"server:{self.run_id}"
+
+
+class ServerStarted(_ServerEvent):
+    """A server process was launched with this configuration (argv, flags, env)."""
+
+    type: Literal["server_started"] = "server_started"
+    schema_version: Literal[1] = 1
+    engine: str
+    model: str | None = None
+    config_name: str | None = None
+    flags: dict[str, FlagValue] = Field(default_factory=dict, description="Flag name without dashes -> value.")
+    env: dict[str, str] = Field(default_factory=dict, description="The environment subset that matters.")
+    argv: list[str] = Field(default_factory=list)
+    port: int | None = None
+    pid: int | None = None
+    log_path: str | None = None
+
+    @field_validator("flags")
+    @classmethod
+    def _flags(cls, value: dict[str, FlagValue]) -> dict[str, FlagValue]:
+        return {normalize_flag(k): v for k, v in value.items()}
+
+
+class ServerReady(_ServerEvent):
+    """The server answered its health check; ``startup`` holds what it resolved to."""
+
+    type: Literal["server_ready"] = "server_ready"
+    schema_version: Literal[1] = 1
+    ready_after_s: float | None = None
+    startup: StartupFacts = Field(default_factory=StartupFacts)
+    warnings: list[str] = Field(default_factory=list)
+
+
+class ServerStopped(_ServerEvent):
+    """The server process ended after a stop request (or on its own)."""
+
+    type: Literal["server_stopped"] = "server_stopped"
+    schema_version: Literal[1] = 1
+    exit_code: int | None = None
+    signal: str | None = None
+    reason: str | None = None
+
+
+class ServerFailed(_ServerEvent):
+    """A server failed to start or died: the cause and the log tail, not a traceback."""
+
+    type: Literal["server_failed"] = "server_failed"
+    schema_version: Literal[1] = 1
+    cause: FailureCause
+    message: str
+    log_tail: list[str] = Field(default_factory=list)
+    exit_code: int | None = None
+
+
+# --- benchmarks -----------------------------------------------------------------
+
+
+class Workload(StrictModel):
+    """What was sent: dataset, lengths in tokens, how many prompts, load pattern.
+
+    ``range_ratio`` follows sglang bench_serving's ``--random-range-ratio``
+    (1.0: fixed lengths). ``request_rate`` in requests/s, ``None`` for closed loop.
+    """
+
+    dataset: str | None = None
+    input_len: int | None = None
+    output_len: int | None = None
+    range_ratio: float | None = None
+    num_prompts: int | None = None
+    load: LoadKind | None = None
+    request_rate: float | None = None
+    seed: int | None = None
+    ignore_eos: bool | None = None
+    endpoint: str | None = None
+
+
+class BenchMetrics(StrictModel):
+    """Summary metrics of one run, named and defined as sglang bench_serving does.
+
+    Throughputs in tok/s (requests/s for ``request_throughput``), latencies in ms,
+    ``duration_s`` in seconds, ``achieved_concurrency`` = sum(E2E)/duration.
+    TTFT, TPOT, ITL and E2E follow REFERENCE section 4 (TPOT excludes the first token).
+    """
+
+    completed: int | None = None
+    failed: int | None = None
+    duration_s: float | None = None
+    total_input_tokens: int | None = None
+    total_output_tokens: int | None = None
+    request_throughput: float | None = None
+    input_throughput: float | None = None
+    output_throughput: float | None = None
+    total_throughput: float | None = None
+    achieved_concurrency: float | None = None
+    max_output_tokens_per_s: float | None = None
+    max_concurrent_requests: int | None = None
+    accept_length: float | None = None
+    mean_ttft_ms: float | None = None
+    median_ttft_ms: float | None = None
+    std_ttft_ms: float | None = None
+    p90_ttft_ms: float | None = None
+    p95_ttft_ms: float | None = None
+    p99_ttft_ms: float | None = None
+    mean_tpot_ms: float | None = None
+    median_tpot_ms: float | None = None
+    std_tpot_ms: float | None = None
+    p90_tpot_ms: float | None = None
+    p95_tpot_ms: float | None = None
+    p99_tpot_ms: float | None = None
+    mean_itl_ms: float | None = None
+    median_itl_ms: float | None = None
+    std_itl_ms: float | None = None
+    p90_itl_ms: float | None = None
+    p95_itl_ms: float | None = None
+    p99_itl_ms: float | None = None
+    max_itl_ms: float | None = None
+    mean_e2e_latency_ms: float | None = None
+    median_e2e_latency_ms: float | None = None
+    std_e2e_latency_ms: float | None = None
+    p90_e2e_latency_ms: float | None = None
+    p95_e2e_latency_ms: float | None = None
+    p99_e2e_latency_ms: float | None = None
+
+
+class BenchmarkCompleted(Event):
+    """One benchmark run at one concurrency against one server configuration.
+
+    ``config_name`` names the configuration (``baseline`` is the session's
+    baseline unless ``is_baseline`` says otherwise); ``valid`` is the run's
+    validity gate (no failed requests, achieved concurrency >= 0.9 c, output
+    tokens as asked) with ``validity_notes`` saying what failed.
+    """
+
+    type: Literal["benchmark_completed"] = "benchmark_completed"
+    schema_version: Literal[1] = 1
+    run_id: str
+    config_name: str
+    is_baseline: bool = False
+    server_run_id: str | None = None
+    tool: str | None = None
+    workload: Workload = Field(default_factory=Workload)
+    concurrency: int | None = Field(default=None, ge=1)
+    repeat: int | None = Field(default=None, ge=0)
+    metrics: BenchMetrics = Field(default_factory=BenchMetrics)
+    valid: bool | None = None
+    validity_notes: list[str] = Field(default_factory=list)
+    notes: str | None = None
+
+    def default_stream(self) -> str:
+        return f"bench:{self.config_name}"
+
+
+# --- kernel tuning ----------------------------------------------------------------
+
+
+class _TuneEvent(Event):
+    tune_id: str
+
+    def default_stream(self) -> str:
+        return f"tune:{self.tune_id}"
+
+
+class KernelTuneStarted(_TuneEvent):
+    """A kernel tuning run began (e.g. sglang's fused-MoE Triton tuner).
+
+    ``N`` is the per-rank intermediate size; ``search_space`` the number of
+    configs tried per batch size.
+    """
+
+    type: Literal["kernel_tune_started"] = "kernel_tune_started"
+    schema_version: Literal[1] = 1
+    kernel: str
+    script: str | None = None
+    E: int | None = None
+    N: int | None = None
+    dtype: str | None = None
+    device_name: str | None = None
+    batch_sizes: list[int] = Field(default_factory=list)
+    search_space: int | None = None
+    timeout_s: float | None = None
+    candidate_id: str | None = None
+
+
+class KernelConfigMeasured(_TuneEvent):
+    """One kernel config timed at one batch size M; ``latency_us`` in microseconds."""
+
+    type: Literal["kernel_config_measured"] = "kernel_config_measured"
+    schema_version: Literal[1] = 1
+    batch_size: int
+    config: dict[str, Any]
+    latency_us: float | None = None
+
+
+class KernelTuneCompleted(_TuneEvent):
+    """A tuning run ended: completed, timed out, failed or cancelled."""
+
+    type: Literal["kernel_tune_completed"] = "kernel_tune_completed"
+    schema_version: Literal[1] = 1
+    outcome: TuneOutcome
+    duration_s: float | None = None
+    batch_sizes_done: list[int] = Field(default_factory=list)
+    error: str | None = None
+    best_configs: dict[str, dict[str, Any]] = Field(default_factory=dict)
+    output_file: str | None = None
+
+
+class MoeConfigRecorded(Event):
+    """A fused-MoE Triton kernel config file (sglang's ``E=..,N=..,device_name=..json``).
+
+    Fields from the file name: ``E``, ``N``, ``device_name`` (spaces as ``_``),
+    ``dtype``, ``block_shape``, ``per_channel_quant``, ``down`` (the ``_down``
+    suffix); ``triton_version`` from its ``triton_X_Y_Z`` folder when known.
+    ``configs`` maps batch size M (a string) to the kernel parameters.
+    """
+
+    type: Literal["moe_config_recorded"] = "moe_config_recorded"
+    schema_version: Literal[1] = 1
+    file_name: str
+    E: int
+    N: int
+    device_name: str
+    dtype: str | None = None
+    block_shape: list[int] | None = None
+    per_channel_quant: bool = False
+    down: bool = False
+    triton_version: str | None = None
+    configs: dict[str, dict[str, Any]]
+    origin: str | None = Field(default=None, description="Where the file came from (tuned here, copied from B200, shipped).")
+
+    def default_stream(self) -> str:
+        return "moe-configs"
+
+
+# --- speculative decoding, patches, decisions, notes -------------------------------
+
+
+class SpecDecodingTrialCompleted(Event):
+    """A speculative-decoding configuration was served and measured.
+
+    ``accept_length``: mean accepted tokens per verify step (sglang's
+    ``avg_spec_accept_length``); ``benchmark_event_ids``: its benchmark runs.
+    """
+
+    type: Literal["spec_decoding_trial_completed"] = "spec_decoding_trial_completed"
+    schema_version: Literal[1] = 1
+    trial_id: str
+    algorithm: str
+    num_steps: int | None = None
+    eagle_topk: int | None = None
+    num_draft_tokens: int | None = None
+    draft_model: str | None = None
+    accept_length: float | None = None
+    accept_rate: float | None = None
+    server_run_id: str | None = None
+    benchmark_event_ids: list[UUID] = Field(default_factory=list)
+    verdict: Verdict | None = None
+    candidate_id: str | None = None
+    notes: str | None = None
+
+
+class PatchApplied(Event):
+    """A change to the engine or its tools (file, what, why), optionally the diff."""
+
+    type: Literal["patch_applied"] = "patch_applied"
+    schema_version: Literal[1] = 1
+    target: str
+    description: str
+    reason: str | None = None
+    diff: str | None = None
+    candidate_id: str | None = None
+
+
+class DecisionRecorded(Event):
+    """A decision with its rationale, the alternatives weighed and the evidence events."""
+
+    type: Literal["decision_recorded"] = "decision_recorded"
+    schema_version: Literal[1] = 1
+    decision: str
+    rationale: str | None = None
+    alternatives: list[str] = Field(default_factory=list)
+    evidence_event_ids: list[UUID] = Field(default_factory=list)
+    candidate_id: str | None = None
+
+
+class NoteAdded(Event):
+    """Free text, optionally about other events (``refs``)."""
+
+    type: Literal["note_added"] = "note_added"
+    schema_version: Literal[2] = 2
+    text: str
+    refs: list[UUID] = Field(default_factory=list)
+    candidate_id: str | None = None
+
+
+class EventRetracted(Event):
+    """A correction: the event ``retracted_event_id`` no longer counts in the views.
+
+    The retracted event stays in the log (nothing is updated or deleted).
+    """
+
+    type: Literal["event_retracted"] = "event_retracted"
+    schema_version: Literal[1] = 1
+    retracted_event_id: UUID
+    reason: str
+
+
+EVENT_CLASSES: tuple[type[Event], ...] = (
+    SessionStarted,
+    SessionEnded,
+    HostObserved,
+    CandidateProposed,
+    CandidateTriaged,
+    FlagResearched,
+    FindingRecorded,
+    ServerStarted,
+    ServerReady,
+    ServerStopped,
+    ServerFailed,
+    BenchmarkCompleted,
+    KernelTuneStarted,
+    KernelConfigMeasured,
+    KernelTuneCompleted,
+    MoeConfigRecorded,
+    SpecDecodingTrialCompleted,
+    PatchApplied,
+    DecisionRecorded,
+    NoteAdded,
+    EventRetracted,
+)
+
+#: type name -> model class (the current schema version of that type).
+EVENT_TYPES: dict[str, type[Event]] = {cls.model_fields["type"].default: cls for cls in EVENT_CLASSES}
+
+#: type name -> current schema_version.
+CURRENT_VERSIONS: dict[str, int] = {
+    name: cls.model_fields["schema_version"].default for name, cls in EVENT_TYPES.items()
+}
+
+AnyEvent = Annotated[Union[tuple(EVENT_CLASSES)], Field(discriminator="type")]  # type: ignore[valid-type]
+
+#: Validates one event dict (current version) into its model.
+EVENT_ADAPTER: TypeAdapter[Event] = TypeAdapter(AnyEvent)

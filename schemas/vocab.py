@@ -1,0 +1,75 @@
+"""The controlled vocabularies of the ledger: verdicts, statuses, kinds.
+
+Kept as ``Literal`` types (not enums) so that the JSON written to the ledger and
+the JSON an agent types on the command line are the same plain strings.
+"""
+
+from __future__ import annotations
+
+from typing import Literal, get_args
+
+#: What a flag (or any candidate) turned out to do in one engine version on one arch.
+#: ``effective``: it takes effect and does what it says; ``no-op``: the code ignores
+#: it in this configuration; ``dead-code``: defined but never read; ``not-activated``:
+#: its activation condition is not met here (arch, model, other flags);
+#: ``harmful``: it has side effects that cost performance or capacity;
+#: ``incompatible``: it crashes or is refused; ``already-default``: the engine
+#: already does this; ``no-measurable-change``: measured, change within noise;
+#: ``unknown``: not settled yet.
+Verdict = Literal[
+    "effective",
+    "no-op",
+    "dead-code",
+    "not-activated",
+    "harmful",
+    "incompatible",
+    "already-default",
+    "no-measurable-change",
+    "unknown",
+]
+VERDICTS: tuple[str, ...] = get_args(Verdict)
+
+#: Verdicts meaning "the flag changed nothing or was not in effect" (``no_effect``).
+NO_EFFECT_VERDICTS: tuple[str, ...] = ("no-op", "dead-code", "not-activated", "no-measurable-change")
+
+#: Where a verdict comes from: reading code/docs, a measurement, or the server log.
+VerdictBasis = Literal["researched", "measured", "log"]
+
+#: Who appended an event.
+ActorKind = Literal["person", "agent", "runner"]
+
+#: What a todo item (candidate) is.
+CandidateKind = Literal["flag", "kernel-tune", "spec-decoding", "patch", "config", "other"]
+
+Priority = Literal["high", "medium", "low"]
+
+#: Outcome of triaging a candidate. ``accepted``: will be tried; ``rejected``: will
+#: not be tried (reason says why); ``deferred``: later; ``done``: tried and closed.
+TriageStatus = Literal["accepted", "rejected", "deferred", "done"]
+
+#: Kind of cause of a failed server start.
+FailureCause = Literal[
+    "crash", "port-in-use", "out-of-memory", "timeout", "missing-binary", "interrupted", "other"
+]
+
+#: Outcome of a kernel tuning run.
+TuneOutcome = Literal["completed", "timed-out", "failed", "cancelled"]
+
+#: Kind of an automatically derived finding.
+FindingKind = Literal[
+    "flag-not-in-effect",
+    "piecewise-cuda-graph-off",
+    "default-moe-config",
+    "decode-without-cuda-graph",
+    "capacity-reduced",
+    "crash",
+    "warning",
+    "measured-change",
+    "other",
+]
+
+#: Kind of an evidence pointer.
+EvidenceKind = Literal["source", "log", "event", "benchmark", "seed", "file", "url", "text"]
+
+#: Load pattern of a benchmark run.
+LoadKind = Literal["closed-loop", "open-loop"]
