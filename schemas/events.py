@@ -119,7 +119,7 @@ class CandidateProposed(_CandidateEvent):
     title: str
     flag: str | None = None
     value: FlagValue = None
-    priority: Priority = "medium"
+    priority: Priority | None = None
     hypothesis: str | None = None
 
     @field_validator("flag")
