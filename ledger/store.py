@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import json
 import threading
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -233,6 +233,7 @@ class LedgerStore:
         events: Event | Sequence[Event],
         *,
         expected_version: int | None = None,
+        samples: Mapping[UUID, pa.Table] | None = None,
     ) -> list[AppendResult]:
         """Append events atomically, in order; return where each landed.
 
@@ -243,6 +244,10 @@ class LedgerStore:
 
         Events already stored (same ``event_id``, same content) are not stored
         again: their result carries the original positions and ``duplicate=True``.
+
+        ``samples`` maps a benchmark event's ``event_id`` to its per-request
+        samples (columns of ``bench_samples`` but ``benchmark_event_id``); they
+        are stored in the same transaction, for newly stored events only.
 
         Raises:
             ConcurrencyConflict: a stream is not at the expected version.
@@ -266,6 +271,9 @@ class LedgerStore:
             con.execute("BEGIN")
             try:
                 results = self._append_in_tx(con, rows, expected_version)
+                for result in results:
+                    if samples and not result.duplicate and result.event_id in samples:
+                        self._insert_samples(con, result.event_id, samples[result.event_id])
                 con.execute("COMMIT")
             except BaseException:
                 con.execute("ROLLBACK")
@@ -360,25 +368,15 @@ class LedgerStore:
                 results.append(AppendResult(UUID(row["event_id"]), old[0], old[1], old[2], duplicate=True))
         return results
 
-    def add_bench_samples(self, benchmark_event_id: UUID, samples: pa.Table) -> None:
-        """Store per-request samples of one benchmark run (the ``bench_samples`` side table).
-
-        ``samples`` has the columns of ``bench_samples`` but ``benchmark_event_id``.
-        Idempotent: samples already stored for that run are left as they are.
-        """
-        with self.connect(read_only=False) as con:
-            con.register("samples", samples)
-            con.execute("BEGIN")
-            exists = con.execute(
-                "SELECT count(*) FROM bench_samples WHERE benchmark_event_id = ?", [str(benchmark_event_id)]
-            ).fetchall()[0][0]
-            if not exists:
-                con.execute(
-                    "INSERT INTO bench_samples SELECT ?::UUID, request_index, ok, ttft_ms, e2e_ms, tpot_ms, "
-                    "prompt_tokens, output_tokens, itl_ms, error FROM samples",
-                    [str(benchmark_event_id)],
-                )
-            con.execute("COMMIT")
+    @staticmethod
+    def _insert_samples(con: duckdb.DuckDBPyConnection, event_id: UUID, samples: pa.Table) -> None:
+        con.register("samples", samples)
+        con.execute(
+            "INSERT INTO bench_samples SELECT ?::UUID, request_index, ok, ttft_ms, e2e_ms, tpot_ms, "
+            "prompt_tokens, output_tokens, itl_ms, error FROM samples",
+            [str(event_id)],
+        )
+        con.unregister("samples")
 
     # --- reading ------------------------------------------------------------------
 

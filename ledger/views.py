@@ -8,7 +8,8 @@ events (``event_retracted``) drop out of every view but ``events``.
 
 Views (columns are listed in the README):
 
-``live_events``          events not retracted, payloads upcast to the current version
+``all_events``           every event, payload upcast to the current version, ``retracted`` flag
+``live_events``          the same without retracted events (what the other views read)
 ``board``                every candidate's current status, verdict, priority, reason, latest evidence
 ``flag_verdict_history`` every verdict ever given on a flag, with its basis
 ``flag_verdicts``        the latest verdict per flag, engine, engine_version and arch
@@ -16,7 +17,8 @@ Views (columns are listed in the README):
 ``benchmarks``           one row per benchmark run (one concurrency), metrics flattened
 ``benchmark_deltas``     each configuration against the session's baseline, per concurrency and metric
 ``decisions``            the decision log
-``timeline``             every live event with a one-line summary
+``event_log``            every event with a one-line ``summary`` and its ``retracted`` flag
+``timeline``             ``event_log`` without retracted events
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ from schemas.upcasting import sql_upcast_expression
 from schemas.vocab import NO_EFFECT_VERDICTS
 
 #: Bump whenever a view's SQL changes: writers then recreate the views in old files.
-VIEWS_VERSION = "7"
+VIEWS_VERSION = "8"
 
 #: (metric column, direction: +1 higher is better / -1 lower is better, noise floor as a fraction)
 #: Floors from REFERENCE section 5: 2% throughput and median TPOT, 5% median TTFT, 10% p99.
@@ -81,18 +83,21 @@ def view_sql() -> dict[str, str]:
     )
     delta_unpivot = ", ".join(name for name, _, _ in DELTA_METRICS)
     return {
-        "live_events": f"""
+        "all_events": f"""
 SELECT e.seq, e.event_id, e.type, e.stream, e.stream_version, e.recorded_at,
        e.actor_kind, e.actor_name, e.session_id, e.causation_id, e.correlation_id, e.source, e.host,
        (e.host->>'compute_capability') AS arch,
        (e.host->>'engine') AS host_engine,
        (e.host->>'engine_version') AS host_engine_version,
-       {sql_upcast_expression('e.payload')} AS payload
+       {sql_upcast_expression('e.payload')} AS payload,
+       r.retracted_event_id IS NOT NULL AS retracted
 FROM events e
-WHERE NOT EXISTS (
-    SELECT 1 FROM events r
-    WHERE r.type = 'event_retracted' AND (r.payload->>'retracted_event_id')::UUID = e.event_id
-)""",
+LEFT JOIN (
+    SELECT DISTINCT (payload->>'retracted_event_id')::UUID AS retracted_event_id
+    FROM events WHERE type = 'event_retracted'
+) r ON r.retracted_event_id = e.event_id""",
+        "live_events": """
+SELECT * EXCLUDE (retracted) FROM all_events WHERE NOT retracted""",
         "flag_verdict_history": f"""
 WITH v AS (
     SELECT (payload->>'flag') AS flag,
@@ -316,7 +321,7 @@ SELECT seq, event_id, session_id, recorded_at, actor_kind, actor_name,
        CAST(payload->'evidence_event_ids' AS VARCHAR[]) AS evidence_event_ids,
        (payload->>'candidate_id') AS candidate_id, source
 FROM live_events WHERE type = 'decision_recorded'""",
-        "timeline": """
+        "event_log": """
 SELECT seq, recorded_at, session_id, type, stream, actor_kind, actor_name, arch,
        CASE type
            WHEN 'session_started' THEN 'session: ' || (payload->>'title')
@@ -354,8 +359,10 @@ SELECT seq, recorded_at, session_id, type, stream, actor_kind, actor_name, arch,
            WHEN 'event_retracted' THEN 'retracted ' || (payload->>'retracted_event_id') || ': ' || (payload->>'reason')
            ELSE type
        END AS summary,
-       event_id, causation_id, correlation_id, source
-FROM live_events""",
+       event_id, causation_id, correlation_id, source, retracted
+FROM all_events""",
+        "timeline": """
+SELECT * EXCLUDE (retracted) FROM event_log WHERE NOT retracted""",
     }
 
 

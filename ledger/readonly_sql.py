@@ -1,0 +1,82 @@
+"""The read-only SQL console over the ledger and its views (``tuneledger sql``, the TUI's SQL tab).
+
+Two fences, so that neither alone has to be perfect:
+
+1. The statement is parsed (DuckDB's own parser, on an empty in-memory
+   database) and only a single ``SELECT`` (``WITH``, ``FROM``, ``DESCRIBE``,
+   ``SHOW``, ``SUMMARIZE`` parse as SELECT) or ``EXPLAIN`` is let through:
+   INSERT, UPDATE, DELETE, CREATE, ATTACH, COPY, EXPORT, SET, PRAGMA, CALL,
+   INSTALL/LOAD are refused with a clear message.
+2. The ledger is then opened ``read_only`` with ``enable_external_access``
+   off and the configuration locked, so a SELECT cannot read or write files
+   (``read_csv('/etc/passwd')``, ``COPY``), attach databases or load extensions.
+"""
+
+from __future__ import annotations
+
+import duckdb
+import pyarrow as pa
+
+from .errors import Refused
+from .store import LedgerStore
+
+_ALLOWED = {duckdb.StatementType.SELECT, duckdb.StatementType.EXPLAIN}
+
+#: Connection settings of the sandbox (DuckDB configuration options).
+SANDBOX_CONFIG = {"enable_external_access": False, "lock_configuration": True}
+
+
+def check_readonly(sql: str) -> None:
+    """Raise ``Refused`` unless ``sql`` is exactly one SELECT or EXPLAIN statement.
+
+    Raises:
+        Refused: empty input, several statements, a statement that writes,
+            attaches, sets options or touches files, or SQL that does not parse.
+    """
+    parser = duckdb.connect(":memory:")
+    try:
+        statements = parser.extract_statements(sql)
+    except duckdb.Error as exc:
+        raise Refused(f"SQL does not parse: {str(exc).splitlines()[0]}") from None
+    finally:
+        parser.close()
+    if not statements:
+        raise Refused("no SQL statement given")
+    if len(statements) > 1:
+        raise Refused(f"one statement at a time, got {len(statements)}")
+    kind = statements[0].type
+    if kind not in _ALLOWED:
+        name = str(kind).rsplit(".", 1)[-1]
+        raise Refused(f"the ledger is read-only here: {name} statements are not allowed (SELECT and EXPLAIN are)")
+
+
+def run_readonly(store: LedgerStore, sql: str, *, max_rows: int | None = None) -> pa.Table:
+    """Run one read-only query on the ledger and return its result as an Arrow table.
+
+    ``max_rows`` caps the rows fetched (the TUI fetches a window, the CLI all).
+
+    Raises:
+        Refused: the statement is not a single SELECT/EXPLAIN (see ``check_readonly``),
+            or it tried to reach files or settings (DuckDB's permission error).
+        ledger.errors.InvalidInput: the query fails (unknown column, type error), one line.
+        ledger.errors.NotFound: no ledger at the store's path.
+    """
+    from .errors import InvalidInput
+
+    check_readonly(sql)
+    with store.connect(read_only=True, config=SANDBOX_CONFIG) as con:
+        try:
+            relation = con.sql(sql)
+            if relation is None:
+                return pa.table({})
+            if max_rows is not None:
+                relation = relation.limit(max_rows)
+            return relation.to_arrow_table()
+        except duckdb.PermissionException as exc:
+            raise Refused(f"the ledger is read-only here: {str(exc).splitlines()[0]}") from None
+        except duckdb.InvalidInputException as exc:
+            if "configuration has been locked" in str(exc):
+                raise Refused("settings cannot be changed here") from None
+            raise InvalidInput(f"query failed: {str(exc).splitlines()[0]}") from None
+        except duckdb.Error as exc:
+            raise InvalidInput(f"query failed: {str(exc).splitlines()[0]}") from None
