@@ -8,6 +8,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import sys
 from datetime import date, datetime
 from decimal import Decimal
 from typing import Any
@@ -75,7 +76,10 @@ def print_table(table: pa.Table, fmt: str = "table", *, title: str | None = None
         return
     if fmt != "table":
         raise ValueError(f"unknown format {fmt!r} (choose from {', '.join(FORMATS)})")
-    console = console or Console(soft_wrap=False)
+    if console is None:
+        # Piped output (an agent, a file) gets full rows instead of 80-column folding.
+        width = None if sys.stdout.isatty() else 240
+        console = Console(soft_wrap=False, width=width)
     rich_table = Table(title=title, show_lines=False, header_style="bold")
     for name in table.column_names:
         rich_table.add_column(name, overflow="fold")

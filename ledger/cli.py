@@ -1,0 +1,464 @@
+"""The ``tuneledger`` command line.
+
+Every command takes ``--ledger PATH`` (or ``TUNELEDGER_LEDGER``; default
+``./tuneledger.duckdb``). Errors print one line, ``tuneledger: error: ...``,
+on standard error and exit with the stable codes of ``ledger.errors``; usage
+errors exit 2. Commands contributed by other packages (the TUI's ``tui``) are
+found through the ``tuneledger.commands`` entry point group, so this core
+never imports the UI.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from importlib.metadata import entry_points
+from pathlib import Path
+from typing import Any
+
+import click
+import pyarrow as pa
+
+from schemas import EVENT_TYPES, Actor, Event, Host
+
+from .errors import InvalidInput, LedgerError
+from .jsonl import event_from_obj, event_to_json, read_stdin_events
+from .render import FORMATS, print_table
+from .store import AppendResult, LedgerStore
+
+DEFAULT_LEDGER = "tuneledger.duckdb"
+
+
+class Context:
+    """What every command gets: the ledger path and the default actor and session."""
+
+    def __init__(self, ledger: Path, actor: Actor, session: str | None) -> None:
+        self.ledger = ledger
+        self.actor = actor
+        self.session = session
+
+    def store(self) -> LedgerStore:
+        """The ledger store at ``--ledger``."""
+        return LedgerStore(self.ledger)
+
+
+pass_ctx = click.make_pass_decorator(Context)
+
+
+def _default_actor() -> str:
+    return os.environ.get("TUNELEDGER_ACTOR") or f"person:{os.environ.get('USER') or 'unknown'}"
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+@click.option(
+    "--ledger",
+    type=click.Path(dir_okay=False, path_type=Path),
+    envvar="TUNELEDGER_LEDGER",
+    default=DEFAULT_LEDGER,
+    show_default=True,
+    help="The ledger file (env TUNELEDGER_LEDGER).",
+)
+@click.option(
+    "--actor",
+    default=_default_actor,
+    help="Who appends: person:NAME, agent:NAME or runner:NAME (env TUNELEDGER_ACTOR).",
+)
+@click.option("--session", envvar="TUNELEDGER_SESSION", help="Default session id for new events (env TUNELEDGER_SESSION).")
+@click.version_option(package_name="tuneledger")
+@click.pass_context
+def cli(ctx: click.Context, ledger: Path, actor: str, session: str | None) -> None:
+    """tuneledger: an event-sourced ledger of an inference-server tuning session."""
+    try:
+        parsed_actor = Actor.parse(actor)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc).splitlines()[0], param_hint="--actor") from None
+    ctx.obj = Context(ledger, parsed_actor, session)
+
+
+# --- init ---------------------------------------------------------------------------
+
+
+@cli.command()
+@pass_ctx
+def init(ctx: Context) -> None:
+    """Create the ledger file (tables and views); harmless on an existing one."""
+    created = ctx.store().init()
+    click.echo(f"{'created' if created else 'updated'} ledger {ctx.ledger}")
+
+
+# --- append -------------------------------------------------------------------------
+
+
+def _parse_value(text: str) -> Any:
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError:
+        return text
+
+
+def _set_dotted(target: dict[str, Any], dotted: str, value: Any) -> None:
+    keys = dotted.split(".")
+    for key in keys[:-1]:
+        target = target.setdefault(key, {})
+        if not isinstance(target, dict):
+            raise InvalidInput(f"field '{dotted}': '{key}' is not an object")
+    target[keys[-1]] = value
+
+
+def _fill_envelope(event: Event, ctx: Context, overrides: dict[str, Any]) -> Event:
+    """Apply the command's defaults (actor, session) where the event left them unset."""
+    update: dict[str, Any] = {k: v for k, v in overrides.items() if v is not None}
+    if "actor" not in event.model_fields_set and "actor" not in update:
+        update["actor"] = ctx.actor
+    if event.session_id is None and "session_id" not in update and ctx.session:
+        update["session_id"] = ctx.session
+    return event.model_copy(update=update) if update else event
+
+
+def _result_json(result: AppendResult) -> dict[str, Any]:
+    return {
+        "event_id": str(result.event_id),
+        "seq": result.seq,
+        "stream": result.stream,
+        "stream_version": result.stream_version,
+        "duplicate": result.duplicate,
+    }
+
+
+def _report_appended(results: list[AppendResult], events: list[Event], as_json: bool) -> None:
+    if as_json:
+        click.echo(json.dumps([_result_json(r) for r in results]))
+        return
+    for result, event in zip(results, events):
+        state = "already stored at" if result.duplicate else "appended"
+        click.echo(
+            f"{state} seq {result.seq}: {event.type} {result.event_id} "
+            f"({result.stream} v{result.stream_version})"
+        )
+
+
+@cli.command()
+@click.argument("event_type", required=False, metavar="[TYPE]")
+@click.option("-f", "--field", "fields", multiple=True, metavar="KEY=VALUE",
+              help="A payload field; VALUE is JSON when it parses (42, true, [1,2]) else text; KEY may be dotted (metrics.output_throughput).")
+@click.option("--session", "session_id", help="Session id of the event.")
+@click.option("--stream", help="Stream (default: the event type's aggregate, e.g. candidate:ID).")
+@click.option("--event-id", help="Give the event id (makes a retry idempotent).")
+@click.option("--causation", "causation_id", help="Id of the event that caused this one.")
+@click.option("--correlation", "correlation_id", help="Id correlating a chain of events.")
+@click.option("--source", help="Where this record comes from (file:line, URL, message).")
+@click.option("--host", "host_json", metavar="JSON", help='Host as JSON, e.g. \'{"gpu_name": "NVIDIA H200", "compute_capability": "9.0"}\'.')
+@click.option("--expected-version", type=int, help="Fail with exit 4 unless the stream is at this version (0: new stream).")
+@click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
+@pass_ctx
+def append(
+    ctx: Context,
+    event_type: str | None,
+    fields: tuple[str, ...],
+    session_id: str | None,
+    stream: str | None,
+    event_id: str | None,
+    causation_id: str | None,
+    correlation_id: str | None,
+    source: str | None,
+    host_json: str | None,
+    expected_version: int | None,
+    as_json: bool,
+) -> None:
+    """Append one event from options, or events as JSON / JSON lines on standard input.
+
+    \b
+    From options:  tuneledger append note_added -f text="fused MoE sum: no change"
+    From stdin:    echo '{"type": "note_added", "text": "hi"}' | tuneledger append --json
+    A batch on stdin (JSON array or JSON lines) is appended atomically: all or nothing.
+
+    \b
+    Exit codes: 0 ok, 3 invalid input, 4 version conflict, 5 not found,
+    7 ledger busy, 8 event id reused with other content.
+    """
+    overrides: dict[str, Any] = {
+        "session_id": session_id,
+        "stream": stream,
+        "causation_id": causation_id,
+        "correlation_id": correlation_id,
+        "source": source,
+    }
+    if host_json is not None:
+        try:
+            overrides["host"] = Host.model_validate_json(host_json)
+        except ValueError as exc:
+            raise InvalidInput(f"--host: {str(exc).splitlines()[0]}: {str(exc).splitlines()[-1].strip()}") from None
+    if event_type is None or event_type == "-":
+        if fields:
+            raise click.UsageError("-f/--field needs a TYPE")
+        if sys.stdin.isatty():
+            raise click.UsageError("give a TYPE with -f fields, or pipe JSON / JSON lines on standard input")
+        events = read_stdin_events(sys.stdin)
+        if event_id is not None and len(events) == 1:
+            overrides["event_id"] = event_id
+    else:
+        data: dict[str, Any] = {"type": event_type}
+        for item in fields:
+            key, sep, value = item.partition("=")
+            if not sep or not key:
+                raise InvalidInput(f"--field {item!r}: expected KEY=VALUE")
+            _set_dotted(data, key, _parse_value(value))
+        if event_id is not None:
+            data["event_id"] = event_id
+        events = [event_from_obj(data, "options")]
+    try:
+        events = [_fill_envelope(event, ctx, overrides) for event in events]
+        # model_copy skips validation: re-validate so a bad override is caught here.
+        events = [type(event).model_validate(event.model_dump()) for event in events]
+    except ValueError as exc:
+        raise InvalidInput(f"options: {str(exc).splitlines()[0]}") from None
+    results = ctx.store().append(events, expected_version=expected_version)
+    _report_appended(results, events, as_json)
+
+
+# --- reading ------------------------------------------------------------------------
+
+
+@cli.command()
+@click.option("--type", "types", multiple=True, help="Only this event type (repeatable).")
+@click.option("--session", "session_id", help="Only this session.")
+@click.option("--stream", help="Only this stream.")
+@click.option("--after", "after_seq", type=int, default=0, help="Only events after this seq.")
+@click.option("--limit", type=int, help="At most this many (the newest when --newest).")
+@click.option("--newest", is_flag=True, help="Newest first.")
+@click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True)
+@pass_ctx
+def events(
+    ctx: Context,
+    types: tuple[str, ...],
+    session_id: str | None,
+    stream: str | None,
+    after_seq: int,
+    limit: int | None,
+    newest: bool,
+    fmt: str,
+) -> None:
+    """List events (retracted ones too, marked); json prints full events as JSON lines."""
+    unknown = [t for t in types if t not in EVENT_TYPES]
+    if unknown:
+        raise InvalidInput(f"--type {unknown[0]!r}: unknown event type (known: {', '.join(sorted(EVENT_TYPES))})")
+    store = ctx.store()
+    if fmt == "json":
+        for event in store.read(after_seq=after_seq, types=types, session_id=session_id, stream=stream,
+                                limit=limit, newest_first=newest):
+            click.echo(event_to_json(event))
+        return
+    where, params = ["seq > ?"], [after_seq]
+    if types:
+        where.append("type IN (SELECT unnest(?::VARCHAR[]))")
+        params.append(list(types))
+    if session_id:
+        where.append("session_id = ?")
+        params.append(session_id)
+    if stream:
+        where.append("stream = ?")
+        params.append(stream)
+    sql = (
+        "SELECT seq, recorded_at, type, session_id AS session, stream, actor_kind || ':' || actor_name AS actor, "
+        "summary, left(event_id::VARCHAR, 8) AS id, retracted "
+        f"FROM event_log WHERE {' AND '.join(where)} ORDER BY seq {'DESC' if newest else ''}"
+    )
+    if limit is not None:
+        sql += f" LIMIT {int(limit)}"
+    print_table(store.query_arrow(sql, params), fmt)
+
+
+@cli.command()
+@click.argument("event_id")
+@pass_ctx
+def show(ctx: Context, event_id: str) -> None:
+    """Show one event as JSON (an 8+ character id prefix is enough), with what links to it."""
+    store = ctx.store()
+    event = store.get(event_id)
+    click.echo(event_to_json(event, indent=2))
+    linked = store.query_arrow(
+        "SELECT seq, type, summary, event_id::VARCHAR AS event_id FROM event_log "
+        "WHERE causation_id = ?::UUID OR event_id = ?::UUID "
+        "OR seq IN (SELECT seq FROM all_events WHERE list_contains(CAST(payload->'evidence_event_ids' AS VARCHAR[]), ?) "
+        "           OR list_contains(CAST(payload->'refs' AS VARCHAR[]), ?) "
+        "           OR (payload->>'retracted_event_id') = ?) "
+        "ORDER BY seq",
+        [str(event.event_id), str(event.causation_id) if event.causation_id else None,
+         str(event.event_id), str(event.event_id), str(event.event_id)],
+    )
+    if linked.num_rows:
+        click.echo("\nlinked events (its cause, and events citing or caused by it):")
+        for row in linked.to_pylist():
+            click.echo(f"  seq {row['seq']:>6}  {row['event_id'][:8]}  {row['type']}: {row['summary']}")
+
+
+@cli.command()
+@click.argument("query")
+@click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True)
+@pass_ctx
+def sql(ctx: Context, query: str, fmt: str) -> None:
+    """Run one read-only SQL query over the ledger and its views.
+
+    \b
+    Example: tuneledger sql "SELECT flag, verdict FROM flag_verdicts WHERE arch = 'sm120' AND no_effect"
+    Statements that write, attach, set options or touch files are refused (exit 6).
+    """
+    from .readonly_sql import run_readonly
+
+    print_table(run_readonly(ctx.store(), query), fmt)
+
+
+@cli.command(name="views")
+@pass_ctx
+def list_views(ctx: Context) -> None:
+    """List the derived views and their columns."""
+    from .views import VIEW_NAMES
+
+    store = ctx.store()
+    for name in VIEW_NAMES:
+        cols = store.query_arrow(f"DESCRIBE {name}")
+        click.echo(f"{name}: " + ", ".join(cols.column("column_name").to_pylist()))
+
+
+# --- import / export ----------------------------------------------------------------
+
+
+@cli.command(name="import")
+@click.argument("files", nargs=-1, required=True, type=click.Path(path_type=Path))
+@click.option("--session", "session_id", help="Session id for the imported events.")
+@click.option("--config-name", help="Configuration name for imported benchmark runs (default: the file name).")
+@click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
+@pass_ctx
+def import_(ctx: Context, files: tuple[Path, ...], session_id: str | None, config_name: str | None, as_json: bool) -> None:
+    """Import files, detecting each kind: sglang bench_serving JSONL, sglang tuned MoE
+    config JSON, sglang server log. All files are appended in one atomic batch;
+    re-importing a file is a no-op (event ids derive from the file's content)."""
+    from .importers import import_file
+
+    session = session_id or ctx.session
+    results = [
+        import_file(path, session_id=session, actor=ctx.actor, config_name=config_name) for path in files
+    ]
+    all_events = [event for result in results for event in result.events]
+    samples: dict[Any, pa.Table] = {}
+    for result in results:
+        samples.update(result.samples)
+    appended = ctx.store().append(all_events, samples=samples)
+    by_id = {r.event_id: r for r in appended}
+    summary = []
+    for result in results:
+        mine = [by_id[e.event_id] for e in result.events]
+        summary.append({
+            "file": str(result.path),
+            "kind": result.kind,
+            "events": len(mine),
+            "new": sum(not r.duplicate for r in mine),
+            "duplicates": sum(r.duplicate for r in mine),
+        })
+    if as_json:
+        click.echo(json.dumps(summary))
+    else:
+        for row in summary:
+            click.echo(f"{row['file']}: {row['kind']}, {row['new']} new events, {row['duplicates']} already stored")
+
+
+@cli.group()
+def export() -> None:
+    """Export views of the ledger."""
+
+
+@export.command(name="markdown")
+@click.option("--session", "session_id", help="Only this session (default: every session).")
+@click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), help="Write to FILE instead of standard output.")
+@pass_ctx
+def export_markdown(ctx: Context, session_id: str | None, output: Path | None) -> None:
+    """The decision log as Markdown: hardware, decisions with evidence, triage, verdicts, deltas."""
+    from .export_markdown import render_markdown
+
+    text = render_markdown(ctx.store(), session_id=session_id)
+    if output is None:
+        click.echo(text, nl=False)
+    else:
+        tmp = output.with_name(output.name + ".tmp")
+        tmp.write_text(text)
+        tmp.replace(output)  # whole file or nothing
+        click.echo(f"wrote {output}", err=True)
+
+
+# --- demo ---------------------------------------------------------------------------
+
+
+SM120_QUERY = (
+    "SELECT flag, verdict, basis FROM flag_verdicts WHERE arch = 'sm120' AND no_effect ORDER BY flag"
+)
+
+
+@cli.command()
+@click.option("--no-tui", is_flag=True, help="Print a summary instead of opening the TUI.")
+@pass_ctx
+def demo(ctx: Context, no_tui: bool) -> None:
+    """Build the demo ledger from data/demo_campaign.jsonl (the seeds' campaign) at --ledger and open it."""
+    from .demo import DEMO_SESSION, build_demo
+
+    store = build_demo(ctx.ledger)
+    opener = None if no_tui else _plugin("tuneledger.tui_opener")
+    if opener is not None:
+        opener(store.path, DEMO_SESSION)
+        return
+    click.echo(f"built demo ledger {ctx.ledger}: {store.head()} events, session {DEMO_SESSION}\n")
+    print_table(store.query_arrow(
+        "SELECT candidate_id, status, verdict, priority, reason FROM board ORDER BY updated_seq"), title="board")
+    print_table(store.query_arrow(SM120_QUERY), title="which flags were no-ops on SM120?")
+    print_table(store.query_arrow(
+        "SELECT config_name, concurrency, metric, baseline_value, value, round(change_pct, 2) AS change_pct, verdict "
+        "FROM benchmark_deltas WHERE metric = 'output_throughput' ORDER BY config_name, concurrency"),
+        title="benchmark deltas (output throughput, tok/s)")
+    if not no_tui:
+        click.echo("(the TUI is not installed; showing the summary)")
+
+
+# --- plugins and entry point -----------------------------------------------------------
+
+
+def _plugin(group: str) -> Any:
+    """The first object registered under the entry point ``group``, or None."""
+    for entry in entry_points(group=group):
+        return entry.load()
+    return None
+
+
+def _register_plugin_commands() -> None:
+    for entry in entry_points(group="tuneledger.commands"):
+        command = entry.load()
+        if command.name not in cli.commands:
+            cli.add_command(command)
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Run the CLI; ``LedgerError`` becomes one line on stderr and its exit code."""
+    _register_plugin_commands()
+    try:
+        cli.main(args=argv, prog_name="tuneledger", standalone_mode=False)
+    except click.exceptions.Exit as exc:
+        sys.exit(exc.exit_code)
+    except click.Abort:
+        click.echo("tuneledger: aborted", err=True)
+        sys.exit(130)
+    except click.UsageError as exc:
+        hint = f" (see tuneledger {exc.ctx.command_path.split(' ', 1)[1] + ' ' if exc.ctx and ' ' in exc.ctx.command_path else ''}--help)"
+        click.echo(f"tuneledger: error: {exc.format_message()}{hint}", err=True)
+        sys.exit(2)
+    except click.ClickException as exc:
+        click.echo(f"tuneledger: error: {exc.format_message()}", err=True)
+        sys.exit(exc.exit_code)
+    except LedgerError as exc:
+        click.echo(f"tuneledger: error: {exc}", err=True)
+        sys.exit(exc.exit_code)
+    except BrokenPipeError:
+        sys.exit(0)
+    sys.exit(0)
+
+
+if __name__ == "__main__":
+    main()
