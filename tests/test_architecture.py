@@ -1,0 +1,24 @@
+"""The core (schemas/, ledger/) stays free of the UI: enforced with import-linter's contracts
+in pyproject.toml, checked on every test run."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_import_contracts_hold() -> None:
+    exe = shutil.which("lint-imports", path=str(Path(sys.executable).parent)) or "lint-imports"
+    out = subprocess.run([exe], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert "Contracts: 2 kept, 0 broken" in out.stdout
+
+
+def test_core_import_does_not_load_textual() -> None:
+    code = "import sys, ledger.cli, ledger.store, ledger.views, schemas; print('textual' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert out.stdout.strip() == "False", out.stderr

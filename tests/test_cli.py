@@ -1,0 +1,157 @@
+"""The ``tuneledger`` CLI, run as a real process against a real ledger file."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+
+def run(ledger: Path, *args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "ledger.cli", "--ledger", str(ledger), "--actor", "agent:test", *args],
+        input=stdin,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+@pytest.fixture()
+def ledger(tmp_path: Path) -> Path:
+    path = tmp_path / "cli.duckdb"
+    assert run(path, "init").returncode == 0
+    return path
+
+
+def count(ledger: Path) -> int:
+    out = run(ledger, "sql", "SELECT count(*) AS n FROM events", "--format", "json")
+    assert out.returncode == 0, out.stderr
+    return json.loads(out.stdout)[0]["n"]
+
+
+def test_append_from_options_with_dotted_fields(ledger: Path) -> None:
+    out = run(
+        ledger, "append", "benchmark_completed", "-f", "run_id=b1", "-f", "config_name=baseline",
+        "-f", "concurrency=64", "-f", "metrics.output_throughput=1582.5", "--session", "s1", "--json",
+    )
+    assert out.returncode == 0, out.stderr
+    result = json.loads(out.stdout)[0]
+    assert result["seq"] == 1 and result["stream"] == "bench:baseline" and result["duplicate"] is False
+    rows = json.loads(run(ledger, "sql", "SELECT config_name, concurrency, output_throughput, session_id "
+                                          "FROM benchmarks", "--format", "json").stdout)
+    assert rows == [{"config_name": "baseline", "concurrency": 64, "output_throughput": 1582.5, "session_id": "s1"}]
+    shown = run(ledger, "events", "--format", "json")
+    event = json.loads(shown.stdout.splitlines()[0])
+    assert event["actor"] == {"kind": "agent", "name": "test"}
+
+
+def test_stdin_jsonl_batch_is_atomic_and_errors_name_the_line(ledger: Path) -> None:
+    good = json.dumps({"type": "note_added", "text": "one"})
+    truncated = '{"type": "note_added", "text": "tw'
+    out = run(ledger, "append", stdin=good + "\n" + truncated + "\n")
+    assert out.returncode == 3
+    assert out.stderr.strip().count("\n") == 0, "one-line error"
+    assert "<stdin>:2: not valid JSON" in out.stderr
+    assert count(ledger) == 0
+
+    wrong_type = json.dumps({"type": "benchmark_completed", "run_id": "r", "config_name": "c",
+                             "metrics": {"output_throughput": "fast"}})
+    out = run(ledger, "append", stdin=good + "\n" + wrong_type + "\n")
+    assert out.returncode == 3 and "<stdin>:2" in out.stderr and "metrics.output_throughput" in out.stderr
+    unknown = json.dumps({"type": "flag_exploded"})
+    out = run(ledger, "append", stdin=unknown)
+    assert out.returncode == 3 and "unknown event type 'flag_exploded'" in out.stderr
+    assert count(ledger) == 0
+
+    out = run(ledger, "append", "--json", stdin=json.dumps([{"type": "note_added", "text": "a"},
+                                                          {"type": "note_added", "text": "b"}]))
+    assert out.returncode == 0, out.stderr
+    assert [r["seq"] for r in json.loads(out.stdout)] == [1, 2]
+
+
+def test_retry_with_event_id_is_idempotent(ledger: Path) -> None:
+    event = json.dumps({"type": "note_added", "text": "retry me", "event_id": "01923456-7890-7abc-8def-0123456789ab"})
+    first = json.loads(run(ledger, "append", "--json", stdin=event).stdout)[0]
+    second = json.loads(run(ledger, "append", "--json", stdin=event).stdout)[0]
+    assert first["seq"] == second["seq"] == 1 and second["duplicate"] is True
+    assert count(ledger) == 1
+    other = json.dumps({"type": "note_added", "text": "different", "event_id": "01923456-7890-7abc-8def-0123456789ab"})
+    out = run(ledger, "append", stdin=other)
+    assert out.returncode == 8 and "already stored with other content" in out.stderr
+
+
+def test_expected_version_conflict_exit_code(ledger: Path) -> None:
+    args = ("append", "candidate_proposed", "-f", "candidate_id=flag:x", "-f", "kind=flag", "-f", "title=try x")
+    assert run(ledger, *args, "--expected-version", "0").returncode == 0
+    out = run(ledger, *args, "--expected-version", "0")
+    assert out.returncode == 4
+    assert "stream 'candidate:flag:x': expected version 0, found 1" in out.stderr
+    assert run(ledger, *args, "--expected-version", "1").returncode == 0
+
+
+def test_events_formats_and_filters(ledger: Path) -> None:
+    run(ledger, "append", "note_added", "-f", "text=a", "--session", "s1")
+    run(ledger, "append", "session_started", "-f", "title=T", "--session", "s2")
+    table = run(ledger, "events")
+    assert table.returncode == 0 and "note: a" in table.stdout and "session: T" in table.stdout
+    as_csv = list(csv.DictReader(io.StringIO(run(ledger, "events", "--format", "csv", "--session", "s2").stdout)))
+    assert [row["type"] for row in as_csv] == ["session_started"]
+    as_json = run(ledger, "events", "--format", "json", "--type", "note_added").stdout.splitlines()
+    assert [json.loads(line)["text"] for line in as_json] == ["a"]
+    bad = run(ledger, "events", "--type", "nope")
+    assert bad.returncode == 3 and "unknown event type" in bad.stderr
+
+
+def test_show_by_prefix_lists_links(ledger: Path) -> None:
+    first = json.loads(run(ledger, "append", "--json", stdin=json.dumps({"type": "note_added", "text": "cause"})).stdout)[0]
+    run(ledger, "append", "note_added", "-f", "text=effect", "--causation", first["event_id"])
+    out = run(ledger, "show", first["event_id"][:13])
+    assert out.returncode == 0, out.stderr
+    assert '"text": "cause"' in out.stdout and "note: effect" in out.stdout
+    missing = run(ledger, "show", "ffffffff-ffff")
+    assert missing.returncode == 5 and "not found" in missing.stderr
+
+
+@pytest.mark.parametrize(
+    "statement",
+    [
+        "INSERT INTO events SELECT * FROM events",
+        "DELETE FROM events",
+        "UPDATE events SET type = 'x'",
+        "DROP VIEW board",
+        "ATTACH 'other.duckdb' AS other",
+        "COPY events TO 'out.csv'",
+        "SELECT * FROM read_csv('/etc/passwd')",
+        "SET enable_external_access = true",
+        "INSTALL httpfs",
+        "SELECT 1; SELECT 2",
+    ],
+)
+def test_sql_refuses_writes_and_file_access(ledger: Path, statement: str, tmp_path: Path) -> None:
+    out = run(ledger, "sql", statement)
+    assert out.returncode == 6, (statement, out.stderr)
+    assert out.stderr.startswith("tuneledger: error:") and out.stderr.strip().count("\n") == 0
+    assert not (tmp_path / "out.csv").exists() and not Path("out.csv").exists()
+    assert count(ledger) == 0
+
+
+def test_sql_formats(ledger: Path) -> None:
+    run(ledger, "append", "note_added", "-f", "text=x")
+    assert json.loads(run(ledger, "sql", "SELECT 1 AS a, 'b' AS b", "--format", "json").stdout) == [{"a": 1, "b": "b"}]
+    assert run(ledger, "sql", "SELECT 1 AS a", "--format", "csv").stdout == "a\n1\n"
+    assert "board" in run(ledger, "views").stdout
+    err = run(ledger, "sql", "SELECT nope FROM timeline")
+    assert err.returncode == 3 and "nope" in err.stderr
+
+
+def test_missing_ledger_and_usage_errors(tmp_path: Path) -> None:
+    out = run(tmp_path / "none.duckdb", "events")
+    assert out.returncode == 5 and "no ledger at" in out.stderr
+    out = run(tmp_path / "none.duckdb", "frobnicate")
+    assert out.returncode == 2 and out.stderr.strip().count("\n") == 0
