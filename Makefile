@@ -1,0 +1,32 @@
+# Bootstrap a virtual environment from nothing but python3 (>= 3.11), then run things in it.
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+LEDGER ?= demo.duckdb
+
+.PHONY: demo test bench schemas clean
+
+$(BIN)/tuneledger: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	@touch $@
+
+## Build the demo ledger from data/demo_campaign.jsonl and open it (NO_TUI=1 prints a summary).
+demo: $(BIN)/tuneledger
+	$(BIN)/tuneledger --ledger $(LEDGER) demo $(if $(NO_TUI),--no-tui,)
+
+## Run the test suite.
+test: $(BIN)/tuneledger
+	$(BIN)/python -m pytest -q
+
+## Ledger benchmark (append latency, bulk import, view latency at 1M events).
+bench: $(BIN)/tuneledger
+	$(BIN)/python bench/bench_ledger.py
+
+## Regenerate the committed JSON Schemas after changing an event model.
+schemas: $(BIN)/tuneledger
+	$(BIN)/python -m schemas.jsonschema
+
+clean:
+	rm -rf $(VENV) *.egg-info .pytest_cache
