@@ -1,0 +1,273 @@
+"""sglang ``bench_serving`` result JSONL -> ``BenchmarkCompleted`` events (+ per-request samples).
+
+Format: what ``python -m sglang.bench_serving --output-file F`` appends, one JSON
+object per run (REFERENCE section 4; checked against the real 0.5.23 outputs in
+tests/fixtures/sglang/bench_serving/). Latency keys are in ms; the
+``--output-details`` arrays ``ttfts`` and ``itls`` are in seconds.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from typing import Any
+from uuid import UUID
+
+import pyarrow as pa
+
+from ledger.errors import InvalidInput
+from schemas import Actor, BenchmarkCompleted, BenchMetrics, Host, Workload
+
+from .detect import InputFile, looks_like_bench
+
+TOOL = "sglang.bench_serving"
+
+#: Columns of the ``bench_samples`` table (ledger/store.py) but ``benchmark_event_id``.
+SAMPLES_SCHEMA = pa.schema(
+    [
+        ("request_index", pa.int32()),
+        ("ok", pa.bool_()),
+        ("ttft_ms", pa.float64()),
+        ("e2e_ms", pa.float64()),
+        ("tpot_ms", pa.float64()),
+        ("prompt_tokens", pa.int32()),
+        ("output_tokens", pa.int32()),
+        ("itl_ms", pa.list_(pa.float64())),
+        ("error", pa.string()),
+    ]
+)
+
+#: sglang key -> BenchMetrics field, where the names differ; a later refactor's
+#: spellings (``total_input``, ``total_output``) map to the same fields.
+_RENAMED = {
+    "duration": "duration_s",
+    "concurrency": "achieved_concurrency",
+    "total_input": "total_input_tokens",
+    "total_output": "total_output_tokens",
+}
+_INT_METRICS = {"completed", "failed", "total_input_tokens", "total_output_tokens", "max_concurrent_requests"}
+_METRIC_FIELDS = set(BenchMetrics.model_fields)
+
+
+class _Line:
+    """Typed access to one result object; errors name ``file:line`` and the sglang key."""
+
+    def __init__(self, obj: dict[str, Any], where: str) -> None:
+        self.obj = obj
+        self.where = where
+
+    def error(self, key: str, problem: str) -> InvalidInput:
+        return InvalidInput(f"{self.where}: field '{key}': {problem}")
+
+    def number(self, key: str, *, integer: bool = False) -> float | int | None:
+        """The value of ``key`` as a number; ``None`` when absent, null or not finite (NaN)."""
+        value = self.obj.get(key)
+        if value is None:
+            return None
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise self.error(key, f"expected a number, got {json.dumps(value)[:40]}")
+        if isinstance(value, float) and not math.isfinite(value):
+            return None
+        if integer:
+            if isinstance(value, float) and not value.is_integer():
+                raise self.error(key, f"expected an integer, got {value}")
+            return int(value)
+        return float(value)
+
+    def text(self, key: str) -> str | None:
+        value = self.obj.get(key)
+        if value is None or isinstance(value, str):
+            return value
+        raise self.error(key, f"expected a string, got {json.dumps(value)[:40]}")
+
+    def array(self, key: str) -> list[Any] | None:
+        value = self.obj.get(key)
+        if value is None or isinstance(value, list):
+            return value
+        raise self.error(key, f"expected a list, got {type(value).__name__}")
+
+
+def import_bench_serving(
+    file: InputFile,
+    *,
+    config_name: str | None,
+    session_id: str | None,
+    host: Host | None,
+    actor: Actor,
+) -> tuple[list[BenchmarkCompleted], dict[UUID, pa.Table]]:
+    """One ``BenchmarkCompleted`` per non-blank line, and a samples table per line with details.
+
+    ``config_name`` defaults to the file stem. Event ids are deterministic
+    (file content + line), ``source`` is ``name:line``.
+
+    Raises:
+        InvalidInput: ``file:LINE: not valid JSON ...``, a line that is not a
+            bench_serving object, or ``file:LINE: field 'KEY': ...`` for a mistyped value.
+    """
+    events: list[BenchmarkCompleted] = []
+    samples: dict[UUID, pa.Table] = {}
+    for number, raw in enumerate(file.lines(), start=1):
+        if not raw.strip():
+            continue
+        where = f"{file.label}:{number}"
+        try:
+            obj = json.loads(raw)
+        except json.JSONDecodeError as exc:
+            raise InvalidInput(f"{where}: not valid JSON ({exc.msg} at column {exc.colno})") from None
+        if not looks_like_bench(obj):
+            raise InvalidInput(f"{where}: not an sglang bench_serving result object")
+        line = _Line(obj, where)
+        event_id = file.event_id(f"bench:{number}")
+        table = _samples(line)
+        event = _event(line, table, event_id=event_id, run_id=f"bench-{file.sha256[:12]}-{number}",
+                       config_name=config_name or file.path.stem)
+        events.append(event.model_copy(update={
+            "source": f"{file.name}:{number}", "session_id": session_id, "host": host, "actor": actor,
+        }))
+        if table is not None:
+            samples[event_id] = table
+    if not events:
+        raise InvalidInput(f"{file.label}: no bench_serving result lines")
+    return events, samples
+
+
+def _metrics(line: _Line, failed: int | None) -> BenchMetrics:
+    values: dict[str, Any] = {}
+    for key in line.obj:
+        name = _RENAMED.get(key, key)
+        if name in _METRIC_FIELDS and name != "failed":
+            value = line.number(key, integer=name in _INT_METRICS)
+            if value is not None or name not in values:
+                values[name] = value
+    values["failed"] = failed if failed is not None else line.number("failed", integer=True)
+    return BenchMetrics(**values)
+
+
+def _event(line: _Line, table: pa.Table | None, *, event_id: UUID, run_id: str, config_name: str) -> BenchmarkCompleted:
+    max_concurrency = line.number("max_concurrency", integer=True)
+    if max_concurrency is not None and max_concurrency < 1:
+        raise line.error("max_concurrency", f"expected >= 1, got {max_concurrency}")
+    failed = None
+    if table is not None:
+        failed = table.num_rows - sum(table.column("ok").to_pylist())
+    metrics = _metrics(line, failed)
+    rate = _request_rate(line)
+    if rate is None:
+        load = "closed-loop" if max_concurrency is not None else None
+    else:
+        load = "open-loop"
+    num_prompts = None
+    if metrics.completed is not None and metrics.failed is not None:
+        num_prompts = metrics.completed + metrics.failed
+    workload = Workload(
+        dataset=line.text("dataset_name"),
+        input_len=line.number("random_input_len", integer=True),
+        output_len=line.number("random_output_len", integer=True),
+        range_ratio=line.number("random_range_ratio"),
+        num_prompts=num_prompts,
+        load=load,
+        request_rate=rate,
+    )
+    notes = []
+    if metrics.failed:
+        first = next((e for e in table.column("error").to_pylist() if e), "") if table is not None else ""
+        notes.append(f"{metrics.failed} request(s) failed" + (f": {first[:200]}" if first else ""))
+    if not metrics.completed:
+        notes.append("no request completed")
+    backend = line.text("backend")
+    return BenchmarkCompleted(
+        event_id=event_id,
+        run_id=run_id,
+        config_name=config_name,
+        tool=TOOL,
+        workload=workload,
+        concurrency=max_concurrency,
+        metrics=metrics,
+        valid=not notes,
+        validity_notes=notes,
+        notes=f"bench_serving backend {backend}" if backend else None,
+    )
+
+
+def _request_rate(line: _Line) -> float | None:
+    """Requests/s for an open loop; ``None`` for ``Infinity``/``inf`` (all requests at once)."""
+    value = line.obj.get("request_rate")
+    if isinstance(value, str) and value.strip().lower() in ("inf", "infinity"):
+        return None
+    rate = line.number("request_rate")
+    return rate if rate is not None and rate > 0 else None
+
+
+def _samples(line: _Line) -> pa.Table | None:
+    """The per-request table of an ``--output-details`` line, or ``None`` without details.
+
+    ``ttfts`` and ``itls`` are seconds in sglang's output (converted to ms here);
+    if a file's mean TTFT matches ``mean_ttft_ms`` only without the x1000, the
+    arrays are taken as ms already. E2E is not in the details: it is
+    reconstructed as TTFT + sum(ITLs), which misses the time after the last
+    chunk (in the fixture ~4% below ``mean_e2e_latency_ms``); TPOT follows from it.
+    """
+    ttfts = line.array("ttfts")
+    if ttfts is None:
+        return None
+    n = len(ttfts)
+    itls = line.array("itls") or [[] for _ in range(n)]
+    input_lens = line.array("input_lens") or [None] * n
+    output_lens = line.array("output_lens") or [None] * n
+    errors = line.array("errors") or [""] * n
+    for key, values in (("itls", itls), ("input_lens", input_lens), ("output_lens", output_lens), ("errors", errors)):
+        if len(values) != n:
+            raise line.error(key, f"has {len(values)} entries, ttfts has {n}")
+    scale = _ttft_scale(line, ttfts, errors)
+    rows: dict[str, list[Any]] = {name: [] for name in SAMPLES_SCHEMA.names}
+    for i in range(n):
+        error = errors[i]
+        if error is not None and not isinstance(error, str):
+            raise line.error(f"errors[{i}]", "expected a string")
+        ok = not error
+        ttft = _num(line, f"ttfts[{i}]", ttfts[i])
+        gaps = itls[i] if isinstance(itls[i], list) else None
+        if gaps is None:
+            raise line.error(f"itls[{i}]", "expected a list of seconds")
+        gaps_ms = [_num(line, f"itls[{i}]", g) * scale for g in gaps]
+        out = _int(line, f"output_lens[{i}]", output_lens[i])
+        ttft_ms = ttft * scale if ok and ttft is not None else None
+        e2e_ms = ttft_ms + sum(gaps_ms) if ttft_ms is not None else None
+        tpot_ms = (e2e_ms - ttft_ms) / (out - 1) if e2e_ms is not None and out is not None and out > 1 else None
+        rows["request_index"].append(i)
+        rows["ok"].append(ok)
+        rows["ttft_ms"].append(ttft_ms)
+        rows["e2e_ms"].append(e2e_ms)
+        rows["tpot_ms"].append(tpot_ms)
+        rows["prompt_tokens"].append(_int(line, f"input_lens[{i}]", input_lens[i]))
+        rows["output_tokens"].append(out)
+        rows["itl_ms"].append(gaps_ms)
+        rows["error"].append(error or None)
+    return pa.table(rows, schema=SAMPLES_SCHEMA)
+
+
+def _ttft_scale(line: _Line, ttfts: list[Any], errors: list[Any]) -> float:
+    """1000 (seconds -> ms), unless the mean TTFT of the successful requests says the arrays are ms."""
+    reported = line.number("mean_ttft_ms")
+    values = [t for t, e in zip(ttfts, errors) if not e and isinstance(t, (int, float)) and not isinstance(t, bool)]
+    if reported is None or not values:
+        return 1000.0
+    mean = sum(values) / len(values)
+    return 1.0 if abs(mean - reported) < abs(mean * 1000.0 - reported) else 1000.0
+
+
+def _num(line: _Line, key: str, value: Any) -> float | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise line.error(key, f"expected a number, got {json.dumps(value)[:40]}")
+    return float(value)
+
+
+def _int(line: _Line, key: str, value: Any) -> int | None:
+    number = _num(line, key, value)
+    if number is None:
+        return None
+    if not number.is_integer():
+        raise line.error(key, f"expected an integer, got {number}")
+    return int(number)
