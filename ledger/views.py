@@ -15,7 +15,9 @@ Views (columns are listed in the README):
 ``flag_verdicts``        the latest verdict per flag, engine, engine_version and arch
 ``server_runs``          one row per server run: flag set, startup facts, change against the previous run
 ``benchmarks``           one row per benchmark run (one concurrency), metrics flattened
-``benchmark_deltas``     each configuration against the session's baseline, per concurrency and metric
+``benchmark_deltas``     each configuration against the session's baseline, per concurrency and metric:
+                         the latest statistical comparison (``comparison_completed``) where one
+                         exists, else a simple rule (|change| within the noise floor)
 ``decisions``            the decision log
 ``event_log``            every event with a one-line ``summary`` and its ``retracted`` flag
 ``timeline``             ``event_log`` without retracted events
@@ -29,7 +31,7 @@ from schemas.upcasting import sql_upcast_expression
 from schemas.vocab import NO_EFFECT_VERDICTS
 
 #: Bump whenever a view's SQL changes: writers then recreate the views in old files.
-VIEWS_VERSION = "8"
+VIEWS_VERSION = "9"
 
 #: (metric column, direction: +1 higher is better / -1 lower is better, noise floor as a fraction)
 #: Floors from REFERENCE section 5: 2% throughput and median TPOT, 5% median TTFT, 10% p99.
@@ -284,36 +286,70 @@ metric_rules(metric, direction, noise_floor) AS (
 arms AS (
     SELECT session_id, config_name, bool_or(is_baseline) AS is_baseline, dataset, input_len,
            output_len, concurrency, request_rate, metric,
-           avg(value) AS value, count(*) AS runs, stddev_samp(value) / nullif(avg(value), 0) AS cv,
-           max(seq) AS last_seq
+           avg(value) AS value, count(*) AS runs, max(seq) AS last_seq
     FROM long
     GROUP BY ALL
+),
+simple AS (
+    SELECT c.session_id, c.config_name, base.config_name AS baseline_config, c.dataset, c.input_len,
+           c.output_len, c.concurrency, c.request_rate, c.metric,
+           base.value AS baseline_value, c.value, base.runs AS baseline_runs, c.runs,
+           100 * (c.value / nullif(base.value, 0) - 1) AS change_pct,
+           NULL::DOUBLE AS ci_low_pct, NULL::DOUBLE AS ci_high_pct,
+           r.direction AS better_direction, 100 * r.noise_floor AS noise_threshold_pct,
+           CASE
+               WHEN base.value IS NULL OR c.value IS NULL THEN 'insufficient data'
+               WHEN abs(c.value / nullif(base.value, 0) - 1) <= r.noise_floor THEN 'no measurable change'
+               WHEN least(base.runs, c.runs) < 3 THEN 'insufficient data'
+               WHEN r.direction * (c.value / base.value - 1) > 0 THEN 'improved'
+               ELSE 'regressed'
+           END AS verdict,
+           NULL::BIGINT AS runs_needed,
+           'simple: |change| <= noise floor, else 3+ runs per arm' AS verdict_rule,
+           c.last_seq AS seq
+    FROM arms c
+    JOIN arms base
+      ON base.is_baseline AND NOT c.is_baseline
+     AND base.session_id IS NOT DISTINCT FROM c.session_id
+     AND base.metric = c.metric
+     AND base.concurrency IS NOT DISTINCT FROM c.concurrency
+     AND base.request_rate IS NOT DISTINCT FROM c.request_rate
+     AND base.dataset IS NOT DISTINCT FROM c.dataset
+     AND base.input_len IS NOT DISTINCT FROM c.input_len
+     AND base.output_len IS NOT DISTINCT FROM c.output_len
+    JOIN metric_rules r ON r.metric = c.metric
+),
+stat AS (
+    SELECT session_id, (payload->>'config_name') AS config_name,
+           (payload->>'baseline_config') AS baseline_config, (payload->>'dataset') AS dataset,
+           (payload->>'input_len')::BIGINT AS input_len, (payload->>'output_len')::BIGINT AS output_len,
+           (payload->>'concurrency')::BIGINT AS concurrency, (payload->>'request_rate')::DOUBLE AS request_rate,
+           (payload->>'metric') AS metric,
+           (payload->>'baseline_mean')::DOUBLE AS baseline_value, (payload->>'mean')::DOUBLE AS value,
+           (payload->>'baseline_runs')::BIGINT AS baseline_runs, (payload->>'runs')::BIGINT AS runs,
+           100 * (payload->>'change')::DOUBLE AS change_pct,
+           100 * (payload->>'ci_low')::DOUBLE AS ci_low_pct, 100 * (payload->>'ci_high')::DOUBLE AS ci_high_pct,
+           (payload->>'better_direction')::INTEGER AS better_direction,
+           100 * (payload->>'noise_threshold')::DOUBLE AS noise_threshold_pct,
+           (payload->>'verdict') AS verdict, (payload->>'runs_needed')::BIGINT AS runs_needed,
+           'statistical: Welch CI of the log ratio vs noise threshold' AS verdict_rule, seq
+    FROM live_events WHERE type = 'comparison_completed'
+    QUALIFY row_number() OVER (
+        PARTITION BY session_id, payload->>'config_name', payload->>'baseline_config', payload->>'metric',
+                     payload->>'concurrency', payload->>'request_rate', payload->>'dataset',
+                     payload->>'input_len', payload->>'output_len'
+        ORDER BY seq DESC) = 1
 )
-SELECT c.session_id, c.config_name, base.config_name AS baseline_config, c.dataset, c.input_len,
-       c.output_len, c.concurrency, c.request_rate, c.metric,
-       base.value AS baseline_value, c.value, base.runs AS baseline_runs, c.runs,
-       100 * (c.value / nullif(base.value, 0) - 1) AS change_pct,
-       r.direction AS better_direction, 100 * r.noise_floor AS noise_floor_pct,
-       CASE
-           WHEN base.value IS NULL OR c.value IS NULL THEN 'insufficient data'
-           WHEN abs(c.value / nullif(base.value, 0) - 1) <= r.noise_floor THEN 'no measurable change'
-           WHEN least(base.runs, c.runs) < 3 THEN 'insufficient data'
-           WHEN r.direction * (c.value / base.value - 1) > 0 THEN 'improved'
-           ELSE 'regressed'
-       END AS verdict,
-       'simple rule: |change| <= noise floor, else 3+ runs per arm' AS verdict_rule,
-       c.last_seq AS seq
-FROM arms c
-JOIN arms base
-  ON base.is_baseline AND NOT c.is_baseline
- AND base.session_id IS NOT DISTINCT FROM c.session_id
- AND base.metric = c.metric
- AND base.concurrency IS NOT DISTINCT FROM c.concurrency
- AND base.request_rate IS NOT DISTINCT FROM c.request_rate
- AND base.dataset IS NOT DISTINCT FROM c.dataset
- AND base.input_len IS NOT DISTINCT FROM c.input_len
- AND base.output_len IS NOT DISTINCT FROM c.output_len
-JOIN metric_rules r ON r.metric = c.metric""",
+SELECT * FROM stat
+UNION ALL
+SELECT s.* FROM simple s
+WHERE NOT EXISTS (
+    SELECT 1 FROM stat t
+    WHERE t.session_id IS NOT DISTINCT FROM s.session_id AND t.config_name = s.config_name
+      AND t.metric = s.metric AND t.concurrency IS NOT DISTINCT FROM s.concurrency
+      AND t.request_rate IS NOT DISTINCT FROM s.request_rate AND t.dataset IS NOT DISTINCT FROM s.dataset
+      AND t.input_len IS NOT DISTINCT FROM s.input_len AND t.output_len IS NOT DISTINCT FROM s.output_len
+)""",
         "decisions": """
 SELECT seq, event_id, session_id, recorded_at, actor_kind, actor_name,
        (payload->>'decision') AS decision, (payload->>'rationale') AS rationale,
@@ -346,6 +382,9 @@ SELECT seq, recorded_at, session_id, type, stream, actor_kind, actor_name, arch,
            WHEN 'benchmark_completed' THEN 'bench ' || (payload->>'config_name')
                 || coalesce(' c=' || (payload->>'concurrency'), '')
                 || coalesce(': ' || round((payload->'metrics'->>'output_throughput')::DOUBLE, 1) || ' tok/s', '')
+           WHEN 'comparison_completed' THEN 'compare ' || (payload->>'config_name') || ' vs '
+                || (payload->>'baseline_config') || coalesce(' c=' || (payload->>'concurrency'), '') || ' '
+                || (payload->>'metric') || ': ' || (payload->>'verdict')
            WHEN 'kernel_tune_started' THEN 'tune ' || (payload->>'tune_id') || ' started (' || (payload->>'kernel') || ')'
            WHEN 'kernel_config_measured' THEN 'tune ' || (payload->>'tune_id') || ' M=' || (payload->>'batch_size')
            WHEN 'kernel_tune_completed' THEN 'tune ' || (payload->>'tune_id') || ' ' || (payload->>'outcome')

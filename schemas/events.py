@@ -381,6 +381,51 @@ class BenchmarkCompleted(Event):
         return f"bench:{self.config_name}"
 
 
+class ComparisonCompleted(Event):
+    """A noise-aware comparison of one configuration against the baseline, per metric.
+
+    Runs are the unit (REFERENCE section 5): ``d = mean(ln B) - mean(ln A)``,
+    Welch standard error and degrees of freedom; ``change = e^d - 1`` with CI
+    ``e^(d +- t*SE) - 1``, signed so that positive is better
+    (``better_direction`` +1: higher is better, -1: lower is better).
+    ``noise_threshold`` is tau = max(floor, 2 * CV of A-vs-A repeats), as a
+    fraction. ``verdict``: improved / regressed / no measurable change /
+    inconclusive (``runs_needed`` per arm) / insufficient data / invalid.
+    Changes and CI bounds are fractions (0.05 = +5%).
+    """
+
+    type: Literal["comparison_completed"] = "comparison_completed"
+    schema_version: Literal[1] = 1
+    baseline_config: str
+    config_name: str
+    metric: str
+    concurrency: int | None = None
+    request_rate: float | None = None
+    dataset: str | None = None
+    input_len: int | None = None
+    output_len: int | None = None
+    better_direction: Literal[1, -1] = 1
+    baseline_runs: int
+    runs: int
+    baseline_mean: float | None = None
+    mean: float | None = None
+    change: float | None = None
+    ci_low: float | None = None
+    ci_high: float | None = None
+    confidence: float = 0.95
+    noise_threshold: float
+    noise_source: str | None = Field(default=None, description="Where tau came from: the floor, or the A-vs-A runs used.")
+    verdict: Literal[
+        "improved", "regressed", "no measurable change", "inconclusive", "insufficient data", "invalid"
+    ]
+    runs_needed: int | None = None
+    benchmark_event_ids: list[UUID] = Field(default_factory=list)
+    notes: str | None = None
+
+    def default_stream(self) -> str:
+        return f"comparison:{self.config_name}"
+
+
 # --- kernel tuning ----------------------------------------------------------------
 
 
@@ -548,6 +593,7 @@ EVENT_CLASSES: tuple[type[Event], ...] = (
     ServerStopped,
     ServerFailed,
     BenchmarkCompleted,
+    ComparisonCompleted,
     KernelTuneStarted,
     KernelConfigMeasured,
     KernelTuneCompleted,
