@@ -424,13 +424,19 @@ def demo(ctx: Context, no_tui: bool) -> None:
 def _plugin(group: str) -> Any:
     """The first object registered under the entry point ``group``, or None."""
     for entry in entry_points(group=group):
-        return entry.load()
+        try:
+            return entry.load()
+        except (ImportError, AttributeError):  # a plugin not built (yet) is simply absent
+            return None
     return None
 
 
 def _register_plugin_commands() -> None:
     for entry in entry_points(group="tuneledger.commands"):
-        command = entry.load()
+        try:
+            command = entry.load()
+        except (ImportError, AttributeError):  # a plugin not built (yet) is simply absent
+            continue
         if command.name not in cli.commands:
             cli.add_command(command)
 
