@@ -20,7 +20,8 @@ from typing import Any
 import click
 import pyarrow as pa
 
-from schemas import EVENT_TYPES, Actor, Event, Host
+from schemas import EVENT_TYPES, Actor, Event, Host, StartupFacts
+from schemas.events import ServerReady
 
 from .errors import InvalidInput, LedgerError
 from .jsonl import event_from_obj, event_to_json, read_stdin_events
@@ -337,14 +338,24 @@ def import_(ctx: Context, files: tuple[Path, ...], session_id: str | None, confi
     from .importers import import_file
 
     session = session_id or ctx.session
-    results = [
-        import_file(path, session_id=session, actor=ctx.actor, config_name=config_name) for path in files
-    ]
+    store = ctx.store()
+    # Server logs are compared with the run before them (capacity findings such as
+    # max_running_requests 48 -> 26): the session's latest run in the ledger, then
+    # each imported log in the order given.
+    previous = _latest_startup(store, session)
+    results = []
+    for path in files:
+        result = import_file(path, session_id=session, actor=ctx.actor, config_name=config_name,
+                             previous_startup=previous)
+        results.append(result)
+        for event in result.events:
+            if isinstance(event, ServerReady):
+                previous = event.startup
     all_events = [event for result in results for event in result.events]
     samples: dict[Any, pa.Table] = {}
     for result in results:
         samples.update(result.samples)
-    appended = ctx.store().append(all_events, samples=samples)
+    appended = store.append(all_events, samples=samples)
     by_id = {r.event_id: r for r in appended}
     summary = []
     for result in results:
@@ -361,6 +372,20 @@ def import_(ctx: Context, files: tuple[Path, ...], session_id: str | None, confi
     else:
         for row in summary:
             click.echo(f"{row['file']}: {row['kind']}, {row['new']} new events, {row['duplicates']} already stored")
+
+
+def _latest_startup(store: LedgerStore, session_id: str | None) -> StartupFacts | None:
+    """Startup facts of the session's latest ``server_ready`` event, if the ledger has one."""
+    if not store.path.exists():
+        return None
+    table = store.query_arrow(
+        "SELECT payload->'startup' AS startup FROM live_events WHERE type = 'server_ready' "
+        "AND session_id IS NOT DISTINCT FROM ? ORDER BY seq DESC LIMIT 1",
+        [session_id],
+    )
+    if table.num_rows == 0 or table.column("startup")[0].as_py() is None:
+        return None
+    return StartupFacts.model_validate_json(table.column("startup")[0].as_py())
 
 
 @cli.group()

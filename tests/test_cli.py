@@ -155,3 +155,42 @@ def test_missing_ledger_and_usage_errors(tmp_path: Path) -> None:
     assert out.returncode == 5 and "no ledger at" in out.stderr
     out = run(tmp_path / "none.duckdb", "frobnicate")
     assert out.returncode == 2 and out.stderr.strip().count("\n") == 0
+
+
+FIXTURES = Path(__file__).parent / "fixtures" / "sglang"
+
+
+def test_import_detects_kinds_chains_runs_and_is_idempotent(ledger: Path) -> None:
+    logs = [FIXTURES / "server" / "sm120_qwen35_baseline.log", FIXTURES / "server" / "sm120_qwen35_flashinfer_fusion.log"]
+    out = run(ledger, "import", *map(str, logs), "--session", "s", "--json")
+    assert out.returncode == 0, out.stderr
+    kinds = [row["kind"] for row in json.loads(out.stdout)]
+    assert kinds == ["sglang-server-log", "sglang-server-log"]
+    rows = json.loads(run(ledger, "sql", "SELECT max_running_requests, changes_vs_previous FROM server_runs "
+                                          "ORDER BY started_at, run_id", "--format", "json").stdout)
+    assert sorted(r["max_running_requests"] for r in rows) == [26, 48]
+    findings = json.loads(run(ledger, "sql", "SELECT payload->>'message' AS m FROM live_events "
+                                              "WHERE payload->>'kind' = 'capacity-reduced'", "--format", "json").stdout)
+    assert any("max_running_requests 48 -> 26" in f["m"] for f in findings)
+    before = count(ledger)
+    again = json.loads(run(ledger, "import", *map(str, logs), "--session", "s", "--json").stdout)
+    assert all(r["new"] == 0 for r in again) and count(ledger) == before
+
+
+def test_import_of_a_bad_file_appends_nothing_from_any_file(ledger: Path, tmp_path: Path) -> None:
+    garbage = tmp_path / "garbage.log"
+    garbage.write_bytes(bytes(range(256)) * 8)
+    good = FIXTURES / "bench_serving" / "vllm_1129_16_64_32.jsonl"
+    out = run(ledger, "import", str(good), str(garbage))
+    assert out.returncode == 3 and "garbage.log" in out.stderr
+    assert out.stderr.strip().count("\n") == 0
+    truncated = tmp_path / "bench.jsonl"
+    lines = good.read_text().splitlines()
+    truncated.write_text(lines[0] + "\n" + lines[1][: len(lines[1]) // 2] + "\n")
+    out = run(ledger, "import", str(truncated))
+    assert out.returncode == 3 and "bench.jsonl:2" in out.stderr
+    unknown = tmp_path / "notes.txt"
+    unknown.write_text("hello\n")
+    out = run(ledger, "import", str(unknown))
+    assert out.returncode == 3 and "not a known format" in out.stderr
+    assert count(ledger) == 0
