@@ -33,8 +33,11 @@ NONE_RECORDED = "None recorded."
 #: Timelines longer than this are summarised as counts per event type.
 TIMELINE_MAX_ROWS = 60
 
-#: Table cells longer than this (characters) are cut with an ellipsis.
-CELL_MAX_CHARS = 240
+#: Free text in a table cell (a summary, a reason) is cut to this many characters.
+TEXT_MAX_CHARS = 200
+
+#: Whole table cells longer than this are cut with an ellipsis (a last resort).
+CELL_MAX_CHARS = 400
 
 _HOST_FIELDS: tuple[tuple[str, str], ...] = (
     ("gpu_name", "GPU"),
@@ -98,15 +101,19 @@ def _one_line(value: Any) -> str:
     return " ".join(str(value).split())
 
 
+def _clip(value: Any, max_chars: int = TEXT_MAX_CHARS) -> str:
+    """One line of free text, cut with an ellipsis past ``max_chars``."""
+    text = _one_line(value)
+    return text if len(text) <= max_chars else text[: max_chars - 1].rstrip() + "…"
+
+
 def escape_cell(value: Any, *, max_chars: int | None = CELL_MAX_CHARS) -> str:
     """One GFM table cell: single line, ``|`` escaped as ``\\|``, cut at ``max_chars``.
 
     A backslash already in the text is kept as is except before ``|``, where it
     is doubled so that ``a\\|b`` in the source does not unescape the pipe.
     """
-    text = _one_line(value)
-    if max_chars is not None and len(text) > max_chars:
-        text = text[: max_chars - 1].rstrip() + "…"
+    text = _clip(value, max_chars) if max_chars is not None else _one_line(value)
     return text.replace("\\|", "\\\\|").replace("|", "\\|")
 
 
@@ -272,8 +279,12 @@ def _render_header(store: LedgerStore, session_id: str, short: ShortIds) -> list
         lines.append(f"- Hardware: {_host_text(merged)} (from {sources})")
     else:
         lines.append(f"- Hardware: host observations disagree on {', '.join(conflicts)}:")
-        for row, host in observations:
-            lines.append(f"  - {_host_text(host)} (from {_observation_source(row, short)})")
+        grouped: dict[str, list[dict[str, Any]]] = {}
+        for row, host in observations:  # identical observations share one line, in order of first seq
+            grouped.setdefault(_host_text(host), []).append(row)
+        for text, group in grouped.items():
+            sources = "; ".join(_observation_source(row, short) for row in group)
+            lines.append(f"  - {text} (from {sources})")
 
     for row in rows:
         if row["type"] != "host_observed":
@@ -367,18 +378,23 @@ def _render_triage(store: LedgerStore, session_id: str, short: ShortIds) -> list
                 r["priority"] or "—",
                 r["status"],
                 r["verdict"] or "—",
-                r["reason"] or "—",
-                (
-                    f"{r['latest_evidence_type']}: {_one_line(r['latest_evidence']) or '—'} "
-                    f"({_code(short(r['latest_evidence_event_id']))})"
-                )
-                if r["latest_evidence_event_id"]
-                else "—",
+                _clip(r["reason"]) or "—",
+                _latest_evidence(r, short),
             ]
             for r in rows
         ],
     )
     return ["## Triage", "", table]
+
+
+def _latest_evidence(row: dict[str, Any], short: ShortIds) -> str:
+    if not row["latest_evidence_event_id"]:
+        return "—"
+    ref = _code(short(row["latest_evidence_event_id"]))
+    summary = _one_line(row["latest_evidence"])
+    if not summary or (row["latest_evidence_type"] == "candidate_triaged" and summary == _one_line(row["reason"])):
+        return f"{row['latest_evidence_type']} ({ref})"  # the triage itself: its reason is in the Reason column
+    return f"{row['latest_evidence_type']}: {_clip(summary)} ({ref})"
 
 
 def _session_archs(store: LedgerStore, session_id: str) -> list[str]:
@@ -421,7 +437,7 @@ def _render_flag_verdicts(store: LedgerStore, session_id: str, short: ShortIds) 
                 r["verdict"],
                 r["basis"],
                 " → ".join(r["history"] or []),
-                f"{_one_line(r['summary']) or '—'} ({_code(short(r['evidence_event_id']))})",
+                f"{_clip(r['summary']) or '—'} ({_code(short(r['evidence_event_id']))})",
             ]
             for r in rows
         ],
@@ -435,6 +451,13 @@ def _flag_changes(run: dict[str, Any]) -> list[str]:
     changes += [f"-{name}" for name in run["flags_removed"] or []]
     changes += [f"~{name}{_flag_value(flags.get(name, True))}" for name in run["flags_changed"] or []]
     return changes
+
+
+def _run_label(run: dict[str, Any]) -> str:
+    name = _one_line(run["config_name"])
+    if not name or name == run["run_id"]:
+        return _code(run["run_id"])
+    return f"{name} ({_code(run['run_id'])})"
 
 
 def _render_server_runs(store: LedgerStore, session_id: str, short: ShortIds) -> list[str]:
@@ -476,7 +499,7 @@ def _render_server_runs(store: LedgerStore, session_id: str, short: ShortIds) ->
         ],
         [
             [
-                f"{_one_line(r['config_name']) or '—'} ({_code(r['run_id'])})",
+                _run_label(r),
                 status(r),
                 number(r["max_running_requests"]),
                 number(r["max_total_num_tokens"]),

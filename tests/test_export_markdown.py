@@ -224,6 +224,20 @@ def test_conflicting_host_observations_are_listed_with_sources(small: LedgerStor
     assert "host observations disagree on driver" in header
     assert "driver 590.48.01" in header and "driver 580.95.05" in header
     assert "source `nvidia-smi`" in header and "source `server_info`" in header
+    # the two observations that agree (session_started, nvidia-smi) share one line
+    assert len([line for line in header.splitlines() if line.startswith("  - ")]) == 2
+
+
+def test_long_text_is_clipped_but_keeps_its_event_reference(small: LedgerStore) -> None:
+    small.append(
+        FindingRecorded(
+            event_id=_id(40), session_id=SID, host=HOST, kind="other", basis="researched",
+            flag="num-continuous-decode-steps", verdict="dead-code", message="x" * 500,
+        )
+    )
+    section = _section(render_markdown(small, session_id=SID), "## Flag verdicts")
+    row = [r for r in _table_rows(section) if "`num-continuous-decode-steps`" in r][0]
+    assert _cells(row)[6].endswith("… (`00000028`)")
 
 
 def test_decision_shows_rationale_alternatives_and_resolved_evidence(small: LedgerStore) -> None:
@@ -255,7 +269,7 @@ def test_triage_row_shows_status_verdict_reason(small: LedgerStore) -> None:
     cells = _cells(body[2])
     assert cells[0] == "`flag:num-continuous-decode-steps` Continuous decode steps"
     assert cells[1:6] == ["flag", "low", "rejected", "dead-code", "never read \\| grep finds no reader"]
-    assert cells[6].startswith("candidate_triaged:")
+    assert cells[6] == "candidate_triaged (`00000007`)"  # the triage itself: its reason is not repeated
     accepted = _cells(body[0])
     assert accepted[3] == "accepted" and accepted[5] == "topk=8 > 2: will activate"
     unprioritised = _cells(body[1])
@@ -395,6 +409,8 @@ def test_demo_session_renders_key_lines(tmp_path: Path) -> None:
         assert heading + "\n" in text
     assert "sm120" in text
     assert "max_running_requests 48 -> 26" in _section(text, "## Server runs")
-    decisions = _section(text, "## Decisions").lower()
-    assert "speculative decoding" in decisions
+    headings = [line.lower() for line in _section(text, "## Decisions").splitlines() if line.startswith("### ")]
+    assert any("pivot" in h and "speculative decoding" in h for h in headings), headings
+    assert "| `flag:num-continuous-decode-steps` " in _section(text, "## Triage")
+    assert "| moe-config-b200 | c=1 | output_throughput | 121.6 tok/s | 122.0 tok/s | +0.33% |" in text
     assert render_markdown(store, session_id=DEMO_SESSION) == text
