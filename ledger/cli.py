@@ -262,7 +262,7 @@ def events(
         params.append(stream)
     sql = (
         "SELECT seq, recorded_at, type, session_id AS session, stream, actor_kind || ':' || actor_name AS actor, "
-        "summary, left(event_id::VARCHAR, 8) AS id, retracted "
+        "summary, event_id, retracted "
         f"FROM event_log WHERE {' AND '.join(where)} ORDER BY seq {'DESC' if newest else ''}"
     )
     if limit is not None:
@@ -291,7 +291,7 @@ def show(ctx: Context, event_id: str) -> None:
     if linked.num_rows:
         click.echo("\nlinked events (its cause, and events citing or caused by it):")
         for row in linked.to_pylist():
-            click.echo(f"  seq {row['seq']:>6}  {row['event_id'][:8]}  {row['type']}: {row['summary']}")
+            click.echo(f"  seq {row['seq']:>6}  {row['event_id']}  {row['type']}: {row['summary']}")
 
 
 @cli.command()

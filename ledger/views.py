@@ -31,7 +31,7 @@ from schemas.upcasting import sql_upcast_expression
 from schemas.vocab import NO_EFFECT_VERDICTS
 
 #: Bump whenever a view's SQL changes: writers then recreate the views in old files.
-VIEWS_VERSION = "9"
+VIEWS_VERSION = "10"
 
 #: (metric column, direction: +1 higher is better / -1 lower is better, noise floor as a fraction)
 #: Floors from REFERENCE section 5: 2% throughput and median TPOT, 5% median TTFT, 10% p99.
@@ -123,7 +123,7 @@ SELECT flag, engine, engine_version, arch, verdict, basis,
 FROM v""",
         "flag_verdicts": """
 SELECT flag, engine, engine_version, arch, verdict, basis, no_effect, summary,
-       evidence_event_id, seq, recorded_at,
+       evidence_event_id, seq, session_id, recorded_at,
        count(*) OVER w AS findings,
        list(verdict || ' (' || basis || ')' ORDER BY seq) OVER w AS history
 FROM flag_verdict_history
@@ -154,7 +154,7 @@ links AS (
     UNION ALL
     SELECT p.candidate_id, h.seq, h.evidence_event_id, 'flag verdict (' || h.basis || ')',
            h.verdict || coalesce(': ' || h.summary, '')
-    FROM flag_verdict_history h JOIN proposed p ON p.flag = h.flag
+    FROM flag_verdict_history h JOIN proposed p ON p.flag = h.flag AND h.arch IS NOT DISTINCT FROM p.arch
 ),
 latest_link AS (
     SELECT * FROM links
@@ -167,7 +167,7 @@ SELECT p.candidate_id, p.session_id, p.kind, p.title, p.flag, p.priority,
        l.type AS latest_evidence_type, l.summary AS latest_evidence,
        l.event_id AS latest_evidence_event_id,
        greatest(p.proposed_seq, coalesce(t.triaged_seq, 0), coalesce(l.seq, 0)) AS updated_seq,
-       p.proposed_at
+       p.proposed_seq, p.proposed_at
 FROM proposed p
 LEFT JOIN triage t USING (candidate_id)
 LEFT JOIN latest_link l USING (candidate_id)
@@ -226,7 +226,7 @@ paired AS (
     WINDOW w AS (PARTITION BY session_id ORDER BY started_seq)
 )
 SELECT run_id, session_id, config_name, engine, model, arch, status, flags, env,
-       started_at, ready_at, ended_at, ready_after_s, attention_backend,
+       started_seq, started_at, ready_at, ended_at, ready_after_s, attention_backend,
        max_running_requests, max_total_num_tokens, context_len, cuda_graph_bs,
        list_max(cuda_graph_bs) AS cuda_graph_max_bs, piecewise_cuda_graph,
        piecewise_disabled_reason, moe_kernel_config, failure_cause, failure_message,
@@ -364,8 +364,8 @@ SELECT seq, recorded_at, session_id, type, stream, actor_kind, actor_name, arch,
            WHEN 'session_ended' THEN 'session ended: ' || coalesce(payload->>'summary', '')
            WHEN 'host_observed' THEN 'host: ' || coalesce(host->>'gpu_name', 'cpu') || ' x'
                 || coalesce(host->>'gpu_count', '?') || ' ' || coalesce(arch, '')
-           WHEN 'candidate_proposed' THEN 'proposed ' || (payload->>'candidate_id') || ' ['
-                || (payload->>'priority') || ']: ' || (payload->>'title')
+           WHEN 'candidate_proposed' THEN 'proposed ' || (payload->>'candidate_id')
+                || coalesce(' [' || (payload->>'priority') || ']', '') || ': ' || (payload->>'title')
            WHEN 'candidate_triaged' THEN (payload->>'candidate_id') || ' -> ' || (payload->>'status')
                 || coalesce(': ' || (payload->>'reason'), '')
            WHEN 'flag_researched' THEN (payload->>'flag') || ': ' || (payload->>'verdict')
