@@ -1,0 +1,433 @@
+"""The benchmark client: one shared ``httpx.AsyncClient`` streaming OpenAI-compatible or SGLang requests.
+
+Endpoints (``endpoint``): ``chat`` -> ``POST /v1/chat/completions``, ``completions`` ->
+``POST /v1/completions`` (both ``stream=True`` with ``stream_options.include_usage`` so the
+server reports ``usage.completion_tokens``), ``generate`` -> SGLang's native ``POST /generate``
+(SSE with cumulative ``text`` and ``meta_info.completion_tokens``).
+
+Load: closed loop (``concurrency`` c: every request is queued at t=0 behind a semaphore of c;
+a request's start time is taken after it acquires its slot) or open loop (``request_rate`` in
+requests/s: Poisson arrivals from a seeded generator, optionally capped by ``concurrency``).
+``duration`` runs from the first dispatch after warmup to the last completion. Metric
+definitions: ``runners.bench_metrics`` (identical to sglang bench_serving).
+
+The connection pool is sized to the concurrency (``max_connections = max_keepalive = c``):
+httpx's default of 20 keep-alive connections would churn connections at c=64.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+import time
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import httpx
+import numpy as np
+
+from schemas import Actor, Host
+from schemas.events import BenchmarkCompleted, BenchMetrics, Workload
+
+from .bench_metrics import RequestResult, samples_table, summarize, validity
+from .workload import BuiltWorkload, Prompt
+
+ENDPOINT_PATHS = {"chat": "/v1/chat/completions", "completions": "/v1/completions", "generate": "/generate"}
+
+TOOL_NAME = "tuneledger-bench"
+
+
+@dataclass
+class BenchTarget:
+    """Where and what to send: server ``url`` (base, no path), ``endpoint``, served ``model`` name.
+
+    ``ignore_eos``: ask the server to generate exactly ``output_len`` tokens. Engines
+    that reject the field (``transformers serve``) are detected during warmup and the
+    run continues without it, with the output-length check waived and noted.
+    """
+
+    url: str
+    endpoint: str
+    model: str
+    workload: BuiltWorkload
+    ignore_eos: bool = True
+    timeout_s: float = 600.0
+
+    def __post_init__(self) -> None:
+        if self.endpoint not in ENDPOINT_PATHS:
+            raise ValueError(f"endpoint must be one of {sorted(ENDPOINT_PATHS)}, not {self.endpoint!r}")
+        self.url = self.url.rstrip("/")
+
+    @property
+    def api_url(self) -> str:
+        """The full request URL."""
+        return self.url + ENDPOINT_PATHS[self.endpoint]
+
+
+@dataclass
+class RunResult:
+    """One timed run: per-request results, duration in s, summary metrics, validity gate."""
+
+    results: list[RequestResult]
+    duration_s: float
+    metrics: BenchMetrics
+    valid: bool
+    notes: list[str] = field(default_factory=list)
+
+
+def make_payload(target: BenchTarget, prompt: Prompt, ignore_eos: bool) -> dict:
+    """The JSON body of one request (greedy, streamed, output length asked)."""
+    if target.endpoint == "generate":
+        params: dict = {"temperature": 0.0, "max_new_tokens": prompt.output_len}
+        if ignore_eos:
+            params["ignore_eos"] = True
+        return {"text": prompt.text, "sampling_params": params, "stream": True}
+    body: dict = {
+        "model": target.model,
+        "max_tokens": prompt.output_len,
+        "temperature": 0.0,
+        "stream": True,
+        "stream_options": {"include_usage": True},
+    }
+    if target.endpoint == "chat":
+        body["messages"] = [{"role": "user", "content": prompt.text}]
+    else:
+        body["prompt"] = prompt.text
+    if ignore_eos:
+        body["ignore_eos"] = True
+    return body
+
+
+def make_client(max_connections: int, timeout_s: float = 600.0) -> httpx.AsyncClient:
+    """One AsyncClient for a whole run, its pool sized to the concurrency."""
+    n = max(1, max_connections)
+    return httpx.AsyncClient(
+        limits=httpx.Limits(max_connections=n, max_keepalive_connections=n),
+        timeout=httpx.Timeout(timeout_s, connect=30.0),
+    )
+
+
+async def _lines(response: httpx.Response):
+    """Non-empty lines of a streamed body, split on ``\\n`` without text decoding overhead."""
+    buf = b""
+    async for chunk in response.aiter_bytes():
+        buf += chunk
+        if b"\n" not in buf:
+            continue
+        *complete, buf = buf.split(b"\n")
+        for line in complete:
+            line = line.strip()
+            if line:
+                yield line
+    if buf.strip():
+        yield buf.strip()
+
+
+async def send_request(
+    client: httpx.AsyncClient, target: BenchTarget, prompt: Prompt, ignore_eos: bool, start: float | None = None
+) -> RequestResult:
+    """Send one streamed request and time it (see ``runners.bench_metrics`` for the definitions).
+
+    ``start`` defaults to now. Never raises: a failure is a result with ``ok=False`` and ``error``.
+    """
+    out = RequestResult(prompt_tokens=prompt.prompt_len)
+    payload = make_payload(target, prompt, ignore_eos)
+    generate = target.endpoint == "generate"
+    chat = target.endpoint == "chat"
+    st = time.perf_counter() if start is None else start
+    out.start = st
+    last = st
+    latency = None
+    tokens_seen = 0
+    try:
+        async with client.stream("POST", target.api_url, json=payload) as response:
+            if response.status_code != 200:
+                body = (await response.aread()).decode("utf-8", "replace")
+                out.error = f"HTTP {response.status_code}: {body[:500]}"
+                return out
+            async for raw in _lines(response):
+                now = time.perf_counter()
+                latency = now - st
+                if not raw.startswith(b"data:"):
+                    continue  # SSE comments / event names
+                data_text = raw[5:].strip()
+                if data_text == b"[DONE]":
+                    continue
+                data = json.loads(data_text)
+                usage = data.get("usage") if not generate else None
+                if usage and usage.get("completion_tokens") is not None:
+                    out.output_tokens = int(usage["completion_tokens"])
+                if generate:
+                    if not data.get("text"):
+                        continue
+                    count = int((data.get("meta_info") or {}).get("completion_tokens", tokens_seen))
+                    out.output_tokens = count
+                    if out.ttft is None:
+                        out.ttft = now - st
+                    else:
+                        new = count - tokens_seen
+                        if new <= 0:
+                            continue  # no new token: sglang ignores such a chunk (keeps the previous stamp)
+                        out.itl.extend([(now - last) / new] * new)
+                    last = now
+                    tokens_seen = count
+                    continue
+                choices = data.get("choices") or []
+                if not choices:
+                    continue
+                text = (choices[0].get("delta") or {}).get("content") if chat else choices[0].get("text")
+                if not text:
+                    continue
+                if out.ttft is None:
+                    out.ttft = now - st
+                else:
+                    out.itl.append(now - last)
+                last = now
+    except (httpx.HTTPError, json.JSONDecodeError, ValueError, KeyError, TypeError) as exc:
+        out.error = f"{type(exc).__name__}: {exc}"
+        return out
+    if out.ttft is None:
+        out.error = "the stream carried no content"
+        return out
+    out.latency = latency
+    out.ok = True
+    return out
+
+
+def _rejects_ignore_eos(result: RequestResult) -> bool:
+    """True when a failed request looks like the server refusing the ``ignore_eos`` field."""
+    return (not result.ok) and result.error.startswith(("HTTP 400", "HTTP 422")) and "ignore_eos" in result.error
+
+
+async def warmup(client: httpx.AsyncClient, target: BenchTarget, count: int, ignore_eos: bool) -> tuple[bool, list[str]]:
+    """Send ``count`` uncounted requests; return the ``ignore_eos`` setting that works and notes.
+
+    Raises:
+        RuntimeError: every warmup request failed (the server or the arguments are wrong).
+    """
+    notes: list[str] = []
+    if count <= 0:
+        return ignore_eos, notes
+    prompts = [target.workload.prompts[i % len(target.workload.prompts)] for i in range(count)]
+    results = await asyncio.gather(*(send_request(client, target, p, ignore_eos) for p in prompts))
+    if ignore_eos and all(_rejects_ignore_eos(r) for r in results):
+        ignore_eos = False
+        notes.append("server rejected ignore_eos (unknown field): sent without it")
+        results = await asyncio.gather(*(send_request(client, target, p, ignore_eos) for p in prompts))
+    if not any(r.ok for r in results):
+        raise RuntimeError(f"every warmup request to {target.api_url} failed: {results[0].error[:500]}")
+    return ignore_eos, notes
+
+
+async def timed_run(
+    client: httpx.AsyncClient,
+    target: BenchTarget,
+    *,
+    concurrency: int | None,
+    request_rate: float | None = None,
+    seed: int = 0,
+    ignore_eos: bool = True,
+    progress: object | None = None,
+) -> tuple[list[RequestResult], float]:
+    """Send every prompt once under the load pattern; return results (prompt order) and duration in s.
+
+    Closed loop (``request_rate`` None): all requests are queued at t=0 behind a semaphore of
+    ``concurrency``. Open loop: arrivals are Poisson at ``request_rate`` requests/s from
+    ``numpy.random.default_rng(seed)``, capped by ``concurrency`` when given.
+    ``progress``: an optional callable called once per finished request.
+    """
+    prompts = target.workload.prompts
+    sem = asyncio.Semaphore(concurrency) if concurrency else None
+
+    async def one(prompt: Prompt) -> RequestResult:
+        if sem is None:
+            result = await send_request(client, target, prompt, ignore_eos)
+        else:
+            async with sem:
+                # The start time is taken inside send_request, after the slot is acquired.
+                result = await send_request(client, target, prompt, ignore_eos)
+        if progress is not None:
+            progress()  # type: ignore[operator]
+        return result
+
+    t0 = time.perf_counter()
+    if request_rate is None:
+        tasks = [asyncio.create_task(one(p)) for p in prompts]
+    else:
+        if request_rate <= 0:
+            raise ValueError(f"request rate must be positive, got {request_rate}")
+        gaps = np.random.default_rng(seed).exponential(1.0 / request_rate, size=len(prompts))
+        tasks = []
+        for i, p in enumerate(prompts):
+            tasks.append(asyncio.create_task(one(p)))
+            if i + 1 < len(prompts):
+                await asyncio.sleep(float(gaps[i]))
+    results = list(await asyncio.gather(*tasks))
+    return results, time.perf_counter() - t0
+
+
+def run_id_for(config_name: str, concurrency: int | None, request_rate: float | None, repeat: int) -> str:
+    """A readable unique run id: ``<config>-c<c>|r<rate>-rep<r>-<8 hex>``."""
+    load = f"c{concurrency}" if request_rate is None else f"rate{request_rate:g}"
+    return f"{config_name}-{load}-rep{repeat}-{uuid.uuid4().hex[:8]}"
+
+
+def benchmark_event(
+    target: BenchTarget,
+    run: RunResult,
+    *,
+    config_name: str,
+    concurrency: int | None,
+    request_rate: float | None,
+    repeat: int,
+    ignore_eos: bool,
+    is_baseline: bool = False,
+    server_run_id: str | None = None,
+    session_id: str | None = None,
+    host: Host | None = None,
+    actor: Actor | None = None,
+    notes: str | None = None,
+) -> BenchmarkCompleted:
+    """The ``benchmark_completed`` summary event of one run."""
+    wl = target.workload
+    return BenchmarkCompleted(
+        run_id=run_id_for(config_name, concurrency, request_rate, repeat),
+        config_name=config_name,
+        is_baseline=is_baseline,
+        server_run_id=server_run_id,
+        tool=TOOL_NAME,
+        workload=Workload(
+            dataset=wl.dataset,
+            input_len=wl.spec.input_len,
+            output_len=wl.spec.output_len,
+            range_ratio=1.0,
+            num_prompts=wl.spec.num_prompts,
+            load="closed-loop" if request_rate is None else "open-loop",
+            request_rate=request_rate,
+            seed=wl.spec.seed,
+            ignore_eos=ignore_eos,
+            endpoint=target.endpoint,
+        ),
+        concurrency=concurrency,
+        repeat=repeat,
+        metrics=run.metrics,
+        valid=run.valid,
+        validity_notes=run.notes,
+        notes=notes,
+        session_id=session_id,
+        host=host,
+        actor=actor or Actor(kind="runner", name="bench"),
+    )
+
+
+@dataclass
+class SweepPoint:
+    """One finished run of a sweep and its event (not yet appended when ``store`` was None)."""
+
+    concurrency: int | None
+    request_rate: float | None
+    repeat: int
+    run: RunResult
+    event: BenchmarkCompleted
+
+
+async def sweep(
+    target: BenchTarget,
+    *,
+    config_name: str,
+    concurrencies: Sequence[int | None],
+    request_rate: float | None = None,
+    repeats: Sequence[int] = (0,),
+    warmup_requests: int = 1,
+    is_baseline: bool = False,
+    server_run_id: str | None = None,
+    session_id: str | None = None,
+    host: Host | None = None,
+    store=None,
+    progress: bool = True,
+    on_point=None,
+) -> list[SweepPoint]:
+    """Benchmark every (repeat, concurrency): warm up, time, gate, record one event per run.
+
+    With a ``store`` (``ledger.store.LedgerStore``) each run's event and its per-request
+    samples are appended in one transaction as soon as the run ends, so an interrupted
+    sweep keeps what it finished. ``on_point`` is called with each ``SweepPoint``.
+
+    Raises:
+        RuntimeError: the warmup failed entirely (server down or wrong arguments).
+    """
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    console = Console(stderr=True)
+    max_c = max([c for c in concurrencies if c] or [len(target.workload.prompts)])
+    points: list[SweepPoint] = []
+    ignore_eos = target.ignore_eos
+    length_enforced = target.ignore_eos
+    async with make_client(max_c, target.timeout_s) as client:
+        bar = Progress(
+            TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+            console=console, transient=True, disable=not (progress and console.is_terminal),
+        )
+        with bar:
+            for repeat in repeats:
+                for c in concurrencies:
+                    ignore_eos, warm_notes = await warmup(client, target, warmup_requests, ignore_eos)
+                    if warm_notes:
+                        length_enforced = False
+                    label = f"{config_name} " + (f"c={c}" if request_rate is None else f"rate={request_rate:g}/s")
+                    task = bar.add_task(f"{label} rep {repeat}", total=len(target.workload.prompts))
+                    results, duration = await timed_run(
+                        client, target, concurrency=c, request_rate=request_rate,
+                        seed=target.workload.spec.seed + repeat, ignore_eos=ignore_eos,
+                        progress=lambda: bar.advance(task),
+                    )
+                    bar.remove_task(task)
+                    metrics = summarize(results, duration)
+                    gate_c = c if request_rate is None else None
+                    valid, notes = validity(
+                        results, metrics, concurrency=gate_c, output_len=target.workload.spec.output_len,
+                        length_enforced=length_enforced and ignore_eos,
+                    )
+                    if not target.workload.exact_length:
+                        notes.append("prompt lengths approximate (no tokenizer): random words, ~1 token each")
+                    run = RunResult(results, duration, metrics, valid, notes)
+                    event = benchmark_event(
+                        target, run, config_name=config_name, concurrency=c, request_rate=request_rate,
+                        repeat=repeat, ignore_eos=ignore_eos, is_baseline=is_baseline,
+                        server_run_id=server_run_id, session_id=session_id, host=host,
+                    )
+                    if store is not None:
+                        store.append(event, samples={event.event_id: samples_table(results)})
+                    point = SweepPoint(c, request_rate, repeat, run, event)
+                    points.append(point)
+                    if on_point is not None:
+                        on_point(point)
+    return points
+
+
+def format_point(point: SweepPoint) -> str:
+    """One line per run for the console: throughput, median TTFT/TPOT, validity."""
+    m = point.run.metrics
+    load = f"c={point.concurrency}" if point.request_rate is None else f"rate={point.request_rate:g}/s"
+
+    def f(x: float | None, spec: str = ".1f") -> str:
+        return "-" if x is None else format(x, spec)
+
+    gate = "valid" if point.run.valid else "INVALID: " + "; ".join(point.run.notes)
+    return (
+        f"{point.event.config_name} {load} rep {point.repeat}: {f(m.output_throughput)} tok/s out, "
+        f"{f(m.request_throughput, '.2f')} req/s, median TTFT {f(m.median_ttft_ms)} ms, "
+        f"median TPOT {f(m.median_tpot_ms, '.2f')} ms, concurrency {f(m.achieved_concurrency, '.2f')} [{gate}]"
+    )
+
+
+def main_sync(coro):  # pragma: no cover - thin wrapper used by the CLI
+    """Run a coroutine; a Ctrl-C propagates as KeyboardInterrupt after the loop's cleanup."""
+    return asyncio.run(coro)
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit("use `tuneledger run bench`")

@@ -1,0 +1,168 @@
+"""Random-token benchmark workloads of fixed length, reproducible from a seed.
+
+With a tokenizer (a LOCAL path: a ``tokenizer.json`` file or a folder holding
+one, or any folder ``transformers.AutoTokenizer`` reads offline) prompts are
+built like sglang bench_serving's ``random-ids`` dataset: random token ids
+decoded to text. Decoding and re-encoding is not always the identity, so the
+text is re-encoded and trimmed until it encodes to exactly ``input_len`` tokens
+(``exact_length`` is then true; ``prompt_len`` is the re-encoded count either
+way). Without a tokenizer the prompt is a seeded string of random words, about
+one token per word: ``exact_length`` is false and the workload's dataset says
+``random-words-approx``, so nobody mistakes it for an exact-length workload.
+
+Tokenization happens here, before any timing; the benchmark loop never tokenizes.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+#: Dataset names written to ``Workload.dataset``.
+DATASET_EXACT = "random-ids"
+DATASET_APPROX = "random-words-approx"
+
+# A fixed vocabulary of short common English words: most tokenizers encode each
+# as one token (with its leading space), so the prompt length is roughly the word count.
+_WORDS = (
+    "the of and to in is was for on are as with his they at be this from have or by one had not but "
+    "what all were when we there can an your which their said if do will each about how up out them "
+    "then she many some so these would other into has more her two like him see time could no make "
+    "than first been its who now people my made over did down only way find use may water long little "
+    "very after words called just where most know get through back much before go good new write our "
+    "used me man too any day same right look think also around another came come work three word must "
+    "because does part even place well such here take why things help put years different away again"
+).split()
+
+
+@dataclass(frozen=True)
+class Prompt:
+    """One request's input: ``text``, its length ``prompt_len`` in tokens, the ``output_len`` asked."""
+
+    text: str
+    prompt_len: int
+    output_len: int
+
+
+@dataclass(frozen=True)
+class WorkloadSpec:
+    """What to send: lengths in tokens, how many prompts, the seed; ``tokenizer`` a local path or None."""
+
+    input_len: int
+    output_len: int
+    num_prompts: int
+    seed: int = 0
+    tokenizer: str | None = None
+
+
+@dataclass(frozen=True)
+class BuiltWorkload:
+    """The prompts of a spec plus whether their lengths are exact (tokenizer) or approximate."""
+
+    spec: WorkloadSpec
+    prompts: list[Prompt]
+    exact_length: bool
+
+    @property
+    def dataset(self) -> str:
+        """``random-ids`` (exact token lengths) or ``random-words-approx``."""
+        return DATASET_EXACT if self.exact_length else DATASET_APPROX
+
+
+class _Tok:
+    """The two operations needed from a tokenizer, whatever library provides it."""
+
+    def __init__(self, encode: Callable[[str], list[int]], decode: Callable[[Sequence[int]], str],
+                 vocab_size: int, special_ids: set[int]) -> None:
+        self.encode = encode
+        self.decode = decode
+        self.vocab_size = vocab_size
+        self.special_ids = special_ids
+
+
+def load_tokenizer(path: str | Path) -> _Tok:
+    """Load a tokenizer from a local path, never from a hub.
+
+    Tries the ``tokenizers`` library on ``tokenizer.json`` first (fast, no
+    transformers import), then ``transformers.AutoTokenizer`` with
+    ``local_files_only=True``.
+
+    Raises:
+        FileNotFoundError: the path does not exist.
+        RuntimeError: nothing could read a tokenizer there.
+    """
+    p = Path(path)
+    if not p.exists():
+        raise FileNotFoundError(f"tokenizer path {p} does not exist (a local tokenizer.json or folder is needed)")
+    file = p if p.is_file() else p / "tokenizer.json"
+    if file.is_file():
+        try:
+            from tokenizers import Tokenizer
+
+            tok = Tokenizer.from_file(str(file))
+            special = {tok.token_to_id(t.content) for t in tok.get_added_tokens_decoder().values() if t.special}
+            return _Tok(
+                lambda s: tok.encode(s, add_special_tokens=False).ids,
+                lambda ids: tok.decode(list(ids), skip_special_tokens=False),
+                tok.get_vocab_size(),
+                {i for i in special if i is not None},
+            )
+        except ImportError:
+            pass
+    try:
+        from transformers import AutoTokenizer
+
+        hf = AutoTokenizer.from_pretrained(str(p), local_files_only=True)
+    except Exception as exc:  # noqa: BLE001 - any loader failure means "no usable tokenizer here"
+        raise RuntimeError(f"no tokenizer could be read from {p}: {exc}") from exc
+    return _Tok(
+        lambda s: hf.encode(s, add_special_tokens=False),
+        lambda ids: hf.decode(list(ids)),
+        len(hf),
+        set(hf.all_special_ids),
+    )
+
+
+def _exact_prompt(tok: _Tok, rng: random.Random, length: int, pool: list[int]) -> tuple[str, int, bool]:
+    """Random ids decoded to text, re-encoded and trimmed until the text encodes to ``length`` tokens."""
+    ids = [rng.choice(pool) for _ in range(length)]
+    text = tok.decode(ids)
+    for _ in range(8):
+        got = tok.encode(text)
+        if len(got) == length:
+            return text, length, True
+        if len(got) > length:
+            text = tok.decode(got[:length])
+        else:
+            # Decoding merged tokens: append more random ids and try again.
+            text = tok.decode(got + [rng.choice(pool) for _ in range(length - len(got))])
+    got = tok.encode(text)
+    return text, len(got), len(got) == length
+
+
+def build_workload(spec: WorkloadSpec) -> BuiltWorkload:
+    """Build the ``num_prompts`` prompts of ``spec``, the same for the same seed.
+
+    Raises:
+        ValueError: a length or count below 1.
+        FileNotFoundError, RuntimeError: from ``load_tokenizer``.
+    """
+    if spec.input_len < 1 or spec.output_len < 1 or spec.num_prompts < 1:
+        raise ValueError("input_len, output_len and num_prompts must be >= 1")
+    rng = random.Random(spec.seed)
+    if spec.tokenizer:
+        tok = load_tokenizer(spec.tokenizer)
+        pool = [i for i in range(tok.vocab_size) if i not in tok.special_ids]
+        prompts, exact = [], True
+        for _ in range(spec.num_prompts):
+            text, n, ok = _exact_prompt(tok, rng, spec.input_len, pool)
+            exact = exact and ok
+            prompts.append(Prompt(text, n, spec.output_len))
+        return BuiltWorkload(spec, prompts, exact)
+    prompts = [
+        Prompt(" ".join(rng.choice(_WORDS) for _ in range(spec.input_len)), spec.input_len, spec.output_len)
+        for _ in range(spec.num_prompts)
+    ]
+    return BuiltWorkload(spec, prompts, False)

@@ -1,0 +1,93 @@
+"""A trivial but real streaming server (aiohttp.web) speaking the three benchmark endpoints.
+
+``POST /v1/chat/completions`` and ``POST /v1/completions`` stream ``--chunks`` SSE chunks of
+one token each, then a usage chunk (``usage.completion_tokens``) and ``data: [DONE]``;
+``POST /generate`` streams SGLang-style cumulative ``text`` with ``meta_info.completion_tokens``,
+``--tokens-per-chunk`` tokens per chunk. ``--delay-ms`` sleeps between chunks (0: instant,
+for measuring client overhead). ``--reject-unknown`` answers 422 to bodies carrying
+``ignore_eos``, as ``transformers serve`` does. ``GET /health`` and ``/v1/models`` answer 200.
+
+Run: ``python tests/fake_servers/openai_stream.py --port 0`` prints ``PORT <n>`` once listening.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import socket
+import sys
+
+from aiohttp import web
+
+
+def make_app(chunks: int = 8, delay_s: float = 0.0, tokens_per_chunk: int = 2, reject_unknown: bool = False) -> web.Application:
+    """The aiohttp application (see the module docstring)."""
+
+    async def openai(request: web.Request) -> web.StreamResponse:
+        body = await request.json()
+        if reject_unknown and "ignore_eos" in body:
+            return web.json_response(
+                {"detail": [{"loc": ["body", "ignore_eos"], "msg": "Extra inputs are not permitted"}]}, status=422
+            )
+        n = min(int(body.get("max_tokens", chunks)), chunks)
+        chat = request.path.endswith("chat/completions")
+        resp = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
+        await resp.prepare(request)
+        for i in range(n):
+            if delay_s:
+                await asyncio.sleep(delay_s)
+            choice = {"index": 0, "delta": {"content": f"t{i} "}} if chat else {"index": 0, "text": f"t{i} "}
+            await resp.write(b"data: " + json.dumps({"choices": [choice]}).encode() + b"\n\n")
+        usage = {"prompt_tokens": 1, "completion_tokens": n, "total_tokens": n + 1}
+        await resp.write(b"data: " + json.dumps({"choices": [], "usage": usage}).encode() + b"\n\n")
+        await resp.write(b"data: [DONE]\n\n")
+        await resp.write_eof()
+        return resp
+
+    async def generate(request: web.Request) -> web.StreamResponse:
+        body = await request.json()
+        n = min(int(body.get("sampling_params", {}).get("max_new_tokens", chunks)), chunks)
+        resp = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
+        await resp.prepare(request)
+        done = 0
+        while done < n:
+            if delay_s:
+                await asyncio.sleep(delay_s)
+            done = min(n, done + tokens_per_chunk if done else done + 1)
+            data = {"text": "x" * done, "meta_info": {"completion_tokens": done, "prompt_tokens": 1}}
+            await resp.write(b"data: " + json.dumps(data).encode() + b"\n\n")
+        await resp.write(b"data: [DONE]\n\n")
+        await resp.write_eof()
+        return resp
+
+    async def ok(_request: web.Request) -> web.Response:
+        return web.json_response({"object": "list", "data": [{"id": "fake", "object": "model"}]})
+
+    app = web.Application()
+    app.router.add_post("/v1/chat/completions", openai)
+    app.router.add_post("/v1/completions", openai)
+    app.router.add_post("/generate", generate)
+    app.router.add_get("/health", ok)
+    app.router.add_get("/v1/models", ok)
+    return app
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--port", type=int, default=0)
+    parser.add_argument("--chunks", type=int, default=8)
+    parser.add_argument("--delay-ms", type=float, default=0.0)
+    parser.add_argument("--tokens-per-chunk", type=int, default=2)
+    parser.add_argument("--reject-unknown", action="store_true")
+    args = parser.parse_args(argv)
+    sock = socket.socket()
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind(("127.0.0.1", args.port))
+    print(f"PORT {sock.getsockname()[1]}", flush=True)
+    app = make_app(args.chunks, args.delay_ms / 1000.0, args.tokens_per_chunk, args.reject_unknown)
+    web.run_app(app, sock=sock, print=None, access_log=None, backlog=1024)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
