@@ -1,0 +1,176 @@
+"""Is a change real? Noise-aware comparison of two arms of benchmark runs (REFERENCE section 5).
+
+The unit is the run (requests inside one run are correlated by batching). For one metric at one
+concurrency, with arm A (baseline) and arm B (candidate) of runs:
+
+1. invalid if any run of either arm failed its validity gate, or the workloads differ;
+2. insufficient data with one run (or none) in either arm;
+3. ``d = mean(ln B) - mean(ln A)``, Welch standard error ``SE = sqrt(s_A^2/n_A + s_B^2/n_B)`` of
+   the log values and Welch-Satterthwaite degrees of freedom; ``t = scipy.stats.t.ppf(0.975, df)``;
+4. the change is signed so that positive is better: with ``direction`` +1 (higher is better)
+   ``change = e^d - 1`` and CI ``e^(d +- t SE) - 1``; with -1 (latencies) the same with ``-d``
+   (so a 10% lower latency reads +11.1%: the factor by which the old value exceeds the new);
+5. ``tau = max(floor, 2 * CV of A-vs-A repeats)`` (floors: ``ledger.views.DELTA_METRICS``);
+6. improved if CI low > tau; regressed if CI high < -tau; no measurable change if the whole
+   CI lies inside +-tau; else inconclusive, with runs needed per arm
+   ``n ~ 2 (1.96 + 0.84)^2 (CV / tau)^2`` (80% power at the 5% level to see a change of tau).
+
+All changes, CI bounds and tau are fractions (0.05 = +5%).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+from scipy import stats
+
+from ledger.views import DELTA_METRICS
+
+#: metric -> (direction, noise floor), from the ledger's own table so views and runner agree.
+METRIC_RULES: dict[str, tuple[int, float]] = {name: (direction, floor) for name, direction, floor in DELTA_METRICS}
+
+CONFIDENCE = 0.95
+#: z_{0.975} + z_{0.80}: two-sided 5% test with 80% power.
+_Z_SUM = 1.96 + 0.84
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """The outcome of comparing arm B against arm A on one metric (fields as ``ComparisonCompleted``)."""
+
+    metric: str
+    better_direction: int
+    baseline_runs: int
+    runs: int
+    baseline_mean: float | None
+    mean: float | None
+    change: float | None
+    ci_low: float | None
+    ci_high: float | None
+    noise_threshold: float
+    noise_source: str
+    verdict: str
+    runs_needed: int | None = None
+    notes: str | None = None
+
+
+def coefficient_of_variation(values: Sequence[float]) -> float | None:
+    """Sample standard deviation (ddof=1) over mean; None for fewer than 2 values or a zero mean."""
+    if len(values) < 2:
+        return None
+    arr = np.asarray(values, dtype=float)
+    mean = float(np.mean(arr))
+    if mean == 0:
+        return None
+    return float(np.std(arr, ddof=1) / abs(mean))
+
+
+def noise_threshold(metric: str, aa_cv: float | None, floor: float | None = None) -> tuple[float, str]:
+    """``tau = max(floor, 2 * CV of A-vs-A repeats)`` and a note saying which one won.
+
+    Raises:
+        KeyError: a metric without a floor and none given.
+    """
+    base = METRIC_RULES[metric][1] if floor is None else floor
+    if aa_cv is None or 2 * aa_cv <= base:
+        detail = f"floor {base:.0%}" + ("" if aa_cv is None else f" (2 x A-vs-A CV = {2 * aa_cv:.2%})")
+        return base, detail
+    return 2 * aa_cv, f"2 x A-vs-A CV = {2 * aa_cv:.2%} (floor {base:.0%})"
+
+
+def welch(log_a: np.ndarray, log_b: np.ndarray) -> tuple[float, float, float]:
+    """``(d, SE, df)`` of the difference of means of B and A (Welch); df is inf when SE is 0."""
+    d = float(np.mean(log_b) - np.mean(log_a))
+    va = float(np.var(log_a, ddof=1)) / len(log_a)
+    vb = float(np.var(log_b, ddof=1)) / len(log_b)
+    se = math.sqrt(va + vb)
+    if se == 0:
+        return d, 0.0, math.inf
+    df = (va + vb) ** 2 / (va**2 / (len(log_a) - 1) + vb**2 / (len(log_b) - 1))
+    return d, se, df
+
+
+def compare(
+    metric: str,
+    baseline: Sequence[float],
+    candidate: Sequence[float],
+    *,
+    direction: int | None = None,
+    aa_cv: float | None = None,
+    floor: float | None = None,
+    valid: bool = True,
+    invalid_reason: str | None = None,
+) -> Comparison:
+    """Compare candidate runs against baseline runs on ``metric`` (see the module docstring).
+
+    ``direction`` and ``floor`` default to the metric's entry in ``DELTA_METRICS``;
+    ``aa_cv`` is the coefficient of variation of A-vs-A repeats (None: floor only);
+    ``valid`` false (a run failed its gate, or the workloads differ) gives ``invalid``.
+
+    Raises:
+        KeyError: an unknown metric without ``direction`` and ``floor``.
+        ValueError: a non-positive value (the log ratio needs positive values).
+    """
+    if direction is None:
+        direction = METRIC_RULES[metric][0]
+    tau, source = noise_threshold(metric, aa_cv, floor)
+    a = [float(x) for x in baseline if x is not None]
+    b = [float(x) for x in candidate if x is not None]
+    base = dict(
+        metric=metric, better_direction=direction, baseline_runs=len(a), runs=len(b),
+        baseline_mean=float(np.mean(a)) if a else None, mean=float(np.mean(b)) if b else None,
+        noise_threshold=tau, noise_source=source,
+    )
+    if not valid:
+        return Comparison(**base, change=None, ci_low=None, ci_high=None, verdict="invalid", notes=invalid_reason)
+    if any(x <= 0 for x in a + b):
+        raise ValueError(f"{metric}: values must be positive for a log ratio, got {min(a + b)}")
+    if not a or not b:
+        return Comparison(**base, change=None, ci_low=None, ci_high=None, verdict="insufficient data",
+                          notes="no runs in one arm")
+    if len(a) < 2 or len(b) < 2:
+        point = math.exp(direction * (math.log(np.mean(b)) - math.log(np.mean(a)))) - 1
+        return Comparison(**base, change=point, ci_low=None, ci_high=None, verdict="insufficient data",
+                          notes="one run per arm proves nothing: repeat (3+ runs per arm, interleaved)")
+    la, lb = np.log(a), np.log(b)
+    d, se, df = welch(la, lb)
+    t = float(stats.t.ppf(0.5 + CONFIDENCE / 2, df)) if math.isfinite(df) else float(stats.norm.ppf(0.975))
+    signed = direction * d
+    change = math.exp(signed) - 1
+    ci_low = math.exp(signed - t * se) - 1
+    ci_high = math.exp(signed + t * se) - 1
+    runs_needed = None
+    notes = None
+    if ci_low > tau:
+        verdict = "improved"
+    elif ci_high < -tau:
+        verdict = "regressed"
+    elif ci_low >= -tau and ci_high <= tau:
+        verdict = "no measurable change"
+    else:
+        verdict = "inconclusive"
+        # The pooled SD of ln values approximates the per-run CV.
+        cv = math.sqrt((np.var(la, ddof=1) + np.var(lb, ddof=1)) / 2)
+        runs_needed = max(3, math.ceil(2 * _Z_SUM**2 * (cv / tau) ** 2))
+        if runs_needed <= min(len(a), len(b)):
+            runs_needed = min(len(a), len(b)) + 2
+            notes = "the change sits near the noise threshold: more runs narrow the CI"
+    return Comparison(**base, change=change, ci_low=ci_low, ci_high=ci_high, verdict=verdict,
+                      runs_needed=runs_needed, notes=notes)
+
+
+#: A flag's measured verdict (``finding_recorded``) from its throughput verdicts at every concurrency.
+FLAG_VERDICTS = {"improved": "effective", "regressed": "harmful", "no measurable change": "no-measurable-change"}
+
+
+def flag_verdict(verdicts: Sequence[str]) -> str | None:
+    """The flag verdict when every concurrency agrees (improved/regressed/no change), else None.
+
+    An overall claim needs consistency across concurrencies (REFERENCE section 5).
+    """
+    if not verdicts or len(set(verdicts)) != 1:
+        return None
+    return FLAG_VERDICTS.get(verdicts[0])
