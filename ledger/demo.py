@@ -1,0 +1,78 @@
+"""The demo ledger: the seeds' campaign (Qwen3.5-122B-A10B on RTX PRO 6000 Blackwell, SGLang).
+
+``data/demo_campaign.jsonl`` holds every action of the five seed write-ups in
+``shared/seeds/`` as flat events, in the order of the session's messages (6436
+baseline benchmark ... 6494 pivot to speculative decoding), with the startup
+facts of the two fixture logs ``fixtures/sglang/server/sm120_qwen35_*.log``.
+Every event has a fixed ``event_id`` (so decisions can cite evidence by id and
+rebuilding is idempotent), a ``source`` (seed and message, or fixture file and
+line), and no ``recorded_at``: the store stamps it (with ``clock`` when given).
+Where the seeds contradict each other (BF16 vs FP8, 4 vs 8 GPUs vs two DGX
+Spark nodes, a flag first recommended then found to be a no-op), each claim is
+recorded as it was made; the views show the latest with its history.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable
+from datetime import datetime
+from pathlib import Path
+
+from .jsonl import read_jsonl
+from .store import LedgerStore
+
+#: The demo campaign's event file, found relative to the repository.
+DEMO_FILE: Path = Path(__file__).resolve().parents[1] / "data" / "demo_campaign.jsonl"
+
+#: The ``session_id`` of every demo event.
+DEMO_SESSION = "qwen35-sm120"
+
+#: The namespace of the demo's fixed event ids (see ``demo_event_id``).
+DEMO_ID_NAMESPACE = uuid.UUID("6c1f1d1e-5b7a-4e43-9a5e-2f0c7d1b9a01")
+
+
+def demo_event_id(key: str) -> uuid.UUID:
+    """The fixed ``event_id`` of the demo event named ``key`` (``"decision:6494"``, ``"bench:baseline-c1"``).
+
+    Every id in ``DEMO_FILE`` was made this way, once, from a readable key:
+    ``uuid5(DEMO_ID_NAMESPACE, "tuneledger-demo/" + key)``. Tests and docs use it
+    to point at a demo event without copying its UUID.
+    """
+    return uuid.uuid5(DEMO_ID_NAMESPACE, "tuneledger-demo/" + key)
+
+
+def build_demo(
+    ledger_path: str | Path,
+    *,
+    clock: Callable[[], datetime] | None = None,
+    replace: bool = True,
+) -> LedgerStore:
+    """Build the demo ledger at ``ledger_path`` from ``DEMO_FILE`` and return its store.
+
+    Args:
+        ledger_path: the ``.duckdb`` file to write.
+        clock: stamps ``recorded_at`` on each event (all demo events lack it);
+            the store's default clock (now, UTC) when ``None``.
+        replace: delete an existing file at ``ledger_path`` first (and its
+            ``.wal``). Without it the events are appended to the existing
+            ledger; events already there (same ids) are not stored twice.
+
+    All events are validated before anything is written, then appended in one
+    atomic batch.
+
+    Raises:
+        InvalidInput: a line of the demo file does not validate.
+        NotFound: the demo file is missing.
+        LedgerBusy: another process holds the ledger file.
+    """
+    path = Path(ledger_path)
+    events = read_jsonl(DEMO_FILE)
+    if replace:
+        for stale in (path, path.with_name(path.name + ".wal")):
+            if stale.exists():
+                stale.unlink()
+    store = LedgerStore(path, clock=clock)
+    store.init()
+    store.append(events)
+    return store
