@@ -1,0 +1,183 @@
+"""Named server configurations, kept in a TOML file the user edits (read with ``tomllib``).
+
+Format (see ``examples/servers.toml``)::
+
+    # Optional: applied to every configuration (a configuration's own keys win).
+    [defaults]
+    engine = "sglang"                  # sglang | vllm | transformers
+    host = "127.0.0.1"                 # address the server binds (and is polled on)
+    port = 30000                       # default: the engine's (sglang 30000, vllm/transformers 8000)
+    python = "/opt/venv/bin/python"    # sglang only: interpreter that runs -m sglang.launch_server
+    health_timeout_s = 1800            # how long start waits for health (seconds; default 30 min)
+
+    [configs.baseline]
+    model = "/models/Qwen3.5-122B-A10B"
+    flags = { tp = 4, mem-fraction-static = 0.88 }
+    env = { SGLANG_MOE_CONFIG_DIR = "/work/moe_configs" }
+
+    [configs.fusion]
+    base = "baseline"                  # inherit everything from baseline ...
+    flags = { enable-flashinfer-allreduce-fusion = true }   # ... and add (or override) flags
+
+Flags: the key is the CLI flag without dashes (``tp`` -> ``--tp``; ``_`` and
+``-`` are equivalent); ``true`` is a bare switch, ``false`` omits the flag (so a
+derived configuration can switch off an inherited switch), a list gives several
+values (``cuda-graph-bs = [1, 2, 4]`` -> ``--cuda-graph-bs 1 2 4``), anything
+else is passed as its text. ``flags`` and ``env`` tables merge along the
+``base`` chain; every other key is replaced. ``command`` (a list) replaces the
+engine's launch prefix (``python -m sglang.launch_server``, ``vllm serve``,
+``transformers serve``): the adapter still appends the model, host, port and
+flags. Tests point it at a fake server script; people can point it at a wrapper.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from ledger.errors import InvalidInput
+from schemas import normalize_flag
+from schemas.events import FlagValue
+
+EngineName = Literal["sglang", "vllm", "transformers"]
+
+#: Keys a configuration may have (besides ``base``).
+_KEYS = ("engine", "model", "flags", "env", "port", "host", "python", "command", "health_timeout_s", "description")
+
+
+class ConfigError(InvalidInput):
+    """The configuration file or a configuration in it is unusable (exit code 3)."""
+
+
+class ServerConfig(BaseModel):
+    """One resolved configuration (inheritance applied).
+
+    ``port`` ``None`` means the engine's default port; ``health_timeout_s`` in
+    seconds (``None``: the runner's default, 30 min).
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    name: str
+    engine: EngineName = "sglang"
+    model: str | None = None
+    flags: dict[str, FlagValue] = Field(default_factory=dict)
+    env: dict[str, str] = Field(default_factory=dict)
+    port: int | None = Field(default=None, ge=1, le=65535)
+    host: str = "127.0.0.1"
+    python: str | None = None
+    command: list[str] | None = None
+    health_timeout_s: float | None = Field(default=None, gt=0)
+    description: str | None = None
+
+    @field_validator("flags")
+    @classmethod
+    def _flags(cls, value: dict[str, FlagValue]) -> dict[str, FlagValue]:
+        return {normalize_flag(k): v for k, v in value.items()}
+
+    @field_validator("command")
+    @classmethod
+    def _command(cls, value: list[str] | None) -> list[str] | None:
+        if value is not None and not value:
+            raise ValueError("command must name a program")
+        return value
+
+    def with_flags(self, **changes: FlagValue) -> ServerConfig:
+        """A copy with flags added or changed (``None``/``False`` remove a flag from the argv)."""
+        flags = dict(self.flags)
+        flags.update({normalize_flag(k): v for k, v in changes.items()})
+        return self.model_copy(update={"flags": flags})
+
+
+def _merge(lower: Mapping[str, Any], upper: Mapping[str, Any]) -> dict[str, Any]:
+    merged = dict(lower)
+    for key, value in upper.items():
+        if key in ("flags", "env") and isinstance(value, Mapping) and isinstance(merged.get(key), Mapping):
+            merged[key] = {**merged[key], **value}
+        else:
+            merged[key] = value
+    return merged
+
+
+def _resolve(name: str, tables: Mapping[str, Any], source: str, seen: tuple[str, ...] = ()) -> dict[str, Any]:
+    if name in seen:
+        raise ConfigError(f"{source}: configuration inheritance loops: {' -> '.join((*seen, name))}")
+    table = tables.get(name)
+    if table is None:
+        where = f" (base of {seen[-1]!r})" if seen else ""
+        known = ", ".join(sorted(tables)) or "none"
+        raise ConfigError(f"{source}: no configuration {name!r}{where}; known: {known}")
+    if not isinstance(table, Mapping):
+        raise ConfigError(f"{source}: [configs.{name}] must be a table")
+    unknown = sorted(set(table) - set(_KEYS) - {"base"})
+    if unknown:
+        raise ConfigError(f"{source}: [configs.{name}]: unknown key(s) {', '.join(unknown)}; allowed: base, {', '.join(_KEYS)}")
+    own = {k: v for k, v in table.items() if k != "base"}
+    base = table.get("base")
+    if base is None:
+        return own
+    if not isinstance(base, str):
+        raise ConfigError(f"{source}: [configs.{name}] base must be a configuration name")
+    return _merge(_resolve(base, tables, source, (*seen, name)), own)
+
+
+def parse_configs(data: Mapping[str, Any], source: str = "<configs>") -> dict[str, ServerConfig]:
+    """Resolve every configuration of an already-parsed TOML document.
+
+    Raises:
+        ConfigError: no ``[configs.*]``, an unknown key, a missing or looping
+            ``base``, or a value of the wrong type (names the configuration and field).
+    """
+    tables = data.get("configs")
+    if not isinstance(tables, Mapping) or not tables:
+        raise ConfigError(f"{source}: no [configs.NAME] tables")
+    defaults = data.get("defaults", {})
+    if not isinstance(defaults, Mapping):
+        raise ConfigError(f"{source}: [defaults] must be a table")
+    extra = sorted(set(data) - {"configs", "defaults"})
+    if extra:
+        raise ConfigError(f"{source}: unknown top-level key(s) {', '.join(extra)}; allowed: defaults, configs")
+    resolved = {}
+    for name in tables:
+        values = _merge(defaults, _resolve(name, tables, source))
+        try:
+            resolved[name] = ServerConfig.model_validate({**values, "name": name})
+        except ValidationError as exc:
+            err = exc.errors()[0]
+            field = ".".join(str(p) for p in err["loc"])
+            raise ConfigError(f"{source}: [configs.{name}] {field}: {err['msg']}") from None
+        except ValueError as exc:  # normalize_flag on a bad flag name
+            raise ConfigError(f"{source}: [configs.{name}]: {exc}") from None
+    return resolved
+
+
+def load_configs(path: str | Path) -> dict[str, ServerConfig]:
+    """Read and resolve the configurations of a TOML file.
+
+    Raises:
+        ConfigError: the file is missing, not TOML, or a configuration is invalid.
+    """
+    file = Path(path)
+    try:
+        data = tomllib.loads(file.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise ConfigError(f"no configuration file {file} (give one with --configs; see examples/servers.toml)") from None
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"{file}: not valid TOML: {exc}") from None
+    return parse_configs(data, str(file))
+
+
+def load_config(path: str | Path, name: str) -> ServerConfig:
+    """The configuration ``name`` of the file at ``path``.
+
+    Raises:
+        ConfigError: as ``load_configs``, or no configuration of that name.
+    """
+    configs = load_configs(path)
+    if name not in configs:
+        raise ConfigError(f"{path}: no configuration {name!r}; known: {', '.join(sorted(configs))}")
+    return configs[name]

@@ -1,0 +1,662 @@
+"""Server lifecycle: start a configuration, wait for health, record what it resolved to, stop it.
+
+One ``ServerRunner`` per ledger (and session). ``start(config)`` launches the
+engine in its own process group (``start_new_session=True``: Ctrl-C in the
+terminal does not reach it, and stopping signals the whole group, TP workers
+included) with stdout+stderr going to ``<ledger stem>.artifacts/servers/<run_id>.log``,
+then polls the health path until it answers 200 (default timeout 30 min, for
+large models) while watching that the process is alive and that the log shows
+no crash. Events, appended as they happen (actor ``runner:tuneledger``, host =
+the fingerprint, correlation = the run's ``server_started`` id, each caused by
+the run's previous event):
+
+``host_observed`` (once per session and fingerprint) -> ``server_started`` ->
+``server_ready`` (startup facts from the SGLang log and ``/server_info``) ->
+``finding_recorded``... -> ``server_stopped`` (exit code, the signal that ended
+it, reason) -> findings that only appeared while it ran (found again in the
+whole log at stop; ids are uuid5 of run, kind, flag and message, so re-recording
+is idempotent). A failed start is one ``server_failed`` (cause ``crash``,
+``out-of-memory``, ``port-in-use``, ``timeout`` or ``interrupted``, with the
+last 40 log lines) and ``ServerStartFailed`` (or ``KeyboardInterrupt`` again)
+is raised. Port in use and a missing engine are refused before anything
+starts: no event.
+
+Stopping: SIGINT to the group, wait ``sigint_wait_s``; SIGTERM, wait
+``sigterm_wait_s``; SIGKILL. A second Ctrl-C while stopping moves to the next
+signal at once. The stop is done when no process of the group is left (not just
+the leader).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import socket
+import subprocess
+import threading
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+from uuid import UUID
+
+import httpx
+
+from ledger.errors import LedgerError
+from ledger.sglang_log import ServerLogFacts, derive_findings, parse_server_log
+from ledger.store import LedgerStore
+from schemas import Actor, Event, FindingRecorded, Host, ServerFailed, ServerReady, ServerStarted, ServerStopped, StartupFacts
+
+from .artifacts import artifacts_dir, safe_name, server_log_path
+from .configs import ServerConfig
+from .engines import EngineAdapter, adapter_for
+from .host import HostFingerprint, fingerprint
+
+#: Default wait for health (seconds): a 100B+ model loads and captures CUDA graphs for minutes.
+DEFAULT_HEALTH_TIMEOUT_S = 1800.0
+#: Lines of the log a failure event keeps.
+LOG_TAIL_LINES = 40
+#: The actor of every runner event.
+RUNNER_ACTOR = Actor(kind="runner", name="tuneledger")
+#: Namespace of the deterministic finding ids.
+_FINDING_NS = uuid.UUID("6f1d3b52-3c61-4d8e-9a57-1b1f8e0c2a11")
+_NUMBER_RE = re.compile(r"\d+(?:\.\d+)?")
+_PORT_TAKEN_RE = re.compile(r"address already in use|Errno 98|port .* is (?:already )?in use", re.IGNORECASE)
+
+
+class PortInUse(LedgerError):
+    """The port is taken by another process (checked before launch: nothing started)."""
+
+    exit_code = 10
+
+
+class ServerStartFailed(LedgerError):
+    """The server did not become healthy; ``event`` is the recorded ``server_failed``."""
+
+    exit_code = 12
+
+    def __init__(self, message: str, event: ServerFailed) -> None:
+        super().__init__(message)
+        self.event = event
+
+
+@dataclass
+class ServerRun:
+    """One server process lifetime, from ``start`` to ``stop``.
+
+    ``pgid`` equals the leader's pid (its own session). Times are ``time.monotonic()`` seconds.
+    """
+
+    run_id: str
+    config: ServerConfig
+    adapter: EngineAdapter
+    argv: list[str]
+    port: int
+    base_url: str
+    log_path: Path
+    log_ref: str
+    process: subprocess.Popen[bytes]
+    host: Host
+    started_event_id: UUID
+    last_event_id: UUID
+    started_at: float
+    ready: bool = False
+    startup: StartupFacts | None = None
+    finding_ids: set[UUID] = field(default_factory=set)
+    ended: bool = False
+
+    @property
+    def pid(self) -> int:
+        """The leader's process id."""
+        return self.process.pid
+
+    @property
+    def pgid(self) -> int:
+        """The process group of the server and its workers."""
+        return self.process.pid
+
+
+# --- processes and ports ------------------------------------------------------------
+
+
+def group_alive(pgid: int) -> bool:
+    """True while any live (non-zombie) process is in group ``pgid``.
+
+    Zombies are ignored: an orphaned worker that died is only waiting for init
+    to reap it (in a container, PID 1 may never do so). Without ``/proc``, any
+    process (zombie or not) that ``killpg(pgid, 0)`` reaches counts.
+    """
+    proc = Path("/proc")
+    if not (proc / "self" / "stat").exists():
+        try:
+            os.killpg(pgid, 0)
+        except ProcessLookupError:
+            return False
+        except PermissionError:
+            return True
+        return True
+    for entry in proc.iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+        except OSError:  # exited while we looked
+            continue
+        # "pid (comm) state ppid pgrp ...": comm may hold spaces and parentheses.
+        fields = stat.rsplit(")", 1)[-1].split()
+        if len(fields) >= 3 and int(fields[2]) == pgid and fields[0] not in ("Z", "X"):
+            return True
+    return False
+
+
+def _connect_host(host: str) -> str:
+    return "127.0.0.1" if host in ("0.0.0.0", "", "::") else host
+
+
+def port_in_use(host: str, port: int) -> bool:
+    """True when something accepts connections on ``host:port`` or the port cannot be bound."""
+    try:
+        with socket.create_connection((_connect_host(host), port), timeout=0.5):
+            return True
+    except OSError:
+        pass
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    with socket.socket(family, socket.SOCK_STREAM) as sock:
+        # SO_REUSEADDR as the servers set it: a TIME_WAIT leftover is not "in use", a listener is.
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            sock.bind((host, port))
+        except OSError:
+            return True
+    return False
+
+
+def read_lines(path: Path) -> list[str]:
+    """The log's lines (undecodable bytes replaced; ``[]`` when it does not exist)."""
+    try:
+        return path.read_text(encoding="utf-8", errors="replace").splitlines()
+    except FileNotFoundError:
+        return []
+
+
+def finding_id(run_id: str, finding: FindingRecorded) -> UUID:
+    """Deterministic id of a finding of a run: uuid5 of run, kind, flag and the message with its
+    numbers masked (counts in a message grow as the log grows; the finding stays the same)."""
+    masked = _NUMBER_RE.sub("#", finding.message)
+    return uuid.uuid5(_FINDING_NS, f"{run_id}|{finding.kind}|{finding.flag or ''}|{masked}")
+
+
+def merge_server_info(facts: StartupFacts, info: dict[str, Any] | None) -> StartupFacts:
+    """Fill what the log did not show from ``/server_info`` (the log wins where both have a value)."""
+    if not info:
+        return facts
+    states = info.get("internal_states") or [{}]
+    state = states[0] if isinstance(states, list) and states and isinstance(states[0], dict) else {}
+    candidates = {
+        "attention_backend": info.get("attention_backend"),
+        "max_total_num_tokens": info.get("max_total_num_tokens"),
+        "max_running_requests": state.get("effective_max_running_requests_per_dp") or info.get("max_running_requests"),
+        "context_len": info.get("context_length") if isinstance(info.get("context_length"), int) else None,
+        "cuda_graph_bs": info.get("cuda_graph_bs"),
+        "chunked_prefill_size": info.get("chunked_prefill_size"),
+        "max_prefill_tokens": info.get("max_prefill_tokens"),
+    }
+    update = {k: v for k, v in candidates.items() if v is not None and getattr(facts, k) is None}
+    if not facts.server_args:
+        skip = {"internal_states", "status", "version", "max_total_num_tokens", "max_req_input_len"}
+        update["server_args"] = {k: v for k, v in info.items() if k not in skip}
+    try:
+        return facts.model_copy(update=update) if update else facts
+    except ValueError:
+        return facts
+
+
+# --- the runner ----------------------------------------------------------------------
+
+
+class ServerRunner:
+    """Starts, watches and stops servers, recording every step in the ledger.
+
+    Args:
+        store: the ledger (created if needed by ``LedgerStore.init`` beforehand).
+        session_id: session of every event (``None``: none).
+        host: the fingerprint to use (default: ``runners.host.fingerprint()`` on first start).
+        health_timeout_s: default wait for health, seconds (a configuration's own wins).
+        poll_interval_s: how often health, process and log are checked, seconds.
+        sigint_wait_s / sigterm_wait_s / sigkill_wait_s: stop escalation waits, seconds.
+        crash_grace_s: how long a server whose log shows a crash may take to exit by itself.
+        say: where progress lines go (default: nowhere); the CLI prints them.
+    """
+
+    def __init__(
+        self,
+        store: LedgerStore,
+        *,
+        session_id: str | None = None,
+        host: HostFingerprint | None = None,
+        health_timeout_s: float = DEFAULT_HEALTH_TIMEOUT_S,
+        poll_interval_s: float = 0.5,
+        sigint_wait_s: float = 30.0,
+        sigterm_wait_s: float = 15.0,
+        sigkill_wait_s: float = 10.0,
+        crash_grace_s: float = 10.0,
+        say: Callable[[str], None] | None = None,
+    ) -> None:
+        self.store = store
+        self.session_id = session_id
+        self.health_timeout_s = health_timeout_s
+        self.poll_interval_s = poll_interval_s
+        self.sigint_wait_s = sigint_wait_s
+        self.sigterm_wait_s = sigterm_wait_s
+        self.sigkill_wait_s = sigkill_wait_s
+        self.crash_grace_s = crash_grace_s
+        self.say = say or (lambda _line: None)
+        self._fingerprint = host
+        self._hurry = threading.Event()
+        self.runs: list[ServerRun] = []
+
+    # --- context manager: nothing left running -------------------------------------
+
+    def __enter__(self) -> ServerRunner:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self, reason: str = "runner closed") -> None:
+        """Stop every run still alive."""
+        for run in list(self.runs):
+            if not run.ended:
+                self.stop(run, reason=reason)
+
+    # --- events -------------------------------------------------------------------
+
+    def _append(self, run: ServerRun | None, event: Event) -> Event:
+        if run is not None:
+            event = event.model_copy(update={
+                "correlation_id": run.started_event_id,
+                "causation_id": event.causation_id or run.last_event_id,
+            })
+        self.store.append(event)
+        if run is not None:
+            run.last_event_id = event.event_id
+        return event
+
+    def _common(self, run: ServerRun) -> dict[str, Any]:
+        return {"session_id": self.session_id, "actor": RUNNER_ACTOR, "host": run.host, "run_id": run.run_id}
+
+    def _observe_host(self, fp: HostFingerprint) -> None:
+        """Record ``host_observed`` unless this session already has this fingerprint."""
+        key = fp.key()
+        event_id = uuid.uuid5(_FINDING_NS, f"host|{self.session_id or ''}|{key}")
+        for seen in self.store.read(types=["host_observed"], session_id=self.session_id):
+            if seen.event_id == event_id or (seen.session_id == self.session_id and seen.host == fp.host
+                                             and getattr(seen, "other_versions", None) == fp.other_versions):
+                return
+        event = fp.to_event(session_id=self.session_id, actor=RUNNER_ACTOR).model_copy(
+            update={"event_id": event_id, "source": f"runner fingerprint {key}"})
+        self.store.append(event)
+
+    def previous_startup(self, exclude_run_id: str | None = None) -> StartupFacts | None:
+        """Startup facts of the session's latest ``server_ready`` (another run than ``exclude_run_id``)."""
+        table = self.store.query_arrow(
+            "SELECT payload->>'run_id' AS run_id, payload->'startup' AS startup FROM live_events "
+            "WHERE type = 'server_ready' AND session_id IS NOT DISTINCT FROM ? ORDER BY seq DESC LIMIT 5",
+            [self.session_id],
+        )
+        for run_id, startup in zip(table.column("run_id").to_pylist(), table.column("startup").to_pylist()):
+            if run_id != exclude_run_id and startup is not None:
+                return StartupFacts.model_validate_json(startup)
+        return None
+
+    # --- start ------------------------------------------------------------------------
+
+    def start(self, config: ServerConfig, *, port: int | None = None, health_timeout_s: float | None = None) -> ServerRun:
+        """Launch ``config`` and wait until it is healthy; return the running server.
+
+        Args:
+            port: overrides the configuration's port (default: the engine's).
+            health_timeout_s: overrides the configuration's and the runner's wait (seconds).
+
+        Raises:
+            ConfigError: the configuration cannot launch its engine (no model).
+            MissingEngine: the engine is not installed (nothing started, no event).
+            PortInUse: the port is taken (nothing started, no event).
+            ServerStartFailed: it crashed, ran out of memory or timed out (``server_failed`` recorded,
+                nothing of it left running).
+            KeyboardInterrupt: Ctrl-C while waiting (server stopped, ``server_failed`` cause
+                ``interrupted`` recorded).
+        """
+        run = self.launch(config, port=port)
+        timeout = health_timeout_s or config.health_timeout_s or self.health_timeout_s
+        return self.wait_ready(run, timeout_s=timeout)
+
+    def launch(self, config: ServerConfig, *, port: int | None = None) -> ServerRun:
+        """Check, launch and record ``server_started``; does not wait (see ``wait_ready``).
+
+        Raises:
+            ConfigError, MissingEngine, PortInUse: as ``start``, before anything starts.
+        """
+        adapter = adapter_for(config.engine)
+        adapter.check_config(config)
+        probe = adapter.probe(config)
+        port = port or config.port or adapter.default_port
+        if port_in_use(config.host, port):
+            raise PortInUse(f"port {port} on {config.host} is already in use: stop that server or give --port")
+        if self._fingerprint is None:
+            self._fingerprint = fingerprint()
+        fp = self._fingerprint.with_engine(adapter.name, probe.version)
+        self._observe_host(fp)
+
+        stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S")
+        run_id = f"{safe_name(config.name)}-{stamp}-{uuid.uuid4().hex[:6]}"
+        log_path = server_log_path(self.store.path, run_id)
+        argv = adapter.argv(config, port)
+        with open(log_path, "ab") as log:
+            try:
+                process = subprocess.Popen(
+                    argv, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+                    env=adapter.env(config), start_new_session=True,
+                )
+            except OSError as exc:
+                from .engines import MissingEngine
+
+                raise MissingEngine(f"{config.engine}: cannot run {argv[0]!r}: {exc.strerror or exc}") from None
+        started = ServerStarted(
+            run_id=run_id, engine=adapter.name, model=config.model, config_name=config.name,
+            flags=config.flags, env=adapter.recorded_env(config), argv=argv, port=port, pid=process.pid,
+            log_path=str(log_path), session_id=self.session_id, actor=RUNNER_ACTOR, host=fp.host,
+        )
+        started = started.model_copy(update={"correlation_id": started.event_id})
+        run = ServerRun(
+            run_id=run_id, config=config, adapter=adapter, argv=argv, port=port,
+            base_url=f"http://{_connect_host(config.host)}:{port}", log_path=log_path,
+            log_ref=str(log_path.relative_to(artifacts_dir(self.store.path))), process=process, host=fp.host,
+            started_event_id=started.event_id, last_event_id=started.event_id, started_at=time.monotonic(),
+        )
+        self.runs.append(run)
+        try:
+            self.store.append(started)
+        except BaseException:
+            self._terminate(run)  # a server the ledger does not know of must not keep running
+            run.ended = True
+            raise
+        self.say(f"started {run_id}: pid {process.pid}, port {port}, log {log_path}")
+        return run
+
+    def wait_ready(self, run: ServerRun, *, timeout_s: float | None = None) -> ServerRun:
+        """Poll health until 200, then record ``server_ready`` and the findings.
+
+        Raises:
+            ServerStartFailed, KeyboardInterrupt: as ``start``.
+        """
+        timeout = timeout_s or run.config.health_timeout_s or self.health_timeout_s
+        deadline = run.started_at + timeout
+        crash_seen_at: float | None = None
+        log_size = -1
+        try:
+            with httpx.Client(timeout=5.0, trust_env=False) as client:
+                while True:
+                    if run.process.poll() is not None:
+                        return self._fail_start(run, exited=True)
+                    if self._healthy(client, run):
+                        break
+                    size = run.log_path.stat().st_size if run.log_path.exists() else 0
+                    if size != log_size:  # a hung server whose log shows a crash: give it a grace period
+                        log_size = size
+                        if crash_seen_at is None and parse_server_log(read_lines(run.log_path)).crash is not None:
+                            crash_seen_at = time.monotonic()
+                    now = time.monotonic()
+                    if crash_seen_at is not None and now - crash_seen_at > self.crash_grace_s:
+                        return self._fail_start(run, exited=False)
+                    if now > deadline:
+                        return self._fail_start(run, exited=False, timeout_s=timeout)
+                    time.sleep(self.poll_interval_s)
+                info = self._server_info(client, run) if run.adapter.sglang_log else None
+        except KeyboardInterrupt:
+            self._interrupted(run)
+            raise
+        self._record_ready(run, info)
+        return run
+
+    def _healthy(self, client: httpx.Client, run: ServerRun) -> bool:
+        for path in run.adapter.health_paths:
+            try:
+                status = client.get(run.base_url + path).status_code
+            except httpx.HTTPError:
+                return False  # not listening yet
+            if status == 200:
+                return True
+            if status != 404:
+                return False  # 503 while loading
+        return False
+
+    def _server_info(self, client: httpx.Client, run: ServerRun) -> dict[str, Any] | None:
+        """``/server_info`` (older builds ``/get_server_info``); ``None`` when neither answers."""
+        for path in ("/server_info", "/get_server_info"):
+            try:
+                response = client.get(run.base_url + path, timeout=30.0)
+            except httpx.HTTPError:
+                return None
+            if response.status_code == 200:
+                try:
+                    body = response.json()
+                except ValueError:
+                    return None
+                return body if isinstance(body, dict) else None
+        return None
+
+    def _record_ready(self, run: ServerRun, info: dict[str, Any] | None) -> None:
+        facts = parse_server_log(read_lines(run.log_path))
+        startup = merge_server_info(facts.to_startup_facts(), info) if run.adapter.sglang_log else StartupFacts()
+        warnings = [w.message for w in facts.warnings]
+        if run.adapter.sglang_log and info is None:
+            warnings.append("/server_info and /get_server_info did not answer: startup facts from the log only")
+        ready = ServerReady(
+            ready_after_s=round(time.monotonic() - run.started_at, 3), startup=startup, warnings=warnings,
+            source=run.log_ref, **self._common(run),
+        )
+        previous = self.previous_startup(exclude_run_id=run.run_id)
+        self._append(run, ready)
+        run.ready, run.startup = True, startup
+        self.say(f"ready {run.run_id} after {ready.ready_after_s:.1f} s{_facts_summary(startup)}")
+        self._record_findings(run, facts, previous)
+
+    def _record_findings(self, run: ServerRun, facts: ServerLogFacts, previous: StartupFacts | None) -> list[FindingRecorded]:
+        """Append the findings of ``facts`` not yet recorded for this run; return the new ones."""
+        if not run.adapter.sglang_log:
+            return []
+        new = []
+        for finding in derive_findings(
+            facts, host=run.host, previous=previous, run_id=run.run_id, session_id=self.session_id,
+            source_name=run.log_ref,
+        ):
+            fid = finding_id(run.run_id, finding)
+            if fid in run.finding_ids:
+                continue
+            run.finding_ids.add(fid)
+            event = finding.model_copy(update={
+                "event_id": fid, "actor": RUNNER_ACTOR, "host": run.host,
+                "source": finding.evidence[0].ref if finding.evidence else run.log_ref,
+            })
+            self._append(run, event)
+            new.append(event)
+            self.say(f"finding: {finding.message}")
+        return new
+
+    def check(self, run: ServerRun) -> list[FindingRecorded]:
+        """Parse the whole log again and record findings that appeared since (e.g. decode batches
+        above the captured CUDA graph sizes). Safe to call any time after ready."""
+        if not run.ready:
+            return []
+        return self._record_findings(run, parse_server_log(read_lines(run.log_path)), None)
+
+    # --- failures --------------------------------------------------------------------
+
+    def _fail_start(self, run: ServerRun, *, exited: bool, timeout_s: float | None = None) -> ServerRun:
+        """Stop what is left, record ``server_failed`` and raise ``ServerStartFailed``."""
+        self._terminate(run)  # after a crash too: TP workers may outlive the leader
+        lines = read_lines(run.log_path)
+        facts = parse_server_log(lines)
+        code = run.process.poll()
+        tail = lines[-LOG_TAIL_LINES:]
+        if timeout_s is not None and facts.crash is None:
+            cause, message = "timeout", f"not healthy after {timeout_s:.0f} s (health: {', '.join(run.adapter.health_paths)})"
+        elif facts.crash is not None:
+            cause, message = facts.crash.cause, facts.crash.message
+        elif any(_PORT_TAKEN_RE.search(line) for line in tail):
+            cause, message = "port-in-use", f"port {run.port} was taken when the server bound it"
+        else:
+            cause, message = "crash", f"exited with code {code} before becoming healthy"
+        failed = ServerFailed(cause=cause, message=message, log_tail=tail, exit_code=code,
+                              source=run.log_ref, **self._common(run))
+        self._append(run, failed)
+        run.ended = True
+        raise ServerStartFailed(f"server {run.config.name} ({run.run_id}) failed: {cause}: {message} (log: {run.log_path})", failed)
+
+    def _interrupted(self, run: ServerRun) -> None:
+        sig = self._terminate(run)
+        failed = ServerFailed(
+            cause="interrupted", message=f"interrupted (Ctrl-C) while waiting for health; stopped with {sig or 'no signal'}",
+            log_tail=read_lines(run.log_path)[-LOG_TAIL_LINES:], exit_code=run.process.poll(),
+            source=run.log_ref, **self._common(run),
+        )
+        self._append(run, failed)
+        run.ended = True
+
+    # --- stop ---------------------------------------------------------------------------
+
+    def _terminate(self, run: ServerRun) -> str | None:
+        """Signal the group until none of it is left; return the name of the last signal sent
+        (the one that ended it), ``None`` when it had already ended.
+
+        Raises:
+            LedgerError: the group survived SIGKILL (uninterruptible processes).
+        """
+        run.process.poll()
+        if not group_alive(run.pgid):
+            return None
+        stages = ((signal.SIGINT, self.sigint_wait_s), (signal.SIGTERM, self.sigterm_wait_s),
+                  (signal.SIGKILL, self.sigkill_wait_s))
+        previous_handler = self._hurry_on_ctrl_c()
+        try:
+            last = None
+            for sig, wait_s in stages:
+                try:
+                    os.killpg(run.pgid, sig)
+                except ProcessLookupError:
+                    return last
+                last = sig.name
+                self._hurry.clear()
+                deadline = time.monotonic() + wait_s
+                while time.monotonic() < deadline and not self._hurry.is_set():
+                    run.process.poll()  # reap the leader so it is not counted as alive
+                    if not group_alive(run.pgid):
+                        return last
+                    time.sleep(0.05)
+            run.process.poll()
+            if group_alive(run.pgid):
+                raise LedgerError(f"process group {run.pgid} of {run.run_id} survived SIGKILL")
+            return last
+        finally:
+            if previous_handler is not None:
+                signal.signal(signal.SIGINT, previous_handler)
+
+    def _hurry_on_ctrl_c(self) -> Any:
+        """While stopping, Ctrl-C moves to the next signal instead of abandoning the server."""
+        if threading.current_thread() is not threading.main_thread():
+            return None
+        return signal.signal(signal.SIGINT, lambda _s, _f: self._hurry.set())
+
+    def stop(self, run: ServerRun, *, reason: str = "stopped") -> ServerStopped | None:
+        """Stop the server (SIGINT, SIGTERM, SIGKILL to its group), record ``server_stopped`` and
+        the findings that appeared while it ran. ``None`` when the run had already ended."""
+        if run.ended:
+            return None
+        sig = self._terminate(run)
+        run.ended = True
+        stopped = ServerStopped(
+            exit_code=run.process.poll(), signal=sig,
+            reason=reason if sig else f"{reason} (it had already exited)", source=run.log_ref, **self._common(run),
+        )
+        self._append(run, stopped)
+        self.say(f"stopped {run.run_id}: {sig or 'already exited'}, exit code {stopped.exit_code}")
+        if run.ready:
+            self._record_findings(run, parse_server_log(read_lines(run.log_path)), None)
+        return stopped
+
+    def restart(self, run: ServerRun, config: ServerConfig | None = None, *, port: int | None = None,
+                health_timeout_s: float | None = None) -> ServerRun:
+        """Stop ``run`` (reason ``restart``) and start ``config`` (default: the same) on the same port.
+
+        Raises:
+            as ``start``.
+        """
+        self.stop(run, reason="restart")
+        return self.start(config or run.config, port=port or run.port, health_timeout_s=health_timeout_s)
+
+    def exited(self, run: ServerRun) -> Event | None:
+        """When the server ended by itself (after ready): record ``server_failed`` (its log shows
+        a crash) or ``server_stopped`` and return it; ``None`` while it runs."""
+        if run.ended or run.process.poll() is None:
+            return None
+        self._terminate(run)  # workers may outlive the leader
+        run.ended = True
+        lines = read_lines(run.log_path)
+        facts = parse_server_log(lines)
+        code = run.process.returncode
+        if facts.crash is not None:
+            event: Event = ServerFailed(cause=facts.crash.cause, message=f"died after ready: {facts.crash.message}",
+                                        log_tail=lines[-LOG_TAIL_LINES:], exit_code=code, source=run.log_ref,
+                                        **self._common(run))
+        else:
+            event = ServerStopped(exit_code=code, signal=None, reason=f"exited by itself with code {code}",
+                                  source=run.log_ref, **self._common(run))
+        self._append(run, event)
+        self._record_findings(run, facts, None)
+        return event
+
+    def watch(self, run: ServerRun, *, on_line: Callable[[str], None] | None = None, check_every_s: float = 30.0) -> Event | None:
+        """Block while the server runs: pass new log lines to ``on_line``, record new findings every
+        ``check_every_s`` seconds. Returns the end event when it exits by itself.
+
+        Raises:
+            KeyboardInterrupt: Ctrl-C (the server still runs: the caller stops it).
+        """
+        offset = run.log_path.stat().st_size if on_line else 0
+        next_check = time.monotonic() + check_every_s
+        while True:
+            if on_line is not None:
+                offset = _follow(run.log_path, offset, on_line)
+            ended = self.exited(run)
+            if ended is not None:
+                return ended
+            if time.monotonic() >= next_check:
+                self.check(run)
+                next_check = time.monotonic() + check_every_s
+            time.sleep(self.poll_interval_s)
+
+
+def _follow(path: Path, offset: int, on_line: Callable[[str], None]) -> int:
+    """Pass complete lines written after ``offset`` to ``on_line``; return the new offset."""
+    with open(path, "rb") as log:
+        log.seek(offset)
+        data = log.read()
+    end = data.rfind(b"\n") + 1
+    for line in data[:end].decode("utf-8", errors="replace").splitlines():
+        on_line(line)
+    return offset + end
+
+
+def _facts_summary(startup: StartupFacts) -> str:
+    parts = [f"{name}={getattr(startup, name)}" for name in ("max_running_requests", "max_total_num_tokens", "context_len")
+             if getattr(startup, name) is not None]
+    if startup.piecewise_cuda_graph is not None:
+        parts.append(f"piecewise_cuda_graph={'on' if startup.piecewise_cuda_graph else 'off'}")
+    if startup.moe_kernel_config:
+        parts.append(f"moe_config={startup.moe_kernel_config}")
+    return f": {', '.join(parts)}" if parts else ""
