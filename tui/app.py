@@ -1,0 +1,540 @@
+"""The tuneledger TUI: board, benchmarks, timeline, flags and SQL over one ledger file, live.
+
+Threading rules (the UI thread never blocks):
+
+- every database call runs in a thread worker and goes through the store's
+  short-lived connections, so the TUI never holds the DuckDB file open and a
+  writer in another process waits at most one refresh;
+- a watchfiles worker watches the ledger file and its ``.wal`` and posts
+  ``LedgerChanged``, which coalesces floods (``can_replace``); a poll of the
+  head every ``poll_s`` catches changes the file watcher misses;
+- one refresh runs at a time (``@work(thread=True, exclusive=True)``); a change
+  arriving meanwhile marks the app dirty and one more refresh follows, so a
+  steady stream of appends can neither queue refreshes nor starve them;
+- a refresh reads only what the new events can change (``seq > last seen``):
+  the timeline gets just the new rows, the board/benchmarks/flags are reread
+  only when an event of their kind arrived.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+from typing import Any, ClassVar
+
+from textual import on, work
+from textual.app import App, ComposeResult
+from textual.binding import Binding
+from textual.widgets import Footer, Header, TabbedContent, TabPane
+from textual.worker import Worker, WorkerState, get_current_worker
+
+from ledger.errors import ConcurrencyConflict, LedgerError
+from ledger.store import LedgerStore
+from schemas.envelope import Actor
+
+from . import queries, writes
+from .benchmarks import BenchmarksPane
+from .board import BoardPane
+from .commands import LedgerCommands
+from .flags import FlagsPane
+from .help import HelpScreen
+from .messages import (
+    AppendFailed,
+    Appended,
+    EventDetailLoaded,
+    LedgerChanged,
+    PartLoaded,
+    SqlFinished,
+    TimelineReloaded,
+)
+from .modals import DecisionForm, ProposeForm, TextPrompt
+from .sql_console import MAX_ROWS, SqlPane
+from .timeline import TimelinePane
+
+TABS: tuple[tuple[str, str], ...] = (
+    ("board", "Board"),
+    ("bench", "Benchmarks"),
+    ("timeline", "Timeline"),
+    ("flags", "Flags"),
+    ("sql", "SQL"),
+)
+
+#: Actions that act on the board's selected candidate (shown in the footer on the board only).
+_BOARD_ACTIONS = {"accept", "reject", "defer", "decision"}
+
+
+def _default_actor() -> Actor:
+    text = os.environ.get("TUNELEDGER_ACTOR") or f"person:{os.environ.get('USER') or 'unknown'}"
+    try:
+        return Actor.parse(text)
+    except ValueError:
+        return Actor(kind="person", name="unknown")
+
+
+class TuneLedgerApp(App[None]):
+    """The terminal UI of one ledger file.
+
+    Args:
+        path: the ledger file.
+        session_id: the session to show and write to (default: the latest started one).
+        actor: who appends (default: ``TUNELEDGER_ACTOR`` or ``person:$USER``).
+        watch: watch the file for changes (tests of the poll turn it off).
+        poll_s: seconds between fallback polls of the ledger's head (0: no poll).
+    """
+
+    TITLE = "tuneledger"
+    COMMANDS: ClassVar = App.COMMANDS | {LedgerCommands}
+
+    CSS = """
+    TabbedContent { height: 1fr; }
+    TabPane { padding: 0; }
+    """
+
+    BINDINGS: ClassVar = [
+        Binding("a", "accept", "Accept", id="board.accept", tooltip="Triage the selected candidate: accepted"),
+        Binding("r", "reject", "Reject", id="board.reject", tooltip="Triage the selected candidate: rejected, with a reason"),
+        Binding("d", "defer", "Defer", id="board.defer", tooltip="Triage the selected candidate: deferred"),
+        Binding("n", "note", "Note", id="ledger.note", tooltip="Add a note (about the selected candidate or event)"),
+        Binding("p", "propose", "Propose", id="ledger.propose", tooltip="Propose a new candidate"),
+        Binding("D", "decision", "Decision", id="ledger.decision", tooltip="Record a decision"),
+        Binding("e", "export", "Export", id="ledger.export", tooltip="Write the session's decision log as Markdown"),
+        Binding("ctrl+r", "reload", "Reload", id="ledger.reload", show=False, tooltip="Reread everything"),
+        Binding("1", "show_tab('board')", "Board", id="tab.board", show=False),
+        Binding("2", "show_tab('bench')", "Benchmarks", id="tab.bench", show=False),
+        Binding("3", "show_tab('timeline')", "Timeline", id="tab.timeline", show=False),
+        Binding("4", "show_tab('flags')", "Flags", id="tab.flags", show=False),
+        Binding("5", "show_tab('sql')", "SQL", id="tab.sql", show=False),
+        Binding("f1,question_mark", "help", "Help", id="app.help"),
+        Binding("q", "quit", "Quit", id="app.quit"),
+    ]
+
+    #: Bindings offered in the command palette (every action).
+    PALETTE_BINDINGS: ClassVar = [b for b in BINDINGS if b.id != "app.help"] + [
+        Binding("f1", "help", "Help: keys and actions", id="palette.help"),
+    ]
+
+    def __init__(
+        self,
+        path: str | Path,
+        session_id: str | None = None,
+        *,
+        actor: Actor | None = None,
+        watch: bool = True,
+        poll_s: float = 2.0,
+    ) -> None:
+        super().__init__()
+        self.store = LedgerStore(path)
+        self.session_id = session_id
+        self._session_given = session_id is not None
+        self.actor = actor or _default_actor()
+        self.watch_enabled = watch
+        self.poll_s = poll_s
+        self.last_seq = 0
+        self.refreshing = False
+        self.dirty = False
+        self.full_pending = True
+        self.started = time.perf_counter()
+        #: perf_counter when the board first showed rows (the benchmark reads it).
+        self.first_board_at: float | None = None
+        #: seq -> perf_counter when that event became visible in the timeline.
+        self.visible_at: dict[int, float] = {}
+        self.record_visibility = False
+
+    # --- layout -------------------------------------------------------------------------
+
+    def compose(self) -> ComposeResult:
+        yield Header(show_clock=False)  # no wall-clock time: snapshots stay deterministic
+        with TabbedContent(initial="board", id="tabs"):
+            with TabPane("Board", id="board"):
+                yield BoardPane(id="board-pane")
+            with TabPane("Benchmarks", id="bench"):
+                yield BenchmarksPane(id="bench-pane")
+            with TabPane("Timeline", id="timeline"):
+                yield TimelinePane(id="timeline-pane")
+            with TabPane("Flags", id="flags"):
+                yield FlagsPane(id="flags-pane")
+            with TabPane("SQL", id="sql"):
+                yield SqlPane(id="sql-pane")
+        yield Footer()
+
+    @property
+    def board(self) -> BoardPane:
+        """The board pane."""
+        return self.query_one(BoardPane)
+
+    @property
+    def timeline(self) -> TimelinePane:
+        """The timeline pane."""
+        return self.query_one(TimelinePane)
+
+    @property
+    def active_tab(self) -> str:
+        """The id of the pane shown."""
+        return str(self.query_one("#tabs", TabbedContent).active)
+
+    def _set_titles(self) -> None:
+        self.title = f"tuneledger · {self.store.path.name}"
+        self.sub_title = f"session {self.session_id}" if self.session_id else "all sessions"
+
+    def on_mount(self) -> None:
+        """Start the first (full) refresh, the file watcher and the fallback poll."""
+        self._set_titles()
+        self.query_one("#board-table").focus()
+        self.request_refresh(full=True)
+        if self.watch_enabled:
+            self.watch_ledger()
+        if self.poll_s > 0:
+            self.set_interval(self.poll_s, self.poll_head)
+
+    # --- live refresh -------------------------------------------------------------------
+
+    @work(exclusive=True, group="watch", exit_on_error=False)
+    async def watch_ledger(self) -> None:
+        """Post ``LedgerChanged`` whenever the ledger file or its WAL changes.
+
+        The folder is watched (not the files): the WAL comes and goes with each
+        write and a watch on a missing file would fail.
+        """
+        from watchfiles import awatch
+
+        names = {self.store.path.name, self.store.path.name + ".wal"}
+        folder = self.store.path.resolve().parent
+        # step/debounce small: a write should reach the screen well within a second
+        async for _ in awatch(folder, watch_filter=lambda _change, p: Path(p).name in names,
+                              debounce=200, step=20, recursive=False):
+            self.post_message(LedgerChanged())
+
+    def poll_head(self) -> None:
+        """Fallback: compare the ledger's head with the last seen one (file events can be missed)."""
+        if not self.refreshing:
+            self._poll_worker()
+
+    @work(thread=True, exclusive=True, group="poll", exit_on_error=False)
+    def _poll_worker(self) -> None:
+        try:
+            head = queries.head(self.store)
+        except LedgerError:
+            return
+        if head != self.last_seq:
+            self.post_message(LedgerChanged())
+
+    def on_ledger_changed(self, _message: LedgerChanged) -> None:
+        """Refresh now, or once more after the refresh in flight."""
+        self.request_refresh()
+
+    def request_refresh(self, *, full: bool = False) -> None:
+        """Start a refresh unless one runs; then remember to run one more when it ends."""
+        self.full_pending = self.full_pending or full
+        if self.refreshing:
+            self.dirty = True
+            return
+        self.refreshing = True
+        self.dirty = False
+        full, self.full_pending = self.full_pending, False
+        self._refresh_worker(0 if full else self.last_seq, self.timeline.filter)
+
+    @work(thread=True, exclusive=True, group="refresh", exit_on_error=False)
+    def _refresh_worker(self, since_seq: int, flt: queries.TimelineFilter) -> None:
+        """Read what changed since ``since_seq`` and post it part by part; the head goes last,
+        so a refresh that fails half-way is redone in full by the next one."""
+        worker = get_current_worker()
+        if self.session_id is None and not self._session_given:
+            self.session_id = queries.default_session(self.store)
+            self.call_from_thread(self._set_titles)
+        head = None
+        for part, data in queries.iter_snapshot(self.store, self.session_id, since_seq=since_seq, timeline_filter=flt):
+            if worker.is_cancelled:
+                return
+            if part == "head":
+                head = data
+            else:
+                self.post_message(PartLoaded(part, data if part != "timeline" else (*data, flt)))
+        self.post_message(PartLoaded("head", head))
+
+    def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
+        """When a refresh ends (done, failed or cancelled), run the one that waited."""
+        if event.worker.group != "refresh" or event.state not in (
+            WorkerState.SUCCESS, WorkerState.ERROR, WorkerState.CANCELLED
+        ):
+            return
+        if event.state == WorkerState.ERROR:
+            self.notify(f"refresh failed: {event.worker.error}", severity="error", timeout=4)
+        self.refreshing = False
+        if self.dirty or self.full_pending:
+            self.request_refresh()
+
+    def on_part_loaded(self, message: PartLoaded) -> None:
+        """Hand a freshly read part to its pane."""
+        part, data = message.part, message.data
+        if part == "head":
+            if data is not None:
+                self.last_seq = data
+        elif part == "board":
+            self.board.show(data)
+            if self.first_board_at is None and data:
+                self.first_board_at = time.perf_counter()
+        elif part == "bench":
+            self.query_one(BenchmarksPane).show(data)
+        elif part == "flags":
+            self.query_one(FlagsPane).show(data)
+        elif part == "meta":
+            self.timeline.set_choices(*data)
+        elif part == "timeline":
+            rows, reset, flt = data
+            if flt != self.timeline.filter:
+                return  # read for a filter the user has changed since: a reload follows
+            if reset:
+                self.timeline.replace(rows)
+            else:
+                self.timeline.extend(rows)
+            if self.record_visibility:
+                now = time.perf_counter()
+                for row in rows:
+                    self.visible_at.setdefault(row["seq"], now)
+
+    # --- timeline -----------------------------------------------------------------------
+
+    @on(TimelinePane.FilterChanged)
+    def _timeline_filter(self, message: TimelinePane.FilterChanged) -> None:
+        self._load_timeline(message.filter)
+
+    @work(thread=True, exclusive=True, group="timeline", exit_on_error=False)
+    def _load_timeline(self, flt: queries.TimelineFilter) -> None:
+        rows = queries.load_timeline(self.store, flt)
+        if not get_current_worker().is_cancelled:
+            self.post_message(TimelineReloaded(rows))
+
+    def on_timeline_reloaded(self, message: TimelineReloaded) -> None:
+        """Show the timeline reread for the new filter."""
+        self.timeline.replace(message.rows)
+
+    @on(TimelinePane.EventSelected)
+    def _event_selected(self, message: TimelinePane.EventSelected) -> None:
+        self._load_detail(message.event_id)
+
+    @work(thread=True, exclusive=True, group="detail", exit_on_error=False)
+    def _load_detail(self, event_id: str) -> None:
+        try:
+            detail = queries.load_event_detail(self.store, event_id)
+        except LedgerError as exc:
+            self.call_from_thread(self.notify, str(exc), severity="error")
+            return
+        if not get_current_worker().is_cancelled:
+            self.post_message(EventDetailLoaded(detail))
+
+    def on_event_detail_loaded(self, message: EventDetailLoaded) -> None:
+        """Show the event's JSON and links."""
+        self.timeline.show_detail(message.detail)
+
+    def action_clear_timeline_filter(self) -> None:
+        """Show every event type and session in the timeline."""
+        from textual.widgets import Select
+
+        for key in ("type", "session"):
+            self.query_one(f"#timeline-{key}", Select).clear()
+        self.action_show_tab("timeline")
+
+    def action_clear_board_filter(self) -> None:
+        """Show every candidate on the board."""
+        from textual.widgets import Select
+
+        for key in ("arch", "engine_version", "verdict"):
+            self.query_one(f"#filter-{key}", Select).clear()
+        self.action_show_tab("board")
+
+    # --- SQL ----------------------------------------------------------------------------
+
+    @on(SqlPane.Run)
+    def _sql_run(self, message: SqlPane.Run) -> None:
+        self._run_sql(message.sql)
+
+    @work(thread=True, exclusive=True, group="sql", exit_on_error=False)
+    def _run_sql(self, sql: str) -> None:
+        from ledger.readonly_sql import run_readonly
+
+        started = time.perf_counter()
+        try:
+            table = run_readonly(self.store, sql, max_rows=MAX_ROWS)
+        except LedgerError as exc:
+            self.post_message(SqlFinished(sql, None, f"{type(exc).__name__}: {exc}", time.perf_counter() - started))
+            return
+        self.post_message(SqlFinished(sql, table, None, time.perf_counter() - started))
+
+    async def on_sql_finished(self, message: SqlFinished) -> None:
+        """Show the query's result or its error."""
+        await self.query_one(SqlPane).show_result(message.sql, message.table, message.error, message.elapsed_s)
+
+    # --- writing ------------------------------------------------------------------------
+
+    @property
+    def author(self) -> writes.Author:
+        """Who writes from here, into which session."""
+        return writes.Author(self.actor, self.session_id)
+
+    def _selected_candidate(self) -> dict[str, Any] | None:
+        row = self.board.selected
+        if row is None:
+            self.notify("Select a candidate on the Board first.", severity="warning")
+        return row
+
+    def _triage(self, status: str, reason: str | None = None) -> None:
+        row = self._selected_candidate()
+        if row is not None:
+            self._append(f"{row['candidate_id']} {status}",
+                         lambda: writes.triage(self.store, self.author, row, status, reason))
+
+    def action_accept(self) -> None:
+        """Accept the selected candidate (appends candidate_triaged)."""
+        self._triage("accepted")
+
+    def action_defer(self) -> None:
+        """Defer the selected candidate (appends candidate_triaged)."""
+        self._triage("deferred")
+
+    def action_reject(self) -> None:
+        """Reject the selected candidate, asking why (appends candidate_triaged)."""
+        row = self._selected_candidate()
+        if row is None:
+            return
+
+        def done(reason: str | None) -> None:
+            if reason:
+                self._append(f"{row['candidate_id']} rejected",
+                             lambda: writes.triage(self.store, self.author, row, "rejected", reason))
+
+        self.push_screen(TextPrompt(f"Reject {row['candidate_id']}: why?", "no-op on this arch; dead code; ..."), done)
+
+    def action_note(self) -> None:
+        """Add a note: about the selected candidate (Board) or citing the selected event (Timeline)."""
+        candidate_id, refs, about = None, [], ""
+        if self.active_tab == "board" and self.board.selected:
+            candidate_id = self.board.selected["candidate_id"]
+            about = f" about {candidate_id}"
+        elif self.active_tab == "timeline" and self.timeline.selected:
+            refs = [self.timeline.selected["event_id"]]
+            about = f" citing seq {self.timeline.selected['seq']}"
+
+        def done(text: str | None) -> None:
+            if text:
+                self._append("note", lambda: writes.add_note(self.store, self.author, text,
+                                                             candidate_id=candidate_id, refs=refs))
+
+        self.push_screen(TextPrompt(f"Add a note{about}", "what you found"), done)
+
+    def action_propose(self) -> None:
+        """Propose a new candidate (appends candidate_proposed)."""
+
+        def done(fields: dict[str, Any] | None) -> None:
+            if fields:
+                self._append("proposal", lambda: writes.propose(self.store, self.author, fields))
+
+        self.push_screen(ProposeForm(), done)
+
+    def action_decision(self) -> None:
+        """Record a decision about the selected candidate (appends decision_recorded)."""
+        row = self.board.selected if self.active_tab == "board" else None
+        evidence = self.timeline.selected["event_id"] if self.active_tab == "timeline" and self.timeline.selected else ""
+
+        def done(fields: dict[str, Any] | None) -> None:
+            if fields:
+                self._append("decision", lambda: writes.record_decision(self.store, self.author, fields))
+
+        self.push_screen(DecisionForm(row["candidate_id"] if row else None, evidence), done)
+
+    @work(thread=True, group="append", exit_on_error=False)
+    def _append(self, what: str, write: Any) -> None:
+        """Run one append off the UI thread and report how it went."""
+        try:
+            result = write()
+        except ConcurrencyConflict as exc:
+            self.post_message(AppendFailed(what, str(exc), conflict=True))
+        except (LedgerError, ValueError) as exc:
+            self.post_message(AppendFailed(what, str(exc).splitlines()[0] if str(exc) else type(exc).__name__))
+        else:
+            self.post_message(Appended(what, result.seq))
+
+    def on_appended(self, message: Appended) -> None:
+        """Say what was appended, and show it."""
+        self.notify(f"{message.what}: appended as seq {message.seq}", timeout=3)
+        self.request_refresh()
+
+    def on_append_failed(self, message: AppendFailed) -> None:
+        """Say why an append failed; after a conflict, show what the other writer did."""
+        if message.conflict:
+            self.notify(f"{message.what}: changed by someone else; refreshed. Look again and retry.",
+                        severity="warning", timeout=6)
+            self.request_refresh(full=True)
+        else:
+            self.notify(f"{message.what} not appended: {message.error}", severity="error", timeout=6)
+
+    # --- export -------------------------------------------------------------------------
+
+    def action_export(self) -> None:
+        """Write the session's Markdown decision log next to the ledger."""
+        self._export()
+
+    @work(thread=True, exclusive=True, group="export", exit_on_error=False)
+    def _export(self) -> None:
+        try:
+            from ledger.export_markdown import render_markdown
+        except ImportError:
+            self.call_from_thread(self.notify, "Markdown export is not available in this build.", severity="error")
+            return
+        try:
+            text = render_markdown(self.store, session_id=self.session_id)
+        except LedgerError as exc:
+            self.call_from_thread(self.notify, f"export failed: {exc}", severity="error")
+            return
+        out = export_path(self.store.path, self.session_id)
+        tmp = out.with_name(out.name + ".tmp")
+        tmp.write_text(text)
+        tmp.replace(out)  # whole file or nothing
+        self.call_from_thread(self.notify, f"Decision log written to {out}", timeout=8)
+
+    # --- navigation ---------------------------------------------------------------------
+
+    def action_show_tab(self, tab: str) -> None:
+        """Show one pane and focus its main widget."""
+        self.query_one("#tabs", TabbedContent).active = tab
+        self._focus_tab(tab)
+
+    def _focus_tab(self, tab: str) -> None:
+        target = {
+            "board": "#board-table", "bench": "#bench-table", "timeline": "#timeline-table",
+            "flags": "#flags-table", "sql": "#sql-input",
+        }[tab]
+        self.query_one(target).focus()
+
+    @on(TabbedContent.TabActivated)
+    def _tab_activated(self, event: TabbedContent.TabActivated) -> None:
+        self.refresh_bindings()
+        if event.pane.id:
+            self._focus_tab(event.pane.id)
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        """Board-only actions show in the footer only on the board."""
+        if action in _BOARD_ACTIONS and self.is_mounted:
+            try:
+                return self.active_tab == "board"
+            except Exception:  # before the tabs exist
+                return True
+        return True
+
+    def action_reload(self) -> None:
+        """Reread everything from the ledger."""
+        self.request_refresh(full=True)
+
+    def action_help(self) -> None:
+        """Show the keys and actions."""
+        self.push_screen(HelpScreen(list(self.BINDINGS)))
+
+
+def export_path(ledger: Path, session_id: str | None) -> Path:
+    """Where the Markdown decision log goes: ``<session>-decisions.md`` next to the ledger."""
+    return ledger.resolve().parent / f"{session_id or 'all-sessions'}-decisions.md"
+
+
+def open_tui(path: str | Path, session_id: str | None = None, *, actor: Actor | None = None) -> None:
+    """Run the TUI on the ledger at ``path`` (``tuneledger demo`` and ``tuneledger tui`` call this)."""
+    TuneLedgerApp(path, session_id, actor=actor).run()

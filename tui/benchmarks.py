@@ -1,0 +1,118 @@
+"""The benchmarks pane: baseline against each configuration per concurrency, and a plot.
+
+The table shows, per (configuration, concurrency), the mean output throughput,
+TTFT and TPOT (median and p99) over its valid runs and, for non-baseline
+configurations, the change against the baseline from ``benchmark_deltas``,
+coloured by its verdict (green improved, red regressed, dim no measurable
+change, yellow inconclusive / insufficient data). The plot (plotext) draws one
+line per configuration against concurrency; ``m`` cycles the plotted metric.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Vertical
+from textual.widgets import DataTable, Static
+from textual_plotext import PlotextPlot
+
+from .queries import BENCH_METRICS
+from .render import DELTA_STYLE, number, short_delta_verdict
+
+#: Metrics the plot can show, cycled with ``m``.
+PLOT_METRICS: tuple[tuple[str, str], ...] = (
+    ("output_throughput", "output throughput (tok/s)"),
+    ("median_ttft_ms", "median TTFT (ms)"),
+    ("median_tpot_ms", "median TPOT (ms)"),
+    ("p99_ttft_ms", "p99 TTFT (ms)"),
+    ("p99_tpot_ms", "p99 TPOT (ms)"),
+)
+
+
+class BenchmarksPane(Vertical):
+    """Benchmark results against the baseline."""
+
+    BINDINGS = [Binding("m", "cycle_metric", "Plot metric", id="bench.cycle_metric")]
+
+    DEFAULT_CSS = """
+    BenchmarksPane #bench-table { height: 1fr; min-height: 6; }
+    BenchmarksPane #bench-legend { height: 1; padding: 0 1; color: $text-muted; }
+    BenchmarksPane #bench-plot { height: 2fr; min-height: 12; }
+    """
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.rows: list[dict[str, Any]] = []
+        self.metric_index = 0
+
+    def compose(self) -> ComposeResult:
+        table: DataTable[Any] = DataTable(id="bench-table", cursor_type="row", zebra_stripes=True)
+        table.add_columns("configuration", "c", "runs", *(label for _, label in BENCH_METRICS))
+        yield table
+        legend = Text("change vs baseline: ")
+        for verdict in ("improved", "regressed", "no measurable change", "inconclusive", "insufficient data"):
+            legend.append(short_delta_verdict(verdict) if verdict != "no measurable change" else "≈ no change",
+                          style=DELTA_STYLE[verdict])
+            legend.append("  ")
+        legend.append("   m: plot metric", style="dim")
+        yield Static(legend, id="bench-legend")
+        yield PlotextPlot(id="bench-plot")
+
+    def show(self, rows: list[dict[str, Any]]) -> None:
+        """Show freshly read benchmark rows (see ``tui.queries._bench``)."""
+        self.rows = rows
+        table = self.query_one("#bench-table", DataTable)
+        cursor = table.cursor_row
+        table.clear()
+        for row in rows:
+            cells: list[Any] = [
+                Text(row["config_name"], style="bold" if row["is_baseline"] else ""),
+                str(row["concurrency"] or ""),
+                str(row["runs"]),
+            ]
+            for metric, _ in BENCH_METRICS:
+                cells.append(self._cell(row[metric], row["deltas"].get(metric), row["is_baseline"]))
+            table.add_row(*cells)
+        if rows:
+            table.move_cursor(row=min(max(cursor, 0), len(rows) - 1))
+        self._plot()
+
+    @staticmethod
+    def _cell(value: float | None, delta: dict[str, Any] | None, baseline: bool) -> Text:
+        digits = 1 if value is None or abs(value) >= 10 else 2
+        text = Text(number(value, digits) or "—", style="" if value is not None else "dim")
+        if delta is not None and not baseline:
+            style = DELTA_STYLE.get(delta["verdict"], "")
+            if delta["change_pct"] is not None:
+                text.append(f" {delta['change_pct']:+.1f}%", style=style)
+            text.append(f" {short_delta_verdict(delta['verdict'])}", style=style)
+        return text
+
+    def _plot(self) -> None:
+        metric, label = PLOT_METRICS[self.metric_index]
+        widget = self.query_one("#bench-plot", PlotextPlot)
+        plt = widget.plt
+        plt.clear_figure()
+        series: dict[str, list[tuple[int, float]]] = {}
+        for row in self.rows:
+            if row["concurrency"] is not None and row[metric] is not None:
+                series.setdefault(row["config_name"], []).append((row["concurrency"], row[metric]))
+        plt.title(f"{label} against concurrency")
+        plt.xlabel("concurrency (log scale)")
+        if series:
+            # concurrency doubles (1, 2, 4 ... 64): plot against log2 so the points spread evenly
+            xs = sorted({c for points in series.values() for c, _ in points})
+            plt.xticks([math.log2(x) for x in xs], [str(x) for x in xs])
+            for name, points in series.items():
+                points.sort()
+                plt.plot([math.log2(p[0]) for p in points], [p[1] for p in points], label=name, marker="braille")
+        widget.refresh()
+
+    def action_cycle_metric(self) -> None:
+        """Plot the next metric (throughput, median TTFT, median TPOT, p99s)."""
+        self.metric_index = (self.metric_index + 1) % len(PLOT_METRICS)
+        self._plot()

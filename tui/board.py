@@ -1,0 +1,155 @@
+"""The board pane: every candidate of the session by status, with its latest benchmark delta.
+
+Filters (arch, engine version, verdict) narrow the rows; the detail line under
+the table shows the selected candidate's hypothesis and latest evidence. The
+triage keys live on the app (so the command palette and keymaps reach them);
+the pane only says which candidate is selected.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.containers import Horizontal, Vertical
+from textual.widgets import DataTable, Select, Static
+
+from .queries import STATUSES
+from .render import clip, pct_text, status_text, verdict_text
+
+_FILTERS = (("arch", "arch"), ("engine_version", "engine version"), ("verdict", "verdict"))
+_NONE = "(none)"
+
+
+class BoardPane(Vertical):
+    """The triage board of one session."""
+
+    DEFAULT_CSS = """
+    BoardPane #board-filters { height: 3; }
+    BoardPane #board-filters Select { width: 28; }
+    BoardPane #board-counts { padding: 1 2; width: 1fr; color: $text-muted; }
+    BoardPane #board-table { height: 1fr; }
+    BoardPane #board-detail { height: auto; max-height: 8; padding: 0 1; border-top: solid $primary-darken-2; }
+    """
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.rows: list[dict[str, Any]] = []
+        self.shown: list[dict[str, Any]] = []
+        self.loaded = False
+        self._options: dict[str, list[str]] = {}
+
+    def compose(self) -> ComposeResult:
+        with Horizontal(id="board-filters"):
+            for key, label in _FILTERS:
+                yield Select[str]([], prompt=f"{label}: all", id=f"filter-{key}", allow_blank=True)
+            yield Static("", id="board-counts")
+        table: DataTable[Any] = DataTable(id="board-table", cursor_type="row", zebra_stripes=True)
+        table.add_columns("status", "candidate", "priority", "verdict", "Δ out tok/s", "reason")
+        yield table
+        yield Static("", id="board-detail")
+
+    # --- data ---------------------------------------------------------------------------
+
+    def show(self, rows: list[dict[str, Any]]) -> None:
+        """Show freshly read board rows, keeping the filters and the selected candidate."""
+        self.rows = rows
+        self.loaded = True
+        for key, _ in _FILTERS:
+            select = self.query_one(f"#filter-{key}", Select)
+            values = sorted({str(r[key]) if r[key] is not None else _NONE for r in rows})
+            current = select.value
+            if values != self._options.get(key):
+                self._options[key] = values
+                with select.prevent(Select.Changed):
+                    select.set_options([(v, v) for v in values])
+                    if current in values:
+                        select.value = current
+        self._render_rows()
+
+    def _filters(self) -> dict[str, str]:
+        out = {}
+        for key, _ in _FILTERS:
+            value = self.query_one(f"#filter-{key}", Select).value
+            if isinstance(value, str):
+                out[key] = value
+        return out
+
+    def _render_rows(self) -> None:
+        table = self.query_one("#board-table", DataTable)
+        keep = self.selected["candidate_id"] if self.selected else None
+        filters = self._filters()
+        self.shown = [
+            r for r in self.rows
+            if all((str(r[k]) if r[k] is not None else _NONE) == v for k, v in filters.items())
+        ]
+        table.clear()
+        cursor = 0
+        for index, row in enumerate(self.shown):
+            if row["candidate_id"] == keep:
+                cursor = index
+            delta = Text("")
+            if row.get("delta_config"):
+                delta = pct_text(row["delta_pct"], row["delta_verdict"])
+                delta.append(f" {clip(row['delta_config'], 18)} c={row['delta_concurrency']}", style="dim")
+            table.add_row(
+                status_text(row["status"]),
+                clip(row["candidate_id"], 44),
+                row["priority"] or "",
+                verdict_text(row["verdict"]),
+                delta,
+                clip(row["reason"], 70),
+                key=row["candidate_id"],
+            )
+        if self.shown:
+            table.move_cursor(row=cursor)
+        counts = {s: sum(r["status"] == s for r in self.shown) for s in STATUSES}
+        self.query_one("#board-counts", Static).update(
+            "  ".join(f"{s} {n}" for s, n in counts.items())
+            + (f"   (filtered: {len(self.shown)} of {len(self.rows)})" if filters else "")
+        )
+        self._render_detail()
+
+    @property
+    def selected(self) -> dict[str, Any] | None:
+        """The candidate under the cursor (a board row), or None."""
+        if not self.is_mounted:
+            return None
+        table = self.query_one("#board-table", DataTable)
+        if not self.shown or table.cursor_row < 0 or table.cursor_row >= len(self.shown):
+            return None
+        return self.shown[table.cursor_row]
+
+    def _render_detail(self) -> None:
+        row = self.selected
+        detail = self.query_one("#board-detail", Static)
+        if row is None:
+            detail.update("No candidates yet: press p to propose one." if not self.shown else "")
+            return
+        text = Text()
+        text.append(row["title"] or row["candidate_id"], style="bold")
+        text.append(f"  [{row['kind']}]", style="dim")
+        if row["flag"]:
+            text.append(f"  --{row['flag']}", style="cyan")
+        if row["arch"] or row["engine_version"]:
+            text.append(f"  {row['arch'] or '?'} / {row['engine_version'] or 'engine ?'}", style="dim")
+        if row["hypothesis"]:
+            text.append("\nhypothesis: ", style="dim")
+            text.append(clip(row["hypothesis"], 300))
+        if row["latest_evidence"]:
+            text.append(f"\nlatest ({row['latest_evidence_type']}): ", style="dim")
+            text.append(clip(row["latest_evidence"], 300))
+        detail.update(text)
+
+    # --- events -------------------------------------------------------------------------
+
+    def on_select_changed(self, event: Select.Changed) -> None:
+        """A filter changed: redraw from the rows already read (no query)."""
+        event.stop()
+        self._render_rows()
+
+    def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
+        """The cursor moved: show that candidate's details."""
+        event.stop()
+        self._render_detail()

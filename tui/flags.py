@@ -1,0 +1,102 @@
+"""The flags pane: the ``flag_verdicts`` view as a matrix, flag by (arch, engine version).
+
+Each cell is the latest verdict on that flag there, coloured; verdicts that
+mean "changed nothing here" (no-op, dead code, not activated, no measurable
+change) are dim and marked ``∅``. The line above the matrix answers the
+question users ask most: which flags were no-ops on each arch.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.containers import Vertical
+from textual.widgets import DataTable, Static
+
+from .queries import flag_columns, flag_matrix
+from .render import NO_EFFECT_MARK, clip, verdict_text
+
+
+class FlagsPane(Vertical):
+    """Which flags did what, where."""
+
+    DEFAULT_CSS = """
+    FlagsPane #flags-summary { height: auto; padding: 0 1 1 1; }
+    FlagsPane #flags-table { height: 1fr; }
+    FlagsPane #flags-detail { height: auto; max-height: 6; padding: 0 1; border-top: solid $primary-darken-2; }
+    """
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.flags: list[dict[str, Any]] = []
+        self.matrix: dict[str, dict[tuple[str | None, str | None], dict[str, Any]]] = {}
+        self.columns: list[tuple[str | None, str | None]] = []
+
+    def compose(self) -> ComposeResult:
+        yield Static("No flag verdicts yet.", id="flags-summary")
+        yield DataTable(id="flags-table", cursor_type="cell", zebra_stripes=True)
+        yield Static("", id="flags-detail")
+
+    def show(self, flags: list[dict[str, Any]]) -> None:
+        """Show freshly read ``flag_verdicts`` rows."""
+        self.flags = flags
+        self.matrix = flag_matrix(flags)
+        self.columns = flag_columns(flags)
+        table = self.query_one("#flags-table", DataTable)
+        cursor = table.cursor_coordinate
+        table.clear(columns=True)
+        table.add_column("flag", key="flag")
+        for arch, version in self.columns:
+            table.add_column(f"{arch or 'arch ?'} · {version or 'version ?'}")
+        for flag, cells in self.matrix.items():
+            row: list[Any] = [Text(f"--{flag}", style="cyan")]
+            for key in self.columns:
+                cell = cells.get(key)
+                row.append(verdict_text(cell["verdict"]) if cell else Text("·", style="dim"))
+            table.add_row(*row, key=flag)
+        if self.matrix:
+            table.cursor_coordinate = cursor
+        self._summary()
+
+    def _summary(self) -> None:
+        by_arch: dict[str, list[str]] = {}
+        for flag, cells in self.matrix.items():
+            for (arch, _), cell in cells.items():
+                if cell["no_effect"]:
+                    by_arch.setdefault(arch or "arch ?", [])
+                    if flag not in by_arch[arch or "arch ?"]:
+                        by_arch[arch or "arch ?"].append(flag)
+        text = Text()
+        if not by_arch:
+            text.append("No flag was found to be a no-op yet." if self.matrix else "No flag verdicts yet.", style="dim")
+        for arch, names in sorted(by_arch.items()):
+            text.append(f"{NO_EFFECT_MARK} no effect on {arch.upper()}: ", style="bold")
+            text.append(", ".join(f"--{n}" for n in sorted(names)) + "\n")
+        text.rstrip()
+        self.query_one("#flags-summary", Static).update(text)
+
+    def on_data_table_cell_highlighted(self, event: DataTable.CellHighlighted) -> None:
+        """Show the highlighted cell's verdict, basis, history and summary."""
+        event.stop()
+        detail = self.query_one("#flags-detail", Static)
+        flags = list(self.matrix)
+        row, col = event.coordinate.row, event.coordinate.column
+        if not 0 <= row < len(flags):
+            detail.update("")
+            return
+        cells = self.matrix[flags[row]]
+        keys = [self.columns[col - 1]] if col >= 1 else list(cells)
+        text = Text()
+        for key in keys:
+            cell = cells.get(key)
+            if not cell:
+                continue
+            text.append(f"--{cell['flag']} on {cell['arch'] or '?'} / {cell['engine']} {cell['engine_version'] or '?'}: ",
+                        style="bold")
+            text.append_text(verdict_text(cell["verdict"]))
+            text.append(f" ({cell['basis']}, {cell['findings']} finding(s)) ", style="dim")
+            text.append(clip(cell["summary"], 220) + "\n")
+        text.rstrip()
+        detail.update(text)

@@ -1,0 +1,123 @@
+"""The SQL pane: a read-only console over the ledger and its views.
+
+Enter runs the query (through ``ledger.readonly_sql.run_readonly``, in a
+worker); the result goes to textual-fastdatatable with its Arrow backend,
+which renders only the visible window and stays fast on large results (the
+built-in DataTable slows down past ~10k rows). Up/Down in the input walk the
+query history; errors (``Refused``, ``InvalidInput``) show inline, in red.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pyarrow as pa
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Vertical
+from textual.message import Message
+from textual.widgets import Input, Static
+from textual_fastdatatable import ArrowBackend, DataTable
+
+#: The query the console starts with: the question users ask most.
+DEFAULT_QUERY = "SELECT flag, arch, verdict, basis FROM flag_verdicts WHERE no_effect ORDER BY arch, flag"
+
+#: Rows fetched at most per query (the result is capped, and says so).
+MAX_ROWS = 100_000
+
+
+class SqlInput(Input):
+    """The query line: Up/Down recall earlier queries."""
+
+    BINDINGS = [
+        Binding("up", "history(-1)", "Older query", show=False, id="sql.history_back"),
+        Binding("down", "history(1)", "Newer query", show=False, id="sql.history_forward"),
+    ]
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.history: list[str] = []
+        self.position = 0
+
+    def remember(self, sql: str) -> None:
+        """Add a query to the history (a repeat of the last one is not added twice)."""
+        if not self.history or self.history[-1] != sql:
+            self.history.append(sql)
+        self.position = len(self.history)
+
+    def action_history(self, step: int) -> None:
+        """Show the older (-1) or newer (+1) query of the history."""
+        if not self.history:
+            return
+        self.position = max(0, min(len(self.history), self.position + step))
+        self.value = self.history[self.position] if self.position < len(self.history) else ""
+        self.cursor_position = len(self.value)
+
+
+class SqlPane(Vertical):
+    """Query line, status line (row count, time, or the error), result table."""
+
+    DEFAULT_CSS = """
+    SqlPane #sql-input { margin: 0 0; }
+    SqlPane #sql-status { height: auto; padding: 0 1; color: $text-muted; }
+    SqlPane #sql-status.error { color: $error; text-style: bold; }
+    SqlPane #sql-result { height: 1fr; }
+    """
+
+    class Run(Message):
+        """The user asked to run ``sql``: the app runs it in a worker."""
+
+        def __init__(self, sql: str) -> None:
+            super().__init__()
+            self.sql = sql
+
+    def compose(self) -> ComposeResult:
+        yield SqlInput(value=DEFAULT_QUERY, placeholder="SELECT ... FROM board | flag_verdicts | benchmark_deltas | timeline ...",
+                       id="sql-input")
+        yield Static("Enter runs the query (read-only; views: board, flag_verdicts, flag_verdict_history, "
+                     "server_runs, benchmarks, benchmark_deltas, decisions, timeline, event_log). Up/Down: history.",
+                     id="sql-status")
+        yield DataTable(backend=ArrowBackend(pa.table({"": []})), id="sql-result", max_column_content_width=60)
+
+    @property
+    def history(self) -> list[str]:
+        """The queries run so far, oldest first."""
+        return self.query_one(SqlInput).history
+
+    def on_input_submitted(self, event: Input.Submitted) -> None:
+        """Enter: run the query."""
+        event.stop()
+        sql = event.value.strip()
+        if sql:
+            self.query_one(SqlInput).remember(sql)
+            self.query_one("#sql-status", Static).update("running…")
+            self.post_message(self.Run(sql))
+
+    async def show_result(self, sql: str, table: pa.Table | None, error: str | None, elapsed_s: float) -> None:
+        """Show a result (a new table widget: the Arrow backend is immutable) or the error inline."""
+        status = self.query_one("#sql-status", Static)
+        if error is not None:
+            status.set_class(True, "error")
+            status.update(Text(error))
+            return
+        assert table is not None
+        status.set_class(False, "error")
+        capped = " (capped)" if table.num_rows >= MAX_ROWS else ""
+        status.update(f"{table.num_rows:,} rows{capped}, {table.num_columns} columns in {elapsed_s * 1000:.0f} ms")
+        old = self.query_one("#sql-result", DataTable)
+        await old.remove()
+        await self.mount(DataTable(backend=ArrowBackend(_displayable(table)), id="sql-result",
+                                   max_column_content_width=60))
+
+
+def _displayable(table: pa.Table) -> pa.Table:
+    """Cast types the Arrow backend cannot draw (UUIDs, JSON, nested) to strings."""
+    columns, names = [], []
+    for name, column in zip(table.column_names, table.columns):
+        kind = column.type
+        if pa.types.is_nested(kind) or isinstance(kind, pa.ExtensionType) or pa.types.is_fixed_size_binary(kind):
+            column = pa.array([None if v is None else str(v) for v in column.to_pylist()], pa.string())
+        columns.append(column)
+        names.append(name or "?")
+    return pa.table(columns, names=names) if columns else pa.table({"(no columns)": []})

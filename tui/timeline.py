@@ -1,0 +1,176 @@
+"""The timeline pane: the live tail of events, filterable, with an event's JSON and links.
+
+New events are appended at the bottom as they arrive; the view follows the
+tail while the cursor sits on the last row (as ``tail -f`` and Toolong do)
+and stays put when the user scrolled up to read. Selecting a row loads the
+event's JSON and the events it links to (its cause, the events it cites, the
+events caused by or citing it); Enter on a link jumps to that event.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.syntax import Syntax
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.message import Message
+from textual.widgets import DataTable, OptionList, Select, Static
+from textual.widgets.option_list import Option
+
+from .queries import EventDetail, TimelineFilter
+from .render import clip
+
+
+class TimelinePane(Vertical):
+    """Events, oldest at the top, newest at the bottom, with a detail pane on the right."""
+
+    DEFAULT_CSS = """
+    TimelinePane #timeline-filters { height: 3; }
+    TimelinePane #timeline-filters Select { width: 36; }
+    TimelinePane #timeline-status { padding: 1 2; color: $text-muted; width: 1fr; }
+    TimelinePane #timeline-body { height: 1fr; }
+    TimelinePane #timeline-table { width: 1fr; height: 1fr; }
+    TimelinePane #timeline-detail { width: 64; height: 1fr; border-left: solid $primary-darken-2; }
+    TimelinePane #event-json { height: auto; }
+    TimelinePane #event-links { height: auto; max-height: 14; border: none; }
+    """
+
+    class FilterChanged(Message):
+        """The user changed the type or session filter: the app rereads the timeline."""
+
+        def __init__(self, flt: TimelineFilter) -> None:
+            super().__init__()
+            self.filter = flt
+
+    class EventSelected(Message):
+        """The cursor rests on an event (or a link was chosen): the app loads its detail."""
+
+        def __init__(self, event_id: str) -> None:
+            super().__init__()
+            self.event_id = event_id
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.rows: list[dict[str, Any]] = []
+        self.last_seq = 0
+        self.filter = TimelineFilter()
+        self._options: dict[str, list[str]] = {}
+        self._detail_id: str | None = None
+
+    def compose(self) -> ComposeResult:
+        with Horizontal(id="timeline-filters"):
+            yield Select[str]([], prompt="type: all", id="timeline-type")
+            yield Select[str]([], prompt="session: all", id="timeline-session")
+            yield Static("", id="timeline-status")
+        with Horizontal(id="timeline-body"):
+            table: DataTable[Any] = DataTable(id="timeline-table", cursor_type="row")
+            table.add_columns("seq", "recorded (UTC)", "type", "actor", "summary")
+            yield table
+            with VerticalScroll(id="timeline-detail"):
+                yield Static("Select an event to see its JSON.", id="event-json")
+                yield OptionList(id="event-links")
+
+    # --- data ---------------------------------------------------------------------------
+
+    def set_choices(self, sessions: list[str], types: list[str]) -> None:
+        """Offer the sessions and event types present in the ledger as filters."""
+        for key, values in (("type", types), ("session", sessions)):
+            if values == self._options.get(key):
+                continue
+            self._options[key] = values
+            select = self.query_one(f"#timeline-{key}", Select)
+            current = select.value
+            with select.prevent(Select.Changed):
+                select.set_options([(v, v) for v in values])
+                if current in values:
+                    select.value = current
+
+    def replace(self, rows: list[dict[str, Any]]) -> None:
+        """Show these rows instead of the current ones (first load, filter change, retraction)."""
+        table = self.query_one("#timeline-table", DataTable)
+        table.clear()
+        self.rows = []
+        self.last_seq = 0
+        self.extend(rows, follow=True)
+
+    def extend(self, rows: list[dict[str, Any]], *, follow: bool | None = None) -> None:
+        """Append new events at the bottom (rows already shown are skipped)."""
+        table = self.query_one("#timeline-table", DataTable)
+        if follow is None:  # follow the tail only if the cursor is on the last row
+            follow = not self.rows or table.cursor_row >= len(self.rows) - 1
+        fresh = [r for r in rows if r["seq"] > self.last_seq]
+        for row in fresh:
+            table.add_row(
+                Text(str(row["seq"]), style="dim"),
+                row["recorded_at"],
+                row["type"],
+                Text(clip(row["actor"], 16), style="dim"),
+                clip(row["summary"], 90),
+                key=str(row["seq"]),
+            )
+        self.rows.extend(fresh)
+        if fresh:
+            self.last_seq = fresh[-1]["seq"]
+        if follow and self.rows:
+            table.move_cursor(row=len(self.rows) - 1)
+        self.query_one("#timeline-status", Static).update(f"{len(self.rows)} events shown, last seq {self.last_seq}")
+
+    def show_detail(self, detail: EventDetail) -> None:
+        """Show one event's JSON and its links (each link an option; Enter opens it)."""
+        self._detail_id = detail.event_id
+        self.query_one("#event-json", Static).update(
+            Syntax(detail.json, "json", word_wrap=True, theme="ansi_dark", background_color="default")
+        )
+        links = self.query_one("#event-links", OptionList)
+        links.clear_options()
+        if not detail.links:
+            links.add_option(Option(Text("no linked events", style="dim"), disabled=True))
+        for link in detail.links:
+            label = Text()
+            label.append(f"{link['relation']}: ", style="bold")
+            label.append(f"seq {link['seq']} {link['type']}: ", style="dim")
+            label.append(clip(link["summary"], 120))
+            links.add_option(Option(label, id=link["event_id"]))
+
+    @property
+    def selected(self) -> dict[str, Any] | None:
+        """The event row under the cursor, or None."""
+        table = self.query_one("#timeline-table", DataTable)
+        if not self.rows or not 0 <= table.cursor_row < len(self.rows):
+            return None
+        return self.rows[table.cursor_row]
+
+    # --- events -------------------------------------------------------------------------
+
+    def on_select_changed(self, event: Select.Changed) -> None:
+        """A filter changed: ask the app to reread the timeline."""
+        event.stop()
+        values = {}
+        for key in ("type", "session"):
+            value = self.query_one(f"#timeline-{key}", Select).value
+            values[key] = value if isinstance(value, str) else None
+        self.filter = TimelineFilter(type=values["type"], session_id=values["session"])
+        self.post_message(self.FilterChanged(self.filter))
+
+    def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
+        """The cursor moved to an event: load its detail."""
+        event.stop()
+        row = self.selected
+        if row is not None and row["event_id"] != self._detail_id:
+            self._detail_id = row["event_id"]
+            self.post_message(self.EventSelected(row["event_id"]))
+
+    def on_option_list_option_selected(self, event: OptionList.OptionSelected) -> None:
+        """Enter on a link: show that event (and move the cursor to it when it is listed)."""
+        event.stop()
+        event_id = event.option.id
+        if not event_id:
+            return
+        for index, row in enumerate(self.rows):
+            if row["event_id"] == event_id:
+                self.query_one("#timeline-table", DataTable).move_cursor(row=index)
+                break
+        self._detail_id = event_id
+        self.post_message(self.EventSelected(event_id))

@@ -1,0 +1,114 @@
+"""What the TUI writes: each user action becomes ONE appended event; nothing is edited.
+
+No Textual here: the app calls these from thread workers, tests call them
+directly. Triage appends with ``expected_version`` (the candidate stream's
+version when the board was read), so a triage made on a stale board raises
+``ledger.errors.ConcurrencyConflict`` instead of silently overriding someone
+else's decision.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+from uuid import UUID
+
+from ledger.store import AppendResult, LedgerStore
+from schemas.envelope import Actor
+from schemas.events import CandidateProposed, CandidateTriaged, DecisionRecorded, NoteAdded
+
+
+@dataclass(frozen=True)
+class Author:
+    """Who writes from this TUI and into which session."""
+
+    actor: Actor
+    session_id: str | None
+
+
+def triage(
+    store: LedgerStore,
+    author: Author,
+    candidate: dict[str, Any],
+    status: str,
+    reason: str | None = None,
+) -> AppendResult:
+    """Append ``candidate_triaged`` for a board row, expecting its stream at the version read.
+
+    ``candidate`` is a board row (``candidate_id``, ``stream_version``).
+
+    Raises:
+        ConcurrencyConflict: the candidate changed since the board was read.
+    """
+    event = CandidateTriaged(
+        candidate_id=candidate["candidate_id"],
+        status=status,
+        reason=reason or None,
+        actor=author.actor,
+        session_id=candidate.get("session_id") or author.session_id,
+    )
+    return store.append(event, expected_version=int(candidate["stream_version"]))[0]
+
+
+def add_note(
+    store: LedgerStore, author: Author, text: str, *, candidate_id: str | None = None, refs: list[str] | None = None
+) -> AppendResult:
+    """Append ``note_added`` (about a candidate and/or citing events by id)."""
+    event = NoteAdded(
+        text=text,
+        candidate_id=candidate_id,
+        refs=[UUID(r) for r in refs or []],
+        actor=author.actor,
+        session_id=author.session_id,
+    )
+    return store.append(event)[0]
+
+
+def propose(store: LedgerStore, author: Author, fields: dict[str, Any]) -> AppendResult:
+    """Append ``candidate_proposed`` from the propose form's fields.
+
+    ``candidate_id`` defaults to ``kind:flag`` (or ``kind:`` + a slug of the
+    title); the new stream must not exist yet (``expected_version=0``), so
+    proposing an id twice is a conflict, not a silent overwrite.
+
+    Raises:
+        ValueError: a field does not validate (pydantic's message).
+        ConcurrencyConflict: a candidate with this id exists.
+    """
+    data = {k: v for k, v in fields.items() if v not in (None, "")}
+    kind = data.get("kind", "flag")
+    if "candidate_id" not in data:
+        base = data.get("flag") or slug(data.get("title", ""))
+        data["candidate_id"] = f"{kind}:{base.lstrip('-')}"
+    event = CandidateProposed.model_validate(
+        {**data, "kind": kind, "actor": author.actor, "session_id": author.session_id}
+    )
+    return store.append(event, expected_version=0)[0]
+
+
+def record_decision(store: LedgerStore, author: Author, fields: dict[str, Any]) -> AppendResult:
+    """Append ``decision_recorded`` from the decision form's fields.
+
+    ``alternatives`` and ``evidence_event_ids`` may be given as text, one per
+    line or separated by ``;``.
+
+    Raises:
+        ValueError: a field does not validate (e.g. an evidence id is not a UUID).
+    """
+    data = {k: v for k, v in fields.items() if v not in (None, "")}
+    for name in ("alternatives", "evidence_event_ids"):
+        if isinstance(data.get(name), str):
+            data[name] = split_list(data[name])
+    event = DecisionRecorded.model_validate({**data, "actor": author.actor, "session_id": author.session_id})
+    return store.append(event)[0]
+
+
+def split_list(text: str) -> list[str]:
+    """``"a; b\\nc"`` -> ``["a", "b", "c"]`` (empty items dropped)."""
+    return [part.strip() for line in text.splitlines() for part in line.split(";") if part.strip()]
+
+
+def slug(text: str) -> str:
+    """A lower-case, dash-separated slug of ``text`` (at most 48 characters)."""
+    out = "".join(ch.lower() if ch.isalnum() else "-" for ch in text)
+    return "-".join(filter(None, out.split("-")))[:48] or "unnamed"
