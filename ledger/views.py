@@ -31,7 +31,7 @@ from schemas.upcasting import sql_upcast_expression
 from schemas.vocab import NO_EFFECT_VERDICTS
 
 #: Bump whenever a view's SQL changes: writers then recreate the views in old files.
-VIEWS_VERSION = "10"
+VIEWS_VERSION = "11"
 
 #: (metric column, direction: +1 higher is better / -1 lower is better, noise floor as a fraction)
 #: Floors from REFERENCE section 5: 2% throughput and median TPOT, 5% median TTFT, 10% p99.
@@ -362,14 +362,15 @@ SELECT seq, recorded_at, session_id, type, stream, actor_kind, actor_name, arch,
        CASE type
            WHEN 'session_started' THEN 'session: ' || (payload->>'title')
            WHEN 'session_ended' THEN 'session ended: ' || coalesce(payload->>'summary', '')
-           WHEN 'host_observed' THEN 'host: ' || coalesce(host->>'gpu_name', 'cpu') || ' x'
-                || coalesce(host->>'gpu_count', '?') || ' ' || coalesce(arch, '')
+           WHEN 'host_observed' THEN 'host: ' || CASE WHEN (payload->>'cpu_only')::BOOLEAN THEN 'CPU only'
+                ELSE coalesce((host->>'gpu_name'), '?') || ' x' || coalesce((host->>'gpu_count'), '?')
+                     || coalesce(' ' || arch, '') END
            WHEN 'candidate_proposed' THEN 'proposed ' || (payload->>'candidate_id')
                 || coalesce(' [' || (payload->>'priority') || ']', '') || ': ' || (payload->>'title')
            WHEN 'candidate_triaged' THEN (payload->>'candidate_id') || ' -> ' || (payload->>'status')
                 || coalesce(': ' || (payload->>'reason'), '')
            WHEN 'flag_researched' THEN (payload->>'flag') || ': ' || (payload->>'verdict')
-                || coalesce(' - ' || (payload->>'what_it_does'), '')
+                || coalesce(' - ' || coalesce((payload->>'what_it_does'), (payload->>'notes')), '')
            WHEN 'finding_recorded' THEN (payload->>'kind') || coalesce(' ' || (payload->>'flag'), '')
                 || ': ' || (payload->>'message')
            WHEN 'server_started' THEN 'server ' || (payload->>'run_id') || ' started ('
