@@ -106,6 +106,7 @@ def make_client(max_connections: int, timeout_s: float = 600.0) -> httpx.AsyncCl
     return httpx.AsyncClient(
         limits=httpx.Limits(max_connections=n, max_keepalive_connections=n),
         timeout=httpx.Timeout(timeout_s, connect=30.0),
+        trust_env=False,  # a proxy from the environment would sit between us and a local server
     )
 
 

@@ -7,7 +7,8 @@ one token each, then a usage chunk (``usage.completion_tokens``) and ``data: [DO
 for measuring client overhead). ``--reject-unknown`` answers 422 to bodies carrying
 ``ignore_eos``, as ``transformers serve`` does. ``GET /health`` and ``/v1/models`` answer 200.
 
-Run: ``python tests/fake_servers/openai_stream.py --port 0`` prints ``PORT <n>`` once listening.
+Run: ``python tests/fake_servers/openai_stream.py [MODEL] [--host H] --port 0`` prints ``PORT <n>`` once
+listening (MODEL is ignored: it lets a server runner launch this like an engine).
 """
 
 from __future__ import annotations
@@ -75,6 +76,8 @@ def make_app(chunks: int = 8, delay_s: float = 0.0, tokens_per_chunk: int = 2, r
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("model", nargs="?", help="ignored (accepted so server runners can pass one)")
+    parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=0)
     parser.add_argument("--chunks", type=int, default=8)
     parser.add_argument("--delay-ms", type=float, default=0.0)
@@ -83,7 +86,7 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     sock = socket.socket()
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind(("127.0.0.1", args.port))
+    sock.bind((args.host, args.port))
     print(f"PORT {sock.getsockname()[1]}", flush=True)
     app = make_app(args.chunks, args.delay_ms / 1000.0, args.tokens_per_chunk, args.reject_unknown)
     web.run_app(app, sock=sock, print=None, access_log=None, backlog=1024)

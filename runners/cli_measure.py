@@ -1,0 +1,148 @@
+"""``tuneledger run bench`` and ``tuneledger run plan``: the measuring commands.
+
+``runners.cli`` adds ``bench_command`` and ``plan_command`` to its ``run`` group. Both
+write to the ledger of the global ``--ledger`` (events: ``benchmark_completed`` per run with
+its per-request samples; the plan adds server, comparison, finding and note events).
+Progress goes to standard error, results to standard output. Exit codes: the ledger's
+(``ledger.errors``), 12 a server failed to start, 13 the benchmark's warmup failed entirely
+(server down or wrong arguments), 130 interrupted (what completed is recorded).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+
+from ledger.cli import Context, pass_ctx
+
+WARMUP_FAILED_EXIT = 13
+
+
+def _concurrencies(text: str | None) -> list[int]:
+    if not text:
+        return []
+    try:
+        values = [int(x) for x in text.replace(" ", "").split(",") if x]
+    except ValueError:
+        raise click.BadParameter(f"want comma-separated integers like 1,4,16,64, got {text!r}") from None
+    if any(v < 1 for v in values):
+        raise click.BadParameter("concurrency must be >= 1")
+    return values
+
+
+def _raise_interrupt(_signum: int, _frame: Any) -> None:
+    raise KeyboardInterrupt
+
+
+@click.command("bench")
+@click.option("--url", required=True, help="Server base URL, e.g. http://127.0.0.1:30000.")
+@click.option("--endpoint", type=click.Choice(["chat", "completions", "generate"]), default="chat", show_default=True,
+              help="/v1/chat/completions, /v1/completions or SGLang's native /generate.")
+@click.option("--model", default="default", show_default=True, help="Model name sent in OpenAI requests.")
+@click.option("--input-len", type=click.IntRange(min=1), default=64, show_default=True, help="Prompt length, tokens.")
+@click.option("--output-len", type=click.IntRange(min=1), default=32, show_default=True, help="Output length asked, tokens.")
+@click.option("--num-prompts", type=click.IntRange(min=1), default=64, show_default=True, help="Requests per run.")
+@click.option("--concurrency", "concurrency_text", default=None,
+              help="Closed-loop concurrencies, comma-separated (e.g. 1,4,16,64). Default 1 unless --request-rate.")
+@click.option("--request-rate", type=click.FloatRange(min=0, min_open=True),
+              help="Open loop: Poisson arrivals at this many requests/s (--concurrency then caps in-flight requests).")
+@click.option("--seed", type=int, default=0, show_default=True, help="Seed of prompts and arrivals.")
+@click.option("--warmup", type=click.IntRange(min=0), default=1, show_default=True, help="Uncounted requests before each run.")
+@click.option("--repeats", type=click.IntRange(min=1), default=1, show_default=True, help="Runs per concurrency.")
+@click.option("--config-name", default="baseline", show_default=True, help="Name of the server configuration measured.")
+@click.option("--baseline/--no-baseline", "is_baseline", default=None,
+              help="Mark the runs as the baseline (default: when --config-name is 'baseline').")
+@click.option("--tokenizer", type=click.Path(exists=True), help="Local tokenizer (tokenizer.json or folder): exact prompt lengths.")
+@click.option("--server-run-id", help="The server run measured (links the runs to server_runs).")
+@click.option("--ignore-eos/--no-ignore-eos", default=True, show_default=True,
+              help="Ask for exactly --output-len tokens (auto-disabled when the server rejects the field).")
+@click.option("--no-progress", is_flag=True, help="No progress bar on standard error.")
+@pass_ctx
+def bench_command(ctx: Context, url: str, endpoint: str, model: str, input_len: int, output_len: int,
+                  num_prompts: int, concurrency_text: str | None, request_rate: float | None, seed: int, warmup: int,
+                  repeats: int, config_name: str, is_baseline: bool | None, tokenizer: str | None,
+                  server_run_id: str | None, ignore_eos: bool, no_progress: bool) -> None:
+    """Benchmark a running server; record one benchmark_completed per concurrency and repeat.
+
+    Metrics are sglang bench_serving's (TTFT, TPOT, ITL, E2E in ms; throughputs in tok/s),
+    each run passes a validity gate (no failed request, achieved concurrency >= 0.9 c,
+    output lengths as asked) recorded with the run.
+    """
+    from .bench import BenchTarget, format_point, sweep
+    from .workload import WorkloadSpec, build_workload
+
+    concurrencies: list[int | None] = list(_concurrencies(concurrency_text))
+    if request_rate is not None:
+        concurrencies = [concurrencies[0] if concurrencies else None]
+        if len(_concurrencies(concurrency_text)) > 1:
+            raise click.BadParameter("with --request-rate give at most one --concurrency (a cap)")
+    elif not concurrencies:
+        concurrencies = [1]
+    workload = build_workload(WorkloadSpec(input_len, output_len, num_prompts, seed, tokenizer))
+    target = BenchTarget(url=url, endpoint=endpoint, model=model, workload=workload, ignore_eos=ignore_eos)
+    store = ctx.store()
+    store.init()
+    signal.signal(signal.SIGTERM, _raise_interrupt)
+    done: list[Any] = []
+    try:
+        asyncio.run(sweep(
+            target, config_name=config_name, concurrencies=concurrencies, request_rate=request_rate,
+            repeats=range(repeats), warmup_requests=warmup,
+            is_baseline=(config_name == "baseline") if is_baseline is None else is_baseline,
+            server_run_id=server_run_id, session_id=ctx.session, store=store, progress=not no_progress,
+            on_point=lambda p: (done.append(p), click.echo(format_point(p))),
+        ))
+    except KeyboardInterrupt:
+        click.echo(f"tuneledger: interrupted after {len(done)} recorded run(s)", err=True)
+        sys.exit(130)
+    except RuntimeError as exc:
+        click.echo(f"tuneledger: error: {exc}", err=True)
+        sys.exit(WARMUP_FAILED_EXIT)
+
+
+@click.command("plan")
+@click.argument("plan_file", type=click.Path(dir_okay=False, path_type=Path))
+@click.option("--all-metrics", is_flag=True, help="Show every metric in the verdict table (default: throughput, medians).")
+@click.option("--no-progress", is_flag=True, help="No progress bar on standard error.")
+@pass_ctx
+def plan_command(ctx: Context, plan_file: Path, all_metrics: bool, no_progress: bool) -> None:
+    """Run PLAN_FILE: baseline and candidates restarted and benchmarked interleaved, then compared.
+
+    Prints the verdict table; everything is recorded (benchmark_deltas shows the verdicts).
+    Ctrl-C stops the running server and records a note of the completed runs (exit 130).
+    """
+    from rich.console import Console
+
+    from .plan import load_plan, run_plan, verdict_table
+    from .server import ServerRunner, ServerStartFailed
+
+    plan = load_plan(plan_file)
+    if plan.plan.session is None and ctx.session:
+        plan.plan.session = ctx.session
+    store = ctx.store()
+    store.init()
+    signal.signal(signal.SIGTERM, _raise_interrupt)
+    say = lambda line: click.echo(line, err=True)  # noqa: E731
+    runner = ServerRunner(store, session_id=plan.plan.session, say=say)
+    try:
+        result = run_plan(plan, store, runner, say=say, progress=not no_progress)
+    except KeyboardInterrupt:
+        runner.close(reason="plan interrupted (Ctrl-C)")
+        click.echo("tuneledger: interrupted: server stopped, completed runs recorded (note_added)", err=True)
+        sys.exit(130)
+    except ServerStartFailed:
+        raise  # a LedgerError: the core CLI prints it and exits 12
+    except RuntimeError as exc:
+        click.echo(f"tuneledger: error: {exc}", err=True)
+        sys.exit(WARMUP_FAILED_EXIT)
+    finally:
+        runner.close(reason="plan ended")
+    shown = None if all_metrics else ("output_throughput", "median_ttft_ms", "median_tpot_ms", "p99_ttft_ms")
+    Console(width=160).print(verdict_table(result, shown))
+    for finding in result.findings:
+        click.echo(f"finding: --{finding.flag}: {finding.verdict} ({finding.message})")

@@ -1,0 +1,386 @@
+"""The plan runner: a baseline and candidate server configurations, benchmarked interleaved, compared.
+
+A plan file (TOML, see ``examples/plan.toml``)::
+
+    [plan]
+    session = "cb-trial"              # optional; session_started is recorded when it is new
+    session_title = "Continuous batching on the tiny MoE"
+    baseline = "baseline"             # configuration names (below, or in `servers`)
+    repeats = 3                       # runs per arm and concurrency (3+ for a verdict)
+    concurrency = [1, 4]              # closed loop; or request_rate = 2.0 (open loop, req/s)
+    # servers = "servers.toml"        # configurations from that file instead of [configs.*] here
+
+    [[candidates]]
+    config = "cb"
+    flag = "continuous-batching"      # a single-flag candidate: its measured verdict becomes a finding
+    hypothesis = "batching raises throughput at c > 1"
+
+    [bench]                           # the workload, as `tuneledger run bench` takes it
+    endpoint = "chat"
+    input_len = 64
+    output_len = 32
+    num_prompts = 32
+    warmup = 1
+    seed = 0
+    # model = "name sent in requests" (default: the configuration's model)
+    # tokenizer = "/local/tokenizer"  (exact prompt lengths)
+
+    [defaults] / [configs.NAME]       # server configurations, format of runners/configs.py
+
+Execution: for repeat r, for each arm (baseline first, then candidates): start the arm's
+server (``runners.server.ServerRunner``: it records server_started/ready/stopped), warm up,
+benchmark every concurrency (one ``benchmark_completed`` per run, samples included), stop
+it. So arms alternate A B A B and drift hits both. Then, per candidate, concurrency and
+metric of ``ledger.views.DELTA_METRICS``: one ``comparison_completed`` (``runners.compare``),
+tau from the baseline's repeats in the ledger; a single-flag candidate whose throughput
+verdict agrees at every concurrency gets a ``finding_recorded`` (basis ``measured``).
+Decisions are left to people. Ctrl-C stops the running server (recorded by the server
+runner) and records a ``note_added`` listing the runs completed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import tomllib
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+from uuid import UUID
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from ledger.errors import InvalidInput
+from ledger.store import LedgerStore
+from schemas import Actor, Host
+from schemas.envelope import Evidence
+from schemas.events import (
+    CandidateProposed,
+    ComparisonCompleted,
+    FindingRecorded,
+    NoteAdded,
+    SessionStarted,
+)
+
+from .bench import BenchTarget, SweepPoint, format_point, sweep
+from .compare import METRIC_RULES, Comparison, coefficient_of_variation, compare, flag_verdict
+from .workload import WorkloadSpec, build_workload
+
+PLAN_ACTOR = Actor(kind="runner", name="plan")
+#: The metric whose verdict at every concurrency decides a flag's measured finding.
+FLAG_METRIC = "output_throughput"
+
+
+# --- the plan file -----------------------------------------------------------------------
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class PlanSection(_Strict):
+    """``[plan]``: session, arms' names, repeats and load."""
+
+    session: str | None = None
+    session_title: str | None = None
+    baseline: str = "baseline"
+    repeats: int = Field(default=3, ge=1)
+    concurrency: list[int] = Field(default_factory=lambda: [1])
+    request_rate: float | None = Field(default=None, gt=0)
+    servers: str | None = None
+
+
+class CandidateSpec(_Strict):
+    """``[[candidates]]``: a configuration to compare; ``flag`` when it differs by one flag."""
+
+    config: str
+    flag: str | None = None
+    title: str | None = None
+    hypothesis: str | None = None
+
+
+class BenchSection(_Strict):
+    """``[bench]``: the workload (lengths in tokens) and request shape."""
+
+    endpoint: str = "chat"
+    model: str | None = None
+    input_len: int = Field(default=64, ge=1)
+    output_len: int = Field(default=32, ge=1)
+    num_prompts: int = Field(default=32, ge=1)
+    warmup: int = Field(default=1, ge=0)
+    seed: int = 0
+    tokenizer: str | None = None
+    ignore_eos: bool = True
+
+
+@dataclass
+class Plan:
+    """A parsed plan: sections plus the resolved server configurations (``runners.configs.ServerConfig``)."""
+
+    plan: PlanSection
+    candidates: list[CandidateSpec]
+    bench: BenchSection
+    configs: dict[str, Any]
+    source: str = "<plan>"
+
+    @property
+    def arms(self) -> list[str]:
+        """Configuration names in run order: baseline first."""
+        return [self.plan.baseline, *(c.config for c in self.candidates)]
+
+
+def load_plan(path: str | Path) -> Plan:
+    """Read a plan file; configurations from its ``[configs.*]`` or from ``plan.servers``.
+
+    Raises:
+        InvalidInput: missing file, bad TOML, unknown keys, unknown configuration names.
+    """
+    from .configs import load_configs, parse_configs
+
+    file = Path(path)
+    try:
+        data = tomllib.loads(file.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise InvalidInput(f"no plan file {file}") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise InvalidInput(f"{file}: not valid TOML: {exc}") from None
+    extra = sorted(set(data) - {"plan", "candidates", "bench", "defaults", "configs"})
+    if extra:
+        raise InvalidInput(f"{file}: unknown top-level key(s) {', '.join(extra)}")
+    try:
+        section = PlanSection.model_validate(data.get("plan", {}))
+        candidates = [CandidateSpec.model_validate(c) for c in data.get("candidates", [])]
+        bench = BenchSection.model_validate(data.get("bench", {}))
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        raise InvalidInput(f"{file}: {'.'.join(str(p) for p in err['loc'])}: {err['msg']}") from None
+    if section.servers:
+        configs = load_configs(file.parent / section.servers)
+    else:
+        configs = parse_configs({k: v for k, v in data.items() if k in ("defaults", "configs")}, str(file))
+    plan = Plan(section, candidates, bench, configs, str(file))
+    if not candidates:
+        raise InvalidInput(f"{file}: no [[candidates]]: nothing to compare against the baseline")
+    missing = [name for name in plan.arms if name not in configs]
+    if missing:
+        raise InvalidInput(f"{file}: no configuration {', '.join(missing)}; known: {', '.join(sorted(configs))}")
+    if len(set(plan.arms)) != len(plan.arms):
+        raise InvalidInput(f"{file}: an arm is listed twice: {plan.arms}")
+    return plan
+
+
+# --- what the plan needs of the server runner ---------------------------------------------
+
+
+class ServerHandle(Protocol):
+    """A running server: ``run_id`` (its ledger id), ``base_url``, ``host`` (envelope host)."""
+
+    run_id: str
+    base_url: str
+    host: Host
+
+
+class Servers(Protocol):
+    """Start/stop servers, recording them (``runners.server.ServerRunner`` is one)."""
+
+    def start(self, config: Any) -> ServerHandle: ...
+
+    def stop(self, run: Any, *, reason: str = "stopped") -> Any: ...
+
+
+# --- running ---------------------------------------------------------------------------------
+
+
+@dataclass
+class PlanResult:
+    """What a plan produced: runs (sweep points), comparisons and findings (events)."""
+
+    points: list[SweepPoint] = field(default_factory=list)
+    comparisons: list[ComparisonCompleted] = field(default_factory=list)
+    findings: list[FindingRecorded] = field(default_factory=list)
+    host: Host | None = None
+
+
+def candidate_id(spec: CandidateSpec) -> str:
+    """``flag:<flag>`` for a single-flag candidate, else ``config:<name>``."""
+    return f"flag:{spec.flag}" if spec.flag else f"config:{spec.config}"
+
+
+def _record_preamble(store: LedgerStore, plan: Plan) -> None:
+    """session_started when the plan names a new session; candidate_proposed for new candidates."""
+    session = plan.plan.session
+    if session and not store.read(types=["session_started"], session_id=session, limit=1):
+        store.append(SessionStarted(title=plan.plan.session_title or session, session_id=session, actor=PLAN_ACTOR,
+                                    model=plan.configs[plan.plan.baseline].model, source=plan.source))
+    on_board = set(store.query_arrow("SELECT candidate_id FROM board").column("candidate_id").to_pylist())
+    for spec in plan.candidates:
+        cid = candidate_id(spec)
+        if cid in on_board:
+            continue
+        config = plan.configs[spec.config]
+        store.append(CandidateProposed(
+            candidate_id=cid, kind="flag" if spec.flag else "config",
+            title=spec.title or (f"--{spec.flag}" if spec.flag else f"configuration {spec.config}"),
+            flag=spec.flag, value=config.flags.get(spec.flag) if spec.flag else None,
+            hypothesis=spec.hypothesis, session_id=session, actor=PLAN_ACTOR, source=plan.source,
+        ))
+
+
+def run_plan(
+    plan: Plan,
+    store: LedgerStore,
+    servers: Servers,
+    *,
+    say: Callable[[str], None] = lambda _line: None,
+    progress: bool = True,
+) -> PlanResult:
+    """Run the plan (see the module docstring); return its runs, comparisons and findings.
+
+    Raises:
+        KeyboardInterrupt: after stopping the running server and recording a ``note_added``
+            that lists the completed runs.
+        runners.server.ServerStartFailed and others from the server runner; RuntimeError when a
+            warmup fails entirely. The running server is stopped first in every case.
+    """
+    store.init()
+    _record_preamble(store, plan)
+    b = plan.bench
+    workload = build_workload(WorkloadSpec(b.input_len, b.output_len, b.num_prompts, b.seed, b.tokenizer))
+    result = PlanResult()
+    loads: Sequence[int | None] = plan.plan.concurrency if plan.plan.request_rate is None else [None]
+    try:
+        for repeat in range(plan.plan.repeats):
+            for arm in plan.arms:
+                config = plan.configs[arm]
+                say(f"repeat {repeat + 1}/{plan.plan.repeats}: {arm}")
+                run = servers.start(config)
+                result.host = run.host
+                reason = f"plan: {arm} repeat {repeat} done"
+                try:
+                    target = BenchTarget(url=run.base_url, endpoint=b.endpoint, model=b.model or config.model or arm,
+                                         workload=workload, ignore_eos=b.ignore_eos)
+                    asyncio.run(sweep(
+                        target, config_name=arm, concurrencies=loads, request_rate=plan.plan.request_rate,
+                        repeats=[repeat], warmup_requests=b.warmup, is_baseline=arm == plan.plan.baseline,
+                        server_run_id=run.run_id, session_id=plan.plan.session, host=run.host, store=store,
+                        progress=progress, on_point=lambda p: (result.points.append(p), say(format_point(p))),
+                    ))
+                except KeyboardInterrupt:
+                    reason = "plan interrupted (Ctrl-C)"
+                    raise
+                except BaseException as exc:
+                    reason = f"plan failed: {type(exc).__name__}: {exc}"[:300]
+                    raise
+                finally:
+                    servers.stop(run, reason=reason)
+    except KeyboardInterrupt:
+        _record_interrupted(store, plan, result)
+        raise
+    compare_and_record(store, plan, result)
+    return result
+
+
+def _record_interrupted(store: LedgerStore, plan: Plan, result: PlanResult) -> None:
+    done = [f"{p.event.config_name} c={p.concurrency} rep {p.repeat}" for p in result.points]
+    text = (f"plan {plan.source} interrupted (Ctrl-C) after {len(done)} completed run(s)"
+            + (": " + ", ".join(done) if done else "") + "; no comparison recorded")
+    store.append(NoteAdded(text=text, refs=[p.event.event_id for p in result.points], session_id=plan.plan.session,
+                           actor=PLAN_ACTOR, source=plan.source))
+
+
+def aa_cv(store: LedgerStore, plan: Plan, metric: str, concurrency: int | None) -> tuple[float | None, int]:
+    """CV of the baseline's valid repeats in the ledger with this workload and load (A-vs-A noise)."""
+    b = plan.bench
+    rows = store.query_arrow(
+        f"SELECT {metric} AS v FROM benchmarks WHERE config_name = ? AND valid IS DISTINCT FROM false "
+        "AND session_id IS NOT DISTINCT FROM ? AND input_len = ? AND output_len = ? "
+        "AND concurrency IS NOT DISTINCT FROM ? AND request_rate IS NOT DISTINCT FROM ? AND v IS NOT NULL",
+        [plan.plan.baseline, plan.plan.session, b.input_len, b.output_len, concurrency, plan.plan.request_rate],
+    ).column("v").to_pylist()
+    return coefficient_of_variation(rows), len(rows)
+
+
+def _comparison_event(plan: Plan, arm: str, load: int | None, cmp: Comparison, base_pts: list[SweepPoint],
+                      cand_pts: list[SweepPoint], host: Host | None) -> ComparisonCompleted:
+    wl = base_pts[0].event.workload if base_pts else cand_pts[0].event.workload
+    return ComparisonCompleted(
+        baseline_config=plan.plan.baseline, config_name=arm, metric=cmp.metric, concurrency=load,
+        request_rate=plan.plan.request_rate, dataset=wl.dataset, input_len=wl.input_len, output_len=wl.output_len,
+        better_direction=cmp.better_direction, baseline_runs=cmp.baseline_runs, runs=cmp.runs,
+        baseline_mean=cmp.baseline_mean, mean=cmp.mean, change=cmp.change, ci_low=cmp.ci_low, ci_high=cmp.ci_high,
+        noise_threshold=cmp.noise_threshold, noise_source=cmp.noise_source, verdict=cmp.verdict,
+        runs_needed=cmp.runs_needed, benchmark_event_ids=[p.event.event_id for p in base_pts + cand_pts],
+        notes=cmp.notes, session_id=plan.plan.session, actor=PLAN_ACTOR, host=host, source=plan.source,
+    )
+
+
+def compare_and_record(store: LedgerStore, plan: Plan, result: PlanResult) -> None:
+    """Record one comparison per (candidate, load, metric) and the single-flag findings."""
+    loads = sorted({p.concurrency for p in result.points}, key=lambda c: (c is None, c))
+    by_arm: dict[tuple[str, int | None], list[SweepPoint]] = {}
+    for p in result.points:
+        by_arm.setdefault((p.event.config_name, p.concurrency), []).append(p)
+    for spec in plan.candidates:
+        throughput_verdicts: list[str] = []
+        evidence: list[UUID] = []
+        for load in loads:
+            base_pts = by_arm.get((plan.plan.baseline, load), [])
+            cand_pts = by_arm.get((spec.config, load), [])
+            if not base_pts and not cand_pts:
+                continue
+            invalid = [p for p in base_pts + cand_pts if not p.run.valid]
+            reason = None
+            if invalid:
+                reason = "; ".join(f"{p.event.config_name} rep {p.repeat}: {', '.join(p.run.notes)}" for p in invalid[:3])
+            for metric in METRIC_RULES:
+                cv, n_aa = aa_cv(store, plan, metric, load)
+                values_a = [getattr(p.run.metrics, metric) for p in base_pts]
+                values_b = [getattr(p.run.metrics, metric) for p in cand_pts]
+                cmp = compare(metric, [v for v in values_a if v], [v for v in values_b if v], aa_cv=cv,
+                              valid=not invalid, invalid_reason=reason)
+                event = _comparison_event(plan, spec.config, load, cmp, base_pts, cand_pts, result.host)
+                store.append(event)
+                result.comparisons.append(event)
+                if metric == FLAG_METRIC:
+                    throughput_verdicts.append(cmp.verdict)
+                    evidence.append(event.event_id)
+        verdict = flag_verdict(throughput_verdicts) if spec.flag else None
+        if verdict is not None:
+            host = result.host
+            finding = FindingRecorded(
+                kind="measured-change", basis="measured", flag=spec.flag, verdict=verdict,
+                message=(f"--{spec.flag}: {FLAG_METRIC} {throughput_verdicts[0]} at every load "
+                         f"({', '.join(str(x) for x in loads)}) vs {plan.plan.baseline}, "
+                         f"{plan.plan.repeats} interleaved runs per arm"),
+                engine=host.engine if host else None, engine_version=host.engine_version if host else None,
+                evidence=[Evidence(kind="event", ref=str(e)) for e in evidence],
+                session_id=plan.plan.session, actor=PLAN_ACTOR, host=host, source=plan.source,
+            )
+            store.append(finding)
+            result.findings.append(finding)
+
+
+def verdict_table(result: PlanResult, metrics: Sequence[str] | None = None):
+    """A rich Table: config, concurrency, metric, baseline mean, mean, change % [CI], tau, verdict."""
+    from rich.table import Table
+
+    table = Table(title="Plan verdicts (change signed: + is better)")
+    for col in ("config", "concurrency", "metric", "baseline mean", "mean", "change % [95% CI]", "tau", "verdict"):
+        table.add_column(col, justify="right" if col in ("concurrency", "baseline mean", "mean", "tau") else "left")
+    for c in result.comparisons:
+        if metrics and c.metric not in metrics:
+            continue
+        load = str(c.concurrency) if c.concurrency is not None else f"{c.request_rate:g}/s"
+        change = "-" if c.change is None else f"{100 * c.change:+.1f}%"
+        if c.ci_low is not None:
+            change += f" [{100 * c.ci_low:+.1f}, {100 * c.ci_high:+.1f}]"
+        verdict = c.verdict + (f" (need ~{c.runs_needed} runs/arm)" if c.runs_needed else "")
+        table.add_row(c.config_name, load, c.metric, _num(c.baseline_mean), _num(c.mean), change,
+                      f"{100 * c.noise_threshold:.1f}%", verdict)
+    return table
+
+
+def _num(x: float | None) -> str:
+    if x is None:
+        return "-"
+    return f"{x:.4g}" if abs(x) < 1000 else f"{x:.0f}"

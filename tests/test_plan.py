@@ -1,0 +1,164 @@
+"""The plan runner against real (fake-engine) servers started by the real server runner:
+interleaving, recording, comparisons in the views, findings, and Ctrl-C as a real SIGINT."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from ledger.store import LedgerStore
+from runners.plan import load_plan, run_plan, verdict_table
+from runners.server import ServerRunner
+
+FAKE = Path(__file__).parent / "fake_servers" / "openai_stream.py"
+TUNELEDGER = Path(sys.executable).parent / "tuneledger"
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def write_plan(tmp_path: Path, *, base_delay: float, cand_delay: float, repeats: int, prompts: int,
+               concurrency: str = "[1, 2]", session: str = "plan-test") -> Path:
+    text = f"""
+[plan]
+session = "{session}"
+session_title = "fake engine trial"
+baseline = "baseline"
+repeats = {repeats}
+concurrency = {concurrency}
+
+[[candidates]]
+config = "fast"
+flag = "delay-ms"
+hypothesis = "a shorter delay streams faster"
+
+[bench]
+endpoint = "chat"
+model = "fake"
+input_len = 8
+output_len = 6
+num_prompts = {prompts}
+warmup = 1
+seed = 1
+
+[defaults]
+engine = "transformers"
+command = ["{sys.executable}", "{FAKE}"]
+port = {free_port()}
+health_timeout_s = 30
+
+[configs.baseline]
+flags = {{ chunks = 6, delay-ms = {base_delay} }}
+
+[configs.fast]
+base = "baseline"
+flags = {{ delay-ms = {cand_delay} }}
+"""
+    path = tmp_path / "plan.toml"
+    path.write_text(text)
+    return path
+
+
+def quick_runner(store: LedgerStore, session: str) -> ServerRunner:
+    return ServerRunner(store, session_id=session, poll_interval_s=0.1, sigint_wait_s=5, sigterm_wait_s=5)
+
+
+def test_plan_interleaves_records_and_compares(tmp_path: Path) -> None:
+    plan = load_plan(write_plan(tmp_path, base_delay=12, cand_delay=3, repeats=3, prompts=6))
+    store = LedgerStore(tmp_path / "l.duckdb")
+    store.init()
+    with quick_runner(store, "plan-test") as servers:
+        result = run_plan(plan, store, servers, progress=False)
+
+    # A B A B: servers started in arm order, each repeat restarting both arms
+    started = [e.config_name for e in store.read(types=["server_started"])]
+    assert started == ["baseline", "fast"] * 3
+    assert len(store.read(types=["server_stopped"])) == 6
+    benches = store.query_arrow("SELECT config_name, concurrency, repeat, valid, server_run_id FROM benchmarks "
+                                "ORDER BY seq").to_pylist()
+    assert [(b["config_name"], b["concurrency"], b["repeat"]) for b in benches] == [
+        (arm, c, r) for r in range(3) for arm in ("baseline", "fast") for c in (1, 2)
+    ]
+    assert all(b["valid"] and b["server_run_id"] for b in benches)
+
+    # one comparison per (candidate, concurrency, metric), feeding benchmark_deltas
+    assert len(result.comparisons) == 2 * 9
+    deltas = store.query_arrow(
+        "SELECT concurrency, verdict, change_pct, ci_low_pct, verdict_rule FROM benchmark_deltas "
+        "WHERE metric = 'output_throughput' ORDER BY concurrency").to_pylist()
+    assert [d["concurrency"] for d in deltas] == [1, 2]
+    assert all(d["verdict"] == "improved" and d["verdict_rule"].startswith("statistical") for d in deltas)
+    assert all(d["ci_low_pct"] > 50 for d in deltas)  # 12 ms -> 3 ms per chunk: far more than +50%
+
+    # the single-flag candidate gets a measured finding, visible in flag_verdicts
+    verdicts = store.query_arrow("SELECT flag, verdict, basis FROM flag_verdicts").to_pylist()
+    assert verdicts == [{"flag": "delay-ms", "verdict": "effective", "basis": "measured"}]
+    board = store.query_arrow("SELECT candidate_id, kind FROM board").to_pylist()
+    assert board == [{"candidate_id": "flag:delay-ms", "kind": "flag"}]
+    assert store.read(types=["session_started"])[0].session_id == "plan-test"
+
+    # the verdict table renders every comparison
+    from rich.console import Console
+
+    console = Console(width=200, record=True)
+    console.print(verdict_table(result))
+    text = console.export_text()
+    assert "output_throughput" in text and "improved" in text
+
+
+def test_plan_file_errors(tmp_path: Path) -> None:
+    from ledger.errors import InvalidInput
+
+    bad = tmp_path / "bad.toml"
+    bad.write_text('[plan]\nbaseline = "nope"\n[[candidates]]\nconfig = "x"\n[configs.x]\nengine = "transformers"\n')
+    with pytest.raises(InvalidInput, match="no configuration nope"):
+        load_plan(bad)
+    bad.write_text('[plan]\nrepeats = 0\n')
+    with pytest.raises(InvalidInput, match="repeats"):
+        load_plan(bad)
+
+
+def test_sigint_stops_the_server_and_records_what_completed(tmp_path: Path) -> None:
+    plan = write_plan(tmp_path, base_delay=30, cand_delay=30, repeats=3, prompts=8, concurrency="[1]",
+                      session="sigint")
+    ledger = tmp_path / "l.duckdb"
+    env = {**os.environ, "TUNELEDGER_LEDGER": str(ledger)}
+    proc = subprocess.Popen([str(TUNELEDGER), "run", "plan", str(plan), "--no-progress"], env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    store = LedgerStore(ledger)
+    deadline = time.monotonic() + 60
+    try:
+        while time.monotonic() < deadline:
+            time.sleep(0.3)
+            if ledger.exists() and store.read(types=["benchmark_completed"]):
+                break
+        else:
+            pytest.fail("no benchmark recorded within 60 s")
+        time.sleep(0.5)  # now mid-way through a later run (each run takes ~1.5 s)
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 130, err
+    started = store.read(types=["server_started"])
+    ended = store.read(types=["server_stopped", "server_failed"])
+    assert {e.run_id for e in started} == {e.run_id for e in ended}  # nothing left running unrecorded
+    for event in started:  # and the fake engines really are gone
+        with pytest.raises(ProcessLookupError):
+            os.kill(event.pid, 0)
+    notes = store.read(types=["note_added"])
+    assert len(notes) == 1 and "interrupted" in notes[0].text
+    done = store.read(types=["benchmark_completed"])
+    assert len(notes[0].refs) == len(done) >= 1
+    assert not store.read(types=["comparison_completed"])
