@@ -159,19 +159,24 @@ class TuneLedgerApp(App[None]):
         yield Footer()
 
     @property
+    def main_screen(self) -> Any:
+        """The screen holding the panes (queries must not hit a modal form on top of it)."""
+        return self.screen_stack[0]
+
+    @property
     def board(self) -> BoardPane:
         """The board pane."""
-        return self.query_one(BoardPane)
+        return self.main_screen.query_one(BoardPane)
 
     @property
     def timeline(self) -> TimelinePane:
         """The timeline pane."""
-        return self.query_one(TimelinePane)
+        return self.main_screen.query_one(TimelinePane)
 
     @property
     def active_tab(self) -> str:
         """The id of the pane shown."""
-        return str(self.query_one("#tabs", TabbedContent).active)
+        return str(self.main_screen.query_one("#tabs", TabbedContent).active)
 
     def _set_titles(self) -> None:
         self.title = f"tuneledger · {self.store.path.name}"
@@ -180,7 +185,7 @@ class TuneLedgerApp(App[None]):
     def on_mount(self) -> None:
         """Start the first (full) refresh, the file watcher and the fallback poll."""
         self._set_titles()
-        self.query_one("#board-table").focus()
+        self.main_screen.query_one("#board-table").focus()
         self.request_refresh(full=True)
         if self.watch_enabled:
             self.watch_ledger()
@@ -221,6 +226,8 @@ class TuneLedgerApp(App[None]):
 
     def on_ledger_changed(self, _message: LedgerChanged) -> None:
         """Refresh now, or once more after the refresh in flight."""
+        if not self.screen_stack:  # closing: a worker's late message
+            return
         self.request_refresh()
 
     def request_refresh(self, *, full: bool = False) -> None:
@@ -266,6 +273,8 @@ class TuneLedgerApp(App[None]):
 
     def on_part_loaded(self, message: PartLoaded) -> None:
         """Hand a freshly read part to its pane."""
+        if not self.screen_stack:  # closing: a worker's late message
+            return
         part, data = message.part, message.data
         if part == "head":
             if data is not None:
@@ -275,9 +284,9 @@ class TuneLedgerApp(App[None]):
             if self.first_board_at is None and data:
                 self.first_board_at = time.perf_counter()
         elif part == "bench":
-            self.query_one(BenchmarksPane).show(data)
+            self.main_screen.query_one(BenchmarksPane).show(data)
         elif part == "flags":
-            self.query_one(FlagsPane).show(data)
+            self.main_screen.query_one(FlagsPane).show(data)
         elif part == "meta":
             self.timeline.set_choices(*data)
         elif part == "timeline":
@@ -307,6 +316,8 @@ class TuneLedgerApp(App[None]):
 
     def on_timeline_reloaded(self, message: TimelineReloaded) -> None:
         """Show the timeline reread for the new filter."""
+        if not self.screen_stack:  # closing: a worker's late message
+            return
         self.timeline.replace(message.rows)
 
     @on(TimelinePane.EventSelected)
@@ -325,6 +336,8 @@ class TuneLedgerApp(App[None]):
 
     def on_event_detail_loaded(self, message: EventDetailLoaded) -> None:
         """Show the event's JSON and links."""
+        if not self.screen_stack:  # closing: a worker's late message
+            return
         self.timeline.show_detail(message.detail)
 
     def action_clear_timeline_filter(self) -> None:
@@ -332,7 +345,7 @@ class TuneLedgerApp(App[None]):
         from textual.widgets import Select
 
         for key in ("type", "session"):
-            self.query_one(f"#timeline-{key}", Select).clear()
+            self.main_screen.query_one(f"#timeline-{key}", Select).clear()
         self.action_show_tab("timeline")
 
     def action_clear_board_filter(self) -> None:
@@ -340,7 +353,7 @@ class TuneLedgerApp(App[None]):
         from textual.widgets import Select
 
         for key in ("arch", "engine_version", "verdict"):
-            self.query_one(f"#filter-{key}", Select).clear()
+            self.main_screen.query_one(f"#filter-{key}", Select).clear()
         self.action_show_tab("board")
 
     # --- SQL ----------------------------------------------------------------------------
@@ -363,7 +376,9 @@ class TuneLedgerApp(App[None]):
 
     async def on_sql_finished(self, message: SqlFinished) -> None:
         """Show the query's result or its error."""
-        await self.query_one(SqlPane).show_result(message.sql, message.table, message.error, message.elapsed_s)
+        if not self.screen_stack:  # closing: a worker's late message
+            return
+        await self.main_screen.query_one(SqlPane).show_result(message.sql, message.table, message.error, message.elapsed_s)
 
     # --- writing ------------------------------------------------------------------------
 
@@ -456,11 +471,15 @@ class TuneLedgerApp(App[None]):
 
     def on_appended(self, message: Appended) -> None:
         """Say what was appended, and show it."""
+        if not self.screen_stack:  # closing: a worker's late message
+            return
         self.notify(f"{message.what}: appended as seq {message.seq}", timeout=3)
         self.request_refresh()
 
     def on_append_failed(self, message: AppendFailed) -> None:
         """Say why an append failed; after a conflict, show what the other writer did."""
+        if not self.screen_stack:  # closing: a worker's late message
+            return
         if message.conflict:
             self.notify(f"{message.what}: changed by someone else; refreshed. Look again and retry.",
                         severity="warning", timeout=6)
@@ -496,7 +515,7 @@ class TuneLedgerApp(App[None]):
 
     def action_show_tab(self, tab: str) -> None:
         """Show one pane and focus its main widget."""
-        self.query_one("#tabs", TabbedContent).active = tab
+        self.main_screen.query_one("#tabs", TabbedContent).active = tab
         self._focus_tab(tab)
 
     def _focus_tab(self, tab: str) -> None:
@@ -504,7 +523,7 @@ class TuneLedgerApp(App[None]):
             "board": "#board-table", "bench": "#bench-table", "timeline": "#timeline-table",
             "flags": "#flags-table", "sql": "#sql-input",
         }[tab]
-        self.query_one(target).focus()
+        self.main_screen.query_one(target).focus()
 
     @on(TabbedContent.TabActivated)
     def _tab_activated(self, event: TabbedContent.TabActivated) -> None:

@@ -15,7 +15,7 @@ from uuid import UUID
 
 from ledger.store import AppendResult, LedgerStore
 from schemas.envelope import Actor
-from schemas.events import CandidateProposed, CandidateTriaged, DecisionRecorded, NoteAdded
+from schemas.events import CandidateProposed, CandidateTriaged, DecisionRecorded, NoteAdded, normalize_flag
 
 
 @dataclass(frozen=True)
@@ -78,8 +78,8 @@ def propose(store: LedgerStore, author: Author, fields: dict[str, Any]) -> Appen
     data = {k: v for k, v in fields.items() if v not in (None, "")}
     kind = data.get("kind", "flag")
     if "candidate_id" not in data:
-        base = data.get("flag") or slug(data.get("title", ""))
-        data["candidate_id"] = f"{kind}:{base.lstrip('-')}"
+        base = normalize_flag(data["flag"]) if data.get("flag") else slug(data.get("title", ""))
+        data["candidate_id"] = f"{kind}:{base}"
     event = CandidateProposed.model_validate(
         {**data, "kind": kind, "actor": author.actor, "session_id": author.session_id}
     )
