@@ -24,6 +24,7 @@ import shutil
 import subprocess
 import sys
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, ClassVar
 
 from ledger.errors import LedgerError
@@ -135,6 +136,15 @@ class EngineAdapter:
         return EngineProbe(version=None if config.command else _version(self.package))
 
 
+def venv_program(name: str) -> str:
+    """``name`` on PATH, else beside our interpreter (an engine installed in tuneledger's own
+    venv is found without activating it), else ``name`` unchanged (the probe then reports it)."""
+    if shutil.which(name):
+        return name
+    sibling = Path(sys.executable).parent / name
+    return str(sibling) if sibling.exists() else name
+
+
 def _version(package: str) -> str | None:
     try:
         return importlib.metadata.version(package)
@@ -197,7 +207,7 @@ class VLLMAdapter(EngineAdapter):
     env_prefixes = EngineAdapter.env_prefixes + ("VLLM_",)
 
     def prefix(self, config: ServerConfig) -> list[str]:
-        return ["vllm", "serve"]
+        return [venv_program("vllm"), "serve"]
 
 
 class TransformersAdapter(EngineAdapter):
@@ -208,7 +218,7 @@ class TransformersAdapter(EngineAdapter):
     health_paths = ("/health", "/v1/models")
 
     def prefix(self, config: ServerConfig) -> list[str]:
-        return ["transformers", "serve"]
+        return [venv_program("transformers"), "serve"]
 
     def check_config(self, config: ServerConfig) -> None:
         return None  # the model is optional: without it clients name it per request

@@ -186,9 +186,19 @@ def _run(argv: list[str]) -> str | None:
     return out.stdout if out.returncode == 0 else None
 
 
+#: Device files of a loaded GPU driver (NVIDIA; AMD's ROCm, which torch.cuda also serves).
+_DRIVER_PATHS = ("/proc/driver/nvidia", "/dev/nvidiactl", "/dev/nvidia0", "/dev/kfd")
+
+
+def gpu_driver_present() -> bool:
+    """True when a GPU driver's device files exist (without one torch.cuda can find nothing)."""
+    return any(os.path.exists(p) for p in _DRIVER_PATHS)
+
+
 def _torch_gpus() -> tuple[list[GpuInfo], str | None]:
-    """GPUs through torch.cuda (only when torch is installed; imported here, lazily)."""
-    if importlib.util.find_spec("torch") is None:
+    """GPUs through torch.cuda: only when a GPU driver is loaded and torch is installed
+    (imported here, lazily: the import takes seconds, wasted on a CPU-only host)."""
+    if not gpu_driver_present() or importlib.util.find_spec("torch") is None:
         return [], None
     try:
         import torch  # noqa: PLC0415  (seconds to import: only on hosts without nvidia-smi)

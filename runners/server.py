@@ -148,9 +148,19 @@ def group_alive(pgid: int) -> bool:
             continue
         # "pid (comm) state ppid pgrp ...": comm may hold spaces and parentheses.
         fields = stat.rsplit(")", 1)[-1].split()
-        if len(fields) >= 3 and int(fields[2]) == pgid and fields[0] not in ("Z", "X"):
+        if len(fields) < 3 or int(fields[2]) != pgid:
+            continue
+        if fields[0] not in ("Z", "X") or _threads_left(entry):
             return True
     return False
+
+
+def _threads_left(proc_entry: Path) -> bool:
+    """A process whose main thread exited shows state Z while its other threads still run."""
+    try:
+        return len(list((proc_entry / "task").iterdir())) > 1
+    except OSError:
+        return False
 
 
 def _connect_host(host: str) -> str:
@@ -402,7 +412,7 @@ class ServerRunner:
             with httpx.Client(timeout=5.0, trust_env=False) as client:
                 while True:
                     if run.process.poll() is not None:
-                        return self._fail_start(run, exited=True)
+                        return self._fail_start(run)
                     if self._healthy(client, run):
                         break
                     size = run.log_path.stat().st_size if run.log_path.exists() else 0
@@ -412,9 +422,9 @@ class ServerRunner:
                             crash_seen_at = time.monotonic()
                     now = time.monotonic()
                     if crash_seen_at is not None and now - crash_seen_at > self.crash_grace_s:
-                        return self._fail_start(run, exited=False)
+                        return self._fail_start(run)
                     if now > deadline:
-                        return self._fail_start(run, exited=False, timeout_s=timeout)
+                        return self._fail_start(run, timeout_s=timeout)
                     time.sleep(self.poll_interval_s)
                 info = self._server_info(client, run) if run.adapter.sglang_log else None
         except KeyboardInterrupt:
@@ -497,12 +507,12 @@ class ServerRunner:
 
     # --- failures --------------------------------------------------------------------
 
-    def _fail_start(self, run: ServerRun, *, exited: bool, timeout_s: float | None = None) -> ServerRun:
+    def _fail_start(self, run: ServerRun, *, timeout_s: float | None = None) -> ServerRun:
         """Stop what is left, record ``server_failed`` and raise ``ServerStartFailed``."""
         self._terminate(run)  # after a crash too: TP workers may outlive the leader
         lines = read_lines(run.log_path)
         facts = parse_server_log(lines)
-        code = run.process.poll()
+        code = _exit_code(run)
         tail = lines[-LOG_TAIL_LINES:]
         if timeout_s is not None and facts.crash is None:
             cause, message = "timeout", f"not healthy after {timeout_s:.0f} s (health: {', '.join(run.adapter.health_paths)})"
@@ -522,7 +532,7 @@ class ServerRunner:
         sig = self._terminate(run)
         failed = ServerFailed(
             cause="interrupted", message=f"interrupted (Ctrl-C) while waiting for health; stopped with {sig or 'no signal'}",
-            log_tail=read_lines(run.log_path)[-LOG_TAIL_LINES:], exit_code=run.process.poll(),
+            log_tail=read_lines(run.log_path)[-LOG_TAIL_LINES:], exit_code=_exit_code(run),
             source=run.log_ref, **self._common(run),
         )
         self._append(run, failed)
@@ -580,7 +590,7 @@ class ServerRunner:
         sig = self._terminate(run)
         run.ended = True
         stopped = ServerStopped(
-            exit_code=run.process.poll(), signal=sig,
+            exit_code=_exit_code(run), signal=sig,
             reason=reason if sig else f"{reason} (it had already exited)", source=run.log_ref, **self._common(run),
         )
         self._append(run, stopped)
@@ -639,6 +649,14 @@ class ServerRunner:
                 self.check(run)
                 next_check = time.monotonic() + check_every_s
             time.sleep(self.poll_interval_s)
+
+
+def _exit_code(run: ServerRun) -> int | None:
+    """The leader's exit status once its group is gone (negative: killed by that signal)."""
+    try:
+        return run.process.wait(timeout=5)
+    except subprocess.TimeoutExpired:
+        return None
 
 
 def _follow(path: Path, offset: int, on_line: Callable[[str], None]) -> int:

@@ -97,11 +97,13 @@ def test_config_errors_name_the_problem(tmp_path: Path) -> None:
 def test_flag_args_and_engine_argv() -> None:
     assert flag_args({"a": True, "b": False, "c": None, "d": [1, 2], "e": 0.5}) == ["--a", "--d", "1", "2", "--e", "0.5"]
     vllm = ServerConfig(name="v", engine="vllm", model="/m", flags={"tensor-parallel-size": 4})
-    assert adapter_for("vllm").argv(vllm, 8000) == ["vllm", "serve", "/m", "--host", "127.0.0.1", "--port", "8000",
-                                                    "--tensor-parallel-size", "4"]
+    argv = adapter_for("vllm").argv(vllm, 8000)
+    assert Path(argv[0]).name == "vllm"  # on PATH, else beside our interpreter
+    assert argv[1:] == ["serve", "/m", "--host", "127.0.0.1", "--port", "8000", "--tensor-parallel-size", "4"]
     tf = ServerConfig(name="t", engine="transformers", flags={"device": "cpu", "continuous-batching": True})
-    assert adapter_for("transformers").argv(tf, 8001) == ["transformers", "serve", "--host", "127.0.0.1", "--port",
-                                                          "8001", "--device", "cpu", "--continuous-batching"]
+    argv = adapter_for("transformers").argv(tf, 8001)  # no model: chosen per request
+    assert Path(argv[0]).name == "transformers"
+    assert argv[1:] == ["serve", "--host", "127.0.0.1", "--port", "8001", "--device", "cpu", "--continuous-batching"]
 
 
 def test_example_file_loads() -> None:
@@ -400,3 +402,25 @@ def test_cli_show_prints_argv(tmp_path: Path) -> None:
 
 def test_gpu_query_parser_is_shared_with_host_module() -> None:
     assert parse_gpu_query("NVIDIA H200, 9.0, 143771 MiB, 580.159.04")[0].compute_capability == "sm90"
+
+
+# --- a real engine: transformers serve with a tiny random-weight model ----------------------------
+
+
+def test_real_transformers_serve_starts_answers_and_stops(store: LedgerStore, tmp_path: Path) -> None:
+    pytest.importorskip("torch")
+    pytest.importorskip("fastapi")
+    tiny_model = pytest.importorskip("tiny_model", reason="tests/tiny_model.py (the plan runner's builder)")
+    model = tiny_model.build_tiny_model(tmp_path / "tiny")
+    runner = make_runner(store, sigint_wait_s=15.0)
+    config = ServerConfig(name="tf", engine="transformers", model=str(model), port=free_port(), flags={"device": "cpu"})
+    run = runner.start(config, health_timeout_s=180)
+    assert run.argv[1:3] == ["serve", str(model)] and "--device" in run.argv
+    response = httpx.post(run.base_url + "/v1/chat/completions", timeout=120, trust_env=False, json={
+        "model": str(model), "messages": [{"role": "user", "content": "hi"}], "max_tokens": 4})
+    assert response.status_code == 200 and response.json()["usage"]["completion_tokens"] == 4
+    stopped = runner.stop(run)
+    assert stopped.signal == "SIGINT" and gone(run.pgid)
+    started = store.read(types=["server_started"])[0]
+    assert started.engine == "transformers" and started.host.engine_version  # version from package metadata
+    assert types(store)[-1] == "server_stopped"
