@@ -95,3 +95,15 @@ def test_this_cpu_machine_is_cpu_only(monkeypatch, tmp_path) -> None:
     assert fp.cpu_only and fp.host.gpu_count == 0 and fp.host.gpu_name is None
     assert fp.python_version == sys.version.split()[0]
     assert fp.host.hostname
+
+
+CAPTURED = Path(__file__).resolve().parent / "fake_servers" / "captured"
+
+
+def test_real_h200_output_captured_on_the_gpu_machine() -> None:
+    gpus = parse_gpu_query((CAPTURED / "nvidia_smi_h200_query.txt").read_text())
+    old = parse_gpu_query((CAPTURED / "nvidia_smi_h200_query_old.txt").read_text(), with_compute_cap=False)
+    assert gpus == old  # the name lookup gives what compute_cap says
+    fp = from_gpus(gpus, cuda=parse_cuda_version((CAPTURED / "nvidia_smi_h200.txt").read_text()))
+    assert (fp.host.gpu_name, fp.host.compute_capability, fp.host.gpu_memory_mib) == ("NVIDIA H200", "sm90", 143771)
+    assert (fp.host.driver, fp.host.cuda, fp.host.gpu_count) == ("580.159.04", "13.0", 1)
