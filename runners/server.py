@@ -32,7 +32,6 @@ from __future__ import annotations
 import os
 import re
 import signal
-import socket
 import subprocess
 import threading
 import time
@@ -55,6 +54,7 @@ from .artifacts import artifacts_dir, safe_name, server_log_path
 from .configs import ServerConfig
 from .engines import EngineAdapter, adapter_for
 from .host import HostFingerprint, fingerprint
+from .process import connect_host, exit_status, follow_lines, group_alive, port_in_use, read_lines
 
 #: Default wait for health (seconds): a 100B+ model loads and captures CUDA graphs for minutes.
 DEFAULT_HEALTH_TIMEOUT_S = 1800.0
@@ -118,79 +118,6 @@ class ServerRun:
     def pgid(self) -> int:
         """The process group of the server and its workers."""
         return self.process.pid
-
-
-# --- processes and ports ------------------------------------------------------------
-
-
-def group_alive(pgid: int) -> bool:
-    """True while any live (non-zombie) process is in group ``pgid``.
-
-    Zombies are ignored: an orphaned worker that died is only waiting for init
-    to reap it (in a container, PID 1 may never do so). Without ``/proc``, any
-    process (zombie or not) that ``killpg(pgid, 0)`` reaches counts.
-    """
-    proc = Path("/proc")
-    if not (proc / "self" / "stat").exists():
-        try:
-            os.killpg(pgid, 0)
-        except ProcessLookupError:
-            return False
-        except PermissionError:
-            return True
-        return True
-    for entry in proc.iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            stat = (entry / "stat").read_text()
-        except OSError:  # exited while we looked
-            continue
-        # "pid (comm) state ppid pgrp ...": comm may hold spaces and parentheses.
-        fields = stat.rsplit(")", 1)[-1].split()
-        if len(fields) < 3 or int(fields[2]) != pgid:
-            continue
-        if fields[0] not in ("Z", "X") or _threads_left(entry):
-            return True
-    return False
-
-
-def _threads_left(proc_entry: Path) -> bool:
-    """A process whose main thread exited shows state Z while its other threads still run."""
-    try:
-        return len(list((proc_entry / "task").iterdir())) > 1
-    except OSError:
-        return False
-
-
-def _connect_host(host: str) -> str:
-    return "127.0.0.1" if host in ("0.0.0.0", "", "::") else host
-
-
-def port_in_use(host: str, port: int) -> bool:
-    """True when something accepts connections on ``host:port`` or the port cannot be bound."""
-    try:
-        with socket.create_connection((_connect_host(host), port), timeout=0.5):
-            return True
-    except OSError:
-        pass
-    family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    with socket.socket(family, socket.SOCK_STREAM) as sock:
-        # SO_REUSEADDR as the servers set it: a TIME_WAIT leftover is not "in use", a listener is.
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        try:
-            sock.bind((host, port))
-        except OSError:
-            return True
-    return False
-
-
-def read_lines(path: Path) -> list[str]:
-    """The log's lines (undecodable bytes replaced; ``[]`` when it does not exist)."""
-    try:
-        return path.read_text(encoding="utf-8", errors="replace").splitlines()
-    except FileNotFoundError:
-        return []
 
 
 def finding_id(run_id: str, finding: FindingRecorded) -> UUID:
@@ -384,7 +311,7 @@ class ServerRunner:
         started = started.model_copy(update={"correlation_id": started.event_id})
         run = ServerRun(
             run_id=run_id, config=config, adapter=adapter, argv=argv, port=port,
-            base_url=f"http://{_connect_host(config.host)}:{port}", log_path=log_path,
+            base_url=f"http://{connect_host(config.host)}:{port}", log_path=log_path,
             log_ref=str(log_path.relative_to(artifacts_dir(self.store.path))), process=process, host=fp.host,
             started_event_id=started.event_id, last_event_id=started.event_id, started_at=time.monotonic(),
         )
@@ -512,7 +439,7 @@ class ServerRunner:
         self._terminate(run)  # after a crash too: TP workers may outlive the leader
         lines = read_lines(run.log_path)
         facts = parse_server_log(lines)
-        code = _exit_code(run)
+        code = exit_status(run.process)
         tail = lines[-LOG_TAIL_LINES:]
         if timeout_s is not None and facts.crash is None:
             cause, message = "timeout", f"not healthy after {timeout_s:.0f} s (health: {', '.join(run.adapter.health_paths)})"
@@ -532,7 +459,7 @@ class ServerRunner:
         sig = self._terminate(run)
         failed = ServerFailed(
             cause="interrupted", message=f"interrupted (Ctrl-C) while waiting for health; stopped with {sig or 'no signal'}",
-            log_tail=read_lines(run.log_path)[-LOG_TAIL_LINES:], exit_code=_exit_code(run),
+            log_tail=read_lines(run.log_path)[-LOG_TAIL_LINES:], exit_code=exit_status(run.process),
             source=run.log_ref, **self._common(run),
         )
         self._append(run, failed)
@@ -590,7 +517,7 @@ class ServerRunner:
         sig = self._terminate(run)
         run.ended = True
         stopped = ServerStopped(
-            exit_code=_exit_code(run), signal=sig,
+            exit_code=exit_status(run.process), signal=sig,
             reason=reason if sig else f"{reason} (it had already exited)", source=run.log_ref, **self._common(run),
         )
         self._append(run, stopped)
@@ -641,7 +568,7 @@ class ServerRunner:
         next_check = time.monotonic() + check_every_s
         while True:
             if on_line is not None:
-                offset = _follow(run.log_path, offset, on_line)
+                offset = follow_lines(run.log_path, offset, on_line)
             ended = self.exited(run)
             if ended is not None:
                 return ended
@@ -649,25 +576,6 @@ class ServerRunner:
                 self.check(run)
                 next_check = time.monotonic() + check_every_s
             time.sleep(self.poll_interval_s)
-
-
-def _exit_code(run: ServerRun) -> int | None:
-    """The leader's exit status once its group is gone (negative: killed by that signal)."""
-    try:
-        return run.process.wait(timeout=5)
-    except subprocess.TimeoutExpired:
-        return None
-
-
-def _follow(path: Path, offset: int, on_line: Callable[[str], None]) -> int:
-    """Pass complete lines written after ``offset`` to ``on_line``; return the new offset."""
-    with open(path, "rb") as log:
-        log.seek(offset)
-        data = log.read()
-    end = data.rfind(b"\n") + 1
-    for line in data[:end].decode("utf-8", errors="replace").splitlines():
-        on_line(line)
-    return offset + end
 
 
 def _facts_summary(startup: StartupFacts) -> str:
