@@ -1,0 +1,291 @@
+"""Older schema versions are read as the current models; stored rows are never rewritten.
+
+A v1 row is written straight into ``events`` as an older tuneledger would have written it,
+then read through ``LedgerStore.read``/``get`` (Python upcasters) and through the views
+(SQL upcasters). Each upcaster exists twice (Python and SQL); both must agree.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from typing import Any
+from uuid import UUID
+
+import duckdb
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from ledger.errors import InvalidInput
+from ledger.store import LedgerStore
+from schemas import CURRENT_VERSIONS, Evidence, UpcastError, parse_event
+from schemas.events import FlagResearched, NoteAdded
+from schemas.upcasting import UPCASTERS, Upcaster, sql_upcast_expression, upcast
+from schemas.vocab import VERDICTS
+
+NOTE_ID = UUID("0a0a0a0a-1111-7000-8000-000000000001")
+FLAG_ID = UUID("0b0b0b0b-2222-7000-8000-000000000002")
+NOTE_V1 = '{"body": "the v1 note body", "refs": []}'
+FLAG_V1 = '{"flag": "--enable-x", "finding": "turns x on for decode", "evidence": "a.py:12", "verdict": "no-op"}'
+HOST = '{"gpu_name": "RTX PRO 6000", "compute_capability": "sm120", "engine": "sglang", "engine_version": "0.5.4"}'
+
+
+def insert_raw(
+    store: LedgerStore,
+    *,
+    event_id: UUID,
+    type_: str,
+    schema_version: int,
+    payload: str,
+    stream: str,
+    host: str | None = None,
+) -> None:
+    """Write one row as an older tuneledger did: straight SQL, this version's payload."""
+    with store.connect(read_only=False) as con:
+        seq = con.execute("SELECT coalesce(max(seq), 0) + 1 FROM events").fetchall()[0][0]
+        version = con.execute(
+            "SELECT coalesce(max(stream_version), 0) + 1 FROM events WHERE stream = ?", [stream]
+        ).fetchall()[0][0]
+        con.execute(
+            "INSERT INTO events (seq, event_id, type, schema_version, stream, stream_version, recorded_at, "
+            "actor_kind, actor_name, session_id, source, host, payload) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, 'person', 'old-tuneledger', 'old', 'v1 import', ?, ?)",
+            [seq, str(event_id), type_, schema_version, stream, version,
+             datetime(2025, 3, 4, 5, 6, 7, tzinfo=UTC), host, payload],
+        )
+
+
+def raw_rows(store: LedgerStore) -> list[dict[str, Any]]:
+    """The stored v1 rows, every column as DuckDB's text of it."""
+    table = store.query_arrow(
+        "SELECT COLUMNS(*)::VARCHAR FROM events WHERE schema_version = 1 AND type IN ('note_added', 'flag_researched') "
+        "ORDER BY seq"
+    )
+    return table.to_pylist()
+
+
+@pytest.fixture
+def old(store: LedgerStore) -> LedgerStore:
+    """A ledger holding one v1 note and one v1 flag research, as an older tuneledger wrote them."""
+    insert_raw(store, event_id=NOTE_ID, type_="note_added", schema_version=1, payload=NOTE_V1, stream="session:old")
+    insert_raw(
+        store, event_id=FLAG_ID, type_="flag_researched", schema_version=1, payload=FLAG_V1, stream="flag:enable-x",
+        host=HOST,
+    )
+    return store
+
+
+# --- (a) read returns the current models ----------------------------------------------
+
+
+def test_read_upcasts_v1_rows_to_the_current_models(old: LedgerStore) -> None:
+    note, flag = old.read()
+    assert isinstance(note, NoteAdded)
+    assert (note.schema_version, note.text, note.refs) == (2, "the v1 note body", [])
+    assert (note.seq, note.event_id, note.session_id, note.source) == (1, NOTE_ID, "old", "v1 import")
+    assert isinstance(flag, FlagResearched)
+    assert flag.schema_version == 2
+    assert flag.flag == "enable-x"
+    assert flag.what_it_does == "turns x on for decode"
+    assert flag.evidence == [Evidence(kind="text", ref=None, text="a.py:12")]
+    assert flag.verdict == "no-op"
+    assert flag.host is not None and flag.host.compute_capability == "sm120"
+    assert old.get(FLAG_ID) == flag
+    assert old.get(str(NOTE_ID)[:13]) == note
+    assert old.read(types=["flag_researched"]) == [flag]
+
+
+# --- (b) the views show the upcast values -----------------------------------------------
+
+
+def test_views_show_the_upcast_values(old: LedgerStore) -> None:
+    summaries = old.query_arrow("SELECT seq, type, summary FROM timeline ORDER BY seq").to_pylist()
+    assert summaries == [
+        {"seq": 1, "type": "note_added", "summary": "note: the v1 note body"},
+        {"seq": 2, "type": "flag_researched", "summary": "enable-x: no-op - turns x on for decode"},
+    ]
+    (verdict,) = old.query_arrow(
+        "SELECT flag, engine, engine_version, arch, verdict, basis, no_effect, summary, "
+        "evidence_event_id::VARCHAR AS evidence_event_id FROM flag_verdicts"
+    ).to_pylist()
+    assert verdict == {
+        "flag": "enable-x", "engine": "sglang", "engine_version": "0.5.4", "arch": "sm120", "verdict": "no-op",
+        "basis": "researched", "no_effect": True, "summary": "turns x on for decode",
+        "evidence_event_id": str(FLAG_ID),
+    }
+    payloads = old.query_arrow("SELECT payload FROM live_events ORDER BY seq")["payload"].to_pylist()
+    assert [json.loads(p) for p in payloads] == [
+        {"text": "the v1 note body", "refs": []},
+        {"flag": "enable-x", "what_it_does": "turns x on for decode", "verdict": "no-op",
+         "evidence": [{"kind": "text", "ref": None, "text": "a.py:12"}]},
+    ]
+
+
+def test_views_and_models_agree_with_current_version_events(old: LedgerStore) -> None:
+    """A v2 event next to the upcast v1 one: the views read both the same way."""
+    old.append(FlagResearched(flag="--enable-x", what_it_does="newer reading", verdict="effective", evidence=[
+        Evidence(kind="source", ref="b.py:3")], host={"compute_capability": "12.0", "engine": "sglang",
+                                                          "engine_version": "0.5.4"}))
+    (row,) = old.query_arrow("SELECT verdict, findings, history FROM flag_verdicts").to_pylist()
+    assert row == {"verdict": "effective", "findings": 2, "history": ["no-op (researched)", "effective (researched)"]}
+
+
+# --- (c) the stored rows stay as they were ---------------------------------------------
+
+
+def test_stored_v1_rows_are_never_rewritten(old: LedgerStore) -> None:
+    before = raw_rows(old)
+    assert [row["payload"] for row in before] == [NOTE_V1, FLAG_V1]
+    old.read()
+    old.get(FLAG_ID)
+    for view in ("live_events", "timeline", "flag_verdicts", "flag_verdict_history", "board"):
+        old.query_arrow(f"SELECT * FROM {view}")
+    old.append(NoteAdded(text="a v2 note"))
+    old.init()  # a writer refreshing the views must not touch old rows either
+    assert raw_rows(old) == before
+    assert old.query_arrow("SELECT count(*) AS n FROM events")["n"][0].as_py() == 3
+
+
+# --- (e) a newer schema version than this code knows -----------------------------------
+
+
+def test_a_newer_schema_version_is_a_clear_error(store: LedgerStore) -> None:
+    future = UUID("0a0a0a0a-0000-7000-8000-00000000000f")
+    insert_raw(store, event_id=future, type_="note_added", schema_version=3, payload='{"text": "x"}', stream="ledger")
+    with pytest.raises(InvalidInput) as caught:
+        store.read()
+    message = str(caught.value)
+    assert "seq 1" in message and str(future) in message
+    assert "note_added schema_version 3 is newer than this tuneledger (2)" in message
+    with pytest.raises(InvalidInput, match="newer than this tuneledger"):
+        store.get(future)
+    with pytest.raises(UpcastError, match="schema_version 3 is newer"):
+        parse_event({"type": "note_added", "schema_version": 3, "text": "x"})
+    with pytest.raises(UpcastError, match="no upcaster for note_added from schema_version 0"):
+        upcast("note_added", 0, {"body": "x"})
+
+
+# --- (d) each upcaster: the Python function and the SQL expression agree ----------------
+
+
+@pytest.fixture(scope="module")
+def con() -> Iterator[duckdb.DuckDBPyConnection]:
+    connection = duckdb.connect()
+    yield connection
+    connection.close()
+
+
+def sql_upcast(con: duckdb.DuckDBPyConnection, sql: str, payload: dict[str, Any]) -> dict[str, Any]:
+    (out,) = con.execute(f"SELECT ({sql})::VARCHAR FROM (SELECT ?::JSON AS payload)", [json.dumps(payload)]).fetchone()
+    return json.loads(out)
+
+
+def without_nulls(payload: dict[str, Any]) -> dict[str, Any]:
+    """Top-level null == absent: JSON merge patch (the SQL side) cannot set a key to null,
+    and every field a null can land in is optional (default ``None``) in the models."""
+    return {k: v for k, v in payload.items() if v is not None}
+
+
+def assert_same(con: duckdb.DuckDBPyConnection, upcaster: Upcaster, payload: dict[str, Any]) -> None:
+    python = upcaster.python(json.loads(json.dumps(payload)))
+    sql = sql_upcast(con, upcaster.sql, payload)
+    assert without_nulls(sql) == without_nulls(python), (payload, sql, python)
+    if upcaster.from_version + 1 == CURRENT_VERSIONS[upcaster.type]:
+        current = {"type": upcaster.type, "schema_version": upcaster.from_version + 1}
+        as_model = [parse_event({**side, **current}).model_dump(exclude={"event_id"}) for side in (sql, python)]
+        assert as_model[0] == as_model[1]
+
+
+_text = st.text(st.characters(blacklist_categories=("Cs",), blacklist_characters="\x00"), max_size=40)
+_flag_name = st.from_regex(r"[a-z0-9][a-z0-9_-]{0,30}", fullmatch=True)
+_evidence_item = st.fixed_dictionaries(
+    {"kind": st.sampled_from(["source", "log", "text", "url"])},
+    optional={"ref": st.none() | _text, "text": st.none() | _text},
+)
+
+NOTE_V1_PAYLOADS = st.fixed_dictionaries(
+    {"body": _text},
+    optional={
+        "refs": st.lists(st.uuids().map(str), max_size=3),
+        "candidate_id": st.none() | _text,
+    },
+)
+FLAG_V1_PAYLOADS = st.fixed_dictionaries(
+    {
+        "flag": st.tuples(st.sampled_from(["", "-", "--"]), _flag_name).map("".join),
+        "verdict": st.sampled_from(VERDICTS),
+    },
+    optional={
+        "finding": st.none() | _text,
+        "evidence": st.none() | _text | st.lists(_evidence_item, max_size=3),
+        "engine": st.none() | _text,
+        "engine_version": st.none() | _text,
+        "notes": st.none() | _text,
+        "candidate_id": st.none() | _text,
+    },
+)
+PAYLOADS = {("note_added", 1): NOTE_V1_PAYLOADS, ("flag_researched", 1): FLAG_V1_PAYLOADS}
+
+
+def test_every_upcaster_has_a_payload_strategy() -> None:
+    assert {(u.type, u.from_version) for u in UPCASTERS} == set(PAYLOADS)
+
+
+@pytest.mark.parametrize("upcaster", UPCASTERS, ids=lambda u: f"{u.type}-v{u.from_version}")
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(data=st.data())
+def test_python_and_sql_upcasters_agree(con: duckdb.DuckDBPyConnection, upcaster: Upcaster, data: st.DataObject) -> None:
+    payload = data.draw(PAYLOADS[(upcaster.type, upcaster.from_version)])
+    assert_same(con, upcaster, payload)
+
+
+@pytest.mark.parametrize(
+    "payload",
+    [
+        {"body": "plain"},
+        {"body": "", "refs": [], "candidate_id": None},
+        {"body": "quotes \" and \\ and 'single' and ünïcödé ✓ and\nnewlines"},
+    ],
+)
+def test_note_upcaster_examples(con: duckdb.DuckDBPyConnection, payload: dict[str, Any]) -> None:
+    (upcaster,) = [u for u in UPCASTERS if u.type == "note_added"]
+    assert_same(con, upcaster, payload)
+    assert sql_upcast(con, upcaster.sql, payload)["text"] == payload["body"]
+
+
+@pytest.mark.parametrize(
+    "payload",
+    [
+        {"flag": "--enable-x", "finding": "f", "evidence": "a.py:12", "verdict": "no-op"},
+        {"flag": "enable_x", "verdict": "unknown"},
+        {"flag": "-x", "evidence": None, "verdict": "effective"},
+        {"flag": "--a_b_c", "evidence": [{"kind": "source", "ref": "x.py:1", "text": None}], "verdict": "harmful"},
+    ],
+)
+def test_flag_upcaster_examples(con: duckdb.DuckDBPyConnection, payload: dict[str, Any]) -> None:
+    (upcaster,) = [u for u in UPCASTERS if u.type == "flag_researched"]
+    assert_same(con, upcaster, payload)
+
+
+@pytest.mark.parametrize("flag", [" --enable-x", "--enable-x ", "\t--enable_x\n"])
+def test_flag_upcasters_agree_on_surrounding_whitespace(con: duckdb.DuckDBPyConnection, flag: str) -> None:
+    """normalize_flag (Python) strips whitespace first; the SQL upcaster must too."""
+    (upcaster,) = [u for u in UPCASTERS if u.type == "flag_researched"]
+    payload = {"flag": flag, "verdict": "no-op"}
+    assert sql_upcast(con, upcaster.sql, payload)["flag"] == upcaster.python(payload)["flag"] == "enable-x"
+
+
+def test_view_expression_chains_to_the_python_result(con: duckdb.DuckDBPyConnection) -> None:
+    """``sql_upcast_expression`` (what live_events uses) equals ``upcast`` for every type and version."""
+    examples = {"note_added": {"body": "b"}, "flag_researched": json.loads(FLAG_V1)}
+    for type_name, current in CURRENT_VERSIONS.items():
+        for version in range(1, current):
+            payload = examples[type_name]
+            (out,) = con.execute(
+                f"SELECT ({sql_upcast_expression('payload')})::VARCHAR "
+                "FROM (SELECT ?::VARCHAR AS type, ?::INTEGER AS schema_version, ?::JSON AS payload)",
+                [type_name, version, json.dumps(payload)],
+            ).fetchone()
+            assert without_nulls(json.loads(out)) == without_nulls(upcast(type_name, version, payload))
