@@ -393,7 +393,9 @@ async def sweep(
                         length_enforced=length_enforced and ignore_eos,
                     )
                     if not target.workload.exact_length:
-                        notes.append("prompt lengths approximate (no tokenizer): random words, ~1 token each")
+                        notes.append(
+                            "prompt lengths approximate: " + ("the tokenizer's decode/encode did not round-trip"
+                            if target.workload.spec.tokenizer else "no tokenizer, random words of ~1 token each"))
                     run = RunResult(results, duration, metrics, valid, notes)
                     event = benchmark_event(
                         target, run, config_name=config_name, concurrency=c, request_rate=request_rate,

@@ -128,7 +128,7 @@ def plan_command(ctx: Context, plan_file: Path, all_metrics: bool, no_progress: 
     store.init()
     signal.signal(signal.SIGTERM, _raise_interrupt)
     say = lambda line: click.echo(line, err=True)  # noqa: E731
-    runner = ServerRunner(store, session_id=plan.plan.session, say=say)
+    runner = ServerRunner(store, session_id=plan.plan.session, say=say, sigint_wait_s=plan.plan.stop_wait_s)
     try:
         result = run_plan(plan, store, runner, say=say, progress=not no_progress)
     except KeyboardInterrupt:

@@ -9,6 +9,7 @@ A plan file (TOML, see ``examples/plan.toml``)::
     repeats = 3                       # runs per arm and concurrency (3+ for a verdict)
     concurrency = [1, 4]              # closed loop; or request_rate = 2.0 (open loop, req/s)
     # servers = "servers.toml"        # configurations from that file instead of [configs.*] here
+    # stop_wait_s = 30                # seconds from SIGINT to SIGTERM when a server is stopped
 
     [[candidates]]
     config = "cb"
@@ -88,6 +89,8 @@ class PlanSection(_Strict):
     concurrency: list[int] = Field(default_factory=lambda: [1])
     request_rate: float | None = Field(default=None, gt=0)
     servers: str | None = None
+    #: Seconds a server may take to exit after SIGINT before SIGTERM (some engines ignore SIGINT).
+    stop_wait_s: float = Field(default=30.0, gt=0)
 
 
 class CandidateSpec(_Strict):

@@ -129,7 +129,7 @@ def _exact_prompt(tok: _Tok, rng: random.Random, length: int, pool: list[int]) -
     """Random ids decoded to text, re-encoded and trimmed until the text encodes to ``length`` tokens."""
     ids = [rng.choice(pool) for _ in range(length)]
     text = tok.decode(ids)
-    for _ in range(8):
+    for _ in range(16):
         got = tok.encode(text)
         if len(got) == length:
             return text, length, True
@@ -154,7 +154,9 @@ def build_workload(spec: WorkloadSpec) -> BuiltWorkload:
     rng = random.Random(spec.seed)
     if spec.tokenizer:
         tok = load_tokenizer(spec.tokenizer)
-        pool = [i for i in range(tok.vocab_size) if i not in tok.special_ids]
+        # Tokens that decode to valid text on their own: byte-level pieces of a multi-byte
+        # character decode to U+FFFD, which re-encodes as other tokens and breaks exact lengths.
+        pool = [i for i in range(tok.vocab_size) if i not in tok.special_ids and "\ufffd" not in tok.decode([i])]
         prompts, exact = [], True
         for _ in range(spec.num_prompts):
             text, n, ok = _exact_prompt(tok, rng, spec.input_len, pool)
