@@ -26,6 +26,7 @@ Guarantees (each proven by a test in ``tests/test_store_contract.py``):
 from __future__ import annotations
 
 import json
+import re
 import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -43,6 +44,8 @@ from schemas import Event, EventEnvelope, parse_event
 
 from . import views
 from .errors import ConcurrencyConflict, EventIdReused, InvalidInput, LedgerBusy, NotFound
+
+_ID_PREFIX = re.compile(r"[0-9a-f]{8}(?:[0-9a-f-]{0,28})")
 
 #: Bump when the table layout changes (a migration is then needed).
 LAYOUT_VERSION = 1
@@ -107,6 +110,21 @@ _ARROW_SCHEMA = pa.schema(
         ("payload", pa.string()),
     ]
 )
+
+#: The columns that make two events with one id "the same event" (a retry). Provenance
+#: that a retry may legitimately change — recorded_at, actor, source — is left out.
+_IDENTITY = ("type", "payload", "session_id", "causation_id", "correlation_id", "host")
+
+
+def _identity(row: dict[str, Any]) -> tuple[Any, ...]:
+    def norm(column: str) -> Any:
+        value = row[column]
+        if column in ("payload", "host") and isinstance(value, str):
+            return json.loads(value)
+        return str(value) if value is not None else None
+
+    return tuple(norm(column) for column in _IDENTITY)
+
 
 _process_locks: dict[str, threading.RLock] = {}
 _process_locks_guard = threading.Lock()
@@ -308,9 +326,9 @@ class LedgerStore:
         ids_table = pa.table({"event_id": [row["event_id"] for row in rows]})
         con.register("incoming_ids", ids_table)
         stored = {
-            str(event_id): (seq, stream, version, type_, payload)
-            for event_id, seq, stream, version, type_, payload in con.execute(
-                "SELECT e.event_id, e.seq, e.stream, e.stream_version, e.type, e.payload "
+            str(record[0]): record[1:]
+            for record in con.execute(
+                f"SELECT e.event_id, e.seq, e.stream, e.stream_version, {', '.join('e.' + c for c in _IDENTITY)} "
                 "FROM events e JOIN incoming_ids i ON e.event_id = i.event_id::UUID"
             ).fetchall()
         }
@@ -320,7 +338,7 @@ class LedgerStore:
             old = stored.get(row["event_id"])
             if old is None:
                 fresh.append(row)
-            elif old[3] != row["type"] or json.loads(old[4]) != json.loads(row["payload"]):
+            elif _identity(dict(zip(_IDENTITY, old[3:]))) != _identity(row):
                 raise EventIdReused(f"event_id {row['event_id']} is already stored with other content")
 
         streams = sorted({row["stream"] for row in fresh})
@@ -433,6 +451,10 @@ class LedgerStore:
             NotFound: no such event, or the prefix is ambiguous.
         """
         text = str(event_id).strip().lower()
+        if re.fullmatch(r"[0-9a-f]{32}", text):
+            text = str(UUID(text))  # the undashed hex spelling of a full id
+        if not _ID_PREFIX.fullmatch(text):
+            raise NotFound(f"event {event_id} not found (not an event id or an 8+ digit prefix of one)")
         with self.connect() as con:
             if len(text) == 36:
                 rows = con.execute(

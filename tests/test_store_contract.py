@@ -226,12 +226,6 @@ class StoreContract:
             ledger.append(SessionEnded(event_id=event.event_id, summary="original"))
         assert rows(ledger) == before
 
-    @pytest.mark.xfail(
-        strict=True,
-        reason="store bug? _append_in_tx compares only type and payload of a stored event_id, so the "
-        "same id with another session_id/stream/actor/host/source counts as a duplicate "
-        "(the envelope but recorded_at is content too)",
-    )
     def test_same_id_with_other_envelope_is_refused(self, ledger: LedgerStore) -> None:
         event = note("original", session_id="s1")
         ledger.append(event)
@@ -559,11 +553,6 @@ class StoreContract:
         with pytest.raises(NotFound):
             ledger.get(bad)
 
-    @pytest.mark.xfail(
-        strict=True,
-        reason="store bug? get() matches prefixes against the dashed spelling only, so the 32-hex-digit "
-        "form of a full id (UUID.hex) is 'not found'",
-    )
     def test_get_by_undashed_hex_id(self, filled: LedgerStore) -> None:
         assert filled.get(UUID("0c0ffee0-1111-7000-8000-000000000001").hex).text == "by id"
 

@@ -9,6 +9,8 @@ treats them as idempotent duplicates.
 
 from __future__ import annotations
 
+import dataclasses
+
 from dataclasses import dataclass, field
 from pathlib import Path
 from uuid import UUID
@@ -61,7 +63,7 @@ def import_file(
         InvalidInput: one line naming the file (and line, field where they apply):
             not a known format, not UTF-8, empty, bad JSON, a mistyped field.
     """
-    file = read_input(path)
+    file = dataclasses.replace(read_input(path), scope=session_id or "")
     who = Actor.parse(actor) if isinstance(actor, str) else (actor or Actor())
     kind = detect_format(file)
     samples: dict[UUID, pa.Table] = {}

@@ -46,11 +46,17 @@ _LOG_PREFIX_RE = re.compile(r"^\[\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}")
 
 @dataclass(frozen=True)
 class InputFile:
-    """A file read for import: its ``path``, UTF-8 ``text`` and content ``sha256`` (hex)."""
+    """A file read for import: its ``path``, UTF-8 ``text`` and content ``sha256`` (hex).
+
+    ``scope`` (the session id imported into) is part of every derived event id:
+    the same file imported into two sessions gives two sets of events, while a
+    re-import into the same session gives the same ids (an idempotent no-op).
+    """
 
     path: Path
     text: str
     sha256: str
+    scope: str = ""
 
     @property
     def name(self) -> str:
@@ -64,7 +70,8 @@ class InputFile:
 
     def event_id(self, label: str) -> UUID:
         """A deterministic event id: the same file content and label give the same id."""
-        return uuid5(IMPORT_NAMESPACE, f"{self.sha256}:{label}")
+        scope = f"{self.scope}:" if self.scope else ""
+        return uuid5(IMPORT_NAMESPACE, f"{self.sha256}:{scope}{label}")
 
     def lines(self) -> list[str]:
         """The text split into lines (no line ends); line ``n`` is ``lines()[n - 1]``."""
