@@ -65,6 +65,9 @@ class SqlPane(Vertical):
     SqlPane #sql-result { height: 1fr; }
     """
 
+    #: Show how long a query took (snapshot tests turn it off: it varies run to run).
+    show_timings = True
+
     class Run(Message):
         """The user asked to run ``sql``: the app runs it in a worker."""
 
@@ -102,13 +105,15 @@ class SqlPane(Vertical):
             status.update(Text(error))
             return
         assert table is not None
-        status.set_class(False, "error")
-        capped = " (capped)" if table.num_rows >= MAX_ROWS else ""
-        status.update(f"{table.num_rows:,} rows{capped}, {table.num_columns} columns in {elapsed_s * 1000:.0f} ms")
         old = self.query_one("#sql-result", DataTable)
         await old.remove()
         await self.mount(DataTable(backend=ArrowBackend(_displayable(table)), id="sql-result",
                                    max_column_content_width=60))
+        # the status last: once it says "rows", the table is there (tests wait on it)
+        status.set_class(False, "error")
+        capped = " (capped)" if table.num_rows >= MAX_ROWS else ""
+        took = f" in {elapsed_s * 1000:.0f} ms" if self.show_timings else ""
+        status.update(f"{table.num_rows:,} rows{capped}, {table.num_columns} columns{took}")
 
 
 def _displayable(table: pa.Table) -> pa.Table:
