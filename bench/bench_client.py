@@ -10,7 +10,7 @@ SSE chunks instantly (no delay) plus a usage chunk and ``[DONE]``, on ``/v1/chat
 ``--servers N`` starts N such processes on one port (SO_REUSEPORT) so the server is less of a
 bottleneck. Each client sends ``--requests`` requests closed-loop at each concurrency:
 
-- ``httpx (ours)``: ``runners.bench.timed_run`` with ``runners.bench.make_client`` — the exact
+- ``httpx (ours)``: ``runners.bench.timed_run`` with ``runners.bench.ClientShards`` — the exact
   code path of ``tuneledger run bench`` (slot semaphore, SSE parsing, per-chunk timestamps);
 - ``aiohttp``: a client written the way sglang's bench_serving is (one ``ClientSession``,
   ``TCPConnector(limit=c)``, lines from ``response.content``, ``json.loads`` and a
@@ -41,7 +41,7 @@ import aiohttp
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from runners.bench import BenchTarget, make_client, timed_run  # noqa: E402
+from runners.bench import BenchTarget, ClientShards, timed_run  # noqa: E402
 from runners.workload import WorkloadSpec, build_workload  # noqa: E402
 
 FAKE = ROOT / "tests" / "fake_servers" / "openai_stream.py"
@@ -66,8 +66,8 @@ def start_servers(count: int, chunks: int) -> tuple[list[subprocess.Popen], str]
 async def run_ours(url: str, concurrency: int, requests: int, chunks: int) -> tuple[int, float]:
     workload = build_workload(WorkloadSpec(16, chunks, requests, seed=0))
     target = BenchTarget(url=url, endpoint="chat", model="fake", workload=workload, ignore_eos=False)
-    async with make_client(concurrency) as client:
-        results, duration = await timed_run(client, target, concurrency=concurrency)
+    async with ClientShards(concurrency) as shards:
+        results, duration = await timed_run(shards, target, concurrency=concurrency)
     return sum(r.ok for r in results), duration
 
 

@@ -11,8 +11,12 @@ requests/s: Poisson arrivals from a seeded generator, optionally capped by ``con
 ``duration`` runs from the first dispatch after warmup to the last completion. Metric
 definitions: ``runners.bench_metrics`` (identical to sglang bench_serving).
 
-The connection pool is sized to the concurrency (``max_connections = max_keepalive = c``):
-httpx's default of 20 keep-alive connections would churn connections at c=64.
+Connections: one keep-alive connection per concurrency slot (``max_connections =
+max_keepalive``), so nothing churns (httpx's default keeps only 20). The slots are spread over
+``ClientShards``: several ``httpx.AsyncClient`` of at most ``SHARD_SIZE`` connections each, because
+httpcore's pool scans every connection of its pool on each request and response (O(c) per
+event, O(c^2) per wave): at c=64 one shared client spent ~2 ms of CPU per request in that scan
+(bench/bench_client.py), ten times aiohttp's whole per-request cost.
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ import sys
 import time
 import uuid
 from collections.abc import Sequence
+from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 
 import httpx
@@ -108,6 +113,43 @@ def make_client(max_connections: int, timeout_s: float = 600.0) -> httpx.AsyncCl
         timeout=httpx.Timeout(timeout_s, connect=30.0),
         trust_env=False,  # a proxy from the environment would sit between us and a local server
     )
+
+
+#: Connections per httpx client: small enough that httpcore's per-event pool scan stays cheap.
+SHARD_SIZE = 8
+
+
+class ClientShards:
+    """``slots`` concurrency slots over ``ceil(slots / SHARD_SIZE)`` httpx clients (see the module docstring).
+
+    ``async with shards.slot() as client`` waits for a free slot (this is the closed loop's
+    semaphore of c) and yields the client that owns it; every slot keeps its connection alive.
+    Use as an async context manager (closes the clients).
+    """
+
+    def __init__(self, slots: int, timeout_s: float = 600.0) -> None:
+        slots = max(1, slots)
+        self.slots = slots
+        self.clients = [make_client(min(SHARD_SIZE, slots - start), timeout_s) for start in range(0, slots, SHARD_SIZE)]
+        self._free: asyncio.Queue[httpx.AsyncClient] = asyncio.Queue()
+        for i in range(slots):
+            self._free.put_nowait(self.clients[i // SHARD_SIZE])
+
+    async def __aenter__(self) -> ClientShards:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        for client in self.clients:
+            await client.aclose()
+
+    @asynccontextmanager
+    async def slot(self):
+        """Hold one slot; yields its client."""
+        client = await self._free.get()
+        try:
+            yield client
+        finally:
+            self._free.put_nowait(client)
 
 
 async def _lines(response: httpx.Response):
@@ -223,7 +265,7 @@ async def warmup(client: httpx.AsyncClient, target: BenchTarget, count: int, ign
 
 
 async def timed_run(
-    client: httpx.AsyncClient,
+    shards: ClientShards,
     target: BenchTarget,
     *,
     concurrency: int | None,
@@ -234,21 +276,23 @@ async def timed_run(
 ) -> tuple[list[RequestResult], float]:
     """Send every prompt once under the load pattern; return results (prompt order) and duration in s.
 
-    Closed loop (``request_rate`` None): all requests are queued at t=0 behind a semaphore of
-    ``concurrency``. Open loop: arrivals are Poisson at ``request_rate`` requests/s from
-    ``numpy.random.default_rng(seed)``, capped by ``concurrency`` when given.
-    ``progress``: an optional callable called once per finished request.
+    Closed loop (``request_rate`` None): all requests are queued at t=0 behind the ``shards``'
+    slots (as many as ``concurrency``: ``ClientShards(concurrency)``). Open loop: arrivals are
+    Poisson at ``request_rate`` requests/s from ``numpy.random.default_rng(seed)``, capped by the
+    slots (give ``ClientShards(num_prompts)`` for no cap). ``concurrency`` is only checked against
+    the slots. ``progress``: an optional callable called once per finished request.
+
+    Raises:
+        ValueError: fewer slots than ``concurrency``, or a non-positive request rate.
     """
     prompts = target.workload.prompts
-    sem = asyncio.Semaphore(concurrency) if concurrency else None
+    if concurrency and shards.slots < concurrency:
+        raise ValueError(f"{concurrency} concurrent requests need ClientShards({concurrency})")
 
     async def one(prompt: Prompt) -> RequestResult:
-        if sem is None:
+        async with shards.slot() as client:
+            # The start time is taken inside send_request, after the slot is acquired.
             result = await send_request(client, target, prompt, ignore_eos)
-        else:
-            async with sem:
-                # The start time is taken inside send_request, after the slot is acquired.
-                result = await send_request(client, target, prompt, ignore_eos)
         if progress is not None:
             progress()  # type: ignore[operator]
         return result
@@ -367,7 +411,7 @@ async def sweep(
     points: list[SweepPoint] = []
     ignore_eos = target.ignore_eos
     length_enforced = target.ignore_eos
-    async with make_client(max_c, target.timeout_s) as client:
+    async with make_client(max_c, target.timeout_s) as client:  # warmup only
         bar = Progress(
             TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
             console=console, transient=True, disable=not (progress and console.is_terminal),
@@ -380,11 +424,14 @@ async def sweep(
                         length_enforced = False
                     label = f"{config_name} " + (f"c={c}" if request_rate is None else f"rate={request_rate:g}/s")
                     task = bar.add_task(f"{label} rep {repeat}", total=len(target.workload.prompts))
-                    results, duration = await timed_run(
-                        client, target, concurrency=c, request_rate=request_rate,
-                        seed=target.workload.spec.seed + repeat, ignore_eos=ignore_eos,
-                        progress=lambda: bar.advance(task),
-                    )
+                    slots = c or len(target.workload.prompts)
+                    async with ClientShards(slots, target.timeout_s) as shards:
+                        # A fresh set of connections per run: each run starts from the same state.
+                        results, duration = await timed_run(
+                            shards, target, concurrency=c, request_rate=request_rate,
+                            seed=target.workload.spec.seed + repeat, ignore_eos=ignore_eos,
+                            progress=lambda: bar.advance(task),
+                        )
                     bar.remove_task(task)
                     metrics = summarize(results, duration)
                     gate_c = c if request_rate is None else None

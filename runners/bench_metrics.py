@@ -63,8 +63,8 @@ class RequestResult:
 def distribution_ms(values_s: Sequence[float], name: str) -> dict[str, float | None]:
     """``mean/median/std/p90/p95/p99_{name}_ms`` of values given in seconds (numpy, as sglang).
 
-    An empty list gives zeros like sglang's ``np.mean(xs or 0)``, except that
-    no value is invented: all fields are None then.
+    An empty list gives None for every field (sglang's ``np.mean(xs or 0)`` reports 0 there;
+    None says "not measured" instead of inventing a zero latency).
     """
     if len(values_s) == 0:
         return {f"{k}_{name}_ms": None for k in ("mean", "median", "std", *(f"p{p}" for p in PERCENTILES))}

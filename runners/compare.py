@@ -108,11 +108,11 @@ def compare(
 
     ``direction`` and ``floor`` default to the metric's entry in ``DELTA_METRICS``;
     ``aa_cv`` is the coefficient of variation of A-vs-A repeats (None: floor only);
-    ``valid`` false (a run failed its gate, or the workloads differ) gives ``invalid``.
+    ``valid`` false (a run failed its gate, or the workloads differ) gives ``invalid``; a run
+    whose value is missing (None) or not positive gives ``insufficient data``.
 
     Raises:
         KeyError: an unknown metric without ``direction`` and ``floor``.
-        ValueError: a non-positive value (the log ratio needs positive values).
     """
     if direction is None:
         direction = METRIC_RULES[metric][0]
@@ -120,14 +120,18 @@ def compare(
     a = [float(x) for x in baseline if x is not None]
     b = [float(x) for x in candidate if x is not None]
     base = dict(
-        metric=metric, better_direction=direction, baseline_runs=len(a), runs=len(b),
+        metric=metric, better_direction=direction, baseline_runs=len(baseline), runs=len(candidate),
         baseline_mean=float(np.mean(a)) if a else None, mean=float(np.mean(b)) if b else None,
         noise_threshold=tau, noise_source=source,
     )
     if not valid:
         return Comparison(**base, change=None, ci_low=None, ci_high=None, verdict="invalid", notes=invalid_reason)
-    if any(x <= 0 for x in a + b):
-        raise ValueError(f"{metric}: values must be positive for a log ratio, got {min(a + b)}")
+    unusable = (len(baseline) - len(a)) + (len(candidate) - len(b)) + sum(x <= 0 for x in a + b)
+    if unusable:
+        # A run without the metric (no ITL when every token came in one chunk) or with a zero
+        # (TPOT when the last chunk came in the same read as the first) has no logarithm.
+        return Comparison(**base, change=None, ci_low=None, ci_high=None, verdict="insufficient data",
+                          notes=f"{unusable} run(s) without a positive {metric}: no log ratio")
     if not a or not b:
         return Comparison(**base, change=None, ci_low=None, ci_high=None, verdict="insufficient data",
                           notes="no runs in one arm")

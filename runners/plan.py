@@ -44,7 +44,7 @@ from __future__ import annotations
 import asyncio
 import tomllib
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Protocol
 from uuid import UUID
@@ -297,10 +297,10 @@ def aa_cv(store: LedgerStore, plan: Plan, metric: str, concurrency: int | None) 
     rows = store.query_arrow(
         f"SELECT {metric} AS v FROM benchmarks WHERE config_name = ? AND valid IS DISTINCT FROM false "
         "AND session_id IS NOT DISTINCT FROM ? AND input_len = ? AND output_len = ? "
-        "AND concurrency IS NOT DISTINCT FROM ? AND request_rate IS NOT DISTINCT FROM ? AND v IS NOT NULL",
+        "AND concurrency IS NOT DISTINCT FROM ? AND request_rate IS NOT DISTINCT FROM ? AND v > 0",
         [plan.plan.baseline, plan.plan.session, b.input_len, b.output_len, concurrency, plan.plan.request_rate],
     ).column("v").to_pylist()
-    return coefficient_of_variation(rows), len(rows)
+    return coefficient_of_variation(rows), len(rows)  # n_aa: how many repeats the CV rests on
 
 
 def _comparison_event(plan: Plan, arm: str, load: int | None, cmp: Comparison, base_pts: list[SweepPoint],
@@ -339,8 +339,10 @@ def compare_and_record(store: LedgerStore, plan: Plan, result: PlanResult) -> No
                 cv, n_aa = aa_cv(store, plan, metric, load)
                 values_a = [getattr(p.run.metrics, metric) for p in base_pts]
                 values_b = [getattr(p.run.metrics, metric) for p in cand_pts]
-                cmp = compare(metric, [v for v in values_a if v], [v for v in values_b if v], aa_cv=cv,
+                cmp = compare(metric, values_a, values_b, aa_cv=cv,
                               valid=not invalid, invalid_reason=reason)
+                if cv is not None:
+                    cmp = replace(cmp, noise_source=f"{cmp.noise_source}; A-vs-A: {n_aa} baseline runs in the ledger")
                 event = _comparison_event(plan, spec.config, load, cmp, base_pts, cand_pts, result.host)
                 store.append(event)
                 result.comparisons.append(event)

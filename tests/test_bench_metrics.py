@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from runners.bench import BenchTarget, make_client, send_request, sweep, timed_run, warmup
+from runners.bench import BenchTarget, ClientShards, make_client, send_request, sweep, timed_run, warmup
 from runners.bench_metrics import RequestResult, samples_table, summarize, validity
 from runners.workload import Prompt, WorkloadSpec, build_workload
 
@@ -214,8 +214,8 @@ def test_closed_loop_respects_concurrency(fake_server) -> None:
     target = _target(url, "chat", n=12, out=4)
 
     async def go():
-        async with make_client(3) as client:
-            return await timed_run(client, target, concurrency=3)
+        async with ClientShards(3) as shards:
+            return await timed_run(shards, target, concurrency=3)
 
     results, duration = asyncio.run(go())
     assert all(r.ok for r in results)
@@ -228,6 +228,16 @@ def test_closed_loop_respects_concurrency(fake_server) -> None:
     assert peak <= 3
     m = summarize(results, duration)
     assert m.achieved_concurrency > 2.4  # four waves of three ~80 ms requests
+
+
+def test_shards_spread_slots_over_small_pools() -> None:
+    async def go():
+        async with ClientShards(20) as shards:
+            held = [await shards.slot().__aenter__() for _ in range(20)]
+            return [len({id(c) for c in held}), shards.slots, [c._transport._pool._max_connections for c in shards.clients]]
+
+    n_clients, slots, sizes = asyncio.run(go())
+    assert (n_clients, slots, sizes) == (3, 20, [8, 8, 4])
 
 
 def test_ignore_eos_rejection_is_detected_and_noted(fake_server, tmp_path: Path) -> None:
@@ -264,8 +274,8 @@ def test_open_loop_poisson_is_seeded(fake_server) -> None:
     target = _target(url, "chat", n=10, out=2)
 
     async def go():
-        async with make_client(10) as client:
-            return await timed_run(client, target, concurrency=None, request_rate=50.0, seed=5)
+        async with ClientShards(10) as shards:
+            return await timed_run(shards, target, concurrency=None, request_rate=50.0, seed=5)
 
     results, _ = asyncio.run(go())
     assert all(r.ok for r in results)

@@ -47,6 +47,10 @@ def test_verdicts() -> None:
     assert wide.verdict == "inconclusive" and wide.runs_needed and wide.runs_needed > 3
     one = compare("output_throughput", [100.0], [150.0])
     assert one.verdict == "insufficient data" and one.change == pytest.approx(0.5) and one.ci_low is None
+    zero = compare("median_tpot_ms", [0.0, 0.01, 0.02], [0.01, 0.02, 0.02])
+    assert zero.verdict == "insufficient data" and zero.baseline_runs == 3 and "1 run(s)" in zero.notes
+    missing = compare("median_itl_ms", [None, 1.0, 1.1], [1.0, 1.0, 1.0])
+    assert missing.verdict == "insufficient data" and missing.baseline_runs == 3
     bad = compare("output_throughput", [100, 101], [100, 101], valid=False, invalid_reason="run failed its gate")
     assert bad.verdict == "invalid" and bad.notes == "run failed its gate"
 
