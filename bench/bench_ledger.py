@@ -467,7 +467,8 @@ class Bench:
         self.workdir.mkdir(parents=True, exist_ok=True)
         tag = f"{args.events}-g{GENERATOR_VERSION}"
         self.jsonl = self.workdir / f"campaign-{tag}.jsonl"
-        self.ledger = self.workdir / f"ledger-{tag}.duckdb"
+        # the cached ledger is rebuilt when the store's table layout changes (LAYOUT_VERSION)
+        self.ledger = self.workdir / f"ledger-{tag}-l{store_mod.LAYOUT_VERSION}.duckdb"
         self.results: dict[str, Any] = {"events": args.events, "machine": machine_info()}
         self.rows: list[tuple[str, str, str, str]] = []  # (section, what, value, note)
 

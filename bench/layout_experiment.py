@@ -19,6 +19,10 @@ each query on a fresh connection (as ``store.query_arrow`` does):
 It checks that every view gives the same rows in all files (multiset equality).
 
     .venv/bin/python bench/layout_experiment.py --ledger /tmp/tuneledger-bench/ledger-1000000-g1.duckdb
+
+Written against the views of VIEWS_VERSION 11 (views over ``events`` only, before
+the projection tables); on later views the rewrites may no longer apply (their
+asserts say so).
 """
 
 from __future__ import annotations
@@ -100,7 +104,10 @@ def main() -> None:
     print("\nFresh connection per query (as store.query_arrow), median of", args.reps, "\n")
     print("| query | " + " | ".join(files) + " | rows |")
     print("|---|" + "---|" * len(files) + "---|")
-    queries = [f"SELECT * FROM {v}" for v in VIEW_NAMES] + [f"SELECT count(*) FROM {v}" for v in VIEW_NAMES]
+    # full fetches of the ~1M-row views (all_events, live_events, event_log, timeline) are left out:
+    # they move ~2 GB into Arrow whatever the layout
+    big = {"all_events", "live_events", "event_log", "timeline"}
+    queries = [f"SELECT * FROM {v}" for v in VIEW_NAMES if v not in big] + [f"SELECT count(*) FROM {v}" for v in VIEW_NAMES]
     queries.append("SELECT * FROM timeline ORDER BY seq DESC LIMIT 200")
     for sql in queries:
         cells, rows = [], 0

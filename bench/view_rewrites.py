@@ -7,6 +7,10 @@ on the benchmark's ledger: the two results must be equal as multisets
 ledger: the rewrites run as subqueries in a read-only connection.
 
     .venv/bin/python bench/view_rewrites.py --ledger /tmp/tuneledger-bench/ledger-1000000-g1.duckdb
+
+Written against the views of VIEWS_VERSION 11 (views over ``events`` only, before
+the projection tables); on later views the rewrites may no longer apply (their
+asserts say so).
 """
 
 from __future__ import annotations
