@@ -191,7 +191,7 @@ def test_openai_stream_parsing(fake_server, endpoint: str) -> None:
     assert r.ok, r.error
     assert r.output_tokens == 6  # from usage.completion_tokens
     assert len(r.itl) == 5  # six content chunks, five gaps
-    assert r.ttft >= 0.004 and all(g >= 0.004 for g in r.itl)
+    assert r.ttft >= 0.004 and sum(r.itl) >= 5 * 0.005 - 1e-3  # chunks 5 ms apart (two may share a read)
     assert r.latency >= r.ttft + sum(r.itl) - 1e-9
 
 
