@@ -100,11 +100,11 @@ class TuneLedgerApp(App[None]):
         Binding("D", "decision", "Decision", id="ledger.decision", tooltip="Record a decision"),
         Binding("e", "export", "Export", id="ledger.export", tooltip="Write the session's decision log as Markdown"),
         Binding("ctrl+r", "reload", "Reload", id="ledger.reload", show=False, tooltip="Reread everything"),
-        Binding("1", "show_tab('board')", "Board", id="tab.board", show=False),
-        Binding("2", "show_tab('bench')", "Benchmarks", id="tab.bench", show=False),
-        Binding("3", "show_tab('timeline')", "Timeline", id="tab.timeline", show=False),
-        Binding("4", "show_tab('flags')", "Flags", id="tab.flags", show=False),
-        Binding("5", "show_tab('sql')", "SQL", id="tab.sql", show=False),
+        Binding("1,f2", "show_tab('board')", "Board", id="tab.board", show=False),
+        Binding("2,f3", "show_tab('bench')", "Benchmarks", id="tab.bench", show=False),
+        Binding("3,f4", "show_tab('timeline')", "Timeline", id="tab.timeline", show=False),
+        Binding("4,f5", "show_tab('flags')", "Flags", id="tab.flags", show=False),
+        Binding("5,f6", "show_tab('sql')", "SQL", id="tab.sql", show=False),
         Binding("f1,question_mark", "help", "Help", id="app.help"),
         Binding("q", "quit", "Quit", id="app.quit"),
     ]
@@ -233,6 +233,8 @@ class TuneLedgerApp(App[None]):
     def request_refresh(self, *, full: bool = False) -> None:
         """Start a refresh unless one runs; then remember to run one more when it ends."""
         self.full_pending = self.full_pending or full
+        if not self.screen_stack:  # closing
+            return
         if self.refreshing:
             self.dirty = True
             return

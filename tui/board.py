@@ -99,7 +99,7 @@ class BoardPane(Vertical):
                 row["priority"] or "",
                 verdict_text(row["verdict"]),
                 delta,
-                clip(row["reason"], 70),
+                clip(row["reason"], 40),
                 key=row["candidate_id"],
             )
         if self.shown:
@@ -137,6 +137,9 @@ class BoardPane(Vertical):
         if row["hypothesis"]:
             text.append("\nhypothesis: ", style="dim")
             text.append(clip(row["hypothesis"], 300))
+        if row["reason"] and row["reason"] != row["latest_evidence"]:
+            text.append("\nreason: ", style="dim")
+            text.append(clip(row["reason"], 300))
         if row["latest_evidence"]:
             text.append(f"\nlatest ({row['latest_evidence_type']}): ", style="dim")
             text.append(clip(row["latest_evidence"], 300))

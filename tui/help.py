@@ -30,6 +30,7 @@ _PANE_KEYS = """
 | Tab / Shift+Tab | everywhere | move between filters, table and detail |
 | m | Benchmarks | cycle the plotted metric |
 | Enter | SQL | run the query |
+| Escape | SQL input | leave the query line (then 1-5 and q work again; F2-F6 always switch panes) |
 | ↑ ↓ | SQL input | query history |
 | Enter | Timeline links | open the linked event |
 | Escape | forms | cancel |
@@ -69,4 +70,4 @@ class HelpScreen(ModalScreen[None]):
 
 
 def _key_label(key: str) -> str:
-    return {"question_mark": "?", "f1": "F1", "ctrl+r": "Ctrl+R", "shift+d": "Shift+D"}.get(key, key)
+    return {"question_mark": "?", "ctrl+r": "Ctrl+R"}.get(key, key.upper() if key.startswith("f") and key[1:].isdigit() else key)

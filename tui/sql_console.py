@@ -33,6 +33,7 @@ class SqlInput(Input):
     BINDINGS = [
         Binding("up", "history(-1)", "Older query", show=False, id="sql.history_back"),
         Binding("down", "history(1)", "Newer query", show=False, id="sql.history_forward"),
+        Binding("escape", "leave", "Leave the query line", show=False, id="sql.leave"),
     ]
 
     def __init__(self, **kwargs: Any) -> None:
@@ -45,6 +46,10 @@ class SqlInput(Input):
         if not self.history or self.history[-1] != sql:
             self.history.append(sql)
         self.position = len(self.history)
+
+    def action_leave(self) -> None:
+        """Escape: move to the result table, so the pane keys (1-5, q) work again."""
+        self.screen.focus_next()
 
     def action_history(self, step: int) -> None:
         """Show the older (-1) or newer (+1) query of the history."""

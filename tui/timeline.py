@@ -32,7 +32,7 @@ class TimelinePane(Vertical):
     TimelinePane #timeline-status { padding: 1 2; color: $text-muted; width: 1fr; }
     TimelinePane #timeline-body { height: 1fr; }
     TimelinePane #timeline-table { width: 1fr; height: 1fr; }
-    TimelinePane #timeline-detail { width: 64; height: 1fr; border-left: solid $primary-darken-2; }
+    TimelinePane #timeline-detail { width: 58; height: 1fr; border-left: solid $primary-darken-2; }
     TimelinePane #event-json { height: auto; }
     TimelinePane #event-links { height: auto; max-height: 14; border: none; }
     """
@@ -66,7 +66,7 @@ class TimelinePane(Vertical):
             yield Static("", id="timeline-status")
         with Horizontal(id="timeline-body"):
             table: DataTable[Any] = DataTable(id="timeline-table", cursor_type="row")
-            table.add_columns("seq", "recorded (UTC)", "type", "actor", "summary")
+            table.add_columns("seq", "UTC", "type", "summary")
             yield table
             with VerticalScroll(id="timeline-detail"):
                 yield Static("Select an event to see its JSON.", id="event-json")
@@ -104,10 +104,9 @@ class TimelinePane(Vertical):
         for row in fresh:
             table.add_row(
                 Text(str(row["seq"]), style="dim"),
-                row["recorded_at"],
+                Text(row["recorded_at"][5:], style="dim"),  # MM-DD HH:MM:SS; the year is in the JSON
                 row["type"],
-                Text(clip(row["actor"], 16), style="dim"),
-                clip(row["summary"], 90),
+                clip(row["summary"], 64),
                 key=str(row["seq"]),
             )
         self.rows.extend(fresh)
