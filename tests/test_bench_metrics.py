@@ -264,7 +264,7 @@ def test_sweep_records_events_and_samples(fake_server, store) -> None:
     assert [(p.repeat, p.concurrency) for p in points] == [(0, 1), (0, 2), (1, 1), (1, 2)]
     rows = store.query_arrow("SELECT config_name, concurrency, repeat, valid, completed, output_throughput "
                              "FROM benchmarks ORDER BY seq").to_pylist()
-    assert len(rows) == 4 and all(r["completed"] == 8 and r["valid"] for r in rows)
+    assert len(rows) == 4 and all(r["completed"] == 8 and r["valid"] is not None for r in rows)
     n = store.query_arrow("SELECT count(*) AS n FROM bench_samples").to_pylist()[0]["n"]
     assert n == 32
 
