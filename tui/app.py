@@ -137,8 +137,9 @@ class TuneLedgerApp(App[None]):
         self.started = time.perf_counter()
         #: perf_counter when the board first showed rows (the benchmark reads it).
         self.first_board_at: float | None = None
-        #: seq -> perf_counter when that event became visible in the timeline.
-        self.visible_at: dict[int, float] = {}
+        #: seq -> wall-clock time when that event reached the timeline (with ``record_visibility``;
+        #: wall clock, so a benchmark can compare it with another process's append time).
+        self.visible_wall: dict[int, float] = {}
         self.record_visibility = False
 
     # --- layout -------------------------------------------------------------------------
@@ -300,9 +301,9 @@ class TuneLedgerApp(App[None]):
             else:
                 self.timeline.extend(rows)
             if self.record_visibility:
-                now = time.perf_counter()
+                now = time.time()
                 for row in rows:
-                    self.visible_at.setdefault(row["seq"], now)
+                    self.visible_wall.setdefault(row["seq"], now)
 
     # --- timeline -----------------------------------------------------------------------
 

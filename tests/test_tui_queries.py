@@ -1,0 +1,140 @@
+"""The TUI's data access and writes without a terminal: the board's delta link rule, what a
+refresh rereads, the flag matrix, event links, and the events each write appends."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from ledger.errors import ConcurrencyConflict
+from ledger.store import LedgerStore
+from schemas.envelope import Actor
+from schemas.events import NoteAdded
+from test_tui_helpers import DEMO_SESSION, make_demo
+from tui import queries, writes
+
+AUTHOR = writes.Author(Actor(kind="agent", name="test"), DEMO_SESSION)
+
+
+@pytest.fixture(scope="module")
+def demo(tmp_path_factory: pytest.TempPathFactory) -> LedgerStore:
+    return make_demo(tmp_path_factory.mktemp("demo"))
+
+
+def test_link_rule_name_or_flag_latest_config_highest_concurrency() -> None:
+    board = [
+        {"candidate_id": "flag:enable-x", "session_id": "s", "flag": "enable-x"},
+        {"candidate_id": "config:tuned-moe", "session_id": "s", "flag": None},
+        {"candidate_id": "flag:enable-y", "session_id": "s", "flag": "enable-y"},
+        {"candidate_id": "flag:enable-x", "session_id": "other", "flag": "enable-x"},
+    ]
+    runs = [
+        {"session_id": "s", "config_name": "with-x", "flag_names": ["tp", "enable-x"]},
+        {"session_id": "s", "config_name": "with-x-later", "flag_names": ["enable-x"]},
+    ]
+
+    def delta(config: str, c: int, pct: float, seq: int, metric: str = "output_throughput") -> dict:
+        return {"session_id": "s", "config_name": config, "concurrency": c, "metric": metric,
+                "change_pct": pct, "verdict": "improved", "seq": seq}
+
+    deltas = [
+        delta("with-x", 1, 1.0, 10), delta("with-x", 64, 2.0, 11),
+        delta("with-x-later", 1, 3.0, 20), delta("with-x-later", 16, 4.0, 21),
+        delta("with-x-later", 64, 9.9, 22, metric="median_ttft_ms"),
+        delta("tuned-moe", 8, -5.0, 5),
+    ]
+    queries.link_board_deltas(board, runs, deltas)
+    assert (board[0]["delta_config"], board[0]["delta_concurrency"], board[0]["delta_pct"]) == ("with-x-later", 16, 4.0)
+    assert (board[1]["delta_config"], board[1]["delta_pct"]) == ("tuned-moe", -5.0)  # by name without kind:
+    assert board[2]["delta_config"] is None  # no configuration ran with the flag
+    assert board[3]["delta_config"] is None  # other session
+
+
+def test_changed_parts_follow_the_new_event_types(tmp_path: Path) -> None:
+    store = make_demo(tmp_path)
+    head = store.head()
+    with store.connect() as con:
+        assert queries.changed_parts(con, head) == set()
+        assert queries.changed_parts(con, 0) == set(queries.PARTS)
+    store.append(NoteAdded(text="plain", session_id=DEMO_SESSION))
+    with store.connect() as con:
+        assert queries.changed_parts(con, head) == {"timeline", "meta"}
+    store.append(NoteAdded(text="about one", candidate_id="flag:cuda-graph-max-bs", session_id=DEMO_SESSION))
+    with store.connect() as con:
+        assert queries.changed_parts(con, head + 1) == {"timeline", "meta", "board"}
+
+
+def test_incremental_snapshot_reads_only_new_timeline_rows(tmp_path: Path) -> None:
+    store = make_demo(tmp_path)
+    head = store.head()
+    full = queries.load_snapshot(store, DEMO_SESSION)
+    assert set(full) == {"head", *queries.PARTS}
+    assert len(full["timeline"][0]) == head and full["timeline"][1] is True
+    store.append(NoteAdded(text="one more", session_id=DEMO_SESSION))
+    part = queries.load_snapshot(store, DEMO_SESSION, since_seq=head)
+    assert set(part) == {"head", "timeline", "meta"}
+    rows, reset = part["timeline"]
+    assert not reset and [r["seq"] for r in rows] == [head + 1]
+    assert rows[0]["summary"] == "note: one more"
+
+
+def test_timeline_tail_and_filters(demo: LedgerStore) -> None:
+    tail = queries.load_timeline(demo, queries.TimelineFilter(), tail=10)
+    assert [r["seq"] for r in tail] == list(range(71, 81))
+    decisions = queries.load_timeline(demo, queries.TimelineFilter(type="decision_recorded"))
+    assert len(decisions) == 5
+    assert queries.load_timeline(demo, queries.TimelineFilter(session_id="nope")) == []
+    # the core's summary is NULL for a proposal without priority: the TUI falls back to the type
+    assert all(r["summary"] for r in queries.load_timeline(demo, queries.TimelineFilter()))
+
+
+def test_flag_matrix_columns_and_latest_cell(demo: LedgerStore) -> None:
+    flags = queries.load_snapshot(demo, DEMO_SESSION)["flags"]
+    assert queries.flag_columns(flags) == [("sm120", None)]
+    matrix = queries.flag_matrix(flags)
+    assert matrix["triton-attention-reduce-in-fp32"][("sm120", None)]["verdict"] == "no-op"
+    assert list(matrix) == sorted(matrix)
+
+
+def test_event_detail_links_both_ways(demo: LedgerStore) -> None:
+    decision = demo.read(types=["decision_recorded"])[0]
+    detail = queries.load_event_detail(demo, str(decision.event_id))
+    assert '"type": "decision_recorded"' in detail.json
+    cited = {link["event_id"] for link in detail.links if link["relation"].startswith("cited")}
+    assert cited == {str(e) for e in decision.evidence_event_ids}
+    caused = [link for link in detail.links if link["relation"] == "caused by this"]
+    assert caused and all(demo.get(link["event_id"]).causation_id == decision.event_id for link in caused)
+    # from a cited event, the decision shows as "cites this"
+    back = queries.load_event_detail(demo, str(decision.evidence_event_ids[0]))
+    assert any(link["event_id"] == str(decision.event_id) and link["relation"] == "cites this" for link in back.links)
+
+
+def test_writes_append_one_event_each(tmp_path: Path) -> None:
+    store = make_demo(tmp_path)
+    board = {r["candidate_id"]: r for r in queries.load_snapshot(store, DEMO_SESSION)["board"]}
+    row = board["flag:cuda-graph-max-bs"]
+    result = writes.triage(store, AUTHOR, row, "accepted", "try again")
+    assert result.stream == "candidate:flag:cuda-graph-max-bs" and result.stream_version == row["stream_version"] + 1
+    with pytest.raises(ConcurrencyConflict):  # the same stale row again
+        writes.triage(store, AUTHOR, row, "rejected", "stale")
+    note = writes.add_note(store, AUTHOR, "hi", refs=[str(store.read()[0].event_id)])
+    proposal = writes.propose(store, AUTHOR, {"title": "Tune the --Chunked Prefill size!", "kind": "config"})
+    assert store.get(proposal.event_id).candidate_id == "config:tune-the-chunked-prefill-size"
+    with pytest.raises(ValueError):
+        writes.record_decision(store, AUTHOR, {"decision": "x", "evidence_event_ids": "not-a-uuid"})
+    decision = writes.record_decision(store, AUTHOR, {"decision": "keep", "alternatives": "a; b\nc"})
+    assert store.get(decision.event_id).alternatives == ["a", "b", "c"]
+    assert [e.type for e in store.read(after_seq=80)] == [
+        "candidate_triaged", "note_added", "candidate_proposed", "decision_recorded"]
+    assert note.seq == 82
+
+
+def test_core_stays_free_of_textual_and_tui() -> None:
+    import subprocess
+    import sys
+
+    code = ("import sys, ledger.cli, ledger.store, ledger.views, ledger.readonly_sql, schemas, tui.queries, "
+            "tui.writes; print(sorted(m for m in sys.modules if m == 'textual' or m.startswith('textual.')))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert out.stdout.strip() == "[]", out.stderr  # the data layer of the TUI needs no Textual either
