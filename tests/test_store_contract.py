@@ -325,7 +325,8 @@ class StoreContract:
             go.touch()
             outs = [proc.communicate(timeout=PROCESS_TIMEOUT_S) for proc in procs]
             by_code = {proc.returncode: (name, *out) for name, proc, out in zip(("A", "B"), procs, outs)}
-            assert sorted(by_code) == [0, 4], outs
+            stored = [(e.seq, e.stream_version, e.text) for e in ledger.read(stream=stream)]
+            assert sorted(p.returncode for p in procs) == [0, 4], (outs, stored, assert_gapless(ledger))
             winner, won_out, _ = by_code[0]
             _, lost_out, lost_err = by_code[4]
             assert won_out.splitlines()[-1].startswith("won ")
@@ -420,15 +421,17 @@ class StoreContract:
         for proc in procs.values():
             wait_ready(proc)
         go.touch()
-        stdout = {name: proc.communicate(timeout=PROCESS_TIMEOUT_S)[0] for name, proc in procs.items()}
+        # the writers first: when one fails, its stderr says why (the reader would wait for 2n events)
+        stdout = {name: procs[name].communicate(timeout=PROCESS_TIMEOUT_S)[0] for name in ("A", "B", "reader")}
         stderr = {}
         for name, err in logs.items():
             err.seek(0)
             stderr[name] = err.read()
             err.close()
 
-        for name, proc in procs.items():
-            assert proc.returncode == 0, (name, stderr[name][-2000:])
+        for name in ("A", "B", "reader"):
+            proc = procs[name]
+            assert proc.returncode == 0, (name, proc.returncode, stderr[name][-2000:], count(ledger))
             assert not any(word in stderr[name] for word in LOCK_ERROR_WORDS), (name, stderr[name][-2000:])
         assert stdout["reader"].splitlines()[-1].endswith(f"last={2 * n}")
 
