@@ -42,7 +42,7 @@ from tenacity import Retrying, retry_if_exception, stop_after_delay, wait_random
 
 from schemas import Event, EventEnvelope, parse_event
 
-from . import views
+from . import projections, views
 from .errors import ConcurrencyConflict, EventIdReused, InvalidInput, LedgerBusy, NotFound
 
 _ID_PREFIX = re.compile(r"[0-9a-f]{8}(?:[0-9a-f-]{0,28})")
@@ -180,6 +180,7 @@ class LedgerStore:
         self.clock = clock or (lambda: datetime.now(UTC))
         self.lock_timeout_s = lock_timeout_s
         self._lock = _lock_for(self.path)
+        self._checked = False
 
     # --- connections ------------------------------------------------------------
 
@@ -193,6 +194,8 @@ class LedgerStore:
         """
         if read_only and not self.path.exists():
             raise NotFound(f"no ledger at {self.path} (create it with `tuneledger init`)")
+        if read_only:
+            self.ensure_current()
         with self._lock:
             con = self._open(read_only, config or {})
             try:
@@ -232,11 +235,40 @@ class LedgerStore:
             self._ensure_schema(con)
         return created
 
+    @staticmethod
+    def _is_current(con: duckdb.DuckDBPyConnection) -> bool:
+        try:
+            rows = con.execute("SELECT value FROM ledger_meta WHERE key = 'views_version'").fetchall()
+        except duckdb.CatalogException:
+            return False
+        return bool(rows) and rows[0][0] == views.VIEWS_VERSION
+
+    def ensure_current(self) -> None:
+        """Bring a ledger written by older code up to date (tables, projections, views).
+
+        Cheap when it is current (one read-only query); called once per store
+        before the first read, so reading an old file never sees stale views.
+        """
+        if self._checked or not self.path.exists():
+            return
+        with self._lock:
+            con = self._open(True, {})
+            try:
+                current = self._is_current(con)
+            finally:
+                con.close()
+            if not current:
+                self.init()
+            self._checked = True
+
     def _ensure_schema(self, con: duckdb.DuckDBPyConnection) -> None:
         con.execute("BEGIN")
         con.execute(EVENTS_DDL)
+        projections.create(con)
         rows = con.execute("SELECT value FROM ledger_meta WHERE key = 'views_version'").fetchall()
         if not rows or rows[0][0] != views.VIEWS_VERSION:
+            # Written by other code: the projections are a cache of the log, so rebuild them.
+            projections.rebuild(con)
             views.create_views(con)
             con.execute(
                 "INSERT OR REPLACE INTO ledger_meta VALUES ('views_version', ?), ('layout_version', ?)",
@@ -286,6 +318,8 @@ class LedgerStore:
         if not self.path.exists():
             self.init()
         with self.connect(read_only=False) as con:
+            if not self._is_current(con):
+                self._ensure_schema(con)
             con.execute("BEGIN")
             try:
                 results = self._append_in_tx(con, rows, expected_version)
@@ -368,6 +402,7 @@ class LedgerStore:
             heads[row["stream"]] = version
 
         if fresh:
+            head_before = fresh[0]["seq"] - 1
             table = pa.Table.from_pylist(fresh, schema=_ARROW_SCHEMA)
             con.register("incoming", table)
             con.execute(
@@ -376,6 +411,7 @@ class LedgerStore:
                 "causation_id::UUID, correlation_id::UUID, source, host::JSON, payload::JSON FROM incoming"
             )
             con.unregister("incoming")
+            projections.apply(con, head_before)
 
         results = []
         for row in rows:

@@ -1,6 +1,9 @@
-"""The derived views: plain SQL views over the ``events`` table, stored in the ledger file.
+"""The derived views: SQL views over the log and its projections, stored in the ledger file.
 
-Everything a user sees is derived from the log by these views, so any query —
+The hot views read the projection tables of ``ledger.projections`` (kept
+current inside every append), not the raw ``events`` table, so they stay fast
+on a ledger of a million events. Everything a user sees is derived from the
+log by these views, so any query —
 the CLI's ``sql``, the TUI, DuckDB's own shell — sees the same answers. Later
 findings supersede earlier ones (the latest by ``seq`` wins); the history stays
 queryable in ``flag_verdict_history``, ``timeline`` and ``events``. Retracted
@@ -9,7 +12,8 @@ events (``event_retracted``) drop out of every view but ``events``.
 Views (columns are listed in the README):
 
 ``all_events``           every event, payload upcast to the current version, ``retracted`` flag
-``live_events``          the same without retracted events (what the other views read)
+``live_events``          the same without retracted events
+``live_control``         the projection ``control_events`` without retracted events (what the views read)
 ``board``                every candidate's current status, verdict, priority, reason, latest evidence
 ``flag_verdict_history`` every verdict ever given on a flag, with its basis
 ``flag_verdicts``        the latest verdict per flag, engine, engine_version and arch
@@ -30,60 +34,24 @@ import duckdb
 from schemas.upcasting import sql_upcast_expression
 from schemas.vocab import NO_EFFECT_VERDICTS
 
+from .projections import BENCH_METRICS, DELTA_METRICS
+
+__all__ = ["DELTA_METRICS", "VIEWS_VERSION", "VIEW_NAMES", "create_views", "view_sql"]
+
 #: Bump whenever a view's SQL changes: writers then recreate the views in old files.
-VIEWS_VERSION = "11"
-
-#: (metric column, direction: +1 higher is better / -1 lower is better, noise floor as a fraction)
-#: Floors from REFERENCE section 5: 2% throughput and median TPOT, 5% median TTFT, 10% p99.
-DELTA_METRICS: tuple[tuple[str, int, float], ...] = (
-    ("output_throughput", +1, 0.02),
-    ("request_throughput", +1, 0.02),
-    ("total_throughput", +1, 0.02),
-    ("median_ttft_ms", -1, 0.05),
-    ("p99_ttft_ms", -1, 0.10),
-    ("median_tpot_ms", -1, 0.02),
-    ("p99_tpot_ms", -1, 0.10),
-    ("median_itl_ms", -1, 0.02),
-    ("median_e2e_latency_ms", -1, 0.05),
-)
-
-_BENCH_METRIC_COLUMNS = (
-    "completed", "failed", "duration_s", "request_throughput", "input_throughput",
-    "output_throughput", "total_throughput", "achieved_concurrency", "accept_length",
-    "mean_ttft_ms", "median_ttft_ms", "p90_ttft_ms", "p99_ttft_ms",
-    "mean_tpot_ms", "median_tpot_ms", "p90_tpot_ms", "p99_tpot_ms",
-    "mean_itl_ms", "median_itl_ms", "p90_itl_ms", "p99_itl_ms",
-    "mean_e2e_latency_ms", "median_e2e_latency_ms", "p99_e2e_latency_ms",
-)
-_INT_METRICS = {"completed", "failed"}
-
+VIEWS_VERSION = "14"
 
 def _sql_list(values: tuple[str, ...]) -> str:
     return ", ".join(f"'{v}'" for v in values)
 
 
-def _bench_struct_type() -> str:
-    metrics = ", ".join(
-        f'"{name}": "{"BIGINT" if name in _INT_METRICS else "DOUBLE"}"' for name in _BENCH_METRIC_COLUMNS
-    )
-    return (
-        '{"run_id": "VARCHAR", "config_name": "VARCHAR", "is_baseline": "BOOLEAN", '
-        '"server_run_id": "VARCHAR", "tool": "VARCHAR", "concurrency": "BIGINT", "repeat": "BIGINT", '
-        '"valid": "BOOLEAN", '
-        '"workload": {"dataset": "VARCHAR", "input_len": "BIGINT", "output_len": "BIGINT", '
-        '"load": "VARCHAR", "request_rate": "DOUBLE", "num_prompts": "BIGINT"}, '
-        f'"metrics": {{{metrics}}}}}'
-    )
-
-
 def view_sql() -> dict[str, str]:
     """Return ``{view name: SELECT statement}`` in creation order."""
     no_effect = _sql_list(NO_EFFECT_VERDICTS)
-    metric_cols = ",\n        ".join(f"b.metrics.{name} AS {name}" for name in _BENCH_METRIC_COLUMNS)
+    metric_cols = ", ".join(BENCH_METRICS)
     delta_rows = ",\n            ".join(
         f"('{name}', {direction}, {floor}::DOUBLE)" for name, direction, floor in DELTA_METRICS
     )
-    delta_unpivot = ", ".join(name for name, _, _ in DELTA_METRICS)
     return {
         "all_events": f"""
 SELECT e.seq, e.event_id, e.type, e.stream, e.stream_version, e.recorded_at,
@@ -92,14 +60,12 @@ SELECT e.seq, e.event_id, e.type, e.stream, e.stream_version, e.recorded_at,
        (e.host->>'engine') AS host_engine,
        (e.host->>'engine_version') AS host_engine_version,
        {sql_upcast_expression('e.payload')} AS payload,
-       r.retracted_event_id IS NOT NULL AS retracted
-FROM events e
-LEFT JOIN (
-    SELECT DISTINCT (payload->>'retracted_event_id')::UUID AS retracted_event_id
-    FROM events WHERE type = 'event_retracted'
-) r ON r.retracted_event_id = e.event_id""",
+       r.event_id IS NOT NULL AS retracted
+FROM events e LEFT JOIN retractions r ON r.event_id = e.event_id""",
         "live_events": """
 SELECT * EXCLUDE (retracted) FROM all_events WHERE NOT retracted""",
+        "live_control": """
+SELECT c.* FROM control_events c ANTI JOIN retractions r ON r.event_id = c.event_id""",
         "flag_verdict_history": f"""
 WITH v AS (
     SELECT (payload->>'flag') AS flag,
@@ -108,13 +74,13 @@ WITH v AS (
            arch, (payload->>'verdict') AS verdict, 'researched' AS basis,
            coalesce(payload->>'what_it_does', (payload->>'notes')) AS summary,
            seq, event_id, session_id, recorded_at
-    FROM live_events WHERE type = 'flag_researched'
+    FROM live_control WHERE type = 'flag_researched'
     UNION ALL
     SELECT (payload->>'flag'), coalesce(payload->>'engine', host_engine),
            coalesce(payload->>'engine_version', host_engine_version),
            arch, (payload->>'verdict'), (payload->>'basis'), (payload->>'message'),
            seq, event_id, session_id, recorded_at
-    FROM live_events
+    FROM live_control
     WHERE type = 'finding_recorded' AND (payload->>'flag') IS NOT NULL AND (payload->>'verdict') IS NOT NULL
 )
 SELECT flag, engine, engine_version, arch, verdict, basis,
@@ -135,13 +101,13 @@ WITH proposed AS (
            recorded_at AS proposed_at, (payload->>'kind') AS kind, (payload->>'title') AS title,
            (payload->>'flag') AS flag, (payload->>'priority') AS priority,
            (payload->>'hypothesis') AS hypothesis, arch
-    FROM live_events WHERE type = 'candidate_proposed'
+    FROM live_control WHERE type = 'candidate_proposed'
     QUALIFY row_number() OVER (PARTITION BY (payload->>'candidate_id') ORDER BY seq DESC) = 1
 ),
 triage AS (
     SELECT (payload->>'candidate_id') AS candidate_id, (payload->>'status') AS status,
            (payload->>'reason') AS reason, (payload->>'verdict') AS verdict, seq AS triaged_seq
-    FROM live_events WHERE type = 'candidate_triaged'
+    FROM live_control WHERE type = 'candidate_triaged'
     QUALIFY row_number() OVER (PARTITION BY (payload->>'candidate_id') ORDER BY seq DESC) = 1
 ),
 links AS (
@@ -149,8 +115,10 @@ links AS (
            coalesce(payload->>'text', (payload->>'decision'), (payload->>'what_it_does'),
                     (payload->>'description'), (payload->>'message'), (payload->>'reason'),
                     (payload->>'outcome'), (payload->>'title')) AS summary
-    FROM live_events
-    WHERE (payload->>'candidate_id') IS NOT NULL AND type <> 'candidate_proposed'
+    FROM live_control
+    WHERE type IN ('candidate_triaged', 'flag_researched', 'note_added', 'decision_recorded',
+                   'patch_applied', 'kernel_tune_started', 'spec_decoding_trial_completed')
+      AND (payload->>'candidate_id') IS NOT NULL
     UNION ALL
     SELECT p.candidate_id, h.seq, h.evidence_event_id, 'flag verdict (' || h.basis || ')',
            h.verdict || coalesce(': ' || h.summary, '')
@@ -158,7 +126,8 @@ links AS (
 ),
 latest_link AS (
     SELECT * FROM links
-    QUALIFY row_number() OVER (PARTITION BY candidate_id ORDER BY seq DESC) = 1
+    -- a flag_researched naming its candidate is linked twice with one seq: break the tie
+    QUALIFY row_number() OVER (PARTITION BY candidate_id ORDER BY seq DESC, type DESC) = 1
 )
 SELECT p.candidate_id, p.session_id, p.kind, p.title, p.flag, p.priority,
        coalesce(t.status, 'proposed') AS status,
@@ -181,18 +150,18 @@ WITH started AS (
            (payload->>'engine') AS engine, (payload->>'model') AS model,
            (payload->>'config_name') AS config_name, (payload->'flags') AS flags, (payload->'env') AS env,
            arch
-    FROM live_events WHERE type = 'server_started'
+    FROM live_control WHERE type = 'server_started'
 ),
 ready AS (
     SELECT (payload->>'run_id') AS run_id, recorded_at AS ready_at,
            (payload->>'ready_after_s')::DOUBLE AS ready_after_s, (payload->'startup') AS startup
-    FROM live_events WHERE type = 'server_ready'
+    FROM live_control WHERE type = 'server_ready'
     QUALIFY row_number() OVER (PARTITION BY (payload->>'run_id') ORDER BY seq DESC) = 1
 ),
 ended AS (
     SELECT (payload->>'run_id') AS run_id, type, recorded_at AS ended_at,
            (payload->>'cause') AS failure_cause, (payload->>'message') AS failure_message
-    FROM live_events WHERE type IN ('server_stopped', 'server_failed')
+    FROM live_control WHERE type IN ('server_stopped', 'server_failed')
     QUALIFY row_number() OVER (PARTITION BY (payload->>'run_id') ORDER BY seq DESC) = 1
 ),
 runs AS (
@@ -258,37 +227,18 @@ SELECT run_id, session_id, config_name, engine, model, arch, status, flags, env,
        ) AS changes_vs_previous
 FROM paired""",
         "benchmarks": f"""
-WITH b AS (
-    SELECT seq, event_id, session_id, recorded_at, arch, source,
-           from_json(payload, '{_bench_struct_type()}') AS b
-    FROM live_events WHERE type = 'benchmark_completed'
-)
-SELECT b.run_id, session_id, seq, event_id, recorded_at, b.config_name,
-       coalesce(b.is_baseline, false) OR b.config_name = 'baseline' AS is_baseline,
-       b.server_run_id, b.tool, arch,
-       b.workload.dataset AS dataset, b.workload.input_len AS input_len,
-       b.workload.output_len AS output_len, b.workload.load AS load,
-       b.workload.request_rate AS request_rate, b.workload.num_prompts AS num_prompts,
-       b.concurrency, b.repeat, b.valid,
-        {metric_cols},
-       source
-FROM b""",
+SELECT run_id, session_id, seq, event_id, recorded_at, config_name, is_baseline, server_run_id, tool,
+       arch, dataset, input_len, output_len, load, request_rate, num_prompts, concurrency, repeat,
+       valid, {metric_cols}, source
+FROM bench_runs b ANTI JOIN retractions r ON r.event_id = b.event_id""",
         "benchmark_deltas": f"""
-WITH runs AS (
-    SELECT * FROM benchmarks WHERE valid IS DISTINCT FROM false
-),
-long AS (
-    UNPIVOT runs ON {delta_unpivot} INTO NAME metric VALUE value
-),
-metric_rules(metric, direction, noise_floor) AS (
+WITH metric_rules(metric, direction, noise_floor) AS (
     VALUES {delta_rows}
 ),
 arms AS (
-    SELECT session_id, config_name, bool_or(is_baseline) AS is_baseline, dataset, input_len,
-           output_len, concurrency, request_rate, metric,
-           avg(value) AS value, count(*) AS runs, max(seq) AS last_seq
-    FROM long
-    GROUP BY ALL
+    SELECT session_id, config_name, baseline_runs > 0 AS is_baseline, dataset, input_len, output_len,
+           concurrency, request_rate, metric, total / runs AS value, runs, last_seq
+    FROM bench_arms WHERE runs > 0
 ),
 simple AS (
     SELECT c.session_id, c.config_name, base.config_name AS baseline_config, c.dataset, c.input_len,
@@ -333,7 +283,7 @@ stat AS (
            100 * (payload->>'noise_threshold')::DOUBLE AS noise_threshold_pct,
            (payload->>'verdict') AS verdict, (payload->>'runs_needed')::BIGINT AS runs_needed,
            'statistical: Welch CI of the log ratio vs noise threshold' AS verdict_rule, seq
-    FROM live_events WHERE type = 'comparison_completed'
+    FROM live_control WHERE type = 'comparison_completed'
     QUALIFY row_number() OVER (
         PARTITION BY session_id, payload->>'config_name', payload->>'baseline_config', payload->>'metric',
                      payload->>'concurrency', payload->>'request_rate', payload->>'dataset',
@@ -356,51 +306,12 @@ SELECT seq, event_id, session_id, recorded_at, actor_kind, actor_name,
        CAST(payload->'alternatives' AS VARCHAR[]) AS alternatives,
        CAST(payload->'evidence_event_ids' AS VARCHAR[]) AS evidence_event_ids,
        (payload->>'candidate_id') AS candidate_id, source
-FROM live_events WHERE type = 'decision_recorded'""",
+FROM live_control WHERE type = 'decision_recorded'""",
         "event_log": """
-SELECT seq, recorded_at, session_id, type, stream, actor_kind, actor_name, arch,
-       CASE type
-           WHEN 'session_started' THEN 'session: ' || (payload->>'title')
-           WHEN 'session_ended' THEN 'session ended: ' || coalesce(payload->>'summary', '')
-           WHEN 'host_observed' THEN 'host: ' || CASE WHEN (payload->>'cpu_only')::BOOLEAN THEN 'CPU only'
-                ELSE coalesce((host->>'gpu_name'), '?') || ' x' || coalesce((host->>'gpu_count'), '?')
-                     || coalesce(' ' || arch, '') END
-           WHEN 'candidate_proposed' THEN 'proposed ' || (payload->>'candidate_id')
-                || coalesce(' [' || (payload->>'priority') || ']', '') || ': ' || (payload->>'title')
-           WHEN 'candidate_triaged' THEN (payload->>'candidate_id') || ' -> ' || (payload->>'status')
-                || coalesce(': ' || (payload->>'reason'), '')
-           WHEN 'flag_researched' THEN (payload->>'flag') || ': ' || (payload->>'verdict')
-                || coalesce(' - ' || coalesce((payload->>'what_it_does'), (payload->>'notes')), '')
-           WHEN 'finding_recorded' THEN (payload->>'kind') || coalesce(' ' || (payload->>'flag'), '')
-                || ': ' || (payload->>'message')
-           WHEN 'server_started' THEN 'server ' || (payload->>'run_id') || ' started ('
-                || coalesce(payload->>'config_name', (payload->>'engine')) || ')'
-           WHEN 'server_ready' THEN 'server ' || (payload->>'run_id') || ' ready'
-                || coalesce(', max_running_requests=' || (payload->'startup'->>'max_running_requests'), '')
-           WHEN 'server_stopped' THEN 'server ' || (payload->>'run_id') || ' stopped'
-           WHEN 'server_failed' THEN 'server ' || (payload->>'run_id') || ' failed ('
-                || (payload->>'cause') || '): ' || (payload->>'message')
-           WHEN 'benchmark_completed' THEN 'bench ' || (payload->>'config_name')
-                || coalesce(' c=' || (payload->>'concurrency'), '')
-                || coalesce(': ' || round((payload->'metrics'->>'output_throughput')::DOUBLE, 1) || ' tok/s', '')
-           WHEN 'comparison_completed' THEN 'compare ' || (payload->>'config_name') || ' vs '
-                || (payload->>'baseline_config') || coalesce(' c=' || (payload->>'concurrency'), '') || ' '
-                || (payload->>'metric') || ': ' || (payload->>'verdict')
-           WHEN 'kernel_tune_started' THEN 'tune ' || (payload->>'tune_id') || ' started (' || (payload->>'kernel') || ')'
-           WHEN 'kernel_config_measured' THEN 'tune ' || (payload->>'tune_id') || ' M=' || (payload->>'batch_size')
-           WHEN 'kernel_tune_completed' THEN 'tune ' || (payload->>'tune_id') || ' ' || (payload->>'outcome')
-                || coalesce(': ' || (payload->>'error'), '')
-           WHEN 'moe_config_recorded' THEN 'MoE config ' || (payload->>'file_name')
-           WHEN 'spec_decoding_trial_completed' THEN 'spec decoding ' || (payload->>'algorithm')
-                || coalesce(' accept_length=' || (payload->>'accept_length'), '')
-           WHEN 'patch_applied' THEN 'patch ' || (payload->>'target') || ': ' || (payload->>'description')
-           WHEN 'decision_recorded' THEN 'decision: ' || (payload->>'decision')
-           WHEN 'note_added' THEN 'note: ' || (payload->>'text')
-           WHEN 'event_retracted' THEN 'retracted ' || (payload->>'retracted_event_id') || ': ' || (payload->>'reason')
-           ELSE type
-       END AS summary,
-       event_id, causation_id, correlation_id, source, retracted
-FROM all_events""",
+SELECT s.seq, s.recorded_at, s.session_id, s.type, s.stream, s.actor_kind, s.actor_name, s.arch,
+       s.summary, s.event_id, s.causation_id, s.correlation_id, s.source,
+       r.event_id IS NOT NULL AS retracted
+FROM event_summaries s LEFT JOIN retractions r ON r.event_id = s.event_id""",
         "timeline": """
 SELECT * EXCLUDE (retracted) FROM event_log WHERE NOT retracted""",
     }

@@ -70,7 +70,7 @@ UPCASTERS: tuple[Upcaster, ...] = (
         1,
         _flag_v1_to_v2,
         "json_merge_patch(payload, json_object("
-        "'flag', replace(ltrim(payload->>'flag', '-'), '_', '-'), "
+        "'flag', replace(ltrim(trim(payload->>'flag', ' ' || chr(9) || chr(10) || chr(11) || chr(12) || chr(13)), '-'), '_', '-'), "
         "'what_it_does', payload->>'finding', 'finding', NULL, "
         "'evidence', CASE WHEN json_type(payload, '$.evidence') = 'VARCHAR' "
         "THEN json_array(json_object('kind', 'text', 'ref', NULL, 'text', payload->>'evidence')) "

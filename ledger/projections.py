@@ -1,0 +1,255 @@
+"""Projections: derived tables kept up to date inside every append transaction.
+
+The views in ``ledger.views`` answer from these tables, not from the raw log,
+because a long campaign's ledger holds a million events, most of them
+benchmark runs with large JSON payloads: re-parsing every payload on every
+query cost seconds. Each projection is a pure function of the ``events``
+table, applied to the rows an append adds (``seq > head before the
+append``), in the same transaction, so a view never sees a half-applied
+append. ``rebuild`` empties the tables and applies the same SQL to the whole
+log: incremental and full replay give the same tables (a test checks it).
+They are a cache of the log, never a source of truth: dropping them loses nothing.
+
+Tables:
+
+``retractions``       event id -> seq of the ``event_retracted`` that retracted it
+``control_events``    every event but the high-volume measurements
+                      (``benchmark_completed``, ``kernel_config_measured``), payload upcast
+``bench_runs``        one typed row per ``benchmark_completed`` (metrics as columns)
+``bench_arms``        per session, configuration, workload, concurrency and metric:
+                      number of valid runs, their sum, how many were baseline runs
+                      (retracting a run subtracts it)
+``event_summaries``   one row per event with its one-line ``summary`` (the timeline)
+"""
+
+from __future__ import annotations
+
+import duckdb
+
+from schemas.upcasting import sql_upcast_expression
+
+#: Types kept out of ``control_events`` (they have their own typed projections).
+MEASUREMENT_TYPES = ("benchmark_completed", "kernel_config_measured")
+
+#: The metrics of ``bench_runs`` (BenchMetrics fields that the views expose).
+BENCH_METRICS: tuple[str, ...] = (
+    "completed", "failed", "duration_s", "request_throughput", "input_throughput",
+    "output_throughput", "total_throughput", "achieved_concurrency", "accept_length",
+    "mean_ttft_ms", "median_ttft_ms", "p90_ttft_ms", "p99_ttft_ms",
+    "mean_tpot_ms", "median_tpot_ms", "p90_tpot_ms", "p99_tpot_ms",
+    "mean_itl_ms", "median_itl_ms", "p90_itl_ms", "p99_itl_ms",
+    "mean_e2e_latency_ms", "median_e2e_latency_ms", "p99_e2e_latency_ms",
+)
+_INT_METRICS = {"completed", "failed"}
+
+#: (metric, direction: +1 higher is better / -1 lower is better, noise floor as a fraction).
+#: Floors from REFERENCE section 5: 2% throughput and median TPOT, 5% median TTFT, 10% p99.
+DELTA_METRICS: tuple[tuple[str, int, float], ...] = (
+    ("output_throughput", +1, 0.02),
+    ("request_throughput", +1, 0.02),
+    ("total_throughput", +1, 0.02),
+    ("median_ttft_ms", -1, 0.05),
+    ("p99_ttft_ms", -1, 0.10),
+    ("median_tpot_ms", -1, 0.02),
+    ("p99_tpot_ms", -1, 0.10),
+    ("median_itl_ms", -1, 0.02),
+    ("median_e2e_latency_ms", -1, 0.05),
+)
+
+_BENCH_METRIC_DDL = ",\n    ".join(
+    f"{name} {'BIGINT' if name in _INT_METRICS else 'DOUBLE'}" for name in BENCH_METRICS
+)
+
+DDL = f"""
+CREATE TABLE IF NOT EXISTS retractions (
+    event_id UUID PRIMARY KEY,
+    retracted_by_seq BIGINT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS control_events (
+    seq BIGINT NOT NULL, event_id UUID NOT NULL, type VARCHAR NOT NULL, stream VARCHAR,
+    stream_version BIGINT, recorded_at TIMESTAMPTZ, actor_kind VARCHAR, actor_name VARCHAR,
+    session_id VARCHAR, causation_id UUID, correlation_id UUID, source VARCHAR, host JSON,
+    arch VARCHAR, host_engine VARCHAR, host_engine_version VARCHAR, payload JSON
+);
+CREATE TABLE IF NOT EXISTS bench_runs (
+    seq BIGINT NOT NULL, event_id UUID NOT NULL, session_id VARCHAR, recorded_at TIMESTAMPTZ,
+    arch VARCHAR, source VARCHAR, run_id VARCHAR, config_name VARCHAR, is_baseline BOOLEAN,
+    server_run_id VARCHAR, tool VARCHAR, dataset VARCHAR, input_len BIGINT, output_len BIGINT,
+    load VARCHAR, request_rate DOUBLE, num_prompts BIGINT, concurrency BIGINT, repeat BIGINT,
+    valid BOOLEAN,
+    {_BENCH_METRIC_DDL}
+);
+CREATE TABLE IF NOT EXISTS bench_arms (
+    arm_key VARCHAR PRIMARY KEY, session_id VARCHAR, config_name VARCHAR, dataset VARCHAR,
+    input_len BIGINT, output_len BIGINT, concurrency BIGINT, request_rate DOUBLE,
+    metric VARCHAR NOT NULL, runs BIGINT NOT NULL, baseline_runs BIGINT NOT NULL,
+    total DOUBLE NOT NULL, last_seq BIGINT
+);
+CREATE TABLE IF NOT EXISTS event_summaries (
+    seq BIGINT NOT NULL, event_id UUID NOT NULL, type VARCHAR NOT NULL, stream VARCHAR,
+    recorded_at TIMESTAMPTZ, session_id VARCHAR, actor_kind VARCHAR, actor_name VARCHAR,
+    arch VARCHAR, summary VARCHAR, causation_id UUID, correlation_id UUID, source VARCHAR
+);
+"""
+
+PROJECTION_TABLES = ("retractions", "control_events", "bench_runs", "bench_arms", "event_summaries")
+
+_ENVELOPE = (
+    "e.seq, e.event_id, e.type, e.stream, e.stream_version, e.recorded_at, e.actor_kind, "
+    "e.actor_name, e.session_id, e.causation_id, e.correlation_id, e.source, e.host"
+)
+_MEASUREMENTS = ", ".join(f"'{t}'" for t in MEASUREMENT_TYPES)
+
+
+def _bench_struct_type() -> str:
+    metrics = ", ".join(
+        f'"{name}": "{"BIGINT" if name in _INT_METRICS else "DOUBLE"}"' for name in BENCH_METRICS
+    )
+    return (
+        '{"run_id": "VARCHAR", "config_name": "VARCHAR", "is_baseline": "BOOLEAN", '
+        '"server_run_id": "VARCHAR", "tool": "VARCHAR", "concurrency": "BIGINT", "repeat": "BIGINT", '
+        '"valid": "BOOLEAN", '
+        '"workload": {"dataset": "VARCHAR", "input_len": "BIGINT", "output_len": "BIGINT", '
+        '"load": "VARCHAR", "request_rate": "DOUBLE", "num_prompts": "BIGINT"}, '
+        f'"metrics": {{{metrics}}}}}'
+    )
+
+
+#: Payload fields the one-line summaries use, parsed once per row with from_json.
+_SUMMARY_STRUCT = (
+    '{"title": "VARCHAR", "summary": "VARCHAR", "cpu_only": "BOOLEAN", "candidate_id": "VARCHAR", '
+    '"priority": "VARCHAR", "status": "VARCHAR", "reason": "VARCHAR", "flag": "VARCHAR", '
+    '"verdict": "VARCHAR", "what_it_does": "VARCHAR", "notes": "VARCHAR", "kind": "VARCHAR", '
+    '"message": "VARCHAR", "run_id": "VARCHAR", "config_name": "VARCHAR", "engine": "VARCHAR", '
+    '"cause": "VARCHAR", "concurrency": "VARCHAR", "tune_id": "VARCHAR", "kernel": "VARCHAR", '
+    '"batch_size": "VARCHAR", "outcome": "VARCHAR", "error": "VARCHAR", "file_name": "VARCHAR", '
+    '"algorithm": "VARCHAR", "accept_length": "VARCHAR", "target": "VARCHAR", '
+    '"description": "VARCHAR", "decision": "VARCHAR", "text": "VARCHAR", '
+    '"retracted_event_id": "VARCHAR", "baseline_config": "VARCHAR", "metric": "VARCHAR", '
+    '"startup": {"max_running_requests": "VARCHAR"}, "metrics": {"output_throughput": "DOUBLE"}}'
+)
+
+_SUMMARY_CASE = """CASE e.type
+    WHEN 'session_started' THEN 'session: ' || p.title
+    WHEN 'session_ended' THEN 'session ended' || coalesce(': ' || p.summary, '')
+    WHEN 'host_observed' THEN 'host: ' || CASE WHEN p.cpu_only THEN 'CPU only'
+        ELSE coalesce(h.gpu_name, '?') || ' x' || coalesce(h.gpu_count, '?')
+             || coalesce(' ' || h.compute_capability, '') END
+    WHEN 'candidate_proposed' THEN 'proposed ' || p.candidate_id
+        || coalesce(' [' || p.priority || ']', '') || ': ' || p.title
+    WHEN 'candidate_triaged' THEN p.candidate_id || ' -> ' || p.status || coalesce(': ' || p.reason, '')
+    WHEN 'flag_researched' THEN p.flag || ': ' || p.verdict
+        || coalesce(' - ' || coalesce(p.what_it_does, p.notes), '')
+    WHEN 'finding_recorded' THEN p.kind || coalesce(' ' || p.flag, '') || ': ' || p.message
+    WHEN 'server_started' THEN 'server ' || p.run_id || ' started (' || coalesce(p.config_name, p.engine) || ')'
+    WHEN 'server_ready' THEN 'server ' || p.run_id || ' ready'
+        || coalesce(', max_running_requests=' || p.startup.max_running_requests, '')
+    WHEN 'server_stopped' THEN 'server ' || p.run_id || ' stopped'
+    WHEN 'server_failed' THEN 'server ' || p.run_id || ' failed (' || p.cause || '): ' || p.message
+    WHEN 'benchmark_completed' THEN 'bench ' || p.config_name || coalesce(' c=' || p.concurrency, '')
+        || coalesce(': ' || round(p.metrics.output_throughput, 1) || ' tok/s', '')
+    WHEN 'comparison_completed' THEN 'compare ' || p.config_name || ' vs ' || p.baseline_config
+        || coalesce(' c=' || p.concurrency, '') || ' ' || p.metric || ': ' || p.verdict
+    WHEN 'kernel_tune_started' THEN 'tune ' || p.tune_id || ' started (' || p.kernel || ')'
+    WHEN 'kernel_config_measured' THEN 'tune ' || p.tune_id || ' M=' || p.batch_size
+    WHEN 'kernel_tune_completed' THEN 'tune ' || p.tune_id || ' ' || p.outcome || coalesce(': ' || p.error, '')
+    WHEN 'moe_config_recorded' THEN 'MoE config ' || p.file_name
+    WHEN 'spec_decoding_trial_completed' THEN 'spec decoding ' || p.algorithm
+        || coalesce(' accept_length=' || p.accept_length, '')
+    WHEN 'patch_applied' THEN 'patch ' || p.target || ': ' || p.description
+    WHEN 'decision_recorded' THEN 'decision: ' || p.decision
+    WHEN 'note_added' THEN 'note: ' || p.text
+    WHEN 'event_retracted' THEN 'retracted ' || p.retracted_event_id || ': ' || p.reason
+    ELSE e.type
+END"""
+
+
+def _arm_key(prefix: str = "") -> str:
+    cols = ("session_id", "config_name", "dataset", "input_len", "output_len", "concurrency", "request_rate", "metric")
+    return "concat_ws('|', " + ", ".join(f"coalesce({prefix}{c}::VARCHAR, '~')" for c in cols) + ")"
+
+
+def _arm_upsert(source: str, sign: str) -> str:
+    """Add (sign '+') or subtract (sign '-') the runs of ``source`` (rows of bench_runs) from bench_arms."""
+    metrics = ", ".join(name for name, _, _ in DELTA_METRICS)
+    return f"""
+INSERT INTO bench_arms
+SELECT {_arm_key()} AS arm_key, session_id, config_name, dataset, input_len, output_len, concurrency,
+       request_rate, metric, {sign}count(*) AS runs,
+       {sign}count(*) FILTER (WHERE is_baseline) AS baseline_runs,
+       {sign}sum(value) AS total, max(seq) AS last_seq
+FROM (UNPIVOT (SELECT * FROM {source} WHERE valid IS DISTINCT FROM false)
+      ON {metrics} INTO NAME metric VALUE value)
+GROUP BY ALL
+ON CONFLICT (arm_key) DO UPDATE SET
+    runs = runs + EXCLUDED.runs,
+    baseline_runs = baseline_runs + EXCLUDED.baseline_runs,
+    total = total + EXCLUDED.total,
+    last_seq = greatest(last_seq, EXCLUDED.last_seq)"""
+
+
+def apply_sql() -> list[str]:
+    """The statements that project the events with ``seq > $after`` (one parameter each)."""
+    upcast = sql_upcast_expression("e.payload")
+    bench = _bench_struct_type()
+    metric_cols = ", ".join(f"b.metrics.{name}" for name in BENCH_METRICS)
+    return [
+        # Retractions first: the arm bookkeeping below needs to know which runs are new-retracted.
+        """INSERT INTO retractions
+           SELECT DISTINCT ON (target) target, seq FROM (
+               SELECT (payload->>'retracted_event_id')::UUID AS target, seq FROM events
+               WHERE seq > $after AND type = 'event_retracted' ORDER BY seq)
+           ON CONFLICT DO NOTHING""",
+        f"""INSERT INTO control_events
+            SELECT {_ENVELOPE}, (e.host->>'compute_capability'), (e.host->>'engine'),
+                   (e.host->>'engine_version'), {upcast}
+            FROM events e WHERE e.seq > $after AND e.type NOT IN ({_MEASUREMENTS})""",
+        f"""INSERT INTO bench_runs
+            SELECT seq, event_id, session_id, recorded_at, arch, source, b.run_id, b.config_name,
+                   coalesce(b.is_baseline, false) OR b.config_name = 'baseline', b.server_run_id, b.tool,
+                   b.workload.dataset, b.workload.input_len, b.workload.output_len, b.workload.load,
+                   b.workload.request_rate, b.workload.num_prompts, b.concurrency, b.repeat, b.valid,
+                   {metric_cols}
+            FROM (SELECT e.seq, e.event_id, e.session_id, e.recorded_at, (e.host->>'compute_capability') AS arch,
+                         e.source, from_json(e.payload, '{bench}') AS b
+                  FROM events e WHERE e.seq > $after AND e.type = 'benchmark_completed')""",
+        # New runs that are not already retracted count in their arm ...
+        _arm_upsert(
+            "(SELECT r.* FROM bench_runs r WHERE r.seq > $after "
+            "AND NOT EXISTS (SELECT 1 FROM retractions x WHERE x.event_id = r.event_id))",
+            "+",
+        ),
+        # ... and older runs retracted by this append stop counting.
+        _arm_upsert(
+            "(SELECT r.* FROM bench_runs r JOIN retractions x ON x.event_id = r.event_id "
+            "WHERE x.retracted_by_seq > $after AND r.seq <= $after)",
+            "-",
+        ),
+        f"""INSERT INTO event_summaries
+            SELECT e.seq, e.event_id, e.type, e.stream, e.recorded_at, e.session_id, e.actor_kind,
+                   e.actor_name, h.compute_capability, {_SUMMARY_CASE}, e.causation_id,
+                   e.correlation_id, e.source
+            FROM (SELECT *, from_json({upcast}, '{_SUMMARY_STRUCT}') AS p,
+                         from_json(coalesce(host, '{{}}'), '{{"gpu_name": "VARCHAR", "gpu_count": "VARCHAR",
+                                   "compute_capability": "VARCHAR"}}') AS h
+                  FROM events e WHERE e.seq > $after) e""",
+    ]
+
+
+def create(con: duckdb.DuckDBPyConnection) -> None:
+    """Create the projection tables if they do not exist."""
+    con.execute(DDL)
+
+
+def apply(con: duckdb.DuckDBPyConnection, after_seq: int) -> None:
+    """Project the events with ``seq > after_seq`` (call inside the append's transaction)."""
+    for statement in apply_sql():
+        con.execute(statement, {"after": after_seq})
+
+
+def rebuild(con: duckdb.DuckDBPyConnection) -> None:
+    """Drop, recreate and refill every projection from the whole log (a full replay)."""
+    for table in PROJECTION_TABLES:
+        con.execute(f"DROP TABLE IF EXISTS {table}")
+    create(con)
+    apply(con, 0)
