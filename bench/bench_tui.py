@@ -184,7 +184,9 @@ def main() -> None:
     large = build_large(folder / "large.duckdb", args.events).path
     print(f"generated {args.events:,} events in {time.perf_counter() - t:.1f} s", file=sys.stderr)
 
-    results: dict[str, object] = {"python": sys.version.split()[0], "cpus": os.cpu_count()}
+    # the machine's load changes every number here: record it with them
+    results: dict[str, object] = {"python": sys.version.split()[0], "cpus": os.cpu_count(),
+                                  "loadavg_before": [round(x, 2) for x in os.getloadavg()]}
     for name, path, session in (("demo", demo, DEMO_SESSION), (f"{args.events // 1000}k", large, LARGE_SESSION)):
         results[f"first_paint_process_{name}"] = summary(cold_start_process(path, session, args.runs))
         results[f"first_paint_in_app_{name}"] = summary(cold_start_in_app(path, session, args.runs))
@@ -195,6 +197,8 @@ def main() -> None:
         latencies = append_to_visible(path, session, args.notes, args.rate)
         results[f"append_to_visible_{name}"] = summary(latencies)
 
+    results["loadavg_after"] = [round(x, 2) for x in os.getloadavg()]
+    print(f"cpus {results['cpus']}, load average before {results['loadavg_before']}, after {results['loadavg_after']}")
     print("| measurement | n | p50 ms | p95 ms | max ms |\n|---|---|---|---|---|")
     for key, value in results.items():
         if isinstance(value, dict):

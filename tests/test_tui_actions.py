@@ -44,6 +44,14 @@ def _new_events(store: LedgerStore, after: int, *types: str) -> list:
     return store.read(after_seq=after, types=list(types) or None)
 
 
+def _result_rows(app: TuneLedgerApp) -> int:
+    """Rows in the SQL result table (-1 before the first result mounts it)."""
+    from textual_fastdatatable import DataTable as FastTable
+
+    table = app.query_one("#sql-result")
+    return table.row_count if isinstance(table, FastTable) else -1
+
+
 def _recording_notify(app: TuneLedgerApp) -> list[str]:
     seen: list[str] = []
     original = app.notify
@@ -285,7 +293,7 @@ async def test_sql_console_runs_refuses_and_remembers(demo: LedgerStore) -> None
         await pilot.press("enter")  # the default query: flags without effect
         from textual_fastdatatable import DataTable as FastTable
 
-        await wait_for(pilot, lambda: app.query_one("#sql-result", FastTable).row_count == 4, what="the result")
+        await wait_for(pilot, lambda: _result_rows(app) == 4, what="the result")
         sql_input.value = "DELETE FROM events"
         await pilot.press("enter")
         status = app.query_one("#sql-status")
@@ -318,7 +326,7 @@ async def test_sql_console_large_result_is_fast(tmp_path: Path) -> None:
         await pilot.press("enter")
         from textual_fastdatatable import DataTable as FastTable
 
-        took = await wait_for(pilot, lambda: app.query_one("#sql-result", FastTable).row_count == 100_000,
+        took = await wait_for(pilot, lambda: _result_rows(app) == 100_000,
                               timeout=10, what="the capped result")
         assert took < 5
         assert "(capped)" in str(app.query_one("#sql-status").render())

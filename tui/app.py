@@ -38,7 +38,6 @@ from .benchmarks import BenchmarksPane
 from .board import BoardPane
 from .commands import LedgerCommands
 from .flags import FlagsPane
-from .help import HelpScreen
 from .messages import (
     AppendFailed,
     Appended,
@@ -549,6 +548,8 @@ class TuneLedgerApp(App[None]):
 
     def action_help(self) -> None:
         """Show the keys and actions."""
+        from .help import HelpScreen  # Markdown is imported on first use, not at start
+
         self.push_screen(HelpScreen(list(self.BINDINGS)))
 
 

@@ -18,7 +18,6 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical
 from textual.widgets import DataTable, Static
-from textual_plotext import PlotextPlot
 
 from .queries import BENCH_METRICS
 from .render import DELTA_STYLE, number, short_delta_verdict
@@ -41,13 +40,14 @@ class BenchmarksPane(Vertical):
     DEFAULT_CSS = """
     BenchmarksPane #bench-table { height: 1fr; min-height: 6; }
     BenchmarksPane #bench-legend { height: 1; padding: 0 1; color: $text-muted; }
-    BenchmarksPane #bench-plot { height: 2fr; min-height: 12; }
+    BenchmarksPane #bench-plot, BenchmarksPane #bench-plot-placeholder { height: 2fr; min-height: 12; }
     """
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.rows: list[dict[str, Any]] = []
         self.metric_index = 0
+        self.plot_mounted = False
 
     def compose(self) -> ComposeResult:
         table: DataTable[Any] = DataTable(id="bench-table", cursor_type="row", zebra_stripes=True)
@@ -60,7 +60,20 @@ class BenchmarksPane(Vertical):
             legend.append("  ")
         legend.append("   m: plot metric", style="dim")
         yield Static(legend, id="bench-legend")
-        yield PlotextPlot(id="bench-plot")
+        # the plot widget is mounted when the pane is first shown: plotext costs ~0.1 s to
+        # import, which the first paint of the board should not pay
+        yield Static("", id="bench-plot-placeholder")
+
+    async def on_show(self) -> None:
+        """First time shown: mount the plot (importing plotext now) and draw it."""
+        if self.plot_mounted:
+            return
+        self.plot_mounted = True
+        from textual_plotext import PlotextPlot
+
+        await self.query_one("#bench-plot-placeholder").remove()
+        await self.mount(PlotextPlot(id="bench-plot"))
+        self._plot()
 
     def show(self, rows: list[dict[str, Any]]) -> None:
         """Show freshly read benchmark rows (see ``tui.queries._bench``)."""
@@ -94,7 +107,9 @@ class BenchmarksPane(Vertical):
 
     def _plot(self) -> None:
         metric, label = PLOT_METRICS[self.metric_index]
-        widget = self.query_one("#bench-plot", PlotextPlot)
+        if not self.plot_mounted or not self.query("#bench-plot"):
+            return
+        widget = self.query_one("#bench-plot")
         plt = widget.plt
         plt.clear_figure()
         series: dict[str, list[tuple[int, float]]] = {}

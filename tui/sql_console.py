@@ -18,7 +18,6 @@ from textual.binding import Binding
 from textual.containers import Vertical
 from textual.message import Message
 from textual.widgets import Input, Static
-from textual_fastdatatable import ArrowBackend, DataTable
 
 #: The query the console starts with: the question users ask most.
 DEFAULT_QUERY = "SELECT flag, arch, verdict, basis FROM flag_verdicts WHERE no_effect ORDER BY arch, flag"
@@ -86,7 +85,9 @@ class SqlPane(Vertical):
         yield Static("Enter runs the query (read-only; views: board, flag_verdicts, flag_verdict_history, "
                      "server_runs, benchmarks, benchmark_deltas, decisions, timeline, event_log). Up/Down: history.",
                      id="sql-status")
-        yield DataTable(backend=ArrowBackend(pa.table({"": []})), id="sql-result", max_column_content_width=60)
+        # the result table (textual-fastdatatable) is mounted with the first result: it is not
+        # imported before then, so the board's first paint does not pay for it
+        yield Static("", id="sql-result")
 
     @property
     def history(self) -> list[str]:
@@ -110,8 +111,9 @@ class SqlPane(Vertical):
             status.update(Text(error))
             return
         assert table is not None
-        old = self.query_one("#sql-result", DataTable)
-        await old.remove()
+        from textual_fastdatatable import ArrowBackend, DataTable
+
+        await self.query_one("#sql-result").remove()
         await self.mount(DataTable(backend=ArrowBackend(_displayable(table)), id="sql-result",
                                    max_column_content_width=60))
         # the status last: once it says "rows", the table is there (tests wait on it)
