@@ -39,7 +39,7 @@ from .projections import BENCH_METRICS, DELTA_METRICS
 __all__ = ["DELTA_METRICS", "VIEWS_VERSION", "VIEW_NAMES", "create_views", "view_sql"]
 
 #: Bump whenever a view's SQL changes: writers then recreate the views in old files.
-VIEWS_VERSION = "14"
+VIEWS_VERSION = "15"
 
 def _sql_list(values: tuple[str, ...]) -> str:
     return ", ".join(f"'{v}'" for v in values)
@@ -277,8 +277,17 @@ stat AS (
            (payload->>'metric') AS metric,
            (payload->>'baseline_mean')::DOUBLE AS baseline_value, (payload->>'mean')::DOUBLE AS value,
            (payload->>'baseline_runs')::BIGINT AS baseline_runs, (payload->>'runs')::BIGINT AS runs,
-           100 * (payload->>'change')::DOUBLE AS change_pct,
-           100 * (payload->>'ci_low')::DOUBLE AS ci_low_pct, 100 * (payload->>'ci_high')::DOUBLE AS ci_high_pct,
+           -- comparison_completed signs its change so that + is better; the view reports the
+           -- raw change of the metric (+ = it went up) for every row, like the simple rule.
+           CASE WHEN (payload->>'better_direction')::INTEGER = -1
+                THEN 100 * (1 / (1 + (payload->>'change')::DOUBLE) - 1)
+                ELSE 100 * (payload->>'change')::DOUBLE END AS change_pct,
+           CASE WHEN (payload->>'better_direction')::INTEGER = -1
+                THEN 100 * (1 / (1 + (payload->>'ci_high')::DOUBLE) - 1)
+                ELSE 100 * (payload->>'ci_low')::DOUBLE END AS ci_low_pct,
+           CASE WHEN (payload->>'better_direction')::INTEGER = -1
+                THEN 100 * (1 / (1 + (payload->>'ci_low')::DOUBLE) - 1)
+                ELSE 100 * (payload->>'ci_high')::DOUBLE END AS ci_high_pct,
            (payload->>'better_direction')::INTEGER AS better_direction,
            100 * (payload->>'noise_threshold')::DOUBLE AS noise_threshold_pct,
            (payload->>'verdict') AS verdict, (payload->>'runs_needed')::BIGINT AS runs_needed,
