@@ -3,6 +3,8 @@ PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 LEDGER ?= demo.duckdb
+# E2E=0 skips installing torch (CPU) + transformers for the end-to-end test (it then skips itself).
+E2E ?= 1
 
 .PHONY: demo test bench schemas clean
 
@@ -12,12 +14,15 @@ $(BIN)/tuneledger: pyproject.toml
 	$(BIN)/python -m pip install --quiet -e '.[dev]'
 	@touch $@
 
+$(VENV)/.e2e: $(BIN)/tuneledger
+	@if [ "$(E2E)" = 1 ]; then $(BIN)/python -m pip install --quiet -e '.[dev,e2e]' && touch $@; fi
+
 ## Build the demo ledger from data/demo_campaign.jsonl and open it (NO_TUI=1 prints a summary).
 demo: $(BIN)/tuneledger
 	$(BIN)/tuneledger --ledger $(LEDGER) demo $(if $(NO_TUI),--no-tui,)
 
 ## Run the test suite.
-test: $(BIN)/tuneledger
+test: $(BIN)/tuneledger $(VENV)/.e2e
 	$(BIN)/python -m pytest -q
 
 ## Ledger benchmark (append latency, bulk import, view latency at 1M events).
