@@ -6,7 +6,7 @@ keeps a connection open: every operation opens the file, does its work in one
 transaction and closes it again (about 10 ms for open + close), and an open
 that finds the file locked is retried with jittered exponential backoff
 (tenacity) until ``lock_timeout_s``. Around every connection tuneledger also
-holds a readers-writer lock on a sidecar file (``<ledger>.lock``, fasteners):
+holds a readers-writer lock on a sidecar file (``<ledger>.lock``, flock):
 shared for readers, exclusive for writers, released only once DuckDB's close
 has returned (see ``_file_lock`` for why). Within a process a
 lock per file serialises operations, because DuckDB refuses to open the same
@@ -40,13 +40,12 @@ from typing import Any
 from uuid import UUID
 
 import duckdb
-import fasteners
 import pyarrow as pa
 from tenacity import Retrying, retry_if_exception, stop_after_delay, wait_random_exponential
 
 from schemas import Event, EventEnvelope, parse_event
 
-from . import projections, views
+from . import projections, sidecar_lock, views
 from .errors import ConcurrencyConflict, EventIdReused, InvalidInput, LedgerBusy, NotFound
 
 _ID_PREFIX = re.compile(r"[0-9a-f]{8}(?:[0-9a-f-]{0,28})")
@@ -211,22 +210,26 @@ class LedgerStore:
     def _file_lock(self, shared: bool) -> Iterator[None]:
         """Hold ``<ledger>.lock`` (shared for readers, exclusive for writers) around a connection.
 
-        DuckDB's own lock on the database file is released before its close has
-        finished with the write-ahead log; a second writer that opened in that
-        window could replay a stale WAL and lose the first writer's commit (seen
-        under heavy load by the racing-writers contract test). This lock is held
-        until ``close()`` has returned, so tuneledger processes never overlap.
+        DuckDB's own lock on the database file is not enough: under heavy load the
+        racing-writers contract test saw two writers both commit the same ``seq``
+        (one commit lost), as if the second opened the file before the first's
+        close had finished with the write-ahead log. This lock is taken before
+        ``duckdb.connect`` and released only after ``close()`` has returned, so
+        tuneledger processes never overlap on the file.
+
+        Raises:
+            LedgerBusy: not had within ``lock_timeout_s``.
         """
-        lock = fasteners.InterProcessReaderWriterLock(str(self.lock_path))
-        acquire = lock.acquire_read_lock if shared else lock.acquire_write_lock
-        if not acquire(timeout=self.lock_timeout_s, delay=0.002, max_delay=0.02):
+        try:
+            fd = sidecar_lock.acquire(self.lock_path, shared=shared, timeout_s=self.lock_timeout_s)
+        except sidecar_lock.LockTimeout:
             raise LedgerBusy(
                 f"ledger {self.path} stayed locked by another process for {self.lock_timeout_s:g} s"
-            )
+            ) from None
         try:
             yield
         finally:
-            (lock.release_read_lock if shared else lock.release_write_lock)()
+            sidecar_lock.release(fd)
 
     @property
     def lock_path(self) -> Path:
