@@ -290,9 +290,9 @@ class LedgerStore:
                 current = self._is_current(con)
             finally:
                 con.close()
-            if not current:
-                self.init()
-            self._checked = True
+        if not current:
+            self.init()  # after letting go of the shared lock: init takes the exclusive one
+        self._checked = True
 
     def _ensure_schema(self, con: duckdb.DuckDBPyConnection) -> None:
         con.execute("BEGIN")

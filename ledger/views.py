@@ -39,7 +39,7 @@ from .projections import BENCH_METRICS, DELTA_METRICS
 __all__ = ["DELTA_METRICS", "VIEWS_VERSION", "VIEW_NAMES", "create_views", "view_sql"]
 
 #: Bump whenever a view's SQL changes: writers then recreate the views in old files.
-VIEWS_VERSION = "15"
+VIEWS_VERSION = "16"
 
 def _sql_list(values: tuple[str, ...]) -> str:
     return ", ".join(f"'{v}'" for v in values)
@@ -100,9 +100,15 @@ WITH proposed AS (
     SELECT (payload->>'candidate_id') AS candidate_id, session_id, seq AS proposed_seq,
            recorded_at AS proposed_at, (payload->>'kind') AS kind, (payload->>'title') AS title,
            (payload->>'flag') AS flag, (payload->>'priority') AS priority,
-           (payload->>'hypothesis') AS hypothesis, arch
+           (payload->>'hypothesis') AS hypothesis, arch, host_engine_version AS engine_version
     FROM live_control WHERE type = 'candidate_proposed'
     QUALIFY row_number() OVER (PARTITION BY (payload->>'candidate_id') ORDER BY seq DESC) = 1
+),
+stream_heads AS (
+    -- the candidate stream's version (retracted events count: they are still in the stream),
+    -- what a triage passes as expected_version
+    SELECT stream, max(stream_version) AS stream_version FROM control_events
+    WHERE stream LIKE 'candidate:%' GROUP BY stream
 ),
 triage AS (
     SELECT (payload->>'candidate_id') AS candidate_id, (payload->>'status') AS status,
@@ -132,7 +138,7 @@ latest_link AS (
 SELECT p.candidate_id, p.session_id, p.kind, p.title, p.flag, p.priority,
        coalesce(t.status, 'proposed') AS status,
        coalesce(t.verdict, fv.verdict) AS verdict,
-       t.reason, p.hypothesis, p.arch,
+       t.reason, p.hypothesis, p.arch, p.engine_version, h.stream_version,
        l.type AS latest_evidence_type, l.summary AS latest_evidence,
        l.event_id AS latest_evidence_event_id,
        greatest(p.proposed_seq, coalesce(t.triaged_seq, 0), coalesce(l.seq, 0)) AS updated_seq,
@@ -140,6 +146,7 @@ SELECT p.candidate_id, p.session_id, p.kind, p.title, p.flag, p.priority,
 FROM proposed p
 LEFT JOIN triage t USING (candidate_id)
 LEFT JOIN latest_link l USING (candidate_id)
+LEFT JOIN stream_heads h ON h.stream = 'candidate:' || p.candidate_id
 LEFT JOIN (
     SELECT flag, arch, verdict FROM flag_verdicts
     QUALIFY row_number() OVER (PARTITION BY flag, arch ORDER BY seq DESC) = 1
