@@ -81,6 +81,10 @@ def start_command(ctx: Context, config_name: str, configs_path: Path, port: int 
         # prints them as one line and exits with their code.
         run = runner.start(config, port=port, health_timeout_s=health_timeout_s)
     except KeyboardInterrupt:
+        try:
+            runner.close(reason="interrupted (Ctrl-C)")  # a Ctrl-C just after ready: the run is not ended yet
+        except KeyboardInterrupt:
+            pass
         click.echo(f"tuneledger: interrupted: server {config_name} stopped before it was ready", err=True)
         sys.exit(130)
     click.echo(json.dumps({"run_id": run.run_id, "port": run.port, "pid": run.pid, "log": str(run.log_path)}))
@@ -88,7 +92,10 @@ def start_command(ctx: Context, config_name: str, configs_path: Path, port: int 
     try:
         ended = runner.watch(run, on_line=(lambda line: click.echo(line, err=True)) if follow else None)
     except KeyboardInterrupt:
-        runner.stop(run, reason="interrupted (Ctrl-C)")
+        try:
+            runner.stop(run, reason="interrupted (Ctrl-C)")
+        except KeyboardInterrupt:
+            pass  # a second Ctrl-C only hurried the stop on (SIGTERM, SIGKILL); it is recorded
         return
     if ended is not None and ended.type == "server_failed":
         click.echo(f"tuneledger: error: server {run.run_id} died: {getattr(ended, 'message', '')}", err=True)

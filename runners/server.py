@@ -36,7 +36,8 @@ import subprocess
 import threading
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -45,7 +46,7 @@ from uuid import UUID
 
 import httpx
 
-from ledger.errors import LedgerError
+from ledger.errors import LedgerError, NotFound
 from ledger.sglang_log import ServerLogFacts, derive_findings, parse_server_log
 from ledger.store import LedgerStore
 from schemas import Actor, Event, FindingRecorded, Host, ServerFailed, ServerReady, ServerStarted, ServerStopped, StartupFacts
@@ -194,6 +195,7 @@ class ServerRunner:
         self.say = say or (lambda _line: None)
         self._fingerprint = host
         self._hurry = threading.Event()
+        self._shields: list[threading.Event] = []
         self.runs: list[ServerRun] = []
 
     # --- context manager: nothing left running -------------------------------------
@@ -293,6 +295,17 @@ class ServerRunner:
         run_id = f"{safe_name(config.name)}-{stamp}-{uuid.uuid4().hex[:6]}"
         log_path = server_log_path(self.store.path, run_id)
         argv = adapter.argv(config, port)
+        with self._shielded() as interrupted:
+            run = self._spawn(config, adapter, argv, port, log_path, run_id, fp)
+        if interrupted.is_set():
+            self._interrupted(run, "while launching")
+            raise KeyboardInterrupt
+        self.say(f"started {run_id}: pid {run.pid}, port {port}, log {log_path}")
+        return run
+
+    def _spawn(self, config: ServerConfig, adapter: EngineAdapter, argv: list[str], port: int, log_path: Path,
+               run_id: str, fp: HostFingerprint) -> ServerRun:
+        """Popen in a new session with the log as stdout+stderr, then record ``server_started``."""
         with open(log_path, "ab") as log:
             try:
                 process = subprocess.Popen(
@@ -322,7 +335,6 @@ class ServerRunner:
             self._terminate(run)  # a server the ledger does not know of must not keep running
             run.ended = True
             raise
-        self.say(f"started {run_id}: pid {process.pid}, port {port}, log {log_path}")
         return run
 
     def wait_ready(self, run: ServerRun, *, timeout_s: float | None = None) -> ServerRun:
@@ -355,9 +367,12 @@ class ServerRunner:
                     time.sleep(self.poll_interval_s)
                 info = self._server_info(client, run) if run.adapter.sglang_log else None
         except KeyboardInterrupt:
-            self._interrupted(run)
+            self._interrupted(run, "while waiting for health")
             raise
-        self._record_ready(run, info)
+        with self._shielded() as interrupted:
+            self._record_ready(run, info)
+        if interrupted.is_set():
+            raise KeyboardInterrupt  # ready and recorded: the caller stops it
         return run
 
     def _healthy(self, client: httpx.Client, run: ServerRun) -> bool:
@@ -413,7 +428,8 @@ class ServerRunner:
             source_name=run.log_ref,
         ):
             fid = finding_id(run.run_id, finding)
-            if fid in run.finding_ids:
+            if fid in run.finding_ids or self._stored(fid):
+                run.finding_ids.add(fid)
                 continue
             run.finding_ids.add(fid)
             event = finding.model_copy(update={
@@ -425,17 +441,37 @@ class ServerRunner:
             self.say(f"finding: {finding.message}")
         return new
 
+    def _stored(self, event_id: UUID) -> bool:
+        """Whether the ledger has this event (a finding recorded by an earlier check or process)."""
+        try:
+            self.store.get(event_id)
+        except NotFound:
+            return False
+        return True
+
     def check(self, run: ServerRun) -> list[FindingRecorded]:
         """Parse the whole log again and record findings that appeared since (e.g. decode batches
         above the captured CUDA graph sizes). Safe to call any time after ready."""
         if not run.ready:
             return []
-        return self._record_findings(run, parse_server_log(read_lines(run.log_path)), None)
+        with self._shielded() as interrupted:
+            found = self._record_findings(run, parse_server_log(read_lines(run.log_path)), None)
+        if interrupted.is_set():
+            raise KeyboardInterrupt
+        return found
 
     # --- failures --------------------------------------------------------------------
 
     def _fail_start(self, run: ServerRun, *, timeout_s: float | None = None) -> ServerRun:
         """Stop what is left, record ``server_failed`` and raise ``ServerStartFailed``."""
+        with self._shielded() as interrupted:
+            failed = self._record_failure(run, timeout_s)
+        if interrupted.is_set():
+            raise KeyboardInterrupt
+        raise ServerStartFailed(
+            f"server {run.config.name} ({run.run_id}) failed: {failed.cause}: {failed.message} (log: {run.log_path})", failed)
+
+    def _record_failure(self, run: ServerRun, timeout_s: float | None) -> ServerFailed:
         self._terminate(run)  # after a crash too: TP workers may outlive the leader
         lines = read_lines(run.log_path)
         facts = parse_server_log(lines)
@@ -451,19 +487,21 @@ class ServerRunner:
             cause, message = "crash", f"exited with code {code} before becoming healthy"
         failed = ServerFailed(cause=cause, message=message, log_tail=tail, exit_code=code,
                               source=run.log_ref, **self._common(run))
-        self._append(run, failed)
         run.ended = True
-        raise ServerStartFailed(f"server {run.config.name} ({run.run_id}) failed: {cause}: {message} (log: {run.log_path})", failed)
+        self._append(run, failed)
+        return failed
 
-    def _interrupted(self, run: ServerRun) -> None:
-        sig = self._terminate(run)
-        failed = ServerFailed(
-            cause="interrupted", message=f"interrupted (Ctrl-C) while waiting for health; stopped with {sig or 'no signal'}",
-            log_tail=read_lines(run.log_path)[-LOG_TAIL_LINES:], exit_code=exit_status(run.process),
-            source=run.log_ref, **self._common(run),
-        )
-        self._append(run, failed)
-        run.ended = True
+    def _interrupted(self, run: ServerRun, when: str) -> None:
+        """Stop the server and record ``server_failed`` cause ``interrupted`` (a further Ctrl-C only hurries)."""
+        with self._shielded():
+            sig = self._terminate(run)
+            run.ended = True
+            failed = ServerFailed(
+                cause="interrupted", message=f"interrupted (Ctrl-C) {when}; stopped with {sig or 'no signal'}",
+                log_tail=read_lines(run.log_path)[-LOG_TAIL_LINES:], exit_code=exit_status(run.process),
+                source=run.log_ref, **self._common(run),
+            )
+            self._append(run, failed)
 
     # --- stop ---------------------------------------------------------------------------
 
@@ -479,8 +517,7 @@ class ServerRunner:
             return None
         stages = ((signal.SIGINT, self.sigint_wait_s), (signal.SIGTERM, self.sigterm_wait_s),
                   (signal.SIGKILL, self.sigkill_wait_s))
-        previous_handler = self._hurry_on_ctrl_c()
-        try:
+        with self._shielded():
             last = None
             for sig, wait_s in stages:
                 try:
@@ -499,31 +536,51 @@ class ServerRunner:
             if group_alive(run.pgid):
                 raise LedgerError(f"process group {run.pgid} of {run.run_id} survived SIGKILL")
             return last
-        finally:
-            if previous_handler is not None:
-                signal.signal(signal.SIGINT, previous_handler)
 
-    def _hurry_on_ctrl_c(self) -> Any:
-        """While stopping, Ctrl-C moves to the next signal instead of abandoning the server."""
+    @contextmanager
+    def _shielded(self) -> Iterator[threading.Event]:
+        """Inside, Ctrl-C does not raise: it sets the yielded event and ``_hurry`` (a stop then moves
+        on to the next signal at once). Why: a KeyboardInterrupt inside a ledger append makes DuckDB
+        abort the commit ("Query interrupted"), and one inside a stop would abandon a running server.
+        Callers re-raise KeyboardInterrupt afterwards where the interrupt must propagate."""
+        hit = threading.Event()
         if threading.current_thread() is not threading.main_thread():
-            return None
-        return signal.signal(signal.SIGINT, lambda _s, _f: self._hurry.set())
+            yield hit  # signal handlers can only be set from the main thread
+            return
+        # Shields nest (a stop terminates inside its own shield): a Ctrl-C reaches every open one.
+        self._shields.append(hit)
+
+        def handler(_signum: int, _frame: Any) -> None:
+            for event in self._shields:
+                event.set()
+            self._hurry.set()
+
+        previous = signal.signal(signal.SIGINT, handler)
+        try:
+            yield hit
+        finally:
+            self._shields.remove(hit)
+            # None: a handler not set from Python; the default one is the closest we can restore.
+            signal.signal(signal.SIGINT, previous if previous is not None else signal.default_int_handler)
 
     def stop(self, run: ServerRun, *, reason: str = "stopped") -> ServerStopped | None:
         """Stop the server (SIGINT, SIGTERM, SIGKILL to its group), record ``server_stopped`` and
         the findings that appeared while it ran. ``None`` when the run had already ended."""
         if run.ended:
             return None
-        sig = self._terminate(run)
-        run.ended = True
-        stopped = ServerStopped(
-            exit_code=exit_status(run.process), signal=sig,
-            reason=reason if sig else f"{reason} (it had already exited)", source=run.log_ref, **self._common(run),
-        )
-        self._append(run, stopped)
-        self.say(f"stopped {run.run_id}: {sig or 'already exited'}, exit code {stopped.exit_code}")
-        if run.ready:
-            self._record_findings(run, parse_server_log(read_lines(run.log_path)), None)
+        with self._shielded() as interrupted:
+            sig = self._terminate(run)
+            run.ended = True
+            stopped = ServerStopped(
+                exit_code=exit_status(run.process), signal=sig,
+                reason=reason if sig else f"{reason} (it had already exited)", source=run.log_ref, **self._common(run),
+            )
+            self._append(run, stopped)
+            self.say(f"stopped {run.run_id}: {sig or 'already exited'}, exit code {stopped.exit_code}")
+            if run.ready:
+                self._record_findings(run, parse_server_log(read_lines(run.log_path)), None)
+        if interrupted.is_set():
+            raise KeyboardInterrupt  # Ctrl-C during the stop: it sped the stop up, now it stops the caller
         return stopped
 
     def restart(self, run: ServerRun, config: ServerConfig | None = None, *, port: int | None = None,
@@ -541,6 +598,13 @@ class ServerRunner:
         a crash) or ``server_stopped`` and return it; ``None`` while it runs."""
         if run.ended or run.process.poll() is None:
             return None
+        with self._shielded() as interrupted:
+            event = self._record_exit(run)
+        if interrupted.is_set():
+            raise KeyboardInterrupt
+        return event
+
+    def _record_exit(self, run: ServerRun) -> Event:
         self._terminate(run)  # workers may outlive the leader
         run.ended = True
         lines = read_lines(run.log_path)

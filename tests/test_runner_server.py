@@ -11,6 +11,7 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -296,6 +297,21 @@ def test_stop_escalates_and_records_the_signal_that_ended_it(store: LedgerStore,
     # children ignore SIGINT: the leader exits cleanly but the group lives on until SIGTERM
     assert gone(run.pgid)
     assert runner.stop(run) is None  # stopping twice records nothing
+
+
+def test_ctrl_c_during_stop_hurries_it_records_it_then_interrupts(store: LedgerStore) -> None:
+    runner = make_runner(store, sigint_wait_s=30.0, sigterm_wait_s=30.0)
+    run = runner.start(fake_config(**{"fake-ignore": "INT"}))
+    # Ctrl-C to this process while the stop waits out the ignored SIGINT (a real signal, from a timer)
+    timer = threading.Timer(0.5, os.kill, (os.getpid(), signal.SIGINT))
+    timer.start()
+    began = time.monotonic()
+    with pytest.raises(KeyboardInterrupt):
+        runner.stop(run)
+    assert time.monotonic() - began < 10  # not the 30 s SIGINT wait: Ctrl-C moved on to SIGTERM
+    stopped = store.read(types=["server_stopped"])[-1]
+    assert stopped.signal == "SIGTERM" and gone(run.pgid)
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # handler restored
 
 
 def test_context_manager_leaves_nothing_running(store: LedgerStore) -> None:
