@@ -565,7 +565,13 @@ class ServerRunner:
 
     def stop(self, run: ServerRun, *, reason: str = "stopped") -> ServerStopped | None:
         """Stop the server (SIGINT, SIGTERM, SIGKILL to its group), record ``server_stopped`` and
-        the findings that appeared while it ran. ``None`` when the run had already ended."""
+        the findings that appeared while it ran. ``None`` when the run had already ended.
+
+        Raises:
+            KeyboardInterrupt: Ctrl-C came during the stop; it moved the stop on to the next signal,
+                the stop finished and was recorded, and the caller is interrupted now.
+            LedgerError: the group survived SIGKILL.
+        """
         if run.ended:
             return None
         with self._shielded() as interrupted:
