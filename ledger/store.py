@@ -32,7 +32,7 @@ import json
 import re
 import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -361,7 +361,10 @@ class LedgerStore:
                         self._insert_samples(con, result.event_id, samples[result.event_id])
                 con.execute("COMMIT")
             except BaseException:
-                con.execute("ROLLBACK")
+                # After an interrupt DuckDB may already have aborted the transaction; a failing
+                # ROLLBACK must not hide the original error (KeyboardInterrupt included).
+                with suppress(duckdb.Error):
+                    con.execute("ROLLBACK")
                 raise
         return results
 

@@ -15,7 +15,6 @@ Exit codes (besides the ledger's): 3 bad configuration file, 10 port already in 
 
 from __future__ import annotations
 
-import importlib
 import json
 import signal
 import sys
@@ -26,6 +25,7 @@ import click
 
 from ledger.cli import Context, pass_ctx
 
+from .cli_measure import bench_command, plan_command
 from .configs import load_config, load_configs
 from .engines import adapter_for
 from .server import DEFAULT_HEALTH_TIMEOUT_S, ServerRunner
@@ -117,27 +117,6 @@ def show_command(config_name: str | None, configs_path: Path) -> None:
         click.echo(json.dumps({"name": name, **config.model_dump(exclude={"name"}, exclude_none=True), "argv": argv}))
 
 
-# --- commands of the other runners ------------------------------------------------------
-# The benchmark and plan runners add their subcommands to ``run_group`` here:
-# (module, attribute) pairs, each a click command; absent modules are skipped so that each
-# runner can land on its own.
-_OTHER_COMMANDS: tuple[tuple[str, str], ...] = (
-    ("runners.bench_cli", "bench_command"),
-    ("runners.plan_cli", "plan_command"),
-)
-
-
-def _add_other_commands() -> None:
-    for module_name, attr in _OTHER_COMMANDS:
-        try:
-            module = importlib.import_module(module_name)
-        except ModuleNotFoundError as exc:
-            if exc.name == module_name:
-                continue  # not built yet
-            raise
-        command = getattr(module, attr, None)
-        if isinstance(command, click.Command) and command.name not in run_group.commands:
-            run_group.add_command(command)
-
-
-_add_other_commands()
+# --- the measurement commands -----------------------------------------------------------
+run_group.add_command(bench_command)
+run_group.add_command(plan_command)
