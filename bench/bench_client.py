@@ -10,8 +10,10 @@ SSE chunks instantly (no delay) plus a usage chunk and ``[DONE]``, on ``/v1/chat
 ``--servers N`` starts N such processes on one port (SO_REUSEPORT) so the server is less of a
 bottleneck. Each client sends ``--requests`` requests closed-loop at each concurrency:
 
-- ``httpx (ours)``: ``runners.bench.timed_run`` with ``runners.bench.ClientShards`` — the exact
-  code path of ``tuneledger run bench`` (slot semaphore, SSE parsing, per-chunk timestamps);
+- ``httpx (ours)``: ``runners.bench.timed_run`` with ``runners.bench.client_slots`` — the exact
+  code path of ``tuneledger run bench`` (slot semaphore, SSE parsing, per-chunk timestamps), on
+  the transport it picks (``--transport``: ``auto`` = the aiohttp transport when httpx-aiohttp
+  is installed, else plain httpx sharded over ``ClientShards``);
 - ``aiohttp``: a client written the way sglang's bench_serving is (one ``ClientSession``,
   ``TCPConnector(limit=c)``, lines from ``response.content``, ``json.loads`` and a
   ``perf_counter`` per chunk), as the reference.
@@ -41,7 +43,7 @@ import aiohttp
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from runners.bench import BenchTarget, ClientShards, timed_run  # noqa: E402
+from runners.bench import TRANSPORT, BenchTarget, client_slots, timed_run  # noqa: E402
 from runners.workload import WorkloadSpec, build_workload  # noqa: E402
 
 FAKE = ROOT / "tests" / "fake_servers" / "openai_stream.py"
@@ -63,10 +65,14 @@ def start_servers(count: int, chunks: int) -> tuple[list[subprocess.Popen], str]
     return procs, f"http://127.0.0.1:{port}"
 
 
+#: The transport of ``run_ours`` (None: ``runners.bench.TRANSPORT``); set by ``--transport``.
+OURS_TRANSPORT: str | None = None
+
+
 async def run_ours(url: str, concurrency: int, requests: int, chunks: int) -> tuple[int, float]:
     workload = build_workload(WorkloadSpec(16, chunks, requests, seed=0))
     target = BenchTarget(url=url, endpoint="chat", model="fake", workload=workload, ignore_eos=False)
-    async with ClientShards(concurrency) as shards:
+    async with client_slots(concurrency, transport=OURS_TRANSPORT) as shards:
         results, duration = await timed_run(shards, target, concurrency=concurrency)
     return sum(r.ok for r in results), duration
 
@@ -135,17 +141,24 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--chunks", type=int, default=4, help="content chunks per response")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--servers", type=int, default=max(1, (os.cpu_count() or 2) // 2))
+    parser.add_argument("--transport", choices=["auto", "aiohttp", "httpx"], default="auto",
+                        help="transport of our client (auto: aiohttp when httpx-aiohttp is installed)")
     parser.add_argument("--json", action="store_true", help="print JSON instead of a markdown table")
     args = parser.parse_args(argv)
+    global OURS_TRANSPORT
+    OURS_TRANSPORT = None if args.transport == "auto" else args.transport
+    transport = OURS_TRANSPORT or TRANSPORT
     procs, url = start_servers(args.servers, args.chunks)
     rows = []
     try:
         for c in (int(x) for x in args.concurrency.split(",")):
+            load = os.getloadavg()[0]  # the machine may be shared: the numbers need their load
             best = measure(url, c, args.requests, args.chunks, args.rounds)
             ours, ref = best["httpx (ours)"], best["aiohttp"]
-            rows.append({"concurrency": c, "ours_req_s": ours["req_s"], "aiohttp_req_s": ref["req_s"],
+            rows.append({"concurrency": c, "transport": transport, "ours_req_s": ours["req_s"], "aiohttp_req_s": ref["req_s"],
                          "ratio": ours["req_s"] / ref["req_s"], "ours_cpu_us": ours["cpu_us_per_req"],
-                         "aiohttp_cpu_us": ref["cpu_us_per_req"]})
+                         "aiohttp_cpu_us": ref["cpu_us_per_req"],
+                         "load_1m": load, "load_1m_after": os.getloadavg()[0]})
     finally:
         for p in procs:
             p.terminate()
@@ -154,12 +167,13 @@ def main(argv: list[str] | None = None) -> None:
         print(json.dumps(rows, indent=2))
         return
     print(f"{args.requests} requests x {args.chunks} chunks, best of {args.rounds}, {args.servers} server process(es), "
-          f"{os.cpu_count()} CPUs\n")
-    print("| concurrency | ours (httpx) req/s | aiohttp req/s | ratio | ours CPU us/req | aiohttp CPU us/req |")
-    print("|---:|---:|---:|---:|---:|---:|")
+          f"{os.cpu_count()} CPUs, our transport: {transport}\n")
+    print("| concurrency | ours (httpx) req/s | aiohttp req/s | ratio | ours CPU us/req | aiohttp CPU us/req "
+          "| load 1m before/after |")
+    print("|---:|---:|---:|---:|---:|---:|---:|")
     for r in rows:
         print(f"| {r['concurrency']} | {r['ours_req_s']:.0f} | {r['aiohttp_req_s']:.0f} | {r['ratio']:.2f} | "
-              f"{r['ours_cpu_us']:.0f} | {r['aiohttp_cpu_us']:.0f} |")
+              f"{r['ours_cpu_us']:.0f} | {r['aiohttp_cpu_us']:.0f} | {r['load_1m']:.2f} / {r['load_1m_after']:.2f} |")
 
 
 if __name__ == "__main__":

@@ -11,12 +11,31 @@ requests/s: Poisson arrivals from a seeded generator, optionally capped by ``con
 ``duration`` runs from the first dispatch after warmup to the last completion. Metric
 definitions: ``runners.bench_metrics`` (identical to sglang bench_serving).
 
-Connections: one keep-alive connection per concurrency slot (``max_connections =
-max_keepalive``), so nothing churns (httpx's default keeps only 20). The slots are spread over
-``ClientShards``: several ``httpx.AsyncClient`` of at most ``SHARD_SIZE`` connections each, because
-httpcore's pool scans every connection of its pool on each request and response (O(c) per
-event, O(c^2) per wave): at c=64 one shared client spent ~2 ms of CPU per request in that scan
-(bench/bench_client.py), ten times aiohttp's whole per-request cost.
+Connections: one keep-alive connection per concurrency slot, so nothing churns (httpx's
+default pool keeps only 20). The runner codes against ``httpx.AsyncClient``; what carries the
+bytes is chosen by ``make_client``:
+
+- ``aiohttp`` (default, when the ``httpx-aiohttp`` package is installed): one shared
+  ``httpx.AsyncClient`` whose transport is ``httpx_aiohttp.AiohttpTransport`` over an
+  ``aiohttp.ClientSession`` with ``TCPConnector(limit=c)`` (``SharedClient``). aiohttp's HTTP/1.1
+  parser is C (llhttp) and its pool hands a connection out in O(1). bench/bench_client.py
+  (2 shared cores, instant 4-chunk server, c=64): client CPU per request ~300 us with it,
+  ~830 us with plain httpx, ~145 us for a bare aiohttp client; requests/s 0.6-0.7 of
+  aiohttp's (0.15-0.3 before). What is left is httpx's own request/response model (URL,
+  headers, Request/Response objects, cookie and logging hooks: ~60 us of it is in
+  ``AsyncClient.send`` alone), not the wire. Two of its costs are cut here: the URL is parsed
+  once per target (``BenchTarget.httpx_url``) and the client keeps no cookies (``_NoCookies``).
+  Streaming is chunk by chunk: the transport reads ``response.content.iter_chunked(16 KiB)``, which returns
+  whatever bytes have arrived, so a chunk's timestamp is its arrival, not the body's end
+  (tests/test_bench_metrics.py checks TTFT and ITL against a server that paces its chunks).
+- ``httpx`` (fallback without the package, or ``transport="httpx"``): plain httpcore/h11/anyio.
+  httpcore's pool scans every connection of its pool on each request and response (O(c) per
+  event, O(c^2) per wave): at c=64 one shared client spent ~2 ms of CPU per request in that
+  scan, ten times aiohttp's whole per-request cost. So the slots are spread over
+  ``ClientShards``: several clients of at most ``SHARD_SIZE`` connections each.
+
+``client_slots(c)`` returns whichever of the two applies; ``TRANSPORT`` names the default and
+``sweep`` says which one it uses in its progress output.
 """
 
 from __future__ import annotations
@@ -29,9 +48,17 @@ import uuid
 from collections.abc import Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
+from http.cookiejar import CookieJar
 
 import httpx
 import numpy as np
+
+try:  # optional: an aiohttp transport under the httpx API (see the module docstring)
+    import aiohttp
+    from httpx_aiohttp import AiohttpTransport
+except ImportError:  # pragma: no cover - depends on the environment
+    aiohttp = None
+    AiohttpTransport = None
 
 from schemas import Actor, Host
 from schemas.events import BenchmarkCompleted, BenchMetrics, Workload
@@ -70,6 +97,15 @@ class BenchTarget:
         """The full request URL."""
         return self.url + ENDPOINT_PATHS[self.endpoint]
 
+    @property
+    def httpx_url(self) -> httpx.URL:
+        """``api_url`` parsed once (httpx's pure-Python URL parser costs ~15 us a request)."""
+        text = self.api_url
+        cached = self.__dict__.get("_httpx_url")
+        if cached is None or cached[0] != text:
+            cached = self.__dict__["_httpx_url"] = (text, httpx.URL(text))
+        return cached[1]
+
 
 @dataclass
 class RunResult:
@@ -105,14 +141,91 @@ def make_payload(target: BenchTarget, prompt: Prompt, ignore_eos: bool) -> dict:
     return body
 
 
-def make_client(max_connections: int, timeout_s: float = 600.0) -> httpx.AsyncClient:
-    """One AsyncClient for a whole run, its pool sized to the concurrency."""
+#: The transport ``make_client`` uses by default: ``"aiohttp"`` when httpx-aiohttp is installed.
+TRANSPORT = "aiohttp" if AiohttpTransport is not None else "httpx"
+
+#: What a failed request may raise, beyond httpx's own errors (the aiohttp transport maps most
+#: aiohttp errors to httpx ones, not all of them).
+_TRANSPORT_ERRORS: tuple[type[BaseException], ...] = (
+    (aiohttp.ClientError, TimeoutError) if aiohttp is not None else (TimeoutError,)
+)
+
+
+class _NoCookies(CookieJar):
+    """A cookie jar that keeps nothing: a benchmark sends no cookies, and httpx's per-response
+    ``extract_cookies`` through ``http.cookiejar`` cost ~10% of a request's client CPU."""
+
+    def extract_cookies(self, response, request) -> None:
+        return None
+
+
+def transport_label(transport: str | None = None) -> str:
+    """A human-readable name of the transport, for the progress output."""
+    if (transport or TRANSPORT) == "aiohttp":
+        return "httpx over aiohttp (httpx-aiohttp transport, one shared client)"
+    return "plain httpx (httpx-aiohttp not installed; clients of 8 connections)"
+
+
+def make_client(max_connections: int, timeout_s: float = 600.0, transport: str | None = None) -> httpx.AsyncClient:
+    """One AsyncClient for a whole run, its pool sized to the concurrency.
+
+    ``transport``: ``"aiohttp"`` (an ``aiohttp.TCPConnector(limit=max_connections)`` under the
+    httpx API), ``"httpx"`` (httpcore), or None for ``TRANSPORT``.
+    """
     n = max(1, max_connections)
+    transport = transport or TRANSPORT
+    timeout = httpx.Timeout(timeout_s, connect=30.0)
+    if transport == "aiohttp":
+        if AiohttpTransport is None:
+            raise RuntimeError("the aiohttp transport needs the httpx-aiohttp package")
+
+        def session() -> aiohttp.ClientSession:
+            # Made on the first request, inside the running loop (aiohttp wants one); the transport
+            # closes it with the client. limit = concurrency: one connection per slot, all kept
+            # alive between requests (keepalive_timeout well past any gap inside a run).
+            connector = aiohttp.TCPConnector(limit=n, limit_per_host=0, keepalive_timeout=60.0)
+            return aiohttp.ClientSession(connector=connector, trust_env=False, auto_decompress=False)
+
+        return httpx.AsyncClient(
+            transport=AiohttpTransport(client=session),
+            timeout=timeout,  # passed to aiohttp per request (connect, read, pool)
+            trust_env=False,
+            cookies=_NoCookies(),
+        )
+    if transport != "httpx":
+        raise ValueError(f"transport must be 'aiohttp' or 'httpx', not {transport!r}")
     return httpx.AsyncClient(
         limits=httpx.Limits(max_connections=n, max_keepalive_connections=n),
-        timeout=httpx.Timeout(timeout_s, connect=30.0),
+        timeout=timeout,
         trust_env=False,  # a proxy from the environment would sit between us and a local server
+        cookies=_NoCookies(),
     )
+
+
+class SharedClient:
+    """``slots`` concurrency slots over one shared client (the aiohttp transport's pool is O(1)).
+
+    Same interface as ``ClientShards``: ``async with slots.slot() as client`` waits for a free
+    slot (the closed loop's semaphore of c). Use as an async context manager (closes the client).
+    """
+
+    def __init__(self, slots: int, timeout_s: float = 600.0, transport: str | None = None) -> None:
+        self.slots = max(1, slots)
+        self.client = make_client(self.slots, timeout_s, transport)
+        self.clients = [self.client]
+        self._free = asyncio.Semaphore(self.slots)
+
+    async def __aenter__(self) -> SharedClient:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.client.aclose()
+
+    @asynccontextmanager
+    async def slot(self):
+        """Hold one slot; yields the shared client."""
+        async with self._free:
+            yield self.client
 
 
 #: Connections per httpx client: small enough that httpcore's per-event pool scan stays cheap.
@@ -120,7 +233,9 @@ SHARD_SIZE = 8
 
 
 class ClientShards:
-    """``slots`` concurrency slots over ``ceil(slots / SHARD_SIZE)`` httpx clients (see the module docstring).
+    """``slots`` concurrency slots over ``ceil(slots / SHARD_SIZE)`` plain httpx clients (see the module docstring).
+
+    The fallback when httpx-aiohttp is missing: httpcore's pool costs O(connections) per event.
 
     ``async with shards.slot() as client`` waits for a free slot (this is the closed loop's
     semaphore of c) and yields the client that owns it; every slot keeps its connection alive.
@@ -130,7 +245,8 @@ class ClientShards:
     def __init__(self, slots: int, timeout_s: float = 600.0) -> None:
         slots = max(1, slots)
         self.slots = slots
-        self.clients = [make_client(min(SHARD_SIZE, slots - start), timeout_s) for start in range(0, slots, SHARD_SIZE)]
+        self.clients = [make_client(min(SHARD_SIZE, slots - start), timeout_s, "httpx")
+                        for start in range(0, slots, SHARD_SIZE)]
         self._free: asyncio.Queue[httpx.AsyncClient] = asyncio.Queue()
         for i in range(slots):
             self._free.put_nowait(self.clients[i // SHARD_SIZE])
@@ -150,6 +266,13 @@ class ClientShards:
             yield client
         finally:
             self._free.put_nowait(client)
+
+
+def client_slots(slots: int, timeout_s: float = 600.0, transport: str | None = None) -> SharedClient | ClientShards:
+    """``slots`` concurrency slots: one ``SharedClient`` over aiohttp, else ``ClientShards`` of httpx clients."""
+    if (transport or TRANSPORT) == "aiohttp":
+        return SharedClient(slots, timeout_s, "aiohttp")
+    return ClientShards(slots, timeout_s)
 
 
 async def _lines(response: httpx.Response):
@@ -185,7 +308,7 @@ async def send_request(
     latency = None
     tokens_seen = 0
     try:
-        async with client.stream("POST", target.api_url, json=payload) as response:
+        async with client.stream("POST", target.httpx_url, json=payload) as response:
             if response.status_code != 200:
                 body = (await response.aread()).decode("utf-8", "replace")
                 out.error = f"HTTP {response.status_code}: {body[:500]}"
@@ -228,7 +351,7 @@ async def send_request(
                 else:
                     out.itl.append(now - last)
                 last = now
-    except (httpx.HTTPError, json.JSONDecodeError, ValueError, KeyError, TypeError) as exc:
+    except (httpx.HTTPError, *_TRANSPORT_ERRORS, json.JSONDecodeError, ValueError, KeyError, TypeError) as exc:
         out.error = f"{type(exc).__name__}: {exc}"
         return out
     if out.ttft is None:
@@ -265,7 +388,7 @@ async def warmup(client: httpx.AsyncClient, target: BenchTarget, count: int, ign
 
 
 async def timed_run(
-    shards: ClientShards,
+    shards: SharedClient | ClientShards,
     target: BenchTarget,
     *,
     concurrency: int | None,
@@ -277,9 +400,10 @@ async def timed_run(
     """Send every prompt once under the load pattern; return results (prompt order) and duration in s.
 
     Closed loop (``request_rate`` None): all requests are queued at t=0 behind the ``shards``'
-    slots (as many as ``concurrency``: ``ClientShards(concurrency)``). Open loop: arrivals are
-    Poisson at ``request_rate`` requests/s from ``numpy.random.default_rng(seed)``, capped by the
-    slots (give ``ClientShards(num_prompts)`` for no cap). ``concurrency`` is only checked against
+    slots (as many as ``concurrency``: ``client_slots(concurrency)``, a ``SharedClient`` or
+    ``ClientShards``). Open loop: arrivals are Poisson at ``request_rate`` requests/s from
+    ``numpy.random.default_rng(seed)``, capped by the slots (give ``client_slots(num_prompts)``
+    for no cap). ``concurrency`` is only checked against
     the slots. ``progress``: an optional callable called once per finished request.
 
     Raises:
@@ -287,7 +411,7 @@ async def timed_run(
     """
     prompts = target.workload.prompts
     if concurrency and shards.slots < concurrency:
-        raise ValueError(f"{concurrency} concurrent requests need ClientShards({concurrency})")
+        raise ValueError(f"{concurrency} concurrent requests need client_slots({concurrency})")
 
     async def one(prompt: Prompt) -> RequestResult:
         async with shards.slot() as client:
@@ -411,6 +535,8 @@ async def sweep(
     points: list[SweepPoint] = []
     ignore_eos = target.ignore_eos
     length_enforced = target.ignore_eos
+    if progress:
+        console.print(f"[dim]bench client: {transport_label()}[/dim]")
     async with make_client(max_c, target.timeout_s) as client:  # warmup only
         bar = Progress(
             TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
@@ -425,7 +551,7 @@ async def sweep(
                     label = f"{config_name} " + (f"c={c}" if request_rate is None else f"rate={request_rate:g}/s")
                     task = bar.add_task(f"{label} rep {repeat}", total=len(target.workload.prompts))
                     slots = c or len(target.workload.prompts)
-                    async with ClientShards(slots, target.timeout_s) as shards:
+                    async with client_slots(slots, target.timeout_s) as shards:
                         # A fresh set of connections per run: each run starts from the same state.
                         results, duration = await timed_run(
                             shards, target, concurrency=c, request_rate=request_rate,

@@ -283,3 +283,32 @@ def test_open_loop_poisson_is_seeded(fake_server) -> None:
     planned = np.concatenate([[0.0], np.cumsum(np.random.default_rng(5).exponential(1 / 50.0, size=10)[:9])])
     # arrivals follow the seeded schedule: never early, and late only by scheduling noise
     assert np.all(offsets >= planned - 1e-3) and np.all(offsets <= planned + 0.05)
+
+
+def test_aiohttp_transport_streams_chunk_by_chunk(fake_server) -> None:
+    """The httpx-aiohttp transport hands each SSE chunk over as it arrives: TTFT is the first
+    chunk's arrival (one server delay), not the end of the body, and every gap is one delay.
+    The shared client's aiohttp pool is sized to the concurrency."""
+    httpx_aiohttp = pytest.importorskip("httpx_aiohttp")
+    from runners.bench import SharedClient
+
+    delay = 0.04
+    url = fake_server("--chunks", "5", "--delay-ms", str(delay * 1000))
+    target = _target(url, "chat", n=3, out=5)
+
+    async def go():
+        async with SharedClient(3, transport="aiohttp") as slots:
+            assert isinstance(slots.client._transport, httpx_aiohttp.AiohttpTransport)
+            results, _ = await timed_run(slots, target, concurrency=3)
+            session = slots.client._transport.client  # the aiohttp session, made on the first request
+            return results, session.connector.limit
+
+    results, limit = asyncio.run(go())
+    assert limit == 3
+    for r in results:
+        assert r.ok, r.error
+        assert r.output_tokens == 5 and len(r.itl) == 4
+        # first chunk after one delay; the body ends after five: TTFT well before the end
+        assert delay * 0.9 <= r.ttft <= r.latency - 3 * delay * 0.9
+        assert sum(r.itl) >= 4 * delay * 0.9 and float(np.median(r.itl)) >= delay * 0.7
+        assert r.latency >= r.ttft + sum(r.itl) - 1e-9
