@@ -13,7 +13,7 @@ cli.add_command(run_group); main(sys.argv[1:])' --ledger "$out/h200.duckdb" --ac
 python3 - <<'PY'
 import sys; sys.path.insert(0, "tests")
 from tiny_model import build_tiny_model
-print(build_tiny_model("/tmp/tiny-moe-gpu", hidden=1024, layers=4, experts=64))
+print(build_tiny_model("/tmp/tiny-moe-gpu", hidden=1024, layers=4, experts=64, stop_at_eos=False))
 PY
 nvidia-smi --query-gpu=name,compute_cap,memory.total,driver_version --format=csv,noheader
 tl run plan examples/plan-h200.toml 2>&1 | tee "$out/plan.log"

@@ -52,8 +52,16 @@ def train_tokenizer_json(out_dir: str | Path, vocab_size: int = 512) -> Path:
     return path
 
 
-def build_tiny_model(out_dir: str | Path, *, seed: int = 0, hidden: int = 64, layers: int = 2, experts: int = 8) -> Path:
+def build_tiny_model(
+    out_dir: str | Path, *, seed: int = 0, hidden: int = 64, layers: int = 2, experts: int = 8,
+    stop_at_eos: bool = True,
+) -> Path:
     """Write a random-weight Qwen3-MoE model, tokenizer and chat template to ``out_dir``; return it.
+
+    ``stop_at_eos=False`` leaves the end-of-sequence token out of the model's configs, so every
+    completion runs to ``max_tokens``: the fixed output length a benchmark needs from an engine
+    that cannot ignore EOS (``transformers serve`` refuses ``ignore_eos``). A random model
+    otherwise ends some prompts at once (seen on the H200: 11 of 64 streams carried no content).
 
     Raises:
         ImportError: torch or transformers are not installed.
@@ -79,8 +87,10 @@ def build_tiny_model(out_dir: str | Path, *, seed: int = 0, hidden: int = 64, la
         tie_word_embeddings=True,
     )
     model = Qwen3MoeForCausalLM(config).to(torch.float32)
-    model.generation_config.eos_token_id = config.eos_token_id
+    model.generation_config.eos_token_id = config.eos_token_id if stop_at_eos else None
     model.generation_config.pad_token_id = config.pad_token_id
+    if not stop_at_eos:
+        model.config.eos_token_id = None
     model.save_pretrained(out)
     return out
 
