@@ -88,6 +88,22 @@ CREATE TABLE IF NOT EXISTS bench_samples (
 );
 """
 
+#: Arrow schema of per-request samples as ``append(samples=...)`` takes them: the columns of
+#: ``bench_samples`` but ``benchmark_event_id``. Times in ms, token counts in tokens.
+BENCH_SAMPLES_SCHEMA = pa.schema(
+    [
+        ("request_index", pa.int32()),
+        ("ok", pa.bool_()),
+        ("ttft_ms", pa.float64()),
+        ("e2e_ms", pa.float64()),
+        ("tpot_ms", pa.float64()),
+        ("prompt_tokens", pa.int32()),
+        ("output_tokens", pa.int32()),
+        ("itl_ms", pa.list_(pa.float64())),
+        ("error", pa.string()),
+    ]
+)
+
 _COLUMNS = (
     "seq", "event_id", "type", "schema_version", "stream", "stream_version", "recorded_at",
     "actor_kind", "actor_name", "session_id", "causation_id", "correlation_id", "source",

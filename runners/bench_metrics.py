@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pyarrow as pa
 
+from ledger.store import BENCH_SAMPLES_SCHEMA as SAMPLES_SCHEMA
 from schemas.events import BenchMetrics
 
 #: The percentiles reported next to mean/median/std (sglang reports p90/p95/p99 in newer builds).
@@ -114,19 +115,6 @@ def summarize(results: Sequence[RequestResult], duration_s: float) -> BenchMetri
     return BenchMetrics(**data)
 
 
-SAMPLES_SCHEMA = pa.schema(
-    [
-        ("request_index", pa.int32()),
-        ("ok", pa.bool_()),
-        ("ttft_ms", pa.float64()),
-        ("e2e_ms", pa.float64()),
-        ("tpot_ms", pa.float64()),
-        ("prompt_tokens", pa.int32()),
-        ("output_tokens", pa.int32()),
-        ("itl_ms", pa.list_(pa.float64())),
-        ("error", pa.string()),
-    ]
-)
 
 
 def samples_table(results: Sequence[RequestResult]) -> pa.Table:

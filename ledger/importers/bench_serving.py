@@ -19,23 +19,10 @@ from ledger.errors import InvalidInput
 from schemas import Actor, BenchmarkCompleted, BenchMetrics, Host, Workload
 
 from .detect import InputFile, looks_like_bench
+from ..store import BENCH_SAMPLES_SCHEMA as SAMPLES_SCHEMA
 
 TOOL = "sglang.bench_serving"
 
-#: Columns of the ``bench_samples`` table (ledger/store.py) but ``benchmark_event_id``.
-SAMPLES_SCHEMA = pa.schema(
-    [
-        ("request_index", pa.int32()),
-        ("ok", pa.bool_()),
-        ("ttft_ms", pa.float64()),
-        ("e2e_ms", pa.float64()),
-        ("tpot_ms", pa.float64()),
-        ("prompt_tokens", pa.int32()),
-        ("output_tokens", pa.int32()),
-        ("itl_ms", pa.list_(pa.float64())),
-        ("error", pa.string()),
-    ]
-)
 
 #: sglang key -> BenchMetrics field, where the names differ; a later refactor's
 #: spellings (``total_input``, ``total_output``) map to the same fields.
