@@ -24,6 +24,8 @@ Tables:
 
 from __future__ import annotations
 
+import functools
+
 import duckdb
 
 from schemas.upcasting import sql_upcast_expression
@@ -188,12 +190,17 @@ ON CONFLICT (arm_key) DO UPDATE SET
     last_seq = greatest(last_seq, EXCLUDED.last_seq)"""
 
 
-def apply_sql() -> list[str]:
-    """The statements that project the events with ``seq > $after`` (one parameter each)."""
+@functools.cache
+def apply_sql() -> tuple[str, ...]:
+    """The statements that project the events with ``seq > $after`` (one parameter each).
+
+    In order: retractions, control_events, bench_runs, arms (+ new runs), arms (- newly
+    retracted runs), event_summaries; ``STATEMENT_TYPES`` says which event types each needs.
+    """
     upcast = sql_upcast_expression("e.payload")
     bench = _bench_struct_type()
     metric_cols = ", ".join(f"b.metrics.{name}" for name in BENCH_METRICS)
-    return [
+    return (
         # Retractions first: the arm bookkeeping below needs to know which runs are new-retracted.
         """INSERT INTO retractions
            SELECT DISTINCT ON (target) target, seq FROM (
@@ -233,7 +240,7 @@ def apply_sql() -> list[str]:
                          from_json(coalesce(host, '{{}}'), '{{"gpu_name": "VARCHAR", "gpu_count": "VARCHAR",
                                    "compute_capability": "VARCHAR"}}') AS h
                   FROM events e WHERE e.seq > $after) e""",
-    ]
+    )
 
 
 def create(con: duckdb.DuckDBPyConnection) -> None:
@@ -241,9 +248,30 @@ def create(con: duckdb.DuckDBPyConnection) -> None:
     con.execute(DDL)
 
 
-def apply(con: duckdb.DuckDBPyConnection, after_seq: int) -> None:
-    """Project the events with ``seq > after_seq`` (call inside the append's transaction)."""
-    for statement in apply_sql():
+#: For each statement of ``apply_sql``: the event types that give it work (None: any type).
+#: An append skips the statements its batch has nothing for: a single note runs 2 of 6.
+STATEMENT_TYPES: tuple[frozenset[str] | None, ...] = (
+    frozenset({"event_retracted"}),
+    None,  # control_events: any type but the measurements (checked below)
+    frozenset({"benchmark_completed"}),
+    frozenset({"benchmark_completed"}),
+    frozenset({"event_retracted"}),
+    None,
+)
+
+
+def apply(con: duckdb.DuckDBPyConnection, after_seq: int, types: set[str] | None = None) -> None:
+    """Project the events with ``seq > after_seq`` (call inside the append's transaction).
+
+    ``types`` (the event types of those events, when the caller knows them) lets statements
+    with nothing to do be skipped; None runs them all (a rebuild).
+    """
+    for index, (statement, needs) in enumerate(zip(apply_sql(), STATEMENT_TYPES)):
+        if types is not None:
+            if index == 1 and types <= set(MEASUREMENT_TYPES):
+                continue
+            if needs is not None and not (types & needs):
+                continue
         con.execute(statement, {"after": after_seq})
 
 

@@ -465,7 +465,7 @@ class LedgerStore:
                 "causation_id::UUID, correlation_id::UUID, source, host::JSON, payload::JSON FROM incoming"
             )
             con.unregister("incoming")
-            projections.apply(con, head_before)
+            projections.apply(con, head_before, {row["type"] for row in fresh})
 
         results = []
         for row in rows:
