@@ -427,7 +427,9 @@ def demo(ctx: Context, no_tui: bool) -> None:
     from .demo import DEMO_SESSION, build_demo
 
     store = build_demo(ctx.ledger)
-    opener = None if no_tui else _plugin("tuneledger.tui_opener")
+    # Without a terminal (a script, an agent, CI) there is nothing to draw on: print the summary.
+    interactive = sys.stdin.isatty() and sys.stdout.isatty()
+    opener = None if no_tui or not interactive else _plugin("tuneledger.tui_opener")
     if opener is not None:
         opener(store.path, DEMO_SESSION)
         return
@@ -440,7 +442,8 @@ def demo(ctx: Context, no_tui: bool) -> None:
         "FROM benchmark_deltas WHERE metric = 'output_throughput' ORDER BY config_name, concurrency"),
         title="benchmark deltas (output throughput, tok/s)")
     if not no_tui:
-        click.echo("(the TUI is not installed; showing the summary)")
+        click.echo("(no terminal to draw the TUI on: summary printed; run it in a terminal, or `tuneledger tui`)"
+                   if not interactive else "(the TUI is not installed; showing the summary)")
 
 
 # --- plugins and entry point -----------------------------------------------------------
