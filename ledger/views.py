@@ -39,7 +39,7 @@ from .projections import BENCH_METRICS, DELTA_METRICS
 __all__ = ["DELTA_METRICS", "VIEWS_VERSION", "VIEW_NAMES", "create_views", "view_sql"]
 
 #: Bump whenever a view's SQL changes: writers then recreate the views in old files.
-VIEWS_VERSION = "16"
+VIEWS_VERSION = "17"
 
 def _sql_list(values: tuple[str, ...]) -> str:
     return ", ".join(f"'{v}'" for v in values)
@@ -161,7 +161,12 @@ WITH started AS (
 ),
 ready AS (
     SELECT (payload->>'run_id') AS run_id, recorded_at AS ready_at,
-           (payload->>'ready_after_s')::DOUBLE AS ready_after_s, (payload->'startup') AS startup
+           (payload->>'ready_after_s')::DOUBLE AS ready_after_s,
+           -- parse the startup facts once per row, not once per field
+           from_json((payload->'startup'), '{"attention_backend": "VARCHAR", "max_running_requests": "BIGINT",
+               "max_total_num_tokens": "BIGINT", "context_len": "BIGINT", "cuda_graph_bs": "BIGINT[]",
+               "piecewise_cuda_graph": "BOOLEAN", "piecewise_disabled_reason": "VARCHAR",
+               "moe_kernel_config": "VARCHAR"}') AS startup
     FROM live_control WHERE type = 'server_ready'
     QUALIFY row_number() OVER (PARTITION BY (payload->>'run_id') ORDER BY seq DESC) = 1
 ),
@@ -177,14 +182,14 @@ runs AS (
                 WHEN e.type = 'server_stopped' THEN 'stopped'
                 WHEN r.run_id IS NOT NULL THEN 'ready' ELSE 'starting' END AS status,
            s.started_at, r.ready_at, e.ended_at, r.ready_after_s,
-           (r.startup->>'attention_backend') AS attention_backend,
-           (r.startup->>'max_running_requests')::BIGINT AS max_running_requests,
-           (r.startup->>'max_total_num_tokens')::BIGINT AS max_total_num_tokens,
-           (r.startup->>'context_len')::BIGINT AS context_len,
-           CAST((r.startup->'cuda_graph_bs') AS BIGINT[]) AS cuda_graph_bs,
-           (r.startup->>'piecewise_cuda_graph')::BOOLEAN AS piecewise_cuda_graph,
-           (r.startup->>'piecewise_disabled_reason') AS piecewise_disabled_reason,
-           (r.startup->>'moe_kernel_config') AS moe_kernel_config,
+           r.startup.attention_backend AS attention_backend,
+           r.startup.max_running_requests AS max_running_requests,
+           r.startup.max_total_num_tokens AS max_total_num_tokens,
+           r.startup.context_len AS context_len,
+           r.startup.cuda_graph_bs AS cuda_graph_bs,
+           r.startup.piecewise_cuda_graph AS piecewise_cuda_graph,
+           r.startup.piecewise_disabled_reason AS piecewise_disabled_reason,
+           r.startup.moe_kernel_config AS moe_kernel_config,
            e.failure_cause, e.failure_message, s.started_seq,
            coalesce(json_keys(s.flags), []) AS flag_names
     FROM started s LEFT JOIN ready r USING (run_id) LEFT JOIN ended e USING (run_id)
