@@ -47,6 +47,18 @@ class Context:
 pass_ctx = click.make_pass_decorator(Context)
 
 
+def _ledger_override(ctx: click.Context, param: click.Parameter, value: Path | None) -> None:
+    if value is not None:
+        ctx.find_object(Context).ledger = value
+
+
+#: ``--ledger`` after the command name too (``tuneledger demo --ledger demo.duckdb``).
+ledger_option = click.option(
+    "--ledger", type=click.Path(dir_okay=False, path_type=Path), expose_value=False,
+    callback=_ledger_override, help="The ledger file (also accepted before the command).",
+)
+
+
 def _default_actor() -> str:
     return os.environ.get("TUNELEDGER_ACTOR") or f"person:{os.environ.get('USER') or 'unknown'}"
 
@@ -72,8 +84,11 @@ def cli(ctx: click.Context, ledger: Path, actor: str, session: str | None) -> No
     """tuneledger: an event-sourced ledger of an inference-server tuning session."""
     try:
         parsed_actor = Actor.parse(actor)
-    except ValueError as exc:
-        raise click.BadParameter(str(exc).splitlines()[0], param_hint="--actor") from None
+    except ValueError:
+        raise click.BadParameter(
+            f"{actor!r}: expected KIND:NAME with KIND person, agent or runner (e.g. agent:claude)",
+            param_hint="--actor",
+        ) from None
     ctx.obj = Context(ledger, parsed_actor, session)
 
 
@@ -81,6 +96,7 @@ def cli(ctx: click.Context, ledger: Path, actor: str, session: str | None) -> No
 
 
 @cli.command()
+@ledger_option
 @pass_ctx
 def init(ctx: Context) -> None:
     """Create the ledger file (tables and views); harmless on an existing one."""
@@ -89,6 +105,16 @@ def init(ctx: Context) -> None:
 
 
 # --- append -------------------------------------------------------------------------
+
+
+def _first_error(exc: ValueError) -> str:
+    """The first message of a pydantic error (or the exception's first line)."""
+    errors = getattr(exc, "errors", None)
+    if callable(errors):
+        first = errors()[0]
+        where = ".".join(str(p) for p in first.get("loc", ()))
+        return f"{where + ': ' if where else ''}{first.get('msg', 'invalid')}"
+    return str(exc).splitlines()[0]
 
 
 def _parse_value(text: str) -> Any:
@@ -152,6 +178,7 @@ def _report_appended(results: list[AppendResult], events: list[Event], as_json: 
 @click.option("--host", "host_json", metavar="JSON", help='Host as JSON, e.g. \'{"gpu_name": "NVIDIA H200", "compute_capability": "9.0"}\'.')
 @click.option("--expected-version", type=int, help="Fail with exit 4 unless the stream is at this version (0: new stream).")
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
+@ledger_option
 @pass_ctx
 def append(
     ctx: Context,
@@ -189,7 +216,7 @@ def append(
         try:
             overrides["host"] = Host.model_validate_json(host_json)
         except ValueError as exc:
-            raise InvalidInput(f"--host: {str(exc).splitlines()[0]}: {str(exc).splitlines()[-1].strip()}") from None
+            raise InvalidInput(f"--host: {_first_error(exc)}") from None
     if event_type is None or event_type == "-":
         if fields:
             raise click.UsageError("-f/--field needs a TYPE")
@@ -226,9 +253,10 @@ def append(
 @click.option("--session", "session_id", help="Only this session.")
 @click.option("--stream", help="Only this stream.")
 @click.option("--after", "after_seq", type=int, default=0, help="Only events after this seq.")
-@click.option("--limit", type=int, help="At most this many (the newest when --newest).")
+@click.option("--limit", type=click.IntRange(min=0), help="At most this many (the newest when --newest).")
 @click.option("--newest", is_flag=True, help="Newest first.")
 @click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True)
+@ledger_option
 @pass_ctx
 def events(
     ctx: Context,
@@ -272,6 +300,7 @@ def events(
 
 @cli.command()
 @click.argument("event_id")
+@ledger_option
 @pass_ctx
 def show(ctx: Context, event_id: str) -> None:
     """Show one event as JSON (an 8+ character id prefix is enough), with what links to it."""
@@ -297,8 +326,11 @@ def show(ctx: Context, event_id: str) -> None:
 @cli.command()
 @click.argument("query")
 @click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True)
+@click.option("--timeout", "timeout_s", type=click.FloatRange(min=0), default=10.0, show_default=True,
+              help="Stop the query after this many seconds (0: no limit); writers wait while it runs.")
+@ledger_option
 @pass_ctx
-def sql(ctx: Context, query: str, fmt: str) -> None:
+def sql(ctx: Context, query: str, fmt: str, timeout_s: float) -> None:
     """Run one read-only SQL query over the ledger and its views.
 
     \b
@@ -307,10 +339,11 @@ def sql(ctx: Context, query: str, fmt: str) -> None:
     """
     from .readonly_sql import run_readonly
 
-    print_table(run_readonly(ctx.store(), query), fmt)
+    print_table(run_readonly(ctx.store(), query, timeout_s=timeout_s or None), fmt)
 
 
 @cli.command(name="views")
+@ledger_option
 @pass_ctx
 def list_views(ctx: Context) -> None:
     """List the derived views and their columns."""
@@ -330,6 +363,7 @@ def list_views(ctx: Context) -> None:
 @click.option("--session", "session_id", help="Session id for the imported events.")
 @click.option("--config-name", help="Configuration name for imported benchmark runs (default: the file name).")
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
+@ledger_option
 @pass_ctx
 def import_(ctx: Context, files: tuple[Path, ...], session_id: str | None, config_name: str | None, as_json: bool) -> None:
     """Import files, detecting each kind: sglang bench_serving JSONL, sglang tuned MoE
@@ -371,7 +405,7 @@ def import_(ctx: Context, files: tuple[Path, ...], session_id: str | None, confi
         click.echo(json.dumps(summary))
     else:
         for row in summary:
-            click.echo(f"{row['file']}: {row['kind']}, {row['new']} new events, {row['duplicates']} already stored")
+            click.echo(f"{row['file']}: {row['kind']}, {row['new']} new, {row['duplicates']} already stored")
 
 
 def _latest_startup(store: LedgerStore, session_id: str | None) -> StartupFacts | None:
@@ -396,6 +430,7 @@ def export() -> None:
 @export.command(name="markdown")
 @click.option("--session", "session_id", help="Only this session (default: every session).")
 @click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), help="Write to FILE instead of standard output.")
+@ledger_option
 @pass_ctx
 def export_markdown(ctx: Context, session_id: str | None, output: Path | None) -> None:
     """The decision log as Markdown: hardware, decisions with evidence, triage, verdicts, deltas."""
@@ -405,6 +440,7 @@ def export_markdown(ctx: Context, session_id: str | None, output: Path | None) -
     if output is None:
         click.echo(text, nl=False)
     else:
+        output.parent.mkdir(parents=True, exist_ok=True)
         tmp = output.with_name(output.name + ".tmp")
         tmp.write_text(text)
         tmp.replace(output)  # whole file or nothing
@@ -421,6 +457,7 @@ SM120_QUERY = (
 
 @cli.command()
 @click.option("--no-tui", is_flag=True, help="Print a summary instead of opening the TUI.")
+@ledger_option
 @pass_ctx
 def demo(ctx: Context, no_tui: bool) -> None:
     """Build the demo ledger from data/demo_campaign.jsonl (the seeds' campaign) at --ledger and open it."""

@@ -41,7 +41,8 @@ def event_from_obj(obj: Any, where: str) -> Event:
         InvalidInput: not an object, no or unknown ``type``, or a field that does not validate.
     """
     if not isinstance(obj, dict):
-        raise InvalidInput(f"{where}: expected a JSON object, got {type(obj).__name__}")
+        kind = {type(None): "null", list: "an array", str: "a string", bool: "a boolean"}.get(type(obj), "a number")
+        raise InvalidInput(f"{where}: expected a JSON object, got {kind}")
     type_name = obj.get("type")
     if type_name is None:
         raise InvalidInput(f"{where}: field 'type' is required")
@@ -79,7 +80,7 @@ def iter_jsonl(lines: Iterable[str], name: str) -> Iterator[Event]:
         try:
             obj = json.loads(text)
         except json.JSONDecodeError as exc:
-            raise InvalidInput(f"{name}:{number}: not valid JSON ({exc.msg} at column {exc.colno})") from None
+            raise InvalidInput(f"{name}:{number}: not valid JSON ({exc.msg}, column {exc.colno})") from None
         yield event_from_obj(obj, f"{name}:{number}")
 
 
@@ -117,7 +118,8 @@ def read_stdin_events(stream: TextIO, name: str = "<stdin>") -> list[Event]:
             items = json.loads(stripped)
         except json.JSONDecodeError as exc:
             raise InvalidInput(f"{name}: not valid JSON ({exc.msg} at line {exc.lineno} column {exc.colno})") from None
-        return [event_from_obj(item, f"{name}:[{i}]") for i, item in enumerate(items)]
+        # elements are numbered from 1, like lines
+        return [event_from_obj(item, f"{name}:[{i}]") for i, item in enumerate(items, start=1)]
     return list(iter_jsonl(text.splitlines(), name))
 
 

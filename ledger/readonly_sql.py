@@ -14,12 +14,15 @@ Two fences, so that neither alone has to be perfect:
 
 from __future__ import annotations
 
+import threading
+
 import duckdb
 import pyarrow as pa
 
-from .errors import Refused
+from .errors import InvalidInput, Refused
 from .store import LedgerStore
 
+_STATEMENT_NAMES = {duckdb.StatementType.LOAD: "INSTALL/LOAD"}
 _ALLOWED = {duckdb.StatementType.SELECT, duckdb.StatementType.EXPLAIN}
 
 #: Connection settings of the sandbox (DuckDB configuration options).
@@ -37,7 +40,7 @@ def check_readonly(sql: str) -> None:
     try:
         statements = parser.extract_statements(sql)
     except duckdb.Error as exc:
-        raise Refused(f"SQL does not parse: {str(exc).splitlines()[0]}") from None
+        raise InvalidInput(f"SQL does not parse: {str(exc).splitlines()[0]}") from None
     finally:
         parser.close()
     if not statements:
@@ -46,25 +49,39 @@ def check_readonly(sql: str) -> None:
         raise Refused(f"one statement at a time, got {len(statements)}")
     kind = statements[0].type
     if kind not in _ALLOWED:
-        name = str(kind).rsplit(".", 1)[-1]
+        name = _STATEMENT_NAMES.get(kind, str(kind).rsplit(".", 1)[-1])
         raise Refused(f"the ledger is read-only here: {name} statements are not allowed (SELECT and EXPLAIN are)")
 
 
-def run_readonly(store: LedgerStore, sql: str, *, max_rows: int | None = None) -> pa.Table:
+#: Default limit of one console query, in seconds. A query holds the ledger's shared lock
+#: while it runs, and writers wait for it (for their 30 s lock timeout at most): a runaway
+#: ad-hoc query must not make a runner's appends fail.
+DEFAULT_TIMEOUT_S = 10.0
+
+
+def run_readonly(
+    store: LedgerStore, sql: str, *, max_rows: int | None = None, timeout_s: float | None = DEFAULT_TIMEOUT_S
+) -> pa.Table:
     """Run one read-only query on the ledger and return its result as an Arrow table.
 
-    ``max_rows`` caps the rows fetched (the TUI fetches a window, the CLI all).
+    ``max_rows`` caps the rows fetched (the TUI fetches a window, the CLI all);
+    ``timeout_s`` interrupts the query after that many seconds (None: no limit).
 
     Raises:
         Refused: the statement is not a single SELECT/EXPLAIN (see ``check_readonly``),
             or it tried to reach files or settings (DuckDB's permission error).
         ledger.errors.InvalidInput: the query fails (unknown column, type error), one line.
         ledger.errors.NotFound: no ledger at the store's path.
+        Refused: the query ran longer than ``timeout_s``.
     """
     from .errors import InvalidInput
 
     check_readonly(sql)
     with store.connect(read_only=True, config=SANDBOX_CONFIG) as con:
+        timer = threading.Timer(timeout_s, con.interrupt) if timeout_s else None
+        if timer is not None:
+            timer.daemon = True
+            timer.start()
         try:
             relation = con.sql(sql)
             if relation is None:
@@ -72,11 +89,18 @@ def run_readonly(store: LedgerStore, sql: str, *, max_rows: int | None = None) -
             if max_rows is not None:
                 relation = relation.limit(max_rows)
             return relation.to_arrow_table()
+        except duckdb.InterruptException:
+            raise Refused(
+                f"query stopped after {timeout_s:g} s: writers wait while it runs (sql --timeout to allow longer)"
+            ) from None
         except duckdb.PermissionException as exc:
-            raise Refused(f"the ledger is read-only here: {str(exc).splitlines()[0]}") from None
+            raise Refused(f"the SQL console cannot touch files: {str(exc).splitlines()[0]}") from None
         except duckdb.InvalidInputException as exc:
             if "configuration has been locked" in str(exc):
                 raise Refused("settings cannot be changed here") from None
             raise InvalidInput(f"query failed: {str(exc).splitlines()[0]}") from None
         except duckdb.Error as exc:
             raise InvalidInput(f"query failed: {str(exc).splitlines()[0]}") from None
+        finally:
+            if timer is not None:
+                timer.cancel()

@@ -48,6 +48,9 @@ from schemas import Event, EventEnvelope, parse_event
 from . import projections, sidecar_lock, views
 from .errors import ConcurrencyConflict, EventIdReused, InvalidInput, LedgerBusy, NotFound
 
+#: File suffixes DuckDB treats as data to scan, not as a database to open.
+_DATA_SUFFIXES = frozenset({".json", ".jsonl", ".ndjson", ".csv", ".tsv", ".parquet", ".txt", ".log", ".xlsx"})
+
 _ID_PREFIX = re.compile(r"[0-9a-f]{8}(?:[0-9a-f-]{0,28})")
 
 #: Bump when the table layout changes (a migration is then needed).
@@ -203,14 +206,40 @@ class LedgerStore:
 
     # --- connections ------------------------------------------------------------
 
+    def check_path(self) -> None:
+        """Refuse a path that is not (or cannot become) a ledger file, before DuckDB sees it.
+
+        DuckDB opens ``:memory:`` and data-file names (``x.jsonl``, ``x.csv``) as an
+        in-memory database: appends would "succeed" and vanish. An existing file must
+        carry DuckDB's magic bytes.
+
+        Raises:
+            InvalidInput: one line naming the path and what to do instead.
+        """
+        name = str(self.path)
+        if name.startswith(":") or self.path.suffix.lower() in _DATA_SUFFIXES:
+            raise InvalidInput(
+                f"{name}: not a ledger file name (use e.g. ledger.duckdb; to load JSONL events "
+                "use `tuneledger append < FILE`, to import tool outputs `tuneledger import FILE`)"
+            )
+        if self.path.is_dir():
+            raise InvalidInput(f"{name}: is a directory, not a ledger file")
+        if self.path.exists() and self.path.stat().st_size > 0:
+            with self.path.open("rb") as handle:
+                header = handle.read(12)
+            if header[8:12] != b"DUCK":
+                raise InvalidInput(f"{name}: not a DuckDB ledger file")
+
     @contextmanager
     def connect(self, *, read_only: bool = True, config: dict[str, Any] | None = None) -> Iterator[duckdb.DuckDBPyConnection]:
         """Open the file for one unit of work, retrying while another process holds it.
 
         Raises:
+            InvalidInput: the path is not a ledger file (``check_path``).
             NotFound: the file does not exist (read-only open).
             LedgerBusy: the lock was not had within ``lock_timeout_s``.
         """
+        self.check_path()
         if read_only and not self.path.exists():
             raise NotFound(f"no ledger at {self.path} (create it with `tuneledger init`)")
         if read_only:
@@ -278,6 +307,7 @@ class LedgerStore:
 
         Returns True when the file was created by this call.
         """
+        self.check_path()
         created = not self.path.exists()
         self.path.parent.mkdir(parents=True, exist_ok=True)
         with self.connect(read_only=False) as con:
@@ -443,6 +473,17 @@ class LedgerStore:
             if actual != expected_version:
                 raise ConcurrencyConflict(stream, expected_version, actual)
 
+        targets = [json.loads(row["payload"])["retracted_event_id"] for row in fresh if row["type"] == "event_retracted"]
+        if targets:
+            batch_ids = {row["event_id"] for row in fresh}
+            known = {
+                str(r[0]) for r in con.execute(
+                    "SELECT event_id FROM events WHERE event_id IN (SELECT unnest(?::UUID[]))", [targets]
+                ).fetchall()
+            }
+            missing = [t for t in targets if t not in known and t not in batch_ids]
+            if missing:
+                raise NotFound(f"event_retracted: no event {missing[0]} to retract")
         head_seq = con.execute("SELECT coalesce(max(seq), 0) FROM events").fetchall()[0][0]
         for row in fresh:
             head_seq += 1
@@ -552,14 +593,17 @@ class LedgerStore:
                 ).fetchall()
             elif len(text) >= 8:
                 rows = con.execute(
-                    f"SELECT {', '.join(_COLUMNS)} FROM events WHERE event_id::VARCHAR LIKE ? LIMIT 2",
-                    [text + "%"],
+                    f"SELECT {', '.join(_COLUMNS)} FROM events WHERE starts_with(event_id::VARCHAR, ?) LIMIT 2",
+                    [text],
                 ).fetchall()
             else:
                 rows = []
         if len(rows) != 1:
-            what = "is ambiguous" if len(rows) > 1 else "not found"
-            raise NotFound(f"event {event_id} {what}")
+            if len(rows) > 1:
+                raise NotFound(
+                    f"event id prefix {event_id} is ambiguous ({rows[0][1]}, {rows[1][1]}, ...): give more digits"
+                )
+            raise NotFound(f"event {event_id} not found")
         return row_to_event(dict(zip(_COLUMNS, rows[0])))
 
     def query_arrow(self, sql: str, params: Sequence[Any] | None = None) -> pa.Table:

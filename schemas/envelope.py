@@ -63,7 +63,9 @@ class Actor(StrictModel):
         """
         kind, sep, name = text.partition(":")
         if not sep:
-            return cls(kind="person", name=text)
+            kind, name = "person", text
+        if not name.strip():
+            raise ValueError(f"actor {text!r} has no name")
         return cls.model_validate({"kind": kind, "name": name})
 
 

@@ -194,3 +194,47 @@ def test_import_of_a_bad_file_appends_nothing_from_any_file(ledger: Path, tmp_pa
     out = run(ledger, "import", str(unknown))
     assert out.returncode == 3 and "not a known format" in out.stderr
     assert count(ledger) == 0
+
+
+def run_bare(*args: str, stdin: str | None = None, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "ledger.cli", *args], input=stdin, capture_output=True,
+                          text=True, timeout=120, cwd=cwd)
+
+
+def test_paths_that_are_not_ledgers_are_refused_before_anything_is_written(tmp_path: Path) -> None:
+    events = tmp_path / "camp.jsonl"
+    events.write_text('{"type": "note_added", "text": "x"}\n')
+    before = events.read_bytes()
+    note = '{"type": "note_added", "text": "lost?"}'
+    out = run_bare("--ledger", str(events), "append", stdin=note)
+    assert out.returncode == 3 and "not a ledger file name" in out.stderr
+    assert events.read_bytes() == before
+    assert run_bare("--ledger", ":memory:", "append", stdin=note).returncode == 3
+    garbage = tmp_path / "garbage.duckdb"
+    garbage.write_bytes(b"\x00" * 4096)
+    out = run_bare("--ledger", str(garbage), "events")
+    assert out.returncode == 3 and "not a DuckDB ledger file" in out.stderr and "Traceback" not in out.stderr
+
+
+def test_ledger_option_after_the_command_and_export_into_a_new_folder(tmp_path: Path) -> None:
+    ledger = tmp_path / "l.duckdb"
+    assert run_bare("init", "--ledger", str(ledger)).returncode == 0
+    assert run_bare("append", "note_added", "-f", "text=hi", "--ledger", str(ledger)).returncode == 0
+    out = tmp_path / "new" / "dir" / "log.md"
+    assert run_bare("export", "markdown", "--ledger", str(ledger), "-o", str(out)).returncode == 0
+    assert out.exists()
+    assert run_bare("events", "--ledger", str(ledger), "--limit", "-1").returncode == 2
+
+
+def test_retracting_an_unknown_event_is_not_found(ledger: Path) -> None:
+    out = run(ledger, "append", stdin=json.dumps({
+        "type": "event_retracted", "retracted_event_id": "00000000-0000-7000-8000-000000000000", "reason": "x"}))
+    assert out.returncode == 5 and "no event 00000000-0000-7000-8000-000000000000 to retract" in out.stderr
+    assert count(ledger) == 0
+
+
+def test_a_long_sql_query_is_stopped_by_its_timeout(ledger: Path) -> None:
+    out = run(ledger, "sql", "SELECT count(*) FROM range(400000000000)", "--timeout", "0.5")
+    assert out.returncode == 6 and "query stopped after 0.5 s" in out.stderr
+    # and the ledger is free again for writers
+    assert run(ledger, "append", "note_added", "-f", "text=after").returncode == 0
