@@ -23,7 +23,7 @@ import pyarrow as pa
 from schemas import EVENT_TYPES, Actor, Event, Host, StartupFacts
 from schemas.events import ServerReady
 
-from .errors import InvalidInput, LedgerError
+from .errors import InvalidInput, LedgerError, NotFound
 from .jsonl import event_from_obj, event_to_json, read_stdin_events
 from .render import FORMATS, print_table
 from .store import AppendResult, LedgerStore
@@ -96,10 +96,18 @@ def cli(ctx: click.Context, ledger: Path, actor: str, session: str | None) -> No
 
 
 @cli.command()
+@click.option("--parents", is_flag=True, help="Create the ledger's directory (and its parents) if missing.")
 @ledger_option
 @pass_ctx
-def init(ctx: Context) -> None:
-    """Create the ledger file (tables and views); harmless on an existing one."""
+def init(ctx: Context, parents: bool) -> None:
+    """Create the ledger file (tables and views); harmless on an existing one.
+
+    A ledger path in a directory that does not exist is refused (exit 5: a
+    mistyped path is not a new ledger) unless ``--parents``.
+    """
+    folder = ctx.ledger.parent
+    if not parents and not folder.is_dir():
+        raise NotFound(f"no directory {folder} for ledger {ctx.ledger} (mistyped? `--parents` creates it)")
     created = ctx.store().init()
     click.echo(f"{'created' if created else 'updated'} ledger {ctx.ledger}")
 
@@ -178,6 +186,7 @@ def _report_appended(results: list[AppendResult], events: list[Event], as_json: 
 @click.option("--host", "host_json", metavar="JSON", help='Host as JSON, e.g. \'{"gpu_name": "NVIDIA H200", "compute_capability": "9.0"}\'.')
 @click.option("--expected-version", type=int, help="Fail with exit 4 unless the stream is at this version (0: new stream).")
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
+@click.option("--create", is_flag=True, help="Create the ledger if it does not exist (else: exit 5).")
 @ledger_option
 @pass_ctx
 def append(
@@ -193,6 +202,7 @@ def append(
     host_json: str | None,
     expected_version: int | None,
     as_json: bool,
+    create: bool,
 ) -> None:
     """Append one event from options, or events as JSON / JSON lines on standard input.
 
@@ -204,7 +214,12 @@ def append(
     \b
     Exit codes: 0 ok, 3 invalid input, 4 version conflict, 5 not found,
     7 ledger busy, 8 event id reused with other content.
+    A ledger that does not exist is not created (exit 5: a mistyped path
+    is not a new ledger) unless --create.
     """
+    ctx.store().check_path()  # a name that cannot be a ledger is exit 3 before "missing" (5)
+    if not create and not ctx.ledger.exists():
+        raise NotFound(f"no ledger at {ctx.ledger} (create it with `tuneledger init`, or pass --create)")
     overrides: dict[str, Any] = {
         "session_id": session_id,
         "stream": stream,

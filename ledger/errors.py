@@ -5,7 +5,8 @@ Exit codes (stable; coding agents branch on them):
 ====  ======================================================================
 0     success
 1     unexpected internal error
-2     usage error (bad option; from click)
+2     usage error (bad option; from click), or a command refused because it
+      would overwrite or misplace a user's data (``WouldLoseData``)
 3     invalid input: unparsable or mistyped event, unknown file format
 4     concurrency conflict: the stream is not at the expected version
 5     not found: no such ledger file or event id
@@ -22,6 +23,17 @@ class LedgerError(Exception):
     """Base of every error the ledger reports to a user; ``exit_code`` is the CLI's status."""
 
     exit_code = 1
+
+
+class WouldLoseData(LedgerError):
+    """A command refused because it would replace, overwrite or misplace a user's events.
+
+    Exit 2 like a usage error: the command line asked for the wrong thing (a
+    path that holds someone's ledger, a mistyped directory); the message names
+    the file and how to pick another path.
+    """
+
+    exit_code = 2
 
 
 class InvalidInput(LedgerError):

@@ -238,3 +238,18 @@ def test_a_long_sql_query_is_stopped_by_its_timeout(ledger: Path) -> None:
     assert out.returncode == 6 and "query stopped after 0.5 s" in out.stderr
     # and the ledger is free again for writers
     assert run(ledger, "append", "note_added", "-f", "text=after").returncode == 0
+
+
+def test_a_mistyped_path_is_not_a_new_ledger(tmp_path: Path) -> None:
+    """Issue 7.1: `append` on a missing ledger fails like `events` (exit 5) unless --create;
+    `init` into a missing directory refuses unless --parents."""
+    missing = tmp_path / "ledgr.duckdb"
+    out = run_bare("--ledger", str(missing), "append", "note_added", "-f", "text=x")
+    assert out.returncode == 5 and str(missing) in out.stderr and "--create" in out.stderr
+    assert not missing.exists()
+    assert run_bare("--ledger", str(missing), "append", "--create", "note_added", "-f", "text=x").returncode == 0
+    assert missing.exists()
+    nested = tmp_path / "no" / "such" / "l.duckdb"
+    out = run_bare("--ledger", str(nested), "init")
+    assert out.returncode == 5 and "--parents" in out.stderr and not nested.parent.exists()
+    assert run_bare("--ledger", str(nested), "init", "--parents").returncode == 0 and nested.exists()
