@@ -13,6 +13,7 @@ Exit codes (stable; coding agents branch on them):
 6     refused: a statement the read-only ``sql`` command does not run
 7     ledger busy: the file lock could not be had within the timeout
 8     event id reused with different content
+9     a read-only query stopped by its ``--timeout``
 ====  ======================================================================
 """
 
@@ -78,3 +79,9 @@ class EventIdReused(LedgerError):
     """An append reused an existing ``event_id`` for an event with different content."""
 
     exit_code = 8
+
+
+class QueryTimeout(LedgerError):
+    """A read-only query ran past its time limit and was stopped (``sql --timeout``)."""
+
+    exit_code = 9

@@ -63,7 +63,7 @@ except ImportError:  # pragma: no cover - depends on the environment
 from schemas import Actor, Host
 from schemas.events import BenchmarkCompleted, BenchMetrics, Workload
 
-from .bench_metrics import RequestResult, samples_table, summarize, validity
+from .bench_metrics import RequestResult, mask_coarse_streaming, samples_table, summarize, validity
 from .workload import BuiltWorkload, Prompt
 
 ENDPOINT_PATHS = {"chat": "/v1/chat/completions", "completions": "/v1/completions", "generate": "/generate"}
@@ -344,6 +344,7 @@ async def send_request(
                         if new <= 0:
                             continue  # no new token: sglang ignores such a chunk (keeps the previous stamp)
                         out.itl.extend([(now - last) / new] * new)
+                    out.chunks += 1
                     last = now
                     tokens_seen = count
                     continue
@@ -353,6 +354,7 @@ async def send_request(
                 text = (choices[0].get("delta") or {}).get("content") if chat else choices[0].get("text")
                 if not text:
                     continue
+                out.chunks += 1
                 if out.ttft is None:
                     out.ttft = now - st
                 else:
@@ -606,6 +608,9 @@ async def sweep(
                     results, metrics, concurrency=gate_c, output_len=target.workload.spec.output_len,
                     length_enforced=length_enforced and ignore_eos,
                 )
+                metrics, coarse = mask_coarse_streaming(results, metrics)
+                if coarse:
+                    notes.append(coarse)
                 if not target.workload.exact_length:
                     notes.append(
                         "prompt lengths approximate: " + ("the tokenizer's decode/encode did not round-trip"

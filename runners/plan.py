@@ -230,6 +230,8 @@ class PlanResult:
     comparisons: list[ComparisonCompleted] = field(default_factory=list)
     findings: list[FindingRecorded] = field(default_factory=list)
     failures: list[FailedAttempt] = field(default_factory=list)
+    #: Metrics left uncompared because no run measured them (e.g. TPOT of a coarse stream).
+    unmeasured: list[str] = field(default_factory=list)
     host: Host | None = None
 
     @property
@@ -452,6 +454,11 @@ def compare_and_record(store: LedgerStore, plan: Plan, result: PlanResult) -> No
                 cv, n_aa = aa_cv(store, plan, metric, load)
                 values_a = [getattr(p.run.metrics, metric) for p in base_pts]
                 values_b = [getattr(p.run.metrics, metric) for p in cand_pts]
+                if all(v is None for v in values_a + values_b) and base_pts and cand_pts:
+                    # Not measurable in any run (TPOT/ITL of a coarse stream): nothing to compare.
+                    result.unmeasured.append(f"{metric} at {_load_text(load, plan.plan.request_rate)}: "
+                                             "not measured in any run (see the runs' validity notes)")
+                    continue
                 cmp = compare(metric, values_a, values_b, aa_cv=cv,
                               valid=not invalid, invalid_reason=reason)
                 if cv is not None:
@@ -485,17 +492,16 @@ def verdict_table(result: PlanResult, metrics: Sequence[str] | None = None):
     runs, which the change compares, with the CV over the runs beside it), change % [95% CI]
     as ``value / baseline - 1`` (+ means the metric went up, as in ``benchmark_deltas``, the
     TUI and the export; the verdict says whether that is better), tau, runs per arm, verdict.
-    The caption lists each missing run (arm, repeat, load) with its cause.
+    The caption lists each missing run (arm, repeat, load) with its cause, and the metrics no
+    run could measure (TPOT and ITL of a coarse stream).
     """
     from rich.table import Table
 
-    caption = None
-    if result.missing:
-        caption = "\n".join(
-            f"missing: {f.config_name} rep {f.repeat} "
-            f"{', '.join(_load_text(x, None) if x is not None else 'open loop' for x in f.loads)} "
-            f"(failed {f.attempt + 1} time(s): {f.cause[:160]})"
-            for f in result.missing)
+    lines = [f"missing: {f.config_name} rep {f.repeat} "
+             f"{', '.join(_load_text(x, None) if x is not None else 'open loop' for x in f.loads)} "
+             f"(failed {f.attempt + 1} time(s): {f.cause[:160]})" for f in result.missing]
+    lines += [f"not compared: {text}" for text in dict.fromkeys(result.unmeasured)]
+    caption = "\n".join(lines) or None
     table = Table(title="Plan verdicts (change = value / baseline - 1: + means the metric went up)",
                   caption=caption, caption_justify="left")
     for col in ("config", "concurrency", "metric", "baseline (CV)", "candidate (CV)", "change % [95% CI]", "tau",

@@ -5,7 +5,8 @@ one token each, then a usage chunk (``usage.completion_tokens``) and ``data: [DO
 ``POST /generate`` streams SGLang-style cumulative ``text`` with ``meta_info.completion_tokens``,
 ``--tokens-per-chunk`` tokens per chunk. ``--delay-ms`` sleeps between chunks (0: instant,
 for measuring client overhead). ``--reject-unknown`` answers 422 to bodies carrying
-``ignore_eos``, as ``transformers serve`` does. ``--keepalive-s`` closes a connection idle that
+``ignore_eos``, as ``transformers serve`` does. ``--openai-tokens-per-chunk K`` puts K tokens in
+each OpenAI chunk (coarse streaming, as ``transformers serve`` does on a CPU). ``--keepalive-s`` closes a connection idle that
 long (uvicorn, under ``transformers serve``, SGLang and vLLM, closes after 5 s; aiohttp's default
 is 75 s). ``--fail-posts N`` answers the first N POSTs with HTTP 500 (a server that breaks
 under its first requests); with ``--fail-marker PATH`` only while PATH does not exist, and the
@@ -28,7 +29,7 @@ from aiohttp import web
 
 
 def make_app(chunks: int = 8, delay_s: float = 0.0, tokens_per_chunk: int = 2, reject_unknown: bool = False,
-             fail_posts: int = 0) -> web.Application:
+             fail_posts: int = 0, openai_tokens_per_chunk: int = 1) -> web.Application:
     """The aiohttp application (see the module docstring)."""
     failures_left = [fail_posts]
 
@@ -49,10 +50,11 @@ def make_app(chunks: int = 8, delay_s: float = 0.0, tokens_per_chunk: int = 2, r
         chat = request.path.endswith("chat/completions")
         resp = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
         await resp.prepare(request)
-        for i in range(n):
+        for i in range(0, n, openai_tokens_per_chunk):
             if delay_s:
                 await asyncio.sleep(delay_s)
-            choice = {"index": 0, "delta": {"content": f"t{i} "}} if chat else {"index": 0, "text": f"t{i} "}
+            text = "".join(f"t{j} " for j in range(i, min(n, i + openai_tokens_per_chunk)))
+            choice = {"index": 0, "delta": {"content": text}} if chat else {"index": 0, "text": text}
             await resp.write(b"data: " + json.dumps({"choices": [choice]}).encode() + b"\n\n")
         usage = {"prompt_tokens": 1, "completion_tokens": n, "total_tokens": n + 1}
         await resp.write(b"data: " + json.dumps({"choices": [], "usage": usage}).encode() + b"\n\n")
@@ -99,6 +101,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--reject-unknown", action="store_true")
     parser.add_argument("--keepalive-s", type=float, default=75.0)
     parser.add_argument("--fail-posts", type=int, default=0)
+    parser.add_argument("--openai-tokens-per-chunk", type=int, default=1)
     parser.add_argument("--fail-marker")
     args = parser.parse_args(argv)
     sock = socket.socket()
@@ -111,7 +114,8 @@ def main(argv: list[str] | None = None) -> None:
             open(args.fail_marker, "x").close()
         except FileExistsError:
             fail_posts = 0
-    app = make_app(args.chunks, args.delay_ms / 1000.0, args.tokens_per_chunk, args.reject_unknown, fail_posts)
+    app = make_app(args.chunks, args.delay_ms / 1000.0, args.tokens_per_chunk, args.reject_unknown, fail_posts,
+                   args.openai_tokens_per_chunk)
     web.run_app(app, sock=sock, print=None, access_log=None, backlog=1024, keepalive_timeout=args.keepalive_s)
 
 
