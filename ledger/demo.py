@@ -19,7 +19,7 @@ from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
 
-from .errors import WouldLoseData
+from .errors import EventIdReused, WouldLoseData
 from .jsonl import read_jsonl
 from .store import LedgerStore
 
@@ -81,7 +81,13 @@ def build_demo(
                 "`tuneledger demo --ledger demo.duckdb` (or `make demo LEDGER=demo.duckdb`)"
             )
     store.init()
-    store.append(events)
+    try:
+        store.append(events)
+    except EventIdReused:
+        raise WouldLoseData(
+            f"{path} holds a demo ledger built from an older demo file; nothing was changed (no command "
+            "rewrites a ledger). Build the current demo elsewhere: `tuneledger demo --ledger demo-new.duckdb`"
+        ) from None
     return store
 
 

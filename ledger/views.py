@@ -39,7 +39,7 @@ from .projections import BENCH_METRICS, DELTA_METRICS
 __all__ = ["DELTA_METRICS", "VIEWS_VERSION", "VIEW_NAMES", "create_views", "view_sql"]
 
 #: Bump whenever a view's SQL changes: writers then recreate the views in old files.
-VIEWS_VERSION = "17"
+VIEWS_VERSION = "18"
 
 def _sql_list(values: tuple[str, ...]) -> str:
     return ", ".join(f"'{v}'" for v in values)
@@ -241,7 +241,7 @@ FROM paired""",
         "benchmarks": f"""
 SELECT run_id, session_id, seq, event_id, recorded_at, config_name, is_baseline, server_run_id, tool,
        arch, dataset, input_len, output_len, load, request_rate, num_prompts, concurrency, repeat,
-       valid, {metric_cols}, source
+       valid, {metric_cols}, source, candidate_id
 FROM bench_runs b ANTI JOIN retractions r ON r.event_id = b.event_id""",
         "benchmark_deltas": f"""
 WITH metric_rules(metric, direction, noise_floor) AS (

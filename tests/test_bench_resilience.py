@@ -177,9 +177,14 @@ def test_too_few_prompts_for_the_concurrency_is_warned_before_running(coarse_ser
     assert min_prompts(64) == 640
     tuneledger = Path(sys.executable).parent / "tuneledger"
     out = subprocess.run([str(tuneledger), "--ledger", str(tmp_path / "l.duckdb"), "run", "bench", "--url",
-                          coarse_server, "--num-prompts", "8", "--concurrency", "1,4", "--no-progress"],
+                          coarse_server, "--num-prompts", "8", "--concurrency", "1,4", "--no-progress",
+                          "--config-name", "b200", "--candidate", "kernel-tune:moe"],
                          capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
     assert "warning: 8 prompts at concurrency 4" in out.stderr and "at least 40 prompts" in out.stderr
     # and no --model: the bench asked the server which model it serves (/v1/models lists "fake")
     assert "[valid" in out.stdout or "INVALID" in out.stdout
+    from ledger.store import LedgerStore
+
+    rows = LedgerStore(tmp_path / "l.duckdb").query_arrow("SELECT candidate_id FROM benchmarks").to_pylist()
+    assert rows == [{"candidate_id": "kernel-tune:moe"}] * 2

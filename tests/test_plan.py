@@ -189,6 +189,10 @@ def test_a_failed_run_is_recorded_retried_on_a_restarted_server_and_the_plan_goe
     assert event is not None and "HTTP 500" in event.validity_notes[0] and "retried" in event.notes
     started = [e.config_name for e in store.read(types=["server_started"])]
     assert started == ["baseline", "fast", "fast", "baseline", "fast"]
+    # issue 7.8: each run names the candidate it was made for (the baseline none)
+    made_for = store.query_arrow("SELECT DISTINCT config_name, candidate_id FROM benchmarks ORDER BY 1").to_pylist()
+    assert made_for == [{"config_name": "baseline", "candidate_id": None},
+                        {"config_name": "fast", "candidate_id": "flag:delay-ms"}]
     assert len(result.points) == 2 * 2 * 2
     assert all(c.baseline_runs == 2 and c.runs == 2 for c in result.comparisons)
 
