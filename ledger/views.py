@@ -268,7 +268,7 @@ simple AS (
            END AS verdict,
            NULL::BIGINT AS runs_needed,
            'simple: |change| <= noise floor, else 3+ runs per arm' AS verdict_rule,
-           c.last_seq AS seq
+           c.last_seq AS seq, NULL::DOUBLE AS baseline_cv_pct, NULL::DOUBLE AS cv_pct
     FROM arms c
     JOIN arms base
       ON base.is_baseline AND NOT c.is_baseline
@@ -303,7 +303,8 @@ stat AS (
            (payload->>'better_direction')::INTEGER AS better_direction,
            100 * (payload->>'noise_threshold')::DOUBLE AS noise_threshold_pct,
            (payload->>'verdict') AS verdict, (payload->>'runs_needed')::BIGINT AS runs_needed,
-           'statistical: Welch CI of the log ratio vs noise threshold' AS verdict_rule, seq
+           'statistical: Welch CI of the log ratio vs noise threshold' AS verdict_rule, seq,
+           100 * (payload->>'baseline_cv')::DOUBLE AS baseline_cv_pct, 100 * (payload->>'cv')::DOUBLE AS cv_pct
     FROM live_control WHERE type = 'comparison_completed'
     QUALIFY row_number() OVER (
         PARTITION BY session_id, payload->>'config_name', payload->>'baseline_config', payload->>'metric',

@@ -496,6 +496,7 @@ def benchmark_event(
     actor: Actor | None = None,
     notes: str | None = None,
     candidate_id: str | None = None,
+    source: str | None = None,
 ) -> BenchmarkCompleted:
     """The ``benchmark_completed`` summary event of one run (``candidate_id``: the board item it was run for)."""
     wl = target.workload
@@ -524,6 +525,7 @@ def benchmark_event(
         validity_notes=run.notes,
         notes=notes,
         candidate_id=candidate_id,
+        source=source,
         session_id=session_id,
         host=host,
         actor=actor or Actor(kind="runner", name="bench"),
@@ -557,13 +559,15 @@ async def sweep(
     progress: bool = True,
     on_point=None,
     candidate_id: str | None = None,
+    source: str | None = None,
 ) -> list[SweepPoint]:
     """Benchmark every (repeat, concurrency): warm up, time, gate, record one event per run.
 
     With a ``store`` (``ledger.store.LedgerStore``) each run's event and its per-request
     samples are appended in one transaction as soon as the run ends, so an interrupted
     sweep keeps what it finished. ``on_point`` is called with each ``SweepPoint``.
-    ``candidate_id`` is recorded on every run (the board item the runs were made for).
+    ``candidate_id`` is recorded on every run (the board item the runs were made for), and
+    ``source`` as its envelope source (what reproduces it: the command line, or the plan file).
 
     Raises:
         WarmupFailed: the warmup failed entirely (server down or wrong arguments).
@@ -620,6 +624,7 @@ async def sweep(
                     target, run, config_name=config_name, concurrency=c, request_rate=request_rate,
                     repeat=repeat, ignore_eos=ignore_eos, is_baseline=is_baseline,
                     server_run_id=server_run_id, session_id=session_id, host=host, candidate_id=candidate_id,
+                    source=source,
                 )
                 if store is not None:
                     # Off the event loop: under load an append can wait on the ledger's lock.

@@ -35,6 +35,26 @@ def _concurrencies(text: str | None) -> list[int]:
     return values
 
 
+def _reproducing_command(url: str, endpoint: str, model: str, input_len: int, output_len: int, num_prompts: int,
+                         concurrency_text: str | None, request_rate: float | None, seed: int, warmup: int,
+                         tokenizer: str | None, ignore_eos: bool, config_name: str) -> str:
+    """The ``tuneledger run bench`` command line that repeats a run (recorded as its source)."""
+    import shlex
+
+    parts = ["tuneledger", "run", "bench", "--url", url, "--endpoint", endpoint, "--model", model,
+             "--input-len", str(input_len), "--output-len", str(output_len), "--num-prompts", str(num_prompts),
+             "--seed", str(seed), "--warmup", str(warmup), "--config-name", config_name]
+    if concurrency_text:
+        parts += ["--concurrency", concurrency_text.replace(" ", "")]
+    if request_rate is not None:
+        parts += ["--request-rate", f"{request_rate:g}"]
+    if tokenizer:
+        parts += ["--tokenizer", tokenizer]
+    if not ignore_eos:
+        parts.append("--no-ignore-eos")
+    return shlex.join(parts)
+
+
 def _raise_interrupt(_signum: int, _frame: Any) -> None:
     raise KeyboardInterrupt
 
@@ -106,6 +126,8 @@ def bench_command(ctx: Context, url: str, endpoint: str, model: str | None, inpu
             is_baseline=(config_name == "baseline") if is_baseline is None else is_baseline,
             server_run_id=server_run_id, session_id=ctx.session, store=store, progress=not no_progress,
             on_point=lambda p: (done.append(p), click.echo(format_point(p))), candidate_id=candidate_id,
+            source=_reproducing_command(url, endpoint, model, input_len, output_len, num_prompts, concurrency_text,
+                                        request_rate, seed, warmup, tokenizer, ignore_eos, config_name),
         ))
     except KeyboardInterrupt:
         click.echo(f"tuneledger: interrupted after {len(done)} recorded run(s)", err=True)

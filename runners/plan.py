@@ -345,7 +345,7 @@ def _run_arm(plan: Plan, store: LedgerStore, servers: Servers, arm: str, repeat:
                 target, config_name=arm, concurrencies=list(pending), request_rate=plan.plan.request_rate,
                 repeats=[repeat], warmup_requests=b.warmup, is_baseline=arm == plan.plan.baseline,
                 server_run_id=run.run_id, session_id=plan.plan.session, host=run.host, store=store,
-                progress=progress, on_point=done, candidate_id=cand_id,
+                progress=progress, on_point=done, candidate_id=cand_id, source=plan.source,
             ))
             return
         except KeyboardInterrupt:

@@ -116,6 +116,30 @@ def test_plan_interleaves_records_and_compares(tmp_path: Path) -> None:
     console.print(verdict_table(result))
     text = console.export_text()
     assert "output_throughput" in text and "improved" in text
+    # one sign convention (issue 7.4): the table's change is value / baseline - 1 of the means it shows
+    row = next(line for line in text.splitlines() if "output_throughput" in line)
+    assert row.count("%)") >= 2  # baseline and candidate each with their CV beside them
+    assert "value / baseline - 1" in text
+    from runners.compare import raw_change
+
+    view = {(d["concurrency"], d["metric"]): d for d in store.query_arrow(
+        "SELECT concurrency, metric, change_pct, baseline_value, value FROM benchmark_deltas").to_pylist()}
+    for c in result.comparisons:
+        d = view[(c.concurrency, c.metric)]
+        assert d["change_pct"] == pytest.approx(100 * raw_change(c.change, c.better_direction))
+        assert d["change_pct"] == pytest.approx(100 * (d["value"] / d["baseline_value"] - 1))
+
+    # the export a user pastes into a PR (issue 7.12), on this CPU host with a non-SGLang engine
+    from ledger.export_markdown import render_markdown
+
+    md = render_markdown(store, session_id="plan-test")
+    hardware = next(line for line in md.splitlines() if line.startswith("- Hardware:"))
+    assert "CPU" in hardware and "GPU ?" not in hardware and "x0" not in hardware
+    runs_header = next(line for line in md.split("## Server runs")[1].splitlines() if line.startswith("| Config"))
+    assert "max_running_requests" not in runs_header and "MoE kernel config" not in runs_header
+    deltas = md.split("## Benchmark deltas")[1].split("## Timeline")[0]
+    fast = next(line for line in deltas.splitlines() if line.startswith("| fast | c=2") and "output_throughput" in line)
+    assert "(CV " in fast and f"`tuneledger run plan {plan.source}`" in fast and "improved" in fast
 
 
 def test_plan_file_errors(tmp_path: Path) -> None:

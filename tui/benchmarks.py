@@ -54,7 +54,8 @@ class BenchmarksPane(Vertical):
         table.add_columns("configuration", "c", "runs", *(label for _, label in BENCH_METRICS))
         yield table
         legend = Text("change vs baseline: ")
-        for verdict in ("improved", "regressed", "no measurable change", "inconclusive", "insufficient data"):
+        for verdict in ("improved", "regressed", "no measurable change", "inconclusive", "insufficient data",
+                        "too noisy"):
             legend.append(short_delta_verdict(verdict) if verdict != "no measurable change" else "≈ no change",
                           style=DELTA_STYLE[verdict])
             legend.append("  ")
