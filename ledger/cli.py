@@ -59,7 +59,7 @@ ledger_option = click.option(
 )
 
 
-def _default_actor() -> str:
+def default_actor_text() -> str:
     """``$TUNELEDGER_ACTOR``, else ``person:`` and the login name (``$USER`` may be empty or unset
     in containers and cron: ``getpass`` falls back to ``$LOGNAME`` and the password database)."""
     if os.environ.get("TUNELEDGER_ACTOR"):
@@ -84,7 +84,7 @@ def _default_actor() -> str:
 )
 @click.option(
     "--actor",
-    default=_default_actor,
+    default=default_actor_text,
     help="Who appends: person:NAME, agent:NAME or runner:NAME (env TUNELEDGER_ACTOR).",
 )
 @click.option("--session", envvar="TUNELEDGER_SESSION", help="Default session id for new events (env TUNELEDGER_SESSION).")
