@@ -97,7 +97,7 @@ def test_plan_against_transformers_serve(tmp_path: Path, tiny_model: Path) -> No
     env = {**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}", "HF_HUB_OFFLINE": "1",
            "TRANSFORMERS_OFFLINE": "1", "TUNELEDGER_LEDGER": str(ledger), "COLUMNS": "200"}
     out = subprocess.run([str(BIN / "tuneledger"), "run", "plan", str(_plan(tmp_path, tiny_model)), "--no-progress"],
-                         env=env, capture_output=True, text=True, timeout=900)
+                         env=env, capture_output=True, text=True, timeout=1800)
     print(out.stdout)  # the verdict table (pytest -s shows it)
     assert out.returncode == 0, out.stderr[-3000:]
     assert "Plan verdicts" in out.stdout
