@@ -39,7 +39,7 @@ from .projections import BENCH_METRICS, DELTA_METRICS
 __all__ = ["DELTA_METRICS", "VIEWS_VERSION", "VIEW_NAMES", "create_views", "view_sql"]
 
 #: Bump whenever a view's SQL changes: writers then recreate the views in old files.
-VIEWS_VERSION = "17"
+VIEWS_VERSION = "18"
 
 def _sql_list(values: tuple[str, ...]) -> str:
     return ", ".join(f"'{v}'" for v in values)
@@ -54,7 +54,7 @@ def view_sql() -> dict[str, str]:
     )
     return {
         "all_events": f"""
-SELECT e.seq, e.event_id, e.type, e.stream, e.stream_version, e.recorded_at,
+SELECT e.seq, e.event_id, e.type, e.stream, e.stream_version, e.recorded_at, e.occurred_at,
        e.actor_kind, e.actor_name, e.session_id, e.causation_id, e.correlation_id, e.source, e.host,
        (e.host->>'compute_capability') AS arch,
        (e.host->>'engine') AS host_engine,
@@ -154,24 +154,34 @@ LEFT JOIN (
         "server_runs": """
 WITH started AS (
     SELECT (payload->>'run_id') AS run_id, session_id, seq AS started_seq, recorded_at AS started_at,
-           (payload->>'engine') AS engine, (payload->>'model') AS model,
+           occurred_at, (payload->>'engine') AS engine, (payload->>'model') AS model,
            (payload->>'config_name') AS config_name, (payload->'flags') AS flags, (payload->'env') AS env,
            arch
     FROM live_control WHERE type = 'server_started'
 ),
 ready AS (
     SELECT (payload->>'run_id') AS run_id, recorded_at AS ready_at,
-           (payload->>'ready_after_s')::DOUBLE AS ready_after_s,
+           (payload->>'ready_after_s')::DOUBLE AS ready_after_s
+    FROM live_control WHERE type = 'server_ready'
+    QUALIFY row_number() OVER (PARTITION BY (payload->>'run_id') ORDER BY seq DESC) = 1
+),
+facts AS (
+    -- the startup facts: the ready event's, else those a failed (or still starting) run logged
+    SELECT (payload->>'run_id') AS run_id,
            -- parse the startup facts once per row, not once per field
            from_json((payload->'startup'), '{"attention_backend": "VARCHAR", "max_running_requests": "BIGINT",
                "max_total_num_tokens": "BIGINT", "context_len": "BIGINT", "cuda_graph_bs": "BIGINT[]",
                "piecewise_cuda_graph": "BOOLEAN", "piecewise_disabled_reason": "VARCHAR",
-               "moe_kernel_config": "VARCHAR"}') AS startup
-    FROM live_control WHERE type = 'server_ready'
-    QUALIFY row_number() OVER (PARTITION BY (payload->>'run_id') ORDER BY seq DESC) = 1
+               "moe_kernel_config": "VARCHAR"}') AS startup,
+           (payload->'startup'->'overrides') AS overrides
+    FROM live_control
+    WHERE type IN ('server_ready', 'server_failed', 'server_started') AND (payload->'startup') IS NOT NULL
+      AND json_type(payload->'startup') = 'OBJECT'
+    QUALIFY row_number() OVER (PARTITION BY (payload->>'run_id')
+                               ORDER BY type = 'server_ready' DESC, type = 'server_failed' DESC, seq DESC) = 1
 ),
 ended AS (
-    SELECT (payload->>'run_id') AS run_id, type, recorded_at AS ended_at,
+    SELECT (payload->>'run_id') AS run_id, type, recorded_at AS ended_at, occurred_at AS ended_occurred_at,
            (payload->>'cause') AS failure_cause, (payload->>'message') AS failure_message
     FROM live_control WHERE type IN ('server_stopped', 'server_failed')
     QUALIFY row_number() OVER (PARTITION BY (payload->>'run_id') ORDER BY seq DESC) = 1
@@ -181,18 +191,19 @@ runs AS (
            CASE WHEN e.type = 'server_failed' THEN 'failed'
                 WHEN e.type = 'server_stopped' THEN 'stopped'
                 WHEN r.run_id IS NOT NULL THEN 'ready' ELSE 'starting' END AS status,
-           s.started_at, r.ready_at, e.ended_at, r.ready_after_s,
-           r.startup.attention_backend AS attention_backend,
-           r.startup.max_running_requests AS max_running_requests,
-           r.startup.max_total_num_tokens AS max_total_num_tokens,
-           r.startup.context_len AS context_len,
-           r.startup.cuda_graph_bs AS cuda_graph_bs,
-           r.startup.piecewise_cuda_graph AS piecewise_cuda_graph,
-           r.startup.piecewise_disabled_reason AS piecewise_disabled_reason,
-           r.startup.moe_kernel_config AS moe_kernel_config,
+           s.started_at, r.ready_at, e.ended_at, r.ready_after_s, s.occurred_at, e.ended_occurred_at,
+           f.startup.attention_backend AS attention_backend,
+           f.startup.max_running_requests AS max_running_requests,
+           f.startup.max_total_num_tokens AS max_total_num_tokens,
+           f.startup.context_len AS context_len,
+           f.startup.cuda_graph_bs AS cuda_graph_bs,
+           f.startup.piecewise_cuda_graph AS piecewise_cuda_graph,
+           f.startup.piecewise_disabled_reason AS piecewise_disabled_reason,
+           f.startup.moe_kernel_config AS moe_kernel_config, f.overrides,
            e.failure_cause, e.failure_message, s.started_seq,
            coalesce(json_keys(s.flags), []) AS flag_names
-    FROM started s LEFT JOIN ready r USING (run_id) LEFT JOIN ended e USING (run_id)
+    FROM started s LEFT JOIN ready r USING (run_id) LEFT JOIN facts f USING (run_id)
+         LEFT JOIN ended e USING (run_id)
 ),
 paired AS (
     SELECT *,
@@ -207,10 +218,11 @@ paired AS (
     WINDOW w AS (PARTITION BY session_id ORDER BY started_seq)
 )
 SELECT run_id, session_id, config_name, engine, model, arch, status, flags, env,
-       started_seq, started_at, ready_at, ended_at, ready_after_s, attention_backend,
+       started_seq, started_at, ready_at, ended_at, ready_after_s, occurred_at, ended_occurred_at,
+       attention_backend,
        max_running_requests, max_total_num_tokens, context_len, cuda_graph_bs,
        list_max(cuda_graph_bs) AS cuda_graph_max_bs, piecewise_cuda_graph,
-       piecewise_disabled_reason, moe_kernel_config, failure_cause, failure_message,
+       piecewise_disabled_reason, moe_kernel_config, overrides, failure_cause, failure_message,
        previous_run_id,
        list_filter(flag_names, lambda k: previous_run_id IS NOT NULL
                    AND NOT list_contains(coalesce(previous_flag_names, []), k)) AS flags_added,
@@ -331,7 +343,7 @@ FROM live_control WHERE type = 'decision_recorded'""",
         "event_log": """
 SELECT s.seq, s.recorded_at, s.session_id, s.type, s.stream, s.actor_kind, s.actor_name, s.arch,
        s.summary, s.event_id, s.causation_id, s.correlation_id, s.source,
-       r.event_id IS NOT NULL AS retracted
+       r.event_id IS NOT NULL AS retracted, s.occurred_at
 FROM event_summaries s LEFT JOIN retractions r ON r.event_id = s.event_id""",
         "timeline": """
 SELECT * EXCLUDE (retracted) FROM event_log WHERE NOT retracted""",
