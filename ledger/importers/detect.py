@@ -23,7 +23,7 @@ from typing import Any
 from uuid import UUID, uuid5
 
 from ledger.errors import InvalidInput, NotFound
-from ledger.sglang_log import LOG_MARKERS
+from ledger.sglang_log import looks_like_server_log
 
 BENCH = "sglang-bench-serving"
 MOE = "sglang-moe-config"
@@ -168,13 +168,9 @@ def detect_format(file: InputFile) -> str:
 
 
 def is_server_log(text: str, scan_lines: int = 5000) -> bool:
-    """True when some line has SGLang's ``[YYYY-mm-dd HH:MM:SS`` prefix and an SGLang startup/run marker."""
-    for number, line in enumerate(text.splitlines()):
-        if number >= scan_lines:
-            break
-        if _LOG_PREFIX_RE.match(line) and any(marker in line for marker in LOG_MARKERS):
-            return True
-    return False
+    """True when some line has SGLang's ``[YYYY-mm-dd HH:MM:SS`` prefix (bare or inside a host
+    program's own log line) and an SGLang startup/run marker (``ledger.sglang_log``)."""
+    return looks_like_server_log(text, scan_lines)
 
 
 def _unknown(file: InputFile) -> InvalidInput:
