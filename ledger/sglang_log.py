@@ -49,9 +49,10 @@ _PREFIX_RE = re.compile(
 )
 # A host program's own prefix before SGLang's: a time of day, a log level or a "name | " column,
 # then SGLang's "[YYYY-mm-dd HH:MM:SS". Anything else before a "[" is not a wrapper.
+_WRAP_CHAR = r"(?:[^\[]|\[\d+\])"  # no "[" but a pid's "[811]" (journald: "python[811]: ")
 _WRAPPED_RE = re.compile(
-    rf"^(?P<wrap>[^\[]{{1,200}}?(?:\d{{1,2}}:\d{{2}}:\d{{2}}|\b(?:DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL)\b|\|)"
-    rf"[^\[]{{0,120}}?)(?P<inner>\[{_TS}(?:[.,]\d{{1,6}})?{_RANKS}\].*)$"
+    rf"^(?P<wrap>{_WRAP_CHAR}{{1,200}}?(?:\d{{1,2}}:\d{{2}}:\d{{2}}|\b(?:DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL)\b|\|)"
+    rf"{_WRAP_CHAR}{{0,120}}?)(?P<inner>\[{_TS}(?:[.,]\d{{1,6}})?{_RANKS}\].*)$"
 )
 # Newer builds log "INFO server_args.py:1974: message"; strip it to get the message.
 _LEVEL_RE = re.compile(r"^(?P<level>DEBUG|INFO|WARNING|ERROR|CRITICAL) [\w./-]+\.py:\d+: ")
@@ -95,9 +96,10 @@ _OOM_RE = re.compile(r"CUDA out of memory|OutOfMemoryError|CUDA error: out of me
 _CAPPED_RE = re.compile(r"^(?P<name>max_running_requests|max_total_num_tokens|cuda_graph_max_bs\w*) is capped to "
                         r"(?P<value>-?\d+) by the (?P<reason>.+?)(?: \(.*\))?\.?$")
 _AUTO_FLAG_RE = re.compile(
-    r"^Automatically (?P<verb>reduce|increase|set|adjust|change|enable|disable|turn off) (?P<flags>--[\w-]+(?:(?:,| and) --[\w-]+)*)"
-    r"(?: to (?P<value>[^\s,]+?))?\.?(?: (?:because|for|since|as) (?P<reason>.+?))?\.?$"
+    r"^Automatically (?P<verb>reduce|increase|set|adjust|change|enable|disable|turn off) (?P<flag>--[\w-]+)(?P<rest>.*)$"
 )
+_TO_VALUE_RE = re.compile(r"^ to ([^\s,]+?)\.?(?:[\s,]|$)")
+_REASON_RE = re.compile(r"\b(?:because|for|since|as) (.+?)\.?$")
 _DISABLE_FLAG_RE = re.compile(r"^Disable (?P<flag>--[\w-]+) because (?P<reason>.+?)\.?$")
 _IS_DISABLED_RE = re.compile(
     r"^(?P<what>[A-Z][\w .-]*?) (?:is|are) (?:disabled|turned off|not supported)(?: and will be turned off)?"
@@ -310,6 +312,7 @@ class CrashInfo:
     message: str
     line: LogLine
     tail: list[str]
+    traceback: list[str] = field(default_factory=list)  # the lines from the crash's first line on (<= 400)
 
 
 @dataclass(frozen=True)
@@ -815,10 +818,11 @@ def _override_line(line: LogLine) -> OverrideLine | None:
     if m := _CAPPED_RE.match(msg):
         return OverrideLine(line, m.group("name").replace("_", "-"), int(m.group("value")), f"capped by the {m.group('reason')}")
     if m := _AUTO_FLAG_RE.match(msg):
-        flag = m.group("flags").split()[0].rstrip(",").lstrip("-")
-        verb, value = m.group("verb"), m.group("value")
-        effective: Any = _scalar(value) if value else (False if verb in ("disable", "turn off") else None)
-        return OverrideLine(line, flag, effective, m.group("reason") or msg)
+        flag, verb, rest = m.group("flag").lstrip("-"), m.group("verb"), m.group("rest")
+        value = _TO_VALUE_RE.match(rest)
+        effective: Any = _scalar(value.group(1)) if value else None
+        reason = _REASON_RE.search(rest) if "because" in rest else None
+        return OverrideLine(line, flag, effective, reason.group(1) if reason else f"SGLang: {msg.rstrip('.')}")
     if m := _DISABLE_FLAG_RE.match(msg):
         return OverrideLine(line, m.group("flag").lstrip("-"), None, m.group("reason"))
     if m := _IS_DISABLED_RE.match(msg):
@@ -892,11 +896,13 @@ def _settle_piecewise(facts: ServerLogFacts, begin: bool, end: bool) -> None:
     """Piecewise (0.5.23: prefill) CUDA graph is switched off silently: no capture lines after the
     decode CUDA graph capture finished means off (REFERENCE section 2); a "Disable ... because"
     line says so and why. Before the decode capture ends (a crash, a truncated log) it is unknown."""
-    if begin and end:
+    if end:  # its end line (a begin without end: the capture did not finish)
         facts.piecewise_cuda_graph = True
     elif facts.piecewise_disabled_reason is not None:
         facts.piecewise_cuda_graph = False
-    elif not begin and facts.cuda_graph_captured:
+    elif not begin and facts.cuda_graph_captured and not facts.phase_graphs:
+        # 0.5.23 logs "Disable prefill CUDA graph because ..." whenever it is off: there,
+        # silence means an excerpt, not off.
         facts.piecewise_cuda_graph = False
         if facts.server_args.get("disable_piecewise_cuda_graph") is True:
             facts.piecewise_disabled_reason = "disable_piecewise_cuda_graph=True in server_args"
@@ -957,7 +963,8 @@ def _crash_info(lines: list[LogLine], start: LogLine) -> CrashInfo:
         message = start.message.strip()
     oom = any(_OOM_RE.search(line.raw) for line in lines[start.number - 1:])
     tail = [line.raw for line in lines[-TAIL_LINES:]]
-    return CrashInfo(cause="out-of-memory" if oom else "crash", message=message, line=where, tail=tail)
+    trace = [line.raw for line in lines[start.number - 1:start.number + 399]]
+    return CrashInfo(cause="out-of-memory" if oom else "crash", message=message, line=where, tail=tail, traceback=trace)
 
 
 def looks_like_server_log(text: str, scan_lines: int = 5000) -> bool:
@@ -966,7 +973,9 @@ def looks_like_server_log(text: str, scan_lines: int = 5000) -> bool:
     for number, raw in enumerate(text.splitlines()):
         if number >= scan_lines:
             break
-        if "[" in raw and any(marker in raw for marker in LOG_MARKERS) and split_line(number + 1, raw).prefixed:
+        # the prefix's shape only: a line with an impossible date is still SGLang's, and refused later
+        if "[" in raw and any(marker in raw for marker in LOG_MARKERS) and (
+                _PREFIX_RE.match(raw) or _WRAPPED_RE.match(raw)):
             return True
     return False
 
@@ -1106,7 +1115,7 @@ def _crash_culprits(facts: ServerLogFacts, host: Host | None, src: str) -> list[
     crash = facts.crash
     if crash is None:
         return []
-    text = "\n".join([*crash.tail, crash.message])
+    text = "\n".join([*crash.traceback, *crash.tail, crash.message])
     arch, gpu = resolve_arch(facts, host)
     where = f" on {arch} ({gpu})" if arch and gpu else (f" on {arch}" if arch else "")
     out = []
