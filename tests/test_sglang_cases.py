@@ -333,3 +333,58 @@ def test_5360_bench_jsonl_sweep() -> None:
     assert events[6].workload.request_rate == 4.0 and events[6].concurrency is None
     assert {(e.workload.input_len, e.workload.output_len, e.workload.dataset) for e in events} == {(8192, 1024, "random")}
     assert all(e.repeat is None and e.valid for e in events)  # one run per workload: no series, nothing set aside
+
+
+# --- 9. the time of the fact -------------------------------------------------------------------
+
+
+def test_imported_events_keep_the_log_time_apart_from_recorded_at(tmp_path: Path) -> None:
+    path = CASES / "sglang-33483-eager-decode" / "server.log"
+    events = events_of("sglang-33483-eager-decode", "server.log")
+    started, ready = one(events, ServerStarted), one(events, ServerReady)
+    assert started.occurred_at == datetime(2026, 8, 2, 11, 40, 3, tzinfo=UTC)
+    assert ready.occurred_at == datetime(2026, 8, 2, 11, 40, 25, tzinfo=UTC)
+    (eager,) = [f for f in findings(events) if f.kind == "decode-without-cuda-graph"]
+    assert eager.occurred_at == datetime(2026, 8, 2, 11, 40, 22, tzinfo=UTC)  # its first evidence line
+    (run,) = runs_of(tmp_path, path)
+    assert run["occurred_at"] == datetime(2026, 8, 2, 11, 40, 3, tzinfo=UTC)
+    assert run["started_at"] > datetime(2026, 11, 1, tzinfo=UTC) or run["started_at"] != run["occurred_at"]
+    store = LedgerStore(tmp_path / "cases.duckdb")
+    times = store.query_arrow("SELECT type, occurred_at FROM timeline ORDER BY seq").to_pylist()
+    assert times[0] == {"type": "server_started", "occurred_at": datetime(2026, 8, 2, 11, 40, 3, tzinfo=UTC)}
+    assert store.read()[0].occurred_at == datetime(2026, 8, 2, 11, 40, 3, tzinfo=UTC)  # round trip
+
+
+def test_demo_runs_show_their_logs_dates_and_export_shows_them(tmp_path: Path) -> None:
+    from ledger.demo import build_demo
+    from ledger.export_markdown import render_markdown
+
+    store = build_demo(tmp_path / "demo.duckdb")
+    runs = store.query_arrow("SELECT config_name, occurred_at FROM server_runs ORDER BY started_seq").to_pylist()
+    # the two runs whose logs the demo cites; the seeds' messages carry no dates
+    assert [r["occurred_at"] for r in runs if r["occurred_at"]] == [datetime(2026, 11, 20, 14, 2, 11, tzinfo=UTC),
+                                                datetime(2026, 11, 20, 15, 10, 3, tzinfo=UTC)]
+    text = render_markdown(store, session_id="qwen35-sm120")
+    assert "Started (log time, UTC)" in text and "2026-11-20 14:02:11" in text
+    full = render_markdown(store, session_id="qwen35-sm120", timeline_max_rows=1000)
+    assert "Occurred (UTC)" in full and "2026-11-20 15:12:10" in full  # the fusion run's ready line
+
+
+def test_a_ledger_of_layout_1_gets_the_occurred_at_column(tmp_path: Path) -> None:
+    import duckdb
+
+    path = tmp_path / "old.duckdb"
+    LedgerStore(path).init()
+    con = duckdb.connect(str(path))
+    con.execute("DROP VIEW IF EXISTS timeline; DROP VIEW IF EXISTS event_log")
+    for view in [r[0] for r in con.execute("SELECT view_name FROM duckdb_views() WHERE NOT internal").fetchall()]:
+        con.execute(f'DROP VIEW IF EXISTS "{view}"')
+    con.execute("ALTER TABLE events DROP COLUMN occurred_at")
+    con.execute("UPDATE ledger_meta SET value = '17' WHERE key = 'views_version'")
+    con.execute("UPDATE ledger_meta SET value = '1' WHERE key = 'layout_version'")
+    con.close()
+    store = LedgerStore(path)
+    store.append(import_file(CASES / "sglang-33483-eager-decode" / "min.log").events)
+    (row,) = store.query_arrow("SELECT occurred_at FROM server_runs").to_pylist()
+    assert row["occurred_at"] == datetime(2026, 8, 2, 11, 40, 22, tzinfo=UTC)
+    assert store.query_arrow("SELECT value FROM ledger_meta WHERE key = 'layout_version'").to_pylist() == [{"value": "2"}]
