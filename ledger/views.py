@@ -36,7 +36,7 @@ from schemas.vocab import NO_EFFECT_VERDICTS
 
 from .projections import BENCH_METRICS, DELTA_METRICS
 
-__all__ = ["DELTA_METRICS", "VIEWS_VERSION", "VIEW_NAMES", "create_views", "view_sql"]
+__all__ = ["DELTA_METRICS", "VIEWS_VERSION", "VIEW_NAMES", "create_views", "known_no_effect", "view_sql"]
 
 #: Bump whenever a view's SQL changes: writers then recreate the views in old files.
 VIEWS_VERSION = "18"
@@ -357,3 +357,31 @@ def create_views(con: duckdb.DuckDBPyConnection) -> None:
 
 
 VIEW_NAMES: tuple[str, ...] = tuple(view_sql())
+
+
+#: The no-effect verdicts (``flag_verdicts.no_effect``: no-op, dead-code, not-activated,
+#: no-measurable-change) already held for some flags on one engine and arch. Parameters:
+#: flags (CLI spelling), engine, arch, engine version (NULL: any version).
+KNOWN_NO_EFFECT_SQL = """
+SELECT flag, verdict, basis, engine, engine_version, arch, summary,
+       CAST(evidence_event_id AS VARCHAR) AS evidence_event_id, seq
+FROM flag_verdicts
+WHERE no_effect AND list_contains(?::VARCHAR[], flag)
+  AND engine IS NOT DISTINCT FROM ? AND arch = ?
+  AND (?::VARCHAR IS NULL OR engine_version IS NULL OR engine_version = ?::VARCHAR)
+ORDER BY flag, seq"""
+
+
+def known_no_effect(
+    store, flags: list[str], *, engine: str | None, engine_version: str | None, arch: str | None
+) -> list[dict]:
+    """The ledger's no-effect verdicts for ``flags`` on ``engine`` / ``arch`` and ``engine_version``
+    (a verdict or a run without a version matches any version): one dict per flag with the ``flag_verdicts`` columns
+    ``flag, verdict, basis, engine, engine_version, arch, summary, evidence_event_id, seq``.
+
+    ``store`` is a ``LedgerStore`` (its ``query_arrow``). No arch, no flags or no ledger file: ``[]``.
+    """
+    if not flags or not arch or not store.path.exists():
+        return []
+    table = store.query_arrow(KNOWN_NO_EFFECT_SQL, [sorted(set(flags)), engine, arch, engine_version, engine_version])
+    return table.to_pylist()

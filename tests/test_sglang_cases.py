@@ -388,3 +388,65 @@ def test_a_ledger_of_layout_1_gets_the_occurred_at_column(tmp_path: Path) -> Non
     (row,) = store.query_arrow("SELECT occurred_at FROM server_runs").to_pylist()
     assert row["occurred_at"] == datetime(2026, 8, 2, 11, 40, 22, tzinfo=UTC)
     assert store.query_arrow("SELECT value FROM ledger_meta WHERE key = 'layout_version'").to_pylist() == [{"value": "2"}]
+
+
+# --- 8. flags already known to do nothing -------------------------------------------------------
+
+_NCDS_LOG = (
+    "[2026-09-01 10:00:00] server_args={{'model_path': '/m', 'tp_size': 2, 'num_continuous_decode_steps': {steps}}}\n"
+    "[2026-09-01 10:00:40 TP0] Using default MoE kernel config. Performance might be sub-optimal! Config file not "
+    "found at /x/triton_3_6_0/E=128,N=384,device_name={device}.json, you can create them with https://x\n"
+    "[2026-09-01 10:00:50] The server is fired up and ready to roll!\n"
+)
+
+
+def _dead_code_verdict(ledger: Path, version: str) -> str:
+    host = json.dumps({"compute_capability": "sm120", "engine": "sglang", "engine_version": version})
+    out = cli(ledger, "append", "flag_researched", "-f", "flag=num-continuous-decode-steps", "-f", "verdict=dead-code",
+              "-f", "what_it_does=defined in ServerArgs, never read", "--host", host, "--json")
+    assert out.returncode == 0, out.stderr
+    (row,) = json.loads(out.stdout)
+    return row["event_id"]
+
+
+@pytest.mark.parametrize(("steps", "device", "expected"), [
+    (4, "NVIDIA_GeForce_RTX_5090", True),   # set, on the arch of the verdict
+    (1, "NVIDIA_GeForce_RTX_5090", False),  # its default: not "set"
+    (4, "NVIDIA_H100_80GB_HBM3", False),    # another arch: the verdict does not apply
+])
+def test_a_flag_known_to_do_nothing_gets_a_finding_citing_the_verdict(
+    tmp_path: Path, steps: int, device: str, expected: bool
+) -> None:
+    ledger = tmp_path / "l.duckdb"
+    verdict_id = _dead_code_verdict(ledger, "0.5.23")
+    log = tmp_path / "run.log"
+    log.write_text(_NCDS_LOG.format(steps=steps, device=device))
+    out = cli(ledger, "import", str(log))
+    assert out.returncode == 0, out.stderr
+    rows = LedgerStore(ledger).query_arrow(
+        "SELECT payload->>'message' AS message, payload->'evidence'->0->>'ref' AS ref, source "
+        "FROM live_events WHERE payload->>'kind' = 'known-no-effect'").to_pylist()
+    if not expected:
+        assert rows == []
+        return
+    (row,) = rows
+    assert row["ref"] == verdict_id and row["source"] == "run.log"
+    assert "--num-continuous-decode-steps 4 is set" in row["message"] and "'dead-code' (researched)" in row["message"]
+    assert "sm120, sglang 0.5.23" in row["message"]
+
+
+def test_the_server_runner_says_it_at_start(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from runners.server import ServerRunner
+    from tests.test_runner_server import FAKE_SMI, fake_config
+
+    monkeypatch.setenv("TUNELEDGER_NVIDIA_SMI", str(FAKE_SMI))  # an RTX PRO 6000 host (sm120), as in the runner tests
+    monkeypatch.setenv("FAKE_GPU", "rtx6000")
+    store = LedgerStore(tmp_path / "r.duckdb")
+    verdict_id = _dead_code_verdict(store.path, "0.5.12")
+    runner = ServerRunner(store, session_id="s1", poll_interval_s=0.05, sigint_wait_s=1.0, sigterm_wait_s=1.0,
+                          sigkill_wait_s=5.0)
+    run = runner.start(fake_config("steps", **{"num-continuous-decode-steps": 4}))
+    runner.stop(run)
+    (finding,) = [e for e in store.read(types=["finding_recorded"]) if e.kind == "known-no-effect"]
+    assert finding.server_run_id == run.run_id and finding.evidence[0].ref == verdict_id
+    assert finding.flag == "num-continuous-decode-steps"

@@ -17,7 +17,9 @@ from uuid import UUID
 
 import pyarrow as pa
 
-from schemas import Actor, Event, Host, StartupFacts
+from collections.abc import Callable
+
+from schemas import Actor, Event, FindingRecorded, Host, ServerStarted, StartupFacts
 
 from .bench_serving import SAMPLES_SCHEMA, import_bench_serving
 from .detect import BENCH, MOE, SERVER_LOG, detect_format, read_input
@@ -48,6 +50,7 @@ def import_file(
     actor: Actor | str | None = None,
     config_name: str | None = None,
     previous_startup: StartupFacts | None = None,
+    remember: Callable[[ServerStarted], list[FindingRecorded]] | None = None,
 ) -> ImportResult:
     """Read ``path`` and return its events; nothing is written, nothing is returned partially.
 
@@ -56,7 +59,8 @@ def import_file(
     ``actor`` is an ``Actor`` or ``"kind:name"`` (default: person ``unknown``).
     ``config_name`` names the configuration of bench runs (default: the file stem)
     and of a server log's ``ServerStarted``. ``previous_startup`` (the startup facts
-    of the run to compare with) enables the ``capacity-reduced`` finding of a server log.
+    of the run to compare with) enables the ``capacity-reduced`` finding of a server log;
+    ``remember`` (see ``server_log.import_server_log``) its ``known-no-effect`` findings.
 
     Raises:
         NotFound: no such file.
@@ -77,6 +81,6 @@ def import_file(
     else:
         events = import_server_log(
             file, config_name=config_name, session_id=session_id, host=host, actor=who,
-            previous_startup=previous_startup,
+            previous_startup=previous_startup, remember=remember,
         )
     return ImportResult(kind=kind, path=Path(path), events=events, samples=samples)

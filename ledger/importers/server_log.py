@@ -13,12 +13,15 @@ from __future__ import annotations
 
 import json
 from datetime import UTC, datetime
+from collections.abc import Callable
 from typing import Any
 
 from ledger.errors import InvalidInput
 from ledger.gpu_arch import compute_capability_for
 from ledger.sglang_log import LogFormatError, LogLine, ServerLogFacts, derive_findings, jsonable_args, parse_server_log
-from schemas import Actor, Event, Host, ServerFailed, ServerReady, ServerStarted, StartupFacts, normalize_flag
+from schemas import (
+    Actor, Event, FindingRecorded, Host, ServerFailed, ServerReady, ServerStarted, StartupFacts, normalize_flag,
+)
 
 from .detect import InputFile
 
@@ -62,8 +65,12 @@ def import_server_log(
     host: Host | None,
     actor: Actor,
     previous_startup: StartupFacts | None,
+    remember: Callable[[ServerStarted], list[FindingRecorded]] | None = None,
 ) -> list[Event]:
     """Events of one server log (see the module doc); ``run_id`` is ``sglang-`` + 12 hex of the file hash.
+
+    ``remember`` (``ledger.flag_memory.remembered_findings`` bound to the ledger) gives the
+    ``known-no-effect`` findings of the run's flags: verdicts the ledger already holds.
 
     Raises:
         InvalidInput: the log shows neither server args, startup facts, readiness nor a crash;
@@ -140,9 +147,11 @@ def import_server_log(
     findings = derive_findings(
         facts, host=log_host, previous=previous_startup, run_id=run_id, session_id=session_id, source_name=file.name
     )
+    if remember is not None:
+        findings += remember(events[0])
     seen: set[Any] = set()
     for finding in findings:
-        first_ref = finding.evidence[0].ref if finding.evidence else file.name
+        first_ref = next((e.ref for e in finding.evidence if e.kind == "log"), file.name)
         event_id = file.event_id(f"finding:{finding.kind}:{finding.flag}:{finding.message}")
         if event_id in seen:  # one finding per fact (derive_findings already merges per-rank repeats)
             continue
