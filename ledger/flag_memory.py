@@ -61,6 +61,6 @@ def remembered_findings(store: Any, started: ServerStarted) -> list[FindingRecor
     arch = host.compute_capability if host else None
     verdicts = views.known_no_effect(
         store, list(set_flags(started.flags)), engine=started.engine,
-        engine_version=host.engine_version if host else None, arch=arch,
+        engine_version=host.engine_version if host else None, arch=arch, before_event_id=str(started.event_id),
     )
     return known_no_effect_findings(started, verdicts)

@@ -361,7 +361,8 @@ VIEW_NAMES: tuple[str, ...] = tuple(view_sql())
 
 #: The no-effect verdicts (``flag_verdicts.no_effect``: no-op, dead-code, not-activated,
 #: no-measurable-change) already held for some flags on one engine and arch. Parameters:
-#: flags (CLI spelling), engine, arch, engine version (NULL: any version).
+#: flags (CLI spelling), engine, arch, engine version (NULL: any version), the run's own
+#: ``server_started`` event id (verdicts recorded after it, or its own findings, do not count).
 KNOWN_NO_EFFECT_SQL = """
 SELECT flag, verdict, basis, engine, engine_version, arch, summary,
        CAST(evidence_event_id AS VARCHAR) AS evidence_event_id, seq
@@ -369,19 +370,25 @@ FROM flag_verdicts
 WHERE no_effect AND list_contains(?::VARCHAR[], flag)
   AND engine IS NOT DISTINCT FROM ? AND arch = ?
   AND (?::VARCHAR IS NULL OR engine_version IS NULL OR engine_version = ?::VARCHAR)
+  AND seq < coalesce((SELECT min(seq) FROM events WHERE event_id = ?::UUID), 9223372036854775807)
 ORDER BY flag, seq"""
 
 
 def known_no_effect(
-    store, flags: list[str], *, engine: str | None, engine_version: str | None, arch: str | None
+    store, flags: list[str], *, engine: str | None, engine_version: str | None, arch: str | None,
+    before_event_id: str | None = None,
 ) -> list[dict]:
     """The ledger's no-effect verdicts for ``flags`` on ``engine`` / ``arch`` and ``engine_version``
     (a verdict or a run without a version matches any version): one dict per flag with the ``flag_verdicts`` columns
     ``flag, verdict, basis, engine, engine_version, arch, summary, evidence_event_id, seq``.
 
+    ``before_event_id``: when that event (the run's ``server_started``) is already stored, only
+    verdicts recorded before it count, so that re-importing a run adds nothing.
     ``store`` is a ``LedgerStore`` (its ``query_arrow``). No arch, no flags or no ledger file: ``[]``.
     """
     if not flags or not arch or not store.path.exists():
         return []
-    table = store.query_arrow(KNOWN_NO_EFFECT_SQL, [sorted(set(flags)), engine, arch, engine_version, engine_version])
+    table = store.query_arrow(
+        KNOWN_NO_EFFECT_SQL, [sorted(set(flags)), engine, arch, engine_version, engine_version, before_event_id]
+    )
     return table.to_pylist()

@@ -498,7 +498,9 @@ class ServerRunner:
             cause, message = "port-in-use", f"port {run.port} was taken when the server bound it"
         else:
             cause, message = "crash", f"exited with code {code} before becoming healthy"
-        failed = ServerFailed(cause=cause, message=message, log_tail=tail, exit_code=code,
+        # the startup facts the log showed before the failure survive it (issue 10)
+        startup = facts.to_startup_facts(run.log_ref) if run.adapter.sglang_log and facts.has_startup_facts else None
+        failed = ServerFailed(cause=cause, message=message, log_tail=tail, exit_code=code, startup=startup,
                               source=run.log_ref, **self._common(run))
         run.ended = True
         self._append(run, failed)
