@@ -18,7 +18,7 @@ import pyarrow as pa
 from ledger.errors import InvalidInput
 from schemas import Actor, BenchmarkCompleted, BenchMetrics, Host, Workload
 
-from .detect import InputFile, looks_like_bench
+from .detect import ImportContext, Importer, InputFile, ReadResult, Sniffed, looks_like_bench
 from ..store import BENCH_SAMPLES_SCHEMA as SAMPLES_SCHEMA
 
 TOOL = "sglang.bench_serving"
@@ -258,3 +258,20 @@ def _int(line: _Line, key: str, value: Any) -> int | None:
     if not number.is_integer():
         raise line.error(key, f"expected an integer, got {number}")
     return int(number)
+
+
+def _sniff(sniffed: Sniffed) -> float:
+    """0.5 for a JSON object (or a first JSON line) with sglang bench_serving keys: other
+    tools with the same key family (vLLM) claim their files more confidently."""
+    obj = sniffed.json if sniffed.json is not None else sniffed.first_json_line
+    return 0.5 if looks_like_bench(obj) else 0.0
+
+
+def _read(file: InputFile, ctx: ImportContext) -> ReadResult:
+    events, samples = import_bench_serving(
+        file, config_name=ctx.config_name, session_id=ctx.session_id, host=ctx.host, actor=ctx.actor
+    )
+    return list(events), samples
+
+
+IMPORTER = Importer(kind="sglang-bench-serving", description="sglang bench_serving JSONL", sniff=_sniff, read=_read)
