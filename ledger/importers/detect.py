@@ -38,6 +38,13 @@ IMPORTERS: tuple[str, ...] = (
     "ledger.importers.moe_config:IMPORTER",
     "ledger.importers.moe_config:VLLM_IMPORTER",
     "ledger.importers.server_log:IMPORTER",
+    "ledger.importers.vllm_bench:IMPORTER",
+    "ledger.importers.vllm_bench:NIGHTLY_IMPORTER",
+    "ledger.importers.guidellm:IMPORTER",
+    "ledger.importers.llmperf:SUMMARY_IMPORTER",
+    "ledger.importers.llmperf:RESPONSES_IMPORTER",
+    "ledger.importers.llmperf:AGGREGATE_IMPORTER",
+    "ledger.importers.llmperf:CSV_IMPORTER",
 )
 
 #: Fixed namespace of imported event ids: uuid5(this, sha256(file) + ":" + label).
