@@ -45,6 +45,7 @@ IMPORTERS: tuple[str, ...] = (
     "ledger.importers.llmperf:RESPONSES_IMPORTER",
     "ledger.importers.llmperf:AGGREGATE_IMPORTER",
     "ledger.importers.llmperf:CSV_IMPORTER",
+    "ledger.importers.vllm_server_log:IMPORTER",
 )
 
 #: Fixed namespace of imported event ids: uuid5(this, sha256(file) + ":" + label).
