@@ -360,6 +360,12 @@ class BenchmarkCompleted(Event):
     baseline unless ``is_baseline`` says otherwise); ``valid`` is the run's
     validity gate (no failed requests, achieved concurrency >= 0.9 c, output
     tokens as asked) with ``validity_notes`` saying what failed.
+
+    Imported from another tool: ``tool`` (``vllm.bench_serve``, ``guidellm``,
+    ``llmperf``, ``aiperf``…) and ``tool_version`` where the file says it;
+    ``metrics`` holds only what that tool defines as sglang does, and
+    ``tool_metrics`` (tool's own name -> value, unit in the name) keeps what it
+    defines otherwise, with ``metric_notes`` saying how each differs.
     """
 
     type: Literal["benchmark_completed"] = "benchmark_completed"
@@ -376,6 +382,14 @@ class BenchmarkCompleted(Event):
     valid: bool | None = None
     validity_notes: list[str] = Field(default_factory=list)
     notes: str | None = None
+    tool_version: str | None = None
+    tool_metrics: dict[str, float] = Field(
+        default_factory=dict,
+        description="Metrics of the tool whose definition differs from ours, by the tool's name (unit in the name).",
+    )
+    metric_notes: list[str] = Field(
+        default_factory=list, description="Where the tool's metric definitions differ from sglang bench_serving's."
+    )
 
     def default_stream(self) -> str:
         return f"bench:{self.config_name}"
