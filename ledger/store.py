@@ -79,6 +79,7 @@ CREATE TABLE IF NOT EXISTS ledger_meta (key VARCHAR PRIMARY KEY, value VARCHAR N
 -- Where synced events sit on a PostgreSQL hub and which ledger they came from (ledger.sync).
 CREATE TABLE IF NOT EXISTS sync_events (
     event_id              UUID PRIMARY KEY,
+    seq                   BIGINT NOT NULL,
     remote                VARCHAR NOT NULL,
     position              BIGINT NOT NULL,
     origin_ledger         UUID NOT NULL,

@@ -56,10 +56,7 @@ CREATE TABLE IF NOT EXISTS sync_state (
 """
 
 _TO_PUSH = """
-WITH pulled AS (
-    SELECT e.seq, s.position FROM events e JOIN sync_events s USING (event_id)
-    WHERE s.origin_ledger <> ?::UUID
-),
+WITH pulled AS (SELECT seq, position FROM sync_events WHERE origin_ledger <> ?::UUID),
 todo AS (SELECT e.* FROM events e ANTI JOIN sync_events s ON s.event_id = e.event_id)
 SELECT t.event_id::VARCHAR AS event_id, t.type, t.schema_version, t.stream, t.stream_version, t.recorded_at,
        t.actor_kind, t.actor_name, t.session_id, t.causation_id::VARCHAR AS causation_id,
@@ -202,7 +199,7 @@ def push(store: LedgerStore, remote: Remote, pg: Any, ledger_id: UUID, ledger_na
     with store.connect(read_only=False) as con:
         con.register("pushed", record)
         con.execute(
-            "INSERT OR IGNORE INTO sync_events SELECT event_id::UUID, ?, position, ?::UUID, ?, origin_seq, "
+            "INSERT OR IGNORE INTO sync_events SELECT event_id::UUID, origin_seq, ?, position, ?::UUID, ?, origin_seq, "
             "origin_stream_version, seen_position FROM pushed",
             [remote.name, str(ledger_id), ledger_name],
         )
@@ -216,6 +213,7 @@ def _recorder(remote: Remote, batch: list[tuple[Any, ...]], position: int, hub_h
         col = {name: i for i, name in enumerate(hub.PULL_COLUMNS)}
         table = pa.table({
             "event_id": [str(row[col["event_id"]]) for row in batch],
+            "seq": [result.seq for result in results],
             "position": [row[col["position"]] for row in batch],
             "origin_ledger": [str(row[col["origin_ledger"]]) for row in batch],
             "origin_name": [row[col["origin_name"]] for row in batch],
@@ -225,7 +223,7 @@ def _recorder(remote: Remote, batch: list[tuple[Any, ...]], position: int, hub_h
         })
         con.register("pulled_rows", table)
         con.execute(
-            "INSERT OR IGNORE INTO sync_events SELECT event_id::UUID, ?, position, origin_ledger::UUID, "
+            "INSERT OR IGNORE INTO sync_events SELECT event_id::UUID, seq, ?, position, origin_ledger::UUID, "
             "origin_name, origin_seq, origin_stream_version, seen_position FROM pulled_rows",
             [remote.name],
         )
