@@ -12,7 +12,8 @@ Exit codes (stable; coding agents branch on them):
 5     not found: no such ledger file or event id
 6     refused: a statement the read-only ``sql`` command does not run
 7     ledger busy: the file lock could not be had within the timeout
-8     event id reused with different content
+8     event id reused with different content (also: on a sync hub)
+9     remote error: a sync hub unreachable, refusing the login, or not initialised
 ====  ======================================================================
 """
 
@@ -78,3 +79,9 @@ class EventIdReused(LedgerError):
     """An append reused an existing ``event_id`` for an event with different content."""
 
     exit_code = 8
+
+
+class RemoteError(LedgerError):
+    """A sync hub could not be reached, refused the login or a statement, or is not initialised."""
+
+    exit_code = 9
