@@ -60,7 +60,17 @@ ledger_option = click.option(
 
 
 def _default_actor() -> str:
-    return os.environ.get("TUNELEDGER_ACTOR") or f"person:{os.environ.get('USER') or 'unknown'}"
+    """``$TUNELEDGER_ACTOR``, else ``person:`` and the login name (``$USER`` may be empty or unset
+    in containers and cron: ``getpass`` falls back to ``$LOGNAME`` and the password database)."""
+    if os.environ.get("TUNELEDGER_ACTOR"):
+        return os.environ["TUNELEDGER_ACTOR"]
+    import getpass
+
+    try:
+        name = getpass.getuser()
+    except (KeyError, OSError):  # no such uid in the password database (a bare container)
+        name = ""
+    return f"person:{name.strip() or 'unknown'}"
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
@@ -141,6 +151,23 @@ def _set_dotted(target: dict[str, Any], dotted: str, value: Any) -> None:
     target[keys[-1]] = value
 
 
+class _AppendCommand(click.Command):
+    """``append``: ``append TYPE --help`` adds the fields of TYPE (names, types, units) to the help."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        # --help is eager: it prints before TYPE is parsed, so note TYPE here.
+        ctx.meta["append_type"] = next((a for a in args if a in EVENT_TYPES), None)
+        return super().parse_args(ctx, args)
+
+    def format_help(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        super().format_help(ctx, formatter)
+        event_type = ctx.meta.get("append_type")
+        if event_type:
+            from .event_types import describe_type
+
+            formatter.write("\n" + describe_type(event_type) + "\n")
+
+
 def _fill_envelope(event: Event, ctx: Context, overrides: dict[str, Any]) -> Event:
     """Apply the command's defaults (actor, session) where the event left them unset."""
     update: dict[str, Any] = {k: v for k, v in overrides.items() if v is not None}
@@ -173,7 +200,7 @@ def _report_appended(results: list[AppendResult], events: list[Event], as_json: 
         )
 
 
-@cli.command()
+@cli.command(cls=_AppendCommand)
 @click.argument("event_type", required=False, metavar="[TYPE]")
 @click.option("-f", "--field", "fields", multiple=True, metavar="KEY=VALUE",
               help="A payload field; VALUE is JSON when it parses (42, true, [1,2]) else text; KEY may be dotted (metrics.output_throughput).")
@@ -210,6 +237,10 @@ def append(
     From options:  tuneledger append note_added -f text="fused MoE sum: no change"
     From stdin:    echo '{"type": "note_added", "text": "hi"}' | tuneledger append --json
     A batch on stdin (JSON array or JSON lines) is appended atomically: all or nothing.
+
+    \b
+    TYPE's fields, with their types and units: `tuneledger append TYPE --help`
+    or `tuneledger types TYPE`.
 
     \b
     Exit codes: 0 ok, 3 invalid input, 4 version conflict, 5 not found,
@@ -350,11 +381,21 @@ def sql(ctx: Context, query: str, fmt: str, timeout_s: float) -> None:
 
     \b
     Example: tuneledger sql "SELECT flag, verdict FROM flag_verdicts WHERE arch = 'sm120' AND no_effect"
-    Statements that write, attach, set options or touch files are refused (exit 6).
+    Statements that write, attach, set options or touch files are refused (exit 6);
+    a query stopped by --timeout exits 14.
     """
     from .readonly_sql import run_readonly
 
     print_table(run_readonly(ctx.store(), query, timeout_s=timeout_s or None), fmt)
+
+
+@cli.command(name="types")
+@click.argument("event_type", required=False, metavar="[TYPE]")
+def list_types(event_type: str | None) -> None:
+    """List the event types, or TYPE's fields with their types, units and meaning."""
+    from .event_types import describe_all, describe_type
+
+    click.echo(describe_type(event_type) if event_type else describe_all())
 
 
 @cli.command(name="views")
@@ -521,9 +562,26 @@ def _register_plugin_commands() -> None:
             cli.add_command(command)
 
 
+def _accept_ledger_everywhere(command: click.Command) -> None:
+    """Give every subcommand (plugins' too: ``run bench``, ``run plan``) a ``--ledger`` option,
+    so the ledger can be named after the command as well as before it."""
+    if isinstance(command, click.Group):
+        for sub in command.commands.values():
+            _accept_ledger_everywhere(sub)
+        return
+    if any("--ledger" in getattr(param, "opts", ()) for param in command.params):
+        return
+    command.params.append(click.Option(
+        ["--ledger"], type=click.Path(dir_okay=False, path_type=Path), expose_value=False,
+        callback=_ledger_override, help="The ledger file (also accepted before the command).",
+    ))
+
+
 def main(argv: list[str] | None = None) -> None:
     """Run the CLI; ``LedgerError`` becomes one line on stderr and its exit code."""
     _register_plugin_commands()
+    for command in cli.commands.values():
+        _accept_ledger_everywhere(command)
     try:
         cli.main(args=argv, prog_name="tuneledger", standalone_mode=False)
     except click.exceptions.Exit as exc:
@@ -547,4 +605,8 @@ def main(argv: list[str] | None = None) -> None:
 
 
 if __name__ == "__main__":
-    main()
+    # `python -m ledger.cli`: run the imported module's main, not this __main__ copy, so the
+    # plugins' commands (which import ledger.cli's Context) find the context object they expect.
+    from ledger.cli import main as _main
+
+    _main()

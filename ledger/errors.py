@@ -14,6 +14,7 @@ Exit codes (stable; coding agents branch on them):
 7     ledger busy: the file lock could not be had within the timeout
 8     event id reused with different content (also: on a sync hub)
 9     remote error: a sync hub unreachable, refusing the login, or not initialised
+14    a read-only query stopped by its ``--timeout`` (10–13 are the runners')
 ====  ======================================================================
 """
 
@@ -85,3 +86,9 @@ class RemoteError(LedgerError):
     """A sync hub could not be reached, refused the login or a statement, or is not initialised."""
 
     exit_code = 9
+
+
+class QueryTimeout(LedgerError):
+    """A read-only query ran past its time limit and was stopped (``sql --timeout``)."""
+
+    exit_code = 14
