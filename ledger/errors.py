@@ -12,6 +12,7 @@ Exit codes (stable; coding agents branch on them):
 6     refused: a statement the read-only ``sql`` command does not run
 7     ledger busy: the file lock could not be had within the timeout
 8     event id reused with different content
+9     storage error: disk full, read-only file system, I/O error (what was acknowledged is kept)
 ====  ======================================================================
 """
 
@@ -66,3 +67,12 @@ class EventIdReused(LedgerError):
     """An append reused an existing ``event_id`` for an event with different content."""
 
     exit_code = 8
+
+
+class StorageError(LedgerError):
+    """The file system refused: no space left, read-only, I/O error. Names the file and the cause.
+
+    Events already acknowledged are kept (DuckDB's WAL); the failed write left nothing behind.
+    """
+
+    exit_code = 9
