@@ -496,10 +496,9 @@ def export_markdown(ctx: Context, session_id: str | None, output: Path | None) -
     if output is None:
         click.echo(text, nl=False)
     else:
-        output.parent.mkdir(parents=True, exist_ok=True)
-        tmp = output.with_name(output.name + ".tmp")
-        tmp.write_text(text)
-        tmp.replace(output)  # whole file or nothing
+        from .safe_files import write_file
+
+        write_file(output, text)  # whole file; a symlink written through, a device in place
         click.echo(f"wrote {output}", err=True)
 
 

@@ -15,6 +15,7 @@ Exit codes (stable; coding agents branch on them):
 8     event id reused with different content (also: on a sync hub)
 9     remote error: a sync hub unreachable, refusing the login, or not initialised
 14    a read-only query stopped by its ``--timeout`` (10–13 are the runners')
+15    storage error: disk full, read-only file system, I/O error (what was acknowledged is kept)
 ====  ======================================================================
 """
 
@@ -92,3 +93,13 @@ class QueryTimeout(LedgerError):
     """A read-only query ran past its time limit and was stopped (``sql --timeout``)."""
 
     exit_code = 14
+
+
+
+class StorageError(LedgerError):
+    """The file system refused: no space left, read-only, I/O error. Names the file and the cause.
+
+    Events already acknowledged are kept (DuckDB's WAL); the failed write left nothing behind.
+    """
+
+    exit_code = 15
