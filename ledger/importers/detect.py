@@ -46,6 +46,12 @@ IMPORTERS: tuple[str, ...] = (
     "ledger.importers.llmperf:AGGREGATE_IMPORTER",
     "ledger.importers.llmperf:CSV_IMPORTER",
     "ledger.importers.vllm_server_log:IMPORTER",
+    "ledger.importers.aiperf:JSON_IMPORTER",
+    "ledger.importers.aiperf:CSV_IMPORTER",
+    "ledger.importers.aiperf:RECORDS_IMPORTER",
+    "ledger.importers.script_results:AB_IMPORTER",
+    "ledger.importers.script_results:RUN_IMPORTER",
+    "ledger.importers.script_results:SUMMARY_IMPORTER",
 )
 
 #: Fixed namespace of imported event ids: uuid5(this, sha256(file) + ":" + label).
