@@ -41,6 +41,7 @@ IMPORTERS: tuple[str, ...] = (
     "ledger.importers.vllm_bench:IMPORTER",
     "ledger.importers.vllm_bench:NIGHTLY_IMPORTER",
     "ledger.importers.guidellm:IMPORTER",
+    "ledger.importers.guidellm_console:IMPORTER",
     "ledger.importers.llmperf:SUMMARY_IMPORTER",
     "ledger.importers.llmperf:RESPONSES_IMPORTER",
     "ledger.importers.llmperf:AGGREGATE_IMPORTER",
@@ -300,16 +301,17 @@ def detect_format(file: InputFile) -> Importer:
     error = sniffed.json_error
     moe_name = bool(MOE_NAME_RE.match(file.name))
     if error is not None and (moe_name or file.path.suffix.lower() in (".json", ".jsonl", ".ndjson")):
-        if not moe_name:
-            # Not one JSON document: as JSON Lines, the first line that does not parse is named.
-            for number, line in enumerate(file.lines(), start=1):
-                if not line.strip():
-                    continue
-                try:
-                    json.loads(line)
-                except json.JSONDecodeError as exc:
-                    raise json_line_error(file, exc, number) from None
-        raise json_line_error(file, error)
+        if moe_name:
+            raise json_line_error(file, error)
+        # Not one JSON document: as JSON Lines, the first line that does not parse is named
+        # (every line parsing means JSON Lines of objects no importer knows).
+        for number, line in enumerate(file.lines(), start=1):
+            if not line.strip():
+                continue
+            try:
+                json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise json_line_error(file, exc, number) from None
     raise unknown_format(file)
 
 
