@@ -53,6 +53,7 @@ _LINE_RE = re.compile(
     r"(?P<level>DEBUG|INFO|WARNING|ERROR|CRITICAL) (?P<md>\d{2}-\d{2}) (?P<hms>\d{2}:\d{2}:\d{2})(?:\.\d+)? "
     r"\[?(?P<src>[\w./-]+\.py):(?P<lineno>\d+)\] ?(?P<msg>.*)$"
 )
+_PROC_PREFIX_RE = re.compile(r"^\([\w.-]+(?: rank=\d+)? pid=\d+\)\s?")
 _PROC_RE = re.compile(r"\((?P<proc>[\w.-]+)(?: rank=\d+)? pid=(?P<pid>\d+)\)")
 _VERSION_RE = re.compile(r"vLLM API server version (\S+)|Initializing an? (?:V\d )?LLM engine \(v([^)\s]+)\)")
 _ARGS_RE = re.compile(r"^(?:non-default args|args): (.+)$")
@@ -101,7 +102,8 @@ def split_vllm_line(number: int, raw: str, year: int = 1900) -> LogLine:
     text = raw.rstrip("\r\n")
     m = _LINE_RE.search(text)
     if not m:
-        return LogLine(number=number, raw=text, message=text)
+        # a continuation line (traceback) keeps its text without the process tag
+        return LogLine(number=number, raw=text, message=_PROC_PREFIX_RE.sub("", text, count=1))
     try:
         stamp = datetime.strptime(f"{year}-{m.group('md')} {m.group('hms')}", "%Y-%m-%d %H:%M:%S")
     except ValueError:

@@ -42,11 +42,18 @@ IMPORTERS: tuple[str, ...] = (
     "ledger.importers.vllm_bench:IMPORTER",
     "ledger.importers.vllm_bench:NIGHTLY_IMPORTER",
     "ledger.importers.guidellm:IMPORTER",
+    "ledger.importers.guidellm_console:IMPORTER",
     "ledger.importers.llmperf:SUMMARY_IMPORTER",
     "ledger.importers.llmperf:RESPONSES_IMPORTER",
     "ledger.importers.llmperf:AGGREGATE_IMPORTER",
     "ledger.importers.llmperf:CSV_IMPORTER",
     "ledger.importers.vllm_server_log:IMPORTER",
+    "ledger.importers.aiperf:JSON_IMPORTER",
+    "ledger.importers.aiperf:CSV_IMPORTER",
+    "ledger.importers.aiperf:RECORDS_IMPORTER",
+    "ledger.importers.script_results:AB_IMPORTER",
+    "ledger.importers.script_results:RUN_IMPORTER",
+    "ledger.importers.script_results:SUMMARY_IMPORTER",
 )
 
 #: Fixed namespace of imported event ids: uuid5(this, sha256(file) + ":" + label).
@@ -294,16 +301,17 @@ def detect_format(file: InputFile) -> Importer:
     error = sniffed.json_error
     moe_name = bool(MOE_NAME_RE.match(file.name))
     if error is not None and (moe_name or file.path.suffix.lower() in (".json", ".jsonl", ".ndjson")):
-        if not moe_name:
-            # Not one JSON document: as JSON Lines, the first line that does not parse is named.
-            for number, line in enumerate(file.lines(), start=1):
-                if not line.strip():
-                    continue
-                try:
-                    json.loads(line)
-                except json.JSONDecodeError as exc:
-                    raise json_line_error(file, exc, number) from None
-        raise json_line_error(file, error)
+        if moe_name:
+            raise json_line_error(file, error)
+        # Not one JSON document: as JSON Lines, the first line that does not parse is named
+        # (every line parsing means JSON Lines of objects no importer knows).
+        for number, line in enumerate(file.lines(), start=1):
+            if not line.strip():
+                continue
+            try:
+                json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise json_line_error(file, exc, number) from None
     raise unknown_format(file)
 
 

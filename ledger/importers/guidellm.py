@@ -2,9 +2,11 @@
 ``BenchmarkCompleted`` per benchmark (one per strategy of a sweep: synchronous,
 throughput, constant, poisson, concurrent).
 
-Format (GuideLLM 0.3, ``GenerativeBenchmarksReport``): ``{"benchmarks": [...]}``, each
-benchmark with ``args.strategy`` (``type_``, ``rate`` or ``streams``), ``duration`` (s),
-``request_totals`` (``successful``/``errored``/``incomplete``), ``metrics`` — each a
+Format (``GenerativeBenchmarksReport``): ``{"benchmarks": [...]}`` (0.8 adds
+``metadata.guidellm_version`` and the run's ``config.spec``), each benchmark with its
+strategy (``type_``, ``rate`` or ``streams``; 0.3: ``args.strategy``, 0.8:
+``config.strategy``), ``duration`` (s), ``request_totals`` (0.8: under ``metrics``;
+``successful``/``errored``/``incomplete``), ``metrics`` — each a
 ``StatusDistributionSummary`` (``successful``/``errored``/``incomplete``/``total``, each
 ``mean``, ``median``, ``std_dev``, ``count``, ``total_sum``, ``percentiles.pNN``) of
 ``request_latency`` (s), ``time_to_first_token_ms``, ``inter_token_latency_ms``,
@@ -18,9 +20,13 @@ How its definitions meet ours (GuideLLM's ``benchmark/benchmark.py`` and the per
 
 - TTFT (request start -> first token) and E2E (``request_latency``) are ours.
 - GuideLLM's per-request ITL is (last token - first token) / (output tokens - 1): our
-  TPOT (which ends at the end of the stream, a fraction of a ms later); it is
-  recorded as ``tpot``. GuideLLM's TPOT divides by all output tokens, the first
-  included: kept in ``tool_metrics`` only. Our ITL (every gap, pooled) is not in the file.
+  TPOT (which ends at the end of the stream, a fraction of a ms later). 0.3 summarises it
+  per request (its ``count`` is the number of requests): recorded as ``tpot``. 0.8
+  weights it by tokens (``count`` = the number of gaps), which is not our mean over
+  requests: then it stays in ``tool_metrics``. GuideLLM's TPOT divides by all output
+  tokens, the first included: ``tool_metrics`` only. Our ITL (every gap) is not in the file.
+- Where the file keeps every successful request (0.8 does unless ``--sample-size``),
+  TTFT, TPOT and E2E are recomputed from them, exactly as ours.
 - Throughputs and request rate are ours, computed from the totals over ``duration``;
   GuideLLM's ``*_per_second`` means are means of a rate series over the run, kept in
   ``tool_metrics``. Achieved concurrency is ours: sum(E2E) / duration.
@@ -38,14 +44,16 @@ from schemas import Workload
 
 from .detect import ImportContext, Importer, InputFile, ReadResult, Sniffed, load_yaml
 from .fields import FieldReader
-from .results import bench_event, samples_table, tpot_ms
+from .results import bench_event, distribution_from_samples, samples_table, tpot_ms
 
 TOOL = "guidellm"
 
 METRIC_NOTES = [
-    "guidellm inter_token_latency_ms ((last - first token) / (output tokens - 1)) recorded as TPOT",
+    "guidellm inter_token_latency_ms ((last - first token) / (output tokens - 1)) recorded as TPOT "
+    "where summarised per request (0.3); token-weighted (0.8): tool_metrics only",
     "guidellm time_per_output_token_ms divides by every output token, the first included: tool_metrics only",
     "throughputs are totals / duration; guidellm's *_per_second means (of a rate series) in tool_metrics",
+    "guidellm percentiles are not interpolated as numpy's: TTFT, TPOT, E2E recomputed from the requests when the file keeps all",
     "no pooled ITL: guidellm keeps no per-gap times",
 ]
 
@@ -75,11 +83,12 @@ def _read(file: InputFile, ctx: ImportContext) -> ReadResult:
     if benchmarks is None:
         raise InvalidInput(f"{file.label}: field 'benchmarks': expected a list of GuideLLM benchmarks")
     version = _version(doc)
+    data_description = _data_description(doc)
     events = []
     samples = {}
     for index, raw in enumerate(benchmarks):
         where = f"{file.label}: benchmarks[{index}]"
-        event, table = _benchmark(file, ctx, FieldReader(raw, where), index, version)
+        event, table = _benchmark(file, ctx, FieldReader(raw, where), index, version, data_description)
         events.append(event)
         if table is not None:
             samples[event.event_id] = table
@@ -114,8 +123,22 @@ def _distribution(stats: FieldReader, ours: str, *, scale: float = 1.0) -> dict[
     return out
 
 
-def _benchmark(file: InputFile, ctx: ImportContext, r: FieldReader, index: int, version: str | None):
-    totals = r.sub("request_totals")
+def _data_description(doc: dict[str, Any]) -> str | None:
+    """0.8: the run's ``config.spec.data`` as ``kind key=value ...`` (paths and prompt settings)."""
+    spec = (doc.get("config") or {}).get("spec") if isinstance(doc.get("config"), dict) else None
+    data = spec.get("data") if isinstance(spec, dict) else None
+    if not isinstance(data, list):
+        return None
+    parts = []
+    for item in data:
+        if isinstance(item, dict):
+            parts.append(",".join(f"{k}={v}" for k, v in item.items() if v not in (None, {}, []) and k != "load_kwargs"))
+    return "; ".join(parts) or None
+
+
+def _benchmark(file: InputFile, ctx: ImportContext, r: FieldReader, index: int, version: str | None,
+               data_description: str | None = None):
+    totals = r.sub("request_totals") if "request_totals" in r.obj else r.sub("metrics").sub("request_totals")
     completed = totals.number("successful", integer=True)
     errored = totals.number("errored", integer=True)
     incomplete = totals.number("incomplete", integer=True)
@@ -147,7 +170,10 @@ def _benchmark(file: InputFile, ctx: ImportContext, r: FieldReader, index: int, 
         metrics["achieved_concurrency"] = latency_sum / duration if latency_sum is not None else None
     metrics.update(_distribution(_stats(r, "time_to_first_token_ms"), "ttft"))
     metrics.update(_distribution(latency, "e2e_latency", scale=1000.0))
-    metrics.update(_distribution(_stats(r, "inter_token_latency_ms"), "tpot"))
+    itl = _stats(r, "inter_token_latency_ms")
+    per_request_itl = itl.number("count") is not None and itl.number("count") == completed
+    if per_request_itl:
+        metrics.update(_distribution(itl, "tpot"))
     tool_metrics = {
         "time_per_output_token_ms_mean": _stats(r, "time_per_output_token_ms").number("mean"),
         "time_per_output_token_ms_median": _stats(r, "time_per_output_token_ms").number("median"),
@@ -157,13 +183,20 @@ def _benchmark(file: InputFile, ctx: ImportContext, r: FieldReader, index: int, 
         "request_concurrency_mean": _stats(r, "request_concurrency").number("mean"),
         "incomplete_requests": incomplete,
     }
-    strategy = r.sub("args").sub("strategy")
+    if not per_request_itl:
+        tool_metrics["inter_token_latency_ms_mean"] = itl.number("mean")
+        tool_metrics["inter_token_latency_ms_median"] = itl.number("median")
+    table = _samples(r)
+    if table is not None and completed and sum(table.column("ok").to_pylist()) == completed:
+        # every successful request is in the file: our statistics from them, exactly as ours
+        metrics.update(distribution_from_samples(table))
+    strategy = r.sub("args").sub("strategy") if "args" in r.obj else r.sub("config").sub("strategy")
     kind = strategy.text("type_") or "unknown"
     rate = strategy.number("rate")
     streams = strategy.number("streams", integer=True)
     concurrency = 1 if kind == "synchronous" else streams
     open_loop = kind in ("constant", "poisson") and rate is not None and rate > 0
-    data = r.sub("request_loader").text("data") or ""
+    data = r.sub("request_loader").text("data") or data_description or ""
     lengths = dict((k, int(v)) for k, v in _DATA_RE.findall(data)) if isinstance(data, str) else {}
     workload = Workload(
         dataset=data[:200] or None,
@@ -173,9 +206,8 @@ def _benchmark(file: InputFile, ctx: ImportContext, r: FieldReader, index: int, 
         load="open-loop" if open_loop else ("closed-loop" if concurrency else None),
         request_rate=rate if open_loop else None,
     )
-    table = _samples(r)
     label = f"{index}-{kind}" + (f"-{rate:g}" if open_loop else "") + (f"-c{streams}" if streams else "")
-    model = r.sub("worker").text("backend_model")
+    model = r.sub("worker").text("backend_model") or r.sub("config").sub("backend").text("model")
     notes = f"guidellm strategy {kind}" + (f" at {rate:g} req/s" if open_loop else "") + (f", model {model}" if model else "")
     event = bench_event(
         file, ctx, label=label, line=None, tool=TOOL, tool_version=version, metrics=metrics, workload=workload,

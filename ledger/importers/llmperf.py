@@ -21,12 +21,12 @@ Files:
   ``requests_per_minute_(qpm)``). One run per concurrency.
 
 Definitions (llmperf's ``openai_chat_completions_client.py`` and ``token_benchmark_ray.py``;
-the ITL one checked on the fixture: ``inter_token_latency_s`` = E2E / output tokens):
+the ITL one checked on the fixture: ``inter_token_latency_s`` = time to the last token / output tokens, within 1e-4 of E2E / output tokens):
 
 - TTFT (first streamed chunk) and E2E are ours; mean and quantiles (pandas, linear
   interpolation) are too, but ``stddev`` is pandas' sample std (ddof 1), ours is the
   population std: kept in ``tool_metrics``.
-- llmperf's ITL is the request's E2E (TTFT included) / its output tokens, not our pooled
+- llmperf's ITL is the time to the request's last token (TTFT included) / its output tokens, not our pooled
   gaps nor our TPOT: ``tool_metrics`` only. Our TPOT is computed per request where the
   file has TTFT, E2E and the output count (individual responses).
 - Output tokens are counted by llmperf's tokenizer over the streamed text, not by the server.
