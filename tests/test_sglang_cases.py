@@ -47,6 +47,8 @@ def runs_of(tmp_path: Path, *paths: Path, host: Host | None = None) -> list[dict
 
 
 def cli(ledger: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    if not ledger.exists():
+        LedgerStore(ledger).init()
     return subprocess.run(
         [sys.executable, "-m", "ledger.cli", "--ledger", str(ledger), *args],
         capture_output=True, text=True, timeout=120,

@@ -23,7 +23,7 @@ from schemas import (
     Actor, Event, FindingRecorded, Host, ServerFailed, ServerReady, ServerStarted, StartupFacts, normalize_flag,
 )
 
-from .detect import InputFile
+from .detect import ImportContext, Importer, InputFile, ReadResult, Sniffed, is_server_log
 
 ENGINE = "sglang"
 
@@ -178,3 +178,18 @@ def _line_time(facts: ServerLogFacts, ref: str) -> datetime | None:
         if line.number == int(number) and line.timestamp:
             return line.timestamp.replace(tzinfo=UTC)
     return None
+
+
+def _sniff(sniffed: Sniffed) -> float:
+    return 0.9 if not sniffed.claims_json and is_server_log(sniffed.text) else 0.0
+
+
+def _read(file: InputFile, ctx: ImportContext) -> ReadResult:
+    events = import_server_log(
+        file, config_name=ctx.config_name, session_id=ctx.session_id, host=ctx.host, actor=ctx.actor,
+        previous_startup=ctx.previous_startup, remember=ctx.remember,
+    )
+    return events, {}
+
+
+IMPORTER = Importer(kind="sglang-server-log", description="sglang server log", sniff=_sniff, read=_read)
