@@ -79,4 +79,7 @@ def import_file(
         error = exc.errors()[0]
         where = ".".join(str(part) for part in error.get("loc", ()))
         raise InvalidInput(f"{file.label}: {importer.kind}: field '{where}': {error.get('msg')}") from None
+    except (OverflowError, pa.ArrowException) as exc:
+        # e.g. a token count of 1e308 for an int32 column of bench_samples
+        raise InvalidInput(f"{file.label}: {importer.kind}: a per-request value out of range ({exc})") from None
     return ImportResult(kind=importer.kind, path=Path(path), events=list(events), samples=samples)
