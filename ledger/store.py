@@ -44,6 +44,7 @@ import pyarrow as pa
 from tenacity import Retrying, retry_if_exception, stop_after_delay, wait_random_exponential
 
 from schemas import Event, EventEnvelope, parse_event
+from schemas.secrets import mask_json, mask_text
 
 from . import projections, sidecar_lock, views
 from .errors import ConcurrencyConflict, EventIdReused, InvalidInput, LedgerBusy, NotFound
@@ -76,6 +77,18 @@ CREATE TABLE IF NOT EXISTS events (
     UNIQUE (stream, stream_version)
 );
 CREATE TABLE IF NOT EXISTS ledger_meta (key VARCHAR PRIMARY KEY, value VARCHAR NOT NULL);
+-- Where synced events sit on a PostgreSQL hub and which ledger they came from (ledger.sync).
+CREATE TABLE IF NOT EXISTS sync_events (
+    event_id              UUID PRIMARY KEY,
+    seq                   BIGINT NOT NULL,
+    remote                VARCHAR NOT NULL,
+    position              BIGINT NOT NULL,
+    origin_ledger         UUID NOT NULL,
+    origin_name           VARCHAR NOT NULL,
+    origin_seq            BIGINT NOT NULL,
+    origin_stream_version BIGINT NOT NULL,
+    seen_position         BIGINT NOT NULL
+);
 CREATE TABLE IF NOT EXISTS bench_samples (
     benchmark_event_id UUID NOT NULL,
     request_index      INTEGER NOT NULL,
@@ -414,9 +427,54 @@ class LedgerStore:
                 raise
         return results
 
+    def append_replicated(
+        self,
+        rows: Sequence[Mapping[str, Any]],
+        *,
+        record: Callable[[duckdb.DuckDBPyConnection, list[AppendResult]], None] | None = None,
+    ) -> list[AppendResult]:
+        """Append events pulled from a sync hub, in the given (hub) order, atomically.
+
+        For ``ledger.sync``. Each row is one stored event's envelope columns: ``event_id``,
+        ``type``, ``schema_version``, ``stream``, ``recorded_at`` (aware datetime),
+        ``actor_kind``, ``actor_name``, ``session_id``, ``causation_id``, ``correlation_id``,
+        ``source`` (str or None), ``host`` and ``payload`` (JSON text). They are stored as
+        they are, at their own ``schema_version`` (upcast on read, like every stored row).
+        Each gets the next local ``seq`` and the next version of its stream *in this
+        ledger*: two hosts may both have appended at one stream version while offline,
+        and both events are kept (the origin's version stays in ``sync_events``).
+        Idempotent by ``event_id`` like ``append``. ``record(con, results)`` runs inside
+        the same transaction, so the sync bookkeeping commits with the events or not at all.
+
+        Raises:
+            EventIdReused: an ``event_id`` is stored here with different content.
+            NotFound: a retraction of an event this ledger does not hold.
+            LedgerBusy: the file stayed locked.
+        """
+        batch = [{**row, "seq": None, "stream_version": None} for row in rows]
+        if not batch:
+            return []
+        if not self.path.exists():
+            self.init()
+        with self.connect(read_only=False) as con:
+            if not self._is_current(con):
+                self._ensure_schema(con)
+            con.execute("BEGIN")
+            try:
+                results = self._append_in_tx(con, batch, None)
+                if record is not None:
+                    record(con, results)
+                con.execute("COMMIT")
+            except BaseException:
+                with suppress(duckdb.Error):
+                    con.execute("ROLLBACK")
+                raise
+        return results
+
     def _row(self, event: Event) -> dict[str, Any]:
         # model_dump_json runs in pydantic-core: ~3x faster than model_dump + json.dumps.
-        payload = event.model_dump_json(exclude=set(EventEnvelope.ENVELOPE_FIELDS))
+        # Every writer passes here: secrets are masked once, for every event (schemas.secrets).
+        payload = mask_json(event.model_dump_json(exclude=set(EventEnvelope.ENVELOPE_FIELDS)))
         recorded_at = event.recorded_at or self.clock()
         return {
             "seq": None,
@@ -431,8 +489,8 @@ class LedgerStore:
             "session_id": event.session_id,
             "causation_id": str(event.causation_id) if event.causation_id else None,
             "correlation_id": str(event.correlation_id) if event.correlation_id else None,
-            "source": event.source,
-            "host": event.host.model_dump_json() if event.host is not None else None,
+            "source": mask_text(event.source) if event.source else event.source,
+            "host": mask_json(event.host.model_dump_json()) if event.host is not None else None,
             "payload": payload,
         }
 

@@ -23,6 +23,8 @@ Views (columns are listed in the README):
                          the latest statistical comparison (``comparison_completed``) where one
                          exists, else a simple rule (|change| within the noise floor)
 ``decisions``            the decision log
+``sync_conflicts``       candidates triaged (or decided, or given a flag verdict) concurrently on
+                         two hosts, until a later triage that saw both (``ledger.sync``)
 ``event_log``            every event with a one-line ``summary`` and its ``retracted`` flag
 ``timeline``             ``event_log`` without retracted events
 """
@@ -39,7 +41,7 @@ from .projections import BENCH_METRICS, DELTA_METRICS
 __all__ = ["DELTA_METRICS", "VIEWS_VERSION", "VIEW_NAMES", "create_views", "view_sql"]
 
 #: Bump whenever a view's SQL changes: writers then recreate the views in old files.
-VIEWS_VERSION = "17"
+VIEWS_VERSION = "17-sync1"
 
 def _sql_list(values: tuple[str, ...]) -> str:
     return ", ".join(f"'{v}'" for v in values)
@@ -65,7 +67,12 @@ FROM events e LEFT JOIN retractions r ON r.event_id = e.event_id""",
         "live_events": """
 SELECT * EXCLUDE (retracted) FROM all_events WHERE NOT retracted""",
         "live_control": """
-SELECT c.* FROM control_events c ANTI JOIN retractions r ON r.event_id = c.event_id""",
+SELECT c.*,
+       -- "latest" means latest in sync order: the hub position where the event has one, else
+       -- after every synced event in local seq order; hosts synced to one hub position agree
+       coalesce(so.position, 4611686018427387904 + c.seq) AS sync_order
+FROM control_events c LEFT JOIN sync_events so ON so.event_id = c.event_id
+ANTI JOIN retractions r ON r.event_id = c.event_id""",
         "flag_verdict_history": f"""
 WITH v AS (
     SELECT (payload->>'flag') AS flag,
@@ -73,28 +80,78 @@ WITH v AS (
            coalesce(payload->>'engine_version', host_engine_version) AS engine_version,
            arch, (payload->>'verdict') AS verdict, 'researched' AS basis,
            coalesce(payload->>'what_it_does', (payload->>'notes')) AS summary,
-           seq, event_id, session_id, recorded_at
+           seq, event_id, session_id, recorded_at, sync_order
     FROM live_control WHERE type = 'flag_researched'
     UNION ALL
     SELECT (payload->>'flag'), coalesce(payload->>'engine', host_engine),
            coalesce(payload->>'engine_version', host_engine_version),
            arch, (payload->>'verdict'), (payload->>'basis'), (payload->>'message'),
-           seq, event_id, session_id, recorded_at
+           seq, event_id, session_id, recorded_at, sync_order
     FROM live_control
     WHERE type = 'finding_recorded' AND (payload->>'flag') IS NOT NULL AND (payload->>'verdict') IS NOT NULL
 )
 SELECT flag, engine, engine_version, arch, verdict, basis,
        verdict IN ({no_effect}) AS no_effect, summary,
-       event_id AS evidence_event_id, seq, session_id, recorded_at
+       event_id AS evidence_event_id, seq, session_id, recorded_at, sync_order
 FROM v""",
         "flag_verdicts": """
 SELECT flag, engine, engine_version, arch, verdict, basis, no_effect, summary,
        evidence_event_id, seq, session_id, recorded_at,
-       count(*) OVER w AS findings,
-       list(verdict || ' (' || basis || ')' ORDER BY seq) OVER w AS history
+       count(*) OVER w AS findings, sync_order,
+       list(verdict || ' (' || basis || ')' ORDER BY sync_order) OVER w AS history
 FROM flag_verdict_history
 WINDOW w AS (PARTITION BY flag, engine, engine_version, arch)
-QUALIFY row_number() OVER (PARTITION BY flag, engine, engine_version, arch ORDER BY seq DESC) = 1""",
+QUALIFY row_number() OVER (PARTITION BY flag, engine, engine_version, arch ORDER BY sync_order DESC) = 1""",
+        "sync_conflicts": """
+WITH me AS (
+    SELECT coalesce(max(value) FILTER (WHERE key = 'ledger_id'), '') AS id,
+           coalesce(max(value) FILTER (WHERE key = 'ledger_name'), 'this ledger') AS name
+    FROM ledger_meta
+),
+pulled AS (SELECT seq, position FROM sync_events WHERE origin_ledger::VARCHAR <> (SELECT id FROM me)),
+flag_candidates AS (
+    SELECT DISTINCT (payload->>'candidate_id') AS candidate_id, (payload->>'flag') AS flag, arch
+    FROM live_control WHERE type = 'candidate_proposed' AND (payload->>'flag') IS NOT NULL
+),
+acts AS (
+    SELECT (payload->>'candidate_id') AS candidate_id, seq, event_id, type,
+           coalesce(payload->>'status', 'decision') AS what, (payload->>'verdict') AS verdict
+    FROM live_control
+    WHERE type IN ('candidate_triaged', 'decision_recorded') AND (payload->>'candidate_id') IS NOT NULL
+    UNION ALL
+    SELECT f.candidate_id, h.seq, h.evidence_event_id, 'flag_verdict', 'flag verdict ' || h.verdict, h.verdict
+    FROM flag_verdict_history h JOIN flag_candidates f ON f.flag = h.flag AND h.arch IS NOT DISTINCT FROM f.arch
+),
+placed AS (
+    -- an event's origin and what it saw: its own ledger's earlier events, and the hub up to seen
+    SELECT a.*, s.position,
+           coalesce(s.origin_ledger::VARCHAR, me.id) AS origin,
+           coalesce(s.origin_name, me.name) AS origin_name,
+           coalesce(s.origin_seq, a.seq) AS origin_seq,
+           CASE WHEN s.origin_ledger IS NULL OR s.origin_ledger::VARCHAR = me.id
+                THEN coalesce(p.position, 0) ELSE s.seen_position END AS seen
+    FROM acts a CROSS JOIN me
+    LEFT JOIN sync_events s ON s.event_id = a.event_id
+    ASOF LEFT JOIN pulled p ON a.seq > p.seq
+),
+frontier AS (
+    SELECT x.* FROM placed x
+    WHERE NOT EXISTS (
+        SELECT 1 FROM placed y
+        WHERE y.candidate_id = x.candidate_id AND y.event_id <> x.event_id
+          AND ((y.origin = x.origin AND y.origin_seq > x.origin_seq) OR x.position <= y.seen)
+    )
+)
+SELECT candidate_id, count(*) AS heads,
+       string_agg(what || ' by ' || origin_name || ' (' || left(event_id::VARCHAR, 8) || ')', ' vs '
+                  ORDER BY position NULLS LAST, seq) AS conflict,
+       list(event_id ORDER BY position NULLS LAST, seq) AS event_ids
+FROM frontier
+GROUP BY candidate_id
+HAVING count(DISTINCT origin) >= 2
+   AND (count(DISTINCT origin) FILTER (WHERE type <> 'flag_verdict') >= 2
+        OR count(DISTINCT verdict) >= 2
+        OR (bool_or(type = 'decision_recorded') AND bool_or(type = 'flag_verdict')))""",
         "board": """
 WITH proposed AS (
     SELECT (payload->>'candidate_id') AS candidate_id, session_id, seq AS proposed_seq,
@@ -102,7 +159,7 @@ WITH proposed AS (
            (payload->>'flag') AS flag, (payload->>'priority') AS priority,
            (payload->>'hypothesis') AS hypothesis, arch, host_engine_version AS engine_version
     FROM live_control WHERE type = 'candidate_proposed'
-    QUALIFY row_number() OVER (PARTITION BY (payload->>'candidate_id') ORDER BY seq DESC) = 1
+    QUALIFY row_number() OVER (PARTITION BY (payload->>'candidate_id') ORDER BY sync_order DESC) = 1
 ),
 stream_heads AS (
     -- the candidate stream's version (retracted events count: they are still in the stream),
@@ -114,10 +171,10 @@ triage AS (
     SELECT (payload->>'candidate_id') AS candidate_id, (payload->>'status') AS status,
            (payload->>'reason') AS reason, (payload->>'verdict') AS verdict, seq AS triaged_seq
     FROM live_control WHERE type = 'candidate_triaged'
-    QUALIFY row_number() OVER (PARTITION BY (payload->>'candidate_id') ORDER BY seq DESC) = 1
+    QUALIFY row_number() OVER (PARTITION BY (payload->>'candidate_id') ORDER BY sync_order DESC) = 1
 ),
 links AS (
-    SELECT (payload->>'candidate_id') AS candidate_id, seq, event_id, type,
+    SELECT (payload->>'candidate_id') AS candidate_id, seq, sync_order, event_id, type,
            coalesce(payload->>'text', (payload->>'decision'), (payload->>'what_it_does'),
                     (payload->>'description'), (payload->>'message'), (payload->>'reason'),
                     (payload->>'outcome'), (payload->>'title')) AS summary
@@ -126,30 +183,31 @@ links AS (
                    'patch_applied', 'kernel_tune_started', 'spec_decoding_trial_completed')
       AND (payload->>'candidate_id') IS NOT NULL
     UNION ALL
-    SELECT p.candidate_id, h.seq, h.evidence_event_id, 'flag verdict (' || h.basis || ')',
+    SELECT p.candidate_id, h.seq, h.sync_order, h.evidence_event_id, 'flag verdict (' || h.basis || ')',
            h.verdict || coalesce(': ' || h.summary, '')
     FROM flag_verdict_history h JOIN proposed p ON p.flag = h.flag AND h.arch IS NOT DISTINCT FROM p.arch
 ),
 latest_link AS (
     SELECT * FROM links
     -- a flag_researched naming its candidate is linked twice with one seq: break the tie
-    QUALIFY row_number() OVER (PARTITION BY candidate_id ORDER BY seq DESC, type DESC) = 1
+    QUALIFY row_number() OVER (PARTITION BY candidate_id ORDER BY sync_order DESC, type DESC) = 1
 )
 SELECT p.candidate_id, p.session_id, p.kind, p.title, p.flag, p.priority,
-       coalesce(t.status, 'proposed') AS status,
+       CASE WHEN k.candidate_id IS NOT NULL THEN 'conflicting' ELSE coalesce(t.status, 'proposed') END AS status,
        coalesce(t.verdict, fv.verdict) AS verdict,
        t.reason, p.hypothesis, p.arch, p.engine_version, h.stream_version,
        l.type AS latest_evidence_type, l.summary AS latest_evidence,
        l.event_id AS latest_evidence_event_id,
        greatest(p.proposed_seq, coalesce(t.triaged_seq, 0), coalesce(l.seq, 0)) AS updated_seq,
-       p.proposed_seq, p.proposed_at
+       p.proposed_seq, p.proposed_at, k.conflict
 FROM proposed p
+LEFT JOIN sync_conflicts k USING (candidate_id)
 LEFT JOIN triage t USING (candidate_id)
 LEFT JOIN latest_link l USING (candidate_id)
 LEFT JOIN stream_heads h ON h.stream = 'candidate:' || p.candidate_id
 LEFT JOIN (
     SELECT flag, arch, verdict FROM flag_verdicts
-    QUALIFY row_number() OVER (PARTITION BY flag, arch ORDER BY seq DESC) = 1
+    QUALIFY row_number() OVER (PARTITION BY flag, arch ORDER BY sync_order DESC) = 1
 ) fv ON fv.flag = p.flag AND fv.arch IS NOT DISTINCT FROM p.arch""",
         "server_runs": """
 WITH started AS (

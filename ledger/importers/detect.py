@@ -24,7 +24,8 @@ from pathlib import Path
 from typing import Any
 from uuid import UUID, uuid5
 
-from ledger.errors import InvalidInput, NotFound
+from ledger.errors import InvalidInput
+from ledger.safe_files import read_regular
 from ledger.sglang_log import LOG_MARKERS
 from schemas import Actor, Host, StartupFacts
 
@@ -107,15 +108,14 @@ def read_input(path: str | Path) -> InputFile:
 
     Raises:
         NotFound: no such file.
-        InvalidInput: a directory, an empty file, or bytes that are not UTF-8 text
+        InvalidInput: a directory, a FIFO, a device or anything but a regular file, an empty file, or bytes that are not UTF-8 text
             (named with the line of the first bad byte).
     """
     path = Path(path)
-    if not path.exists():
-        raise NotFound(f"{path}: no such file")
-    if path.is_dir():
-        raise InvalidInput(f"{path}: is a directory, not a file ({expected()})")
-    data = path.read_bytes()
+    try:
+        data = read_regular(path)  # a FIFO or /dev/zero is refused at once, never read
+    except InvalidInput as exc:
+        raise InvalidInput(f"{exc} ({expected()})") from None
     if not data.strip():
         raise InvalidInput(f"{path}: empty file ({expected()})")
     try:
