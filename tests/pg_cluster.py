@@ -71,8 +71,12 @@ def _run_as(user: str, argv: list[str | None], check: bool = True) -> subprocess
     return subprocess.run(command, check=check, capture_output=True, text=True)
 
 
-def start() -> Cluster:
-    """Create and start a cluster; the caller stops it (``Cluster.stop``)."""
+def start(*, durable: bool = False) -> Cluster:
+    """Create and start a cluster; the caller stops it (``Cluster.stop``).
+
+    Tests run it without fsync (nothing to keep); ``durable=True`` keeps the server's
+    defaults (fsync, synchronous_commit), as the sync benchmark wants.
+    """
     user = "postgres" if os.geteuid() == 0 else pwd.getpwuid(os.geteuid()).pw_name
     root = Path(tempfile.mkdtemp(prefix="tuneledger-pg-"))
     if os.geteuid() == 0:
@@ -82,8 +86,9 @@ def start() -> Cluster:
     _run_as(user, [_binary("initdb"), "-D", data, "-U", user, "--auth-local=trust",
                    "--auth-host=scram-sha-256", "-E", "UTF8", "--locale=C.UTF-8", "--no-sync"])
     port = _free_port()
-    options = (f"-c port={port} -c listen_addresses=127.0.0.1 -c unix_socket_directories={sockets} "
-               "-c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=60")
+    options = f"-c port={port} -c listen_addresses=127.0.0.1 -c unix_socket_directories={sockets} -c max_connections=60"
+    if not durable:
+        options += " -c fsync=off -c synchronous_commit=off -c full_page_writes=off"
     _run_as(user, [_binary("pg_ctl"), "-D", data, "-l", root / "server.log", "-w", "-o", options, "start"])
     return Cluster(root=root, port=port, socket_dir=sockets, user=user)
 
