@@ -130,6 +130,20 @@ def hub_schema(pg_server: Cluster) -> str:
     return f"hub_{os.getpid()}_{next(_schemas)}"
 
 
+def admin_url(cluster: Cluster) -> str:
+    """The superuser's URL (Unix socket, trust): what an admin runs ``remote init`` with."""
+    return f"postgresql://{cluster.user}@/postgres?host={cluster.socket_dir}&port={cluster.port}"
+
+
+def make_hub(cluster: Cluster, schema: str):  # -> ledger.remote.Remote
+    """Create the hub schema ``schema`` as the admin, writable by ``writer``; return the writer's remote."""
+    from ledger import hub
+    from ledger.remote import Remote, parse_remote
+
+    hub.init_schema(Remote("admin", admin_url(cluster), schema), grant=["writer"])
+    return parse_remote("hub", cluster.url("writer"), schema)
+
+
 @pytest.fixture
 def writer_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     """libpq finds the writer's password in the environment (as a user's shell would give it)."""

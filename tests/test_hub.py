@@ -26,20 +26,19 @@ from ledger import hub, sync
 from ledger.errors import EventIdReused, RemoteError
 from ledger.remote import Remote, parse_remote
 from ledger.store import LedgerStore
-from pg_cluster import WRITER_PASSWORD, Cluster, hub_schema, pg_server, writer_env  # noqa: F401
+from pg_cluster import Cluster, admin_url, hub_schema, make_hub, pg_server, writer_env  # noqa: F401
 
 HOST_PROCESS = Path(__file__).with_name("sync_host_process.py")
 PROCESS_TIMEOUT_S = 500
 
 
 def admin_remote(cluster: Cluster, schema: str) -> Remote:
-    return Remote("admin", f"postgresql://{cluster.user}@/postgres?host={cluster.socket_dir}&port={cluster.port}", schema)
+    return Remote("admin", admin_url(cluster), schema)
 
 
 @pytest.fixture
 def remote(pg_server: Cluster, hub_schema: str, writer_env: None) -> Remote:
-    hub.init_schema(admin_remote(pg_server, hub_schema), grant=["writer"])
-    return parse_remote("hub", pg_server.url("writer"), hub_schema)
+    return make_hub(pg_server, hub_schema)
 
 
 def row(text: str, seq: int, event_id: UUID | None = None, **changes: Any) -> tuple[Any, ...]:
@@ -235,6 +234,6 @@ def test_eight_hosts_append_and_sync_concurrently_and_converge(remote: Remote, t
         assert sync.count_to_push(store) == 0
     for view in LOAD_VIEWS:
         first = canonical(stores[0], view)
-        assert first, view  # every view has rows to compare
+        assert first or view == "sync_conflicts", view  # rows to compare (conflicts may all be resolved)
         for store in stores[1:]:
             assert canonical(store, view) == first, view

@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from ledger import hub, sync
-from ledger.remote import Remote, add_remote, parse_remote
+from ledger import sync
+from ledger.remote import Remote, add_remote
 from ledger.store import LedgerStore
-from pg_cluster import Cluster, hub_schema, pg_server, writer_env  # noqa: F401
+from pg_cluster import Cluster, hub_schema, make_hub, pg_server, writer_env  # noqa: F401
 from schemas.envelope import Actor
 from schemas.events import CandidateProposed, CandidateTriaged, NoteAdded
 from test_tui_helpers import SIZE, anyio_backend, wait_for  # noqa: F401
@@ -21,10 +21,7 @@ pytestmark = pytest.mark.anyio
 
 @pytest.fixture
 def remote(pg_server: Cluster, hub_schema: str, writer_env: None) -> Remote:
-    admin = Remote("admin", f"postgresql://{pg_server.user}@/postgres?host={pg_server.socket_dir}&port={pg_server.port}",
-                   hub_schema)
-    hub.init_schema(admin, grant=["writer"])
-    return parse_remote("hub", pg_server.url("writer"), hub_schema)
+    return make_hub(pg_server, hub_schema)
 
 
 def ledger(path: Path, remote: Remote, name: str) -> LedgerStore:
