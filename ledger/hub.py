@@ -88,8 +88,6 @@ CREATE TABLE IF NOT EXISTS {schema}.events (
     seen_position   bigint NOT NULL,
     pushed_at       timestamptz NOT NULL DEFAULT now()
 );
-CREATE INDEX IF NOT EXISTS events_stream ON {schema}.events (stream, position);
-CREATE INDEX IF NOT EXISTS events_type ON {schema}.events (type, position);
 
 CREATE OR REPLACE FUNCTION {schema}.refuse_change() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
@@ -313,13 +311,14 @@ def pull(
 ) -> list[tuple[Any, ...]]:
     """Events at positions ``after < position <= upto`` from other ledgers, in hub order.
 
-    At most ``limit`` rows; ``host``/``payload`` come back as JSON text. Rows are tuples in
-    ``PULL_COLUMNS`` order.
+    At most ``limit`` rows; ids come back as text, ``host``/``payload`` as JSON text. Rows are
+    tuples in ``PULL_COLUMNS`` order.
     """
     query = sql.SQL(
-        "SELECT e.position, e.event_id, e.type, e.schema_version, e.stream, e.stream_version, e.recorded_at, "
-        "e.actor_kind, e.actor_name, e.session_id, e.causation_id, e.correlation_id, e.source, "
-        "e.host::text, e.payload::text, e.origin_ledger, l.name, e.origin_seq, e.seen_position "
+        # ids as text: the local store takes them as strings (no UUID objects to build and format)
+        "SELECT e.position, e.event_id::text, e.type, e.schema_version, e.stream, e.stream_version, e.recorded_at, "
+        "e.actor_kind, e.actor_name, e.session_id, e.causation_id::text, e.correlation_id::text, e.source, "
+        "e.host::text, e.payload::text, e.origin_ledger::text, l.name, e.origin_seq, e.seen_position "
         "FROM {schema}.events e JOIN {schema}.ledgers l ON l.ledger_id = e.origin_ledger "
         "WHERE e.position > %s AND e.position <= %s AND e.origin_ledger <> %s ORDER BY e.position LIMIT %s"
     ).format(schema=_schema(remote))

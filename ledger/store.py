@@ -428,7 +428,7 @@ class LedgerStore:
 
     def append_replicated(
         self,
-        rows: Sequence[Mapping[str, Any]],
+        rows: Sequence[dict[str, Any]],
         *,
         record: Callable[[duckdb.DuckDBPyConnection, list[AppendResult]], None] | None = None,
     ) -> list[AppendResult]:
@@ -444,13 +444,16 @@ class LedgerStore:
         and both events are kept (the origin's version stays in ``sync_events``).
         Idempotent by ``event_id`` like ``append``. ``record(con, results)`` runs inside
         the same transaction, so the sync bookkeeping commits with the events or not at all.
+        The row dicts are used as they are (``seq`` and ``stream_version`` are set in them).
 
         Raises:
             EventIdReused: an ``event_id`` is stored here with different content.
             NotFound: a retraction of an event this ledger does not hold.
             LedgerBusy: the file stayed locked.
         """
-        batch = [{**row, "seq": None, "stream_version": None} for row in rows]
+        batch = list(rows)
+        for row in batch:  # in place: copying 100k dicts costs more than the rest of the Python side
+            row["seq"] = row["stream_version"] = None
         if not batch:
             return []
         if not self.path.exists():

@@ -234,10 +234,10 @@ def _recorder(remote: Remote, batch: list[tuple[Any, ...]], position: int, hub_h
             pushed.record(con, remote)
         col = {name: i for i, name in enumerate(hub.PULL_COLUMNS)}
         table = pa.table({
-            "event_id": [str(row[col["event_id"]]) for row in batch],
+            "event_id": [row[col["event_id"]] for row in batch],
             "seq": [result.seq for result in results],
             "position": [row[col["position"]] for row in batch],
-            "origin_ledger": [str(row[col["origin_ledger"]]) for row in batch],
+            "origin_ledger": [row[col["origin_ledger"]] for row in batch],
             "origin_name": [row[col["origin_name"]] for row in batch],
             "origin_seq": [row[col["origin_seq"]] for row in batch],
             "origin_stream_version": [row[col["stream_version"]] for row in batch],
@@ -268,19 +268,15 @@ def _save_state(con: duckdb.DuckDBPyConnection, remote: Remote, position: int, h
 
 
 def _pull_rows(batch: list[tuple[Any, ...]]) -> list[dict[str, Any]]:
-    """Hub rows as ``append_replicated`` takes them."""
-    rows = []
-    for (_pos, event_id, type_, version, stream, _sv, recorded_at, actor_kind, actor_name, session_id,
-         causation_id, correlation_id, source, host, payload, *_origin) in batch:
-        rows.append({
-            "event_id": str(event_id), "type": type_, "schema_version": version, "stream": stream,
-            "recorded_at": recorded_at, "actor_kind": actor_kind, "actor_name": actor_name,
-            "session_id": session_id,
-            "causation_id": str(causation_id) if causation_id is not None else None,
-            "correlation_id": str(correlation_id) if correlation_id is not None else None,
-            "source": source, "host": host, "payload": payload,
-        })
-    return rows
+    """Hub rows as ``append_replicated`` takes them (ids are text already)."""
+    return [
+        {"event_id": event_id, "type": type_, "schema_version": version, "stream": stream,
+         "recorded_at": recorded_at, "actor_kind": actor_kind, "actor_name": actor_name,
+         "session_id": session_id, "causation_id": causation_id, "correlation_id": correlation_id,
+         "source": source, "host": host, "payload": payload, "seq": None, "stream_version": None}
+        for (_pos, event_id, type_, version, stream, _sv, recorded_at, actor_kind, actor_name, session_id,
+             causation_id, correlation_id, source, host, payload, *_origin) in batch
+    ]
 
 
 def sync(
