@@ -44,6 +44,7 @@ import pyarrow as pa
 from tenacity import Retrying, retry_if_exception, stop_after_delay, wait_random_exponential
 
 from schemas import Event, EventEnvelope, parse_event
+from schemas.secrets import mask_json, mask_text
 
 from . import projections, sidecar_lock, views
 from .errors import ConcurrencyConflict, EventIdReused, InvalidInput, LedgerBusy, NotFound
@@ -454,6 +455,13 @@ class LedgerStore:
         batch = list(rows)
         for row in batch:  # in place: copying 100k dicts costs more than the rest of the Python side
             row["seq"] = row["stream_version"] = None
+            # A hub may hold what an older client or plain SQL wrote: mask as ``_row`` does
+            # (idempotent, so a re-pulled event still compares equal to the stored one).
+            row["payload"] = mask_json(row["payload"])
+            if row["host"] is not None:
+                row["host"] = mask_json(row["host"])
+            if row["source"]:
+                row["source"] = mask_text(row["source"])
         if not batch:
             return []
         if not self.path.exists():
@@ -475,7 +483,8 @@ class LedgerStore:
 
     def _row(self, event: Event) -> dict[str, Any]:
         # model_dump_json runs in pydantic-core: ~3x faster than model_dump + json.dumps.
-        payload = event.model_dump_json(exclude=set(EventEnvelope.ENVELOPE_FIELDS))
+        # Every writer passes here: secrets are masked once, for every event (schemas.secrets).
+        payload = mask_json(event.model_dump_json(exclude=set(EventEnvelope.ENVELOPE_FIELDS)))
         recorded_at = event.recorded_at or self.clock()
         return {
             "seq": None,
@@ -490,8 +499,8 @@ class LedgerStore:
             "session_id": event.session_id,
             "causation_id": str(event.causation_id) if event.causation_id else None,
             "correlation_id": str(event.correlation_id) if event.correlation_id else None,
-            "source": event.source,
-            "host": event.host.model_dump_json() if event.host is not None else None,
+            "source": mask_text(event.source) if event.source else event.source,
+            "host": mask_json(event.host.model_dump_json()) if event.host is not None else None,
             "payload": payload,
         }
 

@@ -55,7 +55,7 @@ from .artifacts import artifacts_dir, safe_name, server_log_path
 from .configs import ServerConfig
 from .engines import EngineAdapter, adapter_for
 from .host import HostFingerprint, fingerprint
-from .process import connect_host, exit_status, follow_lines, group_alive, port_in_use, read_lines
+from .process import connect_host, exit_status, follow_lines, free_port, group_alive, port_in_use, read_lines
 
 #: Default wait for health (seconds): a 100B+ model loads and captures CUDA graphs for minutes.
 DEFAULT_HEALTH_TIMEOUT_S = 1800.0
@@ -283,7 +283,9 @@ class ServerRunner:
         adapter = adapter_for(config.engine)
         adapter.check_config(config)
         probe = adapter.probe(config)
-        port = port or config.port or adapter.default_port
+        port = port or (config.port if config.port is not None else adapter.default_port)
+        if port == 0:  # `port = 0` in the configuration: any free port, picked now
+            port = free_port(config.host)
         if port_in_use(config.host, port):
             raise PortInUse(f"port {port} on {config.host} is already in use: stop that server or give --port")
         if self._fingerprint is None:

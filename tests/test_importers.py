@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from ledger.errors import InvalidInput, NotFound
-from ledger.importers import SAMPLES_SCHEMA, import_file
+from ledger.importers import SAMPLES_SCHEMA, import_file, registered_importers
 from ledger.sglang_log import parse_server_log
 from schemas import (
     BenchmarkCompleted,
@@ -70,7 +70,7 @@ def test_other_files_are_rejected_as_unknown_format(path: Path) -> None:
         import_file(path)
     message = single_line(exc)
     assert message.startswith(f"{path}: not a known format")
-    assert "bench_serving JSONL" in message
+    assert "tried: sglang-bench-serving, " in message
 
 
 # --- bench_serving -------------------------------------------------------------------
@@ -351,9 +351,9 @@ def test_unknown_format(tmp_path: Path) -> None:
     path.write_text("hello world\n")
     with pytest.raises(InvalidInput) as exc:
         import_file(path)
-    assert single_line(exc) == (
-        f"{path}: not a known format (expected sglang bench_serving JSONL, sglang MoE config JSON or sglang server log)"
-    )
+    kinds = [importer.kind for importer in registered_importers()]
+    assert single_line(exc) == f"{path}: not a known format (tried: {', '.join(kinds)})"
+    assert {"sglang-bench-serving", "sglang-moe-config", "sglang-server-log"} <= set(kinds)
 
 
 def test_binary_garbage(tmp_path: Path) -> None:

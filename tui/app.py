@@ -510,6 +510,7 @@ class TuneLedgerApp(App[None]):
     def _export(self) -> None:
         try:
             from ledger.export_markdown import render_markdown
+            from ledger.safe_files import write_file
         except ImportError:
             self.call_from_thread(self.notify, "Markdown export is not available in this build.", severity="error")
             return
@@ -519,9 +520,11 @@ class TuneLedgerApp(App[None]):
             self.call_from_thread(self.notify, f"export failed: {exc}", severity="error")
             return
         out = export_path(self.store.path, self.session_id)
-        tmp = out.with_name(out.name + ".tmp")
-        tmp.write_text(text)
-        tmp.replace(out)  # whole file or nothing
+        try:
+            write_file(out, text)  # whole file; never replaces a symlink or a special file
+        except LedgerError as exc:
+            self.call_from_thread(self.notify, f"export failed: {exc}", severity="error")
+            return
         self.call_from_thread(self.notify, f"Decision log written to {out}", timeout=8)
 
     # --- sync -----------------------------------------------------------------------------

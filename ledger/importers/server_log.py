@@ -15,7 +15,7 @@ from ledger.gpu_arch import compute_capability_for
 from ledger.sglang_log import ServerLogFacts, derive_findings, jsonable_args, parse_server_log
 from schemas import Actor, Event, Host, ServerFailed, ServerReady, ServerStarted, StartupFacts, normalize_flag
 
-from .detect import InputFile
+from .detect import ImportContext, Importer, InputFile, ReadResult, Sniffed, is_server_log
 
 ENGINE = "sglang"
 
@@ -128,3 +128,18 @@ def import_server_log(
             })
         )
     return events
+
+
+def _sniff(sniffed: Sniffed) -> float:
+    return 0.9 if not sniffed.claims_json and is_server_log(sniffed.text) else 0.0
+
+
+def _read(file: InputFile, ctx: ImportContext) -> ReadResult:
+    events = import_server_log(
+        file, config_name=ctx.config_name, session_id=ctx.session_id, host=ctx.host, actor=ctx.actor,
+        previous_startup=ctx.previous_startup,
+    )
+    return events, {}
+
+
+IMPORTER = Importer(kind="sglang-server-log", description="sglang server log", sniff=_sniff, read=_read)
