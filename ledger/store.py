@@ -439,7 +439,8 @@ class LedgerStore:
         ``type``, ``schema_version``, ``stream``, ``recorded_at`` (aware datetime),
         ``actor_kind``, ``actor_name``, ``session_id``, ``causation_id``, ``correlation_id``,
         ``source`` (str or None), ``host`` and ``payload`` (JSON text). They are stored as
-        they are, at their own ``schema_version`` (upcast on read, like every stored row).
+        they are (secrets masked, as for every event), at their own ``schema_version``
+        (upcast on read, like every stored row).
         Each gets the next local ``seq`` and the next version of its stream *in this
         ledger*: two hosts may both have appended at one stream version while offline,
         and both events are kept (the origin's version stays in ``sync_events``).

@@ -302,3 +302,28 @@ def test_a_killed_sync_resumes_with_nothing_lost_or_doubled(remote: Remote, tmp_
     with psycopg.connect(remote.url) as con:
         assert con.execute(f"SELECT count(*), max(position) FROM {remote.schema}.events").fetchone() == (3500, 3500)
     assert view_rows(a, "timeline") == view_rows(b, "timeline")
+
+
+def test_a_secret_written_on_the_hub_by_plain_sql_is_masked_on_pull(remote: Remote, tmp_path: Path) -> None:
+    """The hub is outside tuneledger's masking (any client may INSERT): the pulling store masks."""
+    writer = make_ledger(tmp_path / "w.duckdb", remote, "raw-sql")
+    ledger_id, _ = sync.identity(writer)
+    secret = "sk-proj-0123456789abcdefghijklmnop"
+    note_id = "01900000-0000-7000-8000-0000000000cc"
+    with hub.connect(remote) as con:
+        hub.push(con, remote, ledger_id, "raw-sql", [(
+            note_id, "note_added", 2, "ledger", 1, "2026-01-01T00:00:00+00:00", "person", "raw", None, None, None,
+            f"--api-key {secret}", None, json.dumps({"text": f"launched with --api-key {secret}", "refs": []}), 1, 0,
+        )])
+    reader = make_ledger(tmp_path / "r.duckdb", remote, "reader")
+    sync.sync(reader, remote)
+    note = reader.get(note_id)
+    assert secret not in note.text and "***" in note.text and secret not in (note.source or "")
+    assert secret.encode() not in reader.path.read_bytes()
+    # Pulled again (as after a crash before the bookkeeping): the masked copy is the same event.
+    with psycopg.connect(remote.url) as con:
+        row = con.execute(
+            f"SELECT position, event_id::text, type, schema_version, stream, stream_version, recorded_at, actor_kind, "
+            f"actor_name, session_id, causation_id::text, correlation_id::text, source, host::text, payload::text "
+            f"FROM {remote.schema}.events WHERE event_id = %s", [note_id]).fetchone()
+    assert reader.append_replicated(sync._pull_rows([row]))[0].duplicate
