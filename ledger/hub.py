@@ -83,7 +83,7 @@ CREATE TABLE IF NOT EXISTS {schema}.events (
     source          text,
     host            jsonb,
     payload         jsonb NOT NULL,
-    origin_ledger   uuid NOT NULL REFERENCES {schema}.ledgers,
+    origin_ledger   uuid NOT NULL,  -- a ledgers row, inserted by the same push (no FK: a per-row check)
     origin_seq      bigint NOT NULL,
     seen_position   bigint NOT NULL,
     pushed_at       timestamptz NOT NULL DEFAULT now()

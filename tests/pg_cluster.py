@@ -59,6 +59,27 @@ class Cluster:
         query = "&".join(f"{key}={value}" for key, value in options.items())
         return f"postgresql://{user}@127.0.0.1:{self.port}/{dbname}" + (f"?{query}" if query else "")
 
+    def server_cpu_s(self) -> float:
+        """CPU seconds (user + system) used by the server so far: the postmaster, its live
+        children, and the children it has reaped (every closed connection's backend)."""
+        tick = os.sysconf("SC_CLK_TCK")
+        postmaster = int((self.root / "data" / "postmaster.pid").read_text().split()[0])
+
+        def fields(pid: int) -> list[str]:
+            return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+
+        own = fields(postmaster)
+        total = sum(int(v) for v in own[11:15])  # utime, stime, cutime, cstime
+        for entry in Path("/proc").iterdir():
+            if entry.name.isdigit() and int(entry.name) != postmaster:
+                try:
+                    stat = fields(int(entry.name))
+                except OSError:
+                    continue
+                if int(stat[1]) == postmaster:  # ppid
+                    total += int(stat[11]) + int(stat[12])
+        return total / tick
+
     def stop(self) -> None:
         _run_as(self.user, [_binary("pg_ctl"), "-D", str(self.root / "data"), "-m", "immediate", "stop"], check=False)
         shutil.rmtree(self.root, ignore_errors=True)
