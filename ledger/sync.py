@@ -166,18 +166,16 @@ def count_to_push(store: LedgerStore) -> int:
 
 
 def counts(store: LedgerStore, remote: Remote) -> SyncCounts:
-    """How many events a sync would push and pull (``sync --dry-run``); changes nothing remote.
+    """How many events a sync would push and pull (``sync --dry-run``); changes nothing anywhere.
 
     Raises:
         RemoteError: the hub cannot be reached or is not initialised.
     """
-    ensure_tables(store)
-    ledger_id, _ = identity(store)
-    with store.connect() as con:
-        after = _pulled_position(con, remote)
+    state = status(store, remote)  # read-only: a dry run writes nothing here either
+    ledger_id = read_identity(store) or UUID(int=0)
     with hub.connect(remote) as pg:
-        to_pull = hub.count_pending_pull(pg, remote, ledger_id, after)
-    return SyncCounts(to_push=count_to_push(store), to_pull=to_pull)
+        to_pull = hub.count_pending_pull(pg, remote, ledger_id, state.pulled_position)
+    return SyncCounts(to_push=state.to_push, to_pull=to_pull)
 
 
 def status(store: LedgerStore, remote: Remote) -> SyncStatus:

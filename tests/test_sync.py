@@ -327,3 +327,21 @@ def test_a_secret_written_on_the_hub_by_plain_sql_is_masked_on_pull(remote: Remo
             f"actor_name, session_id, causation_id::text, correlation_id::text, source, host::text, payload::text "
             f"FROM {remote.schema}.events WHERE event_id = %s", [note_id]).fetchone()
     assert reader.append_replicated(sync._pull_rows([row]))[0].duplicate
+
+
+def test_a_ledger_syncs_with_one_hub(remote: Remote, tmp_path: Path, pg_server: Cluster, hub_schema: str) -> None:
+    from ledger.errors import InvalidInput
+    from ledger.remote import remove_remote
+
+    store = make_ledger(tmp_path / "a.duckdb", remote, "a")
+    other = make_hub(pg_server, hub_schema + "_other")
+    with pytest.raises(InvalidInput, match="already has remote hub"):
+        add_remote(store, Remote("other", other.url, other.schema))
+    store.append(NoteAdded(text="synced to hub"))
+    sync.sync(store, remote)
+    remove_remote(store, "hub")
+    with pytest.raises(InvalidInput, match="has synced with hub hub"):
+        add_remote(store, Remote("other", other.url, other.schema))
+    add_remote(store, remote)  # the same hub again: fine, nothing to do
+    report = sync.sync(store, remote)
+    assert (report.pushed, report.pulled) == (0, 0)
