@@ -382,7 +382,7 @@ def sql(ctx: Context, query: str, fmt: str, timeout_s: float) -> None:
     \b
     Example: tuneledger sql "SELECT flag, verdict FROM flag_verdicts WHERE arch = 'sm120' AND no_effect"
     Statements that write, attach, set options or touch files are refused (exit 6);
-    a query stopped by --timeout exits 9.
+    a query stopped by --timeout exits 14.
     """
     from .readonly_sql import run_readonly
 
@@ -422,9 +422,10 @@ def list_views(ctx: Context) -> None:
 @ledger_option
 @pass_ctx
 def import_(ctx: Context, files: tuple[Path, ...], session_id: str | None, config_name: str | None, as_json: bool) -> None:
-    """Import files, detecting each kind: sglang bench_serving JSONL, sglang tuned MoE
-    config JSON, sglang server log. All files are appended in one atomic batch;
+    """Import files, detecting each kind by content: sglang/vLLM/GuideLLM/llmperf/AIPerf
+    benchmark results, tuned MoE configs, SGLang and vLLM server logs. All files are appended in one atomic batch;
     re-importing a file is a no-op (event ids derive from the file's content)."""
+    from .flag_memory import remembered_findings
     from .importers import import_file
 
     session = session_id or ctx.session
@@ -436,7 +437,7 @@ def import_(ctx: Context, files: tuple[Path, ...], session_id: str | None, confi
     results = []
     for path in files:
         result = import_file(path, session_id=session, actor=ctx.actor, config_name=config_name,
-                             previous_startup=previous)
+                             previous_startup=previous, remember=lambda started: remembered_findings(store, started))
         results.append(result)
         for event in result.events:
             if isinstance(event, ServerReady):
@@ -496,10 +497,9 @@ def export_markdown(ctx: Context, session_id: str | None, output: Path | None) -
     if output is None:
         click.echo(text, nl=False)
     else:
-        output.parent.mkdir(parents=True, exist_ok=True)
-        tmp = output.with_name(output.name + ".tmp")
-        tmp.write_text(text)
-        tmp.replace(output)  # whole file or nothing
+        from .safe_files import write_file
+
+        write_file(output, text)  # whole file; a symlink written through, a device in place
         click.echo(f"wrote {output}", err=True)
 
 

@@ -12,8 +12,10 @@ Exit codes (stable; coding agents branch on them):
 5     not found: no such ledger file or event id
 6     refused: a statement the read-only ``sql`` command does not run
 7     ledger busy: the file lock could not be had within the timeout
-8     event id reused with different content
-9     a read-only query stopped by its ``--timeout``
+8     event id reused with different content (also: on a sync hub)
+9     remote error: a sync hub unreachable, refusing the login, or not initialised
+14    a read-only query stopped by its ``--timeout`` (10–13 are the runners')
+15    storage error: disk full, read-only file system, I/O error (what was acknowledged is kept)
 ====  ======================================================================
 """
 
@@ -81,7 +83,23 @@ class EventIdReused(LedgerError):
     exit_code = 8
 
 
+class RemoteError(LedgerError):
+    """A sync hub could not be reached, refused the login or a statement, or is not initialised."""
+
+    exit_code = 9
+
+
 class QueryTimeout(LedgerError):
     """A read-only query ran past its time limit and was stopped (``sql --timeout``)."""
 
-    exit_code = 9
+    exit_code = 14
+
+
+
+class StorageError(LedgerError):
+    """The file system refused: no space left, read-only, I/O error. Names the file and the cause.
+
+    Events already acknowledged are kept (DuckDB's WAL); the failed write left nothing behind.
+    """
+
+    exit_code = 15

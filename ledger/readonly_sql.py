@@ -72,7 +72,7 @@ def run_readonly(
             or it tried to reach files or settings (DuckDB's permission error).
         ledger.errors.InvalidInput: the query fails (unknown column, type error), one line.
         ledger.errors.NotFound: no ledger at the store's path.
-        QueryTimeout: (exit 9) the query ran longer than ``timeout_s``.
+        QueryTimeout: (exit 14) the query ran longer than ``timeout_s``.
     """
     from .errors import InvalidInput
 

@@ -85,16 +85,22 @@ def _raise_interrupt(_signum: int, _frame: Any) -> None:
 @click.option("--candidate", "candidate_id", metavar="ID",
               help="The board's candidate these runs are for (e.g. flag:enable-foo): the board links them to it.")
 @click.option("--no-progress", is_flag=True, help="No progress bar on standard error.")
+@click.option("--tool", type=click.Choice(["builtin", "guidellm", "aiperf", "sglang"]), default="builtin",
+              show_default=True, help="Measure with another tool, run as a subprocess; its result is imported.")
+@click.option("--tool-path", help="The tool's program (guidellm, aiperf; for sglang its Python). Default: PATH.")
 @pass_ctx
 def bench_command(ctx: Context, url: str, endpoint: str, model: str | None, input_len: int, output_len: int,
                   num_prompts: int, concurrency_text: str | None, request_rate: float | None, seed: int, warmup: int,
                   repeats: int, config_name: str, is_baseline: bool | None, tokenizer: str | None,
-                  server_run_id: str | None, ignore_eos: bool, candidate_id: str | None, no_progress: bool) -> None:
+                  server_run_id: str | None, ignore_eos: bool, candidate_id: str | None, no_progress: bool,
+                  tool: str, tool_path: str | None) -> None:
     """Benchmark a running server; record one benchmark_completed per concurrency and repeat.
 
     Metrics are sglang bench_serving's (TTFT, TPOT, ITL, E2E in ms; throughputs in tok/s),
     each run passes a validity gate (no failed request, achieved concurrency >= 0.9 c,
-    output lengths as asked) recorded with the run.
+    output lengths as asked) recorded with the run. With --tool guidellm|aiperf|sglang
+    that tool measures instead, with the same workload options, and its numbers are
+    imported (exit 11 when it is not installed, 13 when it fails).
     """
     from .bench import BenchTarget, format_point, sweep
     from .bench_metrics import prompts_warning
@@ -111,6 +117,15 @@ def bench_command(ctx: Context, url: str, endpoint: str, model: str | None, inpu
     warning = prompts_warning(num_prompts, concurrencies) if request_rate is None else None
     if warning:
         click.echo(f"tuneledger: {warning}", err=True)
+    if tool != "builtin":
+        if model is None and endpoint != "generate":
+            model = served_model(url)  # the external tool needs the name the server answers to
+        _bench_with_tool(ctx, tool, tool_path, concurrencies, request_rate, repeats, config_name, is_baseline,
+                         server_run_id, candidate_id, url=url, endpoint=endpoint, model=model or "default",
+                         input_len=input_len,
+                         output_len=output_len, num_prompts=num_prompts, seed=seed, warmup=warmup,
+                         tokenizer=tokenizer, ignore_eos=ignore_eos)
+        return
     workload = build_workload(WorkloadSpec(input_len, output_len, num_prompts, seed, tokenizer))
     store = ctx.store()
     store.init()
@@ -135,6 +150,29 @@ def bench_command(ctx: Context, url: str, endpoint: str, model: str | None, inpu
     except RuntimeError as exc:
         click.echo(f"tuneledger: error: {exc}", err=True)
         sys.exit(WARMUP_FAILED_EXIT)
+
+
+def _bench_with_tool(ctx: Context, tool: str, tool_path: str | None, concurrencies: list[int | None],
+                     request_rate: float | None, repeats: int, config_name: str, is_baseline: bool | None,
+                     server_run_id: str | None, candidate_id: str | None, **workload: Any) -> None:
+    """``run bench --tool X``: see ``runners/external_bench.py``."""
+    from .external_bench import ToolWorkload, find_tool, run_tool_sweep
+
+    prefix = find_tool(tool, tool_path)
+    store = ctx.store()
+    store.init()
+    say = lambda line: click.echo(line, err=True)  # noqa: E731
+    events = run_tool_sweep(
+        tool, prefix, ToolWorkload(**workload), store=store, concurrencies=concurrencies, request_rate=request_rate,
+        repeats=repeats, config_name=config_name,
+        is_baseline=(config_name == "baseline") if is_baseline is None else is_baseline,
+        server_run_id=server_run_id, session_id=ctx.session, actor=ctx.actor, say=say, candidate_id=candidate_id,
+    )
+    for event in events:
+        m = event.metrics
+        click.echo(f"{tool} c={event.concurrency} repeat={event.repeat}: {m.completed} ok, {m.failed or 0} failed, "
+                   f"output {m.output_throughput or 0:.1f} tok/s, median TTFT {m.median_ttft_ms or 0:.1f} ms "
+                   f"(event {event.event_id})")
 
 
 @click.command("plan")

@@ -2,6 +2,10 @@
 
 Format (see ``examples/servers.toml``)::
 
+    # Optional: more words that mark a flag or env name as secret-bearing (its value is
+    # stored as ***; schemas/secrets.py has the built-in list: api-key, token, password, ...).
+    secret_words = ["hmac", "signing key"]
+
     # Optional: applied to every configuration (a configuration's own keys win).
     [defaults]
     engine = "sglang"                  # sglang | vllm | transformers
@@ -42,6 +46,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from ledger.errors import InvalidInput
 from schemas import normalize_flag
+from schemas.secrets import add_secret_words
 from schemas.events import FlagValue
 
 EngineName = Literal["sglang", "vllm", "transformers"]
@@ -139,9 +144,16 @@ def parse_configs(data: Mapping[str, Any], source: str = "<configs>") -> dict[st
     defaults = data.get("defaults", {})
     if not isinstance(defaults, Mapping):
         raise ConfigError(f"{source}: [defaults] must be a table")
-    extra = sorted(set(data) - {"configs", "defaults"})
+    extra = sorted(set(data) - {"configs", "defaults", "secret_words"})
     if extra:
-        raise ConfigError(f"{source}: unknown top-level key(s) {', '.join(extra)}; allowed: defaults, configs")
+        raise ConfigError(f"{source}: unknown top-level key(s) {', '.join(extra)}; allowed: defaults, configs, secret_words")
+    words = data.get("secret_words", [])
+    if not isinstance(words, list) or not all(isinstance(w, str) for w in words):
+        raise ConfigError(f"{source}: secret_words must be a list of strings")
+    try:
+        add_secret_words(words)
+    except ValueError as exc:
+        raise ConfigError(f"{source}: {exc}") from None
     resolved = {}
     for name in tables:
         values = _merge(defaults, _resolve(name, tables, source))

@@ -197,6 +197,22 @@ class FindingRecorded(Event):
 # --- servers --------------------------------------------------------------------
 
 
+class SettingOverride(StrictModel):
+    """A setting the server args asked for that a later log line (or the resolved limits) changed.
+
+    ``flag`` in CLI spelling without dashes, as the log's SGLang version spells it (``None`` when
+    the line names no flag); ``requested`` is the server args' value (``None``: default / not
+    logged), ``effective`` what the server runs with (``None``: not stated); ``reason`` the line's
+    "because ..." part; ``source`` ``file:line`` of the line that shows it.
+    """
+
+    flag: str | None = None
+    requested: Any = None
+    effective: Any = None
+    reason: str | None = None
+    source: str | None = None
+
+
 class StartupFacts(StrictModel):
     """What a server's startup log and ``/server_info`` say it resolved to.
 
@@ -223,6 +239,10 @@ class StartupFacts(StrictModel):
     weight_load_s: float | None = None
     available_gpu_mem_gb: float | None = None
     server_args: dict[str, Any] = Field(default_factory=dict)
+    kv_cache_gb: float | None = Field(default=None, description="K + V cache size in GB, as logged.")
+    overrides: list[SettingOverride] = Field(
+        default_factory=list, description="Requested settings a later log line overrode (effective value kept)."
+    )
 
 
 class _ServerEvent(Event):
@@ -246,6 +266,10 @@ class ServerStarted(_ServerEvent):
     port: int | None = None
     pid: int | None = None
     log_path: str | None = None
+    startup: StartupFacts | None = Field(
+        default=None,
+        description="Startup facts an imported log showed for a run that never became ready nor failed.",
+    )
 
     @field_validator("flags")
     @classmethod
@@ -282,6 +306,9 @@ class ServerFailed(_ServerEvent):
     message: str
     log_tail: list[str] = Field(default_factory=list)
     exit_code: int | None = None
+    startup: StartupFacts | None = Field(
+        default=None, description="Startup facts the log showed before the failure (they survive the crash)."
+    )
 
 
 # --- benchmarks -----------------------------------------------------------------
@@ -361,6 +388,12 @@ class BenchmarkCompleted(Event):
     baseline unless ``is_baseline`` says otherwise); ``valid`` is the run's
     validity gate (no failed requests, achieved concurrency >= 0.9 c, output
     tokens as asked) with ``validity_notes`` saying what failed.
+
+    Imported from another tool: ``tool`` (``vllm.bench_serve``, ``guidellm``,
+    ``llmperf``, ``aiperf``…) and ``tool_version`` where the file says it;
+    ``metrics`` holds only what that tool defines as sglang does, and
+    ``tool_metrics`` (tool's own name -> value, unit in the name) keeps what it
+    defines otherwise, with ``metric_notes`` saying how each differs.
     """
 
     type: Literal["benchmark_completed"] = "benchmark_completed"
@@ -377,6 +410,14 @@ class BenchmarkCompleted(Event):
     valid: bool | None = None
     validity_notes: list[str] = Field(default_factory=list)
     notes: str | None = None
+    tool_version: str | None = None
+    tool_metrics: dict[str, float] = Field(
+        default_factory=dict,
+        description="Metrics of the tool whose definition differs from ours, by the tool's name (unit in the name).",
+    )
+    metric_notes: list[str] = Field(
+        default_factory=list, description="Where the tool's metric definitions differ from sglang bench_serving's."
+    )
     #: The board's candidate this run was made for (``flag:X``, ``config:NAME``), recorded by
     #: plans and ``run bench --candidate``; None for a baseline or an unattributed run.
     candidate_id: str | None = None
