@@ -76,7 +76,7 @@ def quick_runner(store: LedgerStore, session: str) -> ServerRunner:
 
 
 def test_plan_interleaves_records_and_compares(tmp_path: Path) -> None:
-    plan = load_plan(write_plan(tmp_path, base_delay=12, cand_delay=3, repeats=3, prompts=6))
+    plan = load_plan(write_plan(tmp_path, base_delay=12, cand_delay=3, repeats=3, prompts=16))
     store = LedgerStore(tmp_path / "l.duckdb")
     store.init()
     with quick_runner(store, "plan-test") as servers:
