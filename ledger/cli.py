@@ -527,6 +527,14 @@ def main(argv: list[str] | None = None) -> None:
         sys.exit(exc.exit_code)
     except BrokenPipeError:
         sys.exit(0)
+    except Exception as exc:  # a full disk or read-only storage under DuckDB: one line, exit 9
+        from .ledger_file import storage_error
+
+        error = storage_error(exc)
+        if error is None:
+            raise
+        click.echo(f"tuneledger: error: {error}", err=True)
+        sys.exit(error.exit_code)
     sys.exit(0)
 
 

@@ -29,6 +29,7 @@ Guarantees (each proven by a test in ``tests/test_store_contract.py``):
 from __future__ import annotations
 
 import json
+import os
 import re
 import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -46,7 +47,7 @@ from tenacity import Retrying, retry_if_exception, stop_after_delay, wait_random
 from schemas import Event, EventEnvelope, parse_event
 from schemas.secrets import mask_json, mask_text
 
-from . import projections, sidecar_lock, views
+from . import ledger_file, projections, sidecar_lock, views
 from .errors import ConcurrencyConflict, EventIdReused, InvalidInput, LedgerBusy, NotFound
 
 #: File suffixes DuckDB treats as data to scan, not as a database to open.
@@ -154,7 +155,7 @@ _process_locks_guard = threading.Lock()
 
 
 def _lock_for(path: Path) -> threading.RLock:
-    key = str(path.resolve())
+    key = os.path.realpath(path)  # not Path.resolve(): it raises on a symlink loop (refused later)
     with _process_locks_guard:
         return _process_locks.setdefault(key, threading.RLock())
 
@@ -218,6 +219,7 @@ class LedgerStore:
             InvalidInput: one line naming the path and what to do instead.
         """
         name = str(self.path)
+        ledger_file.check_name(self.path)  # md:, http://, a symlink loop
         if name.startswith(":") or self.path.suffix.lower() in _DATA_SUFFIXES:
             raise InvalidInput(
                 f"{name}: not a ledger file name (use e.g. ledger.duckdb; to load JSONL events "
@@ -268,6 +270,8 @@ class LedgerStore:
         """
         try:
             fd = sidecar_lock.acquire(self.lock_path, shared=shared, timeout_s=self.lock_timeout_s)
+        except OSError as exc:
+            raise ledger_file.lock_error(self.lock_path, exc) from None
         except sidecar_lock.LockTimeout:
             raise LedgerBusy(
                 f"ledger {self.path} stayed locked by another process for {self.lock_timeout_s:g} s"
@@ -298,7 +302,7 @@ class LedgerStore:
                 raise LedgerBusy(
                     f"ledger {self.path} stayed locked by another process for {self.lock_timeout_s:g} s"
                 ) from exc
-            raise
+            raise ledger_file.open_error(self.path, exc) or exc from None
         raise AssertionError("unreachable")  # pragma: no cover
 
     # --- set-up -----------------------------------------------------------------------
@@ -315,8 +319,10 @@ class LedgerStore:
             self._ensure_schema(con)
         return created
 
-    @staticmethod
-    def _is_current(con: duckdb.DuckDBPyConnection) -> bool:
+    def _is_current(self, con: duckdb.DuckDBPyConnection) -> bool:
+        # A ledger written by newer code is refused here, before anything could rewrite it.
+        ledger_file.check_compatible(con, self.path, views_version=views.VIEWS_VERSION,
+                                     layout_version=LAYOUT_VERSION, columns=_COLUMNS)
         try:
             rows = con.execute("SELECT value FROM ledger_meta WHERE key = 'views_version'").fetchall()
         except duckdb.CatalogException:
@@ -342,6 +348,7 @@ class LedgerStore:
         self._checked = True
 
     def _ensure_schema(self, con: duckdb.DuckDBPyConnection) -> None:
+        self._is_current(con)  # refuses a newer ledger: never "upgrade" it back to ours
         con.execute("BEGIN")
         con.execute(EVENTS_DDL)
         projections.create(con)
