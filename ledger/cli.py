@@ -19,6 +19,7 @@ from typing import Any
 
 import click
 import pyarrow as pa
+from pydantic import ValidationError
 
 from schemas import EVENT_TYPES, Actor, Event, Host, StartupFacts
 from schemas.events import ServerReady
@@ -140,7 +141,22 @@ def _fill_envelope(event: Event, ctx: Context, overrides: dict[str, Any]) -> Eve
         update["actor"] = ctx.actor
     if event.session_id is None and "session_id" not in update and ctx.session:
         update["session_id"] = ctx.session
-    return event.model_copy(update=update) if update else event
+    if not update:
+        return event
+    # Validated (model_copy would not): a bad --causation is named, never stored or warned about.
+    try:
+        return type(event).model_validate({**event.model_dump(), **update})
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        field = str(first["loc"][0]) if first.get("loc") else ""
+        option = _OPTION_OF.get(field, field)
+        raise InvalidInput(f"{option}: {first['msg']} (got {str(update.get(field, ''))[:60]!r})") from None
+
+
+#: The ``append`` option that sets each envelope field (for error messages).
+_OPTION_OF = {"causation_id": "--causation", "correlation_id": "--correlation", "event_id": "--event-id",
+              "session_id": "--session", "stream": "--stream", "source": "--source", "host": "--host",
+              "actor": "--actor"}
 
 
 def _result_json(result: AppendResult) -> dict[str, Any]:
@@ -223,7 +239,13 @@ def append(
         if sys.stdin.isatty():
             raise click.UsageError("give a TYPE with -f fields, or pipe JSON / JSON lines on standard input")
         events = read_stdin_events(sys.stdin)
-        if event_id is not None and len(events) == 1:
+        if event_id is not None:
+            if len(events) != 1:
+                # Ignoring it would make a retry append the whole batch again.
+                raise click.UsageError(
+                    f"--event-id names one event, but standard input held {len(events)}; "
+                    'give each event its own "event_id" in the JSON instead'
+                )
             overrides["event_id"] = event_id
     else:
         data: dict[str, Any] = {"type": event_type}
@@ -235,12 +257,7 @@ def append(
         if event_id is not None:
             data["event_id"] = event_id
         events = [event_from_obj(data, "options")]
-    try:
-        events = [_fill_envelope(event, ctx, overrides) for event in events]
-        # model_copy skips validation: re-validate so a bad override is caught here.
-        events = [type(event).model_validate(event.model_dump()) for event in events]
-    except ValueError as exc:
-        raise InvalidInput(f"options: {str(exc).splitlines()[0]}") from None
+    events = [_fill_envelope(event, ctx, overrides) for event in events]
     results = ctx.store().append(events, expected_version=expected_version)
     _report_appended(results, events, as_json)
 
@@ -385,7 +402,13 @@ def import_(ctx: Context, files: tuple[Path, ...], session_id: str | None, confi
         for event in result.events:
             if isinstance(event, ServerReady):
                 previous = event.startup
-    all_events = [event for result in results for event in result.events]
+    # One file named twice (or two copies of one file) gives the same events: store them once.
+    all_events: list[Any] = []
+    seen: set[Any] = set()
+    for event in (event for result in results for event in result.events):
+        if event.event_id not in seen:
+            seen.add(event.event_id)
+            all_events.append(event)
     samples: dict[Any, pa.Table] = {}
     for result in results:
         samples.update(result.samples)

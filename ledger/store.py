@@ -426,7 +426,7 @@ class LedgerStore:
         # model_dump_json runs in pydantic-core: ~3x faster than model_dump + json.dumps.
         # Every writer passes here: secrets are masked once, for every event (schemas.secrets).
         payload = mask_json(event.model_dump_json(exclude=set(EventEnvelope.ENVELOPE_FIELDS)))
-        recorded_at = event.recorded_at or self.clock()
+        recorded_at = event.recorded_at  # None: stamped inside the write transaction (_append_in_tx)
         return {
             "seq": None,
             "event_id": str(event.event_id),
@@ -504,6 +504,11 @@ class LedgerStore:
             heads[row["stream"]] = version
 
         if fresh:
+            # Stamped here, under the writer's lock, so recorded_at never goes backwards in seq order.
+            now = self.clock()
+            for row in fresh:
+                if row["recorded_at"] is None:
+                    row["recorded_at"] = now
             head_before = fresh[0]["seq"] - 1
             table = pa.Table.from_pydict(
                 {name: [row[name] for row in fresh] for name in _ARROW_SCHEMA.names}, schema=_ARROW_SCHEMA

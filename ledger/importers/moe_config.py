@@ -126,8 +126,11 @@ def import_moe_config(file: InputFile, *, session_id: str | None, host: Host | N
     configs = validate_configs(data, file.label)
     file_host = Host(gpu_name=parts.gpu_name, compute_capability=compute_capability_for(parts.gpu_name))
     merged = (host or Host()).model_copy(update={k: v for k, v in file_host.model_dump().items() if v is not None})
+    triton_version = triton_version_of(file.path.resolve())
     return MoeConfigRecorded(
-        event_id=file.event_id("moe-config"),
+        # The file's identity is part of the id: two files with the same JSON under other
+        # names (or Triton folders) are two configs; the same path imported again is a no-op.
+        event_id=file.event_id(f"moe-config:{triton_version or '-'}:{file.name}"),
         source=file.name,
         session_id=session_id,
         host=merged,
@@ -140,6 +143,6 @@ def import_moe_config(file: InputFile, *, session_id: str | None, host: Host | N
         block_shape=parts.block_shape,
         per_channel_quant=parts.per_channel_quant,
         down=parts.down,
-        triton_version=triton_version_of(file.path.resolve()),
+        triton_version=triton_version,
         configs=configs,
     )
