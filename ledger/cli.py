@@ -26,7 +26,7 @@ from schemas.events import ServerReady
 
 from .errors import InvalidInput, LedgerError
 from .jsonl import event_from_obj, event_to_json, read_stdin_events
-from .render import FORMATS, print_table
+from .render import FORMATS, print_table, stream_rows
 from .store import AppendResult, LedgerStore
 
 DEFAULT_LEDGER = "tuneledger.duckdb"
@@ -344,19 +344,29 @@ def show(ctx: Context, event_id: str) -> None:
 @click.argument("query")
 @click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True)
 @click.option("--timeout", "timeout_s", type=click.FloatRange(min=0), default=10.0, show_default=True,
-              help="Stop the query after this many seconds (0: no limit); writers wait while it runs.")
+              help="Stop the query, its fetching and printing after this many seconds (0: no limit); writers wait while it runs.")
+@click.option("--max-rows", type=click.IntRange(min=1), default=1000, show_default=True,
+              help="Rows shown by --format table (csv and json stream every row).")
 @ledger_option
 @pass_ctx
-def sql(ctx: Context, query: str, fmt: str, timeout_s: float) -> None:
+def sql(ctx: Context, query: str, fmt: str, timeout_s: float, max_rows: int) -> None:
     """Run one read-only SQL query over the ledger and its views.
 
     \b
     Example: tuneledger sql "SELECT flag, verdict FROM flag_verdicts WHERE arch = 'sm120' AND no_effect"
     Statements that write, attach, set options or touch files are refused (exit 6).
+    A table shows --max-rows rows (with a notice when there are more); csv and json stream
+    every row. --timeout covers the query, fetching and printing.
     """
-    from .readonly_sql import run_readonly
+    from .readonly_sql import run_readonly, stream_readonly
 
-    print_table(run_readonly(ctx.store(), query, timeout_s=timeout_s or None), fmt)
+    if fmt != "table":  # streamed: memory stays at one batch whatever the result's size
+        stream_rows(stream_readonly(ctx.store(), query, timeout_s=timeout_s or None), fmt)
+        return
+    table = run_readonly(ctx.store(), query, max_rows=max_rows + 1, timeout_s=timeout_s or None)
+    print_table(table.slice(0, max_rows), fmt)
+    if table.num_rows > max_rows:
+        click.echo(f"(the first {max_rows:,} rows; --max-rows N shows more, --format csv or json streams them all)")
 
 
 @cli.command(name="views")
