@@ -25,6 +25,8 @@ from schemas import EVENT_TYPES, Actor, Event, Host, StartupFacts
 from schemas.events import ServerReady
 
 from .errors import InvalidInput, LedgerError
+from . import input_checks
+from .input_checks import loads
 from .jsonl import event_from_obj, event_to_json, read_stdin_events
 from .render import FORMATS, print_table, stream_rows
 from .store import AppendResult, LedgerStore
@@ -118,9 +120,9 @@ def _first_error(exc: ValueError) -> str:
     return str(exc).splitlines()[0]
 
 
-def _parse_value(text: str) -> Any:
+def _parse_value(text: str, key: str) -> Any:
     try:
-        return json.loads(text)
+        return loads(text, f"--field {key}")
     except json.JSONDecodeError:
         return text
 
@@ -253,11 +255,16 @@ def append(
             key, sep, value = item.partition("=")
             if not sep or not key:
                 raise InvalidInput(f"--field {item!r}: expected KEY=VALUE")
-            _set_dotted(data, key, _parse_value(value))
+            _set_dotted(data, key, _parse_value(value, key))
         if event_id is not None:
             data["event_id"] = event_id
         events = [event_from_obj(data, "options")]
     events = [_fill_envelope(event, ctx, overrides) for event in events]
+    for number, event in enumerate(events, start=1):  # name the input here, not in the store
+        where = "options" if event_type not in (None, "-") else f"<stdin>: event {number}"
+        input_checks.check_text(event.model_dump(), where)
+        input_checks.payload_json(event, where)
+        input_checks.host_json(event, where)
     results = ctx.store().append(events, expected_version=expected_version)
     _report_appended(results, events, as_json)
 
@@ -538,6 +545,12 @@ def _register_plugin_commands() -> None:
             cli.add_command(command)
 
 
+def _one_line(text: str) -> str:
+    """``text`` with line breaks and other control characters escaped (``\\n``): an error
+    message quoting user input stays one line."""
+    return "".join(ch if ch.isprintable() else ch.encode("unicode_escape").decode("ascii") for ch in text)
+
+
 def main(argv: list[str] | None = None) -> None:
     """Run the CLI; ``LedgerError`` becomes one line on stderr and its exit code."""
     _register_plugin_commands()
@@ -550,13 +563,13 @@ def main(argv: list[str] | None = None) -> None:
         sys.exit(130)
     except click.UsageError as exc:
         hint = f" (see tuneledger {exc.ctx.command_path.split(' ', 1)[1] + ' ' if exc.ctx and ' ' in exc.ctx.command_path else ''}--help)"
-        click.echo(f"tuneledger: error: {exc.format_message()}{hint}", err=True)
+        click.echo(_one_line(f"tuneledger: error: {exc.format_message()}{hint}"), err=True)
         sys.exit(2)
     except click.ClickException as exc:
-        click.echo(f"tuneledger: error: {exc.format_message()}", err=True)
+        click.echo(_one_line(f"tuneledger: error: {exc.format_message()}"), err=True)
         sys.exit(exc.exit_code)
     except LedgerError as exc:
-        click.echo(f"tuneledger: error: {exc}", err=True)
+        click.echo(_one_line(f"tuneledger: error: {exc}"), err=True)
         sys.exit(exc.exit_code)
     except BrokenPipeError:
         sys.exit(0)
@@ -566,7 +579,7 @@ def main(argv: list[str] | None = None) -> None:
         error = storage_error(exc)
         if error is None:
             raise
-        click.echo(f"tuneledger: error: {error}", err=True)
+        click.echo(_one_line(f"tuneledger: error: {error}"), err=True)
         sys.exit(error.exit_code)
     sys.exit(0)
 

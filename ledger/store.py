@@ -45,7 +45,9 @@ import pyarrow as pa
 from tenacity import Retrying, retry_if_exception, stop_after_delay, wait_random_exponential
 
 from schemas import Event, EventEnvelope, parse_event
-from schemas.secrets import mask_json, mask_text
+from schemas.secrets import mask_text
+
+from .input_checks import host_json, payload_json
 
 from . import ledger_file, projections, sidecar_lock, views
 from .errors import ConcurrencyConflict, EventIdReused, InvalidInput, LedgerBusy, NotFound
@@ -424,8 +426,8 @@ class LedgerStore:
 
     def _row(self, event: Event) -> dict[str, Any]:
         # model_dump_json runs in pydantic-core: ~3x faster than model_dump + json.dumps.
-        # Every writer passes here: secrets are masked once, for every event (schemas.secrets).
-        payload = mask_json(event.model_dump_json(exclude=set(EventEnvelope.ENVELOPE_FIELDS)))
+        # Every writer passes here: secrets masked (schemas.secrets), integers beyond BIGINT refused.
+        payload = payload_json(event)
         recorded_at = event.recorded_at  # None: stamped inside the write transaction (_append_in_tx)
         return {
             "seq": None,
@@ -441,7 +443,7 @@ class LedgerStore:
             "causation_id": str(event.causation_id) if event.causation_id else None,
             "correlation_id": str(event.correlation_id) if event.correlation_id else None,
             "source": mask_text(event.source) if event.source else event.source,
-            "host": mask_json(event.host.model_dump_json()) if event.host is not None else None,
+            "host": host_json(event),
             "payload": payload,
         }
 
@@ -655,4 +657,13 @@ def row_to_event(row: dict[str, Any]) -> Event:
     try:
         return parse_event(data)
     except ValueError as exc:
-        raise InvalidInput(f"stored event seq {row['seq']} ({row['event_id']}) does not read: {exc}") from exc
+        errors = getattr(exc, "errors", None)
+        first = errors()[0] if callable(errors) else None
+        why = (f"{'.'.join(str(p) for p in first['loc'][1:]) or 'type'}: {first['msg']}" if first
+               else str(exc).splitlines()[0])
+        if first and first.get("type") == "union_tag_invalid":
+            why = "unknown event type"
+        raise InvalidInput(
+            f"stored event seq {row['seq']} ({row['event_id']}, type {row['type']!r}) does not read: {why}"
+            " (written by a newer tuneledger?)"
+        ) from None

@@ -23,6 +23,7 @@ from typing import Any
 from uuid import UUID, uuid5
 
 from ledger.errors import InvalidInput
+from ledger.input_checks import loads
 from ledger.safe_files import read_regular
 from ledger.sglang_log import LOG_MARKERS
 
@@ -132,7 +133,7 @@ def detect_format(file: InputFile) -> str:
     # A log line starts with "[2026-..." too: only a "[" that is not SGLang's prefix means JSON.
     if stripped.startswith("{") or (stripped.startswith("[") and not _LOG_PREFIX_RE.match(stripped)):
         try:
-            whole = json.loads(file.text)
+            whole = loads(file.text, file.label)
         except json.JSONDecodeError as exc:
             whole, whole_error = None, exc
         else:
@@ -152,7 +153,7 @@ def detect_format(file: InputFile) -> str:
             if not line.strip():
                 continue
             try:
-                first = json.loads(line)
+                first = loads(line, f"{file.label}:{number}")
             except json.JSONDecodeError as exc:
                 if file.path.suffix.lower() in (".jsonl", ".json", ".ndjson"):
                     raise InvalidInput(

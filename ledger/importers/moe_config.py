@@ -17,6 +17,7 @@ from typing import Any
 
 from ledger.errors import InvalidInput
 from ledger.gpu_arch import compute_capability_for
+from ledger.input_checks import loads
 from schemas import Actor, Host, MoeConfigRecorded
 
 from .detect import InputFile
@@ -120,7 +121,7 @@ def import_moe_config(file: InputFile, *, session_id: str | None, host: Host | N
             "E=<experts>,N=<size>,device_name=<gpu>[,dtype=..][,block_shape=[a, b]][_down].json"
         )
     try:
-        data = json.loads(file.text)
+        data = loads(file.text, file.label)
     except json.JSONDecodeError as exc:
         raise InvalidInput(f"{file.label}:{exc.lineno}: not valid JSON ({exc.msg} at column {exc.colno})") from None
     configs = validate_configs(data, file.label)
