@@ -27,8 +27,10 @@ from .errors import InvalidInput
 
 #: BIGINT's range (DuckDB's and the views' integer type).
 INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
-#: A run of 19+ digits: the only way a JSON integer can leave BIGINT's range (cheap gate).
-_LONG_DIGITS = re.compile(r"\d{19,}")
+#: Bytes to digits-as-"0", all else as " ": a run of 19 "0"s is the only way a JSON integer can
+#: leave BIGINT's range. ``bytes.translate`` + ``in`` is ~20x cheaper than a regex per event.
+_DIGITS_TABLE = bytes(ord("0") if chr(b).isdigit() and b < 128 else ord(" ") for b in range(256))
+_NINETEEN = b"0" * 19
 _SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
 
 
@@ -119,7 +121,7 @@ def host_json(event: Event, where: str | None = None) -> str | None:
 
 
 def _check_ints(text: str, label: str, prefix: str) -> None:
-    if not _LONG_DIGITS.search(text):
+    if _NINETEEN not in text.encode("utf-8", "surrogatepass").translate(_DIGITS_TABLE):
         return
     found = _big_int_path(json.loads(text))
     if found:
