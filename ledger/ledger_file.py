@@ -10,7 +10,7 @@ The store calls these from its open path (``LedgerStore.check_path``, ``_open``,
 - a ledger written by a newer tuneledger (a ``views_version`` or ``layout_version`` in
   ``ledger_meta`` above this code's, or an ``events`` table with columns this code does not
   know) is refused (exit 3) naming both versions, and never rewritten;
-- the file system refusing (no space left, read-only, I/O error): ``StorageError``, exit 9.
+- the file system refusing (no space left, read-only, I/O error): ``StorageError``, exit 15.
 """
 
 from __future__ import annotations
@@ -63,7 +63,7 @@ def open_error(path: Path, exc: duckdb.Error) -> LedgerError | None:
     """The one-line ledger error for a DuckDB error met opening or reading ``path``, or None.
 
     Damage (not a DuckDB file, truncated, checksum mismatch) is ``InvalidInput`` (exit 3);
-    the storage refusing is ``StorageError`` (exit 9). None: not one of those (re-raise it).
+    the storage refusing is ``StorageError`` (exit 15). None: not one of those (re-raise it).
     """
     text = str(exc)
     first = text.splitlines()[0] if text else type(exc).__name__

@@ -23,7 +23,7 @@ from contextlib import contextmanager
 import duckdb
 import pyarrow as pa
 
-from .errors import InvalidInput, Refused
+from .errors import InvalidInput, QueryTimeout, Refused
 from .store import LedgerStore
 
 _STATEMENT_NAMES = {duckdb.StatementType.LOAD: "INSTALL/LOAD"}
@@ -100,15 +100,17 @@ def stream_readonly(
 
     The ledger stays open (its shared lock held) until the generator ends or is closed, so
     ``timeout_s`` covers the query, the fetching *and* the caller's work between batches
-    (rendering): past it, the next batch raises ``Refused``. At least one batch is yielded
+    (rendering): past it, the next batch raises ``QueryTimeout``. At least one batch is yielded
     (empty, with the result's schema, when there are no rows).
 
     Raises:
         Refused: the statement is not a single SELECT/EXPLAIN (see ``check_readonly``), it
             tried to write (a write in a CTE, ``EXPLAIN ANALYZE INSERT``), reach files or
-            change settings, or it ran longer than ``timeout_s``.
+            change settings.
         ledger.errors.InvalidInput: the query fails (unknown column, type error), one line.
         ledger.errors.NotFound: no ledger at the store's path.
+        QueryTimeout: (exit 14) the query, its fetching or the caller's work between
+            batches ran longer than ``timeout_s``.
     """
     check_readonly(sql)
     deadline = time.monotonic() + timeout_s if timeout_s else None
@@ -150,7 +152,7 @@ def _sql_errors(timeout_s: float | None) -> Iterator[None]:
     try:
         yield
     except duckdb.InterruptException:
-        raise Refused(
+        raise QueryTimeout(
             f"query stopped after {timeout_s:g} s: writers wait while it runs (sql --timeout to allow longer)"
         ) from None
     except duckdb.PermissionException as exc:

@@ -12,7 +12,7 @@ never replaced (as root, renaming over ``/dev/null`` would replace the system's 
 A FIFO without a reader, a socket or a directory is refused.
 
 Errors are one line naming the file: ``InvalidInput`` (exit 3) for what the file is,
-``StorageError`` (exit 9) for what the file system said (no space left, read-only).
+``StorageError`` (exit 15) for what the file system said (no space left, read-only).
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from pathlib import Path
 
 from .errors import InvalidInput, NotFound, StorageError
 
-#: errno values that are about the file system, not about the input (exit 9).
+#: errno values that are about the file system, not about the input (exit 15).
 _STORAGE_ERRNOS = frozenset({errno.ENOSPC, errno.EROFS, errno.EDQUOT, errno.EIO, errno.EFBIG, errno.EACCES, errno.EPERM})
 
 

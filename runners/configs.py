@@ -10,7 +10,8 @@ Format (see ``examples/servers.toml``)::
     [defaults]
     engine = "sglang"                  # sglang | vllm | transformers
     host = "127.0.0.1"                 # address the server binds (and is polled on)
-    port = 30000                       # default: the engine's (sglang 30000, vllm/transformers 8000)
+    port = 30000                       # default: the engine's (sglang 30000, vllm/transformers 8000);
+                                       # 0: a free port, picked each time the server starts
     python = "/opt/venv/bin/python"    # sglang only: interpreter that runs -m sglang.launch_server
     health_timeout_s = 1800            # how long start waits for health (seconds; default 30 min)
 
@@ -61,7 +62,7 @@ class ConfigError(InvalidInput):
 class ServerConfig(BaseModel):
     """One resolved configuration (inheritance applied).
 
-    ``port`` ``None`` means the engine's default port; ``health_timeout_s`` in
+    ``port`` ``None`` means the engine's default port, 0 a free port picked at each start; ``health_timeout_s`` in
     seconds (``None``: the runner's default, 30 min).
     """
 
@@ -72,7 +73,7 @@ class ServerConfig(BaseModel):
     model: str | None = None
     flags: dict[str, FlagValue] = Field(default_factory=dict)
     env: dict[str, str] = Field(default_factory=dict)
-    port: int | None = Field(default=None, ge=1, le=65535)
+    port: int | None = Field(default=None, ge=0, le=65535)
     host: str = "127.0.0.1"
     python: str | None = None
     command: list[str] | None = None

@@ -3,7 +3,7 @@
 A newer ledger is refused and never rewritten; reads leave the file's bytes as they were;
 an empty, truncated or corrupted file, a symlink loop, a directory at the lock file's place
 and names DuckDB would treat as URLs are one line and exit 3; a full disk and read-only
-storage are one line and exit 9 (reads on read-only storage work). Real files throughout;
+storage are one line and exit 15 (reads on read-only storage work). Real files throughout;
 the full and read-only file systems are real tmpfs mounts (root only, skipped otherwise).
 """
 
@@ -167,7 +167,7 @@ def test_a_full_disk_is_one_line_exit_9_and_keeps_what_was_acknowledged(tmpfs: P
         codes.append(code)
         if code:
             break
-    assert codes[-1] == 9 and len(err.splitlines()) == 1 and "No space left on device" in err
+    assert codes[-1] == 15 and len(err.splitlines()) == 1 and "No space left on device" in err
     (tmpfs / "filler").unlink()
     stored = [e.text for e in LedgerStore(ledger).read()]
     assert stored[0] == "kept" and len(stored) == len(codes)  # every acknowledged append, nothing else
@@ -185,5 +185,5 @@ def test_read_only_storage_reads_work_append_is_one_line(tmpfs: Path, capsys: py
                          "LATERAL (SELECT payload->>'text' AS text)", "--format", "csv")
     assert code == 0 and "on read-only storage" in out, err
     code, _, err = cli(capsys, "--ledger", str(ledger), "append", "note_added", "-f", "text=x")
-    assert code == 9 and len(err.splitlines()) == 1 and "Read-only file system" in err
+    assert code == 15 and len(err.splitlines()) == 1 and "Read-only file system" in err
     assert digest(ledger) == before

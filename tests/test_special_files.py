@@ -78,7 +78,7 @@ def test_export_to_a_device_writes_in_place_and_a_full_device_fails_in_one_line(
     assert stat.S_ISCHR(null.lstat().st_mode)  # still the device, not a regular file
     full = device(tmp_path / "full", 7)
     done = run("--ledger", str(ledger), "export", "markdown", "-o", str(full))
-    assert done.returncode == 9 and len(done.stderr.splitlines()) == 1
+    assert done.returncode == 15 and len(done.stderr.splitlines()) == 1
     assert "No space left on device" in done.stderr and str(full) in done.stderr
     assert stat.S_ISCHR(full.lstat().st_mode)
     assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith(".")) == []
