@@ -118,10 +118,12 @@ def init(ctx: Context, parents: bool) -> None:
     A ledger path in a directory that does not exist is refused (exit 5: a
     mistyped path is not a new ledger) unless ``--parents``.
     """
+    store = ctx.store()
+    store.check_path()  # a URL-like or otherwise impossible name first: it has no folder to find
     folder = ctx.ledger.parent
     if not parents and not folder.is_dir():
         raise NotFound(f"no directory {folder} for ledger {ctx.ledger} (mistyped? `--parents` creates it)")
-    created = ctx.store().init()
+    created = store.init()
     click.echo(f"{'created' if created else 'updated'} ledger {ctx.ledger}")
 
 

@@ -118,7 +118,7 @@ def check_compatible(con: duckdb.DuckDBPyConnection, path: Path, *, views_versio
 
     Raises:
         NewerLedger: a version above this code's (names both), a layout version that is
-            not a number, or ``events`` columns other than ``columns``.
+            not a number, or ``events`` columns not in ``columns``.
     """
     try:
         meta = dict(con.execute("SELECT key, value FROM ledger_meta").fetchall())
@@ -144,11 +144,11 @@ def check_compatible(con: duckdb.DuckDBPyConnection, path: Path, *, views_versio
             "AND database_name = current_database() ORDER BY column_index"
         ).fetchall()
     )
-    if stored_columns and stored_columns != columns:
-        extra = [c for c in stored_columns if c not in columns]
-        missing = [c for c in columns if c not in stored_columns]
-        detail = "; ".join(filter(None, [
-            f"unknown column(s) {', '.join(extra)}" if extra else "",
-            f"missing column(s) {', '.join(missing)}" if missing else "",
-        ])) or "columns in another order"
-        raise NewerLedger(f"{path}: unknown ledger layout (events table: {detail}); this tuneledger cannot use it")
+    # Columns this code does not know mean a newer layout; missing ones are an older layout's,
+    # which the store's migrations add.
+    extra = [c for c in stored_columns if c not in columns]
+    if extra:
+        raise NewerLedger(
+            f"{path}: unknown ledger layout (events table: unknown column(s) {', '.join(extra)}); "
+            "this tuneledger cannot use it"
+        )

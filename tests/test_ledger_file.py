@@ -20,7 +20,7 @@ import pytest
 
 from ledger import views
 from ledger.cli import main
-from ledger.store import LedgerStore
+from ledger.store import LAYOUT_VERSION, LedgerStore
 from schemas import NoteAdded
 
 
@@ -81,9 +81,10 @@ def test_a_newer_ledger_is_refused_naming_both_versions_and_never_rewritten(
 
 
 def test_a_newer_layout_version_is_refused(ledger: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    set_meta(ledger, "layout_version", "2")
+    set_meta(ledger, "layout_version", str(LAYOUT_VERSION + 1))
     code, _, err = cli(capsys, "--ledger", str(ledger), "append", "note_added", "-f", "text=x")
-    assert code == 3 and "layout version 2" in err and "up to 1" in err and len(err.splitlines()) == 1
+    assert code == 3 and len(err.splitlines()) == 1
+    assert f"layout version {LAYOUT_VERSION + 1}" in err and f"up to {LAYOUT_VERSION}" in err
 
 
 def test_an_unknown_layout_is_a_clean_error_not_a_binder_exception(ledger: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -156,8 +157,9 @@ def tmpfs(tmp_path: Path) -> Iterator[Path]:
         subprocess.run(["umount", "-l", str(mnt)], check=False)
 
 
-def test_a_full_disk_is_one_line_exit_9_and_keeps_what_was_acknowledged(tmpfs: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_full_disk_is_one_line_exit_15_and_keeps_what_was_acknowledged(tmpfs: Path, capsys: pytest.CaptureFixture[str]) -> None:
     ledger = tmpfs / "l.duckdb"
+    assert cli(capsys, "--ledger", str(ledger), "init")[0] == 0
     assert cli(capsys, "--ledger", str(ledger), "append", "note_added", "-f", "text=kept")[0] == 0
     free = os.statvfs(tmpfs).f_bavail * os.statvfs(tmpfs).f_frsize
     subprocess.run(["fallocate", "-l", str(free - 4096), str(tmpfs / "filler")], check=True)
