@@ -8,8 +8,8 @@ For every generated input: the exit code is 0 or 3, standard error holds at most
 Inputs are arbitrary JSON values and bytes, event-shaped objects with hostile field values
 (nesting thousands deep, integers of thousands of digits or beyond 64 bits, lone surrogates,
 huge floats, out-of-range dates), and the fixture files with values swapped for those. The
-runs are derandomised (the same cases every run) and bounded: EXAMPLES per test, 7 tests,
-so 7 x EXAMPLES cases in all (README, reliability section).
+runs are derandomised (the same cases every run) and bounded: EXAMPLES per test, 8 tests,
+so 8 x EXAMPLES cases in all (README, reliability section).
 """
 
 from __future__ import annotations
@@ -38,7 +38,7 @@ BENCH_LINE = json.loads((FIXTURES / "bench_serving" / "with_details.jsonl").read
 MOE_FILE = FIXTURES / "moe_configs" / "triton_3_1_0" / "E=64,N=640,device_name=NVIDIA_H200.json"
 LOG_LINES = (FIXTURES / "server" / "sm120_qwen35_baseline.log").read_text().splitlines()
 
-#: Cases per test (7 tests); TUNELEDGER_FUZZ_EXAMPLES=N runs more.
+#: Cases per test (8 tests); TUNELEDGER_FUZZ_EXAMPLES=N runs more.
 EXAMPLES = int(os.environ.get("TUNELEDGER_FUZZ_EXAMPLES", "40"))
 FUZZ = settings(max_examples=EXAMPLES, deadline=None, derandomize=True, database=None,
                 suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
@@ -186,4 +186,34 @@ def test_import_server_log_with_a_number_swapped(ledger: Path, tmp_path_factory:
 def test_import_any_bytes(ledger: Path, tmp_path_factory: pytest.TempPathFactory, data: bytes, name: str) -> None:
     path = tmp_path_factory.mktemp("any") / name
     path.write_bytes(data)
+    check(ledger, ["import", str(path)])
+
+
+def _other_tool_files() -> list[Path]:
+    """The importable fixtures of the other tools' importers (vLLM bench and logs, GuideLLM,
+    llmperf, AIPerf, vLLM MoE configs), as test_importers_other_tools lists them."""
+    from test_importers_other_tools import IMPORTABLE
+
+    return [path for path, _, _ in IMPORTABLE]
+
+
+OTHER_FILES = _other_tool_files()
+
+
+@FUZZ
+@given(which=st.integers(0, len(OTHER_FILES) - 1), pick=st.integers(0, 10**6), value=st.one_of(NUMBERS, HOSTILE))
+def test_import_other_tools_with_a_number_swapped(ledger: Path, tmp_path_factory: pytest.TempPathFactory,
+                                                  which: int, pick: int, value: str) -> None:
+    import re
+
+    source = OTHER_FILES[which]
+    text = source.read_text(encoding="utf-8")
+    numbers = list(re.finditer(r"-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?", text))
+    if numbers:
+        match = numbers[pick % len(numbers)]
+        text = text[: match.start()] + value + text[match.end():]
+    folder = tmp_path_factory.mktemp("other") / source.parent.name  # the folder name may matter (triton_*)
+    folder.mkdir()
+    path = folder / source.name
+    path.write_bytes(text.encode("utf-8", "surrogatepass"))
     check(ledger, ["import", str(path)])
