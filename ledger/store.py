@@ -44,8 +44,8 @@ import duckdb
 import pyarrow as pa
 from tenacity import Retrying, retry_if_exception, stop_after_delay, wait_random_exponential
 
-from schemas import Event, EventEnvelope, parse_event
-from schemas.secrets import mask_text
+from schemas import Event, parse_event
+from schemas.secrets import mask_json, mask_text
 
 from .input_checks import host_json, payload_json
 
