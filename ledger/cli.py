@@ -19,13 +19,16 @@ from typing import Any
 
 import click
 import pyarrow as pa
+from pydantic import ValidationError
 
 from schemas import EVENT_TYPES, Actor, Event, Host, StartupFacts
 from schemas.events import ServerReady
 
+from . import input_checks
 from .errors import InvalidInput, LedgerError, NotFound
+from .input_checks import loads
 from .jsonl import event_from_obj, event_to_json, read_stdin_events
-from .render import FORMATS, print_table
+from .render import FORMATS, print_table, stream_rows
 from .store import AppendResult, LedgerStore
 
 DEFAULT_LEDGER = "tuneledger.duckdb"
@@ -115,10 +118,12 @@ def init(ctx: Context, parents: bool) -> None:
     A ledger path in a directory that does not exist is refused (exit 5: a
     mistyped path is not a new ledger) unless ``--parents``.
     """
+    store = ctx.store()
+    store.check_path()  # a URL-like or otherwise impossible name first: it has no folder to find
     folder = ctx.ledger.parent
     if not parents and not folder.is_dir():
         raise NotFound(f"no directory {folder} for ledger {ctx.ledger} (mistyped? `--parents` creates it)")
-    created = ctx.store().init()
+    created = store.init()
     click.echo(f"{'created' if created else 'updated'} ledger {ctx.ledger}")
 
 
@@ -135,9 +140,9 @@ def _first_error(exc: ValueError) -> str:
     return str(exc).splitlines()[0]
 
 
-def _parse_value(text: str) -> Any:
+def _parse_value(text: str, key: str) -> Any:
     try:
-        return json.loads(text)
+        return loads(text, f"--field {key}")
     except json.JSONDecodeError:
         return text
 
@@ -175,7 +180,22 @@ def _fill_envelope(event: Event, ctx: Context, overrides: dict[str, Any]) -> Eve
         update["actor"] = ctx.actor
     if event.session_id is None and "session_id" not in update and ctx.session:
         update["session_id"] = ctx.session
-    return event.model_copy(update=update) if update else event
+    if not update:
+        return event
+    # Validated (model_copy would not): a bad --causation is named, never stored or warned about.
+    try:
+        return type(event).model_validate({**event.model_dump(), **update})
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        field = str(first["loc"][0]) if first.get("loc") else ""
+        option = _OPTION_OF.get(field, field)
+        raise InvalidInput(f"{option}: {first['msg']} (got {str(update.get(field, ''))[:60]!r})") from None
+
+
+#: The ``append`` option that sets each envelope field (for error messages).
+_OPTION_OF = {"causation_id": "--causation", "correlation_id": "--correlation", "event_id": "--event-id",
+              "session_id": "--session", "stream": "--stream", "source": "--source", "host": "--host",
+              "actor": "--actor"}
 
 
 def _result_json(result: AppendResult) -> dict[str, Any]:
@@ -269,7 +289,13 @@ def append(
         if sys.stdin.isatty():
             raise click.UsageError("give a TYPE with -f fields, or pipe JSON / JSON lines on standard input")
         events = read_stdin_events(sys.stdin)
-        if event_id is not None and len(events) == 1:
+        if event_id is not None:
+            if len(events) != 1:
+                # Ignoring it would make a retry append the whole batch again.
+                raise click.UsageError(
+                    f"--event-id names one event, but standard input held {len(events)}; "
+                    'give each event its own "event_id" in the JSON instead'
+                )
             overrides["event_id"] = event_id
     else:
         data: dict[str, Any] = {"type": event_type}
@@ -277,16 +303,16 @@ def append(
             key, sep, value = item.partition("=")
             if not sep or not key:
                 raise InvalidInput(f"--field {item!r}: expected KEY=VALUE")
-            _set_dotted(data, key, _parse_value(value))
+            _set_dotted(data, key, _parse_value(value, key))
         if event_id is not None:
             data["event_id"] = event_id
         events = [event_from_obj(data, "options")]
-    try:
-        events = [_fill_envelope(event, ctx, overrides) for event in events]
-        # model_copy skips validation: re-validate so a bad override is caught here.
-        events = [type(event).model_validate(event.model_dump()) for event in events]
-    except ValueError as exc:
-        raise InvalidInput(f"options: {str(exc).splitlines()[0]}") from None
+    events = [_fill_envelope(event, ctx, overrides) for event in events]
+    for number, event in enumerate(events, start=1):  # name the input here, not in the store
+        where = "options" if event_type not in (None, "-") else f"<stdin>: event {number}"
+        input_checks.check_text(event.model_dump(), where)
+        input_checks.payload_json(event, where)
+        input_checks.host_json(event, where)
     results = ctx.store().append(events, expected_version=expected_version)
     _report_appended(results, events, as_json)
 
@@ -373,20 +399,30 @@ def show(ctx: Context, event_id: str) -> None:
 @click.argument("query")
 @click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True)
 @click.option("--timeout", "timeout_s", type=click.FloatRange(min=0), default=10.0, show_default=True,
-              help="Stop the query after this many seconds (0: no limit); writers wait while it runs.")
+              help="Stop the query, its fetching and printing after this many seconds (0: no limit); writers wait while it runs.")
+@click.option("--max-rows", type=click.IntRange(min=1), default=1000, show_default=True,
+              help="Rows shown by --format table (csv and json stream every row).")
 @ledger_option
 @pass_ctx
-def sql(ctx: Context, query: str, fmt: str, timeout_s: float) -> None:
+def sql(ctx: Context, query: str, fmt: str, timeout_s: float, max_rows: int) -> None:
     """Run one read-only SQL query over the ledger and its views.
 
     \b
     Example: tuneledger sql "SELECT flag, verdict FROM flag_verdicts WHERE arch = 'sm120' AND no_effect"
     Statements that write, attach, set options or touch files are refused (exit 6);
-    a query stopped by --timeout exits 14.
+    a query stopped by --timeout exits 14. A table shows --max-rows rows (with a notice
+    when there are more); csv and json stream every row. --timeout covers the query,
+    fetching and printing.
     """
-    from .readonly_sql import run_readonly
+    from .readonly_sql import run_readonly, stream_readonly
 
-    print_table(run_readonly(ctx.store(), query, timeout_s=timeout_s or None), fmt)
+    if fmt != "table":  # streamed: memory stays at one batch whatever the result's size
+        stream_rows(stream_readonly(ctx.store(), query, timeout_s=timeout_s or None), fmt)
+        return
+    table = run_readonly(ctx.store(), query, max_rows=max_rows + 1, timeout_s=timeout_s or None)
+    print_table(table.slice(0, max_rows), fmt)
+    if table.num_rows > max_rows:
+        click.echo(f"(the first {max_rows:,} rows; --max-rows N shows more, --format csv or json streams them all)")
 
 
 @cli.command(name="types")
@@ -442,7 +478,13 @@ def import_(ctx: Context, files: tuple[Path, ...], session_id: str | None, confi
         for event in result.events:
             if isinstance(event, ServerReady):
                 previous = event.startup
-    all_events = [event for result in results for event in result.events]
+    # One file named twice (or two copies of one file) gives the same events: store them once.
+    all_events: list[Any] = []
+    seen: set[Any] = set()
+    for event in (event for result in results for event in result.events):
+        if event.event_id not in seen:
+            seen.add(event.event_id)
+            all_events.append(event)
     samples: dict[Any, pa.Table] = {}
     for result in results:
         samples.update(result.samples)
@@ -562,6 +604,12 @@ def _register_plugin_commands() -> None:
             cli.add_command(command)
 
 
+def _one_line(text: str) -> str:
+    """``text`` with line breaks and other control characters escaped (``\\n``): an error
+    message quoting user input stays one line."""
+    return "".join(ch if ch.isprintable() else ch.encode("unicode_escape").decode("ascii") for ch in text)
+
+
 def _accept_ledger_everywhere(command: click.Command) -> None:
     """Give every subcommand (plugins' too: ``run bench``, ``run plan``) a ``--ledger`` option,
     so the ledger can be named after the command as well as before it."""
@@ -591,16 +639,24 @@ def main(argv: list[str] | None = None) -> None:
         sys.exit(130)
     except click.UsageError as exc:
         hint = f" (see tuneledger {exc.ctx.command_path.split(' ', 1)[1] + ' ' if exc.ctx and ' ' in exc.ctx.command_path else ''}--help)"
-        click.echo(f"tuneledger: error: {exc.format_message()}{hint}", err=True)
+        click.echo(_one_line(f"tuneledger: error: {exc.format_message()}{hint}"), err=True)
         sys.exit(2)
     except click.ClickException as exc:
-        click.echo(f"tuneledger: error: {exc.format_message()}", err=True)
+        click.echo(_one_line(f"tuneledger: error: {exc.format_message()}"), err=True)
         sys.exit(exc.exit_code)
     except LedgerError as exc:
-        click.echo(f"tuneledger: error: {exc}", err=True)
+        click.echo(_one_line(f"tuneledger: error: {exc}"), err=True)
         sys.exit(exc.exit_code)
     except BrokenPipeError:
         sys.exit(0)
+    except Exception as exc:  # a full disk or read-only storage under DuckDB: one line, exit 15
+        from .ledger_file import storage_error
+
+        error = storage_error(exc)
+        if error is None:
+            raise
+        click.echo(_one_line(f"tuneledger: error: {error}"), err=True)
+        sys.exit(error.exit_code)
     sys.exit(0)
 
 
