@@ -425,6 +425,7 @@ def import_(ctx: Context, files: tuple[Path, ...], session_id: str | None, confi
     """Import files, detecting each kind by content: sglang/vLLM/GuideLLM/llmperf/AIPerf
     benchmark results, tuned MoE configs, SGLang and vLLM server logs. All files are appended in one atomic batch;
     re-importing a file is a no-op (event ids derive from the file's content)."""
+    from .flag_memory import remembered_findings
     from .importers import import_file
 
     session = session_id or ctx.session
@@ -436,7 +437,7 @@ def import_(ctx: Context, files: tuple[Path, ...], session_id: str | None, confi
     results = []
     for path in files:
         result = import_file(path, session_id=session, actor=ctx.actor, config_name=config_name,
-                             previous_startup=previous)
+                             previous_startup=previous, remember=lambda started: remembered_findings(store, started))
         results.append(result)
         for event in result.events:
             if isinstance(event, ServerReady):

@@ -83,13 +83,11 @@ CREATE TABLE IF NOT EXISTS {schema}.events (
     source          text,
     host            jsonb,
     payload         jsonb NOT NULL,
-    origin_ledger   uuid NOT NULL REFERENCES {schema}.ledgers,
+    origin_ledger   uuid NOT NULL,  -- a ledgers row, inserted by the same push (no FK: a per-row check)
     origin_seq      bigint NOT NULL,
     seen_position   bigint NOT NULL,
     pushed_at       timestamptz NOT NULL DEFAULT now()
 );
-CREATE INDEX IF NOT EXISTS events_stream ON {schema}.events (stream, position);
-CREATE INDEX IF NOT EXISTS events_type ON {schema}.events (type, position);
 
 CREATE OR REPLACE FUNCTION {schema}.refuse_change() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
@@ -203,10 +201,19 @@ def init_schema(remote: Remote, *, grant: Sequence[str] = (), user: str | None =
             raise RemoteError(f"remote {remote.name}: init of schema {remote.schema} failed: {_first_line(exc)}") from None
 
 
+@contextmanager
+def _failing_as_remote_error(remote: Remote, what: str) -> Iterator[None]:
+    try:
+        yield
+    except psycopg.Error as exc:
+        raise RemoteError(f"remote {remote.name}: {what} failed: {_first_line(exc)}") from None
+
+
 def _check_initialised(con: psycopg.Connection, remote: Remote) -> None:
-    row = con.execute(
-        "SELECT to_regclass(%s) IS NOT NULL", [f"{remote.schema}.hub_head"]
-    ).fetchone()
+    with _failing_as_remote_error(remote, "reading the hub"):
+        row = con.execute(
+            "SELECT to_regclass(%s) IS NOT NULL", [f"{remote.schema}.hub_head"]
+        ).fetchone()
     if not row or not row[0]:
         raise RemoteError(
             f"remote {remote.name}: schema {remote.schema} is not a tuneledger hub "
@@ -295,7 +302,8 @@ PULL_COLUMNS = (
 def head(con: psycopg.Connection, remote: Remote) -> int:
     """The hub's highest position (every event at or below it is committed and visible)."""
     _check_initialised(con, remote)
-    return con.execute(sql.SQL("SELECT position FROM {}.hub_head").format(_schema(remote))).fetchone()[0]
+    with _failing_as_remote_error(remote, "reading the hub head"):
+        return con.execute(sql.SQL("SELECT position FROM {}.hub_head").format(_schema(remote))).fetchone()[0]
 
 
 def pull(
@@ -303,28 +311,27 @@ def pull(
 ) -> list[tuple[Any, ...]]:
     """Events at positions ``after < position <= upto`` from other ledgers, in hub order.
 
-    At most ``limit`` rows; ``host``/``payload`` come back as JSON text. Rows are tuples in
-    ``PULL_COLUMNS`` order.
+    At most ``limit`` rows; ids come back as text, ``host``/``payload`` as JSON text. Rows are
+    tuples in ``PULL_COLUMNS`` order.
     """
     query = sql.SQL(
-        "SELECT e.position, e.event_id, e.type, e.schema_version, e.stream, e.stream_version, e.recorded_at, "
-        "e.actor_kind, e.actor_name, e.session_id, e.causation_id, e.correlation_id, e.source, "
-        "e.host::text, e.payload::text, e.origin_ledger, l.name, e.origin_seq, e.seen_position "
+        # ids as text: the local store takes them as strings (no UUID objects to build and format)
+        "SELECT e.position, e.event_id::text, e.type, e.schema_version, e.stream, e.stream_version, e.recorded_at, "
+        "e.actor_kind, e.actor_name, e.session_id, e.causation_id::text, e.correlation_id::text, e.source, "
+        "e.host::text, e.payload::text, e.origin_ledger::text, l.name, e.origin_seq, e.seen_position "
         "FROM {schema}.events e JOIN {schema}.ledgers l ON l.ledger_id = e.origin_ledger "
         "WHERE e.position > %s AND e.position <= %s AND e.origin_ledger <> %s ORDER BY e.position LIMIT %s"
     ).format(schema=_schema(remote))
-    try:
-        with con.cursor(binary=True) as cur:
-            cur.execute(query, [after, upto, ledger_id, limit])
-            return cur.fetchall()
-    except psycopg.Error as exc:
-        raise RemoteError(f"remote {remote.name}: pull failed: {_first_line(exc)}") from None
+    with _failing_as_remote_error(remote, "pull"), con.cursor(binary=True) as cur:
+        cur.execute(query, [after, upto, ledger_id, limit])
+        return cur.fetchall()
 
 
 def count_pending_pull(con: psycopg.Connection, remote: Remote, ledger_id: UUID, after: int) -> int:
     """How many hub events after position ``after`` came from other ledgers."""
     _check_initialised(con, remote)
-    return con.execute(
-        sql.SQL("SELECT count(*) FROM {}.events WHERE position > %s AND origin_ledger <> %s").format(_schema(remote)),
-        [after, ledger_id],
-    ).fetchone()[0]
+    with _failing_as_remote_error(remote, "counting"):
+        return con.execute(
+            sql.SQL("SELECT count(*) FROM {}.events WHERE position > %s AND origin_ledger <> %s").format(_schema(remote)),
+            [after, ledger_id],
+        ).fetchone()[0]

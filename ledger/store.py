@@ -54,8 +54,8 @@ _DATA_SUFFIXES = frozenset({".json", ".jsonl", ".ndjson", ".csv", ".tsv", ".parq
 
 _ID_PREFIX = re.compile(r"[0-9a-f]{8}(?:[0-9a-f-]{0,28})")
 
-#: Bump when the table layout changes (a migration is then needed).
-LAYOUT_VERSION = 1
+#: Bump when the table layout changes (a migration is then needed: ``MIGRATIONS``).
+LAYOUT_VERSION = 2
 
 EVENTS_DDL = """
 CREATE TABLE IF NOT EXISTS events (
@@ -74,6 +74,7 @@ CREATE TABLE IF NOT EXISTS events (
     source         VARCHAR,
     host           JSON,
     payload        JSON NOT NULL,
+    occurred_at    TIMESTAMPTZ,
     UNIQUE (stream, stream_version)
 );
 CREATE TABLE IF NOT EXISTS ledger_meta (key VARCHAR PRIMARY KEY, value VARCHAR NOT NULL);
@@ -120,10 +121,17 @@ BENCH_SAMPLES_SCHEMA = pa.schema(
     ]
 )
 
+#: Named layout migrations, in order, each idempotent: (layout version it brings a file to, SQL).
+#: A ledger written by older code is migrated the first time it is opened for writing.
+MIGRATIONS: tuple[tuple[int, str], ...] = (
+    # 2: when the fact happened (an imported log line's time), beside when it was recorded.
+    (2, "ALTER TABLE events ADD COLUMN IF NOT EXISTS occurred_at TIMESTAMPTZ"),
+)
+
 _COLUMNS = (
     "seq", "event_id", "type", "schema_version", "stream", "stream_version", "recorded_at",
     "actor_kind", "actor_name", "session_id", "causation_id", "correlation_id", "source",
-    "host", "payload",
+    "host", "payload", "occurred_at",
 )
 
 _ARROW_SCHEMA = pa.schema(
@@ -143,6 +151,7 @@ _ARROW_SCHEMA = pa.schema(
         ("source", pa.string()),
         ("host", pa.string()),
         ("payload", pa.string()),
+        ("occurred_at", pa.timestamp("us", tz="UTC")),
     ]
 )
 
@@ -356,6 +365,8 @@ class LedgerStore:
     def _ensure_schema(self, con: duckdb.DuckDBPyConnection) -> None:
         con.execute("BEGIN")
         con.execute(EVENTS_DDL)
+        for _, migration in MIGRATIONS:
+            con.execute(migration)
         projections.create(con)
         rows = con.execute("SELECT value FROM ledger_meta WHERE key = 'views_version'").fetchall()
         if not rows or rows[0][0] != views.VIEWS_VERSION:
@@ -429,7 +440,7 @@ class LedgerStore:
 
     def append_replicated(
         self,
-        rows: Sequence[Mapping[str, Any]],
+        rows: Sequence[dict[str, Any]],
         *,
         record: Callable[[duckdb.DuckDBPyConnection, list[AppendResult]], None] | None = None,
     ) -> list[AppendResult]:
@@ -439,19 +450,30 @@ class LedgerStore:
         ``type``, ``schema_version``, ``stream``, ``recorded_at`` (aware datetime),
         ``actor_kind``, ``actor_name``, ``session_id``, ``causation_id``, ``correlation_id``,
         ``source`` (str or None), ``host`` and ``payload`` (JSON text). They are stored as
-        they are, at their own ``schema_version`` (upcast on read, like every stored row).
+        they are (secrets masked, as for every event), at their own ``schema_version``
+        (upcast on read, like every stored row).
         Each gets the next local ``seq`` and the next version of its stream *in this
         ledger*: two hosts may both have appended at one stream version while offline,
         and both events are kept (the origin's version stays in ``sync_events``).
         Idempotent by ``event_id`` like ``append``. ``record(con, results)`` runs inside
         the same transaction, so the sync bookkeeping commits with the events or not at all.
+        The row dicts are used as they are (``seq`` and ``stream_version`` are set in them).
 
         Raises:
             EventIdReused: an ``event_id`` is stored here with different content.
             NotFound: a retraction of an event this ledger does not hold.
             LedgerBusy: the file stayed locked.
         """
-        batch = [{**row, "seq": None, "stream_version": None} for row in rows]
+        batch = list(rows)
+        for row in batch:  # in place: copying 100k dicts costs more than the rest of the Python side
+            row["seq"] = row["stream_version"] = None
+            # A hub may hold what an older client or plain SQL wrote: mask as ``_row`` does
+            # (idempotent, so a re-pulled event still compares equal to the stored one).
+            row["payload"] = mask_json(row["payload"])
+            if row["host"] is not None:
+                row["host"] = mask_json(row["host"])
+            if row["source"]:
+                row["source"] = mask_text(row["source"])
         if not batch:
             return []
         if not self.path.exists():
@@ -492,6 +514,7 @@ class LedgerStore:
             "source": mask_text(event.source) if event.source else event.source,
             "host": mask_json(event.host.model_dump_json()) if event.host is not None else None,
             "payload": payload,
+            "occurred_at": event.occurred_at,
         }
 
     def _append_in_tx(
@@ -561,7 +584,7 @@ class LedgerStore:
             con.execute(
                 "INSERT INTO events SELECT seq, event_id::UUID, type, schema_version, stream, "
                 "stream_version, recorded_at, actor_kind, actor_name, session_id, "
-                "causation_id::UUID, correlation_id::UUID, source, host::JSON, payload::JSON FROM incoming"
+                "causation_id::UUID, correlation_id::UUID, source, host::JSON, payload::JSON, occurred_at FROM incoming"
             )
             con.unregister("incoming")
             projections.apply(con, head_before, {row["type"] for row in fresh})
@@ -695,6 +718,7 @@ def row_to_event(row: dict[str, Any]) -> Event:
         "correlation_id": row["correlation_id"],
         "source": row["source"],
         "host": host,
+        "occurred_at": row.get("occurred_at"),
     }
     try:
         return parse_event(data)

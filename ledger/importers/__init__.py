@@ -10,7 +10,7 @@ treats them as idempotent duplicates.
 from __future__ import annotations
 
 import dataclasses
-
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from uuid import UUID
@@ -19,7 +19,7 @@ import pyarrow as pa
 import pydantic
 
 from ledger.errors import InvalidInput
-from schemas import Actor, Event, Host, StartupFacts
+from schemas import Actor, Event, FindingRecorded, Host, ServerStarted, StartupFacts
 
 from ..store import BENCH_SAMPLES_SCHEMA as SAMPLES_SCHEMA
 from .detect import ImportContext, detect_format, read_input, registered_importers
@@ -49,6 +49,7 @@ def import_file(
     actor: Actor | str | None = None,
     config_name: str | None = None,
     previous_startup: StartupFacts | None = None,
+    remember: Callable[[ServerStarted], list[FindingRecorded]] | None = None,
 ) -> ImportResult:
     """Read ``path`` and return its events; nothing is written, nothing is returned partially.
 
@@ -58,7 +59,8 @@ def import_file(
     or ``"kind:name"`` (default: person ``unknown``). ``config_name`` names the
     configuration of bench runs (default: the file stem) and of a server log's
     ``ServerStarted``. ``previous_startup`` (the startup facts of the run to compare
-    with) enables the ``capacity-reduced`` finding of a server log.
+    with) enables the ``capacity-reduced`` finding of a server log; ``remember`` (see
+    ``server_log.import_server_log``) its ``known-no-effect`` findings.
 
     Raises:
         NotFound: no such file.
@@ -70,7 +72,8 @@ def import_file(
     who = Actor.parse(actor) if isinstance(actor, str) else (actor or Actor())
     importer = detect_format(file)
     ctx = ImportContext(
-        session_id=session_id, host=host, actor=who, config_name=config_name, previous_startup=previous_startup
+        session_id=session_id, host=host, actor=who, config_name=config_name, previous_startup=previous_startup,
+        remember=remember,
     )
     try:
         events, samples = importer.read(file, ctx)
