@@ -118,9 +118,16 @@ def bench_command(ctx: Context, url: str, endpoint: str, model: str | None, inpu
     if warning:
         click.echo(f"tuneledger: {warning}", err=True)
     if tool != "builtin":
+        from .external_bench import find_tool
+
+        prefix = find_tool(tool, tool_path)  # a missing tool exits 11 before anything is asked
         if model is None and endpoint != "generate":
-            model = served_model(url)  # the external tool needs the name the server answers to
-        _bench_with_tool(ctx, tool, tool_path, concurrencies, request_rate, repeats, config_name, is_baseline,
+            try:
+                model = served_model(url)  # the external tool needs the name the server answers to
+            except RuntimeError as exc:
+                click.echo(f"tuneledger: error: {exc}", err=True)
+                sys.exit(WARMUP_FAILED_EXIT)
+        _bench_with_tool(ctx, tool, prefix, concurrencies, request_rate, repeats, config_name, is_baseline,
                          server_run_id, candidate_id, url=url, endpoint=endpoint, model=model or "default",
                          input_len=input_len,
                          output_len=output_len, num_prompts=num_prompts, seed=seed, warmup=warmup,
@@ -152,13 +159,12 @@ def bench_command(ctx: Context, url: str, endpoint: str, model: str | None, inpu
         sys.exit(WARMUP_FAILED_EXIT)
 
 
-def _bench_with_tool(ctx: Context, tool: str, tool_path: str | None, concurrencies: list[int | None],
+def _bench_with_tool(ctx: Context, tool: str, prefix: list[str], concurrencies: list[int | None],
                      request_rate: float | None, repeats: int, config_name: str, is_baseline: bool | None,
                      server_run_id: str | None, candidate_id: str | None, **workload: Any) -> None:
     """``run bench --tool X``: see ``runners/external_bench.py``."""
-    from .external_bench import ToolWorkload, find_tool, run_tool_sweep
+    from .external_bench import ToolWorkload, run_tool_sweep
 
-    prefix = find_tool(tool, tool_path)
     store = ctx.store()
     store.init()
     say = lambda line: click.echo(line, err=True)  # noqa: E731

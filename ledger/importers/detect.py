@@ -30,10 +30,6 @@ from ledger.safe_files import read_regular
 from ledger.sglang_log import looks_like_server_log
 from schemas import Actor, FindingRecorded, Host, ServerStarted, StartupFacts
 
-BENCH = "sglang-bench-serving"
-MOE = "sglang-moe-config"
-SERVER_LOG = "sglang-server-log"
-
 #: Where each importer lives (``module:attribute``); on equal confidence the first wins.
 IMPORTERS: tuple[str, ...] = (
     "ledger.importers.bench_serving:IMPORTER",
