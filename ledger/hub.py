@@ -145,10 +145,10 @@ GRANT SELECT, UPDATE ON {schema}.hub_head TO {role};
 
 @dataclass(frozen=True)
 class PushResult:
-    """What one push did: ``positions`` maps every pushed event_id to its hub position;
+    """What one push did: ``positions`` maps every pushed event_id (text) to its hub position;
     ``stored`` counts events new to the hub (the rest were there already)."""
 
-    positions: dict[UUID, int]
+    positions: dict[str, int]
     stored: int
 
 
@@ -281,7 +281,7 @@ def push(
         positions = {
             row[0]: row[1]
             for row in con.execute(
-                sql.SQL("SELECT i.event_id, e.position FROM incoming i JOIN {}.events e USING (event_id)").format(schema)
+                sql.SQL("SELECT i.event_id::text, e.position FROM incoming i JOIN {}.events e USING (event_id)").format(schema)
             )
         }
         con.commit()
