@@ -160,8 +160,12 @@ def _schema(remote: Remote) -> sql.Identifier:
 def connect(remote: Remote, *, user: str | None = None, connect_timeout_s: int = 10) -> Iterator[psycopg.Connection]:
     """A connection to the remote's database (libpq finds the password itself).
 
+    A ``psycopg.Error`` inside the block (a dropped connection, a terminated backend)
+    also becomes a ``RemoteError``: the transaction in flight is lost on the server,
+    which is what makes an interrupted push or pull safe to run again.
+
     Raises:
-        RemoteError: the server cannot be reached or refuses the login (the URL is masked).
+        RemoteError: the server cannot be reached, refuses the login, or fails (URL masked).
     """
     extra: dict[str, Any] = {"connect_timeout": connect_timeout_s, "application_name": "tuneledger"}
     if user is not None:
@@ -172,6 +176,8 @@ def connect(remote: Remote, *, user: str | None = None, connect_timeout_s: int =
         raise RemoteError(f"remote {remote.name} ({mask_url(remote.url)}): {_first_line(exc)}") from None
     try:
         yield con
+    except psycopg.Error as exc:
+        raise RemoteError(f"remote {remote.name}: {_first_line(exc)}") from None
     finally:
         con.close()
 
