@@ -422,9 +422,10 @@ def list_views(ctx: Context) -> None:
 @ledger_option
 @pass_ctx
 def import_(ctx: Context, files: tuple[Path, ...], session_id: str | None, config_name: str | None, as_json: bool) -> None:
-    """Import files, detecting each kind: sglang bench_serving JSONL, sglang tuned MoE
-    config JSON, sglang server log. All files are appended in one atomic batch;
+    """Import files, detecting each kind by content: sglang/vLLM/GuideLLM/llmperf/AIPerf
+    benchmark results, tuned MoE configs, SGLang and vLLM server logs. All files are appended in one atomic batch;
     re-importing a file is a no-op (event ids derive from the file's content)."""
+    from .flag_memory import remembered_findings
     from .importers import import_file
 
     session = session_id or ctx.session
@@ -436,7 +437,7 @@ def import_(ctx: Context, files: tuple[Path, ...], session_id: str | None, confi
     results = []
     for path in files:
         result = import_file(path, session_id=session, actor=ctx.actor, config_name=config_name,
-                             previous_startup=previous)
+                             previous_startup=previous, remember=lambda started: remembered_findings(store, started))
         results.append(result)
         for event in result.events:
             if isinstance(event, ServerReady):

@@ -54,8 +54,8 @@ _DATA_SUFFIXES = frozenset({".json", ".jsonl", ".ndjson", ".csv", ".tsv", ".parq
 
 _ID_PREFIX = re.compile(r"[0-9a-f]{8}(?:[0-9a-f-]{0,28})")
 
-#: Bump when the table layout changes (a migration is then needed).
-LAYOUT_VERSION = 1
+#: Bump when the table layout changes (a migration is then needed: ``MIGRATIONS``).
+LAYOUT_VERSION = 2
 
 EVENTS_DDL = """
 CREATE TABLE IF NOT EXISTS events (
@@ -74,6 +74,7 @@ CREATE TABLE IF NOT EXISTS events (
     source         VARCHAR,
     host           JSON,
     payload        JSON NOT NULL,
+    occurred_at    TIMESTAMPTZ,
     UNIQUE (stream, stream_version)
 );
 CREATE TABLE IF NOT EXISTS ledger_meta (key VARCHAR PRIMARY KEY, value VARCHAR NOT NULL);
@@ -120,10 +121,17 @@ BENCH_SAMPLES_SCHEMA = pa.schema(
     ]
 )
 
+#: Named layout migrations, in order, each idempotent: (layout version it brings a file to, SQL).
+#: A ledger written by older code is migrated the first time it is opened for writing.
+MIGRATIONS: tuple[tuple[int, str], ...] = (
+    # 2: when the fact happened (an imported log line's time), beside when it was recorded.
+    (2, "ALTER TABLE events ADD COLUMN IF NOT EXISTS occurred_at TIMESTAMPTZ"),
+)
+
 _COLUMNS = (
     "seq", "event_id", "type", "schema_version", "stream", "stream_version", "recorded_at",
     "actor_kind", "actor_name", "session_id", "causation_id", "correlation_id", "source",
-    "host", "payload",
+    "host", "payload", "occurred_at",
 )
 
 _ARROW_SCHEMA = pa.schema(
@@ -143,6 +151,7 @@ _ARROW_SCHEMA = pa.schema(
         ("source", pa.string()),
         ("host", pa.string()),
         ("payload", pa.string()),
+        ("occurred_at", pa.timestamp("us", tz="UTC")),
     ]
 )
 
@@ -356,6 +365,8 @@ class LedgerStore:
     def _ensure_schema(self, con: duckdb.DuckDBPyConnection) -> None:
         con.execute("BEGIN")
         con.execute(EVENTS_DDL)
+        for _, migration in MIGRATIONS:
+            con.execute(migration)
         projections.create(con)
         rows = con.execute("SELECT value FROM ledger_meta WHERE key = 'views_version'").fetchall()
         if not rows or rows[0][0] != views.VIEWS_VERSION:
@@ -509,6 +520,7 @@ class LedgerStore:
             "source": mask_text(event.source) if event.source else event.source,
             "host": mask_json(event.host.model_dump_json()) if event.host is not None else None,
             "payload": payload,
+            "occurred_at": event.occurred_at,
         }
 
     def _append_in_tx(
@@ -578,7 +590,7 @@ class LedgerStore:
             con.execute(
                 "INSERT INTO events SELECT seq, event_id::UUID, type, schema_version, stream, "
                 "stream_version, recorded_at, actor_kind, actor_name, session_id, "
-                "causation_id::UUID, correlation_id::UUID, source, host::JSON, payload::JSON FROM incoming"
+                "causation_id::UUID, correlation_id::UUID, source, host::JSON, payload::JSON, occurred_at FROM incoming"
             )
             con.unregister("incoming")
             projections.apply(con, head_before, {row["type"] for row in fresh})
@@ -712,6 +724,7 @@ def row_to_event(row: dict[str, Any]) -> Event:
         "correlation_id": row["correlation_id"],
         "source": row["source"],
         "host": host,
+        "occurred_at": row.get("occurred_at"),
     }
     try:
         return parse_event(data)

@@ -38,10 +38,10 @@ from schemas.vocab import NO_EFFECT_VERDICTS
 
 from .projections import BENCH_METRICS, DELTA_METRICS
 
-__all__ = ["DELTA_METRICS", "VIEWS_VERSION", "VIEW_NAMES", "create_views", "view_sql"]
+__all__ = ["DELTA_METRICS", "VIEWS_VERSION", "VIEW_NAMES", "create_views", "known_no_effect", "view_sql"]
 
 #: Bump whenever a view's SQL changes: writers then recreate the views in old files.
-VIEWS_VERSION = "17-sync1"
+VIEWS_VERSION = "18"  # 17-sync1 + occurred_at, facts of failed/starting runs, overrides
 
 def _sql_list(values: tuple[str, ...]) -> str:
     return ", ".join(f"'{v}'" for v in values)
@@ -56,7 +56,7 @@ def view_sql() -> dict[str, str]:
     )
     return {
         "all_events": f"""
-SELECT e.seq, e.event_id, e.type, e.stream, e.stream_version, e.recorded_at,
+SELECT e.seq, e.event_id, e.type, e.stream, e.stream_version, e.recorded_at, e.occurred_at,
        e.actor_kind, e.actor_name, e.session_id, e.causation_id, e.correlation_id, e.source, e.host,
        (e.host->>'compute_capability') AS arch,
        (e.host->>'engine') AS host_engine,
@@ -212,24 +212,34 @@ LEFT JOIN (
         "server_runs": """
 WITH started AS (
     SELECT (payload->>'run_id') AS run_id, session_id, seq AS started_seq, recorded_at AS started_at,
-           (payload->>'engine') AS engine, (payload->>'model') AS model,
+           occurred_at, (payload->>'engine') AS engine, (payload->>'model') AS model,
            (payload->>'config_name') AS config_name, (payload->'flags') AS flags, (payload->'env') AS env,
            arch
     FROM live_control WHERE type = 'server_started'
 ),
 ready AS (
     SELECT (payload->>'run_id') AS run_id, recorded_at AS ready_at,
-           (payload->>'ready_after_s')::DOUBLE AS ready_after_s,
+           (payload->>'ready_after_s')::DOUBLE AS ready_after_s
+    FROM live_control WHERE type = 'server_ready'
+    QUALIFY row_number() OVER (PARTITION BY (payload->>'run_id') ORDER BY seq DESC) = 1
+),
+facts AS (
+    -- the startup facts: the ready event's, else those a failed (or still starting) run logged
+    SELECT (payload->>'run_id') AS run_id,
            -- parse the startup facts once per row, not once per field
            from_json((payload->'startup'), '{"attention_backend": "VARCHAR", "max_running_requests": "BIGINT",
                "max_total_num_tokens": "BIGINT", "context_len": "BIGINT", "cuda_graph_bs": "BIGINT[]",
                "piecewise_cuda_graph": "BOOLEAN", "piecewise_disabled_reason": "VARCHAR",
-               "moe_kernel_config": "VARCHAR"}') AS startup
-    FROM live_control WHERE type = 'server_ready'
-    QUALIFY row_number() OVER (PARTITION BY (payload->>'run_id') ORDER BY seq DESC) = 1
+               "moe_kernel_config": "VARCHAR"}') AS startup,
+           (payload->'startup'->'overrides') AS overrides
+    FROM live_control
+    WHERE type IN ('server_ready', 'server_failed', 'server_started') AND (payload->'startup') IS NOT NULL
+      AND json_type(payload->'startup') = 'OBJECT'
+    QUALIFY row_number() OVER (PARTITION BY (payload->>'run_id')
+                               ORDER BY type = 'server_ready' DESC, type = 'server_failed' DESC, seq DESC) = 1
 ),
 ended AS (
-    SELECT (payload->>'run_id') AS run_id, type, recorded_at AS ended_at,
+    SELECT (payload->>'run_id') AS run_id, type, recorded_at AS ended_at, occurred_at AS ended_occurred_at,
            (payload->>'cause') AS failure_cause, (payload->>'message') AS failure_message
     FROM live_control WHERE type IN ('server_stopped', 'server_failed')
     QUALIFY row_number() OVER (PARTITION BY (payload->>'run_id') ORDER BY seq DESC) = 1
@@ -239,18 +249,19 @@ runs AS (
            CASE WHEN e.type = 'server_failed' THEN 'failed'
                 WHEN e.type = 'server_stopped' THEN 'stopped'
                 WHEN r.run_id IS NOT NULL THEN 'ready' ELSE 'starting' END AS status,
-           s.started_at, r.ready_at, e.ended_at, r.ready_after_s,
-           r.startup.attention_backend AS attention_backend,
-           r.startup.max_running_requests AS max_running_requests,
-           r.startup.max_total_num_tokens AS max_total_num_tokens,
-           r.startup.context_len AS context_len,
-           r.startup.cuda_graph_bs AS cuda_graph_bs,
-           r.startup.piecewise_cuda_graph AS piecewise_cuda_graph,
-           r.startup.piecewise_disabled_reason AS piecewise_disabled_reason,
-           r.startup.moe_kernel_config AS moe_kernel_config,
+           s.started_at, r.ready_at, e.ended_at, r.ready_after_s, s.occurred_at, e.ended_occurred_at,
+           f.startup.attention_backend AS attention_backend,
+           f.startup.max_running_requests AS max_running_requests,
+           f.startup.max_total_num_tokens AS max_total_num_tokens,
+           f.startup.context_len AS context_len,
+           f.startup.cuda_graph_bs AS cuda_graph_bs,
+           f.startup.piecewise_cuda_graph AS piecewise_cuda_graph,
+           f.startup.piecewise_disabled_reason AS piecewise_disabled_reason,
+           f.startup.moe_kernel_config AS moe_kernel_config, f.overrides,
            e.failure_cause, e.failure_message, s.started_seq,
            coalesce(json_keys(s.flags), []) AS flag_names
-    FROM started s LEFT JOIN ready r USING (run_id) LEFT JOIN ended e USING (run_id)
+    FROM started s LEFT JOIN ready r USING (run_id) LEFT JOIN facts f USING (run_id)
+         LEFT JOIN ended e USING (run_id)
 ),
 paired AS (
     SELECT *,
@@ -265,10 +276,11 @@ paired AS (
     WINDOW w AS (PARTITION BY session_id ORDER BY started_seq)
 )
 SELECT run_id, session_id, config_name, engine, model, arch, status, flags, env,
-       started_seq, started_at, ready_at, ended_at, ready_after_s, attention_backend,
+       started_seq, started_at, ready_at, ended_at, ready_after_s, occurred_at, ended_occurred_at,
+       attention_backend,
        max_running_requests, max_total_num_tokens, context_len, cuda_graph_bs,
        list_max(cuda_graph_bs) AS cuda_graph_max_bs, piecewise_cuda_graph,
-       piecewise_disabled_reason, moe_kernel_config, failure_cause, failure_message,
+       piecewise_disabled_reason, moe_kernel_config, overrides, failure_cause, failure_message,
        previous_run_id,
        list_filter(flag_names, lambda k: previous_run_id IS NOT NULL
                    AND NOT list_contains(coalesce(previous_flag_names, []), k)) AS flags_added,
@@ -389,7 +401,7 @@ FROM live_control WHERE type = 'decision_recorded'""",
         "event_log": """
 SELECT s.seq, s.recorded_at, s.session_id, s.type, s.stream, s.actor_kind, s.actor_name, s.arch,
        s.summary, s.event_id, s.causation_id, s.correlation_id, s.source,
-       r.event_id IS NOT NULL AS retracted
+       r.event_id IS NOT NULL AS retracted, s.occurred_at
 FROM event_summaries s LEFT JOIN retractions r ON r.event_id = s.event_id""",
         "timeline": """
 SELECT * EXCLUDE (retracted) FROM event_log WHERE NOT retracted""",
@@ -403,3 +415,38 @@ def create_views(con: duckdb.DuckDBPyConnection) -> None:
 
 
 VIEW_NAMES: tuple[str, ...] = tuple(view_sql())
+
+
+#: The no-effect verdicts (``flag_verdicts.no_effect``: no-op, dead-code, not-activated,
+#: no-measurable-change) already held for some flags on one engine and arch. Parameters:
+#: flags (CLI spelling), engine, arch, engine version (NULL: any version), the run's own
+#: ``server_started`` event id (verdicts recorded after it, or its own findings, do not count).
+KNOWN_NO_EFFECT_SQL = """
+SELECT flag, verdict, basis, engine, engine_version, arch, summary,
+       CAST(evidence_event_id AS VARCHAR) AS evidence_event_id, seq
+FROM flag_verdicts
+WHERE no_effect AND list_contains(?::VARCHAR[], flag)
+  AND engine IS NOT DISTINCT FROM ? AND arch = ?
+  AND (?::VARCHAR IS NULL OR engine_version IS NULL OR engine_version = ?::VARCHAR)
+  AND seq < coalesce((SELECT min(seq) FROM events WHERE event_id = ?::UUID), 9223372036854775807)
+ORDER BY flag, seq"""
+
+
+def known_no_effect(
+    store, flags: list[str], *, engine: str | None, engine_version: str | None, arch: str | None,
+    before_event_id: str | None = None,
+) -> list[dict]:
+    """The ledger's no-effect verdicts for ``flags`` on ``engine`` / ``arch`` and ``engine_version``
+    (a verdict or a run without a version matches any version): one dict per flag with the ``flag_verdicts`` columns
+    ``flag, verdict, basis, engine, engine_version, arch, summary, evidence_event_id, seq``.
+
+    ``before_event_id``: when that event (the run's ``server_started``) is already stored, only
+    verdicts recorded before it count, so that re-importing a run adds nothing.
+    ``store`` is a ``LedgerStore`` (its ``query_arrow``). No arch, no flags or no ledger file: ``[]``.
+    """
+    if not flags or not arch or not store.path.exists():
+        return []
+    table = store.query_arrow(
+        KNOWN_NO_EFFECT_SQL, [sorted(set(flags)), engine, arch, engine_version, engine_version, before_event_id]
+    )
+    return table.to_pylist()

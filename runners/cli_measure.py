@@ -101,7 +101,8 @@ def bench_command(ctx: Context, url: str, endpoint: str, model: str | None, inpu
         if model is None and endpoint != "generate":
             model = served_model(url)  # the external tool needs the name the server answers to
         _bench_with_tool(ctx, tool, tool_path, concurrencies, request_rate, repeats, config_name, is_baseline,
-                         server_run_id, url=url, endpoint=endpoint, model=model, input_len=input_len,
+                         server_run_id, candidate_id, url=url, endpoint=endpoint, model=model or "default",
+                         input_len=input_len,
                          output_len=output_len, num_prompts=num_prompts, seed=seed, warmup=warmup,
                          tokenizer=tokenizer, ignore_eos=ignore_eos)
         return
@@ -131,7 +132,7 @@ def bench_command(ctx: Context, url: str, endpoint: str, model: str | None, inpu
 
 def _bench_with_tool(ctx: Context, tool: str, tool_path: str | None, concurrencies: list[int | None],
                      request_rate: float | None, repeats: int, config_name: str, is_baseline: bool | None,
-                     server_run_id: str | None, **workload: Any) -> None:
+                     server_run_id: str | None, candidate_id: str | None, **workload: Any) -> None:
     """``run bench --tool X``: see ``runners/external_bench.py``."""
     from .external_bench import ToolWorkload, find_tool, run_tool_sweep
 
@@ -143,7 +144,7 @@ def _bench_with_tool(ctx: Context, tool: str, tool_path: str | None, concurrenci
         tool, prefix, ToolWorkload(**workload), store=store, concurrencies=concurrencies, request_rate=request_rate,
         repeats=repeats, config_name=config_name,
         is_baseline=(config_name == "baseline") if is_baseline is None else is_baseline,
-        server_run_id=server_run_id, session_id=ctx.session, actor=ctx.actor, say=say,
+        server_run_id=server_run_id, session_id=ctx.session, actor=ctx.actor, say=say, candidate_id=candidate_id,
     )
     for event in events:
         m = event.metrics

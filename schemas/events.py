@@ -197,6 +197,22 @@ class FindingRecorded(Event):
 # --- servers --------------------------------------------------------------------
 
 
+class SettingOverride(StrictModel):
+    """A setting the server args asked for that a later log line (or the resolved limits) changed.
+
+    ``flag`` in CLI spelling without dashes, as the log's SGLang version spells it (``None`` when
+    the line names no flag); ``requested`` is the server args' value (``None``: default / not
+    logged), ``effective`` what the server runs with (``None``: not stated); ``reason`` the line's
+    "because ..." part; ``source`` ``file:line`` of the line that shows it.
+    """
+
+    flag: str | None = None
+    requested: Any = None
+    effective: Any = None
+    reason: str | None = None
+    source: str | None = None
+
+
 class StartupFacts(StrictModel):
     """What a server's startup log and ``/server_info`` say it resolved to.
 
@@ -223,6 +239,10 @@ class StartupFacts(StrictModel):
     weight_load_s: float | None = None
     available_gpu_mem_gb: float | None = None
     server_args: dict[str, Any] = Field(default_factory=dict)
+    kv_cache_gb: float | None = Field(default=None, description="K + V cache size in GB, as logged.")
+    overrides: list[SettingOverride] = Field(
+        default_factory=list, description="Requested settings a later log line overrode (effective value kept)."
+    )
 
 
 class _ServerEvent(Event):
@@ -246,6 +266,10 @@ class ServerStarted(_ServerEvent):
     port: int | None = None
     pid: int | None = None
     log_path: str | None = None
+    startup: StartupFacts | None = Field(
+        default=None,
+        description="Startup facts an imported log showed for a run that never became ready nor failed.",
+    )
 
     @field_validator("flags")
     @classmethod
@@ -282,6 +306,9 @@ class ServerFailed(_ServerEvent):
     message: str
     log_tail: list[str] = Field(default_factory=list)
     exit_code: int | None = None
+    startup: StartupFacts | None = Field(
+        default=None, description="Startup facts the log showed before the failure (they survive the crash)."
+    )
 
 
 # --- benchmarks -----------------------------------------------------------------

@@ -62,6 +62,7 @@ FindingKind = Literal[
     "default-moe-config",
     "decode-without-cuda-graph",
     "capacity-reduced",
+    "known-no-effect",
     "crash",
     "warning",
     "measured-change",

@@ -504,3 +504,17 @@ def test_cli_refuses_an_unknown_file_with_exit_3(tmp_path: Path) -> None:
     assert "guidellm-benchmarks" in out.stderr and "vllm-server-log" in out.stderr
     assert not (tmp_path / "l.duckdb").exists() or LedgerStore(tmp_path / "l.duckdb").query_arrow(
         "SELECT count(*) AS n FROM all_events").column("n").to_pylist() == [0]
+
+
+def test_vllm_log_one_word_args_need_their_flag_form(tmp_path: Path) -> None:
+    """A bare common word in a warning ("dtype") is not taken for the --dtype the user set."""
+    lines = [
+        "(APIServer pid=7) INFO 07-25 13:41:40 [utils.py:326] non-default args: {'model': 'm', 'dtype': 'bfloat16', 'seed': 1}",
+        "(APIServer pid=7) WARNING 07-25 13:41:41 [utils.py:9] tokenizer dtype probe disabled for this model",
+        "(APIServer pid=7) WARNING 07-25 13:41:42 [arg_utils.py:9] --seed is ignored by the V1 sampler",
+        "(APIServer pid=7) INFO 07-25 13:42:20 [api_server.py:1880] Starting vLLM API server 0 on http://0.0.0.0:8000",
+    ]
+    path = tmp_path / "words.log"
+    path.write_text("\n".join(lines) + "\n")
+    findings = [e for e in import_file(path).events if isinstance(e, FindingRecorded)]
+    assert [(f.kind, f.flag, f.source) for f in findings] == [("flag-not-in-effect", "seed", "words.log:3")]

@@ -10,14 +10,16 @@ treats them as idempotent duplicates.
 from __future__ import annotations
 
 import dataclasses
-
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from uuid import UUID
 
 import pyarrow as pa
+import pydantic
 
-from schemas import Actor, Event, Host, StartupFacts
+from ledger.errors import InvalidInput
+from schemas import Actor, Event, FindingRecorded, Host, ServerStarted, StartupFacts
 
 from ..store import BENCH_SAMPLES_SCHEMA as SAMPLES_SCHEMA
 from .detect import ImportContext, detect_format, read_input, registered_importers
@@ -47,6 +49,7 @@ def import_file(
     actor: Actor | str | None = None,
     config_name: str | None = None,
     previous_startup: StartupFacts | None = None,
+    remember: Callable[[ServerStarted], list[FindingRecorded]] | None = None,
 ) -> ImportResult:
     """Read ``path`` and return its events; nothing is written, nothing is returned partially.
 
@@ -56,7 +59,8 @@ def import_file(
     or ``"kind:name"`` (default: person ``unknown``). ``config_name`` names the
     configuration of bench runs (default: the file stem) and of a server log's
     ``ServerStarted``. ``previous_startup`` (the startup facts of the run to compare
-    with) enables the ``capacity-reduced`` finding of a server log.
+    with) enables the ``capacity-reduced`` finding of a server log; ``remember`` (see
+    ``server_log.import_server_log``) its ``known-no-effect`` findings.
 
     Raises:
         NotFound: no such file.
@@ -68,7 +72,17 @@ def import_file(
     who = Actor.parse(actor) if isinstance(actor, str) else (actor or Actor())
     importer = detect_format(file)
     ctx = ImportContext(
-        session_id=session_id, host=host, actor=who, config_name=config_name, previous_startup=previous_startup
+        session_id=session_id, host=host, actor=who, config_name=config_name, previous_startup=previous_startup,
+        remember=remember,
     )
-    events, samples = importer.read(file, ctx)
+    try:
+        events, samples = importer.read(file, ctx)
+    except pydantic.ValidationError as exc:
+        # A value the importer passed on that an event model refuses: still the file's fault.
+        error = exc.errors()[0]
+        where = ".".join(str(part) for part in error.get("loc", ()))
+        raise InvalidInput(f"{file.label}: {importer.kind}: field '{where}': {error.get('msg')}") from None
+    except (OverflowError, pa.ArrowException) as exc:
+        # e.g. a token count of 1e308 for an int32 column of bench_samples
+        raise InvalidInput(f"{file.label}: {importer.kind}: a per-request value out of range ({exc})") from None
     return ImportResult(kind=importer.kind, path=Path(path), events=list(events), samples=samples)

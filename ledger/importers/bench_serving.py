@@ -18,6 +18,7 @@ import pyarrow as pa
 from ledger.errors import InvalidInput
 from schemas import Actor, BenchmarkCompleted, BenchMetrics, Host, Workload
 
+from ..warmup import cold_first_run
 from .fields import FieldReader as _Line
 from .detect import ImportContext, Importer, InputFile, ReadResult, Sniffed, looks_like_bench
 from ..store import BENCH_SAMPLES_SCHEMA as SAMPLES_SCHEMA
@@ -78,7 +79,34 @@ def import_bench_serving(
             samples[event_id] = table
     if not events:
         raise InvalidInput(f"{file.label}: no bench_serving result lines")
-    return events, samples
+    return _set_aside_cold_runs(events), samples
+
+
+def _set_aside_cold_runs(events: list[BenchmarkCompleted]) -> list[BenchmarkCompleted]:
+    """Number the repeats of each workload (same dataset, lengths, concurrency, rate) in file order,
+    and set a cold first run aside (``valid`` false, a note; ``ledger.warmup`` gives the rule) so
+    that it counts in no comparison."""
+    series: dict[tuple[Any, ...], list[int]] = {}
+    for index, event in enumerate(events):
+        w = event.workload
+        key = (w.dataset, w.input_len, w.output_len, w.range_ratio, w.load, w.request_rate, event.concurrency)
+        series.setdefault(key, []).append(index)
+    out = list(events)
+    for indexes in series.values():
+        if len(indexes) < 2:
+            continue
+        for repeat, index in enumerate(indexes, start=1):
+            if out[index].repeat is None:
+                out[index] = out[index].model_copy(update={"repeat": repeat})
+        valid = [i for i in indexes if out[i].valid is not False]
+        if not valid or valid[0] != indexes[0]:
+            continue
+        cold = cold_first_run([out[i].metrics.output_throughput for i in valid])
+        if cold is not None:
+            first = out[valid[0]]
+            out[valid[0]] = first.model_copy(update={
+                "valid": False, "validity_notes": [*first.validity_notes, cold.note()]})
+    return out
 
 
 def _metrics(line: _Line, failed: int | None) -> BenchMetrics:

@@ -26,8 +26,8 @@ from uuid import UUID, uuid5
 
 from ledger.errors import InvalidInput
 from ledger.safe_files import read_regular
-from ledger.sglang_log import LOG_MARKERS
-from schemas import Actor, Host, StartupFacts
+from ledger.sglang_log import looks_like_server_log
+from schemas import Actor, FindingRecorded, Host, ServerStarted, StartupFacts
 
 BENCH = "sglang-bench-serving"
 MOE = "sglang-moe-config"
@@ -154,6 +154,8 @@ class ImportContext:
     actor: Actor = field(default_factory=Actor)
     config_name: str | None = None
     previous_startup: StartupFacts | None = None
+    #: the ``known-no-effect`` findings of a server run's flags (``ledger.flag_memory``), if given
+    remember: Callable[[ServerStarted], list[FindingRecorded]] | None = None
 
 
 #: What ``Importer.read`` returns: events in append order, and per-request samples
@@ -316,13 +318,9 @@ def detect_format(file: InputFile) -> Importer:
 
 
 def is_server_log(text: str, scan_lines: int = 5000) -> bool:
-    """True when some line has SGLang's ``[YYYY-mm-dd HH:MM:SS`` prefix and an SGLang startup/run marker."""
-    for number, line in enumerate(text.splitlines()):
-        if number >= scan_lines:
-            break
-        if _LOG_PREFIX_RE.match(line) and any(marker in line for marker in LOG_MARKERS):
-            return True
-    return False
+    """True when some line has SGLang's ``[YYYY-mm-dd HH:MM:SS`` prefix (bare or inside a host
+    program's own log line) and an SGLang startup/run marker (``ledger.sglang_log``)."""
+    return looks_like_server_log(text, scan_lines)
 
 
 def unknown_format(file: InputFile) -> InvalidInput:
