@@ -44,8 +44,8 @@ import duckdb
 import pyarrow as pa
 from tenacity import Retrying, retry_if_exception, stop_after_delay, wait_random_exponential
 
-from schemas import Event, parse_event
-from schemas.secrets import mask_json, mask_text
+from schemas import Event, EventEnvelope, parse_event
+from schemas.secrets import mask_json, mask_text, may_hold_secret
 
 from .input_checks import host_json, payload_json
 
@@ -476,13 +476,19 @@ class LedgerStore:
         batch = list(rows)
         for row in batch:  # in place: copying 100k dicts costs more than the rest of the Python side
             row["seq"] = row["stream_version"] = None
-            # A hub may hold what an older client or plain SQL wrote: mask as ``_row`` does
-            # (idempotent, so a re-pulled event still compares equal to the stored one).
-            row["payload"] = mask_json(row["payload"])
-            if row["host"] is not None:
-                row["host"] = mask_json(row["host"])
-            if row["source"]:
-                row["source"] = mask_text(row["source"])
+        # A hub may hold what an older client or plain SQL wrote: mask as ``_row`` does
+        # (idempotent, so a re-pulled event still compares equal to the stored one). One scan
+        # of the whole batch first: the usual batch holds no secret and is not looked at again
+        # (a hit in the joined text is a hit in some row: the scan looks no further back than
+        # one character, and a newline reads as a row's start).
+        texts = [text for row in batch for text in (row["payload"], row["host"], row["source"]) if text]
+        if may_hold_secret("\n".join(texts)):
+            for row in batch:
+                row["payload"] = mask_json(row["payload"])
+                if row["host"] is not None:
+                    row["host"] = mask_json(row["host"])
+                if row["source"]:
+                    row["source"] = mask_text(row["source"])
         if not batch:
             return []
         if not self.path.exists():
