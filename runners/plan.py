@@ -236,8 +236,14 @@ def run_plan(
     *,
     say: Callable[[str], None] = lambda _line: None,
     progress: bool = True,
+    request_options: dict[str, dict[str, Any]] | None = None,
+    after_sweep: Callable[[str, Any, int], None] | None = None,
 ) -> PlanResult:
     """Run the plan (see the module docstring); return its runs, comparisons and findings.
+
+    ``request_options``: arm -> fields added to each of its requests (``runners.spec``);
+    ``after_sweep(arm, server_run, repeat)``: called after an arm's benchmarks, before its server
+    stops (``runners.spec`` reads ``/server_info`` and the log there).
 
     Raises:
         KeyboardInterrupt: after stopping the running server and recording a ``note_added``
@@ -261,13 +267,16 @@ def run_plan(
                 reason = f"plan: {arm} repeat {repeat} done"
                 try:
                     target = BenchTarget(url=run.base_url, endpoint=b.endpoint, model=b.model or config.model or arm,
-                                         workload=workload, ignore_eos=b.ignore_eos)
+                                         workload=workload, ignore_eos=b.ignore_eos,
+                                         extra_body=(request_options or {}).get(arm, {}))
                     asyncio.run(sweep(
                         target, config_name=arm, concurrencies=loads, request_rate=plan.plan.request_rate,
                         repeats=[repeat], warmup_requests=b.warmup, is_baseline=arm == plan.plan.baseline,
                         server_run_id=run.run_id, session_id=plan.plan.session, host=run.host, store=store,
                         progress=progress, on_point=lambda p: (result.points.append(p), say(format_point(p))),
                     ))
+                    if after_sweep is not None:
+                        after_sweep(arm, run, repeat)
                 except KeyboardInterrupt:
                     reason = "plan interrupted (Ctrl-C)"
                     raise
