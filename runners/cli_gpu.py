@@ -83,9 +83,13 @@ def tune_command(ctx: Context, model_config: Path | None, tp: int, experts: int 
         raise InvalidInput(f"{model_config or 'shape'}: {exc}") from None
     sizes = list(SGLANG_BATCH_SIZES) if all_batch_sizes else (_int_list(batch_sizes) if batch_sizes else list(INTERACTIVE_BATCH_SIZES))
     try:
+        import torch
+
         from .moe_kernels import GpuMeasurer, KernelUnavailable
     except ImportError as exc:
         raise MissingEngine(f"run tune needs torch and triton with a GPU ({exc})") from None
+    if not torch.cuda.is_available():
+        raise MissingEngine("run tune needs a CUDA GPU: torch sees none here")
     from .moe_tune import StoreSink, TuneSpec, run_tune
 
     store = ctx.store()

@@ -488,6 +488,11 @@ class KernelConfigMeasured(_TuneEvent):
     budget_ms: float | None = None
     max_rel_error: float | None = None
     rejected: str | None = None
+    #: A named re-timing outside the search (``default``, ``shipped``, ``tuned``,
+    #: ``halving-best``, ``exhaustive-best``): ``latency_us`` is the median of ``samples_us``,
+    #: rounds interleaved with the other labels of the same batch size.
+    label: str | None = None
+    samples_us: list[float] = Field(default_factory=list)
 
 
 class KernelTuneCompleted(_TuneEvent):
