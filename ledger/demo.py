@@ -28,6 +28,15 @@ DEMO_FILE: Path = Path(__file__).resolve().parents[1] / "data" / "demo_campaign.
 #: The ``session_id`` of every demo event.
 DEMO_SESSION = "qwen35-sm120"
 
+#: ``tuneledger demo --campaign NAME``: the event files of each campaign and the session to open.
+#: ``h200``: the runs on the lent H200 (bench/h200_data.py made these files from the device's
+#: outputs): the flag plan and prompt-lookup trial of ``transformers serve``, and the fused-MoE
+#: kernel tunes with their default / shipped / tuned re-timings.
+CAMPAIGNS: dict[str, tuple[tuple[str, ...], str]] = {
+    "seeds": (("demo_campaign.jsonl",), DEMO_SESSION),
+    "h200": (("h200_flags.jsonl", "h200_moe_tune.jsonl"), "h200-flags"),
+}
+
 #: The namespace of the demo's fixed event ids (see ``demo_event_id``).
 DEMO_ID_NAMESPACE = uuid.UUID("6c1f1d1e-5b7a-4e43-9a5e-2f0c7d1b9a01")
 
@@ -47,6 +56,7 @@ def build_demo(
     *,
     clock: Callable[[], datetime] | None = None,
     replace: bool = True,
+    campaign: str = "seeds",
 ) -> LedgerStore:
     """Build the demo ledger at ``ledger_path`` from ``DEMO_FILE`` and return its store.
 
@@ -57,6 +67,7 @@ def build_demo(
         replace: delete an existing file at ``ledger_path`` first (and its
             ``.wal``). Without it the events are appended to the existing
             ledger; events already there (same ids) are not stored twice.
+        campaign: a key of ``CAMPAIGNS`` (``seeds``: ``DEMO_FILE``; ``h200``).
 
     All events are validated before anything is written, then appended in one
     atomic batch.
@@ -67,7 +78,8 @@ def build_demo(
         LedgerBusy: another process holds the ledger file.
     """
     path = Path(ledger_path)
-    events = read_jsonl(DEMO_FILE)
+    files = CAMPAIGNS[campaign][0]
+    events = [e for name in files for e in read_jsonl(DEMO_FILE.with_name(name))]
     if replace:
         for stale in (path, path.with_name(path.name + ".wal")):
             if stale.exists():

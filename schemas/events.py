@@ -581,7 +581,8 @@ class SpecDecodingTrialCompleted(Event):
     per_request_accept_length: float | None = None
     baseline_config: str | None = None
     concurrency: int | None = None
-    #: Change against the no-speculation baseline (fractions: +0.12 = +12%), with 95% CI.
+    #: Change against the no-speculation baseline as ``comparison_completed`` signs it: a fraction,
+    #: + is better (+0.12: 12% more throughput, or a 12% shorter TPOT/TTFT), with the 95% CI.
     output_throughput_change: float | None = None
     output_throughput_ci: list[float] | None = None
     median_tpot_change: float | None = None
