@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+import uuid
 from importlib.metadata import entry_points
 from pathlib import Path
 from typing import Any
@@ -20,7 +21,7 @@ from typing import Any
 import click
 import pyarrow as pa
 
-from schemas import EVENT_TYPES, Actor, Event, Host, StartupFacts
+from schemas import EVENT_TYPES, Actor, Event, Evidence, Host, StartupFacts
 from schemas.events import ServerReady
 
 from .errors import InvalidInput, LedgerError
@@ -363,9 +364,13 @@ def list_views(ctx: Context) -> None:
 @click.option("--session", "session_id", help="Session id for the imported events.")
 @click.option("--config-name", help="Configuration name for imported benchmark runs (default: the file name).")
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
+@click.option("--check-arch", "check_arch", multiple=True, metavar="SMNN",
+              help="Check MoE config files against this arch's shared memory per block (e.g. sm120); "
+                   "each entry that would not launch is recorded as a finding.")
 @ledger_option
 @pass_ctx
-def import_(ctx: Context, files: tuple[Path, ...], session_id: str | None, config_name: str | None, as_json: bool) -> None:
+def import_(ctx: Context, files: tuple[Path, ...], session_id: str | None, config_name: str | None, as_json: bool,
+            check_arch: tuple[str, ...]) -> None:
     """Import files, detecting each kind: sglang bench_serving JSONL, sglang tuned MoE
     config JSON, sglang server log. All files are appended in one atomic batch;
     re-importing a file is a no-op (event ids derive from the file's content)."""
@@ -386,6 +391,8 @@ def import_(ctx: Context, files: tuple[Path, ...], session_id: str | None, confi
             if isinstance(event, ServerReady):
                 previous = event.startup
     all_events = [event for result in results for event in result.events]
+    findings = _shared_memory_findings(all_events, check_arch, session, ctx.actor)
+    all_events += findings
     samples: dict[Any, pa.Table] = {}
     for result in results:
         samples.update(result.samples)
@@ -406,6 +413,40 @@ def import_(ctx: Context, files: tuple[Path, ...], session_id: str | None, confi
     else:
         for row in summary:
             click.echo(f"{row['file']}: {row['kind']}, {row['new']} new, {row['duplicates']} already stored")
+        for finding in findings:
+            click.echo(f"finding: {finding.message}")
+
+
+def _shared_memory_findings(events: list, archs: tuple[str, ...], session: str | None, actor: Any) -> list:
+    """One ``finding_recorded`` per MoE config entry that needs more shared memory than an arch of
+    ``--check-arch`` has (the seeds' SM120 crash, caught before a server starts).
+
+    Raises:
+        InvalidInput: an arch with no known shared-memory figure.
+    """
+    from schemas.events import FindingRecorded, MoeConfigRecorded
+
+    from .gpu_arch import SHARED_MEMORY_PER_BLOCK, moe_config_overruns
+
+    unknown = [a for a in archs if a not in SHARED_MEMORY_PER_BLOCK]
+    if unknown:
+        raise InvalidInput(f"--check-arch {unknown[0]}: unknown arch; known: {', '.join(SHARED_MEMORY_PER_BLOCK)}")
+    out = []
+    for event in events:
+        if not isinstance(event, MoeConfigRecorded):
+            continue
+        for arch in archs:
+            for m, need, limit in moe_config_overruns(event.configs, arch, event.dtype):
+                c = event.configs[m]
+                out.append(FindingRecorded(
+                    event_id=uuid.uuid5(event.event_id, f"shared-memory/{arch}/{m}"),
+                    kind="moe-config-exceeds-shared-memory", basis="researched", verdict="incompatible",
+                    message=(f"{event.file_name}: M={m} ({c['BLOCK_SIZE_M']}/{c['BLOCK_SIZE_N']}/{c['BLOCK_SIZE_K']} "
+                             f"{c['num_stages']} stages) needs {need} B shared memory, {arch} has {limit} B per block: "
+                             "Triton raises OutOfResources at the first launch"),
+                    evidence=[Evidence(kind="event", ref=str(event.event_id))],
+                    host=Host(compute_capability=arch), session_id=session, actor=actor, source=event.file_name))
+    return out
 
 
 def _latest_startup(store: LedgerStore, session_id: str | None) -> StartupFacts | None:

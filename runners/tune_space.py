@@ -30,6 +30,10 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from ledger.gpu_arch import SHARED_MEMORY_PER_BLOCK, moe_config_shared_memory
+
+__all__ = ["SHARED_MEMORY_PER_BLOCK"]  # re-exported: the tuner prunes by it
+
 #: The six fields of one config, in SGLang's file order.
 CONFIG_KEYS = ("BLOCK_SIZE_M", "BLOCK_SIZE_N", "BLOCK_SIZE_K", "GROUP_SIZE_M", "num_warps", "num_stages")
 
@@ -41,13 +45,6 @@ INTERACTIVE_BATCH_SIZES = tuple(m for m in SGLANG_BATCH_SIZES if m <= 64)
 
 #: Bytes per element of the weights/activations the kernel loads, by dtype name.
 ELEMENT_BYTES = {"bf16": 2, "fp16": 2, "fp8_w8a8": 1}
-
-#: Shared memory per block (bytes) by arch, for checking files against a target arch without
-#: the device at hand (Triton's ``max_shared_mem`` = CUDA's opt-in limit per block).
-SHARED_MEMORY_PER_BLOCK = {
-    "sm80": 166_912, "sm86": 101_376, "sm89": 101_376, "sm90": 232_448,
-    "sm100": 232_448, "sm103": 232_448, "sm120": 101_376, "sm121": 101_376,
-}
 
 Config = dict[str, int]
 
@@ -143,16 +140,10 @@ def search_space() -> list[Config]:
 
 
 def shared_memory_bytes(config: Mapping[str, Any], element_bytes: int = 2) -> int:
-    """Bytes of shared memory one block needs (the estimate; Triton adds a little for barriers).
-
-    ``num_stages x (BLOCK_M x BLOCK_K + BLOCK_K x BLOCK_N) x element_bytes``: the software
-    pipeline holds one A tile and one B tile per stage. SGLang's seeds' crash (147,456 B wanted
-    on a 101,376 B part) is 4 x (64x128 + 128x128) x 2 = 196,608 by this estimate for
-    64/128/128 s4, and 147,456 = 3 x (64x128 + 128x128) x 2 for s3.
-    """
-    c = config
-    return int(c["num_stages"]) * (int(c["BLOCK_SIZE_M"]) * int(c["BLOCK_SIZE_K"])
-                                   + int(c["BLOCK_SIZE_K"]) * int(c["BLOCK_SIZE_N"])) * element_bytes
+    """Bytes of shared memory one block needs (the estimate; Triton adds a little for barriers):
+    ``num_stages x (BLOCK_M x BLOCK_K + BLOCK_K x BLOCK_N) x element_bytes`` — see
+    ``ledger.gpu_arch.moe_config_shared_memory``."""
+    return moe_config_shared_memory(dict(config), element_bytes)
 
 
 def block_shape_fits(config: Mapping[str, Any], block_shape: Sequence[int] | None) -> bool:

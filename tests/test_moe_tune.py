@@ -241,3 +241,25 @@ def test_run_tune_rejects_a_bad_shape(tmp_path, capsys):
     with pytest.raises(SystemExit) as exc:
         main(["--ledger", str(tmp_path / "l.duckdb"), "run", "tune", "--model-config", str(cfg), "--tp", "3"])
     assert exc.value.code == 3 and "does not divide" in capsys.readouterr().err
+
+
+def test_import_check_arch_flags_entries_sm120_cannot_launch(tmp_path, capsys):
+    """The seeds' crash caught at import: B200-tuned entries that need more than SM120's 101,376 B."""
+    src = Path(__file__).parent / "fixtures" / "sglang" / "moe_configs" / "triton_3_4_0" / "E=256,N=256,device_name=NVIDIA_B200.json"
+    data = json.loads(src.read_text())
+    ledger = str(tmp_path / "l.duckdb")
+    with pytest.raises(SystemExit) as ok:
+        main(["--ledger", ledger, "import", "--check-arch", "sm120", "--check-arch", "sm100", str(src)])
+    assert ok.value.code in (0, None)
+    out = capsys.readouterr().out
+    from ledger.gpu_arch import moe_config_shared_memory
+
+    expected = sorted(m for m, c in data.items() if moe_config_shared_memory(c) > 101_376)
+    assert expected  # the fixture has such entries
+    findings = LedgerStore(ledger).read(types=["finding_recorded"])
+    assert sorted(f.message.split("M=")[1].split(" ")[0] for f in findings) == expected
+    assert all(f.kind == "moe-config-exceeds-shared-memory" and f.host.compute_capability == "sm120" for f in findings)
+    assert out.count("finding: ") == len(expected)
+    with pytest.raises(SystemExit) as exc:
+        main(["--ledger", ledger, "import", "--check-arch", "sm7", str(src)])
+    assert exc.value.code == 3
