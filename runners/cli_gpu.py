@@ -50,6 +50,8 @@ def _int_list(text: str) -> list[int]:
 @click.option("--search", type=click.Choice(["halving", "exhaustive"]), default="halving", show_default=True)
 @click.option("--sample", type=click.FloatRange(0.001, 1.0), default=0.1, show_default=True,
               help="The first rung's share of the pruned space.")
+@click.option("--seed-file", type=click.Path(dir_okay=False, path_type=Path),
+              help="A MoE config file (e.g. SGLang's shipped one): its nearest entry joins each first rung.")
 @click.option("--time-budget", "time_budget_s", type=click.FloatRange(min=1), help="Stop cleanly after this many seconds with the best so far.")
 @click.option("--workers", type=click.IntRange(0), default=0, show_default=True, help="Processes compiling configs in parallel.")
 @click.option("--output-dir", type=click.Path(file_okay=False, path_type=Path),
@@ -59,7 +61,7 @@ def _int_list(text: str) -> list[int]:
 @pass_ctx
 def tune_command(ctx: Context, model_config: Path | None, tp: int, experts: int | None, inter: int | None,
                  hidden: int | None, topk: int | None, dtype: str, batch_sizes: str | None, all_batch_sizes: bool,
-                 kernel: str, search: str, sample: float, time_budget_s: float | None, workers: int,
+                 kernel: str, search: str, sample: float, seed_file: Path | None, time_budget_s: float | None, workers: int,
                  output_dir: Path | None, session_id: str | None, no_progress: bool) -> None:
     """Tune SGLang's fused-MoE Triton kernel for one shape on this GPU and write SGLang's config file.
 
@@ -81,6 +83,14 @@ def tune_command(ctx: Context, model_config: Path | None, tp: int, experts: int 
             shape = MoeShape(E=experts, N=inter, K=hidden, topk=topk, dtype=dtype)  # type: ignore[arg-type]
     except ValueError as exc:
         raise InvalidInput(f"{model_config or 'shape'}: {exc}") from None
+    seeds: dict = {}
+    if seed_file is not None:
+        from ledger.importers.moe_config import validate_configs
+
+        try:
+            seeds = validate_configs(json.loads(seed_file.read_text(encoding="utf-8")), str(seed_file))
+        except (OSError, ValueError) as exc:
+            raise InvalidInput(f"{seed_file}: not a readable MoE config file ({exc})") from None
     sizes = list(SGLANG_BATCH_SIZES) if all_batch_sizes else (_int_list(batch_sizes) if batch_sizes else list(INTERACTIVE_BATCH_SIZES))
     try:
         import torch
@@ -100,6 +110,7 @@ def tune_command(ctx: Context, model_config: Path | None, tp: int, experts: int 
         raise MissingEngine(str(exc)) from None
     out = output_dir or Path(str(store.path) + ".artifacts") / "moe_configs"
     spec = TuneSpec(shape=shape, batch_sizes=sizes, search=search, sample=sample, time_budget_s=time_budget_s,
+                    seed_configs=seeds,
                     output_dir=out, session_id=session_id or ctx.session)
     signal.signal(signal.SIGTERM, _raise_interrupt)
     try:

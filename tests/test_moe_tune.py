@@ -133,7 +133,8 @@ def test_a_killed_tune_resumes_without_measuring_anything_twice(ledger_path):
     store = LedgerStore(ledger_path)
     store.init()
     # A small first rung (5%) keeps the test short: every event is one real DuckDB append.
-    spec = TuneSpec(shape=SHAPE, batch_sizes=[1, 64], rounds=1, sample=0.05, output_dir=ledger_path.parent / "out")
+    spec = TuneSpec(shape=SHAPE, batch_sizes=[1, 64], rounds=1, sample=0.05,
+                    output_dir=ledger_path.parent / "out", session_id="tune-test")
     first = Recorded(interrupt_after=80, reject_stages=5)
     with pytest.raises(KeyboardInterrupt):
         run_tune(spec, first, StoreSink(store))
@@ -159,6 +160,15 @@ def test_a_killed_tune_resumes_without_measuring_anything_twice(ledger_path):
     assert rejected_first
     assert not {(m, k) for m, k, _b in second.timed} & rejected_first
     assert not set(second.checked) & rejected_first
+    # The board's ledger shows the tune: the kernel_tunes / kernel_tune_results views and the decision log.
+    tunes = store.query_arrow("SELECT outcome FROM kernel_tunes ORDER BY seq").column("outcome").to_pylist()
+    assert tunes == ["cancelled", "completed"]
+    rows = store.query_arrow("SELECT batch_size, default_us, tuned_us FROM kernel_tune_results "
+                             "WHERE seq = (SELECT max(seq) FROM kernel_tunes) ORDER BY batch_size").to_pylist()
+    assert [r["batch_size"] for r in rows] == [1, 64] and all(r["tuned_us"] < r["default_us"] for r in rows)
+    from ledger.export_markdown import render_markdown
+
+    assert "## Kernel tunes" in render_markdown(store, session_id="tune-test")
 
 
 def test_time_budget_stops_cleanly_with_the_best_so_far(tmp_path):

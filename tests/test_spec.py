@@ -116,3 +116,7 @@ def test_spec_trials_restart_benchmark_and_record_accept_length(tmp_path):
     assert [r["trial_id"] for r in rows] == ["spec-test:eagle-3-1-4", "spec-test:ngram-per-request"]
     assert rows[0]["accept_length"] == 3.0 and rows[0]["output_throughput_change_pct"] > 0
     assert json.loads(json.dumps(result.comparisons[0].model_dump(mode="json")))  # comparisons recorded
+    from ledger.export_markdown import render_markdown
+
+    md = render_markdown(store, session_id="spec-test")
+    assert "## Speculative-decoding trials" in md and "| spec-test:eagle-3-1-4 | EAGLE | 3.00 (server_info) | 1 |" in md
