@@ -44,6 +44,7 @@ import pyarrow as pa
 from tenacity import Retrying, retry_if_exception, stop_after_delay, wait_random_exponential
 
 from schemas import Event, EventEnvelope, parse_event
+from schemas.secrets import mask_json, mask_text
 
 from . import projections, sidecar_lock, views
 from .errors import ConcurrencyConflict, EventIdReused, InvalidInput, LedgerBusy, NotFound
@@ -53,8 +54,8 @@ _DATA_SUFFIXES = frozenset({".json", ".jsonl", ".ndjson", ".csv", ".tsv", ".parq
 
 _ID_PREFIX = re.compile(r"[0-9a-f]{8}(?:[0-9a-f-]{0,28})")
 
-#: Bump when the table layout changes (a migration is then needed).
-LAYOUT_VERSION = 1
+#: Bump when the table layout changes (a migration is then needed: ``MIGRATIONS``).
+LAYOUT_VERSION = 2
 
 EVENTS_DDL = """
 CREATE TABLE IF NOT EXISTS events (
@@ -73,9 +74,22 @@ CREATE TABLE IF NOT EXISTS events (
     source         VARCHAR,
     host           JSON,
     payload        JSON NOT NULL,
+    occurred_at    TIMESTAMPTZ,
     UNIQUE (stream, stream_version)
 );
 CREATE TABLE IF NOT EXISTS ledger_meta (key VARCHAR PRIMARY KEY, value VARCHAR NOT NULL);
+-- Where synced events sit on a PostgreSQL hub and which ledger they came from (ledger.sync).
+CREATE TABLE IF NOT EXISTS sync_events (
+    event_id              UUID PRIMARY KEY,
+    seq                   BIGINT NOT NULL,
+    remote                VARCHAR NOT NULL,
+    position              BIGINT NOT NULL,
+    origin_ledger         UUID NOT NULL,
+    origin_name           VARCHAR NOT NULL,
+    origin_seq            BIGINT NOT NULL,
+    origin_stream_version BIGINT NOT NULL,
+    seen_position         BIGINT NOT NULL
+);
 CREATE TABLE IF NOT EXISTS bench_samples (
     benchmark_event_id UUID NOT NULL,
     request_index      INTEGER NOT NULL,
@@ -107,10 +121,17 @@ BENCH_SAMPLES_SCHEMA = pa.schema(
     ]
 )
 
+#: Named layout migrations, in order, each idempotent: (layout version it brings a file to, SQL).
+#: A ledger written by older code is migrated the first time it is opened for writing.
+MIGRATIONS: tuple[tuple[int, str], ...] = (
+    # 2: when the fact happened (an imported log line's time), beside when it was recorded.
+    (2, "ALTER TABLE events ADD COLUMN IF NOT EXISTS occurred_at TIMESTAMPTZ"),
+)
+
 _COLUMNS = (
     "seq", "event_id", "type", "schema_version", "stream", "stream_version", "recorded_at",
     "actor_kind", "actor_name", "session_id", "causation_id", "correlation_id", "source",
-    "host", "payload",
+    "host", "payload", "occurred_at",
 )
 
 _ARROW_SCHEMA = pa.schema(
@@ -130,6 +151,7 @@ _ARROW_SCHEMA = pa.schema(
         ("source", pa.string()),
         ("host", pa.string()),
         ("payload", pa.string()),
+        ("occurred_at", pa.timestamp("us", tz="UTC")),
     ]
 )
 
@@ -343,6 +365,8 @@ class LedgerStore:
     def _ensure_schema(self, con: duckdb.DuckDBPyConnection) -> None:
         con.execute("BEGIN")
         con.execute(EVENTS_DDL)
+        for _, migration in MIGRATIONS:
+            con.execute(migration)
         projections.create(con)
         rows = con.execute("SELECT value FROM ledger_meta WHERE key = 'views_version'").fetchall()
         if not rows or rows[0][0] != views.VIEWS_VERSION:
@@ -414,9 +438,65 @@ class LedgerStore:
                 raise
         return results
 
+    def append_replicated(
+        self,
+        rows: Sequence[dict[str, Any]],
+        *,
+        record: Callable[[duckdb.DuckDBPyConnection, list[AppendResult]], None] | None = None,
+    ) -> list[AppendResult]:
+        """Append events pulled from a sync hub, in the given (hub) order, atomically.
+
+        For ``ledger.sync``. Each row is one stored event's envelope columns: ``event_id``,
+        ``type``, ``schema_version``, ``stream``, ``recorded_at`` (aware datetime),
+        ``actor_kind``, ``actor_name``, ``session_id``, ``causation_id``, ``correlation_id``,
+        ``source`` (str or None), ``host`` and ``payload`` (JSON text). They are stored as
+        they are (secrets masked, as for every event), at their own ``schema_version``
+        (upcast on read, like every stored row).
+        Each gets the next local ``seq`` and the next version of its stream *in this
+        ledger*: two hosts may both have appended at one stream version while offline,
+        and both events are kept (the origin's version stays in ``sync_events``).
+        Idempotent by ``event_id`` like ``append``. ``record(con, results)`` runs inside
+        the same transaction, so the sync bookkeeping commits with the events or not at all.
+        The row dicts are used as they are (``seq`` and ``stream_version`` are set in them).
+
+        Raises:
+            EventIdReused: an ``event_id`` is stored here with different content.
+            NotFound: a retraction of an event this ledger does not hold.
+            LedgerBusy: the file stayed locked.
+        """
+        batch = list(rows)
+        for row in batch:  # in place: copying 100k dicts costs more than the rest of the Python side
+            row["seq"] = row["stream_version"] = None
+            # A hub may hold what an older client or plain SQL wrote: mask as ``_row`` does
+            # (idempotent, so a re-pulled event still compares equal to the stored one).
+            row["payload"] = mask_json(row["payload"])
+            if row["host"] is not None:
+                row["host"] = mask_json(row["host"])
+            if row["source"]:
+                row["source"] = mask_text(row["source"])
+        if not batch:
+            return []
+        if not self.path.exists():
+            self.init()
+        with self.connect(read_only=False) as con:
+            if not self._is_current(con):
+                self._ensure_schema(con)
+            con.execute("BEGIN")
+            try:
+                results = self._append_in_tx(con, batch, None)
+                if record is not None:
+                    record(con, results)
+                con.execute("COMMIT")
+            except BaseException:
+                with suppress(duckdb.Error):
+                    con.execute("ROLLBACK")
+                raise
+        return results
+
     def _row(self, event: Event) -> dict[str, Any]:
         # model_dump_json runs in pydantic-core: ~3x faster than model_dump + json.dumps.
-        payload = event.model_dump_json(exclude=set(EventEnvelope.ENVELOPE_FIELDS))
+        # Every writer passes here: secrets are masked once, for every event (schemas.secrets).
+        payload = mask_json(event.model_dump_json(exclude=set(EventEnvelope.ENVELOPE_FIELDS)))
         recorded_at = event.recorded_at or self.clock()
         return {
             "seq": None,
@@ -431,9 +511,10 @@ class LedgerStore:
             "session_id": event.session_id,
             "causation_id": str(event.causation_id) if event.causation_id else None,
             "correlation_id": str(event.correlation_id) if event.correlation_id else None,
-            "source": event.source,
-            "host": event.host.model_dump_json() if event.host is not None else None,
+            "source": mask_text(event.source) if event.source else event.source,
+            "host": mask_json(event.host.model_dump_json()) if event.host is not None else None,
             "payload": payload,
+            "occurred_at": event.occurred_at,
         }
 
     def _append_in_tx(
@@ -503,7 +584,7 @@ class LedgerStore:
             con.execute(
                 "INSERT INTO events SELECT seq, event_id::UUID, type, schema_version, stream, "
                 "stream_version, recorded_at, actor_kind, actor_name, session_id, "
-                "causation_id::UUID, correlation_id::UUID, source, host::JSON, payload::JSON FROM incoming"
+                "causation_id::UUID, correlation_id::UUID, source, host::JSON, payload::JSON, occurred_at FROM incoming"
             )
             con.unregister("incoming")
             projections.apply(con, head_before, {row["type"] for row in fresh})
@@ -637,6 +718,7 @@ def row_to_event(row: dict[str, Any]) -> Event:
         "correlation_id": row["correlation_id"],
         "source": row["source"],
         "host": host,
+        "occurred_at": row.get("occurred_at"),
     }
     try:
         return parse_event(data)
