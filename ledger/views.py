@@ -177,10 +177,10 @@ links AS (
     SELECT (payload->>'candidate_id') AS candidate_id, seq, sync_order, event_id, type,
            coalesce(payload->>'text', (payload->>'decision'), (payload->>'what_it_does'),
                     (payload->>'description'), (payload->>'message'), (payload->>'reason'),
-                    (payload->>'outcome'), (payload->>'title')) AS summary
+                    (payload->>'summary'), (payload->>'outcome'), (payload->>'title')) AS summary
     FROM live_control
     WHERE type IN ('candidate_triaged', 'flag_researched', 'note_added', 'decision_recorded',
-                   'patch_applied', 'kernel_tune_started', 'spec_decoding_trial_completed')
+                   'patch_applied', 'kernel_tune_started', 'kernel_tune_completed', 'spec_decoding_trial_completed')
       AND (payload->>'candidate_id') IS NOT NULL
     UNION ALL
     SELECT p.candidate_id, h.seq, h.sync_order, h.evidence_event_id, 'flag verdict (' || h.basis || ')',

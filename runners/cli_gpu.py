@@ -57,12 +57,13 @@ def _int_list(text: str) -> list[int]:
 @click.option("--output-dir", type=click.Path(file_okay=False, path_type=Path),
               help="Where configs/triton_X_Y_Z/<file> is written (default <ledger>.artifacts/moe_configs); use as SGLANG_MOE_CONFIG_DIR.")
 @click.option("--session", "session_id", help="Session of the events (default: the global --session).")
+@click.option("--candidate", "candidate_id", help="The board's candidate this tune answers (e.g. kernel-tune:fused-moe).")
 @click.option("--no-progress", is_flag=True, help="No progress bar on standard error.")
 @pass_ctx
 def tune_command(ctx: Context, model_config: Path | None, tp: int, experts: int | None, inter: int | None,
                  hidden: int | None, topk: int | None, dtype: str, batch_sizes: str | None, all_batch_sizes: bool,
                  kernel: str, search: str, sample: float, seed_file: Path | None, time_budget_s: float | None, workers: int,
-                 output_dir: Path | None, session_id: str | None, no_progress: bool) -> None:
+                 output_dir: Path | None, session_id: str | None, candidate_id: str | None, no_progress: bool) -> None:
     """Tune SGLang's fused-MoE Triton kernel for one shape on this GPU and write SGLang's config file.
 
     Every measured config is recorded (kernel_config_measured); running the same command again
@@ -111,7 +112,7 @@ def tune_command(ctx: Context, model_config: Path | None, tp: int, experts: int 
     out = output_dir or Path(str(store.path) + ".artifacts") / "moe_configs"
     spec = TuneSpec(shape=shape, batch_sizes=sizes, search=search, sample=sample, time_budget_s=time_budget_s,
                     seed_configs=seeds,
-                    output_dir=out, session_id=session_id or ctx.session)
+                    output_dir=out, session_id=session_id or ctx.session, candidate_id=candidate_id)
     signal.signal(signal.SIGTERM, _raise_interrupt)
     try:
         report = run_tune(spec, measurer, StoreSink(store), say=lambda line: click.echo(line, err=True),

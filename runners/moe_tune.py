@@ -355,6 +355,7 @@ def _complete(spec: TuneSpec, report: TuneReport, kernel: Any, facts: dict[str, 
         best_configs={str(m): c for m, c in sorted(report.best.items())},
         output_file=str(report.output_file) if report.output_file else None, results=report.results,
         kernel_source=kernel.source, tune_key=report.tune_key, measured=report.measured, reused=report.reused,
+        candidate_id=spec.candidate_id,
         summary=report.summary, **common))
 
 

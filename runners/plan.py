@@ -143,6 +143,33 @@ class Plan:
         return [self.plan.baseline, *(c.config for c in self.candidates)]
 
 
+def read_toml(file: Path, what: str, allowed: set[str]) -> dict[str, Any]:
+    """A plan-like TOML file's tables (``what`` names it in errors: ``plan``, ``spec``).
+
+    Raises:
+        InvalidInput: missing file, bad TOML, a top-level key not in ``allowed``.
+    """
+    try:
+        data = tomllib.loads(file.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise InvalidInput(f"no {what} file {file}") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise InvalidInput(f"{file}: not valid TOML: {exc}") from None
+    extra = sorted(set(data) - allowed)
+    if extra:
+        raise InvalidInput(f"{file}: unknown top-level key(s) {', '.join(extra)}")
+    return data
+
+
+def validated(file: Path, build: Callable[[], Any]) -> Any:
+    """``build()``, its first pydantic ValidationError as ``InvalidInput`` naming file and field."""
+    try:
+        return build()
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        raise InvalidInput(f"{file}: {'.'.join(str(p) for p in err['loc'])}: {err['msg']}") from None
+
+
 def load_plan(path: str | Path) -> Plan:
     """Read a plan file; configurations from its ``[configs.*]`` or from ``plan.servers``.
 
@@ -152,22 +179,11 @@ def load_plan(path: str | Path) -> Plan:
     from .configs import load_configs, parse_configs
 
     file = Path(path)
-    try:
-        data = tomllib.loads(file.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise InvalidInput(f"no plan file {file}") from None
-    except tomllib.TOMLDecodeError as exc:
-        raise InvalidInput(f"{file}: not valid TOML: {exc}") from None
-    extra = sorted(set(data) - {"plan", "candidates", "bench", "defaults", "configs"})
-    if extra:
-        raise InvalidInput(f"{file}: unknown top-level key(s) {', '.join(extra)}")
-    try:
-        section = PlanSection.model_validate(data.get("plan", {}))
-        candidates = [CandidateSpec.model_validate(c) for c in data.get("candidates", [])]
-        bench = BenchSection.model_validate(data.get("bench", {}))
-    except ValidationError as exc:
-        err = exc.errors()[0]
-        raise InvalidInput(f"{file}: {'.'.join(str(p) for p in err['loc'])}: {err['msg']}") from None
+    data = read_toml(file, "plan", {"plan", "candidates", "bench", "defaults", "configs"})
+    section, candidates, bench = validated(file, lambda: (
+        PlanSection.model_validate(data.get("plan", {})),
+        [CandidateSpec.model_validate(c) for c in data.get("candidates", [])],
+        BenchSection.model_validate(data.get("bench", {}))))
     if section.servers:
         configs = load_configs(file.parent / section.servers)
     else:

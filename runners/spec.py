@@ -42,7 +42,6 @@ the lowest concurrency, and a verdict from the throughput comparison.
 from __future__ import annotations
 
 import re
-import tomllib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -50,14 +49,14 @@ from statistics import fmean
 from typing import Any
 
 import httpx
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field
 
 from ledger.errors import InvalidInput
 from ledger.store import LedgerStore
 from schemas import Actor
 from schemas.events import SpecDecodingTrialCompleted
 
-from .plan import BenchSection, CandidateSpec, Plan, PlanResult, PlanSection, Servers, run_plan
+from .plan import BenchSection, CandidateSpec, Plan, PlanResult, PlanSection, Servers, read_toml, run_plan, validated
 
 SPEC_ACTOR = Actor(kind="runner", name="spec")
 
@@ -119,22 +118,11 @@ def load_spec(path: str | Path) -> SpecPlan:
     from .configs import parse_configs
 
     file = Path(path)
-    try:
-        data = tomllib.loads(file.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise InvalidInput(f"no spec file {file}") from None
-    except tomllib.TOMLDecodeError as exc:
-        raise InvalidInput(f"{file}: not valid TOML: {exc}") from None
-    extra = sorted(set(data) - {"spec", "trials", "bench", "defaults", "configs"})
-    if extra:
-        raise InvalidInput(f"{file}: unknown top-level key(s) {', '.join(extra)}")
-    try:
-        section = PlanSection.model_validate(data.get("spec", {}))
-        trials = [TrialSpec.model_validate(t) for t in data.get("trials", [])]
-        bench = BenchSection.model_validate(data.get("bench", {}))
-    except ValidationError as exc:
-        err = exc.errors()[0]
-        raise InvalidInput(f"{file}: {'.'.join(str(p) for p in err['loc'])}: {err['msg']}") from None
+    data = read_toml(file, "spec", {"spec", "trials", "bench", "defaults", "configs"})
+    section, trials, bench = validated(file, lambda: (
+        PlanSection.model_validate(data.get("spec", {})),
+        [TrialSpec.model_validate(t) for t in data.get("trials", [])],
+        BenchSection.model_validate(data.get("bench", {}))))
     if not trials:
         raise InvalidInput(f"{file}: no [[trials]]: nothing to compare against the baseline")
     configs = parse_configs({k: v for k, v in data.items() if k in ("defaults", "configs")}, str(file))

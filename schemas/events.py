@@ -561,6 +561,7 @@ class KernelTuneCompleted(_TuneEvent):
     results: dict[str, dict[str, Any]] = Field(default_factory=dict)
     kernel_source: str | None = None
     tune_key: str | None = None
+    candidate_id: str | None = None
     measured: int | None = Field(default=None, description="configs timed in this run (not reused)")
     reused: int | None = Field(default=None, description="measurements taken from the ledger (resume)")
     summary: str | None = None

@@ -134,7 +134,7 @@ def test_a_killed_tune_resumes_without_measuring_anything_twice(ledger_path):
     store.init()
     # A small first rung (5%) keeps the test short: every event is one real DuckDB append.
     spec = TuneSpec(shape=SHAPE, batch_sizes=[1, 64], rounds=1, sample=0.05,
-                    output_dir=ledger_path.parent / "out", session_id="tune-test")
+                    output_dir=ledger_path.parent / "out", session_id="tune-test", candidate_id="kernel-tune:fused-moe")
     first = Recorded(interrupt_after=80, reject_stages=5)
     with pytest.raises(KeyboardInterrupt):
         run_tune(spec, first, StoreSink(store))
@@ -169,6 +169,13 @@ def test_a_killed_tune_resumes_without_measuring_anything_twice(ledger_path):
     from ledger.export_markdown import render_markdown
 
     assert "## Kernel tunes" in render_markdown(store, session_id="tune-test")
+    # The board links the tune to its candidate: the latest evidence is the completed tune's summary.
+    from schemas.events import CandidateProposed
+
+    store.append(CandidateProposed(candidate_id="kernel-tune:fused-moe", kind="kernel-tune", title="tune",
+                                   session_id="tune-test"))
+    board = store.query_arrow("SELECT latest_evidence_type, latest_evidence FROM board").to_pylist()
+    assert board[0]["latest_evidence_type"] == "kernel_tune_completed" and "completed" in board[0]["latest_evidence"]
 
 
 def test_time_budget_stops_cleanly_with_the_best_so_far(tmp_path):
