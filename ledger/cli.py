@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+import uuid
 from importlib.metadata import entry_points
 from pathlib import Path
 from typing import Any
@@ -21,7 +22,7 @@ import click
 import pyarrow as pa
 from pydantic import ValidationError
 
-from schemas import EVENT_TYPES, Actor, Event, Host, StartupFacts
+from schemas import EVENT_TYPES, Actor, Event, Evidence, Host, StartupFacts
 from schemas.events import ServerReady
 
 from . import input_checks
@@ -455,9 +456,13 @@ def list_views(ctx: Context) -> None:
 @click.option("--session", "session_id", help="Session id for the imported events.")
 @click.option("--config-name", help="Configuration name for imported benchmark runs (default: the file name).")
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
+@click.option("--check-arch", "check_arch", multiple=True, metavar="SMNN",
+              help="Check MoE config files against this arch's shared memory per block (e.g. sm120); "
+                   "each entry that would not launch is recorded as a finding.")
 @ledger_option
 @pass_ctx
-def import_(ctx: Context, files: tuple[Path, ...], session_id: str | None, config_name: str | None, as_json: bool) -> None:
+def import_(ctx: Context, files: tuple[Path, ...], session_id: str | None, config_name: str | None, as_json: bool,
+            check_arch: tuple[str, ...]) -> None:
     """Import files, detecting each kind by content: sglang/vLLM/GuideLLM/llmperf/AIPerf
     benchmark results, tuned MoE configs, SGLang and vLLM server logs. All files are appended in one atomic batch;
     re-importing a file is a no-op (event ids derive from the file's content)."""
@@ -485,6 +490,7 @@ def import_(ctx: Context, files: tuple[Path, ...], session_id: str | None, confi
         if event.event_id not in seen:
             seen.add(event.event_id)
             all_events.append(event)
+    all_events += _shared_memory_findings(all_events, check_arch, session, ctx.actor)
     samples: dict[Any, pa.Table] = {}
     for result in results:
         samples.update(result.samples)
@@ -505,6 +511,40 @@ def import_(ctx: Context, files: tuple[Path, ...], session_id: str | None, confi
     else:
         for row in summary:
             click.echo(f"{row['file']}: {row['kind']}, {row['new']} new, {row['duplicates']} already stored")
+        for finding in findings:
+            click.echo(f"finding: {finding.message}")
+
+
+def _shared_memory_findings(events: list, archs: tuple[str, ...], session: str | None, actor: Any) -> list:
+    """One ``finding_recorded`` per MoE config entry that needs more shared memory than an arch of
+    ``--check-arch`` has (the seeds' SM120 crash, caught before a server starts).
+
+    Raises:
+        InvalidInput: an arch with no known shared-memory figure.
+    """
+    from schemas.events import FindingRecorded, MoeConfigRecorded
+
+    from .gpu_arch import SHARED_MEMORY_PER_BLOCK, moe_config_overruns
+
+    unknown = [a for a in archs if a not in SHARED_MEMORY_PER_BLOCK]
+    if unknown:
+        raise InvalidInput(f"--check-arch {unknown[0]}: unknown arch; known: {', '.join(SHARED_MEMORY_PER_BLOCK)}")
+    out = []
+    for event in events:
+        if not isinstance(event, MoeConfigRecorded):
+            continue
+        for arch in archs:
+            for m, need, limit in moe_config_overruns(event.configs, arch, event.dtype):
+                c = event.configs[m]
+                out.append(FindingRecorded(
+                    event_id=uuid.uuid5(event.event_id, f"shared-memory/{arch}/{m}"),
+                    kind="moe-config-exceeds-shared-memory", basis="researched", verdict="incompatible",
+                    message=(f"{event.file_name}: M={m} ({c['BLOCK_SIZE_M']}/{c['BLOCK_SIZE_N']}/{c['BLOCK_SIZE_K']} "
+                             f"{c['num_stages']} stages) needs {need} B shared memory, {arch} has {limit} B per block: "
+                             "Triton raises OutOfResources at the first launch"),
+                    evidence=[Evidence(kind="event", ref=str(event.event_id))],
+                    host=Host(compute_capability=arch), session_id=session, actor=actor, source=event.file_name))
+    return out
 
 
 def _latest_startup(store: LedgerStore, session_id: str | None) -> StartupFacts | None:
@@ -555,13 +595,16 @@ SM120_QUERY = (
 
 @cli.command()
 @click.option("--no-tui", is_flag=True, help="Print a summary instead of opening the TUI.")
+@click.option("--campaign", type=click.Choice(["seeds", "h200"]), default="seeds", show_default=True,
+              help="seeds: data/demo_campaign.jsonl; h200: the H200 runs (data/h200_*.jsonl).")
 @ledger_option
 @pass_ctx
-def demo(ctx: Context, no_tui: bool) -> None:
+def demo(ctx: Context, no_tui: bool, campaign: str) -> None:
     """Build the demo ledger from data/demo_campaign.jsonl (the seeds' campaign) at --ledger and open it."""
-    from .demo import DEMO_SESSION, build_demo
+    from .demo import CAMPAIGNS, build_demo
 
-    store = build_demo(ctx.ledger)
+    store = build_demo(ctx.ledger, campaign=campaign)
+    DEMO_SESSION = CAMPAIGNS[campaign][1]
     # Without a terminal (a script, an agent, CI) there is nothing to draw on: print the summary.
     interactive = sys.stdin.isatty() and sys.stdout.isatty()
     opener = None if no_tui or not interactive else _plugin("tuneledger.tui_opener")
@@ -571,7 +614,10 @@ def demo(ctx: Context, no_tui: bool) -> None:
     click.echo(f"built demo ledger {ctx.ledger}: {store.head()} events, session {DEMO_SESSION}\n")
     print_table(store.query_arrow(
         "SELECT candidate_id, status, verdict, priority, reason FROM board ORDER BY updated_seq"), title="board")
-    print_table(store.query_arrow(SM120_QUERY), title="which flags were no-ops on SM120?")
+    if campaign == "h200":
+        _print_h200(store)
+    else:
+        print_table(store.query_arrow(SM120_QUERY), title="which flags were no-ops on SM120?")
     print_table(store.query_arrow(
         "SELECT config_name, concurrency, metric, baseline_value, value, round(change_pct, 2) AS change_pct, verdict "
         "FROM benchmark_deltas WHERE metric = 'output_throughput' ORDER BY config_name, concurrency"),
@@ -579,6 +625,20 @@ def demo(ctx: Context, no_tui: bool) -> None:
     if not no_tui:
         click.echo("(no terminal to draw the TUI on: summary printed; run it in a terminal, or `tuneledger tui`)"
                    if not interactive else "(the TUI is not installed; showing the summary)")
+
+
+def _print_h200(store: Any) -> None:
+    print_table(store.query_arrow("SELECT flag, arch, verdict, basis, summary FROM flag_verdicts ORDER BY flag"),
+                title="flag verdicts on sm90")
+    print_table(store.query_arrow(
+        "SELECT E, N, batch_size, default_us, tuned_us, round(speedup, 3) AS speedup, "
+        "round(100 * bandwidth_fraction, 1) AS bandwidth_pct, round(100 * flops_fraction, 2) AS flops_pct "
+        "FROM kernel_tune_results WHERE tune_id IN (SELECT tune_id FROM kernel_tunes WHERE search LIKE '%halving%' "
+        "AND session_id = 'h200-moe-tune' QUALIFY row_number() OVER (PARTITION BY E, N ORDER BY seq DESC) = 1) "
+        "ORDER BY seq, batch_size"), title="fused-MoE tune: SGLang default vs tuned (µs), latest tune per shape")
+    print_table(store.query_arrow(
+        "SELECT trial_id, accept_length, round(output_throughput_change_pct, 1) AS throughput_pct, "
+        "round(median_tpot_change_pct, 1) AS tpot_pct, verdict FROM spec_trials"), title="speculative trials")
 
 
 # --- plugins and entry point -----------------------------------------------------------

@@ -655,8 +655,12 @@ def _render_session(store: LedgerStore, session_id: str, short: ShortIds, timeli
         _render_flag_verdicts(store, session_id, short),
         _render_server_runs(store, session_id, short),
         _render_benchmark_deltas(store, session_id, short),
-        _render_timeline(store, session_id, short, timeline_max_rows),
     ]
+    from .export_gpu import render_kernel_tunes, render_spec_trials  # sections only where a session has them
+
+    parts += [p for p in (render_kernel_tunes(store, session_id, markdown_table),
+                          render_spec_trials(store, session_id, markdown_table)) if p]
+    parts.append(_render_timeline(store, session_id, short, timeline_max_rows))
     return "\n\n".join("\n".join(part) for part in parts) + "\n"
 
 

@@ -86,6 +86,9 @@ class BenchTarget:
     workload: BuiltWorkload
     ignore_eos: bool = True
     timeout_s: float = 600.0
+    #: Fields added to every request body (per-request generation options, e.g. transformers'
+    #: ``generation_config`` JSON for prompt-lookup speculation; ``runners.spec``).
+    extra_body: dict = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if self.endpoint not in ENDPOINT_PATHS:
@@ -124,7 +127,7 @@ def make_payload(target: BenchTarget, prompt: Prompt, ignore_eos: bool) -> dict:
         params: dict = {"temperature": 0.0, "max_new_tokens": prompt.output_len}
         if ignore_eos:
             params["ignore_eos"] = True
-        return {"text": prompt.text, "sampling_params": params, "stream": True}
+        return {"text": prompt.text, "sampling_params": params, "stream": True, **target.extra_body}
     body: dict = {
         "model": target.model,
         "max_tokens": prompt.output_len,
@@ -138,7 +141,7 @@ def make_payload(target: BenchTarget, prompt: Prompt, ignore_eos: bool) -> dict:
         body["prompt"] = prompt.text
     if ignore_eos:
         body["ignore_eos"] = True
-    return body
+    return {**body, **target.extra_body} if target.extra_body else body
 
 
 #: Seconds an idle connection stays in the client's pool. Below the 5 s after which uvicorn (the
