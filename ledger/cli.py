@@ -442,7 +442,7 @@ def import_(ctx: Context, files: tuple[Path, ...], session_id: str | None, confi
         for event in result.events:
             if isinstance(event, ServerReady):
                 previous = event.startup
-    all_events = [event for result in results for event in result.events]
+    all_events = _one_per_id(results)
     samples: dict[Any, pa.Table] = {}
     for result in results:
         samples.update(result.samples)
@@ -463,6 +463,32 @@ def import_(ctx: Context, files: tuple[Path, ...], session_id: str | None, confi
     else:
         for row in summary:
             click.echo(f"{row['file']}: {row['kind']}, {row['new']} new, {row['duplicates']} already stored")
+
+
+def _one_per_id(results: list[Any]) -> list[Any]:
+    """The events of all files, each id once: a file given twice (or two files with one
+    content) gives the same events, stored once. The same id with other content is an
+    error naming both files and lines.
+
+    Raises:
+        EventIdReused: one ``event_id`` with two contents (exit 8).
+    """
+    from .errors import EventIdReused
+
+    seen: dict[Any, tuple[Any, Any]] = {}
+    events = []
+    for result in results:
+        for event in result.events:
+            prior = seen.get(event.event_id)
+            if prior is None:
+                seen[event.event_id] = (result.path, event)
+                events.append(event)
+            elif prior[1] != event:
+                raise EventIdReused(
+                    f"{result.path} ({event.source}): event id {event.event_id} is also given by "
+                    f"{prior[0]} ({prior[1].source}) with other content"
+                )
+    return events
 
 
 def _latest_startup(store: LedgerStore, session_id: str | None) -> StartupFacts | None:
