@@ -483,13 +483,7 @@ def import_(ctx: Context, files: tuple[Path, ...], session_id: str | None, confi
         for event in result.events:
             if isinstance(event, ServerReady):
                 previous = event.startup
-    # One file named twice (or two copies of one file) gives the same events: store them once.
-    all_events: list[Any] = []
-    seen: set[Any] = set()
-    for event in (event for result in results for event in result.events):
-        if event.event_id not in seen:
-            seen.add(event.event_id)
-            all_events.append(event)
+    all_events = _one_per_id(results)
     all_events += _shared_memory_findings(all_events, check_arch, session, ctx.actor)
     samples: dict[Any, pa.Table] = {}
     for result in results:
@@ -545,6 +539,32 @@ def _shared_memory_findings(events: list, archs: tuple[str, ...], session: str |
                     evidence=[Evidence(kind="event", ref=str(event.event_id))],
                     host=Host(compute_capability=arch), session_id=session, actor=actor, source=event.file_name))
     return out
+
+
+def _one_per_id(results: list[Any]) -> list[Any]:
+    """The events of all files, each id once: a file given twice (or two files with one
+    content) gives the same events, stored once. The same id with other content is an
+    error naming both files and lines.
+
+    Raises:
+        EventIdReused: one ``event_id`` with two contents (exit 8).
+    """
+    from .errors import EventIdReused
+
+    seen: dict[Any, tuple[Any, Any]] = {}
+    events = []
+    for result in results:
+        for event in result.events:
+            prior = seen.get(event.event_id)
+            if prior is None:
+                seen[event.event_id] = (result.path, event)
+                events.append(event)
+            elif prior[1] != event:
+                raise EventIdReused(
+                    f"{result.path} ({event.source}): event id {event.event_id} is also given by "
+                    f"{prior[0]} ({prior[1].source}) with other content"
+                )
+    return events
 
 
 def _latest_startup(store: LedgerStore, session_id: str | None) -> StartupFacts | None:
