@@ -13,20 +13,34 @@ from __future__ import annotations
 import json
 import os
 import sys
-from importlib.metadata import entry_points
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
-import pyarrow as pa
 
 from schemas import EVENT_TYPES, Actor, Event, Host, StartupFacts
 from schemas.events import ServerReady
 
 from .errors import InvalidInput, LedgerError
 from .jsonl import event_from_obj, event_to_json, read_stdin_events
-from .render import FORMATS, print_table
 from .store import AppendResult, LedgerStore
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+# Start-up time matters (an agent calls `tuneledger append` in a loop): pyarrow, rich (the
+# table printer), the runners' and the TUI's commands are imported only when a command that
+# needs them runs. See README, Performance.
+
+#: The output formats of the table-printing commands (``ledger.render``, imported when printing).
+FORMATS = ("table", "csv", "json")
+
+
+def print_table(*args: Any, **kwargs: Any) -> None:
+    """``ledger.render.print_table``, imported on first use (it brings rich and pyarrow)."""
+    from .render import print_table as render
+
+    render(*args, **kwargs)
 
 DEFAULT_LEDGER = "tuneledger.duckdb"
 
@@ -63,7 +77,34 @@ def _default_actor() -> str:
     return os.environ.get("TUNELEDGER_ACTOR") or f"person:{os.environ.get('USER') or 'unknown'}"
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+class _LazyPluginGroup(click.Group):
+    """The root group: commands of other packages (entry points ``tuneledger.commands``) are
+    listed by name and imported only when one of them runs or help lists them."""
+
+    def _plugins(self) -> dict[str, Any]:
+        from importlib.metadata import entry_points
+
+        return {entry.name: entry for entry in entry_points(group="tuneledger.commands")}
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted({*super().list_commands(ctx), *self._plugins()})
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        command = super().get_command(ctx, cmd_name)
+        if command is not None:
+            return command
+        entry = self._plugins().get(cmd_name)
+        if entry is None:
+            return None
+        try:
+            command = entry.load()
+        except (ImportError, AttributeError):  # a plugin not built (yet) is simply absent
+            return None
+        self.add_command(command, cmd_name)
+        return command
+
+
+@click.group(cls=_LazyPluginGroup, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
 @click.option(
     "--ledger",
     type=click.Path(dir_okay=False, path_type=Path),
@@ -488,6 +529,8 @@ def demo(ctx: Context, no_tui: bool) -> None:
 
 def _plugin(group: str) -> Any:
     """The first object registered under the entry point ``group``, or None."""
+    from importlib.metadata import entry_points
+
     for entry in entry_points(group=group):
         try:
             return entry.load()
@@ -496,19 +539,33 @@ def _plugin(group: str) -> Any:
     return None
 
 
-def _register_plugin_commands() -> None:
-    for entry in entry_points(group="tuneledger.commands"):
+def run() -> None:
+    """The ``tuneledger`` console script: ``main``, then exit without the interpreter's teardown.
+
+    Once output is flushed and kept-open ledgers are let go (atexit handlers), ``os._exit``
+    ends the process: module and object finalisation cost tens of ms a call and do nothing
+    for a process that is about to end. In-process callers (tests) use ``main``.
+    """
+    import atexit
+
+    try:
+        main()
+        code = 0
+    except SystemExit as exc:
+        code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+        if exc.code is not None and not isinstance(exc.code, int):
+            print(exc.code, file=sys.stderr)
+    for stream in (sys.stdout, sys.stderr):
         try:
-            command = entry.load()
-        except (ImportError, AttributeError):  # a plugin not built (yet) is simply absent
-            continue
-        if command.name not in cli.commands:
-            cli.add_command(command)
+            stream.flush()
+        except (BrokenPipeError, ValueError):
+            pass
+    atexit._run_exitfuncs()
+    os._exit(code)
 
 
 def main(argv: list[str] | None = None) -> None:
     """Run the CLI; ``LedgerError`` becomes one line on stderr and its exit code."""
-    _register_plugin_commands()
     try:
         cli.main(args=argv, prog_name="tuneledger", standalone_mode=False)
     except click.exceptions.Exit as exc:
@@ -532,4 +589,4 @@ def main(argv: list[str] | None = None) -> None:
 
 
 if __name__ == "__main__":
-    main()
+    run()

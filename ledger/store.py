@@ -55,6 +55,7 @@ unprojected tail (zone maps skip the rest of the log).
 from __future__ import annotations
 
 import atexit
+import functools
 import json
 import re
 import threading
@@ -64,17 +65,18 @@ from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from uuid import UUID
 
 import duckdb
-import pyarrow as pa
-from tenacity import Retrying, retry_if_exception, stop_after_delay, wait_random_exponential
 
 from schemas import Event, EventEnvelope, parse_event
 
 from . import projections, sidecar_lock, views
 from .errors import ConcurrencyConflict, EventIdReused, InvalidInput, LedgerBusy, NotFound
+
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 #: File suffixes DuckDB treats as data to scan, not as a database to open.
 _DATA_SUFFIXES = frozenset({".json", ".jsonl", ".ndjson", ".csv", ".tsv", ".parquet", ".txt", ".log", ".xlsx"})
@@ -133,47 +135,71 @@ CREATE TABLE IF NOT EXISTS bench_samples (
 );
 """
 
-#: Arrow schema of per-request samples as ``append(samples=...)`` takes them: the columns of
-#: ``bench_samples`` but ``benchmark_event_id``. Times in ms, token counts in tokens.
-BENCH_SAMPLES_SCHEMA = pa.schema(
-    [
-        ("request_index", pa.int32()),
-        ("ok", pa.bool_()),
-        ("ttft_ms", pa.float64()),
-        ("e2e_ms", pa.float64()),
-        ("tpot_ms", pa.float64()),
-        ("prompt_tokens", pa.int32()),
-        ("output_tokens", pa.int32()),
-        ("itl_ms", pa.list_(pa.float64())),
-        ("error", pa.string()),
-    ]
-)
-
 _COLUMNS = (
     "seq", "event_id", "type", "schema_version", "stream", "stream_version", "recorded_at",
     "actor_kind", "actor_name", "session_id", "causation_id", "correlation_id", "source",
     "host", "payload",
 )
 
-_ARROW_SCHEMA = pa.schema(
-    [
-        ("seq", pa.int64()),
-        ("event_id", pa.string()),
-        ("type", pa.string()),
-        ("schema_version", pa.int32()),
-        ("stream", pa.string()),
-        ("stream_version", pa.int64()),
-        ("recorded_at", pa.timestamp("us", tz="UTC")),
-        ("actor_kind", pa.string()),
-        ("actor_name", pa.string()),
-        ("session_id", pa.string()),
-        ("causation_id", pa.string()),
-        ("correlation_id", pa.string()),
-        ("source", pa.string()),
-        ("host", pa.string()),
-        ("payload", pa.string()),
-    ]
-)
+# pyarrow is imported on first use, not at import: it is ~100 ms of CPU that a CLI append
+# (one event, no samples) never needs.
+
+
+@functools.cache
+def _bench_samples_schema() -> pa.Schema:
+    """Arrow schema of per-request samples as ``append(samples=...)`` takes them: the columns
+    of ``bench_samples`` but ``benchmark_event_id``. Times in ms, token counts in tokens."""
+    import pyarrow as pa
+
+    return pa.schema(
+        [
+            ("request_index", pa.int32()),
+            ("ok", pa.bool_()),
+            ("ttft_ms", pa.float64()),
+            ("e2e_ms", pa.float64()),
+            ("tpot_ms", pa.float64()),
+            ("prompt_tokens", pa.int32()),
+            ("output_tokens", pa.int32()),
+            ("itl_ms", pa.list_(pa.float64())),
+            ("error", pa.string()),
+        ]
+    )
+
+
+@functools.cache
+def _arrow_schema() -> pa.Schema:
+    """The Arrow schema a batch of events is inserted through (JSON and UUIDs as text)."""
+    import pyarrow as pa
+
+    return pa.schema(
+        [
+            ("seq", pa.int64()),
+            ("event_id", pa.string()),
+            ("type", pa.string()),
+            ("schema_version", pa.int32()),
+            ("stream", pa.string()),
+            ("stream_version", pa.int64()),
+            ("recorded_at", pa.timestamp("us", tz="UTC")),
+            ("actor_kind", pa.string()),
+            ("actor_name", pa.string()),
+            ("session_id", pa.string()),
+            ("causation_id", pa.string()),
+            ("correlation_id", pa.string()),
+            ("source", pa.string()),
+            ("host", pa.string()),
+            ("payload", pa.string()),
+        ]
+    )
+
+
+def __getattr__(name: str) -> Any:
+    """``BENCH_SAMPLES_SCHEMA`` and ``_ARROW_SCHEMA``, built (and pyarrow imported) on first use."""
+    if name == "BENCH_SAMPLES_SCHEMA":
+        return _bench_samples_schema()
+    if name == "_ARROW_SCHEMA":
+        return _arrow_schema()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 #: The columns that make two events with one id "the same event" (a retry). Provenance
 #: that a retry may legitimately change — recorded_at, actor, source — is left out.
@@ -469,7 +495,9 @@ class LedgerStore:
                     sidecar_lock.release(fd)
 
     def _open_locked(self, read_only: bool, config: dict[str, Any]) -> tuple[duckdb.DuckDBPyConnection, int]:
-        """Take the sidecar lock (``_acquire``), then open the file; the lock is let go on failure."""
+        """Check the path, take the sidecar lock (``_acquire``), then open the file; the lock is
+        let go on failure. Every connection of the store is opened here."""
+        self.check_path()
         fd = self._acquire(shared=read_only)
         try:
             return self._open(read_only, config), fd
@@ -503,6 +531,19 @@ class LedgerStore:
         return self.path.with_name(self.path.name + ".lock")
 
     def _open(self, read_only: bool, config: dict[str, Any]) -> duckdb.DuckDBPyConnection:
+        """``duckdb.connect``, retried with jittered backoff while another process holds the file.
+
+        Raises:
+            LedgerBusy: still locked after ``lock_timeout_s``.
+        """
+        try:
+            return duckdb.connect(str(self.path), read_only=read_only, config=config)
+        except duckdb.Error as exc:
+            if not is_lock_error(exc):
+                raise
+        # tenacity only now: most opens succeed at once, and its import costs a CLI call ~20 ms.
+        from tenacity import Retrying, retry_if_exception, stop_after_delay, wait_random_exponential
+
         retrying = Retrying(
             retry=retry_if_exception(is_lock_error),
             wait=wait_random_exponential(multiplier=0.002, max=0.05),
@@ -862,10 +903,13 @@ class LedgerStore:
                  row["causation_id"], row["correlation_id"], row["source"], row["host"], row["payload"]],
             )
             return
-        columns = {name: [row[name] for row in fresh] for name in _ARROW_SCHEMA.names}
+        import pyarrow as pa
+
+        schema = _arrow_schema()
+        columns = {name: [row[name] for row in fresh] for name in schema.names}
         columns["seq"] = [positions[row["event_id"]][0] for row in fresh]
         columns["stream_version"] = [positions[row["event_id"]][1] for row in fresh]
-        con.register("incoming", pa.Table.from_pydict(columns, schema=_ARROW_SCHEMA))
+        con.register("incoming", pa.Table.from_pydict(columns, schema=schema))
         try:
             con.execute(
                 "INSERT INTO events SELECT seq, event_id::UUID, type, schema_version, stream, "
