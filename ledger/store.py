@@ -93,7 +93,7 @@ WATCH_INTERVAL_S = 0.005
 IDLE_CATCH_UP_S = 0.02
 #: A kept-open writer catches up at once when this many events wait to be projected: bounds
 #: the work left for the hand-off (about 20 ms of projection for 1,000 events).
-MAX_LAG = 1000
+MAX_LAG = 10_000
 #: The stated hand-off time: a process waiting for a file that a kept-open writer holds gets
 #: it within this long (watch interval + the writer's current append + catch-up of at most
 #: ``MAX_LAG`` events + close with its checkpoint). Measured p50 and p99 in bench/bench_ledger.py;
@@ -295,10 +295,13 @@ class _Held:
                 if self.closed:
                     return
                 try:
-                    if time.monotonic() - self.last_used >= self.hold_s or sidecar_lock.someone_waits(self.fd):
+                    # Re-measured under the lock: an operation that just ended is not idleness.
+                    idle = time.monotonic() - self.last_used
+                    if idle >= self.hold_s or sidecar_lock.someone_waits(self.fd):
                         self.let_go()
                         return
-                    self.catch_up()
+                    if idle >= IDLE_CATCH_UP_S:
+                        self.catch_up()
                 except Exception:  # noqa: BLE001 (the next reader or writer catches up and reports)
                     with suppress(Exception):
                         self.let_go()
