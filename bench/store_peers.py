@@ -44,8 +44,11 @@ def tuneledger(workdir: Path, singles: int, batches: int, size: int) -> dict[str
 
     store = LedgerStore(workdir / "tl.duckdb", hold_s=5.0)
     store.init()
-    notes = [NoteAdded(text=f"single {i}", session_id="bench") for i in range(singles)]
-    single, single_total, single_cpu = _series([lambda n=n: store.append(n) for n in notes], store.close)
+    # the record is built inside the call, as MLflow's log_metric and Optuna's create_trial do
+    single, single_total, single_cpu = _series(
+        [lambda i=i: store.append(NoteAdded(text=f"single {i}", session_id="bench")) for i in range(singles)],
+        store.close,
+    )
     groups = [[NoteAdded(text=f"batch {b} {i}", session_id="bench") for i in range(size)] for b in range(batches)]
     batch, batch_total, batch_cpu = _series([lambda g=g: store.append(g) for g in groups], store.close)
     return _result(single, single_total, single_cpu, batch, batch_total, batch_cpu)
