@@ -10,6 +10,7 @@ never imports the UI.
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import sys
@@ -194,16 +195,29 @@ def _result_json(result: AppendResult) -> dict[str, Any]:
     }
 
 
-def _report_appended(results: list[AppendResult], events: list[Event], as_json: bool) -> None:
+def _report_appended(results: list[AppendResult], events: list[Any], as_json: bool,
+                     types: list[str] | None = None) -> None:
     if as_json:
         click.echo(json.dumps([_result_json(r) for r in results]))
         return
-    for result, event in zip(results, events):
-        state = "already stored at" if result.duplicate else "appended"
-        click.echo(
-            f"{state} seq {result.seq}: {event.type} {result.event_id} "
-            f"({result.stream} v{result.stream_version})"
-        )
+    names = types if types is not None else [event.type for event in events]
+    click.echo("\n".join(
+        f"{'already stored at' if result.duplicate else 'appended'} seq {result.seq}: {name} "
+        f"{result.event_id} ({result.stream} v{result.stream_version})"
+        for result, name in zip(results, names)
+    ))
+
+
+#: JSON lines on standard input from which the bulk import (``ledger.bulk``: validation in
+#: worker processes, one transaction) takes over; smaller inputs take the event-by-event path.
+BULK_MIN_LINES = 1000
+
+
+def _bulk_eligible(text: str, overrides: dict[str, Any], event_id: str | None, expected_version: int | None) -> bool:
+    """Many JSON lines and no option that changes each event (those take the general path)."""
+    if event_id is not None or expected_version is not None or any(v is not None for v in overrides.values()):
+        return False
+    return not text.lstrip().startswith("[") and text.count("\n") >= BULK_MIN_LINES
 
 
 @cli.command()
@@ -263,7 +277,15 @@ def append(
             raise click.UsageError("-f/--field needs a TYPE")
         if sys.stdin.isatty():
             raise click.UsageError("give a TYPE with -f fields, or pipe JSON / JSON lines on standard input")
-        events = read_stdin_events(sys.stdin)
+        text = sys.stdin.read()
+        if _bulk_eligible(text, overrides, event_id, expected_version):
+            from .bulk import import_lines
+
+            lines = text.splitlines()
+            results, types = import_lines(ctx.store(), lines, "<stdin>", actor=ctx.actor, session_id=ctx.session)
+            _report_appended(results, [], as_json, types=types)
+            return
+        events = read_stdin_events(io.StringIO(text))
         if event_id is not None and len(events) == 1:
             overrides["event_id"] = event_id
     else:

@@ -696,7 +696,21 @@ class LedgerStore:
         batch = [events] if isinstance(events, Event) else list(events)
         if not batch:
             return []
-        rows = [self._row(event) for event in batch]
+        now = self.clock()
+        return self.append_rows([event_row(event, now) for event in batch], expected_version=expected_version,
+                                samples=samples)
+
+    def append_rows(
+        self,
+        rows: list[dict[str, Any]],
+        *,
+        expected_version: int | None = None,
+        samples: Mapping[UUID, pa.Table] | None = None,
+    ) -> list[AppendResult]:
+        """``append`` for events already turned into rows by ``event_row`` (the bulk import
+        validates and converts in worker processes). Same guarantees, same errors."""
+        if not rows:
+            return []
         ids = [row["event_id"] for row in rows]
         if len(set(ids)) != len(ids):
             raise EventIdReused("the batch holds the same event_id twice")
@@ -718,28 +732,6 @@ class LedgerStore:
             finally:
                 held.done()
             return results
-
-    def _row(self, event: Event) -> dict[str, Any]:
-        # model_dump_json runs in pydantic-core: ~3x faster than model_dump + json.dumps.
-        payload = event.model_dump_json(exclude=set(EventEnvelope.ENVELOPE_FIELDS))
-        recorded_at = event.recorded_at or self.clock()
-        return {
-            "seq": None,
-            "event_id": str(event.event_id),
-            "type": event.type,
-            "schema_version": event.schema_version,
-            "stream": event.stream or event.default_stream(),
-            "stream_version": event.stream_version,
-            "recorded_at": recorded_at,
-            "actor_kind": event.actor.kind,
-            "actor_name": event.actor.name,
-            "session_id": event.session_id,
-            "causation_id": str(event.causation_id) if event.causation_id else None,
-            "correlation_id": str(event.correlation_id) if event.correlation_id else None,
-            "source": event.source,
-            "host": event.host.model_dump_json() if event.host is not None else None,
-            "payload": payload,
-        }
 
     def _write(
         self,
@@ -1016,6 +1008,36 @@ class LedgerStore:
         """Run one trusted read query (views included) and return an Arrow table."""
         with self.connect() as con:
             return con.sql(sql, params=list(params) if params else None).to_arrow_table()
+
+
+#: The envelope fields, left out of the stored ``payload`` (they have columns of their own).
+_ENVELOPE_FIELDS = set(EventEnvelope.ENVELOPE_FIELDS)
+
+
+def event_row(event: Event, recorded_at: datetime) -> dict[str, Any]:
+    """The ``events`` row of one event (``seq`` and a missing ``stream_version`` assigned at append).
+
+    ``recorded_at``: the time for an event that carries none (the store's clock, UTC).
+    Payload and host are JSON text; ids are text (DuckDB casts them to UUID).
+    """
+    # model_dump_json runs in pydantic-core: ~3x faster than model_dump + json.dumps.
+    return {
+        "seq": None,
+        "event_id": str(event.event_id),
+        "type": event.type,
+        "schema_version": event.schema_version,
+        "stream": event.stream or event.default_stream(),
+        "stream_version": event.stream_version,
+        "recorded_at": event.recorded_at or recorded_at,
+        "actor_kind": event.actor.kind,
+        "actor_name": event.actor.name,
+        "session_id": event.session_id,
+        "causation_id": str(event.causation_id) if event.causation_id else None,
+        "correlation_id": str(event.correlation_id) if event.correlation_id else None,
+        "source": event.source,
+        "host": event.host.model_dump_json() if event.host is not None else None,
+        "payload": event.model_dump_json(exclude=_ENVELOPE_FIELDS),
+    }
 
 
 def row_to_event(row: dict[str, Any]) -> Event:
