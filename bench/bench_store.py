@@ -19,6 +19,11 @@ Reported, over all rounds:
 - batches of 1,000: records/s over all batches (tuneledger including the final catch-up);
 - ``tuneledger append`` from process start to exit (``--cli`` calls, one-shot store): wall
   p50 / p90 and CPU (user + system of the child);
+- import: ``ledger.bulk.import_lines`` of the deterministic synthetic campaign of
+  bench/bench_ledger.py (``--import-events``, default 100,000 events, ~2 KB each; cached in
+  /tmp/tuneledger-bench) into a fresh ledger, end to end from lines in memory to committed
+  and projected, and the store's share alone (``append_rows`` of the validated rows: the
+  DuckDB-side ceiling, insert + projections + commit + checkpoint at close);
 - hand-off: a child keeps the ledger open and appends in a loop; this process reads (one-shot)
   ``--handoffs`` times: the wait for the file, p50 / p99 / max against ``HANDOFF_S``.
 """
@@ -148,6 +153,44 @@ def _cpu_of(argv: list[str], n: int) -> float:
     return round(statistics.median(cpus))
 
 
+def bench_import(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
+    sys.path.insert(0, str(ROOT / "bench"))
+    from bench_ledger import GENERATOR_VERSION, generate_jsonl
+
+    from ledger import bulk
+    from ledger.store import LedgerStore
+
+    cache = Path("/tmp/tuneledger-bench")
+    cache.mkdir(parents=True, exist_ok=True)
+    source = cache / f"campaign-{args.import_events}-g{GENERATOR_VERSION}.jsonl"
+    if not source.exists():
+        log(f"generating {args.import_events:,} events -> {source}")
+        generate_jsonl(source, args.import_events)
+    lines = source.read_text(encoding="utf-8").splitlines()
+    loads = [load()]
+    store = LedgerStore(tmp / "import.duckdb")
+    store.init()
+    store_s: list[float] = []
+    append_rows = store.append_rows
+
+    def timed_append_rows(rows: list[dict[str, Any]], **kwargs: Any) -> Any:
+        start = time.perf_counter()
+        try:
+            return append_rows(rows, **kwargs)
+        finally:
+            store_s.append(time.perf_counter() - start)
+
+    store.append_rows = timed_append_rows  # type: ignore[method-assign]
+    start, cpu0 = time.perf_counter(), time.process_time()
+    results, _ = bulk.import_lines(store, lines, str(source))
+    total = time.perf_counter() - start
+    loads.append(load())
+    assert len(results) == len(lines)
+    return {"events": len(lines), "mb": round(source.stat().st_size / 1e6), "per_s": round(len(lines) / total),
+            "store_per_s": round(len(lines) / store_s[0]), "seconds": round(total, 1),
+            "workers": min(os.cpu_count() or 1, bulk.MAX_WORKERS), "load": loads}
+
+
 def bench_handoff(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
     from ledger.store import HANDOFF_S, LedgerStore
 
@@ -184,10 +227,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--batch-size", type=int, default=1000)
     parser.add_argument("--cli", type=int, default=30, help="`tuneledger append` processes")
     parser.add_argument("--handoffs", type=int, default=30)
-    parser.add_argument("--only", choices=["stores", "cli", "handoff"], action="append")
+    parser.add_argument("--import-events", type=int, default=100_000)
+    parser.add_argument("--only", choices=["stores", "cli", "import", "handoff"], action="append")
     parser.add_argument("--json", type=Path, help="also write the results here")
     args = parser.parse_args(argv)
-    only = set(args.only or ["stores", "cli", "handoff"])
+    only = set(args.only or ["stores", "cli", "import", "handoff"])
     results: dict[str, Any] = {"cpus": os.cpu_count()}
     with tempfile.TemporaryDirectory(prefix="tuneledger-bench-store-") as name:
         tmp = Path(name)
@@ -196,6 +240,9 @@ def main(argv: list[str] | None = None) -> int:
         if "cli" in only:
             results["cli_append"] = bench_cli(args, tmp)
             log(f"cli append: {results['cli_append']}")
+        if "import" in only:
+            results["import"] = bench_import(args, tmp)
+            log(f"import: {results['import']}")
         if "handoff" in only:
             results["handoff"] = bench_handoff(args, tmp)
             log(f"hand-off: {results['handoff']}")
@@ -218,6 +265,11 @@ def print_report(results: dict[str, Any]) -> None:
         print(f"\n`tuneledger append`: wall p50 {cli['wall_p50_ms']} ms (p90 {cli['wall_p90_ms']}), CPU p50 "
               f"{cli['cpu_p50_ms']} ms (python alone {cli['python_start_cpu_ms']} ms, `import ledger.cli` "
               f"{cli['import_ledger_cli_cpu_ms']} ms); load {cli['load']}")
+    imp = results.get("import")
+    if imp:
+        print(f"\nimport of {imp['events']:,} events ({imp['mb']} MB JSONL), {imp['workers']} validation workers: "
+              f"{imp['per_s']:,} events/s end to end ({imp['seconds']} s); the store's share alone "
+              f"{imp['store_per_s']:,} events/s; load {imp['load']}")
     handoff = results.get("handoff")
     if handoff:
         print(f"\nhand-off from a kept-open writer: p50 {handoff['p50_ms']} ms, p99 {handoff['p99_ms']} ms, "
