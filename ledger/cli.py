@@ -22,7 +22,7 @@ import click
 from schemas import EVENT_TYPES, Actor, Event, Host, StartupFacts
 from schemas.events import ServerReady
 
-from .errors import InvalidInput, LedgerError
+from .errors import InvalidInput, LedgerError, NotFound
 from .jsonl import event_from_obj, event_to_json, read_stdin_events
 from .store import AppendResult, LedgerStore
 
@@ -75,7 +75,17 @@ ledger_option = click.option(
 
 
 def _default_actor() -> str:
-    return os.environ.get("TUNELEDGER_ACTOR") or f"person:{os.environ.get('USER') or 'unknown'}"
+    """``$TUNELEDGER_ACTOR``, else ``person:`` and the login name (``$USER`` may be empty or unset
+    in containers and cron: ``getpass`` falls back to ``$LOGNAME`` and the password database)."""
+    if os.environ.get("TUNELEDGER_ACTOR"):
+        return os.environ["TUNELEDGER_ACTOR"]
+    import getpass
+
+    try:
+        name = getpass.getuser()
+    except (KeyError, OSError):  # no such uid in the password database (a bare container)
+        name = ""
+    return f"person:{name.strip() or 'unknown'}"
 
 
 class _LazyPluginGroup(click.Group):
@@ -101,6 +111,7 @@ class _LazyPluginGroup(click.Group):
             command = entry.load()
         except (ImportError, AttributeError):  # a plugin not built (yet) is simply absent
             return None
+        _accept_ledger_everywhere(command)
         self.add_command(command, cmd_name)
         return command
 
@@ -138,10 +149,18 @@ def cli(ctx: click.Context, ledger: Path, actor: str, session: str | None) -> No
 
 
 @cli.command()
+@click.option("--parents", is_flag=True, help="Create the ledger's directory (and its parents) if missing.")
 @ledger_option
 @pass_ctx
-def init(ctx: Context) -> None:
-    """Create the ledger file (tables and views); harmless on an existing one."""
+def init(ctx: Context, parents: bool) -> None:
+    """Create the ledger file (tables and views); harmless on an existing one.
+
+    A ledger path in a directory that does not exist is refused (exit 5: a
+    mistyped path is not a new ledger) unless ``--parents``.
+    """
+    folder = ctx.ledger.parent
+    if not parents and not folder.is_dir():
+        raise NotFound(f"no directory {folder} for ledger {ctx.ledger} (mistyped? `--parents` creates it)")
     created = ctx.store().init()
     click.echo(f"{'created' if created else 'updated'} ledger {ctx.ledger}")
 
@@ -173,6 +192,23 @@ def _set_dotted(target: dict[str, Any], dotted: str, value: Any) -> None:
         if not isinstance(target, dict):
             raise InvalidInput(f"field '{dotted}': '{key}' is not an object")
     target[keys[-1]] = value
+
+
+class _AppendCommand(click.Command):
+    """``append``: ``append TYPE --help`` adds the fields of TYPE (names, types, units) to the help."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        # --help is eager: it prints before TYPE is parsed, so note TYPE here.
+        ctx.meta["append_type"] = next((a for a in args if a in EVENT_TYPES), None)
+        return super().parse_args(ctx, args)
+
+    def format_help(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        super().format_help(ctx, formatter)
+        event_type = ctx.meta.get("append_type")
+        if event_type:
+            from .event_types import describe_type
+
+            formatter.write("\n" + describe_type(event_type) + "\n")
 
 
 def _fill_envelope(event: Event, ctx: Context, overrides: dict[str, Any]) -> Event:
@@ -220,7 +256,7 @@ def _bulk_eligible(text: str, overrides: dict[str, Any], event_id: str | None, e
     return not text.lstrip().startswith("[") and text.count("\n") >= BULK_MIN_LINES
 
 
-@cli.command()
+@cli.command(cls=_AppendCommand)
 @click.argument("event_type", required=False, metavar="[TYPE]")
 @click.option("-f", "--field", "fields", multiple=True, metavar="KEY=VALUE",
               help="A payload field; VALUE is JSON when it parses (42, true, [1,2]) else text; KEY may be dotted (metrics.output_throughput).")
@@ -233,6 +269,7 @@ def _bulk_eligible(text: str, overrides: dict[str, Any], event_id: str | None, e
 @click.option("--host", "host_json", metavar="JSON", help='Host as JSON, e.g. \'{"gpu_name": "NVIDIA H200", "compute_capability": "9.0"}\'.')
 @click.option("--expected-version", type=int, help="Fail with exit 4 unless the stream is at this version (0: new stream).")
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
+@click.option("--create", is_flag=True, help="Create the ledger if it does not exist (else: exit 5).")
 @ledger_option
 @pass_ctx
 def append(
@@ -248,6 +285,7 @@ def append(
     host_json: str | None,
     expected_version: int | None,
     as_json: bool,
+    create: bool,
 ) -> None:
     """Append one event from options, or events as JSON / JSON lines on standard input.
 
@@ -257,9 +295,18 @@ def append(
     A batch on stdin (JSON array or JSON lines) is appended atomically: all or nothing.
 
     \b
+    TYPE's fields, with their types and units: `tuneledger append TYPE --help`
+    or `tuneledger types TYPE`.
+
+    \b
     Exit codes: 0 ok, 3 invalid input, 4 version conflict, 5 not found,
     7 ledger busy, 8 event id reused with other content.
+    A ledger that does not exist is not created (exit 5: a mistyped path
+    is not a new ledger) unless --create.
     """
+    ctx.store().check_path()  # a name that cannot be a ledger is exit 3 before "missing" (5)
+    if not create and not ctx.ledger.exists():
+        raise NotFound(f"no ledger at {ctx.ledger} (create it with `tuneledger init`, or pass --create)")
     overrides: dict[str, Any] = {
         "session_id": session_id,
         "stream": stream,
@@ -398,11 +445,21 @@ def sql(ctx: Context, query: str, fmt: str, timeout_s: float) -> None:
 
     \b
     Example: tuneledger sql "SELECT flag, verdict FROM flag_verdicts WHERE arch = 'sm120' AND no_effect"
-    Statements that write, attach, set options or touch files are refused (exit 6).
+    Statements that write, attach, set options or touch files are refused (exit 6);
+    a query stopped by --timeout exits 14.
     """
     from .readonly_sql import run_readonly
 
     print_table(run_readonly(ctx.store(), query, timeout_s=timeout_s or None), fmt)
+
+
+@cli.command(name="types")
+@click.argument("event_type", required=False, metavar="[TYPE]")
+def list_types(event_type: str | None) -> None:
+    """List the event types, or TYPE's fields with their types, units and meaning."""
+    from .event_types import describe_all, describe_type
+
+    click.echo(describe_type(event_type) if event_type else describe_all())
 
 
 @cli.command(name="views")
@@ -429,9 +486,10 @@ def list_views(ctx: Context) -> None:
 @ledger_option
 @pass_ctx
 def import_(ctx: Context, files: tuple[Path, ...], session_id: str | None, config_name: str | None, as_json: bool) -> None:
-    """Import files, detecting each kind: sglang bench_serving JSONL, sglang tuned MoE
-    config JSON, sglang server log. All files are appended in one atomic batch;
+    """Import files, detecting each kind by content: sglang/vLLM/GuideLLM/llmperf/AIPerf
+    benchmark results, tuned MoE configs, SGLang and vLLM server logs. All files are appended in one atomic batch;
     re-importing a file is a no-op (event ids derive from the file's content)."""
+    from .flag_memory import remembered_findings
     from .importers import import_file
 
     session = session_id or ctx.session
@@ -443,7 +501,7 @@ def import_(ctx: Context, files: tuple[Path, ...], session_id: str | None, confi
     results = []
     for path in files:
         result = import_file(path, session_id=session, actor=ctx.actor, config_name=config_name,
-                             previous_startup=previous)
+                             previous_startup=previous, remember=lambda started: remembered_findings(store, started))
         results.append(result)
         for event in result.events:
             if isinstance(event, ServerReady):
@@ -503,10 +561,9 @@ def export_markdown(ctx: Context, session_id: str | None, output: Path | None) -
     if output is None:
         click.echo(text, nl=False)
     else:
-        output.parent.mkdir(parents=True, exist_ok=True)
-        tmp = output.with_name(output.name + ".tmp")
-        tmp.write_text(text)
-        tmp.replace(output)  # whole file or nothing
+        from .safe_files import write_file
+
+        write_file(output, text)  # whole file; a symlink written through, a device in place
         click.echo(f"wrote {output}", err=True)
 
 
@@ -586,8 +643,25 @@ def run() -> None:
     os._exit(code)
 
 
+def _accept_ledger_everywhere(command: click.Command) -> None:
+    """Give every subcommand (plugins' too: ``run bench``, ``run plan``) a ``--ledger`` option,
+    so the ledger can be named after the command as well as before it."""
+    if isinstance(command, click.Group):
+        for sub in command.commands.values():
+            _accept_ledger_everywhere(sub)
+        return
+    if any("--ledger" in getattr(param, "opts", ()) for param in command.params):
+        return
+    command.params.append(click.Option(
+        ["--ledger"], type=click.Path(dir_okay=False, path_type=Path), expose_value=False,
+        callback=_ledger_override, help="The ledger file (also accepted before the command).",
+    ))
+
+
 def main(argv: list[str] | None = None) -> None:
     """Run the CLI; ``LedgerError`` becomes one line on stderr and its exit code."""
+    for command in cli.commands.values():  # plugin commands get it when loaded (_LazyPluginGroup)
+        _accept_ledger_everywhere(command)
     try:
         cli.main(args=argv, prog_name="tuneledger", standalone_mode=False)
     except click.exceptions.Exit as exc:
@@ -611,4 +685,8 @@ def main(argv: list[str] | None = None) -> None:
 
 
 if __name__ == "__main__":
-    run()
+    # `python -m ledger.cli`: run the imported module's entry point, not this __main__ copy, so
+    # the plugins' commands (which import ledger.cli's Context) find the context object they expect.
+    from ledger.cli import run as _run
+
+    _run()

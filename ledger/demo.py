@@ -19,6 +19,7 @@ from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
 
+from .errors import WouldLoseData
 from .jsonl import read_jsonl
 from .store import LedgerStore
 
@@ -46,33 +47,47 @@ def build_demo(
     ledger_path: str | Path,
     *,
     clock: Callable[[], datetime] | None = None,
-    replace: bool = True,
 ) -> LedgerStore:
     """Build the demo ledger at ``ledger_path`` from ``DEMO_FILE`` and return its store.
 
     Args:
-        ledger_path: the ``.duckdb`` file to write.
+        ledger_path: the ``.duckdb`` file to write. A missing file is created;
+            an existing demo ledger (every event in it is a demo event) is
+            appended to, which stores nothing twice (fixed ids). Nothing is ever
+            deleted: an existing ledger holding any other event is refused.
         clock: stamps ``recorded_at`` on each event (all demo events lack it);
             the store's default clock (now, UTC) when ``None``.
-        replace: delete an existing file at ``ledger_path`` first (and its
-            ``.wal``). Without it the events are appended to the existing
-            ledger; events already there (same ids) are not stored twice.
 
     All events are validated before anything is written, then appended in one
     atomic batch.
 
     Raises:
-        InvalidInput: a line of the demo file does not validate.
+        WouldLoseData: (exit 2) the file is a ledger with events of its own.
+        InvalidInput: a line of the demo file does not validate, or the path is
+            not a ledger file.
         NotFound: the demo file is missing.
         LedgerBusy: another process holds the ledger file.
     """
     path = Path(ledger_path)
     events = read_jsonl(DEMO_FILE)
-    if replace:
-        for stale in (path, path.with_name(path.name + ".wal")):
-            if stale.exists():
-                stale.unlink()
     store = LedgerStore(path, clock=clock)
+    store.check_path()
+    if path.exists():
+        own = _non_demo_events(store, {str(e.event_id) for e in events})
+        if own:
+            raise WouldLoseData(
+                f"{path} already holds a ledger with {own} event(s) that are not the demo's; "
+                "nothing was changed. Build the demo elsewhere: "
+                "`tuneledger demo --ledger demo.duckdb` (or `make demo LEDGER=demo.duckdb`)"
+            )
     store.init()
     store.append(events)
     return store
+
+
+def _non_demo_events(store: LedgerStore, demo_ids: set[str]) -> int:
+    """How many events of the ledger at ``store`` are not among ``demo_ids`` (0 for an empty file)."""
+    if store.path.stat().st_size == 0:
+        return 0
+    table = store.query_arrow("SELECT event_id::VARCHAR AS event_id FROM events")
+    return sum(1 for event_id in table.column("event_id").to_pylist() if event_id not in demo_ids)

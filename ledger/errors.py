@@ -5,13 +5,17 @@ Exit codes (stable; coding agents branch on them):
 ====  ======================================================================
 0     success
 1     unexpected internal error
-2     usage error (bad option; from click)
+2     usage error (bad option; from click), or a command refused because it
+      would overwrite or misplace a user's data (``WouldLoseData``)
 3     invalid input: unparsable or mistyped event, unknown file format
 4     concurrency conflict: the stream is not at the expected version
 5     not found: no such ledger file or event id
 6     refused: a statement the read-only ``sql`` command does not run
 7     ledger busy: the file lock could not be had within the timeout
-8     event id reused with different content
+8     event id reused with different content (also: on a sync hub)
+9     remote error: a sync hub unreachable, refusing the login, or not initialised
+14    a read-only query stopped by its ``--timeout`` (10–13 are the runners')
+15    storage error: disk full, read-only file system, I/O error (what was acknowledged is kept)
 ====  ======================================================================
 """
 
@@ -22,6 +26,17 @@ class LedgerError(Exception):
     """Base of every error the ledger reports to a user; ``exit_code`` is the CLI's status."""
 
     exit_code = 1
+
+
+class WouldLoseData(LedgerError):
+    """A command refused because it would replace, overwrite or misplace a user's events.
+
+    Exit 2 like a usage error: the command line asked for the wrong thing (a
+    path that holds someone's ledger, a mistyped directory); the message names
+    the file and how to pick another path.
+    """
+
+    exit_code = 2
 
 
 class InvalidInput(LedgerError):
@@ -66,3 +81,25 @@ class EventIdReused(LedgerError):
     """An append reused an existing ``event_id`` for an event with different content."""
 
     exit_code = 8
+
+
+class RemoteError(LedgerError):
+    """A sync hub could not be reached, refused the login or a statement, or is not initialised."""
+
+    exit_code = 9
+
+
+class QueryTimeout(LedgerError):
+    """A read-only query ran past its time limit and was stopped (``sql --timeout``)."""
+
+    exit_code = 14
+
+
+
+class StorageError(LedgerError):
+    """The file system refused: no space left, read-only, I/O error. Names the file and the cause.
+
+    Events already acknowledged are kept (DuckDB's WAL); the failed write left nothing behind.
+    """
+
+    exit_code = 15

@@ -22,6 +22,7 @@ from __future__ import annotations
 import json
 from bisect import bisect_left
 from collections.abc import Iterable, Sequence
+from datetime import UTC
 from typing import Any
 
 from .errors import NotFound
@@ -492,11 +493,13 @@ def _render_server_runs(store: LedgerStore, session_id: str, short: ShortIds) ->
     def number(value: Any) -> str:
         return "?" if value is None else str(value)
 
+    # When the fact happened (an imported log's own time), only where some run has it.
+    occurred = any(r.get("occurred_at") for r in rows)
     table = markdown_table(
         [
             "Config", "Status", "max_running_requests", "max_total_num_tokens", "CUDA graph max bs",
             "Piecewise CUDA graph", "MoE kernel config", "Changes vs previous",
-        ],
+        ] + (["Started (log time, UTC)"] if occurred else []),
         [
             [
                 _run_label(r),
@@ -507,12 +510,21 @@ def _render_server_runs(store: LedgerStore, session_id: str, short: ShortIds) ->
                 piecewise(r),
                 r["moe_kernel_config"] or "?",
                 changes(r),
-            ]
+            ] + ([_utc(r.get("occurred_at"))] if occurred else [])
             for r in rows
         ],
-        align=["l", "l", "r", "r", "r", "l", "l", "l"],
+        align=["l", "l", "r", "r", "r", "l", "l", "l"] + (["l"] if occurred else []),
     )
     return ["## Server runs", "", table]
+
+
+def _utc(value: Any) -> str:
+    """A timestamp as ``YYYY-mm-dd HH:MM:SS`` in UTC, or an empty cell."""
+    if value is None:
+        return ""
+    if hasattr(value, "astimezone"):
+        return value.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S")
+    return str(value)
 
 
 def _render_benchmark_deltas(store: LedgerStore, session_id: str, short: ShortIds) -> list[str]:
@@ -581,16 +593,18 @@ def _render_benchmark_deltas(store: LedgerStore, session_id: str, short: ShortId
 def _render_timeline(store: LedgerStore, session_id: str, short: ShortIds, max_rows: int) -> list[str]:
     rows = _rows(
         store,
-        "SELECT seq, type, stream, summary, CAST(event_id AS VARCHAR) AS event_id FROM timeline "
+        "SELECT seq, type, stream, summary, CAST(event_id AS VARCHAR) AS event_id, occurred_at FROM timeline "
         "WHERE session_id = ? ORDER BY seq",
         [session_id],
     )
     lines = ["## Timeline", ""]
     if len(rows) <= max_rows:
+        occurred = any(r["occurred_at"] for r in rows)
         table = markdown_table(
-            ["Seq", "Type", "Summary", "Event"],
-            [[r["seq"], r["type"], _one_line(r["summary"]) or f"({r['stream']})", _code(short(r["event_id"]))] for r in rows],
-            align=["r", "l", "l", "l"],
+            ["Seq", "Type", "Summary", "Event"] + (["Occurred (UTC)"] if occurred else []),
+            [[r["seq"], r["type"], _one_line(r["summary"]) or f"({r['stream']})", _code(short(r["event_id"]))]
+             + ([_utc(r["occurred_at"])] if occurred else []) for r in rows],
+            align=["r", "l", "l", "l"] + (["l"] if occurred else []),
         )
         return lines + [table]
     counts: dict[str, list[int]] = {}

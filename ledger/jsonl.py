@@ -91,13 +91,12 @@ def read_jsonl(path: str | Path) -> list[Event]:
         InvalidInput: a bad line (named ``file:line``), or bytes that are not UTF-8 text.
         NotFound: the file does not exist.
     """
-    from .errors import NotFound
+    from .safe_files import read_regular
 
     path = Path(path)
-    if not path.exists():
-        raise NotFound(f"{path}: no such file")
+    data = read_regular(path)  # NotFound; a FIFO or device is refused, never read
     try:
-        text = path.read_text(encoding="utf-8")
+        text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise InvalidInput(f"{path}: not UTF-8 text (byte {exc.start})") from None
     return list(iter_jsonl(text.splitlines(), str(path)))

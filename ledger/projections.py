@@ -77,7 +77,7 @@ CREATE TABLE IF NOT EXISTS control_events (
     seq BIGINT NOT NULL, event_id UUID NOT NULL, type VARCHAR NOT NULL, stream VARCHAR,
     stream_version BIGINT, recorded_at TIMESTAMPTZ, actor_kind VARCHAR, actor_name VARCHAR,
     session_id VARCHAR, causation_id UUID, correlation_id UUID, source VARCHAR, host JSON,
-    arch VARCHAR, host_engine VARCHAR, host_engine_version VARCHAR, payload JSON
+    arch VARCHAR, host_engine VARCHAR, host_engine_version VARCHAR, payload JSON, occurred_at TIMESTAMPTZ
 );
 CREATE TABLE IF NOT EXISTS bench_runs (
     seq BIGINT NOT NULL, event_id UUID NOT NULL, session_id VARCHAR, recorded_at TIMESTAMPTZ,
@@ -96,7 +96,8 @@ CREATE TABLE IF NOT EXISTS bench_arms (
 CREATE TABLE IF NOT EXISTS event_summaries (
     seq BIGINT NOT NULL, event_id UUID NOT NULL, type VARCHAR NOT NULL, stream VARCHAR,
     recorded_at TIMESTAMPTZ, session_id VARCHAR, actor_kind VARCHAR, actor_name VARCHAR,
-    arch VARCHAR, summary VARCHAR, causation_id UUID, correlation_id UUID, source VARCHAR
+    arch VARCHAR, summary VARCHAR, causation_id UUID, correlation_id UUID, source VARCHAR,
+    occurred_at TIMESTAMPTZ
 );
 CREATE TABLE IF NOT EXISTS stream_heads (stream VARCHAR PRIMARY KEY, version BIGINT NOT NULL);
 """
@@ -216,7 +217,7 @@ def apply_sql() -> tuple[str, ...]:
            ON CONFLICT DO NOTHING""",
         f"""INSERT INTO control_events
             SELECT {_ENVELOPE}, (e.host->>'compute_capability'), (e.host->>'engine'),
-                   (e.host->>'engine_version'), {upcast}
+                   (e.host->>'engine_version'), {upcast}, e.occurred_at
             FROM events e WHERE e.seq > $after AND e.type NOT IN ({_MEASUREMENTS})""",
         f"""INSERT INTO bench_runs
             SELECT seq, event_id, session_id, recorded_at, arch, source, b.run_id, b.config_name,
@@ -242,7 +243,7 @@ def apply_sql() -> tuple[str, ...]:
         f"""INSERT INTO event_summaries
             SELECT e.seq, e.event_id, e.type, e.stream, e.recorded_at, e.session_id, e.actor_kind,
                    e.actor_name, h.compute_capability, {_SUMMARY_CASE}, e.causation_id,
-                   e.correlation_id, e.source
+                   e.correlation_id, e.source, e.occurred_at
             FROM (SELECT *, from_json({upcast}, '{_SUMMARY_STRUCT}') AS p,
                          from_json(coalesce(host, '{{}}'), '{{"gpu_name": "VARCHAR", "gpu_count": "VARCHAR",
                                    "compute_capability": "VARCHAR"}}') AS h

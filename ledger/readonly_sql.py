@@ -19,7 +19,7 @@ import threading
 import duckdb
 import pyarrow as pa
 
-from .errors import InvalidInput, Refused
+from .errors import InvalidInput, QueryTimeout, Refused
 from .store import LedgerStore
 
 _STATEMENT_NAMES = {duckdb.StatementType.LOAD: "INSTALL/LOAD"}
@@ -72,7 +72,7 @@ def run_readonly(
             or it tried to reach files or settings (DuckDB's permission error).
         ledger.errors.InvalidInput: the query fails (unknown column, type error), one line.
         ledger.errors.NotFound: no ledger at the store's path.
-        Refused: the query ran longer than ``timeout_s``.
+        QueryTimeout: (exit 14) the query ran longer than ``timeout_s``.
     """
     from .errors import InvalidInput
 
@@ -90,7 +90,7 @@ def run_readonly(
                 relation = relation.limit(max_rows)
             return relation.to_arrow_table()
         except duckdb.InterruptException:
-            raise Refused(
+            raise QueryTimeout(
                 f"query stopped after {timeout_s:g} s: writers wait while it runs (sql --timeout to allow longer)"
             ) from None
         except duckdb.PermissionException as exc:

@@ -71,6 +71,7 @@ from uuid import UUID
 import duckdb
 
 from schemas import Event, EventEnvelope, parse_event
+from schemas.secrets import mask_json, mask_text
 
 from . import projections, sidecar_lock, views
 from .errors import ConcurrencyConflict, EventIdReused, InvalidInput, LedgerBusy, NotFound
@@ -83,9 +84,10 @@ _DATA_SUFFIXES = frozenset({".json", ".jsonl", ".ndjson", ".csv", ".tsv", ".parq
 
 _ID_PREFIX = re.compile(r"[0-9a-f]{8}(?:[0-9a-f-]{0,28})")
 
-#: Bump when the table layout changes (a migration is then needed). 2: catch-up projections
-#: with a stored position (``ledger_meta.projected_seq``) and the ``stream_heads`` projection.
-LAYOUT_VERSION = 2
+#: Bump when the table layout changes (a migration is then needed: ``MIGRATIONS``). 2: the
+#: ``occurred_at`` column; 3: catch-up projections with a stored position
+#: (``ledger_meta.projected_seq``) and the ``stream_heads`` projection (``_ensure_schema``).
+LAYOUT_VERSION = 3
 
 #: How often a kept-open connection's watcher looks for a process waiting for the file (s).
 WATCH_INTERVAL_S = 0.005
@@ -117,9 +119,22 @@ CREATE TABLE IF NOT EXISTS events (
     source         VARCHAR,
     host           JSON,
     payload        JSON NOT NULL,
+    occurred_at    TIMESTAMPTZ,
     UNIQUE (stream, stream_version)
 );
 CREATE TABLE IF NOT EXISTS ledger_meta (key VARCHAR PRIMARY KEY, value VARCHAR NOT NULL);
+-- Where synced events sit on a PostgreSQL hub and which ledger they came from (ledger.sync).
+CREATE TABLE IF NOT EXISTS sync_events (
+    event_id              UUID PRIMARY KEY,
+    seq                   BIGINT NOT NULL,
+    remote                VARCHAR NOT NULL,
+    position              BIGINT NOT NULL,
+    origin_ledger         UUID NOT NULL,
+    origin_name           VARCHAR NOT NULL,
+    origin_seq            BIGINT NOT NULL,
+    origin_stream_version BIGINT NOT NULL,
+    seen_position         BIGINT NOT NULL
+);
 CREATE TABLE IF NOT EXISTS bench_samples (
     benchmark_event_id UUID NOT NULL,
     request_index      INTEGER NOT NULL,
@@ -135,10 +150,17 @@ CREATE TABLE IF NOT EXISTS bench_samples (
 );
 """
 
+#: Named layout migrations, in order, each idempotent: (layout version it brings a file to, SQL).
+#: A ledger written by older code is migrated the first time it is opened for writing.
+MIGRATIONS: tuple[tuple[int, str], ...] = (
+    # 2: when the fact happened (an imported log line's time), beside when it was recorded.
+    (2, "ALTER TABLE events ADD COLUMN IF NOT EXISTS occurred_at TIMESTAMPTZ"),
+)
+
 _COLUMNS = (
     "seq", "event_id", "type", "schema_version", "stream", "stream_version", "recorded_at",
     "actor_kind", "actor_name", "session_id", "causation_id", "correlation_id", "source",
-    "host", "payload",
+    "host", "payload", "occurred_at",
 )
 
 # pyarrow is imported on first use, not at import: it is ~100 ms of CPU that a CLI append
@@ -188,6 +210,7 @@ def _arrow_schema() -> pa.Schema:
             ("source", pa.string()),
             ("host", pa.string()),
             ("payload", pa.string()),
+            ("occurred_at", pa.timestamp("us", tz="UTC")),
         ]
     )
 
@@ -633,6 +656,8 @@ class LedgerStore:
         con.execute("BEGIN")
         try:
             con.execute(EVENTS_DDL)
+            for _, migration in MIGRATIONS:
+                con.execute(migration)
             projections.create(con)
             meta = dict(con.execute("SELECT key, value FROM ledger_meta").fetchall())
             if meta.get("views_version") != views.VIEWS_VERSION:
@@ -706,9 +731,11 @@ class LedgerStore:
         *,
         expected_version: int | None = None,
         samples: Mapping[UUID, pa.Table] | None = None,
+        record: Callable[[duckdb.DuckDBPyConnection, list[AppendResult]], None] | None = None,
     ) -> list[AppendResult]:
         """``append`` for events already turned into rows by ``event_row`` (the bulk import
-        validates and converts in worker processes). Same guarantees, same errors."""
+        validates and converts in worker processes). Same guarantees, same errors.
+        ``record(con, results)`` runs inside the append's transaction (sync bookkeeping)."""
         if not rows:
             return []
         ids = [row["event_id"] for row in rows]
@@ -723,15 +750,53 @@ class LedgerStore:
             if held is None:
                 with self._connect_once(False, {}) as con:
                     self._ensure_schema(con)
-                    return self._write(con, rows, expected_version, samples, None)
+                    return self._write(con, rows, expected_version, samples, None, record)
             held.last_used = time.monotonic()
             try:
-                results = self._write(held.con, rows, expected_version, samples, held)
+                results = self._write(held.con, rows, expected_version, samples, held, record)
                 if held.head - held.projected >= MAX_LAG:
                     held.catch_up()
             finally:
                 held.done()
             return results
+
+    def append_replicated(
+        self,
+        rows: Sequence[dict[str, Any]],
+        *,
+        record: Callable[[duckdb.DuckDBPyConnection, list[AppendResult]], None] | None = None,
+    ) -> list[AppendResult]:
+        """Append events pulled from a sync hub, in the given (hub) order, atomically.
+
+        For ``ledger.sync``. Each row is one stored event's envelope columns: ``event_id``,
+        ``type``, ``schema_version``, ``stream``, ``recorded_at`` (aware datetime),
+        ``actor_kind``, ``actor_name``, ``session_id``, ``causation_id``, ``correlation_id``,
+        ``source`` (str or None), ``host`` and ``payload`` (JSON text). They are stored as
+        they are (secrets masked, as for every event), at their own ``schema_version``
+        (upcast on read, like every stored row).
+        Each gets the next local ``seq`` and the next version of its stream *in this
+        ledger*: two hosts may both have appended at one stream version while offline,
+        and both events are kept (the origin's version stays in ``sync_events``).
+        Idempotent by ``event_id`` like ``append``. ``record(con, results)`` runs inside
+        the same transaction, so the sync bookkeeping commits with the events or not at all.
+        The row dicts are used as they are (``seq`` and ``stream_version`` are set in them).
+
+        Raises:
+            EventIdReused: an ``event_id`` is stored here with different content.
+            NotFound: a retraction of an event this ledger does not hold.
+            LedgerBusy: the file stayed locked.
+        """
+        batch = list(rows)
+        for row in batch:  # in place: copying 100k dicts costs more than the rest of the Python side
+            row["seq"] = row["stream_version"] = None
+            # A hub may hold what an older client or plain SQL wrote: mask as ``_row`` does
+            # (idempotent, so a re-pulled event still compares equal to the stored one).
+            row["payload"] = mask_json(row["payload"])
+            if row["host"] is not None:
+                row["host"] = mask_json(row["host"])
+            if row["source"]:
+                row["source"] = mask_text(row["source"])
+        return self.append_rows(batch, record=record)
 
     def _write(
         self,
@@ -740,6 +805,7 @@ class LedgerStore:
         expected_version: int | None,
         samples: Mapping[UUID, pa.Table] | None,
         held: _Held | None,
+        record: Callable[[duckdb.DuckDBPyConnection, list[AppendResult]], None] | None = None,
     ) -> list[AppendResult]:
         """One append transaction. The fast path assumes every event is new and inserts at
         once (the ``event_id`` and ``(stream, stream_version)`` unique indexes are the
@@ -764,6 +830,8 @@ class LedgerStore:
             for result in results:
                 if samples and not result.duplicate and result.event_id in samples:
                     self._insert_samples(con, result.event_id, samples[result.event_id])
+            if record is not None:
+                record(con, results)
             if held is None:
                 projections.catch_up(con, projected)
             con.execute("COMMIT")
@@ -897,24 +965,26 @@ class LedgerStore:
             row = fresh[0]
             seq, version = positions[row["event_id"]]
             con.execute(
-                "INSERT INTO events VALUES (?, ?::UUID, ?, ?, ?, ?, ?, ?, ?, ?, ?::UUID, ?::UUID, ?, ?::JSON, ?::JSON)",
+                f"INSERT INTO events ({', '.join(_COLUMNS)}) "
+                "VALUES (?, ?::UUID, ?, ?, ?, ?, ?, ?, ?, ?, ?::UUID, ?::UUID, ?, ?::JSON, ?::JSON, ?)",
                 [seq, row["event_id"], row["type"], row["schema_version"], row["stream"], version,
                  row["recorded_at"], row["actor_kind"], row["actor_name"], row["session_id"],
-                 row["causation_id"], row["correlation_id"], row["source"], row["host"], row["payload"]],
+                 row["causation_id"], row["correlation_id"], row["source"], row["host"], row["payload"],
+                 row.get("occurred_at")],
             )
             return
         import pyarrow as pa
 
         schema = _arrow_schema()
-        columns = {name: [row[name] for row in fresh] for name in schema.names}
+        columns = {name: [row.get(name) for row in fresh] for name in schema.names}
         columns["seq"] = [positions[row["event_id"]][0] for row in fresh]
         columns["stream_version"] = [positions[row["event_id"]][1] for row in fresh]
         con.register("incoming", pa.Table.from_pydict(columns, schema=schema))
         try:
             con.execute(
-                "INSERT INTO events SELECT seq, event_id::UUID, type, schema_version, stream, "
-                "stream_version, recorded_at, actor_kind, actor_name, session_id, "
-                "causation_id::UUID, correlation_id::UUID, source, host::JSON, payload::JSON FROM incoming"
+                f"INSERT INTO events ({', '.join(_COLUMNS)}) SELECT seq, event_id::UUID, type, schema_version, "
+                "stream, stream_version, recorded_at, actor_kind, actor_name, session_id, causation_id::UUID, "
+                "correlation_id::UUID, source, host::JSON, payload::JSON, occurred_at FROM incoming"
             )
         finally:
             with suppress(duckdb.TransactionException):  # aborted by a conflict: the rollback drops it
@@ -1039,9 +1109,11 @@ def event_row(event: Event, recorded_at: datetime) -> dict[str, Any]:
         "session_id": event.session_id,
         "causation_id": str(event.causation_id) if event.causation_id else None,
         "correlation_id": str(event.correlation_id) if event.correlation_id else None,
-        "source": event.source,
-        "host": event.host.model_dump_json() if event.host is not None else None,
-        "payload": event.model_dump_json(exclude=_ENVELOPE_FIELDS),
+        # Every writer passes here: secrets are masked once, for every event (schemas.secrets).
+        "source": mask_text(event.source) if event.source else event.source,
+        "host": mask_json(event.host.model_dump_json()) if event.host is not None else None,
+        "payload": mask_json(event.model_dump_json(exclude=_ENVELOPE_FIELDS)),
+        "occurred_at": event.occurred_at,
     }
 
 
@@ -1070,6 +1142,7 @@ def row_to_event(row: dict[str, Any]) -> Event:
         "correlation_id": row["correlation_id"],
         "source": row["source"],
         "host": host,
+        "occurred_at": row.get("occurred_at"),
     }
     try:
         return parse_event(data)

@@ -23,6 +23,8 @@ Views (columns are listed in the README):
                          the latest statistical comparison (``comparison_completed``) where one
                          exists, else a simple rule (|change| within the noise floor)
 ``decisions``            the decision log
+``sync_conflicts``       candidates triaged (or decided, or given a flag verdict) concurrently on
+                         two hosts, until a later triage that saw both (``ledger.sync``)
 ``event_log``            every event with a one-line ``summary`` and its ``retracted`` flag
 ``timeline``             ``event_log`` without retracted events
 """
@@ -36,10 +38,10 @@ from schemas.vocab import NO_EFFECT_VERDICTS
 
 from .projections import BENCH_METRICS, DELTA_METRICS
 
-__all__ = ["DELTA_METRICS", "VIEWS_VERSION", "VIEW_NAMES", "create_views", "view_sql"]
+__all__ = ["DELTA_METRICS", "VIEWS_VERSION", "VIEW_NAMES", "create_views", "known_no_effect", "view_sql"]
 
 #: Bump whenever a view's SQL changes: writers then recreate the views in old files.
-VIEWS_VERSION = "17"
+VIEWS_VERSION = "18"  # 17-sync1 + occurred_at, facts of failed/starting runs, overrides
 
 def _sql_list(values: tuple[str, ...]) -> str:
     return ", ".join(f"'{v}'" for v in values)
@@ -54,7 +56,7 @@ def view_sql() -> dict[str, str]:
     )
     return {
         "all_events": f"""
-SELECT e.seq, e.event_id, e.type, e.stream, e.stream_version, e.recorded_at,
+SELECT e.seq, e.event_id, e.type, e.stream, e.stream_version, e.recorded_at, e.occurred_at,
        e.actor_kind, e.actor_name, e.session_id, e.causation_id, e.correlation_id, e.source, e.host,
        (e.host->>'compute_capability') AS arch,
        (e.host->>'engine') AS host_engine,
@@ -65,7 +67,12 @@ FROM events e LEFT JOIN retractions r ON r.event_id = e.event_id""",
         "live_events": """
 SELECT * EXCLUDE (retracted) FROM all_events WHERE NOT retracted""",
         "live_control": """
-SELECT c.* FROM control_events c ANTI JOIN retractions r ON r.event_id = c.event_id""",
+SELECT c.*,
+       -- "latest" means latest in sync order: the hub position where the event has one, else
+       -- after every synced event in local seq order; hosts synced to one hub position agree
+       coalesce(so.position, 4611686018427387904 + c.seq) AS sync_order
+FROM control_events c LEFT JOIN sync_events so ON so.event_id = c.event_id
+ANTI JOIN retractions r ON r.event_id = c.event_id""",
         "flag_verdict_history": f"""
 WITH v AS (
     SELECT (payload->>'flag') AS flag,
@@ -73,28 +80,78 @@ WITH v AS (
            coalesce(payload->>'engine_version', host_engine_version) AS engine_version,
            arch, (payload->>'verdict') AS verdict, 'researched' AS basis,
            coalesce(payload->>'what_it_does', (payload->>'notes')) AS summary,
-           seq, event_id, session_id, recorded_at
+           seq, event_id, session_id, recorded_at, sync_order
     FROM live_control WHERE type = 'flag_researched'
     UNION ALL
     SELECT (payload->>'flag'), coalesce(payload->>'engine', host_engine),
            coalesce(payload->>'engine_version', host_engine_version),
            arch, (payload->>'verdict'), (payload->>'basis'), (payload->>'message'),
-           seq, event_id, session_id, recorded_at
+           seq, event_id, session_id, recorded_at, sync_order
     FROM live_control
     WHERE type = 'finding_recorded' AND (payload->>'flag') IS NOT NULL AND (payload->>'verdict') IS NOT NULL
 )
 SELECT flag, engine, engine_version, arch, verdict, basis,
        verdict IN ({no_effect}) AS no_effect, summary,
-       event_id AS evidence_event_id, seq, session_id, recorded_at
+       event_id AS evidence_event_id, seq, session_id, recorded_at, sync_order
 FROM v""",
         "flag_verdicts": """
 SELECT flag, engine, engine_version, arch, verdict, basis, no_effect, summary,
        evidence_event_id, seq, session_id, recorded_at,
-       count(*) OVER w AS findings,
-       list(verdict || ' (' || basis || ')' ORDER BY seq) OVER w AS history
+       count(*) OVER w AS findings, sync_order,
+       list(verdict || ' (' || basis || ')' ORDER BY sync_order) OVER w AS history
 FROM flag_verdict_history
 WINDOW w AS (PARTITION BY flag, engine, engine_version, arch)
-QUALIFY row_number() OVER (PARTITION BY flag, engine, engine_version, arch ORDER BY seq DESC) = 1""",
+QUALIFY row_number() OVER (PARTITION BY flag, engine, engine_version, arch ORDER BY sync_order DESC) = 1""",
+        "sync_conflicts": """
+WITH me AS (
+    SELECT coalesce(max(value) FILTER (WHERE key = 'ledger_id'), '') AS id,
+           coalesce(max(value) FILTER (WHERE key = 'ledger_name'), 'this ledger') AS name
+    FROM ledger_meta
+),
+pulled AS (SELECT seq, position FROM sync_events WHERE origin_ledger::VARCHAR <> (SELECT id FROM me)),
+flag_candidates AS (
+    SELECT DISTINCT (payload->>'candidate_id') AS candidate_id, (payload->>'flag') AS flag, arch
+    FROM live_control WHERE type = 'candidate_proposed' AND (payload->>'flag') IS NOT NULL
+),
+acts AS (
+    SELECT (payload->>'candidate_id') AS candidate_id, seq, event_id, type,
+           coalesce(payload->>'status', 'decision') AS what, (payload->>'verdict') AS verdict
+    FROM live_control
+    WHERE type IN ('candidate_triaged', 'decision_recorded') AND (payload->>'candidate_id') IS NOT NULL
+    UNION ALL
+    SELECT f.candidate_id, h.seq, h.evidence_event_id, 'flag_verdict', 'flag verdict ' || h.verdict, h.verdict
+    FROM flag_verdict_history h JOIN flag_candidates f ON f.flag = h.flag AND h.arch IS NOT DISTINCT FROM f.arch
+),
+placed AS (
+    -- an event's origin and what it saw: its own ledger's earlier events, and the hub up to seen
+    SELECT a.*, s.position,
+           coalesce(s.origin_ledger::VARCHAR, me.id) AS origin,
+           coalesce(s.origin_name, me.name) AS origin_name,
+           coalesce(s.origin_seq, a.seq) AS origin_seq,
+           CASE WHEN s.origin_ledger IS NULL OR s.origin_ledger::VARCHAR = me.id
+                THEN coalesce(p.position, 0) ELSE s.seen_position END AS seen
+    FROM acts a CROSS JOIN me
+    LEFT JOIN sync_events s ON s.event_id = a.event_id
+    ASOF LEFT JOIN pulled p ON a.seq > p.seq
+),
+frontier AS (
+    SELECT x.* FROM placed x
+    WHERE NOT EXISTS (
+        SELECT 1 FROM placed y
+        WHERE y.candidate_id = x.candidate_id AND y.event_id <> x.event_id
+          AND ((y.origin = x.origin AND y.origin_seq > x.origin_seq) OR x.position <= y.seen)
+    )
+)
+SELECT candidate_id, count(*) AS heads,
+       string_agg(what || ' by ' || origin_name || ' (' || left(event_id::VARCHAR, 8) || ')', ' vs '
+                  ORDER BY position NULLS LAST, seq) AS conflict,
+       list(event_id ORDER BY position NULLS LAST, seq) AS event_ids
+FROM frontier
+GROUP BY candidate_id
+HAVING count(DISTINCT origin) >= 2
+   AND (count(DISTINCT origin) FILTER (WHERE type <> 'flag_verdict') >= 2
+        OR count(DISTINCT verdict) >= 2
+        OR (bool_or(type = 'decision_recorded') AND bool_or(type = 'flag_verdict')))""",
         "board": """
 WITH proposed AS (
     SELECT (payload->>'candidate_id') AS candidate_id, session_id, seq AS proposed_seq,
@@ -102,7 +159,7 @@ WITH proposed AS (
            (payload->>'flag') AS flag, (payload->>'priority') AS priority,
            (payload->>'hypothesis') AS hypothesis, arch, host_engine_version AS engine_version
     FROM live_control WHERE type = 'candidate_proposed'
-    QUALIFY row_number() OVER (PARTITION BY (payload->>'candidate_id') ORDER BY seq DESC) = 1
+    QUALIFY row_number() OVER (PARTITION BY (payload->>'candidate_id') ORDER BY sync_order DESC) = 1
 ),
 stream_heads AS (
     -- the candidate stream's version (retracted events count: they are still in the stream),
@@ -114,10 +171,10 @@ triage AS (
     SELECT (payload->>'candidate_id') AS candidate_id, (payload->>'status') AS status,
            (payload->>'reason') AS reason, (payload->>'verdict') AS verdict, seq AS triaged_seq
     FROM live_control WHERE type = 'candidate_triaged'
-    QUALIFY row_number() OVER (PARTITION BY (payload->>'candidate_id') ORDER BY seq DESC) = 1
+    QUALIFY row_number() OVER (PARTITION BY (payload->>'candidate_id') ORDER BY sync_order DESC) = 1
 ),
 links AS (
-    SELECT (payload->>'candidate_id') AS candidate_id, seq, event_id, type,
+    SELECT (payload->>'candidate_id') AS candidate_id, seq, sync_order, event_id, type,
            coalesce(payload->>'text', (payload->>'decision'), (payload->>'what_it_does'),
                     (payload->>'description'), (payload->>'message'), (payload->>'reason'),
                     (payload->>'outcome'), (payload->>'title')) AS summary
@@ -126,52 +183,63 @@ links AS (
                    'patch_applied', 'kernel_tune_started', 'spec_decoding_trial_completed')
       AND (payload->>'candidate_id') IS NOT NULL
     UNION ALL
-    SELECT p.candidate_id, h.seq, h.evidence_event_id, 'flag verdict (' || h.basis || ')',
+    SELECT p.candidate_id, h.seq, h.sync_order, h.evidence_event_id, 'flag verdict (' || h.basis || ')',
            h.verdict || coalesce(': ' || h.summary, '')
     FROM flag_verdict_history h JOIN proposed p ON p.flag = h.flag AND h.arch IS NOT DISTINCT FROM p.arch
 ),
 latest_link AS (
     SELECT * FROM links
     -- a flag_researched naming its candidate is linked twice with one seq: break the tie
-    QUALIFY row_number() OVER (PARTITION BY candidate_id ORDER BY seq DESC, type DESC) = 1
+    QUALIFY row_number() OVER (PARTITION BY candidate_id ORDER BY sync_order DESC, type DESC) = 1
 )
 SELECT p.candidate_id, p.session_id, p.kind, p.title, p.flag, p.priority,
-       coalesce(t.status, 'proposed') AS status,
+       CASE WHEN k.candidate_id IS NOT NULL THEN 'conflicting' ELSE coalesce(t.status, 'proposed') END AS status,
        coalesce(t.verdict, fv.verdict) AS verdict,
        t.reason, p.hypothesis, p.arch, p.engine_version, h.stream_version,
        l.type AS latest_evidence_type, l.summary AS latest_evidence,
        l.event_id AS latest_evidence_event_id,
        greatest(p.proposed_seq, coalesce(t.triaged_seq, 0), coalesce(l.seq, 0)) AS updated_seq,
-       p.proposed_seq, p.proposed_at
+       p.proposed_seq, p.proposed_at, k.conflict
 FROM proposed p
+LEFT JOIN sync_conflicts k USING (candidate_id)
 LEFT JOIN triage t USING (candidate_id)
 LEFT JOIN latest_link l USING (candidate_id)
 LEFT JOIN stream_heads h ON h.stream = 'candidate:' || p.candidate_id
 LEFT JOIN (
     SELECT flag, arch, verdict FROM flag_verdicts
-    QUALIFY row_number() OVER (PARTITION BY flag, arch ORDER BY seq DESC) = 1
+    QUALIFY row_number() OVER (PARTITION BY flag, arch ORDER BY sync_order DESC) = 1
 ) fv ON fv.flag = p.flag AND fv.arch IS NOT DISTINCT FROM p.arch""",
         "server_runs": """
 WITH started AS (
     SELECT (payload->>'run_id') AS run_id, session_id, seq AS started_seq, recorded_at AS started_at,
-           (payload->>'engine') AS engine, (payload->>'model') AS model,
+           occurred_at, (payload->>'engine') AS engine, (payload->>'model') AS model,
            (payload->>'config_name') AS config_name, (payload->'flags') AS flags, (payload->'env') AS env,
            arch
     FROM live_control WHERE type = 'server_started'
 ),
 ready AS (
     SELECT (payload->>'run_id') AS run_id, recorded_at AS ready_at,
-           (payload->>'ready_after_s')::DOUBLE AS ready_after_s,
+           (payload->>'ready_after_s')::DOUBLE AS ready_after_s
+    FROM live_control WHERE type = 'server_ready'
+    QUALIFY row_number() OVER (PARTITION BY (payload->>'run_id') ORDER BY seq DESC) = 1
+),
+facts AS (
+    -- the startup facts: the ready event's, else those a failed (or still starting) run logged
+    SELECT (payload->>'run_id') AS run_id,
            -- parse the startup facts once per row, not once per field
            from_json((payload->'startup'), '{"attention_backend": "VARCHAR", "max_running_requests": "BIGINT",
                "max_total_num_tokens": "BIGINT", "context_len": "BIGINT", "cuda_graph_bs": "BIGINT[]",
                "piecewise_cuda_graph": "BOOLEAN", "piecewise_disabled_reason": "VARCHAR",
-               "moe_kernel_config": "VARCHAR"}') AS startup
-    FROM live_control WHERE type = 'server_ready'
-    QUALIFY row_number() OVER (PARTITION BY (payload->>'run_id') ORDER BY seq DESC) = 1
+               "moe_kernel_config": "VARCHAR"}') AS startup,
+           (payload->'startup'->'overrides') AS overrides
+    FROM live_control
+    WHERE type IN ('server_ready', 'server_failed', 'server_started') AND (payload->'startup') IS NOT NULL
+      AND json_type(payload->'startup') = 'OBJECT'
+    QUALIFY row_number() OVER (PARTITION BY (payload->>'run_id')
+                               ORDER BY type = 'server_ready' DESC, type = 'server_failed' DESC, seq DESC) = 1
 ),
 ended AS (
-    SELECT (payload->>'run_id') AS run_id, type, recorded_at AS ended_at,
+    SELECT (payload->>'run_id') AS run_id, type, recorded_at AS ended_at, occurred_at AS ended_occurred_at,
            (payload->>'cause') AS failure_cause, (payload->>'message') AS failure_message
     FROM live_control WHERE type IN ('server_stopped', 'server_failed')
     QUALIFY row_number() OVER (PARTITION BY (payload->>'run_id') ORDER BY seq DESC) = 1
@@ -181,18 +249,19 @@ runs AS (
            CASE WHEN e.type = 'server_failed' THEN 'failed'
                 WHEN e.type = 'server_stopped' THEN 'stopped'
                 WHEN r.run_id IS NOT NULL THEN 'ready' ELSE 'starting' END AS status,
-           s.started_at, r.ready_at, e.ended_at, r.ready_after_s,
-           r.startup.attention_backend AS attention_backend,
-           r.startup.max_running_requests AS max_running_requests,
-           r.startup.max_total_num_tokens AS max_total_num_tokens,
-           r.startup.context_len AS context_len,
-           r.startup.cuda_graph_bs AS cuda_graph_bs,
-           r.startup.piecewise_cuda_graph AS piecewise_cuda_graph,
-           r.startup.piecewise_disabled_reason AS piecewise_disabled_reason,
-           r.startup.moe_kernel_config AS moe_kernel_config,
+           s.started_at, r.ready_at, e.ended_at, r.ready_after_s, s.occurred_at, e.ended_occurred_at,
+           f.startup.attention_backend AS attention_backend,
+           f.startup.max_running_requests AS max_running_requests,
+           f.startup.max_total_num_tokens AS max_total_num_tokens,
+           f.startup.context_len AS context_len,
+           f.startup.cuda_graph_bs AS cuda_graph_bs,
+           f.startup.piecewise_cuda_graph AS piecewise_cuda_graph,
+           f.startup.piecewise_disabled_reason AS piecewise_disabled_reason,
+           f.startup.moe_kernel_config AS moe_kernel_config, f.overrides,
            e.failure_cause, e.failure_message, s.started_seq,
            coalesce(json_keys(s.flags), []) AS flag_names
-    FROM started s LEFT JOIN ready r USING (run_id) LEFT JOIN ended e USING (run_id)
+    FROM started s LEFT JOIN ready r USING (run_id) LEFT JOIN facts f USING (run_id)
+         LEFT JOIN ended e USING (run_id)
 ),
 paired AS (
     SELECT *,
@@ -207,10 +276,11 @@ paired AS (
     WINDOW w AS (PARTITION BY session_id ORDER BY started_seq)
 )
 SELECT run_id, session_id, config_name, engine, model, arch, status, flags, env,
-       started_seq, started_at, ready_at, ended_at, ready_after_s, attention_backend,
+       started_seq, started_at, ready_at, ended_at, ready_after_s, occurred_at, ended_occurred_at,
+       attention_backend,
        max_running_requests, max_total_num_tokens, context_len, cuda_graph_bs,
        list_max(cuda_graph_bs) AS cuda_graph_max_bs, piecewise_cuda_graph,
-       piecewise_disabled_reason, moe_kernel_config, failure_cause, failure_message,
+       piecewise_disabled_reason, moe_kernel_config, overrides, failure_cause, failure_message,
        previous_run_id,
        list_filter(flag_names, lambda k: previous_run_id IS NOT NULL
                    AND NOT list_contains(coalesce(previous_flag_names, []), k)) AS flags_added,
@@ -331,7 +401,7 @@ FROM live_control WHERE type = 'decision_recorded'""",
         "event_log": """
 SELECT s.seq, s.recorded_at, s.session_id, s.type, s.stream, s.actor_kind, s.actor_name, s.arch,
        s.summary, s.event_id, s.causation_id, s.correlation_id, s.source,
-       r.event_id IS NOT NULL AS retracted
+       r.event_id IS NOT NULL AS retracted, s.occurred_at
 FROM event_summaries s LEFT JOIN retractions r ON r.event_id = s.event_id""",
         "timeline": """
 SELECT * EXCLUDE (retracted) FROM event_log WHERE NOT retracted""",
@@ -345,3 +415,38 @@ def create_views(con: duckdb.DuckDBPyConnection) -> None:
 
 
 VIEW_NAMES: tuple[str, ...] = tuple(view_sql())
+
+
+#: The no-effect verdicts (``flag_verdicts.no_effect``: no-op, dead-code, not-activated,
+#: no-measurable-change) already held for some flags on one engine and arch. Parameters:
+#: flags (CLI spelling), engine, arch, engine version (NULL: any version), the run's own
+#: ``server_started`` event id (verdicts recorded after it, or its own findings, do not count).
+KNOWN_NO_EFFECT_SQL = """
+SELECT flag, verdict, basis, engine, engine_version, arch, summary,
+       CAST(evidence_event_id AS VARCHAR) AS evidence_event_id, seq
+FROM flag_verdicts
+WHERE no_effect AND list_contains(?::VARCHAR[], flag)
+  AND engine IS NOT DISTINCT FROM ? AND arch = ?
+  AND (?::VARCHAR IS NULL OR engine_version IS NULL OR engine_version = ?::VARCHAR)
+  AND seq < coalesce((SELECT min(seq) FROM events WHERE event_id = ?::UUID), 9223372036854775807)
+ORDER BY flag, seq"""
+
+
+def known_no_effect(
+    store, flags: list[str], *, engine: str | None, engine_version: str | None, arch: str | None,
+    before_event_id: str | None = None,
+) -> list[dict]:
+    """The ledger's no-effect verdicts for ``flags`` on ``engine`` / ``arch`` and ``engine_version``
+    (a verdict or a run without a version matches any version): one dict per flag with the ``flag_verdicts`` columns
+    ``flag, verdict, basis, engine, engine_version, arch, summary, evidence_event_id, seq``.
+
+    ``before_event_id``: when that event (the run's ``server_started``) is already stored, only
+    verdicts recorded before it count, so that re-importing a run adds nothing.
+    ``store`` is a ``LedgerStore`` (its ``query_arrow``). No arch, no flags or no ledger file: ``[]``.
+    """
+    if not flags or not arch or not store.path.exists():
+        return []
+    table = store.query_arrow(
+        KNOWN_NO_EFFECT_SQL, [sorted(set(flags)), engine, arch, engine_version, engine_version, before_event_id]
+    )
+    return table.to_pylist()

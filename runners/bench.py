@@ -67,7 +67,7 @@ except ImportError:  # pragma: no cover - depends on the environment
 from schemas import Actor, Host
 from schemas.events import BenchmarkCompleted, BenchMetrics, Workload
 
-from .bench_metrics import RequestResult, samples_table, summarize, validity
+from .bench_metrics import RequestResult, mask_coarse_streaming, samples_table, summarize, validity
 from .workload import BuiltWorkload, Prompt
 
 ENDPOINT_PATHS = {"chat": "/v1/chat/completions", "completions": "/v1/completions", "generate": "/generate"}
@@ -145,6 +145,13 @@ def make_payload(target: BenchTarget, prompt: Prompt, ignore_eos: bool) -> dict:
     return body
 
 
+#: Seconds an idle connection stays in the client's pool. Below the 5 s after which uvicorn (the
+#: HTTP server of SGLang, vLLM and transformers serve) closes an idle keep-alive connection: a
+#: connection the server may already have closed is never reused, even when the client's loop was
+#: too busy to read the server's FIN (a reused one fails "Can not write request body" / "Server
+#: disconnected"; tests/test_bench_resilience.py). A closed-loop run reuses connections at once.
+KEEPALIVE_S = 2.0
+
 #: The transport ``make_client`` uses by default: ``"aiohttp"`` when httpx-aiohttp is installed.
 TRANSPORT = "aiohttp" if AiohttpTransport is not None else "httpx"
 
@@ -185,9 +192,9 @@ def make_client(max_connections: int, timeout_s: float = 600.0, transport: str |
 
         def session() -> aiohttp.ClientSession:
             # Made on the first request, inside the running loop (aiohttp wants one); the transport
-            # closes it with the client. limit = concurrency: one connection per slot, all kept
-            # alive between requests (keepalive_timeout well past any gap inside a run).
-            connector = aiohttp.TCPConnector(limit=n, limit_per_host=0, keepalive_timeout=60.0)
+            # closes it with the client. limit = concurrency: one connection per slot, kept alive
+            # between requests for KEEPALIVE_S (shorter than the server's keep-alive).
+            connector = aiohttp.TCPConnector(limit=n, limit_per_host=0, keepalive_timeout=KEEPALIVE_S)
             return aiohttp.ClientSession(connector=connector, trust_env=False, auto_decompress=False)
 
         return httpx.AsyncClient(
@@ -199,7 +206,7 @@ def make_client(max_connections: int, timeout_s: float = 600.0, transport: str |
     if transport != "httpx":
         raise ValueError(f"transport must be 'aiohttp' or 'httpx', not {transport!r}")
     return httpx.AsyncClient(
-        limits=httpx.Limits(max_connections=n, max_keepalive_connections=n),
+        limits=httpx.Limits(max_connections=n, max_keepalive_connections=n, keepalive_expiry=KEEPALIVE_S),
         timeout=timeout,
         trust_env=False,  # a proxy from the environment would sit between us and a local server
         cookies=_NoCookies(),
@@ -414,6 +421,7 @@ async def send_request(
                         if new <= 0:
                             continue  # no new token: sglang ignores such a chunk (keeps the previous stamp)
                         out.itl.extend([(now - last) / new] * new)
+                    out.chunks += 1
                     last = now
                     tokens_seen = count
                     continue
@@ -423,13 +431,14 @@ async def send_request(
                 text = (choices[0].get("delta") or {}).get("content") if chat else choices[0].get("text")
                 if not text:
                     continue
+                out.chunks += 1
                 if out.ttft is None:
                     out.ttft = now - st
                 else:
                     out.itl.append(now - last)
                 last = now
     except (httpx.HTTPError, *_TRANSPORT_ERRORS, json.JSONDecodeError, ValueError, KeyError, TypeError) as exc:
-        out.error = f"{type(exc).__name__}: {exc}"
+        out.error = describe_error(exc, target.url)
         return out
     if out.ttft is None:
         out.error = "the stream carried no content"
@@ -437,6 +446,34 @@ async def send_request(
     out.latency = latency
     out.ok = True
     return out
+
+
+def describe_error(exc: BaseException, url: str = "") -> str:
+    """``"Type: message"`` of a failed request, naming what really went wrong.
+
+    httpx-aiohttp turns every ``aiohttp.ClientConnectionError`` into ``httpx.ConnectTimeout``
+    (its exception map lets the general entry win), so a refused connection or a connection the
+    server closed read "ConnectTimeout". The error's cause chain says which: a refused
+    connection becomes ``"connection refused: URL (...)"``, an aiohttp error its own type name.
+    """
+    chain: list[BaseException] = []
+    seen: BaseException | None = exc
+    while seen is not None and seen not in chain:
+        chain.append(seen)
+        seen = seen.__cause__ or seen.__context__
+    for link in chain:
+        os_error = getattr(link, "os_error", None)  # aiohttp.ClientConnectorError
+        if isinstance(link, ConnectionRefusedError) or isinstance(os_error, ConnectionRefusedError):
+            return f"connection refused: {url or 'the server'} ({exc})"
+    if isinstance(exc, httpx.HTTPError) and aiohttp is not None:
+        cause = next((link for link in chain if isinstance(link, aiohttp.ClientError)), None)
+        if cause is not None:
+            return f"{type(cause).__name__}: {cause}"
+    return f"{type(exc).__name__}: {exc}"
+
+
+class WarmupFailed(RuntimeError):
+    """Every warmup request of a run failed: the message gives the URL and the first cause."""
 
 
 def _rejects_ignore_eos(result: RequestResult) -> bool:
@@ -448,7 +485,7 @@ async def warmup(client: httpx.AsyncClient, target: BenchTarget, count: int, ign
     """Send ``count`` uncounted requests; return the ``ignore_eos`` setting that works and notes.
 
     Raises:
-        RuntimeError: every warmup request failed (the server or the arguments are wrong).
+        WarmupFailed: every warmup request failed (the server or the arguments are wrong).
     """
     notes: list[str] = []
     if count <= 0:
@@ -460,7 +497,7 @@ async def warmup(client: httpx.AsyncClient, target: BenchTarget, count: int, ign
         notes.append("server rejected ignore_eos (unknown field): sent without it")
         results = await asyncio.gather(*(send_request(client, target, p, ignore_eos) for p in prompts))
     if not any(r.ok for r in results):
-        raise RuntimeError(f"every warmup request to {target.api_url} failed: {results[0].error[:500]}")
+        raise WarmupFailed(f"every warmup request to {target.api_url} failed: {results[0].error[:500]}")
     return ignore_eos, notes
 
 
@@ -535,8 +572,9 @@ def benchmark_event(
     host: Host | None = None,
     actor: Actor | None = None,
     notes: str | None = None,
+    candidate_id: str | None = None,
 ) -> BenchmarkCompleted:
-    """The ``benchmark_completed`` summary event of one run."""
+    """The ``benchmark_completed`` summary event of one run (``candidate_id``: the board item it was run for)."""
     wl = target.workload
     return BenchmarkCompleted(
         run_id=run_id_for(config_name, concurrency, request_rate, repeat),
@@ -562,6 +600,7 @@ def benchmark_event(
         valid=run.valid,
         validity_notes=run.notes,
         notes=notes,
+        candidate_id=candidate_id,
         session_id=session_id,
         host=host,
         actor=actor or Actor(kind="runner", name="bench"),
@@ -594,15 +633,17 @@ async def sweep(
     store=None,
     progress: bool = True,
     on_point=None,
+    candidate_id: str | None = None,
 ) -> list[SweepPoint]:
     """Benchmark every (repeat, concurrency): warm up, time, gate, record one event per run.
 
     With a ``store`` (``ledger.store.LedgerStore``) each run's event and its per-request
     samples are appended in one transaction as soon as the run ends, so an interrupted
     sweep keeps what it finished. ``on_point`` is called with each ``SweepPoint``.
+    ``candidate_id`` is recorded on every run (the board item the runs were made for).
 
     Raises:
-        RuntimeError: the warmup failed entirely (server down or wrong arguments).
+        WarmupFailed: the warmup failed entirely (server down or wrong arguments).
     """
     from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
@@ -614,50 +655,56 @@ async def sweep(
     length_enforced = target.ignore_eos
     if progress:
         console.print(f"[dim]bench client: {transport_label()}[/dim]")
-    async with make_client(max_c, target.timeout_s) as client:  # warmup only
-        bar = Progress(
-            TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-            console=console, transient=True, disable=not (progress and console.is_terminal),
-        )
-        with bar:
-            for repeat in repeats:
-                for c in concurrencies:
+    bar = Progress(
+        TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+        console=console, transient=True, disable=not (progress and console.is_terminal),
+    )
+    with bar:
+        for repeat in repeats:
+            for c in concurrencies:
+                # A fresh client per warmup: a connection kept idle through the previous timed
+                # run can outlive the server's keep-alive and fail when reused (KEEPALIVE_S).
+                async with make_client(max(1, min(warmup_requests, max_c)), target.timeout_s) as client:
                     ignore_eos, warm_notes = await warmup(client, target, warmup_requests, ignore_eos)
-                    if warm_notes:
-                        length_enforced = False
-                    label = f"{config_name} " + (f"c={c}" if request_rate is None else f"rate={request_rate:g}/s")
-                    task = bar.add_task(f"{label} rep {repeat}", total=len(target.workload.prompts))
-                    slots = c or len(target.workload.prompts)
-                    async with client_slots(slots, target.timeout_s) as shards:
-                        # A fresh set of connections per run: each run starts from the same state.
-                        results, duration = await timed_run(
-                            shards, target, concurrency=c, request_rate=request_rate,
-                            seed=target.workload.spec.seed + repeat, ignore_eos=ignore_eos,
-                            progress=lambda: bar.advance(task),
-                        )
-                    bar.remove_task(task)
-                    metrics = summarize(results, duration)
-                    gate_c = c if request_rate is None else None
-                    valid, notes = validity(
-                        results, metrics, concurrency=gate_c, output_len=target.workload.spec.output_len,
-                        length_enforced=length_enforced and ignore_eos,
+                if warm_notes:
+                    length_enforced = False
+                label = f"{config_name} " + (f"c={c}" if request_rate is None else f"rate={request_rate:g}/s")
+                task = bar.add_task(f"{label} rep {repeat}", total=len(target.workload.prompts))
+                slots = c or len(target.workload.prompts)
+                async with client_slots(slots, target.timeout_s) as shards:
+                    # A fresh set of connections per run: each run starts from the same state.
+                    results, duration = await timed_run(
+                        shards, target, concurrency=c, request_rate=request_rate,
+                        seed=target.workload.spec.seed + repeat, ignore_eos=ignore_eos,
+                        progress=lambda: bar.advance(task),
                     )
-                    if not target.workload.exact_length:
-                        notes.append(
-                            "prompt lengths approximate: " + ("the tokenizer's decode/encode did not round-trip"
-                            if target.workload.spec.tokenizer else "no tokenizer, random words of ~1 token each"))
-                    run = RunResult(results, duration, metrics, valid, notes)
-                    event = benchmark_event(
-                        target, run, config_name=config_name, concurrency=c, request_rate=request_rate,
-                        repeat=repeat, ignore_eos=ignore_eos, is_baseline=is_baseline,
-                        server_run_id=server_run_id, session_id=session_id, host=host,
-                    )
-                    if store is not None:
-                        store.append(event, samples={event.event_id: samples_table(results)})
-                    point = SweepPoint(c, request_rate, repeat, run, event)
-                    points.append(point)
-                    if on_point is not None:
-                        on_point(point)
+                bar.remove_task(task)
+                metrics = summarize(results, duration)
+                gate_c = c if request_rate is None else None
+                valid, notes = validity(
+                    results, metrics, concurrency=gate_c, output_len=target.workload.spec.output_len,
+                    length_enforced=length_enforced and ignore_eos,
+                )
+                metrics, coarse = mask_coarse_streaming(results, metrics)
+                if coarse:
+                    notes.append(coarse)
+                if not target.workload.exact_length:
+                    notes.append(
+                        "prompt lengths approximate: " + ("the tokenizer's decode/encode did not round-trip"
+                        if target.workload.spec.tokenizer else "no tokenizer, random words of ~1 token each"))
+                run = RunResult(results, duration, metrics, valid, notes)
+                event = benchmark_event(
+                    target, run, config_name=config_name, concurrency=c, request_rate=request_rate,
+                    repeat=repeat, ignore_eos=ignore_eos, is_baseline=is_baseline,
+                    server_run_id=server_run_id, session_id=session_id, host=host, candidate_id=candidate_id,
+                )
+                if store is not None:
+                    # Off the event loop: under load an append can wait on the ledger's lock.
+                    await asyncio.to_thread(store.append, event, samples={event.event_id: samples_table(results)})
+                point = SweepPoint(c, request_rate, repeat, run, event)
+                points.append(point)
+                if on_point is not None:
+                    on_point(point)
     return points
 
 

@@ -50,6 +50,8 @@ class RequestResult:
     prompt_tokens: int = 0
     output_tokens: int | None = None
     error: str = ""
+    #: Streamed chunks that carried content (for the streaming-granularity check).
+    chunks: int = 0
 
     @property
     def tpot(self) -> float | None:
@@ -115,6 +117,64 @@ def summarize(results: Sequence[RequestResult], duration_s: float) -> BenchMetri
     return BenchMetrics(**data)
 
 
+
+
+#: Below this many streamed chunks per output token (median over requests, counting the gaps
+#: after the first token) the stream is too coarse for per-token timing: with a few chunks per
+#: completion TPOT collapses to the gap between the last chunks (0.01 ms) and ITL to the chunks'.
+MIN_CHUNKS_PER_TOKEN = 0.5
+
+#: The metrics that time the gaps between tokens (NULL when streaming is coarse).
+PER_TOKEN_METRICS = tuple(
+    f"{stat}_{name}_ms" for name in ("tpot", "itl") for stat in ("mean", "median", "std", *(f"p{p}" for p in PERCENTILES))
+) + ("max_itl_ms",)
+
+
+def chunks_per_token(results: Sequence[RequestResult]) -> float | None:
+    """Median over successful requests of (content chunks - 1) / (output tokens - 1): 1.0 when
+    every token came in a chunk of its own; None when no request had 2+ tokens counted."""
+    ratios = [(r.chunks - 1) / (r.output_tokens - 1) for r in results
+              if r.ok and r.output_tokens is not None and r.output_tokens > 1 and r.chunks > 0]
+    return float(np.median(ratios)) if ratios else None
+
+
+def mask_coarse_streaming(results: Sequence[RequestResult], metrics: BenchMetrics) -> tuple[BenchMetrics, str | None]:
+    """TPOT and ITL set to None (not measurable) when the stream is coarse, with the note saying why.
+
+    Coarse: ``chunks_per_token`` below ``MIN_CHUNKS_PER_TOKEN``. Throughputs, TTFT and E2E
+    stay (they do not depend on the chunking). Returns the metrics and the note (None: fine).
+    """
+    ratio = chunks_per_token(results)
+    if ratio is None or ratio >= MIN_CHUNKS_PER_TOKEN:
+        return metrics, None
+    ok = [r for r in results if r.ok and r.output_tokens]
+    chunks = float(np.median([r.chunks for r in ok]))
+    tokens = float(np.median([r.output_tokens for r in ok]))
+    note = (f"coarse streaming: {chunks:g} chunks for {tokens:g} output tokens per request (median), "
+            f"{ratio:.2f} chunks per token < {MIN_CHUNKS_PER_TOKEN}: TPOT and ITL not measurable (left empty)")
+    return metrics.model_copy(update={name: None for name in PER_TOKEN_METRICS}), note
+
+
+#: Closed-loop runs want at least this many requests per concurrency slot (num_prompts / c): the
+#: run ends with a tail in which fewer than c requests are in flight, and with a few requests per
+#: slot that tail pulls achieved concurrency (sum E2E / duration) under the gate's 0.9 c
+#: (16 prompts at c=4 failed it in 2 of 3 runs).
+MIN_PROMPTS_PER_SLOT = 10
+
+
+def min_prompts(concurrency: int) -> int:
+    """The fewest prompts for a closed-loop run at ``concurrency`` to pass the gate reliably."""
+    return MIN_PROMPTS_PER_SLOT * concurrency
+
+
+def prompts_warning(num_prompts: int, concurrencies: Sequence[int | None]) -> str | None:
+    """A warning when ``num_prompts`` is too small for the highest closed-loop concurrency, else None."""
+    top = max((c for c in concurrencies if c), default=None)
+    if top is None or num_prompts >= min_prompts(top):
+        return None
+    return (f"warning: {num_prompts} prompts at concurrency {top} is {num_prompts / top:.1f} per slot: the run's "
+            f"tail will likely pull achieved concurrency under 0.9 x {top} and fail the validity gate; "
+            f"use at least {min_prompts(top)} prompts ({MIN_PROMPTS_PER_SLOT} x the concurrency)")
 
 
 def samples_table(results: Sequence[RequestResult]) -> pa.Table:

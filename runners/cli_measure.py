@@ -43,7 +43,8 @@ def _raise_interrupt(_signum: int, _frame: Any) -> None:
 @click.option("--url", required=True, help="Server base URL, e.g. http://127.0.0.1:30000.")
 @click.option("--endpoint", type=click.Choice(["chat", "completions", "generate"]), default="chat", show_default=True,
               help="/v1/chat/completions, /v1/completions or SGLang's native /generate.")
-@click.option("--model", default="default", show_default=True, help="Model name sent in OpenAI requests.")
+@click.option("--model", default=None,
+              help="Model name sent in OpenAI requests (default: the one model the server lists at /v1/models).")
 @click.option("--input-len", type=click.IntRange(min=1), default=64, show_default=True, help="Prompt length, tokens.")
 @click.option("--output-len", type=click.IntRange(min=1), default=32, show_default=True, help="Output length asked, tokens.")
 @click.option("--num-prompts", type=click.IntRange(min=1), default=64, show_default=True, help="Requests per run.")
@@ -61,19 +62,29 @@ def _raise_interrupt(_signum: int, _frame: Any) -> None:
 @click.option("--server-run-id", help="The server run measured (links the runs to server_runs).")
 @click.option("--ignore-eos/--no-ignore-eos", default=True, show_default=True,
               help="Ask for exactly --output-len tokens (auto-disabled when the server rejects the field).")
+@click.option("--candidate", "candidate_id", metavar="ID",
+              help="The board's candidate these runs are for (e.g. flag:enable-foo): the board links them to it.")
 @click.option("--no-progress", is_flag=True, help="No progress bar on standard error.")
+@click.option("--tool", type=click.Choice(["builtin", "guidellm", "aiperf", "sglang"]), default="builtin",
+              show_default=True, help="Measure with another tool, run as a subprocess; its result is imported.")
+@click.option("--tool-path", help="The tool's program (guidellm, aiperf; for sglang its Python). Default: PATH.")
 @pass_ctx
-def bench_command(ctx: Context, url: str, endpoint: str, model: str, input_len: int, output_len: int,
+def bench_command(ctx: Context, url: str, endpoint: str, model: str | None, input_len: int, output_len: int,
                   num_prompts: int, concurrency_text: str | None, request_rate: float | None, seed: int, warmup: int,
                   repeats: int, config_name: str, is_baseline: bool | None, tokenizer: str | None,
-                  server_run_id: str | None, ignore_eos: bool, no_progress: bool) -> None:
+                  server_run_id: str | None, ignore_eos: bool, candidate_id: str | None, no_progress: bool,
+                  tool: str, tool_path: str | None) -> None:
     """Benchmark a running server; record one benchmark_completed per concurrency and repeat.
 
     Metrics are sglang bench_serving's (TTFT, TPOT, ITL, E2E in ms; throughputs in tok/s),
     each run passes a validity gate (no failed request, achieved concurrency >= 0.9 c,
-    output lengths as asked) recorded with the run.
+    output lengths as asked) recorded with the run. With --tool guidellm|aiperf|sglang
+    that tool measures instead, with the same workload options, and its numbers are
+    imported (exit 11 when it is not installed, 13 when it fails).
     """
     from .bench import BenchTarget, format_point, sweep
+    from .bench_metrics import prompts_warning
+    from .discovery import served_model
     from .workload import WorkloadSpec, build_workload
 
     concurrencies: list[int | None] = list(_concurrencies(concurrency_text))
@@ -83,19 +94,33 @@ def bench_command(ctx: Context, url: str, endpoint: str, model: str, input_len: 
             raise click.BadParameter("with --request-rate give at most one --concurrency (a cap)")
     elif not concurrencies:
         concurrencies = [1]
+    warning = prompts_warning(num_prompts, concurrencies) if request_rate is None else None
+    if warning:
+        click.echo(f"tuneledger: {warning}", err=True)
+    if tool != "builtin":
+        if model is None and endpoint != "generate":
+            model = served_model(url)  # the external tool needs the name the server answers to
+        _bench_with_tool(ctx, tool, tool_path, concurrencies, request_rate, repeats, config_name, is_baseline,
+                         server_run_id, candidate_id, url=url, endpoint=endpoint, model=model or "default",
+                         input_len=input_len,
+                         output_len=output_len, num_prompts=num_prompts, seed=seed, warmup=warmup,
+                         tokenizer=tokenizer, ignore_eos=ignore_eos)
+        return
     workload = build_workload(WorkloadSpec(input_len, output_len, num_prompts, seed, tokenizer))
-    target = BenchTarget(url=url, endpoint=endpoint, model=model, workload=workload, ignore_eos=ignore_eos)
     store = ctx.store()
     store.init()
     signal.signal(signal.SIGTERM, _raise_interrupt)
     done: list[Any] = []
     try:
+        if model is None:
+            model = "default" if endpoint == "generate" else served_model(url)
+        target = BenchTarget(url=url, endpoint=endpoint, model=model, workload=workload, ignore_eos=ignore_eos)
         asyncio.run(sweep(
             target, config_name=config_name, concurrencies=concurrencies, request_rate=request_rate,
             repeats=range(repeats), warmup_requests=warmup,
             is_baseline=(config_name == "baseline") if is_baseline is None else is_baseline,
             server_run_id=server_run_id, session_id=ctx.session, store=store, progress=not no_progress,
-            on_point=lambda p: (done.append(p), click.echo(format_point(p))),
+            on_point=lambda p: (done.append(p), click.echo(format_point(p))), candidate_id=candidate_id,
         ))
     except KeyboardInterrupt:
         click.echo(f"tuneledger: interrupted after {len(done)} recorded run(s)", err=True)
@@ -103,6 +128,29 @@ def bench_command(ctx: Context, url: str, endpoint: str, model: str, input_len: 
     except RuntimeError as exc:
         click.echo(f"tuneledger: error: {exc}", err=True)
         sys.exit(WARMUP_FAILED_EXIT)
+
+
+def _bench_with_tool(ctx: Context, tool: str, tool_path: str | None, concurrencies: list[int | None],
+                     request_rate: float | None, repeats: int, config_name: str, is_baseline: bool | None,
+                     server_run_id: str | None, candidate_id: str | None, **workload: Any) -> None:
+    """``run bench --tool X``: see ``runners/external_bench.py``."""
+    from .external_bench import ToolWorkload, find_tool, run_tool_sweep
+
+    prefix = find_tool(tool, tool_path)
+    store = ctx.store()
+    store.init()
+    say = lambda line: click.echo(line, err=True)  # noqa: E731
+    events = run_tool_sweep(
+        tool, prefix, ToolWorkload(**workload), store=store, concurrencies=concurrencies, request_rate=request_rate,
+        repeats=repeats, config_name=config_name,
+        is_baseline=(config_name == "baseline") if is_baseline is None else is_baseline,
+        server_run_id=server_run_id, session_id=ctx.session, actor=ctx.actor, say=say, candidate_id=candidate_id,
+    )
+    for event in events:
+        m = event.metrics
+        click.echo(f"{tool} c={event.concurrency} repeat={event.repeat}: {m.completed} ok, {m.failed or 0} failed, "
+                   f"output {m.output_throughput or 0:.1f} tok/s, median TTFT {m.median_ttft_ms or 0:.1f} ms "
+                   f"(event {event.event_id})")
 
 
 @click.command("plan")
@@ -118,10 +166,13 @@ def plan_command(ctx: Context, plan_file: Path, all_metrics: bool, no_progress: 
     """
     from rich.console import Console
 
+    from .bench_metrics import prompts_warning
     from .plan import load_plan, run_plan, verdict_table
     from .server import ServerRunner, ServerStartFailed
 
     plan = load_plan(plan_file)
+    if plan.plan.request_rate is None and (warning := prompts_warning(plan.bench.num_prompts, plan.plan.concurrency)):
+        click.echo(f"tuneledger: {plan_file}: [bench] num_prompts: {warning}", err=True)
     if plan.plan.session is None and ctx.session:
         plan.plan.session = ctx.session
     store = ctx.store()

@@ -13,9 +13,15 @@ concurrency, with arm A (baseline) and arm B (candidate) of runs:
 5. ``tau = max(floor, 2 * CV of A-vs-A repeats)`` (floors: ``ledger.views.DELTA_METRICS``);
 6. improved if CI low > tau; regressed if CI high < -tau; no measurable change if the whole
    CI lies inside +-tau; else inconclusive, with runs needed per arm
-   ``n ~ 2 (1.96 + 0.84)^2 (CV / tau)^2`` (80% power at the 5% level to see a change of tau).
+   ``n ~ 2 (1.96 + 0.84)^2 (CV / tau)^2`` (80% power at the 5% level to see a change of tau);
+7. too noisy, instead of no measurable change or inconclusive, when tau > ``MAX_NOISE_THRESHOLD``
+   (25%): on a machine that noisy "no change" would hide effects up to tau. Its runs needed
+   are those to see a change of 25% at the measured CV.
 
-All changes, CI bounds and tau are fractions (0.05 = +5%).
+All changes, CI bounds and tau are fractions (0.05 = +5%). ``baseline_mean`` and ``mean``
+are geometric means (``e^mean(ln x)``): the central values the change compares, so that
+``raw_change(change, direction) == mean / baseline_mean - 1``; ``baseline_cv`` and ``cv`` are
+each arm's spread (coefficient of variation over its runs).
 """
 
 from __future__ import annotations
@@ -33,6 +39,9 @@ from ledger.views import DELTA_METRICS
 METRIC_RULES: dict[str, tuple[int, float]] = {name: (direction, floor) for name, direction, floor in DELTA_METRICS}
 
 CONFIDENCE = 0.95
+#: Above this noise threshold tau (a fraction) a comparison does not claim "no measurable
+#: change": the verdict is "too noisy" (a 225% tau would call anything under 3x no change).
+MAX_NOISE_THRESHOLD = 0.25
 #: z_{0.975} + z_{0.80}: two-sided 5% test with 80% power.
 _Z_SUM = 1.96 + 0.84
 
@@ -55,6 +64,35 @@ class Comparison:
     verdict: str
     runs_needed: int | None = None
     notes: str | None = None
+    baseline_cv: float | None = None
+    cv: float | None = None
+
+
+def raw_change(change: float | None, direction: int) -> float | None:
+    """The metric's own change (``value / baseline - 1``: + means it went up) from a change
+    signed so that + is better (``ComparisonCompleted.change``, a fraction); None stays None.
+
+    For a lower-is-better metric the better-signed change is ``baseline / value - 1``.
+    """
+    if change is None:
+        return None
+    return change if direction >= 0 else 1 / (1 + change) - 1
+
+
+def central_value(values: Sequence[float]) -> float | None:
+    """The geometric mean when every value is positive (what the log-ratio change compares), else the mean."""
+    if not values:
+        return None
+    arr = np.asarray(values, dtype=float)
+    if np.all(arr > 0):
+        return float(np.exp(np.mean(np.log(arr))))
+    return float(np.mean(arr))
+
+
+def runs_for(cv: float, effect: float) -> int:
+    """Runs per arm to see a change of ``effect`` at a per-run CV ``cv`` (both fractions):
+    ``n ~ 2 (1.96 + 0.84)^2 (cv / effect)^2``, at least 3 (80% power, two-sided 5% level)."""
+    return max(3, math.ceil(2 * _Z_SUM**2 * (cv / effect) ** 2))
 
 
 def coefficient_of_variation(values: Sequence[float]) -> float | None:
@@ -121,7 +159,8 @@ def compare(
     b = [float(x) for x in candidate if x is not None]
     base = dict(
         metric=metric, better_direction=direction, baseline_runs=len(baseline), runs=len(candidate),
-        baseline_mean=float(np.mean(a)) if a else None, mean=float(np.mean(b)) if b else None,
+        baseline_mean=central_value(a), mean=central_value(b),
+        baseline_cv=coefficient_of_variation(a), cv=coefficient_of_variation(b),
         noise_threshold=tau, noise_source=source,
     )
     if not valid:
@@ -136,7 +175,7 @@ def compare(
         return Comparison(**base, change=None, ci_low=None, ci_high=None, verdict="insufficient data",
                           notes="no runs in one arm")
     if len(a) < 2 or len(b) < 2:
-        point = math.exp(direction * (math.log(np.mean(b)) - math.log(np.mean(a)))) - 1
+        point = math.exp(direction * float(np.mean(np.log(b)) - np.mean(np.log(a)))) - 1
         return Comparison(**base, change=point, ci_low=None, ci_high=None, verdict="insufficient data",
                           notes="one run per arm proves nothing: repeat (3+ runs per arm, interleaved)")
     la, lb = np.log(a), np.log(b)
@@ -158,10 +197,18 @@ def compare(
         verdict = "inconclusive"
         # The pooled SD of ln values approximates the per-run CV.
         cv = math.sqrt((np.var(la, ddof=1) + np.var(lb, ddof=1)) / 2)
-        runs_needed = max(3, math.ceil(2 * _Z_SUM**2 * (cv / tau) ** 2))
+        runs_needed = runs_for(cv, tau)
         if runs_needed <= min(len(a), len(b)):
             runs_needed = min(len(a), len(b)) + 2
             notes = "the change sits near the noise threshold: more runs narrow the CI"
+    if tau > MAX_NOISE_THRESHOLD and verdict in ("no measurable change", "inconclusive"):
+        # tau = 2 x the A-vs-A CV here (floors are far below 25%): that CV is the machine's noise.
+        noise_cv = max(tau / 2, math.sqrt((np.var(la, ddof=1) + np.var(lb, ddof=1)) / 2))
+        verdict = "too noisy"
+        runs_needed = runs_for(noise_cv, MAX_NOISE_THRESHOLD)
+        notes = (f"noise threshold {tau:.0%} (per-run CV {noise_cv:.0%}) is above {MAX_NOISE_THRESHOLD:.0%}: "
+                 f"too noisy to tell a change under {tau:.0%} from none; ~{runs_needed} runs per arm would "
+                 f"resolve a {MAX_NOISE_THRESHOLD:.0%} change at this CV (or quiet the machine)")
     return Comparison(**base, change=change, ci_low=ci_low, ci_high=ci_high, verdict=verdict,
                       runs_needed=runs_needed, notes=notes)
 

@@ -2,11 +2,16 @@
 
 Format (see ``examples/servers.toml``)::
 
+    # Optional: more words that mark a flag or env name as secret-bearing (its value is
+    # stored as ***; schemas/secrets.py has the built-in list: api-key, token, password, ...).
+    secret_words = ["hmac", "signing key"]
+
     # Optional: applied to every configuration (a configuration's own keys win).
     [defaults]
     engine = "sglang"                  # sglang | vllm | transformers
     host = "127.0.0.1"                 # address the server binds (and is polled on)
-    port = 30000                       # default: the engine's (sglang 30000, vllm/transformers 8000)
+    port = 30000                       # default: the engine's (sglang 30000, vllm/transformers 8000);
+                                       # 0: a free port, picked each time the server starts
     python = "/opt/venv/bin/python"    # sglang only: interpreter that runs -m sglang.launch_server
     health_timeout_s = 1800            # how long start waits for health (seconds; default 30 min)
 
@@ -41,6 +46,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from ledger.errors import InvalidInput
 from schemas import normalize_flag
+from schemas.secrets import add_secret_words
 from schemas.events import FlagValue
 
 EngineName = Literal["sglang", "vllm", "transformers"]
@@ -56,7 +62,7 @@ class ConfigError(InvalidInput):
 class ServerConfig(BaseModel):
     """One resolved configuration (inheritance applied).
 
-    ``port`` ``None`` means the engine's default port; ``health_timeout_s`` in
+    ``port`` ``None`` means the engine's default port, 0 a free port picked at each start; ``health_timeout_s`` in
     seconds (``None``: the runner's default, 30 min).
     """
 
@@ -67,7 +73,7 @@ class ServerConfig(BaseModel):
     model: str | None = None
     flags: dict[str, FlagValue] = Field(default_factory=dict)
     env: dict[str, str] = Field(default_factory=dict)
-    port: int | None = Field(default=None, ge=1, le=65535)
+    port: int | None = Field(default=None, ge=0, le=65535)
     host: str = "127.0.0.1"
     python: str | None = None
     command: list[str] | None = None
@@ -138,9 +144,16 @@ def parse_configs(data: Mapping[str, Any], source: str = "<configs>") -> dict[st
     defaults = data.get("defaults", {})
     if not isinstance(defaults, Mapping):
         raise ConfigError(f"{source}: [defaults] must be a table")
-    extra = sorted(set(data) - {"configs", "defaults"})
+    extra = sorted(set(data) - {"configs", "defaults", "secret_words"})
     if extra:
-        raise ConfigError(f"{source}: unknown top-level key(s) {', '.join(extra)}; allowed: defaults, configs")
+        raise ConfigError(f"{source}: unknown top-level key(s) {', '.join(extra)}; allowed: defaults, configs, secret_words")
+    words = data.get("secret_words", [])
+    if not isinstance(words, list) or not all(isinstance(w, str) for w in words):
+        raise ConfigError(f"{source}: secret_words must be a list of strings")
+    try:
+        add_secret_words(words)
+    except ValueError as exc:
+        raise ConfigError(f"{source}: {exc}") from None
     resolved = {}
     for name in tables:
         values = _merge(defaults, _resolve(name, tables, source))

@@ -28,11 +28,11 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from ledger.errors import LedgerError
+from schemas.secrets import is_secret_name
 
 from .configs import ServerConfig
 
 #: Environment variables never recorded in the ledger (credentials), matched as substrings.
-_SECRET_MARKERS = ("TOKEN", "KEY", "SECRET", "PASSWORD", "CREDENTIAL")
 
 
 class MissingEngine(LedgerError):
@@ -62,11 +62,12 @@ def flag_args(flags: dict[str, Any]) -> list[str]:
 
 def recorded_env(config: ServerConfig, prefixes: tuple[str, ...], environ: dict[str, str] | None = None) -> dict[str, str]:
     """The environment subset worth recording: the configuration's own ``env`` plus inherited
-    variables with one of ``prefixes``; credentials (``*TOKEN*``, ``*KEY*``, ...) never."""
+    variables with one of ``prefixes``; credentials never: a name with ``KEY`` in it, or one that
+    ``schemas.secrets.is_secret_name`` matches (``HF_TOKEN``, ``SGLANG_ADMIN_PASS``, ``NCCL_IB_AUTH``)."""
     source = os.environ if environ is None else environ
     picked = {k: v for k, v in source.items() if k.startswith(prefixes)}
     picked.update(config.env)
-    return {k: v for k, v in sorted(picked.items()) if not any(m in k.upper() for m in _SECRET_MARKERS)}
+    return {k: v for k, v in sorted(picked.items()) if "KEY" not in k.upper() and not is_secret_name(k)}
 
 
 @dataclass(frozen=True)

@@ -10,6 +10,7 @@ A plan file (TOML, see ``examples/plan.toml``)::
     concurrency = [1, 4]              # closed loop; or request_rate = 2.0 (open loop, req/s)
     # servers = "servers.toml"        # configurations from that file instead of [configs.*] here
     # stop_wait_s = 30                # seconds from SIGINT to SIGTERM when a server is stopped
+    # retries = 1                     # a run failing before it measures: restarts of its server
 
     [[candidates]]
     config = "cb"
@@ -23,7 +24,7 @@ A plan file (TOML, see ``examples/plan.toml``)::
     num_prompts = 32
     warmup = 1
     seed = 0
-    # model = "name sent in requests" (default: the configuration's model)
+    # model = "name sent in requests" (default: the one model the server lists at /v1/models)
     # tokenizer = "/local/tokenizer"  (exact prompt lengths)
 
     [defaults] / [configs.NAME]       # server configurations, format of runners/configs.py
@@ -31,7 +32,9 @@ A plan file (TOML, see ``examples/plan.toml``)::
 Execution: for repeat r, for each arm (baseline first, then candidates): start the arm's
 server (``runners.server.ServerRunner``: it records server_started/ready/stopped), warm up,
 benchmark every concurrency (one ``benchmark_completed`` per run, samples included), stop
-it. So arms alternate A B A B and drift hits both. Then, per candidate, concurrency and
+it. So arms alternate A B A B and drift hits both. A run that fails before measuring is
+recorded (not valid, with its cause) and retried on a restarted server within ``retries``;
+past that budget the plan goes on and its table lists what is missing. Then, per candidate, concurrency and
 metric of ``ledger.views.DELTA_METRICS``: one ``comparison_completed`` (``runners.compare``),
 tau from the baseline's repeats in the ledger; a single-flag candidate whose throughput
 verdict agrees at every concurrency gets a ``finding_recorded`` (basis ``measured``).
@@ -56,15 +59,20 @@ from ledger.store import LedgerStore
 from schemas import Actor, Host
 from schemas.envelope import Evidence
 from schemas.events import (
+    BenchmarkCompleted,
+    BenchMetrics,
     CandidateProposed,
     ComparisonCompleted,
     FindingRecorded,
     NoteAdded,
     SessionStarted,
+    Workload,
 )
 
-from .bench import BenchTarget, SweepPoint, format_point, sweep
-from .compare import METRIC_RULES, Comparison, coefficient_of_variation, compare, flag_verdict
+from .bench import TOOL_NAME, BenchTarget, SweepPoint, WarmupFailed, format_point, run_id_for, sweep
+from .compare import METRIC_RULES, Comparison, coefficient_of_variation, compare, flag_verdict, raw_change
+from .discovery import served_model
+from .server import PortInUse, ServerStartFailed
 from .workload import WorkloadSpec, build_workload
 
 PLAN_ACTOR = Actor(kind="runner", name="plan")
@@ -89,6 +97,9 @@ class PlanSection(_Strict):
     concurrency: list[int] = Field(default_factory=lambda: [1])
     request_rate: float | None = Field(default=None, gt=0)
     servers: str | None = None
+    #: Per arm and repeat: how many times a run that failed before measuring (the server did not
+    #: start, the warmup failed) is retried on a restarted server before the plan goes on without it.
+    retries: int = Field(default=1, ge=0)
     #: Seconds a server may take to exit after SIGINT before SIGTERM (some engines ignore SIGINT).
     stop_wait_s: float = Field(default=30.0, gt=0)
 
@@ -195,13 +206,38 @@ class Servers(Protocol):
 
 
 @dataclass
+class FailedAttempt:
+    """A run that failed before measuring: the arm, repeat and loads left, why, and whether it was retried.
+
+    ``event`` is the ``benchmark_completed`` recorded for it (``valid`` false, the cause in
+    ``validity_notes``), None when nothing could be recorded.
+    """
+
+    config_name: str
+    repeat: int
+    loads: list[int | None]
+    attempt: int
+    cause: str
+    retried: bool
+    event: BenchmarkCompleted | None = None
+
+
+@dataclass
 class PlanResult:
-    """What a plan produced: runs (sweep points), comparisons and findings (events)."""
+    """What a plan produced: runs (sweep points), comparisons and findings (events), failed attempts."""
 
     points: list[SweepPoint] = field(default_factory=list)
     comparisons: list[ComparisonCompleted] = field(default_factory=list)
     findings: list[FindingRecorded] = field(default_factory=list)
+    failures: list[FailedAttempt] = field(default_factory=list)
+    #: Metrics left uncompared because no run measured them (e.g. TPOT of a coarse stream).
+    unmeasured: list[str] = field(default_factory=list)
     host: Host | None = None
+
+    @property
+    def missing(self) -> list[FailedAttempt]:
+        """Failed attempts that were not retried: their runs are missing from the comparisons."""
+        return [f for f in self.failures if not f.retried]
 
 
 def candidate_id(spec: CandidateSpec) -> str:
@@ -239,11 +275,16 @@ def run_plan(
 ) -> PlanResult:
     """Run the plan (see the module docstring); return its runs, comparisons and findings.
 
+    A run that fails before measuring (the server does not start, every warmup request
+    fails) is recorded as not valid with its cause and retried on a restarted server, up to
+    ``[plan] retries`` times per arm and repeat; then the plan goes on without it and
+    ``PlanResult.missing`` (and the verdict table's caption) says what is missing.
+
     Raises:
         KeyboardInterrupt: after stopping the running server and recording a ``note_added``
             that lists the completed runs.
-        runners.server.ServerStartFailed and others from the server runner; RuntimeError when a
-            warmup fails entirely. The running server is stopped first in every case.
+        runners.engines.MissingEngine, runners.configs.ConfigError: no attempt could succeed.
+            The running server is stopped first in every case.
     """
     store.init()
     _record_preamble(store, plan)
@@ -251,36 +292,109 @@ def run_plan(
     workload = build_workload(WorkloadSpec(b.input_len, b.output_len, b.num_prompts, b.seed, b.tokenizer))
     result = PlanResult()
     loads: Sequence[int | None] = plan.plan.concurrency if plan.plan.request_rate is None else [None]
+    candidates = {spec.config: candidate_id(spec) for spec in plan.candidates}
     try:
         for repeat in range(plan.plan.repeats):
             for arm in plan.arms:
-                config = plan.configs[arm]
                 say(f"repeat {repeat + 1}/{plan.plan.repeats}: {arm}")
-                run = servers.start(config)
-                result.host = run.host
-                reason = f"plan: {arm} repeat {repeat} done"
-                try:
-                    target = BenchTarget(url=run.base_url, endpoint=b.endpoint, model=b.model or config.model or arm,
-                                         workload=workload, ignore_eos=b.ignore_eos)
-                    asyncio.run(sweep(
-                        target, config_name=arm, concurrencies=loads, request_rate=plan.plan.request_rate,
-                        repeats=[repeat], warmup_requests=b.warmup, is_baseline=arm == plan.plan.baseline,
-                        server_run_id=run.run_id, session_id=plan.plan.session, host=run.host, store=store,
-                        progress=progress, on_point=lambda p: (result.points.append(p), say(format_point(p))),
-                    ))
-                except KeyboardInterrupt:
-                    reason = "plan interrupted (Ctrl-C)"
-                    raise
-                except BaseException as exc:
-                    reason = f"plan failed: {type(exc).__name__}: {exc}"[:300]
-                    raise
-                finally:
-                    servers.stop(run, reason=reason)
+                _run_arm(plan, store, servers, arm, repeat, list(loads), workload, result, candidates.get(arm),
+                         say=say, progress=progress)
     except KeyboardInterrupt:
         _record_interrupted(store, plan, result)
         raise
     compare_and_record(store, plan, result)
     return result
+
+
+#: Failures of a run that a restarted server may not repeat: the server did not start (crash,
+#: timeout, its port still held by the previous server) or every warmup request failed. A missing
+#: engine or a bad configuration fails every attempt alike: those end the plan.
+_RETRYABLE = (ServerStartFailed, PortInUse, WarmupFailed)
+
+
+def _run_arm(plan: Plan, store: LedgerStore, servers: Servers, arm: str, repeat: int, loads: list[int | None],
+             workload: Any, result: PlanResult, cand_id: str | None, *, say: Callable[[str], None],
+             progress: bool) -> None:
+    """One arm's runs of one repeat: start its server, benchmark every load, stop it.
+
+    A run that fails before measuring is recorded (``benchmark_completed``, not valid, with the
+    cause) and, within ``plan.retries``, retried on a restarted server for the loads still
+    missing; past the budget the plan goes on without them (``PlanResult.missing``).
+    """
+    b = plan.bench
+    config = plan.configs[arm]
+    pending = list(loads)
+
+    def done(point: SweepPoint) -> None:
+        result.points.append(point)
+        pending.remove(point.concurrency)
+        say(format_point(point))
+
+    for attempt in range(plan.plan.retries + 1):
+        run = None
+        reason = f"plan: {arm} repeat {repeat} done"
+        try:
+            run = servers.start(config)
+            result.host = run.host
+            model = b.model
+            if model is None:
+                model = config.model or arm if b.endpoint == "generate" else served_model(run.base_url, config.model)
+            target = BenchTarget(url=run.base_url, endpoint=b.endpoint, model=model, workload=workload,
+                                 ignore_eos=b.ignore_eos)
+            asyncio.run(sweep(
+                target, config_name=arm, concurrencies=list(pending), request_rate=plan.plan.request_rate,
+                repeats=[repeat], warmup_requests=b.warmup, is_baseline=arm == plan.plan.baseline,
+                server_run_id=run.run_id, session_id=plan.plan.session, host=run.host, store=store,
+                progress=progress, on_point=done, candidate_id=cand_id,
+            ))
+            return
+        except KeyboardInterrupt:
+            reason = "plan interrupted (Ctrl-C)"
+            raise
+        except _RETRYABLE as exc:
+            cause = str(exc).splitlines()[0][:500] if str(exc) else type(exc).__name__
+            reason = f"plan: run failed: {cause}"[:300]
+            retried = attempt < plan.plan.retries
+            failed = _record_failed_run(store, plan, arm, repeat, pending, cause, attempt, retried,
+                                        run.run_id if run else None, run.host if run else result.host, cand_id)
+            result.failures.append(FailedAttempt(arm, repeat, list(pending), attempt, cause, retried, failed))
+            budget = f"attempt {attempt + 1} of {plan.plan.retries + 1}"
+            say(f"{arm} repeat {repeat}: run failed ({cause}); {budget}: "
+                + ("restarting the server and retrying" if retried else "going on without it"))
+        except BaseException as exc:
+            reason = f"plan failed: {type(exc).__name__}: {exc}"[:300]
+            raise
+        finally:
+            if run is not None:
+                servers.stop(run, reason=reason)
+
+
+def _record_failed_run(store: LedgerStore, plan: Plan, arm: str, repeat: int, loads: list[int | None], cause: str,
+                       attempt: int, retried: bool, server_run_id: str | None, host: Host | None,
+                       cand_id: str | None) -> BenchmarkCompleted:
+    """Record the run that failed before measuring: ``benchmark_completed``, not valid, with its cause."""
+    b = plan.bench
+    load = loads[0] if loads else None
+    then = "retried on a restarted server" if retried else "not retried: the retry budget is spent"
+    event = BenchmarkCompleted(
+        run_id=run_id_for(arm, load, plan.plan.request_rate, repeat),
+        config_name=arm, is_baseline=arm == plan.plan.baseline, server_run_id=server_run_id, tool=TOOL_NAME,
+        candidate_id=cand_id,
+        workload=Workload(dataset="random", input_len=b.input_len, output_len=b.output_len, range_ratio=1.0,
+                          num_prompts=b.num_prompts, load="closed-loop" if plan.plan.request_rate is None else "open-loop",
+                          request_rate=plan.plan.request_rate, seed=b.seed, ignore_eos=b.ignore_eos, endpoint=b.endpoint),
+        concurrency=load, repeat=repeat, metrics=BenchMetrics(completed=0), valid=False,
+        validity_notes=[f"run failed before measuring: {cause}"],
+        notes=f"attempt {attempt + 1} of {plan.plan.retries + 1} (plan retries = {plan.plan.retries}); {then}; "
+              f"loads not measured: {', '.join(_load_text(x, plan.plan.request_rate) for x in loads)}",
+        session_id=plan.plan.session, host=host, actor=PLAN_ACTOR, source=plan.source,
+    )
+    store.append(event)
+    return event
+
+
+def _load_text(concurrency: int | None, request_rate: float | None) -> str:
+    return f"c={concurrency}" if concurrency is not None else f"rate={request_rate:g}/s"
 
 
 def _record_interrupted(store: LedgerStore, plan: Plan, result: PlanResult) -> None:
@@ -313,7 +427,8 @@ def _comparison_event(plan: Plan, arm: str, load: int | None, cmp: Comparison, b
         baseline_mean=cmp.baseline_mean, mean=cmp.mean, change=cmp.change, ci_low=cmp.ci_low, ci_high=cmp.ci_high,
         noise_threshold=cmp.noise_threshold, noise_source=cmp.noise_source, verdict=cmp.verdict,
         runs_needed=cmp.runs_needed, benchmark_event_ids=[p.event.event_id for p in base_pts + cand_pts],
-        notes=cmp.notes, session_id=plan.plan.session, actor=PLAN_ACTOR, host=host, source=plan.source,
+        notes=cmp.notes, baseline_cv=cmp.baseline_cv, cv=cmp.cv,
+        session_id=plan.plan.session, actor=PLAN_ACTOR, host=host, source=plan.source,
     )
 
 
@@ -339,6 +454,11 @@ def compare_and_record(store: LedgerStore, plan: Plan, result: PlanResult) -> No
                 cv, n_aa = aa_cv(store, plan, metric, load)
                 values_a = [getattr(p.run.metrics, metric) for p in base_pts]
                 values_b = [getattr(p.run.metrics, metric) for p in cand_pts]
+                if all(v is None for v in values_a + values_b) and base_pts and cand_pts:
+                    # Not measurable in any run (TPOT/ITL of a coarse stream): nothing to compare.
+                    result.unmeasured.append(f"{metric} at {_load_text(load, plan.plan.request_rate)}: "
+                                             "not measured in any run (see the runs' validity notes)")
+                    continue
                 cmp = compare(metric, values_a, values_b, aa_cv=cv,
                               valid=not invalid, invalid_reason=reason)
                 if cv is not None:
@@ -366,23 +486,44 @@ def compare_and_record(store: LedgerStore, plan: Plan, result: PlanResult) -> No
 
 
 def verdict_table(result: PlanResult, metrics: Sequence[str] | None = None):
-    """A rich Table: config, concurrency, metric, baseline mean, mean, change % [CI], tau, verdict."""
+    """A rich Table of the comparisons, with the runs the plan could not make under it.
+
+    Columns: config, concurrency, metric, baseline and candidate (the geometric mean of the
+    runs, which the change compares, with the CV over the runs beside it), change % [95% CI]
+    as ``value / baseline - 1`` (+ means the metric went up, as in ``benchmark_deltas``, the
+    TUI and the export; the verdict says whether that is better), tau, runs per arm, verdict.
+    The caption lists each missing run (arm, repeat, load) with its cause, and the metrics no
+    run could measure (TPOT and ITL of a coarse stream).
+    """
     from rich.table import Table
 
-    table = Table(title="Plan verdicts (change signed: + is better)")
-    for col in ("config", "concurrency", "metric", "baseline mean", "mean", "change % [95% CI]", "tau", "verdict"):
-        table.add_column(col, justify="right" if col in ("concurrency", "baseline mean", "mean", "tau") else "left")
+    lines = [f"missing: {f.config_name} rep {f.repeat} "
+             f"{', '.join(_load_text(x, None) if x is not None else 'open loop' for x in f.loads)} "
+             f"(failed {f.attempt + 1} time(s): {f.cause[:160]})" for f in result.missing]
+    lines += [f"not compared: {text}" for text in dict.fromkeys(result.unmeasured)]
+    caption = "\n".join(lines) or None
+    table = Table(title="Plan verdicts (change = value / baseline - 1: + means the metric went up)",
+                  caption=caption, caption_justify="left")
+    for col in ("config", "concurrency", "metric", "baseline (CV)", "candidate (CV)", "change % [95% CI]", "tau",
+                "runs", "verdict"):
+        table.add_column(col, justify="right" if col in ("concurrency", "tau", "runs") else "left")
     for c in result.comparisons:
         if metrics and c.metric not in metrics:
             continue
         load = str(c.concurrency) if c.concurrency is not None else f"{c.request_rate:g}/s"
-        change = "-" if c.change is None else f"{100 * c.change:+.1f}%"
-        if c.ci_low is not None:
-            change += f" [{100 * c.ci_low:+.1f}, {100 * c.ci_high:+.1f}]"
+        change = raw_change(c.change, c.better_direction)
+        text = "-" if change is None else f"{100 * change:+.1f}%"
+        if c.ci_low is not None and c.ci_high is not None:
+            low, high = sorted((raw_change(c.ci_low, c.better_direction), raw_change(c.ci_high, c.better_direction)))
+            text += f" [{100 * low:+.1f}, {100 * high:+.1f}]"
         verdict = c.verdict + (f" (need ~{c.runs_needed} runs/arm)" if c.runs_needed else "")
-        table.add_row(c.config_name, load, c.metric, _num(c.baseline_mean), _num(c.mean), change,
-                      f"{100 * c.noise_threshold:.1f}%", verdict)
+        table.add_row(c.config_name, load, c.metric, _with_cv(c.baseline_mean, c.baseline_cv), _with_cv(c.mean, c.cv),
+                      text, f"{100 * c.noise_threshold:.1f}%", f"{c.baseline_runs}/{c.runs}", verdict)
     return table
+
+
+def _with_cv(value: float | None, cv: float | None) -> str:
+    return _num(value) + ("" if cv is None else f" ({100 * cv:.0f}%)")
 
 
 def _num(x: float | None) -> str:

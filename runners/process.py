@@ -56,6 +56,14 @@ def connect_host(host: str) -> str:
     return "127.0.0.1" if host in ("0.0.0.0", "", "::") else host
 
 
+def free_port(host: str) -> int:
+    """A TCP port nothing listens on at ``host`` now (the kernel's pick for a bind to port 0)."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    with socket.socket(family, socket.SOCK_STREAM) as sock:
+        sock.bind((host, 0))
+        return sock.getsockname()[1]
+
+
 def port_in_use(host: str, port: int) -> bool:
     """True when something accepts connections on ``host:port`` or the port cannot be bound."""
     try:

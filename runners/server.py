@@ -47,6 +47,7 @@ from uuid import UUID
 import httpx
 
 from ledger.errors import LedgerError, NotFound
+from ledger.flag_memory import remembered_findings
 from ledger.sglang_log import ServerLogFacts, derive_findings, parse_server_log
 from ledger.store import LedgerStore
 from schemas import Actor, Event, FindingRecorded, Host, ServerFailed, ServerReady, ServerStarted, ServerStopped, StartupFacts
@@ -55,7 +56,7 @@ from .artifacts import artifacts_dir, safe_name, server_log_path
 from .configs import ServerConfig
 from .engines import EngineAdapter, adapter_for
 from .host import HostFingerprint, fingerprint
-from .process import connect_host, exit_status, follow_lines, group_alive, port_in_use, read_lines
+from .process import connect_host, exit_status, follow_lines, free_port, group_alive, port_in_use, read_lines
 
 #: Default wait for health (seconds): a 100B+ model loads and captures CUDA graphs for minutes.
 DEFAULT_HEALTH_TIMEOUT_S = 1800.0
@@ -283,7 +284,9 @@ class ServerRunner:
         adapter = adapter_for(config.engine)
         adapter.check_config(config)
         probe = adapter.probe(config)
-        port = port or config.port or adapter.default_port
+        port = port or (config.port if config.port is not None else adapter.default_port)
+        if port == 0:  # `port = 0` in the configuration: any free port, picked now
+            port = free_port(config.host)
         if port_in_use(config.host, port):
             raise PortInUse(f"port {port} on {config.host} is already in use: stop that server or give --port")
         if self._fingerprint is None:
@@ -335,7 +338,19 @@ class ServerRunner:
             self._terminate(run)  # a server the ledger does not know of must not keep running
             run.ended = True
             raise
+        self._remember(run, started)
         return run
+
+    def _remember(self, run: ServerRun, started: ServerStarted) -> None:
+        """A flag of this run the ledger already knows to do nothing here: say so now (issue 10)."""
+        for finding in remembered_findings(self.store, started):
+            fid = finding_id(run.run_id, finding)
+            run.finding_ids.add(fid)
+            self._append(run, finding.model_copy(update={
+                "event_id": fid, "actor": RUNNER_ACTOR, "host": run.host,
+                "source": f"flag_verdicts (event {finding.evidence[0].ref})",
+            }))
+            self.say(f"finding: {finding.message}")
 
     def wait_ready(self, run: ServerRun, *, timeout_s: float | None = None) -> ServerRun:
         """Poll health until 200, then record ``server_ready`` and the findings.
@@ -485,7 +500,9 @@ class ServerRunner:
             cause, message = "port-in-use", f"port {run.port} was taken when the server bound it"
         else:
             cause, message = "crash", f"exited with code {code} before becoming healthy"
-        failed = ServerFailed(cause=cause, message=message, log_tail=tail, exit_code=code,
+        # the startup facts the log showed before the failure survive it (issue 10)
+        startup = facts.to_startup_facts(run.log_ref) if run.adapter.sglang_log and facts.has_startup_facts else None
+        failed = ServerFailed(cause=cause, message=message, log_tail=tail, exit_code=code, startup=startup,
                               source=run.log_ref, **self._common(run))
         run.ended = True
         self._append(run, failed)

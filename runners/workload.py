@@ -20,6 +20,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from ledger.errors import InvalidInput
+
 #: Dataset names written to ``Workload.dataset``.
 DATASET_EXACT = "random-ids"
 DATASET_APPROX = "random-words-approx"
@@ -82,6 +84,10 @@ class _Tok:
         self.special_ids = special_ids
 
 
+def _first_line(exc: BaseException) -> str:
+    return (str(exc).strip().splitlines() or [type(exc).__name__])[0][:300]
+
+
 def load_tokenizer(path: str | Path) -> _Tok:
     """Load a tokenizer from a local path, never from a hub.
 
@@ -90,33 +96,35 @@ def load_tokenizer(path: str | Path) -> _Tok:
     ``local_files_only=True``.
 
     Raises:
-        FileNotFoundError: the path does not exist.
-        RuntimeError: nothing could read a tokenizer there.
+        ledger.errors.InvalidInput: (exit 3, one line) the path does not exist, or nothing
+            could read a tokenizer there (the file's own error, first line).
     """
     p = Path(path)
     if not p.exists():
-        raise FileNotFoundError(f"tokenizer path {p} does not exist (a local tokenizer.json or folder is needed)")
+        raise InvalidInput(f"--tokenizer {p}: no such file or folder (a local tokenizer.json or folder is needed)")
     file = p if p.is_file() else p / "tokenizer.json"
     if file.is_file():
-        try:
-            from tokenizers import Tokenizer
+        from tokenizers import Tokenizer  # a core dependency: no transformers needed for tokenizer.json
 
+        try:
             tok = Tokenizer.from_file(str(file))
-            special = {tok.token_to_id(t.content) for t in tok.get_added_tokens_decoder().values() if t.special}
-            return _Tok(
-                lambda s: tok.encode(s, add_special_tokens=False).ids,
-                lambda ids: tok.decode(list(ids), skip_special_tokens=False),
-                tok.get_vocab_size(),
-                {i for i in special if i is not None},
-            )
-        except ImportError:
-            pass
+        except Exception as exc:  # noqa: BLE001 - the Rust library raises its own exception type
+            raise InvalidInput(f"--tokenizer {file}: not a readable tokenizer.json: {_first_line(exc)}") from None
+        special = {tok.token_to_id(t.content) for t in tok.get_added_tokens_decoder().values() if t.special}
+        return _Tok(
+            lambda s: tok.encode(s, add_special_tokens=False).ids,
+            lambda ids: tok.decode(list(ids), skip_special_tokens=False),
+            tok.get_vocab_size(),
+            {i for i in special if i is not None},
+        )
     try:
         from transformers import AutoTokenizer
-
+    except ImportError:
+        raise InvalidInput(f"--tokenizer {p}: no tokenizer.json there (other formats need transformers)") from None
+    try:
         hf = AutoTokenizer.from_pretrained(str(p), local_files_only=True)
     except Exception as exc:  # noqa: BLE001 - any loader failure means "no usable tokenizer here"
-        raise RuntimeError(f"no tokenizer could be read from {p}: {exc}") from exc
+        raise InvalidInput(f"--tokenizer {p}: no tokenizer could be read: {_first_line(exc)}") from None
     return _Tok(
         lambda s: hf.encode(s, add_special_tokens=False),
         lambda ids: hf.decode(list(ids)),
@@ -147,7 +155,7 @@ def build_workload(spec: WorkloadSpec) -> BuiltWorkload:
 
     Raises:
         ValueError: a length or count below 1.
-        FileNotFoundError, RuntimeError: from ``load_tokenizer``.
+        ledger.errors.InvalidInput: from ``load_tokenizer``.
     """
     if spec.input_len < 1 or spec.output_len < 1 or spec.num_prompts < 1:
         raise ValueError("input_len, output_len and num_prompts must be >= 1")

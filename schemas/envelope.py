@@ -115,7 +115,9 @@ class EventEnvelope(StrictModel):
 
     ``seq`` (global position, gapless, 1-based) and ``stream_version`` (position
     in the stream, 1-based) are assigned by the store; ``recorded_at`` too when
-    not given. ``event_id`` is a UUIDv7 unless given: giving it makes an append
+    not given. ``occurred_at`` is when the fact happened, when that is not when it
+    was recorded (an imported log line's timestamp, a benchmark file's date);
+    ``None`` means "when recorded". ``event_id`` is a UUIDv7 unless given: giving it makes an append
     idempotent (a retry returns the original ``seq``).
     """
 
@@ -124,6 +126,7 @@ class EventEnvelope(StrictModel):
     stream: str | None = None
     stream_version: int | None = Field(default=None, ge=1)
     recorded_at: datetime | None = None
+    occurred_at: datetime | None = None
     actor: Actor = Field(default_factory=Actor)
     session_id: str | None = None
     causation_id: UUID | None = None
@@ -136,7 +139,7 @@ class EventEnvelope(StrictModel):
     #: Names of the envelope fields: everything else on an event is payload.
     ENVELOPE_FIELDS: ClassVar[frozenset[str]] = frozenset()
 
-    @field_validator("recorded_at")
+    @field_validator("recorded_at", "occurred_at")
     @classmethod
     def _utc(cls, value: datetime | None) -> datetime | None:
         if value is not None and value.tzinfo is None:

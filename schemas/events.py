@@ -17,6 +17,7 @@ from pydantic import Field, TypeAdapter, field_validator
 from .envelope import EventEnvelope, Evidence, StrictModel
 from .vocab import (
     CandidateKind,
+    ComparisonVerdict,
     FailureCause,
     FindingKind,
     LoadKind,
@@ -196,6 +197,22 @@ class FindingRecorded(Event):
 # --- servers --------------------------------------------------------------------
 
 
+class SettingOverride(StrictModel):
+    """A setting the server args asked for that a later log line (or the resolved limits) changed.
+
+    ``flag`` in CLI spelling without dashes, as the log's SGLang version spells it (``None`` when
+    the line names no flag); ``requested`` is the server args' value (``None``: default / not
+    logged), ``effective`` what the server runs with (``None``: not stated); ``reason`` the line's
+    "because ..." part; ``source`` ``file:line`` of the line that shows it.
+    """
+
+    flag: str | None = None
+    requested: Any = None
+    effective: Any = None
+    reason: str | None = None
+    source: str | None = None
+
+
 class StartupFacts(StrictModel):
     """What a server's startup log and ``/server_info`` say it resolved to.
 
@@ -222,6 +239,10 @@ class StartupFacts(StrictModel):
     weight_load_s: float | None = None
     available_gpu_mem_gb: float | None = None
     server_args: dict[str, Any] = Field(default_factory=dict)
+    kv_cache_gb: float | None = Field(default=None, description="K + V cache size in GB, as logged.")
+    overrides: list[SettingOverride] = Field(
+        default_factory=list, description="Requested settings a later log line overrode (effective value kept)."
+    )
 
 
 class _ServerEvent(Event):
@@ -245,6 +266,10 @@ class ServerStarted(_ServerEvent):
     port: int | None = None
     pid: int | None = None
     log_path: str | None = None
+    startup: StartupFacts | None = Field(
+        default=None,
+        description="Startup facts an imported log showed for a run that never became ready nor failed.",
+    )
 
     @field_validator("flags")
     @classmethod
@@ -281,6 +306,9 @@ class ServerFailed(_ServerEvent):
     message: str
     log_tail: list[str] = Field(default_factory=list)
     exit_code: int | None = None
+    startup: StartupFacts | None = Field(
+        default=None, description="Startup facts the log showed before the failure (they survive the crash)."
+    )
 
 
 # --- benchmarks -----------------------------------------------------------------
@@ -360,6 +388,12 @@ class BenchmarkCompleted(Event):
     baseline unless ``is_baseline`` says otherwise); ``valid`` is the run's
     validity gate (no failed requests, achieved concurrency >= 0.9 c, output
     tokens as asked) with ``validity_notes`` saying what failed.
+
+    Imported from another tool: ``tool`` (``vllm.bench_serve``, ``guidellm``,
+    ``llmperf``, ``aiperf``…) and ``tool_version`` where the file says it;
+    ``metrics`` holds only what that tool defines as sglang does, and
+    ``tool_metrics`` (tool's own name -> value, unit in the name) keeps what it
+    defines otherwise, with ``metric_notes`` saying how each differs.
     """
 
     type: Literal["benchmark_completed"] = "benchmark_completed"
@@ -376,6 +410,17 @@ class BenchmarkCompleted(Event):
     valid: bool | None = None
     validity_notes: list[str] = Field(default_factory=list)
     notes: str | None = None
+    tool_version: str | None = None
+    tool_metrics: dict[str, float] = Field(
+        default_factory=dict,
+        description="Metrics of the tool whose definition differs from ours, by the tool's name (unit in the name).",
+    )
+    metric_notes: list[str] = Field(
+        default_factory=list, description="Where the tool's metric definitions differ from sglang bench_serving's."
+    )
+    #: The board's candidate this run was made for (``flag:X``, ``config:NAME``), recorded by
+    #: plans and ``run bench --candidate``; None for a baseline or an unattributed run.
+    candidate_id: str | None = None
 
     def default_stream(self) -> str:
         return f"bench:{self.config_name}"
@@ -389,9 +434,12 @@ class ComparisonCompleted(Event):
     ``e^(d +- t*SE) - 1``, signed so that positive is better
     (``better_direction`` +1: higher is better, -1: lower is better).
     ``noise_threshold`` is tau = max(floor, 2 * CV of A-vs-A repeats), as a
-    fraction. ``verdict``: improved / regressed / no measurable change /
-    inconclusive (``runs_needed`` per arm) / insufficient data / invalid.
-    Changes and CI bounds are fractions (0.05 = +5%).
+    fraction. ``verdict``: ``schemas.vocab.ComparisonVerdict`` (``runs_needed`` per arm
+    when inconclusive or too noisy). Changes and CI bounds are fractions (0.05 = +5%).
+    ``baseline_mean`` and ``mean`` are the central values the change compares: geometric
+    means ``e^mean(ln x)`` of the runs (so ``mean / baseline_mean - 1`` is the metric's raw
+    change); events written before they were may hold arithmetic means. ``baseline_cv`` and
+    ``cv`` give each arm's spread.
     """
 
     type: Literal["comparison_completed"] = "comparison_completed"
@@ -415,12 +463,13 @@ class ComparisonCompleted(Event):
     confidence: float = 0.95
     noise_threshold: float
     noise_source: str | None = Field(default=None, description="Where tau came from: the floor, or the A-vs-A runs used.")
-    verdict: Literal[
-        "improved", "regressed", "no measurable change", "inconclusive", "insufficient data", "invalid"
-    ]
+    verdict: ComparisonVerdict
     runs_needed: int | None = None
     benchmark_event_ids: list[UUID] = Field(default_factory=list)
     notes: str | None = None
+    #: Spread of each arm over its repeats: coefficient of variation (sample SD / mean, a fraction).
+    baseline_cv: float | None = None
+    cv: float | None = None
 
     def default_stream(self) -> str:
         return f"comparison:{self.config_name}"

@@ -62,6 +62,7 @@ FindingKind = Literal[
     "default-moe-config",
     "decode-without-cuda-graph",
     "capacity-reduced",
+    "known-no-effect",
     "crash",
     "warning",
     "measured-change",
@@ -73,3 +74,21 @@ EvidenceKind = Literal["source", "log", "event", "benchmark", "seed", "file", "u
 
 #: Load pattern of a benchmark run.
 LoadKind = Literal["closed-loop", "open-loop"]
+
+#: Outcome of comparing a configuration against the baseline on one metric (``comparison_completed``,
+#: the ``benchmark_deltas`` view, the plan table, the TUI and the export all use these words).
+#: ``improved`` / ``regressed``: the CI clears the noise threshold tau; ``no measurable change``: the
+#: whole CI lies within +-tau; ``inconclusive``: neither (more runs needed); ``insufficient data``:
+#: fewer than 2 runs in an arm (or a metric without a value); ``invalid``: a run failed its validity
+#: gate; ``too noisy``: tau itself is above ``runners.compare.MAX_NOISE_THRESHOLD`` (25%), so "no
+#: change" would hide effects up to that size: the machine is too noisy to decide.
+ComparisonVerdict = Literal[
+    "improved",
+    "regressed",
+    "no measurable change",
+    "inconclusive",
+    "insufficient data",
+    "invalid",
+    "too noisy",
+]
+COMPARISON_VERDICTS: tuple[str, ...] = get_args(ComparisonVerdict)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -235,6 +236,57 @@ def test_retracting_an_unknown_event_is_not_found(ledger: Path) -> None:
 
 def test_a_long_sql_query_is_stopped_by_its_timeout(ledger: Path) -> None:
     out = run(ledger, "sql", "SELECT count(*) FROM range(400000000000)", "--timeout", "0.5")
-    assert out.returncode == 6 and "query stopped after 0.5 s" in out.stderr
+    # its own exit code (issue 7.10): 6 means "refused", and this query was allowed
+    assert out.returncode == 14 and "query stopped after 0.5 s" in out.stderr
     # and the ledger is free again for writers
     assert run(ledger, "append", "note_added", "-f", "text=after").returncode == 0
+
+
+def test_a_mistyped_path_is_not_a_new_ledger(tmp_path: Path) -> None:
+    """Issue 7.1: `append` on a missing ledger fails like `events` (exit 5) unless --create;
+    `init` into a missing directory refuses unless --parents."""
+    missing = tmp_path / "ledgr.duckdb"
+    out = run_bare("--ledger", str(missing), "append", "note_added", "-f", "text=x")
+    assert out.returncode == 5 and str(missing) in out.stderr and "--create" in out.stderr
+    assert not missing.exists()
+    assert run_bare("--ledger", str(missing), "append", "--create", "note_added", "-f", "text=x").returncode == 0
+    assert missing.exists()
+    nested = tmp_path / "no" / "such" / "l.duckdb"
+    out = run_bare("--ledger", str(nested), "init")
+    assert out.returncode == 5 and "--parents" in out.stderr and not nested.parent.exists()
+    assert run_bare("--ledger", str(nested), "init", "--parents").returncode == 0 and nested.exists()
+
+
+def test_cli_behaviour_a_new_user_meets(tmp_path: Path) -> None:
+    """Issue 7.10: --ledger after any subcommand, tui without a terminal, types and their fields,
+    the actor when $USER is empty."""
+    ledger = tmp_path / "l.duckdb"
+    assert run_bare("init", "--ledger", str(ledger)).returncode == 0
+    # `run bench` / `run plan` accept --ledger after the command (an unreachable server: exit 13, recorded nothing)
+    out = run_bare("run", "bench", "--url", "http://127.0.0.1:9", "--model", "m", "--num-prompts", "1",
+                   "--no-progress", "--ledger", str(ledger))
+    assert out.returncode == 13 and "connection refused" in out.stderr and "Timeout" not in out.stderr, out.stderr
+    out = run_bare("run", "plan", str(tmp_path / "none.toml"), "--ledger", str(ledger))
+    assert out.returncode == 3 and "no plan file" in out.stderr
+    # the TUI without a terminal: one line, exit 2, no hang (stdin/stdout are pipes here)
+    out = run_bare("tui", "--ledger", str(ledger))
+    assert out.returncode == 2 and out.stderr.count("\n") == 1 and "needs a terminal" in out.stderr
+    # each event type's fields with types and units
+    out = run_bare("types", "benchmark_completed")
+    assert out.returncode == 0
+    line = next(x for x in out.stdout.splitlines() if x.strip().startswith("metrics.median_ttft_ms"))
+    assert "float" in line and " ms" in line
+    assert "tok/s" in next(x for x in out.stdout.splitlines() if x.strip().startswith("metrics.output_throughput"))
+    out = run_bare("append", "flag_researched", "--help")
+    assert out.returncode == 0 and "verdict" in out.stdout and "one of effective|" in out.stdout
+    assert run_bare("types", "nope").returncode == 3
+    # the actor falls back to the login name when $USER is empty
+    import getpass
+
+    env = {**os.environ, "USER": ""}
+    env.pop("TUNELEDGER_ACTOR", None)
+    out = subprocess.run([sys.executable, "-m", "ledger.cli", "--ledger", str(ledger), "append", "note_added",
+                          "-f", "text=hi", "--json"], capture_output=True, text=True, env=env, timeout=120)
+    assert out.returncode == 0, out.stderr
+    who = run(ledger, "sql", "SELECT actor_name FROM timeline WHERE type = 'note_added'", "--format", "json")
+    assert json.loads(who.stdout) == [{"actor_name": getpass.getuser()}]

@@ -10,7 +10,15 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import stats
 
-from runners.compare import coefficient_of_variation, compare, flag_verdict, noise_threshold
+from runners.compare import (
+    MAX_NOISE_THRESHOLD,
+    coefficient_of_variation,
+    compare,
+    flag_verdict,
+    noise_threshold,
+    raw_change,
+)
+from schemas.vocab import COMPARISON_VERDICTS
 
 noise = st.floats(min_value=-1.0, max_value=1.0, allow_nan=False)
 
@@ -28,8 +36,38 @@ def test_welch_numbers_by_hand() -> None:
     assert c.change == pytest.approx(math.exp(d) - 1, abs=1e-12)
     assert c.ci_low == pytest.approx(math.exp(d - t * se) - 1, abs=1e-12)
     assert c.ci_high == pytest.approx(math.exp(d + t * se) - 1, abs=1e-12)
-    assert c.baseline_mean == pytest.approx(100.0) and c.mean == pytest.approx(110.0)
+    # the central values shown are the ones the change compares: geometric means
+    assert c.baseline_mean == pytest.approx(math.exp(la.mean())) and c.mean == pytest.approx(math.exp(lb.mean()))
+    assert c.mean / c.baseline_mean - 1 == pytest.approx(c.change, abs=1e-12)
+    assert c.baseline_cv == pytest.approx(np.std(a, ddof=1) / np.mean(a))
     assert c.noise_threshold == 0.02 and c.verdict == "improved"
+
+
+def test_shown_means_agree_with_the_change_despite_an_outlier() -> None:
+    """Issue 7.4: the table printed arithmetic means 51.39 -> 88.27 beside a change of -9.9%."""
+    a = [50.0, 52.0, 52.2]
+    b = [44.0, 45.0, 175.8]  # one outlier run: the arithmetic mean jumps, the log mean barely moves
+    c = compare("output_throughput", a, b)
+    assert c.mean / c.baseline_mean - 1 == pytest.approx(c.change, abs=1e-12)
+    assert c.cv > 0.8  # and the spread beside it says how much to trust it
+    latency = compare("median_ttft_ms", a, b)
+    assert raw_change(latency.change, -1) == pytest.approx(latency.mean / latency.baseline_mean - 1, abs=1e-12)
+    assert raw_change(None, -1) is None
+
+
+def test_too_noisy_to_decide() -> None:
+    """Issue 7.6: a noise threshold of 225.7% made any effect below 3x "no measurable change"."""
+    a, b = [100.0, 100.2, 99.8], [100.1, 99.9, 100.0]
+    quiet = compare("output_throughput", a, b, aa_cv=0.01)
+    assert quiet.verdict == "no measurable change"
+    noisy = compare("output_throughput", a, b, aa_cv=1.1285)
+    assert noisy.noise_threshold == pytest.approx(2.257)
+    assert noisy.verdict == "too noisy"
+    assert noisy.runs_needed == math.ceil(2 * (1.96 + 0.84) ** 2 * (1.1285 / MAX_NOISE_THRESHOLD) ** 2)
+    assert "226%" in noisy.notes and "113%" in noisy.notes
+    # a change that clears even that threshold is still decided
+    assert compare("output_throughput", a, [800.0, 810.0, 790.0], aa_cv=0.3).verdict == "improved"
+    assert "too noisy" in COMPARISON_VERDICTS
 
 
 def test_lower_is_better_is_signed_positive_when_latency_drops() -> None:

@@ -5,6 +5,8 @@ cost, whether the B200 MoE config changed anything)."""
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from datetime import UTC, datetime
 from pathlib import Path
 from uuid import UUID
@@ -12,8 +14,10 @@ from uuid import UUID
 import pytest
 
 from ledger.demo import DEMO_FILE, DEMO_SESSION, build_demo, demo_event_id
+from ledger.errors import WouldLoseData
 from ledger.jsonl import read_jsonl
 from ledger.store import LedgerStore
+from schemas import NoteAdded
 
 FIXED_NOW = datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC)
 EVENT_COUNT = 80
@@ -153,13 +157,34 @@ def test_build_appends_every_event_with_the_clock(demo: LedgerStore) -> None:
     assert rows(demo, "SELECT count(DISTINCT session_id) AS n FROM events")[0]["n"] == 1
 
 
-def test_build_replaces_or_appends_idempotently(tmp_path: Path) -> None:
+def test_rebuilding_the_demo_appends_idempotently(tmp_path: Path) -> None:
     path = tmp_path / "demo.duckdb"
     build_demo(path)
-    build_demo(path)  # replace: a fresh file, same content
-    assert LedgerStore(path).head() == EVENT_COUNT
-    store = build_demo(path, replace=False)  # same ids: nothing stored twice
+    store = build_demo(path)  # same ids: nothing stored twice, nothing deleted
     assert store.head() == EVENT_COUNT
+
+
+def test_demo_refuses_a_ledger_holding_a_users_events(tmp_path: Path) -> None:
+    """Issue 7.1: `demo --ledger L` on a user's ledger replaced their events with the demo's."""
+    path = tmp_path / "mine.duckdb"
+    cli = [sys.executable, "-m", "ledger.cli", "--ledger", str(path)]
+    assert subprocess.run([*cli, "init"], capture_output=True).returncode == 0
+    for i in range(18):
+        LedgerStore(path).append(NoteAdded(text=f"my finding {i}", session_id="mine"))
+    before = path.read_bytes()
+    out = subprocess.run([*cli, "demo", "--no-tui"], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 2, out.stderr
+    assert out.stderr.count("\n") == 1 and str(path) in out.stderr and "--ledger" in out.stderr
+    assert "Traceback" not in out.stderr
+    assert path.read_bytes() == before
+    assert LedgerStore(path).head() == 18
+    # a demo ledger the user has since written to is theirs too
+    demo_path = tmp_path / "demo.duckdb"
+    build_demo(demo_path)
+    LedgerStore(demo_path).append(NoteAdded(text="my triage note", session_id=DEMO_SESSION))
+    with pytest.raises(WouldLoseData):
+        build_demo(demo_path)
+    assert LedgerStore(demo_path).head() == EVENT_COUNT + 1
 
 
 # --- the views answer the seeds' questions ------------------------------------------------

@@ -25,9 +25,10 @@ pytest.importorskip("uvicorn")
 
 from ledger.store import LedgerStore  # noqa: E402
 from runners.compare import flag_verdict  # noqa: E402
+from schemas.vocab import COMPARISON_VERDICTS  # noqa: E402
 
 BIN = Path(sys.executable).parent
-VERDICTS = {"improved", "regressed", "no measurable change", "inconclusive", "insufficient data", "invalid"}
+VERDICTS = set(COMPARISON_VERDICTS)
 
 
 def _free_port() -> int:

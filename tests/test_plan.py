@@ -28,7 +28,8 @@ def free_port() -> int:
 
 
 def write_plan(tmp_path: Path, *, base_delay: float, cand_delay: float, repeats: int, prompts: int,
-               concurrency: str = "[1, 2]", session: str = "plan-test") -> Path:
+               concurrency: str = "[1, 2]", session: str = "plan-test", cand_flags: str = "",
+               plan_extra: str = "", model_line: str = 'model = "fake"') -> Path:
     text = f"""
 [plan]
 session = "{session}"
@@ -36,6 +37,7 @@ session_title = "fake engine trial"
 baseline = "baseline"
 repeats = {repeats}
 concurrency = {concurrency}
+{plan_extra}
 
 [[candidates]]
 config = "fast"
@@ -44,7 +46,7 @@ hypothesis = "a shorter delay streams faster"
 
 [bench]
 endpoint = "chat"
-model = "fake"
+{model_line}
 input_len = 8
 output_len = 6
 num_prompts = {prompts}
@@ -62,7 +64,7 @@ flags = {{ chunks = 6, delay-ms = {base_delay} }}
 
 [configs.fast]
 base = "baseline"
-flags = {{ delay-ms = {cand_delay} }}
+flags = {{ delay-ms = {cand_delay}{cand_flags} }}
 """
     path = tmp_path / "plan.toml"
     path.write_text(text)
@@ -165,3 +167,45 @@ def test_sigint_stops_the_server_and_records_what_completed(tmp_path: Path) -> N
     done = store.read(types=["benchmark_completed"])
     assert len(notes[0].refs) == len(done) >= 1
     assert not store.read(types=["comparison_completed"])
+
+
+def test_a_failed_run_is_recorded_retried_on_a_restarted_server_and_the_plan_goes_on(tmp_path: Path) -> None:
+    """Issue 7.2: one failed warm-up ended the whole plan (exit 13) and lost the remaining repeats."""
+    marker = tmp_path / "failed-once"
+    plan = load_plan(write_plan(tmp_path, base_delay=2, cand_delay=1, repeats=2, prompts=4, session="retry",
+                                cand_flags=f', fail-posts = 5, fail-marker = "{marker}"'))
+    assert plan.plan.retries == 1
+    store = LedgerStore(tmp_path / "l.duckdb")
+    with quick_runner(store, "retry") as servers:
+        result = run_plan(plan, store, servers, progress=False)
+    assert marker.exists()
+    assert [(f.config_name, f.repeat, f.loads, f.retried) for f in result.failures] == [("fast", 0, [1, 2], True)]
+    assert "HTTP 500" in result.failures[0].cause and result.missing == []
+    # the failed attempt is in the ledger, not valid, with its cause; the retry measured everything
+    failed = store.query_arrow("SELECT config_name, concurrency, valid, completed FROM benchmarks "
+                               "WHERE completed = 0").to_pylist()
+    assert failed == [{"config_name": "fast", "concurrency": 1, "valid": False, "completed": 0}]
+    event = result.failures[0].event
+    assert event is not None and "HTTP 500" in event.validity_notes[0] and "retried" in event.notes
+    started = [e.config_name for e in store.read(types=["server_started"])]
+    assert started == ["baseline", "fast", "fast", "baseline", "fast"]
+    assert len(result.points) == 2 * 2 * 2
+    assert all(c.baseline_runs == 2 and c.runs == 2 for c in result.comparisons)
+
+
+def test_a_run_failing_past_its_retry_budget_is_missing_and_the_table_says_so(tmp_path: Path) -> None:
+    path = write_plan(tmp_path, base_delay=2, cand_delay=1, repeats=2, prompts=4, session="missing",
+                      concurrency="[1]", cand_flags=", fail-posts = 1000", plan_extra="retries = 0")
+    ledger = tmp_path / "l.duckdb"
+    env = {**os.environ, "TUNELEDGER_LEDGER": str(ledger), "COLUMNS": "250"}
+    out = subprocess.run([str(TUNELEDGER), "run", "plan", str(path), "--no-progress"], env=env,
+                         capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr
+    assert "going on without it" in out.stderr
+    assert "missing: fast rep 0 c=1" in out.stdout and "missing: fast rep 1 c=1" in out.stdout
+    assert "HTTP 500" in out.stdout
+    store = LedgerStore(ledger)
+    assert len(store.read(types=["server_started"])) == 4 and len(store.read(types=["server_stopped"])) == 4
+    assert store.query_arrow("SELECT count(*) FILTER (WHERE valid) AS ok, count(*) FILTER (WHERE NOT valid) AS bad "
+                             "FROM benchmarks").to_pylist() == [{"ok": 2, "bad": 2}]
+    assert {c.verdict for c in store.read(types=["comparison_completed"])} == {"insufficient data"}

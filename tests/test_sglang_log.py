@@ -202,3 +202,115 @@ def test_batch_fields() -> None:
 )
 def test_compute_capability_table(name: str | None, sm: str | None) -> None:
     assert compute_capability_for(name) == sm
+
+
+# --- issue 10: every spelling of every line, bad values, wrapped lines ----------------------------
+
+from ledger.sglang_log import FLAG_NAMES, LINE_SPELLINGS, LogFormatError  # noqa: E402
+
+
+@pytest.mark.parametrize(("fact", "versions", "example"), LINE_SPELLINGS, ids=lambda v: v if len(str(v)) < 40 else None)
+def test_every_line_spelling_is_read(fact: str, versions: str, example: str) -> None:
+    line = f"[2026-05-01 10:00:00 TP0] {example}"
+    facts = parse_server_log([line], strict=True)
+    if fact == "server_args":
+        assert facts.server_args == {"model_path": "/m", "tp_size": 2}
+    elif fact == "weights_loaded":
+        assert facts.evidence["weights_loaded"].number == 1 and facts.has_startup_facts
+    elif fact in ("moe_configs", "decode_batches", "overrides"):
+        assert len(getattr(facts, fact)) == 1
+    elif fact == "ready":
+        assert facts.ready
+    else:
+        value = getattr(facts, fact)
+        assert value not in (None, False, []), (fact, versions)
+    # the same line from another rank first, or re-logged by a host program, reads the same
+    wrapped = f"2026-05-01 10:00:00,531 - __main__ - INFO - [2026-05-01 10:00:00 TP1] {example}"
+    again = parse_server_log([wrapped, line], strict=True)
+    assert again.wrapped_lines == 1
+    if fact not in ("server_args", "weights_loaded", "ready", "overrides", "decode_batches",
+                    "moe_configs", "flashinfer_fusion_disabled"):
+        assert getattr(again, fact) == getattr(facts, fact)
+    if fact == "moe_configs":
+        assert len(again.moe_configs) == 1  # one lookup, whichever rank printed it first
+
+
+def test_flag_names_table_has_each_setting_by_version() -> None:
+    assert [name for name, _, _ in FLAG_NAMES["flashinfer allreduce fusion"]][:2] == [
+        "enable_flashinfer_allreduce_fusion", "flashinfer_allreduce_fusion_backend"]
+    assert [name for name, _, _ in FLAG_NAMES["CUDA graph max batch size (decode)"]] == [
+        "cuda_graph_max_bs", "cuda_graph_max_bs_decode"]
+
+
+def test_0523_cuda_graph_flag_spelling_in_the_eager_finding() -> None:
+    old = parse_server_log([
+        "[2026-05-01 10:00:00] Capture cuda graph bs [1, 2, 4]",
+        "[2026-05-01 10:00:09] Decode batch, #running-req: 9, #token: 400, cuda graph: False, gen throughput (token/s): 2.0",
+    ])
+    new = parse_server_log([
+        "[2026-05-01 10:00:00] Capture target decode CUDA graph begin. backend=full, num_tokens_per_req=1, bs=[1, 2, 4], avail mem=1 GB",
+        "[2026-05-01 10:00:09] Decode batch, #running-req: 9, #token: 400, cuda graph: False, gen throughput (token/s): 2.0",
+    ])
+    (f_old,) = derive_findings(old)
+    (f_new,) = derive_findings(new)
+    assert "(see --cuda-graph-max-bs)" in f_old.message
+    assert "(see --cuda-graph-max-bs-decode)" in f_new.message
+
+
+@pytest.mark.parametrize(
+    ("lines", "line_no", "field"),
+    [
+        (["[2026-02-30 10:00:00] server_args=ServerArgs(tp_size=1)"], 1, "timestamp"),
+        (["[2026-05-01 10:00:00] x", "[2026-05-01 24:00:00] Load weight end. elapsed=1.0 s"], 2, "timestamp"),
+        (["[0000-05-01 10:00:00] The server is fired up and ready to roll!"], 1, "timestamp"),
+        (["[2026-05-01 10:00:00] server_args=ServerArgs(tp_size=2, pp_size='2')"], 1, "server_args.pp_size"),
+        (["[2026-05-01 10:00:00] max_total_num_tokens=10, chunked_prefill_size=8, max_prefill_tokens=8, "
+          "max_running_requests=0, context_len=8"], 1, "max_running_requests"),
+        (["[2026-05-01 10:00:00] max_total_num_tokens=10, chunked_prefill_size=8, max_prefill_tokens=8, "
+          "max_running_requests=-1, context_len=8"], 1, "max_running_requests"),
+    ],
+)
+def test_impossible_values_are_refused_on_import_and_skipped_by_the_runner(
+    lines: list[str], line_no: int, field: str
+) -> None:
+    with pytest.raises(LogFormatError) as exc:
+        parse_server_log(lines, strict=True)
+    assert (exc.value.line, exc.value.field) == (line_no, field)
+    facts = parse_server_log(lines)  # the runner reads live logs: never raises
+    assert facts.max_running_requests is None and "pp_size" not in facts.server_args
+    derive_findings(facts, previous=StartupFacts(max_running_requests=0, max_total_num_tokens=0))
+
+
+def test_zero_then_negative_capacity_never_divides_by_zero() -> None:
+    facts = parse_server_log(["[2026-05-01 10:00:00] max_total_num_tokens=10, chunked_prefill_size=8, "
+                              "max_prefill_tokens=8, max_running_requests=5, context_len=8"])
+    assert derive_findings(facts, previous=StartupFacts(max_running_requests=0)) == []
+
+
+def test_piecewise_finding_only_where_on_by_default_and_with_evidence() -> None:
+    captured = ["[2026-05-01 10:00:00] Capture cuda graph bs [1, 2]",
+                "[2026-05-01 10:00:01] Capture cuda graph end. Time elapsed: 1.0 s. mem usage=0.1 GB. avail mem=9 GB."]
+    # opt-in era (the args have enable_piecewise_cuda_graph): off is the default, no finding
+    opt_in = parse_server_log(["[2026-05-01 09:59:59] server_args=ServerArgs(enable_piecewise_cuda_graph=False)", *captured])
+    assert opt_in.piecewise_cuda_graph is False and derive_findings(opt_in) == []
+    # on by default (disable_piecewise_cuda_graph exists): the capture end line is the evidence
+    on = parse_server_log(["[2026-05-01 09:59:59] server_args=ServerArgs(disable_piecewise_cuda_graph=False)", *captured])
+    (f,) = derive_findings(on, source_name="l.log")
+    assert f.kind == "piecewise-cuda-graph-off" and f.evidence[0].ref == "l.log:3"
+    # unknown version, no args: only an engine version says
+    bare = parse_server_log(captured)
+    assert derive_findings(bare) == []
+    assert [x.kind for x in derive_findings(bare, host=Host(engine_version="0.5.12"))] == ["piecewise-cuda-graph-off"]
+    assert derive_findings(bare, host=Host(engine_version="0.5.5")) == []
+    # ready without any capture line: no evidence, no finding
+    assert derive_findings(parse_server_log(["[2026-05-01 10:00:00] The server is fired up and ready to roll!"]),
+                           host=Host(engine_version="0.5.12")) == []
+
+
+def test_wrapped_lines_of_other_hosts_formats() -> None:
+    facts = parse_server_log([
+        "sglang-1  | [2026-05-01 10:00:00 TP0] KV Cache is allocated. #tokens: 1000, K size: 1.00 GB, V size: 1.00 GB",
+        "May 01 10:00:01 gpu1 python[811]: [2026-05-01 10:00:01] The server is fired up and ready to roll!",
+        "2026-05-01 10:00:02,000 - __main__ - WARNING - Attempt 14: Please wait for sglang server to become ready...",
+    ])
+    assert facts.kv_cache_tokens == 1000 and facts.ready and facts.wrapped_lines == 2

@@ -60,6 +60,9 @@ TABS: tuple[tuple[str, str], ...] = (
 )
 
 #: Actions that act on the board's selected candidate (shown in the footer on the board only).
+#: Seconds between refreshes of the header's sync status (it asks the hub what is pending).
+SYNC_STATUS_S = 30.0
+
 _BOARD_ACTIONS = {"accept", "reject", "defer", "decision"}
 
 
@@ -98,6 +101,8 @@ class TuneLedgerApp(App[None]):
         Binding("p", "propose", "Propose", id="ledger.propose", tooltip="Propose a new candidate"),
         Binding("D", "decision", "Decision", id="ledger.decision", tooltip="Record a decision"),
         Binding("e", "export", "Export", id="ledger.export", tooltip="Write the session's decision log as Markdown"),
+        Binding("S", "sync", "Sync", id="ledger.sync", show=False,
+                tooltip="Sync with the ledger's PostgreSQL hub (push, then pull)"),
         Binding("ctrl+r", "reload", "Reload", id="ledger.reload", show=False, tooltip="Reread everything"),
         Binding("1,f2", "show_tab('board')", "Board", id="tab.board", show=False),
         Binding("2,f3", "show_tab('bench')", "Benchmarks", id="tab.bench", show=False),
@@ -140,6 +145,8 @@ class TuneLedgerApp(App[None]):
         #: wall clock, so a benchmark can compare it with another process's append time).
         self.visible_wall: dict[int, float] = {}
         self.record_visibility = False
+        #: The sync status shown in the header (None: the ledger has no remote).
+        self.sync_line: str | None = None
 
     # --- layout -------------------------------------------------------------------------
 
@@ -181,6 +188,8 @@ class TuneLedgerApp(App[None]):
     def _set_titles(self) -> None:
         self.title = f"tuneledger · {self.store.path.name}"
         self.sub_title = f"session {self.session_id}" if self.session_id else "all sessions"
+        if self.sync_line:
+            self.sub_title += f" · {self.sync_line}"
 
     def on_mount(self) -> None:
         """Start the first (full) refresh, the file watcher and the fallback poll."""
@@ -191,6 +200,8 @@ class TuneLedgerApp(App[None]):
             self.watch_ledger()
         if self.poll_s > 0:
             self.set_interval(self.poll_s, self.poll_head)
+        self._sync_status_worker()
+        self.set_interval(SYNC_STATUS_S, self._sync_status_worker)
 
     # --- live refresh -------------------------------------------------------------------
 
@@ -499,6 +510,7 @@ class TuneLedgerApp(App[None]):
     def _export(self) -> None:
         try:
             from ledger.export_markdown import render_markdown
+            from ledger.safe_files import write_file
         except ImportError:
             self.call_from_thread(self.notify, "Markdown export is not available in this build.", severity="error")
             return
@@ -508,10 +520,41 @@ class TuneLedgerApp(App[None]):
             self.call_from_thread(self.notify, f"export failed: {exc}", severity="error")
             return
         out = export_path(self.store.path, self.session_id)
-        tmp = out.with_name(out.name + ".tmp")
-        tmp.write_text(text)
-        tmp.replace(out)  # whole file or nothing
+        try:
+            write_file(out, text)  # whole file; never replaces a symlink or a special file
+        except LedgerError as exc:
+            self.call_from_thread(self.notify, f"export failed: {exc}", severity="error")
+            return
         self.call_from_thread(self.notify, f"Decision log written to {out}", timeout=8)
+
+    # --- sync -----------------------------------------------------------------------------
+
+    @work(thread=True, exclusive=True, group="sync-status", exit_on_error=False)
+    def _sync_status_worker(self) -> None:
+        from . import sync_status  # psycopg only when the worker runs, not at start-up
+
+        line = sync_status.status_line(self.store)
+        if line != self.sync_line:
+            self.sync_line = line
+            self.call_from_thread(self._set_titles)
+
+    def action_sync(self) -> None:
+        """Sync with the hub in a worker; the screen stays live, the result is a notification."""
+        self.notify("syncing with the hub…", timeout=2)
+        self._sync_worker()
+
+    @work(thread=True, exclusive=True, group="sync", exit_on_error=False)
+    def _sync_worker(self) -> None:
+        from . import sync_status
+
+        try:
+            text = sync_status.run_sync(self.store)
+        except LedgerError as exc:
+            self.call_from_thread(self.notify, f"sync failed: {exc}", severity="error", timeout=8)
+        else:
+            self.call_from_thread(self.notify, text, timeout=5)
+        self._sync_status_worker()
+        self.post_message(LedgerChanged())
 
     # --- navigation ---------------------------------------------------------------------
 

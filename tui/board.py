@@ -99,12 +99,15 @@ class BoardPane(Vertical):
                 row["priority"] or "",
                 verdict_text(row["verdict"]),
                 delta,
-                clip(row["reason"], 40),
+                clip(row.get("conflict") or row["reason"], 40),
                 key=row["candidate_id"],
             )
         if self.shown:
             table.move_cursor(row=cursor)
         counts = {s: sum(r["status"] == s for r in self.shown) for s in STATUSES}
+        conflicting = sum(r["status"] == "conflicting" for r in self.shown)
+        if conflicting:  # only after a sync found concurrent triages (ledger.sync)
+            counts = {"conflicting": conflicting, **counts}
         self.query_one("#board-counts", Static).update(
             "  ".join(f"{s} {n}" for s, n in counts.items())
             + (f"   (filtered: {len(self.shown)} of {len(self.rows)})" if filters else "")

@@ -24,6 +24,12 @@ def tui_command(obj: object, ledger_path: Path | None, session_id: str | None) -
 
     from .app import open_tui
 
+    import sys
+
+    if not (sys.stdin.isatty() and sys.stdout.isatty()):
+        # Without a terminal Textual would wait forever for one (a script, a pipe, CI).
+        raise click.UsageError("tui needs a terminal (stdin and stdout are not one); "
+                               "read the ledger with `tuneledger sql` or `tuneledger events` instead")
     path = ledger_path or getattr(obj, "ledger", None) or Path("tuneledger.duckdb")
     if not Path(path).exists():
         raise NotFound(f"no ledger at {path} (create it with `tuneledger init`, or try `tuneledger demo`)")

@@ -63,7 +63,7 @@ flag_engine AS (
     SELECT flag, arch, max(engine_version) AS engine_version FROM flag_verdicts GROUP BY ALL
 )
 SELECT b.candidate_id, b.session_id, b.kind, b.title, b.flag, b.priority, b.status, b.verdict,
-       b.reason, b.hypothesis, b.arch, b.latest_evidence_type, b.latest_evidence, b.updated_seq,
+       b.reason, b.hypothesis, b.arch, b.latest_evidence_type, b.latest_evidence, b.updated_seq, b.conflict,
        coalesce(ph.engine_version, fe.engine_version) AS engine_version,
        coalesce(v.stream_version, 0) AS stream_version
 FROM board b
@@ -87,7 +87,13 @@ ORDER BY config_name, concurrency, metric
 """
 
 
+#: A candidate triaged concurrently on two hosts (``sync_conflicts``): listed first.
+CONFLICTING = "conflicting"
+
+
 def _status_rank(status: str | None) -> int:
+    if status == CONFLICTING:
+        return -1
     return STATUSES.index(status) if status in STATUSES else len(STATUSES)
 
 
@@ -239,7 +245,24 @@ def _timeline(
         f"SELECT {_TIMELINE_COLUMNS} FROM timeline WHERE {' AND '.join(where)} "
         f"ORDER BY seq DESC LIMIT {int(limit)}"
     )
-    return list(reversed(_rows(con, sql, params)))
+    rows = list(reversed(_rows(con, sql, params)))
+    _mark_origins(con, rows)
+    return rows
+
+
+def _mark_origins(con: duckdb.DuckDBPyConnection, rows: list[dict[str, Any]]) -> None:
+    """Prefix the summary of events pulled from another host's ledger with ``⇣ host:`` (in place)."""
+    if not rows:
+        return
+    origins = dict(con.execute(
+        "SELECT event_id::VARCHAR, origin_name FROM sync_events WHERE seq BETWEEN ? AND ? AND origin_ledger::VARCHAR "
+        "<> coalesce((SELECT value FROM ledger_meta WHERE key = 'ledger_id'), '')",
+        [rows[0]["seq"], rows[-1]["seq"]],
+    ).fetchall())
+    for row in rows:
+        origin = origins.get(row["event_id"])
+        if origin is not None:
+            row["summary"] = f"⇣ {origin}: {row['summary']}"
 
 
 # --- the snapshot -----------------------------------------------------------------------

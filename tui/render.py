@@ -20,6 +20,7 @@ STATUS_STYLE = {
     "rejected": "red",
     "deferred": "yellow",
     "done": "blue",
+    "conflicting": "bold magenta",
 }
 
 DELTA_STYLE = {

@@ -18,7 +18,9 @@ import pyarrow as pa
 from ledger.errors import InvalidInput
 from schemas import Actor, BenchmarkCompleted, BenchMetrics, Host, Workload
 
-from .detect import InputFile, looks_like_bench
+from ..warmup import cold_first_run
+from .fields import FieldReader as _Line
+from .detect import ImportContext, Importer, InputFile, ReadResult, Sniffed, looks_like_bench
 from ..store import BENCH_SAMPLES_SCHEMA as SAMPLES_SCHEMA
 
 TOOL = "sglang.bench_serving"
@@ -34,44 +36,6 @@ _RENAMED = {
 }
 _INT_METRICS = {"completed", "failed", "total_input_tokens", "total_output_tokens", "max_concurrent_requests"}
 _METRIC_FIELDS = set(BenchMetrics.model_fields)
-
-
-class _Line:
-    """Typed access to one result object; errors name ``file:line`` and the sglang key."""
-
-    def __init__(self, obj: dict[str, Any], where: str) -> None:
-        self.obj = obj
-        self.where = where
-
-    def error(self, key: str, problem: str) -> InvalidInput:
-        return InvalidInput(f"{self.where}: field '{key}': {problem}")
-
-    def number(self, key: str, *, integer: bool = False) -> float | int | None:
-        """The value of ``key`` as a number; ``None`` when absent, null or not finite (NaN)."""
-        value = self.obj.get(key)
-        if value is None:
-            return None
-        if isinstance(value, bool) or not isinstance(value, (int, float)):
-            raise self.error(key, f"expected a number, got {json.dumps(value)[:40]}")
-        if isinstance(value, float) and not math.isfinite(value):
-            return None
-        if integer:
-            if isinstance(value, float) and not value.is_integer():
-                raise self.error(key, f"expected an integer, got {value}")
-            return int(value)
-        return float(value)
-
-    def text(self, key: str) -> str | None:
-        value = self.obj.get(key)
-        if value is None or isinstance(value, str):
-            return value
-        raise self.error(key, f"expected a string, got {json.dumps(value)[:40]}")
-
-    def array(self, key: str) -> list[Any] | None:
-        value = self.obj.get(key)
-        if value is None or isinstance(value, list):
-            return value
-        raise self.error(key, f"expected a list, got {type(value).__name__}")
 
 
 def import_bench_serving(
@@ -105,7 +69,7 @@ def import_bench_serving(
             raise InvalidInput(f"{where}: not an sglang bench_serving result object")
         line = _Line(obj, where)
         event_id = file.event_id(f"bench:{number}")
-        table = _samples(line)
+        table = samples_from_details(line)
         event = _event(line, table, event_id=event_id, run_id=f"bench-{file.sha256[:12]}-{number}",
                        config_name=config_name or file.path.stem)
         events.append(event.model_copy(update={
@@ -115,7 +79,34 @@ def import_bench_serving(
             samples[event_id] = table
     if not events:
         raise InvalidInput(f"{file.label}: no bench_serving result lines")
-    return events, samples
+    return _set_aside_cold_runs(events), samples
+
+
+def _set_aside_cold_runs(events: list[BenchmarkCompleted]) -> list[BenchmarkCompleted]:
+    """Number the repeats of each workload (same dataset, lengths, concurrency, rate) in file order,
+    and set a cold first run aside (``valid`` false, a note; ``ledger.warmup`` gives the rule) so
+    that it counts in no comparison."""
+    series: dict[tuple[Any, ...], list[int]] = {}
+    for index, event in enumerate(events):
+        w = event.workload
+        key = (w.dataset, w.input_len, w.output_len, w.range_ratio, w.load, w.request_rate, event.concurrency)
+        series.setdefault(key, []).append(index)
+    out = list(events)
+    for indexes in series.values():
+        if len(indexes) < 2:
+            continue
+        for repeat, index in enumerate(indexes, start=1):
+            if out[index].repeat is None:
+                out[index] = out[index].model_copy(update={"repeat": repeat})
+        valid = [i for i in indexes if out[i].valid is not False]
+        if not valid or valid[0] != indexes[0]:
+            continue
+        cold = cold_first_run([out[i].metrics.output_throughput for i in valid])
+        if cold is not None:
+            first = out[valid[0]]
+            out[valid[0]] = first.model_copy(update={
+                "valid": False, "validity_notes": [*first.validity_notes, cold.note()]})
+    return out
 
 
 def _metrics(line: _Line, failed: int | None) -> BenchMetrics:
@@ -185,7 +176,7 @@ def _request_rate(line: _Line) -> float | None:
     return rate if rate is not None and rate > 0 else None
 
 
-def _samples(line: _Line) -> pa.Table | None:
+def samples_from_details(line: _Line) -> pa.Table | None:
     """The per-request table of an ``--output-details`` line, or ``None`` without details.
 
     ``ttfts`` and ``itls`` are seconds in sglang's output (converted to ms here);
@@ -258,3 +249,20 @@ def _int(line: _Line, key: str, value: Any) -> int | None:
     if not number.is_integer():
         raise line.error(key, f"expected an integer, got {number}")
     return int(number)
+
+
+def _sniff(sniffed: Sniffed) -> float:
+    """0.5 for a JSON object (or a first JSON line) with sglang bench_serving keys: other
+    tools with the same key family (vLLM) claim their files more confidently."""
+    obj = sniffed.json if sniffed.json is not None else sniffed.first_json_line
+    return 0.5 if looks_like_bench(obj) else 0.0
+
+
+def _read(file: InputFile, ctx: ImportContext) -> ReadResult:
+    events, samples = import_bench_serving(
+        file, config_name=ctx.config_name, session_id=ctx.session_id, host=ctx.host, actor=ctx.actor
+    )
+    return list(events), samples
+
+
+IMPORTER = Importer(kind="sglang-bench-serving", description="sglang bench_serving JSONL", sniff=_sniff, read=_read)

@@ -1,35 +1,60 @@
-"""Read an input file and tell which format it is, by its content (and, for MoE configs, its name).
+"""Read an input file and tell which importer reads it, by its content (and, for MoE configs, its name).
 
-Known formats:
-
-- ``sglang-bench-serving``: JSON Lines written by ``python -m sglang.bench_serving
-  --output-file`` (REFERENCE section 4): one result object per line.
-- ``sglang-moe-config``: a fused-MoE Triton config (REFERENCE section 3): a JSON
-  object mapping batch sizes to ``{BLOCK_SIZE_M, ...}``, named ``E=..,N=..,device_name=...json``.
-- ``sglang-server-log``: SGLang server output with ``[YYYY-mm-dd HH:MM:SS ...]`` lines
-  (REFERENCE section 2).
-
-Anything else is ``InvalidInput`` naming the file.
+Every importer is one module with an ``IMPORTER`` (an ``Importer``: its ``kind``, a
+description, a ``sniff`` that scores the file's content and a ``read`` that turns it
+into events), listed in ``IMPORTERS`` below: adding a format is one module plus one
+line there. ``detect_format`` asks each importer's ``sniff`` and takes the most
+confident; a file no importer claims is ``InvalidInput`` naming the file and every
+kind that was tried. The modules are loaded on first use, so the CLI's start-up
+does not pay for importers it does not run.
 """
 
 from __future__ import annotations
 
+import csv
 import hashlib
+import importlib
+import io
 import json
 import re
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 from uuid import UUID, uuid5
 
-from ledger.errors import InvalidInput, NotFound
-from ledger.sglang_log import LOG_MARKERS
+from ledger.errors import InvalidInput
+from ledger.safe_files import read_regular
+from ledger.sglang_log import looks_like_server_log
+from schemas import Actor, FindingRecorded, Host, ServerStarted, StartupFacts
 
 BENCH = "sglang-bench-serving"
 MOE = "sglang-moe-config"
 SERVER_LOG = "sglang-server-log"
 
-EXPECTED = "expected sglang bench_serving JSONL, sglang MoE config JSON or sglang server log"
+#: Where each importer lives (``module:attribute``); on equal confidence the first wins.
+IMPORTERS: tuple[str, ...] = (
+    "ledger.importers.bench_serving:IMPORTER",
+    "ledger.importers.moe_config:IMPORTER",
+    "ledger.importers.moe_config:VLLM_IMPORTER",
+    "ledger.importers.server_log:IMPORTER",
+    "ledger.importers.vllm_bench:IMPORTER",
+    "ledger.importers.vllm_bench:NIGHTLY_IMPORTER",
+    "ledger.importers.guidellm:IMPORTER",
+    "ledger.importers.guidellm_console:IMPORTER",
+    "ledger.importers.llmperf:SUMMARY_IMPORTER",
+    "ledger.importers.llmperf:RESPONSES_IMPORTER",
+    "ledger.importers.llmperf:AGGREGATE_IMPORTER",
+    "ledger.importers.llmperf:CSV_IMPORTER",
+    "ledger.importers.vllm_server_log:IMPORTER",
+    "ledger.importers.aiperf:JSON_IMPORTER",
+    "ledger.importers.aiperf:CSV_IMPORTER",
+    "ledger.importers.aiperf:RECORDS_IMPORTER",
+    "ledger.importers.script_results:AB_IMPORTER",
+    "ledger.importers.script_results:RUN_IMPORTER",
+    "ledger.importers.script_results:SUMMARY_IMPORTER",
+)
 
 #: Fixed namespace of imported event ids: uuid5(this, sha256(file) + ":" + label).
 IMPORT_NAMESPACE = UUID("5b0c1e7a-8f1d-4c2e-9a57-3d6f0b2a9e41")
@@ -83,25 +108,24 @@ def read_input(path: str | Path) -> InputFile:
 
     Raises:
         NotFound: no such file.
-        InvalidInput: a directory, an empty file, or bytes that are not UTF-8 text
+        InvalidInput: a directory, a FIFO, a device or anything but a regular file, an empty file, or bytes that are not UTF-8 text
             (named with the line of the first bad byte).
     """
     path = Path(path)
-    if not path.exists():
-        raise NotFound(f"{path}: no such file")
-    if path.is_dir():
-        raise InvalidInput(f"{path}: is a directory, not a file ({EXPECTED})")
-    data = path.read_bytes()
+    try:
+        data = read_regular(path)  # a FIFO or /dev/zero is refused at once, never read
+    except InvalidInput as exc:
+        raise InvalidInput(f"{exc} ({expected()})") from None
     if not data.strip():
-        raise InvalidInput(f"{path}: empty file ({EXPECTED})")
+        raise InvalidInput(f"{path}: empty file ({expected()})")
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
         line = data[: exc.start].count(b"\n") + 1
-        raise InvalidInput(f"{path}:{line}: not UTF-8 text (byte {exc.start}); {EXPECTED}") from None
+        raise InvalidInput(f"{path}:{line}: not UTF-8 text (byte {exc.start}); {expected()}") from None
     if "\x00" in text:
         line = text[: text.index("\x00")].count("\n") + 1
-        raise InvalidInput(f"{path}:{line}: binary data (NUL byte); {EXPECTED}")
+        raise InvalidInput(f"{path}:{line}: binary data (NUL byte); {expected()}")
     return InputFile(path=path, text=text, sha256=hashlib.sha256(data).hexdigest())
 
 
@@ -111,71 +135,204 @@ def looks_like_bench(obj: Any) -> bool:
 
 
 def looks_like_moe(obj: Any) -> bool:
-    """True for a JSON object whose values are objects with ``BLOCK_SIZE_M``."""
-    return (
-        isinstance(obj, dict)
-        and bool(obj)
-        and all(isinstance(v, dict) for v in obj.values())
-        and any("BLOCK_SIZE_M" in v for v in obj.values())
-    )
+    """True for a JSON object whose values are objects with ``BLOCK_SIZE_M`` (a top-level
+    string such as vLLM's ``"triton_version"`` aside)."""
+    if not isinstance(obj, dict):
+        return False
+    entries = [v for v in obj.values() if not isinstance(v, str)]
+    return bool(entries) and all(isinstance(v, dict) for v in entries) and any("BLOCK_SIZE_M" in v for v in entries)
 
 
-def detect_format(file: InputFile) -> str:
-    """The format of ``file``: ``BENCH``, ``MOE`` or ``SERVER_LOG``.
+@dataclass(frozen=True)
+class ImportContext:
+    """What the caller of ``import_file`` gives every importer: the session, the host to
+    merge into each event's, the actor, the configuration name of bench runs and the
+    startup facts of the previous server run (for capacity findings of server logs)."""
+
+    session_id: str | None = None
+    host: Host | None = None
+    actor: Actor = field(default_factory=Actor)
+    config_name: str | None = None
+    previous_startup: StartupFacts | None = None
+    #: the ``known-no-effect`` findings of a server run's flags (``ledger.flag_memory``), if given
+    remember: Callable[[ServerStarted], list[FindingRecorded]] | None = None
+
+
+#: What ``Importer.read`` returns: events in append order, and per-request samples
+#: tables (``bench_samples`` columns but the event id) keyed by benchmark event id.
+ReadResult = tuple[list[Any], dict[UUID, Any]]
+
+
+@dataclass(frozen=True)
+class Importer:
+    """One file format: ``kind`` (``vllm-bench-serve``), ``description`` (for the
+    "kinds tried" of an unknown file), ``sniff(Sniffed) -> float`` (0: not this format;
+    up to 1: certain; the highest wins, the first registered on a tie) and
+    ``read(InputFile, ImportContext) -> (events, samples)``, which raises
+    ``InvalidInput`` naming the line and field that break the format's rules."""
+
+    kind: str
+    description: str
+    sniff: Callable[[Sniffed], float]
+    read: Callable[[InputFile, ImportContext], ReadResult]
+
+
+class Sniffed:
+    """A file's content parsed once for every ``sniff``: ``json`` (the whole document,
+    or ``None``), ``json_error``, ``first_json_line`` (the first non-blank line of a
+    JSON Lines file), ``yaml`` (for a ``.yaml``/``.yml`` name or a ``---`` start) and
+    ``csv_rows`` (the rows of a ``.csv`` file); each is computed on first use."""
+
+    def __init__(self, file: InputFile) -> None:
+        self.file = file
+        self.text = file.text
+        self.stripped = file.text.lstrip()
+
+    @property
+    def claims_json(self) -> bool:
+        """The text starts like JSON: ``{``, or a ``[`` that is not an SGLang log prefix."""
+        return self.stripped.startswith("{") or (
+            self.stripped.startswith("[") and not _LOG_PREFIX_RE.match(self.stripped)
+        )
+
+    @cached_property
+    def _whole(self) -> tuple[Any, json.JSONDecodeError | None]:
+        if not self.claims_json:
+            return None, None
+        try:
+            return json.loads(self.text), None
+        except json.JSONDecodeError as exc:
+            return None, exc
+
+    @property
+    def json(self) -> Any:
+        """The whole text as one JSON document, or ``None``."""
+        return self._whole[0]
+
+    @property
+    def json_error(self) -> json.JSONDecodeError | None:
+        """Why the text is not one JSON document (``None`` when it is, or does not claim JSON)."""
+        return self._whole[1]
+
+    @cached_property
+    def first_json_line(self) -> Any:
+        """The first non-blank line parsed as JSON, for a text that is not one JSON document."""
+        if not self.claims_json or self.json_error is None:
+            return None
+        for line in self.file.lines():
+            if line.strip():
+                try:
+                    return json.loads(line)
+                except json.JSONDecodeError:
+                    return None
+        return None
+
+    @cached_property
+    def yaml(self) -> Any:
+        """The YAML document of a ``.yaml``/``.yml`` file or a text starting ``---``, else ``None``."""
+        suffix = self.file.path.suffix.lower()
+        if self.claims_json or not (suffix in (".yaml", ".yml") or self.stripped.startswith("---")):
+            return None
+        return load_yaml(self.file, strict=False)
+
+    @cached_property
+    def csv_rows(self) -> list[list[str]]:
+        """The rows of a ``.csv`` file (empty for other names)."""
+        if self.file.path.suffix.lower() != ".csv":
+            return []
+        try:
+            return list(csv.reader(io.StringIO(self.text)))
+        except csv.Error:
+            return []
+
+
+def load_yaml(file: InputFile, *, strict: bool = True) -> Any:
+    """The YAML document of ``file`` (PyYAML's safe loader).
 
     Raises:
-        InvalidInput: not a known format; a file that claims JSON (``.json``/``.jsonl``,
-            or a MoE config name) whose first object does not parse is named with its line.
+        InvalidInput: ``FILE:LINE: not valid YAML (...)`` when ``strict``; otherwise ``None`` is returned.
     """
-    stripped = file.text.lstrip()
+    import yaml
+
+    try:
+        return yaml.safe_load(file.text)
+    except yaml.YAMLError as exc:
+        if not strict:
+            return None
+        mark = getattr(exc, "problem_mark", None)
+        line = f":{mark.line + 1}" if mark is not None else ""
+        raise InvalidInput(f"{file.label}{line}: not valid YAML ({getattr(exc, 'problem', None) or exc})") from None
+
+
+_LOADED: list[Importer] = []
+
+
+def registered_importers() -> list[Importer]:
+    """Every importer of ``IMPORTERS``, loaded once, in registration order."""
+    if not _LOADED:
+        loaded = []
+        for entry in IMPORTERS:
+            module, _, attribute = entry.partition(":")
+            loaded.append(getattr(importlib.import_module(module), attribute))
+        _LOADED.extend(loaded)
+    return _LOADED
+
+
+def expected() -> str:
+    """``expected one of: KIND, ...`` for error messages."""
+    return f"expected one of: {kinds_tried()}"
+
+
+def detect_format(file: InputFile) -> Importer:
+    """The importer that reads ``file``: the one whose ``sniff`` is most confident.
+
+    Raises:
+        InvalidInput: ``FILE: not a known format (tried: KIND, ...)``;
+            a file that claims JSON (``.json``/``.jsonl``/``.ndjson``, or a MoE config
+            name) but does not parse is named with the line that breaks.
+    """
+    sniffed = Sniffed(file)
+    best: Importer | None = None
+    best_score = 0.0
+    for importer in registered_importers():
+        score = importer.sniff(sniffed)
+        if score > best_score:
+            best, best_score = importer, score
+    if best is not None:
+        return best
+    error = sniffed.json_error
     moe_name = bool(MOE_NAME_RE.match(file.name))
-    # A log line starts with "[2026-..." too: only a "[" that is not SGLang's prefix means JSON.
-    if stripped.startswith("{") or (stripped.startswith("[") and not _LOG_PREFIX_RE.match(stripped)):
-        try:
-            whole = json.loads(file.text)
-        except json.JSONDecodeError as exc:
-            whole, whole_error = None, exc
-        else:
-            whole_error = None
-        if whole_error is None:
-            if moe_name or looks_like_moe(whole):
-                return MOE
-            if looks_like_bench(whole):
-                return BENCH
-            raise _unknown(file)
+    if error is not None and (moe_name or file.path.suffix.lower() in (".json", ".jsonl", ".ndjson")):
         if moe_name:
-            raise InvalidInput(
-                f"{file.label}:{whole_error.lineno}: not valid JSON ({whole_error.msg} at column {whole_error.colno})"
-            )
-        # Not one JSON document: JSON Lines? The first non-blank line decides.
+            raise json_line_error(file, error)
+        # Not one JSON document: as JSON Lines, the first line that does not parse is named
+        # (every line parsing means JSON Lines of objects no importer knows).
         for number, line in enumerate(file.lines(), start=1):
             if not line.strip():
                 continue
             try:
-                first = json.loads(line)
+                json.loads(line)
             except json.JSONDecodeError as exc:
-                if file.path.suffix.lower() in (".jsonl", ".json", ".ndjson"):
-                    raise InvalidInput(
-                        f"{file.label}:{number}: not valid JSON ({exc.msg} at column {exc.colno})"
-                    ) from None
-                raise _unknown(file) from None
-            if looks_like_bench(first):
-                return BENCH
-            raise _unknown(file)
-    if is_server_log(file.text):
-        return SERVER_LOG
-    raise _unknown(file)
+                raise json_line_error(file, exc, number) from None
+    raise unknown_format(file)
 
 
 def is_server_log(text: str, scan_lines: int = 5000) -> bool:
-    """True when some line has SGLang's ``[YYYY-mm-dd HH:MM:SS`` prefix and an SGLang startup/run marker."""
-    for number, line in enumerate(text.splitlines()):
-        if number >= scan_lines:
-            break
-        if _LOG_PREFIX_RE.match(line) and any(marker in line for marker in LOG_MARKERS):
-            return True
-    return False
+    """True when some line has SGLang's ``[YYYY-mm-dd HH:MM:SS`` prefix (bare or inside a host
+    program's own log line) and an SGLang startup/run marker (``ledger.sglang_log``)."""
+    return looks_like_server_log(text, scan_lines)
 
 
-def _unknown(file: InputFile) -> InvalidInput:
-    return InvalidInput(f"{file.label}: not a known format ({EXPECTED})")
+def unknown_format(file: InputFile) -> InvalidInput:
+    """The error of a file no importer claims: it names the file and the kinds tried."""
+    return InvalidInput(f"{file.label}: not a known format (tried: {kinds_tried()})")
+
+
+def kinds_tried() -> str:
+    """The kinds of every registered importer, comma-separated."""
+    return ", ".join(i.kind for i in registered_importers())
+
+
+def json_line_error(file: InputFile, exc: json.JSONDecodeError, line: int | None = None) -> InvalidInput:
+    """``FILE:LINE: not valid JSON (MSG at column C)``."""
+    return InvalidInput(f"{file.label}:{line or exc.lineno}: not valid JSON ({exc.msg} at column {exc.colno})")

@@ -1,10 +1,13 @@
-"""sglang fused-MoE Triton config file -> one ``MoeConfigRecorded`` event.
+"""Fused-MoE Triton config file (sglang's or vLLM's) -> one ``MoeConfigRecorded`` event.
 
 File name (REFERENCE section 3; sglang's ``get_config_file_name``):
 ``E={E},N={N},device_name={name}[,dtype={dtype}][,block_shape=[a, b]][,per_channel_quant=True][_down].json``,
 kept in a ``triton_X_Y_Z`` folder for the Triton version it was tuned with.
 Content: batch size M (a string) -> ``{BLOCK_SIZE_M, BLOCK_SIZE_N, BLOCK_SIZE_K,
 GROUP_SIZE_M, num_warps, num_stages}`` (``_down`` files may add ``USE_TMA``).
+vLLM's tuner (``benchmarks/kernels/benchmark_moe.py``) writes the same name (its
+block shape spelled ``[128,128]``, without sglang's space) and content plus a
+top-level ``"triton_version": "3.6.0"`` key.
 """
 
 from __future__ import annotations
@@ -19,7 +22,7 @@ from ledger.errors import InvalidInput
 from ledger.gpu_arch import compute_capability_for
 from schemas import Actor, Host, MoeConfigRecorded
 
-from .detect import InputFile
+from .detect import MOE_NAME_RE, ImportContext, Importer, InputFile, ReadResult, Sniffed, looks_like_moe
 
 _NAME_RE = re.compile(
     r"^E=(?P<E>\d+),N=(?P<N>\d+),device_name=(?P<device>[^,]+?)"
@@ -29,6 +32,9 @@ _NAME_RE = re.compile(
     r"(?P<down>_down)?\.json$"
 )
 _TRITON_DIR_RE = re.compile(r"^triton_(\d+)_(\d+)_(\d+)$")
+
+#: vLLM's tuner writes the Triton version it tuned with as a top-level string key.
+TRITON_VERSION_KEY = "triton_version"
 
 #: Kernel parameters every entry must have, as integers.
 REQUIRED_INT_KEYS = ("BLOCK_SIZE_M", "BLOCK_SIZE_N", "BLOCK_SIZE_K", "GROUP_SIZE_M", "num_warps", "num_stages")
@@ -103,10 +109,17 @@ def validate_configs(data: Any, label: str) -> dict[str, dict[str, Any]]:
     return data
 
 
+def _key_line(text: str, key: str) -> int:
+    """The 1-based line of the first ``"key"`` in ``text`` (1 when absent)."""
+    index = text.find(f'"{key}"')
+    return text.count("\n", 0, index) + 1 if index >= 0 else 1
+
+
 def import_moe_config(file: InputFile, *, session_id: str | None, host: Host | None, actor: Actor) -> MoeConfigRecorded:
     """The ``MoeConfigRecorded`` of one config file.
 
-    The host's GPU name and compute capability come from the file's
+    The Triton version is the file's ``"triton_version"`` key (vLLM's tuner), else the
+    nearest ``triton_X_Y_Z`` folder (sglang's layout). The host's GPU name and compute capability come from the file's
     ``device_name`` (the config is for that GPU, whatever machine imports it);
     other host fields from ``host``.
 
@@ -123,6 +136,16 @@ def import_moe_config(file: InputFile, *, session_id: str | None, host: Host | N
         data = json.loads(file.text)
     except json.JSONDecodeError as exc:
         raise InvalidInput(f"{file.label}:{exc.lineno}: not valid JSON ({exc.msg} at column {exc.colno})") from None
+    triton_version = triton_version_of(file.path.resolve())
+    if isinstance(data, dict) and TRITON_VERSION_KEY in data:
+        data = dict(data)
+        version = data.pop(TRITON_VERSION_KEY)
+        if not isinstance(version, str) or not re.fullmatch(r"\d+(\.\d+)*\S*", version):
+            raise InvalidInput(
+                f"{file.label}:{_key_line(file.text, TRITON_VERSION_KEY)}: field '{TRITON_VERSION_KEY}': "
+                f"expected a version string such as \"3.6.0\", got {json.dumps(version)[:40]}"
+            )
+        triton_version = version  # what the tuner ran with beats the folder it was copied into
     configs = validate_configs(data, file.label)
     file_host = Host(gpu_name=parts.gpu_name, compute_capability=compute_capability_for(parts.gpu_name))
     merged = (host or Host()).model_copy(update={k: v for k, v in file_host.model_dump().items() if v is not None})
@@ -140,6 +163,33 @@ def import_moe_config(file: InputFile, *, session_id: str | None, host: Host | N
         block_shape=parts.block_shape,
         per_channel_quant=parts.per_channel_quant,
         down=parts.down,
-        triton_version=triton_version_of(file.path.resolve()),
+        triton_version=triton_version,
         configs=configs,
     )
+
+
+def _sniff(sniffed: Sniffed) -> float:
+    """0.9 for a MoE config file name (a broken content is then this format's error), 0.8 for
+    content of batch size -> kernel parameters under another name."""
+    if MOE_NAME_RE.match(sniffed.file.name):
+        return 0.9
+    return 0.8 if looks_like_moe(sniffed.json) else 0.0
+
+
+def _sniff_vllm(sniffed: Sniffed) -> float:
+    """1 for a MoE config with vLLM's top-level ``"triton_version"`` key (its tuner,
+    ``benchmark_moe.py``, writes it; sglang's configs keep the version in their folder name)."""
+    obj = sniffed.json
+    if isinstance(obj, dict) and isinstance(obj.get(TRITON_VERSION_KEY), str) and _sniff(sniffed):
+        return 1.0
+    return 0.0
+
+
+def _read(file: InputFile, ctx: ImportContext) -> ReadResult:
+    return [import_moe_config(file, session_id=ctx.session_id, host=ctx.host, actor=ctx.actor)], {}
+
+
+IMPORTER = Importer(kind="sglang-moe-config", description="sglang MoE config JSON", sniff=_sniff, read=_read)
+VLLM_IMPORTER = Importer(
+    kind="vllm-moe-config", description="vLLM MoE config JSON (with triton_version)", sniff=_sniff_vllm, read=_read
+)

@@ -2,20 +2,28 @@
 
 The parsing is ``ledger.sglang_log`` (shared with the server runner); this
 module only turns its facts into events with deterministic ids and
-``source`` = ``name:line``.
+``source`` = ``name:line``. ``ServerReady`` needs SGLang's ready line ("The server is
+fired up and ready to roll!"); the startup facts of a run that crashed go on its
+``ServerFailed``, those of a run that was still starting on its ``ServerStarted``.
+Every event's ``occurred_at`` is the time its log line was printed (the log's clock,
+naive local time read as UTC when the log carries no zone).
 """
 
 from __future__ import annotations
 
 import json
+from datetime import UTC, datetime
+from collections.abc import Callable
 from typing import Any
 
 from ledger.errors import InvalidInput
 from ledger.gpu_arch import compute_capability_for
-from ledger.sglang_log import ServerLogFacts, derive_findings, jsonable_args, parse_server_log
-from schemas import Actor, Event, Host, ServerFailed, ServerReady, ServerStarted, StartupFacts, normalize_flag
+from ledger.sglang_log import LogFormatError, LogLine, ServerLogFacts, derive_findings, jsonable_args, parse_server_log
+from schemas import (
+    Actor, Event, FindingRecorded, Host, ServerFailed, ServerReady, ServerStarted, StartupFacts, normalize_flag,
+)
 
-from .detect import InputFile
+from .detect import ImportContext, Importer, InputFile, ReadResult, Sniffed, is_server_log
 
 ENGINE = "sglang"
 
@@ -57,13 +65,21 @@ def import_server_log(
     host: Host | None,
     actor: Actor,
     previous_startup: StartupFacts | None,
+    remember: Callable[[ServerStarted], list[FindingRecorded]] | None = None,
 ) -> list[Event]:
     """Events of one server log (see the module doc); ``run_id`` is ``sglang-`` + 12 hex of the file hash.
 
+    ``remember`` (``ledger.flag_memory.remembered_findings`` bound to the ledger) gives the
+    ``known-no-effect`` findings of the run's flags: verdicts the ledger already holds.
+
     Raises:
-        InvalidInput: the log shows neither server args, startup facts, readiness nor a crash.
+        InvalidInput: the log shows neither server args, startup facts, readiness nor a crash;
+            or a line of SGLang's shape holds a value that cannot be (``file:line: field F: ...``).
     """
-    facts = parse_server_log(file.lines())
+    try:
+        facts = parse_server_log(file.lines(), strict=True)
+    except LogFormatError as exc:
+        raise InvalidInput(f"{file.label}:{exc.line}: field {exc.field}: {exc.problem}") from None
     if not (facts.server_args or facts.has_startup_facts or facts.ready or facts.crash):
         raise InvalidInput(f"{file.label}: no SGLang server facts found (server_args, startup lines, ready or crash)")
     run_id = f"sglang-{file.sha256[:12]}"
@@ -73,6 +89,13 @@ def import_server_log(
     def src(key: str) -> str:
         line = facts.evidence.get(key)
         return f"{file.name}:{line.number}" if line else file.name
+
+    def at(line: LogLine | None) -> datetime | None:
+        return line.timestamp.replace(tzinfo=UTC) if line is not None and line.timestamp else None
+
+    startup = facts.to_startup_facts(file.name)
+    started_at = at(facts.evidence.get("server_args")) or (
+        facts.first_timestamp.replace(tzinfo=UTC) if facts.first_timestamp else None)
 
     args = facts.server_args
     port = args.get("port")
@@ -87,18 +110,22 @@ def import_server_log(
             flags=cli_flags(args),
             port=port if isinstance(port, int) and not isinstance(port, bool) else None,
             pid=facts.pid,
+            # A run that neither became ready nor failed keeps what it showed while starting.
+            startup=startup if not (facts.ready or facts.crash) and facts.has_startup_facts else None,
+            occurred_at=started_at,
             **common,
         )
     ]
-    if facts.ready or (facts.has_startup_facts and facts.crash is None):
+    if facts.ready:
         events.append(
             ServerReady(
                 event_id=file.event_id("server_ready"),
-                source=src("ready") if facts.ready else file.name,
+                source=src("ready"),
                 run_id=run_id,
                 ready_after_s=facts.ready_after_s,
-                startup=facts.to_startup_facts(),
+                startup=startup,
                 warnings=[w.message for w in facts.warnings],
+                occurred_at=at(facts.evidence.get("ready")),
                 **common,
             )
         )
@@ -111,20 +138,58 @@ def import_server_log(
                 cause=facts.crash.cause,  # type: ignore[arg-type]
                 message=facts.crash.message,
                 log_tail=facts.crash.tail,
+                startup=startup if facts.has_startup_facts or facts.server_args else None,
+                occurred_at=at(facts.crash.line) or (
+                    facts.last_timestamp.replace(tzinfo=UTC) if facts.last_timestamp else None),
                 **common,
             )
         )
     findings = derive_findings(
         facts, host=log_host, previous=previous_startup, run_id=run_id, session_id=session_id, source_name=file.name
     )
+    if remember is not None:
+        findings += remember(events[0])
+    seen: set[Any] = set()
     for finding in findings:
-        first_ref = finding.evidence[0].ref if finding.evidence else file.name
+        first_ref = next((e.ref for e in finding.evidence if e.kind == "log"), file.name)
+        event_id = file.event_id(f"finding:{finding.kind}:{finding.flag}:{finding.message}")
+        if event_id in seen:  # one finding per fact (derive_findings already merges per-rank repeats)
+            continue
+        seen.add(event_id)
         events.append(
             finding.model_copy(update={
-                "event_id": file.event_id(f"finding:{finding.kind}:{finding.flag}:{finding.message}"),
+                "event_id": event_id,
                 "source": first_ref,
                 "host": log_host,
                 "actor": actor,
+                "occurred_at": _line_time(facts, first_ref) or started_at,
             })
         )
     return events
+
+
+def _line_time(facts: ServerLogFacts, ref: str) -> datetime | None:
+    """The timestamp of the evidence line ``name:N`` (``None`` when it has none)."""
+    _, _, number = ref.rpartition(":")
+    if not number.isdigit():
+        return None
+    for line in [*facts.evidence.values(), *(b.line for b in facts.decode_batches),
+                 *(m.line for m in facts.moe_configs), *(o.line for o in facts.overrides)]:
+        if line.number == int(number) and line.timestamp:
+            return line.timestamp.replace(tzinfo=UTC)
+    return None
+
+
+def _sniff(sniffed: Sniffed) -> float:
+    return 0.9 if not sniffed.claims_json and is_server_log(sniffed.text) else 0.0
+
+
+def _read(file: InputFile, ctx: ImportContext) -> ReadResult:
+    events = import_server_log(
+        file, config_name=ctx.config_name, session_id=ctx.session_id, host=ctx.host, actor=ctx.actor,
+        previous_startup=ctx.previous_startup, remember=ctx.remember,
+    )
+    return events, {}
+
+
+IMPORTER = Importer(kind="sglang-server-log", description="sglang server log", sniff=_sniff, read=_read)

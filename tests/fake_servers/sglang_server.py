@@ -15,6 +15,7 @@ ignored, like a real server would accept them. ``--fake-*`` flags choose the beh
                         that outlive the leader)
 --fake-no-server-info   /server_info and /get_server_info answer 404
 --fake-old-server-info  only /get_server_info answers (older SGLang)
+--api-key KEY           printed in the ``server_args=ServerArgs(... api_key='KEY' ...)`` line, as SGLang does
 
 After ready, POST /generate prints the fixture's running lines (decode batches) and, with
 ``--fake-eager-decode``, a decode line at #running-req 64 with ``cuda graph: False``.
@@ -46,6 +47,11 @@ def say(line: str) -> None:
     print(line, flush=True)
 
 
+def with_api_key(lines: list[str], api_key: str | None) -> list[str]:
+    """The log lines with ``api_key=None`` replaced by the key, as SGLang prints its server args."""
+    return [line.replace("api_key=None", f"api_key={api_key!r}") for line in lines] if api_key else lines
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--model-path")
@@ -60,6 +66,7 @@ def main() -> None:
     parser.add_argument("--fake-no-server-info", action="store_true")
     parser.add_argument("--fake-old-server-info", action="store_true")
     parser.add_argument("--fake-eager-decode", action="store_true")
+    parser.add_argument("--api-key")  # echoed into the server_args line, as SGLang logs it
     args, _unknown = parser.parse_known_args()
 
     for name in filter(None, args.fake_ignore.split(",")):
@@ -73,12 +80,13 @@ def main() -> None:
 
     if args.fake_crash:
         lines = (FIXTURES / "sm120_qwen35_fp8_capture_crash.log").read_text().splitlines() if args.fake_crash == "resources" else OOM_LINES
-        for line in lines:
+        for line in with_api_key(lines, args.api_key):
             say(line)
         time.sleep(0.1)
         sys.exit(1)
 
     lines = [] if args.fake_log == "none" else (FIXTURES / f"sm120_qwen35_{args.fake_log}.log").read_text().splitlines()
+    lines = with_api_key(lines, args.api_key)
     ready_at = next((i for i, line in enumerate(lines) if "fired up and ready to roll" in line), len(lines) - 1)
     head, running = lines[:ready_at], lines[ready_at + 1:]
     ready_line = lines[ready_at] if lines else "The server is fired up and ready to roll!"

@@ -1,0 +1,341 @@
+"""Sync a local ledger with a PostgreSQL hub: push what the hub lacks, then pull what we lack.
+
+Events are immutable and carry UUIDv7 ids, so sync is a set union, idempotent by
+``event_id``; the same id with other content is refused (``EventIdReused``, exit 8)
+before anything is applied on either side (the push is one hub transaction and runs
+first; pulling stops at the first refused batch, whose transaction is rolled back).
+
+Push: every local event without a ``sync_events`` row goes up in one COPY and one hub
+transaction, in ``seq`` order, with its ``origin_seq`` (its ``seq`` here) and its
+``seen_position`` (the highest hub position pulled here before it was appended). The
+hub's positions of the pushed events are then recorded locally. A push interrupted
+after the hub's commit is simply pushed again: the hub returns the stored positions.
+
+Pull: the hub events of other ledgers after this ledger's ``pulled_position``, up to the
+hub head read at the start, in hub order and batches of ``batch`` events; each batch is
+appended with ``LedgerStore.append_replicated`` together with its ``sync_events`` rows
+and the new ``pulled_position``, in one local transaction. An interrupted pull (Ctrl-C,
+a dropped connection, SIGKILL) leaves a prefix of the hub's order and resumes after it.
+
+Concurrent events: event X *saw* event Y when they come from one ledger and X came
+later there, or when Y's hub position is at most X's ``seen_position``. Two triages of
+one candidate that did not see each other were appended concurrently (offline): the
+``sync_conflicts`` view reports the candidate until a later triage that saw both.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+from uuid import UUID
+
+import duckdb
+import pyarrow as pa
+from uuid6 import uuid7
+
+from . import hub
+from .remote import REMOTES_DDL, Remote
+from .store import AppendResult, LedgerStore
+
+#: How many events one pull transaction applies.
+PULL_BATCH = 50_000
+
+SYNC_STATE_DDL = """
+CREATE TABLE IF NOT EXISTS sync_state (
+    remote           VARCHAR PRIMARY KEY,
+    pulled_position  BIGINT NOT NULL,
+    hub_position     BIGINT NOT NULL,
+    last_sync_at     TIMESTAMPTZ,
+    last_pushed      BIGINT NOT NULL DEFAULT 0,
+    last_pulled      BIGINT NOT NULL DEFAULT 0
+);
+"""
+
+_TO_PUSH = """
+WITH pulled AS (SELECT seq, position FROM sync_events WHERE origin_ledger <> ?::UUID),
+todo AS (SELECT e.* FROM events e ANTI JOIN sync_events s ON s.event_id = e.event_id)
+SELECT t.event_id::VARCHAR AS event_id, t.type, t.schema_version, t.stream, t.stream_version, t.recorded_at,
+       t.actor_kind, t.actor_name, t.session_id, t.causation_id::VARCHAR AS causation_id,
+       t.correlation_id::VARCHAR AS correlation_id, t.source, t.host::VARCHAR AS host,
+       t.payload::VARCHAR AS payload, t.seq AS origin_seq, coalesce(p.position, 0) AS seen_position
+FROM todo t ASOF LEFT JOIN pulled p ON t.seq > p.seq
+ORDER BY t.seq
+"""
+
+
+@dataclass(frozen=True)
+class SyncCounts:
+    """Events waiting each way: ``to_push`` (local, not on the hub), ``to_pull`` (hub, not here)."""
+
+    to_push: int
+    to_pull: int
+
+
+@dataclass(frozen=True)
+class SyncReport:
+    """What a sync did: events ``pushed`` (``stored`` of them new to the hub), events
+    ``pulled`` (``applied`` of them new here), and the hub ``position`` reached."""
+
+    remote: str
+    pushed: int
+    stored: int
+    pulled: int
+    applied: int
+    position: int
+
+
+@dataclass(frozen=True)
+class SyncStatus:
+    """The last sync with a remote, as the TUI shows it (``last_sync_at`` None: never)."""
+
+    remote: str
+    url: str
+    last_sync_at: datetime | None
+    pulled_position: int
+    to_push: int
+
+
+def _ensure_in(con: duckdb.DuckDBPyConnection) -> None:
+    con.execute(REMOTES_DDL)
+    con.execute(SYNC_STATE_DDL)
+
+
+def _prepare(store: LedgerStore) -> None:
+    """Make sure the file exists and is current (its ``sync_events`` table included)."""
+    if not store.path.exists():
+        store.init()
+    store.ensure_current()
+
+
+def ensure_tables(store: LedgerStore) -> None:
+    """Create the ledger (if needed) and its sync tables (``sync_events`` comes with the store)."""
+    _prepare(store)
+    with store.connect(read_only=False) as con:
+        _ensure_in(con)
+
+
+def _identity_in(con: duckdb.DuckDBPyConnection) -> tuple[UUID, str]:
+    values = dict(con.execute(
+        "SELECT key, value FROM ledger_meta WHERE key IN ('ledger_id', 'ledger_name')"
+    ).fetchall())
+    if "ledger_id" not in values:
+        values["ledger_id"] = str(uuid7())
+        values.setdefault("ledger_name", os.environ.get("TUNELEDGER_HOST_NAME") or socket.gethostname())
+        con.execute(
+            "INSERT OR REPLACE INTO ledger_meta VALUES ('ledger_id', ?), ('ledger_name', ?)",
+            [values["ledger_id"], values["ledger_name"]],
+        )
+    return UUID(values["ledger_id"]), values["ledger_name"]
+
+
+def identity(store: LedgerStore) -> tuple[UUID, str]:
+    """This ledger's id and name on hubs, created on first use.
+
+    The name is ``TUNELEDGER_HOST_NAME``, else the host name; it is what other hosts'
+    timelines show for events that came from here.
+    """
+    _prepare(store)
+    with store.connect(read_only=False) as con:
+        return _identity_in(con)
+
+
+def set_name(store: LedgerStore, name: str) -> None:
+    """Name this ledger on hubs (only events pushed for the first time carry a new name)."""
+    identity(store)
+    with store.connect(read_only=False) as con:
+        con.execute("INSERT OR REPLACE INTO ledger_meta VALUES ('ledger_name', ?)", [name])
+
+
+def _pulled_position(con: duckdb.DuckDBPyConnection, remote: Remote) -> int:
+    rows = con.execute("SELECT pulled_position FROM sync_state WHERE remote = ?", [remote.name]).fetchall()
+    return rows[0][0] if rows else 0
+
+
+def count_to_push(store: LedgerStore) -> int:
+    """Local events no hub has yet (0 for a ledger that does not exist)."""
+    if not store.path.exists():
+        return 0
+    with store.connect() as con:
+        return con.execute(
+            "SELECT count(*) FROM events e ANTI JOIN sync_events s ON s.event_id = e.event_id"
+        ).fetchall()[0][0]
+
+
+def counts(store: LedgerStore, remote: Remote) -> SyncCounts:
+    """How many events a sync would push and pull (``sync --dry-run``); changes nothing anywhere.
+
+    Raises:
+        RemoteError: the hub cannot be reached or is not initialised.
+    """
+    state = status(store, remote)  # read-only: a dry run writes nothing here either
+    ledger_id = read_identity(store) or UUID(int=0)
+    with hub.connect(remote) as pg:
+        to_pull = hub.count_pending_pull(pg, remote, ledger_id, state.pulled_position)
+    return SyncCounts(to_push=state.to_push, to_pull=to_pull)
+
+
+def status(store: LedgerStore, remote: Remote) -> SyncStatus:
+    """The local side of a remote's sync state (no network, read-only): last sync, position, to push."""
+    with store.connect() as con:
+        tables = {row[0] for row in con.execute("SELECT table_name FROM duckdb_tables()").fetchall()}
+        rows = con.execute(
+            "SELECT last_sync_at, pulled_position FROM sync_state WHERE remote = ?", [remote.name]
+        ).fetchall() if "sync_state" in tables else []
+    last, position = rows[0] if rows else (None, 0)
+    return SyncStatus(remote.name, remote.display_url, last, position, count_to_push(store))
+
+
+def read_identity(store: LedgerStore) -> UUID | None:
+    """This ledger's id on hubs, read-only (None before its first sync or ``remote add``)."""
+    with store.connect() as con:
+        rows = con.execute("SELECT value FROM ledger_meta WHERE key = 'ledger_id'").fetchall()
+    return UUID(rows[0][0]) if rows else None
+
+
+@dataclass
+class _Pushed:
+    """A push whose hub positions are still to be recorded locally."""
+
+    table: pa.Table
+    positions: dict[UUID, int]
+    ledger_id: UUID
+    ledger_name: str
+
+    def record(self, con: duckdb.DuckDBPyConnection, remote: Remote) -> None:
+        if self.table.num_rows == 0:
+            return
+        ids = self.table.column("event_id").to_pylist()
+        record = pa.table({
+            "event_id": ids,
+            "position": [self.positions[UUID(i)] for i in ids],
+            "origin_seq": self.table.column("origin_seq"),
+            "origin_stream_version": self.table.column("stream_version"),
+            "seen_position": self.table.column("seen_position"),
+        })
+        con.register("pushed", record)
+        con.execute(
+            "INSERT OR IGNORE INTO sync_events SELECT event_id::UUID, origin_seq, ?, position, ?::UUID, ?, "
+            "origin_seq, origin_stream_version, seen_position FROM pushed",
+            [remote.name, str(self.ledger_id), self.ledger_name],
+        )
+        con.unregister("pushed")
+
+
+def _recorder(remote: Remote, batch: list[tuple[Any, ...]], position: int, hub_head: int, now: datetime,
+              pushed: _Pushed | None) -> Callable[[duckdb.DuckDBPyConnection, list[AppendResult]], None]:
+    def record(con: duckdb.DuckDBPyConnection, results: list[AppendResult]) -> None:
+        if pushed is not None:
+            pushed.record(con, remote)
+        col = {name: i for i, name in enumerate(hub.PULL_COLUMNS)}
+        table = pa.table({
+            "event_id": [row[col["event_id"]] for row in batch],
+            "seq": [result.seq for result in results],
+            "position": [row[col["position"]] for row in batch],
+            "origin_ledger": [row[col["origin_ledger"]] for row in batch],
+            "origin_name": [row[col["origin_name"]] for row in batch],
+            "origin_seq": [row[col["origin_seq"]] for row in batch],
+            "origin_stream_version": [row[col["stream_version"]] for row in batch],
+            "seen_position": [row[col["seen_position"]] for row in batch],
+        })
+        con.register("pulled_rows", table)
+        con.execute(
+            "INSERT OR IGNORE INTO sync_events SELECT event_id::UUID, seq, ?, position, origin_ledger::UUID, "
+            "origin_name, origin_seq, origin_stream_version, seen_position FROM pulled_rows",
+            [remote.name],
+        )
+        con.unregister("pulled_rows")
+        _save_state(con, remote, position, hub_head, now, pulled=len(batch))
+
+    return record
+
+
+def _save_state(con: duckdb.DuckDBPyConnection, remote: Remote, position: int, hub_head: int, now: datetime,
+                *, pushed: int | None = None, pulled: int | None = None) -> None:
+    con.execute(
+        "INSERT INTO sync_state (remote, pulled_position, hub_position, last_sync_at, last_pushed, last_pulled) "
+        "VALUES (?, ?, ?, ?, coalesce(?, 0), coalesce(?, 0)) ON CONFLICT (remote) DO UPDATE SET "
+        "pulled_position = greatest(sync_state.pulled_position, excluded.pulled_position), "
+        "hub_position = excluded.hub_position, last_sync_at = excluded.last_sync_at, "
+        "last_pushed = coalesce(?, sync_state.last_pushed), last_pulled = coalesce(?, sync_state.last_pulled)",
+        [remote.name, position, hub_head, now, pushed, pulled, pushed, pulled],
+    )
+
+
+def _pull_rows(batch: list[tuple[Any, ...]]) -> list[dict[str, Any]]:
+    """Hub rows as ``append_replicated`` takes them (ids are text already)."""
+    return [
+        {"event_id": event_id, "type": type_, "schema_version": version, "stream": stream,
+         "recorded_at": recorded_at, "actor_kind": actor_kind, "actor_name": actor_name,
+         "session_id": session_id, "causation_id": causation_id, "correlation_id": correlation_id,
+         "source": source, "host": host, "payload": payload, "seq": None, "stream_version": None}
+        for (_pos, event_id, type_, version, stream, _sv, recorded_at, actor_kind, actor_name, session_id,
+             causation_id, correlation_id, source, host, payload, *_origin) in batch
+    ]
+
+
+def sync(
+    store: LedgerStore,
+    remote: Remote,
+    *,
+    batch: int = PULL_BATCH,
+    progress: Callable[[str, int], None] | None = None,
+) -> SyncReport:
+    """Push what the hub lacks, then pull what this ledger lacks (see the module docstring).
+
+    ``progress(phase, n)`` is called after the push (``"pushed"``) and each pulled batch
+    (``"pulled"``, the running total).
+
+    Raises:
+        EventIdReused: one id with two contents (exit 8); nothing of this sync applied.
+        RemoteError: the hub cannot be reached, refused, or is not initialised (exit 9).
+        LedgerBusy: the local file stayed locked.
+    """
+    _prepare(store)
+    now = datetime.now(UTC)
+    # One local connection before the hub, one per pulled batch (the push's positions are
+    # recorded with the first), one at the end when nothing was pulled: opening a DuckDB
+    # file costs ~10 ms, more on a busy machine.
+    with store.connect(read_only=False) as con:
+        _ensure_in(con)
+        ledger_id, ledger_name = _identity_in(con)
+        after = _pulled_position(con, remote)
+        table = con.sql(_TO_PUSH, params=[str(ledger_id)]).to_arrow_table()
+    with hub.connect(remote) as pg:
+        pending: _Pushed | None = None
+        stored = 0
+        if table.num_rows:
+            columns = [table.column(name).to_pylist() for name in hub.COLUMNS]
+            result = hub.push(pg, remote, ledger_id, ledger_name, zip(*columns, strict=True))
+            pending, stored = _Pushed(table, result.positions, ledger_id, ledger_name), result.stored
+        if progress:
+            progress("pushed", table.num_rows)
+        hub_head = hub.head(pg, remote)
+        pg.commit()
+        pulled = applied = 0
+        while True:
+            rows = hub.pull(pg, remote, ledger_id, after, hub_head, batch)
+            pg.commit()
+            last = len(rows) < batch
+            position = hub_head if last else rows[-1][0]
+            if not rows:
+                break
+            results = store.append_replicated(
+                _pull_rows(rows), record=_recorder(remote, rows, position, hub_head, now, pending)
+            )
+            pending = None
+            applied += sum(not r.duplicate for r in results)
+            pulled += len(rows)
+            if progress:
+                progress("pulled", pulled)
+            after = position
+            if last:
+                break
+    with store.connect(read_only=False) as con:
+        if pending is not None:
+            pending.record(con, remote)
+        _save_state(con, remote, hub_head, hub_head, now, pushed=table.num_rows, pulled=pulled)
+    return SyncReport(remote.name, table.num_rows, stored, pulled, applied, hub_head)

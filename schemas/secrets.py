@@ -1,0 +1,256 @@
+"""Secret masking: no API key, token or password is ever stored in the ledger.
+
+Applied in one place: the serializer of every event model (``Event`` and ``Host``
+call ``mask_payload`` on their dumped data), so whatever writes an event — CLI
+``append``, importers, the server runner, the benchmark and plan runners, the
+TUI — stores the masked form, and so does every export made from the ledger.
+
+What is masked (the value becomes ``***``; ``None``, ``""`` and booleans stay,
+since "no key" and "auth on" are not secrets, and so do plain numbers in text, since
+SGLang logs ``#token: 70011``):
+
+- a mapping entry whose key is a *secret name* (``flags = {api-key = "sk-X"}``,
+  parsed ``server_args = {"api_key": "sk-Z"}``); in a mapping called ``env`` the
+  entry is dropped instead, as the runners' environment filter does;
+- in a list of strings (an ``argv``), the value after ``--api-key`` and the part
+  after ``=`` in ``--api-key=X``;
+- in any text (log tails, evidence lines, notes, ``source``): ``--NAME VALUE``,
+  ``--NAME=VALUE``, ``NAME=VALUE``, ``NAME: VALUE`` and ``NAME='VALUE'`` (SGLang's
+  ``server_args=ServerArgs(api_key='sk-…')``, JSON, env assignments) for a secret
+  NAME, ``Bearer`` credentials, and well-known token shapes (OpenAI
+  ``sk-…``, Hugging Face ``hf_…``, GitHub ``ghp_…``, AWS ``AKIA…``, Slack ``xox?-…``,
+  PEM private key blocks).
+
+A *secret name* is one whose words (split at ``-``, ``_``, ``.``, spaces and
+camelCase) contain a secret word — ``token``, ``password``, ``passwd``, ``pass``,
+``auth``, ``authorization``, ``secret``, ``credential(s)``, ``bearer``, ``cookie``,
+``apikey`` — or the word pairs ``api key``, ``private key``, ``access key``. Whole
+words only, so ``max_total_tokens`` or ``tokenizer_path`` are not secrets. Users add
+words with ``TUNELEDGER_SECRET_WORDS`` (comma-separated, read at start-up) or
+``secret_words = [...]`` at the top of a servers TOML file (``runners/configs.py``),
+both through ``add_secret_words``.
+
+Why our own list rather than a library: detect-secrets (Yelp) and its kin scan
+source files and *report* findings; their keyword patterns target code
+assignments, not argv pairs, parsed argument dicts or environment names, and
+they do not redact. The rules here are few and each has a test
+(``tests/test_secrets.py``).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from collections.abc import Iterable
+from typing import Any
+
+MASK = "***"
+
+#: Single words that make a name secret-bearing (compared lower-case, whole words).
+_WORDS: set[str] = {
+    "token", "password", "passwd", "pass", "passphrase", "auth", "authorization",
+    "secret", "secrets", "credential", "credentials", "bearer", "cookie", "apikey",
+}
+#: Consecutive word pairs that make a name secret-bearing.
+_PAIRS: set[tuple[str, str]] = {("api", "key"), ("private", "key"), ("access", "key"), ("secret", "key")}
+
+_SPLIT = re.compile(r"[^A-Za-z0-9]+|(?<=[a-z0-9])(?=[A-Z])")
+_KEEP = (None, "", "None", "null", "none", "''", '""')
+
+#: ``--name value`` / ``--name=value`` in text (the value quoted or up to whitespace).
+_FLAG_RE = re.compile(r"""(?P<lead>--?(?P<name>[A-Za-z][A-Za-z0-9_.-]*))(?P<sep>=|[ \t]+)(?P<value>"[^"]*"|'[^']*'|(?:(?:Bearer|Basic|Token|Digest)[ \t]+)?[^\s,;)\]}]+)""")
+#: ``name=value``, ``name: value``, ``"name": "value"``, ``name='value'``.
+_ASSIGN_RE = re.compile(
+    r"""(?P<lead>(?P<q>["']?)(?P<name>[A-Za-z_][A-Za-z0-9_.-]*)(?P=q)[ \t]*[:=][ \t]*)"""
+    r"""(?P<value>"[^"]*"|'[^']*'|(?:(?:Bearer|Basic|Token|Digest)[ \t]+)?[^\s,;()\]}'"]+)"""
+)
+#: Credentials after an HTTP auth scheme, and token shapes that are secrets wherever they are.
+_SHAPES_RE = re.compile(
+    r"(?P<scheme>\bBearer[ \t]+)[A-Za-z0-9._~+/=-]{8,}"
+    r"|\bsk-(?:proj-|ant-)?[A-Za-z0-9_-]{16,}"
+    r"|\bhf_[A-Za-z0-9]{20,}"
+    r"|\bgh[pousr]_[A-Za-z0-9]{20,}"
+    r"|\bAKIA[0-9A-Z]{16}\b"
+    r"|\bxox[abprs]-[A-Za-z0-9-]{10,}"
+    r"|-----BEGIN [A-Z ]*PRIVATE KEY-----.*?(?:-----END [A-Z ]*PRIVATE KEY-----|$)",
+    re.DOTALL,
+)
+#: Token shapes that start a secret wherever they appear (lower-case, as the scan sees them).
+_SHAPE_HINTS = ("sk-", "hf_", "gh", "akia", "xox")
+_LOWER_RUN = re.compile(r"[a-z]+")
+_CAMEL_RUN = re.compile(r"[A-Za-z][a-z]*")
+_roots: tuple[str, ...] = ()
+_heads: frozenset[str] = frozenset()
+
+
+def _build_scan() -> tuple[str, ...]:
+    """The fewest substrings to search for: each secret word or pair head, minus those
+    that start with a shorter one ("pass" finds "password" and "passwd")."""
+    global _heads
+    _heads = frozenset({a for a, _ in _PAIRS} | {a + b for a, b in _PAIRS})
+    words = sorted(_WORDS | {a for a, _ in _PAIRS})
+    roots = [w for w in words if not any(w != other and w.startswith(other) for other in words)]
+    return tuple(roots) + _SHAPE_HINTS
+
+
+_roots = _build_scan()
+
+
+def _hit(text: str, lower: str, start: int, shape: bool) -> bool:
+    if start and lower[start - 1].isalnum() and not (text[start].isupper() and text[start - 1].islower()):
+        return False  # inside a word: "disk-", "mytoken"
+    if shape:
+        return True
+    run = _LOWER_RUN.match(lower, start).group()  # type: ignore[union-attr]
+    camel = _CAMEL_RUN.match(text, start).group().lower()  # type: ignore[union-attr]
+    # "tokens" in "output_tokens" is another word; "authToken" ends at the camel hump.
+    return any(word in _WORDS or word in _heads for word in (run, camel))
+
+
+def may_hold_secret(text: str) -> bool:
+    """Cheap and conservative: False only when ``text`` cannot hold anything ``mask_text`` masks.
+
+    A substring search (C speed) of the lower-cased text for each secret word's root and
+    each token shape, then a whole-word check of each occurrence (``tokens`` in
+    ``output_tokens`` is not one), so the common event costs a few microseconds and is
+    never parsed again.
+    """
+    lower = text.lower()
+    if len(lower) != len(text):  # a few characters change length when lower-cased
+        return True
+    for root in _roots:
+        shape = root in _SHAPE_HINTS
+        start = lower.find(root)
+        while start >= 0:
+            if _hit(text, lower, start, shape):
+                return True
+            start = lower.find(root, start + 1)
+    return False
+
+
+def add_secret_words(words: Iterable[str]) -> None:
+    """Treat names containing any of ``words`` as secret-bearing too (e.g. ``["hmac"]``).
+
+    A word with ``-``, ``_`` or a space (``"signing key"``) is added as a word pair.
+
+    Raises:
+        ValueError: a word is empty or has more than two parts.
+    """
+    global _roots
+    for word in words:
+        parts = tuple(p.lower() for p in _SPLIT.split(word.strip()) if p)
+        if len(parts) == 1:
+            _WORDS.add(parts[0])
+        elif len(parts) == 2:
+            _PAIRS.add((parts[0], parts[1]))
+        else:
+            raise ValueError(f"secret word {word!r}: want one word or two (e.g. 'hmac' or 'signing key')")
+    _roots = _build_scan()
+
+
+def is_secret_name(name: str) -> bool:
+    """True when a flag, argument, key or environment name carries a secret.
+
+    ``api-key``, ``--api_key``, ``apiKey``, ``SGLANG_ADMIN_PASS``, ``NCCL_IB_AUTH``,
+    ``HF_TOKEN`` are; ``max_total_tokens``, ``tokenizer``, ``author`` are not.
+    """
+    parts = [p.lower() for p in _SPLIT.split(name) if p]
+    if any(p in _WORDS for p in parts):
+        return True
+    return any(pair in _PAIRS for pair in zip(parts, parts[1:]))
+
+
+_NUMBER = re.compile(r"[-+]?\d+(?:\.\d+)?")
+
+
+def _masked_value(value: str, masked: str = MASK) -> str:
+    # A plain number is a count, not a credential: SGLang logs "#token: 70011".
+    if value in _KEEP or _NUMBER.fullmatch(value):
+        return value
+    if value[:1] in "'\"" and value[-1:] == value[:1] and len(value) >= 2:
+        return value[0] + masked + value[0]
+    return masked
+
+
+def mask_text(text: str) -> str:
+    """``text`` with every secret value replaced by ``***`` (see the module docstring)."""
+    if not may_hold_secret(text):
+        return text
+
+    def named(match: re.Match[str]) -> str:
+        if not is_secret_name(match.group("name")):
+            return match.group(0)
+        return match.group(0)[: match.start("value") - match.start(0)] + _masked_value(match.group("value"))
+
+    text = _FLAG_RE.sub(named, text)
+    text = _ASSIGN_RE.sub(named, text)
+    return _SHAPES_RE.sub(lambda m: (m.group("scheme") or "") + MASK, text)
+
+
+def _mask_argv(items: list[Any]) -> list[Any]:
+    out: list[Any] = []
+    hide_next = changed = False
+    for item in items:
+        new = item
+        if hide_next and isinstance(item, str) and not item.startswith("-"):
+            new = MASK
+        elif isinstance(item, str) and item.startswith("-") and "=" not in item and is_secret_name(item):
+            hide_next = True
+            out.append(item)
+            continue
+        else:
+            new = mask_payload(item)
+        hide_next = False
+        changed = changed or new is not item
+        out.append(new)
+    return out if changed else items
+
+
+def mask_payload(value: Any, *, env: bool = False) -> Any:
+    """Dumped event data (dicts, lists, strings, numbers) with secrets masked.
+
+    ``env`` marks a mapping of environment variables: secret names are dropped, not masked.
+    Returns ``value`` itself when nothing needed masking (callers test ``is``).
+    """
+    if isinstance(value, str):
+        return mask_text(value)
+    if isinstance(value, dict):
+        out: dict[Any, Any] = {}
+        changed = False
+        for key, item in value.items():
+            if isinstance(key, str) and is_secret_name(key):
+                if env:
+                    changed = True
+                    continue
+                new = item if item is None or isinstance(item, bool) or item == "" else MASK
+            else:
+                new = mask_payload(item, env=key == "env")
+            changed = changed or new is not item
+            out[key] = new
+        return out if changed else value
+    if isinstance(value, list):
+        return _mask_argv(value)
+    return value
+
+
+def mask_json(text: str) -> str:
+    """A JSON document (an event's payload or host as stored) with secrets masked.
+
+    Returns ``text`` unchanged — no parse — when ``may_hold_secret`` says it cannot hold one.
+    """
+    if not may_hold_secret(text):
+        return text
+    data = json.loads(text)
+    masked = mask_payload(data)
+    return text if masked is data else json.dumps(masked, ensure_ascii=False, separators=(",", ":"))
+
+
+def _load_env_words() -> None:
+    extra = os.environ.get("TUNELEDGER_SECRET_WORDS", "")
+    words = [w for w in (part.strip() for part in extra.split(",")) if w]
+    if words:
+        add_secret_words(words)
+
+
+_load_env_words()
