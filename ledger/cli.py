@@ -658,6 +658,14 @@ def _accept_ledger_everywhere(command: click.Command) -> None:
     ))
 
 
+def _register_plugin_commands() -> None:
+    """Load every plugin command now (for code that drives ``cli`` directly, e.g. click's
+    CliRunner in tests); the CLI itself loads a plugin only when its command is used."""
+    context = click.Context(cli)
+    for name in cli.list_commands(context):
+        cli.get_command(context, name)
+
+
 def main(argv: list[str] | None = None) -> None:
     """Run the CLI; ``LedgerError`` becomes one line on stderr and its exit code."""
     for command in cli.commands.values():  # plugin commands get it when loaded (_LazyPluginGroup)
