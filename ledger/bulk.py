@@ -60,13 +60,14 @@ def no_cyclic_gc() -> Iterator[None]:
 
 
 def rows_of_lines(
-    lines: Sequence[str], name: str, first_line: int, now: datetime,
+    lines: Sequence[str], name: str, first_line: int, now: datetime | None = None,
     actor: Actor | None = None, session_id: str | None = None,
 ) -> list[dict[str, Any]]:
     """Validate JSON lines (numbered from ``first_line`` in messages) into store rows.
 
     ``actor`` and ``session_id``: defaults for events that do not give them (the CLI's
-    ``--actor``/``--session``). ``now``: ``recorded_at`` of events without one.
+    ``--actor``/``--session``). ``now``: ``recorded_at`` of events without one (None: the store stamps them inside its
+    write transaction, as for every append).
 
     Raises:
         InvalidInput: ``name:line``: bad JSON or a bad event (``ledger.jsonl.iter_jsonl``).
@@ -107,7 +108,7 @@ def import_lines(
         InvalidInput: a bad line (nothing is written).
         LedgerBusy, EventIdReused, ConcurrencyConflict: as ``LedgerStore.append``.
     """
-    now = store.clock()
+    now = None  # recorded_at of events without one: stamped by the store in its transaction
     chunks = [(lines[i:i + CHUNK_LINES], i + 1) for i in range(0, len(lines), CHUNK_LINES)]
     if workers is None:
         workers = min(os.cpu_count() or 1, MAX_WORKERS)

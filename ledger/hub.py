@@ -145,10 +145,10 @@ GRANT SELECT, UPDATE ON {schema}.hub_head TO {role};
 
 @dataclass(frozen=True)
 class PushResult:
-    """What one push did: ``positions`` maps every pushed event_id to its hub position;
+    """What one push did: ``positions`` maps every pushed event_id (text) to its hub position;
     ``stored`` counts events new to the hub (the rest were there already)."""
 
-    positions: dict[UUID, int]
+    positions: dict[str, int]
     stored: int
 
 
@@ -160,8 +160,12 @@ def _schema(remote: Remote) -> sql.Identifier:
 def connect(remote: Remote, *, user: str | None = None, connect_timeout_s: int = 10) -> Iterator[psycopg.Connection]:
     """A connection to the remote's database (libpq finds the password itself).
 
+    A ``psycopg.Error`` inside the block (a dropped connection, a terminated backend)
+    also becomes a ``RemoteError``: the transaction in flight is lost on the server,
+    which is what makes an interrupted push or pull safe to run again.
+
     Raises:
-        RemoteError: the server cannot be reached or refuses the login (the URL is masked).
+        RemoteError: the server cannot be reached, refuses the login, or fails (URL masked).
     """
     extra: dict[str, Any] = {"connect_timeout": connect_timeout_s, "application_name": "tuneledger"}
     if user is not None:
@@ -172,6 +176,8 @@ def connect(remote: Remote, *, user: str | None = None, connect_timeout_s: int =
         raise RemoteError(f"remote {remote.name} ({mask_url(remote.url)}): {_first_line(exc)}") from None
     try:
         yield con
+    except psycopg.Error as exc:
+        raise RemoteError(f"remote {remote.name}: {_first_line(exc)}") from None
     finally:
         con.close()
 
@@ -281,7 +287,7 @@ def push(
         positions = {
             row[0]: row[1]
             for row in con.execute(
-                sql.SQL("SELECT i.event_id, e.position FROM incoming i JOIN {}.events e USING (event_id)").format(schema)
+                sql.SQL("SELECT i.event_id::text, e.position FROM incoming i JOIN {}.events e USING (event_id)").format(schema)
             )
         }
         con.commit()

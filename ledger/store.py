@@ -57,6 +57,7 @@ from __future__ import annotations
 import atexit
 import functools
 import json
+import os
 import re
 import threading
 import time
@@ -70,10 +71,11 @@ from uuid import UUID
 
 import duckdb
 
-from schemas import Event, EventEnvelope, parse_event
-from schemas.secrets import mask_json, mask_text
+from schemas import Event, parse_event
+from schemas.secrets import mask_json, mask_text, may_hold_secret
 
-from . import projections, sidecar_lock, views
+from . import ledger_file, projections, sidecar_lock, views
+from .input_checks import host_json, payload_json
 from .errors import ConcurrencyConflict, EventIdReused, InvalidInput, LedgerBusy, NotFound
 
 if TYPE_CHECKING:
@@ -355,7 +357,7 @@ _process_locks_guard = threading.Lock()
 
 
 def _lock_for(path: Path) -> threading.RLock:
-    key = str(path.resolve())
+    key = os.path.realpath(path)  # not Path.resolve(): it raises on a symlink loop (refused later)
     with _process_locks_guard:
         return _process_locks.setdefault(key, threading.RLock())
 
@@ -411,7 +413,7 @@ class LedgerStore:
         self.clock = clock or (lambda: datetime.now(UTC))
         self.lock_timeout_s = lock_timeout_s
         self.hold_s = hold_s
-        self._key = str(self.path.resolve())
+        self._key = os.path.realpath(self.path)
         self._lock = _lock_for(self.path)
 
     # --- connections ------------------------------------------------------------
@@ -427,6 +429,7 @@ class LedgerStore:
             InvalidInput: one line naming the path and what to do instead.
         """
         name = str(self.path)
+        ledger_file.check_name(self.path)  # md:, http://, a symlink loop
         if name.startswith(":") or self.path.suffix.lower() in _DATA_SUFFIXES:
             raise InvalidInput(
                 f"{name}: not a ledger file name (use e.g. ledger.duckdb; to load JSONL events "
@@ -547,6 +550,8 @@ class LedgerStore:
         """
         try:
             return sidecar_lock.acquire(self.lock_path, shared=shared, timeout_s=self.lock_timeout_s)
+        except OSError as exc:
+            raise ledger_file.lock_error(self.lock_path, exc) from None
         except sidecar_lock.LockTimeout:
             raise LedgerBusy(
                 f"ledger {self.path} stayed locked by another process for {self.lock_timeout_s:g} s"
@@ -567,7 +572,7 @@ class LedgerStore:
             return duckdb.connect(str(self.path), read_only=read_only, config=config)
         except duckdb.Error as exc:
             if not is_lock_error(exc):
-                raise
+                raise ledger_file.open_error(self.path, exc) or exc from None
         # tenacity only now: most opens succeed at once, and its import costs a CLI call ~20 ms.
         from tenacity import Retrying, retry_if_exception, stop_after_delay, wait_random_exponential
 
@@ -586,7 +591,7 @@ class LedgerStore:
                 raise LedgerBusy(
                     f"ledger {self.path} stayed locked by another process for {self.lock_timeout_s:g} s"
                 ) from exc
-            raise
+            raise ledger_file.open_error(self.path, exc) or exc from None
         raise AssertionError("unreachable")  # pragma: no cover
 
     # --- set-up -----------------------------------------------------------------------
@@ -625,7 +630,15 @@ class LedgerStore:
 
     def _ready(self, con: duckdb.DuckDBPyConnection) -> bool:
         current, projected, head = self._state(con)
+        if not current:
+            self._check_compatible(con)
         return current and head <= projected
+
+    def _check_compatible(self, con: duckdb.DuckDBPyConnection) -> None:
+        """Refuse a ledger written by newer code (``ledger_file.check_compatible``), before
+        anything could rewrite it; only needed when ``_state`` says it is not current."""
+        ledger_file.check_compatible(con, self.path, views_version=views.VIEWS_VERSION,
+                                     layout_version=LAYOUT_VERSION, columns=_COLUMNS)
 
     def ensure_current(self) -> None:
         """Bring a ledger written by older code, or left behind by a killed writer, up to date.
@@ -654,6 +667,8 @@ class LedgerStore:
         current, projected, head = self._state(con)
         if current and head <= projected:
             return
+        if not current:
+            self._check_compatible(con)  # refuses a newer ledger: never "upgrade" it back to ours
         con.execute("BEGIN")
         try:
             con.execute(EVENTS_DDL)
@@ -722,8 +737,7 @@ class LedgerStore:
         batch = [events] if isinstance(events, Event) else list(events)
         if not batch:
             return []
-        now = self.clock()
-        return self.append_rows([event_row(event, now) for event in batch], expected_version=expected_version,
+        return self.append_rows([event_row(event) for event in batch], expected_version=expected_version,
                                 samples=samples)
 
     def append_rows(
@@ -790,13 +804,19 @@ class LedgerStore:
         batch = list(rows)
         for row in batch:  # in place: copying 100k dicts costs more than the rest of the Python side
             row["seq"] = row["stream_version"] = None
-            # A hub may hold what an older client or plain SQL wrote: mask as ``_row`` does
-            # (idempotent, so a re-pulled event still compares equal to the stored one).
-            row["payload"] = mask_json(row["payload"])
-            if row["host"] is not None:
-                row["host"] = mask_json(row["host"])
-            if row["source"]:
-                row["source"] = mask_text(row["source"])
+        # A hub may hold what an older client or plain SQL wrote: mask as ``_row`` does
+        # (idempotent, so a re-pulled event still compares equal to the stored one). One scan
+        # of the whole batch first: the usual batch holds no secret and is not looked at again
+        # (a hit in the joined text is a hit in some row: the scan looks no further back than
+        # one character, and a newline reads as a row's start).
+        texts = [text for row in batch for text in (row["payload"], row["host"], row["source"]) if text]
+        if may_hold_secret("\n".join(texts)):
+            for row in batch:
+                row["payload"] = mask_json(row["payload"])
+                if row["host"] is not None:
+                    row["host"] = mask_json(row["host"])
+                if row["source"]:
+                    row["source"] = mask_text(row["source"])
         return self.append_rows(batch, record=record)
 
     def _write(
@@ -937,6 +957,11 @@ class LedgerStore:
             heads[row["stream"]] = version
             positions[row["event_id"]] = (head_seq, version)
         if fresh:
+            # Stamped here, under the writer's lock, so recorded_at never goes backwards in seq order.
+            now = self.clock()
+            for row in fresh:
+                if row["recorded_at"] is None:
+                    row["recorded_at"] = now
             self._insert_rows(con, fresh, positions)
         results = []
         for row in rows:
@@ -1086,14 +1111,12 @@ class LedgerStore:
             return con.sql(sql, params=list(params) if params else None).to_arrow_table()
 
 
-#: The envelope fields, left out of the stored ``payload`` (they have columns of their own).
-_ENVELOPE_FIELDS = set(EventEnvelope.ENVELOPE_FIELDS)
 
-
-def event_row(event: Event, recorded_at: datetime) -> dict[str, Any]:
+def event_row(event: Event, recorded_at: datetime | None = None) -> dict[str, Any]:
     """The ``events`` row of one event (``seq`` and a missing ``stream_version`` assigned at append).
 
-    ``recorded_at``: the time for an event that carries none (the store's clock, UTC).
+    ``recorded_at``: the time for an event that carries none; None (the store's use): stamped
+    inside the write transaction, so ``recorded_at`` never goes backwards in ``seq`` order.
     Payload and host are JSON text; ids are text (DuckDB casts them to UUID).
     """
     # model_dump_json runs in pydantic-core: ~3x faster than model_dump + json.dumps.
@@ -1110,10 +1133,10 @@ def event_row(event: Event, recorded_at: datetime) -> dict[str, Any]:
         "session_id": event.session_id,
         "causation_id": str(event.causation_id) if event.causation_id else None,
         "correlation_id": str(event.correlation_id) if event.correlation_id else None,
-        # Every writer passes here: secrets are masked once, for every event (schemas.secrets).
+        # Every writer passes here: secrets masked (schemas.secrets), integers beyond BIGINT refused.
         "source": mask_text(event.source) if event.source else event.source,
-        "host": mask_json(event.host.model_dump_json()) if event.host is not None else None,
-        "payload": mask_json(event.model_dump_json(exclude=_ENVELOPE_FIELDS)),
+        "host": host_json(event),
+        "payload": payload_json(event),
         "occurred_at": event.occurred_at,
     }
 
@@ -1148,4 +1171,13 @@ def row_to_event(row: dict[str, Any]) -> Event:
     try:
         return parse_event(data)
     except ValueError as exc:
-        raise InvalidInput(f"stored event seq {row['seq']} ({row['event_id']}) does not read: {exc}") from exc
+        errors = getattr(exc, "errors", None)
+        first = errors()[0] if callable(errors) else None
+        why = (f"{'.'.join(str(p) for p in first['loc'][1:]) or 'type'}: {first['msg']}" if first
+               else str(exc).splitlines()[0])
+        if first and first.get("type") == "union_tag_invalid":
+            why = "unknown event type"
+        raise InvalidInput(
+            f"stored event seq {row['seq']} ({row['event_id']}, type {row['type']!r}) does not read: {why}"
+            " (written by a newer tuneledger?)"
+        ) from None

@@ -58,7 +58,8 @@ CREATE TABLE IF NOT EXISTS sync_state (
 _TO_PUSH = """
 WITH pulled AS (SELECT seq, position FROM sync_events WHERE origin_ledger <> ?::UUID),
 todo AS (SELECT e.* FROM events e ANTI JOIN sync_events s ON s.event_id = e.event_id)
-SELECT t.event_id::VARCHAR AS event_id, t.type, t.schema_version, t.stream, t.stream_version, t.recorded_at,
+SELECT t.event_id::VARCHAR AS event_id, t.type, t.schema_version, t.stream, t.stream_version,
+       t.recorded_at::VARCHAR AS recorded_at,  -- ISO text: PostgreSQL parses it; no datetime objects
        t.actor_kind, t.actor_name, t.session_id, t.causation_id::VARCHAR AS causation_id,
        t.correlation_id::VARCHAR AS correlation_id, t.source, t.host::VARCHAR AS host,
        t.payload::VARCHAR AS payload, t.seq AS origin_seq, coalesce(p.position, 0) AS seen_position
@@ -201,7 +202,7 @@ class _Pushed:
     """A push whose hub positions are still to be recorded locally."""
 
     table: pa.Table
-    positions: dict[UUID, int]
+    positions: dict[str, int]
     ledger_id: UUID
     ledger_name: str
 
@@ -211,7 +212,7 @@ class _Pushed:
         ids = self.table.column("event_id").to_pylist()
         record = pa.table({
             "event_id": ids,
-            "position": [self.positions[UUID(i)] for i in ids],
+            "position": [self.positions[i] for i in ids],
             "origin_seq": self.table.column("origin_seq"),
             "origin_stream_version": self.table.column("stream_version"),
             "seen_position": self.table.column("seen_position"),

@@ -76,7 +76,7 @@ def test_same_events_twice_are_stored_once_with_the_original_positions(remote: R
     first = push(remote, batch)
     again = push(remote, batch)
     assert first.stored == 3 and again.stored == 0
-    assert first.positions == again.positions == {UUID(r[0]): i + 1 for i, r in enumerate(batch)}
+    assert first.positions == again.positions == {r[0]: i + 1 for i, r in enumerate(batch)}
 
 
 def test_retry_inside_a_bigger_batch_stores_only_the_new_events(remote: Remote) -> None:

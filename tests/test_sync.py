@@ -276,6 +276,48 @@ sync.sync(store, get_remote(store, None), batch=int(sys.argv[2]),
 """
 
 
+def test_a_dropped_connection_mid_pull_is_exit_9_and_the_next_sync_resumes(
+    remote: Remote, tmp_path: Path, pg_server: Cluster
+) -> None:
+    a = make_ledger(tmp_path / "a.duckdb", remote, "a")
+    a.append([NoteAdded(text=f"a {i}") for i in range(2000)])
+    sync.sync(a, remote)
+    b = make_ledger(tmp_path / "b.duckdb", remote, "b")
+    child = subprocess.Popen([sys.executable, "-c", SYNC_CHILD, str(b.path), "200"], stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True, env={**os.environ, "PGPASSWORD": WRITER_PASSWORD})
+    assert child.stdout is not None
+    for line in child.stdout:
+        if line.startswith("pulled"):  # the network "drops": the server ends the session
+            with psycopg.connect(pg_server.superuser_dsn, autocommit=True) as con:
+                con.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+                            "WHERE application_name = 'tuneledger' AND usename = 'writer'")
+            break
+    _, err = child.communicate(timeout=120)
+    if child.returncode == 0:  # it finished before the drop reached it: nothing to resume
+        assert b.head() == 2000
+        return
+    assert "RemoteError" in err and "remote hub" in err
+    assert 0 < b.head() < 2000
+    sync.sync(b, remote)
+    assert b.head() == 2000
+    assert b.query_arrow("SELECT count(DISTINCT event_id) AS n FROM events")["n"][0].as_py() == 2000
+
+
+def test_the_password_can_come_from_a_password_file(remote: Remote, tmp_path: Path, pg_server: Cluster,
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    passfile = tmp_path / "pgpass"
+    passfile.write_text(f"127.0.0.1:{pg_server.port}:*:writer:{WRITER_PASSWORD}\n")
+    passfile.chmod(0o600)
+    monkeypatch.delenv("PGPASSWORD")
+    monkeypatch.setenv("PGPASSFILE", str(passfile))
+    store = make_ledger(tmp_path / "a.duckdb", remote, "a")
+    store.append(NoteAdded(text="via pgpass"))
+    assert sync.sync(store, remote).stored == 1
+    monkeypatch.setenv("PGPASSFILE", str(tmp_path / "missing"))
+    with pytest.raises(RemoteError, match="password"):
+        sync.sync(store, remote)
+
+
 @pytest.mark.parametrize("kill_after", ["pushed", "pulled"])
 def test_a_killed_sync_resumes_with_nothing_lost_or_doubled(remote: Remote, tmp_path: Path, kill_after: str) -> None:
     a = make_ledger(tmp_path / "a.duckdb", remote, "a")
