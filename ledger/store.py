@@ -567,7 +567,8 @@ class LedgerStore:
         if fresh:
             head_before = fresh[0]["seq"] - 1
             table = pa.Table.from_pydict(
-                {name: [row[name] for row in fresh] for name in _ARROW_SCHEMA.names}, schema=_ARROW_SCHEMA
+                # rows replicated from a hub carry no occurred_at (the hub does not keep it yet)
+                {name: [row.get(name) for row in fresh] for name in _ARROW_SCHEMA.names}, schema=_ARROW_SCHEMA
             )
             con.register("incoming", table)
             con.execute(
