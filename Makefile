@@ -6,7 +6,7 @@ LEDGER ?= demo.duckdb
 # E2E=0 skips installing torch (CPU) + transformers for the end-to-end test (it then skips itself).
 E2E ?= 1
 
-.PHONY: demo test bench schemas clean
+.PHONY: demo test bench schemas shell clean
 
 $(BIN)/tuneledger: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -20,6 +20,11 @@ $(VENV)/.e2e: $(BIN)/tuneledger
 ## Build the demo ledger from data/demo_campaign.jsonl and open it (NO_TUI=1 prints a summary).
 demo: $(BIN)/tuneledger
 	$(BIN)/tuneledger --ledger $(LEDGER) demo $(if $(NO_TUI),--no-tui,)
+
+## A shell with the venv active: `tuneledger` on PATH (exit to leave).
+shell: $(BIN)/tuneledger
+	@echo "tuneledger is on PATH in this shell (the venv $(VENV) is active); exit leaves it"
+	@VIRTUAL_ENV="$(abspath $(VENV))" PATH="$(abspath $(BIN)):$$PATH" $${SHELL:-/bin/sh} -i
 
 ## Run the test suite.
 test: $(BIN)/tuneledger $(VENV)/.e2e

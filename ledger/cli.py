@@ -13,19 +13,23 @@ from __future__ import annotations
 import json
 import os
 import sys
+import uuid
 from importlib.metadata import entry_points
 from pathlib import Path
 from typing import Any
 
 import click
 import pyarrow as pa
+from pydantic import ValidationError
 
-from schemas import EVENT_TYPES, Actor, Event, Host, StartupFacts
+from schemas import EVENT_TYPES, Actor, Event, Evidence, Host, StartupFacts
 from schemas.events import ServerReady
 
+from . import input_checks
 from .errors import InvalidInput, LedgerError, NotFound
+from .input_checks import loads
 from .jsonl import event_from_obj, event_to_json, read_stdin_events
-from .render import FORMATS, print_table
+from .render import FORMATS, print_table, stream_rows
 from .store import AppendResult, LedgerStore
 
 DEFAULT_LEDGER = "tuneledger.duckdb"
@@ -59,7 +63,7 @@ ledger_option = click.option(
 )
 
 
-def _default_actor() -> str:
+def default_actor_text() -> str:
     """``$TUNELEDGER_ACTOR``, else ``person:`` and the login name (``$USER`` may be empty or unset
     in containers and cron: ``getpass`` falls back to ``$LOGNAME`` and the password database)."""
     if os.environ.get("TUNELEDGER_ACTOR"):
@@ -84,7 +88,7 @@ def _default_actor() -> str:
 )
 @click.option(
     "--actor",
-    default=_default_actor,
+    default=default_actor_text,
     help="Who appends: person:NAME, agent:NAME or runner:NAME (env TUNELEDGER_ACTOR).",
 )
 @click.option("--session", envvar="TUNELEDGER_SESSION", help="Default session id for new events (env TUNELEDGER_SESSION).")
@@ -115,10 +119,12 @@ def init(ctx: Context, parents: bool) -> None:
     A ledger path in a directory that does not exist is refused (exit 5: a
     mistyped path is not a new ledger) unless ``--parents``.
     """
+    store = ctx.store()
+    store.check_path()  # a URL-like or otherwise impossible name first: it has no folder to find
     folder = ctx.ledger.parent
     if not parents and not folder.is_dir():
         raise NotFound(f"no directory {folder} for ledger {ctx.ledger} (mistyped? `--parents` creates it)")
-    created = ctx.store().init()
+    created = store.init()
     click.echo(f"{'created' if created else 'updated'} ledger {ctx.ledger}")
 
 
@@ -135,9 +141,9 @@ def _first_error(exc: ValueError) -> str:
     return str(exc).splitlines()[0]
 
 
-def _parse_value(text: str) -> Any:
+def _parse_value(text: str, key: str) -> Any:
     try:
-        return json.loads(text)
+        return loads(text, f"--field {key}")
     except json.JSONDecodeError:
         return text
 
@@ -175,7 +181,22 @@ def _fill_envelope(event: Event, ctx: Context, overrides: dict[str, Any]) -> Eve
         update["actor"] = ctx.actor
     if event.session_id is None and "session_id" not in update and ctx.session:
         update["session_id"] = ctx.session
-    return event.model_copy(update=update) if update else event
+    if not update:
+        return event
+    # Validated (model_copy would not): a bad --causation is named, never stored or warned about.
+    try:
+        return type(event).model_validate({**event.model_dump(), **update})
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        field = str(first["loc"][0]) if first.get("loc") else ""
+        option = _OPTION_OF.get(field, field)
+        raise InvalidInput(f"{option}: {first['msg']} (got {str(update.get(field, ''))[:60]!r})") from None
+
+
+#: The ``append`` option that sets each envelope field (for error messages).
+_OPTION_OF = {"causation_id": "--causation", "correlation_id": "--correlation", "event_id": "--event-id",
+              "session_id": "--session", "stream": "--stream", "source": "--source", "host": "--host",
+              "actor": "--actor"}
 
 
 def _result_json(result: AppendResult) -> dict[str, Any]:
@@ -269,7 +290,13 @@ def append(
         if sys.stdin.isatty():
             raise click.UsageError("give a TYPE with -f fields, or pipe JSON / JSON lines on standard input")
         events = read_stdin_events(sys.stdin)
-        if event_id is not None and len(events) == 1:
+        if event_id is not None:
+            if len(events) != 1:
+                # Ignoring it would make a retry append the whole batch again.
+                raise click.UsageError(
+                    f"--event-id names one event, but standard input held {len(events)}; "
+                    'give each event its own "event_id" in the JSON instead'
+                )
             overrides["event_id"] = event_id
     else:
         data: dict[str, Any] = {"type": event_type}
@@ -277,16 +304,16 @@ def append(
             key, sep, value = item.partition("=")
             if not sep or not key:
                 raise InvalidInput(f"--field {item!r}: expected KEY=VALUE")
-            _set_dotted(data, key, _parse_value(value))
+            _set_dotted(data, key, _parse_value(value, key))
         if event_id is not None:
             data["event_id"] = event_id
         events = [event_from_obj(data, "options")]
-    try:
-        events = [_fill_envelope(event, ctx, overrides) for event in events]
-        # model_copy skips validation: re-validate so a bad override is caught here.
-        events = [type(event).model_validate(event.model_dump()) for event in events]
-    except ValueError as exc:
-        raise InvalidInput(f"options: {str(exc).splitlines()[0]}") from None
+    events = [_fill_envelope(event, ctx, overrides) for event in events]
+    for number, event in enumerate(events, start=1):  # name the input here, not in the store
+        where = "options" if event_type not in (None, "-") else f"<stdin>: event {number}"
+        input_checks.check_text(event.model_dump(), where)
+        input_checks.payload_json(event, where)
+        input_checks.host_json(event, where)
     results = ctx.store().append(events, expected_version=expected_version)
     _report_appended(results, events, as_json)
 
@@ -373,20 +400,30 @@ def show(ctx: Context, event_id: str) -> None:
 @click.argument("query")
 @click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True)
 @click.option("--timeout", "timeout_s", type=click.FloatRange(min=0), default=10.0, show_default=True,
-              help="Stop the query after this many seconds (0: no limit); writers wait while it runs.")
+              help="Stop the query, its fetching and printing after this many seconds (0: no limit); writers wait while it runs.")
+@click.option("--max-rows", type=click.IntRange(min=1), default=1000, show_default=True,
+              help="Rows shown by --format table (csv and json stream every row).")
 @ledger_option
 @pass_ctx
-def sql(ctx: Context, query: str, fmt: str, timeout_s: float) -> None:
+def sql(ctx: Context, query: str, fmt: str, timeout_s: float, max_rows: int) -> None:
     """Run one read-only SQL query over the ledger and its views.
 
     \b
     Example: tuneledger sql "SELECT flag, verdict FROM flag_verdicts WHERE arch = 'sm120' AND no_effect"
     Statements that write, attach, set options or touch files are refused (exit 6);
-    a query stopped by --timeout exits 14.
+    a query stopped by --timeout exits 14. A table shows --max-rows rows (with a notice
+    when there are more); csv and json stream every row. --timeout covers the query,
+    fetching and printing.
     """
-    from .readonly_sql import run_readonly
+    from .readonly_sql import run_readonly, stream_readonly
 
-    print_table(run_readonly(ctx.store(), query, timeout_s=timeout_s or None), fmt)
+    if fmt != "table":  # streamed: memory stays at one batch whatever the result's size
+        stream_rows(stream_readonly(ctx.store(), query, timeout_s=timeout_s or None), fmt)
+        return
+    table = run_readonly(ctx.store(), query, max_rows=max_rows + 1, timeout_s=timeout_s or None)
+    print_table(table.slice(0, max_rows), fmt)
+    if table.num_rows > max_rows:
+        click.echo(f"(the first {max_rows:,} rows; --max-rows N shows more, --format csv or json streams them all)")
 
 
 @cli.command(name="types")
@@ -419,11 +456,15 @@ def list_views(ctx: Context) -> None:
 @click.option("--session", "session_id", help="Session id for the imported events.")
 @click.option("--config-name", help="Configuration name for imported benchmark runs (default: the file name).")
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
+@click.option("--check-arch", "check_arch", multiple=True, metavar="SMNN",
+              help="Check MoE config files against this arch's shared memory per block (e.g. sm120); "
+                   "each entry that would not launch is recorded as a finding.")
 @ledger_option
 @pass_ctx
-def import_(ctx: Context, files: tuple[Path, ...], session_id: str | None, config_name: str | None, as_json: bool) -> None:
-    """Import files, detecting each kind: sglang bench_serving JSONL, sglang tuned MoE
-    config JSON, sglang server log. All files are appended in one atomic batch;
+def import_(ctx: Context, files: tuple[Path, ...], session_id: str | None, config_name: str | None, as_json: bool,
+            check_arch: tuple[str, ...]) -> None:
+    """Import files, detecting each kind by content: sglang/vLLM/GuideLLM/llmperf/AIPerf
+    benchmark results, tuned MoE configs, SGLang and vLLM server logs. All files are appended in one atomic batch;
     re-importing a file is a no-op (event ids derive from the file's content)."""
     from .flag_memory import remembered_findings
     from .importers import import_file
@@ -443,6 +484,7 @@ def import_(ctx: Context, files: tuple[Path, ...], session_id: str | None, confi
             if isinstance(event, ServerReady):
                 previous = event.startup
     all_events = _one_per_id(results)
+    all_events += _shared_memory_findings(all_events, check_arch, session, ctx.actor)
     samples: dict[Any, pa.Table] = {}
     for result in results:
         samples.update(result.samples)
@@ -463,6 +505,40 @@ def import_(ctx: Context, files: tuple[Path, ...], session_id: str | None, confi
     else:
         for row in summary:
             click.echo(f"{row['file']}: {row['kind']}, {row['new']} new, {row['duplicates']} already stored")
+        for finding in findings:
+            click.echo(f"finding: {finding.message}")
+
+
+def _shared_memory_findings(events: list, archs: tuple[str, ...], session: str | None, actor: Any) -> list:
+    """One ``finding_recorded`` per MoE config entry that needs more shared memory than an arch of
+    ``--check-arch`` has (the seeds' SM120 crash, caught before a server starts).
+
+    Raises:
+        InvalidInput: an arch with no known shared-memory figure.
+    """
+    from schemas.events import FindingRecorded, MoeConfigRecorded
+
+    from .gpu_arch import SHARED_MEMORY_PER_BLOCK, moe_config_overruns
+
+    unknown = [a for a in archs if a not in SHARED_MEMORY_PER_BLOCK]
+    if unknown:
+        raise InvalidInput(f"--check-arch {unknown[0]}: unknown arch; known: {', '.join(SHARED_MEMORY_PER_BLOCK)}")
+    out = []
+    for event in events:
+        if not isinstance(event, MoeConfigRecorded):
+            continue
+        for arch in archs:
+            for m, need, limit in moe_config_overruns(event.configs, arch, event.dtype):
+                c = event.configs[m]
+                out.append(FindingRecorded(
+                    event_id=uuid.uuid5(event.event_id, f"shared-memory/{arch}/{m}"),
+                    kind="moe-config-exceeds-shared-memory", basis="researched", verdict="incompatible",
+                    message=(f"{event.file_name}: M={m} ({c['BLOCK_SIZE_M']}/{c['BLOCK_SIZE_N']}/{c['BLOCK_SIZE_K']} "
+                             f"{c['num_stages']} stages) needs {need} B shared memory, {arch} has {limit} B per block: "
+                             "Triton raises OutOfResources at the first launch"),
+                    evidence=[Evidence(kind="event", ref=str(event.event_id))],
+                    host=Host(compute_capability=arch), session_id=session, actor=actor, source=event.file_name))
+    return out
 
 
 def _one_per_id(results: list[Any]) -> list[Any]:
@@ -539,13 +615,16 @@ SM120_QUERY = (
 
 @cli.command()
 @click.option("--no-tui", is_flag=True, help="Print a summary instead of opening the TUI.")
+@click.option("--campaign", type=click.Choice(["seeds", "h200"]), default="seeds", show_default=True,
+              help="seeds: data/demo_campaign.jsonl; h200: the H200 runs (data/h200_*.jsonl).")
 @ledger_option
 @pass_ctx
-def demo(ctx: Context, no_tui: bool) -> None:
+def demo(ctx: Context, no_tui: bool, campaign: str) -> None:
     """Build the demo ledger from data/demo_campaign.jsonl (the seeds' campaign) at --ledger and open it."""
-    from .demo import DEMO_SESSION, build_demo
+    from .demo import CAMPAIGNS, build_demo
 
-    store = build_demo(ctx.ledger)
+    store = build_demo(ctx.ledger, campaign=campaign)
+    DEMO_SESSION = CAMPAIGNS[campaign][1]
     # Without a terminal (a script, an agent, CI) there is nothing to draw on: print the summary.
     interactive = sys.stdin.isatty() and sys.stdout.isatty()
     opener = None if no_tui or not interactive else _plugin("tuneledger.tui_opener")
@@ -555,7 +634,10 @@ def demo(ctx: Context, no_tui: bool) -> None:
     click.echo(f"built demo ledger {ctx.ledger}: {store.head()} events, session {DEMO_SESSION}\n")
     print_table(store.query_arrow(
         "SELECT candidate_id, status, verdict, priority, reason FROM board ORDER BY updated_seq"), title="board")
-    print_table(store.query_arrow(SM120_QUERY), title="which flags were no-ops on SM120?")
+    if campaign == "h200":
+        _print_h200(store)
+    else:
+        print_table(store.query_arrow(SM120_QUERY), title="which flags were no-ops on SM120?")
     print_table(store.query_arrow(
         "SELECT config_name, concurrency, metric, baseline_value, value, round(change_pct, 2) AS change_pct, verdict "
         "FROM benchmark_deltas WHERE metric = 'output_throughput' ORDER BY config_name, concurrency"),
@@ -563,6 +645,20 @@ def demo(ctx: Context, no_tui: bool) -> None:
     if not no_tui:
         click.echo("(no terminal to draw the TUI on: summary printed; run it in a terminal, or `tuneledger tui`)"
                    if not interactive else "(the TUI is not installed; showing the summary)")
+
+
+def _print_h200(store: Any) -> None:
+    print_table(store.query_arrow("SELECT flag, arch, verdict, basis, summary FROM flag_verdicts ORDER BY flag"),
+                title="flag verdicts on sm90")
+    print_table(store.query_arrow(
+        "SELECT E, N, batch_size, default_us, tuned_us, round(speedup, 3) AS speedup, "
+        "round(100 * bandwidth_fraction, 1) AS bandwidth_pct, round(100 * flops_fraction, 2) AS flops_pct "
+        "FROM kernel_tune_results WHERE tune_id IN (SELECT tune_id FROM kernel_tunes WHERE search LIKE '%halving%' "
+        "AND session_id = 'h200-moe-tune' QUALIFY row_number() OVER (PARTITION BY E, N ORDER BY seq DESC) = 1) "
+        "ORDER BY seq, batch_size"), title="fused-MoE tune: SGLang default vs tuned (µs), latest tune per shape")
+    print_table(store.query_arrow(
+        "SELECT trial_id, accept_length, round(output_throughput_change_pct, 1) AS throughput_pct, "
+        "round(median_tpot_change_pct, 1) AS tpot_pct, verdict FROM spec_trials"), title="speculative trials")
 
 
 # --- plugins and entry point -----------------------------------------------------------
@@ -586,6 +682,12 @@ def _register_plugin_commands() -> None:
             continue
         if command.name not in cli.commands:
             cli.add_command(command)
+
+
+def _one_line(text: str) -> str:
+    """``text`` with line breaks and other control characters escaped (``\\n``): an error
+    message quoting user input stays one line."""
+    return "".join(ch if ch.isprintable() else ch.encode("unicode_escape").decode("ascii") for ch in text)
 
 
 def _accept_ledger_everywhere(command: click.Command) -> None:
@@ -617,16 +719,24 @@ def main(argv: list[str] | None = None) -> None:
         sys.exit(130)
     except click.UsageError as exc:
         hint = f" (see tuneledger {exc.ctx.command_path.split(' ', 1)[1] + ' ' if exc.ctx and ' ' in exc.ctx.command_path else ''}--help)"
-        click.echo(f"tuneledger: error: {exc.format_message()}{hint}", err=True)
+        click.echo(_one_line(f"tuneledger: error: {exc.format_message()}{hint}"), err=True)
         sys.exit(2)
     except click.ClickException as exc:
-        click.echo(f"tuneledger: error: {exc.format_message()}", err=True)
+        click.echo(_one_line(f"tuneledger: error: {exc.format_message()}"), err=True)
         sys.exit(exc.exit_code)
     except LedgerError as exc:
-        click.echo(f"tuneledger: error: {exc}", err=True)
+        click.echo(_one_line(f"tuneledger: error: {exc}"), err=True)
         sys.exit(exc.exit_code)
     except BrokenPipeError:
         sys.exit(0)
+    except Exception as exc:  # a full disk or read-only storage under DuckDB: one line, exit 15
+        from .ledger_file import storage_error
+
+        error = storage_error(exc)
+        if error is None:
+            raise
+        click.echo(_one_line(f"tuneledger: error: {error}"), err=True)
+        sys.exit(error.exit_code)
     sys.exit(0)
 
 

@@ -83,13 +83,11 @@ CREATE TABLE IF NOT EXISTS {schema}.events (
     source          text,
     host            jsonb,
     payload         jsonb NOT NULL,
-    origin_ledger   uuid NOT NULL REFERENCES {schema}.ledgers,
+    origin_ledger   uuid NOT NULL,  -- a ledgers row, inserted by the same push (no FK: a per-row check)
     origin_seq      bigint NOT NULL,
     seen_position   bigint NOT NULL,
     pushed_at       timestamptz NOT NULL DEFAULT now()
 );
-CREATE INDEX IF NOT EXISTS events_stream ON {schema}.events (stream, position);
-CREATE INDEX IF NOT EXISTS events_type ON {schema}.events (type, position);
 
 CREATE OR REPLACE FUNCTION {schema}.refuse_change() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
@@ -147,10 +145,10 @@ GRANT SELECT, UPDATE ON {schema}.hub_head TO {role};
 
 @dataclass(frozen=True)
 class PushResult:
-    """What one push did: ``positions`` maps every pushed event_id to its hub position;
+    """What one push did: ``positions`` maps every pushed event_id (text) to its hub position;
     ``stored`` counts events new to the hub (the rest were there already)."""
 
-    positions: dict[UUID, int]
+    positions: dict[str, int]
     stored: int
 
 
@@ -162,8 +160,12 @@ def _schema(remote: Remote) -> sql.Identifier:
 def connect(remote: Remote, *, user: str | None = None, connect_timeout_s: int = 10) -> Iterator[psycopg.Connection]:
     """A connection to the remote's database (libpq finds the password itself).
 
+    A ``psycopg.Error`` inside the block (a dropped connection, a terminated backend)
+    also becomes a ``RemoteError``: the transaction in flight is lost on the server,
+    which is what makes an interrupted push or pull safe to run again.
+
     Raises:
-        RemoteError: the server cannot be reached or refuses the login (the URL is masked).
+        RemoteError: the server cannot be reached, refuses the login, or fails (URL masked).
     """
     extra: dict[str, Any] = {"connect_timeout": connect_timeout_s, "application_name": "tuneledger"}
     if user is not None:
@@ -174,6 +176,8 @@ def connect(remote: Remote, *, user: str | None = None, connect_timeout_s: int =
         raise RemoteError(f"remote {remote.name} ({mask_url(remote.url)}): {_first_line(exc)}") from None
     try:
         yield con
+    except psycopg.Error as exc:
+        raise RemoteError(f"remote {remote.name}: {_first_line(exc)}") from None
     finally:
         con.close()
 
@@ -203,10 +207,19 @@ def init_schema(remote: Remote, *, grant: Sequence[str] = (), user: str | None =
             raise RemoteError(f"remote {remote.name}: init of schema {remote.schema} failed: {_first_line(exc)}") from None
 
 
+@contextmanager
+def _failing_as_remote_error(remote: Remote, what: str) -> Iterator[None]:
+    try:
+        yield
+    except psycopg.Error as exc:
+        raise RemoteError(f"remote {remote.name}: {what} failed: {_first_line(exc)}") from None
+
+
 def _check_initialised(con: psycopg.Connection, remote: Remote) -> None:
-    row = con.execute(
-        "SELECT to_regclass(%s) IS NOT NULL", [f"{remote.schema}.hub_head"]
-    ).fetchone()
+    with _failing_as_remote_error(remote, "reading the hub"):
+        row = con.execute(
+            "SELECT to_regclass(%s) IS NOT NULL", [f"{remote.schema}.hub_head"]
+        ).fetchone()
     if not row or not row[0]:
         raise RemoteError(
             f"remote {remote.name}: schema {remote.schema} is not a tuneledger hub "
@@ -274,7 +287,7 @@ def push(
         positions = {
             row[0]: row[1]
             for row in con.execute(
-                sql.SQL("SELECT i.event_id, e.position FROM incoming i JOIN {}.events e USING (event_id)").format(schema)
+                sql.SQL("SELECT i.event_id::text, e.position FROM incoming i JOIN {}.events e USING (event_id)").format(schema)
             )
         }
         con.commit()
@@ -295,7 +308,8 @@ PULL_COLUMNS = (
 def head(con: psycopg.Connection, remote: Remote) -> int:
     """The hub's highest position (every event at or below it is committed and visible)."""
     _check_initialised(con, remote)
-    return con.execute(sql.SQL("SELECT position FROM {}.hub_head").format(_schema(remote))).fetchone()[0]
+    with _failing_as_remote_error(remote, "reading the hub head"):
+        return con.execute(sql.SQL("SELECT position FROM {}.hub_head").format(_schema(remote))).fetchone()[0]
 
 
 def pull(
@@ -303,28 +317,27 @@ def pull(
 ) -> list[tuple[Any, ...]]:
     """Events at positions ``after < position <= upto`` from other ledgers, in hub order.
 
-    At most ``limit`` rows; ``host``/``payload`` come back as JSON text. Rows are tuples in
-    ``PULL_COLUMNS`` order.
+    At most ``limit`` rows; ids come back as text, ``host``/``payload`` as JSON text. Rows are
+    tuples in ``PULL_COLUMNS`` order.
     """
     query = sql.SQL(
-        "SELECT e.position, e.event_id, e.type, e.schema_version, e.stream, e.stream_version, e.recorded_at, "
-        "e.actor_kind, e.actor_name, e.session_id, e.causation_id, e.correlation_id, e.source, "
-        "e.host::text, e.payload::text, e.origin_ledger, l.name, e.origin_seq, e.seen_position "
+        # ids as text: the local store takes them as strings (no UUID objects to build and format)
+        "SELECT e.position, e.event_id::text, e.type, e.schema_version, e.stream, e.stream_version, e.recorded_at, "
+        "e.actor_kind, e.actor_name, e.session_id, e.causation_id::text, e.correlation_id::text, e.source, "
+        "e.host::text, e.payload::text, e.origin_ledger::text, l.name, e.origin_seq, e.seen_position "
         "FROM {schema}.events e JOIN {schema}.ledgers l ON l.ledger_id = e.origin_ledger "
         "WHERE e.position > %s AND e.position <= %s AND e.origin_ledger <> %s ORDER BY e.position LIMIT %s"
     ).format(schema=_schema(remote))
-    try:
-        with con.cursor(binary=True) as cur:
-            cur.execute(query, [after, upto, ledger_id, limit])
-            return cur.fetchall()
-    except psycopg.Error as exc:
-        raise RemoteError(f"remote {remote.name}: pull failed: {_first_line(exc)}") from None
+    with _failing_as_remote_error(remote, "pull"), con.cursor(binary=True) as cur:
+        cur.execute(query, [after, upto, ledger_id, limit])
+        return cur.fetchall()
 
 
 def count_pending_pull(con: psycopg.Connection, remote: Remote, ledger_id: UUID, after: int) -> int:
     """How many hub events after position ``after`` came from other ledgers."""
     _check_initialised(con, remote)
-    return con.execute(
-        sql.SQL("SELECT count(*) FROM {}.events WHERE position > %s AND origin_ledger <> %s").format(_schema(remote)),
-        [after, ledger_id],
-    ).fetchone()[0]
+    with _failing_as_remote_error(remote, "counting"):
+        return con.execute(
+            sql.SQL("SELECT count(*) FROM {}.events WHERE position > %s AND origin_ledger <> %s").format(_schema(remote)),
+            [after, ledger_id],
+        ).fetchone()[0]

@@ -99,13 +99,30 @@ def _ensure_table(store: LedgerStore) -> None:
 def add_remote(store: LedgerStore, remote: Remote) -> None:
     """Record ``remote`` in the ledger file.
 
+    A ledger syncs with one hub: hub positions order its views and its conflicts, and
+    positions of two hubs do not compare. Re-adding the same name (e.g. with a new URL
+    for the same hub, after ``remote remove``) is allowed.
+
     Raises:
-        InvalidInput: a remote of that name exists already.
+        InvalidInput: a remote is configured already, or the ledger has synced with
+            another hub.
     """
     _ensure_table(store)
     with store.connect(read_only=False) as con:
-        if con.execute("SELECT 1 FROM sync_remotes WHERE name = ?", [remote.name]).fetchall():
-            raise InvalidInput(f"remote {remote.name} exists already (remove it first)")
+        existing = [row[0] for row in con.execute("SELECT name FROM sync_remotes").fetchall()]
+        if existing:
+            raise InvalidInput(
+                f"remote {remote.name}: this ledger already has remote {existing[0]} "
+                "(a ledger syncs with one hub; `tuneledger remote remove` it first to change its URL)"
+            )
+        synced = con.execute(
+            "SELECT DISTINCT remote FROM sync_events WHERE remote <> ? LIMIT 1", [remote.name]
+        ).fetchall()
+        if synced:
+            raise InvalidInput(
+                f"remote {remote.name}: this ledger has synced with hub {synced[0][0]}; a ledger syncs with one "
+                f"hub (re-add it as {synced[0][0]}, or start a new ledger for another hub)"
+            )
         con.execute(
             "INSERT INTO sync_remotes VALUES (?, ?, ?, ?)",
             [remote.name, remote.url, remote.schema, datetime.now(UTC)],

@@ -12,10 +12,15 @@ that gave up releases the lock as soon as it gets it.
 
 from __future__ import annotations
 
+import errno
 import fcntl
 import os
 import threading
 from pathlib import Path
+
+
+#: What ``acquire`` returns for a reader on read-only storage without a lock file (nothing held).
+NO_LOCK = -1
 
 
 class LockTimeout(Exception):
@@ -29,8 +34,19 @@ def acquire(path: Path, *, shared: bool, timeout_s: float) -> int:
 
     Raises:
         LockTimeout: not had within ``timeout_s`` seconds.
+        OSError: the lock file cannot be opened (a directory there; a writer on read-only storage).
     """
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    except OSError as exc:
+        # A reader on read-only storage: flock works on a read-only descriptor, and where the
+        # lock file cannot even be created no writer can be at work on that storage either.
+        if not shared or exc.errno not in (errno.EROFS, errno.EACCES):
+            raise
+        try:
+            fd = os.open(path, os.O_RDONLY)
+        except FileNotFoundError:
+            return NO_LOCK
     operation = fcntl.LOCK_SH if shared else fcntl.LOCK_EX
     try:
         fcntl.flock(fd, operation | fcntl.LOCK_NB)
@@ -62,6 +78,8 @@ def acquire(path: Path, *, shared: bool, timeout_s: float) -> int:
 
 def release(fd: int) -> None:
     """Let go of a lock taken by ``acquire``."""
+    if fd == NO_LOCK:
+        return
     try:
         fcntl.flock(fd, fcntl.LOCK_UN)
     finally:

@@ -29,6 +29,7 @@ Guarantees (each proven by a test in ``tests/test_store_contract.py``):
 from __future__ import annotations
 
 import json
+import os
 import re
 import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -44,9 +45,11 @@ import pyarrow as pa
 from tenacity import Retrying, retry_if_exception, stop_after_delay, wait_random_exponential
 
 from schemas import Event, EventEnvelope, parse_event
-from schemas.secrets import mask_json, mask_text
+from schemas.secrets import mask_json, mask_text, may_hold_secret
 
-from . import projections, sidecar_lock, views
+from .input_checks import host_json, payload_json
+
+from . import ledger_file, projections, sidecar_lock, views
 from .errors import ConcurrencyConflict, EventIdReused, InvalidInput, LedgerBusy, NotFound
 
 #: File suffixes DuckDB treats as data to scan, not as a database to open.
@@ -175,7 +178,7 @@ _process_locks_guard = threading.Lock()
 
 
 def _lock_for(path: Path) -> threading.RLock:
-    key = str(path.resolve())
+    key = os.path.realpath(path)  # not Path.resolve(): it raises on a symlink loop (refused later)
     with _process_locks_guard:
         return _process_locks.setdefault(key, threading.RLock())
 
@@ -239,6 +242,7 @@ class LedgerStore:
             InvalidInput: one line naming the path and what to do instead.
         """
         name = str(self.path)
+        ledger_file.check_name(self.path)  # md:, http://, a symlink loop
         if name.startswith(":") or self.path.suffix.lower() in _DATA_SUFFIXES:
             raise InvalidInput(
                 f"{name}: not a ledger file name (use e.g. ledger.duckdb; to load JSONL events "
@@ -289,6 +293,8 @@ class LedgerStore:
         """
         try:
             fd = sidecar_lock.acquire(self.lock_path, shared=shared, timeout_s=self.lock_timeout_s)
+        except OSError as exc:
+            raise ledger_file.lock_error(self.lock_path, exc) from None
         except sidecar_lock.LockTimeout:
             raise LedgerBusy(
                 f"ledger {self.path} stayed locked by another process for {self.lock_timeout_s:g} s"
@@ -319,7 +325,7 @@ class LedgerStore:
                 raise LedgerBusy(
                     f"ledger {self.path} stayed locked by another process for {self.lock_timeout_s:g} s"
                 ) from exc
-            raise
+            raise ledger_file.open_error(self.path, exc) or exc from None
         raise AssertionError("unreachable")  # pragma: no cover
 
     # --- set-up -----------------------------------------------------------------------
@@ -336,8 +342,10 @@ class LedgerStore:
             self._ensure_schema(con)
         return created
 
-    @staticmethod
-    def _is_current(con: duckdb.DuckDBPyConnection) -> bool:
+    def _is_current(self, con: duckdb.DuckDBPyConnection) -> bool:
+        # A ledger written by newer code is refused here, before anything could rewrite it.
+        ledger_file.check_compatible(con, self.path, views_version=views.VIEWS_VERSION,
+                                     layout_version=LAYOUT_VERSION, columns=_COLUMNS)
         try:
             rows = con.execute("SELECT value FROM ledger_meta WHERE key = 'views_version'").fetchall()
         except duckdb.CatalogException:
@@ -363,6 +371,7 @@ class LedgerStore:
         self._checked = True
 
     def _ensure_schema(self, con: duckdb.DuckDBPyConnection) -> None:
+        self._is_current(con)  # refuses a newer ledger: never "upgrade" it back to ours
         con.execute("BEGIN")
         con.execute(EVENTS_DDL)
         for _, migration in MIGRATIONS:
@@ -440,7 +449,7 @@ class LedgerStore:
 
     def append_replicated(
         self,
-        rows: Sequence[Mapping[str, Any]],
+        rows: Sequence[dict[str, Any]],
         *,
         record: Callable[[duckdb.DuckDBPyConnection, list[AppendResult]], None] | None = None,
     ) -> list[AppendResult]:
@@ -450,19 +459,36 @@ class LedgerStore:
         ``type``, ``schema_version``, ``stream``, ``recorded_at`` (aware datetime),
         ``actor_kind``, ``actor_name``, ``session_id``, ``causation_id``, ``correlation_id``,
         ``source`` (str or None), ``host`` and ``payload`` (JSON text). They are stored as
-        they are, at their own ``schema_version`` (upcast on read, like every stored row).
+        they are (secrets masked, as for every event), at their own ``schema_version``
+        (upcast on read, like every stored row).
         Each gets the next local ``seq`` and the next version of its stream *in this
         ledger*: two hosts may both have appended at one stream version while offline,
         and both events are kept (the origin's version stays in ``sync_events``).
         Idempotent by ``event_id`` like ``append``. ``record(con, results)`` runs inside
         the same transaction, so the sync bookkeeping commits with the events or not at all.
+        The row dicts are used as they are (``seq`` and ``stream_version`` are set in them).
 
         Raises:
             EventIdReused: an ``event_id`` is stored here with different content.
             NotFound: a retraction of an event this ledger does not hold.
             LedgerBusy: the file stayed locked.
         """
-        batch = [{**row, "seq": None, "stream_version": None} for row in rows]
+        batch = list(rows)
+        for row in batch:  # in place: copying 100k dicts costs more than the rest of the Python side
+            row["seq"] = row["stream_version"] = None
+        # A hub may hold what an older client or plain SQL wrote: mask as ``_row`` does
+        # (idempotent, so a re-pulled event still compares equal to the stored one). One scan
+        # of the whole batch first: the usual batch holds no secret and is not looked at again
+        # (a hit in the joined text is a hit in some row: the scan looks no further back than
+        # one character, and a newline reads as a row's start).
+        texts = [text for row in batch for text in (row["payload"], row["host"], row["source"]) if text]
+        if may_hold_secret("\n".join(texts)):
+            for row in batch:
+                row["payload"] = mask_json(row["payload"])
+                if row["host"] is not None:
+                    row["host"] = mask_json(row["host"])
+                if row["source"]:
+                    row["source"] = mask_text(row["source"])
         if not batch:
             return []
         if not self.path.exists():
@@ -484,9 +510,9 @@ class LedgerStore:
 
     def _row(self, event: Event) -> dict[str, Any]:
         # model_dump_json runs in pydantic-core: ~3x faster than model_dump + json.dumps.
-        # Every writer passes here: secrets are masked once, for every event (schemas.secrets).
-        payload = mask_json(event.model_dump_json(exclude=set(EventEnvelope.ENVELOPE_FIELDS)))
-        recorded_at = event.recorded_at or self.clock()
+        # Every writer passes here: secrets masked (schemas.secrets), integers beyond BIGINT refused.
+        payload = payload_json(event)
+        recorded_at = event.recorded_at  # None: stamped inside the write transaction (_append_in_tx)
         return {
             "seq": None,
             "event_id": str(event.event_id),
@@ -501,7 +527,7 @@ class LedgerStore:
             "causation_id": str(event.causation_id) if event.causation_id else None,
             "correlation_id": str(event.correlation_id) if event.correlation_id else None,
             "source": mask_text(event.source) if event.source else event.source,
-            "host": mask_json(event.host.model_dump_json()) if event.host is not None else None,
+            "host": host_json(event),
             "payload": payload,
             "occurred_at": event.occurred_at,
         }
@@ -565,6 +591,11 @@ class LedgerStore:
             heads[row["stream"]] = version
 
         if fresh:
+            # Stamped here, under the writer's lock, so recorded_at never goes backwards in seq order.
+            now = self.clock()
+            for row in fresh:
+                if row["recorded_at"] is None:
+                    row["recorded_at"] = now
             head_before = fresh[0]["seq"] - 1
             table = pa.Table.from_pydict(
                 # rows replicated from a hub carry no occurred_at (the hub does not keep it yet)
@@ -713,4 +744,13 @@ def row_to_event(row: dict[str, Any]) -> Event:
     try:
         return parse_event(data)
     except ValueError as exc:
-        raise InvalidInput(f"stored event seq {row['seq']} ({row['event_id']}) does not read: {exc}") from exc
+        errors = getattr(exc, "errors", None)
+        first = errors()[0] if callable(errors) else None
+        why = (f"{'.'.join(str(p) for p in first['loc'][1:]) or 'type'}: {first['msg']}" if first
+               else str(exc).splitlines()[0])
+        if first and first.get("type") == "union_tag_invalid":
+            why = "unknown event type"
+        raise InvalidInput(
+            f"stored event seq {row['seq']} ({row['event_id']}, type {row['type']!r}) does not read: {why}"
+            " (written by a newer tuneledger?)"
+        ) from None

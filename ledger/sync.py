@@ -58,7 +58,8 @@ CREATE TABLE IF NOT EXISTS sync_state (
 _TO_PUSH = """
 WITH pulled AS (SELECT seq, position FROM sync_events WHERE origin_ledger <> ?::UUID),
 todo AS (SELECT e.* FROM events e ANTI JOIN sync_events s ON s.event_id = e.event_id)
-SELECT t.event_id::VARCHAR AS event_id, t.type, t.schema_version, t.stream, t.stream_version, t.recorded_at,
+SELECT t.event_id::VARCHAR AS event_id, t.type, t.schema_version, t.stream, t.stream_version,
+       t.recorded_at::VARCHAR AS recorded_at,  -- ISO text: PostgreSQL parses it; no datetime objects
        t.actor_kind, t.actor_name, t.session_id, t.causation_id::VARCHAR AS causation_id,
        t.correlation_id::VARCHAR AS correlation_id, t.source, t.host::VARCHAR AS host,
        t.payload::VARCHAR AS payload, t.seq AS origin_seq, coalesce(p.position, 0) AS seen_position
@@ -99,12 +100,37 @@ class SyncStatus:
     to_push: int
 
 
+def _ensure_in(con: duckdb.DuckDBPyConnection) -> None:
+    con.execute(REMOTES_DDL)
+    con.execute(SYNC_STATE_DDL)
+
+
+def _prepare(store: LedgerStore) -> None:
+    """Make sure the file exists and is current (its ``sync_events`` table included)."""
+    if not store.path.exists():
+        store.init()
+    store.ensure_current()
+
+
 def ensure_tables(store: LedgerStore) -> None:
-    """Create the ledger's sync tables if missing (``sync_events`` comes with the store)."""
-    store.init()
+    """Create the ledger (if needed) and its sync tables (``sync_events`` comes with the store)."""
+    _prepare(store)
     with store.connect(read_only=False) as con:
-        con.execute(REMOTES_DDL)
-        con.execute(SYNC_STATE_DDL)
+        _ensure_in(con)
+
+
+def _identity_in(con: duckdb.DuckDBPyConnection) -> tuple[UUID, str]:
+    values = dict(con.execute(
+        "SELECT key, value FROM ledger_meta WHERE key IN ('ledger_id', 'ledger_name')"
+    ).fetchall())
+    if "ledger_id" not in values:
+        values["ledger_id"] = str(uuid7())
+        values.setdefault("ledger_name", os.environ.get("TUNELEDGER_HOST_NAME") or socket.gethostname())
+        con.execute(
+            "INSERT OR REPLACE INTO ledger_meta VALUES ('ledger_id', ?), ('ledger_name', ?)",
+            [values["ledger_id"], values["ledger_name"]],
+        )
+    return UUID(values["ledger_id"]), values["ledger_name"]
 
 
 def identity(store: LedgerStore) -> tuple[UUID, str]:
@@ -113,18 +139,9 @@ def identity(store: LedgerStore) -> tuple[UUID, str]:
     The name is ``TUNELEDGER_HOST_NAME``, else the host name; it is what other hosts'
     timelines show for events that came from here.
     """
+    _prepare(store)
     with store.connect(read_only=False) as con:
-        values = dict(con.execute(
-            "SELECT key, value FROM ledger_meta WHERE key IN ('ledger_id', 'ledger_name')"
-        ).fetchall())
-        if "ledger_id" not in values:
-            values["ledger_id"] = str(uuid7())
-            values.setdefault("ledger_name", os.environ.get("TUNELEDGER_HOST_NAME") or socket.gethostname())
-            con.execute(
-                "INSERT OR REPLACE INTO ledger_meta VALUES ('ledger_id', ?), ('ledger_name', ?)",
-                [values["ledger_id"], values["ledger_name"]],
-            )
-    return UUID(values["ledger_id"]), values["ledger_name"]
+        return _identity_in(con)
 
 
 def set_name(store: LedgerStore, name: str) -> None:
@@ -150,72 +167,76 @@ def count_to_push(store: LedgerStore) -> int:
 
 
 def counts(store: LedgerStore, remote: Remote) -> SyncCounts:
-    """How many events a sync would push and pull (``sync --dry-run``); changes nothing remote.
+    """How many events a sync would push and pull (``sync --dry-run``); changes nothing anywhere.
 
     Raises:
         RemoteError: the hub cannot be reached or is not initialised.
     """
-    ensure_tables(store)
-    ledger_id, _ = identity(store)
-    with store.connect() as con:
-        after = _pulled_position(con, remote)
+    state = status(store, remote)  # read-only: a dry run writes nothing here either
+    ledger_id = read_identity(store) or UUID(int=0)
     with hub.connect(remote) as pg:
-        to_pull = hub.count_pending_pull(pg, remote, ledger_id, after)
-    return SyncCounts(to_push=count_to_push(store), to_pull=to_pull)
+        to_pull = hub.count_pending_pull(pg, remote, ledger_id, state.pulled_position)
+    return SyncCounts(to_push=state.to_push, to_pull=to_pull)
 
 
 def status(store: LedgerStore, remote: Remote) -> SyncStatus:
-    """The local side of a remote's sync state (no network): last sync, position, to push."""
-    ensure_tables(store)
+    """The local side of a remote's sync state (no network, read-only): last sync, position, to push."""
     with store.connect() as con:
+        tables = {row[0] for row in con.execute("SELECT table_name FROM duckdb_tables()").fetchall()}
         rows = con.execute(
             "SELECT last_sync_at, pulled_position FROM sync_state WHERE remote = ?", [remote.name]
-        ).fetchall()
+        ).fetchall() if "sync_state" in tables else []
     last, position = rows[0] if rows else (None, 0)
     return SyncStatus(remote.name, remote.display_url, last, position, count_to_push(store))
 
 
-def push(store: LedgerStore, remote: Remote, pg: Any, ledger_id: UUID, ledger_name: str) -> tuple[int, int]:
-    """Push every local event the hub lacks; return (events sent, events new to the hub).
+def read_identity(store: LedgerStore) -> UUID | None:
+    """This ledger's id on hubs, read-only (None before its first sync or ``remote add``)."""
+    with store.connect() as con:
+        rows = con.execute("SELECT value FROM ledger_meta WHERE key = 'ledger_id'").fetchall()
+    return UUID(rows[0][0]) if rows else None
 
-    Raises:
-        EventIdReused: an id is on the hub with other content (nothing pushed).
-        RemoteError: the hub failed.
-    """
-    table = store.query_arrow(_TO_PUSH, [str(ledger_id)])
-    if table.num_rows == 0:
-        return 0, 0
-    columns = [table.column(name).to_pylist() for name in hub.COLUMNS]
-    result = hub.push(pg, remote, ledger_id, ledger_name, zip(*columns, strict=True))
-    ids = table.column("event_id").to_pylist()
-    versions = table.column("stream_version").to_pylist()
-    record = pa.table({
-        "event_id": ids,
-        "position": [result.positions[UUID(i)] for i in ids],
-        "origin_seq": table.column("origin_seq"),
-        "origin_stream_version": versions,
-        "seen_position": table.column("seen_position"),
-    })
-    with store.connect(read_only=False) as con:
+
+@dataclass
+class _Pushed:
+    """A push whose hub positions are still to be recorded locally."""
+
+    table: pa.Table
+    positions: dict[str, int]
+    ledger_id: UUID
+    ledger_name: str
+
+    def record(self, con: duckdb.DuckDBPyConnection, remote: Remote) -> None:
+        if self.table.num_rows == 0:
+            return
+        ids = self.table.column("event_id").to_pylist()
+        record = pa.table({
+            "event_id": ids,
+            "position": [self.positions[i] for i in ids],
+            "origin_seq": self.table.column("origin_seq"),
+            "origin_stream_version": self.table.column("stream_version"),
+            "seen_position": self.table.column("seen_position"),
+        })
         con.register("pushed", record)
         con.execute(
-            "INSERT OR IGNORE INTO sync_events SELECT event_id::UUID, origin_seq, ?, position, ?::UUID, ?, origin_seq, "
-            "origin_stream_version, seen_position FROM pushed",
-            [remote.name, str(ledger_id), ledger_name],
+            "INSERT OR IGNORE INTO sync_events SELECT event_id::UUID, origin_seq, ?, position, ?::UUID, ?, "
+            "origin_seq, origin_stream_version, seen_position FROM pushed",
+            [remote.name, str(self.ledger_id), self.ledger_name],
         )
         con.unregister("pushed")
-    return table.num_rows, result.stored
 
 
-def _recorder(remote: Remote, batch: list[tuple[Any, ...]], position: int, hub_head: int, now: datetime
-              ) -> Callable[[duckdb.DuckDBPyConnection, list[AppendResult]], None]:
+def _recorder(remote: Remote, batch: list[tuple[Any, ...]], position: int, hub_head: int, now: datetime,
+              pushed: _Pushed | None) -> Callable[[duckdb.DuckDBPyConnection, list[AppendResult]], None]:
     def record(con: duckdb.DuckDBPyConnection, results: list[AppendResult]) -> None:
+        if pushed is not None:
+            pushed.record(con, remote)
         col = {name: i for i, name in enumerate(hub.PULL_COLUMNS)}
         table = pa.table({
-            "event_id": [str(row[col["event_id"]]) for row in batch],
+            "event_id": [row[col["event_id"]] for row in batch],
             "seq": [result.seq for result in results],
             "position": [row[col["position"]] for row in batch],
-            "origin_ledger": [str(row[col["origin_ledger"]]) for row in batch],
+            "origin_ledger": [row[col["origin_ledger"]] for row in batch],
             "origin_name": [row[col["origin_name"]] for row in batch],
             "origin_seq": [row[col["origin_seq"]] for row in batch],
             "origin_stream_version": [row[col["stream_version"]] for row in batch],
@@ -246,19 +267,15 @@ def _save_state(con: duckdb.DuckDBPyConnection, remote: Remote, position: int, h
 
 
 def _pull_rows(batch: list[tuple[Any, ...]]) -> list[dict[str, Any]]:
-    """Hub rows as ``append_replicated`` takes them."""
-    rows = []
-    for (_pos, event_id, type_, version, stream, _sv, recorded_at, actor_kind, actor_name, session_id,
-         causation_id, correlation_id, source, host, payload, *_origin) in batch:
-        rows.append({
-            "event_id": str(event_id), "type": type_, "schema_version": version, "stream": stream,
-            "recorded_at": recorded_at, "actor_kind": actor_kind, "actor_name": actor_name,
-            "session_id": session_id,
-            "causation_id": str(causation_id) if causation_id is not None else None,
-            "correlation_id": str(correlation_id) if correlation_id is not None else None,
-            "source": source, "host": host, "payload": payload,
-        })
-    return rows
+    """Hub rows as ``append_replicated`` takes them (ids are text already)."""
+    return [
+        {"event_id": event_id, "type": type_, "schema_version": version, "stream": stream,
+         "recorded_at": recorded_at, "actor_kind": actor_kind, "actor_name": actor_name,
+         "session_id": session_id, "causation_id": causation_id, "correlation_id": correlation_id,
+         "source": source, "host": host, "payload": payload, "seq": None, "stream_version": None}
+        for (_pos, event_id, type_, version, stream, _sv, recorded_at, actor_kind, actor_name, session_id,
+             causation_id, correlation_id, source, host, payload, *_origin) in batch
+    ]
 
 
 def sync(
@@ -278,34 +295,48 @@ def sync(
         RemoteError: the hub cannot be reached, refused, or is not initialised (exit 9).
         LedgerBusy: the local file stayed locked.
     """
-    ensure_tables(store)
-    ledger_id, ledger_name = identity(store)
+    _prepare(store)
     now = datetime.now(UTC)
+    # One local connection before the hub, one per pulled batch (the push's positions are
+    # recorded with the first), one at the end when nothing was pulled: opening a DuckDB
+    # file costs ~10 ms, more on a busy machine.
+    with store.connect(read_only=False) as con:
+        _ensure_in(con)
+        ledger_id, ledger_name = _identity_in(con)
+        after = _pulled_position(con, remote)
+        table = con.sql(_TO_PUSH, params=[str(ledger_id)]).to_arrow_table()
     with hub.connect(remote) as pg:
-        pushed, stored = push(store, remote, pg, ledger_id, ledger_name)
+        pending: _Pushed | None = None
+        stored = 0
+        if table.num_rows:
+            columns = [table.column(name).to_pylist() for name in hub.COLUMNS]
+            result = hub.push(pg, remote, ledger_id, ledger_name, zip(*columns, strict=True))
+            pending, stored = _Pushed(table, result.positions, ledger_id, ledger_name), result.stored
         if progress:
-            progress("pushed", pushed)
+            progress("pushed", table.num_rows)
         hub_head = hub.head(pg, remote)
         pg.commit()
-        with store.connect() as con:
-            after = _pulled_position(con, remote)
         pulled = applied = 0
         while True:
             rows = hub.pull(pg, remote, ledger_id, after, hub_head, batch)
             pg.commit()
             last = len(rows) < batch
             position = hub_head if last else rows[-1][0]
-            if rows:
-                results = store.append_replicated(
-                    _pull_rows(rows), record=_recorder(remote, rows, position, hub_head, now)
-                )
-                applied += sum(not r.duplicate for r in results)
-                pulled += len(rows)
-                if progress:
-                    progress("pulled", pulled)
+            if not rows:
+                break
+            results = store.append_replicated(
+                _pull_rows(rows), record=_recorder(remote, rows, position, hub_head, now, pending)
+            )
+            pending = None
+            applied += sum(not r.duplicate for r in results)
+            pulled += len(rows)
+            if progress:
+                progress("pulled", pulled)
             after = position
             if last:
                 break
     with store.connect(read_only=False) as con:
-        _save_state(con, remote, hub_head, hub_head, now, pushed=pushed, pulled=pulled)
-    return SyncReport(remote.name, pushed, stored, pulled, applied, hub_head)
+        if pending is not None:
+            pending.record(con, remote)
+        _save_state(con, remote, hub_head, hub_head, now, pushed=table.num_rows, pulled=pulled)
+    return SyncReport(remote.name, table.num_rows, stored, pulled, applied, hub_head)

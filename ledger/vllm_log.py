@@ -217,7 +217,11 @@ def _note_override(out: VllmLogFacts, line: LogLine) -> None:
         if name in out.overridden or name in ("model", "model_tag"):
             continue
         flag = name.replace("_", "-")
-        if re.search(rf"(?<![\w-]){re.escape(name)}(?![\w])|--{re.escape(flag)}\b|`{re.escape(flag)}`", text):
+        # A one-word arg (dtype, seed) is only taken in its --flag form: as a bare word it is too common.
+        forms = [rf"--{re.escape(flag)}(?![\w-])"]
+        if "_" in name:
+            forms += [rf"(?<![\w-]){re.escape(name)}(?!\w)", rf"(?<![\w-]){re.escape(flag)}(?![\w-])"]
+        if re.search("|".join(forms), text):
             out.overridden[name] = line
 
 

@@ -86,6 +86,9 @@ class BenchTarget:
     workload: BuiltWorkload
     ignore_eos: bool = True
     timeout_s: float = 600.0
+    #: Fields added to every request body (per-request generation options, e.g. transformers'
+    #: ``generation_config`` JSON for prompt-lookup speculation; ``runners.spec``).
+    extra_body: dict = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if self.endpoint not in ENDPOINT_PATHS:
@@ -124,7 +127,7 @@ def make_payload(target: BenchTarget, prompt: Prompt, ignore_eos: bool) -> dict:
         params: dict = {"temperature": 0.0, "max_new_tokens": prompt.output_len}
         if ignore_eos:
             params["ignore_eos"] = True
-        return {"text": prompt.text, "sampling_params": params, "stream": True}
+        return {"text": prompt.text, "sampling_params": params, "stream": True, **target.extra_body}
     body: dict = {
         "model": target.model,
         "max_tokens": prompt.output_len,
@@ -138,7 +141,7 @@ def make_payload(target: BenchTarget, prompt: Prompt, ignore_eos: bool) -> dict:
         body["prompt"] = prompt.text
     if ignore_eos:
         body["ignore_eos"] = True
-    return body
+    return {**body, **target.extra_body} if target.extra_body else body
 
 
 #: Seconds an idle connection stays in the client's pool. Below the 5 s after which uvicorn (the
@@ -496,6 +499,7 @@ def benchmark_event(
     actor: Actor | None = None,
     notes: str | None = None,
     candidate_id: str | None = None,
+    source: str | None = None,
 ) -> BenchmarkCompleted:
     """The ``benchmark_completed`` summary event of one run (``candidate_id``: the board item it was run for)."""
     wl = target.workload
@@ -524,6 +528,7 @@ def benchmark_event(
         validity_notes=run.notes,
         notes=notes,
         candidate_id=candidate_id,
+        source=source,
         session_id=session_id,
         host=host,
         actor=actor or Actor(kind="runner", name="bench"),
@@ -557,13 +562,15 @@ async def sweep(
     progress: bool = True,
     on_point=None,
     candidate_id: str | None = None,
+    source: str | None = None,
 ) -> list[SweepPoint]:
     """Benchmark every (repeat, concurrency): warm up, time, gate, record one event per run.
 
     With a ``store`` (``ledger.store.LedgerStore``) each run's event and its per-request
     samples are appended in one transaction as soon as the run ends, so an interrupted
     sweep keeps what it finished. ``on_point`` is called with each ``SweepPoint``.
-    ``candidate_id`` is recorded on every run (the board item the runs were made for).
+    ``candidate_id`` is recorded on every run (the board item the runs were made for), and
+    ``source`` as its envelope source (what reproduces it: the command line, or the plan file).
 
     Raises:
         WarmupFailed: the warmup failed entirely (server down or wrong arguments).
@@ -620,6 +627,7 @@ async def sweep(
                     target, run, config_name=config_name, concurrency=c, request_rate=request_rate,
                     repeat=repeat, ignore_eos=ignore_eos, is_baseline=is_baseline,
                     server_run_id=server_run_id, session_id=session_id, host=host, candidate_id=candidate_id,
+                    source=source,
                 )
                 if store is not None:
                     # Off the event loop: under load an append can wait on the ledger's lock.

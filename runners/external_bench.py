@@ -176,6 +176,7 @@ def run_tool_sweep(
     server_run_id: str | None,
     session_id: str | None,
     actor: Any = None,
+    candidate_id: str | None = None,
     timeout_s: float = 3600.0,
     say: Callable[[str], None] = lambda line: None,
 ) -> list[Any]:
@@ -209,7 +210,7 @@ def run_tool_sweep(
             event, samples = _import(tool, result_path, session_id=session_id, actor=actor)
             event = event.model_copy(update={
                 "config_name": config_name, "is_baseline": is_baseline, "server_run_id": server_run_id,
-                "repeat": repeat, "concurrency": event.concurrency or concurrency,
+                "repeat": repeat, "concurrency": event.concurrency or concurrency, "candidate_id": candidate_id,
             })
             store.append([event], samples={event.event_id: samples} if samples is not None else None)
             recorded.append(event)

@@ -59,6 +59,27 @@ class Cluster:
         query = "&".join(f"{key}={value}" for key, value in options.items())
         return f"postgresql://{user}@127.0.0.1:{self.port}/{dbname}" + (f"?{query}" if query else "")
 
+    def server_cpu_s(self) -> float:
+        """CPU seconds (user + system) used by the server so far: the postmaster, its live
+        children, and the children it has reaped (every closed connection's backend)."""
+        tick = os.sysconf("SC_CLK_TCK")
+        postmaster = int((self.root / "data" / "postmaster.pid").read_text().split()[0])
+
+        def fields(pid: int) -> list[str]:
+            return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+
+        own = fields(postmaster)
+        total = sum(int(v) for v in own[11:15])  # utime, stime, cutime, cstime
+        for entry in Path("/proc").iterdir():
+            if entry.name.isdigit() and int(entry.name) != postmaster:
+                try:
+                    stat = fields(int(entry.name))
+                except OSError:
+                    continue
+                if int(stat[1]) == postmaster:  # ppid
+                    total += int(stat[11]) + int(stat[12])
+        return total / tick
+
     def stop(self) -> None:
         _run_as(self.user, [_binary("pg_ctl"), "-D", str(self.root / "data"), "-m", "immediate", "stop"], check=False)
         shutil.rmtree(self.root, ignore_errors=True)
@@ -71,8 +92,12 @@ def _run_as(user: str, argv: list[str | None], check: bool = True) -> subprocess
     return subprocess.run(command, check=check, capture_output=True, text=True)
 
 
-def start() -> Cluster:
-    """Create and start a cluster; the caller stops it (``Cluster.stop``)."""
+def start(*, durable: bool = False) -> Cluster:
+    """Create and start a cluster; the caller stops it (``Cluster.stop``).
+
+    Tests run it without fsync (nothing to keep); ``durable=True`` keeps the server's
+    defaults (fsync, synchronous_commit), as the sync benchmark wants.
+    """
     user = "postgres" if os.geteuid() == 0 else pwd.getpwuid(os.geteuid()).pw_name
     root = Path(tempfile.mkdtemp(prefix="tuneledger-pg-"))
     if os.geteuid() == 0:
@@ -82,8 +107,9 @@ def start() -> Cluster:
     _run_as(user, [_binary("initdb"), "-D", data, "-U", user, "--auth-local=trust",
                    "--auth-host=scram-sha-256", "-E", "UTF8", "--locale=C.UTF-8", "--no-sync"])
     port = _free_port()
-    options = (f"-c port={port} -c listen_addresses=127.0.0.1 -c unix_socket_directories={sockets} "
-               "-c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=60")
+    options = f"-c port={port} -c listen_addresses=127.0.0.1 -c unix_socket_directories={sockets} -c max_connections=60"
+    if not durable:
+        options += " -c fsync=off -c synchronous_commit=off -c full_page_writes=off"
     _run_as(user, [_binary("pg_ctl"), "-D", data, "-l", root / "server.log", "-w", "-o", options, "start"])
     return Cluster(root=root, port=port, socket_dir=sockets, user=user)
 
@@ -123,6 +149,20 @@ def pg_server() -> Cluster:
 def hub_schema(pg_server: Cluster) -> str:
     """A schema name no other test uses (one hub per test)."""
     return f"hub_{os.getpid()}_{next(_schemas)}"
+
+
+def admin_url(cluster: Cluster) -> str:
+    """The superuser's URL (Unix socket, trust): what an admin runs ``remote init`` with."""
+    return f"postgresql://{cluster.user}@/postgres?host={cluster.socket_dir}&port={cluster.port}"
+
+
+def make_hub(cluster: Cluster, schema: str):  # -> ledger.remote.Remote
+    """Create the hub schema ``schema`` as the admin, writable by ``writer``; return the writer's remote."""
+    from ledger import hub
+    from ledger.remote import Remote, parse_remote
+
+    hub.init_schema(Remote("admin", admin_url(cluster), schema), grant=["writer"])
+    return parse_remote("hub", cluster.url("writer"), schema)
 
 
 @pytest.fixture

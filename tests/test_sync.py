@@ -22,7 +22,7 @@ from ledger import hub, sync
 from ledger.errors import EventIdReused, RemoteError
 from ledger.remote import Remote, add_remote, parse_remote
 from ledger.store import LedgerStore
-from pg_cluster import WRITER_PASSWORD, Cluster, hub_schema, pg_server, writer_env  # noqa: F401
+from pg_cluster import WRITER_PASSWORD, Cluster, hub_schema, make_hub, pg_server, writer_env  # noqa: F401
 from schemas import Host
 from schemas.events import CandidateProposed, CandidateTriaged, FlagResearched, NoteAdded
 
@@ -35,13 +35,6 @@ SM120 = Host(gpu_name="RTX PRO 6000 Blackwell", compute_capability="sm120", engi
 #: positions (seq, stream_version and what is derived from them) are left out of the comparison.
 COMPARED_VIEWS = ("board", "flag_verdicts", "decisions", "timeline", "flag_verdict_history")
 LOCAL_COLUMNS = {"seq", "sync_order", "stream_version", "updated_seq", "proposed_seq", "first_seq", "last_seq", "history"}
-
-
-def make_hub(cluster: Cluster, schema: str) -> Remote:
-    """Create a hub schema as the superuser, writable by ``writer``; return the writer's remote."""
-    admin = Remote("admin", f"postgresql://{cluster.user}@/postgres?host={cluster.socket_dir}&port={cluster.port}", schema)
-    hub.init_schema(admin, grant=["writer"])
-    return parse_remote("hub", cluster.url("writer"), schema)
 
 
 def make_ledger(path: Path, remote: Remote, name: str) -> LedgerStore:
@@ -119,24 +112,29 @@ def test_pulled_events_apply_in_hub_order_and_keep_their_origin(remote: Remote, 
 
 
 def test_old_schema_versions_pushed_by_an_older_client_upcast_on_pull(remote: Remote, tmp_path: Path) -> None:
-    """A note_added v1 row (``text`` was ``note`` then) on the hub reads as the current model here."""
+    """v1 rows on the hub (``note_added`` had ``body``; ``flag_researched`` the dashed flag and one
+    free-text ``finding``) are stored here as they are and read as the current models."""
     older = make_ledger(tmp_path / "old.duckdb", remote, "old-client")
-    older.append(NoteAdded(text="seed"))
-    sync.sync(older, remote)
     ledger_id, _ = sync.identity(older)
-    with psycopg.connect(remote.url) as con:
-        rows = [(
-            "01900000-0000-7000-8000-000000000001", "flag_researched", 1, "flag:x", 1,
-            "2026-01-01T00:00:00+00:00", "person", "old", None, None, None, None, None,
-            json.dumps({"flag": "enable-x", "verdict": "no-op", "evidence": []}), 99, 0,
-        )]
+    flag_id, note_id = "01900000-0000-7000-8000-000000000001", "01900000-0000-7000-8000-000000000002"
+    v1 = {"flag": "--enable-x", "finding": "does nothing on sm120", "evidence": "read the source", "verdict": "no-op"}
+    rows = [
+        (flag_id, "flag_researched", 1, "flag:--enable-x", 1, "2026-01-01T00:00:00+00:00", "person", "old", None,
+         None, None, None, json.dumps({"compute_capability": "sm120"}), json.dumps(v1), 1, 0),
+        (note_id, "note_added", 1, "ledger", 1, "2026-01-01T00:00:01+00:00", "person", "old", None, None, None,
+         None, None, json.dumps({"body": "an old note"}), 2, 0),
+    ]
+    with hub.connect(remote) as con:
         hub.push(con, remote, ledger_id, "old-client", rows)
     reader = make_ledger(tmp_path / "new.duckdb", remote, "new-client")
-    sync.sync(reader, remote)
-    event = reader.get("01900000-0000-7000-8000-000000000001")
-    assert event.type == "flag_researched" and event.schema_version == 2 and event.flag == "enable-x"
-    assert reader.query_arrow("SELECT verdict FROM flag_verdicts WHERE flag = 'enable-x'").to_pylist() == [
-        {"verdict": "no-op"}]
+    assert sync.sync(reader, remote).applied == 2
+    flag = reader.get(flag_id)
+    assert (flag.schema_version, flag.flag, flag.what_it_does) == (2, "enable-x", "does nothing on sm120")
+    assert flag.evidence[0].text == "read the source"
+    assert reader.get(note_id).text == "an old note"
+    assert reader.query_arrow("SELECT schema_version FROM events ORDER BY seq")["schema_version"].to_pylist() == [1, 1]
+    assert reader.query_arrow("SELECT flag, verdict FROM flag_verdicts WHERE arch = 'sm120'").to_pylist() == [
+        {"flag": "enable-x", "verdict": "no-op"}]
 
 
 def test_same_id_with_other_content_is_refused_and_nothing_is_applied(remote: Remote, tmp_path: Path) -> None:
@@ -278,6 +276,48 @@ sync.sync(store, get_remote(store, None), batch=int(sys.argv[2]),
 """
 
 
+def test_a_dropped_connection_mid_pull_is_exit_9_and_the_next_sync_resumes(
+    remote: Remote, tmp_path: Path, pg_server: Cluster
+) -> None:
+    a = make_ledger(tmp_path / "a.duckdb", remote, "a")
+    a.append([NoteAdded(text=f"a {i}") for i in range(2000)])
+    sync.sync(a, remote)
+    b = make_ledger(tmp_path / "b.duckdb", remote, "b")
+    child = subprocess.Popen([sys.executable, "-c", SYNC_CHILD, str(b.path), "200"], stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True, env={**os.environ, "PGPASSWORD": WRITER_PASSWORD})
+    assert child.stdout is not None
+    for line in child.stdout:
+        if line.startswith("pulled"):  # the network "drops": the server ends the session
+            with psycopg.connect(pg_server.superuser_dsn, autocommit=True) as con:
+                con.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+                            "WHERE application_name = 'tuneledger' AND usename = 'writer'")
+            break
+    _, err = child.communicate(timeout=120)
+    if child.returncode == 0:  # it finished before the drop reached it: nothing to resume
+        assert b.head() == 2000
+        return
+    assert "RemoteError" in err and "remote hub" in err
+    assert 0 < b.head() < 2000
+    sync.sync(b, remote)
+    assert b.head() == 2000
+    assert b.query_arrow("SELECT count(DISTINCT event_id) AS n FROM events")["n"][0].as_py() == 2000
+
+
+def test_the_password_can_come_from_a_password_file(remote: Remote, tmp_path: Path, pg_server: Cluster,
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    passfile = tmp_path / "pgpass"
+    passfile.write_text(f"127.0.0.1:{pg_server.port}:*:writer:{WRITER_PASSWORD}\n")
+    passfile.chmod(0o600)
+    monkeypatch.delenv("PGPASSWORD")
+    monkeypatch.setenv("PGPASSFILE", str(passfile))
+    store = make_ledger(tmp_path / "a.duckdb", remote, "a")
+    store.append(NoteAdded(text="via pgpass"))
+    assert sync.sync(store, remote).stored == 1
+    monkeypatch.setenv("PGPASSFILE", str(tmp_path / "missing"))
+    with pytest.raises(RemoteError, match="password"):
+        sync.sync(store, remote)
+
+
 @pytest.mark.parametrize("kill_after", ["pushed", "pulled"])
 def test_a_killed_sync_resumes_with_nothing_lost_or_doubled(remote: Remote, tmp_path: Path, kill_after: str) -> None:
     a = make_ledger(tmp_path / "a.duckdb", remote, "a")
@@ -304,3 +344,46 @@ def test_a_killed_sync_resumes_with_nothing_lost_or_doubled(remote: Remote, tmp_
     with psycopg.connect(remote.url) as con:
         assert con.execute(f"SELECT count(*), max(position) FROM {remote.schema}.events").fetchone() == (3500, 3500)
     assert view_rows(a, "timeline") == view_rows(b, "timeline")
+
+
+def test_a_secret_written_on_the_hub_by_plain_sql_is_masked_on_pull(remote: Remote, tmp_path: Path) -> None:
+    """The hub is outside tuneledger's masking (any client may INSERT): the pulling store masks."""
+    writer = make_ledger(tmp_path / "w.duckdb", remote, "raw-sql")
+    ledger_id, _ = sync.identity(writer)
+    secret = "sk-proj-0123456789abcdefghijklmnop"
+    note_id = "01900000-0000-7000-8000-0000000000cc"
+    with hub.connect(remote) as con:
+        hub.push(con, remote, ledger_id, "raw-sql", [(
+            note_id, "note_added", 2, "ledger", 1, "2026-01-01T00:00:00+00:00", "person", "raw", None, None, None,
+            f"--api-key {secret}", None, json.dumps({"text": f"launched with --api-key {secret}", "refs": []}), 1, 0,
+        )])
+    reader = make_ledger(tmp_path / "r.duckdb", remote, "reader")
+    sync.sync(reader, remote)
+    note = reader.get(note_id)
+    assert secret not in note.text and "***" in note.text and secret not in (note.source or "")
+    assert secret.encode() not in reader.path.read_bytes()
+    # Pulled again (as after a crash before the bookkeeping): the masked copy is the same event.
+    with psycopg.connect(remote.url) as con:
+        row = con.execute(
+            f"SELECT position, event_id::text, type, schema_version, stream, stream_version, recorded_at, actor_kind, "
+            f"actor_name, session_id, causation_id::text, correlation_id::text, source, host::text, payload::text "
+            f"FROM {remote.schema}.events WHERE event_id = %s", [note_id]).fetchone()
+    assert reader.append_replicated(sync._pull_rows([row]))[0].duplicate
+
+
+def test_a_ledger_syncs_with_one_hub(remote: Remote, tmp_path: Path, pg_server: Cluster, hub_schema: str) -> None:
+    from ledger.errors import InvalidInput
+    from ledger.remote import remove_remote
+
+    store = make_ledger(tmp_path / "a.duckdb", remote, "a")
+    other = make_hub(pg_server, hub_schema + "_other")
+    with pytest.raises(InvalidInput, match="already has remote hub"):
+        add_remote(store, Remote("other", other.url, other.schema))
+    store.append(NoteAdded(text="synced to hub"))
+    sync.sync(store, remote)
+    remove_remote(store, "hub")
+    with pytest.raises(InvalidInput, match="has synced with hub hub"):
+        add_remote(store, Remote("other", other.url, other.schema))
+    add_remote(store, remote)  # the same hub again: fine, nothing to do
+    report = sync.sync(store, remote)
+    assert (report.pushed, report.pulled) == (0, 0)

@@ -18,7 +18,6 @@ Threading rules (the UI thread never blocks):
 
 from __future__ import annotations
 
-import os
 import time
 from pathlib import Path
 from typing import Any, ClassVar
@@ -60,11 +59,16 @@ TABS: tuple[tuple[str, str], ...] = (
 )
 
 #: Actions that act on the board's selected candidate (shown in the footer on the board only).
+#: Seconds between refreshes of the header's sync status (it asks the hub what is pending).
+SYNC_STATUS_S = 30.0
+
 _BOARD_ACTIONS = {"accept", "reject", "defer", "decision"}
 
 
 def _default_actor() -> Actor:
-    text = os.environ.get("TUNELEDGER_ACTOR") or f"person:{os.environ.get('USER') or 'unknown'}"
+    from ledger.cli import default_actor_text  # $TUNELEDGER_ACTOR, else person:<login name>
+
+    text = default_actor_text()
     try:
         return Actor.parse(text)
     except ValueError:
@@ -98,6 +102,8 @@ class TuneLedgerApp(App[None]):
         Binding("p", "propose", "Propose", id="ledger.propose", tooltip="Propose a new candidate"),
         Binding("D", "decision", "Decision", id="ledger.decision", tooltip="Record a decision"),
         Binding("e", "export", "Export", id="ledger.export", tooltip="Write the session's decision log as Markdown"),
+        Binding("S", "sync", "Sync", id="ledger.sync", show=False,
+                tooltip="Sync with the ledger's PostgreSQL hub (push, then pull)"),
         Binding("ctrl+r", "reload", "Reload", id="ledger.reload", show=False, tooltip="Reread everything"),
         Binding("1,f2", "show_tab('board')", "Board", id="tab.board", show=False),
         Binding("2,f3", "show_tab('bench')", "Benchmarks", id="tab.bench", show=False),
@@ -140,6 +146,8 @@ class TuneLedgerApp(App[None]):
         #: wall clock, so a benchmark can compare it with another process's append time).
         self.visible_wall: dict[int, float] = {}
         self.record_visibility = False
+        #: The sync status shown in the header (None: the ledger has no remote).
+        self.sync_line: str | None = None
 
     # --- layout -------------------------------------------------------------------------
 
@@ -181,6 +189,8 @@ class TuneLedgerApp(App[None]):
     def _set_titles(self) -> None:
         self.title = f"tuneledger · {self.store.path.name}"
         self.sub_title = f"session {self.session_id}" if self.session_id else "all sessions"
+        if self.sync_line:
+            self.sub_title += f" · {self.sync_line}"
 
     def on_mount(self) -> None:
         """Start the first (full) refresh, the file watcher and the fallback poll."""
@@ -191,6 +201,8 @@ class TuneLedgerApp(App[None]):
             self.watch_ledger()
         if self.poll_s > 0:
             self.set_interval(self.poll_s, self.poll_head)
+        self._sync_status_worker()
+        self.set_interval(SYNC_STATUS_S, self._sync_status_worker)
 
     # --- live refresh -------------------------------------------------------------------
 
@@ -457,7 +469,9 @@ class TuneLedgerApp(App[None]):
             if fields:
                 self._append("decision", lambda: writes.record_decision(self.store, self.author, fields))
 
-        self.push_screen(DecisionForm(row["candidate_id"] if row else None, evidence), done)
+        # the newest events first: the evidence is usually what just happened
+        recent = list(reversed(self.timeline.rows[-200:]))
+        self.push_screen(DecisionForm(row["candidate_id"] if row else None, evidence, recent), done)
 
     @work(thread=True, group="append", exit_on_error=False)
     def _append(self, what: str, write: Any) -> None:
@@ -515,6 +529,35 @@ class TuneLedgerApp(App[None]):
             self.call_from_thread(self.notify, f"export failed: {exc}", severity="error")
             return
         self.call_from_thread(self.notify, f"Decision log written to {out}", timeout=8)
+
+    # --- sync -----------------------------------------------------------------------------
+
+    @work(thread=True, exclusive=True, group="sync-status", exit_on_error=False)
+    def _sync_status_worker(self) -> None:
+        from . import sync_status  # psycopg only when the worker runs, not at start-up
+
+        line = sync_status.status_line(self.store)
+        if line != self.sync_line:
+            self.sync_line = line
+            self.call_from_thread(self._set_titles)
+
+    def action_sync(self) -> None:
+        """Sync with the hub in a worker; the screen stays live, the result is a notification."""
+        self.notify("syncing with the hub…", timeout=2)
+        self._sync_worker()
+
+    @work(thread=True, exclusive=True, group="sync", exit_on_error=False)
+    def _sync_worker(self) -> None:
+        from . import sync_status
+
+        try:
+            text = sync_status.run_sync(self.store)
+        except LedgerError as exc:
+            self.call_from_thread(self.notify, f"sync failed: {exc}", severity="error", timeout=8)
+        else:
+            self.call_from_thread(self.notify, text, timeout=5)
+        self._sync_status_worker()
+        self.post_message(LedgerChanged())
 
     # --- navigation ---------------------------------------------------------------------
 

@@ -63,7 +63,7 @@ flag_engine AS (
     SELECT flag, arch, max(engine_version) AS engine_version FROM flag_verdicts GROUP BY ALL
 )
 SELECT b.candidate_id, b.session_id, b.kind, b.title, b.flag, b.priority, b.status, b.verdict,
-       b.reason, b.hypothesis, b.arch, b.latest_evidence_type, b.latest_evidence, b.updated_seq,
+       b.reason, b.hypothesis, b.arch, b.latest_evidence_type, b.latest_evidence, b.updated_seq, b.conflict,
        coalesce(ph.engine_version, fe.engine_version) AS engine_version,
        coalesce(v.stream_version, 0) AS stream_version
 FROM board b
@@ -74,8 +74,11 @@ WHERE ?::VARCHAR IS NULL OR b.session_id = ?::VARCHAR
 """
 
 _RUNS_SQL = """
-SELECT config_name, session_id, coalesce(json_keys(flags), []) AS flag_names FROM server_runs
+SELECT config_name, session_id, coalesce(json_keys(flags), []) AS flag_names, NULL AS candidate_id FROM server_runs
 WHERE config_name IS NOT NULL AND (?::VARCHAR IS NULL OR session_id = ?::VARCHAR)
+UNION ALL
+SELECT DISTINCT config_name, session_id, [] AS flag_names, candidate_id FROM benchmarks
+WHERE candidate_id IS NOT NULL AND (?::VARCHAR IS NULL OR session_id = ?::VARCHAR)
 """
 
 _DELTAS_SQL = """
@@ -87,7 +90,13 @@ ORDER BY config_name, concurrency, metric
 """
 
 
+#: A candidate triaged concurrently on two hosts (``sync_conflicts``): listed first.
+CONFLICTING = "conflicting"
+
+
 def _status_rank(status: str | None) -> int:
+    if status == CONFLICTING:
+        return -1
     return STATUSES.index(status) if status in STATUSES else len(STATUSES)
 
 
@@ -96,9 +105,11 @@ def link_board_deltas(
 ) -> None:
     """Give each board row the benchmark delta of its latest related configuration (in place).
 
-    The link rule: a configuration relates to a candidate when its name is the
-    candidate id or the id without its ``kind:`` prefix, or when a server run of
-    that configuration (same session) was started with the candidate's flag.
+    The link rule: a configuration whose runs were recorded for a candidate
+    (``candidate_id`` on ``benchmark_completed``: plans and ``run bench --candidate``)
+    relates to that candidate only. Any other configuration relates to a candidate
+    when its name is the candidate id or the id without its ``kind:`` prefix, or
+    when a server run of it (same session) was started with the candidate's flag.
     Of the related configurations that have an ``output_throughput`` delta
     against the baseline, the one measured last (highest ``seq``) wins, and its
     change is shown at its highest concurrency. Sets ``delta_config``,
@@ -106,9 +117,12 @@ def link_board_deltas(
     configuration relates).
     """
     flags_by_config: dict[tuple[str | None, str], set[str]] = {}
+    made_for: dict[tuple[str | None, str], set[str]] = {}
     for run in runs:
         key = (run["session_id"], run["config_name"])
         flags_by_config.setdefault(key, set()).update(run.get("flag_names") or [])
+        if run.get("candidate_id"):
+            made_for.setdefault(key, set()).add(run["candidate_id"])
     latest: dict[tuple[str | None, str], dict[str, Any]] = {}
     last_seq: dict[tuple[str | None, str], int] = {}
     for delta in deltas:
@@ -124,7 +138,8 @@ def link_board_deltas(
         related = [
             key for key in latest
             if key[0] == row["session_id"]
-            and (key[1] in names or (row["flag"] and row["flag"] in flags_by_config.get(key, set())))
+            and (row["candidate_id"] in made_for[key] if key in made_for
+                 else key[1] in names or (row["flag"] and row["flag"] in flags_by_config.get(key, set())))
         ]
         chosen = max(related, key=lambda key: last_seq[key], default=None)
         delta = latest.get(chosen) if chosen else None
@@ -144,7 +159,7 @@ def _board(
     con: duckdb.DuckDBPyConnection, session_id: str | None, deltas: list[dict[str, Any]]
 ) -> list[dict[str, Any]]:
     board = _rows(con, _BOARD_SQL, [session_id, session_id])
-    runs = _rows(con, _RUNS_SQL, [session_id, session_id])
+    runs = _rows(con, _RUNS_SQL, [session_id, session_id, session_id, session_id])
     link_board_deltas(board, runs, deltas)
     board.sort(key=lambda r: (_status_rank(r["status"]), _priority_rank(r["priority"]), r["candidate_id"]))
     return board
@@ -239,7 +254,24 @@ def _timeline(
         f"SELECT {_TIMELINE_COLUMNS} FROM timeline WHERE {' AND '.join(where)} "
         f"ORDER BY seq DESC LIMIT {int(limit)}"
     )
-    return list(reversed(_rows(con, sql, params)))
+    rows = list(reversed(_rows(con, sql, params)))
+    _mark_origins(con, rows)
+    return rows
+
+
+def _mark_origins(con: duckdb.DuckDBPyConnection, rows: list[dict[str, Any]]) -> None:
+    """Prefix the summary of events pulled from another host's ledger with ``⇣ host:`` (in place)."""
+    if not rows:
+        return
+    origins = dict(con.execute(
+        "SELECT event_id::VARCHAR, origin_name FROM sync_events WHERE seq BETWEEN ? AND ? AND origin_ledger::VARCHAR "
+        "<> coalesce((SELECT value FROM ledger_meta WHERE key = 'ledger_id'), '')",
+        [rows[0]["seq"], rows[-1]["seq"]],
+    ).fetchall())
+    for row in rows:
+        origin = origins.get(row["event_id"])
+        if origin is not None:
+            row["summary"] = f"⇣ {origin}: {row['summary']}"
 
 
 # --- the snapshot -----------------------------------------------------------------------

@@ -16,7 +16,9 @@ from pathlib import Path
 from uuid import UUID
 
 import pyarrow as pa
+import pydantic
 
+from ledger.errors import InvalidInput
 from schemas import Actor, Event, FindingRecorded, Host, ServerStarted, StartupFacts
 
 from ..store import BENCH_SAMPLES_SCHEMA as SAMPLES_SCHEMA
@@ -73,5 +75,20 @@ def import_file(
         session_id=session_id, host=host, actor=who, config_name=config_name, previous_startup=previous_startup,
         remember=remember,
     )
-    events, samples = importer.read(file, ctx)
+    try:
+        events, samples = importer.read(file, ctx)
+    except pydantic.ValidationError as exc:
+        # A value the importer passed on that an event model refuses: still the file's fault.
+        error = exc.errors()[0]
+        where = ".".join(str(part) for part in error.get("loc", ()))
+        raise InvalidInput(f"{file.label}: {importer.kind}: field '{where}': {error.get('msg')}") from None
+    except RecursionError:
+        raise InvalidInput(f"{file.label}: {importer.kind}: JSON nested too deeply") from None
+    except ValueError as exc:
+        if "integer string conversion" not in str(exc):
+            raise
+        raise InvalidInput(f"{file.label}: {importer.kind}: {str(exc).split(';')[0]}") from None
+    except (OverflowError, pa.ArrowException) as exc:
+        # e.g. a token count of 1e308 for an int32 column of bench_samples
+        raise InvalidInput(f"{file.label}: {importer.kind}: a per-request value out of range ({exc})") from None
     return ImportResult(kind=importer.kind, path=Path(path), events=list(events), samples=samples)

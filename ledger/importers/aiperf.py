@@ -157,16 +157,19 @@ def _load_phase(config: Any) -> tuple[int | None, float | None]:
 
 def _read_json(file: InputFile, ctx: ImportContext) -> ReadResult:
     doc = json.loads(file.text)
-    concurrency, rate = _load_phase(doc.get("input_config"))
+    config = doc.get("input_config") if isinstance(doc.get("input_config"), dict) else {}
+    concurrency, rate = _load_phase(config)
     errors = 0
     first_error = None
-    for item in doc.get("error_summary") or []:
+    summary = doc.get("error_summary")
+    for item in summary if isinstance(summary, list) else []:
         if isinstance(item, dict) and isinstance(item.get("count"), int):
             errors += item["count"]
             if first_error is None and isinstance(item.get("error_details"), dict):
                 first_error = str(item["error_details"].get("message") or item["error_details"].get("type"))
-    models = ((doc.get("input_config") or {}).get("models") or {}).get("items") or []
-    endpoint = (doc.get("input_config") or {}).get("endpoint") or {}
+    models_holder = config.get("models") if isinstance(config.get("models"), dict) else {}
+    models = models_holder.get("items") if isinstance(models_holder.get("items"), list) else []
+    endpoint = config.get("endpoint") if isinstance(config.get("endpoint"), dict) else {}
     event = _summary_event(
         file, ctx, doc, file.label, version=doc.get("aiperf_version") if isinstance(doc.get("aiperf_version"), str) else None,
         concurrency=concurrency, rate=rate, errors=errors, first_error=first_error,

@@ -72,7 +72,7 @@ def _benchmarks(doc: Any) -> list[Any] | None:
 def _sniff(sniffed: Sniffed) -> float:
     doc = sniffed.json if sniffed.claims_json else sniffed.yaml
     benchmarks = _benchmarks(doc)
-    if benchmarks and any("time_to_first_token_ms" in (b.get("metrics") or {}) for b in benchmarks):
+    if benchmarks and any(isinstance(b["metrics"], dict) and "time_to_first_token_ms" in b["metrics"] for b in benchmarks):
         return 0.9
     return 0.0
 
