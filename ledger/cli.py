@@ -10,16 +10,15 @@ never imports the UI.
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import sys
 import uuid
-from importlib.metadata import entry_points
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
-import pyarrow as pa
 from pydantic import ValidationError
 
 from schemas import EVENT_TYPES, Actor, Event, Evidence, Host, StartupFacts
@@ -29,8 +28,31 @@ from . import input_checks
 from .errors import InvalidInput, LedgerError, NotFound
 from .input_checks import loads
 from .jsonl import event_from_obj, event_to_json, read_stdin_events
-from .render import FORMATS, print_table, stream_rows
 from .store import AppendResult, LedgerStore
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+# Start-up time matters (an agent calls `tuneledger append` in a loop): pyarrow, rich (the
+# table printer), the runners' and the TUI's commands are imported only when a command that
+# needs them runs. See README, Performance.
+
+#: The output formats of the table-printing commands (``ledger.render``, imported when printing).
+FORMATS = ("table", "csv", "json")
+
+
+def print_table(*args: Any, **kwargs: Any) -> None:
+    """``ledger.render.print_table``, imported on first use (it brings rich and pyarrow)."""
+    from .render import print_table as render
+
+    render(*args, **kwargs)
+
+
+def stream_rows(*args: Any, **kwargs: Any) -> int:
+    """``ledger.render.stream_rows``, imported on first use."""
+    from .render import stream_rows as stream
+
+    return stream(*args, **kwargs)
 
 DEFAULT_LEDGER = "tuneledger.duckdb"
 
@@ -77,7 +99,35 @@ def default_actor_text() -> str:
     return f"person:{name.strip() or 'unknown'}"
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+class _LazyPluginGroup(click.Group):
+    """The root group: commands of other packages (entry points ``tuneledger.commands``) are
+    listed by name and imported only when one of them runs or help lists them."""
+
+    def _plugins(self) -> dict[str, Any]:
+        from importlib.metadata import entry_points
+
+        return {entry.name: entry for entry in entry_points(group="tuneledger.commands")}
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted({*super().list_commands(ctx), *self._plugins()})
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        command = super().get_command(ctx, cmd_name)
+        if command is not None:
+            return command
+        entry = self._plugins().get(cmd_name)
+        if entry is None:
+            return None
+        try:
+            command = entry.load()
+        except (ImportError, AttributeError):  # a plugin not built (yet) is simply absent
+            return None
+        _accept_ledger_everywhere(command)
+        self.add_command(command, cmd_name)
+        return command
+
+
+@click.group(cls=_LazyPluginGroup, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
 @click.option(
     "--ledger",
     type=click.Path(dir_okay=False, path_type=Path),
@@ -209,16 +259,29 @@ def _result_json(result: AppendResult) -> dict[str, Any]:
     }
 
 
-def _report_appended(results: list[AppendResult], events: list[Event], as_json: bool) -> None:
+def _report_appended(results: list[AppendResult], events: list[Any], as_json: bool,
+                     types: list[str] | None = None) -> None:
     if as_json:
         click.echo(json.dumps([_result_json(r) for r in results]))
         return
-    for result, event in zip(results, events):
-        state = "already stored at" if result.duplicate else "appended"
-        click.echo(
-            f"{state} seq {result.seq}: {event.type} {result.event_id} "
-            f"({result.stream} v{result.stream_version})"
-        )
+    names = types if types is not None else [event.type for event in events]
+    click.echo("\n".join(
+        f"{'already stored at' if result.duplicate else 'appended'} seq {result.seq}: {name} "
+        f"{result.event_id} ({result.stream} v{result.stream_version})"
+        for result, name in zip(results, names)
+    ))
+
+
+#: JSON lines on standard input from which the bulk import (``ledger.bulk``: validation in
+#: worker processes, one transaction) takes over; smaller inputs take the event-by-event path.
+BULK_MIN_LINES = 1000
+
+
+def _bulk_eligible(text: str, overrides: dict[str, Any], event_id: str | None, expected_version: int | None) -> bool:
+    """Many JSON lines and no option that changes each event (those take the general path)."""
+    if event_id is not None or expected_version is not None or any(v is not None for v in overrides.values()):
+        return False
+    return not text.lstrip().startswith("[") and text.count("\n") >= BULK_MIN_LINES
 
 
 @cli.command(cls=_AppendCommand)
@@ -289,7 +352,15 @@ def append(
             raise click.UsageError("-f/--field needs a TYPE")
         if sys.stdin.isatty():
             raise click.UsageError("give a TYPE with -f fields, or pipe JSON / JSON lines on standard input")
-        events = read_stdin_events(sys.stdin)
+        text = sys.stdin.read()
+        if _bulk_eligible(text, overrides, event_id, expected_version):
+            from .bulk import import_lines
+
+            lines = text.splitlines()
+            results, types = import_lines(ctx.store(), lines, "<stdin>", actor=ctx.actor, session_id=ctx.session)
+            _report_appended(results, [], as_json, types=types)
+            return
+        events = read_stdin_events(io.StringIO(text))
         if event_id is not None:
             if len(events) != 1:
                 # Ignoring it would make a retry append the whole batch again.
@@ -484,7 +555,8 @@ def import_(ctx: Context, files: tuple[Path, ...], session_id: str | None, confi
             if isinstance(event, ServerReady):
                 previous = event.startup
     all_events = _one_per_id(results)
-    all_events += _shared_memory_findings(all_events, check_arch, session, ctx.actor)
+    findings = _shared_memory_findings(all_events, check_arch, session, ctx.actor)
+    all_events += findings
     samples: dict[Any, pa.Table] = {}
     for result in results:
         samples.update(result.samples)
@@ -666,6 +738,8 @@ def _print_h200(store: Any) -> None:
 
 def _plugin(group: str) -> Any:
     """The first object registered under the entry point ``group``, or None."""
+    from importlib.metadata import entry_points
+
     for entry in entry_points(group=group):
         try:
             return entry.load()
@@ -674,14 +748,29 @@ def _plugin(group: str) -> Any:
     return None
 
 
-def _register_plugin_commands() -> None:
-    for entry in entry_points(group="tuneledger.commands"):
+def run() -> None:
+    """The ``tuneledger`` console script: ``main``, then exit without the interpreter's teardown.
+
+    Once output is flushed and kept-open ledgers are let go (atexit handlers), ``os._exit``
+    ends the process: module and object finalisation cost tens of ms a call and do nothing
+    for a process that is about to end. In-process callers (tests) use ``main``.
+    """
+    import atexit
+
+    try:
+        main()
+        code = 0
+    except SystemExit as exc:
+        code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+        if exc.code is not None and not isinstance(exc.code, int):
+            print(exc.code, file=sys.stderr)
+    for stream in (sys.stdout, sys.stderr):
         try:
-            command = entry.load()
-        except (ImportError, AttributeError):  # a plugin not built (yet) is simply absent
-            continue
-        if command.name not in cli.commands:
-            cli.add_command(command)
+            stream.flush()
+        except (BrokenPipeError, ValueError):
+            pass
+    atexit._run_exitfuncs()
+    os._exit(code)
 
 
 def _one_line(text: str) -> str:
@@ -705,10 +794,17 @@ def _accept_ledger_everywhere(command: click.Command) -> None:
     ))
 
 
+def _register_plugin_commands() -> None:
+    """Load every plugin command now (for code that drives ``cli`` directly, e.g. click's
+    CliRunner in tests); the CLI itself loads a plugin only when its command is used."""
+    context = click.Context(cli)
+    for name in cli.list_commands(context):
+        cli.get_command(context, name)
+
+
 def main(argv: list[str] | None = None) -> None:
     """Run the CLI; ``LedgerError`` becomes one line on stderr and its exit code."""
-    _register_plugin_commands()
-    for command in cli.commands.values():
+    for command in cli.commands.values():  # plugin commands get it when loaded (_LazyPluginGroup)
         _accept_ledger_everywhere(command)
     try:
         cli.main(args=argv, prog_name="tuneledger", standalone_mode=False)
@@ -741,8 +837,8 @@ def main(argv: list[str] | None = None) -> None:
 
 
 if __name__ == "__main__":
-    # `python -m ledger.cli`: run the imported module's main, not this __main__ copy, so the
-    # plugins' commands (which import ledger.cli's Context) find the context object they expect.
-    from ledger.cli import main as _main
+    # `python -m ledger.cli`: run the imported module's entry point, not this __main__ copy, so
+    # the plugins' commands (which import ledger.cli's Context) find the context object they expect.
+    from ledger.cli import run as _run
 
-    _main()
+    _run()

@@ -45,7 +45,7 @@ def normalize_compute_capability(value: str | float | None) -> str | None:
 class StrictModel(BaseModel):
     """Base of every ledger model: unknown fields are an error, not silently dropped."""
 
-    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+    model_config = ConfigDict(extra="forbid", populate_by_name=True, defer_build=True)
 
 
 class Actor(StrictModel):

@@ -722,4 +722,4 @@ CURRENT_VERSIONS: dict[str, int] = {
 AnyEvent = Annotated[Union[tuple(EVENT_CLASSES)], Field(discriminator="type")]  # type: ignore[valid-type]
 
 #: Validates one event dict (current version) into its model.
-EVENT_ADAPTER: TypeAdapter[Event] = TypeAdapter(AnyEvent)
+EVENT_ADAPTER: TypeAdapter[Event] = TypeAdapter(AnyEvent, config={"defer_build": True})
