@@ -150,7 +150,6 @@ def import_moe_config(file: InputFile, *, session_id: str | None, host: Host | N
     configs = validate_configs(data, file.label)
     file_host = Host(gpu_name=parts.gpu_name, compute_capability=compute_capability_for(parts.gpu_name))
     merged = (host or Host()).model_copy(update={k: v for k, v in file_host.model_dump().items() if v is not None})
-    triton_version = triton_version_of(file.path.resolve())
     return MoeConfigRecorded(
         # The file's identity is part of the id: two files with the same JSON under other
         # names (or Triton folders) are two configs; the same path imported again is a no-op.
