@@ -6,7 +6,7 @@ LEDGER ?= demo.duckdb
 # E2E=0 skips installing torch (CPU) + transformers for the end-to-end test (it then skips itself).
 E2E ?= 1
 
-.PHONY: demo test bench schemas clean
+.PHONY: demo test bench bench-ledger schemas shell clean
 
 $(BIN)/tuneledger: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -21,12 +21,24 @@ $(VENV)/.e2e: $(BIN)/tuneledger
 demo: $(BIN)/tuneledger
 	$(BIN)/tuneledger --ledger $(LEDGER) demo $(if $(NO_TUI),--no-tui,)
 
+## A shell with the venv active: `tuneledger` on PATH (exit to leave).
+shell: $(BIN)/tuneledger
+	@echo "tuneledger is on PATH in this shell (the venv $(VENV) is active); exit leaves it"
+	@VIRTUAL_ENV="$(abspath $(VENV))" PATH="$(abspath $(BIN)):$$PATH" $${SHELL:-/bin/sh} -i
+
 ## Run the test suite.
 test: $(BIN)/tuneledger $(VENV)/.e2e
 	$(BIN)/python -m pytest -q
 
-## Ledger benchmark (append latency, bulk import, view latency at 1M events).
+## The performance aims in one run (< 10 min on the 2-core machine): appends beside MLflow
+## sqlite and Optuna's journal (installed into bench/.venv-peers, never project dependencies),
+## CLI append, bulk import, hand-off, then the benchmark client beside plain aiohttp.
 bench: $(BIN)/tuneledger
+	$(BIN)/python bench/bench_store.py --rounds 3 --batches 3 --json bench/last-store.json
+	$(BIN)/python bench/bench_client.py --requests 2000 --rounds 2
+
+## The ledger at 1M events: every view's latency (long: generates a 2 GB campaign once).
+bench-ledger: $(BIN)/tuneledger
 	$(BIN)/python bench/bench_ledger.py
 
 ## Regenerate the committed JSON Schemas after changing an event model.

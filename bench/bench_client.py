@@ -10,9 +10,9 @@ SSE chunks instantly (no delay) plus a usage chunk and ``[DONE]``, on ``/v1/chat
 ``--servers N`` starts N such processes on one port (SO_REUSEPORT) so the server is less of a
 bottleneck. Each client sends ``--requests`` requests closed-loop at each concurrency:
 
-- ``httpx (ours)``: ``runners.bench.timed_run`` with ``runners.bench.client_slots`` — the exact
+- ``ours``: ``runners.bench.timed_run`` with ``runners.bench.client_slots`` — the exact
   code path of ``tuneledger run bench`` (slot semaphore, SSE parsing, per-chunk timestamps), on
-  the transport it picks (``--transport``: ``auto`` = the aiohttp transport when httpx-aiohttp
+  the client it picks (``--transport``: ``auto`` = aiohttp directly (``AiohttpClient``) when it
   is installed, else plain httpx sharded over ``ClientShards``);
 - ``aiohttp``: a client written the way sglang's bench_serving is (one ``ClientSession``,
   ``TCPConnector(limit=c)``, lines from ``response.content``, ``json.loads`` and a
@@ -116,7 +116,7 @@ async def run_aiohttp(url: str, concurrency: int, requests: int, chunks: int) ->
         return sum(ok), time.perf_counter() - t0
 
 
-CLIENTS = {"httpx (ours)": run_ours, "aiohttp": run_aiohttp}
+CLIENTS = {"ours": run_ours, "aiohttp": run_aiohttp}
 
 
 def measure(url: str, concurrency: int, requests: int, chunks: int, rounds: int) -> dict[str, dict[str, float]]:
@@ -135,7 +135,7 @@ def measure(url: str, concurrency: int, requests: int, chunks: int, rounds: int)
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description="client overhead: ours (httpx) vs aiohttp")
+    parser = argparse.ArgumentParser(description="client overhead: ours vs plain aiohttp")
     parser.add_argument("--concurrency", default="64,256")
     parser.add_argument("--requests", type=int, default=3000)
     parser.add_argument("--chunks", type=int, default=4, help="content chunks per response")
@@ -154,7 +154,7 @@ def main(argv: list[str] | None = None) -> None:
         for c in (int(x) for x in args.concurrency.split(",")):
             load = os.getloadavg()[0]  # the machine may be shared: the numbers need their load
             best = measure(url, c, args.requests, args.chunks, args.rounds)
-            ours, ref = best["httpx (ours)"], best["aiohttp"]
+            ours, ref = best["ours"], best["aiohttp"]
             rows.append({"concurrency": c, "transport": transport, "ours_req_s": ours["req_s"], "aiohttp_req_s": ref["req_s"],
                          "ratio": ours["req_s"] / ref["req_s"], "ours_cpu_us": ours["cpu_us_per_req"],
                          "aiohttp_cpu_us": ref["cpu_us_per_req"],
@@ -168,7 +168,7 @@ def main(argv: list[str] | None = None) -> None:
         return
     print(f"{args.requests} requests x {args.chunks} chunks, best of {args.rounds}, {args.servers} server process(es), "
           f"{os.cpu_count()} CPUs, our transport: {transport}\n")
-    print("| concurrency | ours (httpx) req/s | aiohttp req/s | ratio | ours CPU us/req | aiohttp CPU us/req "
+    print("| concurrency | ours req/s | aiohttp req/s | ratio | ours CPU us/req | aiohttp CPU us/req "
           "| load 1m before/after |")
     print("|---:|---:|---:|---:|---:|---:|---:|")
     for r in rows:

@@ -589,7 +589,8 @@ class Bench:
         t_dump, dumped = _timed(lambda: [e.model_dump(mode="json") for e in events])
         t_json, _ = _timed(lambda: [json.dumps({k: v for k, v in d.items() if k not in env}, separators=(",", ":")) for d in dumped])
         del dumped
-        t_row, rows = _timed(lambda: [store._row(e) for e in events])
+        now = store.clock()
+        t_row, rows = _timed(lambda: [store_mod.event_row(e, now) for e in events])
         for i, r in enumerate(rows, start=1):
             r["seq"], r["stream_version"] = i, i  # positions as the store assigns them (unique per row)
         t_arrow, table = _timed(lambda: pa.Table.from_pylist(rows, schema=store_mod._ARROW_SCHEMA))

@@ -10,23 +10,49 @@ never imports the UI.
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import sys
-from importlib.metadata import entry_points
+import uuid
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
-import pyarrow as pa
+from pydantic import ValidationError
 
-from schemas import EVENT_TYPES, Actor, Event, Host, StartupFacts
+from schemas import EVENT_TYPES, Actor, Event, Evidence, Host, StartupFacts
 from schemas.events import ServerReady
 
+from . import input_checks
 from .errors import InvalidInput, LedgerError, NotFound
+from .input_checks import loads
 from .jsonl import event_from_obj, event_to_json, read_stdin_events
-from .render import FORMATS, print_table
 from .store import AppendResult, LedgerStore
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+# Start-up time matters (an agent calls `tuneledger append` in a loop): pyarrow, rich (the
+# table printer), the runners' and the TUI's commands are imported only when a command that
+# needs them runs. See README, Performance.
+
+#: The output formats of the table-printing commands (``ledger.render``, imported when printing).
+FORMATS = ("table", "csv", "json")
+
+
+def print_table(*args: Any, **kwargs: Any) -> None:
+    """``ledger.render.print_table``, imported on first use (it brings rich and pyarrow)."""
+    from .render import print_table as render
+
+    render(*args, **kwargs)
+
+
+def stream_rows(*args: Any, **kwargs: Any) -> int:
+    """``ledger.render.stream_rows``, imported on first use."""
+    from .render import stream_rows as stream
+
+    return stream(*args, **kwargs)
 
 DEFAULT_LEDGER = "tuneledger.duckdb"
 
@@ -59,7 +85,7 @@ ledger_option = click.option(
 )
 
 
-def _default_actor() -> str:
+def default_actor_text() -> str:
     """``$TUNELEDGER_ACTOR``, else ``person:`` and the login name (``$USER`` may be empty or unset
     in containers and cron: ``getpass`` falls back to ``$LOGNAME`` and the password database)."""
     if os.environ.get("TUNELEDGER_ACTOR"):
@@ -73,7 +99,35 @@ def _default_actor() -> str:
     return f"person:{name.strip() or 'unknown'}"
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+class _LazyPluginGroup(click.Group):
+    """The root group: commands of other packages (entry points ``tuneledger.commands``) are
+    listed by name and imported only when one of them runs or help lists them."""
+
+    def _plugins(self) -> dict[str, Any]:
+        from importlib.metadata import entry_points
+
+        return {entry.name: entry for entry in entry_points(group="tuneledger.commands")}
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted({*super().list_commands(ctx), *self._plugins()})
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        command = super().get_command(ctx, cmd_name)
+        if command is not None:
+            return command
+        entry = self._plugins().get(cmd_name)
+        if entry is None:
+            return None
+        try:
+            command = entry.load()
+        except (ImportError, AttributeError):  # a plugin not built (yet) is simply absent
+            return None
+        _accept_ledger_everywhere(command)
+        self.add_command(command, cmd_name)
+        return command
+
+
+@click.group(cls=_LazyPluginGroup, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
 @click.option(
     "--ledger",
     type=click.Path(dir_okay=False, path_type=Path),
@@ -84,7 +138,7 @@ def _default_actor() -> str:
 )
 @click.option(
     "--actor",
-    default=_default_actor,
+    default=default_actor_text,
     help="Who appends: person:NAME, agent:NAME or runner:NAME (env TUNELEDGER_ACTOR).",
 )
 @click.option("--session", envvar="TUNELEDGER_SESSION", help="Default session id for new events (env TUNELEDGER_SESSION).")
@@ -115,10 +169,12 @@ def init(ctx: Context, parents: bool) -> None:
     A ledger path in a directory that does not exist is refused (exit 5: a
     mistyped path is not a new ledger) unless ``--parents``.
     """
+    store = ctx.store()
+    store.check_path()  # a URL-like or otherwise impossible name first: it has no folder to find
     folder = ctx.ledger.parent
     if not parents and not folder.is_dir():
         raise NotFound(f"no directory {folder} for ledger {ctx.ledger} (mistyped? `--parents` creates it)")
-    created = ctx.store().init()
+    created = store.init()
     click.echo(f"{'created' if created else 'updated'} ledger {ctx.ledger}")
 
 
@@ -135,9 +191,9 @@ def _first_error(exc: ValueError) -> str:
     return str(exc).splitlines()[0]
 
 
-def _parse_value(text: str) -> Any:
+def _parse_value(text: str, key: str) -> Any:
     try:
-        return json.loads(text)
+        return loads(text, f"--field {key}")
     except json.JSONDecodeError:
         return text
 
@@ -175,7 +231,22 @@ def _fill_envelope(event: Event, ctx: Context, overrides: dict[str, Any]) -> Eve
         update["actor"] = ctx.actor
     if event.session_id is None and "session_id" not in update and ctx.session:
         update["session_id"] = ctx.session
-    return event.model_copy(update=update) if update else event
+    if not update:
+        return event
+    # Validated (model_copy would not): a bad --causation is named, never stored or warned about.
+    try:
+        return type(event).model_validate({**event.model_dump(), **update})
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        field = str(first["loc"][0]) if first.get("loc") else ""
+        option = _OPTION_OF.get(field, field)
+        raise InvalidInput(f"{option}: {first['msg']} (got {str(update.get(field, ''))[:60]!r})") from None
+
+
+#: The ``append`` option that sets each envelope field (for error messages).
+_OPTION_OF = {"causation_id": "--causation", "correlation_id": "--correlation", "event_id": "--event-id",
+              "session_id": "--session", "stream": "--stream", "source": "--source", "host": "--host",
+              "actor": "--actor"}
 
 
 def _result_json(result: AppendResult) -> dict[str, Any]:
@@ -188,16 +259,29 @@ def _result_json(result: AppendResult) -> dict[str, Any]:
     }
 
 
-def _report_appended(results: list[AppendResult], events: list[Event], as_json: bool) -> None:
+def _report_appended(results: list[AppendResult], events: list[Any], as_json: bool,
+                     types: list[str] | None = None) -> None:
     if as_json:
         click.echo(json.dumps([_result_json(r) for r in results]))
         return
-    for result, event in zip(results, events):
-        state = "already stored at" if result.duplicate else "appended"
-        click.echo(
-            f"{state} seq {result.seq}: {event.type} {result.event_id} "
-            f"({result.stream} v{result.stream_version})"
-        )
+    names = types if types is not None else [event.type for event in events]
+    click.echo("\n".join(
+        f"{'already stored at' if result.duplicate else 'appended'} seq {result.seq}: {name} "
+        f"{result.event_id} ({result.stream} v{result.stream_version})"
+        for result, name in zip(results, names)
+    ))
+
+
+#: JSON lines on standard input from which the bulk import (``ledger.bulk``: validation in
+#: worker processes, one transaction) takes over; smaller inputs take the event-by-event path.
+BULK_MIN_LINES = 1000
+
+
+def _bulk_eligible(text: str, overrides: dict[str, Any], event_id: str | None, expected_version: int | None) -> bool:
+    """Many JSON lines and no option that changes each event (those take the general path)."""
+    if event_id is not None or expected_version is not None or any(v is not None for v in overrides.values()):
+        return False
+    return not text.lstrip().startswith("[") and text.count("\n") >= BULK_MIN_LINES
 
 
 @cli.command(cls=_AppendCommand)
@@ -268,8 +352,22 @@ def append(
             raise click.UsageError("-f/--field needs a TYPE")
         if sys.stdin.isatty():
             raise click.UsageError("give a TYPE with -f fields, or pipe JSON / JSON lines on standard input")
-        events = read_stdin_events(sys.stdin)
-        if event_id is not None and len(events) == 1:
+        text = sys.stdin.read()
+        if _bulk_eligible(text, overrides, event_id, expected_version):
+            from .bulk import import_lines
+
+            lines = text.splitlines()
+            results, types = import_lines(ctx.store(), lines, "<stdin>", actor=ctx.actor, session_id=ctx.session)
+            _report_appended(results, [], as_json, types=types)
+            return
+        events = read_stdin_events(io.StringIO(text))
+        if event_id is not None:
+            if len(events) != 1:
+                # Ignoring it would make a retry append the whole batch again.
+                raise click.UsageError(
+                    f"--event-id names one event, but standard input held {len(events)}; "
+                    'give each event its own "event_id" in the JSON instead'
+                )
             overrides["event_id"] = event_id
     else:
         data: dict[str, Any] = {"type": event_type}
@@ -277,16 +375,16 @@ def append(
             key, sep, value = item.partition("=")
             if not sep or not key:
                 raise InvalidInput(f"--field {item!r}: expected KEY=VALUE")
-            _set_dotted(data, key, _parse_value(value))
+            _set_dotted(data, key, _parse_value(value, key))
         if event_id is not None:
             data["event_id"] = event_id
         events = [event_from_obj(data, "options")]
-    try:
-        events = [_fill_envelope(event, ctx, overrides) for event in events]
-        # model_copy skips validation: re-validate so a bad override is caught here.
-        events = [type(event).model_validate(event.model_dump()) for event in events]
-    except ValueError as exc:
-        raise InvalidInput(f"options: {str(exc).splitlines()[0]}") from None
+    events = [_fill_envelope(event, ctx, overrides) for event in events]
+    for number, event in enumerate(events, start=1):  # name the input here, not in the store
+        where = "options" if event_type not in (None, "-") else f"<stdin>: event {number}"
+        input_checks.check_text(event.model_dump(), where)
+        input_checks.payload_json(event, where)
+        input_checks.host_json(event, where)
     results = ctx.store().append(events, expected_version=expected_version)
     _report_appended(results, events, as_json)
 
@@ -373,20 +471,30 @@ def show(ctx: Context, event_id: str) -> None:
 @click.argument("query")
 @click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True)
 @click.option("--timeout", "timeout_s", type=click.FloatRange(min=0), default=10.0, show_default=True,
-              help="Stop the query after this many seconds (0: no limit); writers wait while it runs.")
+              help="Stop the query, its fetching and printing after this many seconds (0: no limit); writers wait while it runs.")
+@click.option("--max-rows", type=click.IntRange(min=1), default=1000, show_default=True,
+              help="Rows shown by --format table (csv and json stream every row).")
 @ledger_option
 @pass_ctx
-def sql(ctx: Context, query: str, fmt: str, timeout_s: float) -> None:
+def sql(ctx: Context, query: str, fmt: str, timeout_s: float, max_rows: int) -> None:
     """Run one read-only SQL query over the ledger and its views.
 
     \b
     Example: tuneledger sql "SELECT flag, verdict FROM flag_verdicts WHERE arch = 'sm120' AND no_effect"
     Statements that write, attach, set options or touch files are refused (exit 6);
-    a query stopped by --timeout exits 14.
+    a query stopped by --timeout exits 14. A table shows --max-rows rows (with a notice
+    when there are more); csv and json stream every row. --timeout covers the query,
+    fetching and printing.
     """
-    from .readonly_sql import run_readonly
+    from .readonly_sql import run_readonly, stream_readonly
 
-    print_table(run_readonly(ctx.store(), query, timeout_s=timeout_s or None), fmt)
+    if fmt != "table":  # streamed: memory stays at one batch whatever the result's size
+        stream_rows(stream_readonly(ctx.store(), query, timeout_s=timeout_s or None), fmt)
+        return
+    table = run_readonly(ctx.store(), query, max_rows=max_rows + 1, timeout_s=timeout_s or None)
+    print_table(table.slice(0, max_rows), fmt)
+    if table.num_rows > max_rows:
+        click.echo(f"(the first {max_rows:,} rows; --max-rows N shows more, --format csv or json streams them all)")
 
 
 @cli.command(name="types")
@@ -419,9 +527,13 @@ def list_views(ctx: Context) -> None:
 @click.option("--session", "session_id", help="Session id for the imported events.")
 @click.option("--config-name", help="Configuration name for imported benchmark runs (default: the file name).")
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
+@click.option("--check-arch", "check_arch", multiple=True, metavar="SMNN",
+              help="Check MoE config files against this arch's shared memory per block (e.g. sm120); "
+                   "each entry that would not launch is recorded as a finding.")
 @ledger_option
 @pass_ctx
-def import_(ctx: Context, files: tuple[Path, ...], session_id: str | None, config_name: str | None, as_json: bool) -> None:
+def import_(ctx: Context, files: tuple[Path, ...], session_id: str | None, config_name: str | None, as_json: bool,
+            check_arch: tuple[str, ...]) -> None:
     """Import files, detecting each kind by content: sglang/vLLM/GuideLLM/llmperf/AIPerf
     benchmark results, tuned MoE configs, SGLang and vLLM server logs. All files are appended in one atomic batch;
     re-importing a file is a no-op (event ids derive from the file's content)."""
@@ -442,7 +554,9 @@ def import_(ctx: Context, files: tuple[Path, ...], session_id: str | None, confi
         for event in result.events:
             if isinstance(event, ServerReady):
                 previous = event.startup
-    all_events = [event for result in results for event in result.events]
+    all_events = _one_per_id(results)
+    findings = _shared_memory_findings(all_events, check_arch, session, ctx.actor)
+    all_events += findings
     samples: dict[Any, pa.Table] = {}
     for result in results:
         samples.update(result.samples)
@@ -463,6 +577,66 @@ def import_(ctx: Context, files: tuple[Path, ...], session_id: str | None, confi
     else:
         for row in summary:
             click.echo(f"{row['file']}: {row['kind']}, {row['new']} new, {row['duplicates']} already stored")
+        for finding in findings:
+            click.echo(f"finding: {finding.message}")
+
+
+def _shared_memory_findings(events: list, archs: tuple[str, ...], session: str | None, actor: Any) -> list:
+    """One ``finding_recorded`` per MoE config entry that needs more shared memory than an arch of
+    ``--check-arch`` has (the seeds' SM120 crash, caught before a server starts).
+
+    Raises:
+        InvalidInput: an arch with no known shared-memory figure.
+    """
+    from schemas.events import FindingRecorded, MoeConfigRecorded
+
+    from .gpu_arch import SHARED_MEMORY_PER_BLOCK, moe_config_overruns
+
+    unknown = [a for a in archs if a not in SHARED_MEMORY_PER_BLOCK]
+    if unknown:
+        raise InvalidInput(f"--check-arch {unknown[0]}: unknown arch; known: {', '.join(SHARED_MEMORY_PER_BLOCK)}")
+    out = []
+    for event in events:
+        if not isinstance(event, MoeConfigRecorded):
+            continue
+        for arch in archs:
+            for m, need, limit in moe_config_overruns(event.configs, arch, event.dtype):
+                c = event.configs[m]
+                out.append(FindingRecorded(
+                    event_id=uuid.uuid5(event.event_id, f"shared-memory/{arch}/{m}"),
+                    kind="moe-config-exceeds-shared-memory", basis="researched", verdict="incompatible",
+                    message=(f"{event.file_name}: M={m} ({c['BLOCK_SIZE_M']}/{c['BLOCK_SIZE_N']}/{c['BLOCK_SIZE_K']} "
+                             f"{c['num_stages']} stages) needs {need} B shared memory, {arch} has {limit} B per block: "
+                             "Triton raises OutOfResources at the first launch"),
+                    evidence=[Evidence(kind="event", ref=str(event.event_id))],
+                    host=Host(compute_capability=arch), session_id=session, actor=actor, source=event.file_name))
+    return out
+
+
+def _one_per_id(results: list[Any]) -> list[Any]:
+    """The events of all files, each id once: a file given twice (or two files with one
+    content) gives the same events, stored once. The same id with other content is an
+    error naming both files and lines.
+
+    Raises:
+        EventIdReused: one ``event_id`` with two contents (exit 8).
+    """
+    from .errors import EventIdReused
+
+    seen: dict[Any, tuple[Any, Any]] = {}
+    events = []
+    for result in results:
+        for event in result.events:
+            prior = seen.get(event.event_id)
+            if prior is None:
+                seen[event.event_id] = (result.path, event)
+                events.append(event)
+            elif prior[1] != event:
+                raise EventIdReused(
+                    f"{result.path} ({event.source}): event id {event.event_id} is also given by "
+                    f"{prior[0]} ({prior[1].source}) with other content"
+                )
+    return events
 
 
 def _latest_startup(store: LedgerStore, session_id: str | None) -> StartupFacts | None:
@@ -513,13 +687,16 @@ SM120_QUERY = (
 
 @cli.command()
 @click.option("--no-tui", is_flag=True, help="Print a summary instead of opening the TUI.")
+@click.option("--campaign", type=click.Choice(["seeds", "h200"]), default="seeds", show_default=True,
+              help="seeds: data/demo_campaign.jsonl; h200: the H200 runs (data/h200_*.jsonl).")
 @ledger_option
 @pass_ctx
-def demo(ctx: Context, no_tui: bool) -> None:
+def demo(ctx: Context, no_tui: bool, campaign: str) -> None:
     """Build the demo ledger from data/demo_campaign.jsonl (the seeds' campaign) at --ledger and open it."""
-    from .demo import DEMO_SESSION, build_demo
+    from .demo import CAMPAIGNS, build_demo
 
-    store = build_demo(ctx.ledger)
+    store = build_demo(ctx.ledger, campaign=campaign)
+    DEMO_SESSION = CAMPAIGNS[campaign][1]
     # Without a terminal (a script, an agent, CI) there is nothing to draw on: print the summary.
     interactive = sys.stdin.isatty() and sys.stdout.isatty()
     opener = None if no_tui or not interactive else _plugin("tuneledger.tui_opener")
@@ -529,7 +706,10 @@ def demo(ctx: Context, no_tui: bool) -> None:
     click.echo(f"built demo ledger {ctx.ledger}: {store.head()} events, session {DEMO_SESSION}\n")
     print_table(store.query_arrow(
         "SELECT candidate_id, status, verdict, priority, reason FROM board ORDER BY updated_seq"), title="board")
-    print_table(store.query_arrow(SM120_QUERY), title="which flags were no-ops on SM120?")
+    if campaign == "h200":
+        _print_h200(store)
+    else:
+        print_table(store.query_arrow(SM120_QUERY), title="which flags were no-ops on SM120?")
     print_table(store.query_arrow(
         "SELECT config_name, concurrency, metric, baseline_value, value, round(change_pct, 2) AS change_pct, verdict "
         "FROM benchmark_deltas WHERE metric = 'output_throughput' ORDER BY config_name, concurrency"),
@@ -539,11 +719,27 @@ def demo(ctx: Context, no_tui: bool) -> None:
                    if not interactive else "(the TUI is not installed; showing the summary)")
 
 
+def _print_h200(store: Any) -> None:
+    print_table(store.query_arrow("SELECT flag, arch, verdict, basis, summary FROM flag_verdicts ORDER BY flag"),
+                title="flag verdicts on sm90")
+    print_table(store.query_arrow(
+        "SELECT E, N, batch_size, default_us, tuned_us, round(speedup, 3) AS speedup, "
+        "round(100 * bandwidth_fraction, 1) AS bandwidth_pct, round(100 * flops_fraction, 2) AS flops_pct "
+        "FROM kernel_tune_results WHERE tune_id IN (SELECT tune_id FROM kernel_tunes WHERE search LIKE '%halving%' "
+        "AND session_id = 'h200-moe-tune' QUALIFY row_number() OVER (PARTITION BY E, N ORDER BY seq DESC) = 1) "
+        "ORDER BY seq, batch_size"), title="fused-MoE tune: SGLang default vs tuned (µs), latest tune per shape")
+    print_table(store.query_arrow(
+        "SELECT trial_id, accept_length, round(output_throughput_change_pct, 1) AS throughput_pct, "
+        "round(median_tpot_change_pct, 1) AS tpot_pct, verdict FROM spec_trials"), title="speculative trials")
+
+
 # --- plugins and entry point -----------------------------------------------------------
 
 
 def _plugin(group: str) -> Any:
     """The first object registered under the entry point ``group``, or None."""
+    from importlib.metadata import entry_points
+
     for entry in entry_points(group=group):
         try:
             return entry.load()
@@ -552,14 +748,35 @@ def _plugin(group: str) -> Any:
     return None
 
 
-def _register_plugin_commands() -> None:
-    for entry in entry_points(group="tuneledger.commands"):
+def run() -> None:
+    """The ``tuneledger`` console script: ``main``, then exit without the interpreter's teardown.
+
+    Once output is flushed and kept-open ledgers are let go (atexit handlers), ``os._exit``
+    ends the process: module and object finalisation cost tens of ms a call and do nothing
+    for a process that is about to end. In-process callers (tests) use ``main``.
+    """
+    import atexit
+
+    try:
+        main()
+        code = 0
+    except SystemExit as exc:
+        code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+        if exc.code is not None and not isinstance(exc.code, int):
+            print(exc.code, file=sys.stderr)
+    for stream in (sys.stdout, sys.stderr):
         try:
-            command = entry.load()
-        except (ImportError, AttributeError):  # a plugin not built (yet) is simply absent
-            continue
-        if command.name not in cli.commands:
-            cli.add_command(command)
+            stream.flush()
+        except (BrokenPipeError, ValueError):
+            pass
+    atexit._run_exitfuncs()
+    os._exit(code)
+
+
+def _one_line(text: str) -> str:
+    """``text`` with line breaks and other control characters escaped (``\\n``): an error
+    message quoting user input stays one line."""
+    return "".join(ch if ch.isprintable() else ch.encode("unicode_escape").decode("ascii") for ch in text)
 
 
 def _accept_ledger_everywhere(command: click.Command) -> None:
@@ -577,10 +794,17 @@ def _accept_ledger_everywhere(command: click.Command) -> None:
     ))
 
 
+def _register_plugin_commands() -> None:
+    """Load every plugin command now (for code that drives ``cli`` directly, e.g. click's
+    CliRunner in tests); the CLI itself loads a plugin only when its command is used."""
+    context = click.Context(cli)
+    for name in cli.list_commands(context):
+        cli.get_command(context, name)
+
+
 def main(argv: list[str] | None = None) -> None:
     """Run the CLI; ``LedgerError`` becomes one line on stderr and its exit code."""
-    _register_plugin_commands()
-    for command in cli.commands.values():
+    for command in cli.commands.values():  # plugin commands get it when loaded (_LazyPluginGroup)
         _accept_ledger_everywhere(command)
     try:
         cli.main(args=argv, prog_name="tuneledger", standalone_mode=False)
@@ -591,22 +815,30 @@ def main(argv: list[str] | None = None) -> None:
         sys.exit(130)
     except click.UsageError as exc:
         hint = f" (see tuneledger {exc.ctx.command_path.split(' ', 1)[1] + ' ' if exc.ctx and ' ' in exc.ctx.command_path else ''}--help)"
-        click.echo(f"tuneledger: error: {exc.format_message()}{hint}", err=True)
+        click.echo(_one_line(f"tuneledger: error: {exc.format_message()}{hint}"), err=True)
         sys.exit(2)
     except click.ClickException as exc:
-        click.echo(f"tuneledger: error: {exc.format_message()}", err=True)
+        click.echo(_one_line(f"tuneledger: error: {exc.format_message()}"), err=True)
         sys.exit(exc.exit_code)
     except LedgerError as exc:
-        click.echo(f"tuneledger: error: {exc}", err=True)
+        click.echo(_one_line(f"tuneledger: error: {exc}"), err=True)
         sys.exit(exc.exit_code)
     except BrokenPipeError:
         sys.exit(0)
+    except Exception as exc:  # a full disk or read-only storage under DuckDB: one line, exit 15
+        from .ledger_file import storage_error
+
+        error = storage_error(exc)
+        if error is None:
+            raise
+        click.echo(_one_line(f"tuneledger: error: {error}"), err=True)
+        sys.exit(error.exit_code)
     sys.exit(0)
 
 
 if __name__ == "__main__":
-    # `python -m ledger.cli`: run the imported module's main, not this __main__ copy, so the
-    # plugins' commands (which import ledger.cli's Context) find the context object they expect.
-    from ledger.cli import main as _main
+    # `python -m ledger.cli`: run the imported module's entry point, not this __main__ copy, so
+    # the plugins' commands (which import ledger.cli's Context) find the context object they expect.
+    from ledger.cli import run as _run
 
-    _main()
+    _run()

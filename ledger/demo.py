@@ -19,7 +19,7 @@ from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
 
-from .errors import WouldLoseData
+from .errors import EventIdReused, WouldLoseData
 from .jsonl import read_jsonl
 from .store import LedgerStore
 
@@ -28,6 +28,15 @@ DEMO_FILE: Path = Path(__file__).resolve().parents[1] / "data" / "demo_campaign.
 
 #: The ``session_id`` of every demo event.
 DEMO_SESSION = "qwen35-sm120"
+
+#: ``tuneledger demo --campaign NAME``: the event files of each campaign and the session to open.
+#: ``h200``: the runs on the lent H200 (bench/h200_data.py made these files from the device's
+#: outputs): the flag plan and prompt-lookup trial of ``transformers serve``, and the fused-MoE
+#: kernel tunes with their default / shipped / tuned re-timings.
+CAMPAIGNS: dict[str, tuple[tuple[str, ...], str]] = {
+    "seeds": (("demo_campaign.jsonl",), DEMO_SESSION),
+    "h200": (("h200_flags.jsonl", "h200_moe_tune.jsonl"), "h200-flags"),
+}
 
 #: The namespace of the demo's fixed event ids (see ``demo_event_id``).
 DEMO_ID_NAMESPACE = uuid.UUID("6c1f1d1e-5b7a-4e43-9a5e-2f0c7d1b9a01")
@@ -47,6 +56,7 @@ def build_demo(
     ledger_path: str | Path,
     *,
     clock: Callable[[], datetime] | None = None,
+    campaign: str = "seeds",
 ) -> LedgerStore:
     """Build the demo ledger at ``ledger_path`` from ``DEMO_FILE`` and return its store.
 
@@ -57,6 +67,7 @@ def build_demo(
             deleted: an existing ledger holding any other event is refused.
         clock: stamps ``recorded_at`` on each event (all demo events lack it);
             the store's default clock (now, UTC) when ``None``.
+        campaign: a key of ``CAMPAIGNS`` (``seeds``: ``DEMO_FILE``; ``h200``).
 
     All events are validated before anything is written, then appended in one
     atomic batch.
@@ -69,7 +80,7 @@ def build_demo(
         LedgerBusy: another process holds the ledger file.
     """
     path = Path(ledger_path)
-    events = read_jsonl(DEMO_FILE)
+    events = [e for name in CAMPAIGNS[campaign][0] for e in read_jsonl(DEMO_FILE.with_name(name))]
     store = LedgerStore(path, clock=clock)
     store.check_path()
     if path.exists():
@@ -81,7 +92,13 @@ def build_demo(
                 "`tuneledger demo --ledger demo.duckdb` (or `make demo LEDGER=demo.duckdb`)"
             )
     store.init()
-    store.append(events)
+    try:
+        store.append(events)
+    except EventIdReused:
+        raise WouldLoseData(
+            f"{path} holds a demo ledger built from an older demo file; nothing was changed (no command "
+            "rewrites a ledger). Build the current demo elsewhere: `tuneledger demo --ledger demo-new.duckdb`"
+        ) from None
     return store
 
 

@@ -212,7 +212,9 @@ def _host_text(host: dict[str, Any]) -> str:
     parts = []
     gpu = host.get("gpu_name")
     count = host.get("gpu_count")
-    if gpu or count is not None:
+    if count == 0 and not gpu:
+        parts.append("CPU (no GPU)")  # a CPU host: the fingerprint records gpu_count 0 and no GPU name
+    elif gpu or count is not None:
         parts.append(f"{gpu or 'GPU ?'} x{count if count is not None else '?'}")
     if host.get("compute_capability"):
         parts.append(str(host["compute_capability"]))
@@ -429,11 +431,12 @@ def _render_flag_verdicts(store: LedgerStore, session_id: str, short: ShortIds) 
         )
         lines += ["The session records no arch: verdicts without an arch.", ""]
     table = markdown_table(
-        ["Flag", "Engine version", "Arch", "Verdict", "Basis", "History", "Summary"],
+        ["Flag", "Engine", "Engine version", "Arch", "Verdict", "Basis", "History", "Summary"],
         [
             [
                 _code(r["flag"]),
-                " ".join(str(r[k]) for k in ("engine", "engine_version") if r[k]) or "—",
+                r["engine"] or "—",
+                r["engine_version"] or "—",
                 r["arch"] or "—",
                 r["verdict"],
                 r["basis"],
@@ -493,28 +496,29 @@ def _render_server_runs(store: LedgerStore, session_id: str, short: ShortIds) ->
     def number(value: Any) -> str:
         return "?" if value is None else str(value)
 
+    # The capacity and CUDA-graph columns are facts of SGLang's startup log: shown only when a
+    # run of the session is SGLang (for other engines they would be a column of "?").
+    sglang = any(r["engine"] == "sglang" for r in rows)
     # When the fact happened (an imported log's own time), only where some run has it.
     occurred = any(r.get("occurred_at") for r in rows)
-    table = markdown_table(
-        [
-            "Config", "Status", "max_running_requests", "max_total_num_tokens", "CUDA graph max bs",
-            "Piecewise CUDA graph", "MoE kernel config", "Changes vs previous",
-        ] + (["Started (log time, UTC)"] if occurred else []),
-        [
-            [
-                _run_label(r),
-                status(r),
-                number(r["max_running_requests"]),
-                number(r["max_total_num_tokens"]),
-                number(r["cuda_graph_max_bs"]),
-                piecewise(r),
-                r["moe_kernel_config"] or "?",
-                changes(r),
-            ] + ([_utc(r.get("occurred_at"))] if occurred else [])
-            for r in rows
-        ],
-        align=["l", "l", "r", "r", "r", "l", "l", "l"] + (["l"] if occurred else []),
-    )
+    headers = ["Config", "Engine", "Status"]
+    if sglang:
+        headers += ["max_running_requests", "max_total_num_tokens", "CUDA graph max bs", "Piecewise CUDA graph",
+                    "MoE kernel config"]
+    headers.append("Changes vs previous")
+    if occurred:
+        headers.append("Started (log time, UTC)")
+
+    def cells(r: dict[str, Any]) -> list[Any]:
+        row = [_run_label(r), r["engine"] or "?", status(r)]
+        if sglang:
+            row += [number(r["max_running_requests"]), number(r["max_total_num_tokens"]),
+                    number(r["cuda_graph_max_bs"]), piecewise(r), r["moe_kernel_config"] or "?"]
+        return row + [changes(r)] + ([_utc(r.get("occurred_at"))] if occurred else [])
+
+    table = markdown_table(headers, [cells(r) for r in rows],
+                           align=["l", "l", "l", *(["r", "r", "r", "l", "l"] if sglang else []), "l",
+                                  *(["l"] if occurred else [])])
     return ["## Server runs", "", table]
 
 
@@ -551,11 +555,35 @@ def _render_benchmark_deltas(store: LedgerStore, session_id: str, short: ShortId
     baselines = sorted({r["baseline_config"] for r in rows if r["baseline_config"]})
     if baselines:
         lines += [
-            f"Against baseline {', '.join(_code(b) for b in baselines)}. Change is value / baseline - 1 "
+            f"Against baseline {', '.join(_code(b) for b in baselines)}. Baseline and Value are the central "
+            "values the change is computed from (the geometric mean of the runs for a statistical verdict, "
+            "else the mean), with the spread over the runs (CV) beside them; Change is value / baseline - 1 "
             "(a latency that drops shows as negative); the verdict knows which way is better for each "
-            f"metric ({rows[0]['verdict_rule']}).",
+            f"metric ({rows[0]['verdict_rule']}). *too noisy*: the noise threshold is above 25%, so no "
+            "verdict of no change is given. Reproduce gives the command or plan that made the runs.",
             "",
         ]
+    sources = {
+        (r["config_name"], r["concurrency"], r["request_rate"]): r["source"]
+        for r in _rows(
+            store,
+            "SELECT config_name, concurrency, request_rate, source FROM benchmarks WHERE session_id = ? "
+            "AND source IS NOT NULL ORDER BY seq",
+            [session_id],
+        )
+    }
+
+    def reproduce(r: dict[str, Any]) -> str:
+        source = sources.get((r["config_name"], r["concurrency"], r["request_rate"]))
+        if not source:
+            return "—"
+        if source.endswith(".toml"):
+            return f"{_code('tuneledger run plan ' + source)} (configuration {_code(r['config_name'])})"
+        return _code(source)
+
+    def with_cv(metric: str, value: Any, cv_pct: Any) -> str:
+        text = format_metric(metric, value)
+        return text if cv_pct is None or value is None else f"{text} (CV {cv_pct:.1f}%)"
 
     def load(r: dict[str, Any]) -> str:
         parts = []
@@ -571,21 +599,22 @@ def _render_benchmark_deltas(store: LedgerStore, session_id: str, short: ShortId
         return "?" if value is None else str(value)
 
     table = markdown_table(
-        ["Config", "Load", "Metric", "Baseline", "Value", "Change", "Runs (base/this)", "Verdict"],
+        ["Config", "Load", "Metric", "Baseline", "Value", "Change", "Runs (base/this)", "Verdict", "Reproduce"],
         [
             [
                 r["config_name"],
                 load(r),
                 r["metric"],
-                format_metric(r["metric"], r["baseline_value"]),
-                format_metric(r["metric"], r["value"]),
+                with_cv(r["metric"], r["baseline_value"], r["baseline_cv_pct"]),
+                with_cv(r["metric"], r["value"], r["cv_pct"]),
                 format_change(r["change_pct"]),
                 f"{number(r['baseline_runs'])}/{number(r['runs'])}",
-                r["verdict"],
+                r["verdict"] + (f" (~{r['runs_needed']} runs/arm needed)" if r["runs_needed"] else ""),
+                reproduce(r),
             ]
             for r in rows
         ],
-        align=["l", "l", "l", "r", "r", "r", "r", "l"],
+        align=["l", "l", "l", "r", "r", "r", "r", "l", "l"],
     )
     return lines + [table]
 
@@ -626,8 +655,12 @@ def _render_session(store: LedgerStore, session_id: str, short: ShortIds, timeli
         _render_flag_verdicts(store, session_id, short),
         _render_server_runs(store, session_id, short),
         _render_benchmark_deltas(store, session_id, short),
-        _render_timeline(store, session_id, short, timeline_max_rows),
     ]
+    from .export_gpu import render_kernel_tunes, render_spec_trials  # sections only where a session has them
+
+    parts += [p for p in (render_kernel_tunes(store, session_id, markdown_table),
+                          render_spec_trials(store, session_id, markdown_table)) if p]
+    parts.append(_render_timeline(store, session_id, short, timeline_max_rows))
     return "\n\n".join("\n".join(part) for part in parts) + "\n"
 
 

@@ -17,6 +17,7 @@ from pydantic import ValidationError
 from schemas import EVENT_ADAPTER, EVENT_TYPES, Event, UpcastError, parse_event
 
 from .errors import InvalidInput
+from .input_checks import loads
 
 
 def describe_validation_error(exc: ValidationError, type_name: str | None = None) -> str:
@@ -46,6 +47,8 @@ def event_from_obj(obj: Any, where: str) -> Event:
     type_name = obj.get("type")
     if type_name is None:
         raise InvalidInput(f"{where}: field 'type' is required")
+    if not isinstance(type_name, str):
+        raise InvalidInput(f"{where}: field 'type': expected a string (an event type), got {json.dumps(type_name)[:40]}")
     if type_name not in EVENT_TYPES:
         raise InvalidInput(
             f"{where}: unknown event type {type_name!r} (known: {', '.join(sorted(EVENT_TYPES))})"
@@ -78,7 +81,7 @@ def iter_jsonl(lines: Iterable[str], name: str) -> Iterator[Event]:
         except ValidationError:
             pass
         try:
-            obj = json.loads(text)
+            obj = loads(text, f"{name}:{number}")
         except json.JSONDecodeError as exc:
             raise InvalidInput(f"{name}:{number}: not valid JSON ({exc.msg}, column {exc.colno})") from None
         yield event_from_obj(obj, f"{name}:{number}")
@@ -108,13 +111,21 @@ def read_stdin_events(stream: TextIO, name: str = "<stdin>") -> list[Event]:
     Raises:
         InvalidInput: as ``iter_jsonl``; an array element is named ``<stdin>:[i]``.
     """
-    text = stream.read()
+    raw = stream.buffer.read() if hasattr(stream, "buffer") else stream.read()
+    if isinstance(raw, bytes):
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            line = raw[: exc.start].count(b"\n") + 1
+            raise InvalidInput(f"{name}:{line}: not UTF-8 text (byte {exc.start})") from None
+    else:
+        text = raw
     stripped = text.strip()
     if not stripped:
         raise InvalidInput(f"{name}: no event given (expected JSON or JSON lines)")
     if stripped.startswith("["):
         try:
-            items = json.loads(stripped)
+            items = loads(stripped, name)
         except json.JSONDecodeError as exc:
             raise InvalidInput(f"{name}: not valid JSON ({exc.msg} at line {exc.lineno} column {exc.colno})") from None
         # elements are numbered from 1, like lines

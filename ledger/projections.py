@@ -1,13 +1,17 @@
-"""Projections: derived tables kept up to date inside every append transaction.
+"""Projections: derived tables caught up from a stored position (catch-up projections).
 
 The views in ``ledger.views`` answer from these tables, not from the raw log,
 because a long campaign's ledger holds a million events, most of them
 benchmark runs with large JSON payloads: re-parsing every payload on every
 query cost seconds. Each projection is a pure function of the ``events``
-table, applied to the rows an append adds (``seq > head before the
-append``), in the same transaction, so a view never sees a half-applied
-append. ``rebuild`` empties the tables and applies the same SQL to the whole
-log: incremental and full replay give the same tables (a test checks it).
+table, applied in batches to the rows after the stored position
+(``ledger_meta.projected_seq``): ``catch_up`` projects ``seq > projected_seq``
+and moves the position, in the caller's transaction, so a view never sees a
+half-applied batch. The store runs it inside a one-shot append's transaction,
+and a long-lived writer runs it when idle, before any read and before it lets
+go of the file (``ledger.store``), so no view answers from a stale table.
+``rebuild`` empties the tables and applies the same SQL to the whole log:
+incremental and full replay give the same tables (a test checks it).
 They are a cache of the log, never a source of truth: dropping them loses nothing.
 
 Tables:
@@ -20,6 +24,8 @@ Tables:
                       number of valid runs, their sum, how many were baseline runs
                       (retracting a run subtracts it)
 ``event_summaries``   one row per event with its one-line ``summary`` (the timeline)
+``stream_heads``      stream -> its highest ``stream_version`` (the store reads a stream's
+                      head here plus the not-yet-projected tail, instead of scanning the log)
 """
 
 from __future__ import annotations
@@ -79,7 +85,8 @@ CREATE TABLE IF NOT EXISTS bench_runs (
     server_run_id VARCHAR, tool VARCHAR, dataset VARCHAR, input_len BIGINT, output_len BIGINT,
     load VARCHAR, request_rate DOUBLE, num_prompts BIGINT, concurrency BIGINT, repeat BIGINT,
     valid BOOLEAN,
-    {_BENCH_METRIC_DDL}
+    {_BENCH_METRIC_DDL},
+    candidate_id VARCHAR
 );
 CREATE TABLE IF NOT EXISTS bench_arms (
     arm_key VARCHAR PRIMARY KEY, session_id VARCHAR, config_name VARCHAR, dataset VARCHAR,
@@ -93,9 +100,10 @@ CREATE TABLE IF NOT EXISTS event_summaries (
     arch VARCHAR, summary VARCHAR, causation_id UUID, correlation_id UUID, source VARCHAR,
     occurred_at TIMESTAMPTZ
 );
+CREATE TABLE IF NOT EXISTS stream_heads (stream VARCHAR PRIMARY KEY, version BIGINT NOT NULL);
 """
 
-PROJECTION_TABLES = ("retractions", "control_events", "bench_runs", "bench_arms", "event_summaries")
+PROJECTION_TABLES = ("retractions", "control_events", "bench_runs", "bench_arms", "event_summaries", "stream_heads")
 
 _ENVELOPE = (
     "e.seq, e.event_id, e.type, e.stream, e.stream_version, e.recorded_at, e.actor_kind, "
@@ -111,7 +119,7 @@ def _bench_struct_type() -> str:
     return (
         '{"run_id": "VARCHAR", "config_name": "VARCHAR", "is_baseline": "BOOLEAN", '
         '"server_run_id": "VARCHAR", "tool": "VARCHAR", "concurrency": "BIGINT", "repeat": "BIGINT", '
-        '"valid": "BOOLEAN", '
+        '"valid": "BOOLEAN", "candidate_id": "VARCHAR", '
         '"workload": {"dataset": "VARCHAR", "input_len": "BIGINT", "output_len": "BIGINT", '
         '"load": "VARCHAR", "request_rate": "DOUBLE", "num_prompts": "BIGINT"}, '
         f'"metrics": {{{metrics}}}}}'
@@ -196,7 +204,7 @@ def apply_sql() -> tuple[str, ...]:
     """The statements that project the events with ``seq > $after`` (one parameter each).
 
     In order: retractions, control_events, bench_runs, arms (+ new runs), arms (- newly
-    retracted runs), event_summaries; ``STATEMENT_TYPES`` says which event types each needs.
+    retracted runs), event_summaries, stream_heads; ``STATEMENT_TYPES`` says which event types each needs.
     """
     upcast = sql_upcast_expression("e.payload")
     bench = _bench_struct_type()
@@ -217,7 +225,7 @@ def apply_sql() -> tuple[str, ...]:
                    coalesce(b.is_baseline, false) OR b.config_name = 'baseline', b.server_run_id, b.tool,
                    b.workload.dataset, b.workload.input_len, b.workload.output_len, b.workload.load,
                    b.workload.request_rate, b.workload.num_prompts, b.concurrency, b.repeat, b.valid,
-                   {metric_cols}
+                   {metric_cols}, b.candidate_id
             FROM (SELECT e.seq, e.event_id, e.session_id, e.recorded_at, (e.host->>'compute_capability') AS arch,
                          e.source, from_json(e.payload, '{bench}') AS b
                   FROM events e WHERE e.seq > $after AND e.type = 'benchmark_completed')""",
@@ -241,6 +249,9 @@ def apply_sql() -> tuple[str, ...]:
                          from_json(coalesce(host, '{{}}'), '{{"gpu_name": "VARCHAR", "gpu_count": "VARCHAR",
                                    "compute_capability": "VARCHAR"}}') AS h
                   FROM events e WHERE e.seq > $after) e""",
+        """INSERT INTO stream_heads
+           SELECT stream, max(stream_version) FROM events WHERE seq > $after GROUP BY stream
+           ON CONFLICT (stream) DO UPDATE SET version = greatest(version, EXCLUDED.version)""",
     )
 
 
@@ -257,6 +268,7 @@ STATEMENT_TYPES: tuple[frozenset[str] | None, ...] = (
     frozenset({"benchmark_completed"}),
     frozenset({"benchmark_completed"}),
     frozenset({"event_retracted"}),
+    None,
     None,
 )
 
@@ -282,3 +294,39 @@ def rebuild(con: duckdb.DuckDBPyConnection) -> None:
         con.execute(f"DROP TABLE IF EXISTS {table}")
     create(con)
     apply(con, 0)
+    set_position(con, con.execute("SELECT coalesce(max(seq), 0) FROM events").fetchall()[0][0])
+
+
+#: The ``ledger_meta`` key holding the highest ``seq`` the projections include.
+POSITION_KEY = "projected_seq"
+
+
+def position(con: duckdb.DuckDBPyConnection) -> int:
+    """The stored position: every event with ``seq <=`` it is projected (0 when none is)."""
+    rows = con.execute("SELECT value FROM ledger_meta WHERE key = ?", [POSITION_KEY]).fetchall()
+    return int(rows[0][0]) if rows else 0
+
+
+def set_position(con: duckdb.DuckDBPyConnection, seq: int) -> None:
+    """Store the position (inside the transaction that projected up to ``seq``)."""
+    con.execute("INSERT OR REPLACE INTO ledger_meta VALUES (?, ?)", [POSITION_KEY, str(seq)])
+
+
+def catch_up(con: duckdb.DuckDBPyConnection, after_seq: int | None = None) -> int:
+    """Project every event after the stored position, in one batch; return the new position.
+
+    Call inside a write transaction (the caller commits): the tables and the position move
+    together, so a crash leaves both at the old position and the next catch-up redoes the
+    batch. ``after_seq``: the stored position when the caller already knows it (saves a query).
+    Cost: about one statement per projection with work to do, whatever the batch size
+    (planning and binding dominate a small batch, so batching appends makes each cheaper).
+    """
+    after = position(con) if after_seq is None else after_seq
+    types, head = con.execute(
+        "SELECT list(DISTINCT type), max(seq) FROM events WHERE seq > ?", [after]
+    ).fetchall()[0]
+    if head is None:
+        return after
+    apply(con, after, set(types))
+    set_position(con, head)
+    return head

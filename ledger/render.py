@@ -11,7 +11,8 @@ import json
 import sys
 from datetime import date, datetime
 from decimal import Decimal
-from typing import Any
+from collections.abc import Iterable
+from typing import Any, TextIO
 from uuid import UUID
 
 import pyarrow as pa
@@ -43,10 +44,21 @@ def _cell(value: Any) -> str:
     return str(value)
 
 
+def _json_rows(table: pa.Table | pa.RecordBatch) -> list[dict[str, Any]]:
+    return [{k: _plain(v) for k, v in row.items()} for row in table.to_pylist()]
+
+
+def _csv_rows(table: pa.Table | pa.RecordBatch) -> list[list[Any]]:
+    return [
+        [json.dumps(v, default=str) if isinstance(v, (list, dict)) else ("" if v is None else _plain(v))
+         for v in row.values()]
+        for row in table.to_pylist()
+    ]
+
+
 def to_json(table: pa.Table) -> str:
     """The rows as a JSON array of objects (timestamps ISO 8601, UUIDs as strings)."""
-    rows = [{k: _plain(v) for k, v in row.items()} for row in table.to_pylist()]
-    return json.dumps(rows, indent=2, default=str)
+    return json.dumps(_json_rows(table), indent=2, default=str)
 
 
 def to_csv(table: pa.Table) -> str:
@@ -54,12 +66,41 @@ def to_csv(table: pa.Table) -> str:
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")
     writer.writerow(table.column_names)
-    for row in table.to_pylist():
-        writer.writerow([
-            json.dumps(v, default=str) if isinstance(v, (list, dict)) else ("" if v is None else _plain(v))
-            for v in row.values()
-        ])
+    writer.writerows(_csv_rows(table))
     return out.getvalue()
+
+
+def stream_rows(batches: Iterable[pa.RecordBatch], fmt: str, out: TextIO | None = None) -> int:
+    """Write batches as CSV or JSON while they arrive; memory stays at one batch. Returns the rows written.
+
+    The output is the same as ``to_csv`` / ``to_json`` of the whole table (JSON: an array of
+    objects, one per line group). The header (CSV) comes from the first batch's schema.
+
+    Raises:
+        ValueError: ``fmt`` is not ``csv`` or ``json``.
+    """
+    if fmt not in ("csv", "json"):
+        raise ValueError(f"cannot stream format {fmt!r} (csv or json)")
+    out = out or sys.stdout
+    rows = 0
+    writer = csv.writer(out, lineterminator="\n")
+    header = False
+    for batch in batches:
+        if fmt == "csv":
+            if not header:
+                writer.writerow(batch.schema.names)
+                header = True
+            writer.writerows(_csv_rows(batch))
+            rows += batch.num_rows
+            continue
+        for row in _json_rows(batch):
+            text = json.dumps(row, indent=2, default=str).replace("\n", "\n  ")
+            out.write(("[\n  " if rows == 0 else ",\n  ") + text)
+            rows += 1
+    if fmt == "json":
+        out.write("\n]\n" if rows else "[]\n")
+    out.flush()
+    return rows
 
 
 def print_table(table: pa.Table, fmt: str = "table", *, title: str | None = None, console: Console | None = None) -> None:

@@ -49,6 +49,7 @@ _PREFIX_RE = re.compile(
 )
 # A host program's own prefix before SGLang's: a time of day, a log level or a "name | " column,
 # then SGLang's "[YYYY-mm-dd HH:MM:SS". Anything else before a "[" is not a wrapper.
+_INNER_RE = re.compile(rf"\[{_TS}(?:[.,]\d{{1,6}})?{_RANKS}\] ")
 _WRAP_CHAR = r"(?:[^\[]|\[\d+\])"  # no "[" but a pid's "[811]" (journald: "python[811]: ")
 _WRAPPED_RE = re.compile(
     rf"^(?P<wrap>{_WRAP_CHAR}{{1,200}}?(?:\d{{1,2}}:\d{{2}}:\d{{2}}|\b(?:DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL)\b|\|)"
@@ -475,6 +476,9 @@ def split_line(number: int, raw: str, *, strict: bool = False) -> LogLine:
         outer = _WRAPPED_RE.match(text)
         if outer:
             match, wrapped = _PREFIX_RE.match(outer.group("inner")), True
+        elif (inner := _INNER_RE.search(text)) and text[:inner.start()].rstrip().endswith("]"):
+            # a progress bar's last frame glued to the next log line ("... 5.58it/s][2026-...] ...")
+            match = _PREFIX_RE.match(text[inner.start():])
     if not match:
         return LogLine(number=number, raw=text, message=text.strip())
     try:
@@ -649,6 +653,11 @@ def parse_server_log(lines: Iterable[str], *, strict: bool = False) -> ServerLog
     for number, raw in enumerate(lines, start=1):
         line = split_line(number, raw, strict=strict)
         all_lines.append(line)
+        if strict and not line.prefixed and (inner := _INNER_RE.search(line.raw)) and inner.start() > 0:
+            # SGLang's lines inside a host program's prefix this parser does not know: refuse the
+            # log rather than read the part of it that happens to be bare.
+            raise LogFormatError(number, "line prefix", f"SGLang line after an unrecognised prefix "
+                                 f"{line.raw[:inner.start()].strip()[:60]!r}; not read in part")
         if line.wrapped:
             facts.wrapped_lines += 1
         if line.timestamp:

@@ -41,7 +41,7 @@ from .projections import BENCH_METRICS, DELTA_METRICS
 __all__ = ["DELTA_METRICS", "VIEWS_VERSION", "VIEW_NAMES", "create_views", "known_no_effect", "view_sql"]
 
 #: Bump whenever a view's SQL changes: writers then recreate the views in old files.
-VIEWS_VERSION = "18"  # 17-sync1 + occurred_at, facts of failed/starting runs, overrides
+VIEWS_VERSION = "20"  # 18 + benchmarks.candidate_id, benchmark_deltas CVs; + kernel tunes, spec trials
 
 def _sql_list(values: tuple[str, ...]) -> str:
     return ", ".join(f"'{v}'" for v in values)
@@ -177,10 +177,10 @@ links AS (
     SELECT (payload->>'candidate_id') AS candidate_id, seq, sync_order, event_id, type,
            coalesce(payload->>'text', (payload->>'decision'), (payload->>'what_it_does'),
                     (payload->>'description'), (payload->>'message'), (payload->>'reason'),
-                    (payload->>'outcome'), (payload->>'title')) AS summary
+                    (payload->>'summary'), (payload->>'outcome'), (payload->>'title')) AS summary
     FROM live_control
     WHERE type IN ('candidate_triaged', 'flag_researched', 'note_added', 'decision_recorded',
-                   'patch_applied', 'kernel_tune_started', 'spec_decoding_trial_completed')
+                   'patch_applied', 'kernel_tune_started', 'kernel_tune_completed', 'spec_decoding_trial_completed')
       AND (payload->>'candidate_id') IS NOT NULL
     UNION ALL
     SELECT p.candidate_id, h.seq, h.sync_order, h.evidence_event_id, 'flag verdict (' || h.basis || ')',
@@ -311,7 +311,7 @@ FROM paired""",
         "benchmarks": f"""
 SELECT run_id, session_id, seq, event_id, recorded_at, config_name, is_baseline, server_run_id, tool,
        arch, dataset, input_len, output_len, load, request_rate, num_prompts, concurrency, repeat,
-       valid, {metric_cols}, source
+       valid, {metric_cols}, source, candidate_id
 FROM bench_runs b ANTI JOIN retractions r ON r.event_id = b.event_id""",
         "benchmark_deltas": f"""
 WITH metric_rules(metric, direction, noise_floor) AS (
@@ -338,7 +338,7 @@ simple AS (
            END AS verdict,
            NULL::BIGINT AS runs_needed,
            'simple: |change| <= noise floor, else 3+ runs per arm' AS verdict_rule,
-           c.last_seq AS seq
+           c.last_seq AS seq, NULL::DOUBLE AS baseline_cv_pct, NULL::DOUBLE AS cv_pct
     FROM arms c
     JOIN arms base
       ON base.is_baseline AND NOT c.is_baseline
@@ -373,7 +373,8 @@ stat AS (
            (payload->>'better_direction')::INTEGER AS better_direction,
            100 * (payload->>'noise_threshold')::DOUBLE AS noise_threshold_pct,
            (payload->>'verdict') AS verdict, (payload->>'runs_needed')::BIGINT AS runs_needed,
-           'statistical: Welch CI of the log ratio vs noise threshold' AS verdict_rule, seq
+           'statistical: Welch CI of the log ratio vs noise threshold' AS verdict_rule, seq,
+           100 * (payload->>'baseline_cv')::DOUBLE AS baseline_cv_pct, 100 * (payload->>'cv')::DOUBLE AS cv_pct
     FROM live_control WHERE type = 'comparison_completed'
     QUALIFY row_number() OVER (
         PARTITION BY session_id, payload->>'config_name', payload->>'baseline_config', payload->>'metric',
@@ -398,6 +399,54 @@ SELECT seq, event_id, session_id, recorded_at, actor_kind, actor_name,
        CAST(payload->'evidence_event_ids' AS VARCHAR[]) AS evidence_event_ids,
        (payload->>'candidate_id') AS candidate_id, source
 FROM live_control WHERE type = 'decision_recorded'""",
+        # Kernel tunes (runners/moe_tune.py): one row per tune run, and per tuned batch size the
+        # default-vs-tuned latency (µs) and the roofline fractions of kernel_tune_completed.results.
+        "kernel_tunes": """
+SELECT c.seq, c.session_id, c.recorded_at, (c.payload->>'tune_id') AS tune_id,
+       (s.payload->>'kernel_source') AS kernel_source, (s.payload->>'kernel') AS kernel,
+       CAST(s.payload->>'E' AS INTEGER) AS E, CAST(s.payload->>'N' AS INTEGER) AS N,
+       CAST(s.payload->>'K' AS INTEGER) AS K, CAST(s.payload->>'topk' AS INTEGER) AS topk,
+       (s.payload->>'dtype') AS dtype, (s.payload->>'device_name') AS device_name, c.arch,
+       (s.payload->>'triton_version') AS triton_version, (s.payload->>'search') AS search,
+       (c.payload->>'outcome') AS outcome, CAST(c.payload->>'duration_s' AS DOUBLE) AS duration_s,
+       CAST(c.payload->>'measured' AS INTEGER) AS measured, CAST(c.payload->>'reused' AS INTEGER) AS reused,
+       (c.payload->>'output_file') AS output_file, (c.payload->>'summary') AS summary, c.event_id
+FROM live_control c
+LEFT JOIN (SELECT payload, row_number() OVER (PARTITION BY payload->>'tune_id' ORDER BY seq DESC) AS k
+           FROM live_control WHERE type = 'kernel_tune_started') s
+  ON s.payload->>'tune_id' = c.payload->>'tune_id' AND s.k = 1
+WHERE c.type = 'kernel_tune_completed'""",
+        "kernel_tune_results": """
+SELECT t.seq, t.session_id, t.tune_id, t.kernel_source, t.E, t.N, t.K, t.topk, t.dtype, t.device_name, t.arch,
+       CAST(r.key AS INTEGER) AS batch_size,
+       CAST(r.value->>'default_us' AS DOUBLE) AS default_us, CAST(r.value->>'tuned_us' AS DOUBLE) AS tuned_us,
+       CAST(r.value->>'speedup' AS DOUBLE) AS speedup, CAST(r.value->>'noise_pct' AS DOUBLE) AS noise_pct,
+       CAST(r.value->>'bandwidth_fraction' AS DOUBLE) AS bandwidth_fraction,
+       CAST(r.value->>'flops_fraction' AS DOUBLE) AS flops_fraction,
+       CAST(r.value->>'configs_timed' AS INTEGER) AS configs_timed, (r.value->'tuned_config') AS tuned_config
+FROM kernel_tunes t
+JOIN live_control c ON c.event_id = t.event_id,
+     json_each(c.payload->'results') r""",
+        # Speculative-decoding trials (runners/spec.py): one row per trial; the *_change_pct columns
+        # are signed as comparison_completed signs them (+ is better, for TPOT and TTFT too).
+        "spec_trials": """
+SELECT seq, session_id, recorded_at, (payload->>'trial_id') AS trial_id, (payload->>'algorithm') AS algorithm,
+       CAST(payload->>'num_steps' AS INTEGER) AS num_steps, CAST(payload->>'eagle_topk' AS INTEGER) AS eagle_topk,
+       CAST(payload->>'num_draft_tokens' AS INTEGER) AS num_draft_tokens, (payload->>'draft_model') AS draft_model,
+       CAST(payload->>'accept_length' AS DOUBLE) AS accept_length,
+       (payload->>'accept_length_source') AS accept_length_source,
+       CAST(payload->>'accept_rate' AS DOUBLE) AS accept_rate,
+       CAST(payload->>'per_request_accept_length' AS DOUBLE) AS per_request_accept_length,
+       (payload->>'baseline_config') AS baseline_config, CAST(payload->>'concurrency' AS INTEGER) AS concurrency,
+       100 * CAST(payload->>'output_throughput_change' AS DOUBLE) AS output_throughput_change_pct,
+       100 * CAST(payload->'output_throughput_ci'->>0 AS DOUBLE) AS ci_low_pct,
+       100 * CAST(payload->'output_throughput_ci'->>1 AS DOUBLE) AS ci_high_pct,
+       100 * CAST(payload->>'median_tpot_change' AS DOUBLE) AS median_tpot_change_pct,
+       100 * CAST(payload->>'median_ttft_change' AS DOUBLE) AS median_ttft_change_pct,
+       CAST(payload->>'runs' AS INTEGER) AS runs, (payload->>'verdict') AS verdict,
+       CAST(payload->'request_options' AS VARCHAR) AS request_options, CAST(payload->'flags' AS VARCHAR) AS flags,
+       (payload->>'candidate_id') AS candidate_id, arch, event_id
+FROM live_control WHERE type = 'spec_decoding_trial_completed'""",
         "event_log": """
 SELECT s.seq, s.recorded_at, s.session_id, s.type, s.stream, s.actor_kind, s.actor_name, s.arch,
        s.summary, s.event_id, s.causation_id, s.correlation_id, s.source,

@@ -12,12 +12,16 @@ requests/s: Poisson arrivals from a seeded generator, optionally capped by ``con
 definitions: ``runners.bench_metrics`` (identical to sglang bench_serving).
 
 Connections: one keep-alive connection per concurrency slot, so nothing churns (httpx's
-default pool keeps only 20). The runner codes against ``httpx.AsyncClient``; what carries the
-bytes is chosen by ``make_client``:
+default pool keeps only 20). The timed requests go through ``client_slots(c)``:
 
-- ``aiohttp`` (default, when the ``httpx-aiohttp`` package is installed): one shared
-  ``httpx.AsyncClient`` whose transport is ``httpx_aiohttp.AiohttpTransport`` over an
-  ``aiohttp.ClientSession`` with ``TCPConnector(limit=c)`` (``SharedClient``). aiohttp's HTTP/1.1
+- ``aiohttp`` (default, when aiohttp and ``httpx-aiohttp`` are installed): ``SharedClient``
+  over an ``AiohttpClient``, aiohttp directly, one ``ClientSession`` with
+  ``TCPConnector(limit=c)``, lines read from ``response.content`` as sglang's bench_serving
+  does: httpx's own model was 27.5% of the client's CPU, and without it the client costs
+  about what a bare aiohttp client does (bench/bench_client.py; README, Performance).
+  ``make_client`` (warm-up, other callers) still gives an ``httpx.AsyncClient``
+  whose transport is ``httpx_aiohttp.AiohttpTransport`` over the same kind of session.
+  History of the figures: aiohttp's HTTP/1.1
   parser is C (llhttp) and its pool hands a connection out in O(1). bench/bench_client.py
   (2 shared cores, instant 4-chunk server, c=64): client CPU per request ~300 us with it,
   ~830 us with plain httpx, ~145 us for a bare aiohttp client; requests/s 0.6-0.7 of
@@ -86,6 +90,9 @@ class BenchTarget:
     workload: BuiltWorkload
     ignore_eos: bool = True
     timeout_s: float = 600.0
+    #: Fields added to every request body (per-request generation options, e.g. transformers'
+    #: ``generation_config`` JSON for prompt-lookup speculation; ``runners.spec``).
+    extra_body: dict = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if self.endpoint not in ENDPOINT_PATHS:
@@ -124,7 +131,7 @@ def make_payload(target: BenchTarget, prompt: Prompt, ignore_eos: bool) -> dict:
         params: dict = {"temperature": 0.0, "max_new_tokens": prompt.output_len}
         if ignore_eos:
             params["ignore_eos"] = True
-        return {"text": prompt.text, "sampling_params": params, "stream": True}
+        return {"text": prompt.text, "sampling_params": params, "stream": True, **target.extra_body}
     body: dict = {
         "model": target.model,
         "max_tokens": prompt.output_len,
@@ -138,7 +145,7 @@ def make_payload(target: BenchTarget, prompt: Prompt, ignore_eos: bool) -> dict:
         body["prompt"] = prompt.text
     if ignore_eos:
         body["ignore_eos"] = True
-    return body
+    return {**body, **target.extra_body} if target.extra_body else body
 
 
 #: Seconds an idle connection stays in the client's pool. Below the 5 s after which uvicorn (the
@@ -209,16 +216,85 @@ def make_client(max_connections: int, timeout_s: float = 600.0, transport: str |
     )
 
 
-class SharedClient:
-    """``slots`` concurrency slots over one shared client (the aiohttp transport's pool is O(1)).
+class AiohttpClient:
+    """The benchmark's requests straight on one ``aiohttp.ClientSession`` (``TCPConnector(limit=c)``),
+    behind the one method ``send_request`` uses: ``stream(method, url, json=...)``.
 
-    Same interface as ``ClientShards``: ``async with slots.slot() as client`` waits for a free
-    slot (the closed loop's semaphore of c). Use as an async context manager (closes the client).
+    Why not httpx over the aiohttp transport: httpx's request/response model (URL, headers,
+    Request/Response objects, hooks) was 27.5% of the client's CPU, which kept it at 1.7-2.0x
+    a bare aiohttp client's CPU per request (bench/bench_client.py). Here a request is what
+    sglang's bench_serving does: the JSON body encoded once, ``session.post``, lines read from
+    ``response.content``. The session is made on the first request, inside the running loop.
+    """
+
+    def __init__(self, limit: int, timeout_s: float = 600.0) -> None:
+        self.limit = max(1, limit)
+        # per read, like httpx's Timeout (a long generation is not cut off as a whole)
+        self.timeout = aiohttp.ClientTimeout(total=None, connect=30.0, sock_read=timeout_s)
+        self.session: aiohttp.ClientSession | None = None
+
+    def _session(self) -> aiohttp.ClientSession:
+        if self.session is None:
+            # one connection per slot, all kept alive between requests (as make_client's)
+            connector = aiohttp.TCPConnector(limit=self.limit, limit_per_host=0, keepalive_timeout=60.0)
+            self.session = aiohttp.ClientSession(connector=connector, trust_env=False, auto_decompress=False,
+                                                 timeout=self.timeout)
+        return self.session
+
+    @asynccontextmanager
+    async def stream(self, method: str, url: object, *, json: dict):
+        """One request; yields a response with ``status_code``, ``aread()`` and ``lines()``."""
+        body = _json_bytes(json)
+        async with self._session().request(method, str(url), data=body, headers=_JSON_HEADERS) as response:
+            yield _AiohttpResponse(response)
+
+    async def aclose(self) -> None:
+        if self.session is not None:
+            await self.session.close()
+
+
+_JSON_HEADERS = {"Content-Type": "application/json"}
+
+
+def _json_bytes(obj: dict) -> bytes:
+    return json.dumps(obj, separators=(",", ":")).encode()
+
+
+class _AiohttpResponse:
+    """The parts of an ``httpx.Response`` that ``send_request`` reads, over an aiohttp response."""
+
+    __slots__ = ("_response", "status_code")
+
+    def __init__(self, response: aiohttp.ClientResponse) -> None:
+        self._response = response
+        self.status_code = response.status
+
+    async def aread(self) -> bytes:
+        return await self._response.read()
+
+    async def lines(self):
+        """Non-empty lines as they arrive (aiohttp's StreamReader splits them, in C)."""
+        async for line in self._response.content:
+            line = line.strip()
+            if line:
+                yield line
+
+
+class SharedClient:
+    """``slots`` concurrency slots over one shared client (the aiohttp pool is O(1)).
+
+    With ``transport="aiohttp"`` the client is an ``AiohttpClient`` (aiohttp directly),
+    else one ``httpx.AsyncClient`` from ``make_client``. Same interface as
+    ``ClientShards``: ``async with slots.slot() as client`` waits for a free slot (the
+    closed loop's semaphore of c). Use as an async context manager (closes the client).
     """
 
     def __init__(self, slots: int, timeout_s: float = 600.0, transport: str | None = None) -> None:
         self.slots = max(1, slots)
-        self.client = make_client(self.slots, timeout_s, transport)
+        if (transport or TRANSPORT) == "aiohttp":
+            self.client: AiohttpClient | httpx.AsyncClient = AiohttpClient(self.slots, timeout_s)
+        else:
+            self.client = make_client(self.slots, timeout_s, transport)
         self.clients = [self.client]
         self._free = asyncio.Semaphore(self.slots)
 
@@ -282,8 +358,12 @@ def client_slots(slots: int, timeout_s: float = 600.0, transport: str | None = N
     return ClientShards(slots, timeout_s)
 
 
-async def _lines(response: httpx.Response):
+async def _lines(response: httpx.Response | _AiohttpResponse):
     """Non-empty lines of a streamed body, split on ``\\n`` without text decoding overhead."""
+    if isinstance(response, _AiohttpResponse):
+        async for line in response.lines():
+            yield line
+        return
     buf = b""
     async for chunk in response.aiter_bytes():
         buf += chunk
@@ -299,7 +379,7 @@ async def _lines(response: httpx.Response):
 
 
 async def send_request(
-    client: httpx.AsyncClient, target: BenchTarget, prompt: Prompt, ignore_eos: bool, start: float | None = None
+    client: httpx.AsyncClient | AiohttpClient, target: BenchTarget, prompt: Prompt, ignore_eos: bool, start: float | None = None
 ) -> RequestResult:
     """Send one streamed request and time it (see ``runners.bench_metrics`` for the definitions).
 
@@ -496,6 +576,7 @@ def benchmark_event(
     actor: Actor | None = None,
     notes: str | None = None,
     candidate_id: str | None = None,
+    source: str | None = None,
 ) -> BenchmarkCompleted:
     """The ``benchmark_completed`` summary event of one run (``candidate_id``: the board item it was run for)."""
     wl = target.workload
@@ -524,6 +605,7 @@ def benchmark_event(
         validity_notes=run.notes,
         notes=notes,
         candidate_id=candidate_id,
+        source=source,
         session_id=session_id,
         host=host,
         actor=actor or Actor(kind="runner", name="bench"),
@@ -557,13 +639,15 @@ async def sweep(
     progress: bool = True,
     on_point=None,
     candidate_id: str | None = None,
+    source: str | None = None,
 ) -> list[SweepPoint]:
     """Benchmark every (repeat, concurrency): warm up, time, gate, record one event per run.
 
     With a ``store`` (``ledger.store.LedgerStore``) each run's event and its per-request
     samples are appended in one transaction as soon as the run ends, so an interrupted
     sweep keeps what it finished. ``on_point`` is called with each ``SweepPoint``.
-    ``candidate_id`` is recorded on every run (the board item the runs were made for).
+    ``candidate_id`` is recorded on every run (the board item the runs were made for), and
+    ``source`` as its envelope source (what reproduces it: the command line, or the plan file).
 
     Raises:
         WarmupFailed: the warmup failed entirely (server down or wrong arguments).
@@ -620,6 +704,7 @@ async def sweep(
                     target, run, config_name=config_name, concurrency=c, request_rate=request_rate,
                     repeat=repeat, ignore_eos=ignore_eos, is_baseline=is_baseline,
                     server_run_id=server_run_id, session_id=session_id, host=host, candidate_id=candidate_id,
+                    source=source,
                 )
                 if store is not None:
                     # Off the event loop: under load an append can wait on the ledger's lock.

@@ -120,3 +120,9 @@ def show_command(config_name: str | None, configs_path: Path) -> None:
 # --- the measurement commands -----------------------------------------------------------
 run_group.add_command(bench_command)
 run_group.add_command(plan_command)
+
+# --- GPU runners: kernel tuning, speculative-decoding trials --------------------------------
+from .cli_gpu import spec_command, tune_command  # noqa: E402
+
+run_group.add_command(tune_command)
+run_group.add_command(spec_command)

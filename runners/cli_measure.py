@@ -35,6 +35,26 @@ def _concurrencies(text: str | None) -> list[int]:
     return values
 
 
+def _reproducing_command(url: str, endpoint: str, model: str, input_len: int, output_len: int, num_prompts: int,
+                         concurrency_text: str | None, request_rate: float | None, seed: int, warmup: int,
+                         tokenizer: str | None, ignore_eos: bool, config_name: str) -> str:
+    """The ``tuneledger run bench`` command line that repeats a run (recorded as its source)."""
+    import shlex
+
+    parts = ["tuneledger", "run", "bench", "--url", url, "--endpoint", endpoint, "--model", model,
+             "--input-len", str(input_len), "--output-len", str(output_len), "--num-prompts", str(num_prompts),
+             "--seed", str(seed), "--warmup", str(warmup), "--config-name", config_name]
+    if concurrency_text:
+        parts += ["--concurrency", concurrency_text.replace(" ", "")]
+    if request_rate is not None:
+        parts += ["--request-rate", f"{request_rate:g}"]
+    if tokenizer:
+        parts += ["--tokenizer", tokenizer]
+    if not ignore_eos:
+        parts.append("--no-ignore-eos")
+    return shlex.join(parts)
+
+
 def _raise_interrupt(_signum: int, _frame: Any) -> None:
     raise KeyboardInterrupt
 
@@ -98,9 +118,16 @@ def bench_command(ctx: Context, url: str, endpoint: str, model: str | None, inpu
     if warning:
         click.echo(f"tuneledger: {warning}", err=True)
     if tool != "builtin":
+        from .external_bench import find_tool
+
+        prefix = find_tool(tool, tool_path)  # a missing tool exits 11 before anything is asked
         if model is None and endpoint != "generate":
-            model = served_model(url)  # the external tool needs the name the server answers to
-        _bench_with_tool(ctx, tool, tool_path, concurrencies, request_rate, repeats, config_name, is_baseline,
+            try:
+                model = served_model(url)  # the external tool needs the name the server answers to
+            except RuntimeError as exc:
+                click.echo(f"tuneledger: error: {exc}", err=True)
+                sys.exit(WARMUP_FAILED_EXIT)
+        _bench_with_tool(ctx, tool, prefix, concurrencies, request_rate, repeats, config_name, is_baseline,
                          server_run_id, candidate_id, url=url, endpoint=endpoint, model=model or "default",
                          input_len=input_len,
                          output_len=output_len, num_prompts=num_prompts, seed=seed, warmup=warmup,
@@ -121,6 +148,8 @@ def bench_command(ctx: Context, url: str, endpoint: str, model: str | None, inpu
             is_baseline=(config_name == "baseline") if is_baseline is None else is_baseline,
             server_run_id=server_run_id, session_id=ctx.session, store=store, progress=not no_progress,
             on_point=lambda p: (done.append(p), click.echo(format_point(p))), candidate_id=candidate_id,
+            source=_reproducing_command(url, endpoint, model, input_len, output_len, num_prompts, concurrency_text,
+                                        request_rate, seed, warmup, tokenizer, ignore_eos, config_name),
         ))
     except KeyboardInterrupt:
         click.echo(f"tuneledger: interrupted after {len(done)} recorded run(s)", err=True)
@@ -130,13 +159,12 @@ def bench_command(ctx: Context, url: str, endpoint: str, model: str | None, inpu
         sys.exit(WARMUP_FAILED_EXIT)
 
 
-def _bench_with_tool(ctx: Context, tool: str, tool_path: str | None, concurrencies: list[int | None],
+def _bench_with_tool(ctx: Context, tool: str, prefix: list[str], concurrencies: list[int | None],
                      request_rate: float | None, repeats: int, config_name: str, is_baseline: bool | None,
                      server_run_id: str | None, candidate_id: str | None, **workload: Any) -> None:
     """``run bench --tool X``: see ``runners/external_bench.py``."""
-    from .external_bench import ToolWorkload, find_tool, run_tool_sweep
+    from .external_bench import ToolWorkload, run_tool_sweep
 
-    prefix = find_tool(tool, tool_path)
     store = ctx.store()
     store.init()
     say = lambda line: click.echo(line, err=True)  # noqa: E731

@@ -143,6 +143,33 @@ class Plan:
         return [self.plan.baseline, *(c.config for c in self.candidates)]
 
 
+def read_toml(file: Path, what: str, allowed: set[str]) -> dict[str, Any]:
+    """A plan-like TOML file's tables (``what`` names it in errors: ``plan``, ``spec``).
+
+    Raises:
+        InvalidInput: missing file, bad TOML, a top-level key not in ``allowed``.
+    """
+    try:
+        data = tomllib.loads(file.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise InvalidInput(f"no {what} file {file}") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise InvalidInput(f"{file}: not valid TOML: {exc}") from None
+    extra = sorted(set(data) - allowed)
+    if extra:
+        raise InvalidInput(f"{file}: unknown top-level key(s) {', '.join(extra)}")
+    return data
+
+
+def validated(file: Path, build: Callable[[], Any]) -> Any:
+    """``build()``, its first pydantic ValidationError as ``InvalidInput`` naming file and field."""
+    try:
+        return build()
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        raise InvalidInput(f"{file}: {'.'.join(str(p) for p in err['loc'])}: {err['msg']}") from None
+
+
 def load_plan(path: str | Path) -> Plan:
     """Read a plan file; configurations from its ``[configs.*]`` or from ``plan.servers``.
 
@@ -152,22 +179,11 @@ def load_plan(path: str | Path) -> Plan:
     from .configs import load_configs, parse_configs
 
     file = Path(path)
-    try:
-        data = tomllib.loads(file.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise InvalidInput(f"no plan file {file}") from None
-    except tomllib.TOMLDecodeError as exc:
-        raise InvalidInput(f"{file}: not valid TOML: {exc}") from None
-    extra = sorted(set(data) - {"plan", "candidates", "bench", "defaults", "configs"})
-    if extra:
-        raise InvalidInput(f"{file}: unknown top-level key(s) {', '.join(extra)}")
-    try:
-        section = PlanSection.model_validate(data.get("plan", {}))
-        candidates = [CandidateSpec.model_validate(c) for c in data.get("candidates", [])]
-        bench = BenchSection.model_validate(data.get("bench", {}))
-    except ValidationError as exc:
-        err = exc.errors()[0]
-        raise InvalidInput(f"{file}: {'.'.join(str(p) for p in err['loc'])}: {err['msg']}") from None
+    data = read_toml(file, "plan", {"plan", "candidates", "bench", "defaults", "configs"})
+    section, candidates, bench = validated(file, lambda: (
+        PlanSection.model_validate(data.get("plan", {})),
+        [CandidateSpec.model_validate(c) for c in data.get("candidates", [])],
+        BenchSection.model_validate(data.get("bench", {}))))
     if section.servers:
         configs = load_configs(file.parent / section.servers)
     else:
@@ -272,6 +288,8 @@ def run_plan(
     *,
     say: Callable[[str], None] = lambda _line: None,
     progress: bool = True,
+    request_options: dict[str, dict[str, Any]] | None = None,
+    after_sweep: Callable[[str, Any, int], None] | None = None,
 ) -> PlanResult:
     """Run the plan (see the module docstring); return its runs, comparisons and findings.
 
@@ -279,6 +297,10 @@ def run_plan(
     fails) is recorded as not valid with its cause and retried on a restarted server, up to
     ``[plan] retries`` times per arm and repeat; then the plan goes on without it and
     ``PlanResult.missing`` (and the verdict table's caption) says what is missing.
+
+    ``request_options``: arm -> fields added to each of its requests (``runners.spec``);
+    ``after_sweep(arm, server_run, repeat)``: called after an arm's benchmarks, before its server
+    stops (``runners.spec`` reads ``/server_info`` and the log there).
 
     Raises:
         KeyboardInterrupt: after stopping the running server and recording a ``note_added``
@@ -298,7 +320,8 @@ def run_plan(
             for arm in plan.arms:
                 say(f"repeat {repeat + 1}/{plan.plan.repeats}: {arm}")
                 _run_arm(plan, store, servers, arm, repeat, list(loads), workload, result, candidates.get(arm),
-                         say=say, progress=progress)
+                         say=say, progress=progress, extra_body=(request_options or {}).get(arm, {}),
+                         after_sweep=after_sweep)
     except KeyboardInterrupt:
         _record_interrupted(store, plan, result)
         raise
@@ -314,7 +337,8 @@ _RETRYABLE = (ServerStartFailed, PortInUse, WarmupFailed)
 
 def _run_arm(plan: Plan, store: LedgerStore, servers: Servers, arm: str, repeat: int, loads: list[int | None],
              workload: Any, result: PlanResult, cand_id: str | None, *, say: Callable[[str], None],
-             progress: bool) -> None:
+             progress: bool, extra_body: dict[str, Any] | None = None,
+             after_sweep: Callable[[str, Any, int], None] | None = None) -> None:
     """One arm's runs of one repeat: start its server, benchmark every load, stop it.
 
     A run that fails before measuring is recorded (``benchmark_completed``, not valid, with the
@@ -340,13 +364,15 @@ def _run_arm(plan: Plan, store: LedgerStore, servers: Servers, arm: str, repeat:
             if model is None:
                 model = config.model or arm if b.endpoint == "generate" else served_model(run.base_url, config.model)
             target = BenchTarget(url=run.base_url, endpoint=b.endpoint, model=model, workload=workload,
-                                 ignore_eos=b.ignore_eos)
+                                 ignore_eos=b.ignore_eos, extra_body=extra_body or {})
             asyncio.run(sweep(
                 target, config_name=arm, concurrencies=list(pending), request_rate=plan.plan.request_rate,
                 repeats=[repeat], warmup_requests=b.warmup, is_baseline=arm == plan.plan.baseline,
                 server_run_id=run.run_id, session_id=plan.plan.session, host=run.host, store=store,
-                progress=progress, on_point=done, candidate_id=cand_id,
+                progress=progress, on_point=done, candidate_id=cand_id, source=plan.source,
             ))
+            if after_sweep is not None:
+                after_sweep(arm, run, repeat)
             return
         except KeyboardInterrupt:
             reason = "plan interrupted (Ctrl-C)"

@@ -45,7 +45,7 @@ def normalize_compute_capability(value: str | float | None) -> str | None:
 class StrictModel(BaseModel):
     """Base of every ledger model: unknown fields are an error, not silently dropped."""
 
-    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+    model_config = ConfigDict(extra="forbid", populate_by_name=True, defer_build=True)
 
 
 class Actor(StrictModel):
@@ -144,7 +144,10 @@ class EventEnvelope(StrictModel):
     def _utc(cls, value: datetime | None) -> datetime | None:
         if value is not None and value.tzinfo is None:
             return value.replace(tzinfo=UTC)
-        return value.astimezone(UTC) if value is not None else None
+        try:
+            return value.astimezone(UTC) if value is not None else None
+        except OverflowError:  # 0001-01-01T00:00+05:00 is before year 1 in UTC
+            raise ValueError("out of range once converted to UTC (years 1 to 9999)") from None
 
 
 EventEnvelope.ENVELOPE_FIELDS = frozenset(EventEnvelope.model_fields) | {"type", "schema_version"}

@@ -504,6 +504,22 @@ class KernelTuneStarted(_TuneEvent):
     search_space: int | None = None
     timeout_s: float | None = None
     candidate_id: str | None = None
+    # Added for `tuneledger run tune` (all optional, so earlier events stay valid):
+    #: The hidden size and experts per token (the file name does not hold them).
+    K: int | None = None
+    topk: int | None = None
+    block_shape: list[int] | None = None
+    #: ``sglang`` (SGLang's own kernel, ``kernel_version`` its version) or ``reference``
+    #: (tuneledger's own Triton kernel: its configs are not SGLang-tuned).
+    kernel_source: str | None = None
+    kernel_version: str | None = None
+    triton_version: str | None = None
+    #: (kernel, shape, dtype, device, triton version) as one string: measurements with the same
+    #: key are reused by a resumed tune, never measured twice.
+    tune_key: str | None = None
+    search: str | None = None
+    shared_memory_limit: int | None = Field(default=None, description="bytes per block")
+    pruned: int | None = Field(default=None, description="configs rejected before running (shared memory)")
 
 
 class KernelConfigMeasured(_TuneEvent):
@@ -514,6 +530,18 @@ class KernelConfigMeasured(_TuneEvent):
     batch_size: int
     config: dict[str, Any]
     latency_us: float | None = None
+    # Added for `tuneledger run tune`: the key the measurement belongs to (see
+    # KernelTuneStarted.tune_key), the timing window (ms of do_bench's ``rep``), the
+    # reference check, and why a config was rejected (latency_us is then None).
+    tune_key: str | None = None
+    budget_ms: float | None = None
+    max_rel_error: float | None = None
+    rejected: str | None = None
+    #: A named re-timing outside the search (``default``, ``shipped``, ``tuned``,
+    #: ``halving-best``, ``exhaustive-best``): ``latency_us`` is the median of ``samples_us``,
+    #: rounds interleaved with the other labels of the same batch size.
+    label: str | None = None
+    samples_us: list[float] = Field(default_factory=list)
 
 
 class KernelTuneCompleted(_TuneEvent):
@@ -527,6 +555,16 @@ class KernelTuneCompleted(_TuneEvent):
     error: str | None = None
     best_configs: dict[str, dict[str, Any]] = Field(default_factory=dict)
     output_file: str | None = None
+    # Added for `tuneledger run tune`: per batch size (string key) the default's and the
+    # tuned config's latency (µs, re-timed interleaved), their ratio, and the roofline
+    # fractions of the tuned config (see runners.tune_space.roofline).
+    results: dict[str, dict[str, Any]] = Field(default_factory=dict)
+    kernel_source: str | None = None
+    tune_key: str | None = None
+    candidate_id: str | None = None
+    measured: int | None = Field(default=None, description="configs timed in this run (not reused)")
+    reused: int | None = Field(default=None, description="measurements taken from the ledger (resume)")
+    summary: str | None = None
 
 
 class MoeConfigRecorded(Event):
@@ -581,6 +619,25 @@ class SpecDecodingTrialCompleted(Event):
     verdict: Verdict | None = None
     candidate_id: str | None = None
     notes: str | None = None
+    # Added for `tuneledger run spec` (optional: earlier events stay valid).
+    #: Per-request generation options sent with every request (e.g. transformers'
+    #: ``{"prompt_lookup_num_tokens": 10}``) and the server flags of the trial.
+    request_options: dict[str, Any] = Field(default_factory=dict)
+    flags: dict[str, Any] = Field(default_factory=dict)
+    #: Where ``accept_length`` came from: ``server_info`` (lifetime average since start),
+    #: ``decode_log`` (mean of the windowed ``accept len`` series), ``meta_info`` (per request).
+    accept_length_source: str | None = None
+    accept_length_series: list[float] = Field(default_factory=list)
+    per_request_accept_length: float | None = None
+    baseline_config: str | None = None
+    concurrency: int | None = None
+    #: Change against the no-speculation baseline as ``comparison_completed`` signs it: a fraction,
+    #: + is better (+0.12: 12% more throughput, or a 12% shorter TPOT/TTFT), with the 95% CI.
+    output_throughput_change: float | None = None
+    output_throughput_ci: list[float] | None = None
+    median_tpot_change: float | None = None
+    median_ttft_change: float | None = None
+    runs: int | None = None
 
 
 class PatchApplied(Event):
@@ -665,4 +722,4 @@ CURRENT_VERSIONS: dict[str, int] = {
 AnyEvent = Annotated[Union[tuple(EVENT_CLASSES)], Field(discriminator="type")]  # type: ignore[valid-type]
 
 #: Validates one event dict (current version) into its model.
-EVENT_ADAPTER: TypeAdapter[Event] = TypeAdapter(AnyEvent)
+EVENT_ADAPTER: TypeAdapter[Event] = TypeAdapter(AnyEvent, config={"defer_build": True})

@@ -66,6 +66,7 @@ FindingKind = Literal[
     "crash",
     "warning",
     "measured-change",
+    "moe-config-exceeds-shared-memory",
     "other",
 ]
 

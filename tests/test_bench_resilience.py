@@ -172,14 +172,19 @@ def test_too_few_prompts_for_the_concurrency_is_warned_before_running(coarse_ser
     """Issue 7.7: 16 prompts at c=4 failed the achieved-concurrency rule in 2 of 3 runs, unannounced."""
     from runners.bench_metrics import min_prompts, prompts_warning
 
-    assert prompts_warning(16, [1, 4]) is not None and "at least 40 prompts" in prompts_warning(16, [1, 4])
-    assert prompts_warning(40, [1, 4]) is None and prompts_warning(5, [None]) is None
-    assert min_prompts(64) == 640
+    assert prompts_warning(16, [1, 4]) is not None and "at least 32 prompts" in prompts_warning(16, [1, 4])
+    assert prompts_warning(32, [1, 4]) is None and prompts_warning(5, [None]) is None
+    assert min_prompts(64) == 512
     tuneledger = Path(sys.executable).parent / "tuneledger"
     out = subprocess.run([str(tuneledger), "--ledger", str(tmp_path / "l.duckdb"), "run", "bench", "--url",
-                          coarse_server, "--num-prompts", "8", "--concurrency", "1,4", "--no-progress"],
+                          coarse_server, "--num-prompts", "8", "--concurrency", "1,4", "--no-progress",
+                          "--config-name", "b200", "--candidate", "kernel-tune:moe"],
                          capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
-    assert "warning: 8 prompts at concurrency 4" in out.stderr and "at least 40 prompts" in out.stderr
+    assert "warning: 8 prompts at concurrency 4" in out.stderr and "at least 32 prompts" in out.stderr
     # and no --model: the bench asked the server which model it serves (/v1/models lists "fake")
     assert "[valid" in out.stdout or "INVALID" in out.stdout
+    from ledger.store import LedgerStore
+
+    rows = LedgerStore(tmp_path / "l.duckdb").query_arrow("SELECT candidate_id FROM benchmarks").to_pylist()
+    assert rows == [{"candidate_id": "kernel-tune:moe"}] * 2

@@ -67,7 +67,7 @@ endpoint = "chat"
 model = "{model}"
 input_len = 16
 output_len = 8
-num_prompts = 20
+num_prompts = 32    # 8 x the highest concurrency: fewer fail the achieved-concurrency gate (issue 7.7)
 warmup = 1
 seed = 0
 tokenizer = "{model}"
@@ -97,7 +97,7 @@ def test_plan_against_transformers_serve(tmp_path: Path, tiny_model: Path) -> No
     env = {**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}", "HF_HUB_OFFLINE": "1",
            "TRANSFORMERS_OFFLINE": "1", "TUNELEDGER_LEDGER": str(ledger), "COLUMNS": "200"}
     out = subprocess.run([str(BIN / "tuneledger"), "run", "plan", str(_plan(tmp_path, tiny_model)), "--no-progress"],
-                         env=env, capture_output=True, text=True, timeout=900)
+                         env=env, capture_output=True, text=True, timeout=1800)
     print(out.stdout)  # the verdict table (pytest -s shows it)
     assert out.returncode == 0, out.stderr[-3000:]
     assert "Plan verdicts" in out.stdout
@@ -112,7 +112,7 @@ def test_plan_against_transformers_serve(tmp_path: Path, tiny_model: Path) -> No
         "b.median_ttft_ms, e.payload->'validity_notes' AS notes FROM benchmarks b JOIN events e USING (event_id) "
         "ORDER BY b.seq").to_pylist()
     assert len(benches) == 2 * 2 * 3
-    assert all(b["completed"] == 20 and b["output_throughput"] > 0 and b["median_ttft_ms"] > 0 for b in benches)
+    assert all(b["completed"] == 32 and b["output_throughput"] > 0 and b["median_ttft_ms"] > 0 for b in benches)
     # transformers serve rejects ignore_eos: noted on every run, and lengths are not gated on it
     assert all("ignore_eos not honoured" in b["notes"] for b in benches)
     # the gate is evaluated on every run; on a busy host a run can miss 0.9 c, and then every
@@ -120,10 +120,21 @@ def test_plan_against_transformers_serve(tmp_path: Path, tiny_model: Path) -> No
     assert all(b["valid"] is not None for b in benches)
     invalid_loads = {b["concurrency"] for b in benches if not b["valid"]}
     samples = store.query_arrow("SELECT count(*) AS n, count(*) FILTER (WHERE ok) AS ok FROM bench_samples").to_pylist()[0]
-    assert samples == {"n": 12 * 20, "ok": 12 * 20}
+    assert samples == {"n": 12 * 32, "ok": 12 * 32}
 
+    # transformers serve streams a few tokens per chunk on this CPU (issue 7.5): where a run's
+    # stream was coarse its TPOT/ITL are empty with the reason, and a metric no run measured is
+    # never compared (it was "median TPOT 0.01 ms, +401.8%" before)
+    coarse = [b for b in benches if "coarse streaming" in b["notes"]]
+    tpots = store.query_arrow("SELECT median_tpot_ms, median_itl_ms FROM benchmarks").to_pylist()
+    assert sum(t["median_tpot_ms"] is None and t["median_itl_ms"] is None for t in tpots) == len(coarse)
     comparisons = store.read(types=["comparison_completed"])
-    assert len(comparisons) == 2 * 9
+    compared = {(c.concurrency, c.metric) for c in comparisons}
+    per_token = {"median_tpot_ms", "p99_tpot_ms", "median_itl_ms"}
+    for load in (1, 4):
+        if all(b["concurrency"] != load or b in coarse for b in benches):
+            assert not {m for c, m in compared if c == load} & per_token
+    assert len(comparisons) >= 2 * 6
     assert all(c.verdict in VERDICTS and c.baseline_runs == 3 and c.runs == 3 for c in comparisons)
     assert all((c.verdict == "invalid") == (c.concurrency in invalid_loads) for c in comparisons)
     deltas = store.query_arrow(

@@ -237,7 +237,7 @@ def test_long_text_is_clipped_but_keeps_its_event_reference(small: LedgerStore) 
     )
     section = _section(render_markdown(small, session_id=SID), "## Flag verdicts")
     row = [r for r in _table_rows(section) if "`num-continuous-decode-steps`" in r][0]
-    assert _cells(row)[6].endswith("… (`00000028`)")
+    assert _cells(row)[7].endswith("… (`00000028`)")
 
 
 def test_decision_shows_rationale_alternatives_and_resolved_evidence(small: LedgerStore) -> None:
@@ -282,26 +282,28 @@ def test_flag_verdicts_for_the_session_arch(small: LedgerStore) -> None:
     assert "For sm120." in section
     rows = {_cells(r)[0]: _cells(r) for r in _table_rows(section)[2:]}
     dead = rows["`num-continuous-decode-steps`"]
-    assert dead[1:6] == ["sglang 0.5.12", "sm120", "dead-code", "researched", "dead-code (researched)"]
-    assert rows["`enable-flashinfer-allreduce-fusion`"][3] == "harmful"
+    # Engine and Engine version in columns of their own (issue 7.12: versions only under "Engine version")
+    assert dead[1:7] == ["sglang", "0.5.12", "sm120", "dead-code", "researched", "dead-code (researched)"]
+    assert rows["`enable-flashinfer-allreduce-fusion`"][4] == "harmful"
 
 
 def test_server_runs_show_capacity_change(small: LedgerStore) -> None:
     rows = _table_rows(_section(render_markdown(small, session_id=SID), "## Server runs"))[2:]
     base, fused = (_cells(r) for r in rows)
-    assert base[:7] == ["baseline (`srv-base`)", "ready", "48", "1200000", "512", "on", "default"]
-    assert base[7] == "first run"
-    assert fused[2:6] == ["26", "650000", "512", "off (flashinfer allreduce fusion)"]
-    assert "+enable-fused-moe-sum-all-reduce" in fused[7]
-    assert "max_running_requests 48 -> 26" in fused[7]
-    assert "piecewise CUDA graph on -> off" in fused[7]
+    assert base[:8] == ["baseline (`srv-base`)", "sglang", "ready", "48", "1200000", "512", "on", "default"]
+    assert base[8] == "first run"
+    assert fused[3:7] == ["26", "650000", "512", "off (flashinfer allreduce fusion)"]
+    assert "+enable-fused-moe-sum-all-reduce" in fused[8]
+    assert "max_running_requests 48 -> 26" in fused[8]
+    assert "piecewise CUDA graph on -> off" in fused[8]
 
 
 def test_benchmark_delta_row(small: LedgerStore) -> None:
     rows = [_cells(r) for r in _table_rows(_section(render_markdown(small, session_id=SID), "## Benchmark deltas"))]
-    assert rows[0] == ["Config", "Load", "Metric", "Baseline", "Value", "Change", "Runs (base/this)", "Verdict"]
+    assert rows[0] == ["Config", "Load", "Metric", "Baseline", "Value", "Change", "Runs (base/this)", "Verdict",
+                       "Reproduce"]
     c1 = [r for r in rows if r[1].startswith("c=1 ") and r[2] == "output_throughput"]
-    assert c1 == [
+    assert [r[:8] for r in c1] == [
         ["fused", "c=1 1024/512 tok", "output_throughput", "121.6 tok/s", "122.0 tok/s", "+0.33%", "1/1",
          "no measurable change"]
     ]

@@ -6,7 +6,6 @@ scripts; the registry; refusals naming line and field; the CLI batch import."""
 from __future__ import annotations
 
 import json
-import shutil
 import statistics
 import subprocess
 import sys
@@ -270,6 +269,7 @@ def test_vllm_v1_log_crash_root_cause_override_and_startup_facts(tmp_path: Path)
     assert failed.message.startswith("torch.OutOfMemoryError: CUDA out of memory") and failed.source == "v1.log:10"
     assert "ServerReady" not in by_type  # it crashed before it was ready
     assert failed.host.engine_version == "0.25.1"
+    assert failed.startup is not None and failed.startup.kv_cache_tokens == 100_000  # what it showed before dying
     findings = [e for e in result.events if isinstance(e, FindingRecorded)]
     (override,) = [f for f in findings if f.kind == "flag-not-in-effect"]
     assert override.flag == "kv-cache-dtype" and override.verdict == "not-activated" and override.source == "v1.log:3"
@@ -518,3 +518,18 @@ def test_vllm_log_one_word_args_need_their_flag_form(tmp_path: Path) -> None:
     path.write_text("\n".join(lines) + "\n")
     findings = [e for e in import_file(path).events if isinstance(e, FindingRecorded)]
     assert [(f.kind, f.flag, f.source) for f in findings] == [("flag-not-in-effect", "seed", "words.log:3")]
+
+
+def test_vllm_log_import_remembers_flags_known_to_do_nothing(tmp_path: Path) -> None:
+    ledger = tmp_path / "l.duckdb"
+    base = [str(Path(sys.executable).parent / "tuneledger"), "--ledger", str(ledger)]
+    research = subprocess.run([*base, "append", "--create", "flag_researched", "-f", "flag=gpu-memory-utilization",
+                               "-f", "engine=vllm", "-f", "verdict=no-op", "--host",
+                               '{"compute_capability": "sm120", "engine": "vllm"}'], capture_output=True, text=True)
+    assert research.returncode == 0, research.stderr
+    out = subprocess.run([*base, "import", "--json", str(VLLM_LOG)], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    rows = LedgerStore(ledger).query_arrow(
+        "SELECT payload->>'kind' AS kind, payload->>'flag' AS flag FROM live_events WHERE type = 'finding_recorded' "
+        "ORDER BY seq").to_pylist()
+    assert {"kind": "known-no-effect", "flag": "gpu-memory-utilization"} in rows

@@ -76,7 +76,7 @@ def quick_runner(store: LedgerStore, session: str) -> ServerRunner:
 
 
 def test_plan_interleaves_records_and_compares(tmp_path: Path) -> None:
-    plan = load_plan(write_plan(tmp_path, base_delay=12, cand_delay=3, repeats=3, prompts=6))
+    plan = load_plan(write_plan(tmp_path, base_delay=12, cand_delay=3, repeats=3, prompts=16))
     store = LedgerStore(tmp_path / "l.duckdb")
     store.init()
     with quick_runner(store, "plan-test") as servers:
@@ -116,6 +116,30 @@ def test_plan_interleaves_records_and_compares(tmp_path: Path) -> None:
     console.print(verdict_table(result))
     text = console.export_text()
     assert "output_throughput" in text and "improved" in text
+    # one sign convention (issue 7.4): the table's change is value / baseline - 1 of the means it shows
+    row = next(line for line in text.splitlines() if "output_throughput" in line)
+    assert row.count("%)") >= 2  # baseline and candidate each with their CV beside them
+    assert "value / baseline - 1" in text
+    from runners.compare import raw_change
+
+    view = {(d["concurrency"], d["metric"]): d for d in store.query_arrow(
+        "SELECT concurrency, metric, change_pct, baseline_value, value FROM benchmark_deltas").to_pylist()}
+    for c in result.comparisons:
+        d = view[(c.concurrency, c.metric)]
+        assert d["change_pct"] == pytest.approx(100 * raw_change(c.change, c.better_direction))
+        assert d["change_pct"] == pytest.approx(100 * (d["value"] / d["baseline_value"] - 1))
+
+    # the export a user pastes into a PR (issue 7.12), on this CPU host with a non-SGLang engine
+    from ledger.export_markdown import render_markdown
+
+    md = render_markdown(store, session_id="plan-test")
+    hardware = next(line for line in md.splitlines() if line.startswith("- Hardware:"))
+    assert "CPU" in hardware and "GPU ?" not in hardware and "x0" not in hardware
+    runs_header = next(line for line in md.split("## Server runs")[1].splitlines() if line.startswith("| Config"))
+    assert "max_running_requests" not in runs_header and "MoE kernel config" not in runs_header
+    deltas = md.split("## Benchmark deltas")[1].split("## Timeline")[0]
+    fast = next(line for line in deltas.splitlines() if line.startswith("| fast | c=2") and "output_throughput" in line)
+    assert "(CV " in fast and f"`tuneledger run plan {plan.source}`" in fast and "improved" in fast
 
 
 def test_plan_file_errors(tmp_path: Path) -> None:
@@ -189,6 +213,10 @@ def test_a_failed_run_is_recorded_retried_on_a_restarted_server_and_the_plan_goe
     assert event is not None and "HTTP 500" in event.validity_notes[0] and "retried" in event.notes
     started = [e.config_name for e in store.read(types=["server_started"])]
     assert started == ["baseline", "fast", "fast", "baseline", "fast"]
+    # issue 7.8: each run names the candidate it was made for (the baseline none)
+    made_for = store.query_arrow("SELECT DISTINCT config_name, candidate_id FROM benchmarks ORDER BY 1").to_pylist()
+    assert made_for == [{"config_name": "baseline", "candidate_id": None},
+                        {"config_name": "fast", "candidate_id": "flag:delay-ms"}]
     assert len(result.points) == 2 * 2 * 2
     assert all(c.baseline_runs == 2 and c.runs == 2 for c in result.comparisons)
 

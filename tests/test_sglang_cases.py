@@ -452,3 +452,23 @@ def test_the_server_runner_says_it_at_start(tmp_path: Path, monkeypatch: pytest.
     (finding,) = [e for e in store.read(types=["finding_recorded"]) if e.kind == "known-no-effect"]
     assert finding.server_run_id == run.run_id and finding.evidence[0].ref == verdict_id
     assert finding.flag == "num-continuous-decode-steps"
+
+
+def test_the_same_log_given_twice_is_stored_once(tmp_path: Path) -> None:
+    log = CASES / "sglang-10521-default-moe-tp1" / "min.log"
+    ledger = tmp_path / "l.duckdb"
+    out = cli(ledger, "import", str(log), str(log), "--json")
+    assert out.returncode == 0, out.stderr
+    assert [row["events"] for row in json.loads(out.stdout)] == [2, 2]
+    assert LedgerStore(ledger).query_arrow("SELECT count(*) AS n FROM events").to_pylist() == [{"n": 2}]
+
+
+def test_a_wrapper_not_recognised_is_refused_not_half_parsed(tmp_path: Path) -> None:
+    lines = (CASES / "olmocr-105-wrapped-sglang-log" / "server.log").read_text().splitlines()
+    odd = tmp_path / "odd.log"
+    # a host prefix with neither a time, a level nor a column bar
+    odd.write_text("[2025-03-07 23:50:20] server_args=ServerArgs(tp_size=1)\n"
+                   + "\n".join("olmocr>> " + line.split(" - ", 3)[-1] for line in lines) + "\n")
+    out = cli(tmp_path / "l.duckdb", "import", str(odd))
+    assert out.returncode == 3
+    assert f"{odd}:2: field line prefix: SGLang line after an unrecognised prefix 'olmocr>>'" in out.stderr

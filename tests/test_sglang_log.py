@@ -314,3 +314,11 @@ def test_wrapped_lines_of_other_hosts_formats() -> None:
         "2026-05-01 10:00:02,000 - __main__ - WARNING - Attempt 14: Please wait for sglang server to become ready...",
     ])
     assert facts.kv_cache_tokens == 1000 and facts.ready and facts.wrapped_lines == 2
+
+
+def test_a_progress_bar_glued_to_a_log_line_is_read() -> None:
+    facts = parse_server_log([
+        "Capturing batches (bs=1 avail_mem=98.24 GB): 100%|##########| 3/3 [00:00<00:00,  4.70it/s]"
+        "[2026-03-04 15:13:15] Capture cuda graph end. Time elapsed: 1.15 s. mem usage=1.06 GB. avail mem=98.23 GB.",
+    ], strict=True)
+    assert facts.cuda_graph_captured and facts.wrapped_lines == 0

@@ -576,6 +576,7 @@ class StoreContract:
 
     def test_a_held_lock_is_ledger_busy_then_clears(self, ledger: LedgerStore, path: Path) -> None:
         ledger.append(note("before the holder"))
+        ledger.close()  # a kept-open store lets go now (the holder below is plain DuckDB)
         holder = subprocess.Popen(
             writer_command("hold", path), stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
         )
@@ -634,6 +635,21 @@ class TestNestedNewDirectory(StoreContract):
 
     def make_store(self, path: Path, **overrides: Any) -> LedgerStore:
         return LedgerStore(path, **overrides)
+
+
+class TestKeptOpenStore(StoreContract):
+    """``LedgerStore(path, hold_s=0.2)`` in the tests and in every child process: long-lived
+    writers that keep the file open, hand it over to a waiting process, catch the projections
+    up in batches (a killed one leaves them behind for the next opener to catch up)."""
+
+    hold_s = 0.2
+
+    @pytest.fixture(autouse=True)
+    def _children_keep_it_open(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        monkeypatch.setenv("TUNELEDGER_TEST_HOLD_S", str(self.hold_s))
+
+    def make_store(self, path: Path, **overrides: Any) -> LedgerStore:
+        return LedgerStore(path, **{"hold_s": self.hold_s, **overrides})
 
 
 def test_store_fixture_stamps_the_fixed_clock(store: LedgerStore) -> None:

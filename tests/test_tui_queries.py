@@ -51,6 +51,24 @@ def test_link_rule_name_or_flag_latest_config_highest_concurrency() -> None:
     assert board[3]["delta_config"] is None  # other session
 
 
+def test_link_rule_prefers_the_candidate_a_run_was_recorded_for() -> None:
+    """Issue 7.8: a configuration inheriting a flag was linked to that flag's candidate, not to the
+    candidate its runs were made for."""
+    board = [
+        {"candidate_id": "flag:enable-x", "session_id": "s", "flag": "enable-x"},
+        {"candidate_id": "kernel-tune:moe", "session_id": "s", "flag": None},
+    ]
+    runs = [
+        {"session_id": "s", "config_name": "b200-config", "flag_names": ["enable-x"]},
+        {"session_id": "s", "config_name": "b200-config", "flag_names": [], "candidate_id": "kernel-tune:moe"},
+    ]
+    deltas = [{"session_id": "s", "config_name": "b200-config", "concurrency": 64, "metric": "output_throughput",
+               "change_pct": -1.0, "verdict": "no measurable change", "seq": 3}]
+    queries.link_board_deltas(board, runs, deltas)
+    assert board[0]["delta_config"] is None
+    assert (board[1]["delta_config"], board[1]["delta_pct"]) == ("b200-config", -1.0)
+
+
 def test_changed_parts_follow_the_new_event_types(tmp_path: Path) -> None:
     store = make_demo(tmp_path)
     head = store.head()

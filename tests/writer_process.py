@@ -15,6 +15,9 @@ Run as ``python tests/writer_process.py MODE PATH [options]``:
 ``hold``    hold the file open read-write (plain ``duckdb.connect``), print ``holding`` and keep
             it until standard input closes.
 
+Every mode's store keeps the file open (``LedgerStore(hold_s=...)``) when the environment
+variable ``TUNELEDGER_TEST_HOLD_S`` is set (the contract suite's kept-open configuration).
+
 ``--go FILE`` makes a mode print ``ready`` and wait until FILE exists before it starts, so that
 processes started one after another begin their work together. A ``LedgerError`` ends the process with its
 ``exit_code`` and its message on standard error.
@@ -23,6 +26,7 @@ processes started one after another begin their work together. A ``LedgerError``
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import time
 from pathlib import Path
@@ -31,6 +35,11 @@ from uuid import uuid4
 from ledger.errors import ConcurrencyConflict, LedgerError
 from ledger.store import LedgerStore
 from schemas.events import NoteAdded
+
+
+def _store(args: argparse.Namespace) -> LedgerStore:
+    hold_s = float(os.environ.get("TUNELEDGER_TEST_HOLD_S") or 0)
+    return LedgerStore(args.path, lock_timeout_s=args.lock_timeout, hold_s=hold_s)
 
 
 def _wait_for(go: str | None, timeout_s: float = 60.0) -> None:
@@ -45,7 +54,7 @@ def _wait_for(go: str | None, timeout_s: float = 60.0) -> None:
 
 
 def _append(args: argparse.Namespace) -> int:
-    store = LedgerStore(args.path, lock_timeout_s=args.lock_timeout)
+    store = _store(args)
     _wait_for(args.go)
     n = 0
     while args.count == 0 or n < args.count:
@@ -66,7 +75,7 @@ def _append(args: argparse.Namespace) -> int:
 
 
 def _race(args: argparse.Namespace) -> int:
-    store = LedgerStore(args.path, lock_timeout_s=args.lock_timeout)
+    store = _store(args)
     event = NoteAdded(text=f"race writer={args.writer}", stream=args.stream)
     _wait_for(args.go)
     try:
@@ -79,7 +88,7 @@ def _race(args: argparse.Namespace) -> int:
 
 
 def _read(args: argparse.Namespace) -> int:
-    store = LedgerStore(args.path, lock_timeout_s=args.lock_timeout)
+    store = _store(args)
     _wait_for(args.go)
     last, refreshes = 0, 0
     deadline = time.monotonic() + args.deadline

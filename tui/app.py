@@ -18,7 +18,6 @@ Threading rules (the UI thread never blocks):
 
 from __future__ import annotations
 
-import os
 import time
 from pathlib import Path
 from typing import Any, ClassVar
@@ -67,7 +66,9 @@ _BOARD_ACTIONS = {"accept", "reject", "defer", "decision"}
 
 
 def _default_actor() -> Actor:
-    text = os.environ.get("TUNELEDGER_ACTOR") or f"person:{os.environ.get('USER') or 'unknown'}"
+    from ledger.cli import default_actor_text  # $TUNELEDGER_ACTOR, else person:<login name>
+
+    text = default_actor_text()
     try:
         return Actor.parse(text)
     except ValueError:
@@ -468,7 +469,9 @@ class TuneLedgerApp(App[None]):
             if fields:
                 self._append("decision", lambda: writes.record_decision(self.store, self.author, fields))
 
-        self.push_screen(DecisionForm(row["candidate_id"] if row else None, evidence), done)
+        # the newest events first: the evidence is usually what just happened
+        recent = list(reversed(self.timeline.rows[-200:]))
+        self.push_screen(DecisionForm(row["candidate_id"] if row else None, evidence, recent), done)
 
     @work(thread=True, group="append", exit_on_error=False)
     def _append(self, what: str, write: Any) -> None:

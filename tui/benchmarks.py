@@ -48,13 +48,16 @@ class BenchmarksPane(Vertical):
         self.rows: list[dict[str, Any]] = []
         self.metric_index = 0
         self.plot_mounted = False
+        #: The plot's title as last drawn ("... no data ..." when there is nothing to plot).
+        self.plot_title = ""
 
     def compose(self) -> ComposeResult:
         table: DataTable[Any] = DataTable(id="bench-table", cursor_type="row", zebra_stripes=True)
         table.add_columns("configuration", "c", "runs", *(label for _, label in BENCH_METRICS))
         yield table
         legend = Text("change vs baseline: ")
-        for verdict in ("improved", "regressed", "no measurable change", "inconclusive", "insufficient data"):
+        for verdict in ("improved", "regressed", "no measurable change", "inconclusive", "insufficient data",
+                        "too noisy"):
             legend.append(short_delta_verdict(verdict) if verdict != "no measurable change" else "≈ no change",
                           style=DELTA_STYLE[verdict])
             legend.append("  ")
@@ -116,7 +119,9 @@ class BenchmarksPane(Vertical):
         for row in self.rows:
             if row["concurrency"] is not None and row[metric] is not None:
                 series.setdefault(row["config_name"], []).append((row["concurrency"], row[metric]))
-        plt.title(f"{label} against concurrency")
+        self.plot_title = (f"{label} against concurrency" if series else
+                           f"{label}: no data (no benchmark at a fixed concurrency in this session yet)")
+        plt.title(self.plot_title)
         plt.xlabel("concurrency (log scale)")
         if series:
             # concurrency doubles (1, 2, 4 ... 64): plot against log2 so the points spread evenly

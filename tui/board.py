@@ -33,8 +33,15 @@ class BoardPane(Vertical):
     BoardPane #board-detail { height: auto; max-height: 8; padding: 0 1; border-top: solid $primary-darken-2; }
     """
 
+    #: Columns by importance: on a narrow terminal the last ones go first (the detail panel
+    #: below the table shows the reason and priority of the selected candidate anyway).
+    ALL_COLUMNS = ("status", "candidate", "verdict", "Δ out tok/s", "priority", "reason")
+    #: Width below which each optional column is dropped (priority, then reason first).
+    DROP_BELOW = {"reason": 150, "priority": 110}
+
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)
+        self._columns: tuple[str, ...] = self.ALL_COLUMNS
         self.rows: list[dict[str, Any]] = []
         self.shown: list[dict[str, Any]] = []
         self.loaded = False
@@ -46,7 +53,7 @@ class BoardPane(Vertical):
                 yield Select[str]([], prompt=f"{label}: all", id=f"filter-{key}", allow_blank=True)
             yield Static("", id="board-counts")
         table: DataTable[Any] = DataTable(id="board-table", cursor_type="row", zebra_stripes=True)
-        table.add_columns("status", "candidate", "priority", "verdict", "Δ out tok/s", "reason")
+        table.add_columns(*self._columns)
         yield table
         yield Static("", id="board-detail")
 
@@ -92,16 +99,18 @@ class BoardPane(Vertical):
             delta = Text("")
             if row.get("delta_config"):
                 delta = pct_text(row["delta_pct"], row["delta_verdict"])
-                delta.append(f" {clip(row['delta_config'], 18)} c={row['delta_concurrency']}", style="dim")
-            table.add_row(
-                status_text(row["status"]),
-                clip(row["candidate_id"], 44),
-                row["priority"] or "",
-                verdict_text(row["verdict"]),
-                delta,
-                clip(row.get("conflict") or row["reason"], 40),
-                key=row["candidate_id"],
-            )
+                delta.append(f" {clip(row['delta_config'], 18 if 'priority' in self._columns else 14)} "
+                             f"c={row['delta_concurrency']}", style="dim")
+            narrow = "priority" not in self._columns
+            cells = {
+                "status": status_text(row["status"]),
+                "candidate": clip(row["candidate_id"], 34 if narrow else 44),
+                "verdict": verdict_text(row["verdict"]),
+                "Δ out tok/s": delta,
+                "priority": row["priority"] or "",
+                "reason": clip(row.get("conflict") or row["reason"], 40),
+            }
+            table.add_row(*(cells[name] for name in self._columns), key=row["candidate_id"])
         if self.shown:
             table.move_cursor(row=cursor)
         counts = {s: sum(r["status"] == s for r in self.shown) for s in STATUSES}
@@ -149,6 +158,19 @@ class BoardPane(Vertical):
         detail.update(text)
 
     # --- events -------------------------------------------------------------------------
+
+    def on_resize(self, event: Any) -> None:
+        """Keep the columns that fit: drop the low-value ones first on a narrow terminal."""
+        width = event.size.width
+        columns = tuple(c for c in self.ALL_COLUMNS if width >= self.DROP_BELOW.get(c, 0))
+        if columns == self._columns:
+            return
+        self._columns = columns
+        table = self.query_one("#board-table", DataTable)
+        table.clear(columns=True)
+        table.add_columns(*columns)
+        if self.loaded:
+            self._render_rows()
 
     def on_select_changed(self, event: Select.Changed) -> None:
         """A filter changed: redraw from the rows already read (no query)."""

@@ -10,7 +10,7 @@ from typing import Any
 
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.containers import Horizontal, Vertical
+from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Label, Select, Static
 
@@ -26,6 +26,7 @@ _FORM_CSS = """
     border: thick $primary; background: $surface;
 }}
 {name} .form-title {{ text-style: bold; margin-bottom: 1; }}
+{name} .form-fields {{ height: auto; max-height: 50vh; }}
 {name} Label {{ margin-top: 1; color: $text-muted; }}
 {name} .form-error {{ color: $error; height: auto; }}
 {name} .form-buttons {{ height: 3; margin-top: 1; align-horizontal: right; }}
@@ -64,9 +65,21 @@ class _Form(ModalScreen[Any]):
             yield Button("OK", id="ok", variant="primary")
             yield Button("Cancel", id="cancel")
 
-    def fail(self, message: str) -> None:
-        """Show a validation error in the form (the form stays open)."""
+    def fail(self, message: str, field: str | None = None) -> None:
+        """Show a validation error in the form, which stays open with what was typed; ``field``
+        (a widget id) gets the focus, scrolled into view."""
         self.query_one(".form-error", Static).update(message)
+        if field is not None and self.query(f"#{field}"):
+            self.query_one(f"#{field}").focus()
+
+    def fail_on(self, exc: ValueError, labels: dict[str, str]) -> None:
+        """Show a pydantic validation error naming the form's field (``labels``: model field -> widget id)."""
+        errors = getattr(exc, "errors", None)
+        first = errors()[0] if callable(errors) else {"loc": (), "msg": str(exc)}
+        name = str(first.get("loc", ("",))[0]) if first.get("loc") else ""
+        widget = labels.get(name)
+        where = (widget or name).replace("_", " ")
+        self.fail(f"{where}: {first.get('msg', 'invalid')}" if where else str(first.get("msg")), widget)
 
     def submit(self) -> None:  # pragma: no cover - overridden
         """Validate and dismiss with the values."""
@@ -109,20 +122,24 @@ class ProposeForm(_Form):
     def compose(self) -> ComposeResult:
         with Vertical():
             yield Static("Propose a candidate", classes="form-title")
-            yield Label("kind")
-            yield Select([(k, k) for k in _KINDS], value="flag", allow_blank=False, id="kind")
-            yield Label("title (what to try)")
-            yield Input(placeholder="Try --enable-foo", id="title")
-            yield Label("flag (for a flag candidate; without dashes is fine)")
-            yield Input(placeholder="enable-foo", id="flag")
-            yield Label("priority")
-            yield Select([(p, p) for p in _PRIORITIES], prompt="(none)", id="priority")
-            yield Label("hypothesis")
-            yield Input(placeholder="why it might help", id="hypothesis")
-            yield Label("candidate id (default: kind:flag or kind:title-slug)")
-            yield Input(placeholder="flag:enable-foo", id="candidate_id")
+            with VerticalScroll(classes="form-fields"):
+                yield from self._fields()
             yield Static("", classes="form-error")
             yield from self._buttons()
+
+    def _fields(self) -> ComposeResult:
+        yield Label("kind")
+        yield Select([(k, k) for k in _KINDS], value="flag", allow_blank=False, id="kind")
+        yield Label("title (what to try)")
+        yield Input(placeholder="Try --enable-foo", id="title")
+        yield Label("flag (for a flag candidate; without dashes is fine)")
+        yield Input(placeholder="enable-foo", id="flag")
+        yield Label("priority")
+        yield Select([(p, p) for p in _PRIORITIES], prompt="(none)", id="priority")
+        yield Label("hypothesis")
+        yield Input(placeholder="why it might help", id="hypothesis")
+        yield Label("candidate id (default: kind:flag or kind:title-slug)")
+        yield Input(placeholder="flag:enable-foo", id="candidate_id")
 
     def submit(self) -> None:
         """Dismiss with the form's fields (a title is required)."""
@@ -134,7 +151,14 @@ class ProposeForm(_Form):
         priority = self.query_one("#priority", Select).value
         values["priority"] = priority if isinstance(priority, str) else None
         if not values["title"]:
-            self.fail("A title is required.")
+            self.fail("title: required (what to try).", "title")
+            return
+        from .writes import check_proposal
+
+        try:
+            check_proposal(values)
+        except ValueError as exc:
+            self.fail_on(exc, {k: k for k in ("title", "flag", "hypothesis", "candidate_id", "kind", "priority")})
             return
         self.dismiss(values)
 
@@ -144,26 +168,51 @@ class DecisionForm(_Form):
 
     DEFAULT_CSS = _FORM_CSS.format(name="DecisionForm")
 
-    def __init__(self, candidate_id: str | None = None, evidence: str = "") -> None:
+    def __init__(self, candidate_id: str | None = None, evidence: str = "",
+                 timeline: list[dict[str, Any]] | None = None) -> None:
         super().__init__()
         self.candidate_id = candidate_id or ""
         self.evidence = evidence
+        #: Recent timeline rows (seq, type, summary, event_id) offered as evidence to pick.
+        self.timeline = timeline or []
 
     def compose(self) -> ComposeResult:
         with Vertical():
             yield Static("Record a decision", classes="form-title")
-            yield Label("decision")
-            yield Input(placeholder="Keep --enable-foo; benchmark at c=1..64", id="decision")
-            yield Label("rationale")
-            yield Input(placeholder="why", id="rationale")
-            yield Label("alternatives (separated by ;)")
-            yield Input(placeholder="revert; tune the kernel instead", id="alternatives")
-            yield Label("candidate id")
-            yield Input(value=self.candidate_id, id="candidate_id")
-            yield Label("evidence event ids (separated by ;)")
-            yield Input(value=self.evidence, id="evidence_event_ids")
+            with VerticalScroll(classes="form-fields"):
+                yield from self._fields()
             yield Static("", classes="form-error")
             yield from self._buttons()
+
+    def _fields(self) -> ComposeResult:
+        yield Label("decision")
+        yield Input(placeholder="Keep --enable-foo; benchmark at c=1..64", id="decision")
+        yield Label("rationale")
+        yield Input(placeholder="why", id="rationale")
+        yield Label("alternatives (separated by ;)")
+        yield Input(placeholder="revert; tune the kernel instead", id="alternatives")
+        yield Label("candidate id")
+        yield Input(value=self.candidate_id, id="candidate_id")
+        yield Label("evidence: pick events from the timeline (each adds its id below)")
+        yield Select([(self._option(row), str(row["event_id"])) for row in self.timeline[:200]],
+                     prompt="(pick an event)", id="evidence-pick")
+        yield Label("evidence event ids (separated by ;)")
+        yield Input(value=self.evidence, id="evidence_event_ids")
+
+    @staticmethod
+    def _option(row: dict[str, Any]) -> str:
+        text = f"seq {row['seq']} {row['type']}: {row.get('summary') or ''}"
+        return text if len(text) <= 80 else text[:79] + "…"
+
+    def on_select_changed(self, event: Select.Changed) -> None:
+        """A timeline event picked as evidence: add its id to the evidence field."""
+        if event.select.id != "evidence-pick" or not isinstance(event.value, str):
+            return
+        event.stop()
+        field = self.query_one("#evidence_event_ids", Input)
+        ids = [part.strip() for part in field.value.split(";") if part.strip()]
+        if event.value not in ids:
+            field.value = "; ".join([*ids, event.value])
 
     def submit(self) -> None:
         """Dismiss with the form's fields (a decision is required)."""
@@ -172,6 +221,14 @@ class DecisionForm(_Form):
             for name in ("decision", "rationale", "alternatives", "candidate_id", "evidence_event_ids")
         }
         if not values["decision"]:
-            self.fail("Say what was decided.")
+            self.fail("decision: required (say what was decided).", "decision")
+            return
+        from .writes import check_decision
+
+        try:
+            check_decision(values)
+        except ValueError as exc:
+            self.fail_on(exc, {k: k for k in ("decision", "rationale", "alternatives", "candidate_id",
+                                             "evidence_event_ids")})
             return
         self.dismiss(values)

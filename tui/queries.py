@@ -74,8 +74,11 @@ WHERE ?::VARCHAR IS NULL OR b.session_id = ?::VARCHAR
 """
 
 _RUNS_SQL = """
-SELECT config_name, session_id, coalesce(json_keys(flags), []) AS flag_names FROM server_runs
+SELECT config_name, session_id, coalesce(json_keys(flags), []) AS flag_names, NULL AS candidate_id FROM server_runs
 WHERE config_name IS NOT NULL AND (?::VARCHAR IS NULL OR session_id = ?::VARCHAR)
+UNION ALL
+SELECT DISTINCT config_name, session_id, [] AS flag_names, candidate_id FROM benchmarks
+WHERE candidate_id IS NOT NULL AND (?::VARCHAR IS NULL OR session_id = ?::VARCHAR)
 """
 
 _DELTAS_SQL = """
@@ -102,9 +105,11 @@ def link_board_deltas(
 ) -> None:
     """Give each board row the benchmark delta of its latest related configuration (in place).
 
-    The link rule: a configuration relates to a candidate when its name is the
-    candidate id or the id without its ``kind:`` prefix, or when a server run of
-    that configuration (same session) was started with the candidate's flag.
+    The link rule: a configuration whose runs were recorded for a candidate
+    (``candidate_id`` on ``benchmark_completed``: plans and ``run bench --candidate``)
+    relates to that candidate only. Any other configuration relates to a candidate
+    when its name is the candidate id or the id without its ``kind:`` prefix, or
+    when a server run of it (same session) was started with the candidate's flag.
     Of the related configurations that have an ``output_throughput`` delta
     against the baseline, the one measured last (highest ``seq``) wins, and its
     change is shown at its highest concurrency. Sets ``delta_config``,
@@ -112,9 +117,12 @@ def link_board_deltas(
     configuration relates).
     """
     flags_by_config: dict[tuple[str | None, str], set[str]] = {}
+    made_for: dict[tuple[str | None, str], set[str]] = {}
     for run in runs:
         key = (run["session_id"], run["config_name"])
         flags_by_config.setdefault(key, set()).update(run.get("flag_names") or [])
+        if run.get("candidate_id"):
+            made_for.setdefault(key, set()).add(run["candidate_id"])
     latest: dict[tuple[str | None, str], dict[str, Any]] = {}
     last_seq: dict[tuple[str | None, str], int] = {}
     for delta in deltas:
@@ -130,7 +138,8 @@ def link_board_deltas(
         related = [
             key for key in latest
             if key[0] == row["session_id"]
-            and (key[1] in names or (row["flag"] and row["flag"] in flags_by_config.get(key, set())))
+            and (row["candidate_id"] in made_for[key] if key in made_for
+                 else key[1] in names or (row["flag"] and row["flag"] in flags_by_config.get(key, set())))
         ]
         chosen = max(related, key=lambda key: last_seq[key], default=None)
         delta = latest.get(chosen) if chosen else None
@@ -150,7 +159,7 @@ def _board(
     con: duckdb.DuckDBPyConnection, session_id: str | None, deltas: list[dict[str, Any]]
 ) -> list[dict[str, Any]]:
     board = _rows(con, _BOARD_SQL, [session_id, session_id])
-    runs = _rows(con, _RUNS_SQL, [session_id, session_id])
+    runs = _rows(con, _RUNS_SQL, [session_id, session_id, session_id, session_id])
     link_board_deltas(board, runs, deltas)
     board.sort(key=lambda r: (_status_rank(r["status"]), _priority_rank(r["priority"]), r["candidate_id"]))
     return board

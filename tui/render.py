@@ -30,6 +30,7 @@ DELTA_STYLE = {
     "inconclusive": "yellow",
     "insufficient data": "yellow",
     "invalid": "red dim",
+    "too noisy": "magenta",
 }
 
 VERDICT_STYLE = {
@@ -74,6 +75,7 @@ def short_delta_verdict(verdict: str) -> str:
         "no measurable change": "≈ noise",
         "insufficient data": "n<3",
         "inconclusive": "?",
+        "too noisy": "noisy",
     }.get(verdict, verdict)
 
 

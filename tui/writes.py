@@ -86,6 +86,30 @@ def propose(store: LedgerStore, author: Author, fields: dict[str, Any]) -> Appen
     return store.append(event, expected_version=0)[0]
 
 
+def check_proposal(fields: dict[str, Any]) -> None:
+    """Validate the propose form's fields as ``propose`` would, without writing.
+
+    Raises:
+        ValueError: pydantic's error (its ``loc`` names the field).
+    """
+    data = {k: v for k, v in fields.items() if v not in (None, "")}
+    data.setdefault("candidate_id", "check:only")
+    CandidateProposed.model_validate({**data, "kind": data.get("kind", "flag")})
+
+
+def check_decision(fields: dict[str, Any]) -> None:
+    """Validate the decision form's fields as ``record_decision`` would, without writing.
+
+    Raises:
+        ValueError: pydantic's error (its ``loc`` names the field: an evidence id that is not a UUID).
+    """
+    data = {k: v for k, v in fields.items() if v not in (None, "")}
+    for name in ("alternatives", "evidence_event_ids"):
+        if isinstance(data.get(name), str):
+            data[name] = split_list(data[name])
+    DecisionRecorded.model_validate(data)
+
+
 def record_decision(store: LedgerStore, author: Author, fields: dict[str, Any]) -> AppendResult:
     """Append ``decision_recorded`` from the decision form's fields.
 

@@ -82,6 +82,12 @@ def import_file(
         error = exc.errors()[0]
         where = ".".join(str(part) for part in error.get("loc", ()))
         raise InvalidInput(f"{file.label}: {importer.kind}: field '{where}': {error.get('msg')}") from None
+    except RecursionError:
+        raise InvalidInput(f"{file.label}: {importer.kind}: JSON nested too deeply") from None
+    except ValueError as exc:
+        if "integer string conversion" not in str(exc):
+            raise
+        raise InvalidInput(f"{file.label}: {importer.kind}: {str(exc).split(';')[0]}") from None
     except (OverflowError, pa.ArrowException) as exc:
         # e.g. a token count of 1e308 for an int32 column of bench_samples
         raise InvalidInput(f"{file.label}: {importer.kind}: a per-request value out of range ({exc})") from None

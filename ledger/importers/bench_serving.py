@@ -16,6 +16,7 @@ from uuid import UUID
 import pyarrow as pa
 
 from ledger.errors import InvalidInput
+from ledger.input_checks import loads
 from schemas import Actor, BenchmarkCompleted, BenchMetrics, Host, Workload
 
 from ..warmup import cold_first_run
@@ -62,7 +63,7 @@ def import_bench_serving(
             continue
         where = f"{file.label}:{number}"
         try:
-            obj = json.loads(raw)
+            obj = loads(raw, where)
         except json.JSONDecodeError as exc:
             raise InvalidInput(f"{where}: not valid JSON ({exc.msg} at column {exc.colno})") from None
         if not looks_like_bench(obj):
@@ -243,11 +244,14 @@ def _num(line: _Line, key: str, value: Any) -> float | None:
 
 
 def _int(line: _Line, key: str, value: Any) -> int | None:
+    """A per-request token count: an integer that fits ``bench_samples``' INTEGER (32 bits)."""
     number = _num(line, key, value)
     if number is None:
         return None
     if not number.is_integer():
         raise line.error(key, f"expected an integer, got {number}")
+    if not 0 <= number < 2**31:
+        raise line.error(key, f"expected a token count from 0 to {2**31 - 1}, got {value}")
     return int(number)
 
 

@@ -25,13 +25,10 @@ from typing import Any
 from uuid import UUID, uuid5
 
 from ledger.errors import InvalidInput
+from ledger.input_checks import loads
 from ledger.safe_files import read_regular
 from ledger.sglang_log import looks_like_server_log
 from schemas import Actor, FindingRecorded, Host, ServerStarted, StartupFacts
-
-BENCH = "sglang-bench-serving"
-MOE = "sglang-moe-config"
-SERVER_LOG = "sglang-server-log"
 
 #: Where each importer lives (``module:attribute``); on equal confidence the first wins.
 IMPORTERS: tuple[str, ...] = (
@@ -200,7 +197,7 @@ class Sniffed:
         if not self.claims_json:
             return None, None
         try:
-            return json.loads(self.text), None
+            return loads(self.text, self.file.label), None  # too deep, too long an integer: InvalidInput
         except json.JSONDecodeError as exc:
             return None, exc
 
@@ -222,7 +219,7 @@ class Sniffed:
         for line in self.file.lines():
             if line.strip():
                 try:
-                    return json.loads(line)
+                    return loads(line, self.file.label)
                 except json.JSONDecodeError:
                     return None
         return None
@@ -311,7 +308,7 @@ def detect_format(file: InputFile) -> Importer:
             if not line.strip():
                 continue
             try:
-                json.loads(line)
+                loads(line, f"{file.label}:{number}")
             except json.JSONDecodeError as exc:
                 raise json_line_error(file, exc, number) from None
     raise unknown_format(file)

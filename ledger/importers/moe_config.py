@@ -20,6 +20,7 @@ from typing import Any
 
 from ledger.errors import InvalidInput
 from ledger.gpu_arch import compute_capability_for
+from ledger.input_checks import loads
 from schemas import Actor, Host, MoeConfigRecorded
 
 from .detect import MOE_NAME_RE, ImportContext, Importer, InputFile, ReadResult, Sniffed, looks_like_moe
@@ -133,7 +134,7 @@ def import_moe_config(file: InputFile, *, session_id: str | None, host: Host | N
             "E=<experts>,N=<size>,device_name=<gpu>[,dtype=..][,block_shape=[a, b]][_down].json"
         )
     try:
-        data = json.loads(file.text)
+        data = loads(file.text, file.label)
     except json.JSONDecodeError as exc:
         raise InvalidInput(f"{file.label}:{exc.lineno}: not valid JSON ({exc.msg} at column {exc.colno})") from None
     triton_version = triton_version_of(file.path.resolve())
@@ -149,8 +150,11 @@ def import_moe_config(file: InputFile, *, session_id: str | None, host: Host | N
     configs = validate_configs(data, file.label)
     file_host = Host(gpu_name=parts.gpu_name, compute_capability=compute_capability_for(parts.gpu_name))
     merged = (host or Host()).model_copy(update={k: v for k, v in file_host.model_dump().items() if v is not None})
+    triton_version = triton_version_of(file.path.resolve())
     return MoeConfigRecorded(
-        event_id=file.event_id("moe-config"),
+        # The file's identity is part of the id: two files with the same JSON under other
+        # names (or Triton folders) are two configs; the same path imported again is a no-op.
+        event_id=file.event_id(f"moe-config:{triton_version or '-'}:{file.name}"),
         source=file.name,
         session_id=session_id,
         host=merged,

@@ -83,12 +83,15 @@ def _read(file: InputFile, ctx: ImportContext) -> ReadResult:
             cause=facts.crash.cause,  # type: ignore[arg-type]
             message=facts.crash.message,
             log_tail=facts.crash.tail,
+            startup=facts.to_startup_facts() if facts.has_startup_facts or facts.server_args else None,
             **common,
         ))
     findings = vllm_findings(
         parsed, host=host, previous=ctx.previous_startup, run_id=run_id, session_id=ctx.session_id,
         source_name=file.name,
     )
+    if ctx.remember is not None:  # flags the ledger already knows do nothing (ledger/flag_memory.py)
+        findings += ctx.remember(events[0])
     for finding in findings:
         events.append(finding.model_copy(update={
             "event_id": file.event_id(f"finding:{finding.kind}:{finding.flag}:{finding.message}"),

@@ -1,0 +1,280 @@
+"""tuneledger's store beside MLflow (sqlite) and Optuna (JournalStorage), in one run, plus the
+CLI append and the hand-off time. Numbers for the README (section Performance), not tests.
+
+Run (``make bench`` runs it with the defaults)::
+
+    .venv/bin/python bench/bench_store.py [--rounds 3] [--singles 300] [--batches 5] [--json OUT]
+
+Each round runs every store's series (``bench/store_peers.py``) in a fresh process and a fresh
+folder, in a shuffled order, so that the machine's load (other people's work on the 2 cores)
+falls on all of them alike; the load average is recorded beside every figure. MLflow and
+Optuna run from ``bench/.venv-peers`` (created on first use: ``pip install mlflow-skinny
+optuna sqlalchemy alembic``), never from the project's environment.
+
+Reported, over all rounds:
+
+- single append: p50 / p99 of one-record calls (tuneledger: a kept-open ``LedgerStore``,
+  ``hold_s`` 5 s, like a runner); sustained records/s = records / time of the whole series
+  including tuneledger's final catch-up of the projections and close; CPU ms per record;
+- batches of 1,000: records/s over all batches (tuneledger including the final catch-up);
+- ``tuneledger append`` from process start to exit (``--cli`` calls, one-shot store): wall
+  p50 / p90 and CPU (user + system of the child);
+- import: ``ledger.bulk.import_lines`` of the deterministic synthetic campaign of
+  bench/bench_ledger.py (``--import-events``, default 100,000 events, ~2 KB each; cached in
+  /tmp/tuneledger-bench) into a fresh ledger, end to end from lines in memory to committed
+  and projected, and the store's share alone (``append_rows`` of the validated rows: the
+  DuckDB-side ceiling, insert + projections + commit + checkpoint at close);
+- hand-off: a child keeps the ledger open and appends in a loop; this process reads (one-shot)
+  ``--handoffs`` times: the wait for the file, p50 / p99 / max against ``HANDOFF_S``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import resource
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+PEERS_VENV = ROOT / "bench" / ".venv-peers"
+PEERS_PACKAGES = ["mlflow-skinny", "optuna", "sqlalchemy", "alembic"]
+WORKER = ROOT / "bench" / "store_peers.py"
+
+
+def log(text: str) -> None:
+    print(f"[{time.strftime('%H:%M:%S')}] {text}", file=sys.stderr, flush=True)
+
+
+def load() -> float:
+    return round(os.getloadavg()[0], 2)
+
+
+def percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(round(q * (len(ordered) - 1))))]
+
+
+def peers_python() -> Path:
+    """The peers' interpreter, with MLflow and Optuna installed there on first use."""
+    python = PEERS_VENV / "bin" / "python"
+    if not python.exists():
+        log(f"creating {PEERS_VENV} (MLflow, Optuna: benchmark peers, not project dependencies)")
+        subprocess.run([sys.executable, "-m", "venv", str(PEERS_VENV)], check=True)
+    probe = subprocess.run([str(python), "-c", "import mlflow, optuna"], capture_output=True)
+    if probe.returncode != 0:
+        subprocess.run([str(python), "-m", "pip", "install", "--quiet", *PEERS_PACKAGES], check=True)
+    return python
+
+
+def run_series(system: str, python: Path, workdir: Path, args: argparse.Namespace) -> dict[str, Any]:
+    before = load()
+    out = subprocess.run(
+        [str(python), str(WORKER), system, str(workdir), "--singles", str(args.singles),
+         "--batches", str(args.batches), "--batch-size", str(args.batch_size)],
+        capture_output=True, text=True, timeout=600,
+    )
+    if out.returncode != 0:
+        raise SystemExit(f"{system} series failed: {out.stderr[-2000:]}")
+    result = json.loads(out.stdout.splitlines()[-1])
+    result["load"] = (before, load())
+    return result
+
+
+def bench_stores(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
+    pythons = {"tuneledger": Path(sys.executable), "mlflow": peers_python(), "optuna": peers_python()}
+    rounds: dict[str, list[dict[str, Any]]] = {name: [] for name in pythons}
+    rng = random.Random(13)
+    for round_ in range(args.rounds):
+        order = list(pythons)
+        rng.shuffle(order)
+        for system in order:
+            result = run_series(system, pythons[system], tmp / f"{system}-{round_}", args)
+            rounds[system].append(result)
+            log(f"round {round_} {system}: single p50 {statistics.median(result['single_ms']):.2f} ms, "
+                f"batch {args.batches * args.batch_size / result['batch_total_s']:,.0f}/s, load {result['load']}")
+    summary = {}
+    for system, results in rounds.items():
+        singles = [ms for r in results for ms in r["single_ms"]]
+        n_single = args.singles * len(results)
+        n_batch = args.batches * args.batch_size * len(results)
+        summary[system] = {
+            "single_p50_ms": round(statistics.median(singles), 2),
+            "single_p99_ms": round(percentile(singles, 0.99), 2),
+            "sustained_per_s": round(n_single / sum(r["single_total_s"] for r in results)),
+            "single_cpu_ms": round(sum(r["single_cpu_s"] for r in results) / n_single * 1e3, 3),
+            "batch_per_s": round(n_batch / sum(r["batch_total_s"] for r in results)),
+            "batch_cpu_us": round(sum(r["batch_cpu_s"] for r in results) / n_batch * 1e6, 1),
+            "load": [min(x for r in results for x in r["load"]), max(x for r in results for x in r["load"])],
+        }
+    return summary
+
+
+def bench_cli(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
+    tuneledger = Path(sys.executable).with_name("tuneledger")
+    ledger = tmp / "cli.duckdb"
+    subprocess.run([str(tuneledger), "--ledger", str(ledger), "init"], check=True, capture_output=True)
+    walls, cpus = [], []
+    loads = [load()]
+    for i in range(args.cli):
+        usage0 = resource.getrusage(resource.RUSAGE_CHILDREN)
+        start = time.perf_counter()
+        subprocess.run([str(tuneledger), "--ledger", str(ledger), "append", "note_added", "-f", f"text=cli {i}"],
+                       check=True, capture_output=True)
+        walls.append((time.perf_counter() - start) * 1e3)
+        usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+        cpus.append((usage.ru_utime - usage0.ru_utime + usage.ru_stime - usage0.ru_stime) * 1e3)
+    loads.append(load())
+    # Where the time goes: interpreter alone, and the imports of an append.
+    bare = _cpu_of([sys.executable, "-c", "pass"], 5)
+    imports = _cpu_of([sys.executable, "-c", "import ledger.cli"], 5)
+    return {
+        "wall_p50_ms": round(statistics.median(walls)), "wall_p90_ms": round(percentile(walls, 0.9)),
+        "cpu_p50_ms": round(statistics.median(cpus)), "python_start_cpu_ms": bare,
+        "import_ledger_cli_cpu_ms": imports, "load": loads,
+    }
+
+
+def _cpu_of(argv: list[str], n: int) -> float:
+    cpus = []
+    for _ in range(n):
+        usage0 = resource.getrusage(resource.RUSAGE_CHILDREN)
+        subprocess.run(argv, check=True, capture_output=True, cwd=ROOT)
+        usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+        cpus.append((usage.ru_utime - usage0.ru_utime + usage.ru_stime - usage0.ru_stime) * 1e3)
+    return round(statistics.median(cpus))
+
+
+def bench_import(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
+    sys.path.insert(0, str(ROOT / "bench"))
+    from bench_ledger import GENERATOR_VERSION, generate_jsonl
+
+    from ledger import bulk
+    from ledger.store import LedgerStore
+
+    cache = Path("/tmp/tuneledger-bench")
+    cache.mkdir(parents=True, exist_ok=True)
+    source = cache / f"campaign-{args.import_events}-g{GENERATOR_VERSION}.jsonl"
+    if not source.exists():
+        log(f"generating {args.import_events:,} events -> {source}")
+        generate_jsonl(source, args.import_events)
+    lines = source.read_text(encoding="utf-8").splitlines()
+    loads = [load()]
+    store = LedgerStore(tmp / "import.duckdb")
+    store.init()
+    store_s: list[float] = []
+    append_rows = store.append_rows
+
+    def timed_append_rows(rows: list[dict[str, Any]], **kwargs: Any) -> Any:
+        start = time.perf_counter()
+        try:
+            return append_rows(rows, **kwargs)
+        finally:
+            store_s.append(time.perf_counter() - start)
+
+    store.append_rows = timed_append_rows  # type: ignore[method-assign]
+    start, cpu0 = time.perf_counter(), time.process_time()
+    results, _ = bulk.import_lines(store, lines, str(source))
+    total = time.perf_counter() - start
+    loads.append(load())
+    assert len(results) == len(lines)
+    return {"events": len(lines), "mb": round(source.stat().st_size / 1e6), "per_s": round(len(lines) / total),
+            "store_per_s": round(len(lines) / store_s[0]), "seconds": round(total, 1),
+            "workers": min(os.cpu_count() or 1, bulk.MAX_WORKERS), "load": loads}
+
+
+def bench_handoff(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
+    from ledger.store import HANDOFF_S, LedgerStore
+
+    ledger = tmp / "handoff.duckdb"
+    LedgerStore(ledger).init()
+    env = {**os.environ, "TUNELEDGER_TEST_HOLD_S": "60"}
+    writer = subprocess.Popen(
+        [sys.executable, str(ROOT / "tests" / "writer_process.py"), "append", str(ledger), "--count", "0"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+    )
+    loads = [load()]
+    waits = []
+    try:
+        assert writer.stdout is not None and writer.stdout.readline().startswith("ack ")
+        store = LedgerStore(ledger)
+        for _ in range(args.handoffs):
+            start = time.perf_counter()
+            store.query_arrow("SELECT count(*) FROM timeline")
+            waits.append((time.perf_counter() - start) * 1e3)
+            time.sleep(0.05)
+    finally:
+        writer.kill()
+        writer.communicate(timeout=60)
+    loads.append(load())
+    return {"p50_ms": round(statistics.median(waits)), "p99_ms": round(percentile(waits, 0.99)),
+            "max_ms": round(max(waits)), "stated_ms": round(HANDOFF_S * 1e3), "load": loads}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--singles", type=int, default=300, help="one-record calls per series")
+    parser.add_argument("--batches", type=int, default=5)
+    parser.add_argument("--batch-size", type=int, default=1000)
+    parser.add_argument("--cli", type=int, default=30, help="`tuneledger append` processes")
+    parser.add_argument("--handoffs", type=int, default=30)
+    parser.add_argument("--import-events", type=int, default=100_000)
+    parser.add_argument("--only", choices=["stores", "cli", "import", "handoff"], action="append")
+    parser.add_argument("--json", type=Path, help="also write the results here")
+    args = parser.parse_args(argv)
+    only = set(args.only or ["stores", "cli", "import", "handoff"])
+    results: dict[str, Any] = {"cpus": os.cpu_count()}
+    with tempfile.TemporaryDirectory(prefix="tuneledger-bench-store-") as name:
+        tmp = Path(name)
+        if "stores" in only:
+            results["stores"] = bench_stores(args, tmp)
+        if "cli" in only:
+            results["cli_append"] = bench_cli(args, tmp)
+            log(f"cli append: {results['cli_append']}")
+        if "import" in only:
+            results["import"] = bench_import(args, tmp)
+            log(f"import: {results['import']}")
+        if "handoff" in only:
+            results["handoff"] = bench_handoff(args, tmp)
+            log(f"hand-off: {results['handoff']}")
+    print_report(results)
+    if args.json:
+        args.json.write_text(json.dumps(results, indent=1))
+    return 0
+
+
+def print_report(results: dict[str, Any]) -> None:
+    stores = results.get("stores")
+    if stores:
+        print("| store | single append p50 / p99 | sustained | CPU per single | batches of 1,000 | load |")
+        print("|---|---:|---:|---:|---:|---|")
+        for system, s in stores.items():
+            print(f"| {system} | {s['single_p50_ms']} / {s['single_p99_ms']} ms | {s['sustained_per_s']:,}/s "
+                  f"| {s['single_cpu_ms']} ms | {s['batch_per_s']:,}/s | {s['load'][0]}–{s['load'][1]} |")
+    cli = results.get("cli_append")
+    if cli:
+        print(f"\n`tuneledger append`: wall p50 {cli['wall_p50_ms']} ms (p90 {cli['wall_p90_ms']}), CPU p50 "
+              f"{cli['cpu_p50_ms']} ms (python alone {cli['python_start_cpu_ms']} ms, `import ledger.cli` "
+              f"{cli['import_ledger_cli_cpu_ms']} ms); load {cli['load']}")
+    imp = results.get("import")
+    if imp:
+        print(f"\nimport of {imp['events']:,} events ({imp['mb']} MB JSONL), {imp['workers']} validation workers: "
+              f"{imp['per_s']:,} events/s end to end ({imp['seconds']} s); the store's share alone "
+              f"{imp['store_per_s']:,} events/s; load {imp['load']}")
+    handoff = results.get("handoff")
+    if handoff:
+        print(f"\nhand-off from a kept-open writer: p50 {handoff['p50_ms']} ms, p99 {handoff['p99_ms']} ms, "
+              f"max {handoff['max_ms']} ms (stated {handoff['stated_ms']} ms); load {handoff['load']}")
+
+
+if __name__ == "__main__":
+    sys.exit(main())

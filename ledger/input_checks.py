@@ -1,0 +1,130 @@
+"""Malformed input that Python's and DuckDB's parsers would crash on, as one-line errors.
+
+``loads`` is ``json.loads`` for user input: JSON nested thousands deep (``RecursionError``),
+integers longer than Python's 4,300-digit conversion limit (``ValueError``) and lone UTF-16
+surrogates (``"\\ud800"``, which no UTF-8 file can hold) become ``InvalidInput`` naming
+where the input came from; a plain syntax error stays ``json.JSONDecodeError`` for the
+caller to word.
+
+``payload_json`` is how the store turns an event's payload into the JSON it stores, the
+one place every writer passes: secrets are masked (``schemas.secrets``), text that is not
+valid Unicode and integers DuckDB cannot hold (beyond BIGINT, 64 bits; they would read back
+as NULL) are refused naming the field.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+from pydantic_core import PydanticSerializationError
+
+from schemas import Event, EventEnvelope
+from schemas.secrets import mask_json
+
+from .errors import InvalidInput
+
+#: BIGINT's range (DuckDB's and the views' integer type).
+INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
+#: Bytes to digits-as-"0", all else as " ": a run of 19 "0"s is the only way a JSON integer can
+#: leave BIGINT's range. ``bytes.translate`` + ``in`` is ~20x cheaper than a regex per event.
+_DIGITS_TABLE = bytes(ord("0") if chr(b).isdigit() and b < 128 else ord(" ") for b in range(256))
+_NINETEEN = b"0" * 19
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
+
+
+def loads(text: str | bytes, where: str) -> Any:
+    """``json.loads(text)`` for user input; ``where`` (``file:line``) names it in errors.
+
+    Raises:
+        json.JSONDecodeError: not JSON (the caller words it with line and column).
+        InvalidInput: nested too deeply, an integer too long to convert, or a lone surrogate.
+    """
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError:
+        raise
+    except RecursionError:
+        raise InvalidInput(f"{where}: JSON nested too deeply") from None
+    except ValueError as exc:  # "Exceeds the limit (4300 digits) for integer string conversion"
+        raise InvalidInput(f"{where}: {str(exc).split(';')[0]}") from None
+    if isinstance(text, str) and _SURROGATE_ESCAPE.search(text):
+        check_text(value, where)
+    return value
+
+
+def check_text(value: Any, where: str, path: str = "") -> None:
+    """Refuse strings (keys too) that are not valid Unicode text: a lone surrogate.
+
+    Raises:
+        InvalidInput: naming ``where`` and the field path.
+    """
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            raise InvalidInput(f"{where}: field '{path or '(value)'}': not valid Unicode text (a lone surrogate)") from None
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            check_text(key, where, path)
+            check_text(item, where, f"{path}.{key}" if path else str(key))
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            check_text(item, where, f"{path}[{index}]")
+
+
+def _big_int_path(value: Any, path: str = "") -> tuple[str, int] | None:
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return (path, value) if not INT64_MIN <= value <= INT64_MAX else None
+    items = value.items() if isinstance(value, dict) else enumerate(value) if isinstance(value, list) else ()
+    for key, item in items:
+        found = _big_int_path(item, f"{path}.{key}" if path and isinstance(key, str) else
+                              f"{path}[{key}]" if isinstance(key, int) else str(key))
+        if found:
+            return found
+    return None
+
+
+def payload_json(event: Event, where: str | None = None) -> str:
+    """The event's payload as stored: JSON, secrets masked, every integer within BIGINT.
+
+    ``where`` names the input in errors (default: the event's ``source``, else its type).
+
+    Raises:
+        InvalidInput: a string that is not valid Unicode, or an integer beyond 64 bits (names
+            the field).
+    """
+    label = where or event.source or event.type
+    try:
+        text = event.model_dump_json(exclude=set(EventEnvelope.ENVELOPE_FIELDS))
+    except PydanticSerializationError:
+        check_text(event.model_dump(exclude=set(EventEnvelope.ENVELOPE_FIELDS)), f"{label}: {event.type}")
+        raise
+    _check_ints(text, f"{label}: {event.type}", "")
+    return mask_json(text)
+
+
+def host_json(event: Event, where: str | None = None) -> str | None:
+    """The event's host as stored (JSON, secrets masked), or None; as ``payload_json``.
+
+    Raises:
+        InvalidInput: an integer beyond 64 bits (``host.gpu_count``).
+    """
+    if event.host is None:
+        return None
+    text = event.host.model_dump_json()
+    _check_ints(text, f"{where or event.source or event.type}: {event.type}", "host.")
+    return mask_json(text)
+
+
+def _check_ints(text: str, label: str, prefix: str) -> None:
+    if _NINETEEN not in text.encode("utf-8", "surrogatepass").translate(_DIGITS_TABLE):
+        return
+    found = _big_int_path(json.loads(text))
+    if found:
+        field, number = found
+        shown = str(number) if len(str(number)) <= 30 else f"{str(number)[:12]}… ({len(str(number))} digits)"
+        raise InvalidInput(f"{label}: field '{prefix}{field}': integer {shown} is beyond 64 bits")

@@ -1,0 +1,104 @@
+"""A kept-open writer (``LedgerStore(hold_s=...)``) hands the file over and leaves no stale view.
+
+Real processes on a real DuckDB file: a child keeps the ledger open and appends (or idles);
+this process, a one-shot reader, must get the file within ``HANDOFF_S`` - the store's stated
+hand-off time - without a lock error, and see views that agree with the log. The hand-off
+bound is a timing assertion on purpose (the issue asks for the bound to be tested); it is
+generous against the measured p50 (bench/bench_ledger.py) so that a loaded machine passes.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import duckdb
+
+from ledger.store import HANDOFF_S, LedgerStore
+from schemas.events import NoteAdded
+
+WRITER = Path(__file__).with_name("writer_process.py")
+
+
+def _holder(path: Path, *args: object) -> subprocess.Popen[str]:
+    """A child whose store keeps the file open for 60 s of idleness (so only a waiter makes it let go)."""
+    env = {**os.environ, "TUNELEDGER_TEST_HOLD_S": "60"}
+    return subprocess.Popen(
+        [sys.executable, str(WRITER), "append", str(path), "--writer", "held", *(str(a) for a in args)],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+    )
+
+
+def _timed_reads(store: LedgerStore, n: int) -> list[float]:
+    waits = []
+    for _ in range(n):
+        start = time.monotonic()
+        counted = store.query_arrow("SELECT (SELECT count(*) FROM timeline) AS t, (SELECT count(*) FROM events) AS e")
+        waits.append(time.monotonic() - start)
+        row = counted.to_pylist()[0]
+        assert row["t"] == row["e"]  # the view is never behind the log
+    return waits
+
+
+def test_a_reader_gets_the_file_from_an_appending_kept_open_writer(tmp_path: Path) -> None:
+    path = tmp_path / "ledger.duckdb"
+    LedgerStore(path).init()
+    proc = _holder(path, "--count", 0)  # appends until killed, never idle
+    try:
+        assert proc.stdout is not None
+        assert proc.stdout.readline().startswith("ack "), proc.poll()
+        waits = _timed_reads(LedgerStore(path), 10)
+        assert proc.poll() is None, proc.communicate()[1]
+    finally:
+        proc.kill()
+        _, err = proc.communicate(timeout=60)
+    assert "Could not set lock" not in err and "LedgerBusy" not in err, err
+    assert max(waits) <= HANDOFF_S, waits
+
+
+def test_a_reader_gets_the_file_from_an_idle_kept_open_writer(tmp_path: Path) -> None:
+    path = tmp_path / "ledger.duckdb"
+    LedgerStore(path).init()
+    # one append, then the child idles with the file held (its standard input stays open)
+    env = {**os.environ, "TUNELEDGER_TEST_HOLD_S": "60"}
+    code = (
+        "import sys; from ledger.store import LedgerStore; from schemas.events import NoteAdded\n"
+        f"s = LedgerStore({str(path)!r}, hold_s=60)\n"
+        "s.append([NoteAdded(text=f'n{i}') for i in range(5)]); print('held', flush=True); sys.stdin.read()\n"
+    )
+    proc = subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, env=env, cwd=Path(__file__).parents[1])
+    try:
+        assert proc.stdout is not None and proc.stdout.readline().strip() == "held", proc.poll()
+        waits = _timed_reads(LedgerStore(path), 1)
+        # now DuckDB's own client (no tuneledger code) sees the same answers
+        con = duckdb.connect(str(path), read_only=True)
+        try:
+            assert con.execute("SELECT count(*) FROM timeline").fetchall() == [(5,)]
+            assert con.execute("SELECT count(*) FROM control_events").fetchall() == [(5,)]
+        finally:
+            con.close()
+    finally:
+        assert proc.stdin is not None
+        proc.stdin.close()
+        proc.wait(timeout=60)
+    assert max(waits) <= HANDOFF_S, waits
+
+
+def test_views_through_a_kept_open_store_are_never_stale(tmp_path: Path) -> None:
+    store = LedgerStore(tmp_path / "ledger.duckdb", hold_s=60)
+    try:
+        for i in range(30):
+            store.append(NoteAdded(text=f"n{i}"))
+            # read at once: before the idle catch-up could run
+            assert store.query_arrow("SELECT count(*) AS n FROM timeline")["n"][0].as_py() == i + 1
+    finally:
+        store.close()
+    con = duckdb.connect(str(store.path), read_only=True)
+    try:
+        assert con.execute("SELECT count(*) FROM timeline").fetchall() == [(30,)]
+    finally:
+        con.close()
