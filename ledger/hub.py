@@ -48,7 +48,7 @@ HUB_LAYOUT_VERSION = 1
 COLUMNS = (
     "event_id", "type", "schema_version", "stream", "stream_version", "recorded_at",
     "actor_kind", "actor_name", "session_id", "causation_id", "correlation_id", "source",
-    "host", "payload", "origin_seq", "seen_position",
+    "host", "payload", "origin_seq", "seen_position", "occurred_at",
 )
 
 #: Columns that make two events with one id the same event (as ``ledger.store._IDENTITY``).
@@ -86,8 +86,11 @@ CREATE TABLE IF NOT EXISTS {schema}.events (
     origin_ledger   uuid NOT NULL,  -- a ledgers row, inserted by the same push (no FK: a per-row check)
     origin_seq      bigint NOT NULL,
     seen_position   bigint NOT NULL,
-    pushed_at       timestamptz NOT NULL DEFAULT now()
+    pushed_at       timestamptz NOT NULL DEFAULT now(),
+    occurred_at     timestamptz
 );
+-- hubs created before events carried occurred_at
+ALTER TABLE {schema}.events ADD COLUMN IF NOT EXISTS occurred_at timestamptz;
 
 CREATE OR REPLACE FUNCTION {schema}.refuse_change() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
@@ -131,7 +134,8 @@ CREATE TEMP TABLE IF NOT EXISTS incoming (
     event_id uuid NOT NULL, type text NOT NULL, schema_version integer NOT NULL, stream text NOT NULL,
     stream_version bigint NOT NULL, recorded_at timestamptz NOT NULL, actor_kind text NOT NULL,
     actor_name text NOT NULL, session_id text, causation_id uuid, correlation_id uuid, source text,
-    host jsonb, payload jsonb NOT NULL, origin_seq bigint NOT NULL, seen_position bigint NOT NULL
+    host jsonb, payload jsonb NOT NULL, origin_seq bigint NOT NULL, seen_position bigint NOT NULL,
+    occurred_at timestamptz
 ) ON COMMIT DELETE ROWS
 """
 
@@ -301,7 +305,7 @@ def push(
 PULL_COLUMNS = (
     "position", "event_id", "type", "schema_version", "stream", "stream_version", "recorded_at",
     "actor_kind", "actor_name", "session_id", "causation_id", "correlation_id", "source",
-    "host", "payload", "origin_ledger", "origin_name", "origin_seq", "seen_position",
+    "host", "payload", "origin_ledger", "origin_name", "origin_seq", "seen_position", "occurred_at",
 )
 
 
@@ -324,7 +328,8 @@ def pull(
         # ids as text: the local store takes them as strings (no UUID objects to build and format)
         "SELECT e.position, e.event_id::text, e.type, e.schema_version, e.stream, e.stream_version, e.recorded_at, "
         "e.actor_kind, e.actor_name, e.session_id, e.causation_id::text, e.correlation_id::text, e.source, "
-        "e.host::text, e.payload::text, e.origin_ledger::text, l.name, e.origin_seq, e.seen_position "
+        "e.host::text, e.payload::text, e.origin_ledger::text, l.name, e.origin_seq, e.seen_position, "
+        "e.occurred_at "
         "FROM {schema}.events e JOIN {schema}.ledgers l ON l.ledger_id = e.origin_ledger "
         "WHERE e.position > %s AND e.position <= %s AND e.origin_ledger <> %s ORDER BY e.position LIMIT %s"
     ).format(schema=_schema(remote))

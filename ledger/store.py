@@ -786,7 +786,8 @@ class LedgerStore:
         For ``ledger.sync``. Each row is one stored event's envelope columns: ``event_id``,
         ``type``, ``schema_version``, ``stream``, ``recorded_at`` (aware datetime),
         ``actor_kind``, ``actor_name``, ``session_id``, ``causation_id``, ``correlation_id``,
-        ``source`` (str or None), ``host`` and ``payload`` (JSON text). They are stored as
+        ``source`` (str or None), ``host`` and ``payload`` (JSON text), ``occurred_at``
+        (aware datetime or None). They are stored as
         they are (secrets masked, as for every event), at their own ``schema_version``
         (upcast on read, like every stored row).
         Each gets the next local ``seq`` and the next version of its stream *in this

@@ -62,7 +62,8 @@ SELECT t.event_id::VARCHAR AS event_id, t.type, t.schema_version, t.stream, t.st
        t.recorded_at::VARCHAR AS recorded_at,  -- ISO text: PostgreSQL parses it; no datetime objects
        t.actor_kind, t.actor_name, t.session_id, t.causation_id::VARCHAR AS causation_id,
        t.correlation_id::VARCHAR AS correlation_id, t.source, t.host::VARCHAR AS host,
-       t.payload::VARCHAR AS payload, t.seq AS origin_seq, coalesce(p.position, 0) AS seen_position
+       t.payload::VARCHAR AS payload, t.seq AS origin_seq, coalesce(p.position, 0) AS seen_position,
+       t.occurred_at::VARCHAR AS occurred_at
 FROM todo t ASOF LEFT JOIN pulled p ON t.seq > p.seq
 ORDER BY t.seq
 """
@@ -272,9 +273,10 @@ def _pull_rows(batch: list[tuple[Any, ...]]) -> list[dict[str, Any]]:
         {"event_id": event_id, "type": type_, "schema_version": version, "stream": stream,
          "recorded_at": recorded_at, "actor_kind": actor_kind, "actor_name": actor_name,
          "session_id": session_id, "causation_id": causation_id, "correlation_id": correlation_id,
-         "source": source, "host": host, "payload": payload, "seq": None, "stream_version": None}
+         "source": source, "host": host, "payload": payload, "seq": None, "stream_version": None,
+         "occurred_at": occurred_at}
         for (_pos, event_id, type_, version, stream, _sv, recorded_at, actor_kind, actor_name, session_id,
-             causation_id, correlation_id, source, host, payload, *_origin) in batch
+             causation_id, correlation_id, source, host, payload, _origin, _name, _oseq, _seen, occurred_at) in batch
     ]
 
 

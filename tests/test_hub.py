@@ -48,6 +48,7 @@ def row(text: str, seq: int, event_id: UUID | None = None, **changes: Any) -> tu
         "stream_version": seq, "recorded_at": "2026-01-02T03:04:05+00:00", "actor_kind": "person",
         "actor_name": "test", "session_id": None, "causation_id": None, "correlation_id": None, "source": None,
         "host": None, "payload": json.dumps({"text": text, "refs": []}), "origin_seq": seq, "seen_position": 0,
+        "occurred_at": None,
     }
     values.update(changes)
     return tuple(values[c] for c in hub.COLUMNS)
@@ -113,7 +114,7 @@ with hub.connect(remote) as con:
         for _ in range(int(sys.argv[5])):
             seq += 1
             rows.append((str(uuid7()), "note_added", 2, "ledger", seq, "2026-01-02T03:04:05+00:00", "runner", "p",
-                         None, None, None, None, None, json.dumps({"text": str(seq), "refs": []}), seq, 0))
+                         None, None, None, None, None, json.dumps({"text": str(seq), "refs": []}), seq, 0, None))
         hub.push(con, remote, ledger, sys.argv[3][:8], rows)
 print("ok", flush=True)
 """

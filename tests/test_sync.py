@@ -12,6 +12,7 @@ import os
 import signal
 import subprocess
 import sys
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -67,7 +68,10 @@ def remote(pg_server: Cluster, hub_schema: str, writer_env: None) -> Remote:
 def test_two_ledgers_answer_the_sm120_question_with_the_union(remote: Remote, tmp_path: Path) -> None:
     a = make_ledger(tmp_path / "a.duckdb", remote, "b200-node")
     b = make_ledger(tmp_path / "b.duckdb", remote, "workstation")
-    a.append(FlagResearched(flag="enable-flashinfer-allreduce-fusion", verdict="not-activated", host=SM120))
+    when = datetime(2026, 3, 4, 5, 6, 7, tzinfo=UTC)  # when the fact happened (a log line's time)
+    fusion = FlagResearched(flag="enable-flashinfer-allreduce-fusion", verdict="not-activated", host=SM120,
+                            occurred_at=when)
+    a.append(fusion)
     a.append(FlagResearched(flag="enable-fused-moe-sum-all-reduce", verdict="effective", host=SM120))
     b.append(FlagResearched(flag="enable-two-batch-overlap", verdict="no-op", host=SM120))
     b.append(NoteAdded(text="from the workstation"))
@@ -84,6 +88,7 @@ def test_two_ledgers_answer_the_sm120_question_with_the_union(remote: Remote, tm
         {"flag": "enable-flashinfer-allreduce-fusion", "verdict": "not-activated"},
         {"flag": "enable-two-batch-overlap", "verdict": "no-op"},
     ]
+    assert b.get(fusion.event_id).occurred_at == when
     assert a.query_arrow(question).to_pylist() == expected
     assert b.query_arrow(question).to_pylist() == expected
     for view in COMPARED_VIEWS:
@@ -120,9 +125,9 @@ def test_old_schema_versions_pushed_by_an_older_client_upcast_on_pull(remote: Re
     v1 = {"flag": "--enable-x", "finding": "does nothing on sm120", "evidence": "read the source", "verdict": "no-op"}
     rows = [
         (flag_id, "flag_researched", 1, "flag:--enable-x", 1, "2026-01-01T00:00:00+00:00", "person", "old", None,
-         None, None, None, json.dumps({"compute_capability": "sm120"}), json.dumps(v1), 1, 0),
+         None, None, None, json.dumps({"compute_capability": "sm120"}), json.dumps(v1), 1, 0, None),
         (note_id, "note_added", 1, "ledger", 1, "2026-01-01T00:00:01+00:00", "person", "old", None, None, None,
-         None, None, json.dumps({"body": "an old note"}), 2, 0),
+         None, None, json.dumps({"body": "an old note"}), 2, 0, None),
     ]
     with hub.connect(remote) as con:
         hub.push(con, remote, ledger_id, "old-client", rows)
@@ -356,6 +361,7 @@ def test_a_secret_written_on_the_hub_by_plain_sql_is_masked_on_pull(remote: Remo
         hub.push(con, remote, ledger_id, "raw-sql", [(
             note_id, "note_added", 2, "ledger", 1, "2026-01-01T00:00:00+00:00", "person", "raw", None, None, None,
             f"--api-key {secret}", None, json.dumps({"text": f"launched with --api-key {secret}", "refs": []}), 1, 0,
+            None,
         )])
     reader = make_ledger(tmp_path / "r.duckdb", remote, "reader")
     sync.sync(reader, remote)
@@ -366,7 +372,8 @@ def test_a_secret_written_on_the_hub_by_plain_sql_is_masked_on_pull(remote: Remo
     with psycopg.connect(remote.url) as con:
         row = con.execute(
             f"SELECT position, event_id::text, type, schema_version, stream, stream_version, recorded_at, actor_kind, "
-            f"actor_name, session_id, causation_id::text, correlation_id::text, source, host::text, payload::text "
+            f"actor_name, session_id, causation_id::text, correlation_id::text, source, host::text, payload::text, "
+            f"origin_ledger::text, 'raw-sql', origin_seq, seen_position, occurred_at "
             f"FROM {remote.schema}.events WHERE event_id = %s", [note_id]).fetchone()
     assert reader.append_replicated(sync._pull_rows([row]))[0].duplicate
 
