@@ -555,7 +555,8 @@ def import_(ctx: Context, files: tuple[Path, ...], session_id: str | None, confi
             if isinstance(event, ServerReady):
                 previous = event.startup
     all_events = _one_per_id(results)
-    all_events += _shared_memory_findings(all_events, check_arch, session, ctx.actor)
+    findings = _shared_memory_findings(all_events, check_arch, session, ctx.actor)
+    all_events += findings
     samples: dict[Any, pa.Table] = {}
     for result in results:
         samples.update(result.samples)
