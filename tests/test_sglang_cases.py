@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from ledger.importers import import_file
-from ledger.store import LedgerStore
+from ledger.store import LAYOUT_VERSION, LedgerStore
 from schemas import FindingRecorded, Host, ServerFailed, ServerReady, ServerStarted
 
 CASES = Path(__file__).parent / "fixtures" / "cases"
@@ -389,7 +389,7 @@ def test_a_ledger_of_layout_1_gets_the_occurred_at_column(tmp_path: Path) -> Non
     store.append(import_file(CASES / "sglang-33483-eager-decode" / "min.log").events)
     (row,) = store.query_arrow("SELECT occurred_at FROM server_runs").to_pylist()
     assert row["occurred_at"] == datetime(2026, 8, 2, 11, 40, 22, tzinfo=UTC)
-    assert store.query_arrow("SELECT value FROM ledger_meta WHERE key = 'layout_version'").to_pylist() == [{"value": "2"}]
+    assert store.query_arrow("SELECT value FROM ledger_meta WHERE key = 'layout_version'").to_pylist() == [{"value": str(LAYOUT_VERSION)}]
 
 
 # --- 8. flags already known to do nothing -------------------------------------------------------
