@@ -137,7 +137,7 @@ def import_moe_config(file: InputFile, *, session_id: str | None, host: Host | N
         data = loads(file.text, file.label)
     except json.JSONDecodeError as exc:
         raise InvalidInput(f"{file.label}:{exc.lineno}: not valid JSON ({exc.msg} at column {exc.colno})") from None
-    triton_version = triton_version_of(file.path.resolve())
+    folder_version = triton_version = triton_version_of(file.path.resolve())
     if isinstance(data, dict) and TRITON_VERSION_KEY in data:
         data = dict(data)
         version = data.pop(TRITON_VERSION_KEY)
@@ -150,11 +150,10 @@ def import_moe_config(file: InputFile, *, session_id: str | None, host: Host | N
     configs = validate_configs(data, file.label)
     file_host = Host(gpu_name=parts.gpu_name, compute_capability=compute_capability_for(parts.gpu_name))
     merged = (host or Host()).model_copy(update={k: v for k, v in file_host.model_dump().items() if v is not None})
-    triton_version = triton_version_of(file.path.resolve())
     return MoeConfigRecorded(
         # The file's identity is part of the id: two files with the same JSON under other
         # names (or Triton folders) are two configs; the same path imported again is a no-op.
-        event_id=file.event_id(f"moe-config:{triton_version or '-'}:{file.name}"),
+        event_id=file.event_id(f"moe-config:{folder_version or '-'}:{file.name}"),
         source=file.name,
         session_id=session_id,
         host=merged,
