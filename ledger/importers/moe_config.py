@@ -137,7 +137,7 @@ def import_moe_config(file: InputFile, *, session_id: str | None, host: Host | N
         data = loads(file.text, file.label)
     except json.JSONDecodeError as exc:
         raise InvalidInput(f"{file.label}:{exc.lineno}: not valid JSON ({exc.msg} at column {exc.colno})") from None
-    triton_version = triton_version_of(file.path.resolve())
+    folder_version = triton_version = triton_version_of(file.path.resolve())
     if isinstance(data, dict) and TRITON_VERSION_KEY in data:
         data = dict(data)
         version = data.pop(TRITON_VERSION_KEY)
@@ -153,7 +153,7 @@ def import_moe_config(file: InputFile, *, session_id: str | None, host: Host | N
     return MoeConfigRecorded(
         # The file's identity is part of the id: two files with the same JSON under other
         # names (or Triton folders) are two configs; the same path imported again is a no-op.
-        event_id=file.event_id(f"moe-config:{triton_version or '-'}:{file.name}"),
+        event_id=file.event_id(f"moe-config:{folder_version or '-'}:{file.name}"),
         source=file.name,
         session_id=session_id,
         host=merged,
