@@ -27,7 +27,7 @@ from schemas.events import ServerReady
 from . import input_checks
 from .errors import InvalidInput, LedgerError, NotFound
 from .input_checks import loads
-from .jsonl import event_from_obj, event_to_json, read_stdin_events
+from .jsonl import event_from_obj, event_to_json, read_stdin_events, read_stdin_text
 from .store import AppendResult, LedgerStore
 
 if TYPE_CHECKING:
@@ -352,7 +352,7 @@ def append(
             raise click.UsageError("-f/--field needs a TYPE")
         if sys.stdin.isatty():
             raise click.UsageError("give a TYPE with -f fields, or pipe JSON / JSON lines on standard input")
-        text = sys.stdin.read()
+        text = read_stdin_text(sys.stdin)
         if _bulk_eligible(text, overrides, event_id, expected_version):
             from .bulk import import_lines
 

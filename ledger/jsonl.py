@@ -105,21 +105,29 @@ def read_jsonl(path: str | Path) -> list[Event]:
     return list(iter_jsonl(text.splitlines(), str(path)))
 
 
+def read_stdin_text(stream: TextIO, name: str = "<stdin>") -> str:
+    """All of standard input as text, decoded as UTF-8 from its bytes (not the locale's codec).
+
+    Raises:
+        InvalidInput: bytes that are not UTF-8, naming the line and the byte offset.
+    """
+    raw = stream.buffer.read() if hasattr(stream, "buffer") else stream.read()
+    if not isinstance(raw, bytes):
+        return raw
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = raw[: exc.start].count(b"\n") + 1
+        raise InvalidInput(f"{name}:{line}: not UTF-8 text (byte {exc.start})") from None
+
+
 def read_stdin_events(stream: TextIO, name: str = "<stdin>") -> list[Event]:
     """Events from standard input: one JSON object, a JSON array of objects, or JSON lines.
 
     Raises:
         InvalidInput: as ``iter_jsonl``; an array element is named ``<stdin>:[i]``.
     """
-    raw = stream.buffer.read() if hasattr(stream, "buffer") else stream.read()
-    if isinstance(raw, bytes):
-        try:
-            text = raw.decode("utf-8")
-        except UnicodeDecodeError as exc:
-            line = raw[: exc.start].count(b"\n") + 1
-            raise InvalidInput(f"{name}:{line}: not UTF-8 text (byte {exc.start})") from None
-    else:
-        text = raw
+    text = read_stdin_text(stream, name)
     stripped = text.strip()
     if not stripped:
         raise InvalidInput(f"{name}: no event given (expected JSON or JSON lines)")
