@@ -35,11 +35,14 @@ def test_tui_command_passes_ledger_session_and_actor(tmp_path: Path, monkeypatch
     import click.testing
 
     import tui.app
+    import tui.cli
     from ledger.cli import _register_plugin_commands, cli
 
     _register_plugin_commands()
     calls = []
     monkeypatch.setattr(tui.app, "open_tui", lambda path, session, actor=None: calls.append((path, session, actor)))
+    # CliRunner gives no terminal; refusing to start without one is tested in test_cli.py.
+    monkeypatch.setattr(tui.cli, "has_terminal", lambda: True)
     ledger = tmp_path / "l.duckdb"
     ledger.touch()
     runner = click.testing.CliRunner()

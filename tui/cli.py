@@ -24,13 +24,18 @@ def tui_command(obj: object, ledger_path: Path | None, session_id: str | None) -
 
     from .app import open_tui
 
-    import sys
-
-    if not (sys.stdin.isatty() and sys.stdout.isatty()):
-        # Without a terminal Textual would wait forever for one (a script, a pipe, CI).
-        raise click.UsageError("tui needs a terminal (stdin and stdout are not one); "
-                               "read the ledger with `tuneledger sql` or `tuneledger events` instead")
     path = ledger_path or getattr(obj, "ledger", None) or Path("tuneledger.duckdb")
     if not Path(path).exists():
         raise NotFound(f"no ledger at {path} (create it with `tuneledger init`, or try `tuneledger demo`)")
+    if not has_terminal():
+        # Without a terminal Textual would wait forever for one (a script, a pipe, CI).
+        raise click.UsageError("tui needs a terminal (stdin and stdout are not one); "
+                               "read the ledger with `tuneledger sql` or `tuneledger events` instead")
     open_tui(path, session_id or getattr(obj, "session", None), actor=getattr(obj, "actor", None))
+
+
+def has_terminal() -> bool:
+    """Whether standard input and output are both a terminal (Textual needs one to draw on)."""
+    import sys
+
+    return sys.stdin.isatty() and sys.stdout.isatty()
