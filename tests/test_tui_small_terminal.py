@@ -108,6 +108,29 @@ async def test_board_drops_low_value_columns_first_on_a_narrow_terminal(demo: Le
         assert labels == ["status", "candidate", "verdict", "Δ out tok/s", "priority", "reason"]
 
 
+async def test_benchmarks_drop_the_p99_columns_first_on_a_narrow_terminal(demo: LedgerStore) -> None:
+    app = _app(demo.path)
+    async with app.run_test(size=SMALL) as pilot:
+        await wait_loaded(pilot)
+        await pilot.press("2")
+        pane = app.query_one("BenchmarksPane")
+        table = pane.query_one("#bench-table", DataTable)
+        await wait_for(pilot, lambda: table.row_count > 0, what="benchmark rows")
+        await pilot.pause()
+        labels = [str(c.label) for c in table.columns.values()]
+        assert labels == ["configuration", "c", "runs", "out tok/s", "TTFT med ms", "TPOT med ms"]
+        assert sum(c.get_render_width(table) for c in table.columns.values()) <= SMALL[0]
+    app = _app(demo.path)
+    async with app.run_test(size=(160, 45)) as pilot:
+        await wait_loaded(pilot)
+        await pilot.press("2")
+        table = app.query_one("BenchmarksPane").query_one("#bench-table", DataTable)
+        await wait_for(pilot, lambda: table.row_count > 0, what="benchmark rows")
+        labels = [str(c.label) for c in table.columns.values()]
+        assert labels == ["configuration", "c", "runs", "out tok/s", "TTFT med ms", "TTFT p99 ms",
+                          "TPOT med ms", "TPOT p99 ms"]
+
+
 async def test_an_empty_benchmarks_plot_says_no_data(tmp_path: Path) -> None:
     store = LedgerStore(tmp_path / "empty.duckdb")
     store.init()

@@ -37,6 +37,12 @@ class BenchmarksPane(Vertical):
 
     BINDINGS = [Binding("m", "cycle_metric", "Plot metric", id="bench.cycle_metric")]
 
+    #: Every column, in order: the configuration, its concurrency and run count, then one per metric.
+    ALL_COLUMNS: tuple[str, ...] = ("configuration", "c", "runs", *(label for _, label in BENCH_METRICS))
+    #: Width (terminal cells) below which a column is dropped: the p99s first (the medians and the
+    #: throughput carry the verdicts a user acts on), then the run count (the detail still has it).
+    DROP_BELOW: dict[str, int] = {"TPOT p99 ms": 150, "TTFT p99 ms": 130, "runs": 90}
+
     DEFAULT_CSS = """
     BenchmarksPane #bench-table { height: 1fr; min-height: 6; }
     BenchmarksPane #bench-legend { height: 1; padding: 0 1; color: $text-muted; }
@@ -50,10 +56,11 @@ class BenchmarksPane(Vertical):
         self.plot_mounted = False
         #: The plot's title as last drawn ("... no data ..." when there is nothing to plot).
         self.plot_title = ""
+        self._columns: tuple[str, ...] = self.ALL_COLUMNS
 
     def compose(self) -> ComposeResult:
         table: DataTable[Any] = DataTable(id="bench-table", cursor_type="row", zebra_stripes=True)
-        table.add_columns("configuration", "c", "runs", *(label for _, label in BENCH_METRICS))
+        table.add_columns(*self._columns)
         yield table
         legend = Text("change vs baseline: ")
         for verdict in ("improved", "regressed", "no measurable change", "inconclusive", "insufficient data",
@@ -85,14 +92,14 @@ class BenchmarksPane(Vertical):
         cursor = table.cursor_row
         table.clear()
         for row in rows:
-            cells: list[Any] = [
-                Text(row["config_name"], style="bold" if row["is_baseline"] else ""),
-                str(row["concurrency"] or ""),
-                str(row["runs"]),
-            ]
-            for metric, _ in BENCH_METRICS:
-                cells.append(self._cell(row[metric], row["deltas"].get(metric), row["is_baseline"]))
-            table.add_row(*cells)
+            cells: dict[str, Any] = {
+                "configuration": Text(row["config_name"], style="bold" if row["is_baseline"] else ""),
+                "c": str(row["concurrency"] or ""),
+                "runs": str(row["runs"]),
+            }
+            for metric, label in BENCH_METRICS:
+                cells[label] = self._cell(row[metric], row["deltas"].get(metric), row["is_baseline"])
+            table.add_row(*(cells[name] for name in self._columns))
         if rows:
             table.move_cursor(row=min(max(cursor, 0), len(rows) - 1))
         self._plot()
@@ -131,6 +138,18 @@ class BenchmarksPane(Vertical):
                 points.sort()
                 plt.plot([math.log2(p[0]) for p in points], [p[1] for p in points], label=name, marker="braille")
         widget.refresh()
+
+    def on_resize(self, event: Any) -> None:
+        """Keep the columns that fit: drop the low-value ones first on a narrow terminal."""
+        columns = tuple(c for c in self.ALL_COLUMNS if event.size.width >= self.DROP_BELOW.get(c, 0))
+        if columns == self._columns:
+            return
+        self._columns = columns
+        table = self.query_one("#bench-table", DataTable)
+        table.clear(columns=True)
+        table.add_columns(*columns)
+        if self.rows:
+            self.show(self.rows)
 
     def action_cycle_metric(self) -> None:
         """Plot the next metric (throughput, median TTFT, median TPOT, p99s)."""
