@@ -107,6 +107,9 @@ def main(argv: list[str] | None = None) -> None:
     sock = socket.socket()
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind((args.host, args.port))
+    # Listen before telling the port: a client connecting between bind and run_app's own listen
+    # would be refused (seen on a loaded machine).
+    sock.listen(1024)
     print(f"PORT {sock.getsockname()[1]}", flush=True)
     fail_posts = args.fail_posts
     if args.fail_marker:
