@@ -52,6 +52,9 @@ _WORDS: set[str] = {
     "token", "password", "passwd", "pass", "passphrase", "auth", "authorization",
     "secret", "secrets", "credential", "credentials", "bearer", "cookie", "apikey",
 }
+#: Words of ``_WORDS`` that make a name secret only as its last word (``hf_token``, not
+#: ``inter_token_latency``: benchmark tools name their metrics per token).
+_LAST_WORD_ONLY: frozenset[str] = frozenset({"token"})
 #: Consecutive word pairs that make a name secret-bearing.
 _PAIRS: set[tuple[str, str]] = {("api", "key"), ("private", "key"), ("access", "key"), ("secret", "key")}
 
@@ -153,10 +156,13 @@ def is_secret_name(name: str) -> bool:
     """True when a flag, argument, key or environment name carries a secret.
 
     ``api-key``, ``--api_key``, ``apiKey``, ``SGLANG_ADMIN_PASS``, ``NCCL_IB_AUTH``,
-    ``HF_TOKEN`` are; ``max_total_tokens``, ``tokenizer``, ``author`` are not.
+    ``HF_TOKEN``, ``access_token`` are; ``max_total_tokens``, ``tokenizer``, ``author``,
+    ``inter_token_latency``, ``time_per_output_token_ms`` are not ("token" names a secret only
+    as the last word: in the middle it is the field's unit of text, as in every metric name).
     """
     parts = [p.lower() for p in _SPLIT.split(name) if p]
-    if any(p in _WORDS for p in parts):
+    last = len(parts) - 1
+    if any(p in _WORDS and (p not in _LAST_WORD_ONLY or i == last) for i, p in enumerate(parts)):
         return True
     return any(pair in _PAIRS for pair in zip(parts, parts[1:]))
 

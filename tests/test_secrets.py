@@ -49,13 +49,16 @@ def stored_text(path: Path) -> str:
 @pytest.mark.parametrize("name", ["api-key", "--api-key", "api_key", "apiKey", "OPENAI_API_KEY", "HF_TOKEN", "token",
                                   "SGLANG_ADMIN_PASS", "SGLANG_AUTH", "NCCL_IB_AUTH", "password", "db_passwd",
                                   "client-secret", "aws_secret_access_key", "credentials", "Authorization", "bearer",
-                                  "private key", "ssh_private_key"])
+                                  "private key", "ssh_private_key", "access_token", "authToken", "hf_token"])
 def test_secret_names(name: str) -> None:
     assert is_secret_name(name)
 
 
 @pytest.mark.parametrize("name", ["max_total_tokens", "max-prefill-tokens", "tokenizer_path", "skip_tokenizer_init",
-                                  "author", "passes", "keyboard", "CUDA_VISIBLE_DEVICES", "tp", "output_tokens"])
+                                  "author", "passes", "keyboard", "CUDA_VISIBLE_DEVICES", "tp", "output_tokens",
+                                  # benchmark tools' metric names (llmperf, GuideLLM): "token" mid-name is a unit
+                                  "inter_token_latency_s_mean", "time_per_output_token_ms_mean",
+                                  "mean_output_token_length", "request_output_throughput_token_per_s_p50"])
 def test_not_secret_names(name: str) -> None:
     assert not is_secret_name(name)
 
@@ -74,9 +77,23 @@ def test_not_secret_names(name: str) -> None:
     ("key in a note: sk-proj-abcdefghijklmnop1234", "key in a note: ***"),
     ("hf_abcdefghijklmnopqrstuvwx in a path", "*** in a path"),
     ("max_total_tokens=412345, #token: 70011", "max_total_tokens=412345, #token: 70011"),
+    ("llmperf inter_token_latency = ttlt / output tokens", "llmperf inter_token_latency = ttlt / output tokens"),
 ])
 def test_mask_text(text: str, masked: str) -> None:
     assert mask_text(text) == masked
+
+
+def test_other_tools_metrics_survive_import(tmp_path: Path) -> None:
+    """llmperf's and GuideLLM's per-token metrics are numbers, not secrets: kept as imported."""
+    from ledger.importers import import_file
+
+    fixtures = Path(__file__).parent / "fixtures" / "other_tools" / "shared" / "llmperf"
+    summary = next(fixtures.glob("*summary.json"))
+    store = LedgerStore(tmp_path / "l.duckdb")
+    store.init()
+    store.append(import_file(summary).events)
+    stored = stored_text(store.path)
+    assert "inter_token_latency" in stored and "'***'" not in stored and '"***"' not in stored
 
 
 def test_mask_payload_flags_argv_env_and_nested_args() -> None:
