@@ -73,12 +73,14 @@ def read_regular(path: str | Path) -> bytes:
         if exc.errno == errno.EACCES:
             raise InvalidInput(f"{path}: cannot read: permission denied") from None
         raise describe_os_error(path, exc, "read") from None
-    with os.fdopen(fd, "rb") as handle:
-        mode = os.fstat(fd).st_mode
+    # fstat before fdopen: fdopen refuses a directory with an OSError of its own.
+    mode = os.fstat(fd).st_mode
+    if not stat.S_ISREG(mode):
+        os.close(fd)
         if stat.S_ISDIR(mode):
             raise InvalidInput(f"{path}: is a directory, not a file")
-        if not stat.S_ISREG(mode):
-            raise InvalidInput(f"{path}: not a regular file ({_kind(mode)})")
+        raise InvalidInput(f"{path}: not a regular file ({_kind(mode)})")
+    with os.fdopen(fd, "rb") as handle:
         os.set_blocking(fd, True)
         try:
             return handle.read()

@@ -104,3 +104,11 @@ def test_import_through_a_symlink_loop_is_one_line(ledger: Path, tmp_path: Path)
     loop.symlink_to(loop)
     done = run("--ledger", str(ledger), "import", str(loop))
     assert done.returncode == 3 and "symlink loop" in done.stderr and len(done.stderr.splitlines()) == 1
+
+
+def test_import_of_a_directory_is_one_line(ledger: Path, tmp_path: Path) -> None:
+    """A folder named where a file belongs (a tuned-config folder, say): exit 3, not a traceback."""
+    folder = tmp_path / "triton_3_6_0"
+    folder.mkdir()
+    done = run("--ledger", str(ledger), "import", str(folder))
+    assert done.returncode == 3 and "is a directory" in done.stderr and len(done.stderr.splitlines()) == 1
