@@ -613,9 +613,18 @@ def _shared_memory_findings(events: list, archs: tuple[str, ...], session: str |
     return out
 
 
+#: What names the file an event was read from, not the fact: a copy under another name differs there alone.
+_FILE_NAMING_FIELDS = {"source", "evidence"}
+
+
+def _same_fact(a: Any, b: Any) -> bool:
+    """Whether two events with one id say the same thing, whichever file name they quote."""
+    return a == b or a.model_dump(exclude=_FILE_NAMING_FIELDS) == b.model_dump(exclude=_FILE_NAMING_FIELDS)
+
+
 def _one_per_id(results: list[Any]) -> list[Any]:
     """The events of all files, each id once: a file given twice (or two files with one
-    content) gives the same events, stored once. The same id with other content is an
+    content, under other names) gives the same events, stored once (the first file's). The same id with other content is an
     error naming both files and lines.
 
     Raises:
@@ -631,7 +640,7 @@ def _one_per_id(results: list[Any]) -> list[Any]:
             if prior is None:
                 seen[event.event_id] = (result.path, event)
                 events.append(event)
-            elif prior[1] != event:
+            elif not _same_fact(prior[1], event):
                 raise EventIdReused(
                     f"{result.path} ({event.source}): event id {event.event_id} is also given by "
                     f"{prior[0]} ({prior[1].source}) with other content"

@@ -463,6 +463,18 @@ def test_the_same_log_given_twice_is_stored_once(tmp_path: Path) -> None:
     assert LedgerStore(ledger).query_arrow("SELECT count(*) AS n FROM events").to_pylist() == [{"n": 2}]
 
 
+def test_one_log_under_two_names_or_with_a_byte_order_mark_is_stored_once(tmp_path: Path) -> None:
+    """A copy of a log under another name is the same run: one call stores it once (as two
+    calls do), and a UTF-8 byte-order mark at the start is not read as a line prefix."""
+    log = CASES / "sglang-10521-default-moe-tp1" / "min.log"
+    copy = tmp_path / "copy.log"
+    copy.write_bytes(b"\xef\xbb\xbf" + log.read_bytes())
+    ledger = tmp_path / "l.duckdb"
+    out = cli(ledger, "import", str(log), str(copy))
+    assert out.returncode == 0, out.stderr
+    assert LedgerStore(ledger).query_arrow("SELECT count(*) AS n FROM events").to_pylist() == [{"n": 2}]
+
+
 def test_a_wrapper_not_recognised_is_refused_not_half_parsed(tmp_path: Path) -> None:
     lines = (CASES / "olmocr-105-wrapped-sglang-log" / "server.log").read_text().splitlines()
     odd = tmp_path / "odd.log"

@@ -115,6 +115,9 @@ def read_input(path: str | Path) -> InputFile:
         raise InvalidInput(f"{exc} ({expected()})") from None
     if not data.strip():
         raise InvalidInput(f"{path}: empty file ({expected()})")
+    # A UTF-8 byte-order mark (Windows editors, PowerShell's Tee-Object) is not content: drop it
+    # before the bytes name the events, so the file with and without it is the same file.
+    data = data.removeprefix(b"\xef\xbb\xbf")
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
