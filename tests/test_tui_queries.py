@@ -156,3 +156,25 @@ def test_core_stays_free_of_textual_and_tui() -> None:
             "tui.writes; print(sorted(m for m in sys.modules if m == 'textual' or m.startswith('textual.')))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert out.stdout.strip() == "[]", out.stderr  # the data layer of the TUI needs no Textual either
+
+
+def test_benchmarks_pane_shows_the_values_its_changes_are_computed_from(demo: LedgerStore) -> None:
+    """Each compared cell shows benchmark_deltas' value, and a baseline row the baseline value."""
+    snap = queries.load_snapshot(demo, DEMO_SESSION)
+    view = {(r["config_name"], r["concurrency"], r["metric"]): r for r in demo.query_arrow(
+        "SELECT * FROM benchmark_deltas WHERE session_id = ?", [DEMO_SESSION]).to_pylist()}
+    compared = 0
+    for row in snap["bench"]:
+        for metric, _ in queries.BENCH_METRICS:
+            delta = view.get((row["config_name"], row["concurrency"], metric))
+            if delta is not None:
+                compared += 1
+                assert row[metric] == pytest.approx(delta["value"])
+                assert row["deltas"][metric]["change_pct"] == pytest.approx(delta["change_pct"])
+            elif row["is_baseline"]:
+                uses = [d for d in view.values()
+                        if d["baseline_config"] == row["config_name"] and d["concurrency"] == row["concurrency"]
+                        and d["metric"] == metric]
+                if uses:
+                    assert row[metric] == pytest.approx(uses[0]["baseline_value"])
+    assert compared > 0

@@ -189,14 +189,26 @@ ORDER BY NOT bool_or(is_baseline), min(seq), concurrency
 def _bench(
     con: duckdb.DuckDBPyConnection, session_id: str | None, all_deltas: list[dict[str, Any]]
 ) -> list[dict[str, Any]]:
-    """One row per (configuration, concurrency): mean metrics and, per metric, the delta."""
+    """One row per (configuration, concurrency): per metric, the value and the delta.
+
+    A value is ``benchmark_deltas``' central value (its geometric mean over the compared runs)
+    where the metric was compared, else the arithmetic mean of the valid runs.
+    """
     rows = _rows(con, _BENCH_SQL, [session_id, session_id])
     deltas = {(d["session_id"], d["config_name"], d["concurrency"], d["metric"]): d for d in all_deltas}
+    # What a baseline row shows where a comparison used it: that comparison's baseline value.
+    baselines = {(d["session_id"], d["baseline_config"], d["concurrency"], d["metric"]): d for d in all_deltas}
     for row in rows:
-        row["deltas"] = {
-            metric: deltas.get((row["session_id"], row["config_name"], row["concurrency"], metric))
-            for metric, _ in BENCH_METRICS
-        }
+        key = (row["session_id"], row["config_name"], row["concurrency"])
+        row["deltas"] = {metric: deltas.get((*key, metric)) for metric, _ in BENCH_METRICS}
+        # Show the central value a change is computed from (benchmark_deltas' geometric mean over
+        # the compared runs), not another average beside it: the table and the view then agree.
+        for metric, _ in BENCH_METRICS:
+            delta = row["deltas"][metric]
+            if delta is not None and delta["value"] is not None:
+                row[metric] = delta["value"]
+            elif row["is_baseline"] and (base := baselines.get((*key, metric))) is not None:
+                row[metric] = base["baseline_value"]
     return rows
 
 
