@@ -178,3 +178,24 @@ def test_benchmarks_pane_shows_the_values_its_changes_are_computed_from(demo: Le
                 if uses:
                     assert row[metric] == pytest.approx(uses[0]["baseline_value"])
     assert compared > 0
+
+
+def test_benchmarks_pane_agrees_with_the_view_when_a_config_ran_two_workloads(tmp_path: Path) -> None:
+    """The baseline also ran a 1024-token workload that nothing is compared against: averaging it in
+    (as the pane once did) would show 200 tok/s beside a +100% computed from 100; the pane shows 100."""
+    from schemas.events import BenchmarkCompleted, Workload
+
+    store = LedgerStore(tmp_path / "l.duckdb")
+    store.init()
+    for run_id, config, input_len, value in (("b64", "baseline", 64, 100.0), ("b1024", "baseline", 1024, 300.0),
+                                             ("t64", "tuned", 64, 200.0)):
+        store.append(BenchmarkCompleted(
+            session_id="s", run_id=run_id, config_name=config, is_baseline=config == "baseline", concurrency=1,
+            workload=Workload(dataset="random", input_len=input_len, output_len=32),
+            metrics={"output_throughput": value}))
+    view = store.query_arrow("SELECT baseline_value, value, change_pct FROM benchmark_deltas "
+                             "WHERE metric = 'output_throughput'").to_pylist()
+    assert view == [{"baseline_value": 100.0, "value": 200.0, "change_pct": 100.0}]
+    rows = {r["config_name"]: r for r in queries.load_snapshot(store, "s")["bench"]}
+    assert rows["tuned"]["output_throughput"] == pytest.approx(200.0)
+    assert rows["baseline"]["output_throughput"] == pytest.approx(100.0)

@@ -191,8 +191,8 @@ def _bench(
 ) -> list[dict[str, Any]]:
     """One row per (configuration, concurrency): per metric, the value and the delta.
 
-    A value is ``benchmark_deltas``' central value (its geometric mean over the compared runs)
-    where the metric was compared, else the arithmetic mean of the valid runs.
+    A value is ``benchmark_deltas``' central value (over the runs of the compared arm: same
+    workload, concurrency and rate) where the metric was compared, else the mean of the valid runs.
     """
     rows = _rows(con, _BENCH_SQL, [session_id, session_id])
     deltas = {(d["session_id"], d["config_name"], d["concurrency"], d["metric"]): d for d in all_deltas}
@@ -201,8 +201,8 @@ def _bench(
     for row in rows:
         key = (row["session_id"], row["config_name"], row["concurrency"])
         row["deltas"] = {metric: deltas.get((*key, metric)) for metric, _ in BENCH_METRICS}
-        # Show the central value a change is computed from (benchmark_deltas' geometric mean over
-        # the compared runs), not another average beside it: the table and the view then agree.
+        # Show the central value a change is computed from (benchmark_deltas' value over the compared
+        # arm's runs), not an average over every workload of the config: the table and the view agree.
         for metric, _ in BENCH_METRICS:
             delta = row["deltas"][metric]
             if delta is not None and delta["value"] is not None:
