@@ -530,10 +530,13 @@ def list_views(ctx: Context) -> None:
 @click.option("--check-arch", "check_arch", multiple=True, metavar="SMNN",
               help="Check MoE config files against this arch's shared memory per block (e.g. sm120); "
                    "each entry that would not launch is recorded as a finding.")
+@click.option("--host", "host_json", metavar="JSON",
+              help='The host the files come from, e.g. \'{"gpu_name": "NVIDIA RTX PRO 6000", "compute_capability": '
+                   '"12.0"}\' (default: the session\'s own, from its session_started or host_observed).')
 @ledger_option
 @pass_ctx
 def import_(ctx: Context, files: tuple[Path, ...], session_id: str | None, config_name: str | None, as_json: bool,
-            check_arch: tuple[str, ...]) -> None:
+            check_arch: tuple[str, ...], host_json: str | None) -> None:
     """Import files, detecting each kind by content: sglang/vLLM/GuideLLM/llmperf/AIPerf
     benchmark results, tuned MoE configs, SGLang and vLLM server logs. All files are appended in one atomic batch;
     re-importing a file is a no-op (event ids derive from the file's content)."""
@@ -542,13 +545,19 @@ def import_(ctx: Context, files: tuple[Path, ...], session_id: str | None, confi
 
     session = session_id or ctx.session
     store = ctx.store()
+    host = _session_host(store, session)
+    if host_json is not None:
+        try:
+            host = Host.model_validate_json(host_json)
+        except ValueError as exc:
+            raise InvalidInput(f"--host: {_first_error(exc)}") from None
     # Server logs are compared with the run before them (capacity findings such as
     # max_running_requests 48 -> 26): the session's latest run in the ledger, then
     # each imported log in the order given.
     previous = _latest_startup(store, session)
     results = []
     for path in files:
-        result = import_file(path, session_id=session, actor=ctx.actor, config_name=config_name,
+        result = import_file(path, session_id=session, actor=ctx.actor, config_name=config_name, host=host,
                              previous_startup=previous, remember=lambda started: remembered_findings(store, started))
         results.append(result)
         for event in result.events:
@@ -646,6 +655,21 @@ def _one_per_id(results: list[Any]) -> list[Any]:
                     f"{prior[0]} ({prior[1].source}) with other content"
                 )
     return events
+
+
+def _session_host(store: LedgerStore, session_id: str | None) -> Host | None:
+    """The host a session recorded (its latest ``host_observed`` or ``session_started`` with one),
+    so files imported into it carry its GPU and arch when they do not say."""
+    if session_id is None or not store.path.exists():
+        return None
+    table = store.query_arrow(
+        "SELECT CAST(host AS VARCHAR) AS host FROM live_events WHERE session_id = ? AND host IS NOT NULL "
+        "AND type IN ('host_observed', 'session_started') ORDER BY seq DESC LIMIT 1",
+        [session_id],
+    )
+    if table.num_rows == 0:
+        return None
+    return Host.model_validate_json(table.column("host")[0].as_py())
 
 
 def _latest_startup(store: LedgerStore, session_id: str | None) -> StartupFacts | None:

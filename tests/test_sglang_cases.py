@@ -484,3 +484,20 @@ def test_a_wrapper_not_recognised_is_refused_not_half_parsed(tmp_path: Path) -> 
     out = cli(tmp_path / "l.duckdb", "import", str(odd))
     assert out.returncode == 3
     assert f"{odd}:2: field line prefix: SGLang line after an unrecognised prefix 'olmocr>>'" in out.stderr
+
+
+def test_imported_logs_take_the_host_given_or_the_sessions(tmp_path: Path) -> None:
+    """sglang#12178's log names no GPU: the arch comes from --host, or from the session's own host."""
+    log = CASES / "sglang-12178-fa3-sm120" / "server.log"
+    ledger = tmp_path / "l.duckdb"
+    assert cli(ledger, "init").returncode == 0
+    host = '{"gpu_name": "NVIDIA RTX PRO 6000 Blackwell", "compute_capability": "12.0"}'
+    assert cli(ledger, "append", "session_started", "--session", "s1", "-f", "title=x", "--host", host).returncode == 0
+    assert cli(ledger, "import", "--session", "s1", str(log)).returncode == 0
+    rows = LedgerStore(ledger).query_arrow("SELECT flag, verdict, arch FROM flag_verdicts").to_pylist()
+    assert rows == [{"flag": "attention-backend", "verdict": "incompatible", "arch": "sm120"}]
+    other = tmp_path / "m.duckdb"
+    assert cli(other, "import", "--host", '{"compute_capability": "12.0"}', str(log)).returncode == 0
+    assert LedgerStore(other).query_arrow("SELECT arch FROM flag_verdicts").to_pylist() == [{"arch": "sm120"}]
+    bad = cli(other, "import", "--host", "{bad", str(log))
+    assert bad.returncode == 3 and bad.stderr.startswith("tuneledger: error: --host:")
