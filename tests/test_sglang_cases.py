@@ -501,3 +501,12 @@ def test_imported_logs_take_the_host_given_or_the_sessions(tmp_path: Path) -> No
     assert LedgerStore(other).query_arrow("SELECT arch FROM flag_verdicts").to_pylist() == [{"arch": "sm120"}]
     bad = cli(other, "import", "--host", "{bad", str(log))
     assert bad.returncode == 3 and bad.stderr.startswith("tuneledger: error: --host:")
+
+
+def test_one_log_imported_into_two_sessions_is_two_server_runs(tmp_path: Path) -> None:
+    log = CASES / "sglang-7249-rmsnorm-no-kernel-image" / "server.log"
+    ledger = tmp_path / "l.duckdb"
+    assert cli(ledger, "import", str(log)).returncode == 0
+    assert cli(ledger, "import", "--session", "other", str(log)).returncode == 0
+    rows = LedgerStore(ledger).query_arrow("SELECT run_id, session_id FROM server_runs ORDER BY session_id").to_pylist()
+    assert len(rows) == 2 and len({r["run_id"] for r in rows}) == 2

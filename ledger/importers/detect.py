@@ -95,6 +95,12 @@ class InputFile:
         scope = f"{self.scope}:" if self.scope else ""
         return uuid5(IMPORT_NAMESPACE, f"{self.sha256}:{scope}{label}")
 
+    def run_id(self, engine: str) -> str:
+        """The id of the server run a log describes: ``<engine>-<12 hex>`` from the file's content
+        and, like event ids, the session imported into (one log in two sessions is two runs)."""
+        digest = self.sha256 if not self.scope else hashlib.sha256(f"{self.sha256}:{self.scope}".encode()).hexdigest()
+        return f"{engine}-{digest[:12]}"
+
     def lines(self) -> list[str]:
         """The text split into lines (no line ends); line ``n`` is ``lines()[n - 1]``."""
         return self.text.splitlines()

@@ -82,7 +82,7 @@ def import_server_log(
         raise InvalidInput(f"{file.label}:{exc.line}: field {exc.field}: {exc.problem}") from None
     if not (facts.server_args or facts.has_startup_facts or facts.ready or facts.crash):
         raise InvalidInput(f"{file.label}: no SGLang server facts found (server_args, startup lines, ready or crash)")
-    run_id = f"sglang-{file.sha256[:12]}"
+    run_id = file.run_id("sglang")
     log_host = host_from_log(facts, host)
     common = dict(session_id=session_id, host=log_host, actor=actor)
 

@@ -40,7 +40,7 @@ def _read(file: InputFile, ctx: ImportContext) -> ReadResult:
     facts = parsed.facts
     if not (facts.server_args or facts.has_startup_facts or facts.ready or facts.crash or parsed.engine_version):
         raise InvalidInput(f"{file.label}: no vLLM server facts found (args, startup lines, ready or crash)")
-    run_id = f"vllm-{file.sha256[:12]}"
+    run_id = file.run_id("vllm")
     args = facts.server_args
     host = _host(facts.gpu_name, args.get("tensor_parallel_size"), parsed.engine_version, ctx.host)
     common = dict(session_id=ctx.session_id, host=host, actor=ctx.actor)
