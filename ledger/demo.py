@@ -85,6 +85,10 @@ def build_demo(
     store.check_path()
     if path.exists():
         own = _non_demo_events(store, {str(e.event_id) for e in events})
+        if own:  # maybe another campaign's demo events: those are the demo's too
+            others = {str(e.event_id) for name, (files, _) in CAMPAIGNS.items() if name != campaign
+                      for file in files for e in read_jsonl(DEMO_FILE.with_name(file))}
+            own = _non_demo_events(store, {str(e.event_id) for e in events} | others)
         if own:
             raise WouldLoseData(
                 f"{path} already holds a ledger with {own} event(s) that are not the demo's; "

@@ -176,7 +176,7 @@ class _NoCookies(CookieJar):
 def transport_label(transport: str | None = None) -> str:
     """A human-readable name of the transport, for the progress output."""
     if (transport or TRANSPORT) == "aiohttp":
-        return "httpx over aiohttp (httpx-aiohttp transport, one shared client)"
+        return "aiohttp (one shared session, its pool sized to the concurrency)"
     return "plain httpx (httpx-aiohttp not installed; clients of 8 connections)"
 
 

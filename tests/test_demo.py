@@ -297,3 +297,15 @@ def test_kernel_tuning_story(demo: LedgerStore) -> None:
     started = json.loads(tl[3]["payload"])
     assert (started["E"], started["N"], started["search_space"], started["timeout_s"]) == (256, 256, 1920, 600)
     assert json.loads(tl[2]["payload"])["target"] == "benchmark/kernels/fused_moe_triton/common_utils.py"
+
+
+def test_a_second_campaign_loads_beside_the_first(tmp_path: Path) -> None:
+    """Both demo campaigns in one ledger: the seeds' events are the demo's, not a user's."""
+    path = tmp_path / "demo.duckdb"
+    build_demo(path)
+    store = build_demo(path, campaign="h200")
+    sessions = {r["session_id"] for r in store.query_arrow("SELECT DISTINCT session_id FROM events").to_pylist()}
+    assert DEMO_SESSION in sessions and "h200-flags" in sessions
+    store.append(NoteAdded(text="mine", session_id="s"))
+    with pytest.raises(WouldLoseData):
+        build_demo(path, campaign="h200")
