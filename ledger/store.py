@@ -616,8 +616,11 @@ class LedgerStore:
         row groups before it (zone maps), so the cost does not grow with the ledger.
         """
         try:
-            views_version, layout, projected, head = con.execute(
-                "SELECT m.v, m.l, m.p, (SELECT coalesce(max(seq), m.p) FROM events WHERE seq >= m.p) FROM ("
+            views_version, layout, projected, head, columns = con.execute(
+                "SELECT m.v, m.l, m.p, (SELECT coalesce(max(seq), m.p) FROM events WHERE seq >= m.p), "
+                # a column this code does not know is a newer (or foreign) layout: check it then
+                "  (SELECT count(*) FROM duckdb_columns() WHERE table_name = 'events' AND schema_name = 'main' "
+                "   AND database_name = current_database()) FROM ("
                 "  SELECT max(value) FILTER (WHERE key = 'views_version') AS v,"
                 "         max(value) FILTER (WHERE key = 'layout_version') AS l,"
                 "         coalesce(max(TRY_CAST(value AS BIGINT)) FILTER (WHERE key = ?), 0) AS p"
@@ -626,7 +629,8 @@ class LedgerStore:
             ).fetchall()[0]
         except duckdb.CatalogException:
             return False, 0, 0
-        return views_version == views.VIEWS_VERSION and layout == str(LAYOUT_VERSION), projected, head
+        current = views_version == views.VIEWS_VERSION and layout == str(LAYOUT_VERSION) and columns == len(_COLUMNS)
+        return current, projected, head
 
     def _ready(self, con: duckdb.DuckDBPyConnection) -> bool:
         current, projected, head = self._state(con)
