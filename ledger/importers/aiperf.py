@@ -29,13 +29,12 @@ Definitions (AIPerf's ``aiperf/metrics/types/``):
 from __future__ import annotations
 
 import json
-import re
 from typing import Any
 
 from ledger.errors import InvalidInput
 from schemas import Workload
 
-from .detect import ImportContext, Importer, InputFile, ReadResult, Sniffed, json_line_error
+from .detect import ImportContext, Importer, InputFile, ReadResult, Sniffed, json_lines
 from .fields import FieldReader
 from .results import bench_event, distribution_from_samples, samples_table, tpot_ms
 
@@ -156,7 +155,7 @@ def _load_phase(config: Any) -> tuple[int | None, float | None]:
 
 
 def _read_json(file: InputFile, ctx: ImportContext) -> ReadResult:
-    doc = json.loads(file.text)
+    doc = file.json
     config = doc.get("input_config") if isinstance(doc.get("input_config"), dict) else {}
     concurrency, rate = _load_phase(config)
     errors = 0
@@ -243,13 +242,7 @@ def _read_records(file: InputFile, ctx: ImportContext) -> ReadResult:
     rows = []
     starts: list[int] = []
     ends: list[int] = []
-    for number, raw in enumerate(file.lines(), start=1):
-        if not raw.strip():
-            continue
-        try:
-            record = json.loads(raw)
-        except json.JSONDecodeError as exc:
-            raise json_line_error(file, exc, number) from None
+    for number, record in json_lines(file):
         r = FieldReader(record, f"{file.label}:{number}")
         meta = r.sub("metadata")
         metrics = r.mapping("metrics") or {}

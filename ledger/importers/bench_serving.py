@@ -9,7 +9,6 @@ tests/fixtures/sglang/bench_serving/). Latency keys are in ms; the
 from __future__ import annotations
 
 import json
-import math
 from typing import Any
 from uuid import UUID
 

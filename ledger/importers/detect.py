@@ -95,6 +95,17 @@ class InputFile:
         scope = f"{self.scope}:" if self.scope else ""
         return uuid5(IMPORT_NAMESPACE, f"{self.sha256}:{scope}{label}")
 
+    @cached_property
+    def json(self) -> Any:
+        """The whole text as one JSON document, parsed once (by the sniff, then reused by the
+        importer) with the hardened ``loads``.
+
+        Raises:
+            json.JSONDecodeError: not one JSON document.
+            InvalidInput: nested too deeply, an integer too long to convert.
+        """
+        return loads(self.text, self.label)
+
     def run_id(self, engine: str) -> str:
         """The id of the server run a log describes: ``<engine>-<12 hex>`` from the file's content
         and, like event ids, the session imported into (one log in two sessions is two runs)."""
@@ -206,7 +217,7 @@ class Sniffed:
         if not self.claims_json:
             return None, None
         try:
-            return loads(self.text, self.file.label), None  # too deep, too long an integer: InvalidInput
+            return self.file.json, None  # too deep, too long an integer: InvalidInput
         except json.JSONDecodeError as exc:
             return None, exc
 
@@ -313,13 +324,7 @@ def detect_format(file: InputFile) -> Importer:
             raise json_line_error(file, error)
         # Not one JSON document: as JSON Lines, the first line that does not parse is named
         # (every line parsing means JSON Lines of objects no importer knows).
-        for number, line in enumerate(file.lines(), start=1):
-            if not line.strip():
-                continue
-            try:
-                loads(line, f"{file.label}:{number}")
-            except json.JSONDecodeError as exc:
-                raise json_line_error(file, exc, number) from None
+        json_lines(file)
     raise unknown_format(file)
 
 
@@ -337,6 +342,25 @@ def unknown_format(file: InputFile) -> InvalidInput:
 def kinds_tried() -> str:
     """The kinds of every registered importer, comma-separated."""
     return ", ".join(i.kind for i in registered_importers())
+
+
+def json_lines(file: InputFile) -> list[tuple[int, Any]]:
+    """(line number, value) of each non-blank line of a JSON Lines file, read with the
+    hardened ``loads`` (depth and integer-length limits, as every user input).
+
+    Raises:
+        InvalidInput: the first line that is not JSON (``FILE:LINE: not valid JSON …``), or too
+            deep / too long an integer.
+    """
+    out = []
+    for number, line in enumerate(file.lines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            out.append((number, loads(line, f"{file.label}:{number}")))
+        except json.JSONDecodeError as exc:
+            raise json_line_error(file, exc, number) from None
+    return out
 
 
 def json_line_error(file: InputFile, exc: json.JSONDecodeError, line: int | None = None) -> InvalidInput:

@@ -35,7 +35,6 @@ How its definitions meet ours (GuideLLM's ``benchmark/benchmark.py`` and the per
 
 from __future__ import annotations
 
-import json
 import re
 from typing import Any
 
@@ -78,7 +77,7 @@ def _sniff(sniffed: Sniffed) -> float:
 
 
 def _read(file: InputFile, ctx: ImportContext) -> ReadResult:
-    doc = json.loads(file.text) if file.text.lstrip().startswith("{") else load_yaml(file)
+    doc = file.json if file.text.lstrip().startswith("{") else load_yaml(file)
     benchmarks = _benchmarks(doc)
     if benchmarks is None:
         raise InvalidInput(f"{file.label}: field 'benchmarks': expected a list of GuideLLM benchmarks")

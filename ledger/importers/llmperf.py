@@ -37,8 +37,6 @@ the ITL one checked on the fixture: ``inter_token_latency_s`` = time to the last
 
 from __future__ import annotations
 
-import json
-import re
 from typing import Any
 
 from ledger.errors import InvalidInput
@@ -70,7 +68,7 @@ def _sniff_summary(sniffed: Sniffed) -> float:
 
 
 def _read_summary(file: InputFile, ctx: ImportContext) -> ReadResult:
-    r = FieldReader(json.loads(file.text), file.label)
+    r = FieldReader(file.json, file.label)
     metrics: dict[str, Any] = {}
     tool_metrics: dict[str, float | None] = {}
     for llmperf, ours in (("ttft_s", "ttft"), ("end_to_end_latency_s", "e2e_latency")):
@@ -126,7 +124,7 @@ def _sniff_responses(sniffed: Sniffed) -> float:
 def _read_responses(file: InputFile, ctx: ImportContext) -> ReadResult:
     rows = []
     itl = []
-    for index, raw in enumerate(json.loads(file.text)):
+    for index, raw in enumerate(file.json):
         q = FieldReader(raw, f"{file.label}: [{index}]")
         error = q.obj.get("error_code")
         ok = error is None
@@ -178,7 +176,7 @@ def _sniff_aggregate(sniffed: Sniffed) -> float:
 
 
 def _read_aggregate(file: InputFile, ctx: ImportContext) -> ReadResult:
-    r = FieldReader(json.loads(file.text), file.label)
+    r = FieldReader(file.json, file.label)
     metrics: dict[str, Any] = {}
     tool_metrics: dict[str, float | None] = {}
     for key in r.obj:

@@ -20,7 +20,6 @@
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from ledger.errors import InvalidInput
@@ -44,7 +43,7 @@ def _sniff_ab(sniffed: Sniffed) -> float:
 
 def _read_ab(file: InputFile, ctx: ImportContext) -> ReadResult:
     events = []
-    for index, raw in enumerate(json.loads(file.text)["results"]):
+    for index, raw in enumerate(file.json["results"]):
         r = FieldReader(raw, f"{file.label}: results[{index}]")
         concurrency = r.number("concurrency", integer=True)
         config = r.text("config") or file.path.stem
@@ -72,7 +71,7 @@ def _sniff_run(sniffed: Sniffed) -> float:
 
 
 def _read_run(file: InputFile, ctx: ImportContext) -> ReadResult:
-    r = FieldReader(json.loads(file.text), file.label)
+    r = FieldReader(file.json, file.label)
     rows = []
     for index, raw in enumerate(r.array("per_request") or []):
         q = FieldReader(raw if isinstance(raw, dict) else {}, f"{file.label}: per_request[{index}]")
@@ -111,7 +110,7 @@ def _sniff_summary(sniffed: Sniffed) -> float:
 
 def _read_summary(file: InputFile, ctx: ImportContext) -> ReadResult:
     events = []
-    for index, group in enumerate(json.loads(file.text)):
+    for index, group in enumerate(file.json):
         g = FieldReader(group, f"{file.label}: [{index}]")
         input_len = g.number("input_len", integer=True)
         for config, metrics_by_name in (g.mapping("configurations") or {}).items():

@@ -32,7 +32,7 @@ from ledger.gpu_arch import compute_capability_for
 from schemas import Host, Workload
 
 from .bench_serving import samples_from_details
-from .detect import ImportContext, Importer, InputFile, ReadResult, Sniffed, json_line_error, looks_like_bench
+from .detect import ImportContext, Importer, InputFile, ReadResult, Sniffed, json_lines, looks_like_bench
 from .fields import FieldReader
 from .results import bench_event, distribution_from_samples
 
@@ -74,13 +74,7 @@ def _objects(file: InputFile, sniffed_whole: Any) -> list[tuple[int, dict[str, A
     if isinstance(sniffed_whole, dict):
         return [(1, sniffed_whole)]
     out = []
-    for number, raw in enumerate(file.lines(), start=1):
-        if not raw.strip():
-            continue
-        try:
-            obj = json.loads(raw)
-        except json.JSONDecodeError as exc:
-            raise json_line_error(file, exc, number) from None
+    for number, obj in json_lines(file):
         if not isinstance(obj, dict) or not _is_vllm(obj):
             raise InvalidInput(f"{file.label}:{number}: not a vLLM bench serve result object")
         out.append((number, obj))
@@ -89,7 +83,7 @@ def _objects(file: InputFile, sniffed_whole: Any) -> list[tuple[int, dict[str, A
 
 def _read(file: InputFile, ctx: ImportContext) -> ReadResult:
     try:
-        whole = json.loads(file.text)
+        whole = file.json
     except json.JSONDecodeError:
         whole = None
     events = []
@@ -206,7 +200,7 @@ def _engine_version(engine: str | None) -> tuple[str | None, str | None]:
 
 
 def _read_nightly(file: InputFile, ctx: ImportContext) -> ReadResult:
-    rows = json.loads(file.text)
+    rows = file.json
     events = []
     for index, row in enumerate(rows):
         r = FieldReader(row, f"{file.label}: row {index + 1}")
