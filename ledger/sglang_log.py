@@ -827,7 +827,7 @@ def _override_line(line: LogLine) -> OverrideLine | None:
     if m := _CAPPED_RE.match(msg):
         return OverrideLine(line, m.group("name").replace("_", "-"), int(m.group("value")), f"capped by the {m.group('reason')}")
     if m := _AUTO_FLAG_RE.match(msg):
-        flag, verb, rest = m.group("flag").lstrip("-"), m.group("verb"), m.group("rest")
+        flag, rest = m.group("flag").lstrip("-"), m.group("rest")
         value = _TO_VALUE_RE.match(rest)
         effective: Any = _scalar(value.group(1)) if value else None
         reason = _REASON_RE.search(rest) if "because" in rest else None

@@ -35,7 +35,6 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
 
 from ledger.sglang_log import (
     CrashInfo,

@@ -345,7 +345,7 @@ def roofline(shape: MoeShape, M: int, experts_touched: int, latency_us: float,
     far above ``flops_fraction``. Returns bytes, flops, achieved_Bps, achieved_flops,
     bandwidth_fraction, flops_fraction, arithmetic_intensity (FLOP/byte).
     """
-    E, N, K, t = shape.E, shape.N, shape.K, shape.topk
+    N, K, t = shape.N, shape.K, shape.topk
     weights = experts_touched * (2 * N * K + K * N) * shape.element_bytes
     acts = (M * K + M * t * N) * 2
     outs = (M * t * 2 * N + M * t * K) * 2
