@@ -59,7 +59,10 @@ def start_servers(count: int, chunks: int) -> tuple[list[subprocess.Popen], str]
         "s=socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1); s.bind(('127.0.0.1', %d))\n"
         "print('PORT', flush=True); web.run_app(make_app(%d, 0.0), sock=s, print=None, access_log=None, backlog=4096)"
     ) % (str(FAKE.parent), port, chunks)
-    procs = [subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True) for _ in range(count)]
+    procs = [
+        subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
+        for _ in range(count)
+    ]
     for p in procs:
         assert p.stdout.readline().startswith("PORT")
     return procs, f"http://127.0.0.1:{port}"
@@ -71,7 +74,9 @@ OURS_TRANSPORT: str | None = None
 
 async def run_ours(url: str, concurrency: int, requests: int, chunks: int) -> tuple[int, float]:
     workload = build_workload(WorkloadSpec(16, chunks, requests, seed=0))
-    target = BenchTarget(url=url, endpoint="chat", model="fake", workload=workload, ignore_eos=False)
+    target = BenchTarget(
+        url=url, endpoint="chat", model="fake", workload=workload, ignore_eos=False
+    )
     async with client_slots(concurrency, transport=OURS_TRANSPORT) as shards:
         results, duration = await timed_run(shards, target, concurrency=concurrency)
     return sum(r.ok for r in results), duration
@@ -82,12 +87,20 @@ async def run_aiohttp(url: str, concurrency: int, requests: int, chunks: int) ->
     api = url + "/v1/chat/completions"
     sem = asyncio.Semaphore(concurrency)
     connector = aiohttp.TCPConnector(limit=concurrency)
-    async with aiohttp.ClientSession(connector=connector, timeout=aiohttp.ClientTimeout(total=600)) as session:
+    async with aiohttp.ClientSession(
+        connector=connector, timeout=aiohttp.ClientTimeout(total=600)
+    ) as session:
 
         async def one(text: str) -> bool:
             async with sem:
-                body = {"model": "fake", "messages": [{"role": "user", "content": text}], "max_tokens": chunks,
-                        "temperature": 0.0, "stream": True, "stream_options": {"include_usage": True}}
+                body = {
+                    "model": "fake",
+                    "messages": [{"role": "user", "content": text}],
+                    "max_tokens": chunks,
+                    "temperature": 0.0,
+                    "stream": True,
+                    "stream_options": {"include_usage": True},
+                }
                 st = time.perf_counter()
                 ttft, itl, last = 0.0, [], st
                 async with session.post(api, json=body) as resp:
@@ -119,7 +132,9 @@ async def run_aiohttp(url: str, concurrency: int, requests: int, chunks: int) ->
 CLIENTS = {"ours": run_ours, "aiohttp": run_aiohttp}
 
 
-def measure(url: str, concurrency: int, requests: int, chunks: int, rounds: int) -> dict[str, dict[str, float]]:
+def measure(
+    url: str, concurrency: int, requests: int, chunks: int, rounds: int
+) -> dict[str, dict[str, float]]:
     best: dict[str, dict[str, float]] = {}
     for _ in range(rounds):
         for name, fn in CLIENTS.items():  # interleaved: drift hits both
@@ -141,9 +156,15 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--chunks", type=int, default=4, help="content chunks per response")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--servers", type=int, default=max(1, (os.cpu_count() or 2) // 2))
-    parser.add_argument("--transport", choices=["auto", "aiohttp", "httpx"], default="auto",
-                        help="transport of our client (auto: aiohttp when httpx-aiohttp is installed)")
-    parser.add_argument("--json", action="store_true", help="print JSON instead of a markdown table")
+    parser.add_argument(
+        "--transport",
+        choices=["auto", "aiohttp", "httpx"],
+        default="auto",
+        help="transport of our client (auto: aiohttp when httpx-aiohttp is installed)",
+    )
+    parser.add_argument(
+        "--json", action="store_true", help="print JSON instead of a markdown table"
+    )
     args = parser.parse_args(argv)
     global OURS_TRANSPORT
     OURS_TRANSPORT = None if args.transport == "auto" else args.transport
@@ -155,10 +176,19 @@ def main(argv: list[str] | None = None) -> None:
             load = os.getloadavg()[0]  # the machine may be shared: the numbers need their load
             best = measure(url, c, args.requests, args.chunks, args.rounds)
             ours, ref = best["ours"], best["aiohttp"]
-            rows.append({"concurrency": c, "transport": transport, "ours_req_s": ours["req_s"], "aiohttp_req_s": ref["req_s"],
-                         "ratio": ours["req_s"] / ref["req_s"], "ours_cpu_us": ours["cpu_us_per_req"],
-                         "aiohttp_cpu_us": ref["cpu_us_per_req"],
-                         "load_1m": load, "load_1m_after": os.getloadavg()[0]})
+            rows.append(
+                {
+                    "concurrency": c,
+                    "transport": transport,
+                    "ours_req_s": ours["req_s"],
+                    "aiohttp_req_s": ref["req_s"],
+                    "ratio": ours["req_s"] / ref["req_s"],
+                    "ours_cpu_us": ours["cpu_us_per_req"],
+                    "aiohttp_cpu_us": ref["cpu_us_per_req"],
+                    "load_1m": load,
+                    "load_1m_after": os.getloadavg()[0],
+                }
+            )
     finally:
         for p in procs:
             p.terminate()
@@ -166,14 +196,20 @@ def main(argv: list[str] | None = None) -> None:
     if args.json:
         print(json.dumps(rows, indent=2))
         return
-    print(f"{args.requests} requests x {args.chunks} chunks, best of {args.rounds}, {args.servers} server process(es), "
-          f"{os.cpu_count()} CPUs, our transport: {transport}\n")
-    print("| concurrency | ours req/s | aiohttp req/s | ratio | ours CPU us/req | aiohttp CPU us/req "
-          "| load 1m before/after |")
+    print(
+        f"{args.requests} requests x {args.chunks} chunks, best of {args.rounds}, {args.servers} server process(es), "
+        f"{os.cpu_count()} CPUs, our transport: {transport}\n"
+    )
+    print(
+        "| concurrency | ours req/s | aiohttp req/s | ratio | ours CPU us/req | aiohttp CPU us/req "
+        "| load 1m before/after |"
+    )
     print("|---:|---:|---:|---:|---:|---:|---:|")
     for r in rows:
-        print(f"| {r['concurrency']} | {r['ours_req_s']:.0f} | {r['aiohttp_req_s']:.0f} | {r['ratio']:.2f} | "
-              f"{r['ours_cpu_us']:.0f} | {r['aiohttp_cpu_us']:.0f} | {r['load_1m']:.2f} / {r['load_1m_after']:.2f} |")
+        print(
+            f"| {r['concurrency']} | {r['ours_req_s']:.0f} | {r['aiohttp_req_s']:.0f} | {r['ratio']:.2f} | "
+            f"{r['ours_cpu_us']:.0f} | {r['aiohttp_cpu_us']:.0f} | {r['load_1m']:.2f} / {r['load_1m_after']:.2f} |"
+        )
 
 
 if __name__ == "__main__":

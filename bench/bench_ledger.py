@@ -69,19 +69,75 @@ GENERATOR_VERSION = 1
 # --- the synthetic campaign --------------------------------------------------------
 
 HOSTS = (
-    {"gpu_name": "NVIDIA H200", "compute_capability": "sm90", "gpu_count": 8, "gpu_memory_mib": 143771,
-     "driver": "570.124.06", "cuda": "12.8", "hostname": "h200-node-01"},
-    {"gpu_name": "NVIDIA B200", "compute_capability": "sm100", "gpu_count": 8, "gpu_memory_mib": 183359,
-     "driver": "575.57.08", "cuda": "12.9", "hostname": "b200-node-03"},
-    {"gpu_name": "NVIDIA RTX PRO 6000 Blackwell Server Edition", "compute_capability": "sm120", "gpu_count": 4,
-     "gpu_memory_mib": 97887, "driver": "580.65.06", "cuda": "13.0", "hostname": "rtx6000-ws"},
+    {
+        "gpu_name": "NVIDIA H200",
+        "compute_capability": "sm90",
+        "gpu_count": 8,
+        "gpu_memory_mib": 143771,
+        "driver": "570.124.06",
+        "cuda": "12.8",
+        "hostname": "h200-node-01",
+    },
+    {
+        "gpu_name": "NVIDIA B200",
+        "compute_capability": "sm100",
+        "gpu_count": 8,
+        "gpu_memory_mib": 183359,
+        "driver": "575.57.08",
+        "cuda": "12.9",
+        "hostname": "b200-node-03",
+    },
+    {
+        "gpu_name": "NVIDIA RTX PRO 6000 Blackwell Server Edition",
+        "compute_capability": "sm120",
+        "gpu_count": 4,
+        "gpu_memory_mib": 97887,
+        "driver": "580.65.06",
+        "cuda": "13.0",
+        "hostname": "rtx6000-ws",
+    },
 )
 ENGINE_VERSIONS = ("0.4.10", "0.5.0rc2", "0.5.1", "0.5.2", "0.5.3")
-MODELS = ("Qwen/Qwen3-235B-A22B-FP8", "deepseek-ai/DeepSeek-V3.1", "openai/gpt-oss-120b", "zai-org/GLM-4.6-FP8")
+MODELS = (
+    "Qwen/Qwen3-235B-A22B-FP8",
+    "deepseek-ai/DeepSeek-V3.1",
+    "openai/gpt-oss-120b",
+    "zai-org/GLM-4.6-FP8",
+)
 FLAG_WORDS = (
-    "enable", "disable", "fused", "moe", "sum", "all", "reduce", "piecewise", "cuda", "graph", "chunked",
-    "prefill", "overlap", "schedule", "torch", "compile", "flashinfer", "mla", "deepep", "mode", "two",
-    "batch", "dp", "attention", "radix", "cache", "mixed", "kv", "fp8", "e4m3", "tbo", "eplb", "spec",
+    "enable",
+    "disable",
+    "fused",
+    "moe",
+    "sum",
+    "all",
+    "reduce",
+    "piecewise",
+    "cuda",
+    "graph",
+    "chunked",
+    "prefill",
+    "overlap",
+    "schedule",
+    "torch",
+    "compile",
+    "flashinfer",
+    "mla",
+    "deepep",
+    "mode",
+    "two",
+    "batch",
+    "dp",
+    "attention",
+    "radix",
+    "cache",
+    "mixed",
+    "kv",
+    "fp8",
+    "e4m3",
+    "tbo",
+    "eplb",
+    "spec",
 )
 ATTENTION_BACKENDS = ("flashinfer", "fa3", "triton", "trtllm_mha", "cutlass_mla")
 CONCURRENCIES = (1, 4, 16, 64)
@@ -91,13 +147,58 @@ WORKLOADS = (
     {"dataset": "sharegpt", "input_len": None, "output_len": None, "range_ratio": None},
 )
 REPEATS = 3
-FINDING_KINDS = ("flag-not-in-effect", "piecewise-cuda-graph-off", "default-moe-config",
-                 "decode-without-cuda-graph", "capacity-reduced", "warning", "measured-change")
-VERDICTS = ("effective", "no-op", "dead-code", "not-activated", "harmful", "incompatible",
-            "already-default", "no-measurable-change", "unknown")
-WORDS = ("the", "server", "flag", "kernel", "decode", "prefill", "graph", "batch", "throughput", "latency",
-         "memory", "capacity", "tokens", "config", "baseline", "regression", "improves", "no", "change",
-         "reads", "path", "activation", "when", "arch", "is", "not", "used", "MoE", "tuned", "warning")
+FINDING_KINDS = (
+    "flag-not-in-effect",
+    "piecewise-cuda-graph-off",
+    "default-moe-config",
+    "decode-without-cuda-graph",
+    "capacity-reduced",
+    "warning",
+    "measured-change",
+)
+VERDICTS = (
+    "effective",
+    "no-op",
+    "dead-code",
+    "not-activated",
+    "harmful",
+    "incompatible",
+    "already-default",
+    "no-measurable-change",
+    "unknown",
+)
+WORDS = (
+    "the",
+    "server",
+    "flag",
+    "kernel",
+    "decode",
+    "prefill",
+    "graph",
+    "batch",
+    "throughput",
+    "latency",
+    "memory",
+    "capacity",
+    "tokens",
+    "config",
+    "baseline",
+    "regression",
+    "improves",
+    "no",
+    "change",
+    "reads",
+    "path",
+    "activation",
+    "when",
+    "arch",
+    "is",
+    "not",
+    "used",
+    "MoE",
+    "tuned",
+    "warning",
+)
 
 
 def _sentence(rng: random.Random, lo: int, hi: int) -> str:
@@ -108,7 +209,13 @@ def _uuid7(rng: random.Random, when: datetime) -> str:
     """A deterministic UUIDv7 (time-ordered, like the store's default ids)."""
     ms = int(when.timestamp() * 1000)
     rand = rng.getrandbits(74)
-    value = (ms & ((1 << 48) - 1)) << 80 | 0x7 << 76 | ((rand >> 62) & 0xFFF) << 64 | 0b10 << 62 | (rand & ((1 << 62) - 1))
+    value = (
+        (ms & ((1 << 48) - 1)) << 80
+        | 0x7 << 76
+        | ((rand >> 62) & 0xFFF) << 64
+        | 0b10 << 62
+        | (rand & ((1 << 62) - 1))
+    )
     return str(uuid.UUID(int=value))
 
 
@@ -127,7 +234,10 @@ class Campaign:
         self.flags = sorted(flags)
         self.configs = ["baseline"] + [f"cfg-{i:02d}-" + self.flags[i * 7] for i in range(11)]
         self.config_flags = {
-            name: {f: rng.choice([True, 1, 2, 4, 8, 8192, "auto", "fa3"]) for f in rng.sample(self.flags[:60], rng.randint(0, 6))}
+            name: {
+                f: rng.choice([True, 1, 2, 4, 8, 8192, "auto", "fa3"])
+                for f in rng.sample(self.flags[:60], rng.randint(0, 6))
+            }
             for name in self.configs
         }
         self.config_flags["baseline"] = {}
@@ -159,8 +269,15 @@ class Campaign:
         whole = int(rate)
         return whole + (1 if self.rng.random() < rate - whole else 0)
 
-    def _event(self, type_: str, actor: str, payload: dict[str, Any], host: dict | None = None,
-               source: str | None = None, advance_s: float = 20.0) -> dict[str, Any]:
+    def _event(
+        self,
+        type_: str,
+        actor: str,
+        payload: dict[str, Any],
+        host: dict | None = None,
+        source: str | None = None,
+        advance_s: float = 20.0,
+    ) -> dict[str, Any]:
         self.clock += timedelta(seconds=self.rng.uniform(0.2, advance_s))
         kind, _, name = actor.partition(":")
         event = {
@@ -187,7 +304,9 @@ class Campaign:
         host["engine"] = "sglang"
         host["engine_version"] = engine_version or self.engine_version
         if partial:
-            host = {k: host[k] for k in ("gpu_name", "compute_capability", "engine", "engine_version")}
+            host = {
+                k: host[k] for k in ("gpu_name", "compute_capability", "engine", "engine_version")
+            }
         return host
 
     # --- the campaign
@@ -207,16 +326,34 @@ class Campaign:
         while True:
             self.session_id = f"s{session:03d}-{rng.choice(('tp8', 'ep8', 'tp4', 'dp-attn'))}"
             self.host = HOSTS[session % len(HOSTS)]
-            self.engine_version = ENGINE_VERSIONS[min(len(ENGINE_VERSIONS) - 1, session * len(ENGINE_VERSIONS) // self.n_sessions)]
+            self.engine_version = ENGINE_VERSIONS[
+                min(len(ENGINE_VERSIONS) - 1, session * len(ENGINE_VERSIONS) // self.n_sessions)
+            ]
             model = MODELS[session % len(MODELS)]
-            yield self._event("session_started", "person:ada", {
-                "title": f"Tune {model.split('/')[-1]} on {self.host['gpu_name']}",
-                "model": model, "goal": "max output throughput at c=64 within p99 TTFT 2 s",
-                "tensor_parallel": self.host["gpu_count"], "dtype": "fp8", "notes": _sentence(rng, 5, 20)})
-            yield self._event("host_observed", "runner:probe", {
-                "gpu_names": [self.host["gpu_name"]] * self.host["gpu_count"], "torch_version": "2.8.0+cu128",
-                "triton_version": "3.4.0", "python_version": "3.12.11",
-                "other_versions": {"flashinfer": "0.3.1", "sgl-kernel": "0.3.9"}}, host=self._host())
+            yield self._event(
+                "session_started",
+                "person:ada",
+                {
+                    "title": f"Tune {model.split('/')[-1]} on {self.host['gpu_name']}",
+                    "model": model,
+                    "goal": "max output throughput at c=64 within p99 TTFT 2 s",
+                    "tensor_parallel": self.host["gpu_count"],
+                    "dtype": "fp8",
+                    "notes": _sentence(rng, 5, 20),
+                },
+            )
+            yield self._event(
+                "host_observed",
+                "runner:probe",
+                {
+                    "gpu_names": [self.host["gpu_name"]] * self.host["gpu_count"],
+                    "torch_version": "2.8.0+cu128",
+                    "triton_version": "3.4.0",
+                    "python_version": "3.12.11",
+                    "other_versions": {"flashinfer": "0.3.1", "sgl-kernel": "0.3.9"},
+                },
+                host=self._host(),
+            )
             for _ in range(runs_per_session):
                 yield from self._server_run(run_index, bench_index, model)
                 bench_index += len(WORKLOADS) * len(CONCURRENCIES) * REPEATS
@@ -228,61 +365,141 @@ class Campaign:
     def _server_run(self, run_index: int, bench_index: int, model: str) -> Iterator[dict[str, Any]]:
         rng = self.rng
         config = "baseline" if rng.random() < 0.25 else rng.choice(self.configs[1:])
-        flags = {"tp": self.host["gpu_count"], "mem-fraction-static": 0.85, **self.config_flags[config]}
+        flags = {
+            "tp": self.host["gpu_count"],
+            "mem-fraction-static": 0.85,
+            **self.config_flags[config],
+        }
         run_id = f"run-{run_index:06d}"
         host = self._host()
         argv = ["python", "-m", "sglang.launch_server", "--model-path", model, "--port", "30000"]
         for name, value in flags.items():
             argv += [f"--{name}"] if value is True else [f"--{name}", str(value)]
-        yield self._event("server_started", "runner:serve", {
-            "run_id": run_id, "engine": "sglang", "model": model, "config_name": config, "flags": flags,
-            "env": {"SGLANG_ENABLE_JIT_DEEPGEMM": "1", "CUDA_VISIBLE_DEVICES": "0,1,2,3,4,5,6,7"},
-            "argv": argv, "port": 30000, "pid": rng.randint(1000, 99999),
-            "log_path": f"logs/{run_id}.log"}, host=host)
+        yield self._event(
+            "server_started",
+            "runner:serve",
+            {
+                "run_id": run_id,
+                "engine": "sglang",
+                "model": model,
+                "config_name": config,
+                "flags": flags,
+                "env": {
+                    "SGLANG_ENABLE_JIT_DEEPGEMM": "1",
+                    "CUDA_VISIBLE_DEVICES": "0,1,2,3,4,5,6,7",
+                },
+                "argv": argv,
+                "port": 30000,
+                "pid": rng.randint(1000, 99999),
+                "log_path": f"logs/{run_id}.log",
+            },
+            host=host,
+        )
         if rng.random() < 0.04:
-            yield self._event("server_failed", "runner:serve", {
-                "run_id": run_id, "cause": rng.choice(("crash", "out-of-memory", "timeout")),
-                "message": _sentence(rng, 5, 12), "exit_code": 1,
-                "log_tail": [_sentence(rng, 6, 16) for _ in range(rng.randint(3, 20))]}, host=host)
+            yield self._event(
+                "server_failed",
+                "runner:serve",
+                {
+                    "run_id": run_id,
+                    "cause": rng.choice(("crash", "out-of-memory", "timeout")),
+                    "message": _sentence(rng, 5, 12),
+                    "exit_code": 1,
+                    "log_tail": [_sentence(rng, 6, 16) for _ in range(rng.randint(3, 20))],
+                },
+                host=host,
+            )
             return
         bs = [1, 2, 4, 8, 16, 24, 32, 48, 64, 96, 128, 160, 192, 256][: rng.randint(6, 14)]
         piecewise = rng.random() < 0.6
-        yield self._event("server_ready", "runner:serve", {
-            "run_id": run_id, "ready_after_s": round(rng.uniform(60, 600), 2),
-            "startup": {
-                "attention_backend": rng.choice(ATTENTION_BACKENDS),
-                "max_running_requests": rng.choice((128, 256, 512, 1024)),
-                "max_total_num_tokens": rng.randint(200_000, 2_000_000), "context_len": 131072,
-                "chunked_prefill_size": 8192, "max_prefill_tokens": 16384, "cuda_graph_bs": bs,
-                "piecewise_cuda_graph": piecewise,
-                "piecewise_disabled_reason": None if piecewise else "torch.compile disabled",
-                "moe_kernel_config": rng.choice(("found", "fallback", "default")),
-                "moe_config_paths": [f"configs/triton_3_4_0/E=128,N=768,device_name={self.host['gpu_name'].replace(' ', '_')}.json"],
-                "kv_cache_tokens": rng.randint(200_000, 2_000_000), "weight_load_s": round(rng.uniform(20, 200), 2),
-                "available_gpu_mem_gb": round(rng.uniform(5, 40), 2),
-                "server_args": {"tp_size": self.host["gpu_count"], "mem_fraction_static": 0.85,
-                                "schedule_policy": "fcfs", "disable_radix_cache": False}},
-            "warnings": [_sentence(rng, 5, 12) for _ in range(rng.randint(0, 3))]}, host=host)
+        yield self._event(
+            "server_ready",
+            "runner:serve",
+            {
+                "run_id": run_id,
+                "ready_after_s": round(rng.uniform(60, 600), 2),
+                "startup": {
+                    "attention_backend": rng.choice(ATTENTION_BACKENDS),
+                    "max_running_requests": rng.choice((128, 256, 512, 1024)),
+                    "max_total_num_tokens": rng.randint(200_000, 2_000_000),
+                    "context_len": 131072,
+                    "chunked_prefill_size": 8192,
+                    "max_prefill_tokens": 16384,
+                    "cuda_graph_bs": bs,
+                    "piecewise_cuda_graph": piecewise,
+                    "piecewise_disabled_reason": None if piecewise else "torch.compile disabled",
+                    "moe_kernel_config": rng.choice(("found", "fallback", "default")),
+                    "moe_config_paths": [
+                        f"configs/triton_3_4_0/E=128,N=768,device_name={self.host['gpu_name'].replace(' ', '_')}.json"
+                    ],
+                    "kv_cache_tokens": rng.randint(200_000, 2_000_000),
+                    "weight_load_s": round(rng.uniform(20, 200), 2),
+                    "available_gpu_mem_gb": round(rng.uniform(5, 40), 2),
+                    "server_args": {
+                        "tp_size": self.host["gpu_count"],
+                        "mem_fraction_static": 0.85,
+                        "schedule_policy": "fcfs",
+                        "disable_radix_cache": False,
+                    },
+                },
+                "warnings": [_sentence(rng, 5, 12) for _ in range(rng.randint(0, 3))],
+            },
+            host=host,
+        )
         for _ in range(self._count(1.0)):
             flag = rng.choice(self.flags)
-            yield self._event("finding_recorded", "runner:logscan", {
-                "kind": rng.choice(FINDING_KINDS), "basis": rng.choice(("log", "log", "measured")),
-                "message": _sentence(rng, 6, 18), "flag": flag if rng.random() < 0.7 else None,
-                "verdict": rng.choice(VERDICTS) if rng.random() < 0.7 else None, "server_run_id": run_id,
-                "engine": "sglang", "engine_version": self.engine_version,
-                "evidence": [{"kind": "log", "ref": f"logs/{run_id}.log:{rng.randint(1, 4000)}", "text": _sentence(rng, 4, 10)}]},
-                host=self._host(partial=True))
+            yield self._event(
+                "finding_recorded",
+                "runner:logscan",
+                {
+                    "kind": rng.choice(FINDING_KINDS),
+                    "basis": rng.choice(("log", "log", "measured")),
+                    "message": _sentence(rng, 6, 18),
+                    "flag": flag if rng.random() < 0.7 else None,
+                    "verdict": rng.choice(VERDICTS) if rng.random() < 0.7 else None,
+                    "server_run_id": run_id,
+                    "engine": "sglang",
+                    "engine_version": self.engine_version,
+                    "evidence": [
+                        {
+                            "kind": "log",
+                            "ref": f"logs/{run_id}.log:{rng.randint(1, 4000)}",
+                            "text": _sentence(rng, 4, 10),
+                        }
+                    ],
+                },
+                host=self._host(partial=True),
+            )
         k = 0
         for workload in WORKLOADS:
             for concurrency in CONCURRENCIES:
                 for repeat in range(REPEATS):
-                    yield self._bench(f"bench-{bench_index + k:07d}", run_id, config, workload, concurrency, repeat, host)
+                    yield self._bench(
+                        f"bench-{bench_index + k:07d}",
+                        run_id,
+                        config,
+                        workload,
+                        concurrency,
+                        repeat,
+                        host,
+                    )
                     k += 1
-        yield self._event("server_stopped", "runner:serve", {
-            "run_id": run_id, "exit_code": 0, "signal": "SIGTERM", "reason": "benchmarks done"}, host=host)
+        yield self._event(
+            "server_stopped",
+            "runner:serve",
+            {"run_id": run_id, "exit_code": 0, "signal": "SIGTERM", "reason": "benchmarks done"},
+            host=host,
+        )
 
-    def _bench(self, bench_id: str, run_id: str, config: str, workload: dict, concurrency: int,
-               repeat: int, host: dict) -> dict[str, Any]:
+    def _bench(
+        self,
+        bench_id: str,
+        run_id: str,
+        config: str,
+        workload: dict,
+        concurrency: int,
+        repeat: int,
+        host: dict,
+    ) -> dict[str, Any]:
         rng = self.rng
         num_prompts = max(64, concurrency * 10)
         out_len = workload["output_len"] or 300
@@ -295,126 +512,294 @@ class Campaign:
         in_tp = num_prompts * in_len / duration
 
         def dist(mean: float, prefix: str) -> dict[str, float]:
-            return {f"mean_{prefix}_ms": mean, f"median_{prefix}_ms": mean * rng.uniform(0.9, 1.0),
-                    f"std_{prefix}_ms": mean * rng.uniform(0.05, 0.4), f"p90_{prefix}_ms": mean * rng.uniform(1.1, 1.5),
-                    f"p95_{prefix}_ms": mean * rng.uniform(1.3, 1.8), f"p99_{prefix}_ms": mean * rng.uniform(1.5, 3.0)}
+            return {
+                f"mean_{prefix}_ms": mean,
+                f"median_{prefix}_ms": mean * rng.uniform(0.9, 1.0),
+                f"std_{prefix}_ms": mean * rng.uniform(0.05, 0.4),
+                f"p90_{prefix}_ms": mean * rng.uniform(1.1, 1.5),
+                f"p95_{prefix}_ms": mean * rng.uniform(1.3, 1.8),
+                f"p99_{prefix}_ms": mean * rng.uniform(1.5, 3.0),
+            }
 
         metrics = {
-            "completed": num_prompts, "failed": 0 if rng.random() < 0.97 else rng.randint(1, 5),
-            "duration_s": duration, "total_input_tokens": num_prompts * in_len, "total_output_tokens": num_prompts * out_len,
-            "request_throughput": num_prompts / duration, "input_throughput": in_tp, "output_throughput": out_tp,
-            "total_throughput": in_tp + out_tp, "achieved_concurrency": concurrency * rng.uniform(0.85, 1.0),
-            "max_output_tokens_per_s": out_tp * rng.uniform(1.1, 1.6), "max_concurrent_requests": concurrency,
+            "completed": num_prompts,
+            "failed": 0 if rng.random() < 0.97 else rng.randint(1, 5),
+            "duration_s": duration,
+            "total_input_tokens": num_prompts * in_len,
+            "total_output_tokens": num_prompts * out_len,
+            "request_throughput": num_prompts / duration,
+            "input_throughput": in_tp,
+            "output_throughput": out_tp,
+            "total_throughput": in_tp + out_tp,
+            "achieved_concurrency": concurrency * rng.uniform(0.85, 1.0),
+            "max_output_tokens_per_s": out_tp * rng.uniform(1.1, 1.6),
+            "max_concurrent_requests": concurrency,
             "accept_length": None,
-            **dist(ttft, "ttft"), **dist(tpot, "tpot"), **dist(tpot, "itl"), "max_itl_ms": tpot * rng.uniform(5, 40),
+            **dist(ttft, "ttft"),
+            **dist(tpot, "tpot"),
+            **dist(tpot, "itl"),
+            "max_itl_ms": tpot * rng.uniform(5, 40),
             **dist(e2e, "e2e_latency"),
         }
         valid = metrics["failed"] == 0 and metrics["achieved_concurrency"] >= 0.9 * concurrency
-        return self._event("benchmark_completed", "runner:bench", {
-            "run_id": bench_id, "config_name": config, "is_baseline": config == "baseline", "server_run_id": run_id,
-            "tool": "sglang.bench_serving",
-            "workload": {**workload, "num_prompts": num_prompts, "load": "closed-loop", "request_rate": None,
-                         "seed": 1, "ignore_eos": True, "endpoint": "/generate"},
-            "concurrency": concurrency, "repeat": repeat, "metrics": metrics, "valid": valid,
-            "validity_notes": [] if valid else ["achieved concurrency below 0.9 c" if metrics["failed"] == 0 else "failed requests"]},
-            host=host, source=f"results/{run_id}.jsonl:{repeat + 1}", advance_s=60.0)
+        return self._event(
+            "benchmark_completed",
+            "runner:bench",
+            {
+                "run_id": bench_id,
+                "config_name": config,
+                "is_baseline": config == "baseline",
+                "server_run_id": run_id,
+                "tool": "sglang.bench_serving",
+                "workload": {
+                    **workload,
+                    "num_prompts": num_prompts,
+                    "load": "closed-loop",
+                    "request_rate": None,
+                    "seed": 1,
+                    "ignore_eos": True,
+                    "endpoint": "/generate",
+                },
+                "concurrency": concurrency,
+                "repeat": repeat,
+                "metrics": metrics,
+                "valid": valid,
+                "validity_notes": []
+                if valid
+                else [
+                    "achieved concurrency below 0.9 c"
+                    if metrics["failed"] == 0
+                    else "failed requests"
+                ],
+            },
+            host=host,
+            source=f"results/{run_id}.jsonl:{repeat + 1}",
+            advance_s=60.0,
+        )
 
     def _side_activity(self) -> Iterator[dict[str, Any]]:
         rng = self.rng
         r = self.rates
         for _ in range(self._count(r["propose"])):
             i = len(self.candidates)
-            kind = rng.choice(("flag", "flag", "flag", "kernel-tune", "spec-decoding", "patch", "config"))
+            kind = rng.choice(
+                ("flag", "flag", "flag", "kernel-tune", "spec-decoding", "patch", "config")
+            )
             flag = rng.choice(self.flags) if kind == "flag" else None
             cid = f"flag:{flag}:{i}" if flag else f"{kind}:{i:05d}"
             self.candidates.append({"id": cid, "flag": flag})
-            yield self._event("candidate_proposed", "agent:claude", {
-                "candidate_id": cid, "kind": kind, "title": _sentence(rng, 4, 10), "flag": flag,
-                "value": True if flag else None, "priority": rng.choice(("high", "medium", "low", None)),
-                "hypothesis": _sentence(rng, 8, 30)}, host=self._host(partial=True) if rng.random() < 0.5 else None)
+            yield self._event(
+                "candidate_proposed",
+                "agent:claude",
+                {
+                    "candidate_id": cid,
+                    "kind": kind,
+                    "title": _sentence(rng, 4, 10),
+                    "flag": flag,
+                    "value": True if flag else None,
+                    "priority": rng.choice(("high", "medium", "low", None)),
+                    "hypothesis": _sentence(rng, 8, 30),
+                },
+                host=self._host(partial=True) if rng.random() < 0.5 else None,
+            )
         for _ in range(self._count(r["triage"])):
             if not self.candidates:
                 break
-            cand = self.candidates[min(len(self.candidates) - 1, int(len(self.candidates) * rng.random() ** 0.3))]
+            cand = self.candidates[
+                min(len(self.candidates) - 1, int(len(self.candidates) * rng.random() ** 0.3))
+            ]
             status = rng.choice(("accepted", "rejected", "deferred", "done"))
-            yield self._event("candidate_triaged", rng.choice(("agent:claude", "person:ada")), {
-                "candidate_id": cand["id"], "status": status, "reason": _sentence(rng, 4, 14),
-                "verdict": rng.choice(VERDICTS) if status == "done" else None})
+            yield self._event(
+                "candidate_triaged",
+                rng.choice(("agent:claude", "person:ada")),
+                {
+                    "candidate_id": cand["id"],
+                    "status": status,
+                    "reason": _sentence(rng, 4, 14),
+                    "verdict": rng.choice(VERDICTS) if status == "done" else None,
+                },
+            )
         for _ in range(self._count(r["research"])):
             flagged = [c for c in self.candidates[-50:] if c["flag"]]
             cand = rng.choice(flagged) if flagged and rng.random() < 0.5 else None
             flag = cand["flag"] if cand else rng.choice(self.flags)
-            yield self._event("flag_researched", "agent:claude", {
-                "flag": flag, "engine": "sglang" if rng.random() < 0.5 else None,
-                "engine_version": self.engine_version if rng.random() < 0.5 else None,
-                "what_it_does": _sentence(rng, 8, 30), "activation_condition": _sentence(rng, 4, 12),
-                "arch_gating": rng.choice((None, "sm90 only", "sm100+", "not sm120")), "auto_enabled_for": None,
-                "verdict": rng.choice(VERDICTS),
-                "evidence": [{"kind": "source", "ref": f"python/sglang/srt/server_args.py:{rng.randint(100, 4000)}", "text": None}
-                             for _ in range(rng.randint(1, 3))],
-                "notes": _sentence(rng, 4, 20) if rng.random() < 0.3 else None,
-                "candidate_id": cand["id"] if cand else None}, host=self._host(partial=True))
+            yield self._event(
+                "flag_researched",
+                "agent:claude",
+                {
+                    "flag": flag,
+                    "engine": "sglang" if rng.random() < 0.5 else None,
+                    "engine_version": self.engine_version if rng.random() < 0.5 else None,
+                    "what_it_does": _sentence(rng, 8, 30),
+                    "activation_condition": _sentence(rng, 4, 12),
+                    "arch_gating": rng.choice((None, "sm90 only", "sm100+", "not sm120")),
+                    "auto_enabled_for": None,
+                    "verdict": rng.choice(VERDICTS),
+                    "evidence": [
+                        {
+                            "kind": "source",
+                            "ref": f"python/sglang/srt/server_args.py:{rng.randint(100, 4000)}",
+                            "text": None,
+                        }
+                        for _ in range(rng.randint(1, 3))
+                    ],
+                    "notes": _sentence(rng, 4, 20) if rng.random() < 0.3 else None,
+                    "candidate_id": cand["id"] if cand else None,
+                },
+                host=self._host(partial=True),
+            )
         for _ in range(self._count(r["note"])):
             cand = rng.choice(self.candidates) if self.candidates and rng.random() < 0.3 else None
-            yield self._event("note_added", rng.choice(("agent:claude", "person:ada")), {
-                "text": _sentence(rng, 5, 60), "refs": rng.sample(self.recent_ids, min(len(self.recent_ids), rng.randint(0, 2))),
-                "candidate_id": cand["id"] if cand else None})
+            yield self._event(
+                "note_added",
+                rng.choice(("agent:claude", "person:ada")),
+                {
+                    "text": _sentence(rng, 5, 60),
+                    "refs": rng.sample(
+                        self.recent_ids, min(len(self.recent_ids), rng.randint(0, 2))
+                    ),
+                    "candidate_id": cand["id"] if cand else None,
+                },
+            )
         for _ in range(self._count(r["decision"])):
             cand = rng.choice(self.candidates) if self.candidates and rng.random() < 0.5 else None
-            yield self._event("decision_recorded", "person:ada", {
-                "decision": _sentence(rng, 5, 15), "rationale": _sentence(rng, 10, 40),
-                "alternatives": [_sentence(rng, 3, 8) for _ in range(rng.randint(0, 3))],
-                "evidence_event_ids": rng.sample(self.recent_ids, min(len(self.recent_ids), rng.randint(0, 4))),
-                "candidate_id": cand["id"] if cand else None})
+            yield self._event(
+                "decision_recorded",
+                "person:ada",
+                {
+                    "decision": _sentence(rng, 5, 15),
+                    "rationale": _sentence(rng, 10, 40),
+                    "alternatives": [_sentence(rng, 3, 8) for _ in range(rng.randint(0, 3))],
+                    "evidence_event_ids": rng.sample(
+                        self.recent_ids, min(len(self.recent_ids), rng.randint(0, 4))
+                    ),
+                    "candidate_id": cand["id"] if cand else None,
+                },
+            )
         for _ in range(self._count(r["patch"])):
-            yield self._event("patch_applied", "agent:claude", {
-                "target": f"python/sglang/srt/layers/moe/fused_moe_triton/layer.py:{rng.randint(10, 900)}",
-                "description": _sentence(rng, 5, 15), "reason": _sentence(rng, 5, 15),
-                "diff": "\n".join(f"{rng.choice('+-')} {_sentence(rng, 3, 10)}" for _ in range(rng.randint(2, 30)))})
+            yield self._event(
+                "patch_applied",
+                "agent:claude",
+                {
+                    "target": f"python/sglang/srt/layers/moe/fused_moe_triton/layer.py:{rng.randint(10, 900)}",
+                    "description": _sentence(rng, 5, 15),
+                    "reason": _sentence(rng, 5, 15),
+                    "diff": "\n".join(
+                        f"{rng.choice('+-')} {_sentence(rng, 3, 10)}"
+                        for _ in range(rng.randint(2, 30))
+                    ),
+                },
+            )
         for _ in range(self._count(r["spec"])):
-            yield self._event("spec_decoding_trial_completed", "runner:spec", {
-                "trial_id": f"spec-{self.emitted}", "algorithm": rng.choice(("EAGLE3", "NEXTN", "NGRAM")),
-                "num_steps": rng.randint(1, 5), "eagle_topk": rng.choice((1, 2, 4)), "num_draft_tokens": rng.randint(2, 8),
-                "accept_length": round(rng.uniform(1.5, 4.0), 3), "accept_rate": round(rng.uniform(0.3, 0.9), 3),
-                "verdict": rng.choice(VERDICTS)}, host=self._host())
+            yield self._event(
+                "spec_decoding_trial_completed",
+                "runner:spec",
+                {
+                    "trial_id": f"spec-{self.emitted}",
+                    "algorithm": rng.choice(("EAGLE3", "NEXTN", "NGRAM")),
+                    "num_steps": rng.randint(1, 5),
+                    "eagle_topk": rng.choice((1, 2, 4)),
+                    "num_draft_tokens": rng.randint(2, 8),
+                    "accept_length": round(rng.uniform(1.5, 4.0), 3),
+                    "accept_rate": round(rng.uniform(0.3, 0.9), 3),
+                    "verdict": rng.choice(VERDICTS),
+                },
+                host=self._host(),
+            )
         for _ in range(self._count(r["tune"])):
             tune_id = f"tune-{self.emitted}"
             sizes = [1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096]
-            yield self._event("kernel_tune_started", "runner:tune", {
-                "tune_id": tune_id, "kernel": "fused_moe", "script": "benchmark/kernels/fused_moe_triton/tuning_fused_moe_triton.py",
-                "E": 128, "N": 768, "dtype": "fp8_w8a8", "device_name": self.host["gpu_name"], "batch_sizes": sizes,
-                "search_space": 1920, "timeout_s": 7200.0}, host=self._host())
+            yield self._event(
+                "kernel_tune_started",
+                "runner:tune",
+                {
+                    "tune_id": tune_id,
+                    "kernel": "fused_moe",
+                    "script": "benchmark/kernels/fused_moe_triton/tuning_fused_moe_triton.py",
+                    "E": 128,
+                    "N": 768,
+                    "dtype": "fp8_w8a8",
+                    "device_name": self.host["gpu_name"],
+                    "batch_sizes": sizes,
+                    "search_space": 1920,
+                    "timeout_s": 7200.0,
+                },
+                host=self._host(),
+            )
             best = {}
             for m in sizes:
                 for _ in range(rng.randint(3, 12)):
-                    cfg = {"BLOCK_SIZE_M": rng.choice((16, 32, 64, 128)), "BLOCK_SIZE_N": rng.choice((32, 64, 128, 256)),
-                           "BLOCK_SIZE_K": rng.choice((64, 128, 256)), "GROUP_SIZE_M": rng.choice((1, 16, 32, 64)),
-                           "num_warps": rng.choice((4, 8)), "num_stages": rng.choice((2, 3, 4, 5))}
+                    cfg = {
+                        "BLOCK_SIZE_M": rng.choice((16, 32, 64, 128)),
+                        "BLOCK_SIZE_N": rng.choice((32, 64, 128, 256)),
+                        "BLOCK_SIZE_K": rng.choice((64, 128, 256)),
+                        "GROUP_SIZE_M": rng.choice((1, 16, 32, 64)),
+                        "num_warps": rng.choice((4, 8)),
+                        "num_stages": rng.choice((2, 3, 4, 5)),
+                    }
                     best[str(m)] = cfg
-                    yield self._event("kernel_config_measured", "runner:tune", {
-                        "tune_id": tune_id, "batch_size": m, "config": cfg, "latency_us": round(rng.uniform(5, 900), 3)},
-                        advance_s=2.0)
-            yield self._event("kernel_tune_completed", "runner:tune", {
-                "tune_id": tune_id, "outcome": "completed", "duration_s": round(rng.uniform(600, 7000), 1),
-                "batch_sizes_done": sizes, "best_configs": best,
-                "output_file": f"E=128,N=768,device_name={self.host['gpu_name'].replace(' ', '_')},dtype=fp8_w8a8.json"},
-                host=self._host())
+                    yield self._event(
+                        "kernel_config_measured",
+                        "runner:tune",
+                        {
+                            "tune_id": tune_id,
+                            "batch_size": m,
+                            "config": cfg,
+                            "latency_us": round(rng.uniform(5, 900), 3),
+                        },
+                        advance_s=2.0,
+                    )
+            yield self._event(
+                "kernel_tune_completed",
+                "runner:tune",
+                {
+                    "tune_id": tune_id,
+                    "outcome": "completed",
+                    "duration_s": round(rng.uniform(600, 7000), 1),
+                    "batch_sizes_done": sizes,
+                    "best_configs": best,
+                    "output_file": f"E=128,N=768,device_name={self.host['gpu_name'].replace(' ', '_')},dtype=fp8_w8a8.json",
+                },
+                host=self._host(),
+            )
         for _ in range(self._count(r["moe"])):
-            yield self._event("moe_config_recorded", "runner:tune", {
-                "file_name": f"E=128,N=768,device_name={self.host['gpu_name'].replace(' ', '_')},dtype=fp8_w8a8.json",
-                "E": 128, "N": 768, "device_name": self.host["gpu_name"].replace(" ", "_"), "dtype": "fp8_w8a8",
-                "block_shape": [128, 128], "triton_version": "3.4.0", "origin": "tuned here",
-                "configs": {str(m): {"BLOCK_SIZE_M": 64, "BLOCK_SIZE_N": 128, "BLOCK_SIZE_K": 128, "GROUP_SIZE_M": 1,
-                                     "num_warps": 4, "num_stages": 3} for m in (1, 2, 4, 8, 16, 64, 256, 1024)}},
-                host=self._host())
+            yield self._event(
+                "moe_config_recorded",
+                "runner:tune",
+                {
+                    "file_name": f"E=128,N=768,device_name={self.host['gpu_name'].replace(' ', '_')},dtype=fp8_w8a8.json",
+                    "E": 128,
+                    "N": 768,
+                    "device_name": self.host["gpu_name"].replace(" ", "_"),
+                    "dtype": "fp8_w8a8",
+                    "block_shape": [128, 128],
+                    "triton_version": "3.4.0",
+                    "origin": "tuned here",
+                    "configs": {
+                        str(m): {
+                            "BLOCK_SIZE_M": 64,
+                            "BLOCK_SIZE_N": 128,
+                            "BLOCK_SIZE_K": 128,
+                            "GROUP_SIZE_M": 1,
+                            "num_warps": 4,
+                            "num_stages": 3,
+                        }
+                        for m in (1, 2, 4, 8, 16, 64, 256, 1024)
+                    },
+                },
+                host=self._host(),
+            )
         for _ in range(self._count(r["retract"])):
             candidates = [i for i in self.recent_ids if i not in self.retracted]
             if not candidates:
                 break
             target = rng.choice(candidates)
             self.retracted.add(target)
-            yield self._event("event_retracted", "person:ada", {
-                "retracted_event_id": target, "reason": _sentence(rng, 4, 12)})
+            yield self._event(
+                "event_retracted",
+                "person:ada",
+                {"retracted_event_id": target, "reason": _sentence(rng, 4, 12)},
+            )
 
 
 def generate_jsonl(path: Path, total: int) -> dict[str, int]:
@@ -488,7 +873,9 @@ class Bench:
         seconds, counts = _timed(lambda: generate_jsonl(self.jsonl, self.args.events))
         self.results["generate_s"] = round(seconds, 1)
         self.results["type_counts"] = dict(sorted(counts.items(), key=lambda kv: -kv[1]))
-        (self.workdir / f"{self.jsonl.stem}.counts.json").write_text(json.dumps(self.results["type_counts"], indent=1))
+        (self.workdir / f"{self.jsonl.stem}.counts.json").write_text(
+            json.dumps(self.results["type_counts"], indent=1)
+        )
         self.log(f"generated in {seconds:.1f} s: {counts}")
 
     def type_counts(self) -> dict[str, int]:
@@ -515,8 +902,12 @@ class Bench:
         rss0 = _rss_mb()
         t_validate, events = _timed(lambda: [event_from_obj(obj, "x") for obj in objs])
         res["rss_per_model_kb"] = round((_rss_mb() - rss0) * 1000 / subset, 1)
-        self.row("import", "memory per validated event model (RSS growth)", f"{res['rss_per_model_kb']} KB",
-                 f"read_jsonl of {n:,} events would hold ~{res['rss_per_model_kb'] * n / 1e6:,.1f} GB")
+        self.row(
+            "import",
+            "memory per validated event model (RSS growth)",
+            f"{res['rss_per_model_kb']} KB",
+            f"read_jsonl of {n:,} events would hold ~{res['rss_per_model_kb'] * n / 1e6:,.1f} GB",
+        )
         res["subset_json_loads_us_per_event"] = round(t_loads / subset * 1e6, 2)
         res["subset_validate_us_per_event"] = round(t_validate / subset * 1e6, 2)
         del lines, objs
@@ -529,10 +920,16 @@ class Bench:
             store = LedgerStore(path)
             store.init()
             gc.collect()
-            seconds, _ = _timed(lambda: [store.append(events[i:i + batch]) for i in range(0, subset, batch)])
+            seconds, _ = _timed(
+                lambda: [store.append(events[i : i + batch]) for i in range(0, subset, batch)]
+            )
             batches[str(batch)] = round(subset / seconds)
-            self.row("import", f"store.append, {subset:,} events, batches of {batch:,}", f"{subset / seconds:,.0f} ev/s",
-                     f"{seconds:.1f} s")
+            self.row(
+                "import",
+                f"store.append, {subset:,} events, batches of {batch:,}",
+                f"{subset / seconds:,.0f} ev/s",
+                f"{seconds:.1f} s",
+            )
             _remove_ledger(path)
         res["subset_store_events_per_s_by_batch"] = batches
         best = int(max(batches, key=lambda b: batches[b]))
@@ -546,7 +943,9 @@ class Bench:
         # what read_jsonl does), append it as one batch, repeat. Chunking bounds memory: read_jsonl
         # on the whole file holds every model at once (see rss_per_model_kb).
         chunk = min(best, self.args.max_batch)
-        self.log(f"importing {n:,} events from {self.jsonl} ({size_mb:.0f} MB) in batches of {chunk:,}")
+        self.log(
+            f"importing {n:,} events from {self.jsonl} ({size_mb:.0f} MB) in batches of {chunk:,}"
+        )
         tmp = self.workdir / "import-full.duckdb"
         _remove_ledger(tmp)
         store = LedgerStore(tmp)
@@ -570,13 +969,34 @@ class Bench:
         _remove_ledger(self.ledger)
         tmp.replace(self.ledger)
         total = t_parse + t_store
-        res.update(full_batch=chunk, parse_validate_s=round(t_parse, 2), store_s=round(t_store, 2), total_s=round(total, 2),
-                   events_per_s=round(n / total), parse_events_per_s=round(n / t_parse), store_events_per_s=round(n / t_store),
-                   peak_rss_mb=round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024))
-        self.row("import", f"parse + validate (iter_jsonl), {n:,} events, {size_mb:,.0f} MB", f"{n / t_parse:,.0f} ev/s", f"{t_parse:.1f} s")
-        self.row("import", f"store.append, batches of {chunk:,}", f"{n / t_store:,.0f} ev/s", f"{t_store:.1f} s")
-        self.row("import", "**end to end (aim >= 50,000 ev/s)**", f"**{n / total:,.0f} ev/s**",
-                 f"{total:.1f} s, peak RSS {res['peak_rss_mb']:,} MB")
+        res.update(
+            full_batch=chunk,
+            parse_validate_s=round(t_parse, 2),
+            store_s=round(t_store, 2),
+            total_s=round(total, 2),
+            events_per_s=round(n / total),
+            parse_events_per_s=round(n / t_parse),
+            store_events_per_s=round(n / t_store),
+            peak_rss_mb=round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024),
+        )
+        self.row(
+            "import",
+            f"parse + validate (iter_jsonl), {n:,} events, {size_mb:,.0f} MB",
+            f"{n / t_parse:,.0f} ev/s",
+            f"{t_parse:.1f} s",
+        )
+        self.row(
+            "import",
+            f"store.append, batches of {chunk:,}",
+            f"{n / t_store:,.0f} ev/s",
+            f"{t_store:.1f} s",
+        )
+        self.row(
+            "import",
+            "**end to end (aim >= 50,000 ev/s)**",
+            f"**{n / total:,.0f} ev/s**",
+            f"{total:.1f} s, peak RSS {res['peak_rss_mb']:,} MB",
+        )
         self.results["import"] = res
 
     def _store_breakdown(self, events: list[Event]) -> dict[str, float]:
@@ -587,18 +1007,31 @@ class Bench:
 
         env = EventEnvelope.ENVELOPE_FIELDS
         t_dump, dumped = _timed(lambda: [e.model_dump(mode="json") for e in events])
-        t_json, _ = _timed(lambda: [json.dumps({k: v for k, v in d.items() if k not in env}, separators=(",", ":")) for d in dumped])
+        t_json, _ = _timed(
+            lambda: [
+                json.dumps({k: v for k, v in d.items() if k not in env}, separators=(",", ":"))
+                for d in dumped
+            ]
+        )
         del dumped
         now = store.clock()
         t_row, rows = _timed(lambda: [store_mod.event_row(e, now) for e in events])
         for i, r in enumerate(rows, start=1):
-            r["seq"], r["stream_version"] = i, i  # positions as the store assigns them (unique per row)
+            r["seq"], r["stream_version"] = (
+                i,
+                i,
+            )  # positions as the store assigns them (unique per row)
         t_arrow, table = _timed(lambda: pa.Table.from_pylist(rows, schema=store_mod._ARROW_SCHEMA))
-        insert_sql = ("INSERT INTO events SELECT seq, event_id::UUID, type, schema_version, stream, "
-                      "stream_version, recorded_at, actor_kind, actor_name, session_id, causation_id::UUID, "
-                      "correlation_id::UUID, source, host::JSON, payload::JSON FROM incoming")
+        insert_sql = (
+            "INSERT INTO events SELECT seq, event_id::UUID, type, schema_version, stream, "
+            "stream_version, recorded_at, actor_kind, actor_name, session_id, causation_id::UUID, "
+            "correlation_id::UUID, source, host::JSON, payload::JSON FROM incoming"
+        )
         out: dict[str, float] = {}
-        for label, ddl in (("indexed", store_mod.EVENTS_DDL), ("no_constraints", _strip_constraints(store_mod.EVENTS_DDL))):
+        for label, ddl in (
+            ("indexed", store_mod.EVENTS_DDL),
+            ("no_constraints", _strip_constraints(store_mod.EVENTS_DDL)),
+        ):
             path = self.workdir / f"breakdown-{label}.duckdb"
             _remove_ledger(path)
             con = duckdb.connect(str(path))
@@ -609,11 +1042,29 @@ class Bench:
             out[f"insert_{label}_s"] = round(t_ins, 3)
             out[f"close_checkpoint_{label}_s"] = round(t_close, 3)
             _remove_ledger(path)
-        out.update(model_dump_s=round(t_dump, 3), json_dumps_s=round(t_json, 3), row_total_s=round(t_row, 3),
-                   arrow_build_s=round(t_arrow, 3), events=n)
-        for key in ("model_dump_s", "json_dumps_s", "row_total_s", "arrow_build_s", "insert_indexed_s",
-                    "insert_no_constraints_s", "close_checkpoint_indexed_s", "close_checkpoint_no_constraints_s"):
-            self.row("import breakdown", f"{key} ({n:,} events)", f"{out[key] / n * 1e6:.1f} us/ev", f"{out[key]:.2f} s")
+        out.update(
+            model_dump_s=round(t_dump, 3),
+            json_dumps_s=round(t_json, 3),
+            row_total_s=round(t_row, 3),
+            arrow_build_s=round(t_arrow, 3),
+            events=n,
+        )
+        for key in (
+            "model_dump_s",
+            "json_dumps_s",
+            "row_total_s",
+            "arrow_build_s",
+            "insert_indexed_s",
+            "insert_no_constraints_s",
+            "close_checkpoint_indexed_s",
+            "close_checkpoint_no_constraints_s",
+        ):
+            self.row(
+                "import breakdown",
+                f"{key} ({n:,} events)",
+                f"{out[key] / n * 1e6:.1f} us/ev",
+                f"{out[key]:.2f} s",
+            )
         return out
 
     # --- 1. single appends
@@ -623,7 +1074,9 @@ class Bench:
         # Fresh events (not in the big ledger: another seed), validated up front.
         sample = [parse_event(obj) for obj in _take(Campaign(n * 3, seed=7), n * 3)]
         picks = [e for e in sample if e.type == "benchmark_completed"][: n // 2]
-        picks += [e for e in sample if e.type not in ("benchmark_completed", "event_retracted")][: n - len(picks)]
+        picks += [e for e in sample if e.type not in ("benchmark_completed", "event_retracted")][
+            : n - len(picks)
+        ]
         random.Random(3).shuffle(picks)
         res: dict[str, Any] = {"appends": len(picks)}
 
@@ -634,11 +1087,18 @@ class Bench:
                 t0 = time.perf_counter()
                 store.append(event)
                 lat.append(time.perf_counter() - t0)
-            res[label] = {"p50_ms": _ms(_percentile(lat, 0.5)), "p99_ms": _ms(_percentile(lat, 0.99)),
-                          "mean_ms": _ms(statistics.fmean(lat)), "max_ms": _ms(max(lat))}
-            self.row("append", f"single append, {label} ({len(lat)} calls)",
-                     f"p50 {res[label]['p50_ms']} ms / p99 {res[label]['p99_ms']} ms",
-                     f"mean {res[label]['mean_ms']} ms")
+            res[label] = {
+                "p50_ms": _ms(_percentile(lat, 0.5)),
+                "p99_ms": _ms(_percentile(lat, 0.99)),
+                "mean_ms": _ms(statistics.fmean(lat)),
+                "max_ms": _ms(max(lat)),
+            }
+            self.row(
+                "append",
+                f"single append, {label} ({len(lat)} calls)",
+                f"p50 {res[label]['p50_ms']} ms / p99 {res[label]['p99_ms']} ms",
+                f"mean {res[label]['mean_ms']} ms",
+            )
 
         empty = self.workdir / "append-empty.duckdb"
         _remove_ledger(empty)
@@ -672,19 +1132,33 @@ class Bench:
             opens.append((t1 - t0, time.perf_counter() - t1))
         res["open_first_query_ms"] = [_ms(o) for o, _ in opens]
         res["close_ms"] = [_ms(c) for _, c in opens]
-        self.row("ledger file", f"size on disk, {self.args.events:,} events", f"{res['file_mb']:,.0f} MB",
-                 f"JSONL {self.jsonl.stat().st_size / 1e6:,.0f} MB" if self.jsonl.exists() else "")
-        self.row("ledger file", "duckdb.connect + first query (count(*))",
-                 f"{res['open_first_query_ms'][0]} ms first, median {statistics.median(res['open_first_query_ms'])} ms",
-                 "page cache warm (file just written or read)")
-        self.row("ledger file", "LedgerStore.head() (open + max(seq) + close)",
-                 f"{_ms(statistics.median(_timed(store.head)[0] for _ in range(5)))} ms", "median of 5")
+        self.row(
+            "ledger file",
+            f"size on disk, {self.args.events:,} events",
+            f"{res['file_mb']:,.0f} MB",
+            f"JSONL {self.jsonl.stat().st_size / 1e6:,.0f} MB" if self.jsonl.exists() else "",
+        )
+        self.row(
+            "ledger file",
+            "duckdb.connect + first query (count(*))",
+            f"{res['open_first_query_ms'][0]} ms first, median {statistics.median(res['open_first_query_ms'])} ms",
+            "page cache warm (file just written or read)",
+        )
+        self.row(
+            "ledger file",
+            "LedgerStore.head() (open + max(seq) + close)",
+            f"{_ms(statistics.median(_timed(store.head)[0] for _ in range(5)))} ms",
+            "median of 5",
+        )
 
         def measure(sql: str) -> tuple[float, float, int]:
             warm, table = _timed(lambda: store.query_arrow(sql))
             times = [warm]
             if warm < 30:
-                times = [_timed(lambda: store.query_arrow(sql))[0] for _ in range(reps if warm < 5 else 2)]
+                times = [
+                    _timed(lambda: store.query_arrow(sql))[0]
+                    for _ in range(reps if warm < 5 else 2)
+                ]
             return statistics.median(times), min(times), table.num_rows
 
         queries = [("events", "SELECT * FROM events", "raw table, for reference")]
@@ -692,13 +1166,22 @@ class Bench:
             queries.append((view, f"SELECT * FROM {view}", ""))
             queries.append((view, f"SELECT count(*) FROM {view}", ""))
             if view == "timeline":
-                queries.append((view, "SELECT * FROM timeline ORDER BY seq DESC LIMIT 200", "TUI query"))
+                queries.append(
+                    (view, "SELECT * FROM timeline ORDER BY seq DESC LIMIT 200", "TUI query")
+                )
         out = []
         for view, sql, note in queries:
             med, best, rows = measure(sql)
             flag = "" if med <= 0.3 or view == "events" else " **over 300 ms**"
-            out.append({"view": view, "sql": sql, "median_ms": _ms(med), "min_ms": _ms(best), "rows": rows})
-            self.row("views", f"`{sql}`", f"{_ms(med)} ms{flag}", f"{rows:,} rows, min {_ms(best)} ms {note}".strip())
+            out.append(
+                {"view": view, "sql": sql, "median_ms": _ms(med), "min_ms": _ms(best), "rows": rows}
+            )
+            self.row(
+                "views",
+                f"`{sql}`",
+                f"{_ms(med)} ms{flag}",
+                f"{rows:,} rows, min {_ms(best)} ms {note}".strip(),
+            )
         res["queries"] = out
         self.results["views"] = res
 
@@ -736,7 +1219,9 @@ def _rss_mb() -> float:
 
 def _strip_constraints(ddl: str) -> str:
     """The events table DDL without PRIMARY KEY / UNIQUE (to price index maintenance)."""
-    text = ddl.replace("BIGINT PRIMARY KEY", "BIGINT").replace("UUID NOT NULL UNIQUE", "UUID NOT NULL")
+    text = ddl.replace("BIGINT PRIMARY KEY", "BIGINT").replace(
+        "UUID NOT NULL UNIQUE", "UUID NOT NULL"
+    )
     return text.replace(",\n    UNIQUE (stream, stream_version)", "")
 
 
@@ -764,25 +1249,58 @@ def machine_info() -> dict[str, Any]:
         mem = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30
     except (ValueError, OSError):
         mem = float("nan")
-    return {"cpu": cpu, "cores": os.cpu_count(), "mem_gb": round(mem, 1),
-            "loadavg": " ".join(f"{x:.2f}" for x in os.getloadavg()), "python": platform.python_version(),
-            "duckdb": duckdb.__version__, "pydantic": pydantic.VERSION, "pyarrow": pa.__version__,
-            "platform": platform.platform()}
+    return {
+        "cpu": cpu,
+        "cores": os.cpu_count(),
+        "mem_gb": round(mem, 1),
+        "loadavg": " ".join(f"{x:.2f}" for x in os.getloadavg()),
+        "python": platform.python_version(),
+        "duckdb": duckdb.__version__,
+        "pydantic": pydantic.VERSION,
+        "pyarrow": pa.__version__,
+        "platform": platform.platform(),
+    }
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--events", type=int, default=1_000_000, help="size of the synthetic ledger (default 1,000,000)")
-    parser.add_argument("--workdir", default="/tmp/tuneledger-bench", help="cache and results folder")
-    parser.add_argument("--only", choices=("append", "import", "views"), action="append",
-                        help="run only this part (repeatable); default: all")
-    parser.add_argument("--appends", type=int, default=200, help="single appends per series (default 200)")
-    parser.add_argument("--subset", type=int, default=200_000, help="events for the batch-size comparison")
-    parser.add_argument("--batch-sizes", type=int, nargs="+", default=[1_000_000, 100_000, 20_000, 5_000],
-                        help="batch sizes to compare on the subset (capped at the subset)")
-    parser.add_argument("--max-batch", type=int, default=200_000,
-                        help="largest batch for the whole-file import (memory bound; default 200,000)")
-    parser.add_argument("--reps", type=int, default=5, help="repetitions per view query (median reported)")
+    parser.add_argument(
+        "--events",
+        type=int,
+        default=1_000_000,
+        help="size of the synthetic ledger (default 1,000,000)",
+    )
+    parser.add_argument(
+        "--workdir", default="/tmp/tuneledger-bench", help="cache and results folder"
+    )
+    parser.add_argument(
+        "--only",
+        choices=("append", "import", "views"),
+        action="append",
+        help="run only this part (repeatable); default: all",
+    )
+    parser.add_argument(
+        "--appends", type=int, default=200, help="single appends per series (default 200)"
+    )
+    parser.add_argument(
+        "--subset", type=int, default=200_000, help="events for the batch-size comparison"
+    )
+    parser.add_argument(
+        "--batch-sizes",
+        type=int,
+        nargs="+",
+        default=[1_000_000, 100_000, 20_000, 5_000],
+        help="batch sizes to compare on the subset (capped at the subset)",
+    )
+    parser.add_argument(
+        "--max-batch",
+        type=int,
+        default=200_000,
+        help="largest batch for the whole-file import (memory bound; default 200,000)",
+    )
+    parser.add_argument(
+        "--reps", type=int, default=5, help="repetitions per view query (median reported)"
+    )
     parser.add_argument("--fresh", action="store_true", help="rebuild the cached JSONL and ledger")
     args = parser.parse_args(argv)
     parts = args.only or ["import", "append", "views"]

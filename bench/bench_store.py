@@ -71,16 +71,32 @@ def peers_python() -> Path:
         subprocess.run([sys.executable, "-m", "venv", str(PEERS_VENV)], check=True)
     probe = subprocess.run([str(python), "-c", "import mlflow, optuna"], capture_output=True)
     if probe.returncode != 0:
-        subprocess.run([str(python), "-m", "pip", "install", "--quiet", *PEERS_PACKAGES], check=True)
+        subprocess.run(
+            [str(python), "-m", "pip", "install", "--quiet", *PEERS_PACKAGES], check=True
+        )
     return python
 
 
-def run_series(system: str, python: Path, workdir: Path, args: argparse.Namespace) -> dict[str, Any]:
+def run_series(
+    system: str, python: Path, workdir: Path, args: argparse.Namespace
+) -> dict[str, Any]:
     before = load()
     out = subprocess.run(
-        [str(python), str(WORKER), system, str(workdir), "--singles", str(args.singles),
-         "--batches", str(args.batches), "--batch-size", str(args.batch_size)],
-        capture_output=True, text=True, timeout=600,
+        [
+            str(python),
+            str(WORKER),
+            system,
+            str(workdir),
+            "--singles",
+            str(args.singles),
+            "--batches",
+            str(args.batches),
+            "--batch-size",
+            str(args.batch_size),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
     )
     if out.returncode != 0:
         raise SystemExit(f"{system} series failed: {out.stderr[-2000:]}")
@@ -90,7 +106,11 @@ def run_series(system: str, python: Path, workdir: Path, args: argparse.Namespac
 
 
 def bench_stores(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
-    pythons = {"tuneledger": Path(sys.executable), "mlflow": peers_python(), "optuna": peers_python()}
+    pythons = {
+        "tuneledger": Path(sys.executable),
+        "mlflow": peers_python(),
+        "optuna": peers_python(),
+    }
     rounds: dict[str, list[dict[str, Any]]] = {name: [] for name in pythons}
     rng = random.Random(13)
     for round_ in range(args.rounds):
@@ -99,8 +119,10 @@ def bench_stores(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
         for system in order:
             result = run_series(system, pythons[system], tmp / f"{system}-{round_}", args)
             rounds[system].append(result)
-            log(f"round {round_} {system}: single p50 {statistics.median(result['single_ms']):.2f} ms, "
-                f"batch {args.batches * args.batch_size / result['batch_total_s']:,.0f}/s, load {result['load']}")
+            log(
+                f"round {round_} {system}: single p50 {statistics.median(result['single_ms']):.2f} ms, "
+                f"batch {args.batches * args.batch_size / result['batch_total_s']:,.0f}/s, load {result['load']}"
+            )
     summary = {}
     for system, results in rounds.items():
         singles = [ms for r in results for ms in r["single_ms"]]
@@ -113,7 +135,10 @@ def bench_stores(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
             "single_cpu_ms": round(sum(r["single_cpu_s"] for r in results) / n_single * 1e3, 3),
             "batch_per_s": round(n_batch / sum(r["batch_total_s"] for r in results)),
             "batch_cpu_us": round(sum(r["batch_cpu_s"] for r in results) / n_batch * 1e6, 1),
-            "load": [min(x for r in results for x in r["load"]), max(x for r in results for x in r["load"])],
+            "load": [
+                min(x for r in results for x in r["load"]),
+                max(x for r in results for x in r["load"]),
+            ],
         }
     return summary
 
@@ -121,14 +146,27 @@ def bench_stores(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
 def bench_cli(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
     tuneledger = Path(sys.executable).with_name("tuneledger")
     ledger = tmp / "cli.duckdb"
-    subprocess.run([str(tuneledger), "--ledger", str(ledger), "init"], check=True, capture_output=True)
+    subprocess.run(
+        [str(tuneledger), "--ledger", str(ledger), "init"], check=True, capture_output=True
+    )
     walls, cpus = [], []
     loads = [load()]
     for i in range(args.cli):
         usage0 = resource.getrusage(resource.RUSAGE_CHILDREN)
         start = time.perf_counter()
-        subprocess.run([str(tuneledger), "--ledger", str(ledger), "append", "note_added", "-f", f"text=cli {i}"],
-                       check=True, capture_output=True)
+        subprocess.run(
+            [
+                str(tuneledger),
+                "--ledger",
+                str(ledger),
+                "append",
+                "note_added",
+                "-f",
+                f"text=cli {i}",
+            ],
+            check=True,
+            capture_output=True,
+        )
         walls.append((time.perf_counter() - start) * 1e3)
         usage = resource.getrusage(resource.RUSAGE_CHILDREN)
         cpus.append((usage.ru_utime - usage0.ru_utime + usage.ru_stime - usage0.ru_stime) * 1e3)
@@ -137,9 +175,12 @@ def bench_cli(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
     bare = _cpu_of([sys.executable, "-c", "pass"], 5)
     imports = _cpu_of([sys.executable, "-c", "import ledger.cli"], 5)
     return {
-        "wall_p50_ms": round(statistics.median(walls)), "wall_p90_ms": round(percentile(walls, 0.9)),
-        "cpu_p50_ms": round(statistics.median(cpus)), "python_start_cpu_ms": bare,
-        "import_ledger_cli_cpu_ms": imports, "load": loads,
+        "wall_p50_ms": round(statistics.median(walls)),
+        "wall_p90_ms": round(percentile(walls, 0.9)),
+        "cpu_p50_ms": round(statistics.median(cpus)),
+        "python_start_cpu_ms": bare,
+        "import_ledger_cli_cpu_ms": imports,
+        "load": loads,
     }
 
 
@@ -186,9 +227,15 @@ def bench_import(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
     total = time.perf_counter() - start
     loads.append(load())
     assert len(results) == len(lines)
-    return {"events": len(lines), "mb": round(source.stat().st_size / 1e6), "per_s": round(len(lines) / total),
-            "store_per_s": round(len(lines) / store_s[0]), "seconds": round(total, 1),
-            "workers": min(os.cpu_count() or 1, bulk.MAX_WORKERS), "load": loads}
+    return {
+        "events": len(lines),
+        "mb": round(source.stat().st_size / 1e6),
+        "per_s": round(len(lines) / total),
+        "store_per_s": round(len(lines) / store_s[0]),
+        "seconds": round(total, 1),
+        "workers": min(os.cpu_count() or 1, bulk.MAX_WORKERS),
+        "load": loads,
+    }
 
 
 def bench_handoff(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
@@ -198,8 +245,18 @@ def bench_handoff(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
     LedgerStore(ledger).init()
     env = {**os.environ, "TUNELEDGER_TEST_HOLD_S": "60"}
     writer = subprocess.Popen(
-        [sys.executable, str(ROOT / "tests" / "writer_process.py"), "append", str(ledger), "--count", "0"],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+        [
+            sys.executable,
+            str(ROOT / "tests" / "writer_process.py"),
+            "append",
+            str(ledger),
+            "--count",
+            "0",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
     )
     loads = [load()]
     waits = []
@@ -215,8 +272,13 @@ def bench_handoff(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
         writer.kill()
         writer.communicate(timeout=60)
     loads.append(load())
-    return {"p50_ms": round(statistics.median(waits)), "p99_ms": round(percentile(waits, 0.99)),
-            "max_ms": round(max(waits)), "stated_ms": round(HANDOFF_S * 1e3), "load": loads}
+    return {
+        "p50_ms": round(statistics.median(waits)),
+        "p99_ms": round(percentile(waits, 0.99)),
+        "max_ms": round(max(waits)),
+        "stated_ms": round(HANDOFF_S * 1e3),
+        "load": loads,
+    }
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -255,25 +317,35 @@ def main(argv: list[str] | None = None) -> int:
 def print_report(results: dict[str, Any]) -> None:
     stores = results.get("stores")
     if stores:
-        print("| store | single append p50 / p99 | sustained | CPU per single | batches of 1,000 | load |")
+        print(
+            "| store | single append p50 / p99 | sustained | CPU per single | batches of 1,000 | load |"
+        )
         print("|---|---:|---:|---:|---:|---|")
         for system, s in stores.items():
-            print(f"| {system} | {s['single_p50_ms']} / {s['single_p99_ms']} ms | {s['sustained_per_s']:,}/s "
-                  f"| {s['single_cpu_ms']} ms | {s['batch_per_s']:,}/s | {s['load'][0]}–{s['load'][1]} |")
+            print(
+                f"| {system} | {s['single_p50_ms']} / {s['single_p99_ms']} ms | {s['sustained_per_s']:,}/s "
+                f"| {s['single_cpu_ms']} ms | {s['batch_per_s']:,}/s | {s['load'][0]}–{s['load'][1]} |"
+            )
     cli = results.get("cli_append")
     if cli:
-        print(f"\n`tuneledger append`: wall p50 {cli['wall_p50_ms']} ms (p90 {cli['wall_p90_ms']}), CPU p50 "
-              f"{cli['cpu_p50_ms']} ms (python alone {cli['python_start_cpu_ms']} ms, `import ledger.cli` "
-              f"{cli['import_ledger_cli_cpu_ms']} ms); load {cli['load']}")
+        print(
+            f"\n`tuneledger append`: wall p50 {cli['wall_p50_ms']} ms (p90 {cli['wall_p90_ms']}), CPU p50 "
+            f"{cli['cpu_p50_ms']} ms (python alone {cli['python_start_cpu_ms']} ms, `import ledger.cli` "
+            f"{cli['import_ledger_cli_cpu_ms']} ms); load {cli['load']}"
+        )
     imp = results.get("import")
     if imp:
-        print(f"\nimport of {imp['events']:,} events ({imp['mb']} MB JSONL), {imp['workers']} validation workers: "
-              f"{imp['per_s']:,} events/s end to end ({imp['seconds']} s); the store's share alone "
-              f"{imp['store_per_s']:,} events/s; load {imp['load']}")
+        print(
+            f"\nimport of {imp['events']:,} events ({imp['mb']} MB JSONL), {imp['workers']} validation workers: "
+            f"{imp['per_s']:,} events/s end to end ({imp['seconds']} s); the store's share alone "
+            f"{imp['store_per_s']:,} events/s; load {imp['load']}"
+        )
     handoff = results.get("handoff")
     if handoff:
-        print(f"\nhand-off from a kept-open writer: p50 {handoff['p50_ms']} ms, p99 {handoff['p99_ms']} ms, "
-              f"max {handoff['max_ms']} ms (stated {handoff['stated_ms']} ms); load {handoff['load']}")
+        print(
+            f"\nhand-off from a kept-open writer: p50 {handoff['p50_ms']} ms, p99 {handoff['p99_ms']} ms, "
+            f"max {handoff['max_ms']} ms (stated {handoff['stated_ms']} ms); load {handoff['load']}"
+        )
 
 
 if __name__ == "__main__":

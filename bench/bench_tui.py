@@ -79,8 +79,13 @@ def cold_start_process(path: Path, session: str, runs: int) -> list[float]:
     out = []
     for _ in range(runs):
         spawned = time.time()
-        proc = subprocess.run([sys.executable, "-c", _CHILD, str(path), session], cwd=ROOT,
-                              capture_output=True, text=True, timeout=120)
+        proc = subprocess.run(
+            [sys.executable, "-c", _CHILD, str(path), session],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
         if proc.returncode != 0:
             raise RuntimeError(proc.stderr[-2000:])
         result = json.loads(proc.stdout.strip().splitlines()[-1])
@@ -111,12 +116,26 @@ def cold_start_tmux(path: Path, runs: int, marker: str) -> list[float] | None:
     for i in range(runs):
         name = f"tl-bench-{os.getpid()}-{i}"
         start = time.time()
-        subprocess.run(["tmux", "new-session", "-d", "-s", name, "-x", "160", "-y", "45",
-                        f"{exe} --ledger {path} tui"], check=True)
+        subprocess.run(
+            [
+                "tmux",
+                "new-session",
+                "-d",
+                "-s",
+                name,
+                "-x",
+                "160",
+                "-y",
+                "45",
+                f"{exe} --ledger {path} tui",
+            ],
+            check=True,
+        )
         try:
             while time.time() - start < 30:
-                screen = subprocess.run(["tmux", "capture-pane", "-p", "-t", name], capture_output=True,
-                                        text=True).stdout
+                screen = subprocess.run(
+                    ["tmux", "capture-pane", "-p", "-t", name], capture_output=True, text=True
+                ).stdout
                 if marker in screen:
                     out.append(time.time() - start)
                     break
@@ -138,11 +157,18 @@ def append_to_visible(path: Path, session: str, notes: int, rate: float) -> list
             while app.last_seq < head or app.refreshing:
                 await pilot.pause(0.01)
             await pilot.pause(0.5)  # the watcher is up
-            proc = subprocess.Popen([sys.executable, "-c", _APPENDER, str(path), session, str(notes), str(rate)],
-                                    cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            proc = subprocess.Popen(
+                [sys.executable, "-c", _APPENDER, str(path), session, str(notes), str(rate)],
+                cwd=ROOT,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+            )
             deadline = time.time() + notes / rate + 30
             while time.time() < deadline:
-                seen = [r for r in app.timeline.rows if r["summary"].startswith("note: bench-append ")]
+                seen = [
+                    r for r in app.timeline.rows if r["summary"].startswith("note: bench-append ")
+                ]
                 if len(seen) >= notes:
                     break
                 await pilot.pause(0.01)
@@ -163,8 +189,12 @@ def summary(values: list[float]) -> dict[str, float]:
     """p50 / p95 / max / n of a list of seconds, in milliseconds."""
     ordered = sorted(values)
     p95 = ordered[min(len(ordered) - 1, round(0.95 * (len(ordered) - 1)))]
-    return {"n": len(values), "p50_ms": round(1000 * statistics.median(ordered), 1),
-            "p95_ms": round(1000 * p95, 1), "max_ms": round(1000 * ordered[-1], 1)}
+    return {
+        "n": len(values),
+        "p50_ms": round(1000 * statistics.median(ordered), 1),
+        "p95_ms": round(1000 * p95, 1),
+        "max_ms": round(1000 * ordered[-1], 1),
+    }
 
 
 def main() -> None:
@@ -185,24 +215,38 @@ def main() -> None:
     print(f"generated {args.events:,} events in {time.perf_counter() - t:.1f} s", file=sys.stderr)
 
     # the machine's load changes every number here: record it with them
-    results: dict[str, object] = {"python": sys.version.split()[0], "cpus": os.cpu_count(),
-                                  "loadavg_before": [round(x, 2) for x in os.getloadavg()]}
-    for name, path, session in (("demo", demo, DEMO_SESSION), (f"{args.events // 1000}k", large, LARGE_SESSION)):
-        results[f"first_paint_process_{name}"] = summary(cold_start_process(path, session, args.runs))
+    results: dict[str, object] = {
+        "python": sys.version.split()[0],
+        "cpus": os.cpu_count(),
+        "loadavg_before": [round(x, 2) for x in os.getloadavg()],
+    }
+    for name, path, session in (
+        ("demo", demo, DEMO_SESSION),
+        (f"{args.events // 1000}k", large, LARGE_SESSION),
+    ):
+        results[f"first_paint_process_{name}"] = summary(
+            cold_start_process(path, session, args.runs)
+        )
         results[f"first_paint_in_app_{name}"] = summary(cold_start_in_app(path, session, args.runs))
         if not args.no_tmux:
-            tmux = cold_start_tmux(path, args.runs, "accepted" if name == "demo" else "synthetic-flag")
+            tmux = cold_start_tmux(
+                path, args.runs, "accepted" if name == "demo" else "synthetic-flag"
+            )
             if tmux:
                 results[f"first_paint_tmux_{name}"] = summary(tmux)
         latencies = append_to_visible(path, session, args.notes, args.rate)
         results[f"append_to_visible_{name}"] = summary(latencies)
 
     results["loadavg_after"] = [round(x, 2) for x in os.getloadavg()]
-    print(f"cpus {results['cpus']}, load average before {results['loadavg_before']}, after {results['loadavg_after']}")
+    print(
+        f"cpus {results['cpus']}, load average before {results['loadavg_before']}, after {results['loadavg_after']}"
+    )
     print("| measurement | n | p50 ms | p95 ms | max ms |\n|---|---|---|---|---|")
     for key, value in results.items():
         if isinstance(value, dict):
-            print(f"| {key} | {value['n']} | {value['p50_ms']} | {value['p95_ms']} | {value['max_ms']} |")
+            print(
+                f"| {key} | {value['n']} | {value['p50_ms']} | {value['p95_ms']} | {value['max_ms']} |"
+            )
     if args.json:
         args.json.write_text(json.dumps(results, indent=2))
     shutil.rmtree(folder, ignore_errors=True)

@@ -28,7 +28,6 @@ import zipfile
 T0 = 0.0
 
 
-
 def main() -> None:
     global T0
     T0 = time.monotonic()
@@ -39,31 +38,43 @@ def main() -> None:
         for w in glob.glob(os.path.join(wheels, "*.whl")):
             zipfile.ZipFile(w).extractall(site)
     sys.path.insert(0, site)
-    os.environ["PYTHONPATH"] = site + os.pathsep + os.getcwd() + os.pathsep + os.environ.get("PYTHONPATH", "")
+    os.environ["PYTHONPATH"] = (
+        site + os.pathsep + os.getcwd() + os.pathsep + os.environ.get("PYTHONPATH", "")
+    )
     sys.path.insert(1, os.getcwd())
     os.makedirs(out, exist_ok=True)
-
 
     def log(msg: str) -> None:
         print(f"[{time.monotonic() - T0:6.1f}s] {msg}", flush=True)
 
-
     def left() -> float:
         return deadline - (time.monotonic() - T0)
 
-
-    from runners.moe_kernels import GpuMeasurer, check_config, load_kernel, MoeProblem, make_weights  # noqa: E402
+    from runners.moe_kernels import GpuMeasurer, MoeProblem, check_config, load_kernel, make_weights  # noqa: E402
     from runners.moe_tune import JsonlSink, TuneSpec, run_tune, short, spread_pct, time_interleaved  # noqa: E402
     from runners.tune_space import (  # noqa: E402
-        INTERACTIVE_BATCH_SIZES, MoeShape, Rejected, config_key, default_config, nearest_config,
+        INTERACTIVE_BATCH_SIZES,
+        MoeShape,
+        Rejected,
+        config_key,
+        default_config,
+        nearest_config,
     )
 
     SHIPPED = os.path.join(site, "sglang/srt/layers/moe/moe_runner/triton_utils/configs")
     # K and top-k are not in SGLang's file names: E=64,N=640 is Qwen2-57B-A14B at TP4 (hidden 3584,
     # top-8); E=512,N=160 is taken as a Qwen3-Next-style layer (hidden 2048, top-10).
     SHAPES = [
-        ("A", MoeShape(E=64, N=640, K=3584, topk=8), "triton_3_1_0/E=64,N=640,device_name=NVIDIA_H200.json"),
-        ("B", MoeShape(E=512, N=160, K=2048, topk=10), "triton_3_7_1/E=512,N=160,device_name=NVIDIA_H200.json"),
+        (
+            "A",
+            MoeShape(E=64, N=640, K=3584, topk=8),
+            "triton_3_1_0/E=64,N=640,device_name=NVIDIA_H200.json",
+        ),
+        (
+            "B",
+            MoeShape(E=512, N=160, K=2048, topk=10),
+            "triton_3_7_1/E=512,N=160,device_name=NVIDIA_H200.json",
+        ),
     ]
     WORKERS = max(1, min(14, (os.cpu_count() or 2) - 2))
     MIN_MS, MAX_MS = 1.2, 10.8
@@ -71,15 +82,17 @@ def main() -> None:
     SEEDED = len(sys.argv) > 4 and sys.argv[4] == "seeded"
     ONLY = sys.argv[5] if len(sys.argv) > 5 else "AB"
     SHAPES = [s for s in SHAPES if s[0] in ONLY]
-    compare: dict = {"batch_sizes": list(INTERACTIVE_BATCH_SIZES), "shapes": {}, "budget_ms": MAX_MS}
+    compare: dict = {
+        "batch_sizes": list(INTERACTIVE_BATCH_SIZES),
+        "shapes": {},
+        "budget_ms": MAX_MS,
+    }
     tune_sink = JsonlSink(os.path.join(out, "h200_moe_tune.jsonl"))
     exh_sink = JsonlSink(os.path.join(out, "h200_moe_exhaustive.jsonl"))
-
 
     def save() -> None:
         with open(os.path.join(out, "h200_moe_compare.json"), "w") as f:
             json.dump(compare, f, indent=1)
-
 
     log(f"workers {WORKERS}, deadline {deadline:.0f} s")
     measurers = {}
@@ -91,21 +104,52 @@ def main() -> None:
         measurers[name] = m
         log(f"shape {name} {shape.describe()}: {m.facts}")
         shipped_all = json.load(open(os.path.join(SHIPPED, shipped_rel)))
-        spec = TuneSpec(shape=shape, seed_configs=shipped_all if SEEDED else {}, min_budget_ms=MIN_MS, max_budget_ms=MAX_MS, sample=0.1, rounds=5,
-                        time_budget_s=110.0, output_dir=os.path.join(out, "moe_configs"),
-                        session_id="h200-moe-tune")
+        spec = TuneSpec(
+            shape=shape,
+            seed_configs=shipped_all if SEEDED else {},
+            min_budget_ms=MIN_MS,
+            max_budget_ms=MAX_MS,
+            sample=0.1,
+            rounds=5,
+            time_budget_s=110.0,
+            output_dir=os.path.join(out, "moe_configs"),
+            session_id="h200-moe-tune",
+        )
         rep = run_tune(spec, m, tune_sink, say=log)
         shipped_all = json.load(open(os.path.join(SHIPPED, shipped_rel)))
         rows = {}
         for M in rep.best:
-            cfgs = {"default": default_config(M, shape), "shipped": nearest_config(shipped_all, M), "tuned": rep.best[M]}
+            cfgs = {
+                "default": default_config(M, shape),
+                "shipped": nearest_config(shipped_all, M),
+                "tuned": rep.best[M],
+            }
             t = time_interleaved(m, M, cfgs, rounds=7, budget_ms=MAX_MS)
-            rows[str(M)] = {k: {"median_us": round(statistics.median(v), 2), "spread_pct": round(spread_pct(v), 2),
-                                "all_us": [round(x, 2) for x in v], "config": cfgs[k]} for k, v in t.items()}
-            log(f"{name} M={M}: " + ", ".join(f"{k} {r['median_us']} us ±{r['spread_pct']}%" for k, r in rows[str(M)].items()))
-        compare["shapes"][name] = {"shape": shape.describe(), "shipped_file": shipped_rel, "tune_id": rep.tune_id,
-                                   "tune_seconds": round(rep.seconds, 1), "outcome": rep.outcome, "rows": rows,
-                                   "results": rep.results, "output_file": str(rep.output_file)}
+            rows[str(M)] = {
+                k: {
+                    "median_us": round(statistics.median(v), 2),
+                    "spread_pct": round(spread_pct(v), 2),
+                    "all_us": [round(x, 2) for x in v],
+                    "config": cfgs[k],
+                }
+                for k, v in t.items()
+            }
+            log(
+                f"{name} M={M}: "
+                + ", ".join(
+                    f"{k} {r['median_us']} us ±{r['spread_pct']}%" for k, r in rows[str(M)].items()
+                )
+            )
+        compare["shapes"][name] = {
+            "shape": shape.describe(),
+            "shipped_file": shipped_rel,
+            "tune_id": rep.tune_id,
+            "tune_seconds": round(rep.seconds, 1),
+            "outcome": rep.outcome,
+            "rows": rows,
+            "results": rep.results,
+            "output_file": str(rep.output_file),
+        }
         save()
         if name == "B":
             m.close()
@@ -119,34 +163,62 @@ def main() -> None:
             if left() < 150:
                 log(f"exhaustive M={M}: skipped, {left():.0f} s left")
                 continue
-            spec = TuneSpec(shape=SHAPES[0][1], batch_sizes=[M], search="exhaustive", max_budget_ms=MAX_MS, rounds=5,
-                            session_id="h200-moe-exhaustive", time_budget_s=left() - 60)
+            spec = TuneSpec(
+                shape=SHAPES[0][1],
+                batch_sizes=[M],
+                search="exhaustive",
+                max_budget_ms=MAX_MS,
+                rounds=5,
+                session_id="h200-moe-exhaustive",
+                time_budget_s=left() - 60,
+            )
             rep = run_tune(spec, mA, exh_sink, say=log)
             if M not in rep.best:
                 continue
-            t = time_interleaved(mA, M, {"halving": res_a[str(M)]["tuned_config"], "exhaustive": rep.best[M]},
-                                 rounds=7, budget_ms=MAX_MS)
+            t = time_interleaved(
+                mA,
+                M,
+                {"halving": res_a[str(M)]["tuned_config"], "exhaustive": rep.best[M]},
+                rounds=7,
+                budget_ms=MAX_MS,
+            )
             h, e = statistics.median(t["halving"]), statistics.median(t["exhaustive"])
-            exh[str(M)] = {"halving_us": round(h, 2), "exhaustive_us": round(e, 2), "gap_pct": round(100 * (h / e - 1), 2),
-                           "halving_search_s": res_a[str(M)]["search_s"], "exhaustive_search_s": rep.results[str(M)]["search_s"],
-                           "halving_configs_timed": res_a[str(M)]["configs_timed"],
-                           "exhaustive_configs_timed": rep.results[str(M)]["configs_timed"], "outcome": rep.outcome,
-                           "halving_config": res_a[str(M)]["tuned_config"], "exhaustive_config": rep.best[M]}
+            exh[str(M)] = {
+                "halving_us": round(h, 2),
+                "exhaustive_us": round(e, 2),
+                "gap_pct": round(100 * (h / e - 1), 2),
+                "halving_search_s": res_a[str(M)]["search_s"],
+                "exhaustive_search_s": rep.results[str(M)]["search_s"],
+                "halving_configs_timed": res_a[str(M)]["configs_timed"],
+                "exhaustive_configs_timed": rep.results[str(M)]["configs_timed"],
+                "outcome": rep.outcome,
+                "halving_config": res_a[str(M)]["tuned_config"],
+                "exhaustive_config": rep.best[M],
+            }
             log(f"halving vs exhaustive M={M}: {exh[str(M)]}")
             compare["halving_vs_exhaustive"] = exh
             save()
         # The recorded timings the CPU tests replay: every exhaustive measurement of shape A.
-        rec: dict = {"shape": {"E": 64, "N": 640, "K": 3584, "topk": 8, "dtype": "bf16"}, "facts": mA.facts,
-                     "budget_ms": MAX_MS, "latency_us": {}, "rejected": {}}
+        rec: dict = {
+            "shape": {"E": 64, "N": 640, "K": 3584, "topk": 8, "dtype": "bf16"},
+            "facts": mA.facts,
+            "budget_ms": MAX_MS,
+            "latency_us": {},
+            "rejected": {},
+        }
         if os.path.exists(exh_sink.path):
             for line in open(exh_sink.path):
                 ev = json.loads(line)
                 if ev.get("type") == "kernel_config_measured":
                     k = config_key(ev["config"])
                     if ev.get("latency_us") is not None:
-                        rec["latency_us"].setdefault(str(ev["batch_size"]), {})[k] = ev["latency_us"]
+                        rec["latency_us"].setdefault(str(ev["batch_size"]), {})[k] = ev[
+                            "latency_us"
+                        ]
                     else:
-                        rec["rejected"].setdefault(str(ev["batch_size"]), {})[k] = ev.get("rejected")
+                        rec["rejected"].setdefault(str(ev["batch_size"]), {})[k] = ev.get(
+                            "rejected"
+                        )
         with open(os.path.join(out, "h200_moe_timings.json"), "w") as f:
             json.dump(rec, f)
         mA.close()
@@ -158,11 +230,21 @@ def main() -> None:
             shape = SHAPES[0][1]
             w = make_weights(shape)
             from runners.moe_kernels import time_config
+
             rows = []
             for M in (1, 16, 64):
                 p = MoeProblem(shape, M, w)
-                for c in (default_config(M, shape), dict(BLOCK_SIZE_M=16, BLOCK_SIZE_N=64, BLOCK_SIZE_K=128, GROUP_SIZE_M=1,
-                                                         num_warps=4, num_stages=4)):
+                for c in (
+                    default_config(M, shape),
+                    dict(
+                        BLOCK_SIZE_M=16,
+                        BLOCK_SIZE_N=64,
+                        BLOCK_SIZE_K=128,
+                        GROUP_SIZE_M=1,
+                        num_warps=4,
+                        num_stages=4,
+                    ),
+                ):
                     row = {"M": M, "config": short(c)}
                     for kname, k in (("reference", ref), ("sglang", sgl)):
                         try:

@@ -21,11 +21,14 @@ import argparse
 import json
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 
-def _series(calls: list[Callable[[], Any]], finish: Callable[[], Any] | None = None) -> tuple[list[float], float, float]:
+def _series(
+    calls: list[Callable[[], Any]], finish: Callable[[], Any] | None = None
+) -> tuple[list[float], float, float]:
     latencies = []
     wall0, cpu0 = time.perf_counter(), time.process_time()
     for call in calls:
@@ -46,11 +49,19 @@ def tuneledger(workdir: Path, singles: int, batches: int, size: int) -> dict[str
     store.init()
     # the record is built inside the call, as MLflow's log_metric and Optuna's create_trial do
     single, single_total, single_cpu = _series(
-        [lambda i=i: store.append(NoteAdded(text=f"single {i}", session_id="bench")) for i in range(singles)],
+        [
+            lambda i=i: store.append(NoteAdded(text=f"single {i}", session_id="bench"))
+            for i in range(singles)
+        ],
         store.close,
     )
-    groups = [[NoteAdded(text=f"batch {b} {i}", session_id="bench") for i in range(size)] for b in range(batches)]
-    batch, batch_total, batch_cpu = _series([lambda g=g: store.append(g) for g in groups], store.close)
+    groups = [
+        [NoteAdded(text=f"batch {b} {i}", session_id="bench") for i in range(size)]
+        for b in range(batches)
+    ]
+    batch, batch_total, batch_cpu = _series(
+        [lambda g=g: store.append(g) for g in groups], store.close
+    )
     return _result(single, single_total, single_cpu, batch, batch_total, batch_cpu)
 
 
@@ -66,7 +77,12 @@ def mlflow(workdir: Path, singles: int, batches: int, size: int) -> dict[str, An
     run_id = client.create_run(experiment).info.run_id
     now = int(time.time() * 1000)
     single, single_total, single_cpu = _series(
-        [lambda i=i: client.log_metric(run_id, "output_throughput", 100.0 + i, timestamp=now, step=i) for i in range(singles)]
+        [
+            lambda i=i: client.log_metric(
+                run_id, "output_throughput", 100.0 + i, timestamp=now, step=i
+            )
+            for i in range(singles)
+        ]
     )
     calls = []
     for b in range(batches):
@@ -87,16 +103,26 @@ def optuna(workdir: Path, singles: int, batches: int, size: int) -> dict[str, An
     dist = {"x": op.distributions.FloatDistribution(0, 1)}
 
     def trial(i: int) -> Any:
-        return op.trial.create_trial(params={"x": (i % 997) / 997}, distributions=dist, value=float(i))
+        return op.trial.create_trial(
+            params={"x": (i % 997) / 997}, distributions=dist, value=float(i)
+        )
 
-    single, single_total, single_cpu = _series([lambda i=i: study.add_trial(trial(i)) for i in range(singles)])
+    single, single_total, single_cpu = _series(
+        [lambda i=i: study.add_trial(trial(i)) for i in range(singles)]
+    )
     groups = [[trial(b * size + i) for i in range(size)] for b in range(batches)]
     batch, batch_total, batch_cpu = _series([lambda g=g: study.add_trials(g) for g in groups])
     return _result(single, single_total, single_cpu, batch, batch_total, batch_cpu)
 
 
-def _result(single: list[float], single_total: float, single_cpu: float,
-            batch: list[float], batch_total: float, batch_cpu: float) -> dict[str, Any]:
+def _result(
+    single: list[float],
+    single_total: float,
+    single_cpu: float,
+    batch: list[float],
+    batch_total: float,
+    batch_cpu: float,
+) -> dict[str, Any]:
     return {
         "single_ms": [round(s * 1e3, 4) for s in single],
         "single_total_s": single_total,

@@ -60,8 +60,12 @@ def no_cyclic_gc() -> Iterator[None]:
 
 
 def rows_of_lines(
-    lines: Sequence[str], name: str, first_line: int, now: datetime | None = None,
-    actor: Actor | None = None, session_id: str | None = None,
+    lines: Sequence[str],
+    name: str,
+    first_line: int,
+    now: datetime | None = None,
+    actor: Actor | None = None,
+    session_id: str | None = None,
 ) -> list[dict[str, Any]]:
     """Validate JSON lines (numbered from ``first_line`` in messages) into store rows.
 
@@ -95,8 +99,13 @@ def _numbered(lines: Sequence[str], first_line: int) -> Iterator[str]:
 
 
 def import_lines(
-    store: LedgerStore, lines: Sequence[str], name: str, *, actor: Actor | None = None,
-    session_id: str | None = None, workers: int | None = None,
+    store: LedgerStore,
+    lines: Sequence[str],
+    name: str,
+    *,
+    actor: Actor | None = None,
+    session_id: str | None = None,
+    workers: int | None = None,
 ) -> tuple[list[AppendResult], list[str]]:
     """Validate every line, then append them all as one atomic batch.
 
@@ -109,7 +118,7 @@ def import_lines(
         LedgerBusy, EventIdReused, ConcurrencyConflict: as ``LedgerStore.append``.
     """
     now = None  # recorded_at of events without one: stamped by the store in its transaction
-    chunks = [(lines[i:i + CHUNK_LINES], i + 1) for i in range(0, len(lines), CHUNK_LINES)]
+    chunks = [(lines[i : i + CHUNK_LINES], i + 1) for i in range(0, len(lines), CHUNK_LINES)]
     if workers is None:
         workers = min(os.cpu_count() or 1, MAX_WORKERS)
     rows: list[dict[str, Any]] = []
@@ -121,9 +130,13 @@ def import_lines(
             import multiprocessing
 
             context = multiprocessing.get_context("fork")
-            with ProcessPoolExecutor(max_workers=min(workers, len(chunks)), mp_context=context) as pool:
-                futures = [pool.submit(rows_of_lines, chunk, name, first, now, actor, session_id)
-                           for chunk, first in chunks]
+            with ProcessPoolExecutor(
+                max_workers=min(workers, len(chunks)), mp_context=context
+            ) as pool:
+                futures = [
+                    pool.submit(rows_of_lines, chunk, name, first, now, actor, session_id)
+                    for chunk, first in chunks
+                ]
                 for future in futures:  # in order: the batch keeps the file's order
                     rows += future.result()
         types = [row["type"] for row in rows]

@@ -54,6 +54,7 @@ def stream_rows(*args: Any, **kwargs: Any) -> int:
 
     return stream(*args, **kwargs)
 
+
 DEFAULT_LEDGER = "tuneledger.duckdb"
 
 
@@ -80,8 +81,11 @@ def _ledger_override(ctx: click.Context, param: click.Parameter, value: Path | N
 
 #: ``--ledger`` after the command name too (``tuneledger demo --ledger demo.duckdb``).
 ledger_option = click.option(
-    "--ledger", type=click.Path(dir_okay=False, path_type=Path), expose_value=False,
-    callback=_ledger_override, help="The ledger file (also accepted before the command).",
+    "--ledger",
+    type=click.Path(dir_okay=False, path_type=Path),
+    expose_value=False,
+    callback=_ledger_override,
+    help="The ledger file (also accepted before the command).",
 )
 
 
@@ -127,7 +131,10 @@ class _LazyPluginGroup(click.Group):
         return command
 
 
-@click.group(cls=_LazyPluginGroup, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+@click.group(
+    cls=_LazyPluginGroup,
+    context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100},
+)
 @click.option(
     "--ledger",
     type=click.Path(dir_okay=False, path_type=Path),
@@ -141,7 +148,11 @@ class _LazyPluginGroup(click.Group):
     default=default_actor_text,
     help="Who appends: person:NAME, agent:NAME or runner:NAME (env TUNELEDGER_ACTOR).",
 )
-@click.option("--session", envvar="TUNELEDGER_SESSION", help="Default session id for new events (env TUNELEDGER_SESSION).")
+@click.option(
+    "--session",
+    envvar="TUNELEDGER_SESSION",
+    help="Default session id for new events (env TUNELEDGER_SESSION).",
+)
 @click.version_option(package_name="tuneledger")
 @click.pass_context
 def cli(ctx: click.Context, ledger: Path, actor: str, session: str | None) -> None:
@@ -160,7 +171,9 @@ def cli(ctx: click.Context, ledger: Path, actor: str, session: str | None) -> No
 
 
 @cli.command()
-@click.option("--parents", is_flag=True, help="Create the ledger's directory (and its parents) if missing.")
+@click.option(
+    "--parents", is_flag=True, help="Create the ledger's directory (and its parents) if missing."
+)
 @ledger_option
 @pass_ctx
 def init(ctx: Context, parents: bool) -> None:
@@ -173,7 +186,9 @@ def init(ctx: Context, parents: bool) -> None:
     store.check_path()  # a URL-like or otherwise impossible name first: it has no folder to find
     folder = ctx.ledger.parent
     if not parents and not folder.is_dir():
-        raise NotFound(f"no directory {folder} for ledger {ctx.ledger} (mistyped? `--parents` creates it)")
+        raise NotFound(
+            f"no directory {folder} for ledger {ctx.ledger} (mistyped? `--parents` creates it)"
+        )
     created = store.init()
     click.echo(f"{'created' if created else 'updated'} ledger {ctx.ledger}")
 
@@ -240,13 +255,22 @@ def _fill_envelope(event: Event, ctx: Context, overrides: dict[str, Any]) -> Eve
         first = exc.errors()[0]
         field = str(first["loc"][0]) if first.get("loc") else ""
         option = _OPTION_OF.get(field, field)
-        raise InvalidInput(f"{option}: {first['msg']} (got {str(update.get(field, ''))[:60]!r})") from None
+        raise InvalidInput(
+            f"{option}: {first['msg']} (got {str(update.get(field, ''))[:60]!r})"
+        ) from None
 
 
 #: The ``append`` option that sets each envelope field (for error messages).
-_OPTION_OF = {"causation_id": "--causation", "correlation_id": "--correlation", "event_id": "--event-id",
-              "session_id": "--session", "stream": "--stream", "source": "--source", "host": "--host",
-              "actor": "--actor"}
+_OPTION_OF = {
+    "causation_id": "--causation",
+    "correlation_id": "--correlation",
+    "event_id": "--event-id",
+    "session_id": "--session",
+    "stream": "--stream",
+    "source": "--source",
+    "host": "--host",
+    "actor": "--actor",
+}
 
 
 def _result_json(result: AppendResult) -> dict[str, Any]:
@@ -259,17 +283,20 @@ def _result_json(result: AppendResult) -> dict[str, Any]:
     }
 
 
-def _report_appended(results: list[AppendResult], events: list[Any], as_json: bool,
-                     types: list[str] | None = None) -> None:
+def _report_appended(
+    results: list[AppendResult], events: list[Any], as_json: bool, types: list[str] | None = None
+) -> None:
     if as_json:
         click.echo(json.dumps([_result_json(r) for r in results]))
         return
     names = types if types is not None else [event.type for event in events]
-    click.echo("\n".join(
-        f"{'already stored at' if result.duplicate else 'appended'} seq {result.seq}: {name} "
-        f"{result.event_id} ({result.stream} v{result.stream_version})"
-        for result, name in zip(results, names)
-    ))
+    click.echo(
+        "\n".join(
+            f"{'already stored at' if result.duplicate else 'appended'} seq {result.seq}: {name} "
+            f"{result.event_id} ({result.stream} v{result.stream_version})"
+            for result, name in zip(results, names)
+        )
+    )
 
 
 #: JSON lines on standard input from which the bulk import (``ledger.bulk``: validation in
@@ -277,27 +304,50 @@ def _report_appended(results: list[AppendResult], events: list[Any], as_json: bo
 BULK_MIN_LINES = 1000
 
 
-def _bulk_eligible(text: str, overrides: dict[str, Any], event_id: str | None, expected_version: int | None) -> bool:
+def _bulk_eligible(
+    text: str, overrides: dict[str, Any], event_id: str | None, expected_version: int | None
+) -> bool:
     """Many JSON lines and no option that changes each event (those take the general path)."""
-    if event_id is not None or expected_version is not None or any(v is not None for v in overrides.values()):
+    if (
+        event_id is not None
+        or expected_version is not None
+        or any(v is not None for v in overrides.values())
+    ):
         return False
     return not text.lstrip().startswith("[") and text.count("\n") >= BULK_MIN_LINES
 
 
 @cli.command(cls=_AppendCommand)
 @click.argument("event_type", required=False, metavar="[TYPE]")
-@click.option("-f", "--field", "fields", multiple=True, metavar="KEY=VALUE",
-              help="A payload field; VALUE is JSON when it parses (42, true, [1,2]) else text; KEY may be dotted (metrics.output_throughput).")
+@click.option(
+    "-f",
+    "--field",
+    "fields",
+    multiple=True,
+    metavar="KEY=VALUE",
+    help="A payload field; VALUE is JSON when it parses (42, true, [1,2]) else text; KEY may be dotted (metrics.output_throughput).",
+)
 @click.option("--session", "session_id", help="Session id of the event.")
 @click.option("--stream", help="Stream (default: the event type's aggregate, e.g. candidate:ID).")
 @click.option("--event-id", help="Give the event id (makes a retry idempotent).")
 @click.option("--causation", "causation_id", help="Id of the event that caused this one.")
 @click.option("--correlation", "correlation_id", help="Id correlating a chain of events.")
 @click.option("--source", help="Where this record comes from (file:line, URL, message).")
-@click.option("--host", "host_json", metavar="JSON", help='Host as JSON, e.g. \'{"gpu_name": "NVIDIA H200", "compute_capability": "9.0"}\'.')
-@click.option("--expected-version", type=int, help="Fail with exit 4 unless the stream is at this version (0: new stream).")
+@click.option(
+    "--host",
+    "host_json",
+    metavar="JSON",
+    help='Host as JSON, e.g. \'{"gpu_name": "NVIDIA H200", "compute_capability": "9.0"}\'.',
+)
+@click.option(
+    "--expected-version",
+    type=int,
+    help="Fail with exit 4 unless the stream is at this version (0: new stream).",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
-@click.option("--create", is_flag=True, help="Create the ledger if it does not exist (else: exit 5).")
+@click.option(
+    "--create", is_flag=True, help="Create the ledger if it does not exist (else: exit 5)."
+)
 @ledger_option
 @pass_ctx
 def append(
@@ -334,7 +384,9 @@ def append(
     """
     ctx.store().check_path()  # a name that cannot be a ledger is exit 3 before "missing" (5)
     if not create and not ctx.ledger.exists():
-        raise NotFound(f"no ledger at {ctx.ledger} (create it with `tuneledger init`, or pass --create)")
+        raise NotFound(
+            f"no ledger at {ctx.ledger} (create it with `tuneledger init`, or pass --create)"
+        )
     overrides: dict[str, Any] = {
         "session_id": session_id,
         "stream": stream,
@@ -351,13 +403,17 @@ def append(
         if fields:
             raise click.UsageError("-f/--field needs a TYPE")
         if sys.stdin.isatty():
-            raise click.UsageError("give a TYPE with -f fields, or pipe JSON / JSON lines on standard input")
+            raise click.UsageError(
+                "give a TYPE with -f fields, or pipe JSON / JSON lines on standard input"
+            )
         text = read_stdin_text(sys.stdin)
         if _bulk_eligible(text, overrides, event_id, expected_version):
             from .bulk import import_lines
 
             lines = text.splitlines()
-            results, types = import_lines(ctx.store(), lines, "<stdin>", actor=ctx.actor, session_id=ctx.session)
+            results, types = import_lines(
+                ctx.store(), lines, "<stdin>", actor=ctx.actor, session_id=ctx.session
+            )
             _report_appended(results, [], as_json, types=types)
             return
         events = read_stdin_events(io.StringIO(text))
@@ -397,7 +453,9 @@ def append(
 @click.option("--session", "session_id", help="Only this session.")
 @click.option("--stream", help="Only this stream.")
 @click.option("--after", "after_seq", type=int, default=0, help="Only events after this seq.")
-@click.option("--limit", type=click.IntRange(min=0), help="At most this many (the newest when --newest).")
+@click.option(
+    "--limit", type=click.IntRange(min=0), help="At most this many (the newest when --newest)."
+)
 @click.option("--newest", is_flag=True, help="Newest first.")
 @click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True)
 @ledger_option
@@ -415,11 +473,19 @@ def events(
     """List events (retracted ones too, marked); json prints full events as JSON lines."""
     unknown = [t for t in types if t not in EVENT_TYPES]
     if unknown:
-        raise InvalidInput(f"--type {unknown[0]!r}: unknown event type (known: {', '.join(sorted(EVENT_TYPES))})")
+        raise InvalidInput(
+            f"--type {unknown[0]!r}: unknown event type (known: {', '.join(sorted(EVENT_TYPES))})"
+        )
     store = ctx.store()
     if fmt == "json":
-        for event in store.read(after_seq=after_seq, types=types, session_id=session_id, stream=stream,
-                                limit=limit, newest_first=newest):
+        for event in store.read(
+            after_seq=after_seq,
+            types=types,
+            session_id=session_id,
+            stream=stream,
+            limit=limit,
+            newest_first=newest,
+        ):
             click.echo(event_to_json(event))
         return
     where, params = ["seq > ?"], [after_seq]
@@ -458,8 +524,13 @@ def show(ctx: Context, event_id: str) -> None:
         "           OR list_contains(CAST(payload->'refs' AS VARCHAR[]), ?) "
         "           OR (payload->>'retracted_event_id') = ?) "
         "ORDER BY seq",
-        [str(event.event_id), str(event.causation_id) if event.causation_id else None,
-         str(event.event_id), str(event.event_id), str(event.event_id)],
+        [
+            str(event.event_id),
+            str(event.causation_id) if event.causation_id else None,
+            str(event.event_id),
+            str(event.event_id),
+            str(event.event_id),
+        ],
     )
     if linked.num_rows:
         click.echo("\nlinked events (its cause, and events citing or caused by it):")
@@ -470,10 +541,21 @@ def show(ctx: Context, event_id: str) -> None:
 @cli.command()
 @click.argument("query")
 @click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True)
-@click.option("--timeout", "timeout_s", type=click.FloatRange(min=0), default=10.0, show_default=True,
-              help="Stop the query, its fetching and printing after this many seconds (0: no limit); writers wait while it runs.")
-@click.option("--max-rows", type=click.IntRange(min=1), default=1000, show_default=True,
-              help="Rows shown by --format table (csv and json stream every row).")
+@click.option(
+    "--timeout",
+    "timeout_s",
+    type=click.FloatRange(min=0),
+    default=10.0,
+    show_default=True,
+    help="Stop the query, its fetching and printing after this many seconds (0: no limit); writers wait while it runs.",
+)
+@click.option(
+    "--max-rows",
+    type=click.IntRange(min=1),
+    default=1000,
+    show_default=True,
+    help="Rows shown by --format table (csv and json stream every row).",
+)
 @ledger_option
 @pass_ctx
 def sql(ctx: Context, query: str, fmt: str, timeout_s: float, max_rows: int) -> None:
@@ -494,7 +576,9 @@ def sql(ctx: Context, query: str, fmt: str, timeout_s: float, max_rows: int) -> 
     table = run_readonly(ctx.store(), query, max_rows=max_rows + 1, timeout_s=timeout_s or None)
     print_table(table.slice(0, max_rows), fmt)
     if table.num_rows > max_rows:
-        click.echo(f"(the first {max_rows:,} rows; --max-rows N shows more, --format csv or json streams them all)")
+        click.echo(
+            f"(the first {max_rows:,} rows; --max-rows N shows more, --format csv or json streams them all)"
+        )
 
 
 @cli.command(name="types")
@@ -525,18 +609,36 @@ def list_views(ctx: Context) -> None:
 @cli.command(name="import")
 @click.argument("files", nargs=-1, required=True, type=click.Path(path_type=Path))
 @click.option("--session", "session_id", help="Session id for the imported events.")
-@click.option("--config-name", help="Configuration name for imported benchmark runs (default: the file name).")
+@click.option(
+    "--config-name", help="Configuration name for imported benchmark runs (default: the file name)."
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
-@click.option("--check-arch", "check_arch", multiple=True, metavar="SMNN",
-              help="Check MoE config files against this arch's shared memory per block (e.g. sm120); "
-                   "each entry that would not launch is recorded as a finding.")
-@click.option("--host", "host_json", metavar="JSON",
-              help='The host the files come from, e.g. \'{"gpu_name": "NVIDIA RTX PRO 6000", "compute_capability": '
-                   '"12.0"}\' (default: the session\'s own, from its session_started or host_observed).')
+@click.option(
+    "--check-arch",
+    "check_arch",
+    multiple=True,
+    metavar="SMNN",
+    help="Check MoE config files against this arch's shared memory per block (e.g. sm120); "
+    "each entry that would not launch is recorded as a finding.",
+)
+@click.option(
+    "--host",
+    "host_json",
+    metavar="JSON",
+    help='The host the files come from, e.g. \'{"gpu_name": "NVIDIA RTX PRO 6000", "compute_capability": '
+    "\"12.0\"}' (default: the session's own, from its session_started or host_observed).",
+)
 @ledger_option
 @pass_ctx
-def import_(ctx: Context, files: tuple[Path, ...], session_id: str | None, config_name: str | None, as_json: bool,
-            check_arch: tuple[str, ...], host_json: str | None) -> None:
+def import_(
+    ctx: Context,
+    files: tuple[Path, ...],
+    session_id: str | None,
+    config_name: str | None,
+    as_json: bool,
+    check_arch: tuple[str, ...],
+    host_json: str | None,
+) -> None:
     """Import files, detecting each kind by content: sglang/vLLM/GuideLLM/llmperf/AIPerf
     benchmark results, tuned MoE configs, SGLang and vLLM server logs. All files are appended in one atomic batch;
     re-importing a file is a no-op (event ids derive from the file's content)."""
@@ -557,8 +659,15 @@ def import_(ctx: Context, files: tuple[Path, ...], session_id: str | None, confi
     previous = _latest_startup(store, session)
     results = []
     for path in files:
-        result = import_file(path, session_id=session, actor=ctx.actor, config_name=config_name, host=host,
-                             previous_startup=previous, remember=lambda started: remembered_findings(store, started))
+        result = import_file(
+            path,
+            session_id=session,
+            actor=ctx.actor,
+            config_name=config_name,
+            host=host,
+            previous_startup=previous,
+            remember=lambda started: remembered_findings(store, started),
+        )
         results.append(result)
         for event in result.events:
             if isinstance(event, ServerReady):
@@ -574,23 +683,29 @@ def import_(ctx: Context, files: tuple[Path, ...], session_id: str | None, confi
     summary = []
     for result in results:
         mine = [by_id[e.event_id] for e in result.events]
-        summary.append({
-            "file": str(result.path),
-            "kind": result.kind,
-            "events": len(mine),
-            "new": sum(not r.duplicate for r in mine),
-            "duplicates": sum(r.duplicate for r in mine),
-        })
+        summary.append(
+            {
+                "file": str(result.path),
+                "kind": result.kind,
+                "events": len(mine),
+                "new": sum(not r.duplicate for r in mine),
+                "duplicates": sum(r.duplicate for r in mine),
+            }
+        )
     if as_json:
         click.echo(json.dumps(summary))
     else:
         for row in summary:
-            click.echo(f"{row['file']}: {row['kind']}, {row['new']} new, {row['duplicates']} already stored")
+            click.echo(
+                f"{row['file']}: {row['kind']}, {row['new']} new, {row['duplicates']} already stored"
+            )
         for finding in findings:
             click.echo(f"finding: {finding.message}")
 
 
-def _shared_memory_findings(events: list, archs: tuple[str, ...], session: str | None, actor: Any) -> list:
+def _shared_memory_findings(
+    events: list, archs: tuple[str, ...], session: str | None, actor: Any
+) -> list:
     """One ``finding_recorded`` per MoE config entry that needs more shared memory than an arch of
     ``--check-arch`` has (the seeds' SM120 crash, caught before a server starts).
 
@@ -603,7 +718,9 @@ def _shared_memory_findings(events: list, archs: tuple[str, ...], session: str |
 
     unknown = [a for a in archs if a not in SHARED_MEMORY_PER_BLOCK]
     if unknown:
-        raise InvalidInput(f"--check-arch {unknown[0]}: unknown arch; known: {', '.join(SHARED_MEMORY_PER_BLOCK)}")
+        raise InvalidInput(
+            f"--check-arch {unknown[0]}: unknown arch; known: {', '.join(SHARED_MEMORY_PER_BLOCK)}"
+        )
     out = []
     for event in events:
         if not isinstance(event, MoeConfigRecorded):
@@ -611,14 +728,24 @@ def _shared_memory_findings(events: list, archs: tuple[str, ...], session: str |
         for arch in archs:
             for m, need, limit in moe_config_overruns(event.configs, arch, event.dtype):
                 c = event.configs[m]
-                out.append(FindingRecorded(
-                    event_id=uuid.uuid5(event.event_id, f"shared-memory/{arch}/{m}"),
-                    kind="moe-config-exceeds-shared-memory", basis="researched", verdict="incompatible",
-                    message=(f"{event.file_name}: M={m} ({c['BLOCK_SIZE_M']}/{c['BLOCK_SIZE_N']}/{c['BLOCK_SIZE_K']} "
-                             f"{c['num_stages']} stages) needs {need} B shared memory, {arch} has {limit} B per block: "
-                             "Triton raises OutOfResources at the first launch"),
-                    evidence=[Evidence(kind="event", ref=str(event.event_id))],
-                    host=Host(compute_capability=arch), session_id=session, actor=actor, source=event.file_name))
+                out.append(
+                    FindingRecorded(
+                        event_id=uuid.uuid5(event.event_id, f"shared-memory/{arch}/{m}"),
+                        kind="moe-config-exceeds-shared-memory",
+                        basis="researched",
+                        verdict="incompatible",
+                        message=(
+                            f"{event.file_name}: M={m} ({c['BLOCK_SIZE_M']}/{c['BLOCK_SIZE_N']}/{c['BLOCK_SIZE_K']} "
+                            f"{c['num_stages']} stages) needs {need} B shared memory, {arch} has {limit} B per block: "
+                            "Triton raises OutOfResources at the first launch"
+                        ),
+                        evidence=[Evidence(kind="event", ref=str(event.event_id))],
+                        host=Host(compute_capability=arch),
+                        session_id=session,
+                        actor=actor,
+                        source=event.file_name,
+                    )
+                )
     return out
 
 
@@ -628,7 +755,9 @@ _FILE_NAMING_FIELDS = {"source", "evidence"}
 
 def _same_fact(a: Any, b: Any) -> bool:
     """Whether two events with one id say the same thing, whichever file name they quote."""
-    return a == b or a.model_dump(exclude=_FILE_NAMING_FIELDS) == b.model_dump(exclude=_FILE_NAMING_FIELDS)
+    return a == b or a.model_dump(exclude=_FILE_NAMING_FIELDS) == b.model_dump(
+        exclude=_FILE_NAMING_FIELDS
+    )
 
 
 def _one_per_id(results: list[Any]) -> list[Any]:
@@ -693,7 +822,12 @@ def export() -> None:
 
 @export.command(name="markdown")
 @click.option("--session", "session_id", help="Only this session (default: every session).")
-@click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), help="Write to FILE instead of standard output.")
+@click.option(
+    "-o",
+    "--output",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Write to FILE instead of standard output.",
+)
 @ledger_option
 @pass_ctx
 def export_markdown(ctx: Context, session_id: str | None, output: Path | None) -> None:
@@ -713,15 +847,18 @@ def export_markdown(ctx: Context, session_id: str | None, output: Path | None) -
 # --- demo ---------------------------------------------------------------------------
 
 
-SM120_QUERY = (
-    "SELECT flag, verdict, basis FROM flag_verdicts WHERE arch = 'sm120' AND no_effect ORDER BY flag"
-)
+SM120_QUERY = "SELECT flag, verdict, basis FROM flag_verdicts WHERE arch = 'sm120' AND no_effect ORDER BY flag"
 
 
 @cli.command()
 @click.option("--no-tui", is_flag=True, help="Print a summary instead of opening the TUI.")
-@click.option("--campaign", type=click.Choice(["seeds", "h200"]), default="seeds", show_default=True,
-              help="seeds: data/demo_campaign.jsonl; h200: the H200 runs (data/h200_*.jsonl).")
+@click.option(
+    "--campaign",
+    type=click.Choice(["seeds", "h200"]),
+    default="seeds",
+    show_default=True,
+    help="seeds: data/demo_campaign.jsonl; h200: the H200 runs (data/h200_*.jsonl).",
+)
 @ledger_option
 @pass_ctx
 def demo(ctx: Context, no_tui: bool, campaign: str) -> None:
@@ -737,33 +874,55 @@ def demo(ctx: Context, no_tui: bool, campaign: str) -> None:
         opener(store.path, DEMO_SESSION)
         return
     click.echo(f"built demo ledger {ctx.ledger}: {store.head()} events, session {DEMO_SESSION}\n")
-    print_table(store.query_arrow(
-        "SELECT candidate_id, status, verdict, priority, reason FROM board ORDER BY updated_seq"), title="board")
+    print_table(
+        store.query_arrow(
+            "SELECT candidate_id, status, verdict, priority, reason FROM board ORDER BY updated_seq"
+        ),
+        title="board",
+    )
     if campaign == "h200":
         _print_h200(store)
     else:
         print_table(store.query_arrow(SM120_QUERY), title="which flags were no-ops on SM120?")
-    print_table(store.query_arrow(
-        "SELECT config_name, concurrency, metric, baseline_value, value, round(change_pct, 2) AS change_pct, verdict "
-        "FROM benchmark_deltas WHERE metric = 'output_throughput' ORDER BY config_name, concurrency"),
-        title="benchmark deltas (output throughput, tok/s)")
+    print_table(
+        store.query_arrow(
+            "SELECT config_name, concurrency, metric, baseline_value, value, round(change_pct, 2) AS change_pct, verdict "
+            "FROM benchmark_deltas WHERE metric = 'output_throughput' ORDER BY config_name, concurrency"
+        ),
+        title="benchmark deltas (output throughput, tok/s)",
+    )
     if not no_tui:
-        click.echo("(no terminal to draw the TUI on: summary printed; run it in a terminal, or `tuneledger tui`)"
-                   if not interactive else "(the TUI is not installed; showing the summary)")
+        click.echo(
+            "(no terminal to draw the TUI on: summary printed; run it in a terminal, or `tuneledger tui`)"
+            if not interactive
+            else "(the TUI is not installed; showing the summary)"
+        )
 
 
 def _print_h200(store: Any) -> None:
-    print_table(store.query_arrow("SELECT flag, arch, verdict, basis, summary FROM flag_verdicts ORDER BY flag"),
-                title="flag verdicts on sm90")
-    print_table(store.query_arrow(
-        "SELECT E, N, batch_size, default_us, tuned_us, round(speedup, 3) AS speedup, "
-        "round(100 * bandwidth_fraction, 1) AS bandwidth_pct, round(100 * flops_fraction, 2) AS flops_pct "
-        "FROM kernel_tune_results WHERE tune_id IN (SELECT tune_id FROM kernel_tunes WHERE search LIKE '%halving%' "
-        "AND session_id = 'h200-moe-tune' QUALIFY row_number() OVER (PARTITION BY E, N ORDER BY seq DESC) = 1) "
-        "ORDER BY seq, batch_size"), title="fused-MoE tune: SGLang default vs tuned (µs), latest tune per shape")
-    print_table(store.query_arrow(
-        "SELECT trial_id, accept_length, round(output_throughput_change_pct, 1) AS throughput_pct, "
-        "round(median_tpot_change_pct, 1) AS tpot_pct, verdict FROM spec_trials"), title="speculative trials")
+    print_table(
+        store.query_arrow(
+            "SELECT flag, arch, verdict, basis, summary FROM flag_verdicts ORDER BY flag"
+        ),
+        title="flag verdicts on sm90",
+    )
+    print_table(
+        store.query_arrow(
+            "SELECT E, N, batch_size, default_us, tuned_us, round(speedup, 3) AS speedup, "
+            "round(100 * bandwidth_fraction, 1) AS bandwidth_pct, round(100 * flops_fraction, 2) AS flops_pct "
+            "FROM kernel_tune_results WHERE tune_id IN (SELECT tune_id FROM kernel_tunes WHERE search LIKE '%halving%' "
+            "AND session_id = 'h200-moe-tune' QUALIFY row_number() OVER (PARTITION BY E, N ORDER BY seq DESC) = 1) "
+            "ORDER BY seq, batch_size"
+        ),
+        title="fused-MoE tune: SGLang default vs tuned (µs), latest tune per shape",
+    )
+    print_table(
+        store.query_arrow(
+            "SELECT trial_id, accept_length, round(output_throughput_change_pct, 1) AS throughput_pct, "
+            "round(median_tpot_change_pct, 1) AS tpot_pct, verdict FROM spec_trials"
+        ),
+        title="speculative trials",
+    )
 
 
 # --- plugins and entry point -----------------------------------------------------------
@@ -809,7 +968,9 @@ def run() -> None:
 def _one_line(text: str) -> str:
     """``text`` with line breaks and other control characters escaped (``\\n``): an error
     message quoting user input stays one line."""
-    return "".join(ch if ch.isprintable() else ch.encode("unicode_escape").decode("ascii") for ch in text)
+    return "".join(
+        ch if ch.isprintable() else ch.encode("unicode_escape").decode("ascii") for ch in text
+    )
 
 
 def _accept_ledger_everywhere(command: click.Command) -> None:
@@ -821,10 +982,15 @@ def _accept_ledger_everywhere(command: click.Command) -> None:
         return
     if any("--ledger" in getattr(param, "opts", ()) for param in command.params):
         return
-    command.params.append(click.Option(
-        ["--ledger"], type=click.Path(dir_okay=False, path_type=Path), expose_value=False,
-        callback=_ledger_override, help="The ledger file (also accepted before the command).",
-    ))
+    command.params.append(
+        click.Option(
+            ["--ledger"],
+            type=click.Path(dir_okay=False, path_type=Path),
+            expose_value=False,
+            callback=_ledger_override,
+            help="The ledger file (also accepted before the command).",
+        )
+    )
 
 
 def _register_plugin_commands() -> None:

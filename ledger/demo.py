@@ -86,8 +86,13 @@ def build_demo(
     if path.exists():
         own = _non_demo_events(store, {str(e.event_id) for e in events})
         if own:  # maybe another campaign's demo events: those are the demo's too
-            others = {str(e.event_id) for name, (files, _) in CAMPAIGNS.items() if name != campaign
-                      for file in files for e in read_jsonl(DEMO_FILE.with_name(file))}
+            others = {
+                str(e.event_id)
+                for name, (files, _) in CAMPAIGNS.items()
+                if name != campaign
+                for file in files
+                for e in read_jsonl(DEMO_FILE.with_name(file))
+            }
             own = _non_demo_events(store, {str(e.event_id) for e in events} | others)
         if own:
             raise WouldLoseData(

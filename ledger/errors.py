@@ -95,7 +95,6 @@ class QueryTimeout(LedgerError):
     exit_code = 14
 
 
-
 class StorageError(LedgerError):
     """The file system refused: no space left, read-only, I/O error. Names the file and the cause.
 

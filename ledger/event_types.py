@@ -33,8 +33,16 @@ def unit_of(name: str) -> str:
         return "req/s"
     if name.endswith(("_len", "_tokens")) or name.startswith("total_") and name.endswith("tokens"):
         return "tokens"
-    for suffix, unit in (("_ms", "ms"), ("_s", "s"), ("_throughput", "tok/s"), ("_bytes", "bytes"),
-                         ("_mib", "MiB"), ("_gb", "GB"), ("_pct", "%"), ("_per_s", "/s")):
+    for suffix, unit in (
+        ("_ms", "ms"),
+        ("_s", "s"),
+        ("_throughput", "tok/s"),
+        ("_bytes", "bytes"),
+        ("_mib", "MiB"),
+        ("_gb", "GB"),
+        ("_pct", "%"),
+        ("_per_s", "/s"),
+    ):
         if name.endswith(suffix):
             return unit
     return ""
@@ -97,16 +105,26 @@ def describe_type(event_type: str) -> str:
     """
     model = EVENT_TYPES.get(event_type)
     if model is None:
-        raise InvalidInput(f"unknown event type {event_type!r} (known: {', '.join(sorted(EVENT_TYPES))})")
+        raise InvalidInput(
+            f"unknown event type {event_type!r} (known: {', '.join(sorted(EVENT_TYPES))})"
+        )
     rows = _rows(model)
     doc = (model.__doc__ or "").strip().splitlines()
-    head = [f"{event_type}: {doc[0] if doc else ''}".rstrip(),
-            "fields (-f KEY=VALUE; nested ones as dotted keys, e.g. -f metrics.output_throughput=1582.5):"]
+    head = [
+        f"{event_type}: {doc[0] if doc else ''}".rstrip(),
+        "fields (-f KEY=VALUE; nested ones as dotted keys, e.g. -f metrics.output_throughput=1582.5):",
+    ]
     width = max(len(r[0]) for r in rows) if rows else 0
     twidth = min(40, max((len(r[1]) for r in rows), default=0))
     lines = [f"  {n:<{width}}  {t:<{twidth}}  {u:<8} {d}".rstrip() for n, t, u, d in rows]
-    return "\n".join(head + lines + ["envelope (every type): session_id, stream, event_id, causation_id, "
-                                     "correlation_id, source, host, actor (options of `append`)"])
+    return "\n".join(
+        head
+        + lines
+        + [
+            "envelope (every type): session_id, stream, event_id, causation_id, "
+            "correlation_id, source, host, actor (options of `append`)"
+        ]
+    )
 
 
 def describe_all() -> str:
@@ -116,4 +134,6 @@ def describe_all() -> str:
     for name in sorted(EVENT_TYPES):
         doc = (EVENT_TYPES[name].__doc__ or "").strip().splitlines()
         lines.append(f"{name:<{width}}  {doc[0] if doc else ''}".rstrip())
-    return "\n".join(lines + ["", "`tuneledger types TYPE` lists a type's fields with their types and units."])
+    return "\n".join(
+        lines + ["", "`tuneledger types TYPE` lists a type's fields with their types and units."]
+    )

@@ -17,40 +17,97 @@ def render_kernel_tunes(store: LedgerStore, session_id: str, table) -> list[str]
     """``## Kernel tunes`` lines, or [] when the session has no completed tune. ``table`` is
     ``export_markdown.markdown_table``."""
     tunes = store.query_arrow(
-        "SELECT * FROM kernel_tunes WHERE session_id = ? ORDER BY seq", [session_id]).to_pylist()
+        "SELECT * FROM kernel_tunes WHERE session_id = ? ORDER BY seq", [session_id]
+    ).to_pylist()
     if not tunes:
         return []
     lines = ["## Kernel tunes", ""]
     for t in tunes:
-        source = "SGLang's kernel" if t["kernel_source"] == "sglang" else "tuneledger's reference kernel (not SGLang's)"
-        lines += [f"Tune `{t['tune_id']}`: {source}, E={t['E']} N={t['N']} K={t['K']} top-{t['topk']} {t['dtype']}, "
-                  f"{t['device_name']} ({t['arch']}), Triton {t['triton_version']}; {t['search']}; {t['outcome']} in "
-                  f"{_fmt(t['duration_s'], '.0f')} s, {t['measured']} timings, {t['reused']} reused"
-                  + (f"; file `{t['output_file']}`" if t["output_file"] else "") + ".", ""]
+        source = (
+            "SGLang's kernel"
+            if t["kernel_source"] == "sglang"
+            else "tuneledger's reference kernel (not SGLang's)"
+        )
+        lines += [
+            f"Tune `{t['tune_id']}`: {source}, E={t['E']} N={t['N']} K={t['K']} top-{t['topk']} {t['dtype']}, "
+            f"{t['device_name']} ({t['arch']}), Triton {t['triton_version']}; {t['search']}; {t['outcome']} in "
+            f"{_fmt(t['duration_s'], '.0f')} s, {t['measured']} timings, {t['reused']} reused"
+            + (f"; file `{t['output_file']}`" if t["output_file"] else "")
+            + ".",
+            "",
+        ]
         rows = store.query_arrow(
             "SELECT * FROM kernel_tune_results WHERE tune_id = ? AND seq = ? ORDER BY batch_size",
-            [t["tune_id"], t["seq"]]).to_pylist()
+            [t["tune_id"], t["seq"]],
+        ).to_pylist()
         if rows:
-            lines += [table(
-                ["M", "default µs", "tuned µs", "speedup", "noise", "of peak bandwidth", "of peak FLOP/s"],
-                [[r["batch_size"], _fmt(r["default_us"]), _fmt(r["tuned_us"]), _fmt(r["speedup"], ".2f", "x"),
-                  _fmt(r["noise_pct"], ".1f", "%"), _fmt(100 * r["bandwidth_fraction"], ".0f", "%"),
-                  _fmt(100 * r["flops_fraction"], ".1f", "%")] for r in rows],
-                align=["r"] * 7), ""]
+            lines += [
+                table(
+                    [
+                        "M",
+                        "default µs",
+                        "tuned µs",
+                        "speedup",
+                        "noise",
+                        "of peak bandwidth",
+                        "of peak FLOP/s",
+                    ],
+                    [
+                        [
+                            r["batch_size"],
+                            _fmt(r["default_us"]),
+                            _fmt(r["tuned_us"]),
+                            _fmt(r["speedup"], ".2f", "x"),
+                            _fmt(r["noise_pct"], ".1f", "%"),
+                            _fmt(100 * r["bandwidth_fraction"], ".0f", "%"),
+                            _fmt(100 * r["flops_fraction"], ".1f", "%"),
+                        ]
+                        for r in rows
+                    ],
+                    align=["r"] * 7,
+                ),
+                "",
+            ]
     return lines[:-1]
 
 
 def render_spec_trials(store: LedgerStore, session_id: str, table) -> list[str]:
     """``## Speculative-decoding trials`` lines, or [] when the session has none."""
-    rows = store.query_arrow("SELECT * FROM spec_trials WHERE session_id = ? ORDER BY seq", [session_id]).to_pylist()
+    rows = store.query_arrow(
+        "SELECT * FROM spec_trials WHERE session_id = ? ORDER BY seq", [session_id]
+    ).to_pylist()
     if not rows:
         return []
-    return ["## Speculative-decoding trials", "",
-            "Changes against the baseline without speculation, signed so that + is better.", "",
-            table(["Trial", "Algorithm", "Accept length (source)", "c", "Output throughput", "Median TPOT",
-                   "Median TTFT", "Runs", "Verdict"],
-                  [[r["trial_id"], r["algorithm"],
+    return [
+        "## Speculative-decoding trials",
+        "",
+        "Changes against the baseline without speculation, signed so that + is better.",
+        "",
+        table(
+            [
+                "Trial",
+                "Algorithm",
+                "Accept length (source)",
+                "c",
+                "Output throughput",
+                "Median TPOT",
+                "Median TTFT",
+                "Runs",
+                "Verdict",
+            ],
+            [
+                [
+                    r["trial_id"],
+                    r["algorithm"],
                     f"{_fmt(r['accept_length'], '.2f')} ({r['accept_length_source'] or 'not reported'})",
-                    r["concurrency"], _fmt(r["output_throughput_change_pct"], "+.1f", "%"),
-                    _fmt(r["median_tpot_change_pct"], "+.1f", "%"), _fmt(r["median_ttft_change_pct"], "+.1f", "%"),
-                    r["runs"], r["verdict"]] for r in rows])]
+                    r["concurrency"],
+                    _fmt(r["output_throughput_change_pct"], "+.1f", "%"),
+                    _fmt(r["median_tpot_change_pct"], "+.1f", "%"),
+                    _fmt(r["median_ttft_change_pct"], "+.1f", "%"),
+                    r["runs"],
+                    r["verdict"],
+                ]
+                for r in rows
+            ],
+        ),
+    ]

@@ -78,7 +78,11 @@ class ShortIds:
         text = str(event_id).lower()
         index = bisect_left(self._ids, text)
         present = index < len(self._ids) and self._ids[index] == text
-        neighbours = [self._ids[j] for j in (index - 1, index + 1 if present else index) if 0 <= j < len(self._ids)]
+        neighbours = [
+            self._ids[j]
+            for j in (index - 1, index + 1 if present else index)
+            if 0 <= j < len(self._ids)
+        ]
         shared = max((_common_prefix(text, other) for other in neighbours), default=0)
         length = max(self.MIN_CHARS, shared + 1)
         if length < len(text) and text[length - 1] == "-":
@@ -118,7 +122,9 @@ def escape_cell(value: Any, *, max_chars: int | None = CELL_MAX_CHARS) -> str:
     return text.replace("\\|", "\\\\|").replace("|", "\\|")
 
 
-def markdown_table(headers: Sequence[str], rows: Iterable[Sequence[Any]], *, align: Sequence[str] | None = None) -> str:
+def markdown_table(
+    headers: Sequence[str], rows: Iterable[Sequence[Any]], *, align: Sequence[str] | None = None
+) -> str:
     """A GitHub-flavoured Markdown table; ``align`` holds ``l``/``r`` per column.
 
     Returns ``None recorded.`` when there are no rows.
@@ -128,7 +134,10 @@ def markdown_table(headers: Sequence[str], rows: Iterable[Sequence[Any]], *, ali
         return NONE_RECORDED
     align = align or ["l"] * len(headers)
     rule = ["---:" if a == "r" else "---" for a in align]
-    lines = ["| " + " | ".join(escape_cell(h) for h in headers) + " |", "| " + " | ".join(rule) + " |"]
+    lines = [
+        "| " + " | ".join(escape_cell(h) for h in headers) + " |",
+        "| " + " | ".join(rule) + " |",
+    ]
     lines += ["| " + " | ".join(row) + " |" for row in body]
     return "\n".join(lines)
 
@@ -190,7 +199,9 @@ def format_change(change_pct: float | None) -> str:
 # --- queries -----------------------------------------------------------------------
 
 
-def _rows(store: LedgerStore, sql: str, params: Sequence[Any] | None = None) -> list[dict[str, Any]]:
+def _rows(
+    store: LedgerStore, sql: str, params: Sequence[Any] | None = None
+) -> list[dict[str, Any]]:
     return store.query_arrow(sql, params).to_pylist()
 
 
@@ -213,7 +224,9 @@ def _host_text(host: dict[str, Any]) -> str:
     gpu = host.get("gpu_name")
     count = host.get("gpu_count")
     if count == 0 and not gpu:
-        parts.append("CPU (no GPU)")  # a CPU host: the fingerprint records gpu_count 0 and no GPU name
+        parts.append(
+            "CPU (no GPU)"
+        )  # a CPU host: the fingerprint records gpu_count 0 and no GPU name
     elif gpu or count is not None:
         parts.append(f"{gpu or 'GPU ?'} x{count if count is not None else '?'}")
     if host.get("compute_capability"):
@@ -252,7 +265,9 @@ def _render_header(store: LedgerStore, session_id: str, short: ShortIds) -> list
         for part in (
             _one_line(payload.get("model")) or None,
             f"dtype {payload['dtype']}" if payload.get("dtype") else None,
-            f"tensor parallel {payload['tensor_parallel']}" if payload.get("tensor_parallel") else None,
+            f"tensor parallel {payload['tensor_parallel']}"
+            if payload.get("tensor_parallel")
+            else None,
         )
         if part
     ]
@@ -283,7 +298,10 @@ def _render_header(store: LedgerStore, session_id: str, short: ShortIds) -> list
     else:
         lines.append(f"- Hardware: host observations disagree on {', '.join(conflicts)}:")
         grouped: dict[str, list[dict[str, Any]]] = {}
-        for row, host in observations:  # identical observations share one line, in order of first seq
+        for (
+            row,
+            host,
+        ) in observations:  # identical observations share one line, in order of first seq
             grouped.setdefault(_host_text(host), []).append(row)
         for text, group in grouped.items():
             sources = "; ".join(_observation_source(row, short) for row in group)
@@ -295,7 +313,11 @@ def _render_header(store: LedgerStore, session_id: str, short: ShortIds) -> list
         data = _json(row["payload"]) or {}
         versions = [
             f"{name} {data[key]}"
-            for key, name in (("torch_version", "torch"), ("triton_version", "triton"), ("python_version", "Python"))
+            for key, name in (
+                ("torch_version", "torch"),
+                ("triton_version", "triton"),
+                ("python_version", "Python"),
+            )
             if data.get(key)
         ]
         versions += [f"{k} {v}" for k, v in sorted((data.get("other_versions") or {}).items())]
@@ -333,7 +355,11 @@ def _render_decisions(store: LedgerStore, session_id: str, short: ShortIds) -> l
     for number, d in enumerate(decisions, start=1):
         lines.append(f"### {number}. {_one_line(d['decision'])}")
         lines.append("")
-        meta = [f"{_code(short(d['event_id']))}", f"seq {d['seq']}", f"by {d['actor_kind']}:{d['actor_name']}"]
+        meta = [
+            f"{_code(short(d['event_id']))}",
+            f"seq {d['seq']}",
+            f"by {d['actor_kind']}:{d['actor_name']}",
+        ]
         if d.get("candidate_id"):
             meta.append(f"candidate {_code(d['candidate_id'])}")
         lines.append(f"*{' · '.join(meta)}*")
@@ -359,7 +385,9 @@ def _render_decisions(store: LedgerStore, session_id: str, short: ShortIds) -> l
                 continue
             summary = _one_line(row["summary"]) or row["type"]
             flag = " — retracted" if row["retracted"] else ""
-            lines.append(f"- {_code(short(event_id))} {row['type']} (seq {row['seq']}): {summary}{flag}")
+            lines.append(
+                f"- {_code(short(event_id))} {row['type']} (seq {row['seq']}): {summary}{flag}"
+            )
         lines.append("")
     return lines[:-1]
 
@@ -395,7 +423,9 @@ def _latest_evidence(row: dict[str, Any], short: ShortIds) -> str:
         return "—"
     ref = _code(short(row["latest_evidence_event_id"]))
     summary = _one_line(row["latest_evidence"])
-    if not summary or (row["latest_evidence_type"] == "candidate_triaged" and summary == _one_line(row["reason"])):
+    if not summary or (
+        row["latest_evidence_type"] == "candidate_triaged" and summary == _one_line(row["reason"])
+    ):
         return f"{row['latest_evidence_type']} ({ref})"  # the triage itself: its reason is in the Reason column
     return f"{row['latest_evidence_type']}: {_clip(summary)} ({ref})"
 
@@ -453,7 +483,9 @@ def _flag_changes(run: dict[str, Any]) -> list[str]:
     flags = _json(run["flags"]) or {}
     changes = [f"+{name}{_flag_value(flags.get(name, True))}" for name in run["flags_added"] or []]
     changes += [f"-{name}" for name in run["flags_removed"] or []]
-    changes += [f"~{name}{_flag_value(flags.get(name, True))}" for name in run["flags_changed"] or []]
+    changes += [
+        f"~{name}{_flag_value(flags.get(name, True))}" for name in run["flags_changed"] or []
+    ]
     return changes
 
 
@@ -475,7 +507,11 @@ def _render_server_runs(store: LedgerStore, session_id: str, short: ShortIds) ->
 
     def status(r: dict[str, Any]) -> str:
         if r["status"] == "failed":
-            return f"failed ({r['failure_cause'] or '?'}): {_one_line(r['failure_message'])}".rstrip(": ")
+            return (
+                f"failed ({r['failure_cause'] or '?'}): {_one_line(r['failure_message'])}".rstrip(
+                    ": "
+                )
+            )
         return r["status"]
 
     def piecewise(r: dict[str, Any]) -> str:
@@ -483,7 +519,11 @@ def _render_server_runs(store: LedgerStore, session_id: str, short: ShortIds) ->
             return "?"
         if r["piecewise_cuda_graph"]:
             return "on"
-        return f"off ({_one_line(r['piecewise_disabled_reason'])})" if r["piecewise_disabled_reason"] else "off"
+        return (
+            f"off ({_one_line(r['piecewise_disabled_reason'])})"
+            if r["piecewise_disabled_reason"]
+            else "off"
+        )
 
     def changes(r: dict[str, Any]) -> str:
         if r["previous_run_id"] is None:
@@ -503,8 +543,13 @@ def _render_server_runs(store: LedgerStore, session_id: str, short: ShortIds) ->
     occurred = any(r.get("occurred_at") for r in rows)
     headers = ["Config", "Engine", "Status"]
     if sglang:
-        headers += ["max_running_requests", "max_total_num_tokens", "CUDA graph max bs", "Piecewise CUDA graph",
-                    "MoE kernel config"]
+        headers += [
+            "max_running_requests",
+            "max_total_num_tokens",
+            "CUDA graph max bs",
+            "Piecewise CUDA graph",
+            "MoE kernel config",
+        ]
     headers.append("Changes vs previous")
     if occurred:
         headers.append("Started (log time, UTC)")
@@ -512,13 +557,27 @@ def _render_server_runs(store: LedgerStore, session_id: str, short: ShortIds) ->
     def cells(r: dict[str, Any]) -> list[Any]:
         row = [_run_label(r), r["engine"] or "?", status(r)]
         if sglang:
-            row += [number(r["max_running_requests"]), number(r["max_total_num_tokens"]),
-                    number(r["cuda_graph_max_bs"]), piecewise(r), r["moe_kernel_config"] or "?"]
+            row += [
+                number(r["max_running_requests"]),
+                number(r["max_total_num_tokens"]),
+                number(r["cuda_graph_max_bs"]),
+                piecewise(r),
+                r["moe_kernel_config"] or "?",
+            ]
         return row + [changes(r)] + ([_utc(r.get("occurred_at"))] if occurred else [])
 
-    table = markdown_table(headers, [cells(r) for r in rows],
-                           align=["l", "l", "l", *(["r", "r", "r", "l", "l"] if sglang else []), "l",
-                                  *(["l"] if occurred else [])])
+    table = markdown_table(
+        headers,
+        [cells(r) for r in rows],
+        align=[
+            "l",
+            "l",
+            "l",
+            *(["r", "r", "r", "l", "l"] if sglang else []),
+            "l",
+            *(["l"] if occurred else []),
+        ],
+    )
     return ["## Server runs", "", table]
 
 
@@ -599,7 +658,17 @@ def _render_benchmark_deltas(store: LedgerStore, session_id: str, short: ShortId
         return "?" if value is None else str(value)
 
     table = markdown_table(
-        ["Config", "Load", "Metric", "Baseline", "Value", "Change", "Runs (base/this)", "Verdict", "Reproduce"],
+        [
+            "Config",
+            "Load",
+            "Metric",
+            "Baseline",
+            "Value",
+            "Change",
+            "Runs (base/this)",
+            "Verdict",
+            "Reproduce",
+        ],
         [
             [
                 r["config_name"],
@@ -609,7 +678,8 @@ def _render_benchmark_deltas(store: LedgerStore, session_id: str, short: ShortId
                 with_cv(r["metric"], r["value"], r["cv_pct"]),
                 format_change(r["change_pct"]),
                 f"{number(r['baseline_runs'])}/{number(r['runs'])}",
-                r["verdict"] + (f" (~{r['runs_needed']} runs/arm needed)" if r["runs_needed"] else ""),
+                r["verdict"]
+                + (f" (~{r['runs_needed']} runs/arm needed)" if r["runs_needed"] else ""),
                 reproduce(r),
             ]
             for r in rows
@@ -619,7 +689,9 @@ def _render_benchmark_deltas(store: LedgerStore, session_id: str, short: ShortId
     return lines + [table]
 
 
-def _render_timeline(store: LedgerStore, session_id: str, short: ShortIds, max_rows: int) -> list[str]:
+def _render_timeline(
+    store: LedgerStore, session_id: str, short: ShortIds, max_rows: int
+) -> list[str]:
     rows = _rows(
         store,
         "SELECT seq, type, stream, summary, CAST(event_id AS VARCHAR) AS event_id, occurred_at FROM timeline "
@@ -631,8 +703,16 @@ def _render_timeline(store: LedgerStore, session_id: str, short: ShortIds, max_r
         occurred = any(r["occurred_at"] for r in rows)
         table = markdown_table(
             ["Seq", "Type", "Summary", "Event"] + (["Occurred (UTC)"] if occurred else []),
-            [[r["seq"], r["type"], _one_line(r["summary"]) or f"({r['stream']})", _code(short(r["event_id"]))]
-             + ([_utc(r["occurred_at"])] if occurred else []) for r in rows],
+            [
+                [
+                    r["seq"],
+                    r["type"],
+                    _one_line(r["summary"]) or f"({r['stream']})",
+                    _code(short(r["event_id"])),
+                ]
+                + ([_utc(r["occurred_at"])] if occurred else [])
+                for r in rows
+            ],
             align=["r", "l", "l", "l"] + (["l"] if occurred else []),
         )
         return lines + [table]
@@ -644,10 +724,16 @@ def _render_timeline(store: LedgerStore, session_id: str, short: ShortIds, max_r
         [[t, len(s), s[0], s[-1]] for t, s in sorted(counts.items(), key=lambda item: item[1][0])],
         align=["l", "r", "r", "r"],
     )
-    return lines + [f"{len(rows)} events (seq {rows[0]['seq']} to {rows[-1]['seq']}); counts per type:", "", table]
+    return lines + [
+        f"{len(rows)} events (seq {rows[0]['seq']} to {rows[-1]['seq']}); counts per type:",
+        "",
+        table,
+    ]
 
 
-def _render_session(store: LedgerStore, session_id: str, short: ShortIds, timeline_max_rows: int) -> str:
+def _render_session(
+    store: LedgerStore, session_id: str, short: ShortIds, timeline_max_rows: int
+) -> str:
     parts = [
         _render_header(store, session_id, short),
         _render_decisions(store, session_id, short),
@@ -656,10 +742,19 @@ def _render_session(store: LedgerStore, session_id: str, short: ShortIds, timeli
         _render_server_runs(store, session_id, short),
         _render_benchmark_deltas(store, session_id, short),
     ]
-    from .export_gpu import render_kernel_tunes, render_spec_trials  # sections only where a session has them
+    from .export_gpu import (
+        render_kernel_tunes,
+        render_spec_trials,
+    )  # sections only where a session has them
 
-    parts += [p for p in (render_kernel_tunes(store, session_id, markdown_table),
-                          render_spec_trials(store, session_id, markdown_table)) if p]
+    parts += [
+        p
+        for p in (
+            render_kernel_tunes(store, session_id, markdown_table),
+            render_spec_trials(store, session_id, markdown_table),
+        )
+        if p
+    ]
     parts.append(_render_timeline(store, session_id, short, timeline_max_rows))
     return "\n\n".join("\n".join(part) for part in parts) + "\n"
 
@@ -712,5 +807,10 @@ def render_markdown(
         sessions = [session_id]
     if not sessions:
         return f"# tuneledger decision log\n\n{NONE_RECORDED}\n"
-    short = ShortIds(r["event_id"] for r in _rows(store, "SELECT CAST(event_id AS VARCHAR) AS event_id FROM events"))
-    return "\n---\n\n".join(_render_session(store, sid, short, timeline_max_rows) for sid in sessions)
+    short = ShortIds(
+        r["event_id"]
+        for r in _rows(store, "SELECT CAST(event_id AS VARCHAR) AS event_id FROM events")
+    )
+    return "\n---\n\n".join(
+        _render_session(store, sid, short, timeline_max_rows) for sid in sessions
+    )

@@ -33,7 +33,9 @@ def set_flags(flags: dict[str, Any]) -> dict[str, Any]:
     return chosen
 
 
-def known_no_effect_findings(started: ServerStarted, verdicts: list[dict[str, Any]]) -> list[FindingRecorded]:
+def known_no_effect_findings(
+    started: ServerStarted, verdicts: list[dict[str, Any]]
+) -> list[FindingRecorded]:
     """One ``known-no-effect`` finding per flag of ``started`` with a verdict in ``verdicts``
     (rows of ``views.known_no_effect``), citing the verdict's event (evidence kind ``event``)."""
     flags = set_flags(started.flags)
@@ -42,15 +44,31 @@ def known_no_effect_findings(started: ServerStarted, verdicts: list[dict[str, An
         flag = row["flag"]
         if flag not in flags:
             continue
-        version = f"{row['engine']} {row['engine_version']}" if row.get("engine_version") else row.get("engine") or "?"
+        version = (
+            f"{row['engine']} {row['engine_version']}"
+            if row.get("engine_version")
+            else row.get("engine") or "?"
+        )
         summary = f": {row['summary']}" if row.get("summary") else ""
-        out.append(FindingRecorded(
-            kind="known-no-effect", flag=flag, basis="log", server_run_id=started.run_id,
-            session_id=started.session_id, engine=started.engine,
-            message=f"--{flag} {flags[flag]!r} is set, but the ledger already holds '{row['verdict']}' "
-            f"({row['basis']}) for it on {row['arch']}, {version}{summary}",
-            evidence=[Evidence(kind="event", ref=row["evidence_event_id"], text=f"{row['verdict']} ({row['basis']})")],
-        ))
+        out.append(
+            FindingRecorded(
+                kind="known-no-effect",
+                flag=flag,
+                basis="log",
+                server_run_id=started.run_id,
+                session_id=started.session_id,
+                engine=started.engine,
+                message=f"--{flag} {flags[flag]!r} is set, but the ledger already holds '{row['verdict']}' "
+                f"({row['basis']}) for it on {row['arch']}, {version}{summary}",
+                evidence=[
+                    Evidence(
+                        kind="event",
+                        ref=row["evidence_event_id"],
+                        text=f"{row['verdict']} ({row['basis']})",
+                    )
+                ],
+            )
+        )
     return out
 
 
@@ -60,7 +78,11 @@ def remembered_findings(store: Any, started: ServerStarted) -> list[FindingRecor
     host = started.host
     arch = host.compute_capability if host else None
     verdicts = views.known_no_effect(
-        store, list(set_flags(started.flags)), engine=started.engine,
-        engine_version=host.engine_version if host else None, arch=arch, before_event_id=str(started.event_id),
+        store,
+        list(set_flags(started.flags)),
+        engine=started.engine,
+        engine_version=host.engine_version if host else None,
+        arch=arch,
+        before_event_id=str(started.event_id),
     )
     return known_no_effect_findings(started, verdicts)

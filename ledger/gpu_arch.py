@@ -80,8 +80,14 @@ def is_sm90_or_sm10x(compute_capability: str | None) -> bool:
 #: ``max_shared_mem`` reports: 232,448 on the H200, seen 2026-11-30; 101,376 on SM120 parts,
 #: the "Hardware limit" of the seeds' crash).
 SHARED_MEMORY_PER_BLOCK: dict[str, int] = {
-    "sm80": 166_912, "sm86": 101_376, "sm89": 101_376, "sm90": 232_448,
-    "sm100": 232_448, "sm103": 232_448, "sm120": 101_376, "sm121": 101_376,
+    "sm80": 166_912,
+    "sm86": 101_376,
+    "sm89": 101_376,
+    "sm90": 232_448,
+    "sm100": 232_448,
+    "sm103": 232_448,
+    "sm120": 101_376,
+    "sm121": 101_376,
 }
 
 
@@ -90,11 +96,19 @@ def moe_config_shared_memory(entry: dict, element_bytes: int = 2) -> int:
     ``num_stages x (BLOCK_SIZE_M x BLOCK_SIZE_K + BLOCK_SIZE_K x BLOCK_SIZE_N) x element_bytes``
     (one A and one B tile per pipeline stage; Triton adds a little for barriers). The seeds' SM120
     crash, "Required: 147456, Hardware limit: 101376", is 3 x (64x128 + 128x128) x 2."""
-    return int(entry["num_stages"]) * (int(entry["BLOCK_SIZE_M"]) * int(entry["BLOCK_SIZE_K"])
-                                       + int(entry["BLOCK_SIZE_K"]) * int(entry["BLOCK_SIZE_N"])) * element_bytes
+    return (
+        int(entry["num_stages"])
+        * (
+            int(entry["BLOCK_SIZE_M"]) * int(entry["BLOCK_SIZE_K"])
+            + int(entry["BLOCK_SIZE_K"]) * int(entry["BLOCK_SIZE_N"])
+        )
+        * element_bytes
+    )
 
 
-def moe_config_overruns(configs: dict, arch: str, dtype: str | None = None) -> list[tuple[str, int, int]]:
+def moe_config_overruns(
+    configs: dict, arch: str, dtype: str | None = None
+) -> list[tuple[str, int, int]]:
     """The entries of a tuned MoE config file (batch size -> config) that need more shared memory
     than ``arch`` has: ``[(batch size, bytes needed, bytes per block)]``.
 

@@ -46,9 +46,23 @@ HUB_LAYOUT_VERSION = 1
 
 #: The envelope columns pushed and pulled, in COPY order (``host``/``payload`` are JSON text).
 COLUMNS = (
-    "event_id", "type", "schema_version", "stream", "stream_version", "recorded_at",
-    "actor_kind", "actor_name", "session_id", "causation_id", "correlation_id", "source",
-    "host", "payload", "origin_seq", "seen_position", "occurred_at",
+    "event_id",
+    "type",
+    "schema_version",
+    "stream",
+    "stream_version",
+    "recorded_at",
+    "actor_kind",
+    "actor_name",
+    "session_id",
+    "causation_id",
+    "correlation_id",
+    "source",
+    "host",
+    "payload",
+    "origin_seq",
+    "seen_position",
+    "occurred_at",
 )
 
 #: Columns that make two events with one id the same event (as ``ledger.store._IDENTITY``).
@@ -161,7 +175,9 @@ def _schema(remote: Remote) -> sql.Identifier:
 
 
 @contextmanager
-def connect(remote: Remote, *, user: str | None = None, connect_timeout_s: int = 10) -> Iterator[psycopg.Connection]:
+def connect(
+    remote: Remote, *, user: str | None = None, connect_timeout_s: int = 10
+) -> Iterator[psycopg.Connection]:
     """A connection to the remote's database (libpq finds the password itself).
 
     A ``psycopg.Error`` inside the block (a dropped connection, a terminated backend)
@@ -177,7 +193,9 @@ def connect(remote: Remote, *, user: str | None = None, connect_timeout_s: int =
     try:
         con = psycopg.connect(remote.url, autocommit=False, **extra)
     except psycopg.Error as exc:
-        raise RemoteError(f"remote {remote.name} ({mask_url(remote.url)}): {_first_line(exc)}") from None
+        raise RemoteError(
+            f"remote {remote.name} ({mask_url(remote.url)}): {_first_line(exc)}"
+        ) from None
     try:
         yield con
     except psycopg.Error as exc:
@@ -208,7 +226,9 @@ def init_schema(remote: Remote, *, grant: Sequence[str] = (), user: str | None =
                 con.execute(sql.SQL(_GRANTS).format(schema=schema, role=sql.Identifier(role)))
             con.commit()
         except psycopg.Error as exc:
-            raise RemoteError(f"remote {remote.name}: init of schema {remote.schema} failed: {_first_line(exc)}") from None
+            raise RemoteError(
+                f"remote {remote.name}: init of schema {remote.schema} failed: {_first_line(exc)}"
+            ) from None
 
 
 @contextmanager
@@ -253,11 +273,15 @@ def push(
         con.execute(_INCOMING_DDL)
         # Copying before taking the head lock keeps the serialised part short.
         with con.cursor().copy(
-            sql.SQL("COPY incoming ({}) FROM STDIN").format(sql.SQL(", ").join(map(sql.Identifier, COLUMNS)))
+            sql.SQL("COPY incoming ({}) FROM STDIN").format(
+                sql.SQL(", ").join(map(sql.Identifier, COLUMNS))
+            )
         ) as copy:
             for row in rows:
                 copy.write_row(row)
-        head = con.execute(sql.SQL("SELECT position FROM {}.hub_head FOR UPDATE").format(schema)).fetchone()[0]
+        head = con.execute(
+            sql.SQL("SELECT position FROM {}.hub_head FOR UPDATE").format(schema)
+        ).fetchone()[0]
         clash = con.execute(
             sql.SQL(
                 "SELECT i.event_id, e.position FROM incoming i JOIN {}.events e USING (event_id) "
@@ -275,7 +299,9 @@ def push(
                 "nothing was pushed or pulled"
             )
         con.execute(
-            sql.SQL("INSERT INTO {}.ledgers (ledger_id, name) VALUES (%s, %s) ON CONFLICT DO NOTHING").format(schema),
+            sql.SQL(
+                "INSERT INTO {}.ledgers (ledger_id, name) VALUES (%s, %s) ON CONFLICT DO NOTHING"
+            ).format(schema),
             [ledger_id, ledger_name],
         )
         cols = sql.SQL(", ").join(map(sql.Identifier, COLUMNS))
@@ -284,14 +310,22 @@ def push(
                 "INSERT INTO {schema}.events (position, origin_ledger, {cols}) "
                 "SELECT %s + row_number() OVER (ORDER BY i.origin_seq), %s, {icols} FROM incoming i "
                 "WHERE NOT EXISTS (SELECT 1 FROM {schema}.events e WHERE e.event_id = i.event_id)"
-            ).format(schema=schema, cols=cols, icols=sql.SQL(", ").join(sql.SQL("i.") + sql.Identifier(c) for c in COLUMNS)),
+            ).format(
+                schema=schema,
+                cols=cols,
+                icols=sql.SQL(", ").join(sql.SQL("i.") + sql.Identifier(c) for c in COLUMNS),
+            ),
             [head, ledger_id],
         ).rowcount
-        con.execute(sql.SQL("UPDATE {}.hub_head SET position = %s").format(schema), [head + inserted])
+        con.execute(
+            sql.SQL("UPDATE {}.hub_head SET position = %s").format(schema), [head + inserted]
+        )
         positions = {
             row[0]: row[1]
             for row in con.execute(
-                sql.SQL("SELECT i.event_id::text, e.position FROM incoming i JOIN {}.events e USING (event_id)").format(schema)
+                sql.SQL(
+                    "SELECT i.event_id::text, e.position FROM incoming i JOIN {}.events e USING (event_id)"
+                ).format(schema)
             )
         }
         con.commit()
@@ -303,9 +337,26 @@ def push(
 
 #: The columns ``pull`` returns, in order.
 PULL_COLUMNS = (
-    "position", "event_id", "type", "schema_version", "stream", "stream_version", "recorded_at",
-    "actor_kind", "actor_name", "session_id", "causation_id", "correlation_id", "source",
-    "host", "payload", "origin_ledger", "origin_name", "origin_seq", "seen_position", "occurred_at",
+    "position",
+    "event_id",
+    "type",
+    "schema_version",
+    "stream",
+    "stream_version",
+    "recorded_at",
+    "actor_kind",
+    "actor_name",
+    "session_id",
+    "causation_id",
+    "correlation_id",
+    "source",
+    "host",
+    "payload",
+    "origin_ledger",
+    "origin_name",
+    "origin_seq",
+    "seen_position",
+    "occurred_at",
 )
 
 
@@ -313,7 +364,9 @@ def head(con: psycopg.Connection, remote: Remote) -> int:
     """The hub's highest position (every event at or below it is committed and visible)."""
     _check_initialised(con, remote)
     with _failing_as_remote_error(remote, "reading the hub head"):
-        return con.execute(sql.SQL("SELECT position FROM {}.hub_head").format(_schema(remote))).fetchone()[0]
+        return con.execute(
+            sql.SQL("SELECT position FROM {}.hub_head").format(_schema(remote))
+        ).fetchone()[0]
 
 
 def pull(
@@ -343,6 +396,8 @@ def count_pending_pull(con: psycopg.Connection, remote: Remote, ledger_id: UUID,
     _check_initialised(con, remote)
     with _failing_as_remote_error(remote, "counting"):
         return con.execute(
-            sql.SQL("SELECT count(*) FROM {}.events WHERE position > %s AND origin_ledger <> %s").format(_schema(remote)),
+            sql.SQL(
+                "SELECT count(*) FROM {}.events WHERE position > %s AND origin_ledger <> %s"
+            ).format(_schema(remote)),
             [after, ledger_id],
         ).fetchone()[0]

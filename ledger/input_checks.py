@@ -64,7 +64,9 @@ def check_text(value: Any, where: str, path: str = "") -> None:
         try:
             value.encode("utf-8")
         except UnicodeEncodeError:
-            raise InvalidInput(f"{where}: field '{path or '(value)'}': not valid Unicode text (a lone surrogate)") from None
+            raise InvalidInput(
+                f"{where}: field '{path or '(value)'}': not valid Unicode text (a lone surrogate)"
+            ) from None
     elif isinstance(value, dict):
         for key, item in value.items():
             check_text(key, where, path)
@@ -79,10 +81,22 @@ def _big_int_path(value: Any, path: str = "") -> tuple[str, int] | None:
         return None
     if isinstance(value, int):
         return (path, value) if not INT64_MIN <= value <= INT64_MAX else None
-    items = value.items() if isinstance(value, dict) else enumerate(value) if isinstance(value, list) else ()
+    items = (
+        value.items()
+        if isinstance(value, dict)
+        else enumerate(value)
+        if isinstance(value, list)
+        else ()
+    )
     for key, item in items:
-        found = _big_int_path(item, f"{path}.{key}" if path and isinstance(key, str) else
-                              f"{path}[{key}]" if isinstance(key, int) else str(key))
+        found = _big_int_path(
+            item,
+            f"{path}.{key}"
+            if path and isinstance(key, str)
+            else f"{path}[{key}]"
+            if isinstance(key, int)
+            else str(key),
+        )
         if found:
             return found
     return None
@@ -101,7 +115,9 @@ def payload_json(event: Event, where: str | None = None) -> str:
     try:
         text = event.model_dump_json(exclude=set(EventEnvelope.ENVELOPE_FIELDS))
     except PydanticSerializationError:
-        check_text(event.model_dump(exclude=set(EventEnvelope.ENVELOPE_FIELDS)), f"{label}: {event.type}")
+        check_text(
+            event.model_dump(exclude=set(EventEnvelope.ENVELOPE_FIELDS)), f"{label}: {event.type}"
+        )
         raise
     _check_ints(text, f"{label}: {event.type}", "")
     return mask_json(text)
@@ -126,5 +142,9 @@ def _check_ints(text: str, label: str, prefix: str) -> None:
     found = _big_int_path(json.loads(text))
     if found:
         field, number = found
-        shown = str(number) if len(str(number)) <= 30 else f"{str(number)[:12]}… ({len(str(number))} digits)"
+        shown = (
+            str(number)
+            if len(str(number)) <= 30
+            else f"{str(number)[:12]}… ({len(str(number))} digits)"
+        )
         raise InvalidInput(f"{label}: field '{prefix}{field}': integer {shown} is beyond 64 bits")

@@ -42,13 +42,17 @@ def event_from_obj(obj: Any, where: str) -> Event:
         InvalidInput: not an object, no or unknown ``type``, or a field that does not validate.
     """
     if not isinstance(obj, dict):
-        kind = {type(None): "null", list: "an array", str: "a string", bool: "a boolean"}.get(type(obj), "a number")
+        kind = {type(None): "null", list: "an array", str: "a string", bool: "a boolean"}.get(
+            type(obj), "a number"
+        )
         raise InvalidInput(f"{where}: expected a JSON object, got {kind}")
     type_name = obj.get("type")
     if type_name is None:
         raise InvalidInput(f"{where}: field 'type' is required")
     if not isinstance(type_name, str):
-        raise InvalidInput(f"{where}: field 'type': expected a string (an event type), got {json.dumps(type_name)[:40]}")
+        raise InvalidInput(
+            f"{where}: field 'type': expected a string (an event type), got {json.dumps(type_name)[:40]}"
+        )
     if type_name not in EVENT_TYPES:
         raise InvalidInput(
             f"{where}: unknown event type {type_name!r} (known: {', '.join(sorted(EVENT_TYPES))})"
@@ -56,7 +60,9 @@ def event_from_obj(obj: Any, where: str) -> Event:
     try:
         return parse_event(obj)
     except ValidationError as exc:
-        raise InvalidInput(f"{where}: {type_name}: {describe_validation_error(exc, type_name)}") from None
+        raise InvalidInput(
+            f"{where}: {type_name}: {describe_validation_error(exc, type_name)}"
+        ) from None
     except UpcastError as exc:
         raise InvalidInput(f"{where}: {exc}") from None
 
@@ -83,7 +89,9 @@ def iter_jsonl(lines: Iterable[str], name: str) -> Iterator[Event]:
         try:
             obj = loads(text, f"{name}:{number}")
         except json.JSONDecodeError as exc:
-            raise InvalidInput(f"{name}:{number}: not valid JSON ({exc.msg}, column {exc.colno})") from None
+            raise InvalidInput(
+                f"{name}:{number}: not valid JSON ({exc.msg}, column {exc.colno})"
+            ) from None
         yield event_from_obj(obj, f"{name}:{number}")
 
 
@@ -135,7 +143,9 @@ def read_stdin_events(stream: TextIO, name: str = "<stdin>") -> list[Event]:
         try:
             items = loads(stripped, name)
         except json.JSONDecodeError as exc:
-            raise InvalidInput(f"{name}: not valid JSON ({exc.msg} at line {exc.lineno} column {exc.colno})") from None
+            raise InvalidInput(
+                f"{name}: not valid JSON ({exc.msg} at line {exc.lineno} column {exc.colno})"
+            ) from None
         # elements are numbered from 1, like lines
         return [event_from_obj(item, f"{name}:[{i}]") for i, item in enumerate(items, start=1)]
     return list(iter_jsonl(text.splitlines(), name))

@@ -29,11 +29,22 @@ from .errors import InvalidInput, LedgerError, StorageError
 _SCHEME_RE = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:")
 
 #: Phrases of DuckDB errors that mean the file is not a (whole) DuckDB database.
-_DAMAGED = ("not a valid DuckDB database file", "Could not read enough bytes", "Corrupt database file",
-            "database file with version number", "checksum", "Serialization Error")
+_DAMAGED = (
+    "not a valid DuckDB database file",
+    "Could not read enough bytes",
+    "Corrupt database file",
+    "database file with version number",
+    "checksum",
+    "Serialization Error",
+)
 #: Phrases of DuckDB/OS errors that mean the storage refused.
-_STORAGE = ("No space left on device", "Read-only file system", "Disk quota exceeded", "Input/output error",
-            "Permission denied")
+_STORAGE = (
+    "No space left on device",
+    "Read-only file system",
+    "Disk quota exceeded",
+    "Input/output error",
+    "Permission denied",
+)
 
 
 class NewerLedger(InvalidInput):
@@ -80,7 +91,12 @@ def storage_error(exc: BaseException, path: Path | None = None) -> StorageError 
     The message is ``exc``'s first line (DuckDB's names the file), prefixed with ``path`` if given.
     """
     prefix = f"{path}: " if path is not None else ""
-    if isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EROFS, errno.EDQUOT, errno.EIO):
+    if isinstance(exc, OSError) and exc.errno in (
+        errno.ENOSPC,
+        errno.EROFS,
+        errno.EDQUOT,
+        errno.EIO,
+    ):
         return StorageError(f"{prefix}{exc.strerror}")
     text = str(exc)
     if any(phrase in text for phrase in _STORAGE):
@@ -92,12 +108,18 @@ def storage_error(exc: BaseException, path: Path | None = None) -> StorageError 
 def lock_error(lock_path: Path, exc: OSError) -> LedgerError:
     """The one-line error for the sidecar lock file that cannot be opened."""
     if exc.errno == errno.EISDIR:
-        return InvalidInput(f"{lock_path}: is a directory; the ledger's lock file goes there (remove or rename it)")
+        return InvalidInput(
+            f"{lock_path}: is a directory; the ledger's lock file goes there (remove or rename it)"
+        )
     if exc.errno == errno.ELOOP:
         return InvalidInput(f"{lock_path}: symlink loop where the ledger's lock file goes")
     if exc.errno in (errno.EROFS, errno.EACCES, errno.EPERM):
-        return StorageError(f"{lock_path}: {exc.strerror} (writing the ledger needs write access to its folder)")
-    return storage_error(exc, lock_path) or InvalidInput(f"{lock_path}: cannot open the lock file: {exc.strerror}")
+        return StorageError(
+            f"{lock_path}: {exc.strerror} (writing the ledger needs write access to its folder)"
+        )
+    return storage_error(exc, lock_path) or InvalidInput(
+        f"{lock_path}: cannot open the lock file: {exc.strerror}"
+    )
 
 
 def _version(value: str | None, what: str, path: Path) -> int | None:
@@ -106,11 +128,19 @@ def _version(value: str | None, what: str, path: Path) -> int | None:
     try:
         return int(value)
     except ValueError:
-        raise NewerLedger(f"{path}: unknown ledger layout ({what} {value!r} in ledger_meta)") from None
+        raise NewerLedger(
+            f"{path}: unknown ledger layout ({what} {value!r} in ledger_meta)"
+        ) from None
 
 
-def check_compatible(con: duckdb.DuckDBPyConnection, path: Path, *, views_version: str, layout_version: int,
-                     columns: tuple[str, ...]) -> None:
+def check_compatible(
+    con: duckdb.DuckDBPyConnection,
+    path: Path,
+    *,
+    views_version: str,
+    layout_version: int,
+    columns: tuple[str, ...],
+) -> None:
     """Refuse a ledger this code must not read or rewrite: written by a newer tuneledger.
 
     Reads ``ledger_meta`` (``views_version``, ``layout_version``) and the ``events`` columns.
@@ -139,7 +169,8 @@ def check_compatible(con: duckdb.DuckDBPyConnection, path: Path, *, views_versio
             f"{views_version}): upgrade tuneledger to use it"
         )
     stored_columns = tuple(
-        row[0] for row in con.execute(
+        row[0]
+        for row in con.execute(
             "SELECT column_name FROM duckdb_columns() WHERE table_name = 'events' AND schema_name = 'main' "
             "AND database_name = current_database() ORDER BY column_index"
         ).fetchall()

@@ -41,12 +41,30 @@ MEASUREMENT_TYPES = ("benchmark_completed", "kernel_config_measured")
 
 #: The metrics of ``bench_runs`` (BenchMetrics fields that the views expose).
 BENCH_METRICS: tuple[str, ...] = (
-    "completed", "failed", "duration_s", "request_throughput", "input_throughput",
-    "output_throughput", "total_throughput", "achieved_concurrency", "accept_length",
-    "mean_ttft_ms", "median_ttft_ms", "p90_ttft_ms", "p99_ttft_ms",
-    "mean_tpot_ms", "median_tpot_ms", "p90_tpot_ms", "p99_tpot_ms",
-    "mean_itl_ms", "median_itl_ms", "p90_itl_ms", "p99_itl_ms",
-    "mean_e2e_latency_ms", "median_e2e_latency_ms", "p99_e2e_latency_ms",
+    "completed",
+    "failed",
+    "duration_s",
+    "request_throughput",
+    "input_throughput",
+    "output_throughput",
+    "total_throughput",
+    "achieved_concurrency",
+    "accept_length",
+    "mean_ttft_ms",
+    "median_ttft_ms",
+    "p90_ttft_ms",
+    "p99_ttft_ms",
+    "mean_tpot_ms",
+    "median_tpot_ms",
+    "p90_tpot_ms",
+    "p99_tpot_ms",
+    "mean_itl_ms",
+    "median_itl_ms",
+    "p90_itl_ms",
+    "p99_itl_ms",
+    "mean_e2e_latency_ms",
+    "median_e2e_latency_ms",
+    "p99_e2e_latency_ms",
 )
 _INT_METRICS = {"completed", "failed"}
 
@@ -103,7 +121,14 @@ CREATE TABLE IF NOT EXISTS event_summaries (
 CREATE TABLE IF NOT EXISTS stream_heads (stream VARCHAR PRIMARY KEY, version BIGINT NOT NULL);
 """
 
-PROJECTION_TABLES = ("retractions", "control_events", "bench_runs", "bench_arms", "event_summaries", "stream_heads")
+PROJECTION_TABLES = (
+    "retractions",
+    "control_events",
+    "bench_runs",
+    "bench_arms",
+    "event_summaries",
+    "stream_heads",
+)
 
 _ENVELOPE = (
     "e.seq, e.event_id, e.type, e.stream, e.stream_version, e.recorded_at, e.actor_kind, "
@@ -176,7 +201,16 @@ END"""
 
 
 def _arm_key(prefix: str = "") -> str:
-    cols = ("session_id", "config_name", "dataset", "input_len", "output_len", "concurrency", "request_rate", "metric")
+    cols = (
+        "session_id",
+        "config_name",
+        "dataset",
+        "input_len",
+        "output_len",
+        "concurrency",
+        "request_rate",
+        "metric",
+    )
     return "concat_ws('|', " + ", ".join(f"coalesce({prefix}{c}::VARCHAR, '~')" for c in cols) + ")"
 
 

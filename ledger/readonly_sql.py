@@ -60,7 +60,9 @@ def check_readonly(sql: str) -> None:
             check_readonly(inner)
     if kind not in _ALLOWED:
         name = _STATEMENT_NAMES.get(kind, str(kind).rsplit(".", 1)[-1])
-        raise Refused(f"the ledger is read-only here: {name} statements are not allowed (SELECT and EXPLAIN are)")
+        raise Refused(
+            f"the ledger is read-only here: {name} statements are not allowed (SELECT and EXPLAIN are)"
+        )
 
 
 #: Default limit of one console query, in seconds. A query holds the ledger's shared lock
@@ -70,7 +72,11 @@ DEFAULT_TIMEOUT_S = 10.0
 
 
 def run_readonly(
-    store: LedgerStore, sql: str, *, max_rows: int | None = None, timeout_s: float | None = DEFAULT_TIMEOUT_S
+    store: LedgerStore,
+    sql: str,
+    *,
+    max_rows: int | None = None,
+    timeout_s: float | None = DEFAULT_TIMEOUT_S,
 ) -> pa.Table:
     """Run one read-only query on the ledger and return its result as an Arrow table.
 
@@ -81,7 +87,9 @@ def run_readonly(
     Raises:
         as ``stream_readonly``.
     """
-    return pa.Table.from_batches(list(stream_readonly(store, sql, max_rows=max_rows, timeout_s=timeout_s)))
+    return pa.Table.from_batches(
+        list(stream_readonly(store, sql, max_rows=max_rows, timeout_s=timeout_s))
+    )
 
 
 #: Rows per Arrow batch when streaming a result (memory stays at about one batch).
@@ -160,8 +168,12 @@ def _sql_errors(timeout_s: float | None) -> Iterator[None]:
     except duckdb.InvalidInputException as exc:
         if "configuration has been locked" in str(exc):
             raise Refused("settings cannot be changed here") from None
-        if "read-only mode" in str(exc):  # a write hidden in a CTE: DuckDB's read-only open stops it
-            raise Refused("the ledger is read-only here: the statement writes (SELECT and EXPLAIN only)") from None
+        if "read-only mode" in str(
+            exc
+        ):  # a write hidden in a CTE: DuckDB's read-only open stops it
+            raise Refused(
+                "the ledger is read-only here: the statement writes (SELECT and EXPLAIN only)"
+            ) from None
         raise InvalidInput(f"query failed: {str(exc).splitlines()[0]}") from None
     except duckdb.Error as exc:
         raise InvalidInput(f"query failed: {str(exc).splitlines()[0]}") from None

@@ -63,7 +63,10 @@ def mask_url(url: str) -> str:
 
 def _has_password(url: str) -> bool:
     parts = urlsplit(url)
-    return parts.password is not None or re.search(r"(^|[?&\s])password=", url, re.IGNORECASE) is not None
+    return (
+        parts.password is not None
+        or re.search(r"(^|[?&\s])password=", url, re.IGNORECASE) is not None
+    )
 
 
 def parse_remote(name: str, url: str, schema: str | None = None) -> Remote:
@@ -74,7 +77,9 @@ def parse_remote(name: str, url: str, schema: str | None = None) -> Remote:
             (names the places libpq reads passwords from instead), or a bad schema name.
     """
     if not _NAME.match(name):
-        raise InvalidInput(f"remote name {name!r}: want letters, digits, '_', '.', '-' (starting with a letter)")
+        raise InvalidInput(
+            f"remote name {name!r}: want letters, digits, '_', '.', '-' (starting with a letter)"
+        )
     if not url.startswith(("postgresql://", "postgres://")):
         raise InvalidInput(f"remote {name}: {mask_url(url)} is not a postgresql:// URL")
     if _has_password(url):
@@ -83,10 +88,14 @@ def parse_remote(name: str, url: str, schema: str | None = None) -> Remote:
             "Give it in PGPASSWORD, a password file (~/.pgpass or PGPASSFILE) or a service file (?service=NAME)"
         )
     if schema is None:
-        match = _SEARCH_PATH.search(urlsplit(url).query.replace("%20", " ").replace("%3D", "=").replace("+", " "))
+        match = _SEARCH_PATH.search(
+            urlsplit(url).query.replace("%20", " ").replace("%3D", "=").replace("+", " ")
+        )
         schema = match.group(1) if match else DEFAULT_SCHEMA
     if not _SCHEMA.match(schema):
-        raise InvalidInput(f"remote {name}: schema {schema!r} is not a plain lower-case PostgreSQL name")
+        raise InvalidInput(
+            f"remote {name}: schema {schema!r} is not a plain lower-case PostgreSQL name"
+        )
     return Remote(name=name, url=url, schema=schema)
 
 
@@ -134,10 +143,14 @@ def list_remotes(store: LedgerStore) -> list[Remote]:
     if not store.path.exists():
         return []
     with store.connect() as con:
-        tables = {row[0] for row in con.execute("SELECT table_name FROM duckdb_tables()").fetchall()}
+        tables = {
+            row[0] for row in con.execute("SELECT table_name FROM duckdb_tables()").fetchall()
+        }
         if "sync_remotes" not in tables:
             return []
-        rows = con.execute("SELECT name, url, hub_schema FROM sync_remotes ORDER BY name").fetchall()
+        rows = con.execute(
+            "SELECT name, url, hub_schema FROM sync_remotes ORDER BY name"
+        ).fetchall()
     return [Remote(*row) for row in rows]
 
 
@@ -151,9 +164,13 @@ def get_remote(store: LedgerStore, name: str | None) -> Remote:
     remotes = list_remotes(store)
     if name is None:
         if not remotes:
-            raise NotFound(f"ledger {store.path} has no remote (add one with `tuneledger remote add NAME URL`)")
+            raise NotFound(
+                f"ledger {store.path} has no remote (add one with `tuneledger remote add NAME URL`)"
+            )
         if len(remotes) > 1:
-            raise InvalidInput(f"several remotes ({', '.join(r.name for r in remotes)}): name the one to sync")
+            raise InvalidInput(
+                f"several remotes ({', '.join(r.name for r in remotes)}): name the one to sync"
+            )
         return remotes[0]
     for remote in remotes:
         if remote.name == name:

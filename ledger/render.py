@@ -9,9 +9,9 @@ import csv
 import io
 import json
 import sys
+from collections.abc import Iterable
 from datetime import date, datetime
 from decimal import Decimal
-from collections.abc import Iterable
 from typing import Any, TextIO
 from uuid import UUID
 
@@ -50,8 +50,12 @@ def _json_rows(table: pa.Table | pa.RecordBatch) -> list[dict[str, Any]]:
 
 def _csv_rows(table: pa.Table | pa.RecordBatch) -> list[list[Any]]:
     return [
-        [json.dumps(v, default=str) if isinstance(v, (list, dict)) else ("" if v is None else _plain(v))
-         for v in row.values()]
+        [
+            json.dumps(v, default=str)
+            if isinstance(v, (list, dict))
+            else ("" if v is None else _plain(v))
+            for v in row.values()
+        ]
         for row in table.to_pylist()
     ]
 
@@ -103,7 +107,9 @@ def stream_rows(batches: Iterable[pa.RecordBatch], fmt: str, out: TextIO | None 
     return rows
 
 
-def print_table(table: pa.Table, fmt: str = "table", *, title: str | None = None, console: Console | None = None) -> None:
+def print_table(
+    table: pa.Table, fmt: str = "table", *, title: str | None = None, console: Console | None = None
+) -> None:
     """Print ``table`` to standard output in ``fmt`` (``table``, ``csv`` or ``json``).
 
     Raises:

@@ -19,18 +19,22 @@ from __future__ import annotations
 
 import errno
 import os
-import stat
 import secrets
+import stat
 from contextlib import suppress
 from pathlib import Path
 
 from .errors import InvalidInput, NotFound, StorageError
 
 #: errno values that are about the file system, not about the input (exit 15).
-_STORAGE_ERRNOS = frozenset({errno.ENOSPC, errno.EROFS, errno.EDQUOT, errno.EIO, errno.EFBIG, errno.EACCES, errno.EPERM})
+_STORAGE_ERRNOS = frozenset(
+    {errno.ENOSPC, errno.EROFS, errno.EDQUOT, errno.EIO, errno.EFBIG, errno.EACCES, errno.EPERM}
+)
 
 
-def describe_os_error(path: str | Path, exc: OSError, doing: str) -> InvalidInput | NotFound | StorageError:
+def describe_os_error(
+    path: str | Path, exc: OSError, doing: str
+) -> InvalidInput | NotFound | StorageError:
     """The one-line ledger error for an ``OSError`` met while ``doing`` something to ``path``.
 
     ``doing`` is a verb phrase ("read", "write"); the message is ``PATH: cannot DOING: CAUSE``.

@@ -59,7 +59,9 @@ _WRAPPED_RE = re.compile(
 _LEVEL_RE = re.compile(r"^(?P<level>DEBUG|INFO|WARNING|ERROR|CRITICAL) [\w./-]+\.py:\d+: ")
 _RANK_RE = re.compile(r"([A-Z][A-Z_]*?)(\d+)")
 
-_ATTN_DEFAULT_RE = re.compile(r"Attention backend not (?:specified|set)\. Use (\S+?) backend by default")
+_ATTN_DEFAULT_RE = re.compile(
+    r"Attention backend not (?:specified|set)\. Use (\S+?) backend by default"
+)
 _MLA_ATTN_RE = re.compile(r"MLA optimization is turned on\. Use (\S+?) backend")
 _LOAD_WEIGHT_RE = re.compile(r"Load weight end\.(?: elapsed=([\d.]+) s)?")
 _KV_RE = re.compile(r"KV Cache is allocated\.(?: dtype: [\w.]+,)?(?: #tokens: (\d+))?")
@@ -90,12 +92,16 @@ _DEVICE_RE = re.compile(r"device_name=([^,/]+?)(?:_down)?(?:,|\.json)")
 _EXC_RE = re.compile(
     r"^(?P<cls>(?:[A-Za-z_]\w*\.)*\w*(?:Error|Exception|OutOfResources|Interrupt|Exit))(?::\s*(?P<msg>.*))?$"
 )
-_OOM_RE = re.compile(r"CUDA out of memory|OutOfMemoryError|CUDA error: out of memory", re.IGNORECASE)
+_OOM_RE = re.compile(
+    r"CUDA out of memory|OutOfMemoryError|CUDA error: out of memory", re.IGNORECASE
+)
 
 # Lines that override a requested setting later in the startup (SGLang's server_args.py,
 # model_runner.py and the KV cache configurator log these with the reason).
-_CAPPED_RE = re.compile(r"^(?P<name>max_running_requests|max_total_num_tokens|cuda_graph_max_bs\w*) is capped to "
-                        r"(?P<value>-?\d+) by the (?P<reason>.+?)(?: \(.*\))?\.?$")
+_CAPPED_RE = re.compile(
+    r"^(?P<name>max_running_requests|max_total_num_tokens|cuda_graph_max_bs\w*) is capped to "
+    r"(?P<value>-?\d+) by the (?P<reason>.+?)(?: \(.*\))?\.?$"
+)
 _AUTO_FLAG_RE = re.compile(
     r"^Automatically (?P<verb>reduce|increase|set|adjust|change|enable|disable|turn off) (?P<flag>--[\w-]+)(?P<rest>.*)$"
 )
@@ -129,9 +135,18 @@ _PIECEWISE_DISABLERS: tuple[tuple[str, Any], ...] = (
 
 #: Server args that must be integers (or None) when logged: the checks and findings compare them.
 _INT_ARGS = (
-    "tp_size", "pp_size", "dp_size", "ep_size", "max_running_requests", "max_total_tokens",
-    "chunked_prefill_size", "max_prefill_tokens", "cuda_graph_max_bs", "cuda_graph_max_bs_decode",
-    "context_length", "port",
+    "tp_size",
+    "pp_size",
+    "dp_size",
+    "ep_size",
+    "max_running_requests",
+    "max_total_tokens",
+    "chunked_prefill_size",
+    "max_prefill_tokens",
+    "cuda_graph_max_bs",
+    "cuda_graph_max_bs_decode",
+    "context_length",
+    "port",
 )
 
 #: Limits-line values that are counts of at least one (0 or less is not a server that can serve).
@@ -143,53 +158,193 @@ _POSITIVE_LIMITS = ("max_total_num_tokens", "max_running_requests", "context_len
 LINE_SPELLINGS: tuple[tuple[str, str, str], ...] = (
     ("server_args", "<=0.5.14", "server_args=ServerArgs(model_path='/m', tp_size=2)"),
     ("server_args", "0.5.23", "server_args={'model_path': '/m', 'tp_size': 2}"),
-    ("attention_backend", "0.4.x-0.5.3", "Attention backend not set. Use flashinfer backend by default."),
-    ("attention_backend", "0.5.4-0.5.23", "Attention backend not specified. Use fa3 backend by default."),
+    (
+        "attention_backend",
+        "0.4.x-0.5.3",
+        "Attention backend not set. Use flashinfer backend by default.",
+    ),
+    (
+        "attention_backend",
+        "0.5.4-0.5.23",
+        "Attention backend not specified. Use fa3 backend by default.",
+    ),
     ("attention_backend", "0.4.x (MLA)", "MLA optimization is turned on. Use triton backend."),
-    ("weight_load_s", "0.5.x", "Load weight end. elapsed=95.31 s, type=Qwen3MoeForCausalLM, avail mem=27.10 GB, mem usage=28.51 GB."),
-    ("weights_loaded", "0.4.x-0.5.9", "Load weight end. type=Qwen2VLForConditionalGeneration, dtype=torch.bfloat16, avail mem=6.70 GB"),
-    ("kv_cache_tokens", "0.4.x-0.5.14", "KV Cache is allocated. #tokens: 394210, K size: 9.02 GB, V size: 9.02 GB"),
-    ("kv_cache_tokens", "0.5.23", "KV Cache is allocated. dtype: torch.bfloat16, #tokens: 2980168, KV size: 31.83 GB"),
-    ("kv_cache_tokens", "0.5.23 (split K/V)", "KV Cache is allocated. dtype: torch.bfloat16, #tokens: 535124, K size: 16.33 GB, V size: 16.33 GB"),
+    (
+        "weight_load_s",
+        "0.5.x",
+        "Load weight end. elapsed=95.31 s, type=Qwen3MoeForCausalLM, avail mem=27.10 GB, mem usage=28.51 GB.",
+    ),
+    (
+        "weights_loaded",
+        "0.4.x-0.5.9",
+        "Load weight end. type=Qwen2VLForConditionalGeneration, dtype=torch.bfloat16, avail mem=6.70 GB",
+    ),
+    (
+        "kv_cache_tokens",
+        "0.4.x-0.5.14",
+        "KV Cache is allocated. #tokens: 394210, K size: 9.02 GB, V size: 9.02 GB",
+    ),
+    (
+        "kv_cache_tokens",
+        "0.5.23",
+        "KV Cache is allocated. dtype: torch.bfloat16, #tokens: 2980168, KV size: 31.83 GB",
+    ),
+    (
+        "kv_cache_tokens",
+        "0.5.23 (split K/V)",
+        "KV Cache is allocated. dtype: torch.bfloat16, #tokens: 535124, K size: 16.33 GB, V size: 16.33 GB",
+    ),
     ("kv_cache_gb", "0.4.x", "KV Cache is allocated. K size: 1.02 GB, V size: 1.02 GB."),
     ("cuda_graph_bs", "0.4.x-0.5.14", "Capture cuda graph bs [1, 2, 4, 8, 16, 24, 32]"),
-    ("cuda_graph_bs", "0.5.23 (decode)", "Capture target decode CUDA graph begin. backend=full, num_tokens_per_req=1, bs=[1, 2, 4, 8, 12, 16, 24, 32], avail mem=7.10 GB"),
-    ("cuda_graph_bs", "0.5.23 (speculative: verify)", "Capture target verify CUDA graph begin. backend=full, num_tokens_per_bs=3, bs=[1, 2, 4, 8, 12, 16], avail mem=6.01 GB"),
-    ("cuda_graph_captured", "0.4.x-0.5.14", "Capture cuda graph end. Time elapsed: 13.41 s. mem usage=1.05 GB. avail mem=13.88 GB."),
-    ("cuda_graph_captured", "0.5.23", "Capture target decode CUDA graph end. elapsed=0.89 s, mem usage=0.15 GB, avail mem=6.95 GB"),
-    ("piecewise_cuda_graph", "0.5.4-0.5.14", "Capture piecewise CUDA graph end. Time elapsed: 21.07 s. mem usage=0.69 GB. avail mem=11.98 GB."),
-    ("piecewise_cuda_graph", "0.5.23 (prefill graph)", "Capture target prefill CUDA graph end. elapsed=3.83 s, mem usage=0.28 GB, avail mem=5.23 GB."),
-    ("piecewise_disabled_reason", "0.5.4-0.5.23", "Disable piecewise CUDA graph because --disable-piecewise-cuda-graph is set"),
-    ("piecewise_disabled_reason", "0.5.23", "Disable prefill CUDA graph because cuda_graph_config resolved prefill.backend='disabled' (e.g. via --cuda-graph-backend-prefill=disabled or auto-disable rules)."),
-    ("piecewise_disabled_reason", "0.5.23", "Breakable CUDA graph is incompatible with multimodal model; disabling prefill CUDA graph."),
-    ("max_running_requests", "0.4.x-0.5.23", "max_total_num_tokens=2980168, chunked_prefill_size=4096, max_prefill_tokens=16384, max_running_requests=4096, context_len=32768, available_gpu_mem=6.95 GB"),
-    ("max_running_requests", "0.3.x-0.4.0", "max_total_num_tokens=412345, max_prefill_tokens=16384, max_running_requests=2049, context_len=32768"),
-    ("overrides", "0.5.x (mamba)", "max_running_requests is capped to 24 by the mamba state cache (max_mamba_cache_size=96, 4 state slots per request)"),
-    ("overrides", "0.4.x-0.5.23", "Automatically reduce --mem-fraction-static to 0.760 because this is a multimodal model."),
-    ("overrides", "0.4.x", "Automatically turn off --chunked-prefill-size and disable radix cache for qwen2-vl."),
-    ("overrides", "0.5.23", "Disable --flashinfer-allreduce-fusion-backend because deterministic inference is enabled."),
-    ("overrides", "0.4.x-0.5.x", "Overlap scheduler is disabled because of using eagle speculative decoding."),
-    ("flashinfer_fusion_disabled", "0.5.9-0.5.23", "Disabling flashinfer allreduce fusion permanently."),
-    ("moe_configs", "0.4.x-0.5.23", "Using default MoE kernel config. Performance might be sub-optimal! Config file not found at /x/triton_3_4_0/E=512,N=128,device_name=NVIDIA_H100.json, you can create them with https://github.com/sgl-project/sglang/tree/main/benchmark/kernels/fused_moe_triton"),
-    ("moe_configs", "0.5.x (_down)", "Using MoE kernel config with down_moe=False. Performance might be sub-optimal! Config file not found at /x/triton_3_4_0/E=512,N=128,device_name=NVIDIA_H100_down.json, you can create them with https://github.com/sgl-project/sglang/tree/main/benchmark/kernels/fused_moe_triton"),
-    ("moe_configs", "0.4.x-0.5.23", "Using MoE kernel config from /x/triton_3_4_0/E=512,N=128,device_name=NVIDIA_H100.json."),
-    ("moe_configs", "0.5.x", "Config file not found at /x/triton_3_5_1/E=512,N=128,device_name=NVIDIA_H100.json. Fallback to triton version 3.4.0 and use MoE kernel config from /x/triton_3_4_0/E=512,N=128,device_name=NVIDIA_H100.json. Performance might be sub-optimal!"),
+    (
+        "cuda_graph_bs",
+        "0.5.23 (decode)",
+        "Capture target decode CUDA graph begin. backend=full, num_tokens_per_req=1, bs=[1, 2, 4, 8, 12, 16, 24, 32], avail mem=7.10 GB",
+    ),
+    (
+        "cuda_graph_bs",
+        "0.5.23 (speculative: verify)",
+        "Capture target verify CUDA graph begin. backend=full, num_tokens_per_bs=3, bs=[1, 2, 4, 8, 12, 16], avail mem=6.01 GB",
+    ),
+    (
+        "cuda_graph_captured",
+        "0.4.x-0.5.14",
+        "Capture cuda graph end. Time elapsed: 13.41 s. mem usage=1.05 GB. avail mem=13.88 GB.",
+    ),
+    (
+        "cuda_graph_captured",
+        "0.5.23",
+        "Capture target decode CUDA graph end. elapsed=0.89 s, mem usage=0.15 GB, avail mem=6.95 GB",
+    ),
+    (
+        "piecewise_cuda_graph",
+        "0.5.4-0.5.14",
+        "Capture piecewise CUDA graph end. Time elapsed: 21.07 s. mem usage=0.69 GB. avail mem=11.98 GB.",
+    ),
+    (
+        "piecewise_cuda_graph",
+        "0.5.23 (prefill graph)",
+        "Capture target prefill CUDA graph end. elapsed=3.83 s, mem usage=0.28 GB, avail mem=5.23 GB.",
+    ),
+    (
+        "piecewise_disabled_reason",
+        "0.5.4-0.5.23",
+        "Disable piecewise CUDA graph because --disable-piecewise-cuda-graph is set",
+    ),
+    (
+        "piecewise_disabled_reason",
+        "0.5.23",
+        "Disable prefill CUDA graph because cuda_graph_config resolved prefill.backend='disabled' (e.g. via --cuda-graph-backend-prefill=disabled or auto-disable rules).",
+    ),
+    (
+        "piecewise_disabled_reason",
+        "0.5.23",
+        "Breakable CUDA graph is incompatible with multimodal model; disabling prefill CUDA graph.",
+    ),
+    (
+        "max_running_requests",
+        "0.4.x-0.5.23",
+        "max_total_num_tokens=2980168, chunked_prefill_size=4096, max_prefill_tokens=16384, max_running_requests=4096, context_len=32768, available_gpu_mem=6.95 GB",
+    ),
+    (
+        "max_running_requests",
+        "0.3.x-0.4.0",
+        "max_total_num_tokens=412345, max_prefill_tokens=16384, max_running_requests=2049, context_len=32768",
+    ),
+    (
+        "overrides",
+        "0.5.x (mamba)",
+        "max_running_requests is capped to 24 by the mamba state cache (max_mamba_cache_size=96, 4 state slots per request)",
+    ),
+    (
+        "overrides",
+        "0.4.x-0.5.23",
+        "Automatically reduce --mem-fraction-static to 0.760 because this is a multimodal model.",
+    ),
+    (
+        "overrides",
+        "0.4.x",
+        "Automatically turn off --chunked-prefill-size and disable radix cache for qwen2-vl.",
+    ),
+    (
+        "overrides",
+        "0.5.23",
+        "Disable --flashinfer-allreduce-fusion-backend because deterministic inference is enabled.",
+    ),
+    (
+        "overrides",
+        "0.4.x-0.5.x",
+        "Overlap scheduler is disabled because of using eagle speculative decoding.",
+    ),
+    (
+        "flashinfer_fusion_disabled",
+        "0.5.9-0.5.23",
+        "Disabling flashinfer allreduce fusion permanently.",
+    ),
+    (
+        "moe_configs",
+        "0.4.x-0.5.23",
+        "Using default MoE kernel config. Performance might be sub-optimal! Config file not found at /x/triton_3_4_0/E=512,N=128,device_name=NVIDIA_H100.json, you can create them with https://github.com/sgl-project/sglang/tree/main/benchmark/kernels/fused_moe_triton",
+    ),
+    (
+        "moe_configs",
+        "0.5.x (_down)",
+        "Using MoE kernel config with down_moe=False. Performance might be sub-optimal! Config file not found at /x/triton_3_4_0/E=512,N=128,device_name=NVIDIA_H100_down.json, you can create them with https://github.com/sgl-project/sglang/tree/main/benchmark/kernels/fused_moe_triton",
+    ),
+    (
+        "moe_configs",
+        "0.4.x-0.5.23",
+        "Using MoE kernel config from /x/triton_3_4_0/E=512,N=128,device_name=NVIDIA_H100.json.",
+    ),
+    (
+        "moe_configs",
+        "0.5.x",
+        "Config file not found at /x/triton_3_5_1/E=512,N=128,device_name=NVIDIA_H100.json. Fallback to triton version 3.4.0 and use MoE kernel config from /x/triton_3_4_0/E=512,N=128,device_name=NVIDIA_H100.json. Performance might be sub-optimal!",
+    ),
     ("ready", "0.2.x-0.5.23", "The server is fired up and ready to roll!"),
-    ("decode_batches", "0.4.x-0.5.x", "Decode batch. #running-req: 3, #token: 120, token usage: 0.01, gen throughput (token/s): 55.10, #queue-req: 0, "),
-    ("decode_batches", "0.5.x-0.5.23", "Decode batch, #running-req: 67, #token: 27310, token usage: 0.01, cuda graph: False, gen throughput (token/s): 1702.18, #queue-req: 0, "),
+    (
+        "decode_batches",
+        "0.4.x-0.5.x",
+        "Decode batch. #running-req: 3, #token: 120, token usage: 0.01, gen throughput (token/s): 55.10, #queue-req: 0, ",
+    ),
+    (
+        "decode_batches",
+        "0.5.x-0.5.23",
+        "Decode batch, #running-req: 67, #token: 27310, token usage: 0.01, cuda graph: False, gen throughput (token/s): 1702.18, #queue-req: 0, ",
+    ),
 )
 
 #: Server args whose name changed across SGLang versions: the setting, then each (arg name,
 #: versions, meaning). A finding names the flag as the log's own version spells it.
 FLAG_NAMES: dict[str, tuple[tuple[str, str, str], ...]] = {
     "flashinfer allreduce fusion": (
-        ("enable_flashinfer_allreduce_fusion", "0.4.x-0.5.14", "True turns the fusion on (0.5.23: deprecated alias, sets the backend to 'auto')"),
-        ("flashinfer_allreduce_fusion_backend", "0.5.23", "'auto' / 'trtllm' / 'mnnvl' turns it on; None off"),
-        ("enforce_disable_flashinfer_allreduce_fusion", "0.5.9-0.5.23", "True keeps it off whatever else says"),
+        (
+            "enable_flashinfer_allreduce_fusion",
+            "0.4.x-0.5.14",
+            "True turns the fusion on (0.5.23: deprecated alias, sets the backend to 'auto')",
+        ),
+        (
+            "flashinfer_allreduce_fusion_backend",
+            "0.5.23",
+            "'auto' / 'trtllm' / 'mnnvl' turns it on; None off",
+        ),
+        (
+            "enforce_disable_flashinfer_allreduce_fusion",
+            "0.5.9-0.5.23",
+            "True keeps it off whatever else says",
+        ),
     ),
     "CUDA graph max batch size (decode)": (
-        ("cuda_graph_max_bs", "0.4.x-0.5.14", "largest captured decode batch; 0.5.23: deprecated alias of cuda_graph_max_bs_decode"),
-        ("cuda_graph_max_bs_decode", "0.5.23", "largest captured decode batch (prefill has cuda_graph_max_bs_prefill)"),
+        (
+            "cuda_graph_max_bs",
+            "0.4.x-0.5.14",
+            "largest captured decode batch; 0.5.23: deprecated alias of cuda_graph_max_bs_decode",
+        ),
+        (
+            "cuda_graph_max_bs_decode",
+            "0.5.23",
+            "largest captured decode batch (prefill has cuda_graph_max_bs_prefill)",
+        ),
     ),
     "CUDA graph batch sizes (decode)": (
         ("cuda_graph_bs", "0.4.x-0.5.14", "the captured decode batch sizes"),
@@ -198,7 +353,11 @@ FLAG_NAMES: dict[str, tuple[tuple[str, str, str], ...]] = {
     "piecewise / prefill CUDA graph": (
         ("enable_piecewise_cuda_graph", "0.5.3-0.5.7", "opt-in: off unless True"),
         ("disable_piecewise_cuda_graph", "0.5.8-0.5.23", "on by default; True turns it off"),
-        ("cuda_graph_backend_prefill", "0.5.23", "'breakable' / 'tc_piecewise' / 'full' on, 'disabled' off"),
+        (
+            "cuda_graph_backend_prefill",
+            "0.5.23",
+            "'breakable' / 'tc_piecewise' / 'full' on, 'disabled' off",
+        ),
     ),
 }
 
@@ -313,7 +472,9 @@ class CrashInfo:
     message: str
     line: LogLine
     tail: list[str]
-    traceback: list[str] = field(default_factory=list)  # the lines from the crash's first line on (<= 400)
+    traceback: list[str] = field(
+        default_factory=list
+    )  # the lines from the crash's first line on (<= 400)
 
 
 @dataclass(frozen=True)
@@ -412,13 +573,22 @@ class ServerLogFacts:
     @property
     def has_startup_facts(self) -> bool:
         """True when any startup fact (not just server args) was found."""
-        return any(
-            value is not None
-            for value in (
-                self.attention_backend, self.weight_load_s, self.kv_cache_tokens, self.cuda_graph_bs,
-                self.max_total_num_tokens, self.max_running_requests, self.moe_kernel_config, self.kv_cache_gb,
+        return (
+            any(
+                value is not None
+                for value in (
+                    self.attention_backend,
+                    self.weight_load_s,
+                    self.kv_cache_tokens,
+                    self.cuda_graph_bs,
+                    self.max_total_num_tokens,
+                    self.max_running_requests,
+                    self.moe_kernel_config,
+                    self.kv_cache_gb,
+                )
             )
-        ) or "weights_loaded" in self.evidence
+            or "weights_loaded" in self.evidence
+        )
 
     def to_startup_facts(self, source_name: str | None = None) -> StartupFacts:
         """The ledger's ``StartupFacts`` (for ``ServerReady``, or a failed / starting run).
@@ -450,9 +620,14 @@ class ServerLogFacts:
             overrides=[
                 SettingOverride(
                     flag=o.flag,
-                    requested=_jsonable(self.server_args.get(o.flag.replace("-", "_"))) if o.flag else None,
-                    effective=_jsonable(o.effective), reason=o.reason,
-                    source=f"{source_name}:{o.line.number}" if source_name else f"line {o.line.number}",
+                    requested=_jsonable(self.server_args.get(o.flag.replace("-", "_")))
+                    if o.flag
+                    else None,
+                    effective=_jsonable(o.effective),
+                    reason=o.reason,
+                    source=f"{source_name}:{o.line.number}"
+                    if source_name
+                    else f"line {o.line.number}",
                 )
                 for o in self.overrides
             ],
@@ -476,16 +651,18 @@ def split_line(number: int, raw: str, *, strict: bool = False) -> LogLine:
         outer = _WRAPPED_RE.match(text)
         if outer:
             match, wrapped = _PREFIX_RE.match(outer.group("inner")), True
-        elif (inner := _INNER_RE.search(text)) and text[:inner.start()].rstrip().endswith("]"):
+        elif (inner := _INNER_RE.search(text)) and text[: inner.start()].rstrip().endswith("]"):
             # a progress bar's last frame glued to the next log line ("... 5.58it/s][2026-...] ...")
-            match = _PREFIX_RE.match(text[inner.start():])
+            match = _PREFIX_RE.match(text[inner.start() :])
     if not match:
         return LogLine(number=number, raw=text, message=text.strip())
     try:
         stamp = datetime.strptime(match.group("ts"), "%Y-%m-%d %H:%M:%S")
     except ValueError as exc:
         if strict:
-            raise LogFormatError(number, "timestamp", f"{match.group('ts')!r} is not a date and time ({exc})") from None
+            raise LogFormatError(
+                number, "timestamp", f"{match.group('ts')!r} is not a date and time ({exc})"
+            ) from None
         return LogLine(number=number, raw=text, message=text.strip())
     if match.group("frac"):
         frac = match.group("frac")
@@ -496,8 +673,16 @@ def split_line(number: int, raw: str, *, strict: bool = False) -> LogLine:
     level_match = _LEVEL_RE.match(message)
     if level_match:
         level = level_match.group("level")
-        message = message[level_match.end():]
-    return LogLine(number=number, raw=text, message=message, timestamp=stamp, ranks=ranks, level=level, wrapped=wrapped)
+        message = message[level_match.end() :]
+    return LogLine(
+        number=number,
+        raw=text,
+        message=message,
+        timestamp=stamp,
+        ranks=ranks,
+        level=level,
+        wrapped=wrapped,
+    )
 
 
 def _scalar(text: str) -> Any:
@@ -590,7 +775,7 @@ def _split_top_level(body: str) -> list[str]:
 
 def _parse_args_tolerant(text: str) -> dict[str, Any]:
     if text.startswith("ServerArgs(") and text.endswith(")"):
-        body, sep = text[len("ServerArgs("):-1], "="
+        body, sep = text[len("ServerArgs(") : -1], "="
     elif text.startswith("{") and text.endswith("}"):
         body, sep = text[1:-1], ":"
     else:
@@ -653,11 +838,20 @@ def parse_server_log(lines: Iterable[str], *, strict: bool = False) -> ServerLog
     for number, raw in enumerate(lines, start=1):
         line = split_line(number, raw, strict=strict)
         all_lines.append(line)
-        if strict and not line.prefixed and (inner := _INNER_RE.search(line.raw)) and inner.start() > 0:
+        if (
+            strict
+            and not line.prefixed
+            and (inner := _INNER_RE.search(line.raw))
+            and inner.start() > 0
+        ):
             # SGLang's lines inside a host program's prefix this parser does not know: refuse the
             # log rather than read the part of it that happens to be bare.
-            raise LogFormatError(number, "line prefix", f"SGLang line after an unrecognised prefix "
-                                 f"{line.raw[:inner.start()].strip()[:60]!r}; not read in part")
+            raise LogFormatError(
+                number,
+                "line prefix",
+                f"SGLang line after an unrecognised prefix "
+                f"{line.raw[: inner.start()].strip()[:60]!r}; not read in part",
+            )
         if line.wrapped:
             facts.wrapped_lines += 1
         if line.timestamp:
@@ -673,7 +867,7 @@ def parse_server_log(lines: Iterable[str], *, strict: bool = False) -> ServerLog
             continue
         if msg.startswith("server_args=") and not facts.server_args:
             try:
-                facts.server_args = parse_server_args(msg[len("server_args="):])
+                facts.server_args = parse_server_args(msg[len("server_args=") :])
                 facts.evidence["server_args"] = line
             except ValueError:
                 pass
@@ -696,7 +890,9 @@ def parse_server_log(lines: Iterable[str], *, strict: bool = False) -> ServerLog
                 facts.cuda_graph_bs = _int_list(m.group(1))
                 facts.evidence["cuda_graph_bs"] = line
         elif m := _CG_PHASE_RE.search(msg):
-            piecewise_begin, piecewise_end = _read_phase_capture(facts, m, msg, line, piecewise_begin, piecewise_end)
+            piecewise_begin, piecewise_end = _read_phase_capture(
+                facts, m, msg, line, piecewise_begin, piecewise_end
+            )
         elif msg.startswith("Capture cuda graph end"):
             facts.cuda_graph_captured = True
             facts.evidence.setdefault("cuda_graph_end", line)
@@ -705,7 +901,9 @@ def parse_server_log(lines: Iterable[str], *, strict: bool = False) -> ServerLog
         elif msg.startswith("Capture piecewise CUDA graph end"):
             piecewise_end = True
             facts.evidence["piecewise_cuda_graph"] = line
-        elif m := (_PIECEWISE_DISABLE_RE.search(msg) or _first_match(_PREFILL_GRAPH_DISABLE_RES, msg)):
+        elif m := (
+            _PIECEWISE_DISABLE_RE.search(msg) or _first_match(_PREFILL_GRAPH_DISABLE_RES, msg)
+        ):
             if facts.piecewise_disabled_reason is None:
                 facts.piecewise_disabled_reason = m.group(1)
                 facts.evidence["piecewise_cuda_graph"] = line
@@ -724,9 +922,13 @@ def parse_server_log(lines: Iterable[str], *, strict: bool = False) -> ServerLog
                 facts.ready_timestamp = line.timestamp
                 facts.evidence["ready"] = line
         elif msg.startswith(("Decode batch.", "Decode batch,")):
-            facts.decode_batches.append(BatchLine(line, "decode", parse_batch_fields(msg[len("Decode batch."):])))
+            facts.decode_batches.append(
+                BatchLine(line, "decode", parse_batch_fields(msg[len("Decode batch.") :]))
+            )
         elif msg.startswith(("Prefill batch.", "Prefill batch,")):
-            facts.prefill_batches.append(BatchLine(line, "prefill", parse_batch_fields(msg[len("Prefill batch."):])))
+            facts.prefill_batches.append(
+                BatchLine(line, "prefill", parse_batch_fields(msg[len("Prefill batch.") :]))
+            )
         elif "Disabling flashinfer allreduce fusion permanently" in msg:
             if facts.flashinfer_fusion_disabled is None:
                 facts.flashinfer_fusion_disabled = line
@@ -742,7 +944,9 @@ def parse_server_log(lines: Iterable[str], *, strict: bool = False) -> ServerLog
         elif line.level == "WARNING" or "deprecated" in msg.lower():
             facts.warnings.append(line)
     facts.line_count = len(all_lines)
-    if facts.attention_backend is None and isinstance(facts.server_args.get("attention_backend"), str):
+    if facts.attention_backend is None and isinstance(
+        facts.server_args.get("attention_backend"), str
+    ):
         facts.attention_backend = facts.server_args["attention_backend"]
         if "server_args" in facts.evidence:
             facts.evidence["attention_backend"] = facts.evidence["server_args"]
@@ -772,7 +976,9 @@ def _check_args(args: dict[str, Any], line: LogLine, strict: bool) -> None:
         if value is None or (isinstance(value, int) and not isinstance(value, bool)):
             continue
         if strict:
-            raise LogFormatError(line.number, f"server_args.{name}", f"expected an integer or None, got {value!r}")
+            raise LogFormatError(
+                line.number, f"server_args.{name}", f"expected an integer or None, got {value!r}"
+            )
         del args[name]
 
 
@@ -805,7 +1011,10 @@ def _read_phase_capture(
         if edge == "begin":
             bs = _BS_LIST_RE.search(msg)
             backend = _BACKEND_RE.search(msg)
-            if bs and (facts.cuda_graph_bs is None or (phase == "decode" and facts.evidence.get("cuda_graph_phase") == "verify")):
+            if bs and (
+                facts.cuda_graph_bs is None
+                or (phase == "decode" and facts.evidence.get("cuda_graph_phase") == "verify")
+            ):
                 facts.cuda_graph_bs = _int_list(bs.group(1))
                 facts.evidence["cuda_graph_bs"] = line
                 facts.cuda_graph_backend = backend.group(1) if backend else None
@@ -825,13 +1034,20 @@ def _override_line(line: LogLine) -> OverrideLine | None:
     """The setting a later startup line overrides, in its spellings (see ``LINE_SPELLINGS``)."""
     msg = line.message.strip()
     if m := _CAPPED_RE.match(msg):
-        return OverrideLine(line, m.group("name").replace("_", "-"), int(m.group("value")), f"capped by the {m.group('reason')}")
+        return OverrideLine(
+            line,
+            m.group("name").replace("_", "-"),
+            int(m.group("value")),
+            f"capped by the {m.group('reason')}",
+        )
     if m := _AUTO_FLAG_RE.match(msg):
         flag, rest = m.group("flag").lstrip("-"), m.group("rest")
         value = _TO_VALUE_RE.match(rest)
         effective: Any = _scalar(value.group(1)) if value else None
         reason = _REASON_RE.search(rest) if "because" in rest else None
-        return OverrideLine(line, flag, effective, reason.group(1) if reason else f"SGLang: {msg.rstrip('.')}")
+        return OverrideLine(
+            line, flag, effective, reason.group(1) if reason else f"SGLang: {msg.rstrip('.')}"
+        )
     if m := _DISABLE_FLAG_RE.match(msg):
         return OverrideLine(line, m.group("flag").lstrip("-"), None, m.group("reason"))
     if m := _IS_DISABLED_RE.match(msg):
@@ -850,36 +1066,64 @@ def _implied_overrides(facts: ServerLogFacts) -> None:
     args = facts.server_args
     named = {o.flag for o in facts.overrides}
     asked = args.get("max_running_requests")
-    if (isinstance(asked, int) and facts.max_running_requests is not None and facts.max_running_requests < asked
-            and "max-running-requests" not in named):
-        facts.overrides.append(OverrideLine(
-            facts.evidence["max_running_requests"], "max-running-requests", facts.max_running_requests,
-            "lowered at startup (the KV cache or another pool holds fewer requests)", implied=True,
-        ))
+    if (
+        isinstance(asked, int)
+        and facts.max_running_requests is not None
+        and facts.max_running_requests < asked
+        and "max-running-requests" not in named
+    ):
+        facts.overrides.append(
+            OverrideLine(
+                facts.evidence["max_running_requests"],
+                "max-running-requests",
+                facts.max_running_requests,
+                "lowered at startup (the KV cache or another pool holds fewer requests)",
+                implied=True,
+            )
+        )
     if facts.cuda_graph_bs:
         for name in ("cuda_graph_max_bs_decode", "cuda_graph_max_bs"):
             asked = args.get(name)
-            if isinstance(asked, int) and max(facts.cuda_graph_bs) < asked and name.replace("_", "-") not in named:
-                facts.overrides.append(OverrideLine(
-                    facts.evidence["cuda_graph_bs"], name.replace("_", "-"), max(facts.cuda_graph_bs),
-                    "capped at startup (captured batch sizes stop lower, e.g. at max_running_requests)", implied=True,
-                ))
+            if (
+                isinstance(asked, int)
+                and max(facts.cuda_graph_bs) < asked
+                and name.replace("_", "-") not in named
+            ):
+                facts.overrides.append(
+                    OverrideLine(
+                        facts.evidence["cuda_graph_bs"],
+                        name.replace("_", "-"),
+                        max(facts.cuda_graph_bs),
+                        "capped at startup (captured batch sizes stop lower, e.g. at max_running_requests)",
+                        implied=True,
+                    )
+                )
                 break
 
 
 def _read_limits(facts: ServerLogFacts, msg: str, line: LogLine, strict: bool = False) -> None:
     values = dict(_KV_PAIR_RE.findall(msg))
-    for name in ("max_total_num_tokens", "chunked_prefill_size", "max_prefill_tokens", "max_running_requests", "context_len"):
+    for name in (
+        "max_total_num_tokens",
+        "chunked_prefill_size",
+        "max_prefill_tokens",
+        "max_running_requests",
+        "context_len",
+    ):
         if name in values:
             try:
                 value = int(values[name])
             except ValueError:
                 if strict:
-                    raise LogFormatError(line.number, name, f"expected an integer, got {values[name]!r}") from None
+                    raise LogFormatError(
+                        line.number, name, f"expected an integer, got {values[name]!r}"
+                    ) from None
                 continue
             if name in _POSITIVE_LIMITS and value <= 0:
                 if strict:
-                    raise LogFormatError(line.number, name, f"{name}={value}: a server needs at least 1")
+                    raise LogFormatError(
+                        line.number, name, f"{name}={value}: a server needs at least 1"
+                    )
                 continue
             setattr(facts, name, value)
             facts.evidence[name] = line
@@ -893,7 +1137,9 @@ def _read_limits(facts: ServerLogFacts, msg: str, line: LogLine, strict: bool = 
 def _moe_line(line: LogLine) -> MoeConfigLine | None:
     msg = line.message
     if m := _MOE_FALLBACK_RE.search(msg):
-        return MoeConfigLine(line, "fallback", m.group(1), fallback_path=m.group(3), fallback_triton=m.group(2))
+        return MoeConfigLine(
+            line, "fallback", m.group(1), fallback_path=m.group(3), fallback_triton=m.group(2)
+        )
     if m := _MOE_DEFAULT_RE.search(msg):
         return MoeConfigLine(line, "default", m.group(1))
     if m := _MOE_FOUND_RE.search(msg):
@@ -931,7 +1177,9 @@ def _version_tuple(version: str | None) -> tuple[int, ...] | None:
 PIECEWISE_DEFAULT_ON_SINCE = (0, 5, 8)
 
 
-def piecewise_on_by_default(facts: ServerLogFacts, engine_version: str | None = None) -> bool | None:
+def piecewise_on_by_default(
+    facts: ServerLogFacts, engine_version: str | None = None
+) -> bool | None:
     """Whether this log's SGLang version captures piecewise (prefill) CUDA graphs unless told not to.
 
     Read from the server args' own names first (``FLAG_NAMES``): ``disable_piecewise_cuda_graph``
@@ -940,7 +1188,11 @@ def piecewise_on_by_default(facts: ServerLogFacts, engine_version: str | None = 
     ``PIECEWISE_DEFAULT_ON_SINCE``; ``None`` when neither tells.
     """
     args = facts.server_args
-    if "disable_piecewise_cuda_graph" in args or "cuda_graph_backend_prefill" in args or facts.phase_graphs:
+    if (
+        "disable_piecewise_cuda_graph" in args
+        or "cuda_graph_backend_prefill" in args
+        or facts.phase_graphs
+    ):
         return True
     if "enable_piecewise_cuda_graph" in args:
         return False
@@ -963,17 +1215,23 @@ def _is_crash_marker(line: LogLine) -> bool:
 def _crash_info(lines: list[LogLine], start: LogLine) -> CrashInfo:
     """The root exception line after ``start`` (Python prints the root of a chain first)."""
     message, where = None, start
-    for line in lines[start.number - 1:]:
+    for line in lines[start.number - 1 :]:
         text = line.raw.strip() if not line.prefixed else line.message.strip()
         if _EXC_RE.match(text):
             message, where = text, line
             break
     if message is None:
         message = start.message.strip()
-    oom = any(_OOM_RE.search(line.raw) for line in lines[start.number - 1:])
+    oom = any(_OOM_RE.search(line.raw) for line in lines[start.number - 1 :])
     tail = [line.raw for line in lines[-TAIL_LINES:]]
-    trace = [line.raw for line in lines[start.number - 1:start.number + 399]]
-    return CrashInfo(cause="out-of-memory" if oom else "crash", message=message, line=where, tail=tail, traceback=trace)
+    trace = [line.raw for line in lines[start.number - 1 : start.number + 399]]
+    return CrashInfo(
+        cause="out-of-memory" if oom else "crash",
+        message=message,
+        line=where,
+        tail=tail,
+        traceback=trace,
+    )
 
 
 def looks_like_server_log(text: str, scan_lines: int = 5000) -> bool:
@@ -983,8 +1241,11 @@ def looks_like_server_log(text: str, scan_lines: int = 5000) -> bool:
         if number >= scan_lines:
             break
         # the prefix's shape only: a line with an impossible date is still SGLang's, and refused later
-        if "[" in raw and any(marker in raw for marker in LOG_MARKERS) and (
-                _PREFIX_RE.match(raw) or _WRAPPED_RE.match(raw)):
+        if (
+            "[" in raw
+            and any(marker in raw for marker in LOG_MARKERS)
+            and (_PREFIX_RE.match(raw) or _WRAPPED_RE.match(raw))
+        ):
             return True
     return False
 
@@ -999,7 +1260,9 @@ def _ref(source_name: str, line: LogLine) -> str:
 def _evidence(source_name: str, line: LogLine | None, text: str | None = None) -> list[Evidence]:
     if line is None:
         return []
-    shown = text if text is not None else (line.raw if len(line.raw) <= 300 else line.raw[:297] + "...")
+    shown = (
+        text if text is not None else (line.raw if len(line.raw) <= 300 else line.raw[:297] + "...")
+    )
     return [Evidence(kind="log", ref=_ref(source_name, line), text=shown)]
 
 
@@ -1039,7 +1302,13 @@ def derive_findings(
     printed it. Evidence refs are ``source_name:line``. Never raises.
     """
     engine_version = host.engine_version if host else None
-    common = dict(basis="log", server_run_id=run_id, session_id=session_id, engine="sglang", engine_version=engine_version)
+    common = dict(
+        basis="log",
+        server_run_id=run_id,
+        session_id=session_id,
+        engine="sglang",
+        engine_version=engine_version,
+    )
     found: list[FindingRecorded] = []
     crashed = _crash_culprits(facts, host, source_name)
     found += crashed
@@ -1083,27 +1352,43 @@ def _flashinfer_fusion(facts: ServerLogFacts, host: Host | None, src: str) -> li
     shown = f"--{flag}" if value is True else f"--{flag} {value}"
     evidence = _arg_evidence(facts, src, name)
     if facts.flashinfer_fusion_disabled is not None:
-        return [FindingRecorded(
-            kind="flag-not-in-effect", flag=flag, verdict="not-activated",
-            message=f"{shown} is set, but SGLang logged "
-            "'Disabling flashinfer allreduce fusion permanently.' (its workspace failed); server_args still say it is on",
-            evidence=evidence + _evidence(src, facts.flashinfer_fusion_disabled),
-        )]
+        return [
+            FindingRecorded(
+                kind="flag-not-in-effect",
+                flag=flag,
+                verdict="not-activated",
+                message=f"{shown} is set, but SGLang logged "
+                "'Disabling flashinfer allreduce fusion permanently.' (its workspace failed); server_args still say it is on",
+                evidence=evidence + _evidence(src, facts.flashinfer_fusion_disabled),
+            )
+        ]
     arch, gpu = resolve_arch(facts, host)
     if arch is not None and not is_sm90_or_sm10x(arch):
-        moe_line = facts.moe_configs[0].line if facts.moe_configs and not (host and host.gpu_name) else None
-        return [FindingRecorded(
-            kind="flag-not-in-effect", flag=flag, verdict="not-activated",
-            message=f"{shown} has no effect on {arch} ({gpu or 'this GPU'}): "
-            "SGLang's flashinfer allreduce fusion runs only on SM90 or SM10X",
-            evidence=evidence + _evidence(src, moe_line),
-        )]
+        moe_line = (
+            facts.moe_configs[0].line
+            if facts.moe_configs and not (host and host.gpu_name)
+            else None
+        )
+        return [
+            FindingRecorded(
+                kind="flag-not-in-effect",
+                flag=flag,
+                verdict="not-activated",
+                message=f"{shown} has no effect on {arch} ({gpu or 'this GPU'}): "
+                "SGLang's flashinfer allreduce fusion runs only on SM90 or SM10X",
+                evidence=evidence + _evidence(src, moe_line),
+            )
+        ]
     if facts.server_args.get("tp_size") == 1:
-        return [FindingRecorded(
-            kind="flag-not-in-effect", flag=flag, verdict="not-activated",
-            message=f"{shown} has no effect with tp_size=1 (no all-reduce to fuse)",
-            evidence=evidence + _arg_evidence(facts, src, "tp_size"),
-        )]
+        return [
+            FindingRecorded(
+                kind="flag-not-in-effect",
+                flag=flag,
+                verdict="not-activated",
+                message=f"{shown} has no effect with tp_size=1 (no all-reduce to fuse)",
+                evidence=evidence + _arg_evidence(facts, src, "tp_size"),
+            )
+        ]
     return []
 
 
@@ -1113,10 +1398,25 @@ def _flashinfer_fusion(facts: ServerLogFacts, host: Host | None, src: str) -> li
 #: Sources: sgl-project/sglang#15650 (flashinfer TRT allreduce fusion JIT on SM120),
 #: #24633 (trtllm_mla prefill, TllmGenFmhaRunner), #12178 (fa3 asserts SM80-90).
 CRASH_CULPRITS: tuple[tuple[str, tuple[str, ...]], ...] = (
-    ("flashinfer allreduce fusion", ("flashinfer/jit/comm.py", "gen_trtllm_comm_module", "flashinfer_comm_fusion",
-                                     "trtllm_allreduce", "allreduce_fusion")),
-    ("attention backend", ("_backend.py", "TllmGenFmhaRunner", "FlashAttention v3 Backend requires",
-                           "attention_registry.py")),
+    (
+        "flashinfer allreduce fusion",
+        (
+            "flashinfer/jit/comm.py",
+            "gen_trtllm_comm_module",
+            "flashinfer_comm_fusion",
+            "trtllm_allreduce",
+            "allreduce_fusion",
+        ),
+    ),
+    (
+        "attention backend",
+        (
+            "_backend.py",
+            "TllmGenFmhaRunner",
+            "FlashAttention v3 Backend requires",
+            "attention_registry.py",
+        ),
+    ),
 )
 
 
@@ -1133,18 +1433,27 @@ def _crash_culprits(facts: ServerLogFacts, host: Host | None, src: str) -> list[
         name, value = fusion
         flag = name.replace("_", "-")
         shown = f"--{flag}" if value is True else f"--{flag} {value}"
-        out.append(FindingRecorded(
-            kind="crash", flag=flag, verdict="incompatible",
-            message=f"{shown} crashed the server{where}: it was active and its kernel failed ({crash.message})",
-            evidence=_arg_evidence(facts, src, name) + _evidence(src, crash.line),
-        ))
+        out.append(
+            FindingRecorded(
+                kind="crash",
+                flag=flag,
+                verdict="incompatible",
+                message=f"{shown} crashed the server{where}: it was active and its kernel failed ({crash.message})",
+                evidence=_arg_evidence(facts, src, name) + _evidence(src, crash.line),
+            )
+        )
     backend = facts.attention_backend
     if backend and any(w in text for w in CRASH_CULPRITS[1][1]) and _names_backend(text, backend):
-        out.append(FindingRecorded(
-            kind="crash", flag="attention-backend", verdict="incompatible",
-            message=f"attention backend {backend} crashed the server{where} ({crash.message})",
-            evidence=_evidence(src, facts.evidence.get("attention_backend")) + _evidence(src, crash.line),
-        ))
+        out.append(
+            FindingRecorded(
+                kind="crash",
+                flag="attention-backend",
+                verdict="incompatible",
+                message=f"attention backend {backend} crashed the server{where} ({crash.message})",
+                evidence=_evidence(src, facts.evidence.get("attention_backend"))
+                + _evidence(src, crash.line),
+            )
+        )
     return out
 
 
@@ -1159,14 +1468,19 @@ def _names_backend(text: str, backend: str) -> bool:
     return backend == "fa3" and "flashattention v3 backend requires" in lowered
 
 
-def _piecewise(facts: ServerLogFacts, engine_version: str | None, src: str) -> list[FindingRecorded]:
+def _piecewise(
+    facts: ServerLogFacts, engine_version: str | None, src: str
+) -> list[FindingRecorded]:
     """Piecewise CUDA graph off, only where this version has it on by default (or the args asked
     for it) and only with evidence: the line that disabled it, the arg, or the decode capture
     that ended without a piecewise capture."""
     if facts.piecewise_cuda_graph is not False:
         return []
     args = facts.server_args
-    if not (piecewise_on_by_default(facts, engine_version) or args.get("enable_piecewise_cuda_graph") is True):
+    if not (
+        piecewise_on_by_default(facts, engine_version)
+        or args.get("enable_piecewise_cuda_graph") is True
+    ):
         return []
     name = "prefill CUDA graph" if facts.phase_graphs else "piecewise CUDA graph"
     parts = [f"{name} is off (the decode CUDA graph capture ended without a {name} capture)"]
@@ -1190,7 +1504,9 @@ def _piecewise(facts: ServerLogFacts, engine_version: str | None, src: str) -> l
         evidence += _evidence(src, facts.evidence.get("cuda_graph_end"))
     if not evidence:
         return []
-    return [FindingRecorded(kind="piecewise-cuda-graph-off", message=" ".join(parts), evidence=evidence)]
+    return [
+        FindingRecorded(kind="piecewise-cuda-graph-off", message=" ".join(parts), evidence=evidence)
+    ]
 
 
 def _default_moe(facts: ServerLogFacts, src: str) -> list[FindingRecorded]:
@@ -1198,19 +1514,23 @@ def _default_moe(facts: ServerLogFacts, src: str) -> list[FindingRecorded]:
     for moe in facts.moe_configs:
         if moe.status == "default":
             name = moe.path.rsplit("/", 1)[-1]
-            out.append(FindingRecorded(
-                kind="default-moe-config",
-                message=f"default fused-MoE kernel config in use: no tuned file {name}",
-                evidence=_evidence(src, moe.line),
-            ))
+            out.append(
+                FindingRecorded(
+                    kind="default-moe-config",
+                    message=f"default fused-MoE kernel config in use: no tuned file {name}",
+                    evidence=_evidence(src, moe.line),
+                )
+            )
         elif moe.status == "fallback":
             name = moe.path.rsplit("/", 1)[-1]
-            out.append(FindingRecorded(
-                kind="default-moe-config",
-                message=f"fused-MoE kernel config from another Triton version ({moe.fallback_triton}): no file {name} "
-                "for this Triton version",
-                evidence=_evidence(src, moe.line),
-            ))
+            out.append(
+                FindingRecorded(
+                    kind="default-moe-config",
+                    message=f"fused-MoE kernel config from another Triton version ({moe.fallback_triton}): no file {name} "
+                    "for this Triton version",
+                    evidence=_evidence(src, moe.line),
+                )
+            )
     return out
 
 
@@ -1218,33 +1538,41 @@ def _decode_eager(facts: ServerLogFacts, src: str) -> list[FindingRecorded]:
     if not facts.cuda_graph_bs:
         return []
     largest = max(facts.cuda_graph_bs)
-    eager = [b for b in facts.decode_batches if b.cuda_graph is False and (b.running_req or 0) > largest]
+    eager = [
+        b for b in facts.decode_batches if b.cuda_graph is False and (b.running_req or 0) > largest
+    ]
     if not eager:
         return []
     peak = max(b.running_req or 0 for b in eager)
     evidence = _evidence(src, facts.evidence.get("cuda_graph_bs"))
     for batch in eager[:3]:
         evidence += _evidence(src, batch.line)
-    return [FindingRecorded(
-        kind="decode-without-cuda-graph",
-        message=f"{len(eager)} decode batch line(s) ran without CUDA graph at #running-req up to {peak}, "
-        f"above the largest captured batch size {largest} (see {facts.cuda_graph_max_bs_flag})",
-        evidence=evidence,
-    )]
+    return [
+        FindingRecorded(
+            kind="decode-without-cuda-graph",
+            message=f"{len(eager)} decode batch line(s) ran without CUDA graph at #running-req up to {peak}, "
+            f"above the largest captured batch size {largest} (see {facts.cuda_graph_max_bs_flag})",
+            evidence=evidence,
+        )
+    ]
 
 
-def _capacity(facts: ServerLogFacts, previous: StartupFacts | None, src: str) -> list[FindingRecorded]:
+def _capacity(
+    facts: ServerLogFacts, previous: StartupFacts | None, src: str
+) -> list[FindingRecorded]:
     if previous is None:
         return []
     out = []
     for name in ("max_running_requests", "max_total_num_tokens"):
         before, now = getattr(previous, name), getattr(facts, name)
         if before is not None and now is not None and 0 < now < before:
-            out.append(FindingRecorded(
-                kind="capacity-reduced",
-                message=f"{name} {before} -> {now} ({(now - before) / before:+.0%}) against the previous run",
-                evidence=_evidence(src, facts.evidence.get(name)),
-            ))
+            out.append(
+                FindingRecorded(
+                    kind="capacity-reduced",
+                    message=f"{name} {before} -> {now} ({(now - before) / before:+.0%}) against the previous run",
+                    evidence=_evidence(src, facts.evidence.get(name)),
+                )
+            )
     return out
 
 
@@ -1259,12 +1587,17 @@ def _overridden(facts: ServerLogFacts, src: str) -> list[FindingRecorded]:
         what = f"--{o.flag}" if o.flag else "a setting"
         asked = f" (requested {requested!r})" if requested is not None else ""
         now = f" is {o.effective!r} in effect" if o.effective is not None else " is not in effect"
-        out.append(FindingRecorded(
-            kind="flag-not-in-effect", flag=o.flag,
-            message=f"{what}{asked}{now}: {o.reason or 'overridden at startup'}",
-            evidence=_arg_evidence(facts, src, o.flag.replace("-", "_")) + _evidence(src, o.line)
-            if o.flag and o.flag.replace("-", "_") in facts.server_args else _evidence(src, o.line),
-        ))
+        out.append(
+            FindingRecorded(
+                kind="flag-not-in-effect",
+                flag=o.flag,
+                message=f"{what}{asked}{now}: {o.reason or 'overridden at startup'}",
+                evidence=_arg_evidence(facts, src, o.flag.replace("-", "_"))
+                + _evidence(src, o.line)
+                if o.flag and o.flag.replace("-", "_") in facts.server_args
+                else _evidence(src, o.line),
+            )
+        )
     return out
 
 

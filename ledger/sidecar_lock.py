@@ -26,7 +26,6 @@ import threading
 from contextlib import suppress
 from pathlib import Path
 
-
 #: What ``acquire`` returns for a reader on read-only storage without a lock file (nothing held).
 NO_LOCK = -1
 

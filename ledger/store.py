@@ -75,14 +75,16 @@ from schemas import Event, parse_event
 from schemas.secrets import mask_json, mask_text, may_hold_secret
 
 from . import ledger_file, projections, sidecar_lock, views
-from .input_checks import host_json, payload_json
 from .errors import ConcurrencyConflict, EventIdReused, InvalidInput, LedgerBusy, NotFound
+from .input_checks import host_json, payload_json
 
 if TYPE_CHECKING:
     import pyarrow as pa
 
 #: File suffixes DuckDB treats as data to scan, not as a database to open.
-_DATA_SUFFIXES = frozenset({".json", ".jsonl", ".ndjson", ".csv", ".tsv", ".parquet", ".txt", ".log", ".xlsx"})
+_DATA_SUFFIXES = frozenset(
+    {".json", ".jsonl", ".ndjson", ".csv", ".tsv", ".parquet", ".txt", ".log", ".xlsx"}
+)
 
 _ID_PREFIX = re.compile(r"[0-9a-f]{8}(?:[0-9a-f-]{0,28})")
 
@@ -161,9 +163,22 @@ MIGRATIONS: tuple[tuple[int, str], ...] = (
 )
 
 _COLUMNS = (
-    "seq", "event_id", "type", "schema_version", "stream", "stream_version", "recorded_at",
-    "actor_kind", "actor_name", "session_id", "causation_id", "correlation_id", "source",
-    "host", "payload", "occurred_at",
+    "seq",
+    "event_id",
+    "type",
+    "schema_version",
+    "stream",
+    "stream_version",
+    "recorded_at",
+    "actor_kind",
+    "actor_name",
+    "session_id",
+    "causation_id",
+    "correlation_id",
+    "source",
+    "host",
+    "payload",
+    "occurred_at",
 )
 
 # pyarrow is imported on first use, not at import: it is ~100 ms of CPU that a CLI append
@@ -254,7 +269,14 @@ class _Held:
     called with ``lock`` (the per-file lock) held, except the watcher's loop.
     """
 
-    def __init__(self, key: str, con: duckdb.DuckDBPyConnection, fd: int, lock: threading.RLock, hold_s: float) -> None:
+    def __init__(
+        self,
+        key: str,
+        con: duckdb.DuckDBPyConnection,
+        fd: int,
+        lock: threading.RLock,
+        hold_s: float,
+    ) -> None:
         self.key, self.con, self.fd, self.lock, self.hold_s = key, con, fd, lock, hold_s
         self.heads: dict[str, int] = {}
         self.projected = self.head = 0
@@ -444,7 +466,9 @@ class LedgerStore:
                 raise InvalidInput(f"{name}: not a DuckDB ledger file")
 
     @contextmanager
-    def connect(self, *, read_only: bool = True, config: dict[str, Any] | None = None) -> Iterator[duckdb.DuckDBPyConnection]:
+    def connect(
+        self, *, read_only: bool = True, config: dict[str, Any] | None = None
+    ) -> Iterator[duckdb.DuckDBPyConnection]:
         """A connection for one unit of work; views read through it are never stale.
 
         With ``hold_s`` > 0 this is the kept-open read-write connection (opened on first
@@ -505,7 +529,9 @@ class LedgerStore:
         return held
 
     @contextmanager
-    def _connect_once(self, read_only: bool, config: dict[str, Any]) -> Iterator[duckdb.DuckDBPyConnection]:
+    def _connect_once(
+        self, read_only: bool, config: dict[str, Any]
+    ) -> Iterator[duckdb.DuckDBPyConnection]:
         con, fd = self._open_locked(read_only, config)
         try:
             if read_only and not self._ready(con):
@@ -524,7 +550,9 @@ class LedgerStore:
                 finally:
                     sidecar_lock.release(fd)
 
-    def _open_locked(self, read_only: bool, config: dict[str, Any]) -> tuple[duckdb.DuckDBPyConnection, int]:
+    def _open_locked(
+        self, read_only: bool, config: dict[str, Any]
+    ) -> tuple[duckdb.DuckDBPyConnection, int]:
         """Check the path, take the sidecar lock (``_acquire``), then open the file; the lock is
         let go on failure. Every connection of the store is opened here."""
         self.check_path()
@@ -549,7 +577,9 @@ class LedgerStore:
             LedgerBusy: not had within ``lock_timeout_s``.
         """
         try:
-            return sidecar_lock.acquire(self.lock_path, shared=shared, timeout_s=self.lock_timeout_s)
+            return sidecar_lock.acquire(
+                self.lock_path, shared=shared, timeout_s=self.lock_timeout_s
+            )
         except OSError as exc:
             raise ledger_file.lock_error(self.lock_path, exc) from None
         except sidecar_lock.LockTimeout:
@@ -629,7 +659,11 @@ class LedgerStore:
             ).fetchall()[0]
         except duckdb.CatalogException:
             return False, 0, 0
-        current = views_version == views.VIEWS_VERSION and layout == str(LAYOUT_VERSION) and columns == len(_COLUMNS)
+        current = (
+            views_version == views.VIEWS_VERSION
+            and layout == str(LAYOUT_VERSION)
+            and columns == len(_COLUMNS)
+        )
         return current, projected, head
 
     def _ready(self, con: duckdb.DuckDBPyConnection) -> bool:
@@ -641,8 +675,13 @@ class LedgerStore:
     def _check_compatible(self, con: duckdb.DuckDBPyConnection) -> None:
         """Refuse a ledger written by newer code (``ledger_file.check_compatible``), before
         anything could rewrite it; only needed when ``_state`` says it is not current."""
-        ledger_file.check_compatible(con, self.path, views_version=views.VIEWS_VERSION,
-                                     layout_version=LAYOUT_VERSION, columns=_COLUMNS)
+        ledger_file.check_compatible(
+            con,
+            self.path,
+            views_version=views.VIEWS_VERSION,
+            layout_version=LAYOUT_VERSION,
+            columns=_COLUMNS,
+        )
 
     def ensure_current(self) -> None:
         """Bring a ledger written by older code, or left behind by a killed writer, up to date.
@@ -684,14 +723,19 @@ class LedgerStore:
                 # Written by other code: the projections are a cache of the log, so rebuild them.
                 projections.rebuild(con)
                 views.create_views(con)
-            elif meta.get("layout_version") != str(LAYOUT_VERSION) and projections.POSITION_KEY not in meta:
+            elif (
+                meta.get("layout_version") != str(LAYOUT_VERSION)
+                and projections.POSITION_KEY not in meta
+            ):
                 # Layout 1 projected inside every append (so all is projected) and had no
                 # stream_heads: fill that one table and store the position.
                 con.execute(
                     "INSERT INTO stream_heads SELECT stream, max(stream_version) FROM events GROUP BY stream "
                     "ON CONFLICT (stream) DO UPDATE SET version = greatest(version, EXCLUDED.version)"
                 )
-                projections.set_position(con, con.execute("SELECT coalesce(max(seq), 0) FROM events").fetchall()[0][0])
+                projections.set_position(
+                    con, con.execute("SELECT coalesce(max(seq), 0) FROM events").fetchall()[0][0]
+                )
             else:
                 projections.catch_up(con)
             con.execute(
@@ -741,8 +785,11 @@ class LedgerStore:
         batch = [events] if isinstance(events, Event) else list(events)
         if not batch:
             return []
-        return self.append_rows([event_row(event) for event in batch], expected_version=expected_version,
-                                samples=samples)
+        return self.append_rows(
+            [event_row(event) for event in batch],
+            expected_version=expected_version,
+            samples=samples,
+        )
 
     def append_rows(
         self,
@@ -807,14 +854,18 @@ class LedgerStore:
             LedgerBusy: the file stayed locked.
         """
         batch = list(rows)
-        for row in batch:  # in place: copying 100k dicts costs more than the rest of the Python side
+        for (
+            row
+        ) in batch:  # in place: copying 100k dicts costs more than the rest of the Python side
             row["seq"] = row["stream_version"] = None
         # A hub may hold what an older client or plain SQL wrote: mask as ``_row`` does
         # (idempotent, so a re-pulled event still compares equal to the stored one). One scan
         # of the whole batch first: the usual batch holds no secret and is not looked at again
         # (a hit in the joined text is a hit in some row: the scan looks no further back than
         # one character, and a newline reads as a row's start).
-        texts = [text for row in batch for text in (row["payload"], row["host"], row["source"]) if text]
+        texts = [
+            text for row in batch for text in (row["payload"], row["host"], row["source"]) if text
+        ]
         if may_hold_secret("\n".join(texts)):
             for row in batch:
                 row["payload"] = mask_json(row["payload"])
@@ -846,13 +897,17 @@ class LedgerStore:
             streams = sorted({row["stream"] for row in rows})
             heads = self._stream_heads(con, streams, projected, held)
             try:
-                results, new_heads = self._insert(con, rows, rows, {}, expected_version, heads, head)
+                results, new_heads = self._insert(
+                    con, rows, rows, {}, expected_version, heads, head
+                )
             except (duckdb.ConstraintException, ConcurrencyConflict, NotFound, _NotFresh):
                 con.execute("ROLLBACK")
                 con.execute("BEGIN")
                 stored = self._stored(con, rows)
                 fresh = [row for row in rows if row["event_id"] not in stored]
-                results, new_heads = self._insert(con, rows, fresh, stored, expected_version, heads, head)
+                results, new_heads = self._insert(
+                    con, rows, fresh, stored, expected_version, heads, head
+                )
             for result in results:
                 if samples and not result.duplicate and result.event_id in samples:
                     self._insert_samples(con, result.event_id, samples[result.event_id])
@@ -886,14 +941,16 @@ class LedgerStore:
         found: dict[str, int] = {}
         if missing:
             found = {stream: 0 for stream in missing}
-            found.update(con.execute(
-                "SELECT stream, max(v) FROM ("
-                "  SELECT stream, version AS v FROM stream_heads WHERE stream IN (SELECT unnest($s::VARCHAR[]))"
-                "  UNION ALL SELECT stream, stream_version FROM events"
-                "  WHERE seq > $after AND stream IN (SELECT unnest($s::VARCHAR[]))"
-                ") GROUP BY stream",
-                {"s": missing, "after": projected},
-            ).fetchall())
+            found.update(
+                con.execute(
+                    "SELECT stream, max(v) FROM ("
+                    "  SELECT stream, version AS v FROM stream_heads WHERE stream IN (SELECT unnest($s::VARCHAR[]))"
+                    "  UNION ALL SELECT stream, stream_version FROM events"
+                    "  WHERE seq > $after AND stream IN (SELECT unnest($s::VARCHAR[]))"
+                    ") GROUP BY stream",
+                    {"s": missing, "after": projected},
+                ).fetchall()
+            )
             if held is not None:
                 held.heads.update(found)
         if held is None:
@@ -901,7 +958,9 @@ class LedgerStore:
         return {stream: held.heads[stream] for stream in streams}
 
     @staticmethod
-    def _stored(con: duckdb.DuckDBPyConnection, rows: list[dict[str, Any]]) -> dict[str, tuple[Any, ...]]:
+    def _stored(
+        con: duckdb.DuckDBPyConnection, rows: list[dict[str, Any]]
+    ) -> dict[str, tuple[Any, ...]]:
         """event_id -> (seq, stream, stream_version, *identity) of the batch's already stored events.
 
         Raises:
@@ -918,7 +977,9 @@ class LedgerStore:
         for row in rows:
             old = stored.get(row["event_id"])
             if old is not None and _identity(dict(zip(_IDENTITY, old[3:]))) != _identity(row):
-                raise EventIdReused(f"event_id {row['event_id']} is already stored with other content")
+                raise EventIdReused(
+                    f"event_id {row['event_id']} is already stored with other content"
+                )
         return stored
 
     def _insert(
@@ -944,7 +1005,11 @@ class LedgerStore:
                 if not careful:
                     raise _NotFresh
                 raise ConcurrencyConflict(fresh[0]["stream"], expected_version, actual)
-        targets = [json.loads(row["payload"])["retracted_event_id"] for row in fresh if row["type"] == "event_retracted"]
+        targets = [
+            json.loads(row["payload"])["retracted_event_id"]
+            for row in fresh
+            if row["type"] == "event_retracted"
+        ]
         if targets:
             batch_ids = {row["event_id"] for row in fresh}
             known = self._known_ids(con, targets)
@@ -975,7 +1040,9 @@ class LedgerStore:
                 seq, version = positions[row["event_id"]]
                 results.append(AppendResult(UUID(row["event_id"]), seq, row["stream"], version))
             else:
-                results.append(AppendResult(UUID(row["event_id"]), old[0], old[1], old[2], duplicate=True))
+                results.append(
+                    AppendResult(UUID(row["event_id"]), old[0], old[1], old[2], duplicate=True)
+                )
         return results, {row["stream"]: heads[row["stream"]] for row in fresh}
 
     @staticmethod
@@ -983,13 +1050,24 @@ class LedgerStore:
         """Which of ``ids`` are stored. A few ids: one index lookup each (a join with a list
         scans the whole log: 1.8 s in a 100k-event import); many: one join."""
         if len(ids) > 64:
-            return {str(r[0]) for r in con.execute(
-                "SELECT event_id FROM events WHERE event_id IN (SELECT unnest(?::UUID[]))", [ids]).fetchall()}
-        return {i for i in ids if con.execute("SELECT 1 FROM events WHERE event_id = ?::UUID", [i]).fetchall()}
+            return {
+                str(r[0])
+                for r in con.execute(
+                    "SELECT event_id FROM events WHERE event_id IN (SELECT unnest(?::UUID[]))",
+                    [ids],
+                ).fetchall()
+            }
+        return {
+            i
+            for i in ids
+            if con.execute("SELECT 1 FROM events WHERE event_id = ?::UUID", [i]).fetchall()
+        }
 
     @staticmethod
     def _insert_rows(
-        con: duckdb.DuckDBPyConnection, fresh: list[dict[str, Any]], positions: dict[str, tuple[int, int]]
+        con: duckdb.DuckDBPyConnection,
+        fresh: list[dict[str, Any]],
+        positions: dict[str, tuple[int, int]],
     ) -> None:
         if len(fresh) == 1:
             # One event: a parameterised VALUES row binds faster than registering an Arrow table.
@@ -998,10 +1076,24 @@ class LedgerStore:
             con.execute(
                 f"INSERT INTO events ({', '.join(_COLUMNS)}) "
                 "VALUES (?, ?::UUID, ?, ?, ?, ?, ?, ?, ?, ?, ?::UUID, ?::UUID, ?, ?::JSON, ?::JSON, ?)",
-                [seq, row["event_id"], row["type"], row["schema_version"], row["stream"], version,
-                 row["recorded_at"], row["actor_kind"], row["actor_name"], row["session_id"],
-                 row["causation_id"], row["correlation_id"], row["source"], row["host"], row["payload"],
-                 row.get("occurred_at")],
+                [
+                    seq,
+                    row["event_id"],
+                    row["type"],
+                    row["schema_version"],
+                    row["stream"],
+                    version,
+                    row["recorded_at"],
+                    row["actor_kind"],
+                    row["actor_name"],
+                    row["session_id"],
+                    row["causation_id"],
+                    row["correlation_id"],
+                    row["source"],
+                    row["host"],
+                    row["payload"],
+                    row.get("occurred_at"),
+                ],
             )
             return
         import pyarrow as pa
@@ -1018,7 +1110,9 @@ class LedgerStore:
                 "correlation_id::UUID, source, host::JSON, payload::JSON, occurred_at FROM incoming"
             )
         finally:
-            with suppress(duckdb.TransactionException):  # aborted by a conflict: the rollback drops it
+            with suppress(
+                duckdb.TransactionException
+            ):  # aborted by a conflict: the rollback drops it
                 con.unregister("incoming")
 
     @staticmethod
@@ -1089,7 +1183,9 @@ class LedgerStore:
         if re.fullmatch(r"[0-9a-f]{32}", text):
             text = str(UUID(text))  # the undashed hex spelling of a full id
         if not _ID_PREFIX.fullmatch(text):
-            raise NotFound(f"event {event_id} not found (not an event id or an 8+ digit prefix of one)")
+            raise NotFound(
+                f"event {event_id} not found (not an event id or an 8+ digit prefix of one)"
+            )
         with self.connect() as con:
             if len(text) == 36:
                 rows = con.execute(
@@ -1114,7 +1210,6 @@ class LedgerStore:
         """Run one trusted read query (views included) and return an Arrow table."""
         with self.connect() as con:
             return con.sql(sql, params=list(params) if params else None).to_arrow_table()
-
 
 
 def event_row(event: Event, recorded_at: datetime | None = None) -> dict[str, Any]:
@@ -1178,8 +1273,11 @@ def row_to_event(row: dict[str, Any]) -> Event:
     except ValueError as exc:
         errors = getattr(exc, "errors", None)
         first = errors()[0] if callable(errors) else None
-        why = (f"{'.'.join(str(p) for p in first['loc'][1:]) or 'type'}: {first['msg']}" if first
-               else str(exc).splitlines()[0])
+        why = (
+            f"{'.'.join(str(p) for p in first['loc'][1:]) or 'type'}: {first['msg']}"
+            if first
+            else str(exc).splitlines()[0]
+        )
         if first and first.get("type") == "union_tag_invalid":
             why = "unknown event type"
         raise InvalidInput(

@@ -121,12 +121,16 @@ def ensure_tables(store: LedgerStore) -> None:
 
 
 def _identity_in(con: duckdb.DuckDBPyConnection) -> tuple[UUID, str]:
-    values = dict(con.execute(
-        "SELECT key, value FROM ledger_meta WHERE key IN ('ledger_id', 'ledger_name')"
-    ).fetchall())
+    values = dict(
+        con.execute(
+            "SELECT key, value FROM ledger_meta WHERE key IN ('ledger_id', 'ledger_name')"
+        ).fetchall()
+    )
     if "ledger_id" not in values:
         values["ledger_id"] = str(uuid7())
-        values.setdefault("ledger_name", os.environ.get("TUNELEDGER_HOST_NAME") or socket.gethostname())
+        values.setdefault(
+            "ledger_name", os.environ.get("TUNELEDGER_HOST_NAME") or socket.gethostname()
+        )
         con.execute(
             "INSERT OR REPLACE INTO ledger_meta VALUES ('ledger_id', ?), ('ledger_name', ?)",
             [values["ledger_id"], values["ledger_name"]],
@@ -153,7 +157,9 @@ def set_name(store: LedgerStore, name: str) -> None:
 
 
 def _pulled_position(con: duckdb.DuckDBPyConnection, remote: Remote) -> int:
-    rows = con.execute("SELECT pulled_position FROM sync_state WHERE remote = ?", [remote.name]).fetchall()
+    rows = con.execute(
+        "SELECT pulled_position FROM sync_state WHERE remote = ?", [remote.name]
+    ).fetchall()
     return rows[0][0] if rows else 0
 
 
@@ -183,10 +189,17 @@ def counts(store: LedgerStore, remote: Remote) -> SyncCounts:
 def status(store: LedgerStore, remote: Remote) -> SyncStatus:
     """The local side of a remote's sync state (no network, read-only): last sync, position, to push."""
     with store.connect() as con:
-        tables = {row[0] for row in con.execute("SELECT table_name FROM duckdb_tables()").fetchall()}
-        rows = con.execute(
-            "SELECT last_sync_at, pulled_position FROM sync_state WHERE remote = ?", [remote.name]
-        ).fetchall() if "sync_state" in tables else []
+        tables = {
+            row[0] for row in con.execute("SELECT table_name FROM duckdb_tables()").fetchall()
+        }
+        rows = (
+            con.execute(
+                "SELECT last_sync_at, pulled_position FROM sync_state WHERE remote = ?",
+                [remote.name],
+            ).fetchall()
+            if "sync_state" in tables
+            else []
+        )
     last, position = rows[0] if rows else (None, 0)
     return SyncStatus(remote.name, remote.display_url, last, position, count_to_push(store))
 
@@ -211,13 +224,15 @@ class _Pushed:
         if self.table.num_rows == 0:
             return
         ids = self.table.column("event_id").to_pylist()
-        record = pa.table({
-            "event_id": ids,
-            "position": [self.positions[i] for i in ids],
-            "origin_seq": self.table.column("origin_seq"),
-            "origin_stream_version": self.table.column("stream_version"),
-            "seen_position": self.table.column("seen_position"),
-        })
+        record = pa.table(
+            {
+                "event_id": ids,
+                "position": [self.positions[i] for i in ids],
+                "origin_seq": self.table.column("origin_seq"),
+                "origin_stream_version": self.table.column("stream_version"),
+                "seen_position": self.table.column("seen_position"),
+            }
+        )
         con.register("pushed", record)
         con.execute(
             "INSERT OR IGNORE INTO sync_events SELECT event_id::UUID, origin_seq, ?, position, ?::UUID, ?, "
@@ -227,22 +242,30 @@ class _Pushed:
         con.unregister("pushed")
 
 
-def _recorder(remote: Remote, batch: list[tuple[Any, ...]], position: int, hub_head: int, now: datetime,
-              pushed: _Pushed | None) -> Callable[[duckdb.DuckDBPyConnection, list[AppendResult]], None]:
+def _recorder(
+    remote: Remote,
+    batch: list[tuple[Any, ...]],
+    position: int,
+    hub_head: int,
+    now: datetime,
+    pushed: _Pushed | None,
+) -> Callable[[duckdb.DuckDBPyConnection, list[AppendResult]], None]:
     def record(con: duckdb.DuckDBPyConnection, results: list[AppendResult]) -> None:
         if pushed is not None:
             pushed.record(con, remote)
         col = {name: i for i, name in enumerate(hub.PULL_COLUMNS)}
-        table = pa.table({
-            "event_id": [row[col["event_id"]] for row in batch],
-            "seq": [result.seq for result in results],
-            "position": [row[col["position"]] for row in batch],
-            "origin_ledger": [row[col["origin_ledger"]] for row in batch],
-            "origin_name": [row[col["origin_name"]] for row in batch],
-            "origin_seq": [row[col["origin_seq"]] for row in batch],
-            "origin_stream_version": [row[col["stream_version"]] for row in batch],
-            "seen_position": [row[col["seen_position"]] for row in batch],
-        })
+        table = pa.table(
+            {
+                "event_id": [row[col["event_id"]] for row in batch],
+                "seq": [result.seq for result in results],
+                "position": [row[col["position"]] for row in batch],
+                "origin_ledger": [row[col["origin_ledger"]] for row in batch],
+                "origin_name": [row[col["origin_name"]] for row in batch],
+                "origin_seq": [row[col["origin_seq"]] for row in batch],
+                "origin_stream_version": [row[col["stream_version"]] for row in batch],
+                "seen_position": [row[col["seen_position"]] for row in batch],
+            }
+        )
         con.register("pulled_rows", table)
         con.execute(
             "INSERT OR IGNORE INTO sync_events SELECT event_id::UUID, seq, ?, position, origin_ledger::UUID, "
@@ -255,8 +278,16 @@ def _recorder(remote: Remote, batch: list[tuple[Any, ...]], position: int, hub_h
     return record
 
 
-def _save_state(con: duckdb.DuckDBPyConnection, remote: Remote, position: int, hub_head: int, now: datetime,
-                *, pushed: int | None = None, pulled: int | None = None) -> None:
+def _save_state(
+    con: duckdb.DuckDBPyConnection,
+    remote: Remote,
+    position: int,
+    hub_head: int,
+    now: datetime,
+    *,
+    pushed: int | None = None,
+    pulled: int | None = None,
+) -> None:
     con.execute(
         "INSERT INTO sync_state (remote, pulled_position, hub_position, last_sync_at, last_pushed, last_pulled) "
         "VALUES (?, ?, ?, ?, coalesce(?, 0), coalesce(?, 0)) ON CONFLICT (remote) DO UPDATE SET "
@@ -270,13 +301,46 @@ def _save_state(con: duckdb.DuckDBPyConnection, remote: Remote, position: int, h
 def _pull_rows(batch: list[tuple[Any, ...]]) -> list[dict[str, Any]]:
     """Hub rows as ``append_replicated`` takes them (ids are text already)."""
     return [
-        {"event_id": event_id, "type": type_, "schema_version": version, "stream": stream,
-         "recorded_at": recorded_at, "actor_kind": actor_kind, "actor_name": actor_name,
-         "session_id": session_id, "causation_id": causation_id, "correlation_id": correlation_id,
-         "source": source, "host": host, "payload": payload, "seq": None, "stream_version": None,
-         "occurred_at": occurred_at}
-        for (_pos, event_id, type_, version, stream, _sv, recorded_at, actor_kind, actor_name, session_id,
-             causation_id, correlation_id, source, host, payload, _origin, _name, _oseq, _seen, occurred_at) in batch
+        {
+            "event_id": event_id,
+            "type": type_,
+            "schema_version": version,
+            "stream": stream,
+            "recorded_at": recorded_at,
+            "actor_kind": actor_kind,
+            "actor_name": actor_name,
+            "session_id": session_id,
+            "causation_id": causation_id,
+            "correlation_id": correlation_id,
+            "source": source,
+            "host": host,
+            "payload": payload,
+            "seq": None,
+            "stream_version": None,
+            "occurred_at": occurred_at,
+        }
+        for (
+            _pos,
+            event_id,
+            type_,
+            version,
+            stream,
+            _sv,
+            recorded_at,
+            actor_kind,
+            actor_name,
+            session_id,
+            causation_id,
+            correlation_id,
+            source,
+            host,
+            payload,
+            _origin,
+            _name,
+            _oseq,
+            _seen,
+            occurred_at,
+        ) in batch
     ]
 
 
@@ -313,7 +377,10 @@ def sync(
         if table.num_rows:
             columns = [table.column(name).to_pylist() for name in hub.COLUMNS]
             result = hub.push(pg, remote, ledger_id, ledger_name, zip(*columns, strict=True))
-            pending, stored = _Pushed(table, result.positions, ledger_id, ledger_name), result.stored
+            pending, stored = (
+                _Pushed(table, result.positions, ledger_id, ledger_name),
+                result.stored,
+            )
         if progress:
             progress("pushed", table.num_rows)
         hub_head = hub.head(pg, remote)

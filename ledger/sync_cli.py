@@ -18,7 +18,7 @@ import json
 import click
 import pyarrow as pa
 
-from .cli import ledger_option, pass_ctx, Context
+from .cli import Context, ledger_option, pass_ctx
 from .render import FORMATS, print_table
 
 
@@ -30,11 +30,20 @@ def remote_group() -> None:
 @remote_group.command(name="add")
 @click.argument("name")
 @click.argument("url")
-@click.option("--schema", help="The hub's schema (default: the URL's options=-csearch_path=..., else tuneledger).")
-@click.option("--as", "host_name", help="This ledger's name on hubs (default: TUNELEDGER_HOST_NAME or the host name).")
+@click.option(
+    "--schema",
+    help="The hub's schema (default: the URL's options=-csearch_path=..., else tuneledger).",
+)
+@click.option(
+    "--as",
+    "host_name",
+    help="This ledger's name on hubs (default: TUNELEDGER_HOST_NAME or the host name).",
+)
 @ledger_option
 @pass_ctx
-def remote_add(ctx: Context, name: str, url: str, schema: str | None, host_name: str | None) -> None:
+def remote_add(
+    ctx: Context, name: str, url: str, schema: str | None, host_name: str | None
+) -> None:
     """Record the hub NAME at URL (postgresql://user@host:port/db, never with a password)."""
     from . import remote, sync
 
@@ -45,7 +54,9 @@ def remote_add(ctx: Context, name: str, url: str, schema: str | None, host_name:
     if host_name:
         sync.set_name(store, host_name)
     _, ledger_name = sync.identity(store)
-    click.echo(f"added remote {parsed.name}: {parsed.display_url} schema {parsed.schema} (this ledger: {ledger_name})")
+    click.echo(
+        f"added remote {parsed.name}: {parsed.display_url} schema {parsed.schema} (this ledger: {ledger_name})"
+    )
 
 
 @remote_group.command(name="list")
@@ -60,9 +71,16 @@ def remote_list(ctx: Context, fmt: str) -> None:
     rows = []
     for item in remote.list_remotes(store):
         state = sync.status(store, item)
-        rows.append({"name": item.name, "url": item.display_url, "schema": item.schema,
-                     "last_sync_at": state.last_sync_at, "hub_position": state.pulled_position,
-                     "to_push": state.to_push})
+        rows.append(
+            {
+                "name": item.name,
+                "url": item.display_url,
+                "schema": item.schema,
+                "last_sync_at": state.last_sync_at,
+                "hub_position": state.pulled_position,
+                "to_push": state.to_push,
+            }
+        )
     table = pa.Table.from_pylist(rows) if rows else pa.table({"name": pa.array([], pa.string())})
     print_table(table, fmt)
 
@@ -81,7 +99,13 @@ def remote_remove(ctx: Context, name: str) -> None:
 
 @remote_group.command(name="init")
 @click.argument("name")
-@click.option("--grant", "grants", multiple=True, metavar="ROLE", help="Let ROLE push and pull (SELECT, INSERT; repeatable).")
+@click.option(
+    "--grant",
+    "grants",
+    multiple=True,
+    metavar="ROLE",
+    help="Let ROLE push and pull (SELECT, INSERT; repeatable).",
+)
 @click.option("--user", help="Connect as this (admin) user instead of the URL's.")
 @ledger_option
 @pass_ctx
@@ -97,7 +121,9 @@ def remote_init(ctx: Context, name: str, grants: tuple[str, ...], user: str | No
 
 @click.command(name="sync")
 @click.argument("name", required=False)
-@click.option("--dry-run", is_flag=True, help="Print how many events would go each way; change nothing.")
+@click.option(
+    "--dry-run", is_flag=True, help="Print how many events would go each way; change nothing."
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the result as one JSON object.")
 @ledger_option
 @pass_ctx
@@ -110,14 +136,32 @@ def sync_command(ctx: Context, name: str | None, dry_run: bool, as_json: bool) -
     if dry_run:
         counts = sync.counts(store, item)
         if as_json:
-            click.echo(json.dumps({"remote": item.name, "to_push": counts.to_push, "to_pull": counts.to_pull}))
+            click.echo(
+                json.dumps(
+                    {"remote": item.name, "to_push": counts.to_push, "to_pull": counts.to_pull}
+                )
+            )
         else:
-            click.echo(f"{item.name}: {counts.to_push} to push, {counts.to_pull} to pull (dry run: nothing changed)")
+            click.echo(
+                f"{item.name}: {counts.to_push} to push, {counts.to_pull} to pull (dry run: nothing changed)"
+            )
         return
     report = sync.sync(store, item)
     if as_json:
-        click.echo(json.dumps({"remote": report.remote, "pushed": report.pushed, "stored": report.stored,
-                               "pulled": report.pulled, "applied": report.applied, "position": report.position}))
+        click.echo(
+            json.dumps(
+                {
+                    "remote": report.remote,
+                    "pushed": report.pushed,
+                    "stored": report.stored,
+                    "pulled": report.pulled,
+                    "applied": report.applied,
+                    "position": report.position,
+                }
+            )
+        )
     else:
-        click.echo(f"{report.remote}: pushed {report.pushed} ({report.stored} new on the hub), "
-                   f"pulled {report.pulled} ({report.applied} new here); hub position {report.position}")
+        click.echo(
+            f"{report.remote}: pushed {report.pushed} ({report.stored} new on the hub), "
+            f"pulled {report.pulled} ({report.applied} new here); hub position {report.position}"
+        )

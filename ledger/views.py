@@ -38,10 +38,20 @@ from schemas.vocab import NO_EFFECT_VERDICTS
 
 from .projections import BENCH_METRICS, DELTA_METRICS
 
-__all__ = ["DELTA_METRICS", "VIEWS_VERSION", "VIEW_NAMES", "create_views", "known_no_effect", "view_sql"]
+__all__ = [
+    "DELTA_METRICS",
+    "VIEWS_VERSION",
+    "VIEW_NAMES",
+    "create_views",
+    "known_no_effect",
+    "view_sql",
+]
 
 #: Bump whenever a view's SQL changes: writers then recreate the views in old files.
-VIEWS_VERSION = "20"  # 18 + benchmarks.candidate_id, benchmark_deltas CVs; + kernel tunes, spec trials
+VIEWS_VERSION = (
+    "20"  # 18 + benchmarks.candidate_id, benchmark_deltas CVs; + kernel tunes, spec trials
+)
+
 
 def _sql_list(values: tuple[str, ...]) -> str:
     return ", ".join(f"'{v}'" for v in values)
@@ -61,7 +71,7 @@ SELECT e.seq, e.event_id, e.type, e.stream, e.stream_version, e.recorded_at, e.o
        (e.host->>'compute_capability') AS arch,
        (e.host->>'engine') AS host_engine,
        (e.host->>'engine_version') AS host_engine_version,
-       {sql_upcast_expression('e.payload')} AS payload,
+       {sql_upcast_expression("e.payload")} AS payload,
        r.event_id IS NOT NULL AS retracted
 FROM events e LEFT JOIN retractions r ON r.event_id = e.event_id""",
         "live_events": """
@@ -482,7 +492,12 @@ ORDER BY flag, seq"""
 
 
 def known_no_effect(
-    store, flags: list[str], *, engine: str | None, engine_version: str | None, arch: str | None,
+    store,
+    flags: list[str],
+    *,
+    engine: str | None,
+    engine_version: str | None,
+    arch: str | None,
     before_event_id: str | None = None,
 ) -> list[dict]:
     """The ledger's no-effect verdicts for ``flags`` on ``engine`` / ``arch`` and ``engine_version``
@@ -496,6 +511,7 @@ def known_no_effect(
     if not flags or not arch or not store.path.exists():
         return []
     table = store.query_arrow(
-        KNOWN_NO_EFFECT_SQL, [sorted(set(flags)), engine, arch, engine_version, engine_version, before_event_id]
+        KNOWN_NO_EFFECT_SQL,
+        [sorted(set(flags)), engine, arch, engine_version, engine_version, before_event_id],
     )
     return table.to_pylist()

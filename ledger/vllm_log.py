@@ -54,7 +54,9 @@ _LINE_RE = re.compile(
 )
 _PROC_PREFIX_RE = re.compile(r"^\([\w.-]+(?: rank=\d+)? pid=\d+\)\s?")
 _PROC_RE = re.compile(r"\((?P<proc>[\w.-]+)(?: rank=\d+)? pid=(?P<pid>\d+)\)")
-_VERSION_RE = re.compile(r"vLLM API server version (\S+)|Initializing an? (?:V\d )?LLM engine \(v([^)\s]+)\)")
+_VERSION_RE = re.compile(
+    r"vLLM API server version (\S+)|Initializing an? (?:V\d )?LLM engine \(v([^)\s]+)\)"
+)
 _ARGS_RE = re.compile(r"^(?:non-default args|args): (.+)$")
 _ATTN_RE = re.compile(
     r"^Using (?:AttentionBackendEnum\.)?(?P<name>[\w .-]+?) (?:attention )?backend(?: on V1 engine| out of potential backends.*)?\.?$"
@@ -63,14 +65,30 @@ _CG_RE = re.compile(r"""["']?cudagraph_capture_sizes["']?\s*[:=]\s*\[([\d,\s]*)\
 _KV_TOKENS_RE = re.compile(r"GPU KV cache size: ([\d,]+) tokens")
 _GPU_BLOCKS_RE = re.compile(r"# GPU blocks: (\d+)")
 _MAX_LEN_RE = re.compile(r"Using max model len (\d+)")
-_WEIGHTS_RE = re.compile(r"(?:Model loading took [\d.]+ GiB and|Loading weights took) ([\d.]+) seconds")
+_WEIGHTS_RE = re.compile(
+    r"(?:Model loading took [\d.]+ GiB and|Loading weights took) ([\d.]+) seconds"
+)
 _MOE_FOUND_RE = re.compile(r"Using configuration from (\S+?\.json) for MoE layer")
-_MOE_DEFAULT_RE = re.compile(r"Using default MoE config\..*?Config file not found at \[?'?(.+?\.json)")
-_READY_RE = re.compile(r"Starting vLLM API server\b.* on https?://|Application startup complete|Uvicorn running on")
-_EXC_RE = re.compile(r"^(?P<cls>(?:[A-Za-z_]\w*\.)*\w*(?:Error|Exception|Interrupt|Exit))(?::\s*(?P<msg>.*))?$")
-_OOM_RE = re.compile(r"CUDA out of memory|OutOfMemoryError|CUDA error: out of memory", re.IGNORECASE)
-_GENERIC_CRASH = ("Engine core initialization failed", "EngineCore failed to start", "See root cause above")
-_OVERRIDE_RE = re.compile(r"disabl|not supported|overrid|falling back|fall back|ignor|forcing", re.IGNORECASE)
+_MOE_DEFAULT_RE = re.compile(
+    r"Using default MoE config\..*?Config file not found at \[?'?(.+?\.json)"
+)
+_READY_RE = re.compile(
+    r"Starting vLLM API server\b.* on https?://|Application startup complete|Uvicorn running on"
+)
+_EXC_RE = re.compile(
+    r"^(?P<cls>(?:[A-Za-z_]\w*\.)*\w*(?:Error|Exception|Interrupt|Exit))(?::\s*(?P<msg>.*))?$"
+)
+_OOM_RE = re.compile(
+    r"CUDA out of memory|OutOfMemoryError|CUDA error: out of memory", re.IGNORECASE
+)
+_GENERIC_CRASH = (
+    "Engine core initialization failed",
+    "EngineCore failed to start",
+    "See root cause above",
+)
+_OVERRIDE_RE = re.compile(
+    r"disabl|not supported|overrid|falling back|fall back|ignor|forcing", re.IGNORECASE
+)
 
 #: Markers that make a text file a vLLM server log (used by format detection).
 LOG_MARKERS: tuple[str, ...] = (
@@ -107,7 +125,9 @@ def split_vllm_line(number: int, raw: str, year: int = 1900) -> LogLine:
         stamp = datetime.strptime(f"{year}-{m.group('md')} {m.group('hms')}", "%Y-%m-%d %H:%M:%S")
     except ValueError:
         stamp = None
-    return LogLine(number=number, raw=text, message=m.group("msg"), timestamp=stamp, level=m.group("level"))
+    return LogLine(
+        number=number, raw=text, message=m.group("msg"), timestamp=stamp, level=m.group("level")
+    )
 
 
 def is_vllm_log(text: str, scan_lines: int = 5000) -> bool:
@@ -155,7 +175,9 @@ def parse_vllm_log(raw_lines: list[str]) -> VllmLogFacts:
             out.engine_version = m.group(1) or m.group(2)
         m = _CG_RE.search(msg)
         if m and facts.cuda_graph_bs is None:
-            facts.cuda_graph_bs = sorted({int(x) for x in m.group(1).replace(" ", "").split(",") if x})
+            facts.cuda_graph_bs = sorted(
+                {int(x) for x in m.group(1).replace(" ", "").split(",") if x}
+            )
             facts.evidence["cuda_graph_bs"] = line
         m = _ATTN_RE.match(msg)
         if m and facts.attention_backend is None:
@@ -183,7 +205,9 @@ def parse_vllm_log(raw_lines: list[str]) -> VllmLogFacts:
             facts.ready = True
             facts.ready_timestamp = line.timestamp
             facts.evidence["ready"] = line
-        if crash_start is None and (line.level in ("ERROR", "CRITICAL") and any(g in msg for g in _GENERIC_CRASH)):
+        if crash_start is None and (
+            line.level in ("ERROR", "CRITICAL") and any(g in msg for g in _GENERIC_CRASH)
+        ):
             crash_start = line
         if line.level == "WARNING" and _OVERRIDE_RE.search(msg):
             _note_override(out, line)
@@ -219,7 +243,10 @@ def _note_override(out: VllmLogFacts, line: LogLine) -> None:
         # A one-word arg (dtype, seed) is only taken in its --flag form: as a bare word it is too common.
         forms = [rf"--{re.escape(flag)}(?![\w-])"]
         if "_" in name:
-            forms += [rf"(?<![\w-]){re.escape(name)}(?!\w)", rf"(?<![\w-]){re.escape(flag)}(?![\w-])"]
+            forms += [
+                rf"(?<![\w-]){re.escape(name)}(?!\w)",
+                rf"(?<![\w-]){re.escape(flag)}(?![\w-])",
+            ]
         if re.search("|".join(forms), text):
             out.overridden[name] = line
 
@@ -228,7 +255,7 @@ def _crash(lines: list[LogLine], start: LogLine) -> CrashInfo:
     """The root exception: the last ``Xxx Error: msg`` line of the log that is not vLLM's
     generic "engine core initialization failed" (which points back at the root cause)."""
     message, where = None, start
-    for line in lines[max(0, start.number - 1):]:
+    for line in lines[max(0, start.number - 1) :]:
         text = line.message.strip()
         m = _EXC_RE.match(text)
         if m and not any(g in text for g in _GENERIC_CRASH):
@@ -236,9 +263,11 @@ def _crash(lines: list[LogLine], start: LogLine) -> CrashInfo:
             break
     if message is None:
         message = start.message.strip()
-    oom = any(_OOM_RE.search(line.raw) for line in lines[start.number - 1:])
+    oom = any(_OOM_RE.search(line.raw) for line in lines[start.number - 1 :])
     return CrashInfo(
-        cause="out-of-memory" if oom else "crash", message=message[:500], line=where,
+        cause="out-of-memory" if oom else "crash",
+        message=message[:500],
+        line=where,
         tail=[line.raw for line in lines[-TAIL_LINES:]],
     )
 
@@ -263,7 +292,12 @@ def vllm_findings(
     plus ``flag-not-in-effect`` for each requested arg a warning says was switched off;
     every finding's engine is ``vllm``."""
     found = derive_findings(
-        parsed.facts, host=host, previous=previous, run_id=run_id, session_id=session_id, source_name=source_name
+        parsed.facts,
+        host=host,
+        previous=previous,
+        run_id=run_id,
+        session_id=session_id,
+        source_name=source_name,
     )
     found = [f for f in found if f.kind in ("default-moe-config", "capacity-reduced")]
     for name, line in parsed.overridden.items():
@@ -272,15 +306,30 @@ def vllm_findings(
         except ValueError:
             continue
         value = parsed.facts.server_args.get(name)
-        found.append(FindingRecorded(
-            kind="flag-not-in-effect", flag=flag, verdict="not-activated", basis="log",
-            message=f"--{flag} {value!r} was requested, but vLLM warned: {line.message.strip()[:200]}",
-            server_run_id=run_id, session_id=session_id,
-            evidence=[Evidence(kind="log", ref=f"{source_name}:{line.number}", text=line.raw[:300])],
-        ))
+        found.append(
+            FindingRecorded(
+                kind="flag-not-in-effect",
+                flag=flag,
+                verdict="not-activated",
+                basis="log",
+                message=f"--{flag} {value!r} was requested, but vLLM warned: {line.message.strip()[:200]}",
+                server_run_id=run_id,
+                session_id=session_id,
+                evidence=[
+                    Evidence(kind="log", ref=f"{source_name}:{line.number}", text=line.raw[:300])
+                ],
+            )
+        )
     version = (host.engine_version if host else None) or parsed.engine_version
     return [f.model_copy(update={"engine": "vllm", "engine_version": version}) for f in found]
 
 
-__all__ = ["LOG_MARKERS", "VllmLogFacts", "is_vllm_log", "parse_vllm_log", "split_vllm_line", "to_startup_facts",
-           "vllm_findings"]
+__all__ = [
+    "LOG_MARKERS",
+    "VllmLogFacts",
+    "is_vllm_log",
+    "parse_vllm_log",
+    "split_vllm_line",
+    "to_startup_facts",
+    "vllm_findings",
+]

@@ -41,13 +41,16 @@ class ColdRun:
 
     def note(self, metric: str = "output_throughput", unit: str = "tok/s") -> str:
         """One line for a run's validity notes."""
-        return (f"cold first run set aside (warm-up outlier): {metric} {self.value:g} {unit} vs median "
-                f"{self.median:g} of the later runs ({self.gap:+.1%}; modified z-score {self.z:.1f}, "
-                f"|z| > {MODIFIED_Z_THRESHOLD:g}: hyperfine's first-run rule)")
+        return (
+            f"cold first run set aside (warm-up outlier): {metric} {self.value:g} {unit} vs median "
+            f"{self.median:g} of the later runs ({self.gap:+.1%}; modified z-score {self.z:.1f}, "
+            f"|z| > {MODIFIED_Z_THRESHOLD:g}: hyperfine's first-run rule)"
+        )
 
 
-def cold_first_run(values: Sequence[float], *, higher_is_better: bool = True,
-                   noise_floor: float = NOISE_FLOOR) -> ColdRun | None:
+def cold_first_run(
+    values: Sequence[float], *, higher_is_better: bool = True, noise_floor: float = NOISE_FLOOR
+) -> ColdRun | None:
     """``values`` of one metric over a series of repeated runs, in the order they ran.
 
     Returns a ``ColdRun`` when the first run is a warm-up outlier (see the module doc),
@@ -66,4 +69,6 @@ def cold_first_run(values: Sequence[float], *, higher_is_better: bool = True,
     z = float("inf") if mad == 0 else _K * (first - median) / mad
     if abs(z) <= MODIFIED_Z_THRESHOLD:
         return None
-    return ColdRun(value=first, median=later_median, gap=gap, z=-abs(z) if higher_is_better else abs(z))
+    return ColdRun(
+        value=first, median=later_median, gap=gap, z=-abs(z) if higher_is_better else abs(z)
+    )

@@ -70,7 +70,11 @@ from schemas.events import BenchmarkCompleted, BenchMetrics, Workload
 from .bench_metrics import RequestResult, mask_coarse_streaming, samples_table, summarize, validity
 from .workload import BuiltWorkload, Prompt
 
-ENDPOINT_PATHS = {"chat": "/v1/chat/completions", "completions": "/v1/completions", "generate": "/generate"}
+ENDPOINT_PATHS = {
+    "chat": "/v1/chat/completions",
+    "completions": "/v1/completions",
+    "generate": "/generate",
+}
 
 TOOL_NAME = "tuneledger-bench"
 
@@ -96,7 +100,9 @@ class BenchTarget:
 
     def __post_init__(self) -> None:
         if self.endpoint not in ENDPOINT_PATHS:
-            raise ValueError(f"endpoint must be one of {sorted(ENDPOINT_PATHS)}, not {self.endpoint!r}")
+            raise ValueError(
+                f"endpoint must be one of {sorted(ENDPOINT_PATHS)}, not {self.endpoint!r}"
+            )
         self.url = self.url.rstrip("/")
 
     @property
@@ -180,7 +186,9 @@ def transport_label(transport: str | None = None) -> str:
     return "plain httpx (httpx-aiohttp not installed; clients of 8 connections)"
 
 
-def make_client(max_connections: int, timeout_s: float = 600.0, transport: str | None = None) -> httpx.AsyncClient:
+def make_client(
+    max_connections: int, timeout_s: float = 600.0, transport: str | None = None
+) -> httpx.AsyncClient:
     """One AsyncClient for a whole run, its pool sized to the concurrency.
 
     ``transport``: ``"aiohttp"`` (an ``aiohttp.TCPConnector(limit=max_connections)`` under the
@@ -197,8 +205,12 @@ def make_client(max_connections: int, timeout_s: float = 600.0, transport: str |
             # Made on the first request, inside the running loop (aiohttp wants one); the transport
             # closes it with the client. limit = concurrency: one connection per slot, kept alive
             # between requests for KEEPALIVE_S (shorter than the server's keep-alive).
-            connector = aiohttp.TCPConnector(limit=n, limit_per_host=0, keepalive_timeout=KEEPALIVE_S)
-            return aiohttp.ClientSession(connector=connector, trust_env=False, auto_decompress=False)
+            connector = aiohttp.TCPConnector(
+                limit=n, limit_per_host=0, keepalive_timeout=KEEPALIVE_S
+            )
+            return aiohttp.ClientSession(
+                connector=connector, trust_env=False, auto_decompress=False
+            )
 
         return httpx.AsyncClient(
             transport=AiohttpTransport(client=session),
@@ -209,7 +221,9 @@ def make_client(max_connections: int, timeout_s: float = 600.0, transport: str |
     if transport != "httpx":
         raise ValueError(f"transport must be 'aiohttp' or 'httpx', not {transport!r}")
     return httpx.AsyncClient(
-        limits=httpx.Limits(max_connections=n, max_keepalive_connections=n, keepalive_expiry=KEEPALIVE_S),
+        limits=httpx.Limits(
+            max_connections=n, max_keepalive_connections=n, keepalive_expiry=KEEPALIVE_S
+        ),
         timeout=timeout,
         trust_env=False,  # a proxy from the environment would sit between us and a local server
         cookies=_NoCookies(),
@@ -236,16 +250,21 @@ class AiohttpClient:
     def _session(self) -> aiohttp.ClientSession:
         if self.session is None:
             # one connection per slot, all kept alive between requests (as make_client's)
-            connector = aiohttp.TCPConnector(limit=self.limit, limit_per_host=0, keepalive_timeout=60.0)
-            self.session = aiohttp.ClientSession(connector=connector, trust_env=False, auto_decompress=False,
-                                                 timeout=self.timeout)
+            connector = aiohttp.TCPConnector(
+                limit=self.limit, limit_per_host=0, keepalive_timeout=60.0
+            )
+            self.session = aiohttp.ClientSession(
+                connector=connector, trust_env=False, auto_decompress=False, timeout=self.timeout
+            )
         return self.session
 
     @asynccontextmanager
     async def stream(self, method: str, url: object, *, json: dict):
         """One request; yields a response with ``status_code``, ``aread()`` and ``lines()``."""
         body = _json_bytes(json)
-        async with self._session().request(method, str(url), data=body, headers=_JSON_HEADERS) as response:
+        async with self._session().request(
+            method, str(url), data=body, headers=_JSON_HEADERS
+        ) as response:
             yield _AiohttpResponse(response)
 
     async def aclose(self) -> None:
@@ -328,8 +347,10 @@ class ClientShards:
     def __init__(self, slots: int, timeout_s: float = 600.0) -> None:
         slots = max(1, slots)
         self.slots = slots
-        self.clients = [make_client(min(SHARD_SIZE, slots - start), timeout_s, "httpx")
-                        for start in range(0, slots, SHARD_SIZE)]
+        self.clients = [
+            make_client(min(SHARD_SIZE, slots - start), timeout_s, "httpx")
+            for start in range(0, slots, SHARD_SIZE)
+        ]
         self._free: asyncio.Queue[httpx.AsyncClient] = asyncio.Queue()
         for i in range(slots):
             self._free.put_nowait(self.clients[i // SHARD_SIZE])
@@ -351,7 +372,9 @@ class ClientShards:
             self._free.put_nowait(client)
 
 
-def client_slots(slots: int, timeout_s: float = 600.0, transport: str | None = None) -> SharedClient | ClientShards:
+def client_slots(
+    slots: int, timeout_s: float = 600.0, transport: str | None = None
+) -> SharedClient | ClientShards:
     """``slots`` concurrency slots: one ``SharedClient`` over aiohttp, else ``ClientShards`` of httpx clients."""
     if (transport or TRANSPORT) == "aiohttp":
         return SharedClient(slots, timeout_s, "aiohttp")
@@ -379,7 +402,11 @@ async def _lines(response: httpx.Response | _AiohttpResponse):
 
 
 async def send_request(
-    client: httpx.AsyncClient | AiohttpClient, target: BenchTarget, prompt: Prompt, ignore_eos: bool, start: float | None = None
+    client: httpx.AsyncClient | AiohttpClient,
+    target: BenchTarget,
+    prompt: Prompt,
+    ignore_eos: bool,
+    start: float | None = None,
 ) -> RequestResult:
     """Send one streamed request and time it (see ``runners.bench_metrics`` for the definitions).
 
@@ -431,7 +458,11 @@ async def send_request(
                 choices = data.get("choices") or []
                 if not choices:
                     continue
-                text = (choices[0].get("delta") or {}).get("content") if chat else choices[0].get("text")
+                text = (
+                    (choices[0].get("delta") or {}).get("content")
+                    if chat
+                    else choices[0].get("text")
+                )
                 if not text:
                     continue
                 out.chunks += 1
@@ -440,7 +471,14 @@ async def send_request(
                 else:
                     out.itl.append(now - last)
                 last = now
-    except (httpx.HTTPError, *_TRANSPORT_ERRORS, json.JSONDecodeError, ValueError, KeyError, TypeError) as exc:
+    except (
+        httpx.HTTPError,
+        *_TRANSPORT_ERRORS,
+        json.JSONDecodeError,
+        ValueError,
+        KeyError,
+        TypeError,
+    ) as exc:
         out.error = describe_error(exc, target.url)
         return out
     if out.ttft is None:
@@ -481,10 +519,16 @@ class WarmupFailed(RuntimeError):
 
 def _rejects_ignore_eos(result: RequestResult) -> bool:
     """True when a failed request looks like the server refusing the ``ignore_eos`` field."""
-    return (not result.ok) and result.error.startswith(("HTTP 400", "HTTP 422")) and "ignore_eos" in result.error
+    return (
+        (not result.ok)
+        and result.error.startswith(("HTTP 400", "HTTP 422"))
+        and "ignore_eos" in result.error
+    )
 
 
-async def warmup(client: httpx.AsyncClient, target: BenchTarget, count: int, ignore_eos: bool) -> tuple[bool, list[str]]:
+async def warmup(
+    client: httpx.AsyncClient, target: BenchTarget, count: int, ignore_eos: bool
+) -> tuple[bool, list[str]]:
     """Send ``count`` uncounted requests; return the ``ignore_eos`` setting that works and notes.
 
     Raises:
@@ -498,9 +542,13 @@ async def warmup(client: httpx.AsyncClient, target: BenchTarget, count: int, ign
     if ignore_eos and all(_rejects_ignore_eos(r) for r in results):
         ignore_eos = False
         notes.append("server rejected ignore_eos (unknown field): sent without it")
-        results = await asyncio.gather(*(send_request(client, target, p, ignore_eos) for p in prompts))
+        results = await asyncio.gather(
+            *(send_request(client, target, p, ignore_eos) for p in prompts)
+        )
     if not any(r.ok for r in results):
-        raise WarmupFailed(f"every warmup request to {target.api_url} failed: {results[0].error[:500]}")
+        raise WarmupFailed(
+            f"every warmup request to {target.api_url} failed: {results[0].error[:500]}"
+        )
     return ignore_eos, notes
 
 
@@ -554,7 +602,9 @@ async def timed_run(
     return results, time.perf_counter() - t0
 
 
-def run_id_for(config_name: str, concurrency: int | None, request_rate: float | None, repeat: int) -> str:
+def run_id_for(
+    config_name: str, concurrency: int | None, request_rate: float | None, repeat: int
+) -> str:
     """A readable unique run id: ``<config>-c<c>|r<rate>-rep<r>-<8 hex>``."""
     load = f"c{concurrency}" if request_rate is None else f"rate{request_rate:g}"
     return f"{config_name}-{load}-rep{repeat}-{uuid.uuid4().hex[:8]}"
@@ -663,33 +713,51 @@ async def sweep(
     if progress:
         console.print(f"[dim]bench client: {transport_label()}[/dim]")
     bar = Progress(
-        TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-        console=console, transient=True, disable=not (progress and console.is_terminal),
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=console,
+        transient=True,
+        disable=not (progress and console.is_terminal),
     )
     with bar:
         for repeat in repeats:
             for c in concurrencies:
                 # A fresh client per warmup: a connection kept idle through the previous timed
                 # run can outlive the server's keep-alive and fail when reused (KEEPALIVE_S).
-                async with make_client(max(1, min(warmup_requests, max_c)), target.timeout_s) as client:
-                    ignore_eos, warm_notes = await warmup(client, target, warmup_requests, ignore_eos)
+                async with make_client(
+                    max(1, min(warmup_requests, max_c)), target.timeout_s
+                ) as client:
+                    ignore_eos, warm_notes = await warmup(
+                        client, target, warmup_requests, ignore_eos
+                    )
                 if warm_notes:
                     length_enforced = False
-                label = f"{config_name} " + (f"c={c}" if request_rate is None else f"rate={request_rate:g}/s")
+                label = f"{config_name} " + (
+                    f"c={c}" if request_rate is None else f"rate={request_rate:g}/s"
+                )
                 task = bar.add_task(f"{label} rep {repeat}", total=len(target.workload.prompts))
                 slots = c or len(target.workload.prompts)
                 async with client_slots(slots, target.timeout_s) as shards:
                     # A fresh set of connections per run: each run starts from the same state.
                     results, duration = await timed_run(
-                        shards, target, concurrency=c, request_rate=request_rate,
-                        seed=target.workload.spec.seed + repeat, ignore_eos=ignore_eos,
+                        shards,
+                        target,
+                        concurrency=c,
+                        request_rate=request_rate,
+                        seed=target.workload.spec.seed + repeat,
+                        ignore_eos=ignore_eos,
                         progress=lambda: bar.advance(task),
                     )
                 bar.remove_task(task)
                 metrics = summarize(results, duration)
                 gate_c = c if request_rate is None else None
                 valid, notes = validity(
-                    results, metrics, concurrency=gate_c, output_len=target.workload.spec.output_len,
+                    results,
+                    metrics,
+                    concurrency=gate_c,
+                    output_len=target.workload.spec.output_len,
                     length_enforced=length_enforced and ignore_eos,
                 )
                 metrics, coarse = mask_coarse_streaming(results, metrics)
@@ -697,18 +765,34 @@ async def sweep(
                     notes.append(coarse)
                 if not target.workload.exact_length:
                     notes.append(
-                        "prompt lengths approximate: " + ("the tokenizer's decode/encode did not round-trip"
-                        if target.workload.spec.tokenizer else "no tokenizer, random words of ~1 token each"))
+                        "prompt lengths approximate: "
+                        + (
+                            "the tokenizer's decode/encode did not round-trip"
+                            if target.workload.spec.tokenizer
+                            else "no tokenizer, random words of ~1 token each"
+                        )
+                    )
                 run = RunResult(results, duration, metrics, valid, notes)
                 event = benchmark_event(
-                    target, run, config_name=config_name, concurrency=c, request_rate=request_rate,
-                    repeat=repeat, ignore_eos=ignore_eos, is_baseline=is_baseline,
-                    server_run_id=server_run_id, session_id=session_id, host=host, candidate_id=candidate_id,
+                    target,
+                    run,
+                    config_name=config_name,
+                    concurrency=c,
+                    request_rate=request_rate,
+                    repeat=repeat,
+                    ignore_eos=ignore_eos,
+                    is_baseline=is_baseline,
+                    server_run_id=server_run_id,
+                    session_id=session_id,
+                    host=host,
+                    candidate_id=candidate_id,
                     source=source,
                 )
                 if store is not None:
                     # Off the event loop: under load an append can wait on the ledger's lock.
-                    await asyncio.to_thread(store.append, event, samples={event.event_id: samples_table(results)})
+                    await asyncio.to_thread(
+                        store.append, event, samples={event.event_id: samples_table(results)}
+                    )
                 point = SweepPoint(c, request_rate, repeat, run, event)
                 points.append(point)
                 if on_point is not None:
@@ -719,7 +803,9 @@ async def sweep(
 def format_point(point: SweepPoint) -> str:
     """One line per run for the console: throughput, median TTFT/TPOT, validity."""
     m = point.run.metrics
-    load = f"c={point.concurrency}" if point.request_rate is None else f"rate={point.request_rate:g}/s"
+    load = (
+        f"c={point.concurrency}" if point.request_rate is None else f"rate={point.request_rate:g}/s"
+    )
 
     def f(x: float | None, spec: str = ".1f") -> str:
         return "-" if x is None else format(x, spec)

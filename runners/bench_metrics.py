@@ -70,7 +70,10 @@ def distribution_ms(values_s: Sequence[float], name: str) -> dict[str, float | N
     None says "not measured" instead of inventing a zero latency).
     """
     if len(values_s) == 0:
-        return {f"{k}_{name}_ms": None for k in ("mean", "median", "std", *(f"p{p}" for p in PERCENTILES))}
+        return {
+            f"{k}_{name}_ms": None
+            for k in ("mean", "median", "std", *(f"p{p}" for p in PERCENTILES))
+        }
     arr = np.asarray(values_s, dtype=float) * 1000.0
     out: dict[str, float | None] = {
         f"mean_{name}_ms": float(np.mean(arr)),
@@ -117,8 +120,6 @@ def summarize(results: Sequence[RequestResult], duration_s: float) -> BenchMetri
     return BenchMetrics(**data)
 
 
-
-
 #: Below this many streamed chunks per output token (median over requests, counting the gaps
 #: after the first token) the stream is too coarse for per-token timing: with a few chunks per
 #: completion TPOT collapses to the gap between the last chunks (0.01 ms) and ITL to the chunks'.
@@ -126,19 +127,26 @@ MIN_CHUNKS_PER_TOKEN = 0.5
 
 #: The metrics that time the gaps between tokens (NULL when streaming is coarse).
 PER_TOKEN_METRICS = tuple(
-    f"{stat}_{name}_ms" for name in ("tpot", "itl") for stat in ("mean", "median", "std", *(f"p{p}" for p in PERCENTILES))
+    f"{stat}_{name}_ms"
+    for name in ("tpot", "itl")
+    for stat in ("mean", "median", "std", *(f"p{p}" for p in PERCENTILES))
 ) + ("max_itl_ms",)
 
 
 def chunks_per_token(results: Sequence[RequestResult]) -> float | None:
     """Median over successful requests of (content chunks - 1) / (output tokens - 1): 1.0 when
     every token came in a chunk of its own; None when no request had 2+ tokens counted."""
-    ratios = [(r.chunks - 1) / (r.output_tokens - 1) for r in results
-              if r.ok and r.output_tokens is not None and r.output_tokens > 1 and r.chunks > 0]
+    ratios = [
+        (r.chunks - 1) / (r.output_tokens - 1)
+        for r in results
+        if r.ok and r.output_tokens is not None and r.output_tokens > 1 and r.chunks > 0
+    ]
     return float(np.median(ratios)) if ratios else None
 
 
-def mask_coarse_streaming(results: Sequence[RequestResult], metrics: BenchMetrics) -> tuple[BenchMetrics, str | None]:
+def mask_coarse_streaming(
+    results: Sequence[RequestResult], metrics: BenchMetrics
+) -> tuple[BenchMetrics, str | None]:
     """TPOT and ITL set to None (not measurable) when the stream is coarse, with the note saying why.
 
     Coarse: ``chunks_per_token`` below ``MIN_CHUNKS_PER_TOKEN``. Throughputs, TTFT and E2E
@@ -150,8 +158,10 @@ def mask_coarse_streaming(results: Sequence[RequestResult], metrics: BenchMetric
     ok = [r for r in results if r.ok and r.output_tokens]
     chunks = float(np.median([r.chunks for r in ok]))
     tokens = float(np.median([r.output_tokens for r in ok]))
-    note = (f"coarse streaming: {chunks:g} chunks for {tokens:g} output tokens per request (median), "
-            f"{ratio:.2f} chunks per token < {MIN_CHUNKS_PER_TOKEN}: TPOT and ITL not measurable (left empty)")
+    note = (
+        f"coarse streaming: {chunks:g} chunks for {tokens:g} output tokens per request (median), "
+        f"{ratio:.2f} chunks per token < {MIN_CHUNKS_PER_TOKEN}: TPOT and ITL not measurable (left empty)"
+    )
     return metrics.model_copy(update={name: None for name in PER_TOKEN_METRICS}), note
 
 
@@ -173,9 +183,11 @@ def prompts_warning(num_prompts: int, concurrencies: Sequence[int | None]) -> st
     top = max((c for c in concurrencies if c), default=None)
     if top is None or num_prompts >= min_prompts(top):
         return None
-    return (f"warning: {num_prompts} prompts at concurrency {top} is {num_prompts / top:.1f} per slot: the run's "
-            f"tail will likely pull achieved concurrency under 0.9 x {top} and fail the validity gate; "
-            f"use at least {min_prompts(top)} prompts ({MIN_PROMPTS_PER_SLOT} x the concurrency)")
+    return (
+        f"warning: {num_prompts} prompts at concurrency {top} is {num_prompts / top:.1f} per slot: the run's "
+        f"tail will likely pull achieved concurrency under 0.9 x {top} and fail the validity gate; "
+        f"use at least {min_prompts(top)} prompts ({MIN_PROMPTS_PER_SLOT} x the concurrency)"
+    )
 
 
 def samples_table(results: Sequence[RequestResult]) -> pa.Table:

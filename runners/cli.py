@@ -31,8 +31,13 @@ from .engines import adapter_for
 from .server import DEFAULT_HEALTH_TIMEOUT_S, ServerRunner
 
 _CONFIGS_OPTION = click.option(
-    "--configs", "configs_path", type=click.Path(dir_okay=False, path_type=Path), envvar="TUNELEDGER_SERVERS",
-    default="servers.toml", show_default=True, help="The TOML file of server configurations (env TUNELEDGER_SERVERS).",
+    "--configs",
+    "configs_path",
+    type=click.Path(dir_okay=False, path_type=Path),
+    envvar="TUNELEDGER_SERVERS",
+    default="servers.toml",
+    show_default=True,
+    help="The TOML file of server configurations (env TUNELEDGER_SERVERS).",
 )
 
 
@@ -57,14 +62,31 @@ def _raise_interrupt(_signum: int, _frame: Any) -> None:
 @server_group.command("start")
 @click.argument("config_name", metavar="CONFIG")
 @_CONFIGS_OPTION
-@click.option("--port", type=click.IntRange(1, 65535), help="Port (default: the configuration's, else the engine's).")
-@click.option("--health-timeout", "health_timeout_s", type=click.FloatRange(min=1),
-              help=f"Seconds to wait for health (default: the configuration's, else {DEFAULT_HEALTH_TIMEOUT_S:.0f}).")
+@click.option(
+    "--port",
+    type=click.IntRange(1, 65535),
+    help="Port (default: the configuration's, else the engine's).",
+)
+@click.option(
+    "--health-timeout",
+    "health_timeout_s",
+    type=click.FloatRange(min=1),
+    help=f"Seconds to wait for health (default: the configuration's, else {DEFAULT_HEALTH_TIMEOUT_S:.0f}).",
+)
 @click.option("--follow", is_flag=True, help="Print the server's log lines while it runs.")
-@click.option("--session", "session_id", help="Session of the events (default: the global --session).")
+@click.option(
+    "--session", "session_id", help="Session of the events (default: the global --session)."
+)
 @pass_ctx
-def start_command(ctx: Context, config_name: str, configs_path: Path, port: int | None,
-                  health_timeout_s: float | None, follow: bool, session_id: str | None) -> None:
+def start_command(
+    ctx: Context,
+    config_name: str,
+    configs_path: Path,
+    port: int | None,
+    health_timeout_s: float | None,
+    follow: bool,
+    session_id: str | None,
+) -> None:
     """Start CONFIG, wait until healthy, then keep it running until Ctrl-C.
 
     Progress goes to standard error; on ready, one JSON line with the run id, port,
@@ -82,15 +104,25 @@ def start_command(ctx: Context, config_name: str, configs_path: Path, port: int 
         run = runner.start(config, port=port, health_timeout_s=health_timeout_s)
     except KeyboardInterrupt:
         try:
-            runner.close(reason="interrupted (Ctrl-C)")  # a Ctrl-C just after ready: the run is not ended yet
+            runner.close(
+                reason="interrupted (Ctrl-C)"
+            )  # a Ctrl-C just after ready: the run is not ended yet
         except KeyboardInterrupt:
             pass
-        click.echo(f"tuneledger: interrupted: server {config_name} stopped before it was ready", err=True)
+        click.echo(
+            f"tuneledger: interrupted: server {config_name} stopped before it was ready", err=True
+        )
         sys.exit(130)
-    click.echo(json.dumps({"run_id": run.run_id, "port": run.port, "pid": run.pid, "log": str(run.log_path)}))
+    click.echo(
+        json.dumps(
+            {"run_id": run.run_id, "port": run.port, "pid": run.pid, "log": str(run.log_path)}
+        )
+    )
     _stderr(f"{config_name} is serving on {run.base_url}; Ctrl-C stops it")
     try:
-        ended = runner.watch(run, on_line=(lambda line: click.echo(line, err=True)) if follow else None)
+        ended = runner.watch(
+            run, on_line=(lambda line: click.echo(line, err=True)) if follow else None
+        )
     except KeyboardInterrupt:
         try:
             runner.stop(run, reason="interrupted (Ctrl-C)")
@@ -98,7 +130,10 @@ def start_command(ctx: Context, config_name: str, configs_path: Path, port: int 
             pass  # a second Ctrl-C only hurried the stop on (SIGTERM, SIGKILL); it is recorded
         return
     if ended is not None and ended.type == "server_failed":
-        click.echo(f"tuneledger: error: server {run.run_id} died: {getattr(ended, 'message', '')}", err=True)
+        click.echo(
+            f"tuneledger: error: server {run.run_id} died: {getattr(ended, 'message', '')}",
+            err=True,
+        )
         sys.exit(12)
     click.echo(f"tuneledger: server {run.run_id} exited by itself", err=True)
 
@@ -114,7 +149,15 @@ def show_command(config_name: str | None, configs_path: Path) -> None:
     for name, config in configs.items():
         adapter = adapter_for(config.engine)
         argv = adapter.argv(config, config.port or adapter.default_port)
-        click.echo(json.dumps({"name": name, **config.model_dump(exclude={"name"}, exclude_none=True), "argv": argv}))
+        click.echo(
+            json.dumps(
+                {
+                    "name": name,
+                    **config.model_dump(exclude={"name"}, exclude_none=True),
+                    "argv": argv,
+                }
+            )
+        )
 
 
 # --- the measurement commands -----------------------------------------------------------

@@ -35,48 +35,119 @@ def _int_list(text: str) -> list[int]:
 
 
 @click.command("tune")
-@click.option("--model-config", type=click.Path(dir_okay=False, path_type=Path),
-              help="A model's config.json: E, N (intermediate / --tp), K, top-k from it.")
-@click.option("--tp", type=click.IntRange(1), default=1, show_default=True, help="Tensor parallel size (N = intermediate / tp).")
+@click.option(
+    "--model-config",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="A model's config.json: E, N (intermediate / --tp), K, top-k from it.",
+)
+@click.option(
+    "--tp",
+    type=click.IntRange(1),
+    default=1,
+    show_default=True,
+    help="Tensor parallel size (N = intermediate / tp).",
+)
 @click.option("-E", "experts", type=click.IntRange(1), help="Experts (instead of --model-config).")
 @click.option("-N", "inter", type=click.IntRange(1), help="Per-rank intermediate size.")
 @click.option("-K", "hidden", type=click.IntRange(1), help="Hidden size.")
 @click.option("--topk", type=click.IntRange(1), help="Experts per token.")
 @click.option("--dtype", type=click.Choice(["bf16", "fp16"]), default="bf16", show_default=True)
-@click.option("--batch-sizes", default=None, help="Comma-separated M values (default 1,2,4,8,16,24,32,48,64).")
+@click.option(
+    "--batch-sizes", default=None, help="Comma-separated M values (default 1,2,4,8,16,24,32,48,64)."
+)
 @click.option("--all-batch-sizes", is_flag=True, help="SGLang's tuner's 18 batch sizes, 1..4096.")
-@click.option("--kernel", type=click.Choice(["sglang", "reference"]), default="sglang", show_default=True,
-              help="SGLang's fused_moe_kernel, or tuneledger's own Triton kernel where sglang is not importable.")
-@click.option("--search", type=click.Choice(["halving", "exhaustive"]), default="halving", show_default=True)
-@click.option("--sample", type=click.FloatRange(0.001, 1.0), default=0.1, show_default=True,
-              help="The first rung's share of the pruned space.")
-@click.option("--seed-file", type=click.Path(dir_okay=False, path_type=Path),
-              help="A MoE config file (e.g. SGLang's shipped one): its nearest entry joins each first rung.")
-@click.option("--time-budget", "time_budget_s", type=click.FloatRange(min=1), help="Stop cleanly after this many seconds with the best so far.")
-@click.option("--workers", type=click.IntRange(0), default=0, show_default=True, help="Processes compiling configs in parallel.")
-@click.option("--output-dir", type=click.Path(file_okay=False, path_type=Path),
-              help="Where configs/triton_X_Y_Z/<file> is written (default <ledger>.artifacts/moe_configs); use as SGLANG_MOE_CONFIG_DIR.")
-@click.option("--session", "session_id", help="Session of the events (default: the global --session).")
-@click.option("--candidate", "candidate_id", help="The board's candidate this tune answers (e.g. kernel-tune:fused-moe).")
+@click.option(
+    "--kernel",
+    type=click.Choice(["sglang", "reference"]),
+    default="sglang",
+    show_default=True,
+    help="SGLang's fused_moe_kernel, or tuneledger's own Triton kernel where sglang is not importable.",
+)
+@click.option(
+    "--search", type=click.Choice(["halving", "exhaustive"]), default="halving", show_default=True
+)
+@click.option(
+    "--sample",
+    type=click.FloatRange(0.001, 1.0),
+    default=0.1,
+    show_default=True,
+    help="The first rung's share of the pruned space.",
+)
+@click.option(
+    "--seed-file",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="A MoE config file (e.g. SGLang's shipped one): its nearest entry joins each first rung.",
+)
+@click.option(
+    "--time-budget",
+    "time_budget_s",
+    type=click.FloatRange(min=1),
+    help="Stop cleanly after this many seconds with the best so far.",
+)
+@click.option(
+    "--workers",
+    type=click.IntRange(0),
+    default=0,
+    show_default=True,
+    help="Processes compiling configs in parallel.",
+)
+@click.option(
+    "--output-dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    help="Where configs/triton_X_Y_Z/<file> is written (default <ledger>.artifacts/moe_configs); use as SGLANG_MOE_CONFIG_DIR.",
+)
+@click.option(
+    "--session", "session_id", help="Session of the events (default: the global --session)."
+)
+@click.option(
+    "--candidate",
+    "candidate_id",
+    help="The board's candidate this tune answers (e.g. kernel-tune:fused-moe).",
+)
 @click.option("--no-progress", is_flag=True, help="No progress bar on standard error.")
 @pass_ctx
-def tune_command(ctx: Context, model_config: Path | None, tp: int, experts: int | None, inter: int | None,
-                 hidden: int | None, topk: int | None, dtype: str, batch_sizes: str | None, all_batch_sizes: bool,
-                 kernel: str, search: str, sample: float, seed_file: Path | None, time_budget_s: float | None, workers: int,
-                 output_dir: Path | None, session_id: str | None, candidate_id: str | None, no_progress: bool) -> None:
+def tune_command(
+    ctx: Context,
+    model_config: Path | None,
+    tp: int,
+    experts: int | None,
+    inter: int | None,
+    hidden: int | None,
+    topk: int | None,
+    dtype: str,
+    batch_sizes: str | None,
+    all_batch_sizes: bool,
+    kernel: str,
+    search: str,
+    sample: float,
+    seed_file: Path | None,
+    time_budget_s: float | None,
+    workers: int,
+    output_dir: Path | None,
+    session_id: str | None,
+    candidate_id: str | None,
+    no_progress: bool,
+) -> None:
     """Tune SGLang's fused-MoE Triton kernel for one shape on this GPU and write SGLang's config file.
 
     Every measured config is recorded (kernel_config_measured); running the same command again
     resumes and measures only what is missing. Ends with one summary line.
     """
-    from .tune_space import INTERACTIVE_BATCH_SIZES, SGLANG_BATCH_SIZES, MoeShape, shape_from_model_config
+    from .tune_space import (
+        INTERACTIVE_BATCH_SIZES,
+        SGLANG_BATCH_SIZES,
+        MoeShape,
+        shape_from_model_config,
+    )
 
     try:
         if model_config is not None:
             try:
                 data = json.loads(model_config.read_text(encoding="utf-8"))
             except (OSError, ValueError) as exc:
-                raise InvalidInput(f"{model_config}: not a readable JSON model config ({exc})") from None
+                raise InvalidInput(
+                    f"{model_config}: not a readable JSON model config ({exc})"
+                ) from None
             shape = shape_from_model_config(data, tp, dtype)
         elif None in (experts, inter, hidden, topk):
             raise InvalidInput("give --model-config (and --tp), or all of -E, -N, -K and --topk")
@@ -89,10 +160,16 @@ def tune_command(ctx: Context, model_config: Path | None, tp: int, experts: int 
         from ledger.importers.moe_config import validate_configs
 
         try:
-            seeds = validate_configs(json.loads(seed_file.read_text(encoding="utf-8")), str(seed_file))
+            seeds = validate_configs(
+                json.loads(seed_file.read_text(encoding="utf-8")), str(seed_file)
+            )
         except (OSError, ValueError) as exc:
             raise InvalidInput(f"{seed_file}: not a readable MoE config file ({exc})") from None
-    sizes = list(SGLANG_BATCH_SIZES) if all_batch_sizes else (_int_list(batch_sizes) if batch_sizes else list(INTERACTIVE_BATCH_SIZES))
+    sizes = (
+        list(SGLANG_BATCH_SIZES)
+        if all_batch_sizes
+        else (_int_list(batch_sizes) if batch_sizes else list(INTERACTIVE_BATCH_SIZES))
+    )
     try:
         import torch
 
@@ -110,15 +187,31 @@ def tune_command(ctx: Context, model_config: Path | None, tp: int, experts: int 
     except KernelUnavailable as exc:
         raise MissingEngine(str(exc)) from None
     out = output_dir or Path(str(store.path) + ".artifacts") / "moe_configs"
-    spec = TuneSpec(shape=shape, batch_sizes=sizes, search=search, sample=sample, time_budget_s=time_budget_s,
-                    seed_configs=seeds,
-                    output_dir=out, session_id=session_id or ctx.session, candidate_id=candidate_id)
+    spec = TuneSpec(
+        shape=shape,
+        batch_sizes=sizes,
+        search=search,
+        sample=sample,
+        time_budget_s=time_budget_s,
+        seed_configs=seeds,
+        output_dir=out,
+        session_id=session_id or ctx.session,
+        candidate_id=candidate_id,
+    )
     signal.signal(signal.SIGTERM, _raise_interrupt)
     try:
-        report = run_tune(spec, measurer, StoreSink(store), say=lambda line: click.echo(line, err=True),
-                          progress=not no_progress)
+        report = run_tune(
+            spec,
+            measurer,
+            StoreSink(store),
+            say=lambda line: click.echo(line, err=True),
+            progress=not no_progress,
+        )
     except KeyboardInterrupt:
-        click.echo("tuneledger: interrupted: measurements so far are recorded; run the same command to resume", err=True)
+        click.echo(
+            "tuneledger: interrupted: measurements so far are recorded; run the same command to resume",
+            err=True,
+        )
         sys.exit(130)
     finally:
         measurer.close()
@@ -145,7 +238,9 @@ def spec_command(ctx: Context, spec_file: Path, no_progress: bool) -> None:
     store.init()
     signal.signal(signal.SIGTERM, _raise_interrupt)
     say = lambda line: click.echo(line, err=True)  # noqa: E731
-    runner = ServerRunner(store, session_id=spec.plan.plan.session, say=say, sigint_wait_s=spec.plan.plan.stop_wait_s)
+    runner = ServerRunner(
+        store, session_id=spec.plan.plan.session, say=say, sigint_wait_s=spec.plan.plan.stop_wait_s
+    )
     try:
         _result, events = run_spec(spec, store, runner, say=say, progress=not no_progress)
     except KeyboardInterrupt:
@@ -155,5 +250,14 @@ def spec_command(ctx: Context, spec_file: Path, no_progress: bool) -> None:
     finally:
         runner.close(reason="spec trials ended")
     for e in events:
-        click.echo(json.dumps({"trial": e.trial_id, "accept_length": e.accept_length, "source": e.accept_length_source,
-                               "output_throughput_change": e.output_throughput_change, "verdict": e.verdict}))
+        click.echo(
+            json.dumps(
+                {
+                    "trial": e.trial_id,
+                    "accept_length": e.accept_length,
+                    "source": e.accept_length_source,
+                    "output_throughput_change": e.output_throughput_change,
+                    "verdict": e.verdict,
+                }
+            )
+        )

@@ -29,21 +29,55 @@ def _concurrencies(text: str | None) -> list[int]:
     try:
         values = [int(x) for x in text.replace(" ", "").split(",") if x]
     except ValueError:
-        raise click.BadParameter(f"want comma-separated integers like 1,4,16,64, got {text!r}") from None
+        raise click.BadParameter(
+            f"want comma-separated integers like 1,4,16,64, got {text!r}"
+        ) from None
     if any(v < 1 for v in values):
         raise click.BadParameter("concurrency must be >= 1")
     return values
 
 
-def _reproducing_command(url: str, endpoint: str, model: str, input_len: int, output_len: int, num_prompts: int,
-                         concurrency_text: str | None, request_rate: float | None, seed: int, warmup: int,
-                         tokenizer: str | None, ignore_eos: bool, config_name: str) -> str:
+def _reproducing_command(
+    url: str,
+    endpoint: str,
+    model: str,
+    input_len: int,
+    output_len: int,
+    num_prompts: int,
+    concurrency_text: str | None,
+    request_rate: float | None,
+    seed: int,
+    warmup: int,
+    tokenizer: str | None,
+    ignore_eos: bool,
+    config_name: str,
+) -> str:
     """The ``tuneledger run bench`` command line that repeats a run (recorded as its source)."""
     import shlex
 
-    parts = ["tuneledger", "run", "bench", "--url", url, "--endpoint", endpoint, "--model", model,
-             "--input-len", str(input_len), "--output-len", str(output_len), "--num-prompts", str(num_prompts),
-             "--seed", str(seed), "--warmup", str(warmup), "--config-name", config_name]
+    parts = [
+        "tuneledger",
+        "run",
+        "bench",
+        "--url",
+        url,
+        "--endpoint",
+        endpoint,
+        "--model",
+        model,
+        "--input-len",
+        str(input_len),
+        "--output-len",
+        str(output_len),
+        "--num-prompts",
+        str(num_prompts),
+        "--seed",
+        str(seed),
+        "--warmup",
+        str(warmup),
+        "--config-name",
+        config_name,
+    ]
     if concurrency_text:
         parts += ["--concurrency", concurrency_text.replace(" ", "")]
     if request_rate is not None:
@@ -61,39 +95,133 @@ def _raise_interrupt(_signum: int, _frame: Any) -> None:
 
 @click.command("bench")
 @click.option("--url", required=True, help="Server base URL, e.g. http://127.0.0.1:30000.")
-@click.option("--endpoint", type=click.Choice(["chat", "completions", "generate"]), default="chat", show_default=True,
-              help="/v1/chat/completions, /v1/completions or SGLang's native /generate.")
-@click.option("--model", default=None,
-              help="Model name sent in OpenAI requests (default: the one model the server lists at /v1/models).")
-@click.option("--input-len", type=click.IntRange(min=1), default=64, show_default=True, help="Prompt length, tokens.")
-@click.option("--output-len", type=click.IntRange(min=1), default=32, show_default=True, help="Output length asked, tokens.")
-@click.option("--num-prompts", type=click.IntRange(min=1), default=64, show_default=True, help="Requests per run.")
-@click.option("--concurrency", "concurrency_text", default=None,
-              help="Closed-loop concurrencies, comma-separated (e.g. 1,4,16,64). Default 1 unless --request-rate.")
-@click.option("--request-rate", type=click.FloatRange(min=0, min_open=True),
-              help="Open loop: Poisson arrivals at this many requests/s (--concurrency then caps in-flight requests).")
-@click.option("--seed", type=int, default=0, show_default=True, help="Seed of prompts and arrivals.")
-@click.option("--warmup", type=click.IntRange(min=0), default=1, show_default=True, help="Uncounted requests before each run.")
-@click.option("--repeats", type=click.IntRange(min=1), default=1, show_default=True, help="Runs per concurrency.")
-@click.option("--config-name", default="baseline", show_default=True, help="Name of the server configuration measured.")
-@click.option("--baseline/--no-baseline", "is_baseline", default=None,
-              help="Mark the runs as the baseline (default: when --config-name is 'baseline').")
-@click.option("--tokenizer", type=click.Path(exists=True), help="Local tokenizer (tokenizer.json or folder): exact prompt lengths.")
+@click.option(
+    "--endpoint",
+    type=click.Choice(["chat", "completions", "generate"]),
+    default="chat",
+    show_default=True,
+    help="/v1/chat/completions, /v1/completions or SGLang's native /generate.",
+)
+@click.option(
+    "--model",
+    default=None,
+    help="Model name sent in OpenAI requests (default: the one model the server lists at /v1/models).",
+)
+@click.option(
+    "--input-len",
+    type=click.IntRange(min=1),
+    default=64,
+    show_default=True,
+    help="Prompt length, tokens.",
+)
+@click.option(
+    "--output-len",
+    type=click.IntRange(min=1),
+    default=32,
+    show_default=True,
+    help="Output length asked, tokens.",
+)
+@click.option(
+    "--num-prompts",
+    type=click.IntRange(min=1),
+    default=64,
+    show_default=True,
+    help="Requests per run.",
+)
+@click.option(
+    "--concurrency",
+    "concurrency_text",
+    default=None,
+    help="Closed-loop concurrencies, comma-separated (e.g. 1,4,16,64). Default 1 unless --request-rate.",
+)
+@click.option(
+    "--request-rate",
+    type=click.FloatRange(min=0, min_open=True),
+    help="Open loop: Poisson arrivals at this many requests/s (--concurrency then caps in-flight requests).",
+)
+@click.option(
+    "--seed", type=int, default=0, show_default=True, help="Seed of prompts and arrivals."
+)
+@click.option(
+    "--warmup",
+    type=click.IntRange(min=0),
+    default=1,
+    show_default=True,
+    help="Uncounted requests before each run.",
+)
+@click.option(
+    "--repeats",
+    type=click.IntRange(min=1),
+    default=1,
+    show_default=True,
+    help="Runs per concurrency.",
+)
+@click.option(
+    "--config-name",
+    default="baseline",
+    show_default=True,
+    help="Name of the server configuration measured.",
+)
+@click.option(
+    "--baseline/--no-baseline",
+    "is_baseline",
+    default=None,
+    help="Mark the runs as the baseline (default: when --config-name is 'baseline').",
+)
+@click.option(
+    "--tokenizer",
+    type=click.Path(exists=True),
+    help="Local tokenizer (tokenizer.json or folder): exact prompt lengths.",
+)
 @click.option("--server-run-id", help="The server run measured (links the runs to server_runs).")
-@click.option("--ignore-eos/--no-ignore-eos", default=True, show_default=True,
-              help="Ask for exactly --output-len tokens (auto-disabled when the server rejects the field).")
-@click.option("--candidate", "candidate_id", metavar="ID",
-              help="The board's candidate these runs are for (e.g. flag:enable-foo): the board links them to it.")
+@click.option(
+    "--ignore-eos/--no-ignore-eos",
+    default=True,
+    show_default=True,
+    help="Ask for exactly --output-len tokens (auto-disabled when the server rejects the field).",
+)
+@click.option(
+    "--candidate",
+    "candidate_id",
+    metavar="ID",
+    help="The board's candidate these runs are for (e.g. flag:enable-foo): the board links them to it.",
+)
 @click.option("--no-progress", is_flag=True, help="No progress bar on standard error.")
-@click.option("--tool", type=click.Choice(["builtin", "guidellm", "aiperf", "sglang"]), default="builtin",
-              show_default=True, help="Measure with another tool, run as a subprocess; its result is imported.")
-@click.option("--tool-path", help="The tool's program (guidellm, aiperf; for sglang its Python). Default: PATH.")
+@click.option(
+    "--tool",
+    type=click.Choice(["builtin", "guidellm", "aiperf", "sglang"]),
+    default="builtin",
+    show_default=True,
+    help="Measure with another tool, run as a subprocess; its result is imported.",
+)
+@click.option(
+    "--tool-path",
+    help="The tool's program (guidellm, aiperf; for sglang its Python). Default: PATH.",
+)
 @pass_ctx
-def bench_command(ctx: Context, url: str, endpoint: str, model: str | None, input_len: int, output_len: int,
-                  num_prompts: int, concurrency_text: str | None, request_rate: float | None, seed: int, warmup: int,
-                  repeats: int, config_name: str, is_baseline: bool | None, tokenizer: str | None,
-                  server_run_id: str | None, ignore_eos: bool, candidate_id: str | None, no_progress: bool,
-                  tool: str, tool_path: str | None) -> None:
+def bench_command(
+    ctx: Context,
+    url: str,
+    endpoint: str,
+    model: str | None,
+    input_len: int,
+    output_len: int,
+    num_prompts: int,
+    concurrency_text: str | None,
+    request_rate: float | None,
+    seed: int,
+    warmup: int,
+    repeats: int,
+    config_name: str,
+    is_baseline: bool | None,
+    tokenizer: str | None,
+    server_run_id: str | None,
+    ignore_eos: bool,
+    candidate_id: str | None,
+    no_progress: bool,
+    tool: str,
+    tool_path: str | None,
+) -> None:
     """Benchmark a running server; record one benchmark_completed per concurrency and repeat.
 
     Metrics are sglang bench_serving's (TTFT, TPOT, ITL, E2E in ms; throughputs in tok/s),
@@ -127,11 +255,28 @@ def bench_command(ctx: Context, url: str, endpoint: str, model: str | None, inpu
             except RuntimeError as exc:
                 click.echo(f"tuneledger: error: {exc}", err=True)
                 sys.exit(WARMUP_FAILED_EXIT)
-        _bench_with_tool(ctx, tool, prefix, concurrencies, request_rate, repeats, config_name, is_baseline,
-                         server_run_id, candidate_id, url=url, endpoint=endpoint, model=model or "default",
-                         input_len=input_len,
-                         output_len=output_len, num_prompts=num_prompts, seed=seed, warmup=warmup,
-                         tokenizer=tokenizer, ignore_eos=ignore_eos)
+        _bench_with_tool(
+            ctx,
+            tool,
+            prefix,
+            concurrencies,
+            request_rate,
+            repeats,
+            config_name,
+            is_baseline,
+            server_run_id,
+            candidate_id,
+            url=url,
+            endpoint=endpoint,
+            model=model or "default",
+            input_len=input_len,
+            output_len=output_len,
+            num_prompts=num_prompts,
+            seed=seed,
+            warmup=warmup,
+            tokenizer=tokenizer,
+            ignore_eos=ignore_eos,
+        )
         return
     workload = build_workload(WorkloadSpec(input_len, output_len, num_prompts, seed, tokenizer))
     store = ctx.store()
@@ -141,16 +286,41 @@ def bench_command(ctx: Context, url: str, endpoint: str, model: str | None, inpu
     try:
         if model is None:
             model = "default" if endpoint == "generate" else served_model(url)
-        target = BenchTarget(url=url, endpoint=endpoint, model=model, workload=workload, ignore_eos=ignore_eos)
-        asyncio.run(sweep(
-            target, config_name=config_name, concurrencies=concurrencies, request_rate=request_rate,
-            repeats=range(repeats), warmup_requests=warmup,
-            is_baseline=(config_name == "baseline") if is_baseline is None else is_baseline,
-            server_run_id=server_run_id, session_id=ctx.session, store=store, progress=not no_progress,
-            on_point=lambda p: (done.append(p), click.echo(format_point(p))), candidate_id=candidate_id,
-            source=_reproducing_command(url, endpoint, model, input_len, output_len, num_prompts, concurrency_text,
-                                        request_rate, seed, warmup, tokenizer, ignore_eos, config_name),
-        ))
+        target = BenchTarget(
+            url=url, endpoint=endpoint, model=model, workload=workload, ignore_eos=ignore_eos
+        )
+        asyncio.run(
+            sweep(
+                target,
+                config_name=config_name,
+                concurrencies=concurrencies,
+                request_rate=request_rate,
+                repeats=range(repeats),
+                warmup_requests=warmup,
+                is_baseline=(config_name == "baseline") if is_baseline is None else is_baseline,
+                server_run_id=server_run_id,
+                session_id=ctx.session,
+                store=store,
+                progress=not no_progress,
+                on_point=lambda p: (done.append(p), click.echo(format_point(p))),
+                candidate_id=candidate_id,
+                source=_reproducing_command(
+                    url,
+                    endpoint,
+                    model,
+                    input_len,
+                    output_len,
+                    num_prompts,
+                    concurrency_text,
+                    request_rate,
+                    seed,
+                    warmup,
+                    tokenizer,
+                    ignore_eos,
+                    config_name,
+                ),
+            )
+        )
     except KeyboardInterrupt:
         click.echo(f"tuneledger: interrupted after {len(done)} recorded run(s)", err=True)
         sys.exit(130)
@@ -159,9 +329,19 @@ def bench_command(ctx: Context, url: str, endpoint: str, model: str | None, inpu
         sys.exit(WARMUP_FAILED_EXIT)
 
 
-def _bench_with_tool(ctx: Context, tool: str, prefix: list[str], concurrencies: list[int | None],
-                     request_rate: float | None, repeats: int, config_name: str, is_baseline: bool | None,
-                     server_run_id: str | None, candidate_id: str | None, **workload: Any) -> None:
+def _bench_with_tool(
+    ctx: Context,
+    tool: str,
+    prefix: list[str],
+    concurrencies: list[int | None],
+    request_rate: float | None,
+    repeats: int,
+    config_name: str,
+    is_baseline: bool | None,
+    server_run_id: str | None,
+    candidate_id: str | None,
+    **workload: Any,
+) -> None:
     """``run bench --tool X``: see ``runners/external_bench.py``."""
     from .external_bench import ToolWorkload, run_tool_sweep
 
@@ -169,21 +349,37 @@ def _bench_with_tool(ctx: Context, tool: str, prefix: list[str], concurrencies: 
     store.init()
     say = lambda line: click.echo(line, err=True)  # noqa: E731
     events = run_tool_sweep(
-        tool, prefix, ToolWorkload(**workload), store=store, concurrencies=concurrencies, request_rate=request_rate,
-        repeats=repeats, config_name=config_name,
+        tool,
+        prefix,
+        ToolWorkload(**workload),
+        store=store,
+        concurrencies=concurrencies,
+        request_rate=request_rate,
+        repeats=repeats,
+        config_name=config_name,
         is_baseline=(config_name == "baseline") if is_baseline is None else is_baseline,
-        server_run_id=server_run_id, session_id=ctx.session, actor=ctx.actor, say=say, candidate_id=candidate_id,
+        server_run_id=server_run_id,
+        session_id=ctx.session,
+        actor=ctx.actor,
+        say=say,
+        candidate_id=candidate_id,
     )
     for event in events:
         m = event.metrics
-        click.echo(f"{tool} c={event.concurrency} repeat={event.repeat}: {m.completed} ok, {m.failed or 0} failed, "
-                   f"output {m.output_throughput or 0:.1f} tok/s, median TTFT {m.median_ttft_ms or 0:.1f} ms "
-                   f"(event {event.event_id})")
+        click.echo(
+            f"{tool} c={event.concurrency} repeat={event.repeat}: {m.completed} ok, {m.failed or 0} failed, "
+            f"output {m.output_throughput or 0:.1f} tok/s, median TTFT {m.median_ttft_ms or 0:.1f} ms "
+            f"(event {event.event_id})"
+        )
 
 
 @click.command("plan")
 @click.argument("plan_file", type=click.Path(dir_okay=False, path_type=Path))
-@click.option("--all-metrics", is_flag=True, help="Show every metric in the verdict table (default: throughput, medians).")
+@click.option(
+    "--all-metrics",
+    is_flag=True,
+    help="Show every metric in the verdict table (default: throughput, medians).",
+)
 @click.option("--no-progress", is_flag=True, help="No progress bar on standard error.")
 @pass_ctx
 def plan_command(ctx: Context, plan_file: Path, all_metrics: bool, no_progress: bool) -> None:
@@ -199,7 +395,9 @@ def plan_command(ctx: Context, plan_file: Path, all_metrics: bool, no_progress: 
     from .server import ServerRunner, ServerStartFailed
 
     plan = load_plan(plan_file)
-    if plan.plan.request_rate is None and (warning := prompts_warning(plan.bench.num_prompts, plan.plan.concurrency)):
+    if plan.plan.request_rate is None and (
+        warning := prompts_warning(plan.bench.num_prompts, plan.plan.concurrency)
+    ):
         click.echo(f"tuneledger: {plan_file}: [bench] num_prompts: {warning}", err=True)
     if plan.plan.session is None and ctx.session:
         plan.plan.session = ctx.session
@@ -207,12 +405,17 @@ def plan_command(ctx: Context, plan_file: Path, all_metrics: bool, no_progress: 
     store.init()
     signal.signal(signal.SIGTERM, _raise_interrupt)
     say = lambda line: click.echo(line, err=True)  # noqa: E731
-    runner = ServerRunner(store, session_id=plan.plan.session, say=say, sigint_wait_s=plan.plan.stop_wait_s)
+    runner = ServerRunner(
+        store, session_id=plan.plan.session, say=say, sigint_wait_s=plan.plan.stop_wait_s
+    )
     try:
         result = run_plan(plan, store, runner, say=say, progress=not no_progress)
     except KeyboardInterrupt:
         runner.close(reason="plan interrupted (Ctrl-C)")
-        click.echo("tuneledger: interrupted: server stopped, completed runs recorded (note_added)", err=True)
+        click.echo(
+            "tuneledger: interrupted: server stopped, completed runs recorded (note_added)",
+            err=True,
+        )
         sys.exit(130)
     except ServerStartFailed:
         raise  # a LedgerError: the core CLI prints it and exits 12
@@ -221,7 +424,11 @@ def plan_command(ctx: Context, plan_file: Path, all_metrics: bool, no_progress: 
         sys.exit(WARMUP_FAILED_EXIT)
     finally:
         runner.close(reason="plan ended")
-    shown = None if all_metrics else ("output_throughput", "median_ttft_ms", "median_tpot_ms", "p99_ttft_ms")
+    shown = (
+        None
+        if all_metrics
+        else ("output_throughput", "median_ttft_ms", "median_tpot_ms", "p99_ttft_ms")
+    )
     Console(width=160).print(verdict_table(result, shown))
     for finding in result.findings:
         click.echo(f"finding: --{finding.flag}: {finding.verdict} ({finding.message})")

@@ -36,7 +36,9 @@ from scipy import stats
 from ledger.views import DELTA_METRICS
 
 #: metric -> (direction, noise floor), from the ledger's own table so views and runner agree.
-METRIC_RULES: dict[str, tuple[int, float]] = {name: (direction, floor) for name, direction, floor in DELTA_METRICS}
+METRIC_RULES: dict[str, tuple[int, float]] = {
+    name: (direction, floor) for name, direction, floor in DELTA_METRICS
+}
 
 CONFIDENCE = 0.95
 #: Above this noise threshold tau (a fraction) a comparison does not claim "no measurable
@@ -106,7 +108,9 @@ def coefficient_of_variation(values: Sequence[float]) -> float | None:
     return float(np.std(arr, ddof=1) / abs(mean))
 
 
-def noise_threshold(metric: str, aa_cv: float | None, floor: float | None = None) -> tuple[float, str]:
+def noise_threshold(
+    metric: str, aa_cv: float | None, floor: float | None = None
+) -> tuple[float, str]:
     """``tau = max(floor, 2 * CV of A-vs-A repeats)`` and a note saying which one won.
 
     Raises:
@@ -114,7 +118,9 @@ def noise_threshold(metric: str, aa_cv: float | None, floor: float | None = None
     """
     base = METRIC_RULES[metric][1] if floor is None else floor
     if aa_cv is None or 2 * aa_cv <= base:
-        detail = f"floor {base:.0%}" + ("" if aa_cv is None else f" (2 x A-vs-A CV = {2 * aa_cv:.2%})")
+        detail = f"floor {base:.0%}" + (
+            "" if aa_cv is None else f" (2 x A-vs-A CV = {2 * aa_cv:.2%})"
+        )
         return base, detail
     return 2 * aa_cv, f"2 x A-vs-A CV = {2 * aa_cv:.2%} (floor {base:.0%})"
 
@@ -158,29 +164,59 @@ def compare(
     a = [float(x) for x in baseline if x is not None]
     b = [float(x) for x in candidate if x is not None]
     base = dict(
-        metric=metric, better_direction=direction, baseline_runs=len(baseline), runs=len(candidate),
-        baseline_mean=central_value(a), mean=central_value(b),
-        baseline_cv=coefficient_of_variation(a), cv=coefficient_of_variation(b),
-        noise_threshold=tau, noise_source=source,
+        metric=metric,
+        better_direction=direction,
+        baseline_runs=len(baseline),
+        runs=len(candidate),
+        baseline_mean=central_value(a),
+        mean=central_value(b),
+        baseline_cv=coefficient_of_variation(a),
+        cv=coefficient_of_variation(b),
+        noise_threshold=tau,
+        noise_source=source,
     )
     if not valid:
-        return Comparison(**base, change=None, ci_low=None, ci_high=None, verdict="invalid", notes=invalid_reason)
+        return Comparison(
+            **base, change=None, ci_low=None, ci_high=None, verdict="invalid", notes=invalid_reason
+        )
     unusable = (len(baseline) - len(a)) + (len(candidate) - len(b)) + sum(x <= 0 for x in a + b)
     if unusable:
         # A run without the metric (no ITL when every token came in one chunk) or with a zero
         # (TPOT when the last chunk came in the same read as the first) has no logarithm.
-        return Comparison(**base, change=None, ci_low=None, ci_high=None, verdict="insufficient data",
-                          notes=f"{unusable} run(s) without a positive {metric}: no log ratio")
+        return Comparison(
+            **base,
+            change=None,
+            ci_low=None,
+            ci_high=None,
+            verdict="insufficient data",
+            notes=f"{unusable} run(s) without a positive {metric}: no log ratio",
+        )
     if not a or not b:
-        return Comparison(**base, change=None, ci_low=None, ci_high=None, verdict="insufficient data",
-                          notes="no runs in one arm")
+        return Comparison(
+            **base,
+            change=None,
+            ci_low=None,
+            ci_high=None,
+            verdict="insufficient data",
+            notes="no runs in one arm",
+        )
     if len(a) < 2 or len(b) < 2:
         point = math.exp(direction * float(np.mean(np.log(b)) - np.mean(np.log(a)))) - 1
-        return Comparison(**base, change=point, ci_low=None, ci_high=None, verdict="insufficient data",
-                          notes="one run per arm proves nothing: repeat (3+ runs per arm, interleaved)")
+        return Comparison(
+            **base,
+            change=point,
+            ci_low=None,
+            ci_high=None,
+            verdict="insufficient data",
+            notes="one run per arm proves nothing: repeat (3+ runs per arm, interleaved)",
+        )
     la, lb = np.log(a), np.log(b)
     d, se, df = welch(la, lb)
-    t = float(stats.t.ppf(0.5 + CONFIDENCE / 2, df)) if math.isfinite(df) else float(stats.norm.ppf(0.975))
+    t = (
+        float(stats.t.ppf(0.5 + CONFIDENCE / 2, df))
+        if math.isfinite(df)
+        else float(stats.norm.ppf(0.975))
+    )
     signed = direction * d
     change = math.exp(signed) - 1
     ci_low = math.exp(signed - t * se) - 1
@@ -206,15 +242,28 @@ def compare(
         noise_cv = max(tau / 2, math.sqrt((np.var(la, ddof=1) + np.var(lb, ddof=1)) / 2))
         verdict = "too noisy"
         runs_needed = runs_for(noise_cv, MAX_NOISE_THRESHOLD)
-        notes = (f"noise threshold {tau:.0%} (per-run CV {noise_cv:.0%}) is above {MAX_NOISE_THRESHOLD:.0%}: "
-                 f"too noisy to tell a change under {tau:.0%} from none; ~{runs_needed} runs per arm would "
-                 f"resolve a {MAX_NOISE_THRESHOLD:.0%} change at this CV (or quiet the machine)")
-    return Comparison(**base, change=change, ci_low=ci_low, ci_high=ci_high, verdict=verdict,
-                      runs_needed=runs_needed, notes=notes)
+        notes = (
+            f"noise threshold {tau:.0%} (per-run CV {noise_cv:.0%}) is above {MAX_NOISE_THRESHOLD:.0%}: "
+            f"too noisy to tell a change under {tau:.0%} from none; ~{runs_needed} runs per arm would "
+            f"resolve a {MAX_NOISE_THRESHOLD:.0%} change at this CV (or quiet the machine)"
+        )
+    return Comparison(
+        **base,
+        change=change,
+        ci_low=ci_low,
+        ci_high=ci_high,
+        verdict=verdict,
+        runs_needed=runs_needed,
+        notes=notes,
+    )
 
 
 #: A flag's measured verdict (``finding_recorded``) from its throughput verdicts at every concurrency.
-FLAG_VERDICTS = {"improved": "effective", "regressed": "harmful", "no measurable change": "no-measurable-change"}
+FLAG_VERDICTS = {
+    "improved": "effective",
+    "regressed": "harmful",
+    "no measurable change": "no-measurable-change",
+}
 
 
 def flag_verdict(verdicts: Sequence[str]) -> str | None:

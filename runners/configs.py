@@ -46,13 +46,24 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from ledger.errors import InvalidInput
 from schemas import normalize_flag
-from schemas.secrets import add_secret_words
 from schemas.events import FlagValue
+from schemas.secrets import add_secret_words
 
 EngineName = Literal["sglang", "vllm", "transformers"]
 
 #: Keys a configuration may have (besides ``base``).
-_KEYS = ("engine", "model", "flags", "env", "port", "host", "python", "command", "health_timeout_s", "description")
+_KEYS = (
+    "engine",
+    "model",
+    "flags",
+    "env",
+    "port",
+    "host",
+    "python",
+    "command",
+    "health_timeout_s",
+    "description",
+)
 
 
 class ConfigError(InvalidInput):
@@ -102,16 +113,24 @@ class ServerConfig(BaseModel):
 def _merge(lower: Mapping[str, Any], upper: Mapping[str, Any]) -> dict[str, Any]:
     merged = dict(lower)
     for key, value in upper.items():
-        if key in ("flags", "env") and isinstance(value, Mapping) and isinstance(merged.get(key), Mapping):
+        if (
+            key in ("flags", "env")
+            and isinstance(value, Mapping)
+            and isinstance(merged.get(key), Mapping)
+        ):
             merged[key] = {**merged[key], **value}
         else:
             merged[key] = value
     return merged
 
 
-def _resolve(name: str, tables: Mapping[str, Any], source: str, seen: tuple[str, ...] = ()) -> dict[str, Any]:
+def _resolve(
+    name: str, tables: Mapping[str, Any], source: str, seen: tuple[str, ...] = ()
+) -> dict[str, Any]:
     if name in seen:
-        raise ConfigError(f"{source}: configuration inheritance loops: {' -> '.join((*seen, name))}")
+        raise ConfigError(
+            f"{source}: configuration inheritance loops: {' -> '.join((*seen, name))}"
+        )
     table = tables.get(name)
     if table is None:
         where = f" (base of {seen[-1]!r})" if seen else ""
@@ -121,7 +140,9 @@ def _resolve(name: str, tables: Mapping[str, Any], source: str, seen: tuple[str,
         raise ConfigError(f"{source}: [configs.{name}] must be a table")
     unknown = sorted(set(table) - set(_KEYS) - {"base"})
     if unknown:
-        raise ConfigError(f"{source}: [configs.{name}]: unknown key(s) {', '.join(unknown)}; allowed: base, {', '.join(_KEYS)}")
+        raise ConfigError(
+            f"{source}: [configs.{name}]: unknown key(s) {', '.join(unknown)}; allowed: base, {', '.join(_KEYS)}"
+        )
     own = {k: v for k, v in table.items() if k != "base"}
     base = table.get("base")
     if base is None:
@@ -146,7 +167,9 @@ def parse_configs(data: Mapping[str, Any], source: str = "<configs>") -> dict[st
         raise ConfigError(f"{source}: [defaults] must be a table")
     extra = sorted(set(data) - {"configs", "defaults", "secret_words"})
     if extra:
-        raise ConfigError(f"{source}: unknown top-level key(s) {', '.join(extra)}; allowed: defaults, configs, secret_words")
+        raise ConfigError(
+            f"{source}: unknown top-level key(s) {', '.join(extra)}; allowed: defaults, configs, secret_words"
+        )
     words = data.get("secret_words", [])
     if not isinstance(words, list) or not all(isinstance(w, str) for w in words):
         raise ConfigError(f"{source}: secret_words must be a list of strings")
@@ -178,7 +201,9 @@ def load_configs(path: str | Path) -> dict[str, ServerConfig]:
     try:
         data = tomllib.loads(file.read_text(encoding="utf-8"))
     except FileNotFoundError:
-        raise ConfigError(f"no configuration file {file} (give one with --configs; see examples/servers.toml)") from None
+        raise ConfigError(
+            f"no configuration file {file} (give one with --configs; see examples/servers.toml)"
+        ) from None
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
         raise ConfigError(f"{file}: not valid TOML: {exc}") from None
     return parse_configs(data, str(file))

@@ -33,14 +33,24 @@ def served_model(url: str, preferred: str | None = None, *, timeout_s: float = 3
     try:
         response = httpx.get(models_url, timeout=timeout_s, trust_env=False)
         response.raise_for_status()
-        ids = [str(m["id"]) for m in response.json().get("data", []) if isinstance(m, dict) and "id" in m]
+        ids = [
+            str(m["id"])
+            for m in response.json().get("data", [])
+            if isinstance(m, dict) and "id" in m
+        ]
     except (httpx.HTTPError, ValueError, AttributeError) as exc:
-        raise WarmupFailed(f"cannot ask {models_url} which model it serves: {describe_error(exc, models_url)}") from None
+        raise WarmupFailed(
+            f"cannot ask {models_url} which model it serves: {describe_error(exc, models_url)}"
+        ) from None
     if len(ids) == 1:
         return ids[0]
     if preferred is not None and preferred in ids:
         return preferred
     if not ids:
-        raise ModelUnknown(f"{models_url} lists no model: give the model name (--model, or model = in [bench])")
+        raise ModelUnknown(
+            f"{models_url} lists no model: give the model name (--model, or model = in [bench])"
+        )
     shown = ", ".join(ids[:5]) + (f" and {len(ids) - 5} more" if len(ids) > 5 else "")
-    raise ModelUnknown(f"{models_url} lists {len(ids)} models ({shown}): say which with --model (or model = in [bench])")
+    raise ModelUnknown(
+        f"{models_url} lists {len(ids)} models ({shown}): say which with --model (or model = in [bench])"
+    )

@@ -60,14 +60,18 @@ def flag_args(flags: dict[str, Any]) -> list[str]:
     return argv
 
 
-def recorded_env(config: ServerConfig, prefixes: tuple[str, ...], environ: dict[str, str] | None = None) -> dict[str, str]:
+def recorded_env(
+    config: ServerConfig, prefixes: tuple[str, ...], environ: dict[str, str] | None = None
+) -> dict[str, str]:
     """The environment subset worth recording: the configuration's own ``env`` plus inherited
     variables with one of ``prefixes``; credentials never: a name with ``KEY`` in it, or one that
     ``schemas.secrets.is_secret_name`` matches (``HF_TOKEN``, ``SGLANG_ADMIN_PASS``, ``NCCL_IB_AUTH``)."""
     source = os.environ if environ is None else environ
     picked = {k: v for k, v in source.items() if k.startswith(prefixes)}
     picked.update(config.env)
-    return {k: v for k, v in sorted(picked.items()) if "KEY" not in k.upper() and not is_secret_name(k)}
+    return {
+        k: v for k, v in sorted(picked.items()) if "KEY" not in k.upper() and not is_secret_name(k)
+    }
 
 
 @dataclass(frozen=True)
@@ -85,7 +89,13 @@ class EngineAdapter:
     #: Paths polled for readiness, in order: 200 = ready; 404 = try the next one.
     health_paths: ClassVar[tuple[str, ...]] = ("/health",)
     #: Environment prefixes recorded in ``server_started.env``.
-    env_prefixes: ClassVar[tuple[str, ...]] = ("CUDA_VISIBLE_DEVICES", "NCCL_", "TORCH_", "TRITON_", "HF_HUB_OFFLINE")
+    env_prefixes: ClassVar[tuple[str, ...]] = (
+        "CUDA_VISIBLE_DEVICES",
+        "NCCL_",
+        "TORCH_",
+        "TRITON_",
+        "HF_HUB_OFFLINE",
+    )
     #: The distribution whose version is the engine version.
     package: ClassVar[str]
     #: Whether the log is SGLang's (startup facts and findings are parsed from it).
@@ -102,7 +112,15 @@ class EngineAdapter:
     def argv(self, config: ServerConfig, port: int) -> list[str]:
         """The full launch argv for ``config`` on ``port``."""
         head = list(config.command) if config.command else self.prefix(config)
-        return [*head, *self.model_args(config), "--host", config.host, "--port", str(port), *flag_args(config.flags)]
+        return [
+            *head,
+            *self.model_args(config),
+            "--host",
+            config.host,
+            "--port",
+            str(port),
+            *flag_args(config.flags),
+        ]
 
     def env(self, config: ServerConfig) -> dict[str, str]:
         """The child's full environment: ours, the configuration's ``env``, unbuffered Python output."""
@@ -196,7 +214,9 @@ class SGLangAdapter(EngineAdapter):
         except (OSError, subprocess.TimeoutExpired) as exc:
             raise MissingEngine(f"sglang: cannot run {python}: {exc}") from None
         if out.returncode != 0:
-            raise MissingEngine(f"sglang: module not installed for {python} (pip install sglang there)")
+            raise MissingEngine(
+                f"sglang: module not installed for {python} (pip install sglang there)"
+            )
         return EngineProbe(version=out.stdout.strip() or None)
 
 
@@ -225,7 +245,9 @@ class TransformersAdapter(EngineAdapter):
         return None  # the model is optional: without it clients name it per request
 
 
-ADAPTERS: dict[str, EngineAdapter] = {a.name: a for a in (SGLangAdapter(), VLLMAdapter(), TransformersAdapter())}
+ADAPTERS: dict[str, EngineAdapter] = {
+    a.name: a for a in (SGLangAdapter(), VLLMAdapter(), TransformersAdapter())
+}
 
 
 def adapter_for(engine: str) -> EngineAdapter:

@@ -91,15 +91,24 @@ def find_tool(tool: str, tool_path: str | None) -> list[str]:
     else:
         found = shutil.which(tool)
         if found is None:
-            raise ToolNotFound(f"{tool}: not found on PATH (pip install {tool}, or give --tool-path)")
+            raise ToolNotFound(
+                f"{tool}: not found on PATH (pip install {tool}, or give --tool-path)"
+            )
         program = found
     if tool == "sglang":
         return [program, "-m", "sglang.bench_serving"]
     return [program, "run"] if tool == "guidellm" else [program, "profile"]
 
 
-def tool_argv(tool: str, prefix: list[str], w: ToolWorkload, *, concurrency: int | None,
-              request_rate: float | None, out_dir: Path) -> tuple[list[str], Path]:
+def tool_argv(
+    tool: str,
+    prefix: list[str],
+    w: ToolWorkload,
+    *,
+    concurrency: int | None,
+    request_rate: float | None,
+    out_dir: Path,
+) -> tuple[list[str], Path]:
     """(argv, the result file to import) of one tool run; see the module doc for the forms."""
     if tool == "guidellm":
         backend = f"kind=openai_http,target={w.url},model={w.model}"
@@ -108,19 +117,54 @@ def tool_argv(tool: str, prefix: list[str], w: ToolWorkload, *, concurrency: int
             data += f",output_tokens={w.output_len}"
         else:
             backend += f",max_tokens={w.output_len}"
-        profile = f"kind=poisson,rate={request_rate:g}" if request_rate else f"kind=concurrent,streams={concurrency or 1}"
+        profile = (
+            f"kind=poisson,rate={request_rate:g}"
+            if request_rate
+            else f"kind=concurrent,streams={concurrency or 1}"
+        )
         result = out_dir / "benchmarks.json"
-        argv = [*prefix, "--backend", backend, "--profile", profile,
-                "--constraint", f"kind=max_requests,count={w.num_prompts}", "--data", data,
-                "--tokenizer", f"kind=huggingface_auto,model={w.tokenizer or w.model}",
-                "--output", f"kind=json,path={result}", "--disable-progress"]
+        argv = [
+            *prefix,
+            "--backend",
+            backend,
+            "--profile",
+            profile,
+            "--constraint",
+            f"kind=max_requests,count={w.num_prompts}",
+            "--data",
+            data,
+            "--tokenizer",
+            f"kind=huggingface_auto,model={w.tokenizer or w.model}",
+            "--output",
+            f"kind=json,path={result}",
+            "--disable-progress",
+        ]
         return argv, result
     if tool == "aiperf":
-        argv = [*prefix, "--model", w.model, "--url", w.url,
-                "--endpoint-type", "completions" if w.endpoint == "completions" else "chat", "--streaming",
-                "--request-count", str(w.num_prompts), "--isl", str(w.input_len), "--osl", str(w.output_len),
-                "--random-seed", str(w.seed), "--artifact-dir", str(out_dir), "--export-level", "records",
-                "--ui-type", "none"]
+        argv = [
+            *prefix,
+            "--model",
+            w.model,
+            "--url",
+            w.url,
+            "--endpoint-type",
+            "completions" if w.endpoint == "completions" else "chat",
+            "--streaming",
+            "--request-count",
+            str(w.num_prompts),
+            "--isl",
+            str(w.input_len),
+            "--osl",
+            str(w.output_len),
+            "--random-seed",
+            str(w.seed),
+            "--artifact-dir",
+            str(out_dir),
+            "--export-level",
+            "records",
+            "--ui-type",
+            "none",
+        ]
         if request_rate:
             argv += ["--request-rate", f"{request_rate:g}"]
             if concurrency:
@@ -136,11 +180,32 @@ def tool_argv(tool: str, prefix: list[str], w: ToolWorkload, *, concurrency: int
         return argv, out_dir / "profile_export_aiperf.json"
     backend = {"chat": "sglang-oai-chat", "completions": "sglang-oai"}.get(w.endpoint, "sglang")
     result = out_dir / "result.jsonl"
-    argv = [*prefix, "--backend", backend, "--base-url", w.url, "--model", w.model,
-            "--dataset-name", "random-ids", "--random-input-len", str(w.input_len),
-            "--random-output-len", str(w.output_len), "--random-range-ratio", "1.0",
-            "--num-prompts", str(w.num_prompts), "--seed", str(w.seed), "--output-file", str(result),
-            "--output-details", "--warmup-requests", str(w.warmup)]
+    argv = [
+        *prefix,
+        "--backend",
+        backend,
+        "--base-url",
+        w.url,
+        "--model",
+        w.model,
+        "--dataset-name",
+        "random-ids",
+        "--random-input-len",
+        str(w.input_len),
+        "--random-output-len",
+        str(w.output_len),
+        "--random-range-ratio",
+        "1.0",
+        "--num-prompts",
+        str(w.num_prompts),
+        "--seed",
+        str(w.seed),
+        "--output-file",
+        str(result),
+        "--output-details",
+        "--warmup-requests",
+        str(w.warmup),
+    ]
     if concurrency:
         argv += ["--max-concurrency", str(concurrency)]
     if request_rate:
@@ -192,27 +257,52 @@ def run_tool_sweep(
     recorded = []
     for repeat in range(repeats):
         for concurrency in concurrencies:
-            out_dir = (artifacts_dir(store.path) / "bench" / safe_name(f"{tool}-{stamp}-c{concurrency or 0}-r{repeat}")).resolve()
+            out_dir = (
+                artifacts_dir(store.path)
+                / "bench"
+                / safe_name(f"{tool}-{stamp}-c{concurrency or 0}-r{repeat}")
+            ).resolve()
             out_dir.mkdir(parents=True, exist_ok=True)
-            argv, result_path = tool_argv(tool, prefix, w, concurrency=concurrency, request_rate=request_rate,
-                                          out_dir=out_dir)
+            argv, result_path = tool_argv(
+                tool, prefix, w, concurrency=concurrency, request_rate=request_rate, out_dir=out_dir
+            )
             say(f"{tool}: {' '.join(argv)}")
             log = out_dir / "tool-output.txt"
             try:
                 with log.open("w") as handle:
-                    proc = subprocess.run(argv, stdout=handle, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                          cwd=out_dir, env=_env(tool, w), timeout=timeout_s, check=False)
+                    proc = subprocess.run(
+                        argv,
+                        stdout=handle,
+                        stderr=subprocess.STDOUT,
+                        stdin=subprocess.DEVNULL,
+                        cwd=out_dir,
+                        env=_env(tool, w),
+                        timeout=timeout_s,
+                        check=False,
+                    )
             except subprocess.TimeoutExpired:
-                raise ToolFailed(f"{tool}: no result after {timeout_s:g} s (output in {log})") from None
+                raise ToolFailed(
+                    f"{tool}: no result after {timeout_s:g} s (output in {log})"
+                ) from None
             if proc.returncode != 0 or not result_path.exists():
                 last = _last_line(log)
-                raise ToolFailed(f"{tool}: exit {proc.returncode}, no result {result_path.name} ({last}; output in {log})")
+                raise ToolFailed(
+                    f"{tool}: exit {proc.returncode}, no result {result_path.name} ({last}; output in {log})"
+                )
             event, samples = _import(tool, result_path, session_id=session_id, actor=actor)
-            event = event.model_copy(update={
-                "config_name": config_name, "is_baseline": is_baseline, "server_run_id": server_run_id,
-                "repeat": repeat, "concurrency": event.concurrency or concurrency, "candidate_id": candidate_id,
-            })
-            store.append([event], samples={event.event_id: samples} if samples is not None else None)
+            event = event.model_copy(
+                update={
+                    "config_name": config_name,
+                    "is_baseline": is_baseline,
+                    "server_run_id": server_run_id,
+                    "repeat": repeat,
+                    "concurrency": event.concurrency or concurrency,
+                    "candidate_id": candidate_id,
+                }
+            )
+            store.append(
+                [event], samples={event.event_id: samples} if samples is not None else None
+            )
             recorded.append(event)
     return recorded
 
@@ -235,7 +325,9 @@ def _import(tool: str, path: Path, *, session_id: str | None, actor: Any) -> tup
 
 def _last_line(path: Path) -> str:
     try:
-        lines = [line.strip() for line in path.read_text(errors="replace").splitlines() if line.strip()]
+        lines = [
+            line.strip() for line in path.read_text(errors="replace").splitlines() if line.strip()
+        ]
     except OSError:
         return "no output"
     return lines[-1][:200] if lines else "no output"

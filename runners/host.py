@@ -31,7 +31,15 @@ from schemas import Actor, Host, HostObserved
 from schemas.envelope import normalize_compute_capability
 
 #: Packages whose versions are recorded (``other_versions``) when installed.
-VERSION_PACKAGES = ("sglang", "sgl-kernel", "vllm", "transformers", "flashinfer-python", "flashinfer", "xformers")
+VERSION_PACKAGES = (
+    "sglang",
+    "sgl-kernel",
+    "vllm",
+    "transformers",
+    "flashinfer-python",
+    "flashinfer",
+    "xformers",
+)
 
 _QUERY = "--query-gpu=name,compute_cap,memory.total,driver_version"
 _QUERY_OLD = "--query-gpu=name,memory.total,driver_version"  # drivers before 510 lack compute_cap
@@ -77,10 +85,19 @@ def parse_gpu_query(text: str, *, with_compute_cap: bool = True) -> list[GpuInfo
         else:
             cap_text, mem, driver = None, parts[1], parts[2]
         try:
-            cap = normalize_compute_capability(cap_text) if cap_text else compute_capability_for(name)
+            cap = (
+                normalize_compute_capability(cap_text) if cap_text else compute_capability_for(name)
+            )
         except ValueError:
             cap = compute_capability_for(name)
-        gpus.append(GpuInfo(name=name, compute_capability=cap, memory_mib=_memory_mib(mem) if mem else None, driver=driver))
+        gpus.append(
+            GpuInfo(
+                name=name,
+                compute_capability=cap,
+                memory_mib=_memory_mib(mem) if mem else None,
+                driver=driver,
+            )
+        )
     return gpus
 
 
@@ -119,15 +136,24 @@ class HostFingerprint:
 
     def with_engine(self, engine: str | None, version: str | None) -> HostFingerprint:
         """A copy whose ``host`` names the engine (and its version, where known)."""
-        host = self.host.model_copy(update={"engine": engine, "engine_version": version or self.host.engine_version})
+        host = self.host.model_copy(
+            update={"engine": engine, "engine_version": version or self.host.engine_version}
+        )
         return HostFingerprint(**{**self.__dict__, "host": host})
 
     def to_event(self, *, session_id: str | None, actor: Actor) -> HostObserved:
         """The ``host_observed`` event of this fingerprint."""
         return HostObserved(
-            session_id=session_id, actor=actor, host=self.host, cpu_only=self.cpu_only,
-            gpu_names=self.gpu_names, torch_version=self.torch_version, triton_version=self.triton_version,
-            python_version=self.python_version, other_versions=self.other_versions, notes=self.notes,
+            session_id=session_id,
+            actor=actor,
+            host=self.host,
+            cpu_only=self.cpu_only,
+            gpu_names=self.gpu_names,
+            torch_version=self.torch_version,
+            triton_version=self.triton_version,
+            python_version=self.python_version,
+            other_versions=self.other_versions,
+            notes=self.notes,
         )
 
 
@@ -146,7 +172,11 @@ def from_gpus(
     the first (``gpu_names`` lists all).
     """
     versions = dict(versions or {})
-    torch_v, triton_v, python_v = versions.pop("torch", None), versions.pop("triton", None), versions.pop("python", None)
+    torch_v, triton_v, python_v = (
+        versions.pop("torch", None),
+        versions.pop("triton", None),
+        versions.pop("python", None),
+    )
     first = gpus[0] if gpus else None
     host = Host(
         gpu_name=first.name if first else None,
@@ -158,12 +188,20 @@ def from_gpus(
         hostname=hostname,
     )
     return HostFingerprint(
-        host=host, cpu_only=not gpus, gpu_names=[g.name for g in gpus], torch_version=torch_v,
-        triton_version=triton_v, python_version=python_v, other_versions=versions, notes=notes,
+        host=host,
+        cpu_only=not gpus,
+        gpu_names=[g.name for g in gpus],
+        torch_version=torch_v,
+        triton_version=triton_v,
+        python_version=python_v,
+        other_versions=versions,
+        notes=notes,
     )
 
 
-def package_versions(packages: Sequence[str] = ("torch", "triton", *VERSION_PACKAGES)) -> dict[str, str]:
+def package_versions(
+    packages: Sequence[str] = ("torch", "triton", *VERSION_PACKAGES),
+) -> dict[str, str]:
     """Installed versions (package metadata; nothing is imported), plus ``python``."""
     found = {"python": platform.python_version()}
     for name in packages:
@@ -208,10 +246,14 @@ def _torch_gpus() -> tuple[list[GpuInfo], str | None]:
         gpus = []
         for i in range(torch.cuda.device_count()):
             props = torch.cuda.get_device_properties(i)
-            gpus.append(GpuInfo(
-                name=props.name, compute_capability=f"sm{props.major}{props.minor}",
-                memory_mib=int(props.total_memory // (1024 * 1024)), driver=None,
-            ))
+            gpus.append(
+                GpuInfo(
+                    name=props.name,
+                    compute_capability=f"sm{props.major}{props.minor}",
+                    memory_mib=int(props.total_memory // (1024 * 1024)),
+                    driver=None,
+                )
+            )
         return gpus, torch.version.cuda
     except Exception:  # a broken CUDA install must not stop a run: the host is then unknown
         return [], None

@@ -35,9 +35,28 @@ from .tune_space import Config, MoeShape, Rejected, config_key
 SGLANG_KERNEL_MODULE = "sglang.kernels.ops.moe.fused_moe_triton_kernels"
 #: The first 22 parameters of sglang 0.5.23's ``invoke_fused_moe_kernel``, the ones called here.
 SGLANG_PARAMS = (
-    "A", "B", "bias", "C", "A_scale", "B_scale", "B_zp", "topk_weights", "topk_ids", "sorted_token_ids",
-    "expert_ids", "num_tokens_post_padded", "mul_routed_weight", "top_k", "config", "compute_type",
-    "use_fp8_w8a8", "use_int8_w8a8", "use_int8_w8a16", "use_int4_w4a16", "per_channel_quant", "block_shape",
+    "A",
+    "B",
+    "bias",
+    "C",
+    "A_scale",
+    "B_scale",
+    "B_zp",
+    "topk_weights",
+    "topk_ids",
+    "sorted_token_ids",
+    "expert_ids",
+    "num_tokens_post_padded",
+    "mul_routed_weight",
+    "top_k",
+    "config",
+    "compute_type",
+    "use_fp8_w8a8",
+    "use_int8_w8a8",
+    "use_int8_w8a16",
+    "use_int4_w4a16",
+    "per_channel_quant",
+    "block_shape",
 )
 #: Largest relative error (max |out - ref| / max |ref|) accepted for bf16 outputs.
 BF16_TOLERANCE = 2e-2
@@ -67,7 +86,9 @@ def load_kernel(source: str) -> KernelInfo:
     if source == "reference":
         from . import moe_reference_kernel as ref
 
-        return KernelInfo("reference", "tuneledger-1", "runners.moe_reference_kernel.grouped_moe_gemm", ref.launch)
+        return KernelInfo(
+            "reference", "tuneledger-1", "runners.moe_reference_kernel.grouped_moe_gemm", ref.launch
+        )
     if source != "sglang":
         raise KernelUnavailable(f"unknown kernel {source!r} (sglang or reference)")
     try:
@@ -75,18 +96,30 @@ def load_kernel(source: str) -> KernelInfo:
 
         module = importlib.import_module(SGLANG_KERNEL_MODULE)
     except Exception as exc:  # ImportError, or a broken import chain of an unrelated sglang part
-        raise KernelUnavailable(f"sglang's fused-MoE Triton kernel is not importable ({type(exc).__name__}: "
-                                f"{str(exc)[:200]}); use --kernel reference to tune tuneledger's own kernel") from None
+        raise KernelUnavailable(
+            f"sglang's fused-MoE Triton kernel is not importable ({type(exc).__name__}: "
+            f"{str(exc)[:200]}); use --kernel reference to tune tuneledger's own kernel"
+        ) from None
     version = _sglang_version()
     fn = getattr(module, "invoke_fused_moe_kernel", None)
     if fn is None:
-        raise KernelUnavailable(f"sglang {version}: {SGLANG_KERNEL_MODULE} has no invoke_fused_moe_kernel")
+        raise KernelUnavailable(
+            f"sglang {version}: {SGLANG_KERNEL_MODULE} has no invoke_fused_moe_kernel"
+        )
     params = tuple(inspect.signature(fn).parameters)[: len(SGLANG_PARAMS)]
     if params != SGLANG_PARAMS:
-        diff = next((f"parameter {i + 1} is {a!r}, 0.5.23 has {b!r}" for i, (a, b) in enumerate(zip(params, SGLANG_PARAMS))
-                     if a != b), f"{len(params)} parameters")
-        raise KernelUnavailable(f"sglang {version}: invoke_fused_moe_kernel's signature differs from 0.5.23's ({diff}); "
-                                "this tuner supports 0.5.23's")
+        diff = next(
+            (
+                f"parameter {i + 1} is {a!r}, 0.5.23 has {b!r}"
+                for i, (a, b) in enumerate(zip(params, SGLANG_PARAMS))
+                if a != b
+            ),
+            f"{len(params)} parameters",
+        )
+        raise KernelUnavailable(
+            f"sglang {version}: invoke_fused_moe_kernel's signature differs from 0.5.23's ({diff}); "
+            "this tuner supports 0.5.23's"
+        )
     return KernelInfo("sglang", version, f"{SGLANG_KERNEL_MODULE}.fused_moe_kernel", fn)
 
 
@@ -109,14 +142,19 @@ def device_facts(device: int = 0) -> dict[str, Any]:
     props = torch.cuda.get_device_properties(device)
     smem = int(triton.runtime.driver.active.utils.get_device_properties(device)["max_shared_mem"])
     return {
-        "gpu_name": torch.cuda.get_device_name(device), "compute_capability": f"sm{props.major}{props.minor}",
-        "gpu_memory_mib": int(props.total_memory // 2**20), "shared_memory_limit": smem,
-        "triton_version": triton.__version__, "torch_version": torch.__version__,
+        "gpu_name": torch.cuda.get_device_name(device),
+        "compute_capability": f"sm{props.major}{props.minor}",
+        "gpu_memory_mib": int(props.total_memory // 2**20),
+        "shared_memory_limit": smem,
+        "triton_version": triton.__version__,
+        "torch_version": torch.__version__,
         "cuda": torch.version.cuda,
     }
 
 
-def align_tokens(topk_ids: torch.Tensor, E: int, block_m: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+def align_tokens(
+    topk_ids: torch.Tensor, E: int, block_m: int
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """Sort the (token, slot) rows by expert and pad each expert's rows to a multiple of ``block_m``.
 
     Returns ``sorted_ids`` (int32 row ids ``token x topk + slot``, padding = M x topk),
@@ -135,16 +173,22 @@ def align_tokens(topk_ids: torch.Tensor, E: int, block_m: int) -> tuple[torch.Te
     total = int(padded.sum())
     sorted_ids = torch.full((total,), numel, dtype=torch.int32, device=flat.device)
     sorted_ids[dest] = order.to(torch.int32)
-    expert_ids = torch.repeat_interleave(torch.arange(E, device=flat.device, dtype=torch.int32), padded // block_m)
+    expert_ids = torch.repeat_interleave(
+        torch.arange(E, device=flat.device, dtype=torch.int32), padded // block_m
+    )
     return sorted_ids, expert_ids, torch.tensor([total], dtype=torch.int32, device=flat.device)
 
 
 class MoeProblem:
     """Inputs, outputs and torch references of the two expert GEMMs at batch size M (bf16)."""
 
-    def __init__(self, shape: MoeShape, M: int, weights: tuple[torch.Tensor, torch.Tensor], seed: int = 0):
+    def __init__(
+        self, shape: MoeShape, M: int, weights: tuple[torch.Tensor, torch.Tensor], seed: int = 0
+    ):
         if shape.dtype not in ("bf16", "fp16"):
-            raise KernelUnavailable(f"dtype {shape.dtype}: only bf16/fp16 are measured by this tuner so far")
+            raise KernelUnavailable(
+                f"dtype {shape.dtype}: only bf16/fp16 are measured by this tuner so far"
+            )
         self.shape, self.M = shape, M
         dev, dt = "cuda", weights[0].dtype
         g = torch.Generator(device=dev).manual_seed(seed * 7919 + M)
@@ -166,7 +210,9 @@ class MoeProblem:
         for e in torch.unique(flat).tolist():
             rows = (flat == e).nonzero().flatten()
             self.ref1[rows] = self.a[rows // t].float() @ self.w1[e].float().T
-            self.ref2[rows] = (self.inter[rows].float() @ self.w2[e].float().T) * self.topk_weights.flatten()[rows, None]
+            self.ref2[rows] = (
+                self.inter[rows].float() @ self.w2[e].float().T
+            ) * self.topk_weights.flatten()[rows, None]
 
     def aligned(self, block_m: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         if block_m not in self._aligned:
@@ -177,8 +223,12 @@ class MoeProblem:
 def make_weights(shape: MoeShape, seed: int = 0) -> tuple[torch.Tensor, torch.Tensor]:
     """Seeded random expert weights, scaled to keep outputs near unit size: W1 [E, 2N, K], W2 [E, K, N]."""
     g = torch.Generator(device="cuda").manual_seed(seed)
-    w1 = (torch.randn(shape.E, 2 * shape.N, shape.K, device="cuda", generator=g) / math.sqrt(shape.K)).to(torch.bfloat16)
-    w2 = (torch.randn(shape.E, shape.K, shape.N, device="cuda", generator=g) / math.sqrt(shape.N)).to(torch.bfloat16)
+    w1 = (
+        torch.randn(shape.E, 2 * shape.N, shape.K, device="cuda", generator=g) / math.sqrt(shape.K)
+    ).to(torch.bfloat16)
+    w2 = (
+        torch.randn(shape.E, shape.K, shape.N, device="cuda", generator=g) / math.sqrt(shape.N)
+    ).to(torch.bfloat16)
     return w1, w2
 
 
@@ -188,15 +238,79 @@ def run_config(kernel: KernelInfo, p: MoeProblem, config: Config) -> None:
     t = p.shape.topk
     if kernel.source == "sglang":
         ct = tl.bfloat16 if p.a.dtype == torch.bfloat16 else tl.float16
-        kernel.invoke(p.a, p.w1, None, p.out1, None, None, None, p.topk_weights, p.topk_ids, sid, eid, ntp,
-                      False, t, config, ct, False, False, False, False, False, None)
-        kernel.invoke(p.inter, p.w2, None, p.out2, None, None, None, p.topk_weights, p.topk_ids, sid, eid, ntp,
-                      True, 1, config, ct, False, False, False, False, False, None)
+        kernel.invoke(
+            p.a,
+            p.w1,
+            None,
+            p.out1,
+            None,
+            None,
+            None,
+            p.topk_weights,
+            p.topk_ids,
+            sid,
+            eid,
+            ntp,
+            False,
+            t,
+            config,
+            ct,
+            False,
+            False,
+            False,
+            False,
+            False,
+            None,
+        )
+        kernel.invoke(
+            p.inter,
+            p.w2,
+            None,
+            p.out2,
+            None,
+            None,
+            None,
+            p.topk_weights,
+            p.topk_ids,
+            sid,
+            eid,
+            ntp,
+            True,
+            1,
+            config,
+            ct,
+            False,
+            False,
+            False,
+            False,
+            False,
+            None,
+        )
     else:
         M, N, K = p.M, p.shape.N, p.shape.K
         w = p.topk_weights.view(-1)
-        kernel.invoke(p.a, p.w1, p.out1.view(M * t, 2 * N), w, sid, eid, top_k=t, mul_weight=False, config=config)
-        kernel.invoke(p.inter, p.w2, p.out2.view(M * t, K), w, sid, eid, top_k=1, mul_weight=True, config=config)
+        kernel.invoke(
+            p.a,
+            p.w1,
+            p.out1.view(M * t, 2 * N),
+            w,
+            sid,
+            eid,
+            top_k=t,
+            mul_weight=False,
+            config=config,
+        )
+        kernel.invoke(
+            p.inter,
+            p.w2,
+            p.out2.view(M * t, K),
+            w,
+            sid,
+            eid,
+            top_k=1,
+            mul_weight=True,
+            config=config,
+        )
 
 
 def check_config(kernel: KernelInfo, p: MoeProblem, config: Config) -> float:
@@ -222,11 +336,13 @@ def check_config(kernel: KernelInfo, p: MoeProblem, config: Config) -> float:
         errs.append(float((out.float() - ref).abs().max() / ref.abs().max().clamp_min(1e-12)))
     err = max(errs)
     if not math.isfinite(err) or err > BF16_TOLERANCE:
-        raise Rejected(f"wrong result: max relative error {err:.2e} > {BF16_TOLERANCE:g} against torch")
+        raise Rejected(
+            f"wrong result: max relative error {err:.2e} > {BF16_TOLERANCE:g} against torch"
+        )
     return err
 
 
-def capture(kernel: KernelInfo, p: MoeProblem, config: Config) -> "torch.cuda.CUDAGraph":
+def capture(kernel: KernelInfo, p: MoeProblem, config: Config) -> torch.cuda.CUDAGraph:
     """Both GEMMs with ``config`` captured as one CUDA graph (run once eagerly first).
 
     SGLang replays decode under CUDA graphs, and Python's launch cost (tens of µs per
@@ -242,13 +358,25 @@ def capture(kernel: KernelInfo, p: MoeProblem, config: Config) -> "torch.cuda.CU
     return graph
 
 
-def time_config(kernel: KernelInfo, p: MoeProblem, config: Config, budget_ms: float,
-                graph: "torch.cuda.CUDAGraph | None" = None) -> float:
+def time_config(
+    kernel: KernelInfo,
+    p: MoeProblem,
+    config: Config,
+    budget_ms: float,
+    graph: torch.cuda.CUDAGraph | None = None,
+) -> float:
     """Median time of both GEMMs with ``config`` in µs: ``do_bench`` of a CUDA-graph replay with
     ``rep = budget_ms`` after a warmup of a quarter of it (L2 cleared before each repetition, so
     the weights come from HBM as in serving)."""
     graph = graph or capture(kernel, p, config)
-    return float(do_bench(graph.replay, warmup=max(1.0, budget_ms / 4), rep=budget_ms, return_mode="median")) * 1000.0
+    return (
+        float(
+            do_bench(
+                graph.replay, warmup=max(1.0, budget_ms / 4), rep=budget_ms, return_mode="median"
+            )
+        )
+        * 1000.0
+    )
 
 
 # --- a pool of processes that compile and check configs in parallel -----------------------------
@@ -304,8 +432,12 @@ class GpuMeasurer:
             import multiprocessing
             from concurrent.futures import ProcessPoolExecutor
 
-            self._pool = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn"),
-                                             initializer=_worker_init, initargs=(source, shape, seed))
+            self._pool = ProcessPoolExecutor(
+                workers,
+                mp_context=multiprocessing.get_context("spawn"),
+                initializer=_worker_init,
+                initargs=(source, shape, seed),
+            )
             # Start every worker now (import, weights), so their start-up is not counted in a search.
             list(self._pool.map(_worker_ping, range(workers)))
 
@@ -328,7 +460,9 @@ class GpuMeasurer:
         """Compile and check ``configs`` at M (in the pool when there is one)."""
         todo = [c for c in configs if (M, config_key(c)) not in self._checked]
         if self._pool is not None and len(todo) > 1:
-            for key, err, reason in self._pool.map(_worker_check, [M] * len(todo), todo, chunksize=1):
+            for key, err, reason in self._pool.map(
+                _worker_check, [M] * len(todo), todo, chunksize=1
+            ):
                 self._checked[(M, key)] = (err, reason)
 
     def check(self, M: int, config: Config) -> float:

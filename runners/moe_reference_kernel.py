@@ -17,11 +17,28 @@ import triton.language as tl
 
 @triton.jit
 def grouped_moe_gemm(
-    a_ptr, b_ptr, c_ptr, w_ptr, sorted_ids_ptr, expert_ids_ptr,
-    EM, N, K, num_valid,
-    stride_am, stride_ak, stride_be, stride_bn, stride_bk, stride_cm, stride_cn,
-    TOP_K: tl.constexpr, MUL_WEIGHT: tl.constexpr,
-    BLOCK_SIZE_M: tl.constexpr, BLOCK_SIZE_N: tl.constexpr, BLOCK_SIZE_K: tl.constexpr,
+    a_ptr,
+    b_ptr,
+    c_ptr,
+    w_ptr,
+    sorted_ids_ptr,
+    expert_ids_ptr,
+    EM,
+    N,
+    K,
+    num_valid,
+    stride_am,
+    stride_ak,
+    stride_be,
+    stride_bn,
+    stride_bk,
+    stride_cm,
+    stride_cn,
+    TOP_K: tl.constexpr,
+    MUL_WEIGHT: tl.constexpr,
+    BLOCK_SIZE_M: tl.constexpr,
+    BLOCK_SIZE_N: tl.constexpr,
+    BLOCK_SIZE_K: tl.constexpr,
     GROUP_SIZE_M: tl.constexpr,
 ):
     """C[row] = A[row // TOP_K] @ B[expert].T (x weight[row]) for the sorted rows of one block.
@@ -62,16 +79,38 @@ def grouped_moe_gemm(
     tl.store(c_ptrs, acc.to(c_ptr.dtype.element_ty), mask=valid[:, None] & (offs_n[None, :] < N))
 
 
-def launch(A, B, C, weights, sorted_ids, expert_ids, *, top_k: int, mul_weight: bool, config: dict) -> None:
+def launch(
+    A, B, C, weights, sorted_ids, expert_ids, *, top_k: int, mul_weight: bool, config: dict
+) -> None:
     """Run ``grouped_moe_gemm`` with one tuning config (the six SGLang fields)."""
     EM = sorted_ids.shape[0]
     N, K = B.shape[1], B.shape[2]
     bm, bn = config["BLOCK_SIZE_M"], config["BLOCK_SIZE_N"]
     grid = (triton.cdiv(EM, bm) * triton.cdiv(N, bn),)
     grouped_moe_gemm[grid](
-        A, B, C, weights, sorted_ids, expert_ids, EM, N, K, C.shape[0],
-        A.stride(0), A.stride(1), B.stride(0), B.stride(1), B.stride(2), C.stride(0), C.stride(1),
-        TOP_K=top_k, MUL_WEIGHT=mul_weight,
-        BLOCK_SIZE_M=bm, BLOCK_SIZE_N=bn, BLOCK_SIZE_K=config["BLOCK_SIZE_K"], GROUP_SIZE_M=config["GROUP_SIZE_M"],
-        num_warps=config["num_warps"], num_stages=config["num_stages"],
+        A,
+        B,
+        C,
+        weights,
+        sorted_ids,
+        expert_ids,
+        EM,
+        N,
+        K,
+        C.shape[0],
+        A.stride(0),
+        A.stride(1),
+        B.stride(0),
+        B.stride(1),
+        B.stride(2),
+        C.stride(0),
+        C.stride(1),
+        TOP_K=top_k,
+        MUL_WEIGHT=mul_weight,
+        BLOCK_SIZE_M=bm,
+        BLOCK_SIZE_N=bn,
+        BLOCK_SIZE_K=config["BLOCK_SIZE_K"],
+        GROUP_SIZE_M=config["GROUP_SIZE_M"],
+        num_warps=config["num_warps"],
+        num_stages=config["num_stages"],
     )

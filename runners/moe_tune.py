@@ -122,8 +122,11 @@ class JsonlSink:
         # A line cut by a kill mid-write is dropped: that measurement is simply taken again.
         if lines and not lines[-1].rstrip().endswith("}"):
             lines = lines[:-1]
-        return [e for e in iter_jsonl(lines, str(self.path))
-                if isinstance(e, KernelConfigMeasured) and e.tune_id == tune_id]
+        return [
+            e
+            for e in iter_jsonl(lines, str(self.path))
+            if isinstance(e, KernelConfigMeasured) and e.tune_id == tune_id
+        ]
 
 
 @dataclass
@@ -171,8 +174,10 @@ class TuneReport:
 def tune_key_of(kernel: Any, shape: MoeShape, facts: dict[str, Any]) -> str:
     """(kernel, shape, dtype, device, Triton version) as one string."""
     block = f",block={list(shape.block_shape)}" if shape.block_shape else ""
-    return (f"{kernel.source}:{kernel.name}@{kernel.version}|E={shape.E},N={shape.N},K={shape.K},topk={shape.topk}"
-            f"|{shape.dtype}{block}|{facts['gpu_name']}|triton-{facts['triton_version']}")
+    return (
+        f"{kernel.source}:{kernel.name}@{kernel.version}|E={shape.E},N={shape.N},K={shape.K},topk={shape.topk}"
+        f"|{shape.dtype}{block}|{facts['gpu_name']}|triton-{facts['triton_version']}"
+    )
 
 
 def tune_id_of(key: str, search: str) -> str:
@@ -183,12 +188,15 @@ def tune_id_of(key: str, search: str) -> str:
 def short(config: Config) -> str:
     """``16/64/128 G1 w4 s4`` (BLOCK_M/N/K, GROUP_M, warps, stages)."""
     c = config
-    return (f"{c['BLOCK_SIZE_M']}/{c['BLOCK_SIZE_N']}/{c['BLOCK_SIZE_K']} G{c['GROUP_SIZE_M']} "
-            f"w{c['num_warps']} s{c['num_stages']}")
+    return (
+        f"{c['BLOCK_SIZE_M']}/{c['BLOCK_SIZE_N']}/{c['BLOCK_SIZE_K']} G{c['GROUP_SIZE_M']} "
+        f"w{c['num_warps']} s{c['num_stages']}"
+    )
 
 
-def time_interleaved(measurer: Measurer, M: int, configs: dict[str, Config], *, rounds: int,
-                     budget_ms: float) -> dict[str, list[float]]:
+def time_interleaved(
+    measurer: Measurer, M: int, configs: dict[str, Config], *, rounds: int, budget_ms: float
+) -> dict[str, list[float]]:
     """Each named config timed ``rounds`` times, round-robin (A B C A B C ...), in µs."""
     out: dict[str, list[float]] = {name: [] for name in configs}
     for _ in range(rounds):
@@ -199,18 +207,32 @@ def time_interleaved(measurer: Measurer, M: int, configs: dict[str, Config], *, 
 
 def spread_pct(values: Sequence[float]) -> float:
     """(max - min) / median of repeated timings, in %: the timing noise of one config."""
-    return 100.0 * (max(values) - min(values)) / statistics.median(values) if values else float("nan")
+    return (
+        100.0 * (max(values) - min(values)) / statistics.median(values) if values else float("nan")
+    )
 
 
 def _host(facts: dict[str, Any], kernel: Any) -> Host:
-    return Host(gpu_name=facts.get("gpu_name"), compute_capability=facts.get("compute_capability"), gpu_count=1,
-                gpu_memory_mib=facts.get("gpu_memory_mib"), cuda=facts.get("cuda"),
-                engine="sglang" if kernel.source == "sglang" else None,
-                engine_version=kernel.version if kernel.source == "sglang" else None)
+    return Host(
+        gpu_name=facts.get("gpu_name"),
+        compute_capability=facts.get("compute_capability"),
+        gpu_count=1,
+        gpu_memory_mib=facts.get("gpu_memory_mib"),
+        cuda=facts.get("cuda"),
+        engine="sglang" if kernel.source == "sglang" else None,
+        engine_version=kernel.version if kernel.source == "sglang" else None,
+    )
 
 
-def run_tune(spec: TuneSpec, measurer: Measurer, sink: Sink, *, say: Callable[[str], None] = lambda _l: None,
-             progress: bool = False, clock: Callable[[], float] = time.monotonic) -> TuneReport:
+def run_tune(
+    spec: TuneSpec,
+    measurer: Measurer,
+    sink: Sink,
+    *,
+    say: Callable[[str], None] = lambda _l: None,
+    progress: bool = False,
+    clock: Callable[[], float] = time.monotonic,
+) -> TuneReport:
     """Run the tune described by ``spec`` (module docstring); return its report.
 
     Raises:
@@ -223,27 +245,54 @@ def run_tune(spec: TuneSpec, measurer: Measurer, sink: Sink, *, say: Callable[[s
     tune_id = tune_id_of(key, spec.search + ("+seeded" if spec.seed_configs else ""))
     report = TuneReport(tune_id=tune_id, tune_key=key, outcome="completed")
     host = _host(facts, kernel)
-    common: dict[str, Any] = dict(tune_id=tune_id, session_id=spec.session_id, actor=TUNE_ACTOR, host=host)
+    common: dict[str, Any] = dict(
+        tune_id=tune_id, session_id=spec.session_id, actor=TUNE_ACTOR, host=host
+    )
 
     known: dict[tuple[int, str, float], float | None] = {}
     for ev in sink.measured(tune_id):
         if ev.tune_key == key and ev.budget_ms is not None:
             known[(ev.batch_size, config_key(ev.config), float(ev.budget_ms))] = ev.latency_us
     space = search_space()
-    kept, pre_rejected = prune(space, shared_memory_limit=int(facts["shared_memory_limit"]), shape=shape)
-    search = (f"exhaustive over the pruned space at {spec.max_budget_ms:g} ms" if spec.search == "exhaustive" else
-              f"successive halving: first rung {spec.sample:.0%} of the pruned space, eta {spec.eta}, "
-              f"{spec.min_budget_ms:g}..{spec.max_budget_ms:g} ms do_bench windows")
-    sink.append(KernelTuneStarted(
-        kernel=kernel.name, script="tuneledger run tune", E=shape.E, N=shape.N, K=shape.K, topk=shape.topk,
-        dtype=shape.dtype, block_shape=list(shape.block_shape) if shape.block_shape else None,
-        device_name=facts["gpu_name"], batch_sizes=list(spec.batch_sizes), search_space=len(space),
-        timeout_s=spec.time_budget_s, candidate_id=spec.candidate_id, kernel_source=kernel.source,
-        kernel_version=kernel.version, triton_version=facts["triton_version"], tune_key=key, search=search,
-        shared_memory_limit=int(facts["shared_memory_limit"]), pruned=len(pre_rejected), **common))
-    say(f"tune {tune_id}: {kernel.source} kernel {kernel.version}, {shape.describe()}, {facts['gpu_name']} "
+    kept, pre_rejected = prune(
+        space, shared_memory_limit=int(facts["shared_memory_limit"]), shape=shape
+    )
+    search = (
+        f"exhaustive over the pruned space at {spec.max_budget_ms:g} ms"
+        if spec.search == "exhaustive"
+        else f"successive halving: first rung {spec.sample:.0%} of the pruned space, eta {spec.eta}, "
+        f"{spec.min_budget_ms:g}..{spec.max_budget_ms:g} ms do_bench windows"
+    )
+    sink.append(
+        KernelTuneStarted(
+            kernel=kernel.name,
+            script="tuneledger run tune",
+            E=shape.E,
+            N=shape.N,
+            K=shape.K,
+            topk=shape.topk,
+            dtype=shape.dtype,
+            block_shape=list(shape.block_shape) if shape.block_shape else None,
+            device_name=facts["gpu_name"],
+            batch_sizes=list(spec.batch_sizes),
+            search_space=len(space),
+            timeout_s=spec.time_budget_s,
+            candidate_id=spec.candidate_id,
+            kernel_source=kernel.source,
+            kernel_version=kernel.version,
+            triton_version=facts["triton_version"],
+            tune_key=key,
+            search=search,
+            shared_memory_limit=int(facts["shared_memory_limit"]),
+            pruned=len(pre_rejected),
+            **common,
+        )
+    )
+    say(
+        f"tune {tune_id}: {kernel.source} kernel {kernel.version}, {shape.describe()}, {facts['gpu_name']} "
         f"({facts['compute_capability']}), triton {facts['triton_version']}: {len(kept)} of {len(space)} configs fit "
-        f"{facts['shared_memory_limit']} B shared memory; {len(known)} measurements already in the ledger")
+        f"{facts['shared_memory_limit']} B shared memory; {len(known)} measurements already in the ledger"
+    )
 
     def stop() -> bool:
         if spec.time_budget_s is not None and clock() - t0 > spec.time_budget_s:
@@ -268,10 +317,18 @@ def run_tune(spec: TuneSpec, measurer: Measurer, sink: Sink, *, say: Callable[[s
                 import random
 
                 n = max(1, math.ceil(len(kept) * spec.sample))
-                configs = sample_configs(kept, M=M, shape=shape, n=n, seeds=seeds,
-                                         rng=random.Random(spec.seed * 100003 + M))
+                configs = sample_configs(
+                    kept,
+                    M=M,
+                    shape=shape,
+                    n=n,
+                    seeds=seeds,
+                    rng=random.Random(spec.seed * 100003 + M),
+                )
                 lo = spec.min_budget_ms
-            fresh = [c for c in configs if not any(k[0] == M and k[1] == config_key(c) for k in known)]
+            fresh = [
+                c for c in configs if not any(k[0] == M and k[1] == config_key(c) for k in known)
+            ]
             measurer.prepare(M, fresh)
 
             def measure(c: Config, budget: float, M: int = M) -> float:
@@ -291,8 +348,15 @@ def run_tune(spec: TuneSpec, measurer: Measurer, sink: Sink, *, say: Callable[[s
 
             known_m = {(k, b): v for (m, k, b), v in known.items() if m == M}
             reused_before = report.measured
-            res = successive_halving(configs, measure, eta=spec.eta, min_budget=lo, max_budget=spec.max_budget_ms,
-                                     known=known_m, stop=stop)
+            res = successive_halving(
+                configs,
+                measure,
+                eta=spec.eta,
+                min_budget=lo,
+                max_budget=spec.max_budget_ms,
+                known=known_m,
+                stop=stop,
+            )
             report.reused += sum(1 for k, b, _ in res.measured if (k, b) in known_m)
             if res.best is None:
                 say(f"M={M}: no config ran ({len(res.rejected)} rejected)")
@@ -300,23 +364,38 @@ def run_tune(spec: TuneSpec, measurer: Measurer, sink: Sink, *, say: Callable[[s
             report.best[M] = res.best
             done.append(M)
             search_s = clock() - t_m
-            t = time_interleaved(measurer, M, {"default": default, "tuned": res.best}, rounds=spec.rounds,
-                                 budget_ms=spec.max_budget_ms)
+            t = time_interleaved(
+                measurer,
+                M,
+                {"default": default, "tuned": res.best},
+                rounds=spec.rounds,
+                budget_ms=spec.max_budget_ms,
+            )
             d_us, t_us = statistics.median(t["default"]), statistics.median(t["tuned"])
             touched = measurer.experts_touched(M)
             roof = roofline(shape, M, touched, t_us, spec.peak_bandwidth_Bps, spec.peak_flops)
             report.results[str(M)] = {
-                "default_us": round(d_us, 2), "tuned_us": round(t_us, 2), "speedup": round(d_us / t_us, 4),
-                "default_config": default, "tuned_config": res.best, "noise_pct": round(max(spread_pct(t["default"]),
-                                                                                             spread_pct(t["tuned"])), 2),
+                "default_us": round(d_us, 2),
+                "tuned_us": round(t_us, 2),
+                "speedup": round(d_us / t_us, 4),
+                "default_config": default,
+                "tuned_config": res.best,
+                "noise_pct": round(max(spread_pct(t["default"]), spread_pct(t["tuned"])), 2),
                 "configs_timed": len({k for k, _, lat in res.measured if lat is not None}),
-                "rejected": len(res.rejected), "experts_touched": touched, "search_s": round(search_s, 2),
-                "bandwidth_fraction": round(roof["bandwidth_fraction"], 4), "flops_fraction": round(roof["flops_fraction"], 4),
-                "bytes": roof["bytes"], "flops": roof["flops"], "arithmetic_intensity": round(roof["arithmetic_intensity"], 2),
+                "rejected": len(res.rejected),
+                "experts_touched": touched,
+                "search_s": round(search_s, 2),
+                "bandwidth_fraction": round(roof["bandwidth_fraction"], 4),
+                "flops_fraction": round(roof["flops_fraction"], 4),
+                "bytes": roof["bytes"],
+                "flops": roof["flops"],
+                "arithmetic_intensity": round(roof["arithmetic_intensity"], 2),
             }
-            say(f"M={M}: {short(res.best)} {t_us:.1f} µs vs default {d_us:.1f} µs ({d_us / t_us:.2f}x); "
+            say(
+                f"M={M}: {short(res.best)} {t_us:.1f} µs vs default {d_us:.1f} µs ({d_us / t_us:.2f}x); "
                 f"{len(res.measured)} timings ({report.measured - reused_before} new), {len(res.rejected)} rejected; "
-                f"{roof['bandwidth_fraction']:.0%} of peak bandwidth, {roof['flops_fraction']:.1%} of peak FLOP/s")
+                f"{roof['bandwidth_fraction']:.0%} of peak bandwidth, {roof['flops_fraction']:.1%} of peak FLOP/s"
+            )
             if bar is not None:
                 bar[0].advance(bar[1])
     except KeyboardInterrupt:
@@ -331,14 +410,30 @@ def run_tune(spec: TuneSpec, measurer: Measurer, sink: Sink, *, say: Callable[[s
     return report
 
 
-def _complete(spec: TuneSpec, report: TuneReport, kernel: Any, facts: dict[str, Any], done: list[int],
-              common: dict[str, Any], sink: Sink, t0: float, clock: Callable[[], float]) -> None:
+def _complete(
+    spec: TuneSpec,
+    report: TuneReport,
+    kernel: Any,
+    facts: dict[str, Any],
+    done: list[int],
+    common: dict[str, Any],
+    sink: Sink,
+    t0: float,
+    clock: Callable[[], float],
+) -> None:
     report.seconds = clock() - t0
     if report.best and spec.output_dir is not None:
-        folder = Path(spec.output_dir) / "configs" / ("triton_" + facts["triton_version"].replace(".", "_"))
+        folder = (
+            Path(spec.output_dir)
+            / "configs"
+            / ("triton_" + facts["triton_version"].replace(".", "_"))
+        )
         folder.mkdir(parents=True, exist_ok=True)
-        name = sglang_file_name(spec.shape, facts["gpu_name"]) if kernel.source == "sglang" else \
-            "reference-kernel_" + config_file_name(spec.shape, facts["gpu_name"])
+        name = (
+            sglang_file_name(spec.shape, facts["gpu_name"])
+            if kernel.source == "sglang"
+            else "reference-kernel_" + config_file_name(spec.shape, facts["gpu_name"])
+        )
         report.output_file = folder / name
         tmp = report.output_file.with_name(report.output_file.name + ".tmp")
         tmp.write_text(config_file_content(report.best), encoding="utf-8")
@@ -347,16 +442,31 @@ def _complete(spec: TuneSpec, report: TuneReport, kernel: Any, facts: dict[str, 
     report.summary = (
         f"tune {report.tune_id} {report.outcome} in {report.seconds:.0f} s: {len(done)}/{len(spec.batch_sizes)} batch sizes, "
         f"{report.measured} timings, {report.reused} reused, {report.rejected} rejected"
-        + (f"; tuned vs SGLang's default {min(speedups):.2f}x..{max(speedups):.2f}x" if speedups else "")
+        + (
+            f"; tuned vs SGLang's default {min(speedups):.2f}x..{max(speedups):.2f}x"
+            if speedups
+            else ""
+        )
         + (f"; wrote {report.output_file}" if report.output_file else "")
-        + ("" if kernel.source == "sglang" else " (tuneledger's reference kernel, not SGLang's)"))
-    sink.append(KernelTuneCompleted(
-        outcome=report.outcome, duration_s=round(report.seconds, 3), batch_sizes_done=done,
-        best_configs={str(m): c for m, c in sorted(report.best.items())},
-        output_file=str(report.output_file) if report.output_file else None, results=report.results,
-        kernel_source=kernel.source, tune_key=report.tune_key, measured=report.measured, reused=report.reused,
-        candidate_id=spec.candidate_id,
-        summary=report.summary, **common))
+        + ("" if kernel.source == "sglang" else " (tuneledger's reference kernel, not SGLang's)")
+    )
+    sink.append(
+        KernelTuneCompleted(
+            outcome=report.outcome,
+            duration_s=round(report.seconds, 3),
+            batch_sizes_done=done,
+            best_configs={str(m): c for m, c in sorted(report.best.items())},
+            output_file=str(report.output_file) if report.output_file else None,
+            results=report.results,
+            kernel_source=kernel.source,
+            tune_key=report.tune_key,
+            measured=report.measured,
+            reused=report.reused,
+            candidate_id=spec.candidate_id,
+            summary=report.summary,
+            **common,
+        )
+    )
 
 
 def sglang_file_name(shape: MoeShape, device_name: str) -> str:
@@ -378,10 +488,25 @@ def _progress(enabled: bool, total: int):
     if not enabled:
         return None
     from rich.console import Console
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeElapsedColumn,
+        TimeRemainingColumn,
+    )
 
-    p = Progress(TextColumn("tune"), BarColumn(), MofNCompleteColumn(), TextColumn("batch sizes"),
-                 TimeElapsedColumn(), TextColumn("ETA"), TimeRemainingColumn(), console=Console(stderr=True))
+    p = Progress(
+        TextColumn("tune"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("batch sizes"),
+        TimeElapsedColumn(),
+        TextColumn("ETA"),
+        TimeRemainingColumn(),
+        console=Console(stderr=True),
+    )
     p.start()
     return p, p.add_task("tune", total=total)
 

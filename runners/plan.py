@@ -70,7 +70,14 @@ from schemas.events import (
 )
 
 from .bench import TOOL_NAME, BenchTarget, SweepPoint, WarmupFailed, format_point, run_id_for, sweep
-from .compare import METRIC_RULES, Comparison, coefficient_of_variation, compare, flag_verdict, raw_change
+from .compare import (
+    METRIC_RULES,
+    Comparison,
+    coefficient_of_variation,
+    compare,
+    flag_verdict,
+    raw_change,
+)
 from .discovery import served_model
 from .server import PortInUse, ServerStartFailed
 from .workload import WorkloadSpec, build_workload
@@ -167,7 +174,9 @@ def validated(file: Path, build: Callable[[], Any]) -> Any:
         return build()
     except ValidationError as exc:
         err = exc.errors()[0]
-        raise InvalidInput(f"{file}: {'.'.join(str(p) for p in err['loc'])}: {err['msg']}") from None
+        raise InvalidInput(
+            f"{file}: {'.'.join(str(p) for p in err['loc'])}: {err['msg']}"
+        ) from None
 
 
 def load_plan(path: str | Path) -> Plan:
@@ -180,20 +189,28 @@ def load_plan(path: str | Path) -> Plan:
 
     file = Path(path)
     data = read_toml(file, "plan", {"plan", "candidates", "bench", "defaults", "configs"})
-    section, candidates, bench = validated(file, lambda: (
-        PlanSection.model_validate(data.get("plan", {})),
-        [CandidateSpec.model_validate(c) for c in data.get("candidates", [])],
-        BenchSection.model_validate(data.get("bench", {}))))
+    section, candidates, bench = validated(
+        file,
+        lambda: (
+            PlanSection.model_validate(data.get("plan", {})),
+            [CandidateSpec.model_validate(c) for c in data.get("candidates", [])],
+            BenchSection.model_validate(data.get("bench", {})),
+        ),
+    )
     if section.servers:
         configs = load_configs(file.parent / section.servers)
     else:
-        configs = parse_configs({k: v for k, v in data.items() if k in ("defaults", "configs")}, str(file))
+        configs = parse_configs(
+            {k: v for k, v in data.items() if k in ("defaults", "configs")}, str(file)
+        )
     plan = Plan(section, candidates, bench, configs, str(file))
     if not candidates:
         raise InvalidInput(f"{file}: no [[candidates]]: nothing to compare against the baseline")
     missing = [name for name in plan.arms if name not in configs]
     if missing:
-        raise InvalidInput(f"{file}: no configuration {', '.join(missing)}; known: {', '.join(sorted(configs))}")
+        raise InvalidInput(
+            f"{file}: no configuration {', '.join(missing)}; known: {', '.join(sorted(configs))}"
+        )
     if len(set(plan.arms)) != len(plan.arms):
         raise InvalidInput(f"{file}: an arm is listed twice: {plan.arms}")
     return plan
@@ -265,20 +282,37 @@ def _record_preamble(store: LedgerStore, plan: Plan) -> None:
     """session_started when the plan names a new session; candidate_proposed for new candidates."""
     session = plan.plan.session
     if session and not store.read(types=["session_started"], session_id=session, limit=1):
-        store.append(SessionStarted(title=plan.plan.session_title or session, session_id=session, actor=PLAN_ACTOR,
-                                    model=plan.configs[plan.plan.baseline].model, source=plan.source))
-    on_board = set(store.query_arrow("SELECT candidate_id FROM board").column("candidate_id").to_pylist())
+        store.append(
+            SessionStarted(
+                title=plan.plan.session_title or session,
+                session_id=session,
+                actor=PLAN_ACTOR,
+                model=plan.configs[plan.plan.baseline].model,
+                source=plan.source,
+            )
+        )
+    on_board = set(
+        store.query_arrow("SELECT candidate_id FROM board").column("candidate_id").to_pylist()
+    )
     for spec in plan.candidates:
         cid = candidate_id(spec)
         if cid in on_board:
             continue
         config = plan.configs[spec.config]
-        store.append(CandidateProposed(
-            candidate_id=cid, kind="flag" if spec.flag else "config",
-            title=spec.title or (f"--{spec.flag}" if spec.flag else f"configuration {spec.config}"),
-            flag=spec.flag, value=config.flags.get(spec.flag) if spec.flag else None,
-            hypothesis=spec.hypothesis, session_id=session, actor=PLAN_ACTOR, source=plan.source,
-        ))
+        store.append(
+            CandidateProposed(
+                candidate_id=cid,
+                kind="flag" if spec.flag else "config",
+                title=spec.title
+                or (f"--{spec.flag}" if spec.flag else f"configuration {spec.config}"),
+                flag=spec.flag,
+                value=config.flags.get(spec.flag) if spec.flag else None,
+                hypothesis=spec.hypothesis,
+                session_id=session,
+                actor=PLAN_ACTOR,
+                source=plan.source,
+            )
+        )
 
 
 def run_plan(
@@ -311,17 +345,33 @@ def run_plan(
     store.init()
     _record_preamble(store, plan)
     b = plan.bench
-    workload = build_workload(WorkloadSpec(b.input_len, b.output_len, b.num_prompts, b.seed, b.tokenizer))
+    workload = build_workload(
+        WorkloadSpec(b.input_len, b.output_len, b.num_prompts, b.seed, b.tokenizer)
+    )
     result = PlanResult()
-    loads: Sequence[int | None] = plan.plan.concurrency if plan.plan.request_rate is None else [None]
+    loads: Sequence[int | None] = (
+        plan.plan.concurrency if plan.plan.request_rate is None else [None]
+    )
     candidates = {spec.config: candidate_id(spec) for spec in plan.candidates}
     try:
         for repeat in range(plan.plan.repeats):
             for arm in plan.arms:
                 say(f"repeat {repeat + 1}/{plan.plan.repeats}: {arm}")
-                _run_arm(plan, store, servers, arm, repeat, list(loads), workload, result, candidates.get(arm),
-                         say=say, progress=progress, extra_body=(request_options or {}).get(arm, {}),
-                         after_sweep=after_sweep)
+                _run_arm(
+                    plan,
+                    store,
+                    servers,
+                    arm,
+                    repeat,
+                    list(loads),
+                    workload,
+                    result,
+                    candidates.get(arm),
+                    say=say,
+                    progress=progress,
+                    extra_body=(request_options or {}).get(arm, {}),
+                    after_sweep=after_sweep,
+                )
     except KeyboardInterrupt:
         _record_interrupted(store, plan, result)
         raise
@@ -335,10 +385,22 @@ def run_plan(
 _RETRYABLE = (ServerStartFailed, PortInUse, WarmupFailed)
 
 
-def _run_arm(plan: Plan, store: LedgerStore, servers: Servers, arm: str, repeat: int, loads: list[int | None],
-             workload: Any, result: PlanResult, cand_id: str | None, *, say: Callable[[str], None],
-             progress: bool, extra_body: dict[str, Any] | None = None,
-             after_sweep: Callable[[str, Any, int], None] | None = None) -> None:
+def _run_arm(
+    plan: Plan,
+    store: LedgerStore,
+    servers: Servers,
+    arm: str,
+    repeat: int,
+    loads: list[int | None],
+    workload: Any,
+    result: PlanResult,
+    cand_id: str | None,
+    *,
+    say: Callable[[str], None],
+    progress: bool,
+    extra_body: dict[str, Any] | None = None,
+    after_sweep: Callable[[str, Any, int], None] | None = None,
+) -> None:
     """One arm's runs of one repeat: start its server, benchmark every load, stop it.
 
     A run that fails before measuring is recorded (``benchmark_completed``, not valid, with the
@@ -362,15 +424,38 @@ def _run_arm(plan: Plan, store: LedgerStore, servers: Servers, arm: str, repeat:
             result.host = run.host
             model = b.model
             if model is None:
-                model = config.model or arm if b.endpoint == "generate" else served_model(run.base_url, config.model)
-            target = BenchTarget(url=run.base_url, endpoint=b.endpoint, model=model, workload=workload,
-                                 ignore_eos=b.ignore_eos, extra_body=extra_body or {})
-            asyncio.run(sweep(
-                target, config_name=arm, concurrencies=list(pending), request_rate=plan.plan.request_rate,
-                repeats=[repeat], warmup_requests=b.warmup, is_baseline=arm == plan.plan.baseline,
-                server_run_id=run.run_id, session_id=plan.plan.session, host=run.host, store=store,
-                progress=progress, on_point=done, candidate_id=cand_id, source=plan.source,
-            ))
+                model = (
+                    config.model or arm
+                    if b.endpoint == "generate"
+                    else served_model(run.base_url, config.model)
+                )
+            target = BenchTarget(
+                url=run.base_url,
+                endpoint=b.endpoint,
+                model=model,
+                workload=workload,
+                ignore_eos=b.ignore_eos,
+                extra_body=extra_body or {},
+            )
+            asyncio.run(
+                sweep(
+                    target,
+                    config_name=arm,
+                    concurrencies=list(pending),
+                    request_rate=plan.plan.request_rate,
+                    repeats=[repeat],
+                    warmup_requests=b.warmup,
+                    is_baseline=arm == plan.plan.baseline,
+                    server_run_id=run.run_id,
+                    session_id=plan.plan.session,
+                    host=run.host,
+                    store=store,
+                    progress=progress,
+                    on_point=done,
+                    candidate_id=cand_id,
+                    source=plan.source,
+                )
+            )
             if after_sweep is not None:
                 after_sweep(arm, run, repeat)
             return
@@ -381,12 +466,27 @@ def _run_arm(plan: Plan, store: LedgerStore, servers: Servers, arm: str, repeat:
             cause = str(exc).splitlines()[0][:500] if str(exc) else type(exc).__name__
             reason = f"plan: run failed: {cause}"[:300]
             retried = attempt < plan.plan.retries
-            failed = _record_failed_run(store, plan, arm, repeat, pending, cause, attempt, retried,
-                                        run.run_id if run else None, run.host if run else result.host, cand_id)
-            result.failures.append(FailedAttempt(arm, repeat, list(pending), attempt, cause, retried, failed))
+            failed = _record_failed_run(
+                store,
+                plan,
+                arm,
+                repeat,
+                pending,
+                cause,
+                attempt,
+                retried,
+                run.run_id if run else None,
+                run.host if run else result.host,
+                cand_id,
+            )
+            result.failures.append(
+                FailedAttempt(arm, repeat, list(pending), attempt, cause, retried, failed)
+            )
             budget = f"attempt {attempt + 1} of {plan.plan.retries + 1}"
-            say(f"{arm} repeat {repeat}: run failed ({cause}); {budget}: "
-                + ("restarting the server and retrying" if retried else "going on without it"))
+            say(
+                f"{arm} repeat {repeat}: run failed ({cause}); {budget}: "
+                + ("restarting the server and retrying" if retried else "going on without it")
+            )
         except BaseException as exc:
             reason = f"plan failed: {type(exc).__name__}: {exc}"[:300]
             raise
@@ -395,25 +495,53 @@ def _run_arm(plan: Plan, store: LedgerStore, servers: Servers, arm: str, repeat:
                 servers.stop(run, reason=reason)
 
 
-def _record_failed_run(store: LedgerStore, plan: Plan, arm: str, repeat: int, loads: list[int | None], cause: str,
-                       attempt: int, retried: bool, server_run_id: str | None, host: Host | None,
-                       cand_id: str | None) -> BenchmarkCompleted:
+def _record_failed_run(
+    store: LedgerStore,
+    plan: Plan,
+    arm: str,
+    repeat: int,
+    loads: list[int | None],
+    cause: str,
+    attempt: int,
+    retried: bool,
+    server_run_id: str | None,
+    host: Host | None,
+    cand_id: str | None,
+) -> BenchmarkCompleted:
     """Record the run that failed before measuring: ``benchmark_completed``, not valid, with its cause."""
     b = plan.bench
     load = loads[0] if loads else None
     then = "retried on a restarted server" if retried else "not retried: the retry budget is spent"
     event = BenchmarkCompleted(
         run_id=run_id_for(arm, load, plan.plan.request_rate, repeat),
-        config_name=arm, is_baseline=arm == plan.plan.baseline, server_run_id=server_run_id, tool=TOOL_NAME,
+        config_name=arm,
+        is_baseline=arm == plan.plan.baseline,
+        server_run_id=server_run_id,
+        tool=TOOL_NAME,
         candidate_id=cand_id,
-        workload=Workload(dataset="random", input_len=b.input_len, output_len=b.output_len, range_ratio=1.0,
-                          num_prompts=b.num_prompts, load="closed-loop" if plan.plan.request_rate is None else "open-loop",
-                          request_rate=plan.plan.request_rate, seed=b.seed, ignore_eos=b.ignore_eos, endpoint=b.endpoint),
-        concurrency=load, repeat=repeat, metrics=BenchMetrics(completed=0), valid=False,
+        workload=Workload(
+            dataset="random",
+            input_len=b.input_len,
+            output_len=b.output_len,
+            range_ratio=1.0,
+            num_prompts=b.num_prompts,
+            load="closed-loop" if plan.plan.request_rate is None else "open-loop",
+            request_rate=plan.plan.request_rate,
+            seed=b.seed,
+            ignore_eos=b.ignore_eos,
+            endpoint=b.endpoint,
+        ),
+        concurrency=load,
+        repeat=repeat,
+        metrics=BenchMetrics(completed=0),
+        valid=False,
         validity_notes=[f"run failed before measuring: {cause}"],
         notes=f"attempt {attempt + 1} of {plan.plan.retries + 1} (plan retries = {plan.plan.retries}); {then}; "
-              f"loads not measured: {', '.join(_load_text(x, plan.plan.request_rate) for x in loads)}",
-        session_id=plan.plan.session, host=host, actor=PLAN_ACTOR, source=plan.source,
+        f"loads not measured: {', '.join(_load_text(x, plan.plan.request_rate) for x in loads)}",
+        session_id=plan.plan.session,
+        host=host,
+        actor=PLAN_ACTOR,
+        source=plan.source,
     )
     store.append(event)
     return event
@@ -425,36 +553,86 @@ def _load_text(concurrency: int | None, request_rate: float | None) -> str:
 
 def _record_interrupted(store: LedgerStore, plan: Plan, result: PlanResult) -> None:
     done = [f"{p.event.config_name} c={p.concurrency} rep {p.repeat}" for p in result.points]
-    text = (f"plan {plan.source} interrupted (Ctrl-C) after {len(done)} completed run(s)"
-            + (": " + ", ".join(done) if done else "") + "; no comparison recorded")
-    store.append(NoteAdded(text=text, refs=[p.event.event_id for p in result.points], session_id=plan.plan.session,
-                           actor=PLAN_ACTOR, source=plan.source))
+    text = (
+        f"plan {plan.source} interrupted (Ctrl-C) after {len(done)} completed run(s)"
+        + (": " + ", ".join(done) if done else "")
+        + "; no comparison recorded"
+    )
+    store.append(
+        NoteAdded(
+            text=text,
+            refs=[p.event.event_id for p in result.points],
+            session_id=plan.plan.session,
+            actor=PLAN_ACTOR,
+            source=plan.source,
+        )
+    )
 
 
-def aa_cv(store: LedgerStore, plan: Plan, metric: str, concurrency: int | None) -> tuple[float | None, int]:
+def aa_cv(
+    store: LedgerStore, plan: Plan, metric: str, concurrency: int | None
+) -> tuple[float | None, int]:
     """CV of the baseline's valid repeats in the ledger with this workload and load (A-vs-A noise)."""
     b = plan.bench
-    rows = store.query_arrow(
-        f"SELECT {metric} AS v FROM benchmarks WHERE config_name = ? AND valid IS DISTINCT FROM false "
-        "AND session_id IS NOT DISTINCT FROM ? AND input_len = ? AND output_len = ? "
-        "AND concurrency IS NOT DISTINCT FROM ? AND request_rate IS NOT DISTINCT FROM ? AND v > 0",
-        [plan.plan.baseline, plan.plan.session, b.input_len, b.output_len, concurrency, plan.plan.request_rate],
-    ).column("v").to_pylist()
+    rows = (
+        store.query_arrow(
+            f"SELECT {metric} AS v FROM benchmarks WHERE config_name = ? AND valid IS DISTINCT FROM false "
+            "AND session_id IS NOT DISTINCT FROM ? AND input_len = ? AND output_len = ? "
+            "AND concurrency IS NOT DISTINCT FROM ? AND request_rate IS NOT DISTINCT FROM ? AND v > 0",
+            [
+                plan.plan.baseline,
+                plan.plan.session,
+                b.input_len,
+                b.output_len,
+                concurrency,
+                plan.plan.request_rate,
+            ],
+        )
+        .column("v")
+        .to_pylist()
+    )
     return coefficient_of_variation(rows), len(rows)  # n_aa: how many repeats the CV rests on
 
 
-def _comparison_event(plan: Plan, arm: str, load: int | None, cmp: Comparison, base_pts: list[SweepPoint],
-                      cand_pts: list[SweepPoint], host: Host | None) -> ComparisonCompleted:
+def _comparison_event(
+    plan: Plan,
+    arm: str,
+    load: int | None,
+    cmp: Comparison,
+    base_pts: list[SweepPoint],
+    cand_pts: list[SweepPoint],
+    host: Host | None,
+) -> ComparisonCompleted:
     wl = base_pts[0].event.workload if base_pts else cand_pts[0].event.workload
     return ComparisonCompleted(
-        baseline_config=plan.plan.baseline, config_name=arm, metric=cmp.metric, concurrency=load,
-        request_rate=plan.plan.request_rate, dataset=wl.dataset, input_len=wl.input_len, output_len=wl.output_len,
-        better_direction=cmp.better_direction, baseline_runs=cmp.baseline_runs, runs=cmp.runs,
-        baseline_mean=cmp.baseline_mean, mean=cmp.mean, change=cmp.change, ci_low=cmp.ci_low, ci_high=cmp.ci_high,
-        noise_threshold=cmp.noise_threshold, noise_source=cmp.noise_source, verdict=cmp.verdict,
-        runs_needed=cmp.runs_needed, benchmark_event_ids=[p.event.event_id for p in base_pts + cand_pts],
-        notes=cmp.notes, baseline_cv=cmp.baseline_cv, cv=cmp.cv,
-        session_id=plan.plan.session, actor=PLAN_ACTOR, host=host, source=plan.source,
+        baseline_config=plan.plan.baseline,
+        config_name=arm,
+        metric=cmp.metric,
+        concurrency=load,
+        request_rate=plan.plan.request_rate,
+        dataset=wl.dataset,
+        input_len=wl.input_len,
+        output_len=wl.output_len,
+        better_direction=cmp.better_direction,
+        baseline_runs=cmp.baseline_runs,
+        runs=cmp.runs,
+        baseline_mean=cmp.baseline_mean,
+        mean=cmp.mean,
+        change=cmp.change,
+        ci_low=cmp.ci_low,
+        ci_high=cmp.ci_high,
+        noise_threshold=cmp.noise_threshold,
+        noise_source=cmp.noise_source,
+        verdict=cmp.verdict,
+        runs_needed=cmp.runs_needed,
+        benchmark_event_ids=[p.event.event_id for p in base_pts + cand_pts],
+        notes=cmp.notes,
+        baseline_cv=cmp.baseline_cv,
+        cv=cmp.cv,
+        session_id=plan.plan.session,
+        actor=PLAN_ACTOR,
+        host=host,
+        source=plan.source,
     )
 
 
@@ -475,21 +653,32 @@ def compare_and_record(store: LedgerStore, plan: Plan, result: PlanResult) -> No
             invalid = [p for p in base_pts + cand_pts if not p.run.valid]
             reason = None
             if invalid:
-                reason = "; ".join(f"{p.event.config_name} rep {p.repeat}: {', '.join(p.run.notes)}" for p in invalid[:3])
+                reason = "; ".join(
+                    f"{p.event.config_name} rep {p.repeat}: {', '.join(p.run.notes)}"
+                    for p in invalid[:3]
+                )
             for metric in METRIC_RULES:
                 cv, n_aa = aa_cv(store, plan, metric, load)
                 values_a = [getattr(p.run.metrics, metric) for p in base_pts]
                 values_b = [getattr(p.run.metrics, metric) for p in cand_pts]
                 if all(v is None for v in values_a + values_b) and base_pts and cand_pts:
                     # Not measurable in any run (TPOT/ITL of a coarse stream): nothing to compare.
-                    result.unmeasured.append(f"{metric} at {_load_text(load, plan.plan.request_rate)}: "
-                                             "not measured in any run (see the runs' validity notes)")
+                    result.unmeasured.append(
+                        f"{metric} at {_load_text(load, plan.plan.request_rate)}: "
+                        "not measured in any run (see the runs' validity notes)"
+                    )
                     continue
-                cmp = compare(metric, values_a, values_b, aa_cv=cv,
-                              valid=not invalid, invalid_reason=reason)
+                cmp = compare(
+                    metric, values_a, values_b, aa_cv=cv, valid=not invalid, invalid_reason=reason
+                )
                 if cv is not None:
-                    cmp = replace(cmp, noise_source=f"{cmp.noise_source}; A-vs-A: {n_aa} baseline runs in the ledger")
-                event = _comparison_event(plan, spec.config, load, cmp, base_pts, cand_pts, result.host)
+                    cmp = replace(
+                        cmp,
+                        noise_source=f"{cmp.noise_source}; A-vs-A: {n_aa} baseline runs in the ledger",
+                    )
+                event = _comparison_event(
+                    plan, spec.config, load, cmp, base_pts, cand_pts, result.host
+                )
                 store.append(event)
                 result.comparisons.append(event)
                 if metric == FLAG_METRIC:
@@ -499,13 +688,22 @@ def compare_and_record(store: LedgerStore, plan: Plan, result: PlanResult) -> No
         if verdict is not None:
             host = result.host
             finding = FindingRecorded(
-                kind="measured-change", basis="measured", flag=spec.flag, verdict=verdict,
-                message=(f"--{spec.flag}: {FLAG_METRIC} {throughput_verdicts[0]} at every load "
-                         f"({', '.join(str(x) for x in loads)}) vs {plan.plan.baseline}, "
-                         f"{plan.plan.repeats} interleaved runs per arm"),
-                engine=host.engine if host else None, engine_version=host.engine_version if host else None,
+                kind="measured-change",
+                basis="measured",
+                flag=spec.flag,
+                verdict=verdict,
+                message=(
+                    f"--{spec.flag}: {FLAG_METRIC} {throughput_verdicts[0]} at every load "
+                    f"({', '.join(str(x) for x in loads)}) vs {plan.plan.baseline}, "
+                    f"{plan.plan.repeats} interleaved runs per arm"
+                ),
+                engine=host.engine if host else None,
+                engine_version=host.engine_version if host else None,
                 evidence=[Evidence(kind="event", ref=str(e)) for e in evidence],
-                session_id=plan.plan.session, actor=PLAN_ACTOR, host=host, source=plan.source,
+                session_id=plan.plan.session,
+                actor=PLAN_ACTOR,
+                host=host,
+                source=plan.source,
             )
             store.append(finding)
             result.findings.append(finding)
@@ -523,15 +721,30 @@ def verdict_table(result: PlanResult, metrics: Sequence[str] | None = None):
     """
     from rich.table import Table
 
-    lines = [f"missing: {f.config_name} rep {f.repeat} "
-             f"{', '.join(_load_text(x, None) if x is not None else 'open loop' for x in f.loads)} "
-             f"(failed {f.attempt + 1} time(s): {f.cause[:160]})" for f in result.missing]
+    lines = [
+        f"missing: {f.config_name} rep {f.repeat} "
+        f"{', '.join(_load_text(x, None) if x is not None else 'open loop' for x in f.loads)} "
+        f"(failed {f.attempt + 1} time(s): {f.cause[:160]})"
+        for f in result.missing
+    ]
     lines += [f"not compared: {text}" for text in dict.fromkeys(result.unmeasured)]
     caption = "\n".join(lines) or None
-    table = Table(title="Plan verdicts (change = value / baseline - 1: + means the metric went up)",
-                  caption=caption, caption_justify="left")
-    for col in ("config", "concurrency", "metric", "baseline (CV)", "candidate (CV)", "change % [95% CI]", "tau",
-                "runs", "verdict"):
+    table = Table(
+        title="Plan verdicts (change = value / baseline - 1: + means the metric went up)",
+        caption=caption,
+        caption_justify="left",
+    )
+    for col in (
+        "config",
+        "concurrency",
+        "metric",
+        "baseline (CV)",
+        "candidate (CV)",
+        "change % [95% CI]",
+        "tau",
+        "runs",
+        "verdict",
+    ):
         table.add_column(col, justify="right" if col in ("concurrency", "tau", "runs") else "left")
     for c in result.comparisons:
         if metrics and c.metric not in metrics:
@@ -540,11 +753,25 @@ def verdict_table(result: PlanResult, metrics: Sequence[str] | None = None):
         change = raw_change(c.change, c.better_direction)
         text = "-" if change is None else f"{100 * change:+.1f}%"
         if c.ci_low is not None and c.ci_high is not None:
-            low, high = sorted((raw_change(c.ci_low, c.better_direction), raw_change(c.ci_high, c.better_direction)))
+            low, high = sorted(
+                (
+                    raw_change(c.ci_low, c.better_direction),
+                    raw_change(c.ci_high, c.better_direction),
+                )
+            )
             text += f" [{100 * low:+.1f}, {100 * high:+.1f}]"
         verdict = c.verdict + (f" (need ~{c.runs_needed} runs/arm)" if c.runs_needed else "")
-        table.add_row(c.config_name, load, c.metric, _with_cv(c.baseline_mean, c.baseline_cv), _with_cv(c.mean, c.cv),
-                      text, f"{100 * c.noise_threshold:.1f}%", f"{c.baseline_runs}/{c.runs}", verdict)
+        table.add_row(
+            c.config_name,
+            load,
+            c.metric,
+            _with_cv(c.baseline_mean, c.baseline_cv),
+            _with_cv(c.mean, c.cv),
+            text,
+            f"{100 * c.noise_threshold:.1f}%",
+            f"{c.baseline_runs}/{c.runs}",
+            verdict,
+        )
     return table
 
 

@@ -50,13 +50,31 @@ from ledger.errors import LedgerError, NotFound
 from ledger.flag_memory import remembered_findings
 from ledger.sglang_log import ServerLogFacts, derive_findings, parse_server_log
 from ledger.store import LedgerStore
-from schemas import Actor, Event, FindingRecorded, Host, ServerFailed, ServerReady, ServerStarted, ServerStopped, StartupFacts
+from schemas import (
+    Actor,
+    Event,
+    FindingRecorded,
+    Host,
+    ServerFailed,
+    ServerReady,
+    ServerStarted,
+    ServerStopped,
+    StartupFacts,
+)
 
 from .artifacts import artifacts_dir, safe_name, server_log_path
 from .configs import ServerConfig
 from .engines import EngineAdapter, adapter_for
 from .host import HostFingerprint, fingerprint
-from .process import connect_host, exit_status, follow_lines, free_port, group_alive, port_in_use, read_lines
+from .process import (
+    connect_host,
+    exit_status,
+    follow_lines,
+    free_port,
+    group_alive,
+    port_in_use,
+    read_lines,
+)
 
 #: Default wait for health (seconds): a 100B+ model loads and captures CUDA graphs for minutes.
 DEFAULT_HEALTH_TIMEOUT_S = 1800.0
@@ -67,7 +85,9 @@ RUNNER_ACTOR = Actor(kind="runner", name="tuneledger")
 #: Namespace of the deterministic finding ids.
 _FINDING_NS = uuid.UUID("6f1d3b52-3c61-4d8e-9a57-1b1f8e0c2a11")
 _NUMBER_RE = re.compile(r"\d+(?:\.\d+)?")
-_PORT_TAKEN_RE = re.compile(r"address already in use|Errno 98|port .* is (?:already )?in use", re.IGNORECASE)
+_PORT_TAKEN_RE = re.compile(
+    r"address already in use|Errno 98|port .* is (?:already )?in use", re.IGNORECASE
+)
 
 
 class PortInUse(LedgerError):
@@ -138,8 +158,11 @@ def merge_server_info(facts: StartupFacts, info: dict[str, Any] | None) -> Start
     candidates = {
         "attention_backend": info.get("attention_backend"),
         "max_total_num_tokens": info.get("max_total_num_tokens"),
-        "max_running_requests": state.get("effective_max_running_requests_per_dp") or info.get("max_running_requests"),
-        "context_len": info.get("context_length") if isinstance(info.get("context_length"), int) else None,
+        "max_running_requests": state.get("effective_max_running_requests_per_dp")
+        or info.get("max_running_requests"),
+        "context_len": info.get("context_length")
+        if isinstance(info.get("context_length"), int)
+        else None,
         "cuda_graph_bs": info.get("cuda_graph_bs"),
         "chunked_prefill_size": info.get("chunked_prefill_size"),
         "max_prefill_tokens": info.get("max_prefill_tokens"),
@@ -217,28 +240,39 @@ class ServerRunner:
 
     def _append(self, run: ServerRun | None, event: Event) -> Event:
         if run is not None:
-            event = event.model_copy(update={
-                "correlation_id": run.started_event_id,
-                "causation_id": event.causation_id or run.last_event_id,
-            })
+            event = event.model_copy(
+                update={
+                    "correlation_id": run.started_event_id,
+                    "causation_id": event.causation_id or run.last_event_id,
+                }
+            )
         self.store.append(event)
         if run is not None:
             run.last_event_id = event.event_id
         return event
 
     def _common(self, run: ServerRun) -> dict[str, Any]:
-        return {"session_id": self.session_id, "actor": RUNNER_ACTOR, "host": run.host, "run_id": run.run_id}
+        return {
+            "session_id": self.session_id,
+            "actor": RUNNER_ACTOR,
+            "host": run.host,
+            "run_id": run.run_id,
+        }
 
     def _observe_host(self, fp: HostFingerprint) -> None:
         """Record ``host_observed`` unless this session already has this fingerprint."""
         key = fp.key()
         event_id = uuid.uuid5(_FINDING_NS, f"host|{self.session_id or ''}|{key}")
         for seen in self.store.read(types=["host_observed"], session_id=self.session_id):
-            if seen.event_id == event_id or (seen.session_id == self.session_id and seen.host == fp.host
-                                             and getattr(seen, "other_versions", None) == fp.other_versions):
+            if seen.event_id == event_id or (
+                seen.session_id == self.session_id
+                and seen.host == fp.host
+                and getattr(seen, "other_versions", None) == fp.other_versions
+            ):
                 return
         event = fp.to_event(session_id=self.session_id, actor=RUNNER_ACTOR).model_copy(
-            update={"event_id": event_id, "source": f"runner fingerprint {key}"})
+            update={"event_id": event_id, "source": f"runner fingerprint {key}"}
+        )
         self.store.append(event)
 
     def previous_startup(self, exclude_run_id: str | None = None) -> StartupFacts | None:
@@ -248,14 +282,22 @@ class ServerRunner:
             "WHERE type = 'server_ready' AND session_id IS NOT DISTINCT FROM ? ORDER BY seq DESC LIMIT 5",
             [self.session_id],
         )
-        for run_id, startup in zip(table.column("run_id").to_pylist(), table.column("startup").to_pylist()):
+        for run_id, startup in zip(
+            table.column("run_id").to_pylist(), table.column("startup").to_pylist()
+        ):
             if run_id != exclude_run_id and startup is not None:
                 return StartupFacts.model_validate_json(startup)
         return None
 
     # --- start ------------------------------------------------------------------------
 
-    def start(self, config: ServerConfig, *, port: int | None = None, health_timeout_s: float | None = None) -> ServerRun:
+    def start(
+        self,
+        config: ServerConfig,
+        *,
+        port: int | None = None,
+        health_timeout_s: float | None = None,
+    ) -> ServerRun:
         """Launch ``config`` and wait until it is healthy; return the running server.
 
         Args:
@@ -288,7 +330,9 @@ class ServerRunner:
         if port == 0:  # `port = 0` in the configuration: any free port, picked now
             port = free_port(config.host)
         if port_in_use(config.host, port):
-            raise PortInUse(f"port {port} on {config.host} is already in use: stop that server or give --port")
+            raise PortInUse(
+                f"port {port} on {config.host} is already in use: stop that server or give --port"
+            )
         if self._fingerprint is None:
             self._fingerprint = fingerprint()
         fp = self._fingerprint.with_engine(adapter.name, probe.version)
@@ -306,30 +350,63 @@ class ServerRunner:
         self.say(f"started {run_id}: pid {run.pid}, port {port}, log {log_path}")
         return run
 
-    def _spawn(self, config: ServerConfig, adapter: EngineAdapter, argv: list[str], port: int, log_path: Path,
-               run_id: str, fp: HostFingerprint) -> ServerRun:
+    def _spawn(
+        self,
+        config: ServerConfig,
+        adapter: EngineAdapter,
+        argv: list[str],
+        port: int,
+        log_path: Path,
+        run_id: str,
+        fp: HostFingerprint,
+    ) -> ServerRun:
         """Popen in a new session with the log as stdout+stderr, then record ``server_started``."""
         with open(log_path, "ab") as log:
             try:
                 process = subprocess.Popen(
-                    argv, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
-                    env=adapter.env(config), start_new_session=True,
+                    argv,
+                    stdin=subprocess.DEVNULL,
+                    stdout=log,
+                    stderr=subprocess.STDOUT,
+                    env=adapter.env(config),
+                    start_new_session=True,
                 )
             except OSError as exc:
                 from .engines import MissingEngine
 
-                raise MissingEngine(f"{config.engine}: cannot run {argv[0]!r}: {exc.strerror or exc}") from None
+                raise MissingEngine(
+                    f"{config.engine}: cannot run {argv[0]!r}: {exc.strerror or exc}"
+                ) from None
         started = ServerStarted(
-            run_id=run_id, engine=adapter.name, model=config.model, config_name=config.name,
-            flags=config.flags, env=adapter.recorded_env(config), argv=argv, port=port, pid=process.pid,
-            log_path=str(log_path), session_id=self.session_id, actor=RUNNER_ACTOR, host=fp.host,
+            run_id=run_id,
+            engine=adapter.name,
+            model=config.model,
+            config_name=config.name,
+            flags=config.flags,
+            env=adapter.recorded_env(config),
+            argv=argv,
+            port=port,
+            pid=process.pid,
+            log_path=str(log_path),
+            session_id=self.session_id,
+            actor=RUNNER_ACTOR,
+            host=fp.host,
         )
         started = started.model_copy(update={"correlation_id": started.event_id})
         run = ServerRun(
-            run_id=run_id, config=config, adapter=adapter, argv=argv, port=port,
-            base_url=f"http://{connect_host(config.host)}:{port}", log_path=log_path,
-            log_ref=str(log_path.relative_to(artifacts_dir(self.store.path))), process=process, host=fp.host,
-            started_event_id=started.event_id, last_event_id=started.event_id, started_at=time.monotonic(),
+            run_id=run_id,
+            config=config,
+            adapter=adapter,
+            argv=argv,
+            port=port,
+            base_url=f"http://{connect_host(config.host)}:{port}",
+            log_path=log_path,
+            log_ref=str(log_path.relative_to(artifacts_dir(self.store.path))),
+            process=process,
+            host=fp.host,
+            started_event_id=started.event_id,
+            last_event_id=started.event_id,
+            started_at=time.monotonic(),
         )
         self.runs.append(run)
         try:
@@ -346,10 +423,17 @@ class ServerRunner:
         for finding in remembered_findings(self.store, started):
             fid = finding_id(run.run_id, finding)
             run.finding_ids.add(fid)
-            self._append(run, finding.model_copy(update={
-                "event_id": fid, "actor": RUNNER_ACTOR, "host": run.host,
-                "source": f"flag_verdicts (event {finding.evidence[0].ref})",
-            }))
+            self._append(
+                run,
+                finding.model_copy(
+                    update={
+                        "event_id": fid,
+                        "actor": RUNNER_ACTOR,
+                        "host": run.host,
+                        "source": f"flag_verdicts (event {finding.evidence[0].ref})",
+                    }
+                ),
+            )
             self.say(f"finding: {finding.message}")
 
     def wait_ready(self, run: ServerRun, *, timeout_s: float | None = None) -> ServerRun:
@@ -370,9 +454,14 @@ class ServerRunner:
                     if self._healthy(client, run):
                         break
                     size = run.log_path.stat().st_size if run.log_path.exists() else 0
-                    if size != log_size:  # a hung server whose log shows a crash: give it a grace period
+                    if (
+                        size != log_size
+                    ):  # a hung server whose log shows a crash: give it a grace period
                         log_size = size
-                        if crash_seen_at is None and parse_server_log(read_lines(run.log_path)).crash is not None:
+                        if (
+                            crash_seen_at is None
+                            and parse_server_log(read_lines(run.log_path)).crash is not None
+                        ):
                             crash_seen_at = time.monotonic()
                     now = time.monotonic()
                     if crash_seen_at is not None and now - crash_seen_at > self.crash_grace_s:
@@ -419,13 +508,22 @@ class ServerRunner:
 
     def _record_ready(self, run: ServerRun, info: dict[str, Any] | None) -> None:
         facts = parse_server_log(read_lines(run.log_path))
-        startup = merge_server_info(facts.to_startup_facts(), info) if run.adapter.sglang_log else StartupFacts()
+        startup = (
+            merge_server_info(facts.to_startup_facts(), info)
+            if run.adapter.sglang_log
+            else StartupFacts()
+        )
         warnings = [w.message for w in facts.warnings]
         if run.adapter.sglang_log and info is None:
-            warnings.append("/server_info and /get_server_info did not answer: startup facts from the log only")
+            warnings.append(
+                "/server_info and /get_server_info did not answer: startup facts from the log only"
+            )
         ready = ServerReady(
-            ready_after_s=round(time.monotonic() - run.started_at, 3), startup=startup, warnings=warnings,
-            source=run.log_ref, **self._common(run),
+            ready_after_s=round(time.monotonic() - run.started_at, 3),
+            startup=startup,
+            warnings=warnings,
+            source=run.log_ref,
+            **self._common(run),
         )
         previous = self.previous_startup(exclude_run_id=run.run_id)
         self._append(run, ready)
@@ -433,13 +531,19 @@ class ServerRunner:
         self.say(f"ready {run.run_id} after {ready.ready_after_s:.1f} s{_facts_summary(startup)}")
         self._record_findings(run, facts, previous)
 
-    def _record_findings(self, run: ServerRun, facts: ServerLogFacts, previous: StartupFacts | None) -> list[FindingRecorded]:
+    def _record_findings(
+        self, run: ServerRun, facts: ServerLogFacts, previous: StartupFacts | None
+    ) -> list[FindingRecorded]:
         """Append the findings of ``facts`` not yet recorded for this run; return the new ones."""
         if not run.adapter.sglang_log:
             return []
         new = []
         for finding in derive_findings(
-            facts, host=run.host, previous=previous, run_id=run.run_id, session_id=self.session_id,
+            facts,
+            host=run.host,
+            previous=previous,
+            run_id=run.run_id,
+            session_id=self.session_id,
             source_name=run.log_ref,
         ):
             fid = finding_id(run.run_id, finding)
@@ -447,10 +551,14 @@ class ServerRunner:
                 run.finding_ids.add(fid)
                 continue
             run.finding_ids.add(fid)
-            event = finding.model_copy(update={
-                "event_id": fid, "actor": RUNNER_ACTOR, "host": run.host,
-                "source": finding.evidence[0].ref if finding.evidence else run.log_ref,
-            })
+            event = finding.model_copy(
+                update={
+                    "event_id": fid,
+                    "actor": RUNNER_ACTOR,
+                    "host": run.host,
+                    "source": finding.evidence[0].ref if finding.evidence else run.log_ref,
+                }
+            )
             self._append(run, event)
             new.append(event)
             self.say(f"finding: {finding.message}")
@@ -484,7 +592,9 @@ class ServerRunner:
         if interrupted.is_set():
             raise KeyboardInterrupt
         raise ServerStartFailed(
-            f"server {run.config.name} ({run.run_id}) failed: {failed.cause}: {failed.message} (log: {run.log_path})", failed)
+            f"server {run.config.name} ({run.run_id}) failed: {failed.cause}: {failed.message} (log: {run.log_path})",
+            failed,
+        )
 
     def _record_failure(self, run: ServerRun, timeout_s: float | None) -> ServerFailed:
         self._terminate(run)  # after a crash too: TP workers may outlive the leader
@@ -493,7 +603,10 @@ class ServerRunner:
         code = exit_status(run.process)
         tail = lines[-LOG_TAIL_LINES:]
         if timeout_s is not None and facts.crash is None:
-            cause, message = "timeout", f"not healthy after {timeout_s:.0f} s (health: {', '.join(run.adapter.health_paths)})"
+            cause, message = (
+                "timeout",
+                f"not healthy after {timeout_s:.0f} s (health: {', '.join(run.adapter.health_paths)})",
+            )
         elif facts.crash is not None:
             cause, message = facts.crash.cause, facts.crash.message
         elif any(_PORT_TAKEN_RE.search(line) for line in tail):
@@ -501,9 +614,20 @@ class ServerRunner:
         else:
             cause, message = "crash", f"exited with code {code} before becoming healthy"
         # the startup facts the log showed before the failure survive it (issue 10)
-        startup = facts.to_startup_facts(run.log_ref) if run.adapter.sglang_log and facts.has_startup_facts else None
-        failed = ServerFailed(cause=cause, message=message, log_tail=tail, exit_code=code, startup=startup,
-                              source=run.log_ref, **self._common(run))
+        startup = (
+            facts.to_startup_facts(run.log_ref)
+            if run.adapter.sglang_log and facts.has_startup_facts
+            else None
+        )
+        failed = ServerFailed(
+            cause=cause,
+            message=message,
+            log_tail=tail,
+            exit_code=code,
+            startup=startup,
+            source=run.log_ref,
+            **self._common(run),
+        )
         run.ended = True
         self._append(run, failed)
         return failed
@@ -514,9 +638,12 @@ class ServerRunner:
             sig = self._terminate(run)
             run.ended = True
             failed = ServerFailed(
-                cause="interrupted", message=f"interrupted (Ctrl-C) {when}; stopped with {sig or 'no signal'}",
-                log_tail=read_lines(run.log_path)[-LOG_TAIL_LINES:], exit_code=exit_status(run.process),
-                source=run.log_ref, **self._common(run),
+                cause="interrupted",
+                message=f"interrupted (Ctrl-C) {when}; stopped with {sig or 'no signal'}",
+                log_tail=read_lines(run.log_path)[-LOG_TAIL_LINES:],
+                exit_code=exit_status(run.process),
+                source=run.log_ref,
+                **self._common(run),
             )
             self._append(run, failed)
 
@@ -532,8 +659,11 @@ class ServerRunner:
         run.process.poll()
         if not group_alive(run.pgid):
             return None
-        stages = ((signal.SIGINT, self.sigint_wait_s), (signal.SIGTERM, self.sigterm_wait_s),
-                  (signal.SIGKILL, self.sigkill_wait_s))
+        stages = (
+            (signal.SIGINT, self.sigint_wait_s),
+            (signal.SIGTERM, self.sigterm_wait_s),
+            (signal.SIGKILL, self.sigkill_wait_s),
+        )
         with self._shielded():
             last = None
             for sig, wait_s in stages:
@@ -578,7 +708,9 @@ class ServerRunner:
         finally:
             self._shields.remove(hit)
             # None: a handler not set from Python; the default one is the closest we can restore.
-            signal.signal(signal.SIGINT, previous if previous is not None else signal.default_int_handler)
+            signal.signal(
+                signal.SIGINT, previous if previous is not None else signal.default_int_handler
+            )
 
     def stop(self, run: ServerRun, *, reason: str = "stopped") -> ServerStopped | None:
         """Stop the server (SIGINT, SIGTERM, SIGKILL to its group), record ``server_stopped`` and
@@ -595,26 +727,39 @@ class ServerRunner:
             sig = self._terminate(run)
             run.ended = True
             stopped = ServerStopped(
-                exit_code=exit_status(run.process), signal=sig,
-                reason=reason if sig else f"{reason} (it had already exited)", source=run.log_ref, **self._common(run),
+                exit_code=exit_status(run.process),
+                signal=sig,
+                reason=reason if sig else f"{reason} (it had already exited)",
+                source=run.log_ref,
+                **self._common(run),
             )
             self._append(run, stopped)
-            self.say(f"stopped {run.run_id}: {sig or 'already exited'}, exit code {stopped.exit_code}")
+            self.say(
+                f"stopped {run.run_id}: {sig or 'already exited'}, exit code {stopped.exit_code}"
+            )
             if run.ready:
                 self._record_findings(run, parse_server_log(read_lines(run.log_path)), None)
         if interrupted.is_set():
             raise KeyboardInterrupt  # Ctrl-C during the stop: it sped the stop up, now it stops the caller
         return stopped
 
-    def restart(self, run: ServerRun, config: ServerConfig | None = None, *, port: int | None = None,
-                health_timeout_s: float | None = None) -> ServerRun:
+    def restart(
+        self,
+        run: ServerRun,
+        config: ServerConfig | None = None,
+        *,
+        port: int | None = None,
+        health_timeout_s: float | None = None,
+    ) -> ServerRun:
         """Stop ``run`` (reason ``restart``) and start ``config`` (default: the same) on the same port.
 
         Raises:
             as ``start``.
         """
         self.stop(run, reason="restart")
-        return self.start(config or run.config, port=port or run.port, health_timeout_s=health_timeout_s)
+        return self.start(
+            config or run.config, port=port or run.port, health_timeout_s=health_timeout_s
+        )
 
     def exited(self, run: ServerRun) -> Event | None:
         """When the server ended by itself (after ready): record ``server_failed`` (its log shows
@@ -634,17 +779,33 @@ class ServerRunner:
         facts = parse_server_log(lines)
         code = run.process.returncode
         if facts.crash is not None:
-            event: Event = ServerFailed(cause=facts.crash.cause, message=f"died after ready: {facts.crash.message}",
-                                        log_tail=lines[-LOG_TAIL_LINES:], exit_code=code, source=run.log_ref,
-                                        **self._common(run))
+            event: Event = ServerFailed(
+                cause=facts.crash.cause,
+                message=f"died after ready: {facts.crash.message}",
+                log_tail=lines[-LOG_TAIL_LINES:],
+                exit_code=code,
+                source=run.log_ref,
+                **self._common(run),
+            )
         else:
-            event = ServerStopped(exit_code=code, signal=None, reason=f"exited by itself with code {code}",
-                                  source=run.log_ref, **self._common(run))
+            event = ServerStopped(
+                exit_code=code,
+                signal=None,
+                reason=f"exited by itself with code {code}",
+                source=run.log_ref,
+                **self._common(run),
+            )
         self._append(run, event)
         self._record_findings(run, facts, None)
         return event
 
-    def watch(self, run: ServerRun, *, on_line: Callable[[str], None] | None = None, check_every_s: float = 30.0) -> Event | None:
+    def watch(
+        self,
+        run: ServerRun,
+        *,
+        on_line: Callable[[str], None] | None = None,
+        check_every_s: float = 30.0,
+    ) -> Event | None:
         """Block while the server runs: pass new log lines to ``on_line``, record new findings every
         ``check_every_s`` seconds. Returns the end event when it exits by itself.
 
@@ -666,8 +827,11 @@ class ServerRunner:
 
 
 def _facts_summary(startup: StartupFacts) -> str:
-    parts = [f"{name}={getattr(startup, name)}" for name in ("max_running_requests", "max_total_num_tokens", "context_len")
-             if getattr(startup, name) is not None]
+    parts = [
+        f"{name}={getattr(startup, name)}"
+        for name in ("max_running_requests", "max_total_num_tokens", "context_len")
+        if getattr(startup, name) is not None
+    ]
     if startup.piecewise_cuda_graph is not None:
         parts.append(f"piecewise_cuda_graph={'on' if startup.piecewise_cuda_graph else 'off'}")
     if startup.moe_kernel_config:

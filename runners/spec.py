@@ -56,7 +56,17 @@ from ledger.store import LedgerStore
 from schemas import Actor
 from schemas.events import SpecDecodingTrialCompleted
 
-from .plan import BenchSection, CandidateSpec, Plan, PlanResult, PlanSection, Servers, read_toml, run_plan, validated
+from .plan import (
+    BenchSection,
+    CandidateSpec,
+    Plan,
+    PlanResult,
+    PlanSection,
+    Servers,
+    read_toml,
+    run_plan,
+    validated,
+)
 
 SPEC_ACTOR = Actor(kind="runner", name="spec")
 
@@ -64,7 +74,11 @@ SPEC_ACTOR = Actor(kind="runner", name="spec")
 _ACCEPT_RE = re.compile(r"Decode batch.*?accept len: ([0-9.]+)(?:, accept rate: ([0-9.]+))?")
 
 #: Comparison verdict of output throughput -> the trial's verdict.
-_VERDICTS = {"improved": "effective", "regressed": "harmful", "no measurable change": "no-measurable-change"}
+_VERDICTS = {
+    "improved": "effective",
+    "regressed": "harmful",
+    "no measurable change": "no-measurable-change",
+}
 
 
 class TrialSpec(BaseModel):
@@ -89,9 +103,12 @@ class TrialSpec(BaseModel):
         flags: dict[str, Any] = {}
         if engine == "sglang":
             flags["speculative-algorithm"] = self.algorithm
-            for key, value in (("speculative-num-steps", self.num_steps), ("speculative-eagle-topk", self.eagle_topk),
-                               ("speculative-num-draft-tokens", self.num_draft_tokens),
-                               ("speculative-draft-model-path", self.draft_model)):
+            for key, value in (
+                ("speculative-num-steps", self.num_steps),
+                ("speculative-eagle-topk", self.eagle_topk),
+                ("speculative-num-draft-tokens", self.num_draft_tokens),
+                ("speculative-draft-model-path", self.draft_model),
+            ):
                 if value is not None:
                     flags[key] = value
         return {**flags, **self.flags}
@@ -119,23 +136,39 @@ def load_spec(path: str | Path) -> SpecPlan:
 
     file = Path(path)
     data = read_toml(file, "spec", {"spec", "trials", "bench", "defaults", "configs"})
-    section, trials, bench = validated(file, lambda: (
-        PlanSection.model_validate(data.get("spec", {})),
-        [TrialSpec.model_validate(t) for t in data.get("trials", [])],
-        BenchSection.model_validate(data.get("bench", {}))))
+    section, trials, bench = validated(
+        file,
+        lambda: (
+            PlanSection.model_validate(data.get("spec", {})),
+            [TrialSpec.model_validate(t) for t in data.get("trials", [])],
+            BenchSection.model_validate(data.get("bench", {})),
+        ),
+    )
     if not trials:
         raise InvalidInput(f"{file}: no [[trials]]: nothing to compare against the baseline")
-    configs = parse_configs({k: v for k, v in data.items() if k in ("defaults", "configs")}, str(file))
+    configs = parse_configs(
+        {k: v for k, v in data.items() if k in ("defaults", "configs")}, str(file)
+    )
     base = configs.get(section.baseline)
     if base is None:
-        raise InvalidInput(f"{file}: no configuration {section.baseline}; known: {', '.join(sorted(configs))}")
+        raise InvalidInput(
+            f"{file}: no configuration {section.baseline}; known: {', '.join(sorted(configs))}"
+        )
     names = [t.name for t in trials]
     if len(set(names)) != len(names) or section.baseline in names:
-        raise InvalidInput(f"{file}: trial names must be unique and differ from the baseline: {names}")
+        raise InvalidInput(
+            f"{file}: trial names must be unique and differ from the baseline: {names}"
+        )
     for t in trials:
-        configs[t.name] = base.model_copy(update={"name": t.name, "flags": {**base.flags, **t.server_flags(base.engine)}})
-    candidates = [CandidateSpec(config=t.name, title=f"speculative decoding: {t.name}", hypothesis=t.hypothesis)
-                  for t in trials]
+        configs[t.name] = base.model_copy(
+            update={"name": t.name, "flags": {**base.flags, **t.server_flags(base.engine)}}
+        )
+    candidates = [
+        CandidateSpec(
+            config=t.name, title=f"speculative decoding: {t.name}", hypothesis=t.hypothesis
+        )
+        for t in trials
+    ]
     return SpecPlan(Plan(section, candidates, bench, configs, str(file)), trials)
 
 
@@ -165,8 +198,11 @@ def server_info_accept_length(base_url: str, *, timeout_s: float = 10.0) -> floa
             states = r.json().get("internal_states") or []
         except ValueError:
             return None
-        values = [float(s["avg_spec_accept_length"]) for s in states
-                  if isinstance(s, dict) and s.get("avg_spec_accept_length") is not None]
+        values = [
+            float(s["avg_spec_accept_length"])
+            for s in states
+            if isinstance(s, dict) and s.get("avg_spec_accept_length") is not None
+        ]
         return fmean(values) if values else None
     return None
 
@@ -183,12 +219,19 @@ def decode_log_accept(lines: list[str]) -> tuple[list[float], list[float]]:
     return lengths, rates
 
 
-def generate_accept_length(base_url: str, prompt: str, *, max_new_tokens: int = 32,
-                           timeout_s: float = 60.0) -> float | None:
+def generate_accept_length(
+    base_url: str, prompt: str, *, max_new_tokens: int = 32, timeout_s: float = 60.0
+) -> float | None:
     """``meta_info.spec_accept_length`` of one greedy, non-streamed ``POST /generate`` (SGLang)."""
     try:
-        r = httpx.post(base_url.rstrip("/") + "/generate", timeout=timeout_s,
-                       json={"text": prompt, "sampling_params": {"temperature": 0.0, "max_new_tokens": max_new_tokens}})
+        r = httpx.post(
+            base_url.rstrip("/") + "/generate",
+            timeout=timeout_s,
+            json={
+                "text": prompt,
+                "sampling_params": {"temperature": 0.0, "max_new_tokens": max_new_tokens},
+            },
+        )
         if r.status_code != 200:
             return None
         value = (r.json().get("meta_info") or {}).get("spec_accept_length")
@@ -206,32 +249,50 @@ def observe(run: Any, engine: str, prompt: str) -> AcceptObservation:
     log_path = getattr(run, "log_path", None)
     if log_path and Path(log_path).exists():
         obs.decode_series, obs.accept_rates = decode_log_accept(
-            Path(log_path).read_text(encoding="utf-8", errors="replace").splitlines())
+            Path(log_path).read_text(encoding="utf-8", errors="replace").splitlines()
+        )
     obs.per_request = generate_accept_length(run.base_url, prompt)
     return obs
 
 
-def run_spec(spec: SpecPlan, store: LedgerStore, servers: Servers, *, say: Callable[[str], None] = lambda _l: None,
-             progress: bool = True) -> tuple[PlanResult, list[SpecDecodingTrialCompleted]]:
+def run_spec(
+    spec: SpecPlan,
+    store: LedgerStore,
+    servers: Servers,
+    *,
+    say: Callable[[str], None] = lambda _l: None,
+    progress: bool = True,
+) -> tuple[PlanResult, list[SpecDecodingTrialCompleted]]:
     """Run the trials (module docstring); return the plan's result and the trial events recorded."""
     plan = spec.plan
     observed: dict[str, list[AcceptObservation]] = {}
-    probe = "Repeat the following text exactly: " + " ".join(f"item {i} is ready;" for i in range(24))
+    probe = "Repeat the following text exactly: " + " ".join(
+        f"item {i} is ready;" for i in range(24)
+    )
 
     def after_sweep(arm: str, run: Any, _repeat: int) -> None:
         if arm != plan.plan.baseline:
             observed.setdefault(arm, []).append(observe(run, plan.configs[arm].engine, probe))
 
-    result = run_plan(plan, store, servers, say=say, progress=progress, request_options=spec.request_options,
-                      after_sweep=after_sweep)
+    result = run_plan(
+        plan,
+        store,
+        servers,
+        say=say,
+        progress=progress,
+        request_options=spec.request_options,
+        after_sweep=after_sweep,
+    )
     events = []
     for trial in spec.trials:
         event = trial_event(spec, trial, result, observed.get(trial.name, []))
         store.append(event)
         events.append(event)
-        say(f"{trial.name}: accept length {event.accept_length if event.accept_length is not None else 'n/a'}"
+        say(
+            f"{trial.name}: accept length {event.accept_length if event.accept_length is not None else 'n/a'}"
             f" ({event.accept_length_source or 'not reported by this engine'}); output throughput "
-            f"{_pct(event.output_throughput_change)} at c={event.concurrency}: {event.verdict}")
+            f"{_pct(event.output_throughput_change)} at c={event.concurrency}: {event.verdict}"
+        )
     return result, events
 
 
@@ -239,8 +300,9 @@ def _pct(x: float | None) -> str:
     return "n/a" if x is None else f"{100 * x:+.1f}%"
 
 
-def trial_event(spec: SpecPlan, trial: TrialSpec, result: PlanResult,
-                observations: list[AcceptObservation]) -> SpecDecodingTrialCompleted:
+def trial_event(
+    spec: SpecPlan, trial: TrialSpec, result: PlanResult, observations: list[AcceptObservation]
+) -> SpecDecodingTrialCompleted:
     """The ``spec_decoding_trial_completed`` of one trial from its comparisons and observations.
 
     Accept length: the mean of the per-start ``/server_info`` values when there are any (one per
@@ -265,22 +327,44 @@ def trial_event(spec: SpecPlan, trial: TrialSpec, result: PlanResult,
     else:
         accept, source = None, None
     verdict = _VERDICTS.get(thr.verdict, "unknown") if thr else "unknown"
-    others = [f"c={c.concurrency}: {c.verdict} ({_pct(c.change)})" for c in comps
-              if c.metric == "output_throughput" and c.concurrency != load]
+    others = [
+        f"c={c.concurrency}: {c.verdict} ({_pct(c.change)})"
+        for c in comps
+        if c.metric == "output_throughput" and c.concurrency != load
+    ]
     return SpecDecodingTrialCompleted(
-        trial_id=f"{plan.plan.session or 'spec'}:{trial.name}", algorithm=trial.algorithm, num_steps=trial.num_steps,
-        eagle_topk=trial.eagle_topk, num_draft_tokens=trial.num_draft_tokens, draft_model=trial.draft_model,
-        accept_length=accept, accept_rate=fmean(rates) if rates else None,
-        benchmark_event_ids=[p.event.event_id for p in result.points if p.event.config_name == trial.name],
-        verdict=verdict, candidate_id=f"config:{trial.name}",
+        trial_id=f"{plan.plan.session or 'spec'}:{trial.name}",
+        algorithm=trial.algorithm,
+        num_steps=trial.num_steps,
+        eagle_topk=trial.eagle_topk,
+        num_draft_tokens=trial.num_draft_tokens,
+        draft_model=trial.draft_model,
+        accept_length=accept,
+        accept_rate=fmean(rates) if rates else None,
+        benchmark_event_ids=[
+            p.event.event_id for p in result.points if p.event.config_name == trial.name
+        ],
+        verdict=verdict,
+        candidate_id=f"config:{trial.name}",
         notes=("output throughput at other loads: " + "; ".join(others)) if others else None,
-        request_options=trial.request_options, flags=plan.configs[trial.name].flags,
-        accept_length_source=source, accept_length_series=series[:1000],
-        per_request_accept_length=fmean(per_req) if per_req else None, baseline_config=plan.plan.baseline,
-        concurrency=load, output_throughput_change=thr.change if thr else None,
+        request_options=trial.request_options,
+        flags=plan.configs[trial.name].flags,
+        accept_length_source=source,
+        accept_length_series=series[:1000],
+        per_request_accept_length=fmean(per_req) if per_req else None,
+        baseline_config=plan.plan.baseline,
+        concurrency=load,
+        output_throughput_change=thr.change if thr else None,
         output_throughput_ci=[thr.ci_low, thr.ci_high] if thr and thr.ci_low is not None else None,
-        median_tpot_change=by_metric["median_tpot_ms"].change if "median_tpot_ms" in by_metric else None,
-        median_ttft_change=by_metric["median_ttft_ms"].change if "median_ttft_ms" in by_metric else None,
-        runs=thr.runs if thr else None, session_id=plan.plan.session, actor=SPEC_ACTOR, host=result.host,
+        median_tpot_change=by_metric["median_tpot_ms"].change
+        if "median_tpot_ms" in by_metric
+        else None,
+        median_ttft_change=by_metric["median_ttft_ms"].change
+        if "median_ttft_ms" in by_metric
+        else None,
+        runs=thr.runs if thr else None,
+        session_id=plan.plan.session,
+        actor=SPEC_ACTOR,
+        host=result.host,
         source=plan.source,
     )

@@ -35,10 +35,36 @@ from ledger.gpu_arch import SHARED_MEMORY_PER_BLOCK, moe_config_shared_memory
 __all__ = ["SHARED_MEMORY_PER_BLOCK"]  # re-exported: the tuner prunes by it
 
 #: The six fields of one config, in SGLang's file order.
-CONFIG_KEYS = ("BLOCK_SIZE_M", "BLOCK_SIZE_N", "BLOCK_SIZE_K", "GROUP_SIZE_M", "num_warps", "num_stages")
+CONFIG_KEYS = (
+    "BLOCK_SIZE_M",
+    "BLOCK_SIZE_N",
+    "BLOCK_SIZE_K",
+    "GROUP_SIZE_M",
+    "num_warps",
+    "num_stages",
+)
 
 #: The batch sizes SGLang's tuner (benchmark/kernels/fused_moe_triton) tunes, 18 of them.
-SGLANG_BATCH_SIZES = (1, 2, 4, 8, 16, 24, 32, 48, 64, 96, 128, 256, 512, 1024, 1536, 2048, 3072, 4096)
+SGLANG_BATCH_SIZES = (
+    1,
+    2,
+    4,
+    8,
+    16,
+    24,
+    32,
+    48,
+    64,
+    96,
+    128,
+    256,
+    512,
+    1024,
+    1536,
+    2048,
+    3072,
+    4096,
+)
 
 #: The default: the interactive range, 1..64 of SGLang's list.
 INTERACTIVE_BATCH_SIZES = tuple(m for m in SGLANG_BATCH_SIZES if m <= 64)
@@ -95,7 +121,9 @@ class MoeShape:
         return f"E={self.E} N={self.N} K={self.K} top-{self.topk} {self.dtype}{bs}"
 
 
-def shape_from_model_config(config: Mapping[str, Any], tp: int = 1, dtype: str = "bf16") -> MoeShape:
+def shape_from_model_config(
+    config: Mapping[str, Any], tp: int = 1, dtype: str = "bf16"
+) -> MoeShape:
     """The MoE shape of a Hugging Face ``config.json`` (as a dict) at tensor parallel size ``tp``.
 
     Reads the expert count (``num_experts`` / ``num_local_experts`` / ``n_routed_experts``),
@@ -133,9 +161,22 @@ def shape_from_model_config(config: Mapping[str, Any], tp: int = 1, dtype: str =
 def search_space() -> list[Config]:
     """SGLang's tuner's 1,920 configs (REFERENCE section 3), in a fixed order."""
     return [
-        dict(BLOCK_SIZE_M=bm, BLOCK_SIZE_N=bn, BLOCK_SIZE_K=bk, GROUP_SIZE_M=g, num_warps=w, num_stages=s)
+        dict(
+            BLOCK_SIZE_M=bm,
+            BLOCK_SIZE_N=bn,
+            BLOCK_SIZE_K=bk,
+            GROUP_SIZE_M=g,
+            num_warps=w,
+            num_stages=s,
+        )
         for s, bm, bk, bn, w, g in itertools.product(
-            (2, 3, 4, 5), (16, 32, 64, 128, 256), (64, 128, 256), (32, 64, 128, 256), (4, 8), (1, 16, 32, 64))
+            (2, 3, 4, 5),
+            (16, 32, 64, 128, 256),
+            (64, 128, 256),
+            (32, 64, 128, 256),
+            (4, 8),
+            (1, 16, 32, 64),
+        )
     ]
 
 
@@ -151,7 +192,9 @@ def block_shape_fits(config: Mapping[str, Any], block_shape: Sequence[int] | Non
     return not block_shape or int(config["BLOCK_SIZE_K"]) % int(block_shape[1]) == 0
 
 
-def prune(space: Iterable[Config], *, shared_memory_limit: int, shape: MoeShape) -> tuple[list[Config], list[tuple[Config, str]]]:
+def prune(
+    space: Iterable[Config], *, shared_memory_limit: int, shape: MoeShape
+) -> tuple[list[Config], list[tuple[Config, str]]]:
     """Split ``space`` into (kept, rejected-with-reason) before anything runs.
 
     A config is rejected when its shared-memory estimate exceeds ``shared_memory_limit``
@@ -162,9 +205,16 @@ def prune(space: Iterable[Config], *, shared_memory_limit: int, shape: MoeShape)
     for c in space:
         need = shared_memory_bytes(c, shape.element_bytes)
         if need > shared_memory_limit:
-            rejected.append((c, f"needs {need} B shared memory > {shared_memory_limit} B per block"))
+            rejected.append(
+                (c, f"needs {need} B shared memory > {shared_memory_limit} B per block")
+            )
         elif not block_shape_fits(c, shape.block_shape):
-            rejected.append((c, f"BLOCK_SIZE_K {c['BLOCK_SIZE_K']} not a multiple of block_k {shape.block_shape[1]}"))  # type: ignore[index]
+            rejected.append(
+                (
+                    c,
+                    f"BLOCK_SIZE_K {c['BLOCK_SIZE_K']} not a multiple of block_k {shape.block_shape[1]}",
+                )
+            )  # type: ignore[index]
         else:
             kept.append(c)
     return kept, rejected
@@ -186,14 +236,44 @@ def default_config(M: int, shape: MoeShape) -> Config:
     (4 warps, 3 stages) apply, and those are written here."""
     if shape.dtype == "fp8_w8a8" and shape.block_shape:
         bn, bk = shape.block_shape
-        return dict(BLOCK_SIZE_M=64, BLOCK_SIZE_N=bn, BLOCK_SIZE_K=bk, GROUP_SIZE_M=32, num_warps=4, num_stages=3)
+        return dict(
+            BLOCK_SIZE_M=64,
+            BLOCK_SIZE_N=bn,
+            BLOCK_SIZE_K=bk,
+            GROUP_SIZE_M=32,
+            num_warps=4,
+            num_stages=3,
+        )
     if shape.dtype == "fp8_w8a8":
         if M <= shape.E:
-            return dict(BLOCK_SIZE_M=64, BLOCK_SIZE_N=128, BLOCK_SIZE_K=128, GROUP_SIZE_M=1, num_warps=4, num_stages=4)
-        return dict(BLOCK_SIZE_M=128, BLOCK_SIZE_N=256, BLOCK_SIZE_K=128, GROUP_SIZE_M=32, num_warps=8, num_stages=4)
+            return dict(
+                BLOCK_SIZE_M=64,
+                BLOCK_SIZE_N=128,
+                BLOCK_SIZE_K=128,
+                GROUP_SIZE_M=1,
+                num_warps=4,
+                num_stages=4,
+            )
+        return dict(
+            BLOCK_SIZE_M=128,
+            BLOCK_SIZE_N=256,
+            BLOCK_SIZE_K=128,
+            GROUP_SIZE_M=32,
+            num_warps=8,
+            num_stages=4,
+        )
     if M <= shape.E:
-        return dict(BLOCK_SIZE_M=16, BLOCK_SIZE_N=32, BLOCK_SIZE_K=64, GROUP_SIZE_M=1, num_warps=4, num_stages=3)
-    return dict(BLOCK_SIZE_M=64, BLOCK_SIZE_N=64, BLOCK_SIZE_K=32, GROUP_SIZE_M=8, num_warps=4, num_stages=3)
+        return dict(
+            BLOCK_SIZE_M=16,
+            BLOCK_SIZE_N=32,
+            BLOCK_SIZE_K=64,
+            GROUP_SIZE_M=1,
+            num_warps=4,
+            num_stages=3,
+        )
+    return dict(
+        BLOCK_SIZE_M=64, BLOCK_SIZE_N=64, BLOCK_SIZE_K=32, GROUP_SIZE_M=8, num_warps=4, num_stages=3
+    )
 
 
 def nearest_config(configs: Mapping[str, Mapping[str, Any]], M: int) -> dict[str, Any]:
@@ -209,7 +289,11 @@ def config_file_name(shape: MoeShape, device_name: str, *, down: bool = False) -
     """SGLang's file name for this shape and GPU (REFERENCE section 3; 0.5.23 ``get_config_file_name``):
     ``E={E},N={N},device_name={name, spaces as _}[,dtype=..][,block_shape=[a, b]][_down].json``."""
     dtype = f",dtype={shape.file_dtype}" if shape.file_dtype else ""
-    block = f",block_shape={list(shape.block_shape)}" if shape.block_shape and all(shape.block_shape) else ""
+    block = (
+        f",block_shape={list(shape.block_shape)}"
+        if shape.block_shape and all(shape.block_shape)
+        else ""
+    )
     return f"E={shape.E},N={shape.N},device_name={device_name.replace(' ', '_')}{dtype}{block}{'_down' if down else ''}.json"
 
 
@@ -243,8 +327,15 @@ class HalvingResult:
     rejected: dict[str, str] = field(default_factory=dict)
 
 
-def sample_configs(kept: Sequence[Config], *, M: int, shape: MoeShape, n: int, seeds: Sequence[Config] = (),
-                   rng: random.Random | None = None) -> list[Config]:
+def sample_configs(
+    kept: Sequence[Config],
+    *,
+    M: int,
+    shape: MoeShape,
+    n: int,
+    seeds: Sequence[Config] = (),
+    rng: random.Random | None = None,
+) -> list[Config]:
     """The first rung's configs: ``seeds`` (SGLang's default, the best at neighbouring batch
     sizes) first, then a random sample, three quarters from configs with BLOCK_M within
     ``block_m_cap`` and a quarter from the rest, ``n`` in all (fewer when the space is smaller)."""
@@ -333,8 +424,14 @@ def successive_halving(
 H200_PEAK = {"memory_bandwidth_Bps": 4.8e12, "bf16_flops": 989e12}
 
 
-def roofline(shape: MoeShape, M: int, experts_touched: int, latency_us: float,
-             peak_bandwidth_Bps: float, peak_flops: float) -> dict[str, float]:
+def roofline(
+    shape: MoeShape,
+    M: int,
+    experts_touched: int,
+    latency_us: float,
+    peak_bandwidth_Bps: float,
+    peak_flops: float,
+) -> dict[str, float]:
     """Bytes, FLOPs and fractions of the device's peaks for the two expert GEMMs at batch size M.
 
     Bytes (the least the kernels must move): weights of the experts touched, both GEMMs
@@ -353,8 +450,10 @@ def roofline(shape: MoeShape, M: int, experts_touched: int, latency_us: float,
     flops = 2.0 * M * t * (2 * N * K + N * K)
     seconds = latency_us * 1e-6
     return {
-        "bytes": float(nbytes), "flops": flops,
-        "achieved_Bps": nbytes / seconds, "achieved_flops": flops / seconds,
+        "bytes": float(nbytes),
+        "flops": flops,
+        "achieved_Bps": nbytes / seconds,
+        "achieved_flops": flops / seconds,
         "bandwidth_fraction": nbytes / seconds / peak_bandwidth_Bps,
         "flops_fraction": flops / seconds / peak_flops,
         "arithmetic_intensity": flops / nbytes,

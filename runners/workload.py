@@ -76,8 +76,13 @@ class BuiltWorkload:
 class _Tok:
     """The two operations needed from a tokenizer, whatever library provides it."""
 
-    def __init__(self, encode: Callable[[str], list[int]], decode: Callable[[Sequence[int]], str],
-                 vocab_size: int, special_ids: set[int]) -> None:
+    def __init__(
+        self,
+        encode: Callable[[str], list[int]],
+        decode: Callable[[Sequence[int]], str],
+        vocab_size: int,
+        special_ids: set[int],
+    ) -> None:
         self.encode = encode
         self.decode = decode
         self.vocab_size = vocab_size
@@ -101,16 +106,24 @@ def load_tokenizer(path: str | Path) -> _Tok:
     """
     p = Path(path)
     if not p.exists():
-        raise InvalidInput(f"--tokenizer {p}: no such file or folder (a local tokenizer.json or folder is needed)")
+        raise InvalidInput(
+            f"--tokenizer {p}: no such file or folder (a local tokenizer.json or folder is needed)"
+        )
     file = p if p.is_file() else p / "tokenizer.json"
     if file.is_file():
-        from tokenizers import Tokenizer  # a core dependency: no transformers needed for tokenizer.json
+        from tokenizers import (
+            Tokenizer,
+        )  # a core dependency: no transformers needed for tokenizer.json
 
         try:
             tok = Tokenizer.from_file(str(file))
         except Exception as exc:  # noqa: BLE001 - the Rust library raises its own exception type
-            raise InvalidInput(f"--tokenizer {file}: not a readable tokenizer.json: {_first_line(exc)}") from None
-        special = {tok.token_to_id(t.content) for t in tok.get_added_tokens_decoder().values() if t.special}
+            raise InvalidInput(
+                f"--tokenizer {file}: not a readable tokenizer.json: {_first_line(exc)}"
+            ) from None
+        special = {
+            tok.token_to_id(t.content) for t in tok.get_added_tokens_decoder().values() if t.special
+        }
         return _Tok(
             lambda s: tok.encode(s, add_special_tokens=False).ids,
             lambda ids: tok.decode(list(ids), skip_special_tokens=False),
@@ -120,11 +133,15 @@ def load_tokenizer(path: str | Path) -> _Tok:
     try:
         from transformers import AutoTokenizer
     except ImportError:
-        raise InvalidInput(f"--tokenizer {p}: no tokenizer.json there (other formats need transformers)") from None
+        raise InvalidInput(
+            f"--tokenizer {p}: no tokenizer.json there (other formats need transformers)"
+        ) from None
     try:
         hf = AutoTokenizer.from_pretrained(str(p), local_files_only=True)
     except Exception as exc:  # noqa: BLE001 - any loader failure means "no usable tokenizer here"
-        raise InvalidInput(f"--tokenizer {p}: no tokenizer could be read: {_first_line(exc)}") from None
+        raise InvalidInput(
+            f"--tokenizer {p}: no tokenizer could be read: {_first_line(exc)}"
+        ) from None
     return _Tok(
         lambda s: hf.encode(s, add_special_tokens=False),
         lambda ids: hf.decode(list(ids)),
@@ -133,7 +150,9 @@ def load_tokenizer(path: str | Path) -> _Tok:
     )
 
 
-def _exact_prompt(tok: _Tok, rng: random.Random, length: int, pool: list[int]) -> tuple[str, int, bool]:
+def _exact_prompt(
+    tok: _Tok, rng: random.Random, length: int, pool: list[int]
+) -> tuple[str, int, bool]:
     """Random ids decoded to text, re-encoded and trimmed until the text encodes to ``length`` tokens."""
     ids = [rng.choice(pool) for _ in range(length)]
     text = tok.decode(ids)
@@ -164,7 +183,11 @@ def build_workload(spec: WorkloadSpec) -> BuiltWorkload:
         tok = load_tokenizer(spec.tokenizer)
         # Tokens that decode to valid text on their own: byte-level pieces of a multi-byte
         # character decode to U+FFFD, which re-encodes as other tokens and breaks exact lengths.
-        pool = [i for i in range(tok.vocab_size) if i not in tok.special_ids and "\ufffd" not in tok.decode([i])]
+        pool = [
+            i
+            for i in range(tok.vocab_size)
+            if i not in tok.special_ids and "\ufffd" not in tok.decode([i])
+        ]
         prompts, exact = [], True
         for _ in range(spec.num_prompts):
             text, n, ok = _exact_prompt(tok, rng, spec.input_len, pool)
@@ -172,7 +195,11 @@ def build_workload(spec: WorkloadSpec) -> BuiltWorkload:
             prompts.append(Prompt(text, n, spec.output_len))
         return BuiltWorkload(spec, prompts, exact)
     prompts = [
-        Prompt(" ".join(rng.choice(_WORDS) for _ in range(spec.input_len)), spec.input_len, spec.output_len)
+        Prompt(
+            " ".join(rng.choice(_WORDS) for _ in range(spec.input_len)),
+            spec.input_len,
+            spec.output_len,
+        )
         for _ in range(spec.num_prompts)
     ]
     return BuiltWorkload(spec, prompts, False)

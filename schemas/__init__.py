@@ -10,7 +10,8 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from .envelope import Actor, Evidence, EventEnvelope, Host, normalize_compute_capability
+from .envelope import Actor, EventEnvelope, Evidence, Host, normalize_compute_capability
+from .events import *  # noqa: F401,F403  (the event classes)
 from .events import (
     CURRENT_VERSIONS,
     EVENT_ADAPTER,
@@ -24,7 +25,6 @@ from .events import (
     Workload,
     normalize_flag,
 )
-from .events import *  # noqa: F401,F403  (the event classes)
 from .upcasting import UpcastError, upcast
 from .vocab import NO_EFFECT_VERDICTS, VERDICTS
 
@@ -56,7 +56,8 @@ def parse_event(data: dict[str, Any]) -> Event:
         except ValidationError as exc:
             # Keep the union's error shape (locations start with the type's tag) for callers.
             raise ValidationError.from_exception_data(
-                "tagged-union", [{**e, "loc": (type_name, *e["loc"])} for e in exc.errors()]  # type: ignore[misc]
+                "tagged-union",
+                [{**e, "loc": (type_name, *e["loc"])} for e in exc.errors()],  # type: ignore[misc]
             ) from None
     return EVENT_ADAPTER.validate_python(data)
 

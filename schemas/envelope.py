@@ -39,7 +39,9 @@ def normalize_compute_capability(value: str | float | None) -> str | None:
         major, _, minor = text.partition(".")
         return f"sm{int(major)}{int(minor or 0)}"
     except ValueError:
-        raise ValueError(f"not a compute capability: {value!r} (want e.g. 'sm120' or '12.0')") from None
+        raise ValueError(
+            f"not a compute capability: {value!r} (want e.g. 'sm120' or '12.0')"
+        ) from None
 
 
 class StrictModel(BaseModel):
@@ -133,7 +135,8 @@ class EventEnvelope(StrictModel):
     correlation_id: UUID | None = None
     host: Host | None = None
     source: str | None = Field(
-        default=None, description="Where this record came from: an imported file:line, a seed message."
+        default=None,
+        description="Where this record came from: an imported file:line, a seed message.",
     )
 
     #: Names of the envelope fields: everything else on an event is payload.

@@ -71,7 +71,9 @@ class SessionStarted(Event):
     title: str
     model: str | None = None
     goal: str | None = None
-    tensor_parallel: int | None = Field(default=None, ge=1, description="Tensor-parallel size (--tp).")
+    tensor_parallel: int | None = Field(
+        default=None, ge=1, description="Tensor-parallel size (--tp)."
+    )
     dtype: str | None = None
     notes: str | None = None
 
@@ -105,7 +107,9 @@ class HostObserved(Event):
 
 
 class _CandidateEvent(Event):
-    candidate_id: str = Field(description="Stable slug of the todo item, e.g. 'flag:enable-fused-moe-sum-all-reduce'.")
+    candidate_id: str = Field(
+        description="Stable slug of the todo item, e.g. 'flag:enable-fused-moe-sum-all-reduce'."
+    )
 
     def default_stream(self) -> str:
         return f"candidate:{self.candidate_id}"
@@ -239,9 +243,12 @@ class StartupFacts(StrictModel):
     weight_load_s: float | None = None
     available_gpu_mem_gb: float | None = None
     server_args: dict[str, Any] = Field(default_factory=dict)
-    kv_cache_gb: float | None = Field(default=None, description="K + V cache size in GB, as logged.")
+    kv_cache_gb: float | None = Field(
+        default=None, description="K + V cache size in GB, as logged."
+    )
     overrides: list[SettingOverride] = Field(
-        default_factory=list, description="Requested settings a later log line overrode (effective value kept)."
+        default_factory=list,
+        description="Requested settings a later log line overrode (effective value kept).",
     )
 
 
@@ -260,8 +267,12 @@ class ServerStarted(_ServerEvent):
     engine: str
     model: str | None = None
     config_name: str | None = None
-    flags: dict[str, FlagValue] = Field(default_factory=dict, description="Flag name without dashes -> value.")
-    env: dict[str, str] = Field(default_factory=dict, description="The environment subset that matters.")
+    flags: dict[str, FlagValue] = Field(
+        default_factory=dict, description="Flag name without dashes -> value."
+    )
+    env: dict[str, str] = Field(
+        default_factory=dict, description="The environment subset that matters."
+    )
     argv: list[str] = Field(default_factory=list)
     port: int | None = None
     pid: int | None = None
@@ -307,7 +318,8 @@ class ServerFailed(_ServerEvent):
     log_tail: list[str] = Field(default_factory=list)
     exit_code: int | None = None
     startup: StartupFacts | None = Field(
-        default=None, description="Startup facts the log showed before the failure (they survive the crash)."
+        default=None,
+        description="Startup facts the log showed before the failure (they survive the crash).",
     )
 
 
@@ -416,7 +428,8 @@ class BenchmarkCompleted(Event):
         description="Metrics of the tool whose definition differs from ours, by the tool's name (unit in the name).",
     )
     metric_notes: list[str] = Field(
-        default_factory=list, description="Where the tool's metric definitions differ from sglang bench_serving's."
+        default_factory=list,
+        description="Where the tool's metric definitions differ from sglang bench_serving's.",
     )
     #: The board's candidate this run was made for (``flag:X``, ``config:NAME``), recorded by
     #: plans and ``run bench --candidate``; None for a baseline or an unattributed run.
@@ -462,7 +475,9 @@ class ComparisonCompleted(Event):
     ci_high: float | None = None
     confidence: float = 0.95
     noise_threshold: float
-    noise_source: str | None = Field(default=None, description="Where tau came from: the floor, or the A-vs-A runs used.")
+    noise_source: str | None = Field(
+        default=None, description="Where tau came from: the floor, or the A-vs-A runs used."
+    )
     verdict: ComparisonVerdict
     runs_needed: int | None = None
     benchmark_event_ids: list[UUID] = Field(default_factory=list)
@@ -519,7 +534,9 @@ class KernelTuneStarted(_TuneEvent):
     tune_key: str | None = None
     search: str | None = None
     shared_memory_limit: int | None = Field(default=None, description="bytes per block")
-    pruned: int | None = Field(default=None, description="configs rejected before running (shared memory)")
+    pruned: int | None = Field(
+        default=None, description="configs rejected before running (shared memory)"
+    )
 
 
 class KernelConfigMeasured(_TuneEvent):
@@ -563,7 +580,9 @@ class KernelTuneCompleted(_TuneEvent):
     tune_key: str | None = None
     candidate_id: str | None = None
     measured: int | None = Field(default=None, description="configs timed in this run (not reused)")
-    reused: int | None = Field(default=None, description="measurements taken from the ledger (resume)")
+    reused: int | None = Field(
+        default=None, description="measurements taken from the ledger (resume)"
+    )
     summary: str | None = None
 
 
@@ -588,7 +607,10 @@ class MoeConfigRecorded(Event):
     down: bool = False
     triton_version: str | None = None
     configs: dict[str, dict[str, Any]]
-    origin: str | None = Field(default=None, description="Where the file came from (tuned here, copied from B200, shipped).")
+    origin: str | None = Field(
+        default=None,
+        description="Where the file came from (tuned here, copied from B200, shipped).",
+    )
 
     def default_stream(self) -> str:
         return "moe-configs"
@@ -712,14 +734,16 @@ EVENT_CLASSES: tuple[type[Event], ...] = (
 )
 
 #: type name -> model class (the current schema version of that type).
-EVENT_TYPES: dict[str, type[Event]] = {cls.model_fields["type"].default: cls for cls in EVENT_CLASSES}
+EVENT_TYPES: dict[str, type[Event]] = {
+    cls.model_fields["type"].default: cls for cls in EVENT_CLASSES
+}
 
 #: type name -> current schema_version.
 CURRENT_VERSIONS: dict[str, int] = {
     name: cls.model_fields["schema_version"].default for name, cls in EVENT_TYPES.items()
 }
 
-AnyEvent = Annotated[Union[tuple(EVENT_CLASSES)], Field(discriminator="type")]  # type: ignore[valid-type]
+AnyEvent = Annotated[Union[tuple(EVENT_CLASSES)], Field(discriminator="type")]  # type: ignore[valid-type]  # noqa: UP007 (a runtime Union over a tuple)
 
 #: Validates one event dict (current version) into its model.
 EVENT_ADAPTER: TypeAdapter[Event] = TypeAdapter(AnyEvent, config={"defer_build": True})

@@ -49,20 +49,39 @@ MASK = "***"
 
 #: Single words that make a name secret-bearing (compared lower-case, whole words).
 _WORDS: set[str] = {
-    "token", "password", "passwd", "pass", "passphrase", "auth", "authorization",
-    "secret", "secrets", "credential", "credentials", "bearer", "cookie", "apikey",
+    "token",
+    "password",
+    "passwd",
+    "pass",
+    "passphrase",
+    "auth",
+    "authorization",
+    "secret",
+    "secrets",
+    "credential",
+    "credentials",
+    "bearer",
+    "cookie",
+    "apikey",
 }
 #: Words of ``_WORDS`` that make a name secret only as its last word (``hf_token``, not
 #: ``inter_token_latency``: benchmark tools name their metrics per token).
 _LAST_WORD_ONLY: frozenset[str] = frozenset({"token"})
 #: Consecutive word pairs that make a name secret-bearing.
-_PAIRS: set[tuple[str, str]] = {("api", "key"), ("private", "key"), ("access", "key"), ("secret", "key")}
+_PAIRS: set[tuple[str, str]] = {
+    ("api", "key"),
+    ("private", "key"),
+    ("access", "key"),
+    ("secret", "key"),
+}
 
 _SPLIT = re.compile(r"[^A-Za-z0-9]+|(?<=[a-z0-9])(?=[A-Z])")
 _KEEP = (None, "", "None", "null", "none", "''", '""')
 
 #: ``--name value`` / ``--name=value`` in text (the value quoted or up to whitespace).
-_FLAG_RE = re.compile(r"""(?P<lead>--?(?P<name>[A-Za-z][A-Za-z0-9_.-]*))(?P<sep>=|[ \t]+)(?P<value>"[^"]*"|'[^']*'|(?:(?:Bearer|Basic|Token|Digest)[ \t]+)?[^\s,;)\]}]+)""")
+_FLAG_RE = re.compile(
+    r"""(?P<lead>--?(?P<name>[A-Za-z][A-Za-z0-9_.-]*))(?P<sep>=|[ \t]+)(?P<value>"[^"]*"|'[^']*'|(?:(?:Bearer|Basic|Token|Digest)[ \t]+)?[^\s,;)\]}]+)"""
+)
 #: ``name=value``, ``name: value``, ``"name": "value"``, ``name='value'``.
 _ASSIGN_RE = re.compile(
     r"""(?P<lead>(?P<q>["']?)(?P<name>[A-Za-z_][A-Za-z0-9_.-]*)(?P=q)[ \t]*[:=][ \t]*)"""
@@ -101,7 +120,11 @@ _roots = _build_scan()
 
 
 def _hit(text: str, lower: str, start: int, shape: bool) -> bool:
-    if start and lower[start - 1].isalnum() and not (text[start].isupper() and text[start - 1].islower()):
+    if (
+        start
+        and lower[start - 1].isalnum()
+        and not (text[start].isupper() and text[start - 1].islower())
+    ):
         return False  # inside a word: "disk-", "mytoken"
     if shape:
         return True
@@ -148,7 +171,9 @@ def add_secret_words(words: Iterable[str]) -> None:
         elif len(parts) == 2:
             _PAIRS.add((parts[0], parts[1]))
         else:
-            raise ValueError(f"secret word {word!r}: want one word or two (e.g. 'hmac' or 'signing key')")
+            raise ValueError(
+                f"secret word {word!r}: want one word or two (e.g. 'hmac' or 'signing key')"
+            )
     _roots = _build_scan()
 
 
@@ -187,7 +212,9 @@ def mask_text(text: str) -> str:
     def named(match: re.Match[str]) -> str:
         if not is_secret_name(match.group("name")):
             return match.group(0)
-        return match.group(0)[: match.start("value") - match.start(0)] + _masked_value(match.group("value"))
+        return match.group(0)[: match.start("value") - match.start(0)] + _masked_value(
+            match.group("value")
+        )
 
     text = _FLAG_RE.sub(named, text)
     text = _ASSIGN_RE.sub(named, text)
@@ -201,7 +228,12 @@ def _mask_argv(items: list[Any]) -> list[Any]:
         new = item
         if hide_next and isinstance(item, str) and not item.startswith("-"):
             new = MASK
-        elif isinstance(item, str) and item.startswith("-") and "=" not in item and is_secret_name(item):
+        elif (
+            isinstance(item, str)
+            and item.startswith("-")
+            and "=" not in item
+            and is_secret_name(item)
+        ):
             hide_next = True
             out.append(item)
             continue

@@ -96,7 +96,9 @@ def upcast(type_name: str, version: int, payload: Payload) -> Payload:
     if current is None:
         return payload
     if version > current:
-        raise UpcastError(f"{type_name} schema_version {version} is newer than this tuneledger ({current})")
+        raise UpcastError(
+            f"{type_name} schema_version {version} is newer than this tuneledger ({current})"
+        )
     while version < current:
         step = _BY_KEY.get((type_name, version))
         if step is None:

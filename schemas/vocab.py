@@ -30,7 +30,12 @@ Verdict = Literal[
 VERDICTS: tuple[str, ...] = get_args(Verdict)
 
 #: Verdicts meaning "the flag changed nothing or was not in effect" (``no_effect``).
-NO_EFFECT_VERDICTS: tuple[str, ...] = ("no-op", "dead-code", "not-activated", "no-measurable-change")
+NO_EFFECT_VERDICTS: tuple[str, ...] = (
+    "no-op",
+    "dead-code",
+    "not-activated",
+    "no-measurable-change",
+)
 
 #: Where a verdict comes from: reading code/docs, a measurement, or the server log.
 VerdictBasis = Literal["researched", "measured", "log"]

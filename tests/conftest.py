@@ -25,4 +25,3 @@ def store(ledger_path: Path) -> LedgerStore:
     ledger = LedgerStore(ledger_path, clock=lambda: FIXED_NOW)
     ledger.init()
     return ledger
-

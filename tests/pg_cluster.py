@@ -57,7 +57,9 @@ class Cluster:
     def url(self, user: str, dbname: str = "postgres", **options: str) -> str:
         """A ``postgresql://`` URL over TCP, without any password."""
         query = "&".join(f"{key}={value}" for key, value in options.items())
-        return f"postgresql://{user}@127.0.0.1:{self.port}/{dbname}" + (f"?{query}" if query else "")
+        return f"postgresql://{user}@127.0.0.1:{self.port}/{dbname}" + (
+            f"?{query}" if query else ""
+        )
 
     def server_cpu_s(self) -> float:
         """CPU seconds (user + system) used by the server so far: the postmaster, its live
@@ -81,11 +83,17 @@ class Cluster:
         return total / tick
 
     def stop(self) -> None:
-        _run_as(self.user, [_binary("pg_ctl"), "-D", str(self.root / "data"), "-m", "immediate", "stop"], check=False)
+        _run_as(
+            self.user,
+            [_binary("pg_ctl"), "-D", str(self.root / "data"), "-m", "immediate", "stop"],
+            check=False,
+        )
         shutil.rmtree(self.root, ignore_errors=True)
 
 
-def _run_as(user: str, argv: list[str | None], check: bool = True) -> subprocess.CompletedProcess[str]:
+def _run_as(
+    user: str, argv: list[str | None], check: bool = True
+) -> subprocess.CompletedProcess[str]:
     command = [str(arg) for arg in argv]
     if os.geteuid() == 0:
         command = ["runuser", "-u", user, "--", *command]
@@ -104,13 +112,30 @@ def start(*, durable: bool = False) -> Cluster:
         shutil.chown(root, user)
     data, sockets = root / "data", root / "sock"
     _run_as(user, ["mkdir", "-p", sockets])
-    _run_as(user, [_binary("initdb"), "-D", data, "-U", user, "--auth-local=trust",
-                   "--auth-host=scram-sha-256", "-E", "UTF8", "--locale=C.UTF-8", "--no-sync"])
+    _run_as(
+        user,
+        [
+            _binary("initdb"),
+            "-D",
+            data,
+            "-U",
+            user,
+            "--auth-local=trust",
+            "--auth-host=scram-sha-256",
+            "-E",
+            "UTF8",
+            "--locale=C.UTF-8",
+            "--no-sync",
+        ],
+    )
     port = _free_port()
     options = f"-c port={port} -c listen_addresses=127.0.0.1 -c unix_socket_directories={sockets} -c max_connections=60"
     if not durable:
         options += " -c fsync=off -c synchronous_commit=off -c full_page_writes=off"
-    _run_as(user, [_binary("pg_ctl"), "-D", data, "-l", root / "server.log", "-w", "-o", options, "start"])
+    _run_as(
+        user,
+        [_binary("pg_ctl"), "-D", data, "-l", root / "server.log", "-w", "-o", options, "start"],
+    )
     return Cluster(root=root, port=port, socket_dir=sockets, user=user)
 
 

@@ -18,7 +18,14 @@ from ledger.errors import LedgerError
 from ledger.remote import add_remote, parse_remote
 from ledger.store import LedgerStore
 from schemas import Host
-from schemas.events import CandidateProposed, CandidateTriaged, DecisionRecorded, Event, FlagResearched, NoteAdded
+from schemas.events import (
+    CandidateProposed,
+    CandidateTriaged,
+    DecisionRecorded,
+    Event,
+    FlagResearched,
+    NoteAdded,
+)
 
 SM120 = Host(compute_capability="sm120", engine="sglang", engine_version="0.5.6")
 VERDICTS = ("effective", "no-op", "not-activated", "dead-code")
@@ -33,10 +40,16 @@ def _event(rng: random.Random, name: str, n: int) -> Event:
         flag = "shared-flag" if rng.random() < 0.3 else f"{name}-flag-{rng.randrange(5)}"
         return FlagResearched(flag=flag, verdict=rng.choice(VERDICTS), host=SM120)
     if roll < 0.75:
-        return CandidateProposed(candidate_id=f"flag:{name}-{n}", kind="flag", title=f"try {n}", flag=f"{name}-{n}")
+        return CandidateProposed(
+            candidate_id=f"flag:{name}-{n}", kind="flag", title=f"try {n}", flag=f"{name}-{n}"
+        )
     if roll < 0.8:
-        return DecisionRecorded(decision=f"{name} keeps shared-flag at {n}", candidate_id="flag:shared-flag")
-    return CandidateTriaged(candidate_id="flag:shared-flag", status=rng.choice(STATUSES), reason=f"{name} at {n}")
+        return DecisionRecorded(
+            decision=f"{name} keeps shared-flag at {n}", candidate_id="flag:shared-flag"
+        )
+    return CandidateTriaged(
+        candidate_id="flag:shared-flag", status=rng.choice(STATUSES), reason=f"{name} at {n}"
+    )
 
 
 def main() -> int:
@@ -48,8 +61,15 @@ def main() -> int:
     add_remote(store, remote)
     sync.set_name(store, name)
     if int(seed) == 0:
-        store.append(CandidateProposed(candidate_id="flag:shared-flag", kind="flag", title="shared", flag="shared-flag",
-                                       host=SM120))
+        store.append(
+            CandidateProposed(
+                candidate_id="flag:shared-flag",
+                kind="flag",
+                title="shared",
+                flag="shared-flag",
+                host=SM120,
+            )
+        )
     appended = 1 if int(seed) == 0 else 0
     syncs = 0
     try:

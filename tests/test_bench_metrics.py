@@ -13,7 +13,15 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from runners.bench import BenchTarget, ClientShards, make_client, send_request, sweep, timed_run, warmup
+from runners.bench import (
+    BenchTarget,
+    ClientShards,
+    make_client,
+    send_request,
+    sweep,
+    timed_run,
+    warmup,
+)
 from runners.bench_metrics import RequestResult, samples_table, summarize, validity
 from runners.workload import Prompt, WorkloadSpec, build_workload
 
@@ -23,7 +31,14 @@ FAKE_SERVER = Path(__file__).parent / "fake_servers" / "openai_stream.py"
 
 def req(ttft: float, itl: list[float], tail: float, out: int, prompt: int = 10) -> RequestResult:
     """A request whose last content chunk is ``ttft + sum(itl)`` and whose last line comes ``tail`` later."""
-    return RequestResult(ok=True, ttft=ttft, itl=itl, latency=ttft + sum(itl) + tail, output_tokens=out, prompt_tokens=prompt)
+    return RequestResult(
+        ok=True,
+        ttft=ttft,
+        itl=itl,
+        latency=ttft + sum(itl) + tail,
+        output_tokens=out,
+        prompt_tokens=prompt,
+    )
 
 
 def test_hand_made_timeline_exact_values() -> None:
@@ -46,7 +61,9 @@ def test_hand_made_timeline_exact_values() -> None:
     # ITL is pooled over requests: [10, 20, 30, 40] ms.
     assert m.mean_itl_ms == pytest.approx(25.0, abs=1e-9)
     assert m.median_itl_ms == pytest.approx(25.0, abs=1e-9)
-    assert m.std_itl_ms == pytest.approx(math.sqrt(125.0), abs=1e-9)  # population std, as numpy's default
+    assert m.std_itl_ms == pytest.approx(
+        math.sqrt(125.0), abs=1e-9
+    )  # population std, as numpy's default
     assert m.p99_itl_ms == pytest.approx(30 + 0.97 * 10, abs=1e-9)  # linear interpolation
     assert m.p90_itl_ms == pytest.approx(37.0, abs=1e-9)
     assert m.max_itl_ms == pytest.approx(40.0, abs=1e-9)
@@ -82,8 +99,14 @@ def test_recomputes_sglang_bench_serving_fixture() -> None:
     # sglang counts input tokens as the workload's prompt length (64), not the re-tokenized
     # ``input_lens`` it stores (67..192: its decoded random ids do not round-trip; ours are trimmed).
     results = [
-        RequestResult(ok=True, ttft=t, itl=list(itl), latency=t + sum(itl), output_tokens=o,
-                      prompt_tokens=d["random_input_len"])
+        RequestResult(
+            ok=True,
+            ttft=t,
+            itl=list(itl),
+            latency=t + sum(itl),
+            output_tokens=o,
+            prompt_tokens=d["random_input_len"],
+        )
         for t, itl, o in zip(d["ttfts"], d["itls"], d["output_lens"])
     ]
     m = summarize(results, d["duration"])
@@ -117,14 +140,25 @@ def test_validity_gate() -> None:
     ok, notes = validity(good, m, concurrency=4, output_len=5, length_enforced=False)
     assert ok and any("cannot ignore EOS" in n for n in notes)
     bad = good + [RequestResult(ok=False, error="HTTP 500: x")]
-    ok, notes = validity(bad, summarize(bad, 0.1), concurrency=None, output_len=4, length_enforced=True)
+    ok, notes = validity(
+        bad, summarize(bad, 0.1), concurrency=None, output_len=4, length_enforced=True
+    )
     assert not ok and "1 of 5 requests failed" in notes[0]
 
 
 def test_samples_table_columns() -> None:
     t = samples_table([req(0.1, [0.01, 0.02], 0.0, 3), RequestResult(ok=False, error="e")])
-    assert t.column_names == ["request_index", "ok", "ttft_ms", "e2e_ms", "tpot_ms", "prompt_tokens",
-                              "output_tokens", "itl_ms", "error"]
+    assert t.column_names == [
+        "request_index",
+        "ok",
+        "ttft_ms",
+        "e2e_ms",
+        "tpot_ms",
+        "prompt_tokens",
+        "output_tokens",
+        "itl_ms",
+        "error",
+    ]
     row = t.to_pylist()[0]
     assert row["ttft_ms"] == pytest.approx(100.0) and row["itl_ms"] == pytest.approx([10.0, 20.0])
     assert row["tpot_ms"] == pytest.approx(15.0)
@@ -161,8 +195,11 @@ def fake_server():
     def start(*args: str) -> str:
         if args in servers:
             return servers[args][1]
-        proc = subprocess.Popen([sys.executable, str(FAKE_SERVER), "--port", "0", *args],
-                                stdout=subprocess.PIPE, text=True)
+        proc = subprocess.Popen(
+            [sys.executable, str(FAKE_SERVER), "--port", "0", *args],
+            stdout=subprocess.PIPE,
+            text=True,
+        )
         line = proc.stdout.readline()
         assert line.startswith("PORT "), line
         url = f"http://127.0.0.1:{line.split()[1]}"
@@ -176,7 +213,12 @@ def fake_server():
 
 
 def _target(url: str, endpoint: str, n: int = 8, out: int = 6) -> BenchTarget:
-    return BenchTarget(url=url, endpoint=endpoint, model="fake", workload=build_workload(WorkloadSpec(8, out, n, seed=3)))
+    return BenchTarget(
+        url=url,
+        endpoint=endpoint,
+        model="fake",
+        workload=build_workload(WorkloadSpec(8, out, n, seed=3)),
+    )
 
 
 @pytest.mark.parametrize("endpoint", ["chat", "completions"])
@@ -191,7 +233,9 @@ def test_openai_stream_parsing(fake_server, endpoint: str) -> None:
     assert r.ok, r.error
     assert r.output_tokens == 6  # from usage.completion_tokens
     assert len(r.itl) == 5  # six content chunks, five gaps
-    assert r.ttft >= 0.004 and sum(r.itl) >= 5 * 0.005 - 1e-3  # chunks 5 ms apart (two may share a read)
+    assert (
+        r.ttft >= 0.004 and sum(r.itl) >= 5 * 0.005 - 1e-3
+    )  # chunks 5 ms apart (two may share a read)
     assert r.latency >= r.ttft + sum(r.itl) - 1e-9
 
 
@@ -200,7 +244,9 @@ def test_generate_splits_multi_token_gaps(fake_server) -> None:
 
     async def go():
         async with make_client(1) as client:
-            return await send_request(client, _target(url, "generate", out=7), Prompt("hi", 1, 7), True)
+            return await send_request(
+                client, _target(url, "generate", out=7), Prompt("hi", 1, 7), True
+            )
 
     r = asyncio.run(go())
     assert r.ok, r.error
@@ -234,7 +280,11 @@ def test_shards_spread_slots_over_small_pools() -> None:
     async def go():
         async with ClientShards(20) as shards:
             held = [await shards.slot().__aenter__() for _ in range(20)]
-            return [len({id(c) for c in held}), shards.slots, [c._transport._pool._max_connections for c in shards.clients]]
+            return [
+                len({id(c) for c in held}),
+                shards.slots,
+                [c._transport._pool._max_connections for c in shards.clients],
+            ]
 
     n_clients, slots, sizes = asyncio.run(go())
     assert (n_clients, slots, sizes) == (3, 20, [8, 8, 4])
@@ -261,11 +311,22 @@ def test_ignore_eos_rejection_is_detected_and_noted(fake_server, tmp_path: Path)
 def test_sweep_records_events_and_samples(fake_server, store) -> None:
     url = fake_server("--chunks", "6", "--delay-ms", "2")
     target = _target(url, "completions", n=8, out=6)
-    points = asyncio.run(sweep(target, config_name="baseline", concurrencies=[1, 2], repeats=[0, 1],
-                               is_baseline=True, store=store, progress=False))
+    points = asyncio.run(
+        sweep(
+            target,
+            config_name="baseline",
+            concurrencies=[1, 2],
+            repeats=[0, 1],
+            is_baseline=True,
+            store=store,
+            progress=False,
+        )
+    )
     assert [(p.repeat, p.concurrency) for p in points] == [(0, 1), (0, 2), (1, 1), (1, 2)]
-    rows = store.query_arrow("SELECT config_name, concurrency, repeat, valid, completed, output_throughput "
-                             "FROM benchmarks ORDER BY seq").to_pylist()
+    rows = store.query_arrow(
+        "SELECT config_name, concurrency, repeat, valid, completed, output_throughput "
+        "FROM benchmarks ORDER BY seq"
+    ).to_pylist()
     assert len(rows) == 4 and all(r["completed"] == 8 and r["valid"] is not None for r in rows)
     n = store.query_arrow("SELECT count(*) AS n FROM bench_samples").to_pylist()[0]["n"]
     assert n == 32
@@ -282,7 +343,9 @@ def test_open_loop_poisson_is_seeded(fake_server) -> None:
     results, _ = asyncio.run(go())
     assert all(r.ok for r in results)
     offsets = np.array([r.start for r in results]) - results[0].start
-    planned = np.concatenate([[0.0], np.cumsum(np.random.default_rng(5).exponential(1 / 50.0, size=10)[:9])])
+    planned = np.concatenate(
+        [[0.0], np.cumsum(np.random.default_rng(5).exponential(1 / 50.0, size=10)[:9])]
+    )
     # arrivals follow the seeded schedule: never early, and late only by scheduling noise
     assert np.all(offsets >= planned - 1e-3) and np.all(offsets <= planned + 0.05)
 

@@ -26,14 +26,18 @@ def campaign_lines(n: int) -> list[str]:
 
 def table_rows(store: LedgerStore, sql: str) -> list[dict]:
     # Sums kept by catch-up batches differ from one batch's only by float rounding (summation order).
-    return [{k: round(v, 6) if isinstance(v, float) else v for k, v in row.items()}
-            for row in store.query_arrow(sql).to_pylist()]
+    return [
+        {k: round(v, 6) if isinstance(v, float) else v for k, v in row.items()}
+        for row in store.query_arrow(sql).to_pylist()
+    ]
 
 
 def snapshot(store: LedgerStore) -> dict[str, list[dict]]:
     out = {"events": table_rows(store, "SELECT * FROM events ORDER BY seq")}
     for table in projections.PROJECTION_TABLES:
-        order = {"retractions": "event_id", "stream_heads": "stream", "bench_arms": "arm_key"}.get(table, "seq")
+        order = {"retractions": "event_id", "stream_heads": "stream", "bench_arms": "arm_key"}.get(
+            table, "seq"
+        )
         out[table] = table_rows(store, f"SELECT * FROM {table} ORDER BY {order}")
     for view in ("board", "benchmark_deltas", "flag_verdicts", "decisions"):
         out[view] = table_rows(store, f"SELECT * FROM {view} ORDER BY ALL")
@@ -41,12 +45,18 @@ def snapshot(store: LedgerStore) -> dict[str, list[dict]]:
 
 
 @pytest.mark.parametrize("workers", [1, 2])
-def test_bulk_import_equals_event_by_event(tmp_path: Path, workers: int, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_bulk_import_equals_event_by_event(
+    tmp_path: Path, workers: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
     lines = campaign_lines(800)
-    monkeypatch.setattr(bulk, "CHUNK_LINES", 150)  # several chunks, and workers even for a small file
+    monkeypatch.setattr(
+        bulk, "CHUNK_LINES", 150
+    )  # several chunks, and workers even for a small file
     monkeypatch.setattr(bulk, "PARALLEL_MIN_LINES", 300)
     # every event of the campaign carries its own recorded_at and actor, so both paths agree
-    one_by_one = LedgerStore(tmp_path / "a.duckdb", hold_s=60)  # kept open: fast, and a path of its own
+    one_by_one = LedgerStore(
+        tmp_path / "a.duckdb", hold_s=60
+    )  # kept open: fast, and a path of its own
     from ledger.jsonl import iter_jsonl
 
     for event in iter_jsonl(lines, "x"):
@@ -62,7 +72,9 @@ def test_bulk_import_equals_event_by_event(tmp_path: Path, workers: int, monkeyp
     assert all(r.duplicate for r in again) and [r.seq for r in again] == [r.seq for r in results]
 
 
-def test_a_bad_line_names_its_line_and_writes_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_bad_line_names_its_line_and_writes_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setattr(bulk, "CHUNK_LINES", 100)
     monkeypatch.setattr(bulk, "PARALLEL_MIN_LINES", 10)
     lines = campaign_lines(500)
@@ -76,22 +88,46 @@ def test_a_bad_line_names_its_line_and_writes_nothing(tmp_path: Path, monkeypatc
 
 def test_defaults_apply_to_events_that_lack_them(tmp_path: Path) -> None:
     store = LedgerStore(tmp_path / "l.duckdb")
-    lines = ['{"type": "note_added", "text": "a"}', '{"type": "note_added", "text": "b", "session_id": "mine",'
-             ' "actor": {"kind": "agent", "name": "x"}}']
+    lines = [
+        '{"type": "note_added", "text": "a"}',
+        '{"type": "note_added", "text": "b", "session_id": "mine",'
+        ' "actor": {"kind": "agent", "name": "x"}}',
+    ]
     bulk.import_lines(store, lines, "x", actor=Actor.parse("runner:r"), session_id="s1", workers=1)
     got = table_rows(store, "SELECT actor_kind, actor_name, session_id FROM events ORDER BY seq")
-    assert got == [{"actor_kind": "runner", "actor_name": "r", "session_id": "s1"},
-                   {"actor_kind": "agent", "actor_name": "x", "session_id": "mine"}]
+    assert got == [
+        {"actor_kind": "runner", "actor_name": "r", "session_id": "s1"},
+        {"actor_kind": "agent", "actor_name": "x", "session_id": "mine"},
+    ]
 
 
 def test_cli_append_of_many_lines_takes_the_bulk_path(tmp_path: Path) -> None:
     ledger = tmp_path / "l.duckdb"
     LedgerStore(ledger).init()
-    text = "\n".join(json.dumps({"type": "note_added", "text": f"n{i}"}) for i in range(1500)) + "\n"
-    out = subprocess.run([sys.executable, "-m", "ledger.cli", "--ledger", str(ledger), "--session", "s",
-                          "append", "--json"], input=text, capture_output=True, text=True, timeout=300)
+    text = (
+        "\n".join(json.dumps({"type": "note_added", "text": f"n{i}"}) for i in range(1500)) + "\n"
+    )
+    out = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "ledger.cli",
+            "--ledger",
+            str(ledger),
+            "--session",
+            "s",
+            "append",
+            "--json",
+        ],
+        input=text,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert out.returncode == 0, out.stderr
     results = json.loads(out.stdout)
     assert [r["seq"] for r in results] == list(range(1, 1501))
     store = LedgerStore(ledger)
-    assert table_rows(store, "SELECT count(*) AS n, count(DISTINCT session_id) AS s FROM timeline") == [{"n": 1500, "s": 1}]
+    assert table_rows(
+        store, "SELECT count(*) AS n, count(DISTINCT session_id) AS s FROM timeline"
+    ) == [{"n": 1500, "s": 1}]

@@ -15,7 +15,16 @@ import pytest
 
 def run(ledger: Path, *args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "ledger.cli", "--ledger", str(ledger), "--actor", "agent:test", *args],
+        [
+            sys.executable,
+            "-m",
+            "ledger.cli",
+            "--ledger",
+            str(ledger),
+            "--actor",
+            "agent:test",
+            *args,
+        ],
         input=stdin,
         capture_output=True,
         text=True,
@@ -38,15 +47,43 @@ def count(ledger: Path) -> int:
 
 def test_append_from_options_with_dotted_fields(ledger: Path) -> None:
     out = run(
-        ledger, "append", "benchmark_completed", "-f", "run_id=b1", "-f", "config_name=baseline",
-        "-f", "concurrency=64", "-f", "metrics.output_throughput=1582.5", "--session", "s1", "--json",
+        ledger,
+        "append",
+        "benchmark_completed",
+        "-f",
+        "run_id=b1",
+        "-f",
+        "config_name=baseline",
+        "-f",
+        "concurrency=64",
+        "-f",
+        "metrics.output_throughput=1582.5",
+        "--session",
+        "s1",
+        "--json",
     )
     assert out.returncode == 0, out.stderr
     result = json.loads(out.stdout)[0]
-    assert result["seq"] == 1 and result["stream"] == "bench:baseline" and result["duplicate"] is False
-    rows = json.loads(run(ledger, "sql", "SELECT config_name, concurrency, output_throughput, session_id "
-                                          "FROM benchmarks", "--format", "json").stdout)
-    assert rows == [{"config_name": "baseline", "concurrency": 64, "output_throughput": 1582.5, "session_id": "s1"}]
+    assert (
+        result["seq"] == 1 and result["stream"] == "bench:baseline" and result["duplicate"] is False
+    )
+    rows = json.loads(
+        run(
+            ledger,
+            "sql",
+            "SELECT config_name, concurrency, output_throughput, session_id FROM benchmarks",
+            "--format",
+            "json",
+        ).stdout
+    )
+    assert rows == [
+        {
+            "config_name": "baseline",
+            "concurrency": 64,
+            "output_throughput": 1582.5,
+            "session_id": "s1",
+        }
+    ]
     shown = run(ledger, "events", "--format", "json")
     event = json.loads(shown.stdout.splitlines()[0])
     assert event["actor"] == {"kind": "agent", "name": "test"}
@@ -61,34 +98,71 @@ def test_stdin_jsonl_batch_is_atomic_and_errors_name_the_line(ledger: Path) -> N
     assert "<stdin>:2: not valid JSON" in out.stderr
     assert count(ledger) == 0
 
-    wrong_type = json.dumps({"type": "benchmark_completed", "run_id": "r", "config_name": "c",
-                             "metrics": {"output_throughput": "fast"}})
+    wrong_type = json.dumps(
+        {
+            "type": "benchmark_completed",
+            "run_id": "r",
+            "config_name": "c",
+            "metrics": {"output_throughput": "fast"},
+        }
+    )
     out = run(ledger, "append", stdin=good + "\n" + wrong_type + "\n")
-    assert out.returncode == 3 and "<stdin>:2" in out.stderr and "metrics.output_throughput" in out.stderr
+    assert (
+        out.returncode == 3
+        and "<stdin>:2" in out.stderr
+        and "metrics.output_throughput" in out.stderr
+    )
     unknown = json.dumps({"type": "flag_exploded"})
     out = run(ledger, "append", stdin=unknown)
     assert out.returncode == 3 and "unknown event type 'flag_exploded'" in out.stderr
     assert count(ledger) == 0
 
-    out = run(ledger, "append", "--json", stdin=json.dumps([{"type": "note_added", "text": "a"},
-                                                          {"type": "note_added", "text": "b"}]))
+    out = run(
+        ledger,
+        "append",
+        "--json",
+        stdin=json.dumps(
+            [{"type": "note_added", "text": "a"}, {"type": "note_added", "text": "b"}]
+        ),
+    )
     assert out.returncode == 0, out.stderr
     assert [r["seq"] for r in json.loads(out.stdout)] == [1, 2]
 
 
 def test_retry_with_event_id_is_idempotent(ledger: Path) -> None:
-    event = json.dumps({"type": "note_added", "text": "retry me", "event_id": "01923456-7890-7abc-8def-0123456789ab"})
+    event = json.dumps(
+        {
+            "type": "note_added",
+            "text": "retry me",
+            "event_id": "01923456-7890-7abc-8def-0123456789ab",
+        }
+    )
     first = json.loads(run(ledger, "append", "--json", stdin=event).stdout)[0]
     second = json.loads(run(ledger, "append", "--json", stdin=event).stdout)[0]
     assert first["seq"] == second["seq"] == 1 and second["duplicate"] is True
     assert count(ledger) == 1
-    other = json.dumps({"type": "note_added", "text": "different", "event_id": "01923456-7890-7abc-8def-0123456789ab"})
+    other = json.dumps(
+        {
+            "type": "note_added",
+            "text": "different",
+            "event_id": "01923456-7890-7abc-8def-0123456789ab",
+        }
+    )
     out = run(ledger, "append", stdin=other)
     assert out.returncode == 8 and "already stored with other content" in out.stderr
 
 
 def test_expected_version_conflict_exit_code(ledger: Path) -> None:
-    args = ("append", "candidate_proposed", "-f", "candidate_id=flag:x", "-f", "kind=flag", "-f", "title=try x")
+    args = (
+        "append",
+        "candidate_proposed",
+        "-f",
+        "candidate_id=flag:x",
+        "-f",
+        "kind=flag",
+        "-f",
+        "title=try x",
+    )
     assert run(ledger, *args, "--expected-version", "0").returncode == 0
     out = run(ledger, *args, "--expected-version", "0")
     assert out.returncode == 4
@@ -101,7 +175,11 @@ def test_events_formats_and_filters(ledger: Path) -> None:
     run(ledger, "append", "session_started", "-f", "title=T", "--session", "s2")
     table = run(ledger, "events")
     assert table.returncode == 0 and "note: a" in table.stdout and "session: T" in table.stdout
-    as_csv = list(csv.DictReader(io.StringIO(run(ledger, "events", "--format", "csv", "--session", "s2").stdout)))
+    as_csv = list(
+        csv.DictReader(
+            io.StringIO(run(ledger, "events", "--format", "csv", "--session", "s2").stdout)
+        )
+    )
     assert [row["type"] for row in as_csv] == ["session_started"]
     as_json = run(ledger, "events", "--format", "json", "--type", "note_added").stdout.splitlines()
     assert [json.loads(line)["text"] for line in as_json] == ["a"]
@@ -110,7 +188,11 @@ def test_events_formats_and_filters(ledger: Path) -> None:
 
 
 def test_show_by_prefix_lists_links(ledger: Path) -> None:
-    first = json.loads(run(ledger, "append", "--json", stdin=json.dumps({"type": "note_added", "text": "cause"})).stdout)[0]
+    first = json.loads(
+        run(
+            ledger, "append", "--json", stdin=json.dumps({"type": "note_added", "text": "cause"})
+        ).stdout
+    )[0]
     run(ledger, "append", "note_added", "-f", "text=effect", "--causation", first["event_id"])
     out = run(ledger, "show", first["event_id"][:13])
     assert out.returncode == 0, out.stderr
@@ -144,7 +226,9 @@ def test_sql_refuses_writes_and_file_access(ledger: Path, statement: str, tmp_pa
 
 def test_sql_formats(ledger: Path) -> None:
     run(ledger, "append", "note_added", "-f", "text=x")
-    assert json.loads(run(ledger, "sql", "SELECT 1 AS a, 'b' AS b", "--format", "json").stdout) == [{"a": 1, "b": "b"}]
+    assert json.loads(run(ledger, "sql", "SELECT 1 AS a, 'b' AS b", "--format", "json").stdout) == [
+        {"a": 1, "b": "b"}
+    ]
     assert run(ledger, "sql", "SELECT 1 AS a", "--format", "csv").stdout == "a\n1\n"
     assert "board" in run(ledger, "views").stdout
     err = run(ledger, "sql", "SELECT nope FROM timeline")
@@ -162,16 +246,35 @@ FIXTURES = Path(__file__).parent / "fixtures" / "sglang"
 
 
 def test_import_detects_kinds_chains_runs_and_is_idempotent(ledger: Path) -> None:
-    logs = [FIXTURES / "server" / "sm120_qwen35_baseline.log", FIXTURES / "server" / "sm120_qwen35_flashinfer_fusion.log"]
+    logs = [
+        FIXTURES / "server" / "sm120_qwen35_baseline.log",
+        FIXTURES / "server" / "sm120_qwen35_flashinfer_fusion.log",
+    ]
     out = run(ledger, "import", *map(str, logs), "--session", "s", "--json")
     assert out.returncode == 0, out.stderr
     kinds = [row["kind"] for row in json.loads(out.stdout)]
     assert kinds == ["sglang-server-log", "sglang-server-log"]
-    rows = json.loads(run(ledger, "sql", "SELECT max_running_requests, changes_vs_previous FROM server_runs "
-                                          "ORDER BY started_at, run_id", "--format", "json").stdout)
+    rows = json.loads(
+        run(
+            ledger,
+            "sql",
+            "SELECT max_running_requests, changes_vs_previous FROM server_runs "
+            "ORDER BY started_at, run_id",
+            "--format",
+            "json",
+        ).stdout
+    )
     assert sorted(r["max_running_requests"] for r in rows) == [26, 48]
-    findings = json.loads(run(ledger, "sql", "SELECT payload->>'message' AS m FROM live_events "
-                                              "WHERE payload->>'kind' = 'capacity-reduced'", "--format", "json").stdout)
+    findings = json.loads(
+        run(
+            ledger,
+            "sql",
+            "SELECT payload->>'message' AS m FROM live_events "
+            "WHERE payload->>'kind' = 'capacity-reduced'",
+            "--format",
+            "json",
+        ).stdout
+    )
     assert any("max_running_requests 48 -> 26" in f["m"] for f in findings)
     before = count(ledger)
     again = json.loads(run(ledger, "import", *map(str, logs), "--session", "s", "--json").stdout)
@@ -197,9 +300,17 @@ def test_import_of_a_bad_file_appends_nothing_from_any_file(ledger: Path, tmp_pa
     assert count(ledger) == 0
 
 
-def run_bare(*args: str, stdin: str | None = None, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "ledger.cli", *args], input=stdin, capture_output=True,
-                          text=True, timeout=120, cwd=cwd)
+def run_bare(
+    *args: str, stdin: str | None = None, cwd: Path | None = None
+) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "ledger.cli", *args],
+        input=stdin,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=cwd,
+    )
 
 
 def test_paths_that_are_not_ledgers_are_refused_before_anything_is_written(tmp_path: Path) -> None:
@@ -214,13 +325,19 @@ def test_paths_that_are_not_ledgers_are_refused_before_anything_is_written(tmp_p
     garbage = tmp_path / "garbage.duckdb"
     garbage.write_bytes(b"\x00" * 4096)
     out = run_bare("--ledger", str(garbage), "events")
-    assert out.returncode == 3 and "not a DuckDB ledger file" in out.stderr and "Traceback" not in out.stderr
+    assert (
+        out.returncode == 3
+        and "not a DuckDB ledger file" in out.stderr
+        and "Traceback" not in out.stderr
+    )
 
 
 def test_ledger_option_after_the_command_and_export_into_a_new_folder(tmp_path: Path) -> None:
     ledger = tmp_path / "l.duckdb"
     assert run_bare("init", "--ledger", str(ledger)).returncode == 0
-    assert run_bare("append", "note_added", "-f", "text=hi", "--ledger", str(ledger)).returncode == 0
+    assert (
+        run_bare("append", "note_added", "-f", "text=hi", "--ledger", str(ledger)).returncode == 0
+    )
     out = tmp_path / "new" / "dir" / "log.md"
     assert run_bare("export", "markdown", "--ledger", str(ledger), "-o", str(out)).returncode == 0
     assert out.exists()
@@ -228,9 +345,21 @@ def test_ledger_option_after_the_command_and_export_into_a_new_folder(tmp_path: 
 
 
 def test_retracting_an_unknown_event_is_not_found(ledger: Path) -> None:
-    out = run(ledger, "append", stdin=json.dumps({
-        "type": "event_retracted", "retracted_event_id": "00000000-0000-7000-8000-000000000000", "reason": "x"}))
-    assert out.returncode == 5 and "no event 00000000-0000-7000-8000-000000000000 to retract" in out.stderr
+    out = run(
+        ledger,
+        "append",
+        stdin=json.dumps(
+            {
+                "type": "event_retracted",
+                "retracted_event_id": "00000000-0000-7000-8000-000000000000",
+                "reason": "x",
+            }
+        ),
+    )
+    assert (
+        out.returncode == 5
+        and "no event 00000000-0000-7000-8000-000000000000 to retract" in out.stderr
+    )
     assert count(ledger) == 0
 
 
@@ -249,12 +378,19 @@ def test_a_mistyped_path_is_not_a_new_ledger(tmp_path: Path) -> None:
     out = run_bare("--ledger", str(missing), "append", "note_added", "-f", "text=x")
     assert out.returncode == 5 and str(missing) in out.stderr and "--create" in out.stderr
     assert not missing.exists()
-    assert run_bare("--ledger", str(missing), "append", "--create", "note_added", "-f", "text=x").returncode == 0
+    assert (
+        run_bare(
+            "--ledger", str(missing), "append", "--create", "note_added", "-f", "text=x"
+        ).returncode
+        == 0
+    )
     assert missing.exists()
     nested = tmp_path / "no" / "such" / "l.duckdb"
     out = run_bare("--ledger", str(nested), "init")
     assert out.returncode == 5 and "--parents" in out.stderr and not nested.parent.exists()
-    assert run_bare("--ledger", str(nested), "init", "--parents").returncode == 0 and nested.exists()
+    assert (
+        run_bare("--ledger", str(nested), "init", "--parents").returncode == 0 and nested.exists()
+    )
 
 
 def test_cli_behaviour_a_new_user_meets(tmp_path: Path) -> None:
@@ -263,9 +399,22 @@ def test_cli_behaviour_a_new_user_meets(tmp_path: Path) -> None:
     ledger = tmp_path / "l.duckdb"
     assert run_bare("init", "--ledger", str(ledger)).returncode == 0
     # `run bench` / `run plan` accept --ledger after the command (an unreachable server: exit 13, recorded nothing)
-    out = run_bare("run", "bench", "--url", "http://127.0.0.1:9", "--model", "m", "--num-prompts", "1",
-                   "--no-progress", "--ledger", str(ledger))
-    assert out.returncode == 13 and "connection refused" in out.stderr and "Timeout" not in out.stderr, out.stderr
+    out = run_bare(
+        "run",
+        "bench",
+        "--url",
+        "http://127.0.0.1:9",
+        "--model",
+        "m",
+        "--num-prompts",
+        "1",
+        "--no-progress",
+        "--ledger",
+        str(ledger),
+    )
+    assert (
+        out.returncode == 13 and "connection refused" in out.stderr and "Timeout" not in out.stderr
+    ), out.stderr
     out = run_bare("run", "plan", str(tmp_path / "none.toml"), "--ledger", str(ledger))
     assert out.returncode == 3 and "no plan file" in out.stderr
     # the TUI without a terminal: one line, exit 2, no hang (stdin/stdout are pipes here)
@@ -274,9 +423,13 @@ def test_cli_behaviour_a_new_user_meets(tmp_path: Path) -> None:
     # each event type's fields with types and units
     out = run_bare("types", "benchmark_completed")
     assert out.returncode == 0
-    line = next(x for x in out.stdout.splitlines() if x.strip().startswith("metrics.median_ttft_ms"))
+    line = next(
+        x for x in out.stdout.splitlines() if x.strip().startswith("metrics.median_ttft_ms")
+    )
     assert "float" in line and " ms" in line
-    assert "tok/s" in next(x for x in out.stdout.splitlines() if x.strip().startswith("metrics.output_throughput"))
+    assert "tok/s" in next(
+        x for x in out.stdout.splitlines() if x.strip().startswith("metrics.output_throughput")
+    )
     out = run_bare("append", "flag_researched", "--help")
     assert out.returncode == 0 and "verdict" in out.stdout and "one of effective|" in out.stdout
     assert run_bare("types", "nope").returncode == 3
@@ -285,8 +438,30 @@ def test_cli_behaviour_a_new_user_meets(tmp_path: Path) -> None:
 
     env = {**os.environ, "USER": ""}
     env.pop("TUNELEDGER_ACTOR", None)
-    out = subprocess.run([sys.executable, "-m", "ledger.cli", "--ledger", str(ledger), "append", "note_added",
-                          "-f", "text=hi", "--json"], capture_output=True, text=True, env=env, timeout=120)
+    out = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "ledger.cli",
+            "--ledger",
+            str(ledger),
+            "append",
+            "note_added",
+            "-f",
+            "text=hi",
+            "--json",
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+    )
     assert out.returncode == 0, out.stderr
-    who = run(ledger, "sql", "SELECT actor_name FROM timeline WHERE type = 'note_added'", "--format", "json")
+    who = run(
+        ledger,
+        "sql",
+        "SELECT actor_name FROM timeline WHERE type = 'note_added'",
+        "--format",
+        "json",
+    )
     assert json.loads(who.stdout) == [{"actor_name": getpass.getuser()}]

@@ -37,7 +37,9 @@ def test_welch_numbers_by_hand() -> None:
     assert c.ci_low == pytest.approx(math.exp(d - t * se) - 1, abs=1e-12)
     assert c.ci_high == pytest.approx(math.exp(d + t * se) - 1, abs=1e-12)
     # the central values shown are the ones the change compares: geometric means
-    assert c.baseline_mean == pytest.approx(math.exp(la.mean())) and c.mean == pytest.approx(math.exp(lb.mean()))
+    assert c.baseline_mean == pytest.approx(math.exp(la.mean())) and c.mean == pytest.approx(
+        math.exp(lb.mean())
+    )
     assert c.mean / c.baseline_mean - 1 == pytest.approx(c.change, abs=1e-12)
     assert c.baseline_cv == pytest.approx(np.std(a, ddof=1) / np.mean(a))
     assert c.noise_threshold == 0.02 and c.verdict == "improved"
@@ -51,7 +53,9 @@ def test_shown_means_agree_with_the_change_despite_an_outlier() -> None:
     assert c.mean / c.baseline_mean - 1 == pytest.approx(c.change, abs=1e-12)
     assert c.cv > 0.8  # and the spread beside it says how much to trust it
     latency = compare("median_ttft_ms", a, b)
-    assert raw_change(latency.change, -1) == pytest.approx(latency.mean / latency.baseline_mean - 1, abs=1e-12)
+    assert raw_change(latency.change, -1) == pytest.approx(
+        latency.mean / latency.baseline_mean - 1, abs=1e-12
+    )
     assert raw_change(None, -1) is None
 
 
@@ -63,7 +67,9 @@ def test_too_noisy_to_decide() -> None:
     noisy = compare("output_throughput", a, b, aa_cv=1.1285)
     assert noisy.noise_threshold == pytest.approx(2.257)
     assert noisy.verdict == "too noisy"
-    assert noisy.runs_needed == math.ceil(2 * (1.96 + 0.84) ** 2 * (1.1285 / MAX_NOISE_THRESHOLD) ** 2)
+    assert noisy.runs_needed == math.ceil(
+        2 * (1.96 + 0.84) ** 2 * (1.1285 / MAX_NOISE_THRESHOLD) ** 2
+    )
     assert "226%" in noisy.notes and "113%" in noisy.notes
     # a change that clears even that threshold is still decided
     assert compare("output_throughput", a, [800.0, 810.0, 790.0], aa_cv=0.3).verdict == "improved"
@@ -73,23 +79,40 @@ def test_too_noisy_to_decide() -> None:
 def test_lower_is_better_is_signed_positive_when_latency_drops() -> None:
     c = compare("median_ttft_ms", [100.0, 101.0, 99.0], [80.0, 81.0, 79.0])
     assert c.better_direction == -1
-    assert c.change == pytest.approx(math.exp(-(np.log([80, 81, 79]).mean() - np.log([100, 101, 99]).mean())) - 1)
+    assert c.change == pytest.approx(
+        math.exp(-(np.log([80, 81, 79]).mean() - np.log([100, 101, 99]).mean())) - 1
+    )
     assert c.change > 0.2 and c.verdict == "improved"
     assert c.noise_threshold == 0.05  # TTFT floor
 
 
 def test_verdicts() -> None:
-    assert compare("output_throughput", [100, 100.5, 99.5], [100.2, 99.9, 100.1]).verdict == "no measurable change"
+    assert (
+        compare("output_throughput", [100, 100.5, 99.5], [100.2, 99.9, 100.1]).verdict
+        == "no measurable change"
+    )
     assert compare("output_throughput", [100, 101, 99], [80, 81, 79]).verdict == "regressed"
     wide = compare("output_throughput", [100, 120, 80], [105, 130, 85])
     assert wide.verdict == "inconclusive" and wide.runs_needed and wide.runs_needed > 3
     one = compare("output_throughput", [100.0], [150.0])
-    assert one.verdict == "insufficient data" and one.change == pytest.approx(0.5) and one.ci_low is None
+    assert (
+        one.verdict == "insufficient data"
+        and one.change == pytest.approx(0.5)
+        and one.ci_low is None
+    )
     zero = compare("median_tpot_ms", [0.0, 0.01, 0.02], [0.01, 0.02, 0.02])
-    assert zero.verdict == "insufficient data" and zero.baseline_runs == 3 and "1 run(s)" in zero.notes
+    assert (
+        zero.verdict == "insufficient data" and zero.baseline_runs == 3 and "1 run(s)" in zero.notes
+    )
     missing = compare("median_itl_ms", [None, 1.0, 1.1], [1.0, 1.0, 1.0])
     assert missing.verdict == "insufficient data" and missing.baseline_runs == 3
-    bad = compare("output_throughput", [100, 101], [100, 101], valid=False, invalid_reason="run failed its gate")
+    bad = compare(
+        "output_throughput",
+        [100, 101],
+        [100, 101],
+        valid=False,
+        invalid_reason="run failed its gate",
+    )
     assert bad.verdict == "invalid" and bad.notes == "run failed its gate"
 
 
@@ -137,7 +160,9 @@ def test_change_always_inside_its_ci(a: list[float], b: list[float], metric: str
     na=st.integers(min_value=1, max_value=8),
     nb=st.integers(min_value=1, max_value=8),
     eps=st.lists(noise, min_size=16, max_size=16),
-    metric=st.sampled_from(["output_throughput", "median_tpot_ms", "median_ttft_ms", "p99_ttft_ms"]),
+    metric=st.sampled_from(
+        ["output_throughput", "median_tpot_ms", "median_ttft_ms", "p99_ttft_ms"]
+    ),
 )
 def test_a_vs_a_with_small_noise_is_never_a_change(level, na, nb, eps, metric) -> None:
     """Both arms from the same level with noise within +-0.5% (well below every floor, 2%+)."""
@@ -148,8 +173,11 @@ def test_a_vs_a_with_small_noise_is_never_a_change(level, na, nb, eps, metric) -
 
 
 @settings(max_examples=300, deadline=None)
-@given(level=st.floats(min_value=1.0, max_value=1e5), eps=st.lists(noise, min_size=10, max_size=10),
-       up=st.booleans())
+@given(
+    level=st.floats(min_value=1.0, max_value=1e5),
+    eps=st.lists(noise, min_size=10, max_size=10),
+    up=st.booleans(),
+)
 def test_ten_percent_shift_is_found(level, eps, up) -> None:
     """A 10% throughput shift, 5 runs per arm, noise within +-1%: improved (up) or regressed (down)."""
     factor = 1.10 if up else 1 / 1.10

@@ -59,15 +59,23 @@ def test_file_parses_into_unique_fixed_ids_without_recorded_at() -> None:
     assert len(events) == EVENT_COUNT
     ids = [e.event_id for e in events]
     assert len(set(ids)) == len(ids)
-    raw = [json.loads(line) for line in DEMO_FILE.read_text(encoding="utf-8").splitlines() if line.strip()]
-    assert all("event_id" in obj and UUID(obj["event_id"]) for obj in raw)  # fixed, not generated on read
+    raw = [
+        json.loads(line)
+        for line in DEMO_FILE.read_text(encoding="utf-8").splitlines()
+        if line.strip()
+    ]
+    assert all(
+        "event_id" in obj and UUID(obj["event_id"]) for obj in raw
+    )  # fixed, not generated on read
     assert all("recorded_at" not in obj and "seq" not in obj for obj in raw)
     assert [str(e.event_id) for e in read_jsonl(DEMO_FILE)] == [str(i) for i in ids]  # stable
 
 
 def test_every_event_has_source_session_and_agent_actor() -> None:
     for event in read_jsonl(DEMO_FILE):
-        assert event.source and (event.source.startswith("seeds/") or event.source.startswith("fixtures/")), event
+        assert event.source and (
+            event.source.startswith("seeds/") or event.source.startswith("fixtures/")
+        ), event
         assert event.session_id == DEMO_SESSION
         assert event.actor.kind == "agent"
         assert event.actor.name in {"opencode-assistant", "opencode-subagent"}
@@ -96,27 +104,27 @@ def test_hosts_follow_their_seed() -> None:
 
 #: Key events of the session in the order of its messages (ids made by ``demo_event_id``).
 CHRONOLOGY = [
-    "bench:baseline-c1",            # 6436 baseline benchmark
-    "note:6438-dispatch",           # 6438 research subagent (its sub-session: seeds/002)
+    "bench:baseline-c1",  # 6436 baseline benchmark
+    "note:6438-dispatch",  # 6438 research subagent (its sub-session: seeds/002)
     "fr:002:fused-moe",
-    "note:6439-config",             # 6439 config.json read
-    "fr:6440:fused-moe",            # 6440 (seeds/000): topk 8 > 2, will activate
+    "note:6439-config",  # 6439 config.json read
+    "fr:6440:fused-moe",  # 6440 (seeds/000): topk 8 > 2, will activate
     "note:6440-dispatch",
-    "fr:6440:triton-fp32",          # 6440's research, reported in 6441
-    "decision:6441",                # 6441 triage (seeds/001)
-    "server:fusion:started",        # restart with both flags
+    "fr:6440:triton-fp32",  # 6440's research, reported in 6441
+    "decision:6441",  # 6441 triage (seeds/001)
+    "server:fusion:started",  # restart with both flags
     "finding:fusion:capacity-reduced",
-    "fr:6449:flashinfer-fusion",    # 6449 flashinfer investigation
-    "decision:6451",                # 6451 remove the flag, restart
+    "fr:6449:flashinfer-fusion",  # 6449 flashinfer investigation
+    "decision:6451",  # 6451 remove the flag, restart
     "server:fused-moe:started",
-    "decision:6453",                # 6453 MoE tuning research (seeds/004)
-    "tune:1:completed",             # the common_utils.py crash
-    "patch:6478:common-utils",      # 6478
-    "tune:2:completed",             # the 10-minute timeout
+    "decision:6453",  # 6453 MoE tuning research (seeds/004)
+    "tune:1:completed",  # the common_utils.py crash
+    "patch:6478:common-utils",  # 6478
+    "tune:2:completed",  # the 10-minute timeout
     "decision:b200-copy",
-    "bench:b200-c1",                # 6491
-    "note:6493-default-config",     # 6493
-    "decision:6494",                # 6494 pivot (seeds/003)
+    "bench:b200-c1",  # 6491
+    "note:6493-default-config",  # 6493
+    "decision:6494",  # 6494 pivot (seeds/003)
 ]
 
 
@@ -130,7 +138,9 @@ def test_events_follow_the_message_order() -> None:
 def test_no_invented_numbers() -> None:
     events = read_jsonl(DEMO_FILE)
     benches = [e for e in events if e.type == "benchmark_completed"]
-    numbers = {(b.config_name, b.concurrency): b.metrics.model_dump(exclude_none=True) for b in benches}
+    numbers = {
+        (b.config_name, b.concurrency): b.metrics.model_dump(exclude_none=True) for b in benches
+    }
     assert numbers == {
         ("baseline", 1): {"output_throughput": 121.6},
         ("baseline", 64): {"output_throughput": 1582.5},
@@ -141,8 +151,10 @@ def test_no_invented_numbers() -> None:
         assert bench.workload.model_dump(exclude_none=True) == {}
     proposed = [e for e in events if e.type == "candidate_proposed"]
     assert {p.candidate_id for p in proposed if p.priority} == {
-        "flag:enable-fused-moe-sum-all-reduce", "flag:enable-flashinfer-allreduce-fusion",
-        "config:remove-allreduce-fusion-restore", "kernel-tune:fused-moe-triton-sm120",
+        "flag:enable-fused-moe-sum-all-reduce",
+        "flag:enable-flashinfer-allreduce-fusion",
+        "config:remove-allreduce-fusion-restore",
+        "kernel-tune:fused-moe-triton-sm120",
     }  # the four "high" items of seed 003's todowrite, nothing else
 
 
@@ -191,14 +203,18 @@ def test_demo_refuses_a_ledger_holding_a_users_events(tmp_path: Path) -> None:
 
 
 def test_sm120_no_effect_flags(demo: LedgerStore) -> None:
-    got = rows(demo, "SELECT flag FROM flag_verdicts WHERE arch = 'sm120' AND no_effect ORDER BY flag")
+    got = rows(
+        demo, "SELECT flag FROM flag_verdicts WHERE arch = 'sm120' AND no_effect ORDER BY flag"
+    )
     assert [r["flag"] for r in got] == [
         "enable-flashinfer-allreduce-fusion",
         "enable-fused-moe-sum-all-reduce",
         "num-continuous-decode-steps",
         "triton-attention-reduce-in-fp32",
     ]
-    verdicts = {r["flag"]: (r["verdict"], r["basis"]) for r in rows(demo, "SELECT * FROM flag_verdicts")}
+    verdicts = {
+        r["flag"]: (r["verdict"], r["basis"]) for r in rows(demo, "SELECT * FROM flag_verdicts")
+    }
     assert verdicts["enable-flashinfer-allreduce-fusion"] == ("not-activated", "researched")
     assert verdicts["enable-fused-moe-sum-all-reduce"] == ("no-measurable-change", "measured")
     assert verdicts["num-continuous-decode-steps"] == ("dead-code", "researched")
@@ -208,38 +224,62 @@ def test_sm120_no_effect_flags(demo: LedgerStore) -> None:
 
 
 def test_cuda_graph_max_bs_is_already_default_not_no_effect(demo: LedgerStore) -> None:
-    (row,) = rows(demo, "SELECT verdict, no_effect, history FROM flag_verdicts WHERE flag = 'cuda-graph-max-bs'")
+    (row,) = rows(
+        demo,
+        "SELECT verdict, no_effect, history FROM flag_verdicts WHERE flag = 'cuda-graph-max-bs'",
+    )
     assert row["verdict"] == "already-default"
     assert row["no_effect"] is False
 
 
 def test_triton_fp32_history_recommended_then_no_op(demo: LedgerStore) -> None:
-    history = rows(demo, "SELECT verdict, basis, summary, evidence_event_id FROM flag_verdict_history "
-                         "WHERE flag = 'triton-attention-reduce-in-fp32' ORDER BY seq")
-    assert [(r["verdict"], r["basis"]) for r in history] == [("effective", "researched"), ("no-op", "researched")]
+    history = rows(
+        demo,
+        "SELECT verdict, basis, summary, evidence_event_id FROM flag_verdict_history "
+        "WHERE flag = 'triton-attention-reduce-in-fp32' ORDER BY seq",
+    )
+    assert [(r["verdict"], r["basis"]) for r in history] == [
+        ("effective", "researched"),
+        ("no-op", "researched"),
+    ]
     assert "Recommended for stability" in history[0]["summary"]
     first = demo.get(history[0]["evidence_event_id"])
     assert first.actor.name == "opencode-subagent" and first.source.startswith("seeds/002")
-    (latest,) = rows(demo, "SELECT history FROM flag_verdicts WHERE flag = 'triton-attention-reduce-in-fp32'")
+    (latest,) = rows(
+        demo, "SELECT history FROM flag_verdicts WHERE flag = 'triton-attention-reduce-in-fp32'"
+    )
     assert latest["history"] == ["effective (researched)", "no-op (researched)"]
 
 
 def test_flashinfer_history_ends_not_activated(demo: LedgerStore) -> None:
-    (row,) = rows(demo, "SELECT history FROM flag_verdicts WHERE flag = 'enable-flashinfer-allreduce-fusion'")
+    (row,) = rows(
+        demo, "SELECT history FROM flag_verdicts WHERE flag = 'enable-flashinfer-allreduce-fusion'"
+    )
     assert row["history"][-3:] == ["harmful (log)", "harmful (log)", "not-activated (researched)"]
 
 
 def test_server_runs_show_the_flashinfer_cost(demo: LedgerStore) -> None:
-    runs = rows(demo, "SELECT r.* FROM server_runs r JOIN live_events e ON e.type = 'server_started' "
-                      "AND (e.payload->>'run_id') = r.run_id ORDER BY e.seq")
-    assert [r["run_id"] for r in runs] == ["baseline", "fused-moe+flashinfer-fusion", "fused-moe", "moe-config-b200"]
+    runs = rows(
+        demo,
+        "SELECT r.* FROM server_runs r JOIN live_events e ON e.type = 'server_started' "
+        "AND (e.payload->>'run_id') = r.run_id ORDER BY e.seq",
+    )
+    assert [r["run_id"] for r in runs] == [
+        "baseline",
+        "fused-moe+flashinfer-fusion",
+        "fused-moe",
+        "moe-config-b200",
+    ]
     base, fusion, restored, b200 = runs
     assert base["max_running_requests"] == 48 and base["piecewise_cuda_graph"] is True
     assert base["cuda_graph_max_bs"] == 48 and base["moe_kernel_config"] == "default"
     assert fusion["max_running_requests"] == 26 and fusion["piecewise_cuda_graph"] is False
     assert "max_running_requests 48 -> 26" in fusion["changes_vs_previous"]
     assert "piecewise CUDA graph on -> off" in fusion["changes_vs_previous"]
-    assert sorted(fusion["flags_added"]) == ["enable-flashinfer-allreduce-fusion", "enable-fused-moe-sum-all-reduce"]
+    assert sorted(fusion["flags_added"]) == [
+        "enable-flashinfer-allreduce-fusion",
+        "enable-fused-moe-sum-all-reduce",
+    ]
     assert restored["flags_removed"] == ["enable-flashinfer-allreduce-fusion"]
     assert restored["max_running_requests"] is None  # the seeds give no startup facts for it
     assert [r["status"] for r in runs] == ["stopped", "stopped", "stopped", "ready"]
@@ -247,17 +287,25 @@ def test_server_runs_show_the_flashinfer_cost(demo: LedgerStore) -> None:
 
 
 def test_b200_config_is_no_measurable_change(demo: LedgerStore) -> None:
-    got = rows(demo, "SELECT concurrency, baseline_value, value, change_pct, verdict FROM benchmark_deltas "
-                     "WHERE config_name = 'moe-config-b200' AND metric = 'output_throughput' ORDER BY concurrency")
-    assert [(r["concurrency"], r["baseline_value"], r["value"]) for r in got] == [(1, 121.6, 122.0), (64, 1582.5, 1566.0)]
+    got = rows(
+        demo,
+        "SELECT concurrency, baseline_value, value, change_pct, verdict FROM benchmark_deltas "
+        "WHERE config_name = 'moe-config-b200' AND metric = 'output_throughput' ORDER BY concurrency",
+    )
+    assert [(r["concurrency"], r["baseline_value"], r["value"]) for r in got] == [
+        (1, 121.6, 122.0),
+        (64, 1582.5, 1566.0),
+    ]
     assert round(got[0]["change_pct"], 2) == 0.33
     assert round(got[1]["change_pct"], 2) == -1.04
     assert {r["verdict"] for r in got} == {"no measurable change"}
 
 
 def test_board_statuses(demo: LedgerStore) -> None:
-    board = {r["candidate_id"]: (r["status"], r["verdict"], r["priority"])
-             for r in rows(demo, "SELECT candidate_id, status, verdict, priority FROM board")}
+    board = {
+        r["candidate_id"]: (r["status"], r["verdict"], r["priority"])
+        for r in rows(demo, "SELECT candidate_id, status, verdict, priority FROM board")
+    }
     assert board == BOARD
 
 
@@ -288,15 +336,30 @@ def test_references_resolve(demo: LedgerStore) -> None:
 
 
 def test_kernel_tuning_story(demo: LedgerStore) -> None:
-    tl = rows(demo, "SELECT type, payload FROM live_events WHERE type LIKE 'kernel_tune%' OR type = 'patch_applied' ORDER BY seq")
+    tl = rows(
+        demo,
+        "SELECT type, payload FROM live_events WHERE type LIKE 'kernel_tune%' OR type = 'patch_applied' ORDER BY seq",
+    )
     steps = [(r["type"], json.loads(r["payload"]).get("outcome")) for r in tl]
     assert steps == [
-        ("kernel_tune_started", None), ("kernel_tune_completed", "failed"), ("patch_applied", None),
-        ("kernel_tune_started", None), ("kernel_tune_completed", "timed-out"), ("patch_applied", None),
+        ("kernel_tune_started", None),
+        ("kernel_tune_completed", "failed"),
+        ("patch_applied", None),
+        ("kernel_tune_started", None),
+        ("kernel_tune_completed", "timed-out"),
+        ("patch_applied", None),
     ]
     started = json.loads(tl[3]["payload"])
-    assert (started["E"], started["N"], started["search_space"], started["timeout_s"]) == (256, 256, 1920, 600)
-    assert json.loads(tl[2]["payload"])["target"] == "benchmark/kernels/fused_moe_triton/common_utils.py"
+    assert (started["E"], started["N"], started["search_space"], started["timeout_s"]) == (
+        256,
+        256,
+        1920,
+        600,
+    )
+    assert (
+        json.loads(tl[2]["payload"])["target"]
+        == "benchmark/kernels/fused_moe_triton/common_utils.py"
+    )
 
 
 def test_a_second_campaign_loads_beside_the_first(tmp_path: Path) -> None:
@@ -304,7 +367,10 @@ def test_a_second_campaign_loads_beside_the_first(tmp_path: Path) -> None:
     path = tmp_path / "demo.duckdb"
     build_demo(path)
     store = build_demo(path, campaign="h200")
-    sessions = {r["session_id"] for r in store.query_arrow("SELECT DISTINCT session_id FROM events").to_pylist()}
+    sessions = {
+        r["session_id"]
+        for r in store.query_arrow("SELECT DISTINCT session_id FROM events").to_pylist()
+    }
     assert DEMO_SESSION in sessions and "h200-flags" in sessions
     store.append(NoteAdded(text="mine", session_id="s"))
     with pytest.raises(WouldLoseData):

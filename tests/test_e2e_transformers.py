@@ -94,32 +94,51 @@ def test_plan_against_transformers_serve(tmp_path: Path, tiny_model: Path) -> No
     if shutil.which("transformers", path=str(BIN)) is None:
         pytest.skip("the `transformers` command is not installed next to this Python")
     ledger = tmp_path / "e2e.duckdb"
-    env = {**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}", "HF_HUB_OFFLINE": "1",
-           "TRANSFORMERS_OFFLINE": "1", "TUNELEDGER_LEDGER": str(ledger), "COLUMNS": "200"}
-    out = subprocess.run([str(BIN / "tuneledger"), "run", "plan", str(_plan(tmp_path, tiny_model)), "--no-progress"],
-                         env=env, capture_output=True, text=True, timeout=1800)
+    env = {
+        **os.environ,
+        "PATH": f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}",
+        "HF_HUB_OFFLINE": "1",
+        "TRANSFORMERS_OFFLINE": "1",
+        "TUNELEDGER_LEDGER": str(ledger),
+        "COLUMNS": "200",
+    }
+    out = subprocess.run(
+        [str(BIN / "tuneledger"), "run", "plan", str(_plan(tmp_path, tiny_model)), "--no-progress"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=1800,
+    )
     print(out.stdout)  # the verdict table (pytest -s shows it)
     assert out.returncode == 0, out.stderr[-3000:]
     assert "Plan verdicts" in out.stdout
 
     store = LedgerStore(ledger)
-    runs = store.query_arrow("SELECT config_name, status, engine FROM server_runs ORDER BY started_seq").to_pylist()
+    runs = store.query_arrow(
+        "SELECT config_name, status, engine FROM server_runs ORDER BY started_seq"
+    ).to_pylist()
     assert [r["config_name"] for r in runs] == ["baseline", "continuous-batching"] * 3
     assert all(r["status"] == "stopped" and r["engine"] == "transformers" for r in runs)
 
     benches = store.query_arrow(
         "SELECT b.config_name, b.concurrency, b.repeat, b.valid, b.completed, b.output_throughput, "
         "b.median_ttft_ms, e.payload->'validity_notes' AS notes FROM benchmarks b JOIN events e USING (event_id) "
-        "ORDER BY b.seq").to_pylist()
+        "ORDER BY b.seq"
+    ).to_pylist()
     assert len(benches) == 2 * 2 * 3
-    assert all(b["completed"] == 32 and b["output_throughput"] > 0 and b["median_ttft_ms"] > 0 for b in benches)
+    assert all(
+        b["completed"] == 32 and b["output_throughput"] > 0 and b["median_ttft_ms"] > 0
+        for b in benches
+    )
     # transformers serve rejects ignore_eos: noted on every run, and lengths are not gated on it
     assert all("ignore_eos not honoured" in b["notes"] for b in benches)
     # the gate is evaluated on every run; on a busy host a run can miss 0.9 c, and then every
     # comparison at that concurrency must say invalid (and only then)
     assert all(b["valid"] is not None for b in benches)
     invalid_loads = {b["concurrency"] for b in benches if not b["valid"]}
-    samples = store.query_arrow("SELECT count(*) AS n, count(*) FILTER (WHERE ok) AS ok FROM bench_samples").to_pylist()[0]
+    samples = store.query_arrow(
+        "SELECT count(*) AS n, count(*) FILTER (WHERE ok) AS ok FROM bench_samples"
+    ).to_pylist()[0]
     assert samples == {"n": 12 * 32, "ok": 12 * 32}
 
     # transformers serve streams a few tokens per chunk on this CPU (issue 7.5): where a run's
@@ -127,7 +146,9 @@ def test_plan_against_transformers_serve(tmp_path: Path, tiny_model: Path) -> No
     # never compared (it was "median TPOT 0.01 ms, +401.8%" before)
     coarse = [b for b in benches if "coarse streaming" in b["notes"]]
     tpots = store.query_arrow("SELECT median_tpot_ms, median_itl_ms FROM benchmarks").to_pylist()
-    assert sum(t["median_tpot_ms"] is None and t["median_itl_ms"] is None for t in tpots) == len(coarse)
+    assert sum(t["median_tpot_ms"] is None and t["median_itl_ms"] is None for t in tpots) == len(
+        coarse
+    )
     comparisons = store.read(types=["comparison_completed"])
     compared = {(c.concurrency, c.metric) for c in comparisons}
     per_token = {"median_tpot_ms", "p99_tpot_ms", "median_itl_ms"}
@@ -139,15 +160,27 @@ def test_plan_against_transformers_serve(tmp_path: Path, tiny_model: Path) -> No
     assert all((c.verdict == "invalid") == (c.concurrency in invalid_loads) for c in comparisons)
     deltas = store.query_arrow(
         "SELECT concurrency, verdict, change_pct, ci_low_pct, ci_high_pct FROM benchmark_deltas "
-        "WHERE metric = 'output_throughput' AND verdict_rule LIKE 'statistical%' ORDER BY concurrency").to_pylist()
+        "WHERE metric = 'output_throughput' AND verdict_rule LIKE 'statistical%' ORDER BY concurrency"
+    ).to_pylist()
     assert [d["concurrency"] for d in deltas] == [1, 4]
-    assert all(d["ci_low_pct"] <= d["change_pct"] <= d["ci_high_pct"] for d in deltas
-               if d["concurrency"] not in invalid_loads)
+    assert all(
+        d["ci_low_pct"] <= d["change_pct"] <= d["ci_high_pct"]
+        for d in deltas
+        if d["concurrency"] not in invalid_loads
+    )
 
     expected = flag_verdict([d["verdict"] for d in deltas])
-    findings = store.query_arrow("SELECT flag, verdict, basis, engine FROM flag_verdicts").to_pylist()
+    findings = store.query_arrow(
+        "SELECT flag, verdict, basis, engine FROM flag_verdicts"
+    ).to_pylist()
     if expected is None:
         assert findings == []
     else:
-        assert findings == [{"flag": "continuous-batching", "verdict": expected, "basis": "measured",
-                             "engine": "transformers"}]
+        assert findings == [
+            {
+                "flag": "continuous-batching",
+                "verdict": expected,
+                "basis": "measured",
+                "engine": "transformers",
+            }
+        ]

@@ -10,7 +10,14 @@ from uuid import UUID
 import pytest
 
 from ledger.errors import NotFound
-from ledger.export_markdown import ShortIds, escape_cell, format_change, format_metric, markdown_table, render_markdown
+from ledger.export_markdown import (
+    ShortIds,
+    escape_cell,
+    format_change,
+    format_metric,
+    markdown_table,
+    render_markdown,
+)
 from ledger.store import LedgerStore
 from schemas import BenchMetrics, Evidence, Host, StartupFacts, Workload
 from schemas.events import (
@@ -39,7 +46,9 @@ HOST = Host(
     engine="sglang",
     engine_version="0.5.12",
 )
-WORKLOAD = Workload(dataset="random", input_len=1024, output_len=512, range_ratio=1.0, load="closed-loop")
+WORKLOAD = Workload(
+    dataset="random", input_len=1024, output_len=512, range_ratio=1.0, load="closed-loop"
+)
 
 HEADINGS = [
     "## Decisions",
@@ -56,7 +65,9 @@ def _id(n: int) -> UUID:
     return UUID(f"{n:08x}-0000-7000-8000-000000000000")
 
 
-def _bench(n: int, config: str, concurrency: int, tok_s: float, ttft: float, server: str) -> BenchmarkCompleted:
+def _bench(
+    n: int, config: str, concurrency: int, tok_s: float, ttft: float, server: str
+) -> BenchmarkCompleted:
     return BenchmarkCompleted(
         event_id=_id(n),
         session_id=SID,
@@ -68,7 +79,11 @@ def _bench(n: int, config: str, concurrency: int, tok_s: float, ttft: float, ser
         workload=WORKLOAD,
         concurrency=concurrency,
         metrics=BenchMetrics(
-            completed=64, failed=0, output_throughput=tok_s, median_ttft_ms=ttft, achieved_concurrency=concurrency
+            completed=64,
+            failed=0,
+            output_throughput=tok_s,
+            median_ttft_ms=ttft,
+            achieved_concurrency=concurrency,
         ),
         valid=True,
     )
@@ -100,72 +115,140 @@ def build_small_ledger(store: LedgerStore) -> None:
                 triton_version="3.5.1",
             ),
             CandidateProposed(
-                event_id=_id(3), session_id=SID, host=HOST, candidate_id=fused, kind="flag",
-                title="Fuse MoE sum into all-reduce", flag="enable-fused-moe-sum-all-reduce", priority="high",
+                event_id=_id(3),
+                session_id=SID,
+                host=HOST,
+                candidate_id=fused,
+                kind="flag",
+                title="Fuse MoE sum into all-reduce",
+                flag="enable-fused-moe-sum-all-reduce",
+                priority="high",
             ),
             CandidateProposed(
-                event_id=_id(4), session_id=SID, host=HOST, candidate_id=fusion, kind="flag",
-                title="FlashInfer all-reduce fusion", flag="enable-flashinfer-allreduce-fusion",
+                event_id=_id(4),
+                session_id=SID,
+                host=HOST,
+                candidate_id=fusion,
+                kind="flag",
+                title="FlashInfer all-reduce fusion",
+                flag="enable-flashinfer-allreduce-fusion",
             ),
             CandidateProposed(
-                event_id=_id(5), session_id=SID, host=HOST, candidate_id=decode_steps, kind="flag",
-                title="Continuous decode steps", flag="num-continuous-decode-steps", priority="low",
+                event_id=_id(5),
+                session_id=SID,
+                host=HOST,
+                candidate_id=decode_steps,
+                kind="flag",
+                title="Continuous decode steps",
+                flag="num-continuous-decode-steps",
+                priority="low",
             ),
             FlagResearched(
-                event_id=_id(6), session_id=SID, host=HOST, flag="num-continuous-decode-steps",
-                verdict="dead-code", what_it_does="defined in server_args, never read",
-                evidence=[Evidence(kind="source", ref="server_args.py:123")], candidate_id=decode_steps,
+                event_id=_id(6),
+                session_id=SID,
+                host=HOST,
+                flag="num-continuous-decode-steps",
+                verdict="dead-code",
+                what_it_does="defined in server_args, never read",
+                evidence=[Evidence(kind="source", ref="server_args.py:123")],
+                candidate_id=decode_steps,
             ),
             CandidateTriaged(
-                event_id=_id(7), session_id=SID, host=HOST, candidate_id=decode_steps, status="rejected",
-                verdict="dead-code", reason="never read | grep finds no reader",
+                event_id=_id(7),
+                session_id=SID,
+                host=HOST,
+                candidate_id=decode_steps,
+                status="rejected",
+                verdict="dead-code",
+                reason="never read | grep finds no reader",
             ),
             CandidateTriaged(
-                event_id=_id(8), session_id=SID, host=HOST, candidate_id=fused, status="accepted",
+                event_id=_id(8),
+                session_id=SID,
+                host=HOST,
+                candidate_id=fused,
+                status="accepted",
                 reason="topk=8 > 2: will activate",
             ),
             ServerStarted(
-                event_id=_id(9), session_id=SID, host=HOST, run_id="srv-base", engine="sglang",
-                config_name="baseline", flags={"tp": 4},
+                event_id=_id(9),
+                session_id=SID,
+                host=HOST,
+                run_id="srv-base",
+                engine="sglang",
+                config_name="baseline",
+                flags={"tp": 4},
             ),
             ServerReady(
-                event_id=_id(10), session_id=SID, host=HOST, run_id="srv-base",
+                event_id=_id(10),
+                session_id=SID,
+                host=HOST,
+                run_id="srv-base",
                 startup=StartupFacts(
-                    max_running_requests=48, max_total_num_tokens=1_200_000, cuda_graph_bs=[1, 2, 4, 8, 512],
-                    piecewise_cuda_graph=True, moe_kernel_config="default",
+                    max_running_requests=48,
+                    max_total_num_tokens=1_200_000,
+                    cuda_graph_bs=[1, 2, 4, 8, 512],
+                    piecewise_cuda_graph=True,
+                    moe_kernel_config="default",
                 ),
             ),
             _bench(11, "baseline", 1, 121.6, 95.0, "srv-base"),
             _bench(12, "baseline", 64, 1582.5, 410.0, "srv-base"),
             ServerStarted(
-                event_id=_id(13), session_id=SID, host=HOST, run_id="srv-fused", engine="sglang",
-                config_name="fused", flags={"tp": 4, "enable-fused-moe-sum-all-reduce": True,
-                                             "enable-flashinfer-allreduce-fusion": True},
+                event_id=_id(13),
+                session_id=SID,
+                host=HOST,
+                run_id="srv-fused",
+                engine="sglang",
+                config_name="fused",
+                flags={
+                    "tp": 4,
+                    "enable-fused-moe-sum-all-reduce": True,
+                    "enable-flashinfer-allreduce-fusion": True,
+                },
             ),
             ServerReady(
-                event_id=_id(14), session_id=SID, host=HOST, run_id="srv-fused",
+                event_id=_id(14),
+                session_id=SID,
+                host=HOST,
+                run_id="srv-fused",
                 startup=StartupFacts(
-                    max_running_requests=26, max_total_num_tokens=650_000, cuda_graph_bs=[1, 2, 4, 8, 512],
-                    piecewise_cuda_graph=False, piecewise_disabled_reason="flashinfer allreduce fusion",
+                    max_running_requests=26,
+                    max_total_num_tokens=650_000,
+                    cuda_graph_bs=[1, 2, 4, 8, 512],
+                    piecewise_cuda_graph=False,
+                    piecewise_disabled_reason="flashinfer allreduce fusion",
                     moe_kernel_config="default",
                 ),
             ),
             FindingRecorded(
-                event_id=_id(15), session_id=SID, host=HOST, kind="capacity-reduced", basis="log",
-                flag="enable-flashinfer-allreduce-fusion", verdict="harmful", server_run_id="srv-fused",
+                event_id=_id(15),
+                session_id=SID,
+                host=HOST,
+                kind="capacity-reduced",
+                basis="log",
+                flag="enable-flashinfer-allreduce-fusion",
+                verdict="harmful",
+                server_run_id="srv-fused",
                 message="piecewise CUDA graph off; max_running_requests 48 -> 26",
             ),
             _bench(16, "fused", 1, 122.0, 94.0, "srv-fused"),
             _bench(17, "fused", 64, 1566.0, 300.0, "srv-fused"),
-            NoteAdded(event_id=_id(18), session_id=SID, host=HOST, text="a | b | c table-breaking note"),
+            NoteAdded(
+                event_id=_id(18), session_id=SID, host=HOST, text="a | b | c table-breaking note"
+            ),
             DecisionRecorded(
-                event_id=_id(19), session_id=SID, host=HOST,
+                event_id=_id(19),
+                session_id=SID,
+                host=HOST,
                 decision="Revert the flags and pivot to speculative decoding",
                 rationale="121.6 vs 122.0 tok/s is noise.\nThe fusion flag halved max_running_requests.",
                 alternatives=["tune the MoE kernel", "keep both flags"],
                 evidence_event_ids=[_id(11), _id(16), _id(15), _id(99)],
             ),
-            SessionEnded(event_id=_id(20), session_id=SID, host=HOST, summary="flags reverted; next: EAGLE"),
+            SessionEnded(
+                event_id=_id(20), session_id=SID, host=HOST, summary="flags reverted; next: EAGLE"
+            ),
         ]
     )
 
@@ -216,7 +299,9 @@ def test_header_has_model_and_hardware(small: LedgerStore) -> None:
 def test_conflicting_host_observations_are_listed_with_sources(small: LedgerStore) -> None:
     small.append(
         HostObserved(
-            event_id=_id(30), session_id=SID, source="server_info",
+            event_id=_id(30),
+            session_id=SID,
+            source="server_info",
             host=HOST.model_copy(update={"driver": "580.95.05"}),
         )
     )
@@ -231,8 +316,14 @@ def test_conflicting_host_observations_are_listed_with_sources(small: LedgerStor
 def test_long_text_is_clipped_but_keeps_its_event_reference(small: LedgerStore) -> None:
     small.append(
         FindingRecorded(
-            event_id=_id(40), session_id=SID, host=HOST, kind="other", basis="researched",
-            flag="num-continuous-decode-steps", verdict="dead-code", message="x" * 500,
+            event_id=_id(40),
+            session_id=SID,
+            host=HOST,
+            kind="other",
+            basis="researched",
+            flag="num-continuous-decode-steps",
+            verdict="dead-code",
+            message="x" * 500,
         )
     )
     section = _section(render_markdown(small, session_id=SID), "## Flag verdicts")
@@ -243,9 +334,14 @@ def test_long_text_is_clipped_but_keeps_its_event_reference(small: LedgerStore) 
 def test_decision_shows_rationale_alternatives_and_resolved_evidence(small: LedgerStore) -> None:
     section = _section(render_markdown(small, session_id=SID), "## Decisions")
     assert "### 1. Revert the flags and pivot to speculative decoding" in section
-    assert "> 121.6 vs 122.0 tok/s is noise.\n> The fusion flag halved max_running_requests." in section
+    assert (
+        "> 121.6 vs 122.0 tok/s is noise.\n> The fusion flag halved max_running_requests."
+        in section
+    )
     assert "- tune the MoE kernel\n- keep both flags" in section
-    evidence = [line for line in section.split("**Evidence:**")[1].splitlines() if line.startswith("- ")]
+    evidence = [
+        line for line in section.split("**Evidence:**")[1].splitlines() if line.startswith("- ")
+    ]
     assert evidence == [
         "- `0000000b` benchmark_completed (seq 11): bench baseline c=1: 121.6 tok/s",
         "- `00000010` benchmark_completed (seq 16): bench fused c=1: 122.0 tok/s",
@@ -264,12 +360,28 @@ def test_retracted_evidence_is_marked(small: LedgerStore) -> None:
 def test_triage_row_shows_status_verdict_reason(small: LedgerStore) -> None:
     rows = _table_rows(_section(render_markdown(small, session_id=SID), "## Triage"))
     header, _rule, *body = rows
-    assert _cells(header) == ["Candidate", "Kind", "Priority", "Status", "Verdict", "Reason", "Latest evidence"]
+    assert _cells(header) == [
+        "Candidate",
+        "Kind",
+        "Priority",
+        "Status",
+        "Verdict",
+        "Reason",
+        "Latest evidence",
+    ]
     assert len(body) == 3  # every candidate, in proposal order
     cells = _cells(body[2])
     assert cells[0] == "`flag:num-continuous-decode-steps` Continuous decode steps"
-    assert cells[1:6] == ["flag", "low", "rejected", "dead-code", "never read \\| grep finds no reader"]
-    assert cells[6] == "candidate_triaged (`00000007`)"  # the triage itself: its reason is not repeated
+    assert cells[1:6] == [
+        "flag",
+        "low",
+        "rejected",
+        "dead-code",
+        "never read \\| grep finds no reader",
+    ]
+    assert (
+        cells[6] == "candidate_triaged (`00000007`)"
+    )  # the triage itself: its reason is not repeated
     accepted = _cells(body[0])
     assert accepted[3] == "accepted" and accepted[5] == "topk=8 > 2: will activate"
     unprioritised = _cells(body[1])
@@ -283,14 +395,30 @@ def test_flag_verdicts_for_the_session_arch(small: LedgerStore) -> None:
     rows = {_cells(r)[0]: _cells(r) for r in _table_rows(section)[2:]}
     dead = rows["`num-continuous-decode-steps`"]
     # Engine and Engine version in columns of their own (issue 7.12: versions only under "Engine version")
-    assert dead[1:7] == ["sglang", "0.5.12", "sm120", "dead-code", "researched", "dead-code (researched)"]
+    assert dead[1:7] == [
+        "sglang",
+        "0.5.12",
+        "sm120",
+        "dead-code",
+        "researched",
+        "dead-code (researched)",
+    ]
     assert rows["`enable-flashinfer-allreduce-fusion`"][4] == "harmful"
 
 
 def test_server_runs_show_capacity_change(small: LedgerStore) -> None:
     rows = _table_rows(_section(render_markdown(small, session_id=SID), "## Server runs"))[2:]
     base, fused = (_cells(r) for r in rows)
-    assert base[:8] == ["baseline (`srv-base`)", "sglang", "ready", "48", "1200000", "512", "on", "default"]
+    assert base[:8] == [
+        "baseline (`srv-base`)",
+        "sglang",
+        "ready",
+        "48",
+        "1200000",
+        "512",
+        "on",
+        "default",
+    ]
     assert base[8] == "first run"
     assert fused[3:7] == ["26", "650000", "512", "off (flashinfer allreduce fusion)"]
     assert "+enable-fused-moe-sum-all-reduce" in fused[8]
@@ -299,13 +427,35 @@ def test_server_runs_show_capacity_change(small: LedgerStore) -> None:
 
 
 def test_benchmark_delta_row(small: LedgerStore) -> None:
-    rows = [_cells(r) for r in _table_rows(_section(render_markdown(small, session_id=SID), "## Benchmark deltas"))]
-    assert rows[0] == ["Config", "Load", "Metric", "Baseline", "Value", "Change", "Runs (base/this)", "Verdict",
-                       "Reproduce"]
+    rows = [
+        _cells(r)
+        for r in _table_rows(
+            _section(render_markdown(small, session_id=SID), "## Benchmark deltas")
+        )
+    ]
+    assert rows[0] == [
+        "Config",
+        "Load",
+        "Metric",
+        "Baseline",
+        "Value",
+        "Change",
+        "Runs (base/this)",
+        "Verdict",
+        "Reproduce",
+    ]
     c1 = [r for r in rows if r[1].startswith("c=1 ") and r[2] == "output_throughput"]
     assert [r[:8] for r in c1] == [
-        ["fused", "c=1 1024/512 tok", "output_throughput", "121.6 tok/s", "122.0 tok/s", "+0.33%", "1/1",
-         "no measurable change"]
+        [
+            "fused",
+            "c=1 1024/512 tok",
+            "output_throughput",
+            "121.6 tok/s",
+            "122.0 tok/s",
+            "+0.33%",
+            "1/1",
+            "no measurable change",
+        ]
     ]
     c64 = [r for r in rows if r[1].startswith("c=64 ") and r[2] == "output_throughput"][0]
     assert c64[3:6] == ["1,582.5 tok/s", "1,566.0 tok/s", "-1.04%"]
@@ -374,7 +524,10 @@ def test_short_ids_are_unique_prefixes_usable_by_get(small: LedgerStore) -> None
     # the short id must grow until it is unique, and stay an id prefix that get() accepts.
     results = small.append([NoteAdded(session_id=SID, text=f"note {i}") for i in range(5)])
     ids = [str(r.event_id) for r in results]
-    short = ShortIds(r["event_id"] for r in small.query_arrow("SELECT event_id::VARCHAR AS event_id FROM events").to_pylist())
+    short = ShortIds(
+        r["event_id"]
+        for r in small.query_arrow("SELECT event_id::VARCHAR AS event_id FROM events").to_pylist()
+    )
     shorts = [short(i) for i in ids]
     assert len(set(shorts)) == len(shorts)
     for full, prefix in zip(ids, shorts):
@@ -411,8 +564,14 @@ def test_demo_session_renders_key_lines(tmp_path: Path) -> None:
         assert heading + "\n" in text
     assert "sm120" in text
     assert "max_running_requests 48 -> 26" in _section(text, "## Server runs")
-    headings = [line.lower() for line in _section(text, "## Decisions").splitlines() if line.startswith("### ")]
+    headings = [
+        line.lower()
+        for line in _section(text, "## Decisions").splitlines()
+        if line.startswith("### ")
+    ]
     assert any("pivot" in h and "speculative decoding" in h for h in headings), headings
     assert "| `flag:num-continuous-decode-steps` " in _section(text, "## Triage")
-    assert "| moe-config-b200 | c=1 | output_throughput | 121.6 tok/s | 122.0 tok/s | +0.33% |" in text
+    assert (
+        "| moe-config-b200 | c=1 | output_throughput | 121.6 tok/s | 122.0 tok/s | +0.33% |" in text
+    )
     assert render_markdown(store, session_id=DEMO_SESSION) == text

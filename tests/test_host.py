@@ -22,13 +22,25 @@ def test_parse_h200_query_line() -> None:
     gpus = parse_gpu_query("NVIDIA H200, 9.0, 143771 MiB, 580.159.04\n")
     assert len(gpus) == 1
     gpu = gpus[0]
-    assert (gpu.name, gpu.compute_capability, gpu.memory_mib, gpu.driver) == ("NVIDIA H200", "sm90", 143771, "580.159.04")
+    assert (gpu.name, gpu.compute_capability, gpu.memory_mib, gpu.driver) == (
+        "NVIDIA H200",
+        "sm90",
+        143771,
+        "580.159.04",
+    )
 
 
 def test_parse_several_gpus_blank_lines_and_na() -> None:
-    text = "\n".join(["NVIDIA RTX PRO 6000 Blackwell Workstation Edition, 12.0, 97887 MiB, 580.95.05"] * 4) + "\n\n"
+    text = (
+        "\n".join(
+            ["NVIDIA RTX PRO 6000 Blackwell Workstation Edition, 12.0, 97887 MiB, 580.95.05"] * 4
+        )
+        + "\n\n"
+    )
     gpus = parse_gpu_query(text + "garbage\nNVIDIA H100 80GB HBM3, [N/A], [N/A], 550.54.15\n")
-    assert [g.compute_capability for g in gpus] == ["sm120"] * 4 + ["sm90"]  # N/A: looked up by name
+    assert [g.compute_capability for g in gpus] == ["sm120"] * 4 + [
+        "sm90"
+    ]  # N/A: looked up by name
     assert gpus[-1].memory_mib is None
 
 
@@ -43,15 +55,34 @@ def test_cuda_version_from_header() -> None:
 
 
 def test_fingerprint_of_captured_h200_output() -> None:
-    fp = from_gpus(parse_gpu_query("NVIDIA H200, 9.0, 143771 MiB, 580.159.04"), cuda=parse_cuda_version(H200_HEADER),
-                   hostname="gpu-box", versions={"torch": "2.11.0+cu130", "triton": "3.6.0", "python": "3.12.3",
-                                                 "transformers": "5.17.0"})
+    fp = from_gpus(
+        parse_gpu_query("NVIDIA H200, 9.0, 143771 MiB, 580.159.04"),
+        cuda=parse_cuda_version(H200_HEADER),
+        hostname="gpu-box",
+        versions={
+            "torch": "2.11.0+cu130",
+            "triton": "3.6.0",
+            "python": "3.12.3",
+            "transformers": "5.17.0",
+        },
+    )
     host = fp.host
-    assert (host.gpu_name, host.compute_capability, host.gpu_count, host.gpu_memory_mib) == ("NVIDIA H200", "sm90", 1, 143771)
+    assert (host.gpu_name, host.compute_capability, host.gpu_count, host.gpu_memory_mib) == (
+        "NVIDIA H200",
+        "sm90",
+        1,
+        143771,
+    )
     assert (host.driver, host.cuda, host.hostname) == ("580.159.04", "13.0", "gpu-box")
     assert not fp.cpu_only and fp.torch_version == "2.11.0+cu130" and fp.triton_version == "3.6.0"
-    event = fp.with_engine("sglang", "0.5.12").to_event(session_id="s", actor=Actor(kind="runner", name="tuneledger"))
-    assert event.type == "host_observed" and event.host.engine == "sglang" and event.host.engine_version == "0.5.12"
+    event = fp.with_engine("sglang", "0.5.12").to_event(
+        session_id="s", actor=Actor(kind="runner", name="tuneledger")
+    )
+    assert (
+        event.type == "host_observed"
+        and event.host.engine == "sglang"
+        and event.host.engine_version == "0.5.12"
+    )
     assert event.other_versions == {"transformers": "5.17.0"} and event.gpu_names == ["NVIDIA H200"]
 
 
@@ -67,7 +98,9 @@ def test_fingerprint_runs_a_fake_nvidia_smi(monkeypatch) -> None:
     monkeypatch.setenv("FAKE_GPU_COUNT", "8")
     # The real code path: shutil.which + subprocess on a program printing captured output.
     fp = fingerprint(nvidia_smi=str(FAKE_SMI))
-    assert fp.host.gpu_count == 8 and fp.host.compute_capability == "sm90" and fp.host.cuda == "13.0"
+    assert (
+        fp.host.gpu_count == 8 and fp.host.compute_capability == "sm90" and fp.host.cuda == "13.0"
+    )
     assert fp.host.driver == "580.159.04" and not fp.cpu_only
 
 
@@ -81,7 +114,9 @@ def test_fingerprint_with_injected_runner_handles_failures() -> None:
             return None  # an old driver refuses the compute_cap field
         return "NVIDIA H200, 143771 MiB, 470.10\n" if query.startswith("--query") else None
 
-    fp = fingerprint(nvidia_smi=sys.executable, run=run)  # any existing program: run() answers for it
+    fp = fingerprint(
+        nvidia_smi=sys.executable, run=run
+    )  # any existing program: run() answers for it
     assert fp.host.compute_capability == "sm90" and fp.host.cuda is None
     assert len(calls) == 3
 
@@ -102,8 +137,14 @@ CAPTURED = Path(__file__).resolve().parent / "fake_servers" / "captured"
 
 def test_real_h200_output_captured_on_the_gpu_machine() -> None:
     gpus = parse_gpu_query((CAPTURED / "nvidia_smi_h200_query.txt").read_text())
-    old = parse_gpu_query((CAPTURED / "nvidia_smi_h200_query_old.txt").read_text(), with_compute_cap=False)
+    old = parse_gpu_query(
+        (CAPTURED / "nvidia_smi_h200_query_old.txt").read_text(), with_compute_cap=False
+    )
     assert gpus == old  # the name lookup gives what compute_cap says
     fp = from_gpus(gpus, cuda=parse_cuda_version((CAPTURED / "nvidia_smi_h200.txt").read_text()))
-    assert (fp.host.gpu_name, fp.host.compute_capability, fp.host.gpu_memory_mib) == ("NVIDIA H200", "sm90", 143771)
+    assert (fp.host.gpu_name, fp.host.compute_capability, fp.host.gpu_memory_mib) == (
+        "NVIDIA H200",
+        "sm90",
+        143771,
+    )
     assert (fp.host.driver, fp.host.cuda, fp.host.gpu_count) == ("580.159.04", "13.0", 1)

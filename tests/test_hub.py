@@ -20,13 +20,13 @@ from uuid import UUID
 
 import psycopg
 import pytest
+from pg_cluster import Cluster, admin_url, hub_schema, make_hub, pg_server, writer_env  # noqa: F401
 from uuid6 import uuid7
 
 from ledger import hub, sync
 from ledger.errors import EventIdReused, RemoteError
 from ledger.remote import Remote, parse_remote
 from ledger.store import LedgerStore
-from pg_cluster import Cluster, admin_url, hub_schema, make_hub, pg_server, writer_env  # noqa: F401
 
 HOST_PROCESS = Path(__file__).with_name("sync_host_process.py")
 PROCESS_TIMEOUT_S = 500
@@ -44,10 +44,22 @@ def remote(pg_server: Cluster, hub_schema: str, writer_env: None) -> Remote:
 def row(text: str, seq: int, event_id: UUID | None = None, **changes: Any) -> tuple[Any, ...]:
     """One push row (``hub.COLUMNS`` order): a note_added."""
     values = {
-        "event_id": str(event_id or uuid7()), "type": "note_added", "schema_version": 2, "stream": "ledger",
-        "stream_version": seq, "recorded_at": "2026-01-02T03:04:05+00:00", "actor_kind": "person",
-        "actor_name": "test", "session_id": None, "causation_id": None, "correlation_id": None, "source": None,
-        "host": None, "payload": json.dumps({"text": text, "refs": []}), "origin_seq": seq, "seen_position": 0,
+        "event_id": str(event_id or uuid7()),
+        "type": "note_added",
+        "schema_version": 2,
+        "stream": "ledger",
+        "stream_version": seq,
+        "recorded_at": "2026-01-02T03:04:05+00:00",
+        "actor_kind": "person",
+        "actor_name": "test",
+        "session_id": None,
+        "causation_id": None,
+        "correlation_id": None,
+        "source": None,
+        "host": None,
+        "payload": json.dumps({"text": text, "refs": []}),
+        "origin_seq": seq,
+        "seen_position": 0,
         "occurred_at": None,
     }
     values.update(changes)
@@ -94,7 +106,9 @@ def test_same_id_with_other_content_is_refused_and_the_batch_stores_nothing(remo
         push(remote, [row("fresh", 2), row("forged", 3, event_id), row("fresh too", 4)])
     assert len(hub_rows(remote)) == 1
     # Provenance a retry may change (recorded_at, actor, source) is not content.
-    assert push(remote, [row("original", 1, event_id, actor_name="someone", source="x:1")]).stored == 0
+    assert (
+        push(remote, [row("original", 1, event_id, actor_name="someone", source="x:1")]).stored == 0
+    )
 
 
 # --- positions ------------------------------------------------------------------------------
@@ -123,8 +137,12 @@ print("ok", flush=True)
 def test_positions_are_gapless_and_in_commit_order_under_concurrent_pushers(remote: Remote) -> None:
     ledgers = [uuid7() for _ in range(6)]
     children = [
-        subprocess.Popen([sys.executable, "-c", PUSHER, remote.url, remote.schema, str(ledger), "20", "50"],
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        subprocess.Popen(
+            [sys.executable, "-c", PUSHER, remote.url, remote.schema, str(ledger), "20", "50"],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
         for ledger in ledgers
     ]
     for child in children:
@@ -136,7 +154,9 @@ def test_positions_are_gapless_and_in_commit_order_under_concurrent_pushers(remo
     for _position, _event_id, origin, origin_seq in rows:
         by_origin[origin].append(origin_seq)
     assert set(by_origin) == set(ledgers)
-    assert all(seqs == list(range(1, 1001)) for seqs in by_origin.values())  # each writer's order kept
+    assert all(
+        seqs == list(range(1, 1001)) for seqs in by_origin.values()
+    )  # each writer's order kept
     with psycopg.connect(remote.url) as con:
         assert con.execute(f"SELECT position FROM {remote.schema}.hub_head").fetchone()[0] == 6000
 
@@ -144,25 +164,37 @@ def test_positions_are_gapless_and_in_commit_order_under_concurrent_pushers(remo
 # --- append-only by construction ----------------------------------------------------------------
 
 
-@pytest.mark.parametrize("statement", [
-    "UPDATE {s}.events SET payload = '{{}}'",
-    "DELETE FROM {s}.events",
-    "TRUNCATE {s}.events CASCADE",
-    "UPDATE {s}.ledgers SET name = 'renamed'",
-    "DELETE FROM {s}.ledgers",
-    "UPDATE {s}.hub_head SET position = 0",
-    "DELETE FROM {s}.hub_head",
-    "DROP TABLE {s}.events",
-    "ALTER TABLE {s}.events DISABLE TRIGGER append_only",
-])
+@pytest.mark.parametrize(
+    "statement",
+    [
+        "UPDATE {s}.events SET payload = '{{}}'",
+        "DELETE FROM {s}.events",
+        "TRUNCATE {s}.events CASCADE",
+        "UPDATE {s}.ledgers SET name = 'renamed'",
+        "DELETE FROM {s}.ledgers",
+        "UPDATE {s}.hub_head SET position = 0",
+        "DELETE FROM {s}.hub_head",
+        "DROP TABLE {s}.events",
+        "ALTER TABLE {s}.events DISABLE TRIGGER append_only",
+    ],
+)
 @pytest.mark.parametrize("who", ["writer", "owner"])
-def test_nobody_rewrites_the_hub(remote: Remote, pg_server: Cluster, statement: str, who: str) -> None:
+def test_nobody_rewrites_the_hub(
+    remote: Remote, pg_server: Cluster, statement: str, who: str
+) -> None:
     push(remote, [row("kept", 1)])
     dsn = remote.url if who == "writer" else pg_server.superuser_dsn
     sql = statement.format(s=remote.schema)
     if who == "owner" and sql.startswith(("DROP", "ALTER")):
-        pytest.skip("the owner may drop or alter its own schema: backups, not triggers, protect from that")
-    with psycopg.connect(dsn) as con, pytest.raises(psycopg.Error, match="append-only|permission denied|must be owner|move forward"):
+        pytest.skip(
+            "the owner may drop or alter its own schema: backups, not triggers, protect from that"
+        )
+    with (
+        psycopg.connect(dsn) as con,
+        pytest.raises(
+            psycopg.Error, match="append-only|permission denied|must be owner|move forward"
+        ),
+    ):
         con.execute(sql)
     assert len(hub_rows(remote)) == 1
 
@@ -172,8 +204,9 @@ def test_a_writer_cannot_create_a_hub(pg_server: Cluster, writer_env: None) -> N
         hub.init_schema(parse_remote("hub", pg_server.url("writer"), "writer_made"))
 
 
-def test_one_schema_per_team_and_plain_sql_on_the_hub(pg_server: Cluster, writer_env: None, hub_schema: str,
-                                                       tmp_path: Path) -> None:
+def test_one_schema_per_team_and_plain_sql_on_the_hub(
+    pg_server: Cluster, writer_env: None, hub_schema: str, tmp_path: Path
+) -> None:
     team_a, team_b = f"{hub_schema}_a", f"{hub_schema}_b"
     for schema in (team_a, team_b):
         hub.init_schema(admin_remote(pg_server, schema), grant=["writer"])
@@ -185,7 +218,9 @@ def test_one_schema_per_team_and_plain_sql_on_the_hub(pg_server: Cluster, writer
     from schemas import Host
     from schemas.events import FlagResearched
 
-    store.append(FlagResearched(flag="enable-x", verdict="no-op", host=Host(compute_capability="12.0")))
+    store.append(
+        FlagResearched(flag="enable-x", verdict="no-op", host=Host(compute_capability="12.0"))
+    )
     sync.sync(store, remote_a)
     with psycopg.connect(pg_server.superuser_dsn) as con:
         plain = con.execute(
@@ -199,23 +234,45 @@ def test_one_schema_per_team_and_plain_sql_on_the_hub(pg_server: Cluster, writer
 # --- load -----------------------------------------------------------------------------------------
 
 #: Views compared across hosts; positions local to one ledger are left out.
-LOAD_VIEWS = ("board", "flag_verdicts", "flag_verdict_history", "timeline", "decisions", "sync_conflicts")
+LOAD_VIEWS = (
+    "board",
+    "flag_verdicts",
+    "flag_verdict_history",
+    "timeline",
+    "decisions",
+    "sync_conflicts",
+)
 LOCAL_COLUMNS = {"seq", "sync_order", "stream_version", "updated_seq", "proposed_seq"}
 
 
 def canonical(store: LedgerStore, view: str) -> list[str]:
     table = store.query_arrow(f"SELECT * FROM {view}")
     keep = [c for c in table.column_names if c not in LOCAL_COLUMNS]
-    return sorted(json.dumps({c: r[c] for c in keep}, default=str, sort_keys=True) for r in table.to_pylist())
+    return sorted(
+        json.dumps({c: r[c] for c in keep}, default=str, sort_keys=True) for r in table.to_pylist()
+    )
 
 
-def test_eight_hosts_append_and_sync_concurrently_and_converge(remote: Remote, tmp_path: Path) -> None:
+def test_eight_hosts_append_and_sync_concurrently_and_converge(
+    remote: Remote, tmp_path: Path
+) -> None:
     hosts = 8
     paths = [tmp_path / f"host{i}.duckdb" for i in range(hosts)]
     children = [
         subprocess.Popen(
-            [sys.executable, str(HOST_PROCESS), str(path), f"host-{i}", remote.url, remote.schema, "1000", str(i)],
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+            [
+                sys.executable,
+                str(HOST_PROCESS),
+                str(path),
+                f"host-{i}",
+                remote.url,
+                remote.schema,
+                "1000",
+                str(i),
+            ],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
         )
         for i, path in enumerate(paths)
     ]
@@ -235,6 +292,8 @@ def test_eight_hosts_append_and_sync_concurrently_and_converge(remote: Remote, t
         assert sync.count_to_push(store) == 0
     for view in LOAD_VIEWS:
         first = canonical(stores[0], view)
-        assert first or view == "sync_conflicts", view  # rows to compare (conflicts may all be resolved)
+        assert first or view == "sync_conflicts", (
+            view
+        )  # rows to compare (conflicts may all be resolved)
         for store in stores[1:]:
             assert canonical(store, view) == first, view

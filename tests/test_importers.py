@@ -28,11 +28,10 @@ BENCH = FIXTURES / "bench_serving"
 MOE = FIXTURES / "moe_configs"
 SERVER = FIXTURES / "server"
 
-IMPORTABLE = sorted(
-    [*BENCH.glob("*.jsonl"), *MOE.glob("*/*.json"), *SERVER.glob("*.log")], key=str
-)
+IMPORTABLE = sorted([*BENCH.glob("*.jsonl"), *MOE.glob("*/*.json"), *SERVER.glob("*.log")], key=str)
 NOT_IMPORTABLE = sorted(
-    [*BENCH.glob("*.txt"), MOE / "README.md", *SERVER.glob("*.txt"), *SERVER.glob("*.json")], key=str
+    [*BENCH.glob("*.txt"), MOE / "README.md", *SERVER.glob("*.txt"), *SERVER.glob("*.json")],
+    key=str,
 )
 
 
@@ -125,7 +124,9 @@ def test_bench_with_details_samples() -> None:
     assert event.metrics.failed == 0 and event.workload.num_prompts == 8 and event.valid is True
     rows = table.to_pylist()
     # ttfts are seconds in the file: the ms values reproduce sglang's own mean.
-    assert statistics.mean(r["ttft_ms"] for r in rows) == pytest.approx(event.metrics.mean_ttft_ms, abs=1e-6)
+    assert statistics.mean(r["ttft_ms"] for r in rows) == pytest.approx(
+        event.metrics.mean_ttft_ms, abs=1e-6
+    )
     raw = json.loads((BENCH / "with_details.jsonl").read_text())
     assert rows[0]["ttft_ms"] == pytest.approx(raw["ttfts"][0] * 1000)
     assert rows[0]["itl_ms"] == pytest.approx([x * 1000 for x in raw["itls"][0]])
@@ -164,16 +165,31 @@ def test_bench_samples_and_events_go_into_the_store(store) -> None:
 
 
 def test_moe_down_file() -> None:
-    path = MOE / "triton_3_6_0" / "E=256,N=512,device_name=NVIDIA_RTX_PRO_6000_Blackwell_Server_Edition_down.json"
+    path = (
+        MOE
+        / "triton_3_6_0"
+        / "E=256,N=512,device_name=NVIDIA_RTX_PRO_6000_Blackwell_Server_Edition_down.json"
+    )
     result = import_file(path)
     (event,) = result.events
     assert result.kind == "sglang-moe-config" and isinstance(event, MoeConfigRecorded)
-    assert (event.E, event.N, event.down, event.dtype, event.block_shape) == (256, 512, True, None, None)
+    assert (event.E, event.N, event.down, event.dtype, event.block_shape) == (
+        256,
+        512,
+        True,
+        None,
+        None,
+    )
     assert event.device_name == "NVIDIA_RTX_PRO_6000_Blackwell_Server_Edition"
     assert event.triton_version == "3.6.0"
     assert event.configs["1"] == {
-        "BLOCK_SIZE_M": 32, "BLOCK_SIZE_N": 32, "BLOCK_SIZE_K": 64, "GROUP_SIZE_M": 1,
-        "num_warps": 4, "num_stages": 4, "USE_TMA": False,
+        "BLOCK_SIZE_M": 32,
+        "BLOCK_SIZE_N": 32,
+        "BLOCK_SIZE_K": 64,
+        "GROUP_SIZE_M": 1,
+        "num_warps": 4,
+        "num_stages": 4,
+        "USE_TMA": False,
     }
     assert event.host.gpu_name == "NVIDIA RTX PRO 6000 Blackwell Server Edition"
     assert event.host.compute_capability == "sm120"
@@ -181,27 +197,56 @@ def test_moe_down_file() -> None:
 
 
 def test_moe_fp8_block_shape_and_other_gpus() -> None:
-    (b200,) = import_file(MOE / "triton_3_4_0" / "E=256,N=256,device_name=NVIDIA_B200,dtype=fp8_w8a8,block_shape=[128, 128].json").events
-    assert (b200.dtype, b200.block_shape, b200.down, b200.triton_version) == ("fp8_w8a8", [128, 128], False, "3.4.0")
+    (b200,) = import_file(
+        MOE
+        / "triton_3_4_0"
+        / "E=256,N=256,device_name=NVIDIA_B200,dtype=fp8_w8a8,block_shape=[128, 128].json"
+    ).events
+    assert (b200.dtype, b200.block_shape, b200.down, b200.triton_version) == (
+        "fp8_w8a8",
+        [128, 128],
+        False,
+        "3.4.0",
+    )
     assert b200.host.compute_capability == "sm100"
-    (rtx,) = import_file(MOE / "triton_3_1_0" / "E=64,N=640,device_name=NVIDIA_GeForce_RTX_4090,dtype=fp8_w8a8.json").events
+    (rtx,) = import_file(
+        MOE / "triton_3_1_0" / "E=64,N=640,device_name=NVIDIA_GeForce_RTX_4090,dtype=fp8_w8a8.json"
+    ).events
     assert (rtx.E, rtx.N, rtx.dtype, rtx.block_shape) == (64, 640, "fp8_w8a8", None)
     assert rtx.host.compute_capability == "sm89"
-    (maxq,) = import_file(MOE / "triton_3_5_1" / "E=161,N=192,device_name=NVIDIA_RTX_PRO_6000_Blackwell_Max-Q_Workstation_Edition.json",
-                          host=Host(hostname="box1")).events
-    assert maxq.triton_version == "3.5.1" and maxq.host.compute_capability == "sm120" and maxq.host.hostname == "box1"
+    (maxq,) = import_file(
+        MOE
+        / "triton_3_5_1"
+        / "E=161,N=192,device_name=NVIDIA_RTX_PRO_6000_Blackwell_Max-Q_Workstation_Edition.json",
+        host=Host(hostname="box1"),
+    ).events
+    assert (
+        maxq.triton_version == "3.5.1"
+        and maxq.host.compute_capability == "sm120"
+        and maxq.host.hostname == "box1"
+    )
 
 
 def test_moe_name_with_per_channel_quant_outside_a_triton_folder(tmp_path: Path) -> None:
     source = MOE / "triton_3_1_0" / "E=64,N=640,device_name=NVIDIA_H200.json"
-    path = tmp_path / "E=64,N=640,device_name=NVIDIA_H200,dtype=int8_w8a8,per_channel_quant=True_down.json"
+    path = (
+        tmp_path
+        / "E=64,N=640,device_name=NVIDIA_H200,dtype=int8_w8a8,per_channel_quant=True_down.json"
+    )
     path.write_bytes(source.read_bytes())
     (event,) = import_file(path).events
-    assert (event.dtype, event.per_channel_quant, event.down, event.triton_version) == ("int8_w8a8", True, True, None)
+    assert (event.dtype, event.per_channel_quant, event.down, event.triton_version) == (
+        "int8_w8a8",
+        True,
+        True,
+        None,
+    )
 
 
 def test_moe_bad_entry_names_file_and_key(tmp_path: Path) -> None:
-    data = json.loads((MOE / "triton_3_1_0" / "E=64,N=640,device_name=NVIDIA_H200.json").read_text())
+    data = json.loads(
+        (MOE / "triton_3_1_0" / "E=64,N=640,device_name=NVIDIA_H200.json").read_text()
+    )
     data["16"]["BLOCK_SIZE_N"] = "64"
     path = tmp_path / "E=64,N=640,device_name=NVIDIA_H200.json"
     path.write_text(json.dumps(data))
@@ -218,8 +263,12 @@ def test_moe_bad_entry_names_file_and_key(tmp_path: Path) -> None:
 
 def test_moe_content_under_a_foreign_name(tmp_path: Path) -> None:
     path = tmp_path / "my_config.json"
-    path.write_bytes((MOE / "triton_3_1_0" / "E=64,N=640,device_name=NVIDIA_H200.json").read_bytes())
-    with pytest.raises(InvalidInput, match=r"my_config.json: looks like an sglang MoE config, but the name"):
+    path.write_bytes(
+        (MOE / "triton_3_1_0" / "E=64,N=640,device_name=NVIDIA_H200.json").read_bytes()
+    )
+    with pytest.raises(
+        InvalidInput, match=r"my_config.json: looks like an sglang MoE config, but the name"
+    ):
         import_file(path)
 
 
@@ -227,7 +276,9 @@ def test_moe_content_under_a_foreign_name(tmp_path: Path) -> None:
 
 
 def test_baseline_log_events() -> None:
-    result = import_file(SERVER / "sm120_qwen35_baseline.log", config_name="baseline", host=Host(hostname="box1"))
+    result = import_file(
+        SERVER / "sm120_qwen35_baseline.log", config_name="baseline", host=Host(hostname="box1")
+    )
     assert result.kind == "sglang-server-log"
     started, ready, *findings = result.events
     assert isinstance(started, ServerStarted) and isinstance(ready, ServerReady)
@@ -243,17 +294,29 @@ def test_baseline_log_events() -> None:
     s = ready.startup
     assert s.max_running_requests == 48 and s.cuda_graph_bs == [1, 2, 4, 8, 12, 16, 24, 32, 40, 48]
     assert s.piecewise_cuda_graph is True and s.moe_kernel_config == "default"
-    assert s.max_total_num_tokens == 412345 and s.context_len == 262144 and s.attention_backend == "triton"
+    assert (
+        s.max_total_num_tokens == 412345
+        and s.context_len == 262144
+        and s.attention_backend == "triton"
+    )
     host = started.host
     assert (host.gpu_name, host.compute_capability, host.gpu_count, host.engine, host.hostname) == (
-        "NVIDIA RTX PRO 6000 Blackwell Workstation Edition", "sm120", 4, "sglang", "box1",
+        "NVIDIA RTX PRO 6000 Blackwell Workstation Edition",
+        "sm120",
+        4,
+        "sglang",
+        "box1",
     )
     assert {f.kind for f in findings} == {"default-moe-config"}
-    assert all(isinstance(f, FindingRecorded) and f.server_run_id == started.run_id for f in findings)
+    assert all(
+        isinstance(f, FindingRecorded) and f.server_run_id == started.run_id for f in findings
+    )
 
 
 def test_flashinfer_log_against_baseline() -> None:
-    baseline = parse_server_log((SERVER / "sm120_qwen35_baseline.log").read_text().splitlines()).to_startup_facts()
+    baseline = parse_server_log(
+        (SERVER / "sm120_qwen35_baseline.log").read_text().splitlines()
+    ).to_startup_facts()
     result = import_file(SERVER / "sm120_qwen35_flashinfer_fusion.log", previous_startup=baseline)
     started, ready, *findings = result.events
     assert started.flags["enable-flashinfer-allreduce-fusion"] is True
@@ -263,7 +326,11 @@ def test_flashinfer_log_against_baseline() -> None:
         messages[f.kind].append(f)
     assert any("48 -> 26" in f.message for f in messages["capacity-reduced"])
     (flag,) = messages["flag-not-in-effect"]
-    assert flag.flag == "enable-flashinfer-allreduce-fusion" and flag.verdict == "not-activated" and flag.basis == "log"
+    assert (
+        flag.flag == "enable-flashinfer-allreduce-fusion"
+        and flag.verdict == "not-activated"
+        and flag.basis == "log"
+    )
     assert "sm120" in flag.message
     assert flag.source == "sm120_qwen35_flashinfer_fusion.log:1"
     assert "piecewise-cuda-graph-off" in messages
@@ -336,7 +403,9 @@ def test_wrong_type_field(tmp_path: Path) -> None:
     path.write_text(lines[0] + "\n" + json.dumps(obj) + "\n")
     with pytest.raises(InvalidInput) as exc:
         import_file(path)
-    assert single_line(exc) == f"{path}:2: field 'output_throughput': expected a number, got \"fast\""
+    assert (
+        single_line(exc) == f"{path}:2: field 'output_throughput': expected a number, got \"fast\""
+    )
 
 
 def test_wrong_detail_lengths(tmp_path: Path) -> None:

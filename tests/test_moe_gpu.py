@@ -6,13 +6,24 @@ from __future__ import annotations
 
 import pytest
 
-torch = pytest.importorskip("torch", reason="needs torch (and a CUDA GPU): run on the device machine")
+torch = pytest.importorskip(
+    "torch", reason="needs torch (and a CUDA GPU): run on the device machine"
+)
 if not torch.cuda.is_available():
-    pytest.skip("needs a CUDA GPU with triton: the kernels are Triton GPU code (run on the device machine)",
-                allow_module_level=True)
+    pytest.skip(
+        "needs a CUDA GPU with triton: the kernels are Triton GPU code (run on the device machine)",
+        allow_module_level=True,
+    )
 pytest.importorskip("triton", reason="needs triton")
 
-from runners.moe_kernels import MoeProblem, align_tokens, check_config, load_kernel, make_weights, time_config  # noqa: E402
+from runners.moe_kernels import (
+    MoeProblem,
+    align_tokens,
+    check_config,
+    load_kernel,
+    make_weights,
+    time_config,
+)  # noqa: E402
 from runners.tune_space import MoeShape, default_config  # noqa: E402
 
 

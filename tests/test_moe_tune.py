@@ -44,16 +44,28 @@ SHAPE = MoeShape(E=64, N=640, K=3584, topk=8)
 class Recorded:
     """The H200's recorded timings as a ``Measurer`` (see the module docstring)."""
 
-    kernel = SimpleNamespace(source="sglang", version="0.5.23", name="sglang.kernels.ops.moe.fused_moe_triton_kernels.fused_moe_kernel")
+    kernel = SimpleNamespace(
+        source="sglang",
+        version="0.5.23",
+        name="sglang.kernels.ops.moe.fused_moe_triton_kernels.fused_moe_kernel",
+    )
 
-    def __init__(self, *, interrupt_after: int | None = None, noise_pct: float = 0.5, reject_stages: int | None = None):
+    def __init__(
+        self,
+        *,
+        interrupt_after: int | None = None,
+        noise_pct: float = 0.5,
+        reject_stages: int | None = None,
+    ):
         rec = json.loads(FIXTURE.read_text())
         self.facts = rec["facts"]
         self.latency = {int(m): v for m, v in rec["latency_us"].items()}
         self.rejected = {int(m): v for m, v in rec["rejected"].items()}
         self.noise_pct, self.budget_ref = noise_pct, rec["budget_ms"]
         self.interrupt_after = interrupt_after
-        self.reject_stages = reject_stages  # also reject every config with this many stages (a launch failure)
+        self.reject_stages = (
+            reject_stages  # also reject every config with this many stages (a launch failure)
+        )
         self.timed: list[tuple[int, str, float]] = []
         self.checked: list[tuple[int, str]] = []
 
@@ -74,7 +86,9 @@ class Recorded:
             raise KeyboardInterrupt
         key = config_key(config)
         self.timed.append((M, key, budget_ms))
-        seed = int(hashlib.sha256(f"{M}|{key}|{budget_ms}|{len(self.timed)}".encode()).hexdigest()[:8], 16)
+        seed = int(
+            hashlib.sha256(f"{M}|{key}|{budget_ms}|{len(self.timed)}".encode()).hexdigest()[:8], 16
+        )
         sigma = self.noise_pct / 100 * (self.budget_ref / budget_ms) ** 0.5
         return self.latency[M][key] * (1 + random.Random(seed).gauss(0, sigma))
 
@@ -89,16 +103,33 @@ def test_search_space_is_sglangs_and_pruning_uses_the_devices_shared_memory():
     assert len(kept) == 1248  # what the H200 run found (and probe_tune_cost.py before it)
     assert all(shared_memory_bytes(c) <= 232_448 for c in kept)
     # The seeds' crash on SM120: 64/128/128 with 3 stages wants 147,456 B of a 101,376 B part.
-    crash = dict(BLOCK_SIZE_M=64, BLOCK_SIZE_N=128, BLOCK_SIZE_K=128, GROUP_SIZE_M=1, num_warps=4, num_stages=3)
+    crash = dict(
+        BLOCK_SIZE_M=64,
+        BLOCK_SIZE_N=128,
+        BLOCK_SIZE_K=128,
+        GROUP_SIZE_M=1,
+        num_warps=4,
+        num_stages=3,
+    )
     assert shared_memory_bytes(crash) == 147_456
     _kept, rej = prune([crash], shared_memory_limit=SHARED_MEMORY_PER_BLOCK["sm120"], shape=SHAPE)
     assert rej and "147456 B" in rej[0][1] and "101376" in rej[0][1]
 
 
 def test_shape_from_a_model_config_and_tp():
-    qwen2_57b = {"num_experts": 64, "moe_intermediate_size": 2560, "hidden_size": 3584, "num_experts_per_tok": 8}
+    qwen2_57b = {
+        "num_experts": 64,
+        "moe_intermediate_size": 2560,
+        "hidden_size": 3584,
+        "num_experts_per_tok": 8,
+    }
     assert shape_from_model_config(qwen2_57b, tp=4) == SHAPE
-    mixtral = {"num_local_experts": 8, "intermediate_size": 14336, "hidden_size": 4096, "num_experts_per_tok": 2}
+    mixtral = {
+        "num_local_experts": 8,
+        "intermediate_size": 14336,
+        "hidden_size": 4096,
+        "num_experts_per_tok": 2,
+    }
     assert shape_from_model_config(mixtral, tp=2).N == 7168
     with pytest.raises(ValueError, match="does not divide"):
         shape_from_model_config(qwen2_57b, tp=3)
@@ -107,9 +138,13 @@ def test_shape_from_a_model_config_and_tp():
 
 
 def test_default_config_is_sglangs_rule():
-    assert default_config(64, SHAPE) == dict(BLOCK_SIZE_M=16, BLOCK_SIZE_N=32, BLOCK_SIZE_K=64, GROUP_SIZE_M=1,
-                                             num_warps=4, num_stages=3)
-    assert default_config(65, SHAPE)["BLOCK_SIZE_M"] == 64 and default_config(65, SHAPE)["GROUP_SIZE_M"] == 8
+    assert default_config(64, SHAPE) == dict(
+        BLOCK_SIZE_M=16, BLOCK_SIZE_N=32, BLOCK_SIZE_K=64, GROUP_SIZE_M=1, num_warps=4, num_stages=3
+    )
+    assert (
+        default_config(65, SHAPE)["BLOCK_SIZE_M"] == 64
+        and default_config(65, SHAPE)["GROUP_SIZE_M"] == 8
+    )
 
 
 def _exhaustive_best(rec: Recorded, M: int) -> float:
@@ -117,15 +152,22 @@ def _exhaustive_best(rec: Recorded, M: int) -> float:
 
 
 @pytest.mark.parametrize("M", [1, 64])
-def test_successive_halving_lands_within_2pct_of_the_exhaustive_best_in_a_fraction_of_the_timings(tmp_path, M):
+def test_successive_halving_lands_within_2pct_of_the_exhaustive_best_in_a_fraction_of_the_timings(
+    tmp_path, M
+):
     rec = Recorded()
-    report = run_tune(TuneSpec(shape=SHAPE, batch_sizes=[M], min_budget_ms=1.2, max_budget_ms=10.8, rounds=1),
-                      rec, JsonlSink(tmp_path / "t.jsonl"))
+    report = run_tune(
+        TuneSpec(shape=SHAPE, batch_sizes=[M], min_budget_ms=1.2, max_budget_ms=10.8, rounds=1),
+        rec,
+        JsonlSink(tmp_path / "t.jsonl"),
+    )
     best = report.best[M]
     true_best = _exhaustive_best(rec, M)
     assert rec.latency[M][config_key(best)] <= 1.02 * true_best
     # The exhaustive run times 1,228 configs at 10.8 ms each; halving's windows add up to far less.
-    search_ms = sum(b for m, _k, b in rec.timed[:-2])  # the last two: the default-vs-tuned re-timing
+    search_ms = sum(
+        b for m, _k, b in rec.timed[:-2]
+    )  # the last two: the default-vs-tuned re-timing
     assert search_ms <= 0.1 * 1228 * 10.8
 
 
@@ -133,8 +175,15 @@ def test_a_killed_tune_resumes_without_measuring_anything_twice(ledger_path):
     store = LedgerStore(ledger_path)
     store.init()
     # A small first rung (5%) keeps the test short: every event is one real DuckDB append.
-    spec = TuneSpec(shape=SHAPE, batch_sizes=[1, 64], rounds=1, sample=0.05,
-                    output_dir=ledger_path.parent / "out", session_id="tune-test", candidate_id="kernel-tune:fused-moe")
+    spec = TuneSpec(
+        shape=SHAPE,
+        batch_sizes=[1, 64],
+        rounds=1,
+        sample=0.05,
+        output_dir=ledger_path.parent / "out",
+        session_id="tune-test",
+        candidate_id="kernel-tune:fused-moe",
+    )
     first = Recorded(interrupt_after=80, reject_stages=5)
     with pytest.raises(KeyboardInterrupt):
         run_tune(spec, first, StoreSink(store))
@@ -155,27 +204,46 @@ def test_a_killed_tune_resumes_without_measuring_anything_twice(ledger_path):
     assert not {(e.batch_size, config_key(e.config), e.budget_ms) for e in new} & set(first.timed)
     # Rejected configs were recorded with their reason and not tried again on resume.
     rejected = [e for e in measured if e.rejected]
-    assert rejected and all(e.latency_us is None and "OutOfResources" in e.rejected for e in rejected)
+    assert rejected and all(
+        e.latency_us is None and "OutOfResources" in e.rejected for e in rejected
+    )
     rejected_first = {(e.batch_size, config_key(e.config)) for e in rejected if e.seq < cancel_seq}
     assert rejected_first
     assert not {(m, k) for m, k, _b in second.timed} & rejected_first
     assert not set(second.checked) & rejected_first
     # The board's ledger shows the tune: the kernel_tunes / kernel_tune_results views and the decision log.
-    tunes = store.query_arrow("SELECT outcome FROM kernel_tunes ORDER BY seq").column("outcome").to_pylist()
+    tunes = (
+        store.query_arrow("SELECT outcome FROM kernel_tunes ORDER BY seq")
+        .column("outcome")
+        .to_pylist()
+    )
     assert tunes == ["cancelled", "completed"]
-    rows = store.query_arrow("SELECT batch_size, default_us, tuned_us FROM kernel_tune_results "
-                             "WHERE seq = (SELECT max(seq) FROM kernel_tunes) ORDER BY batch_size").to_pylist()
-    assert [r["batch_size"] for r in rows] == [1, 64] and all(r["tuned_us"] < r["default_us"] for r in rows)
+    rows = store.query_arrow(
+        "SELECT batch_size, default_us, tuned_us FROM kernel_tune_results "
+        "WHERE seq = (SELECT max(seq) FROM kernel_tunes) ORDER BY batch_size"
+    ).to_pylist()
+    assert [r["batch_size"] for r in rows] == [1, 64] and all(
+        r["tuned_us"] < r["default_us"] for r in rows
+    )
     from ledger.export_markdown import render_markdown
 
     assert "## Kernel tunes" in render_markdown(store, session_id="tune-test")
     # The board links the tune to its candidate: the latest evidence is the completed tune's summary.
     from schemas.events import CandidateProposed
 
-    store.append(CandidateProposed(candidate_id="kernel-tune:fused-moe", kind="kernel-tune", title="tune",
-                                   session_id="tune-test"))
+    store.append(
+        CandidateProposed(
+            candidate_id="kernel-tune:fused-moe",
+            kind="kernel-tune",
+            title="tune",
+            session_id="tune-test",
+        )
+    )
     board = store.query_arrow("SELECT latest_evidence_type, latest_evidence FROM board").to_pylist()
-    assert board[0]["latest_evidence_type"] == "kernel_tune_completed" and "completed" in board[0]["latest_evidence"]
+    assert (
+        board[0]["latest_evidence_type"] == "kernel_tune_completed"
+        and "completed" in board[0]["latest_evidence"]
+    )
 
 
 def test_time_budget_stops_cleanly_with_the_best_so_far(tmp_path):
@@ -187,8 +255,12 @@ def test_time_budget_stops_cleanly_with_the_best_so_far(tmp_path):
             return super().time(M, config, budget_ms)
 
     sink = JsonlSink(tmp_path / "t.jsonl")
-    report = run_tune(TuneSpec(shape=SHAPE, batch_sizes=[1, 64], time_budget_s=60, rounds=1, output_dir=tmp_path),
-                      Slow(), sink, clock=lambda: now[0])
+    report = run_tune(
+        TuneSpec(shape=SHAPE, batch_sizes=[1, 64], time_budget_s=60, rounds=1, output_dir=tmp_path),
+        Slow(),
+        sink,
+        clock=lambda: now[0],
+    )
     assert report.outcome == "timed-out"
     assert 1 in report.best and report.output_file and report.output_file.exists()
     done = [e for e in sink.measured(report.tune_id)]
@@ -196,20 +268,38 @@ def test_time_budget_stops_cleanly_with_the_best_so_far(tmp_path):
 
 
 def test_output_file_has_sglangs_name_and_loads_the_way_sglang_loads_it(tmp_path, monkeypatch):
-    report = run_tune(TuneSpec(shape=SHAPE, batch_sizes=[1, 64], rounds=1, output_dir=tmp_path / "moe"),
-                      Recorded(), JsonlSink(tmp_path / "t.jsonl"))
+    report = run_tune(
+        TuneSpec(shape=SHAPE, batch_sizes=[1, 64], rounds=1, output_dir=tmp_path / "moe"),
+        Recorded(),
+        JsonlSink(tmp_path / "t.jsonl"),
+    )
     # The name of the file SGLang 0.5.23 ships for this shape and GPU (shared/fixtures copy).
-    assert report.output_file.name == "E=64,N=640,device_name=NVIDIA_H200.json" == config_file_name(SHAPE, "NVIDIA H200")
+    assert (
+        report.output_file.name
+        == "E=64,N=640,device_name=NVIDIA_H200.json"
+        == config_file_name(SHAPE, "NVIDIA H200")
+    )
     # SGLang 0.5.23 get_moe_configs: $SGLANG_MOE_CONFIG_DIR/configs/triton_<X_Y_Z>/<name>,
     # then {int(key): value} from json.load, then the key nearest M.
     monkeypatch.setenv("SGLANG_MOE_CONFIG_DIR", str(tmp_path / "moe"))
-    path = os.path.join(os.environ["SGLANG_MOE_CONFIG_DIR"], "configs", "triton_" + "3.6.0".replace(".", "_"),
-                        report.output_file.name)
+    path = os.path.join(
+        os.environ["SGLANG_MOE_CONFIG_DIR"],
+        "configs",
+        "triton_" + "3.6.0".replace(".", "_"),
+        report.output_file.name,
+    )
     with open(path) as f:
         configs = {int(key): val for key, val in json.load(f).items()}
     assert sorted(configs) == [1, 64]
     for entry in configs.values():
-        assert list(entry) == ["BLOCK_SIZE_M", "BLOCK_SIZE_N", "BLOCK_SIZE_K", "GROUP_SIZE_M", "num_warps", "num_stages"]
+        assert list(entry) == [
+            "BLOCK_SIZE_M",
+            "BLOCK_SIZE_N",
+            "BLOCK_SIZE_K",
+            "GROUP_SIZE_M",
+            "num_warps",
+            "num_stages",
+        ]
         assert all(isinstance(v, int) for v in entry.values())
     assert nearest_config({str(k): v for k, v in configs.items()}, 40) == configs[64]
 
@@ -223,7 +313,9 @@ def test_kernel_tune_completed_holds_tuned_vs_default_and_roofline(tmp_path):
     done = [e for e in read_jsonl(sink.path) if e.type == "kernel_tune_completed"][0]
     r = done.results["64"]
     assert r["tuned_us"] < r["default_us"] and r["speedup"] > 1
-    assert 0 < r["bandwidth_fraction"] < 1 and 0 < r["flops_fraction"] < 0.05  # memory-bound at M = 64
+    assert (
+        0 < r["bandwidth_fraction"] < 1 and 0 < r["flops_fraction"] < 0.05
+    )  # memory-bound at M = 64
     started = [e for e in read_jsonl(sink.path) if e.type == "kernel_tune_started"][0]
     assert started.tune_key == tune_key_of(rec.kernel, SHAPE, rec.facts) and started.pruned == 672
 
@@ -245,7 +337,22 @@ def test_run_tune_without_torch_or_gpu_is_a_one_line_error(tmp_path, capsys):
     except ImportError:
         pass
     with pytest.raises(SystemExit) as exc:
-        main(["--ledger", str(tmp_path / "l.duckdb"), "run", "tune", "-E", "64", "-N", "640", "-K", "3584", "--topk", "8"])
+        main(
+            [
+                "--ledger",
+                str(tmp_path / "l.duckdb"),
+                "run",
+                "tune",
+                "-E",
+                "64",
+                "-N",
+                "640",
+                "-K",
+                "3584",
+                "--topk",
+                "8",
+            ]
+        )
     assert exc.value.code == 11
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "torch" in err[0]
@@ -253,20 +360,57 @@ def test_run_tune_without_torch_or_gpu_is_a_one_line_error(tmp_path, capsys):
 
 def test_run_tune_rejects_a_bad_shape(tmp_path, capsys):
     cfg = tmp_path / "config.json"
-    cfg.write_text(json.dumps({"num_experts": 64, "moe_intermediate_size": 2560, "hidden_size": 3584,
-                               "num_experts_per_tok": 8}))
+    cfg.write_text(
+        json.dumps(
+            {
+                "num_experts": 64,
+                "moe_intermediate_size": 2560,
+                "hidden_size": 3584,
+                "num_experts_per_tok": 8,
+            }
+        )
+    )
     with pytest.raises(SystemExit) as exc:
-        main(["--ledger", str(tmp_path / "l.duckdb"), "run", "tune", "--model-config", str(cfg), "--tp", "3"])
+        main(
+            [
+                "--ledger",
+                str(tmp_path / "l.duckdb"),
+                "run",
+                "tune",
+                "--model-config",
+                str(cfg),
+                "--tp",
+                "3",
+            ]
+        )
     assert exc.value.code == 3 and "does not divide" in capsys.readouterr().err
 
 
 def test_import_check_arch_flags_entries_sm120_cannot_launch(tmp_path, capsys):
     """The seeds' crash caught at import: B200-tuned entries that need more than SM120's 101,376 B."""
-    src = Path(__file__).parent / "fixtures" / "sglang" / "moe_configs" / "triton_3_4_0" / "E=256,N=256,device_name=NVIDIA_B200.json"
+    src = (
+        Path(__file__).parent
+        / "fixtures"
+        / "sglang"
+        / "moe_configs"
+        / "triton_3_4_0"
+        / "E=256,N=256,device_name=NVIDIA_B200.json"
+    )
     data = json.loads(src.read_text())
     ledger = str(tmp_path / "l.duckdb")
     with pytest.raises(SystemExit) as ok:
-        main(["--ledger", ledger, "import", "--check-arch", "sm120", "--check-arch", "sm100", str(src)])
+        main(
+            [
+                "--ledger",
+                ledger,
+                "import",
+                "--check-arch",
+                "sm120",
+                "--check-arch",
+                "sm100",
+                str(src),
+            ]
+        )
     assert ok.value.code in (0, None)
     out = capsys.readouterr().out
     from ledger.gpu_arch import moe_config_shared_memory
@@ -275,7 +419,10 @@ def test_import_check_arch_flags_entries_sm120_cannot_launch(tmp_path, capsys):
     assert expected  # the fixture has such entries
     findings = LedgerStore(ledger).read(types=["finding_recorded"])
     assert sorted(f.message.split("M=")[1].split(" ")[0] for f in findings) == expected
-    assert all(f.kind == "moe-config-exceeds-shared-memory" and f.host.compute_capability == "sm120" for f in findings)
+    assert all(
+        f.kind == "moe-config-exceeds-shared-memory" and f.host.compute_capability == "sm120"
+        for f in findings
+    )
     assert out.count("finding: ") == len(expected)
     with pytest.raises(SystemExit) as exc:
         main(["--ledger", ledger, "import", "--check-arch", "sm7", str(src)])

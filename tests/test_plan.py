@@ -27,9 +27,19 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def write_plan(tmp_path: Path, *, base_delay: float, cand_delay: float, repeats: int, prompts: int,
-               concurrency: str = "[1, 2]", session: str = "plan-test", cand_flags: str = "",
-               plan_extra: str = "", model_line: str = 'model = "fake"') -> Path:
+def write_plan(
+    tmp_path: Path,
+    *,
+    base_delay: float,
+    cand_delay: float,
+    repeats: int,
+    prompts: int,
+    concurrency: str = "[1, 2]",
+    session: str = "plan-test",
+    cand_flags: str = "",
+    plan_extra: str = "",
+    model_line: str = 'model = "fake"',
+) -> Path:
     text = f"""
 [plan]
 session = "{session}"
@@ -72,7 +82,9 @@ flags = {{ delay-ms = {cand_delay}{cand_flags} }}
 
 
 def quick_runner(store: LedgerStore, session: str) -> ServerRunner:
-    return ServerRunner(store, session_id=session, poll_interval_s=0.1, sigint_wait_s=5, sigterm_wait_s=5)
+    return ServerRunner(
+        store, session_id=session, poll_interval_s=0.1, sigint_wait_s=5, sigterm_wait_s=5
+    )
 
 
 def test_plan_interleaves_records_and_compares(tmp_path: Path) -> None:
@@ -86,8 +98,9 @@ def test_plan_interleaves_records_and_compares(tmp_path: Path) -> None:
     started = [e.config_name for e in store.read(types=["server_started"])]
     assert started == ["baseline", "fast"] * 3
     assert len(store.read(types=["server_stopped"])) == 6
-    benches = store.query_arrow("SELECT config_name, concurrency, repeat, valid, server_run_id FROM benchmarks "
-                                "ORDER BY seq").to_pylist()
+    benches = store.query_arrow(
+        "SELECT config_name, concurrency, repeat, valid, server_run_id FROM benchmarks ORDER BY seq"
+    ).to_pylist()
     assert [(b["config_name"], b["concurrency"], b["repeat"]) for b in benches] == [
         (arm, c, r) for r in range(3) for arm in ("baseline", "fast") for c in (1, 2)
     ]
@@ -97,9 +110,12 @@ def test_plan_interleaves_records_and_compares(tmp_path: Path) -> None:
     assert len(result.comparisons) == 2 * 9
     deltas = store.query_arrow(
         "SELECT concurrency, verdict, change_pct, ci_low_pct, verdict_rule FROM benchmark_deltas "
-        "WHERE metric = 'output_throughput' ORDER BY concurrency").to_pylist()
+        "WHERE metric = 'output_throughput' ORDER BY concurrency"
+    ).to_pylist()
     assert [d["concurrency"] for d in deltas] == [1, 2]
-    assert all(d["verdict"] == "improved" and d["verdict_rule"].startswith("statistical") for d in deltas)
+    assert all(
+        d["verdict"] == "improved" and d["verdict_rule"].startswith("statistical") for d in deltas
+    )
     assert all(d["ci_low_pct"] > 50 for d in deltas)  # 12 ms -> 3 ms per chunk: far more than +50%
 
     # the single-flag candidate gets a measured finding, visible in flag_verdicts
@@ -122,8 +138,12 @@ def test_plan_interleaves_records_and_compares(tmp_path: Path) -> None:
     assert "value / baseline - 1" in text
     from runners.compare import raw_change
 
-    view = {(d["concurrency"], d["metric"]): d for d in store.query_arrow(
-        "SELECT concurrency, metric, change_pct, baseline_value, value FROM benchmark_deltas").to_pylist()}
+    view = {
+        (d["concurrency"], d["metric"]): d
+        for d in store.query_arrow(
+            "SELECT concurrency, metric, change_pct, baseline_value, value FROM benchmark_deltas"
+        ).to_pylist()
+    }
     for c in result.comparisons:
         d = view[(c.concurrency, c.metric)]
         assert d["change_pct"] == pytest.approx(100 * raw_change(c.change, c.better_direction))
@@ -135,10 +155,16 @@ def test_plan_interleaves_records_and_compares(tmp_path: Path) -> None:
     md = render_markdown(store, session_id="plan-test")
     hardware = next(line for line in md.splitlines() if line.startswith("- Hardware:"))
     assert "CPU" in hardware and "GPU ?" not in hardware and "x0" not in hardware
-    runs_header = next(line for line in md.split("## Server runs")[1].splitlines() if line.startswith("| Config"))
+    runs_header = next(
+        line for line in md.split("## Server runs")[1].splitlines() if line.startswith("| Config")
+    )
     assert "max_running_requests" not in runs_header and "MoE kernel config" not in runs_header
     deltas = md.split("## Benchmark deltas")[1].split("## Timeline")[0]
-    fast = next(line for line in deltas.splitlines() if line.startswith("| fast | c=2") and "output_throughput" in line)
+    fast = next(
+        line
+        for line in deltas.splitlines()
+        if line.startswith("| fast | c=2") and "output_throughput" in line
+    )
     assert "(CV " in fast and f"`tuneledger run plan {plan.source}`" in fast and "improved" in fast
 
 
@@ -146,21 +172,35 @@ def test_plan_file_errors(tmp_path: Path) -> None:
     from ledger.errors import InvalidInput
 
     bad = tmp_path / "bad.toml"
-    bad.write_text('[plan]\nbaseline = "nope"\n[[candidates]]\nconfig = "x"\n[configs.x]\nengine = "transformers"\n')
+    bad.write_text(
+        '[plan]\nbaseline = "nope"\n[[candidates]]\nconfig = "x"\n[configs.x]\nengine = "transformers"\n'
+    )
     with pytest.raises(InvalidInput, match="no configuration nope"):
         load_plan(bad)
-    bad.write_text('[plan]\nrepeats = 0\n')
+    bad.write_text("[plan]\nrepeats = 0\n")
     with pytest.raises(InvalidInput, match="repeats"):
         load_plan(bad)
 
 
 def test_sigint_stops_the_server_and_records_what_completed(tmp_path: Path) -> None:
-    plan = write_plan(tmp_path, base_delay=30, cand_delay=30, repeats=3, prompts=8, concurrency="[1]",
-                      session="sigint")
+    plan = write_plan(
+        tmp_path,
+        base_delay=30,
+        cand_delay=30,
+        repeats=3,
+        prompts=8,
+        concurrency="[1]",
+        session="sigint",
+    )
     ledger = tmp_path / "l.duckdb"
     env = {**os.environ, "TUNELEDGER_LEDGER": str(ledger)}
-    proc = subprocess.Popen([str(TUNELEDGER), "run", "plan", str(plan), "--no-progress"], env=env,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [str(TUNELEDGER), "run", "plan", str(plan), "--no-progress"],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     store = LedgerStore(ledger)
     deadline = time.monotonic() + 60
     try:
@@ -182,7 +222,9 @@ def test_sigint_stops_the_server_and_records_what_completed(tmp_path: Path) -> N
     assert proc.returncode == 130, err
     started = store.read(types=["server_started"])
     ended = store.read(types=["server_stopped", "server_failed"])
-    assert {e.run_id for e in started} == {e.run_id for e in ended}  # nothing left running unrecorded
+    assert {e.run_id for e in started} == {
+        e.run_id for e in ended
+    }  # nothing left running unrecorded
     for event in started:  # and the fake engines really are gone
         with pytest.raises(ProcessLookupError):
             os.kill(event.pid, 0)
@@ -193,47 +235,86 @@ def test_sigint_stops_the_server_and_records_what_completed(tmp_path: Path) -> N
     assert not store.read(types=["comparison_completed"])
 
 
-def test_a_failed_run_is_recorded_retried_on_a_restarted_server_and_the_plan_goes_on(tmp_path: Path) -> None:
+def test_a_failed_run_is_recorded_retried_on_a_restarted_server_and_the_plan_goes_on(
+    tmp_path: Path,
+) -> None:
     """Issue 7.2: one failed warm-up ended the whole plan (exit 13) and lost the remaining repeats."""
     marker = tmp_path / "failed-once"
-    plan = load_plan(write_plan(tmp_path, base_delay=2, cand_delay=1, repeats=2, prompts=4, session="retry",
-                                cand_flags=f', fail-posts = 5, fail-marker = "{marker}"'))
+    plan = load_plan(
+        write_plan(
+            tmp_path,
+            base_delay=2,
+            cand_delay=1,
+            repeats=2,
+            prompts=4,
+            session="retry",
+            cand_flags=f', fail-posts = 5, fail-marker = "{marker}"',
+        )
+    )
     assert plan.plan.retries == 1
     store = LedgerStore(tmp_path / "l.duckdb")
     with quick_runner(store, "retry") as servers:
         result = run_plan(plan, store, servers, progress=False)
     assert marker.exists()
-    assert [(f.config_name, f.repeat, f.loads, f.retried) for f in result.failures] == [("fast", 0, [1, 2], True)]
+    assert [(f.config_name, f.repeat, f.loads, f.retried) for f in result.failures] == [
+        ("fast", 0, [1, 2], True)
+    ]
     assert "HTTP 500" in result.failures[0].cause and result.missing == []
     # the failed attempt is in the ledger, not valid, with its cause; the retry measured everything
-    failed = store.query_arrow("SELECT config_name, concurrency, valid, completed FROM benchmarks "
-                               "WHERE completed = 0").to_pylist()
+    failed = store.query_arrow(
+        "SELECT config_name, concurrency, valid, completed FROM benchmarks WHERE completed = 0"
+    ).to_pylist()
     assert failed == [{"config_name": "fast", "concurrency": 1, "valid": False, "completed": 0}]
     event = result.failures[0].event
     assert event is not None and "HTTP 500" in event.validity_notes[0] and "retried" in event.notes
     started = [e.config_name for e in store.read(types=["server_started"])]
     assert started == ["baseline", "fast", "fast", "baseline", "fast"]
     # issue 7.8: each run names the candidate it was made for (the baseline none)
-    made_for = store.query_arrow("SELECT DISTINCT config_name, candidate_id FROM benchmarks ORDER BY 1").to_pylist()
-    assert made_for == [{"config_name": "baseline", "candidate_id": None},
-                        {"config_name": "fast", "candidate_id": "flag:delay-ms"}]
+    made_for = store.query_arrow(
+        "SELECT DISTINCT config_name, candidate_id FROM benchmarks ORDER BY 1"
+    ).to_pylist()
+    assert made_for == [
+        {"config_name": "baseline", "candidate_id": None},
+        {"config_name": "fast", "candidate_id": "flag:delay-ms"},
+    ]
     assert len(result.points) == 2 * 2 * 2
     assert all(c.baseline_runs == 2 and c.runs == 2 for c in result.comparisons)
 
 
-def test_a_run_failing_past_its_retry_budget_is_missing_and_the_table_says_so(tmp_path: Path) -> None:
-    path = write_plan(tmp_path, base_delay=2, cand_delay=1, repeats=2, prompts=4, session="missing",
-                      concurrency="[1]", cand_flags=", fail-posts = 1000", plan_extra="retries = 0")
+def test_a_run_failing_past_its_retry_budget_is_missing_and_the_table_says_so(
+    tmp_path: Path,
+) -> None:
+    path = write_plan(
+        tmp_path,
+        base_delay=2,
+        cand_delay=1,
+        repeats=2,
+        prompts=4,
+        session="missing",
+        concurrency="[1]",
+        cand_flags=", fail-posts = 1000",
+        plan_extra="retries = 0",
+    )
     ledger = tmp_path / "l.duckdb"
     env = {**os.environ, "TUNELEDGER_LEDGER": str(ledger), "COLUMNS": "250"}
-    out = subprocess.run([str(TUNELEDGER), "run", "plan", str(path), "--no-progress"], env=env,
-                         capture_output=True, text=True, timeout=300)
+    out = subprocess.run(
+        [str(TUNELEDGER), "run", "plan", str(path), "--no-progress"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert out.returncode == 0, out.stderr
     assert "going on without it" in out.stderr
     assert "missing: fast rep 0 c=1" in out.stdout and "missing: fast rep 1 c=1" in out.stdout
     assert "HTTP 500" in out.stdout
     store = LedgerStore(ledger)
-    assert len(store.read(types=["server_started"])) == 4 and len(store.read(types=["server_stopped"])) == 4
-    assert store.query_arrow("SELECT count(*) FILTER (WHERE valid) AS ok, count(*) FILTER (WHERE NOT valid) AS bad "
-                             "FROM benchmarks").to_pylist() == [{"ok": 2, "bad": 2}]
+    assert (
+        len(store.read(types=["server_started"])) == 4
+        and len(store.read(types=["server_stopped"])) == 4
+    )
+    assert store.query_arrow(
+        "SELECT count(*) FILTER (WHERE valid) AS ok, count(*) FILTER (WHERE NOT valid) AS bad "
+        "FROM benchmarks"
+    ).to_pylist() == [{"ok": 2, "bad": 2}]
     assert {c.verdict for c in store.read(types=["comparison_completed"])} == {"insufficient data"}

@@ -22,7 +22,13 @@ from schemas.events import (
     StartupFacts,
 )
 
-HOST = Host(gpu_name="NVIDIA H200", compute_capability="9.0", gpu_count=1, engine="sglang", engine_version="0.5.12")
+HOST = Host(
+    gpu_name="NVIDIA H200",
+    compute_capability="9.0",
+    gpu_count=1,
+    engine="sglang",
+    engine_version="0.5.12",
+)
 
 
 def snapshot(store: LedgerStore) -> dict[str, list[dict]]:
@@ -31,8 +37,10 @@ def snapshot(store: LedgerStore) -> dict[str, list[dict]]:
         if table == "bench_arms":
             # Sums kept incrementally differ from a replay's only by float rounding, and an arm
             # whose every run was retracted stays as a row with 0 runs (a replay never adds it).
-            sql = ("SELECT * EXCLUDE (total, last_seq), round(total, 6) AS total FROM bench_arms "
-                   "WHERE runs > 0 ORDER BY arm_key")
+            sql = (
+                "SELECT * EXCLUDE (total, last_seq), round(total, 6) AS total FROM bench_arms "
+                "WHERE runs > 0 ORDER BY arm_key"
+            )
         else:
             order = {"retractions": "event_id", "stream_heads": "stream"}.get(table, "seq")
             sql = f"SELECT * FROM {table} ORDER BY {order}"
@@ -48,25 +56,45 @@ def random_batches(rng: random.Random, n_batches: int) -> list[list]:
             kind = rng.choice(["bench", "bench", "note", "flag", "cand", "server", "retract"])
             if kind == "bench":
                 event = BenchmarkCompleted(
-                    run_id=f"r{b}-{i}", config_name=rng.choice(["baseline", "x", "y"]), session_id="s",
-                    concurrency=rng.choice([1, 64]), host=HOST, valid=rng.random() > 0.1,
-                    metrics=BenchMetrics(output_throughput=rng.uniform(100, 200), median_ttft_ms=rng.uniform(10, 20)),
+                    run_id=f"r{b}-{i}",
+                    config_name=rng.choice(["baseline", "x", "y"]),
+                    session_id="s",
+                    concurrency=rng.choice([1, 64]),
+                    host=HOST,
+                    valid=rng.random() > 0.1,
+                    metrics=BenchMetrics(
+                        output_throughput=rng.uniform(100, 200), median_ttft_ms=rng.uniform(10, 20)
+                    ),
                 )
                 bench_ids.append(event.event_id)
             elif kind == "note":
                 event = NoteAdded(text=f"note {b}-{i}", session_id="s")
             elif kind == "flag":
-                event = FlagResearched(flag=rng.choice(["enable-a", "enable-b"]), verdict=rng.choice(["no-op", "effective"]), host=HOST)
+                event = FlagResearched(
+                    flag=rng.choice(["enable-a", "enable-b"]),
+                    verdict=rng.choice(["no-op", "effective"]),
+                    host=HOST,
+                )
             elif kind == "cand":
-                event = CandidateProposed(candidate_id=f"c{b}", kind="flag", title="t", session_id="s")
+                event = CandidateProposed(
+                    candidate_id=f"c{b}", kind="flag", title="t", session_id="s"
+                )
                 batch.append(event)
                 event = CandidateTriaged(candidate_id=f"c{b}", status="accepted", session_id="s")
             elif kind == "server":
-                batch.append(ServerStarted(run_id=f"srv{b}{i}", engine="sglang", session_id="s", host=HOST))
-                event = ServerReady(run_id=f"srv{b}{i}", session_id="s", host=HOST,
-                                    startup=StartupFacts(max_running_requests=rng.choice([26, 48])))
+                batch.append(
+                    ServerStarted(run_id=f"srv{b}{i}", engine="sglang", session_id="s", host=HOST)
+                )
+                event = ServerReady(
+                    run_id=f"srv{b}{i}",
+                    session_id="s",
+                    host=HOST,
+                    startup=StartupFacts(max_running_requests=rng.choice([26, 48])),
+                )
             elif bench_ids:
-                event = EventRetracted(retracted_event_id=rng.choice(bench_ids), reason="bad run", session_id="s")
+                event = EventRetracted(
+                    retracted_event_id=rng.choice(bench_ids), reason="bad run", session_id="s"
+                )
             else:
                 continue
             batch.append(event)
@@ -77,7 +105,9 @@ def random_batches(rng: random.Random, n_batches: int) -> list[list]:
 
 @pytest.mark.parametrize("hold_s", [0.0, 60.0], ids=["one-shot", "kept-open"])
 @pytest.mark.parametrize("seed", [1, 2, 3])
-def test_incremental_projection_equals_full_replay(tmp_path: Path, seed: int, hold_s: float) -> None:
+def test_incremental_projection_equals_full_replay(
+    tmp_path: Path, seed: int, hold_s: float
+) -> None:
     # one-shot: projected inside each append; kept open: caught up in batches of several appends
     store = LedgerStore(tmp_path / "p.duckdb", hold_s=hold_s)
     store.init()
@@ -98,13 +128,25 @@ def test_incremental_projection_equals_full_replay(tmp_path: Path, seed: int, ho
 def test_retracting_a_run_removes_it_from_the_arm(tmp_path: Path) -> None:
     store = LedgerStore(tmp_path / "p.duckdb")
     runs = [
-        BenchmarkCompleted(run_id=f"b{i}", config_name="baseline", concurrency=1, session_id="s",
-                           metrics=BenchMetrics(output_throughput=v))
+        BenchmarkCompleted(
+            run_id=f"b{i}",
+            config_name="baseline",
+            concurrency=1,
+            session_id="s",
+            metrics=BenchMetrics(output_throughput=v),
+        )
         for i, v in enumerate([100.0, 102.0, 500.0])
     ]
     store.append(runs)
-    store.append(BenchmarkCompleted(run_id="x", config_name="x", concurrency=1, session_id="s",
-                                    metrics=BenchMetrics(output_throughput=101.0)))
+    store.append(
+        BenchmarkCompleted(
+            run_id="x",
+            config_name="x",
+            concurrency=1,
+            session_id="s",
+            metrics=BenchMetrics(output_throughput=101.0),
+        )
+    )
 
     def baseline() -> dict:
         return store.query_arrow(
@@ -112,10 +154,16 @@ def test_retracting_a_run_removes_it_from_the_arm(tmp_path: Path) -> None:
         ).to_pylist()[0]
 
     assert baseline() == {"baseline_value": pytest.approx(234.0), "baseline_runs": 3}
-    store.append(EventRetracted(retracted_event_id=runs[2].event_id, reason="outlier: GPU was shared", session_id="s"))
+    store.append(
+        EventRetracted(
+            retracted_event_id=runs[2].event_id, reason="outlier: GPU was shared", session_id="s"
+        )
+    )
     assert baseline() == {"baseline_value": pytest.approx(101.0), "baseline_runs": 2}
     # retracting twice changes nothing more
-    store.append(EventRetracted(retracted_event_id=runs[2].event_id, reason="again", session_id="s"))
+    store.append(
+        EventRetracted(retracted_event_id=runs[2].event_id, reason="again", session_id="s")
+    )
     assert baseline() == {"baseline_value": pytest.approx(101.0), "baseline_runs": 2}
     assert store.query_arrow("SELECT count(*) AS n FROM benchmarks").to_pylist() == [{"n": 3}]
     assert store.query_arrow("SELECT count(*) AS n FROM events").to_pylist() == [{"n": 6}]

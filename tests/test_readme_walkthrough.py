@@ -33,15 +33,21 @@ def walkthrough_blocks(readme: str) -> list[str]:
     """The ``sh`` code blocks of the README's first-session section, in order."""
     start = readme.index(SECTION)
     end = readme.find("\n## ", start + len(SECTION))
-    section = readme[start:end if end != -1 else None]
+    section = readme[start : end if end != -1 else None]
     return re.findall(r"```sh\n(.*?)```", section, flags=re.S)
 
 
 def test_the_walkthrough_has_every_step() -> None:
     script = "\n".join(walkthrough_blocks((ROOT / "README.md").read_text()))
-    for step in ("tuneledger init", "tuneledger append flag_researched", "tuneledger run server start",
-                 "tuneledger run bench", "tuneledger run plan examples/plan.toml", "benchmark_deltas",
-                 "tuneledger export markdown"):
+    for step in (
+        "tuneledger init",
+        "tuneledger append flag_researched",
+        "tuneledger run server start",
+        "tuneledger run bench",
+        "tuneledger run plan examples/plan.toml",
+        "benchmark_deltas",
+        "tuneledger export markdown",
+    ):
         assert step in script, step
 
 
@@ -49,24 +55,38 @@ def test_readme_first_session_runs_as_written(tmp_path: Path) -> None:
     if shutil.which("transformers", path=str(Path(sys.executable).parent)) is None:
         pytest.skip("the `transformers` command is not installed next to this Python")
     blocks = walkthrough_blocks((ROOT / "README.md").read_text())
-    make_lines = [line for block in blocks for line in block.splitlines() if line.startswith("make ")]
+    make_lines = [
+        line for block in blocks for line in block.splitlines() if line.startswith("make ")
+    ]
     for line in make_lines:
         target = line.split("#")[0].split()[1:]
-        assert subprocess.run(["make", "-n", *target], cwd=ROOT, capture_output=True).returncode == 0, line
+        assert (
+            subprocess.run(["make", "-n", *target], cwd=ROOT, capture_output=True).returncode == 0
+        ), line
     script = "\n".join(block for block in blocks if not block.lstrip().startswith("make "))
     for name in (".venv", "examples", "tests"):
         (tmp_path / name).symlink_to(ROOT / name)
     env = {k: v for k, v in os.environ.items() if not k.startswith("TUNELEDGER_")}
     env.update({"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "COLUMNS": "200"})
-    out = subprocess.run(["bash", "-e", "-o", "pipefail", "-c", script], cwd=tmp_path, env=env,
-                         capture_output=True, text=True, timeout=1500)
+    out = subprocess.run(
+        ["bash", "-e", "-o", "pipefail", "-c", script],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=1500,
+    )
     print(out.stdout)
     assert out.returncode == 0, out.stderr[-4000:]
     assert "Plan verdicts" in out.stdout and "Traceback" not in out.stderr
 
     store = LedgerStore(tmp_path / "first-session.duckdb")
-    types = {r["type"]: r["n"] for r in store.query_arrow(
-        "SELECT type, count(*) AS n FROM timeline GROUP BY type").to_pylist()}
+    types = {
+        r["type"]: r["n"]
+        for r in store.query_arrow(
+            "SELECT type, count(*) AS n FROM timeline GROUP BY type"
+        ).to_pylist()
+    }
     assert types["session_started"] == 1 and types["flag_researched"] == 1
     assert types["server_started"] == 1 + 2 * 3 and types["comparison_completed"] >= 6
     bench = store.query_arrow("SELECT config_name, source FROM benchmarks ORDER BY seq").to_pylist()

@@ -13,10 +13,25 @@ from schemas import EVENT_TYPES, parse_event
 from schemas.jsonschema import JSON_DIR, generate
 
 REQUIRED_TYPES = {
-    "session_started", "session_ended", "host_observed", "candidate_proposed", "flag_researched",
-    "candidate_triaged", "server_started", "server_ready", "server_stopped", "server_failed",
-    "benchmark_completed", "kernel_tune_started", "kernel_config_measured", "kernel_tune_completed",
-    "spec_decoding_trial_completed", "patch_applied", "decision_recorded", "note_added", "event_retracted",
+    "session_started",
+    "session_ended",
+    "host_observed",
+    "candidate_proposed",
+    "flag_researched",
+    "candidate_triaged",
+    "server_started",
+    "server_ready",
+    "server_stopped",
+    "server_failed",
+    "benchmark_completed",
+    "kernel_tune_started",
+    "kernel_config_measured",
+    "kernel_tune_completed",
+    "spec_decoding_trial_completed",
+    "patch_applied",
+    "decision_recorded",
+    "note_added",
+    "event_retracted",
 }
 
 
@@ -28,9 +43,23 @@ def test_every_required_type_exists_snake_case_and_versioned() -> None:
 
 
 def test_verdict_vocabulary() -> None:
-    assert {"effective", "no-op", "dead-code", "not-activated", "harmful", "incompatible",
-            "already-default", "no-measurable-change", "unknown"} <= set(schemas.VERDICTS)
-    assert set(schemas.NO_EFFECT_VERDICTS) == {"no-op", "dead-code", "not-activated", "no-measurable-change"}
+    assert {
+        "effective",
+        "no-op",
+        "dead-code",
+        "not-activated",
+        "harmful",
+        "incompatible",
+        "already-default",
+        "no-measurable-change",
+        "unknown",
+    } <= set(schemas.VERDICTS)
+    assert set(schemas.NO_EFFECT_VERDICTS) == {
+        "no-op",
+        "dead-code",
+        "not-activated",
+        "no-measurable-change",
+    }
 
 
 def test_committed_json_schemas_are_current() -> None:
@@ -43,11 +72,19 @@ def test_committed_json_schemas_are_current() -> None:
 
 
 def test_envelope_defaults_and_normalisation() -> None:
-    event = parse_event({
-        "type": "flag_researched", "flag": "--enable_fused_moe_sum_all_reduce", "verdict": "no-op",
-        "host": {"gpu_name": "NVIDIA RTX PRO 6000 Blackwell", "compute_capability": "12.0", "gpu_count": 4},
-        "recorded_at": "2026-11-20T14:02:11",
-    })
+    event = parse_event(
+        {
+            "type": "flag_researched",
+            "flag": "--enable_fused_moe_sum_all_reduce",
+            "verdict": "no-op",
+            "host": {
+                "gpu_name": "NVIDIA RTX PRO 6000 Blackwell",
+                "compute_capability": "12.0",
+                "gpu_count": 4,
+            },
+            "recorded_at": "2026-11-20T14:02:11",
+        }
+    )
     assert event.flag == "enable-fused-moe-sum-all-reduce"
     assert event.host.compute_capability == "sm120"
     assert event.event_id.version == 7
@@ -61,9 +98,15 @@ def test_envelope_defaults_and_normalisation() -> None:
         ({"type": "flag_researched", "flag": "x", "verdict": "maybe"}, "verdict"),
         ({"type": "note_added"}, "text"),
         ({"type": "note_added", "text": "x", "colour": "red"}, "colour"),
-        ({"type": "benchmark_completed", "run_id": "r", "config_name": "c", "concurrency": 0}, "concurrency"),
+        (
+            {"type": "benchmark_completed", "run_id": "r", "config_name": "c", "concurrency": 0},
+            "concurrency",
+        ),
         ({"type": "candidate_triaged", "candidate_id": "c", "status": "kept"}, "status"),
-        ({"type": "note_added", "text": "x", "host": {"compute_capability": "blackwell"}}, "compute_capability"),
+        (
+            {"type": "note_added", "text": "x", "host": {"compute_capability": "blackwell"}},
+            "compute_capability",
+        ),
     ],
 )
 def test_invalid_events_are_rejected(data: dict, field: str) -> None:

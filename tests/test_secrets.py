@@ -17,27 +17,43 @@ from typing import Any, get_args
 import duckdb
 import pytest
 from pydantic import BaseModel
+from test_runner_server import fake_config, make_runner
 
 from ledger.store import LedgerStore
 from runners.configs import parse_configs
 from runners.engines import recorded_env
 from runners.server import ServerStartFailed
 from schemas import EVENT_TYPES
-from schemas.secrets import add_secret_words, is_secret_name, mask_payload, mask_text, may_hold_secret
-
-from test_runner_server import fake_config, make_runner
+from schemas.secrets import (
+    add_secret_words,
+    is_secret_name,
+    mask_payload,
+    mask_text,
+    may_hold_secret,
+)
 
 ROOT = Path(__file__).resolve().parents[1]
 CLI = [sys.executable, "-m", "ledger.cli"]
-SECRETS = ("sk-X-config-key", "sk-Z-log-key", "hunter2-admin", "Bearer-zzz", "ib-auth-secret", "sk-Q-note")
+SECRETS = (
+    "sk-X-config-key",
+    "sk-Z-log-key",
+    "hunter2-admin",
+    "Bearer-zzz",
+    "ib-auth-secret",
+    "sk-Q-note",
+)
 
 
 def stored_text(path: Path) -> str:
     """Every value of every column of every table in the ledger file, as text."""
     con = duckdb.connect(str(path), read_only=True)
     try:
-        tables = [r[0] for r in con.execute(
-            "SELECT table_name FROM information_schema.tables WHERE table_type = 'BASE TABLE'").fetchall()]
+        tables = [
+            r[0]
+            for r in con.execute(
+                "SELECT table_name FROM information_schema.tables WHERE table_type = 'BASE TABLE'"
+            ).fetchall()
+        ]
         parts = []
         for table in tables:
             parts.append(str(con.execute(f'SELECT * FROM "{table}"').fetchall()))
@@ -46,39 +62,94 @@ def stored_text(path: Path) -> str:
         con.close()
 
 
-@pytest.mark.parametrize("name", ["api-key", "--api-key", "api_key", "apiKey", "OPENAI_API_KEY", "HF_TOKEN", "token",
-                                  "SGLANG_ADMIN_PASS", "SGLANG_AUTH", "NCCL_IB_AUTH", "password", "db_passwd",
-                                  "client-secret", "aws_secret_access_key", "credentials", "Authorization", "bearer",
-                                  "private key", "ssh_private_key", "access_token", "authToken", "hf_token"])
+@pytest.mark.parametrize(
+    "name",
+    [
+        "api-key",
+        "--api-key",
+        "api_key",
+        "apiKey",
+        "OPENAI_API_KEY",
+        "HF_TOKEN",
+        "token",
+        "SGLANG_ADMIN_PASS",
+        "SGLANG_AUTH",
+        "NCCL_IB_AUTH",
+        "password",
+        "db_passwd",
+        "client-secret",
+        "aws_secret_access_key",
+        "credentials",
+        "Authorization",
+        "bearer",
+        "private key",
+        "ssh_private_key",
+        "access_token",
+        "authToken",
+        "hf_token",
+    ],
+)
 def test_secret_names(name: str) -> None:
     assert is_secret_name(name)
 
 
-@pytest.mark.parametrize("name", ["max_total_tokens", "max-prefill-tokens", "tokenizer_path", "skip_tokenizer_init",
-                                  "author", "passes", "keyboard", "CUDA_VISIBLE_DEVICES", "tp", "output_tokens",
-                                  # benchmark tools' metric names (llmperf, GuideLLM): "token" mid-name is a unit
-                                  "inter_token_latency_s_mean", "time_per_output_token_ms_mean",
-                                  "mean_output_token_length", "request_output_throughput_token_per_s_p50"])
+@pytest.mark.parametrize(
+    "name",
+    [
+        "max_total_tokens",
+        "max-prefill-tokens",
+        "tokenizer_path",
+        "skip_tokenizer_init",
+        "author",
+        "passes",
+        "keyboard",
+        "CUDA_VISIBLE_DEVICES",
+        "tp",
+        "output_tokens",
+        # benchmark tools' metric names (llmperf, GuideLLM): "token" mid-name is a unit
+        "inter_token_latency_s_mean",
+        "time_per_output_token_ms_mean",
+        "mean_output_token_length",
+        "request_output_throughput_token_per_s_p50",
+    ],
+)
 def test_not_secret_names(name: str) -> None:
     assert not is_secret_name(name)
 
 
-@pytest.mark.parametrize(("text", "masked"), [
-    ("python -m sglang.launch_server --api-key sk-1 --tp 4", "python -m sglang.launch_server --api-key *** --tp 4"),
-    ("--api-key=sk-1", "--api-key=***"),
-    ("server_args=ServerArgs(model_path='m', api_key='sk-1', max_total_tokens=5)",
-     "server_args=ServerArgs(model_path='m', api_key='***', max_total_tokens=5)"),
-    ("server_args=ServerArgs(api_key=None, tp_size=4)", "server_args=ServerArgs(api_key=None, tp_size=4)"),
-    ('{"api_key": "sk-1", "token": null}', '{"api_key": "***", "token": null}'),
-    ("Authorization: Bearer abcdefghijkl", "Authorization: ***"),
-    ("curl -H 'Authorization: Bearer abcdefghijkl' http://x", "curl -H 'Authorization: ***' http://x"),
-    ("export HF_TOKEN=hf_abc", "export HF_TOKEN=***"),
-    ("SGLANG_AUTH=\"Bearer x y\"", "SGLANG_AUTH=\"***\""),
-    ("key in a note: sk-proj-abcdefghijklmnop1234", "key in a note: ***"),
-    ("hf_abcdefghijklmnopqrstuvwx in a path", "*** in a path"),
-    ("max_total_tokens=412345, #token: 70011", "max_total_tokens=412345, #token: 70011"),
-    ("llmperf inter_token_latency = ttlt / output tokens", "llmperf inter_token_latency = ttlt / output tokens"),
-])
+@pytest.mark.parametrize(
+    ("text", "masked"),
+    [
+        (
+            "python -m sglang.launch_server --api-key sk-1 --tp 4",
+            "python -m sglang.launch_server --api-key *** --tp 4",
+        ),
+        ("--api-key=sk-1", "--api-key=***"),
+        (
+            "server_args=ServerArgs(model_path='m', api_key='sk-1', max_total_tokens=5)",
+            "server_args=ServerArgs(model_path='m', api_key='***', max_total_tokens=5)",
+        ),
+        (
+            "server_args=ServerArgs(api_key=None, tp_size=4)",
+            "server_args=ServerArgs(api_key=None, tp_size=4)",
+        ),
+        ('{"api_key": "sk-1", "token": null}', '{"api_key": "***", "token": null}'),
+        ("Authorization: Bearer abcdefghijkl", "Authorization: ***"),
+        (
+            "curl -H 'Authorization: Bearer abcdefghijkl' http://x",
+            "curl -H 'Authorization: ***' http://x",
+        ),
+        ("export HF_TOKEN=hf_abc", "export HF_TOKEN=***"),
+        ('SGLANG_AUTH="Bearer x y"', 'SGLANG_AUTH="***"'),
+        ("key in a note: sk-proj-abcdefghijklmnop1234", "key in a note: ***"),
+        ("hf_abcdefghijklmnopqrstuvwx in a path", "*** in a path"),
+        ("max_total_tokens=412345, #token: 70011", "max_total_tokens=412345, #token: 70011"),
+        (
+            "llmperf inter_token_latency = ttlt / output tokens",
+            "llmperf inter_token_latency = ttlt / output tokens",
+        ),
+    ],
+)
 def test_mask_text(text: str, masked: str) -> None:
     assert mask_text(text) == masked
 
@@ -121,7 +192,12 @@ def test_words_added_by_the_config_file_are_masked(monkeypatch: pytest.MonkeyPat
     monkeypatch.setattr(secrets, "_WORDS", set(secrets._WORDS))
     monkeypatch.setattr(secrets, "_PAIRS", set(secrets._PAIRS))
     assert not is_secret_name("my-hmac") and not is_secret_name("signing_key")
-    parse_configs({"secret_words": ["hmac", "signing key"], "configs": {"a": {"engine": "sglang", "model": "m"}}})
+    parse_configs(
+        {
+            "secret_words": ["hmac", "signing key"],
+            "configs": {"a": {"engine": "sglang", "model": "m"}},
+        }
+    )
     assert is_secret_name("my-hmac") and is_secret_name("SIGNING_KEY")
     assert mask_text("--my-hmac abc") == "--my-hmac ***"
     with pytest.raises(ValueError):
@@ -140,7 +216,11 @@ def test_no_event_field_name_is_a_secret_name() -> None:
             names.append(name)
             for arg in (info.annotation, *get_args(info.annotation)):
                 for inner in (arg, *get_args(arg)):
-                    if isinstance(inner, type) and issubclass(inner, BaseModel) and inner not in seen:
+                    if (
+                        isinstance(inner, type)
+                        and issubclass(inner, BaseModel)
+                        and inner not in seen
+                    ):
                         seen.add(inner)
                         names += fields(inner, seen)
         return names
@@ -150,11 +230,15 @@ def test_no_event_field_name_is_a_secret_name() -> None:
 
 
 def test_the_gate_skips_a_benchmark_payload() -> None:
-    payload = json.dumps({"metrics": {"total_output_tokens": 1, "output_throughput": 2.0}, "tokenizer": "t"})
+    payload = json.dumps(
+        {"metrics": {"total_output_tokens": 1, "output_throughput": 2.0}, "tokenizer": "t"}
+    )
     assert not may_hold_secret(payload)
 
 
-def test_no_secret_in_any_stored_column_or_the_export(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_no_secret_in_any_stored_column_or_the_export(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     ledger = tmp_path / "l.duckdb"
     store = LedgerStore(ledger)
     store.init()
@@ -168,25 +252,46 @@ def test_no_secret_in_any_stored_column_or_the_export(tmp_path: Path, monkeypatc
     runner.stop(run)
     # a crash: the log tail quotes the server_args line with the key
     with pytest.raises(ServerStartFailed):
-        runner.start(fake_config("crashing", **{"api-key": "sk-X-config-key", "fake-crash": "resources"}))
+        runner.start(
+            fake_config("crashing", **{"api-key": "sk-X-config-key", "fake-crash": "resources"})
+        )
     # an imported SGLang log with api_key='sk-Z…'
     log = tmp_path / "server.log"
     fixture = ROOT / "tests" / "fixtures" / "sglang" / "server" / "sm120_qwen35_baseline.log"
     log.write_text(fixture.read_text().replace("api_key=None", "api_key='sk-Z-log-key'"))
     env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path)}
-    done = subprocess.run([*CLI, "--ledger", str(ledger), "--session", "s1", "import", str(log)],
-                          capture_output=True, text=True, cwd=ROOT, env=env)
+    done = subprocess.run(
+        [*CLI, "--ledger", str(ledger), "--session", "s1", "import", str(log)],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        env=env,
+    )
     assert done.returncode == 0, done.stderr
     # append: a note quoting a command line, a flag given by -f, a source line
-    note = {"type": "note_added", "text": "ran --api-key sk-Q-note", "session_id": "s1",
-            "source": "shell: export OPENAI_API_KEY=sk-Q-note"}
-    done = subprocess.run([*CLI, "--ledger", str(ledger), "append"], input=json.dumps(note),
-                          capture_output=True, text=True, cwd=ROOT, env=env)
+    note = {
+        "type": "note_added",
+        "text": "ran --api-key sk-Q-note",
+        "session_id": "s1",
+        "source": "shell: export OPENAI_API_KEY=sk-Q-note",
+    }
+    done = subprocess.run(
+        [*CLI, "--ledger", str(ledger), "append"],
+        input=json.dumps(note),
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        env=env,
+    )
     assert done.returncode == 0, done.stderr
 
     started = [e for e in store.read() if e.type == "server_started"]
     assert started[0].flags["api-key"] == "***" and "***" in started[0].argv
-    assert started[0].env.get("NCCL_DEBUG") == "INFO" and not {"SGLANG_AUTH", "NCCL_IB_AUTH", "SGLANG_ADMIN_PASS"} & set(started[0].env)
+    assert started[0].env.get("NCCL_DEBUG") == "INFO" and not {
+        "SGLANG_AUTH",
+        "NCCL_IB_AUTH",
+        "SGLANG_ADMIN_PASS",
+    } & set(started[0].env)
     ready = next(e for e in store.read() if e.type == "server_ready")
     assert ready.startup.server_args.get("api_key") == "***"
     failed = next(e for e in store.read() if e.type == "server_failed")
@@ -195,14 +300,30 @@ def test_no_secret_in_any_stored_column_or_the_export(tmp_path: Path, monkeypatc
     text = stored_text(ledger)
     assert "server_started" in text and "api_key" in text  # the search sees the rows
     assert [s for s in SECRETS if s in text] == []
-    exported = subprocess.run([*CLI, "--ledger", str(ledger), "export", "markdown"],
-                              capture_output=True, text=True, cwd=ROOT, env=env)
+    exported = subprocess.run(
+        [*CLI, "--ledger", str(ledger), "export", "markdown"],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        env=env,
+    )
     assert exported.returncode == 0 and "keyed" in exported.stdout
     assert [s for s in SECRETS if s in exported.stdout] == []
 
 
 def test_env_filter_drops_secret_names() -> None:
-    config = parse_configs({"configs": {"a": {"engine": "sglang", "model": "m", "env": {"SGLANG_API_KEY": "k"}}}})["a"]
-    environ: dict[str, Any] = {"SGLANG_ADMIN_PASS": "p", "SGLANG_AUTH": "a", "NCCL_IB_AUTH": "b", "HF_TOKEN": "t",
-                               "NCCL_DEBUG": "INFO", "SGLANG_X": "1"}
-    assert recorded_env(config, ("SGLANG_", "NCCL_", "HF_"), environ) == {"NCCL_DEBUG": "INFO", "SGLANG_X": "1"}
+    config = parse_configs(
+        {"configs": {"a": {"engine": "sglang", "model": "m", "env": {"SGLANG_API_KEY": "k"}}}}
+    )["a"]
+    environ: dict[str, Any] = {
+        "SGLANG_ADMIN_PASS": "p",
+        "SGLANG_AUTH": "a",
+        "NCCL_IB_AUTH": "b",
+        "HF_TOKEN": "t",
+        "NCCL_DEBUG": "INFO",
+        "SGLANG_X": "1",
+    }
+    assert recorded_env(config, ("SGLANG_", "NCCL_", "HF_"), environ) == {
+        "NCCL_DEBUG": "INFO",
+        "SGLANG_X": "1",
+    }

@@ -51,7 +51,9 @@ def cli(ledger: Path, *args: str) -> subprocess.CompletedProcess[str]:
         LedgerStore(ledger).init()
     return subprocess.run(
         [sys.executable, "-m", "ledger.cli", "--ledger", str(ledger), *args],
-        capture_output=True, text=True, timeout=120,
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
 
 
@@ -78,13 +80,19 @@ def test_10521_default_moe_logged_by_each_rank_is_one_finding(tmp_path: Path, na
 # --- 2. newer formats (sglang-33483-eager-decode) ---------------------------------------------
 
 
-@pytest.mark.parametrize(("name", "eager_lines", "peak"), [("min.log", 1, 67), ("server.log", 3, 103)])
-def test_33483_0523_capture_lines_and_eager_decode(tmp_path: Path, name: str, eager_lines: int, peak: int) -> None:
+@pytest.mark.parametrize(
+    ("name", "eager_lines", "peak"), [("min.log", 1, 67), ("server.log", 3, 103)]
+)
+def test_33483_0523_capture_lines_and_eager_decode(
+    tmp_path: Path, name: str, eager_lines: int, peak: int
+) -> None:
     events = events_of("sglang-33483-eager-decode", name)
     ready = one(events, ServerReady)
     assert ready.startup.cuda_graph_bs == [1, 2, 4, 8, 12, 16, 24, 32]
     (eager,) = [f for f in findings(events) if f.kind == "decode-without-cuda-graph"]
-    assert f"{eager_lines} decode batch line(s)" in eager.message and f"up to {peak}" in eager.message
+    assert (
+        f"{eager_lines} decode batch line(s)" in eager.message and f"up to {peak}" in eager.message
+    )
     assert "largest captured batch size 32" in eager.message
     assert "--cuda-graph-max-bs-decode" in eager.message  # the flag as 0.5.23 spells it
     # 0.5.23 logs "Disable prefill CUDA graph because ..." when it is off: no such line, no finding
@@ -111,9 +119,13 @@ def test_15650_fusion_that_crashed_the_server_is_incompatible(name: str) -> None
 
 def test_15650_fusion_crash_verdict_is_not_no_effect(tmp_path: Path) -> None:
     runs_of(tmp_path, CASES / "sglang-15650-trt-fusion-sm120" / "server_with_moe_line.log")
-    row = LedgerStore(tmp_path / "cases.duckdb").query_arrow(
-        "SELECT verdict, no_effect, arch FROM flag_verdicts WHERE flag = 'enable-flashinfer-allreduce-fusion'"
-    ).to_pylist()
+    row = (
+        LedgerStore(tmp_path / "cases.duckdb")
+        .query_arrow(
+            "SELECT verdict, no_effect, arch FROM flag_verdicts WHERE flag = 'enable-flashinfer-allreduce-fusion'"
+        )
+        .to_pylist()
+    )
     assert row == [{"verdict": "incompatible", "no_effect": False, "arch": "sm120"}]
 
 
@@ -121,7 +133,10 @@ def test_15650_server_log_failure_message() -> None:
     events = events_of("sglang-15650-trt-fusion-sm120", "server.log")
     failed = one(events, ServerFailed)
     assert failed.cause == "crash"
-    assert failed.message == "RuntimeError: No supported CUDA architectures found for major versions [9, 10]."
+    assert (
+        failed.message
+        == "RuntimeError: No supported CUDA architectures found for major versions [9, 10]."
+    )
     assert any("Capture cuda graph failed" in line for line in failed.log_tail)
     assert failed.startup is not None and failed.startup.cuda_graph_bs[-1] == 256
 
@@ -134,7 +149,20 @@ def test_15650_0523_backend_spelling_on_sm120_is_not_activated(name: str) -> Non
     assert fusion.host.compute_capability == "sm120"
     assert "--flashinfer-allreduce-fusion-backend auto" in fusion.message
     if name == "server_0523_backend_auto.log":
-        assert one(events, ServerReady).startup.cuda_graph_bs == [1, 2, 4, 8, 12, 16, 24, 32, 40, 48, 56, 64]
+        assert one(events, ServerReady).startup.cuda_graph_bs == [
+            1,
+            2,
+            4,
+            8,
+            12,
+            16,
+            24,
+            32,
+            40,
+            48,
+            56,
+            64,
+        ]
 
 
 # --- 5. facts survive a crash; readiness needs the ready line ----------------------------------
@@ -146,7 +174,10 @@ def test_24633_failed_run_keeps_its_startup_facts(tmp_path: Path) -> None:
     assert not any(isinstance(e, ServerReady) for e in events)
     failed = one(events, ServerFailed)
     assert failed.startup.attention_backend == "trtllm_mla"
-    assert failed.startup.max_running_requests == 4096 and failed.startup.max_total_num_tokens == 1602355
+    assert (
+        failed.startup.max_running_requests == 4096
+        and failed.startup.max_total_num_tokens == 1602355
+    )
     (run,) = runs_of(tmp_path, path)
     assert run["status"] == "failed" and run["attention_backend"] == "trtllm_mla"
     assert (run["max_running_requests"], run["max_total_num_tokens"]) == (4096, 1602355)
@@ -173,7 +204,9 @@ def test_8081_no_ready_line_no_server_ready(tmp_path: Path) -> None:
     assert run["status"] == "starting" and run["attention_backend"] == "fa3"
 
 
-@pytest.mark.parametrize(("name", "status"), [("min_not_set.log", "ready"), ("server.log", "starting")])
+@pytest.mark.parametrize(
+    ("name", "status"), [("min_not_set.log", "ready"), ("server.log", "starting")]
+)
 def test_8081_attention_backend_not_set_wording(tmp_path: Path, name: str, status: str) -> None:
     (run,) = runs_of(tmp_path, CASES / "sglang-8081-attention-not-set" / name)
     assert run["attention_backend"] == "flashinfer" and run["status"] == status
@@ -183,8 +216,13 @@ def test_8081_attention_backend_not_set_wording(tmp_path: Path, name: str, statu
 
 
 def test_12178_fa3_on_sm120_crash_is_incompatible() -> None:
-    events = events_of("sglang-12178-fa3-sm120", "server.log",
-                       host=Host(gpu_name="NVIDIA RTX PRO 6000 Blackwell Server Edition", compute_capability="sm120"))
+    events = events_of(
+        "sglang-12178-fa3-sm120",
+        "server.log",
+        host=Host(
+            gpu_name="NVIDIA RTX PRO 6000 Blackwell Server Edition", compute_capability="sm120"
+        ),
+    )
     failed = one(events, ServerFailed)
     assert failed.cause == "crash" and failed.message == (
         "AssertionError: FlashAttention v3 Backend requires SM>=80 and SM<=90. Please use `--attention-backend flashinfer`."
@@ -199,14 +237,44 @@ def test_7249_rmsnorm_no_kernel_image_is_a_crash_not_oom() -> None:
     events = events_of("sglang-7249-rmsnorm-no-kernel-image", "server.log")
     failed = one(events, ServerFailed)
     assert failed.cause == "crash"
-    assert failed.message == "RuntimeError: RMSNorm failed with error code no kernel image is available for execution on the device"
-    assert failed.startup.cuda_graph_bs == [1, 2, 4, 8, 16, 24, 32, 40, 48, 56, 64, 72, 80, 88, 96, 104, 112, 120,
-                                            128, 136, 144, 152, 160]
+    assert (
+        failed.message
+        == "RuntimeError: RMSNorm failed with error code no kernel image is available for execution on the device"
+    )
+    assert failed.startup.cuda_graph_bs == [
+        1,
+        2,
+        4,
+        8,
+        16,
+        24,
+        32,
+        40,
+        48,
+        56,
+        64,
+        72,
+        80,
+        88,
+        96,
+        104,
+        112,
+        120,
+        128,
+        136,
+        144,
+        152,
+        160,
+    ]
 
 
 def test_18870_deepgemm_crash() -> None:
     failed = one(events_of("sglang-18870-minimax-sm120-warmup", "deepgemm_crash.log"), ServerFailed)
-    assert failed.cause == "crash" and failed.message == "RuntimeError: Assertion error (kernel_runtime.hpp:45): exit_code == 0"
+    assert (
+        failed.cause == "crash"
+        and failed.message
+        == "RuntimeError: Assertion error (kernel_runtime.hpp:45): exit_code == 0"
+    )
 
 
 def test_28077_moe_shared_memory_crash() -> None:
@@ -250,8 +318,12 @@ def test_29927_eagle_capacity_drop_against_run1(tmp_path: Path) -> None:
     assert first["max_running_requests"] == second["max_running_requests"] == 16
     assert second["cuda_graph_bs"] == [1, 2, 4, 8, 12, 16]  # the target verify graph of EAGLE
     store = LedgerStore(tmp_path / "cases.duckdb")
-    messages = [r["m"] for r in store.query_arrow(
-        "SELECT payload->>'message' AS m FROM live_events WHERE payload->>'kind' = 'capacity-reduced'").to_pylist()]
+    messages = [
+        r["m"]
+        for r in store.query_arrow(
+            "SELECT payload->>'message' AS m FROM live_events WHERE payload->>'kind' = 'capacity-reduced'"
+        ).to_pylist()
+    ]
     assert messages == ["max_total_num_tokens 405504 -> 110592 (-73%) against the previous run"]
 
 
@@ -262,13 +334,21 @@ def test_29927_eagle_capacity_drop_against_run1(tmp_path: Path) -> None:
     ("text", "where"),
     [
         ("[2026-02-30 10:00:00] server_args=ServerArgs(tp_size=1)\n", ":1: field timestamp:"),
-        ("[2026-05-01 10:00:00] server_args=ServerArgs(tp_size=1)\n"
-         "[2026-05-01 24:00:00] The server is fired up and ready to roll!\n", ":2: field timestamp:"),
+        (
+            "[2026-05-01 10:00:00] server_args=ServerArgs(tp_size=1)\n"
+            "[2026-05-01 24:00:00] The server is fired up and ready to roll!\n",
+            ":2: field timestamp:",
+        ),
         ("[0000-01-01 10:00:00] server_args=ServerArgs(tp_size=1)\n", ":1: field timestamp:"),
-        ("[2026-05-01 10:00:00] server_args=ServerArgs(tp_size=2, pp_size='2')\n", ":1: field server_args.pp_size:"),
+        (
+            "[2026-05-01 10:00:00] server_args=ServerArgs(tp_size=2, pp_size='2')\n",
+            ":1: field server_args.pp_size:",
+        ),
     ],
 )
-def test_impossible_values_exit_3_naming_file_line_field(tmp_path: Path, text: str, where: str) -> None:
+def test_impossible_values_exit_3_naming_file_line_field(
+    tmp_path: Path, text: str, where: str
+) -> None:
     good = CASES / "sglang-33483-eager-decode" / "min.log"
     bad = tmp_path / "bad.log"
     bad.write_text(text)
@@ -276,12 +356,16 @@ def test_impossible_values_exit_3_naming_file_line_field(tmp_path: Path, text: s
     out = cli(ledger, "import", str(good), str(bad))
     assert out.returncode == 3
     assert out.stderr.strip().count("\n") == 0 and f"{bad}{where}" in out.stderr
-    assert not ledger.exists() or LedgerStore(ledger).query_arrow("SELECT count(*) AS n FROM events").to_pylist() == [{"n": 0}]
+    assert not ledger.exists() or LedgerStore(ledger).query_arrow(
+        "SELECT count(*) AS n FROM events"
+    ).to_pylist() == [{"n": 0}]
 
 
 def test_capacity_zero_then_negative_exit_3(tmp_path: Path) -> None:
-    limits = ("[2026-05-01 10:00:00] max_total_num_tokens=100, chunked_prefill_size=8, max_prefill_tokens=8, "
-              "max_running_requests={}, context_len=8\n[2026-05-01 10:00:01] The server is fired up and ready to roll!\n")
+    limits = (
+        "[2026-05-01 10:00:00] max_total_num_tokens=100, chunked_prefill_size=8, max_prefill_tokens=8, "
+        "max_running_requests={}, context_len=8\n[2026-05-01 10:00:01] The server is fired up and ready to roll!\n"
+    )
     first, second = tmp_path / "zero.log", tmp_path / "negative.log"
     first.write_text(limits.format(0))
     second.write_text(limits.format(-1))
@@ -301,16 +385,53 @@ def test_18870_cold_first_run_is_set_aside_and_the_comparison_is_no_change(tmp_p
     baseline = import_file(case / "baseline_default_moe.jsonl").events
     assert [e.repeat for e in baseline] == [1, 2, 3]
     assert [e.valid for e in baseline] == [False, True, True]
-    assert "cold first run set aside" in baseline[0].validity_notes[0] and "1000.4" in baseline[0].validity_notes[0]
-    assert all(e.valid for e in import_file(case / "tuned_moe.jsonl").events)  # its own noise is not a cold start
+    assert (
+        "cold first run set aside" in baseline[0].validity_notes[0]
+        and "1000.4" in baseline[0].validity_notes[0]
+    )
+    assert all(
+        e.valid for e in import_file(case / "tuned_moe.jsonl").events
+    )  # its own noise is not a cold start
     ledger = tmp_path / "l.duckdb"
-    assert cli(ledger, "import", "--session", "s", "--config-name", "baseline", str(case / "baseline_default_moe.jsonl")).returncode == 0
-    assert cli(ledger, "import", "--session", "s", "--config-name", "tuned", str(case / "tuned_moe.jsonl")).returncode == 0
-    (row,) = LedgerStore(ledger).query_arrow(
-        "SELECT change_pct, verdict, baseline_runs, runs FROM benchmark_deltas "
-        "WHERE config_name = 'tuned' AND concurrency = 64 AND metric = 'output_throughput'").to_pylist()
-    assert row["verdict"] == "no measurable change" and (row["baseline_runs"], row["runs"]) == (2, 3)
-    assert row["change_pct"] == pytest.approx(100 * ((1445.0 + 1450.3 + 1441.6) / 3 / ((1440.2 + 1438.1) / 2) - 1))
+    assert (
+        cli(
+            ledger,
+            "import",
+            "--session",
+            "s",
+            "--config-name",
+            "baseline",
+            str(case / "baseline_default_moe.jsonl"),
+        ).returncode
+        == 0
+    )
+    assert (
+        cli(
+            ledger,
+            "import",
+            "--session",
+            "s",
+            "--config-name",
+            "tuned",
+            str(case / "tuned_moe.jsonl"),
+        ).returncode
+        == 0
+    )
+    (row,) = (
+        LedgerStore(ledger)
+        .query_arrow(
+            "SELECT change_pct, verdict, baseline_runs, runs FROM benchmark_deltas "
+            "WHERE config_name = 'tuned' AND concurrency = 64 AND metric = 'output_throughput'"
+        )
+        .to_pylist()
+    )
+    assert row["verdict"] == "no measurable change" and (row["baseline_runs"], row["runs"]) == (
+        2,
+        3,
+    )
+    assert row["change_pct"] == pytest.approx(
+        100 * ((1445.0 + 1450.3 + 1441.6) / 3 / ((1440.2 + 1438.1) / 2) - 1)
+    )
     assert 0.4 < row["change_pct"] < 0.5  # the README's +0.4% steady state, not +11.8% "improved"
 
 
@@ -326,15 +447,21 @@ def test_cold_first_run_rule() -> None:
 
 
 def test_5360_bench_jsonl_sweep() -> None:
-    events = import_file(CASES / "sglang-pr5360-bench-jsonl-sweep" / "llama_405b_results.jsonl").events
+    events = import_file(
+        CASES / "sglang-pr5360-bench-jsonl-sweep" / "llama_405b_results.jsonl"
+    ).events
     assert len(events) == 7
     closed = events[:6]
     assert [e.concurrency for e in closed] == [1, 2, 4, 8, 16, 24]
     assert [e.metrics.completed for e in closed] == [5, 10, 20, 32, 48, 72]
     assert all(e.workload.load == "closed-loop" and e.workload.request_rate is None for e in closed)
     assert events[6].workload.request_rate == 4.0 and events[6].concurrency is None
-    assert {(e.workload.input_len, e.workload.output_len, e.workload.dataset) for e in events} == {(8192, 1024, "random")}
-    assert all(e.repeat is None and e.valid for e in events)  # one run per workload: no series, nothing set aside
+    assert {(e.workload.input_len, e.workload.output_len, e.workload.dataset) for e in events} == {
+        (8192, 1024, "random")
+    }
+    assert all(
+        e.repeat is None and e.valid for e in events
+    )  # one run per workload: no series, nothing set aside
 
 
 # --- 9. the time of the fact -------------------------------------------------------------------
@@ -347,13 +474,21 @@ def test_imported_events_keep_the_log_time_apart_from_recorded_at(tmp_path: Path
     assert started.occurred_at == datetime(2026, 8, 2, 11, 40, 3, tzinfo=UTC)
     assert ready.occurred_at == datetime(2026, 8, 2, 11, 40, 25, tzinfo=UTC)
     (eager,) = [f for f in findings(events) if f.kind == "decode-without-cuda-graph"]
-    assert eager.occurred_at == datetime(2026, 8, 2, 11, 40, 22, tzinfo=UTC)  # its first evidence line
+    assert eager.occurred_at == datetime(
+        2026, 8, 2, 11, 40, 22, tzinfo=UTC
+    )  # its first evidence line
     (run,) = runs_of(tmp_path, path)
     assert run["occurred_at"] == datetime(2026, 8, 2, 11, 40, 3, tzinfo=UTC)
-    assert run["started_at"] > datetime(2026, 11, 1, tzinfo=UTC) or run["started_at"] != run["occurred_at"]
+    assert (
+        run["started_at"] > datetime(2026, 11, 1, tzinfo=UTC)
+        or run["started_at"] != run["occurred_at"]
+    )
     store = LedgerStore(tmp_path / "cases.duckdb")
     times = store.query_arrow("SELECT type, occurred_at FROM timeline ORDER BY seq").to_pylist()
-    assert times[0] == {"type": "server_started", "occurred_at": datetime(2026, 8, 2, 11, 40, 3, tzinfo=UTC)}
+    assert times[0] == {
+        "type": "server_started",
+        "occurred_at": datetime(2026, 8, 2, 11, 40, 3, tzinfo=UTC),
+    }
     assert store.read()[0].occurred_at == datetime(2026, 8, 2, 11, 40, 3, tzinfo=UTC)  # round trip
 
 
@@ -362,10 +497,14 @@ def test_demo_runs_show_their_logs_dates_and_export_shows_them(tmp_path: Path) -
     from ledger.export_markdown import render_markdown
 
     store = build_demo(tmp_path / "demo.duckdb")
-    runs = store.query_arrow("SELECT config_name, occurred_at FROM server_runs ORDER BY started_seq").to_pylist()
+    runs = store.query_arrow(
+        "SELECT config_name, occurred_at FROM server_runs ORDER BY started_seq"
+    ).to_pylist()
     # the two runs whose logs the demo cites; the seeds' messages carry no dates
-    assert [r["occurred_at"] for r in runs if r["occurred_at"]] == [datetime(2026, 11, 20, 14, 2, 11, tzinfo=UTC),
-                                                datetime(2026, 11, 20, 15, 10, 3, tzinfo=UTC)]
+    assert [r["occurred_at"] for r in runs if r["occurred_at"]] == [
+        datetime(2026, 11, 20, 14, 2, 11, tzinfo=UTC),
+        datetime(2026, 11, 20, 15, 10, 3, tzinfo=UTC),
+    ]
     text = render_markdown(store, session_id="qwen35-sm120")
     assert "Started (log time, UTC)" in text and "2026-11-20 14:02:11" in text
     full = render_markdown(store, session_id="qwen35-sm120", timeline_max_rows=1000)
@@ -379,7 +518,10 @@ def test_a_ledger_of_layout_1_gets_the_occurred_at_column(tmp_path: Path) -> Non
     LedgerStore(path).init()
     con = duckdb.connect(str(path))
     con.execute("DROP VIEW IF EXISTS timeline; DROP VIEW IF EXISTS event_log")
-    for view in [r[0] for r in con.execute("SELECT view_name FROM duckdb_views() WHERE NOT internal").fetchall()]:
+    for view in [
+        r[0]
+        for r in con.execute("SELECT view_name FROM duckdb_views() WHERE NOT internal").fetchall()
+    ]:
         con.execute(f'DROP VIEW IF EXISTS "{view}"')
     con.execute("ALTER TABLE events DROP COLUMN occurred_at")
     con.execute("UPDATE ledger_meta SET value = '17' WHERE key = 'views_version'")
@@ -389,7 +531,9 @@ def test_a_ledger_of_layout_1_gets_the_occurred_at_column(tmp_path: Path) -> Non
     store.append(import_file(CASES / "sglang-33483-eager-decode" / "min.log").events)
     (row,) = store.query_arrow("SELECT occurred_at FROM server_runs").to_pylist()
     assert row["occurred_at"] == datetime(2026, 8, 2, 11, 40, 22, tzinfo=UTC)
-    assert store.query_arrow("SELECT value FROM ledger_meta WHERE key = 'layout_version'").to_pylist() == [{"value": str(LAYOUT_VERSION)}]
+    assert store.query_arrow(
+        "SELECT value FROM ledger_meta WHERE key = 'layout_version'"
+    ).to_pylist() == [{"value": str(LAYOUT_VERSION)}]
 
 
 # --- 8. flags already known to do nothing -------------------------------------------------------
@@ -403,19 +547,36 @@ _NCDS_LOG = (
 
 
 def _dead_code_verdict(ledger: Path, version: str) -> str:
-    host = json.dumps({"compute_capability": "sm120", "engine": "sglang", "engine_version": version})
-    out = cli(ledger, "append", "flag_researched", "-f", "flag=num-continuous-decode-steps", "-f", "verdict=dead-code",
-              "-f", "what_it_does=defined in ServerArgs, never read", "--host", host, "--json")
+    host = json.dumps(
+        {"compute_capability": "sm120", "engine": "sglang", "engine_version": version}
+    )
+    out = cli(
+        ledger,
+        "append",
+        "flag_researched",
+        "-f",
+        "flag=num-continuous-decode-steps",
+        "-f",
+        "verdict=dead-code",
+        "-f",
+        "what_it_does=defined in ServerArgs, never read",
+        "--host",
+        host,
+        "--json",
+    )
     assert out.returncode == 0, out.stderr
     (row,) = json.loads(out.stdout)
     return row["event_id"]
 
 
-@pytest.mark.parametrize(("steps", "device", "expected"), [
-    (4, "NVIDIA_GeForce_RTX_5090", True),   # set, on the arch of the verdict
-    (1, "NVIDIA_GeForce_RTX_5090", False),  # its default: not "set"
-    (4, "NVIDIA_H100_80GB_HBM3", False),    # another arch: the verdict does not apply
-])
+@pytest.mark.parametrize(
+    ("steps", "device", "expected"),
+    [
+        (4, "NVIDIA_GeForce_RTX_5090", True),  # set, on the arch of the verdict
+        (1, "NVIDIA_GeForce_RTX_5090", False),  # its default: not "set"
+        (4, "NVIDIA_H100_80GB_HBM3", False),  # another arch: the verdict does not apply
+    ],
+)
 def test_a_flag_known_to_do_nothing_gets_a_finding_citing_the_verdict(
     tmp_path: Path, steps: int, device: str, expected: bool
 ) -> None:
@@ -425,28 +586,46 @@ def test_a_flag_known_to_do_nothing_gets_a_finding_citing_the_verdict(
     log.write_text(_NCDS_LOG.format(steps=steps, device=device))
     out = cli(ledger, "import", str(log))
     assert out.returncode == 0, out.stderr
-    rows = LedgerStore(ledger).query_arrow(
-        "SELECT payload->>'message' AS message, payload->'evidence'->0->>'ref' AS ref, source "
-        "FROM live_events WHERE payload->>'kind' = 'known-no-effect'").to_pylist()
+    rows = (
+        LedgerStore(ledger)
+        .query_arrow(
+            "SELECT payload->>'message' AS message, payload->'evidence'->0->>'ref' AS ref, source "
+            "FROM live_events WHERE payload->>'kind' = 'known-no-effect'"
+        )
+        .to_pylist()
+    )
     if not expected:
         assert rows == []
         return
     (row,) = rows
     assert row["ref"] == verdict_id and row["source"] == "run.log"
-    assert "--num-continuous-decode-steps 4 is set" in row["message"] and "'dead-code' (researched)" in row["message"]
+    assert (
+        "--num-continuous-decode-steps 4 is set" in row["message"]
+        and "'dead-code' (researched)" in row["message"]
+    )
     assert "sm120, sglang 0.5.23" in row["message"]
 
 
-def test_the_server_runner_says_it_at_start(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_server_runner_says_it_at_start(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from runners.server import ServerRunner
     from tests.test_runner_server import FAKE_SMI, fake_config
 
-    monkeypatch.setenv("TUNELEDGER_NVIDIA_SMI", str(FAKE_SMI))  # an RTX PRO 6000 host (sm120), as in the runner tests
+    monkeypatch.setenv(
+        "TUNELEDGER_NVIDIA_SMI", str(FAKE_SMI)
+    )  # an RTX PRO 6000 host (sm120), as in the runner tests
     monkeypatch.setenv("FAKE_GPU", "rtx6000")
     store = LedgerStore(tmp_path / "r.duckdb")
     verdict_id = _dead_code_verdict(store.path, "0.5.12")
-    runner = ServerRunner(store, session_id="s1", poll_interval_s=0.05, sigint_wait_s=1.0, sigterm_wait_s=1.0,
-                          sigkill_wait_s=5.0)
+    runner = ServerRunner(
+        store,
+        session_id="s1",
+        poll_interval_s=0.05,
+        sigint_wait_s=1.0,
+        sigterm_wait_s=1.0,
+        sigkill_wait_s=5.0,
+    )
     run = runner.start(fake_config("steps", **{"num-continuous-decode-steps": 4}))
     runner.stop(run)
     (finding,) = [e for e in store.read(types=["finding_recorded"]) if e.kind == "known-no-effect"]
@@ -460,7 +639,9 @@ def test_the_same_log_given_twice_is_stored_once(tmp_path: Path) -> None:
     out = cli(ledger, "import", str(log), str(log), "--json")
     assert out.returncode == 0, out.stderr
     assert [row["events"] for row in json.loads(out.stdout)] == [2, 2]
-    assert LedgerStore(ledger).query_arrow("SELECT count(*) AS n FROM events").to_pylist() == [{"n": 2}]
+    assert LedgerStore(ledger).query_arrow("SELECT count(*) AS n FROM events").to_pylist() == [
+        {"n": 2}
+    ]
 
 
 def test_one_log_under_two_names_or_with_a_byte_order_mark_is_stored_once(tmp_path: Path) -> None:
@@ -472,18 +653,26 @@ def test_one_log_under_two_names_or_with_a_byte_order_mark_is_stored_once(tmp_pa
     ledger = tmp_path / "l.duckdb"
     out = cli(ledger, "import", str(log), str(copy))
     assert out.returncode == 0, out.stderr
-    assert LedgerStore(ledger).query_arrow("SELECT count(*) AS n FROM events").to_pylist() == [{"n": 2}]
+    assert LedgerStore(ledger).query_arrow("SELECT count(*) AS n FROM events").to_pylist() == [
+        {"n": 2}
+    ]
 
 
 def test_a_wrapper_not_recognised_is_refused_not_half_parsed(tmp_path: Path) -> None:
     lines = (CASES / "olmocr-105-wrapped-sglang-log" / "server.log").read_text().splitlines()
     odd = tmp_path / "odd.log"
     # a host prefix with neither a time, a level nor a column bar
-    odd.write_text("[2025-03-07 23:50:20] server_args=ServerArgs(tp_size=1)\n"
-                   + "\n".join("olmocr>> " + line.split(" - ", 3)[-1] for line in lines) + "\n")
+    odd.write_text(
+        "[2025-03-07 23:50:20] server_args=ServerArgs(tp_size=1)\n"
+        + "\n".join("olmocr>> " + line.split(" - ", 3)[-1] for line in lines)
+        + "\n"
+    )
     out = cli(tmp_path / "l.duckdb", "import", str(odd))
     assert out.returncode == 3
-    assert f"{odd}:2: field line prefix: SGLang line after an unrecognised prefix 'olmocr>>'" in out.stderr
+    assert (
+        f"{odd}:2: field line prefix: SGLang line after an unrecognised prefix 'olmocr>>'"
+        in out.stderr
+    )
 
 
 def test_imported_logs_take_the_host_given_or_the_sessions(tmp_path: Path) -> None:
@@ -492,13 +681,24 @@ def test_imported_logs_take_the_host_given_or_the_sessions(tmp_path: Path) -> No
     ledger = tmp_path / "l.duckdb"
     assert cli(ledger, "init").returncode == 0
     host = '{"gpu_name": "NVIDIA RTX PRO 6000 Blackwell", "compute_capability": "12.0"}'
-    assert cli(ledger, "append", "session_started", "--session", "s1", "-f", "title=x", "--host", host).returncode == 0
+    assert (
+        cli(
+            ledger, "append", "session_started", "--session", "s1", "-f", "title=x", "--host", host
+        ).returncode
+        == 0
+    )
     assert cli(ledger, "import", "--session", "s1", str(log)).returncode == 0
-    rows = LedgerStore(ledger).query_arrow("SELECT flag, verdict, arch FROM flag_verdicts").to_pylist()
+    rows = (
+        LedgerStore(ledger).query_arrow("SELECT flag, verdict, arch FROM flag_verdicts").to_pylist()
+    )
     assert rows == [{"flag": "attention-backend", "verdict": "incompatible", "arch": "sm120"}]
     other = tmp_path / "m.duckdb"
-    assert cli(other, "import", "--host", '{"compute_capability": "12.0"}', str(log)).returncode == 0
-    assert LedgerStore(other).query_arrow("SELECT arch FROM flag_verdicts").to_pylist() == [{"arch": "sm120"}]
+    assert (
+        cli(other, "import", "--host", '{"compute_capability": "12.0"}', str(log)).returncode == 0
+    )
+    assert LedgerStore(other).query_arrow("SELECT arch FROM flag_verdicts").to_pylist() == [
+        {"arch": "sm120"}
+    ]
     bad = cli(other, "import", "--host", "{bad", str(log))
     assert bad.returncode == 3 and bad.stderr.startswith("tuneledger: error: --host:")
 
@@ -508,5 +708,9 @@ def test_one_log_imported_into_two_sessions_is_two_server_runs(tmp_path: Path) -
     ledger = tmp_path / "l.duckdb"
     assert cli(ledger, "import", str(log)).returncode == 0
     assert cli(ledger, "import", "--session", "other", str(log)).returncode == 0
-    rows = LedgerStore(ledger).query_arrow("SELECT run_id, session_id FROM server_runs ORDER BY session_id").to_pylist()
+    rows = (
+        LedgerStore(ledger)
+        .query_arrow("SELECT run_id, session_id FROM server_runs ORDER BY session_id")
+        .to_pylist()
+    )
     assert len(rows) == 2 and len({r["run_id"] for r in rows}) == 2

@@ -8,7 +8,13 @@ from pathlib import Path
 import pytest
 
 from ledger.gpu_arch import compute_capability_for
-from ledger.sglang_log import derive_findings, parse_batch_fields, parse_server_args, parse_server_log, split_line
+from ledger.sglang_log import (
+    derive_findings,
+    parse_batch_fields,
+    parse_server_args,
+    parse_server_log,
+    split_line,
+)
 from schemas import Host, StartupFacts
 
 SERVER = Path(__file__).parent / "fixtures" / "sglang" / "server"
@@ -47,7 +53,11 @@ def test_baseline_startup_facts() -> None:
     assert facts.gpu_name == "NVIDIA RTX PRO 6000 Blackwell Workstation Edition"
     # Prefill and decode lines, cuda graph flags and throughputs as logged.
     assert len(facts.prefill_batches) == 2 and facts.prefill_batches[1].fields["#new-token"] == 1024
-    assert [(b.running_req, b.cuda_graph, b.gen_throughput) for b in facts.decode_batches][-1] == (48, True, 1580.02)
+    assert [(b.running_req, b.cuda_graph, b.gen_throughput) for b in facts.decode_batches][-1] == (
+        48,
+        True,
+        1580.02,
+    )
     # The tqdm bar and uvicorn lines did not disturb anything; the evidence points at real lines.
     assert facts.evidence["max_running_requests"].number == 18
 
@@ -66,7 +76,9 @@ def test_flashinfer_fusion_log_and_findings_against_baseline() -> None:
     assert facts.max_running_requests == 26
     assert facts.piecewise_cuda_graph is False
     assert facts.cuda_graph_bs == [1, 2, 4, 8, 12, 16, 24]
-    findings = derive_findings(facts, previous=baseline, run_id="r1", session_id="s1", source_name="fi.log")
+    findings = derive_findings(
+        facts, previous=baseline, run_id="r1", session_id="s1", source_name="fi.log"
+    )
     by_kind = {}
     for f in findings:
         by_kind.setdefault(f.kind, []).append(f)
@@ -76,7 +88,10 @@ def test_flashinfer_fusion_log_and_findings_against_baseline() -> None:
     (flag,) = by_kind["flag-not-in-effect"]
     assert flag.flag == "enable-flashinfer-allreduce-fusion" and flag.verdict == "not-activated"
     assert "sm120" in flag.message
-    assert flag.evidence[0].ref == "fi.log:1" and flag.evidence[0].text == "enable_flashinfer_allreduce_fusion=True"
+    assert (
+        flag.evidence[0].ref == "fi.log:1"
+        and flag.evidence[0].text == "enable_flashinfer_allreduce_fusion=True"
+    )
     (piecewise,) = by_kind["piecewise-cuda-graph-off"]
     assert "disable_piecewise_cuda_graph=True" in piecewise.message
     assert "enable_flashinfer_allreduce_fusion" in piecewise.message
@@ -96,7 +111,9 @@ def test_crash_log() -> None:
     assert "OutOfResources" in facts.crash.message
     assert "Required: 147456, Hardware limit: 101376" in facts.crash.message
     assert facts.crash.line.number == 12
-    assert facts.crash.tail[-1].endswith("Received sigquit from a child process. It usually means the child failed.")
+    assert facts.crash.tail[-1].endswith(
+        "Received sigquit from a child process. It usually means the child failed."
+    )
     assert len(facts.crash.tail) <= 20
     # Capture never finished: whether piecewise would have been on is unknown.
     assert facts.piecewise_cuda_graph is None
@@ -148,7 +165,12 @@ def test_dict_repr_server_args_and_old_decode_lines(tmp_path: Path) -> None:
     assert "new.log:5" in [e.ref for e in fusion.evidence]
     assert "--enable-torch-compile is set" in kinds["piecewise-cuda-graph-off"].message
     # The ledger model accepts the parsed facts (dict values are JSON-safe).
-    assert StartupFacts.model_validate(facts.to_startup_facts().model_dump(mode="json")).server_args["tp_size"] == 2
+    assert (
+        StartupFacts.model_validate(facts.to_startup_facts().model_dump(mode="json")).server_args[
+            "tp_size"
+        ]
+        == 2
+    )
 
 
 def test_split_line_prefix_variants() -> None:
@@ -172,7 +194,9 @@ def test_server_args_dataclass_repr_with_non_literals() -> None:
 
 def test_batch_fields() -> None:
     assert parse_batch_fields(" #running-req: 1, cuda graph: True, token usage: 0.00, ") == {
-        "#running-req": 1, "cuda graph": True, "token usage": 0.0,
+        "#running-req": 1,
+        "cuda graph": True,
+        "token usage": 0.0,
     }
 
 
@@ -209,7 +233,9 @@ def test_compute_capability_table(name: str | None, sm: str | None) -> None:
 from ledger.sglang_log import FLAG_NAMES, LINE_SPELLINGS, LogFormatError  # noqa: E402
 
 
-@pytest.mark.parametrize(("fact", "versions", "example"), LINE_SPELLINGS, ids=lambda v: v if len(str(v)) < 40 else None)
+@pytest.mark.parametrize(
+    ("fact", "versions", "example"), LINE_SPELLINGS, ids=lambda v: v if len(str(v)) < 40 else None
+)
 def test_every_line_spelling_is_read(fact: str, versions: str, example: str) -> None:
     line = f"[2026-05-01 10:00:00 TP0] {example}"
     facts = parse_server_log([line], strict=True)
@@ -228,8 +254,15 @@ def test_every_line_spelling_is_read(fact: str, versions: str, example: str) -> 
     wrapped = f"2026-05-01 10:00:00,531 - __main__ - INFO - [2026-05-01 10:00:00 TP1] {example}"
     again = parse_server_log([wrapped, line], strict=True)
     assert again.wrapped_lines == 1
-    if fact not in ("server_args", "weights_loaded", "ready", "overrides", "decode_batches",
-                    "moe_configs", "flashinfer_fusion_disabled"):
+    if fact not in (
+        "server_args",
+        "weights_loaded",
+        "ready",
+        "overrides",
+        "decode_batches",
+        "moe_configs",
+        "flashinfer_fusion_disabled",
+    ):
         assert getattr(again, fact) == getattr(facts, fact)
     if fact == "moe_configs":
         assert len(again.moe_configs) == 1  # one lookup, whichever rank printed it first
@@ -237,20 +270,28 @@ def test_every_line_spelling_is_read(fact: str, versions: str, example: str) -> 
 
 def test_flag_names_table_has_each_setting_by_version() -> None:
     assert [name for name, _, _ in FLAG_NAMES["flashinfer allreduce fusion"]][:2] == [
-        "enable_flashinfer_allreduce_fusion", "flashinfer_allreduce_fusion_backend"]
+        "enable_flashinfer_allreduce_fusion",
+        "flashinfer_allreduce_fusion_backend",
+    ]
     assert [name for name, _, _ in FLAG_NAMES["CUDA graph max batch size (decode)"]] == [
-        "cuda_graph_max_bs", "cuda_graph_max_bs_decode"]
+        "cuda_graph_max_bs",
+        "cuda_graph_max_bs_decode",
+    ]
 
 
 def test_0523_cuda_graph_flag_spelling_in_the_eager_finding() -> None:
-    old = parse_server_log([
-        "[2026-05-01 10:00:00] Capture cuda graph bs [1, 2, 4]",
-        "[2026-05-01 10:00:09] Decode batch, #running-req: 9, #token: 400, cuda graph: False, gen throughput (token/s): 2.0",
-    ])
-    new = parse_server_log([
-        "[2026-05-01 10:00:00] Capture target decode CUDA graph begin. backend=full, num_tokens_per_req=1, bs=[1, 2, 4], avail mem=1 GB",
-        "[2026-05-01 10:00:09] Decode batch, #running-req: 9, #token: 400, cuda graph: False, gen throughput (token/s): 2.0",
-    ])
+    old = parse_server_log(
+        [
+            "[2026-05-01 10:00:00] Capture cuda graph bs [1, 2, 4]",
+            "[2026-05-01 10:00:09] Decode batch, #running-req: 9, #token: 400, cuda graph: False, gen throughput (token/s): 2.0",
+        ]
+    )
+    new = parse_server_log(
+        [
+            "[2026-05-01 10:00:00] Capture target decode CUDA graph begin. backend=full, num_tokens_per_req=1, bs=[1, 2, 4], avail mem=1 GB",
+            "[2026-05-01 10:00:09] Decode batch, #running-req: 9, #token: 400, cuda graph: False, gen throughput (token/s): 2.0",
+        ]
+    )
     (f_old,) = derive_findings(old)
     (f_new,) = derive_findings(new)
     assert "(see --cuda-graph-max-bs)" in f_old.message
@@ -261,13 +302,33 @@ def test_0523_cuda_graph_flag_spelling_in_the_eager_finding() -> None:
     ("lines", "line_no", "field"),
     [
         (["[2026-02-30 10:00:00] server_args=ServerArgs(tp_size=1)"], 1, "timestamp"),
-        (["[2026-05-01 10:00:00] x", "[2026-05-01 24:00:00] Load weight end. elapsed=1.0 s"], 2, "timestamp"),
+        (
+            ["[2026-05-01 10:00:00] x", "[2026-05-01 24:00:00] Load weight end. elapsed=1.0 s"],
+            2,
+            "timestamp",
+        ),
         (["[0000-05-01 10:00:00] The server is fired up and ready to roll!"], 1, "timestamp"),
-        (["[2026-05-01 10:00:00] server_args=ServerArgs(tp_size=2, pp_size='2')"], 1, "server_args.pp_size"),
-        (["[2026-05-01 10:00:00] max_total_num_tokens=10, chunked_prefill_size=8, max_prefill_tokens=8, "
-          "max_running_requests=0, context_len=8"], 1, "max_running_requests"),
-        (["[2026-05-01 10:00:00] max_total_num_tokens=10, chunked_prefill_size=8, max_prefill_tokens=8, "
-          "max_running_requests=-1, context_len=8"], 1, "max_running_requests"),
+        (
+            ["[2026-05-01 10:00:00] server_args=ServerArgs(tp_size=2, pp_size='2')"],
+            1,
+            "server_args.pp_size",
+        ),
+        (
+            [
+                "[2026-05-01 10:00:00] max_total_num_tokens=10, chunked_prefill_size=8, max_prefill_tokens=8, "
+                "max_running_requests=0, context_len=8"
+            ],
+            1,
+            "max_running_requests",
+        ),
+        (
+            [
+                "[2026-05-01 10:00:00] max_total_num_tokens=10, chunked_prefill_size=8, max_prefill_tokens=8, "
+                "max_running_requests=-1, context_len=8"
+            ],
+            1,
+            "max_running_requests",
+        ),
     ],
 )
 def test_impossible_values_are_refused_on_import_and_skipped_by_the_runner(
@@ -282,43 +343,71 @@ def test_impossible_values_are_refused_on_import_and_skipped_by_the_runner(
 
 
 def test_zero_then_negative_capacity_never_divides_by_zero() -> None:
-    facts = parse_server_log(["[2026-05-01 10:00:00] max_total_num_tokens=10, chunked_prefill_size=8, "
-                              "max_prefill_tokens=8, max_running_requests=5, context_len=8"])
+    facts = parse_server_log(
+        [
+            "[2026-05-01 10:00:00] max_total_num_tokens=10, chunked_prefill_size=8, "
+            "max_prefill_tokens=8, max_running_requests=5, context_len=8"
+        ]
+    )
     assert derive_findings(facts, previous=StartupFacts(max_running_requests=0)) == []
 
 
 def test_piecewise_finding_only_where_on_by_default_and_with_evidence() -> None:
-    captured = ["[2026-05-01 10:00:00] Capture cuda graph bs [1, 2]",
-                "[2026-05-01 10:00:01] Capture cuda graph end. Time elapsed: 1.0 s. mem usage=0.1 GB. avail mem=9 GB."]
+    captured = [
+        "[2026-05-01 10:00:00] Capture cuda graph bs [1, 2]",
+        "[2026-05-01 10:00:01] Capture cuda graph end. Time elapsed: 1.0 s. mem usage=0.1 GB. avail mem=9 GB.",
+    ]
     # opt-in era (the args have enable_piecewise_cuda_graph): off is the default, no finding
-    opt_in = parse_server_log(["[2026-05-01 09:59:59] server_args=ServerArgs(enable_piecewise_cuda_graph=False)", *captured])
+    opt_in = parse_server_log(
+        [
+            "[2026-05-01 09:59:59] server_args=ServerArgs(enable_piecewise_cuda_graph=False)",
+            *captured,
+        ]
+    )
     assert opt_in.piecewise_cuda_graph is False and derive_findings(opt_in) == []
     # on by default (disable_piecewise_cuda_graph exists): the capture end line is the evidence
-    on = parse_server_log(["[2026-05-01 09:59:59] server_args=ServerArgs(disable_piecewise_cuda_graph=False)", *captured])
+    on = parse_server_log(
+        [
+            "[2026-05-01 09:59:59] server_args=ServerArgs(disable_piecewise_cuda_graph=False)",
+            *captured,
+        ]
+    )
     (f,) = derive_findings(on, source_name="l.log")
     assert f.kind == "piecewise-cuda-graph-off" and f.evidence[0].ref == "l.log:3"
     # unknown version, no args: only an engine version says
     bare = parse_server_log(captured)
     assert derive_findings(bare) == []
-    assert [x.kind for x in derive_findings(bare, host=Host(engine_version="0.5.12"))] == ["piecewise-cuda-graph-off"]
+    assert [x.kind for x in derive_findings(bare, host=Host(engine_version="0.5.12"))] == [
+        "piecewise-cuda-graph-off"
+    ]
     assert derive_findings(bare, host=Host(engine_version="0.5.5")) == []
     # ready without any capture line: no evidence, no finding
-    assert derive_findings(parse_server_log(["[2026-05-01 10:00:00] The server is fired up and ready to roll!"]),
-                           host=Host(engine_version="0.5.12")) == []
+    assert (
+        derive_findings(
+            parse_server_log(["[2026-05-01 10:00:00] The server is fired up and ready to roll!"]),
+            host=Host(engine_version="0.5.12"),
+        )
+        == []
+    )
 
 
 def test_wrapped_lines_of_other_hosts_formats() -> None:
-    facts = parse_server_log([
-        "sglang-1  | [2026-05-01 10:00:00 TP0] KV Cache is allocated. #tokens: 1000, K size: 1.00 GB, V size: 1.00 GB",
-        "May 01 10:00:01 gpu1 python[811]: [2026-05-01 10:00:01] The server is fired up and ready to roll!",
-        "2026-05-01 10:00:02,000 - __main__ - WARNING - Attempt 14: Please wait for sglang server to become ready...",
-    ])
+    facts = parse_server_log(
+        [
+            "sglang-1  | [2026-05-01 10:00:00 TP0] KV Cache is allocated. #tokens: 1000, K size: 1.00 GB, V size: 1.00 GB",
+            "May 01 10:00:01 gpu1 python[811]: [2026-05-01 10:00:01] The server is fired up and ready to roll!",
+            "2026-05-01 10:00:02,000 - __main__ - WARNING - Attempt 14: Please wait for sglang server to become ready...",
+        ]
+    )
     assert facts.kv_cache_tokens == 1000 and facts.ready and facts.wrapped_lines == 2
 
 
 def test_a_progress_bar_glued_to_a_log_line_is_read() -> None:
-    facts = parse_server_log([
-        "Capturing batches (bs=1 avail_mem=98.24 GB): 100%|##########| 3/3 [00:00<00:00,  4.70it/s]"
-        "[2026-03-04 15:13:15] Capture cuda graph end. Time elapsed: 1.15 s. mem usage=1.06 GB. avail mem=98.23 GB.",
-    ], strict=True)
+    facts = parse_server_log(
+        [
+            "Capturing batches (bs=1 avail_mem=98.24 GB): 100%|##########| 3/3 [00:00<00:00,  4.70it/s]"
+            "[2026-03-04 15:13:15] Capture cuda graph end. Time elapsed: 1.15 s. mem usage=1.06 GB. avail mem=98.23 GB.",
+        ],
+        strict=True,
+    )
     assert facts.cuda_graph_captured and facts.wrapped_lines == 0

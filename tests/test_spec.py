@@ -86,11 +86,18 @@ def test_decode_batch_accept_series_in_sglangs_formats():
 def test_spec_trials_restart_benchmark_and_record_accept_length(tmp_path):
     spec = load_spec(write_spec(tmp_path))
     eagle = spec.plan.configs["eagle-3-1-4"]
-    assert eagle.flags["speculative-algorithm"] == "EAGLE" and eagle.flags["speculative-num-draft-tokens"] == 4
-    assert spec.request_options == {"ngram-per-request": {"generation_config": '{"prompt_lookup_num_tokens": 10}'}}
+    assert (
+        eagle.flags["speculative-algorithm"] == "EAGLE"
+        and eagle.flags["speculative-num-draft-tokens"] == 4
+    )
+    assert spec.request_options == {
+        "ngram-per-request": {"generation_config": '{"prompt_lookup_num_tokens": 10}'}
+    }
     store = LedgerStore(tmp_path / "l.duckdb")
     store.init()
-    runner = ServerRunner(store, session_id="spec-test", poll_interval_s=0.1, sigint_wait_s=5, sigterm_wait_s=5)
+    runner = ServerRunner(
+        store, session_id="spec-test", poll_interval_s=0.1, sigint_wait_s=5, sigterm_wait_s=5
+    )
     try:
         result, events = run_spec(spec, store, runner, progress=False)
     finally:
@@ -100,8 +107,12 @@ def test_spec_trials_restart_benchmark_and_record_accept_length(tmp_path):
     assert starts == ["baseline", "eagle-3-1-4", "ngram-per-request"] * 2
     by_name = {e.trial_id.split(":")[1]: e for e in events}
     ev = by_name["eagle-3-1-4"]
-    assert ev.accept_length == 3.0 and ev.accept_length_source == "server_info"  # lifetime average, per start
-    assert ev.accept_length_series and all(x == 3.0 for x in ev.accept_length_series)  # the log's windowed series
+    assert (
+        ev.accept_length == 3.0 and ev.accept_length_source == "server_info"
+    )  # lifetime average, per start
+    assert ev.accept_length_series and all(
+        x == 3.0 for x in ev.accept_length_series
+    )  # the log's windowed series
     assert ev.per_request_accept_length == 3.0  # /generate meta_info
     assert ev.accept_rate is not None and abs(ev.accept_rate - 2 / 3) < 0.01
     assert ev.runs == 2 and ev.concurrency == 1 and ev.output_throughput_change is not None
@@ -111,12 +122,19 @@ def test_spec_trials_restart_benchmark_and_record_accept_length(tmp_path):
     ngram = by_name["ngram-per-request"]
     # No server flag for this trial: it is the baseline's server with per-request options.
     assert "speculative-algorithm" in ngram.flags and ngram.request_options
-    rows = store.query_arrow("SELECT trial_id, accept_length, accept_length_source, output_throughput_change_pct, "
-                             "verdict FROM spec_trials ORDER BY trial_id").to_pylist()
+    rows = store.query_arrow(
+        "SELECT trial_id, accept_length, accept_length_source, output_throughput_change_pct, "
+        "verdict FROM spec_trials ORDER BY trial_id"
+    ).to_pylist()
     assert [r["trial_id"] for r in rows] == ["spec-test:eagle-3-1-4", "spec-test:ngram-per-request"]
     assert rows[0]["accept_length"] == 3.0 and rows[0]["output_throughput_change_pct"] > 0
-    assert json.loads(json.dumps(result.comparisons[0].model_dump(mode="json")))  # comparisons recorded
+    assert json.loads(
+        json.dumps(result.comparisons[0].model_dump(mode="json"))
+    )  # comparisons recorded
     from ledger.export_markdown import render_markdown
 
     md = render_markdown(store, session_id="spec-test")
-    assert "## Speculative-decoding trials" in md and "| spec-test:eagle-3-1-4 | EAGLE | 3.00 (server_info) | 1 |" in md
+    assert (
+        "## Speculative-decoding trials" in md
+        and "| spec-test:eagle-3-1-4 | EAGLE | 3.00 (server_info) | 1 |" in md
+    )

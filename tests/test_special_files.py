@@ -41,7 +41,9 @@ def device(path: Path, minor: int) -> Path:
     return path
 
 
-def test_export_through_a_symlink_writes_the_target_and_keeps_the_link(ledger: Path, tmp_path: Path) -> None:
+def test_export_through_a_symlink_writes_the_target_and_keeps_the_link(
+    ledger: Path, tmp_path: Path
+) -> None:
     target = tmp_path / "real" / "decisions.md"
     target.parent.mkdir()
     target.write_text("old")
@@ -56,11 +58,15 @@ def test_export_through_a_symlink_writes_the_target_and_keeps_the_link(ledger: P
     assert sorted(p.name for p in target.parent.iterdir()) == ["decisions.md"]  # no temp file left
 
 
-def test_export_to_a_fifo_writes_in_place_or_refuses_without_a_reader(ledger: Path, tmp_path: Path) -> None:
+def test_export_to_a_fifo_writes_in_place_or_refuses_without_a_reader(
+    ledger: Path, tmp_path: Path
+) -> None:
     fifo = tmp_path / "pipe"
     os.mkfifo(fifo)
     done = run("--ledger", str(ledger), "export", "markdown", "-o", str(fifo), timeout=30)
-    assert done.returncode == 3 and "no reader" in done.stderr and len(done.stderr.splitlines()) == 1
+    assert (
+        done.returncode == 3 and "no reader" in done.stderr and len(done.stderr.splitlines()) == 1
+    )
     got: list[bytes] = []
     reader = threading.Thread(target=lambda: got.append(fifo.read_bytes()))
     reader.start()
@@ -71,7 +77,9 @@ def test_export_to_a_fifo_writes_in_place_or_refuses_without_a_reader(ledger: Pa
 
 
 @root_only
-def test_export_to_a_device_writes_in_place_and_a_full_device_fails_in_one_line(ledger: Path, tmp_path: Path) -> None:
+def test_export_to_a_device_writes_in_place_and_a_full_device_fails_in_one_line(
+    ledger: Path, tmp_path: Path
+) -> None:
     null = device(tmp_path / "null", 3)
     done = run("--ledger", str(ledger), "export", "markdown", "-o", str(null))
     assert done.returncode == 0, done.stderr
@@ -88,7 +96,11 @@ def test_import_of_a_fifo_is_refused_at_once(ledger: Path, tmp_path: Path) -> No
     fifo = tmp_path / "bench.jsonl"
     os.mkfifo(fifo)
     done = run("--ledger", str(ledger), "import", str(fifo), timeout=30)
-    assert done.returncode == 3 and "not a regular file" in done.stderr and len(done.stderr.splitlines()) == 1
+    assert (
+        done.returncode == 3
+        and "not a regular file" in done.stderr
+        and len(done.stderr.splitlines()) == 1
+    )
     assert LedgerStore(ledger).head() == 1
 
 
@@ -96,14 +108,22 @@ def test_import_of_a_fifo_is_refused_at_once(ledger: Path, tmp_path: Path) -> No
 def test_import_of_a_zero_device_is_refused_not_read(ledger: Path, tmp_path: Path) -> None:
     zero = device(tmp_path / "zero", 5)
     done = run("--ledger", str(ledger), "import", str(zero), timeout=30)
-    assert done.returncode == 3 and "not a regular file" in done.stderr and len(done.stderr.splitlines()) == 1
+    assert (
+        done.returncode == 3
+        and "not a regular file" in done.stderr
+        and len(done.stderr.splitlines()) == 1
+    )
 
 
 def test_import_through_a_symlink_loop_is_one_line(ledger: Path, tmp_path: Path) -> None:
     loop = tmp_path / "loop.log"
     loop.symlink_to(loop)
     done = run("--ledger", str(ledger), "import", str(loop))
-    assert done.returncode == 3 and "symlink loop" in done.stderr and len(done.stderr.splitlines()) == 1
+    assert (
+        done.returncode == 3
+        and "symlink loop" in done.stderr
+        and len(done.stderr.splitlines()) == 1
+    )
 
 
 def test_import_of_a_directory_is_one_line(ledger: Path, tmp_path: Path) -> None:
@@ -111,4 +131,8 @@ def test_import_of_a_directory_is_one_line(ledger: Path, tmp_path: Path) -> None
     folder = tmp_path / "triton_3_6_0"
     folder.mkdir()
     done = run("--ledger", str(ledger), "import", str(folder))
-    assert done.returncode == 3 and "is a directory" in done.stderr and len(done.stderr.splitlines()) == 1
+    assert (
+        done.returncode == 3
+        and "is a directory" in done.stderr
+        and len(done.stderr.splitlines()) == 1
+    )

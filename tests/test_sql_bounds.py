@@ -27,8 +27,13 @@ def ledger(tmp_path: Path) -> str:
 
 
 def sql(ledger: str, query: str, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([*CLI, "--ledger", ledger, "sql", query, *args], capture_output=True, text=True,
-                          cwd=ROOT, timeout=300)
+    return subprocess.run(
+        [*CLI, "--ledger", ledger, "sql", query, *args],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=300,
+    )
 
 
 def test_csv_streams_every_row_with_bounded_memory(ledger: str, tmp_path: Path) -> None:
@@ -38,9 +43,28 @@ def test_csv_streams_every_row_with_bounded_memory(ledger: str, tmp_path: Path) 
     if not Path("/usr/bin/time").exists():
         pytest.skip("needs GNU time for the child's peak RSS")
     report = tmp_path / "rss"
-    done = subprocess.run(["/usr/bin/time", "-f", "%M", "-o", str(report), *CLI, "--ledger", ledger, "sql",
-                           "SELECT i, repeat('x', 300) AS pad FROM range(300000) t(i)", "--format", "csv", "--timeout", "0"],
-                          capture_output=True, text=True, cwd=ROOT, timeout=300)
+    done = subprocess.run(
+        [
+            "/usr/bin/time",
+            "-f",
+            "%M",
+            "-o",
+            str(report),
+            *CLI,
+            "--ledger",
+            ledger,
+            "sql",
+            "SELECT i, repeat('x', 300) AS pad FROM range(300000) t(i)",
+            "--format",
+            "csv",
+            "--timeout",
+            "0",
+        ],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=300,
+    )
     assert done.returncode == 0, done.stderr
     lines = done.stdout.splitlines()
     assert len(lines) == 300_001 and lines[0] == "i,pad" and lines[-1].startswith("299999,xxx")
@@ -49,7 +73,12 @@ def test_csv_streams_every_row_with_bounded_memory(ledger: str, tmp_path: Path) 
 
 
 def test_json_streams_a_valid_array(ledger: str) -> None:
-    done = sql(ledger, "SELECT i, [i, i + 1] AS pair, NULL AS nothing FROM range(25000) t(i)", "--format", "json")
+    done = sql(
+        ledger,
+        "SELECT i, [i, i + 1] AS pair, NULL AS nothing FROM range(25000) t(i)",
+        "--format",
+        "json",
+    )
     assert done.returncode == 0, done.stderr
     rows = json.loads(done.stdout)
     assert len(rows) == 25000 and rows[-1] == {"i": 24999, "pair": [24999, 25000], "nothing": None}
@@ -61,7 +90,11 @@ def test_a_table_is_capped_with_a_notice(ledger: str) -> None:
     started = time.monotonic()
     done = sql(ledger, "SELECT i FROM range(1000000) t(i)")
     assert done.returncode == 0, done.stderr
-    assert "(the first 1,000 rows;" in done.stdout and "│ 999 │" in done.stdout and "│ 1000 │" not in done.stdout
+    assert (
+        "(the first 1,000 rows;" in done.stdout
+        and "│ 999 │" in done.stdout
+        and "│ 1000 │" not in done.stdout
+    )
     assert time.monotonic() - started < 60
     small = sql(ledger, "SELECT i FROM range(5) t(i)", "--max-rows", "5")
     assert "the first" not in small.stdout
@@ -69,20 +102,36 @@ def test_a_table_is_capped_with_a_notice(ledger: str) -> None:
 
 def test_timeout_covers_fetching_and_printing(ledger: str) -> None:
     started = time.monotonic()
-    done = sql(ledger, "SELECT i, repeat('x', 100) AS pad FROM range(100000000) t(i)", "--format", "csv", "--timeout", "2")
+    done = sql(
+        ledger,
+        "SELECT i, repeat('x', 100) AS pad FROM range(100000000) t(i)",
+        "--format",
+        "csv",
+        "--timeout",
+        "2",
+    )
     elapsed = time.monotonic() - started
-    assert done.returncode == 14 and "stopped after 2 s" in done.stderr and len(done.stderr.splitlines()) == 1
+    assert (
+        done.returncode == 14
+        and "stopped after 2 s" in done.stderr
+        and len(done.stderr.splitlines()) == 1
+    )
     assert elapsed < 30 and done.stdout.startswith("i,pad\n")
 
 
-@pytest.mark.parametrize("query", [
-    "WITH t AS (INSERT INTO ledger_meta VALUES ('a', 'b') RETURNING *) SELECT * FROM t",
-    "WITH t AS (DELETE FROM events RETURNING *) SELECT count(*) FROM t",
-    "EXPLAIN ANALYZE INSERT INTO ledger_meta VALUES ('a', 'b')",
-    "EXPLAIN ANALYZE DELETE FROM events",
-    "EXPLAIN (ANALYZE) UPDATE ledger_meta SET value = 'x'",
-])
+@pytest.mark.parametrize(
+    "query",
+    [
+        "WITH t AS (INSERT INTO ledger_meta VALUES ('a', 'b') RETURNING *) SELECT * FROM t",
+        "WITH t AS (DELETE FROM events RETURNING *) SELECT count(*) FROM t",
+        "EXPLAIN ANALYZE INSERT INTO ledger_meta VALUES ('a', 'b')",
+        "EXPLAIN ANALYZE DELETE FROM events",
+        "EXPLAIN (ANALYZE) UPDATE ledger_meta SET value = 'x'",
+    ],
+)
 def test_hidden_writes_are_refused_with_exit_6(ledger: str, query: str) -> None:
     done = sql(ledger, query)
-    assert done.returncode == 6 and "read-only" in done.stderr and len(done.stderr.splitlines()) == 1
+    assert (
+        done.returncode == 6 and "read-only" in done.stderr and len(done.stderr.splitlines()) == 1
+    )
     assert LedgerStore(ledger).head() == 1

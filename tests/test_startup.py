@@ -28,16 +28,27 @@ def test_append_loads_no_heavy_module(tmp_path: Path) -> None:
     ledger = tmp_path / "l.duckdb"
     code = PROBE.format(lazy=LAZY)
     for args in (["init"], ["append", "note_added", "-f", "text=hi"], ["append", "--json"]):
-        out = subprocess.run([sys.executable, "-c", code, "--ledger", str(ledger), *args], capture_output=True,
-                             text=True, timeout=120, input='{"type": "note_added", "text": "piped"}')
+        out = subprocess.run(
+            [sys.executable, "-c", code, "--ledger", str(ledger), *args],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            input='{"type": "note_added", "text": "piped"}',
+        )
         assert out.returncode == 0, out.stderr
         assert out.stdout.splitlines()[-1] == "", (args, out.stdout)
 
 
 def test_plugin_commands_still_run_and_are_listed(tmp_path: Path) -> None:
-    out = subprocess.run([sys.executable, "-m", "ledger.cli", "--help"], capture_output=True, text=True, timeout=120)
+    out = subprocess.run(
+        [sys.executable, "-m", "ledger.cli", "--help"], capture_output=True, text=True, timeout=120
+    )
     assert out.returncode == 0, out.stderr
     assert "  run " in out.stdout and "  tui " in out.stdout
-    out = subprocess.run([sys.executable, "-m", "ledger.cli", "run", "--help"], capture_output=True, text=True,
-                         timeout=120)
+    out = subprocess.run(
+        [sys.executable, "-m", "ledger.cli", "run", "--help"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert out.returncode == 0 and "Usage: " in out.stdout, out.stderr

@@ -163,7 +163,12 @@ class StoreContract:
         store = self.make_store(path)
         assert not path.exists()
         (result,) = store.append(note("first"))
-        assert (result.seq, result.stream, result.stream_version, result.duplicate) == (1, "ledger", 1, False)
+        assert (result.seq, result.stream, result.stream_version, result.duplicate) == (
+            1,
+            "ledger",
+            1,
+            False,
+        )
         assert path.exists()
         assert store.init() is False  # already there: init is idempotent
         assert [e.text for e in store.read()] == ["first"]
@@ -197,7 +202,11 @@ class StoreContract:
         first = ledger.append(batch)
         before = rows(ledger)
         again = ledger.append(batch)
-        assert [(r.seq, r.stream_version, r.duplicate) for r in first] == [(2, 1, False), (3, 2, False), (4, 3, False)]
+        assert [(r.seq, r.stream_version, r.duplicate) for r in first] == [
+            (2, 1, False),
+            (3, 2, False),
+            (4, 3, False),
+        ]
         assert [(r.event_id, r.seq, r.stream, r.stream_version) for r in again] == [
             (r.event_id, r.seq, r.stream, r.stream_version) for r in first
         ]
@@ -207,7 +216,9 @@ class StoreContract:
         retried = ledger.append(batch, expected_version=0)
         assert [(r.seq, r.duplicate) for r in retried] == [(2, True), (3, True), (4, True)]
 
-    def test_retry_inside_a_bigger_batch_stores_only_the_new_events(self, ledger: LedgerStore) -> None:
+    def test_retry_inside_a_bigger_batch_stores_only_the_new_events(
+        self, ledger: LedgerStore
+    ) -> None:
         stored = note("stored")
         ledger.append(stored)
         fresh = note("fresh")
@@ -232,7 +243,9 @@ class StoreContract:
         with pytest.raises(EventIdReused):
             ledger.append(event.model_copy(update={"session_id": "s2"}))
 
-    def test_batch_holding_one_id_twice_is_refused_and_stores_nothing(self, ledger: LedgerStore) -> None:
+    def test_batch_holding_one_id_twice_is_refused_and_stores_nothing(
+        self, ledger: LedgerStore
+    ) -> None:
         ledger.append(note("before"))
         before = rows(ledger)
         twice = note("twice")
@@ -245,7 +258,9 @@ class StoreContract:
 
     # --- 2. atomic batch ---------------------------------------------------------------
 
-    def _assert_batch_left_no_trace(self, ledger: LedgerStore, before: list[dict[str, Any]]) -> None:
+    def _assert_batch_left_no_trace(
+        self, ledger: LedgerStore, before: list[dict[str, Any]]
+    ) -> None:
         assert rows(ledger) == before
         assert ledger.head() == len(before)
         # and no seq was burnt: the next append continues right after the old head
@@ -253,20 +268,31 @@ class StoreContract:
         assert result.seq == len(before) + 1
         assert_gapless(ledger)
 
-    def test_batch_with_a_wrong_stream_version_third_stores_nothing(self, ledger: LedgerStore) -> None:
+    def test_batch_with_a_wrong_stream_version_third_stores_nothing(
+        self, ledger: LedgerStore
+    ) -> None:
         ledger.append([note("s1", stream="s"), note("s2", stream="s")])
         before = rows(ledger)
-        batch = [note("a", stream="s"), note("b", stream="t"), note("c", stream="s", stream_version=7), note("d")]
+        batch = [
+            note("a", stream="s"),
+            note("b", stream="t"),
+            note("c", stream="s", stream_version=7),
+            note("d"),
+        ]
         with pytest.raises(ConcurrencyConflict) as caught:
             ledger.append(batch)
         assert caught.value.stream == "s"
         self._assert_batch_left_no_trace(ledger, before)
 
     def test_batch_with_a_correct_stream_version_is_stored(self, ledger: LedgerStore) -> None:
-        results = ledger.append([note("a", stream="s", stream_version=1), note("b", stream="s", stream_version=2)])
+        results = ledger.append(
+            [note("a", stream="s", stream_version=1), note("b", stream="s", stream_version=2)]
+        )
         assert [r.stream_version for r in results] == [1, 2]
 
-    def test_batch_with_an_expected_version_conflict_stores_nothing(self, ledger: LedgerStore) -> None:
+    def test_batch_with_an_expected_version_conflict_stores_nothing(
+        self, ledger: LedgerStore
+    ) -> None:
         ledger.append([note("s1", stream="s"), note("s2", stream="s")])
         before = rows(ledger)
         with pytest.raises(ConcurrencyConflict):
@@ -277,7 +303,12 @@ class StoreContract:
         stored = note("stored", stream="s")
         ledger.append(stored)
         before = rows(ledger)
-        batch = [note("a"), note("b", stream="s"), stored.model_copy(update={"text": "rewritten"}), note("d")]
+        batch = [
+            note("a"),
+            note("b", stream="s"),
+            stored.model_copy(update={"text": "rewritten"}),
+            note("d"),
+        ]
         with pytest.raises(EventIdReused):
             ledger.append(batch)
         self._assert_batch_left_no_trace(ledger, before)
@@ -290,13 +321,17 @@ class StoreContract:
     # --- 3. expected-version conflicts ----------------------------------------------
 
     def test_expected_version_matches_or_conflicts(self, ledger: LedgerStore) -> None:
-        first = ledger.append([note("a", stream="run:1"), note("b", stream="run:1")], expected_version=0)
+        first = ledger.append(
+            [note("a", stream="run:1"), note("b", stream="run:1")], expected_version=0
+        )
         assert [r.stream_version for r in first] == [1, 2]
         with pytest.raises(ConcurrencyConflict) as caught:
             ledger.append(note("late", stream="run:1"), expected_version=1)
         conflict = caught.value
         assert (conflict.stream, conflict.expected, conflict.actual) == ("run:1", 1, 2)
-        assert str(conflict) == "concurrency conflict on stream 'run:1': expected version 1, found 2"
+        assert (
+            str(conflict) == "concurrency conflict on stream 'run:1': expected version 1, found 2"
+        )
         assert conflict.exit_code == 4
         with pytest.raises(ConcurrencyConflict, match="expected version 0, found 2"):
             ledger.append(note("new?", stream="run:1"), expected_version=0)
@@ -315,8 +350,21 @@ class StoreContract:
             go = tmp_path / f"go-race-{round_}"
             procs = [
                 subprocess.Popen(
-                    writer_command("race", path, "--writer", name, "--stream", stream, "--expected", 2, "--go", go),
-                    stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                    writer_command(
+                        "race",
+                        path,
+                        "--writer",
+                        name,
+                        "--stream",
+                        stream,
+                        "--expected",
+                        2,
+                        "--go",
+                        go,
+                    ),
+                    stdout=subprocess.PIPE,
+                    stderr=subprocess.PIPE,
+                    text=True,
                 )
                 for name in ("A", "B")
             ]
@@ -324,9 +372,15 @@ class StoreContract:
                 wait_ready(proc)
             go.touch()
             outs = [proc.communicate(timeout=PROCESS_TIMEOUT_S) for proc in procs]
-            by_code = {proc.returncode: (name, *out) for name, proc, out in zip(("A", "B"), procs, outs)}
+            by_code = {
+                proc.returncode: (name, *out) for name, proc, out in zip(("A", "B"), procs, outs)
+            }
             stored = [(e.seq, e.stream_version, e.text) for e in ledger.read(stream=stream)]
-            assert sorted(p.returncode for p in procs) == [0, 4], (outs, stored, assert_gapless(ledger))
+            assert sorted(p.returncode for p in procs) == [0, 4], (
+                outs,
+                stored,
+                assert_gapless(ledger),
+            )
             winner, won_out, _ = by_code[0]
             _, lost_out, lost_err = by_code[4]
             assert won_out.splitlines()[-1].startswith("won ")
@@ -335,7 +389,11 @@ class StoreContract:
             )
             assert not any(word in lost_err for word in LOCK_ERROR_WORDS), lost_err
             assert ledger.stream_version(stream) == 3
-            assert [e.text for e in ledger.read(stream=stream)] == ["r1", "r2", f"race writer={winner}"]
+            assert [e.text for e in ledger.read(stream=stream)] == [
+                "r1",
+                "r2",
+                f"race writer={winner}",
+            ]
         assert_gapless(ledger)
 
     # --- 4. seq gapless, in commit order --------------------------------------------
@@ -344,26 +402,44 @@ class StoreContract:
         expected_texts = []
         rng = random.Random(7)
         for batch_no in range(12):
-            batch = [note(f"{batch_no}.{i}", stream=f"s{rng.randrange(3)}") for i in range(rng.randrange(1, 6))]
+            batch = [
+                note(f"{batch_no}.{i}", stream=f"s{rng.randrange(3)}")
+                for i in range(rng.randrange(1, 6))
+            ]
             if batch_no % 4 == 3:  # some failed batches in between must leave no gap
                 with pytest.raises(ConcurrencyConflict):
                     ledger.append([*batch, note("bad", stream="s0", stream_version=999)])
             results = ledger.append(batch)
-            assert [r.seq for r in results] == list(range(len(expected_texts) + 1, len(expected_texts) + len(batch) + 1))
+            assert [r.seq for r in results] == list(
+                range(len(expected_texts) + 1, len(expected_texts) + len(batch) + 1)
+            )
             expected_texts += [e.text for e in batch]
         assert assert_gapless(ledger) == len(expected_texts)
         assert [e.text for e in ledger.read()] == expected_texts
 
     # --- 5. crash -------------------------------------------------------------------
 
-    def test_killed_writer_leaves_only_complete_batches(self, ledger: LedgerStore, path: Path) -> None:
+    def test_killed_writer_leaves_only_complete_batches(
+        self, ledger: LedgerStore, path: Path
+    ) -> None:
         batch_size = 5
         rng = random.Random(20260102)
         acked: dict[str, list[int]] = {}
         for round_ in range(5):
             proc = subprocess.Popen(
-                writer_command("append", path, "--writer", f"crash{round_}", "--count", 0, "--batch", batch_size),
-                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                writer_command(
+                    "append",
+                    path,
+                    "--writer",
+                    f"crash{round_}",
+                    "--count",
+                    0,
+                    "--batch",
+                    batch_size,
+                ),
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
             )
             assert proc.stdout is not None
             first = proc.stdout.readline()  # it is in its append loop now
@@ -381,7 +457,14 @@ class StoreContract:
             store = self.make_store(path)
             total = assert_gapless(store)
             assert len(store.read()) == total
-            for view in ("live_events", "timeline", "board", "flag_verdicts", "server_runs", "decisions"):
+            for view in (
+                "live_events",
+                "timeline",
+                "board",
+                "flag_verdicts",
+                "server_runs",
+                "decisions",
+            ):
                 store.query_arrow(f"SELECT * FROM {view}")
             assert count(store, "timeline") == total
             # every batch is all or nothing, and every acknowledged batch is there where it was told
@@ -390,8 +473,12 @@ class StoreContract:
             for row in notes:
                 by_marker[row["batch"]].append(row)
             for marker, members in by_marker.items():
-                assert sorted(m["part"] for m in members) == [f"{j}/{batch_size}" for j in range(batch_size)], marker
-                assert [m["seq"] for m in members] == list(range(members[0]["seq"], members[0]["seq"] + batch_size))
+                assert sorted(m["part"] for m in members) == [
+                    f"{j}/{batch_size}" for j in range(batch_size)
+                ], marker
+                assert [m["seq"] for m in members] == list(
+                    range(members[0]["seq"], members[0]["seq"] + batch_size)
+                )
             for marker, acked_seqs in acked.items():
                 assert [m["seq"] for m in by_marker[marker]] == acked_seqs, marker
             # a new append continues right after the last stored event
@@ -401,7 +488,9 @@ class StoreContract:
 
     # --- 6. concurrency across processes ------------------------------------------
 
-    def test_two_writers_and_a_reader_across_processes(self, ledger: LedgerStore, path: Path, tmp_path: Path) -> None:
+    def test_two_writers_and_a_reader_across_processes(
+        self, ledger: LedgerStore, path: Path, tmp_path: Path
+    ) -> None:
         n = self.events_per_writer
         go = tmp_path / "go"
         logs = {}
@@ -409,20 +498,59 @@ class StoreContract:
         def start(name: str, *args: object) -> subprocess.Popen[str]:
             # stderr to a file: a chatty child must never block on a full pipe
             logs[name] = err = open(tmp_path / f"{name}.err", "w+")  # noqa: SIM115 (closed below)
-            return subprocess.Popen(writer_command(*args), stdout=subprocess.PIPE, stderr=err, text=True)
+            return subprocess.Popen(
+                writer_command(*args), stdout=subprocess.PIPE, stderr=err, text=True
+            )
 
         procs = {
             "reader": start(
-                "reader", "read", path, "--until", 2 * n, "--interval", 0.1, "--deadline", PROCESS_TIMEOUT_S, "--go", go
+                "reader",
+                "read",
+                path,
+                "--until",
+                2 * n,
+                "--interval",
+                0.1,
+                "--deadline",
+                PROCESS_TIMEOUT_S,
+                "--go",
+                go,
             ),
-            "A": start("A", "append", path, "--writer", "A", "--count", n, "--shared-stream", "shared", "--go", go),
-            "B": start("B", "append", path, "--writer", "B", "--count", n, "--shared-stream", "shared", "--go", go),
+            "A": start(
+                "A",
+                "append",
+                path,
+                "--writer",
+                "A",
+                "--count",
+                n,
+                "--shared-stream",
+                "shared",
+                "--go",
+                go,
+            ),
+            "B": start(
+                "B",
+                "append",
+                path,
+                "--writer",
+                "B",
+                "--count",
+                n,
+                "--shared-stream",
+                "shared",
+                "--go",
+                go,
+            ),
         }
         for proc in procs.values():
             wait_ready(proc)
         go.touch()
         # the writers first: when one fails, its stderr says why (the reader would wait for 2n events)
-        stdout = {name: procs[name].communicate(timeout=PROCESS_TIMEOUT_S)[0] for name in ("A", "B", "reader")}
+        stdout = {
+            name: procs[name].communicate(timeout=PROCESS_TIMEOUT_S)[0]
+            for name in ("A", "B", "reader")
+        }
         stderr = {}
         for name, err in logs.items():
             err.seek(0)
@@ -431,8 +559,16 @@ class StoreContract:
 
         for name in ("A", "B", "reader"):
             proc = procs[name]
-            assert proc.returncode == 0, (name, proc.returncode, stderr[name][-2000:], count(ledger))
-            assert not any(word in stderr[name] for word in LOCK_ERROR_WORDS), (name, stderr[name][-2000:])
+            assert proc.returncode == 0, (
+                name,
+                proc.returncode,
+                stderr[name][-2000:],
+                count(ledger),
+            )
+            assert not any(word in stderr[name] for word in LOCK_ERROR_WORDS), (
+                name,
+                stderr[name][-2000:],
+            )
         assert stdout["reader"].splitlines()[-1].endswith(f"last={2 * n}")
 
         assert count(ledger) == 2 * n
@@ -444,7 +580,9 @@ class StoreContract:
             assert [int(row["n"]) for row in mine] == list(range(n))
             assert [row["seq"] for row in mine] == sorted(row["seq"] for row in mine)
             acks = parse_acks(stdout[name])
-            assert sorted(s for seq_list in acks.values() for s in seq_list) == [row["seq"] for row in mine]
+            assert sorted(s for seq_list in acks.values() for s in seq_list) == [
+                row["seq"] for row in mine
+            ]
         versions = stream_versions(ledger)
         assert versions == {
             "shared": list(range(1, n + 1)),
@@ -459,10 +597,14 @@ class StoreContract:
         wrong = note("wrong number", session_id="s1")
         ledger.append([keep, wrong])
         before = rows(ledger, f"event_id = '{wrong.event_id}'")
-        (retraction,) = ledger.append(EventRetracted(retracted_event_id=wrong.event_id, reason="typo", session_id="s1"))
+        (retraction,) = ledger.append(
+            EventRetracted(retracted_event_id=wrong.event_id, reason="typo", session_id="s1")
+        )
         assert retraction.seq == 3
 
-        live = ledger.query_arrow("SELECT event_id::VARCHAR AS id FROM live_events ORDER BY seq")["id"].to_pylist()
+        live = ledger.query_arrow("SELECT event_id::VARCHAR AS id FROM live_events ORDER BY seq")[
+            "id"
+        ].to_pylist()
         assert str(wrong.event_id) not in live
         assert live == [str(keep.event_id), str(retraction.event_id)]
         timeline = ledger.query_arrow("SELECT seq, summary FROM timeline ORDER BY seq").to_pylist()
@@ -480,17 +622,23 @@ class StoreContract:
     def filled(self, ledger: LedgerStore) -> LedgerStore:
         ledger.append(
             [
-                SessionStarted(title="one", session_id="s1"),                                    # 1
-                note("s1 note 1", session_id="s1"),                                              # 2
-                SessionStarted(title="two", session_id="s2"),                                    # 3
-                note("s2 note", session_id="s2"),                                                # 4
+                SessionStarted(title="one", session_id="s1"),  # 1
+                note("s1 note 1", session_id="s1"),  # 2
+                SessionStarted(title="two", session_id="s2"),  # 3
+                note("s2 note", session_id="s2"),  # 4
                 DecisionRecorded(
-                    decision="keep baseline", session_id="s1", event_id=UUID("dec15e00-5555-7000-8000-000000000005")
-                ),                                                                               # 5
-                note("s1 note 2", session_id="s1"),                                              # 6
-                note("loose", stream="misc"),                                                    # 7
-                note("by id", event_id=UUID("0c0ffee0-1111-7000-8000-000000000001"), stream="ids"),  # 8
-                note("twin", event_id=UUID("0c0ffee0-2222-7000-8000-000000000002"), stream="ids"),   # 9
+                    decision="keep baseline",
+                    session_id="s1",
+                    event_id=UUID("dec15e00-5555-7000-8000-000000000005"),
+                ),  # 5
+                note("s1 note 2", session_id="s1"),  # 6
+                note("loose", stream="misc"),  # 7
+                note(
+                    "by id", event_id=UUID("0c0ffee0-1111-7000-8000-000000000001"), stream="ids"
+                ),  # 8
+                note(
+                    "twin", event_id=UUID("0c0ffee0-2222-7000-8000-000000000002"), stream="ids"
+                ),  # 9
             ]
         )
         return ledger
@@ -515,9 +663,12 @@ class StoreContract:
         assert read_seqs(session_id="s1", newest_first=True, limit=1, after_seq=1) == [6]
         (decision,) = filled.read(types=["decision_recorded"])
         assert isinstance(decision, DecisionRecorded)
-        assert (decision.decision, decision.session_id, decision.stream, decision.stream_version) == (
-            "keep baseline", "s1", "session:s1", 3
-        )
+        assert (
+            decision.decision,
+            decision.session_id,
+            decision.stream,
+            decision.stream_version,
+        ) == ("keep baseline", "s1", "session:s1", 3)
 
     def test_get_by_id_and_prefix(self, filled: LedgerStore) -> None:
         full = UUID("0c0ffee0-1111-7000-8000-000000000001")
@@ -578,7 +729,11 @@ class StoreContract:
         ledger.append(note("before the holder"))
         ledger.close()  # a kept-open store lets go now (the holder below is plain DuckDB)
         holder = subprocess.Popen(
-            writer_command("hold", path), stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+            writer_command("hold", path),
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
         )
         try:
             assert holder.stdout is not None and holder.stdout.readline().strip() == "holding"

@@ -27,8 +27,19 @@ def _holder(path: Path, *args: object) -> subprocess.Popen[str]:
     """A child whose store keeps the file open for 60 s of idleness (so only a waiter makes it let go)."""
     env = {**os.environ, "TUNELEDGER_TEST_HOLD_S": "60"}
     return subprocess.Popen(
-        [sys.executable, str(WRITER), "append", str(path), "--writer", "held", *(str(a) for a in args)],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+        [
+            sys.executable,
+            str(WRITER),
+            "append",
+            str(path),
+            "--writer",
+            "held",
+            *(str(a) for a in args),
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
     )
 
 
@@ -36,7 +47,9 @@ def _timed_reads(store: LedgerStore, n: int) -> list[float]:
     waits = []
     for _ in range(n):
         start = time.monotonic()
-        counted = store.query_arrow("SELECT (SELECT count(*) FROM timeline) AS t, (SELECT count(*) FROM events) AS e")
+        counted = store.query_arrow(
+            "SELECT (SELECT count(*) FROM timeline) AS t, (SELECT count(*) FROM events) AS e"
+        )
         waits.append(time.monotonic() - start)
         row = counted.to_pylist()[0]
         assert row["t"] == row["e"]  # the view is never behind the log
@@ -69,8 +82,15 @@ def test_a_reader_gets_the_file_from_an_idle_kept_open_writer(tmp_path: Path) ->
         f"s = LedgerStore({str(path)!r}, hold_s=60)\n"
         "s.append([NoteAdded(text=f'n{i}') for i in range(5)]); print('held', flush=True); sys.stdin.read()\n"
     )
-    proc = subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, env=env, cwd=Path(__file__).parents[1])
+    proc = subprocess.Popen(
+        [sys.executable, "-c", code],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+        cwd=Path(__file__).parents[1],
+    )
     try:
         assert proc.stdout is not None and proc.stdout.readline().strip() == "held", proc.poll()
         waits = _timed_reads(LedgerStore(path), 1)

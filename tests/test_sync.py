@@ -14,28 +14,41 @@ import subprocess
 import sys
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
 
 import psycopg
 import pytest
+from pg_cluster import WRITER_PASSWORD, Cluster, hub_schema, make_hub, pg_server, writer_env  # noqa: F401
 
 from ledger import hub, sync
 from ledger.errors import EventIdReused, RemoteError
 from ledger.remote import Remote, add_remote, parse_remote
 from ledger.store import LedgerStore
-from pg_cluster import WRITER_PASSWORD, Cluster, hub_schema, make_hub, pg_server, writer_env  # noqa: F401
 from schemas import Host
 from schemas.events import CandidateProposed, CandidateTriaged, FlagResearched, NoteAdded
 
 #: The installed command (``python -m ledger.cli`` would load the CLI module twice).
 TUNELEDGER = str(Path(sys.executable).with_name("tuneledger"))
 
-SM120 = Host(gpu_name="RTX PRO 6000 Blackwell", compute_capability="sm120", engine="sglang", engine_version="0.5.6")
+SM120 = Host(
+    gpu_name="RTX PRO 6000 Blackwell",
+    compute_capability="sm120",
+    engine="sglang",
+    engine_version="0.5.6",
+)
 
 #: Views whose rows must be equal on every host that synced to the same hub position; local
 #: positions (seq, stream_version and what is derived from them) are left out of the comparison.
 COMPARED_VIEWS = ("board", "flag_verdicts", "decisions", "timeline", "flag_verdict_history")
-LOCAL_COLUMNS = {"seq", "sync_order", "stream_version", "updated_seq", "proposed_seq", "first_seq", "last_seq", "history"}
+LOCAL_COLUMNS = {
+    "seq",
+    "sync_order",
+    "stream_version",
+    "updated_seq",
+    "proposed_seq",
+    "first_seq",
+    "last_seq",
+    "history",
+}
 
 
 def make_ledger(path: Path, remote: Remote, name: str) -> LedgerStore:
@@ -49,7 +62,10 @@ def make_ledger(path: Path, remote: Remote, name: str) -> LedgerStore:
 def view_rows(store: LedgerStore, view: str) -> list[str]:
     table = store.query_arrow(f"SELECT * FROM {view}")
     keep = [c for c in table.column_names if c not in LOCAL_COLUMNS]
-    return sorted(json.dumps({c: row[c] for c in keep}, default=str, sort_keys=True) for row in table.to_pylist())
+    return sorted(
+        json.dumps({c: row[c] for c in keep}, default=str, sort_keys=True)
+        for row in table.to_pylist()
+    )
 
 
 def hub_count(cluster: Cluster, schema: str) -> int:
@@ -65,25 +81,41 @@ def remote(pg_server: Cluster, hub_schema: str, writer_env: None) -> Remote:
 # --- union, idempotency, order ---------------------------------------------------------
 
 
-def test_two_ledgers_answer_the_sm120_question_with_the_union(remote: Remote, tmp_path: Path) -> None:
+def test_two_ledgers_answer_the_sm120_question_with_the_union(
+    remote: Remote, tmp_path: Path
+) -> None:
     a = make_ledger(tmp_path / "a.duckdb", remote, "b200-node")
     b = make_ledger(tmp_path / "b.duckdb", remote, "workstation")
     when = datetime(2026, 3, 4, 5, 6, 7, tzinfo=UTC)  # when the fact happened (a log line's time)
-    fusion = FlagResearched(flag="enable-flashinfer-allreduce-fusion", verdict="not-activated", host=SM120,
-                            occurred_at=when)
+    fusion = FlagResearched(
+        flag="enable-flashinfer-allreduce-fusion",
+        verdict="not-activated",
+        host=SM120,
+        occurred_at=when,
+    )
     a.append(fusion)
-    a.append(FlagResearched(flag="enable-fused-moe-sum-all-reduce", verdict="effective", host=SM120))
+    a.append(
+        FlagResearched(flag="enable-fused-moe-sum-all-reduce", verdict="effective", host=SM120)
+    )
     b.append(FlagResearched(flag="enable-two-batch-overlap", verdict="no-op", host=SM120))
     b.append(NoteAdded(text="from the workstation"))
 
     first = sync.sync(a, remote)
     assert (first.pushed, first.stored, first.pulled) == (2, 2, 0)
     second = sync.sync(b, remote)
-    assert (second.pushed, second.stored, second.pulled, second.applied, second.position) == (2, 2, 2, 2, 4)
+    assert (second.pushed, second.stored, second.pulled, second.applied, second.position) == (
+        2,
+        2,
+        2,
+        2,
+        4,
+    )
     third = sync.sync(a, remote)
     assert (third.pushed, third.pulled, third.position) == (0, 2, 4)
 
-    question = "SELECT flag, verdict FROM flag_verdicts WHERE arch = 'sm120' AND no_effect ORDER BY flag"
+    question = (
+        "SELECT flag, verdict FROM flag_verdicts WHERE arch = 'sm120' AND no_effect ORDER BY flag"
+    )
     expected = [
         {"flag": "enable-flashinfer-allreduce-fusion", "verdict": "not-activated"},
         {"flag": "enable-two-batch-overlap", "verdict": "no-op"},
@@ -99,7 +131,9 @@ def test_two_ledgers_answer_the_sm120_question_with_the_union(remote: Remote, tm
     assert a.head() == b.head() == 4
 
 
-def test_pulled_events_apply_in_hub_order_and_keep_their_origin(remote: Remote, tmp_path: Path) -> None:
+def test_pulled_events_apply_in_hub_order_and_keep_their_origin(
+    remote: Remote, tmp_path: Path
+) -> None:
     hosts = [make_ledger(tmp_path / f"h{i}.duckdb", remote, f"host-{i}") for i in range(3)]
     for round_ in range(3):
         for i, store in enumerate(hosts):
@@ -109,40 +143,97 @@ def test_pulled_events_apply_in_hub_order_and_keep_their_origin(remote: Remote, 
     report = sync.sync(fresh, remote, batch=4)  # several pull batches
     assert report.pulled == report.applied == 18
     with psycopg.connect(f"{remote.url}") as con:
-        hub_order = [str(r[0]) for r in con.execute(f"SELECT event_id FROM {remote.schema}.events ORDER BY position")]
+        hub_order = [
+            str(r[0])
+            for r in con.execute(f"SELECT event_id FROM {remote.schema}.events ORDER BY position")
+        ]
     assert [str(e.event_id) for e in fresh.read()] == hub_order
     origins = fresh.query_arrow(
-        "SELECT s.origin_name, count(*) AS n FROM sync_events s GROUP BY ALL ORDER BY 1").to_pylist()
+        "SELECT s.origin_name, count(*) AS n FROM sync_events s GROUP BY ALL ORDER BY 1"
+    ).to_pylist()
     assert origins == [{"origin_name": f"host-{i}", "n": 6} for i in range(3)]
 
 
-def test_old_schema_versions_pushed_by_an_older_client_upcast_on_pull(remote: Remote, tmp_path: Path) -> None:
+def test_old_schema_versions_pushed_by_an_older_client_upcast_on_pull(
+    remote: Remote, tmp_path: Path
+) -> None:
     """v1 rows on the hub (``note_added`` had ``body``; ``flag_researched`` the dashed flag and one
     free-text ``finding``) are stored here as they are and read as the current models."""
     older = make_ledger(tmp_path / "old.duckdb", remote, "old-client")
     ledger_id, _ = sync.identity(older)
-    flag_id, note_id = "01900000-0000-7000-8000-000000000001", "01900000-0000-7000-8000-000000000002"
-    v1 = {"flag": "--enable-x", "finding": "does nothing on sm120", "evidence": "read the source", "verdict": "no-op"}
+    flag_id, note_id = (
+        "01900000-0000-7000-8000-000000000001",
+        "01900000-0000-7000-8000-000000000002",
+    )
+    v1 = {
+        "flag": "--enable-x",
+        "finding": "does nothing on sm120",
+        "evidence": "read the source",
+        "verdict": "no-op",
+    }
     rows = [
-        (flag_id, "flag_researched", 1, "flag:--enable-x", 1, "2026-01-01T00:00:00+00:00", "person", "old", None,
-         None, None, None, json.dumps({"compute_capability": "sm120"}), json.dumps(v1), 1, 0, None),
-        (note_id, "note_added", 1, "ledger", 1, "2026-01-01T00:00:01+00:00", "person", "old", None, None, None,
-         None, None, json.dumps({"body": "an old note"}), 2, 0, None),
+        (
+            flag_id,
+            "flag_researched",
+            1,
+            "flag:--enable-x",
+            1,
+            "2026-01-01T00:00:00+00:00",
+            "person",
+            "old",
+            None,
+            None,
+            None,
+            None,
+            json.dumps({"compute_capability": "sm120"}),
+            json.dumps(v1),
+            1,
+            0,
+            None,
+        ),
+        (
+            note_id,
+            "note_added",
+            1,
+            "ledger",
+            1,
+            "2026-01-01T00:00:01+00:00",
+            "person",
+            "old",
+            None,
+            None,
+            None,
+            None,
+            None,
+            json.dumps({"body": "an old note"}),
+            2,
+            0,
+            None,
+        ),
     ]
     with hub.connect(remote) as con:
         hub.push(con, remote, ledger_id, "old-client", rows)
     reader = make_ledger(tmp_path / "new.duckdb", remote, "new-client")
     assert sync.sync(reader, remote).applied == 2
     flag = reader.get(flag_id)
-    assert (flag.schema_version, flag.flag, flag.what_it_does) == (2, "enable-x", "does nothing on sm120")
+    assert (flag.schema_version, flag.flag, flag.what_it_does) == (
+        2,
+        "enable-x",
+        "does nothing on sm120",
+    )
     assert flag.evidence[0].text == "read the source"
     assert reader.get(note_id).text == "an old note"
-    assert reader.query_arrow("SELECT schema_version FROM events ORDER BY seq")["schema_version"].to_pylist() == [1, 1]
-    assert reader.query_arrow("SELECT flag, verdict FROM flag_verdicts WHERE arch = 'sm120'").to_pylist() == [
-        {"flag": "enable-x", "verdict": "no-op"}]
+    assert reader.query_arrow("SELECT schema_version FROM events ORDER BY seq")[
+        "schema_version"
+    ].to_pylist() == [1, 1]
+    assert reader.query_arrow(
+        "SELECT flag, verdict FROM flag_verdicts WHERE arch = 'sm120'"
+    ).to_pylist() == [{"flag": "enable-x", "verdict": "no-op"}]
 
 
-def test_same_id_with_other_content_is_refused_and_nothing_is_applied(remote: Remote, tmp_path: Path) -> None:
+def test_same_id_with_other_content_is_refused_and_nothing_is_applied(
+    remote: Remote, tmp_path: Path
+) -> None:
     a = make_ledger(tmp_path / "a.duckdb", remote, "a")
     b = make_ledger(tmp_path / "b.duckdb", remote, "b")
     shared = NoteAdded(text="original")
@@ -156,11 +247,12 @@ def test_same_id_with_other_content_is_refused_and_nothing_is_applied(remote: Re
         sync.sync(b, remote)
     with psycopg.connect(remote.url) as con:
         assert con.execute(f"SELECT count(*) FROM {remote.schema}.events").fetchone()[0] == 1
-    assert b.head() == 3 and b.query_arrow("SELECT count(*) AS n FROM sync_events")["n"][0].as_py() == 0
+    assert (
+        b.head() == 3
+        and b.query_arrow("SELECT count(*) AS n FROM sync_events")["n"][0].as_py() == 0
+    )
     # The other side is not affected: a still syncs.
     assert sync.sync(a, remote).stored == 1
-
-
 
 
 def test_cli_refuses_a_reused_id_with_exit_8_and_masks_nothing_it_never_had(
@@ -171,32 +263,68 @@ def test_cli_refuses_a_reused_id_with_exit_8_and_masks_nothing_it_never_had(
     url = f"postgresql://writer@127.0.0.1:{pg_server.port}/postgres?options=-csearch_path%3D{remote.schema}"
 
     def tl(ledger: Path, *args: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run([TUNELEDGER, "--ledger", str(ledger), *args],
-                              capture_output=True, text=True, env=env, timeout=120)
+        return subprocess.run(
+            [TUNELEDGER, "--ledger", str(ledger), *args],
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=120,
+        )
 
     for ledger in (a, b):
         assert tl(ledger, "remote", "add", "team", url).returncode == 0
-    event = {"type": "note_added", "event_id": "01900000-0000-7000-8000-0000000000aa", "text": "one"}
-    subprocess.run([TUNELEDGER, "--ledger", str(a), "append"], input=json.dumps(event),
-                   text=True, env=env, check=True, capture_output=True)
-    subprocess.run([TUNELEDGER, "--ledger", str(b), "append"],
-                   input=json.dumps({**event, "text": "two"}), text=True, env=env, check=True, capture_output=True)
+    event = {
+        "type": "note_added",
+        "event_id": "01900000-0000-7000-8000-0000000000aa",
+        "text": "one",
+    }
+    subprocess.run(
+        [TUNELEDGER, "--ledger", str(a), "append"],
+        input=json.dumps(event),
+        text=True,
+        env=env,
+        check=True,
+        capture_output=True,
+    )
+    subprocess.run(
+        [TUNELEDGER, "--ledger", str(b), "append"],
+        input=json.dumps({**event, "text": "two"}),
+        text=True,
+        env=env,
+        check=True,
+        capture_output=True,
+    )
     dry = tl(a, "sync", "--dry-run", "--json")
-    assert dry.returncode == 0 and json.loads(dry.stdout) == {"remote": "team", "to_push": 1, "to_pull": 0}
+    assert dry.returncode == 0 and json.loads(dry.stdout) == {
+        "remote": "team",
+        "to_push": 1,
+        "to_pull": 0,
+    }
     assert tl(a, "sync").returncode == 0
     refused = tl(b, "sync")
     assert refused.returncode == 8, refused.stderr
-    assert "01900000-0000-7000-8000-0000000000aa" in refused.stderr and "other content" in refused.stderr
+    assert (
+        "01900000-0000-7000-8000-0000000000aa" in refused.stderr
+        and "other content" in refused.stderr
+    )
     listed = tl(a, "remote", "list", "--format", "json")
     assert listed.returncode == 0 and remote.schema in listed.stdout
     for ledger in (a, b):
         assert WRITER_PASSWORD.encode() not in ledger.read_bytes()
     # A URL with a password is refused (exit 3) and never echoed in clear.
-    bad = tl(a, "remote", "add", "leaky", f"postgresql://writer:{WRITER_PASSWORD}@127.0.0.1:{pg_server.port}/postgres")
+    bad = tl(
+        a,
+        "remote",
+        "add",
+        "leaky",
+        f"postgresql://writer:{WRITER_PASSWORD}@127.0.0.1:{pg_server.port}/postgres",
+    )
     assert bad.returncode == 3 and WRITER_PASSWORD not in bad.stderr and "PGPASSWORD" in bad.stderr
 
 
-def test_unreachable_or_uninitialised_hub_is_exit_9(tmp_path: Path, pg_server: Cluster, writer_env: None) -> None:
+def test_unreachable_or_uninitialised_hub_is_exit_9(
+    tmp_path: Path, pg_server: Cluster, writer_env: None
+) -> None:
     store = LedgerStore(tmp_path / "a.duckdb")
     sync.ensure_tables(store)
     nowhere = parse_remote("nowhere", "postgresql://writer@127.0.0.1:1/postgres")
@@ -211,30 +339,56 @@ def test_unreachable_or_uninitialised_hub_is_exit_9(tmp_path: Path, pg_server: C
 # --- conflicts ------------------------------------------------------------------------------
 
 
-def test_offline_triages_of_one_candidate_conflict_until_a_later_triage(remote: Remote, tmp_path: Path) -> None:
+def test_offline_triages_of_one_candidate_conflict_until_a_later_triage(
+    remote: Remote, tmp_path: Path
+) -> None:
     a = make_ledger(tmp_path / "a.duckdb", remote, "h200-node")
     b = make_ledger(tmp_path / "b.duckdb", remote, "b200-node")
-    a.append(CandidateProposed(candidate_id="flag:x", kind="flag", title="try x", flag="x", host=SM120))
+    a.append(
+        CandidateProposed(candidate_id="flag:x", kind="flag", title="try x", flag="x", host=SM120)
+    )
     sync.sync(a, remote)
     sync.sync(b, remote)
     # Both offline: each triages at the same stream version (2).
-    a.append(CandidateTriaged(candidate_id="flag:x", status="accepted", reason="helps here"), expected_version=1)
-    b.append(CandidateTriaged(candidate_id="flag:x", status="rejected", reason="no-op there"), expected_version=1)
+    a.append(
+        CandidateTriaged(candidate_id="flag:x", status="accepted", reason="helps here"),
+        expected_version=1,
+    )
+    b.append(
+        CandidateTriaged(candidate_id="flag:x", status="rejected", reason="no-op there"),
+        expected_version=1,
+    )
     for store in (a, b, a):
         sync.sync(store, remote)
     for store in (a, b):
-        row = store.query_arrow("SELECT status, conflict FROM board WHERE candidate_id = 'flag:x'").to_pylist()[0]
+        row = store.query_arrow(
+            "SELECT status, conflict FROM board WHERE candidate_id = 'flag:x'"
+        ).to_pylist()[0]
         assert row["status"] == "conflicting"
-        assert "accepted by h200-node" in row["conflict"] and "rejected by b200-node" in row["conflict"]
-    assert a.query_arrow("SELECT count(*) AS n FROM events WHERE type = 'candidate_triaged'")["n"][0].as_py() == 2
+        assert (
+            "accepted by h200-node" in row["conflict"]
+            and "rejected by b200-node" in row["conflict"]
+        )
+    assert (
+        a.query_arrow("SELECT count(*) AS n FROM events WHERE type = 'candidate_triaged'")["n"][
+            0
+        ].as_py()
+        == 2
+    )
     assert view_rows(a, "board") == view_rows(b, "board")
 
     # A new triage on b (which has seen both) resolves it, here and, after sync, there.
-    b.append(CandidateTriaged(candidate_id="flag:x", status="deferred", reason="re-measure on both"))
-    assert b.query_arrow("SELECT status, conflict FROM board").to_pylist() == [{"status": "deferred", "conflict": None}]
+    b.append(
+        CandidateTriaged(candidate_id="flag:x", status="deferred", reason="re-measure on both")
+    )
+    assert b.query_arrow("SELECT status, conflict FROM board").to_pylist() == [
+        {"status": "deferred", "conflict": None}
+    ]
     sync.sync(b, remote)
     sync.sync(a, remote)
-    assert a.query_arrow("SELECT status, conflict FROM board").to_pylist() == [{"status": "deferred", "conflict": None}]
+    assert a.query_arrow("SELECT status, conflict FROM board").to_pylist() == [
+        {"status": "deferred", "conflict": None}
+    ]
 
 
 def test_a_triage_after_pulling_the_other_is_not_a_conflict(remote: Remote, tmp_path: Path) -> None:
@@ -248,10 +402,14 @@ def test_a_triage_after_pulling_the_other_is_not_a_conflict(remote: Remote, tmp_
     sync.sync(b, remote)
     sync.sync(a, remote)
     for store in (a, b):
-        assert store.query_arrow("SELECT status, conflict FROM board").to_pylist() == [{"status": "done", "conflict": None}]
+        assert store.query_arrow("SELECT status, conflict FROM board").to_pylist() == [
+            {"status": "done", "conflict": None}
+        ]
 
 
-def test_a_decision_against_another_hosts_concurrent_flag_verdict_conflicts(remote: Remote, tmp_path: Path) -> None:
+def test_a_decision_against_another_hosts_concurrent_flag_verdict_conflicts(
+    remote: Remote, tmp_path: Path
+) -> None:
     from schemas.events import DecisionRecorded
 
     a = make_ledger(tmp_path / "a.duckdb", remote, "a")
@@ -288,14 +446,21 @@ def test_a_dropped_connection_mid_pull_is_exit_9_and_the_next_sync_resumes(
     a.append([NoteAdded(text=f"a {i}") for i in range(2000)])
     sync.sync(a, remote)
     b = make_ledger(tmp_path / "b.duckdb", remote, "b")
-    child = subprocess.Popen([sys.executable, "-c", SYNC_CHILD, str(b.path), "200"], stdout=subprocess.PIPE,
-                             stderr=subprocess.PIPE, text=True, env={**os.environ, "PGPASSWORD": WRITER_PASSWORD})
+    child = subprocess.Popen(
+        [sys.executable, "-c", SYNC_CHILD, str(b.path), "200"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "PGPASSWORD": WRITER_PASSWORD},
+    )
     assert child.stdout is not None
     for line in child.stdout:
         if line.startswith("pulled"):  # the network "drops": the server ends the session
             with psycopg.connect(pg_server.superuser_dsn, autocommit=True) as con:
-                con.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
-                            "WHERE application_name = 'tuneledger' AND usename = 'writer'")
+                con.execute(
+                    "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+                    "WHERE application_name = 'tuneledger' AND usename = 'writer'"
+                )
             break
     _, err = child.communicate(timeout=120)
     if child.returncode == 0:  # it finished before the drop reached it: nothing to resume
@@ -308,8 +473,9 @@ def test_a_dropped_connection_mid_pull_is_exit_9_and_the_next_sync_resumes(
     assert b.query_arrow("SELECT count(DISTINCT event_id) AS n FROM events")["n"][0].as_py() == 2000
 
 
-def test_the_password_can_come_from_a_password_file(remote: Remote, tmp_path: Path, pg_server: Cluster,
-                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_password_can_come_from_a_password_file(
+    remote: Remote, tmp_path: Path, pg_server: Cluster, monkeypatch: pytest.MonkeyPatch
+) -> None:
     passfile = tmp_path / "pgpass"
     passfile.write_text(f"127.0.0.1:{pg_server.port}:*:writer:{WRITER_PASSWORD}\n")
     passfile.chmod(0o600)
@@ -324,14 +490,20 @@ def test_the_password_can_come_from_a_password_file(remote: Remote, tmp_path: Pa
 
 
 @pytest.mark.parametrize("kill_after", ["pushed", "pulled"])
-def test_a_killed_sync_resumes_with_nothing_lost_or_doubled(remote: Remote, tmp_path: Path, kill_after: str) -> None:
+def test_a_killed_sync_resumes_with_nothing_lost_or_doubled(
+    remote: Remote, tmp_path: Path, kill_after: str
+) -> None:
     a = make_ledger(tmp_path / "a.duckdb", remote, "a")
     b = make_ledger(tmp_path / "b.duckdb", remote, "b")
     a.append([NoteAdded(text=f"a {i}") for i in range(3000)])
     sync.sync(a, remote)
     b.append([NoteAdded(text=f"b {i}") for i in range(500)])
-    child = subprocess.Popen([sys.executable, "-c", SYNC_CHILD, str(b.path), "500"], stdout=subprocess.PIPE, text=True,
-                             env={**os.environ, "PGPASSWORD": WRITER_PASSWORD})
+    child = subprocess.Popen(
+        [sys.executable, "-c", SYNC_CHILD, str(b.path), "500"],
+        stdout=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "PGPASSWORD": WRITER_PASSWORD},
+    )
     assert child.stdout is not None
     for line in child.stdout:
         if line.startswith(kill_after):
@@ -347,22 +519,48 @@ def test_a_killed_sync_resumes_with_nothing_lost_or_doubled(remote: Remote, tmp_
     assert report.pulled == 3500 - partial
     assert sync.sync(a, remote).pulled == 500
     with psycopg.connect(remote.url) as con:
-        assert con.execute(f"SELECT count(*), max(position) FROM {remote.schema}.events").fetchone() == (3500, 3500)
+        assert con.execute(
+            f"SELECT count(*), max(position) FROM {remote.schema}.events"
+        ).fetchone() == (3500, 3500)
     assert view_rows(a, "timeline") == view_rows(b, "timeline")
 
 
-def test_a_secret_written_on_the_hub_by_plain_sql_is_masked_on_pull(remote: Remote, tmp_path: Path) -> None:
+def test_a_secret_written_on_the_hub_by_plain_sql_is_masked_on_pull(
+    remote: Remote, tmp_path: Path
+) -> None:
     """The hub is outside tuneledger's masking (any client may INSERT): the pulling store masks."""
     writer = make_ledger(tmp_path / "w.duckdb", remote, "raw-sql")
     ledger_id, _ = sync.identity(writer)
     secret = "sk-proj-0123456789abcdefghijklmnop"
     note_id = "01900000-0000-7000-8000-0000000000cc"
     with hub.connect(remote) as con:
-        hub.push(con, remote, ledger_id, "raw-sql", [(
-            note_id, "note_added", 2, "ledger", 1, "2026-01-01T00:00:00+00:00", "person", "raw", None, None, None,
-            f"--api-key {secret}", None, json.dumps({"text": f"launched with --api-key {secret}", "refs": []}), 1, 0,
-            None,
-        )])
+        hub.push(
+            con,
+            remote,
+            ledger_id,
+            "raw-sql",
+            [
+                (
+                    note_id,
+                    "note_added",
+                    2,
+                    "ledger",
+                    1,
+                    "2026-01-01T00:00:00+00:00",
+                    "person",
+                    "raw",
+                    None,
+                    None,
+                    None,
+                    f"--api-key {secret}",
+                    None,
+                    json.dumps({"text": f"launched with --api-key {secret}", "refs": []}),
+                    1,
+                    0,
+                    None,
+                )
+            ],
+        )
     reader = make_ledger(tmp_path / "r.duckdb", remote, "reader")
     sync.sync(reader, remote)
     note = reader.get(note_id)
@@ -374,11 +572,15 @@ def test_a_secret_written_on_the_hub_by_plain_sql_is_masked_on_pull(remote: Remo
             f"SELECT position, event_id::text, type, schema_version, stream, stream_version, recorded_at, actor_kind, "
             f"actor_name, session_id, causation_id::text, correlation_id::text, source, host::text, payload::text, "
             f"origin_ledger::text, 'raw-sql', origin_seq, seen_position, occurred_at "
-            f"FROM {remote.schema}.events WHERE event_id = %s", [note_id]).fetchone()
+            f"FROM {remote.schema}.events WHERE event_id = %s",
+            [note_id],
+        ).fetchone()
     assert reader.append_replicated(sync._pull_rows([row]))[0].duplicate
 
 
-def test_a_ledger_syncs_with_one_hub(remote: Remote, tmp_path: Path, pg_server: Cluster, hub_schema: str) -> None:
+def test_a_ledger_syncs_with_one_hub(
+    remote: Remote, tmp_path: Path, pg_server: Cluster, hub_schema: str
+) -> None:
     from ledger.errors import InvalidInput
     from ledger.remote import remove_remote
 

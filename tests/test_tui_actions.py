@@ -6,13 +6,13 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from test_tui_helpers import DEMO_SESSION, SIZE, anyio_backend, make_demo, wait_for, wait_loaded  # noqa: F401
 from textual.coordinate import Coordinate
 from textual.widgets import Input, Select
 
 from ledger.store import LedgerStore
 from schemas.envelope import Actor
 from schemas.events import CandidateTriaged
-from test_tui_helpers import DEMO_SESSION, SIZE, anyio_backend, make_demo, wait_for, wait_loaded  # noqa: F401
 from tui.app import TuneLedgerApp, export_path
 from tui.help import HelpScreen
 from tui.modals import DecisionForm, ProposeForm, TextPrompt
@@ -65,7 +65,9 @@ def _recording_notify(app: TuneLedgerApp) -> list[str]:
 
 
 @pytest.mark.parametrize(("key", "status"), [("a", "accepted"), ("d", "deferred")])
-async def test_accept_and_defer_append_triage_with_expected_version(demo: LedgerStore, key: str, status: str) -> None:
+async def test_accept_and_defer_append_triage_with_expected_version(
+    demo: LedgerStore, key: str, status: str
+) -> None:
     app = _app(demo)
     async with app.run_test(size=SIZE) as pilot:
         await wait_loaded(pilot)
@@ -75,11 +77,21 @@ async def test_accept_and_defer_append_triage_with_expected_version(demo: Ledger
         await wait_for(pilot, lambda: len(_new_events(demo, head)) == 1, what="the triage event")
         [event] = _new_events(demo, head)
         assert isinstance(event, CandidateTriaged)
-        assert (event.candidate_id, event.status, event.actor) == ("flag:cuda-graph-max-bs", status, ACTOR)
+        assert (event.candidate_id, event.status, event.actor) == (
+            "flag:cuda-graph-max-bs",
+            status,
+            ACTOR,
+        )
         assert event.session_id == DEMO_SESSION
         assert event.stream_version == row["stream_version"] + 1
-        await wait_for(pilot, lambda: any(r["candidate_id"] == "flag:cuda-graph-max-bs" and r["status"] == status
-                                          for r in app.board.rows), what="the board to show it")
+        await wait_for(
+            pilot,
+            lambda: any(
+                r["candidate_id"] == "flag:cuda-graph-max-bs" and r["status"] == status
+                for r in app.board.rows
+            ),
+            what="the board to show it",
+        )
 
 
 async def test_reject_asks_for_a_reason(demo: LedgerStore) -> None:
@@ -95,7 +107,11 @@ async def test_reject_asks_for_a_reason(demo: LedgerStore) -> None:
         await pilot.press(*"no-op on sm120", "enter")
         await wait_for(pilot, lambda: len(_new_events(demo, head)) == 1, what="the rejection")
         [event] = _new_events(demo, head)
-        assert (event.type, event.status, event.reason) == ("candidate_triaged", "rejected", "no-op on sm120")
+        assert (event.type, event.status, event.reason) == (
+            "candidate_triaged",
+            "rejected",
+            "no-op on sm120",
+        )
 
 
 async def test_cancelled_reject_appends_nothing(demo: LedgerStore) -> None:
@@ -118,8 +134,11 @@ async def test_note_about_the_selected_candidate(demo: LedgerStore) -> None:
         await pilot.press("n", *"checked 0.5.23 too", "enter")
         await wait_for(pilot, lambda: len(_new_events(demo, head)) == 1, what="the note")
         [event] = _new_events(demo, head)
-        assert (event.type, event.text, event.candidate_id) == ("note_added", "checked 0.5.23 too",
-                                                               "flag:triton-attention-reduce-in-fp32")
+        assert (event.type, event.text, event.candidate_id) == (
+            "note_added",
+            "checked 0.5.23 too",
+            "flag:triton-attention-reduce-in-fp32",
+        )
 
 
 async def test_note_on_the_timeline_cites_the_selected_event(demo: LedgerStore) -> None:
@@ -134,7 +153,9 @@ async def test_note_on_the_timeline_cites_the_selected_event(demo: LedgerStore) 
         [event] = _new_events(demo, head)
         assert [str(r) for r in event.refs] == [selected["event_id"]]
         # the new note shows up at the bottom of the timeline
-        await wait_for(pilot, lambda: app.timeline.last_seq == head + 1, what="the note in the timeline")
+        await wait_for(
+            pilot, lambda: app.timeline.last_seq == head + 1, what="the note in the timeline"
+        )
 
 
 async def test_propose_form_appends_candidate_proposed(demo: LedgerStore) -> None:
@@ -154,10 +175,20 @@ async def test_propose_form_appends_candidate_proposed(demo: LedgerStore) -> Non
         [event] = _new_events(demo, head)
         assert event.type == "candidate_proposed"
         assert (event.candidate_id, event.flag, event.priority, event.kind) == (
-            "flag:enable-mixed-chunk", "enable-mixed-chunk", "low", "flag")
+            "flag:enable-mixed-chunk",
+            "enable-mixed-chunk",
+            "low",
+            "flag",
+        )
         assert event.stream_version == 1
-        await wait_for(pilot, lambda: any(r["candidate_id"] == "flag:enable-mixed-chunk" and r["status"] == "proposed"
-                                          for r in app.board.rows), what="the new candidate on the board")
+        await wait_for(
+            pilot,
+            lambda: any(
+                r["candidate_id"] == "flag:enable-mixed-chunk" and r["status"] == "proposed"
+                for r in app.board.rows
+            ),
+            what="the new candidate on the board",
+        )
 
 
 async def test_proposing_an_existing_id_is_refused(demo: LedgerStore) -> None:
@@ -170,7 +201,11 @@ async def test_proposing_an_existing_id_is_refused(demo: LedgerStore) -> None:
         app.screen.query_one("#title", Input).value = "again"
         app.screen.query_one("#candidate_id", Input).value = "flag:cuda-graph-max-bs"
         await pilot.click("#ok")
-        await wait_for(pilot, lambda: any("changed by someone else" in m for m in seen), what="the conflict notice")
+        await wait_for(
+            pilot,
+            lambda: any("changed by someone else" in m for m in seen),
+            what="the conflict notice",
+        )
         assert demo.head() == head
 
 
@@ -207,15 +242,30 @@ async def test_stale_triage_is_a_conflict_and_refreshes(demo: LedgerStore) -> No
         await wait_loaded(pilot)
         seen = _recording_notify(app)
         _select_candidate(app, "flag:cuda-graph-max-bs")
-        demo.append(CandidateTriaged(candidate_id="flag:cuda-graph-max-bs", status="done", reason="elsewhere",
-                                     session_id=DEMO_SESSION))
+        demo.append(
+            CandidateTriaged(
+                candidate_id="flag:cuda-graph-max-bs",
+                status="done",
+                reason="elsewhere",
+                session_id=DEMO_SESSION,
+            )
+        )
         head = demo.head()
         await pilot.press("a")
-        await wait_for(pilot, lambda: any("changed by someone else; refreshed" in m for m in seen),
-                       what="the conflict notice")
+        await wait_for(
+            pilot,
+            lambda: any("changed by someone else; refreshed" in m for m in seen),
+            what="the conflict notice",
+        )
         assert demo.head() == head
-        await wait_for(pilot, lambda: any(r["candidate_id"] == "flag:cuda-graph-max-bs" and r["status"] == "done"
-                                          for r in app.board.rows), what="the refreshed board")
+        await wait_for(
+            pilot,
+            lambda: any(
+                r["candidate_id"] == "flag:cuda-graph-max-bs" and r["status"] == "done"
+                for r in app.board.rows
+            ),
+            what="the refreshed board",
+        )
 
 
 async def test_export_writes_the_decision_log_next_to_the_ledger(demo: LedgerStore) -> None:
@@ -228,7 +278,9 @@ async def test_export_writes_the_decision_log_next_to_the_ledger(demo: LedgerSto
         await pilot.press("e")
         await wait_for(pilot, out.exists, what="the exported file")
         assert "## Decisions" in out.read_text()
-        await wait_for(pilot, lambda: any(str(out) in m for m in seen), what="the path in a notification")
+        await wait_for(
+            pilot, lambda: any(str(out) in m for m in seen), what="the path in a notification"
+        )
 
 
 async def test_board_filters_by_verdict_and_arch(demo: LedgerStore) -> None:
@@ -237,12 +289,16 @@ async def test_board_filters_by_verdict_and_arch(demo: LedgerStore) -> None:
         await wait_loaded(pilot)
         app.query_one("#filter-verdict", Select).value = "no-op"
         await pilot.pause()
-        assert [r["candidate_id"] for r in app.board.shown] == ["flag:triton-attention-reduce-in-fp32"]
+        assert [r["candidate_id"] for r in app.board.shown] == [
+            "flag:triton-attention-reduce-in-fp32"
+        ]
         app.query_one("#filter-verdict", Select).clear()
         app.query_one("#filter-arch", Select).value = "sm120"
         await pilot.pause()
         assert len(app.board.shown) == len(app.board.rows) == 8
-        app.query_one("#filter-arch", Select).value = "(none)" if "(none)" in app.board._options["arch"] else "sm120"
+        app.query_one("#filter-arch", Select).value = (
+            "(none)" if "(none)" in app.board._options["arch"] else "sm120"
+        )
         await pilot.pause()
 
 
@@ -252,11 +308,18 @@ async def test_board_rows_carry_the_benchmark_delta(demo: LedgerStore) -> None:
         await wait_loaded(pilot)
         # Issue 7.8: the B200-config run was made for the kernel-tune candidate (its events say so), so
         # the board shows it there, not on the fused-MoE flag that configuration merely inherits.
-        row = next(r for r in app.board.rows if r["candidate_id"] == "kernel-tune:fused-moe-triton-sm120")
+        row = next(
+            r for r in app.board.rows if r["candidate_id"] == "kernel-tune:fused-moe-triton-sm120"
+        )
         assert (row["delta_config"], row["delta_concurrency"], row["delta_verdict"]) == (
-            "moe-config-b200", 64, "no measurable change")
+            "moe-config-b200",
+            64,
+            "no measurable change",
+        )
         assert row["delta_pct"] == pytest.approx(100 * (1566.0 / 1582.5 - 1))
-        flag_row = next(r for r in app.board.rows if r["candidate_id"] == "flag:enable-fused-moe-sum-all-reduce")
+        flag_row = next(
+            r for r in app.board.rows if r["candidate_id"] == "flag:enable-fused-moe-sum-all-reduce"
+        )
         assert flag_row["delta_config"] is None
 
 
@@ -266,15 +329,24 @@ async def test_timeline_filter_and_detail_links(demo: LedgerStore) -> None:
         await wait_loaded(pilot)
         await pilot.press("3")
         app.query_one("#timeline-type", Select).value = "decision_recorded"
-        await wait_for(pilot, lambda: {r["type"] for r in app.timeline.rows} == {"decision_recorded"},
-                       what="the filtered timeline")
+        await wait_for(
+            pilot,
+            lambda: {r["type"] for r in app.timeline.rows} == {"decision_recorded"},
+            what="the filtered timeline",
+        )
         assert len(app.timeline.rows) == 5
         first = app.timeline.rows[0]
         app.query_one("#timeline-table").move_cursor(row=0)
         links = app.query_one("#event-links")
-        await wait_for(pilot, lambda: app.timeline._detail_id == first["event_id"] and links.option_count > 3,
-                       what="the detail pane")
-        relations = {str(links.get_option_at_index(i).prompt).split(":")[0] for i in range(links.option_count)}
+        await wait_for(
+            pilot,
+            lambda: app.timeline._detail_id == first["event_id"] and links.option_count > 3,
+            what="the detail pane",
+        )
+        relations = {
+            str(links.get_option_at_index(i).prompt).split(":")[0]
+            for i in range(links.option_count)
+        }
         assert {"cited (evidence_event_ids)", "caused by this"} <= relations
         # Enter on a link opens the linked event
         links.focus()
@@ -284,7 +356,9 @@ async def test_timeline_filter_and_detail_links(demo: LedgerStore) -> None:
         await wait_for(pilot, lambda: app.timeline._detail_id == target, what="the linked event")
         # clearing the filters (a palette command) shows everything again
         await app.run_action("clear_timeline_filter")
-        await wait_for(pilot, lambda: len(app.timeline.rows) == demo.head(), what="the unfiltered timeline")
+        await wait_for(
+            pilot, lambda: len(app.timeline.rows) == demo.head(), what="the unfiltered timeline"
+        )
 
 
 async def test_sql_console_runs_refuses_and_remembers(demo: LedgerStore) -> None:
@@ -305,7 +379,9 @@ async def test_sql_console_runs_refuses_and_remembers(demo: LedgerStore) -> None
         assert status.has_class("error")
         sql_input.value = "SELECT nope FROM board"
         await pilot.press("enter")
-        await wait_for(pilot, lambda: "InvalidInput" in str(status.render()), what="the query error")
+        await wait_for(
+            pilot, lambda: "InvalidInput" in str(status.render()), what="the query error"
+        )
         sql_input.value = "SELECT count(*) AS n FROM timeline"
         await pilot.press("enter")
         await wait_for(pilot, lambda: "1 rows" in str(status.render()), what="the count")
@@ -326,12 +402,14 @@ async def test_sql_console_large_result_is_fast(tmp_path: Path) -> None:
     app = TuneLedgerApp(store.path, watch=False, poll_s=0)
     async with app.run_test(size=SIZE) as pilot:
         await pilot.press("5")
-        app.query_one("#sql-input", Input).value = "SELECT range AS i, range * 2 AS j FROM range(200000)"
+        app.query_one(
+            "#sql-input", Input
+        ).value = "SELECT range AS i, range * 2 AS j FROM range(200000)"
         await pilot.press("enter")
-        from textual_fastdatatable import DataTable as FastTable
 
-        took = await wait_for(pilot, lambda: _result_rows(app) == 100_000,
-                              timeout=10, what="the capped result")
+        took = await wait_for(
+            pilot, lambda: _result_rows(app) == 100_000, timeout=10, what="the capped result"
+        )
         assert took < 5
         assert "(capped)" in str(app.query_one("#sql-status").render())
 
@@ -343,8 +421,12 @@ async def test_flags_matrix_marks_no_effect(demo: LedgerStore) -> None:
         await pilot.press("4")
         summary = str(app.query_one("#flags-summary").render())
         assert "no effect on SM120" in summary
-        for flag in ("num-continuous-decode-steps", "triton-attention-reduce-in-fp32",
-                     "enable-flashinfer-allreduce-fusion", "enable-fused-moe-sum-all-reduce"):
+        for flag in (
+            "num-continuous-decode-steps",
+            "triton-attention-reduce-in-fp32",
+            "enable-flashinfer-allreduce-fusion",
+            "enable-fused-moe-sum-all-reduce",
+        ):
             assert f"--{flag}" in summary
         assert "--enable-mixed-chunk" not in summary  # incompatible is an effect
         pane = app.query_one("#flags-pane")
@@ -359,7 +441,11 @@ async def test_benchmarks_table_and_plot_metric(demo: LedgerStore) -> None:
         await pilot.press("2")
         pane = app.query_one("#bench-pane")
         assert [(r["config_name"], r["concurrency"]) for r in pane.rows] == [
-            ("baseline", 1), ("baseline", 64), ("moe-config-b200", 1), ("moe-config-b200", 64)]
+            ("baseline", 1),
+            ("baseline", 64),
+            ("moe-config-b200", 1),
+            ("moe-config-b200", 64),
+        ]
         cell = app.query_one("#bench-table").get_row_at(3)[3]
         assert "1,566.0 -1.0%" in str(cell)
         assert cell.spans[-1].style == "dim"  # no measurable change is dim
@@ -395,7 +481,10 @@ async def test_command_palette_runs_actions(demo: LedgerStore) -> None:
         await pilot.press("enter")
         await wait_for(pilot, lambda: len(_new_events(demo, head)) == 1, what="the deferral")
         [event] = _new_events(demo, head)
-        assert (event.candidate_id, event.status) == ("flag:num-continuous-decode-steps", "deferred")
+        assert (event.candidate_id, event.status) == (
+            "flag:num-continuous-decode-steps",
+            "deferred",
+        )
 
 
 def test_every_binding_has_an_id_and_is_in_the_palette() -> None:

@@ -22,10 +22,18 @@ def test_entry_points_resolve_to_the_tui() -> None:
 
 def test_tui_command_help_and_missing_ledger(tmp_path: Path) -> None:
     run = [sys.executable, "-m", "ledger.cli"]
-    out = subprocess.run([*run, "tui", "--help"], cwd=ROOT, capture_output=True, text=True, timeout=60)
+    out = subprocess.run(
+        [*run, "tui", "--help"], cwd=ROOT, capture_output=True, text=True, timeout=60
+    )
     assert out.returncode == 0 and "--session" in out.stdout and "--ledger" in out.stdout
     missing = tmp_path / "nope.duckdb"
-    out = subprocess.run([*run, "--ledger", str(missing), "tui"], cwd=ROOT, capture_output=True, text=True, timeout=60)
+    out = subprocess.run(
+        [*run, "--ledger", str(missing), "tui"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert out.returncode == 5, out.stderr
     assert "no ledger at" in out.stderr and not missing.exists()
 
@@ -40,17 +48,23 @@ def test_tui_command_passes_ledger_session_and_actor(tmp_path: Path, monkeypatch
 
     _register_plugin_commands()
     calls = []
-    monkeypatch.setattr(tui.app, "open_tui", lambda path, session, actor=None: calls.append((path, session, actor)))
+    monkeypatch.setattr(
+        tui.app, "open_tui", lambda path, session, actor=None: calls.append((path, session, actor))
+    )
     # CliRunner gives no terminal; refusing to start without one is tested in test_cli.py.
     monkeypatch.setattr(tui.cli, "has_terminal", lambda: True)
     ledger = tmp_path / "l.duckdb"
     ledger.touch()
     runner = click.testing.CliRunner()
-    result = runner.invoke(cli, ["--ledger", str(ledger), "--actor", "agent:x", "--session", "s1", "tui"])
+    result = runner.invoke(
+        cli, ["--ledger", str(ledger), "--actor", "agent:x", "--session", "s1", "tui"]
+    )
     assert result.exit_code == 0, result.output
     other = tmp_path / "m.duckdb"
     other.touch()
-    result = runner.invoke(cli, ["--ledger", str(ledger), "tui", "--ledger", str(other), "--session", "s2"])
+    result = runner.invoke(
+        cli, ["--ledger", str(ledger), "tui", "--ledger", str(other), "--session", "s2"]
+    )
     assert result.exit_code == 0, result.output
     assert [(Path(p).name, s) for p, s, _ in calls] == [("l.duckdb", "s1"), ("m.duckdb", "s2")]
     assert (calls[0][2].kind, calls[0][2].name) == ("agent", "x")

@@ -24,7 +24,9 @@ def make_demo(folder: Path) -> LedgerStore:
     return build_demo(folder / "demo.duckdb", clock=lambda: DEMO_NOW)
 
 
-async def wait_for(pilot: Pilot, condition: Callable[[], bool], timeout: float = 5.0, what: str = "condition") -> float:
+async def wait_for(
+    pilot: Pilot, condition: Callable[[], bool], timeout: float = 5.0, what: str = "condition"
+) -> float:
     """Let the app run until ``condition()`` holds; return the seconds it took.
 
     Raises:
@@ -42,12 +44,28 @@ async def wait_loaded(pilot: Pilot) -> None:
     """Wait until the first refresh has shown everything (board rows, timeline, head)."""
     app = pilot.app
     head = app.store.head()
-    await wait_for(pilot, lambda: app.board.loaded and app.last_seq == head and not app.refreshing
-                   and app.timeline.last_seq == head, what="the first refresh")
+    await wait_for(
+        pilot,
+        lambda: (
+            app.board.loaded
+            and app.last_seq == head
+            and not app.refreshing
+            and app.timeline.last_seq == head
+        ),
+        what="the first refresh",
+    )
     await pilot.pause()
 
 
-__all__ = ["DEMO_NOW", "DEMO_SESSION", "SIZE", "anyio_backend", "make_demo", "wait_for", "wait_loaded"]
+__all__ = [
+    "DEMO_NOW",
+    "DEMO_SESSION",
+    "SIZE",
+    "anyio_backend",
+    "make_demo",
+    "wait_for",
+    "wait_loaded",
+]
 
 
 @pytest.fixture

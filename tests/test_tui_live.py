@@ -9,9 +9,9 @@ import sys
 from pathlib import Path
 
 import pytest
+from test_tui_helpers import DEMO_SESSION, SIZE, anyio_backend, make_demo, wait_for, wait_loaded  # noqa: F401
 
 from ledger.store import LedgerStore
-from test_tui_helpers import DEMO_SESSION, SIZE, anyio_backend, make_demo, wait_for, wait_loaded  # noqa: F401
 from tui.app import TuneLedgerApp
 
 pytestmark = pytest.mark.anyio
@@ -21,9 +21,23 @@ ROOT = Path(__file__).resolve().parents[1]
 
 def _append_note(path: Path, text: str) -> subprocess.Popen:
     return subprocess.Popen(
-        [sys.executable, "-m", "ledger.cli", "--ledger", str(path), "--session", DEMO_SESSION,
-         "append", "note_added", "-f", f"text={text}"],
-        cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        [
+            sys.executable,
+            "-m",
+            "ledger.cli",
+            "--ledger",
+            str(path),
+            "--session",
+            DEMO_SESSION,
+            "append",
+            "note_added",
+            "-f",
+            f"text={text}",
+        ],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
     )
 
 
@@ -34,15 +48,23 @@ def _shown(app: TuneLedgerApp, text: str) -> bool:
 @pytest.mark.parametrize("mode", ["watch", "poll"])
 async def test_note_from_another_process_appears_without_a_key(tmp_path: Path, mode: str) -> None:
     store = make_demo(tmp_path)
-    app = TuneLedgerApp(store.path, DEMO_SESSION, watch=mode == "watch", poll_s=0.5 if mode == "poll" else 60)
+    app = TuneLedgerApp(
+        store.path, DEMO_SESSION, watch=mode == "watch", poll_s=0.5 if mode == "poll" else 60
+    )
     async with app.run_test(size=SIZE) as pilot:
         await wait_loaded(pilot)
         proc = _append_note(store.path, f"written by another process ({mode})")
-        took = await wait_for(pilot, lambda: _shown(app, f"written by another process ({mode})"), timeout=8,
-                              what="the note in the timeline")
+        took = await wait_for(
+            pilot,
+            lambda: _shown(app, f"written by another process ({mode})"),
+            timeout=8,
+            what="the note in the timeline",
+        )
         out, err = proc.communicate(timeout=30)
         assert proc.returncode == 0, err
-        await wait_for(pilot, lambda: app.last_seq == store.head() == 81, what="the head to advance")
+        await wait_for(
+            pilot, lambda: app.last_seq == store.head() == 81, what="the head to advance"
+        )
         # generous bound for loaded CI machines; bench/bench_tui.py measures the real latency
         assert took < 6
 
@@ -53,13 +75,36 @@ async def test_board_follows_a_triage_from_another_process(tmp_path: Path) -> No
     async with app.run_test(size=SIZE) as pilot:
         await wait_loaded(pilot)
         proc = subprocess.run(
-            [sys.executable, "-m", "ledger.cli", "--ledger", str(store.path), "--session", DEMO_SESSION,
-             "append", "candidate_triaged", "-f", "candidate_id=flag:cuda-graph-max-bs", "-f", "status=accepted"],
-            cwd=ROOT, capture_output=True, text=True, timeout=60,
+            [
+                sys.executable,
+                "-m",
+                "ledger.cli",
+                "--ledger",
+                str(store.path),
+                "--session",
+                DEMO_SESSION,
+                "append",
+                "candidate_triaged",
+                "-f",
+                "candidate_id=flag:cuda-graph-max-bs",
+                "-f",
+                "status=accepted",
+            ],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            timeout=60,
         )
         assert proc.returncode == 0, proc.stderr
-        await wait_for(pilot, lambda: any(r["candidate_id"] == "flag:cuda-graph-max-bs" and r["status"] == "accepted"
-                                          for r in app.board.rows), timeout=8, what="the board to follow")
+        await wait_for(
+            pilot,
+            lambda: any(
+                r["candidate_id"] == "flag:cuda-graph-max-bs" and r["status"] == "accepted"
+                for r in app.board.rows
+            ),
+            timeout=8,
+            what="the board to follow",
+        )
 
 
 async def test_writers_never_fail_while_the_tui_refreshes(tmp_path: Path) -> None:
@@ -89,9 +134,18 @@ async def test_retraction_rereads_the_timeline(tmp_path: Path) -> None:
     async with app.run_test(size=SIZE) as pilot:
         await wait_loaded(pilot)
         note = store.read(types=["note_added"])[0]
-        LedgerStore(store.path).append(EventRetracted(retracted_event_id=note.event_id, reason="wrong",
-                                                      session_id=DEMO_SESSION))
-        await wait_for(pilot, lambda: app.timeline.last_seq == 81 and
-                       note.event_id not in {row["event_id"] for row in app.timeline.rows}
-                       and str(note.event_id) not in {row["event_id"] for row in app.timeline.rows},
-                       timeout=8, what="the retracted note to leave the timeline")
+        LedgerStore(store.path).append(
+            EventRetracted(
+                retracted_event_id=note.event_id, reason="wrong", session_id=DEMO_SESSION
+            )
+        )
+        await wait_for(
+            pilot,
+            lambda: (
+                app.timeline.last_seq == 81
+                and note.event_id not in {row["event_id"] for row in app.timeline.rows}
+                and str(note.event_id) not in {row["event_id"] for row in app.timeline.rows}
+            ),
+            timeout=8,
+            what="the retracted note to leave the timeline",
+        )

@@ -6,12 +6,12 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from test_tui_helpers import DEMO_SESSION, make_demo
 
 from ledger.errors import ConcurrencyConflict
 from ledger.store import LedgerStore
 from schemas.envelope import Actor
 from schemas.events import NoteAdded
-from test_tui_helpers import DEMO_SESSION, make_demo
 from tui import queries, writes
 
 AUTHOR = writes.Author(Actor(kind="agent", name="test"), DEMO_SESSION)
@@ -35,18 +35,34 @@ def test_link_rule_name_or_flag_latest_config_highest_concurrency() -> None:
     ]
 
     def delta(config: str, c: int, pct: float, seq: int, metric: str = "output_throughput") -> dict:
-        return {"session_id": "s", "config_name": config, "concurrency": c, "metric": metric,
-                "change_pct": pct, "verdict": "improved", "seq": seq}
+        return {
+            "session_id": "s",
+            "config_name": config,
+            "concurrency": c,
+            "metric": metric,
+            "change_pct": pct,
+            "verdict": "improved",
+            "seq": seq,
+        }
 
     deltas = [
-        delta("with-x", 1, 1.0, 10), delta("with-x", 64, 2.0, 11),
-        delta("with-x-later", 1, 3.0, 20), delta("with-x-later", 16, 4.0, 21),
+        delta("with-x", 1, 1.0, 10),
+        delta("with-x", 64, 2.0, 11),
+        delta("with-x-later", 1, 3.0, 20),
+        delta("with-x-later", 16, 4.0, 21),
         delta("with-x-later", 64, 9.9, 22, metric="median_ttft_ms"),
         delta("tuned-moe", 8, -5.0, 5),
     ]
     queries.link_board_deltas(board, runs, deltas)
-    assert (board[0]["delta_config"], board[0]["delta_concurrency"], board[0]["delta_pct"]) == ("with-x-later", 16, 4.0)
-    assert (board[1]["delta_config"], board[1]["delta_pct"]) == ("tuned-moe", -5.0)  # by name without kind:
+    assert (board[0]["delta_config"], board[0]["delta_concurrency"], board[0]["delta_pct"]) == (
+        "with-x-later",
+        16,
+        4.0,
+    )
+    assert (board[1]["delta_config"], board[1]["delta_pct"]) == (
+        "tuned-moe",
+        -5.0,
+    )  # by name without kind:
     assert board[2]["delta_config"] is None  # no configuration ran with the flag
     assert board[3]["delta_config"] is None  # other session
 
@@ -60,10 +76,24 @@ def test_link_rule_prefers_the_candidate_a_run_was_recorded_for() -> None:
     ]
     runs = [
         {"session_id": "s", "config_name": "b200-config", "flag_names": ["enable-x"]},
-        {"session_id": "s", "config_name": "b200-config", "flag_names": [], "candidate_id": "kernel-tune:moe"},
+        {
+            "session_id": "s",
+            "config_name": "b200-config",
+            "flag_names": [],
+            "candidate_id": "kernel-tune:moe",
+        },
     ]
-    deltas = [{"session_id": "s", "config_name": "b200-config", "concurrency": 64, "metric": "output_throughput",
-               "change_pct": -1.0, "verdict": "no measurable change", "seq": 3}]
+    deltas = [
+        {
+            "session_id": "s",
+            "config_name": "b200-config",
+            "concurrency": 64,
+            "metric": "output_throughput",
+            "change_pct": -1.0,
+            "verdict": "no measurable change",
+            "seq": 3,
+        }
+    ]
     queries.link_board_deltas(board, runs, deltas)
     assert board[0]["delta_config"] is None
     assert (board[1]["delta_config"], board[1]["delta_pct"]) == ("b200-config", -1.0)
@@ -78,7 +108,9 @@ def test_changed_parts_follow_the_new_event_types(tmp_path: Path) -> None:
     store.append(NoteAdded(text="plain", session_id=DEMO_SESSION))
     with store.connect() as con:
         assert queries.changed_parts(con, head) == {"timeline", "meta"}
-    store.append(NoteAdded(text="about one", candidate_id="flag:cuda-graph-max-bs", session_id=DEMO_SESSION))
+    store.append(
+        NoteAdded(text="about one", candidate_id="flag:cuda-graph-max-bs", session_id=DEMO_SESSION)
+    )
     with store.connect() as con:
         assert queries.changed_parts(con, head + 1) == {"timeline", "meta", "board"}
 
@@ -122,10 +154,15 @@ def test_event_detail_links_both_ways(demo: LedgerStore) -> None:
     cited = {link["event_id"] for link in detail.links if link["relation"].startswith("cited")}
     assert cited == {str(e) for e in decision.evidence_event_ids}
     caused = [link for link in detail.links if link["relation"] == "caused by this"]
-    assert caused and all(demo.get(link["event_id"]).causation_id == decision.event_id for link in caused)
+    assert caused and all(
+        demo.get(link["event_id"]).causation_id == decision.event_id for link in caused
+    )
     # from a cited event, the decision shows as "cites this"
     back = queries.load_event_detail(demo, str(decision.evidence_event_ids[0]))
-    assert any(link["event_id"] == str(decision.event_id) and link["relation"] == "cites this" for link in back.links)
+    assert any(
+        link["event_id"] == str(decision.event_id) and link["relation"] == "cites this"
+        for link in back.links
+    )
 
 
 def test_writes_append_one_event_each(tmp_path: Path) -> None:
@@ -133,18 +170,29 @@ def test_writes_append_one_event_each(tmp_path: Path) -> None:
     board = {r["candidate_id"]: r for r in queries.load_snapshot(store, DEMO_SESSION)["board"]}
     row = board["flag:cuda-graph-max-bs"]
     result = writes.triage(store, AUTHOR, row, "accepted", "try again")
-    assert result.stream == "candidate:flag:cuda-graph-max-bs" and result.stream_version == row["stream_version"] + 1
+    assert (
+        result.stream == "candidate:flag:cuda-graph-max-bs"
+        and result.stream_version == row["stream_version"] + 1
+    )
     with pytest.raises(ConcurrencyConflict):  # the same stale row again
         writes.triage(store, AUTHOR, row, "rejected", "stale")
     note = writes.add_note(store, AUTHOR, "hi", refs=[str(store.read()[0].event_id)])
-    proposal = writes.propose(store, AUTHOR, {"title": "Tune the --Chunked Prefill size!", "kind": "config"})
+    proposal = writes.propose(
+        store, AUTHOR, {"title": "Tune the --Chunked Prefill size!", "kind": "config"}
+    )
     assert store.get(proposal.event_id).candidate_id == "config:tune-the-chunked-prefill-size"
     with pytest.raises(ValueError):
         writes.record_decision(store, AUTHOR, {"decision": "x", "evidence_event_ids": "not-a-uuid"})
-    decision = writes.record_decision(store, AUTHOR, {"decision": "keep", "alternatives": "a; b\nc"})
+    decision = writes.record_decision(
+        store, AUTHOR, {"decision": "keep", "alternatives": "a; b\nc"}
+    )
     assert store.get(decision.event_id).alternatives == ["a", "b", "c"]
     assert [e.type for e in store.read(after_seq=80)] == [
-        "candidate_triaged", "note_added", "candidate_proposed", "decision_recorded"]
+        "candidate_triaged",
+        "note_added",
+        "candidate_proposed",
+        "decision_recorded",
+    ]
     assert note.seq == 82
 
 
@@ -152,17 +200,25 @@ def test_core_stays_free_of_textual_and_tui() -> None:
     import subprocess
     import sys
 
-    code = ("import sys, ledger.cli, ledger.store, ledger.views, ledger.readonly_sql, schemas, tui.queries, "
-            "tui.writes; print(sorted(m for m in sys.modules if m == 'textual' or m.startswith('textual.')))")
+    code = (
+        "import sys, ledger.cli, ledger.store, ledger.views, ledger.readonly_sql, schemas, tui.queries, "
+        "tui.writes; print(sorted(m for m in sys.modules if m == 'textual' or m.startswith('textual.')))"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
-    assert out.stdout.strip() == "[]", out.stderr  # the data layer of the TUI needs no Textual either
+    assert out.stdout.strip() == "[]", (
+        out.stderr
+    )  # the data layer of the TUI needs no Textual either
 
 
 def test_benchmarks_pane_shows_the_values_its_changes_are_computed_from(demo: LedgerStore) -> None:
     """Each compared cell shows benchmark_deltas' value, and a baseline row the baseline value."""
     snap = queries.load_snapshot(demo, DEMO_SESSION)
-    view = {(r["config_name"], r["concurrency"], r["metric"]): r for r in demo.query_arrow(
-        "SELECT * FROM benchmark_deltas WHERE session_id = ?", [DEMO_SESSION]).to_pylist()}
+    view = {
+        (r["config_name"], r["concurrency"], r["metric"]): r
+        for r in demo.query_arrow(
+            "SELECT * FROM benchmark_deltas WHERE session_id = ?", [DEMO_SESSION]
+        ).to_pylist()
+    }
     compared = 0
     for row in snap["bench"]:
         for metric, _ in queries.BENCH_METRICS:
@@ -172,29 +228,47 @@ def test_benchmarks_pane_shows_the_values_its_changes_are_computed_from(demo: Le
                 assert row[metric] == pytest.approx(delta["value"])
                 assert row["deltas"][metric]["change_pct"] == pytest.approx(delta["change_pct"])
             elif row["is_baseline"]:
-                uses = [d for d in view.values()
-                        if d["baseline_config"] == row["config_name"] and d["concurrency"] == row["concurrency"]
-                        and d["metric"] == metric]
+                uses = [
+                    d
+                    for d in view.values()
+                    if d["baseline_config"] == row["config_name"]
+                    and d["concurrency"] == row["concurrency"]
+                    and d["metric"] == metric
+                ]
                 if uses:
                     assert row[metric] == pytest.approx(uses[0]["baseline_value"])
     assert compared > 0
 
 
-def test_benchmarks_pane_agrees_with_the_view_when_a_config_ran_two_workloads(tmp_path: Path) -> None:
+def test_benchmarks_pane_agrees_with_the_view_when_a_config_ran_two_workloads(
+    tmp_path: Path,
+) -> None:
     """The baseline also ran a 1024-token workload that nothing is compared against: averaging it in
     (as the pane once did) would show 200 tok/s beside a +100% computed from 100; the pane shows 100."""
     from schemas.events import BenchmarkCompleted, Workload
 
     store = LedgerStore(tmp_path / "l.duckdb")
     store.init()
-    for run_id, config, input_len, value in (("b64", "baseline", 64, 100.0), ("b1024", "baseline", 1024, 300.0),
-                                             ("t64", "tuned", 64, 200.0)):
-        store.append(BenchmarkCompleted(
-            session_id="s", run_id=run_id, config_name=config, is_baseline=config == "baseline", concurrency=1,
-            workload=Workload(dataset="random", input_len=input_len, output_len=32),
-            metrics={"output_throughput": value}))
-    view = store.query_arrow("SELECT baseline_value, value, change_pct FROM benchmark_deltas "
-                             "WHERE metric = 'output_throughput'").to_pylist()
+    for run_id, config, input_len, value in (
+        ("b64", "baseline", 64, 100.0),
+        ("b1024", "baseline", 1024, 300.0),
+        ("t64", "tuned", 64, 200.0),
+    ):
+        store.append(
+            BenchmarkCompleted(
+                session_id="s",
+                run_id=run_id,
+                config_name=config,
+                is_baseline=config == "baseline",
+                concurrency=1,
+                workload=Workload(dataset="random", input_len=input_len, output_len=32),
+                metrics={"output_throughput": value},
+            )
+        )
+    view = store.query_arrow(
+        "SELECT baseline_value, value, change_pct FROM benchmark_deltas "
+        "WHERE metric = 'output_throughput'"
+    ).to_pylist()
     assert view == [{"baseline_value": 100.0, "value": 200.0, "change_pct": 100.0}]
     rows = {r["config_name"]: r for r in queries.load_snapshot(store, "s")["bench"]}
     assert rows["tuned"]["output_throughput"] == pytest.approx(200.0)

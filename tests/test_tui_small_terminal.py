@@ -7,12 +7,12 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from test_tui_helpers import DEMO_SESSION, anyio_backend, make_demo, wait_for, wait_loaded  # noqa: F401
 from textual.widgets import Button, DataTable, Input, Select, Static
 
 from ledger.store import LedgerStore
 from schemas.envelope import Actor
 from schemas.events import SessionStarted
-from test_tui_helpers import DEMO_SESSION, anyio_backend, make_demo, wait_for, wait_loaded  # noqa: F401
 from tui.app import TuneLedgerApp
 from tui.modals import DecisionForm, ProposeForm
 
@@ -38,7 +38,9 @@ def _on_screen(app: TuneLedgerApp, widget) -> bool:
     return region.height > 0 and region.y >= 0 and region.bottom <= height and region.right <= width
 
 
-async def test_propose_dialog_scrolls_to_each_field_and_keeps_its_buttons(demo: LedgerStore) -> None:
+async def test_propose_dialog_scrolls_to_each_field_and_keeps_its_buttons(
+    demo: LedgerStore,
+) -> None:
     app = _app(demo.path)
     async with app.run_test(size=SMALL) as pilot:
         await wait_loaded(pilot)
@@ -46,7 +48,9 @@ async def test_propose_dialog_scrolls_to_each_field_and_keeps_its_buttons(demo: 
         form = app.screen
         assert isinstance(form, ProposeForm)
         await pilot.pause()
-        assert _on_screen(app, form.query_one("#ok", Button)) and _on_screen(app, form.query_one("#cancel", Button))
+        assert _on_screen(app, form.query_one("#ok", Button)) and _on_screen(
+            app, form.query_one("#cancel", Button)
+        )
         for field in ("kind", "title", "flag", "priority", "hypothesis", "candidate_id"):
             form.query_one(f"#{field}").focus()
             await pilot.pause()
@@ -62,11 +66,15 @@ async def test_propose_dialog_scrolls_to_each_field_and_keeps_its_buttons(demo: 
         assert form.query_one("#flag", Input).value == "enable-foo"
 
 
-async def test_decision_dialog_names_a_bad_field_and_picks_evidence_from_the_timeline(demo: LedgerStore) -> None:
+async def test_decision_dialog_names_a_bad_field_and_picks_evidence_from_the_timeline(
+    demo: LedgerStore,
+) -> None:
     app = _app(demo.path)
     async with app.run_test(size=SMALL) as pilot:
         await wait_loaded(pilot)
-        await wait_for(pilot, lambda: bool(app.timeline.rows), what="the timeline")  # offered as evidence
+        await wait_for(
+            pilot, lambda: bool(app.timeline.rows), what="the timeline"
+        )  # offered as evidence
         head = demo.head()
         await pilot.press("D")
         form = app.screen
@@ -108,7 +116,9 @@ async def test_board_drops_low_value_columns_first_on_a_narrow_terminal(demo: Le
         assert labels == ["status", "candidate", "verdict", "Δ out tok/s", "priority", "reason"]
 
 
-async def test_benchmarks_drop_the_p99_columns_first_on_a_narrow_terminal(demo: LedgerStore) -> None:
+async def test_benchmarks_drop_the_p99_columns_first_on_a_narrow_terminal(
+    demo: LedgerStore,
+) -> None:
     app = _app(demo.path)
     async with app.run_test(size=SMALL) as pilot:
         await wait_loaded(pilot)
@@ -127,8 +137,16 @@ async def test_benchmarks_drop_the_p99_columns_first_on_a_narrow_terminal(demo: 
         table = app.query_one("BenchmarksPane").query_one("#bench-table", DataTable)
         await wait_for(pilot, lambda: table.row_count > 0, what="benchmark rows")
         labels = [str(c.label) for c in table.columns.values()]
-        assert labels == ["configuration", "c", "runs", "out tok/s", "TTFT med ms", "TTFT p99 ms",
-                          "TPOT med ms", "TPOT p99 ms"]
+        assert labels == [
+            "configuration",
+            "c",
+            "runs",
+            "out tok/s",
+            "TTFT med ms",
+            "TTFT p99 ms",
+            "TPOT med ms",
+            "TPOT p99 ms",
+        ]
 
 
 async def test_an_empty_benchmarks_plot_says_no_data(tmp_path: Path) -> None:

@@ -10,10 +10,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from test_tui_helpers import DEMO_SESSION, SIZE, make_demo, wait_for, wait_loaded
 from textual.pilot import Pilot
 from textual.widgets import Input
 
-from test_tui_helpers import DEMO_SESSION, SIZE, make_demo, wait_for, wait_loaded
 from tui.app import TuneLedgerApp
 from tui.sql_console import SqlPane
 
@@ -59,9 +59,17 @@ def test_benchmarks(snap_compare, demo_app: TuneLedgerApp) -> None:
 
 
 def test_timeline_with_detail(snap_compare, demo_app: TuneLedgerApp) -> None:
-    assert snap_compare(demo_app, terminal_size=SIZE, run_before=_before(
-        "3", until=lambda app: app.timeline._detail_id is not None
-        and app.query_one("#event-links").option_count > 0))
+    assert snap_compare(
+        demo_app,
+        terminal_size=SIZE,
+        run_before=_before(
+            "3",
+            until=lambda app: (
+                app.timeline._detail_id is not None
+                and app.query_one("#event-links").option_count > 0
+            ),
+        ),
+    )
 
 
 def test_flags_matrix(snap_compare, demo_app: TuneLedgerApp) -> None:
@@ -69,8 +77,13 @@ def test_flags_matrix(snap_compare, demo_app: TuneLedgerApp) -> None:
 
 
 def test_sql_result(snap_compare, demo_app: TuneLedgerApp) -> None:
-    assert snap_compare(demo_app, terminal_size=SIZE, run_before=_before(
-        "5", "enter", until=lambda app: "rows" in str(app.query_one("#sql-status").render())))
+    assert snap_compare(
+        demo_app,
+        terminal_size=SIZE,
+        run_before=_before(
+            "5", "enter", until=lambda app: "rows" in str(app.query_one("#sql-status").render())
+        ),
+    )
 
 
 def test_sql_refused(snap_compare, demo_app: TuneLedgerApp) -> None:

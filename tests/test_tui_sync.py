@@ -6,14 +6,14 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from pg_cluster import Cluster, hub_schema, make_hub, pg_server, writer_env  # noqa: F401
+from test_tui_helpers import SIZE, anyio_backend, wait_for  # noqa: F401
 
 from ledger import sync
 from ledger.remote import Remote, add_remote
 from ledger.store import LedgerStore
-from pg_cluster import Cluster, hub_schema, make_hub, pg_server, writer_env  # noqa: F401
 from schemas.envelope import Actor
 from schemas.events import CandidateProposed, CandidateTriaged, NoteAdded
-from test_tui_helpers import SIZE, anyio_backend, wait_for  # noqa: F401
 from tui.app import TuneLedgerApp
 
 pytestmark = pytest.mark.anyio
@@ -32,7 +32,9 @@ def ledger(path: Path, remote: Remote, name: str) -> LedgerStore:
     return store
 
 
-async def test_status_then_S_syncs_in_a_worker_and_marks_the_other_hosts_events(remote: Remote, tmp_path: Path) -> None:
+async def test_status_then_S_syncs_in_a_worker_and_marks_the_other_hosts_events(
+    remote: Remote, tmp_path: Path
+) -> None:
     other = ledger(tmp_path / "other.duckdb", remote, "b200-node")
     other.append(CandidateProposed(candidate_id="flag:x", kind="flag", title="try x", flag="x"))
     sync.sync(other, remote)
@@ -43,18 +45,30 @@ async def test_status_then_S_syncs_in_a_worker_and_marks_the_other_hosts_events(
     sync.sync(other, remote)
     here.append(CandidateTriaged(candidate_id="flag:x", status="rejected", reason="no-op here"))
 
-    app = TuneLedgerApp(here.path, actor=Actor(kind="person", name="tester"), watch=False, poll_s=0.2)
+    app = TuneLedgerApp(
+        here.path, actor=Actor(kind="person", name="tester"), watch=False, poll_s=0.2
+    )
     async with app.run_test(size=SIZE) as pilot:
         await wait_for(pilot, lambda: "↑1 ↓2" in app.sub_title, timeout=15, what="the sync status")
         assert app.sub_title.startswith("all sessions · hub · synced ")
         await pilot.press("S")
-        await wait_for(pilot, lambda: "↑0 ↓0" in app.sub_title, timeout=20, what="the status after S")
-        await wait_for(pilot, lambda: any(r["summary"].startswith("⇣ b200-node: note") for r in app.timeline.rows),
-                       timeout=10, what="the pulled note, marked")
+        await wait_for(
+            pilot, lambda: "↑0 ↓0" in app.sub_title, timeout=20, what="the status after S"
+        )
+        await wait_for(
+            pilot,
+            lambda: any(r["summary"].startswith("⇣ b200-node: note") for r in app.timeline.rows),
+            timeout=10,
+            what="the pulled note, marked",
+        )
         mine = [r for r in app.timeline.rows if "no-op here" in r["summary"]]
         assert mine and not mine[0]["summary"].startswith("⇣")
-        await wait_for(pilot, lambda: [r["status"] for r in app.board.rows] == ["conflicting"], timeout=10,
-                       what="the conflict on the board")
+        await wait_for(
+            pilot,
+            lambda: [r["status"] for r in app.board.rows] == ["conflicting"],
+            timeout=10,
+            what="the conflict on the board",
+        )
         conflict = app.board.rows[0]["conflict"]
         assert "accepted by b200-node" in conflict and "rejected by workstation" in conflict
     assert here.head() == 4 and sync.count_to_push(here) == 0

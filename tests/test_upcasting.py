@@ -52,8 +52,17 @@ def insert_raw(
             "INSERT INTO events (seq, event_id, type, schema_version, stream, stream_version, recorded_at, "
             "actor_kind, actor_name, session_id, source, host, payload) "
             "VALUES (?, ?, ?, ?, ?, ?, ?, 'person', 'old-tuneledger', 'old', 'v1 import', ?, ?)",
-            [seq, str(event_id), type_, schema_version, stream, version,
-             datetime(2025, 3, 4, 5, 6, 7, tzinfo=UTC), host, payload],
+            [
+                seq,
+                str(event_id),
+                type_,
+                schema_version,
+                stream,
+                version,
+                datetime(2025, 3, 4, 5, 6, 7, tzinfo=UTC),
+                host,
+                payload,
+            ],
         )
         # An older tuneledger had its own views and projections: the file says so, and
         # this version rebuilds them from the log when it next opens the file.
@@ -73,9 +82,21 @@ def raw_rows(store: LedgerStore) -> list[dict[str, Any]]:
 @pytest.fixture
 def old(store: LedgerStore) -> LedgerStore:
     """A ledger holding one v1 note and one v1 flag research, as an older tuneledger wrote them."""
-    insert_raw(store, event_id=NOTE_ID, type_="note_added", schema_version=1, payload=NOTE_V1, stream="session:old")
     insert_raw(
-        store, event_id=FLAG_ID, type_="flag_researched", schema_version=1, payload=FLAG_V1, stream="flag:enable-x",
+        store,
+        event_id=NOTE_ID,
+        type_="note_added",
+        schema_version=1,
+        payload=NOTE_V1,
+        stream="session:old",
+    )
+    insert_raw(
+        store,
+        event_id=FLAG_ID,
+        type_="flag_researched",
+        schema_version=1,
+        payload=FLAG_V1,
+        stream="flag:enable-x",
         host=HOST,
     )
     return store
@@ -88,7 +109,12 @@ def test_read_upcasts_v1_rows_to_the_current_models(old: LedgerStore) -> None:
     note, flag = old.read()
     assert isinstance(note, NoteAdded)
     assert (note.schema_version, note.text, note.refs) == (2, "the v1 note body", [])
-    assert (note.seq, note.event_id, note.session_id, note.source) == (1, NOTE_ID, "old", "v1 import")
+    assert (note.seq, note.event_id, note.session_id, note.source) == (
+        1,
+        NOTE_ID,
+        "old",
+        "v1 import",
+    )
     assert isinstance(flag, FlagResearched)
     assert flag.schema_version == 2
     assert flag.flag == "enable-x"
@@ -115,25 +141,47 @@ def test_views_show_the_upcast_values(old: LedgerStore) -> None:
         "evidence_event_id::VARCHAR AS evidence_event_id FROM flag_verdicts"
     ).to_pylist()
     assert verdict == {
-        "flag": "enable-x", "engine": "sglang", "engine_version": "0.5.4", "arch": "sm120", "verdict": "no-op",
-        "basis": "researched", "no_effect": True, "summary": "turns x on for decode",
+        "flag": "enable-x",
+        "engine": "sglang",
+        "engine_version": "0.5.4",
+        "arch": "sm120",
+        "verdict": "no-op",
+        "basis": "researched",
+        "no_effect": True,
+        "summary": "turns x on for decode",
         "evidence_event_id": str(FLAG_ID),
     }
-    payloads = old.query_arrow("SELECT payload FROM live_events ORDER BY seq")["payload"].to_pylist()
+    payloads = old.query_arrow("SELECT payload FROM live_events ORDER BY seq")[
+        "payload"
+    ].to_pylist()
     assert [json.loads(p) for p in payloads] == [
         {"text": "the v1 note body", "refs": []},
-        {"flag": "enable-x", "what_it_does": "turns x on for decode", "verdict": "no-op",
-         "evidence": [{"kind": "text", "ref": None, "text": "a.py:12"}]},
+        {
+            "flag": "enable-x",
+            "what_it_does": "turns x on for decode",
+            "verdict": "no-op",
+            "evidence": [{"kind": "text", "ref": None, "text": "a.py:12"}],
+        },
     ]
 
 
 def test_views_and_models_agree_with_current_version_events(old: LedgerStore) -> None:
     """A v2 event next to the upcast v1 one: the views read both the same way."""
-    old.append(FlagResearched(flag="--enable-x", what_it_does="newer reading", verdict="effective", evidence=[
-        Evidence(kind="source", ref="b.py:3")], host={"compute_capability": "12.0", "engine": "sglang",
-                                                          "engine_version": "0.5.4"}))
+    old.append(
+        FlagResearched(
+            flag="--enable-x",
+            what_it_does="newer reading",
+            verdict="effective",
+            evidence=[Evidence(kind="source", ref="b.py:3")],
+            host={"compute_capability": "12.0", "engine": "sglang", "engine_version": "0.5.4"},
+        )
+    )
     (row,) = old.query_arrow("SELECT verdict, findings, history FROM flag_verdicts").to_pylist()
-    assert row == {"verdict": "effective", "findings": 2, "history": ["no-op (researched)", "effective (researched)"]}
+    assert row == {
+        "verdict": "effective",
+        "findings": 2,
+        "history": ["no-op (researched)", "effective (researched)"],
+    }
 
 
 # --- (c) the stored rows stay as they were ---------------------------------------------
@@ -157,7 +205,14 @@ def test_stored_v1_rows_are_never_rewritten(old: LedgerStore) -> None:
 
 def test_a_newer_schema_version_is_a_clear_error(store: LedgerStore) -> None:
     future = UUID("0a0a0a0a-0000-7000-8000-00000000000f")
-    insert_raw(store, event_id=future, type_="note_added", schema_version=3, payload='{"text": "x"}', stream="ledger")
+    insert_raw(
+        store,
+        event_id=future,
+        type_="note_added",
+        schema_version=3,
+        payload='{"text": "x"}',
+        stream="ledger",
+    )
     with pytest.raises(InvalidInput) as caught:
         store.read()
     message = str(caught.value)
@@ -182,7 +237,9 @@ def con() -> Iterator[duckdb.DuckDBPyConnection]:
 
 
 def sql_upcast(con: duckdb.DuckDBPyConnection, sql: str, payload: dict[str, Any]) -> dict[str, Any]:
-    (out,) = con.execute(f"SELECT ({sql})::VARCHAR FROM (SELECT ?::JSON AS payload)", [json.dumps(payload)]).fetchone()
+    (out,) = con.execute(
+        f"SELECT ({sql})::VARCHAR FROM (SELECT ?::JSON AS payload)", [json.dumps(payload)]
+    ).fetchone()
     return json.loads(out)
 
 
@@ -192,17 +249,24 @@ def without_nulls(payload: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in payload.items() if v is not None}
 
 
-def assert_same(con: duckdb.DuckDBPyConnection, upcaster: Upcaster, payload: dict[str, Any]) -> None:
+def assert_same(
+    con: duckdb.DuckDBPyConnection, upcaster: Upcaster, payload: dict[str, Any]
+) -> None:
     python = upcaster.python(json.loads(json.dumps(payload)))
     sql = sql_upcast(con, upcaster.sql, payload)
     assert without_nulls(sql) == without_nulls(python), (payload, sql, python)
     if upcaster.from_version + 1 == CURRENT_VERSIONS[upcaster.type]:
         current = {"type": upcaster.type, "schema_version": upcaster.from_version + 1}
-        as_model = [parse_event({**side, **current}).model_dump(exclude={"event_id"}) for side in (sql, python)]
+        as_model = [
+            parse_event({**side, **current}).model_dump(exclude={"event_id"})
+            for side in (sql, python)
+        ]
         assert as_model[0] == as_model[1]
 
 
-_text = st.text(st.characters(blacklist_categories=("Cs",), blacklist_characters="\x00"), max_size=40)
+_text = st.text(
+    st.characters(blacklist_categories=("Cs",), blacklist_characters="\x00"), max_size=40
+)
 _flag_name = st.from_regex(r"[a-z0-9][a-z0-9_-]{0,30}", fullmatch=True)
 _evidence_item = st.fixed_dictionaries(
     {"kind": st.sampled_from(["source", "log", "text", "url"])},
@@ -238,9 +302,13 @@ def test_every_upcaster_has_a_payload_strategy() -> None:
 
 
 @pytest.mark.parametrize("upcaster", UPCASTERS, ids=lambda u: f"{u.type}-v{u.from_version}")
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 @given(data=st.data())
-def test_python_and_sql_upcasters_agree(con: duckdb.DuckDBPyConnection, upcaster: Upcaster, data: st.DataObject) -> None:
+def test_python_and_sql_upcasters_agree(
+    con: duckdb.DuckDBPyConnection, upcaster: Upcaster, data: st.DataObject
+) -> None:
     payload = data.draw(PAYLOADS[(upcaster.type, upcaster.from_version)])
     assert_same(con, upcaster, payload)
 
@@ -265,7 +333,11 @@ def test_note_upcaster_examples(con: duckdb.DuckDBPyConnection, payload: dict[st
         {"flag": "--enable-x", "finding": "f", "evidence": "a.py:12", "verdict": "no-op"},
         {"flag": "enable_x", "verdict": "unknown"},
         {"flag": "-x", "evidence": None, "verdict": "effective"},
-        {"flag": "--a_b_c", "evidence": [{"kind": "source", "ref": "x.py:1", "text": None}], "verdict": "harmful"},
+        {
+            "flag": "--a_b_c",
+            "evidence": [{"kind": "source", "ref": "x.py:1", "text": None}],
+            "verdict": "harmful",
+        },
     ],
 )
 def test_flag_upcaster_examples(con: duckdb.DuckDBPyConnection, payload: dict[str, Any]) -> None:
@@ -274,11 +346,17 @@ def test_flag_upcaster_examples(con: duckdb.DuckDBPyConnection, payload: dict[st
 
 
 @pytest.mark.parametrize("flag", [" --enable-x", "--enable-x ", "\t--enable_x\n"])
-def test_flag_upcasters_agree_on_surrounding_whitespace(con: duckdb.DuckDBPyConnection, flag: str) -> None:
+def test_flag_upcasters_agree_on_surrounding_whitespace(
+    con: duckdb.DuckDBPyConnection, flag: str
+) -> None:
     """normalize_flag (Python) strips whitespace first; the SQL upcaster must too."""
     (upcaster,) = [u for u in UPCASTERS if u.type == "flag_researched"]
     payload = {"flag": flag, "verdict": "no-op"}
-    assert sql_upcast(con, upcaster.sql, payload)["flag"] == upcaster.python(payload)["flag"] == "enable-x"
+    assert (
+        sql_upcast(con, upcaster.sql, payload)["flag"]
+        == upcaster.python(payload)["flag"]
+        == "enable-x"
+    )
 
 
 def test_view_expression_chains_to_the_python_result(con: duckdb.DuckDBPyConnection) -> None:
@@ -292,4 +370,6 @@ def test_view_expression_chains_to_the_python_result(con: duckdb.DuckDBPyConnect
                 "FROM (SELECT ?::VARCHAR AS type, ?::INTEGER AS schema_version, ?::JSON AS payload)",
                 [type_name, version, json.dumps(payload)],
             ).fetchone()
-            assert without_nulls(json.loads(out)) == without_nulls(upcast(type_name, version, payload))
+            assert without_nulls(json.loads(out)) == without_nulls(
+                upcast(type_name, version, payload)
+            )

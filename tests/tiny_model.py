@@ -30,7 +30,9 @@ _SYLLABLES = "ka lo mi nu te ra so vi pe du ne ga zo fi bu ri ma ho lu se".split
 def _corpus(lines: int = 2000, seed: int = 0) -> list[str]:
     rng = random.Random(seed)
     words = ["".join(rng.choice(_SYLLABLES) for _ in range(rng.randint(1, 3))) for _ in range(400)]
-    return [" ".join(rng.choice(words) for _ in range(rng.randint(5, 20))) + "." for _ in range(lines)]
+    return [
+        " ".join(rng.choice(words) for _ in range(rng.randint(5, 20))) + "." for _ in range(lines)
+    ]
 
 
 def train_tokenizer_json(out_dir: str | Path, vocab_size: int = 512) -> Path:
@@ -41,7 +43,9 @@ def train_tokenizer_json(out_dir: str | Path, vocab_size: int = 512) -> Path:
     tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
     tok.decoder = decoders.ByteLevel()
     trainer = trainers.BpeTrainer(
-        vocab_size=vocab_size, special_tokens=SPECIAL, initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+        vocab_size=vocab_size,
+        special_tokens=SPECIAL,
+        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
         show_progress=False,
     )
     tok.train_from_iterator(_corpus(), trainer=trainer)
@@ -53,7 +57,12 @@ def train_tokenizer_json(out_dir: str | Path, vocab_size: int = 512) -> Path:
 
 
 def build_tiny_model(
-    out_dir: str | Path, *, seed: int = 0, hidden: int = 64, layers: int = 2, experts: int = 8,
+    out_dir: str | Path,
+    *,
+    seed: int = 0,
+    hidden: int = 64,
+    layers: int = 2,
+    experts: int = 8,
     stop_at_eos: bool = True,
 ) -> Path:
     """Write a random-weight Qwen3-MoE model, tokenizer and chat template to ``out_dir``; return it.
@@ -72,18 +81,31 @@ def build_tiny_model(
     out = Path(out_dir)
     tok_path = train_tokenizer_json(out)
     tokenizer = PreTrainedTokenizerFast(
-        tokenizer_file=str(tok_path), eos_token="<|im_end|>", pad_token="<|endoftext|>",
-        bos_token=None, unk_token=None,
+        tokenizer_file=str(tok_path),
+        eos_token="<|im_end|>",
+        pad_token="<|endoftext|>",
+        bos_token=None,
+        unk_token=None,
     )
     tokenizer.chat_template = CHAT_TEMPLATE
     tokenizer.save_pretrained(out)
     torch.manual_seed(seed)
     config = Qwen3MoeConfig(
-        vocab_size=len(tokenizer), hidden_size=hidden, intermediate_size=2 * hidden, moe_intermediate_size=hidden // 2,
-        num_hidden_layers=layers, num_attention_heads=4, num_key_value_heads=2, head_dim=hidden // 4,
-        num_experts=experts, num_experts_per_tok=2, decoder_sparse_step=1, max_position_embeddings=2048,
+        vocab_size=len(tokenizer),
+        hidden_size=hidden,
+        intermediate_size=2 * hidden,
+        moe_intermediate_size=hidden // 2,
+        num_hidden_layers=layers,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        head_dim=hidden // 4,
+        num_experts=experts,
+        num_experts_per_tok=2,
+        decoder_sparse_step=1,
+        max_position_embeddings=2048,
         eos_token_id=tokenizer.convert_tokens_to_ids("<|im_end|>"),
-        pad_token_id=tokenizer.convert_tokens_to_ids("<|endoftext|>"), bos_token_id=None,
+        pad_token_id=tokenizer.convert_tokens_to_ids("<|endoftext|>"),
+        bos_token_id=None,
         tie_word_embeddings=True,
     )
     model = Qwen3MoeForCausalLM(config).to(torch.float32)

@@ -59,7 +59,9 @@ def _append(args: argparse.Namespace) -> int:
     n = 0
     while args.count == 0 or n < args.count:
         marker = uuid4().hex
-        stream = args.shared_stream if args.shared_stream and n % 2 == 0 else f"writer:{args.writer}"
+        stream = (
+            args.shared_stream if args.shared_stream and n % 2 == 0 else f"writer:{args.writer}"
+        )
         batch = [
             NoteAdded(
                 text=f"writer={args.writer} n={n} batch={marker} part={j}/{args.batch}",
@@ -102,7 +104,9 @@ def _read(args: argparse.Namespace) -> int:
             print(f"reader saw a gap after seq {last}: {seqs[:10]}...", file=sys.stderr)
             return 1
         last += len(seqs)
-        counted = store.query_arrow("SELECT count(*) AS n, coalesce(max(seq), 0) AS head FROM timeline")
+        counted = store.query_arrow(
+            "SELECT count(*) AS n, coalesce(max(seq), 0) AS head FROM timeline"
+        )
         n, head = counted["n"][0].as_py(), counted["head"][0].as_py()
         if n != head or head < last:
             print(f"timeline holds {n} rows up to seq {head} (reader at {last})", file=sys.stderr)

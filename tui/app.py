@@ -38,8 +38,8 @@ from .board import BoardPane
 from .commands import LedgerCommands
 from .flags import FlagsPane
 from .messages import (
-    AppendFailed,
     Appended,
+    AppendFailed,
     EventDetailLoaded,
     LedgerChanged,
     PartLoaded,
@@ -95,16 +95,59 @@ class TuneLedgerApp(App[None]):
     """
 
     BINDINGS: ClassVar = [
-        Binding("a", "accept", "Accept", id="board.accept", tooltip="Triage the selected candidate: accepted"),
-        Binding("r", "reject", "Reject", id="board.reject", tooltip="Triage the selected candidate: rejected, with a reason"),
-        Binding("d", "defer", "Defer", id="board.defer", tooltip="Triage the selected candidate: deferred"),
-        Binding("n", "note", "Note", id="ledger.note", tooltip="Add a note (about the selected candidate or event)"),
+        Binding(
+            "a",
+            "accept",
+            "Accept",
+            id="board.accept",
+            tooltip="Triage the selected candidate: accepted",
+        ),
+        Binding(
+            "r",
+            "reject",
+            "Reject",
+            id="board.reject",
+            tooltip="Triage the selected candidate: rejected, with a reason",
+        ),
+        Binding(
+            "d",
+            "defer",
+            "Defer",
+            id="board.defer",
+            tooltip="Triage the selected candidate: deferred",
+        ),
+        Binding(
+            "n",
+            "note",
+            "Note",
+            id="ledger.note",
+            tooltip="Add a note (about the selected candidate or event)",
+        ),
         Binding("p", "propose", "Propose", id="ledger.propose", tooltip="Propose a new candidate"),
         Binding("D", "decision", "Decision", id="ledger.decision", tooltip="Record a decision"),
-        Binding("e", "export", "Export", id="ledger.export", tooltip="Write the session's decision log as Markdown"),
-        Binding("S", "sync", "Sync", id="ledger.sync", show=False,
-                tooltip="Sync with the ledger's PostgreSQL hub (push, then pull)"),
-        Binding("ctrl+r", "reload", "Reload", id="ledger.reload", show=False, tooltip="Reread everything"),
+        Binding(
+            "e",
+            "export",
+            "Export",
+            id="ledger.export",
+            tooltip="Write the session's decision log as Markdown",
+        ),
+        Binding(
+            "S",
+            "sync",
+            "Sync",
+            id="ledger.sync",
+            show=False,
+            tooltip="Sync with the ledger's PostgreSQL hub (push, then pull)",
+        ),
+        Binding(
+            "ctrl+r",
+            "reload",
+            "Reload",
+            id="ledger.reload",
+            show=False,
+            tooltip="Reread everything",
+        ),
         Binding("1,f2", "show_tab('board')", "Board", id="tab.board", show=False),
         Binding("2,f3", "show_tab('bench')", "Benchmarks", id="tab.bench", show=False),
         Binding("3,f4", "show_tab('timeline')", "Timeline", id="tab.timeline", show=False),
@@ -218,8 +261,13 @@ class TuneLedgerApp(App[None]):
         names = {self.store.path.name, self.store.path.name + ".wal"}
         folder = self.store.path.resolve().parent
         # step/debounce small: a write should reach the screen well within a second
-        async for _ in awatch(folder, watch_filter=lambda _change, p: Path(p).name in names,
-                              debounce=200, step=20, recursive=False):
+        async for _ in awatch(
+            folder,
+            watch_filter=lambda _change, p: Path(p).name in names,
+            debounce=200,
+            step=20,
+            recursive=False,
+        ):
             self.post_message(LedgerChanged())
 
     def poll_head(self) -> None:
@@ -264,7 +312,9 @@ class TuneLedgerApp(App[None]):
             self.session_id = queries.default_session(self.store)
             self.call_from_thread(self._set_titles)
         head = None
-        for part, data in queries.iter_snapshot(self.store, self.session_id, since_seq=since_seq, timeline_filter=flt):
+        for part, data in queries.iter_snapshot(
+            self.store, self.session_id, since_seq=since_seq, timeline_filter=flt
+        ):
             if worker.is_cancelled:
                 return
             if part == "head":
@@ -276,7 +326,9 @@ class TuneLedgerApp(App[None]):
     def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
         """When a refresh ends (done, failed or cancelled), run the one that waited."""
         if event.worker.group != "refresh" or event.state not in (
-            WorkerState.SUCCESS, WorkerState.ERROR, WorkerState.CANCELLED
+            WorkerState.SUCCESS,
+            WorkerState.ERROR,
+            WorkerState.CANCELLED,
         ):
             return
         if event.state == WorkerState.ERROR:
@@ -384,7 +436,11 @@ class TuneLedgerApp(App[None]):
         try:
             table = run_readonly(self.store, sql, max_rows=MAX_ROWS)
         except LedgerError as exc:
-            self.post_message(SqlFinished(sql, None, f"{type(exc).__name__}: {exc}", time.perf_counter() - started))
+            self.post_message(
+                SqlFinished(
+                    sql, None, f"{type(exc).__name__}: {exc}", time.perf_counter() - started
+                )
+            )
             return
         self.post_message(SqlFinished(sql, table, None, time.perf_counter() - started))
 
@@ -392,7 +448,9 @@ class TuneLedgerApp(App[None]):
         """Show the query's result or its error."""
         if not self.screen_stack:  # closing: a worker's late message
             return
-        await self.main_screen.query_one(SqlPane).show_result(message.sql, message.table, message.error, message.elapsed_s)
+        await self.main_screen.query_one(SqlPane).show_result(
+            message.sql, message.table, message.error, message.elapsed_s
+        )
 
     # --- writing ------------------------------------------------------------------------
 
@@ -410,8 +468,10 @@ class TuneLedgerApp(App[None]):
     def _triage(self, status: str, reason: str | None = None) -> None:
         row = self._selected_candidate()
         if row is not None:
-            self._append(f"{row['candidate_id']} {status}",
-                         lambda: writes.triage(self.store, self.author, row, status, reason))
+            self._append(
+                f"{row['candidate_id']} {status}",
+                lambda: writes.triage(self.store, self.author, row, status, reason),
+            )
 
     def action_accept(self) -> None:
         """Accept the selected candidate (appends candidate_triaged)."""
@@ -429,10 +489,15 @@ class TuneLedgerApp(App[None]):
 
         def done(reason: str | None) -> None:
             if reason:
-                self._append(f"{row['candidate_id']} rejected",
-                             lambda: writes.triage(self.store, self.author, row, "rejected", reason))
+                self._append(
+                    f"{row['candidate_id']} rejected",
+                    lambda: writes.triage(self.store, self.author, row, "rejected", reason),
+                )
 
-        self.push_screen(TextPrompt(f"Reject {row['candidate_id']}: why?", "no-op on this arch; dead code; ..."), done)
+        self.push_screen(
+            TextPrompt(f"Reject {row['candidate_id']}: why?", "no-op on this arch; dead code; ..."),
+            done,
+        )
 
     def action_note(self) -> None:
         """Add a note: about the selected candidate (Board) or citing the selected event (Timeline)."""
@@ -446,8 +511,12 @@ class TuneLedgerApp(App[None]):
 
         def done(text: str | None) -> None:
             if text:
-                self._append("note", lambda: writes.add_note(self.store, self.author, text,
-                                                             candidate_id=candidate_id, refs=refs))
+                self._append(
+                    "note",
+                    lambda: writes.add_note(
+                        self.store, self.author, text, candidate_id=candidate_id, refs=refs
+                    ),
+                )
 
         self.push_screen(TextPrompt(f"Add a note{about}", "what you found"), done)
 
@@ -463,11 +532,17 @@ class TuneLedgerApp(App[None]):
     def action_decision(self) -> None:
         """Record a decision about the selected candidate (appends decision_recorded)."""
         row = self.board.selected if self.active_tab == "board" else None
-        evidence = self.timeline.selected["event_id"] if self.active_tab == "timeline" and self.timeline.selected else ""
+        evidence = (
+            self.timeline.selected["event_id"]
+            if self.active_tab == "timeline" and self.timeline.selected
+            else ""
+        )
 
         def done(fields: dict[str, Any] | None) -> None:
             if fields:
-                self._append("decision", lambda: writes.record_decision(self.store, self.author, fields))
+                self._append(
+                    "decision", lambda: writes.record_decision(self.store, self.author, fields)
+                )
 
         # the newest events first: the evidence is usually what just happened
         recent = list(reversed(self.timeline.rows[-200:]))
@@ -481,7 +556,9 @@ class TuneLedgerApp(App[None]):
         except ConcurrencyConflict as exc:
             self.post_message(AppendFailed(what, str(exc), conflict=True))
         except (LedgerError, ValueError) as exc:
-            self.post_message(AppendFailed(what, str(exc).splitlines()[0] if str(exc) else type(exc).__name__))
+            self.post_message(
+                AppendFailed(what, str(exc).splitlines()[0] if str(exc) else type(exc).__name__)
+            )
         else:
             self.post_message(Appended(what, result.seq))
 
@@ -497,11 +574,16 @@ class TuneLedgerApp(App[None]):
         if not self.screen_stack:  # closing: a worker's late message
             return
         if message.conflict:
-            self.notify(f"{message.what}: changed by someone else; refreshed. Look again and retry.",
-                        severity="warning", timeout=6)
+            self.notify(
+                f"{message.what}: changed by someone else; refreshed. Look again and retry.",
+                severity="warning",
+                timeout=6,
+            )
             self.request_refresh(full=True)
         else:
-            self.notify(f"{message.what} not appended: {message.error}", severity="error", timeout=6)
+            self.notify(
+                f"{message.what} not appended: {message.error}", severity="error", timeout=6
+            )
 
     # --- export -------------------------------------------------------------------------
 
@@ -515,7 +597,9 @@ class TuneLedgerApp(App[None]):
             from ledger.export_markdown import render_markdown
             from ledger.safe_files import write_file
         except ImportError:
-            self.call_from_thread(self.notify, "Markdown export is not available in this build.", severity="error")
+            self.call_from_thread(
+                self.notify, "Markdown export is not available in this build.", severity="error"
+            )
             return
         try:
             text = render_markdown(self.store, session_id=self.session_id)
@@ -568,8 +652,11 @@ class TuneLedgerApp(App[None]):
 
     def _focus_tab(self, tab: str) -> None:
         target = {
-            "board": "#board-table", "bench": "#bench-table", "timeline": "#timeline-table",
-            "flags": "#flags-table", "sql": "#sql-input",
+            "board": "#board-table",
+            "bench": "#bench-table",
+            "timeline": "#timeline-table",
+            "flags": "#flags-table",
+            "sql": "#sql-input",
         }[tab]
         self.main_screen.query_one(target).focus()
 
@@ -604,6 +691,8 @@ def export_path(ledger: Path, session_id: str | None) -> Path:
     return ledger.resolve().parent / f"{session_id or 'all-sessions'}-decisions.md"
 
 
-def open_tui(path: str | Path, session_id: str | None = None, *, actor: Actor | None = None) -> None:
+def open_tui(
+    path: str | Path, session_id: str | None = None, *, actor: Actor | None = None
+) -> None:
     """Run the TUI on the ledger at ``path`` (``tuneledger demo`` and ``tuneledger tui`` call this)."""
     TuneLedgerApp(path, session_id, actor=actor).run()

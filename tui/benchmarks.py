@@ -38,7 +38,12 @@ class BenchmarksPane(Vertical):
     BINDINGS = [Binding("m", "cycle_metric", "Plot metric", id="bench.cycle_metric")]
 
     #: Every column, in order: the configuration, its concurrency and run count, then one per metric.
-    ALL_COLUMNS: tuple[str, ...] = ("configuration", "c", "runs", *(label for _, label in BENCH_METRICS))
+    ALL_COLUMNS: tuple[str, ...] = (
+        "configuration",
+        "c",
+        "runs",
+        *(label for _, label in BENCH_METRICS),
+    )
     #: Width (terminal cells) below which a column is dropped: the p99s first (the medians and the
     #: throughput carry the verdicts a user acts on), then the run count (the detail still has it).
     DROP_BELOW: dict[str, int] = {"TPOT p99 ms": 150, "TTFT p99 ms": 130, "runs": 90}
@@ -63,10 +68,20 @@ class BenchmarksPane(Vertical):
         table.add_columns(*self._columns)
         yield table
         legend = Text("change vs baseline: ")
-        for verdict in ("improved", "regressed", "no measurable change", "inconclusive", "insufficient data",
-                        "too noisy"):
-            legend.append(short_delta_verdict(verdict) if verdict != "no measurable change" else "≈ no change",
-                          style=DELTA_STYLE[verdict])
+        for verdict in (
+            "improved",
+            "regressed",
+            "no measurable change",
+            "inconclusive",
+            "insufficient data",
+            "too noisy",
+        ):
+            legend.append(
+                short_delta_verdict(verdict)
+                if verdict != "no measurable change"
+                else "≈ no change",
+                style=DELTA_STYLE[verdict],
+            )
             legend.append("  ")
         legend.append("   m: plot metric", style="dim")
         yield Static(legend, id="bench-legend")
@@ -93,12 +108,16 @@ class BenchmarksPane(Vertical):
         table.clear()
         for row in rows:
             cells: dict[str, Any] = {
-                "configuration": Text(row["config_name"], style="bold" if row["is_baseline"] else ""),
+                "configuration": Text(
+                    row["config_name"], style="bold" if row["is_baseline"] else ""
+                ),
                 "c": str(row["concurrency"] or ""),
                 "runs": str(row["runs"]),
             }
             for metric, label in BENCH_METRICS:
-                cells[label] = self._cell(row[metric], row["deltas"].get(metric), row["is_baseline"])
+                cells[label] = self._cell(
+                    row[metric], row["deltas"].get(metric), row["is_baseline"]
+                )
             table.add_row(*(cells[name] for name in self._columns))
         if rows:
             table.move_cursor(row=min(max(cursor, 0), len(rows) - 1))
@@ -126,8 +145,11 @@ class BenchmarksPane(Vertical):
         for row in self.rows:
             if row["concurrency"] is not None and row[metric] is not None:
                 series.setdefault(row["config_name"], []).append((row["concurrency"], row[metric]))
-        self.plot_title = (f"{label} against concurrency" if series else
-                           f"{label}: no data (no benchmark at a fixed concurrency in this session yet)")
+        self.plot_title = (
+            f"{label} against concurrency"
+            if series
+            else f"{label}: no data (no benchmark at a fixed concurrency in this session yet)"
+        )
         plt.title(self.plot_title)
         plt.xlabel("concurrency (log scale)")
         if series:
@@ -136,12 +158,19 @@ class BenchmarksPane(Vertical):
             plt.xticks([math.log2(x) for x in xs], [str(x) for x in xs])
             for name, points in series.items():
                 points.sort()
-                plt.plot([math.log2(p[0]) for p in points], [p[1] for p in points], label=name, marker="braille")
+                plt.plot(
+                    [math.log2(p[0]) for p in points],
+                    [p[1] for p in points],
+                    label=name,
+                    marker="braille",
+                )
         widget.refresh()
 
     def on_resize(self, event: Any) -> None:
         """Keep the columns that fit: drop the low-value ones first on a narrow terminal."""
-        columns = tuple(c for c in self.ALL_COLUMNS if event.size.width >= self.DROP_BELOW.get(c, 0))
+        columns = tuple(
+            c for c in self.ALL_COLUMNS if event.size.width >= self.DROP_BELOW.get(c, 0)
+        )
         if columns == self._columns:
             return
         self._columns = columns

@@ -88,7 +88,8 @@ class BoardPane(Vertical):
         keep = self.selected["candidate_id"] if self.selected else None
         filters = self._filters()
         self.shown = [
-            r for r in self.rows
+            r
+            for r in self.rows
             if all((str(r[k]) if r[k] is not None else _NONE) == v for k, v in filters.items())
         ]
         table.clear()
@@ -99,8 +100,11 @@ class BoardPane(Vertical):
             delta = Text("")
             if row.get("delta_config"):
                 delta = pct_text(row["delta_pct"], row["delta_verdict"])
-                delta.append(f" {clip(row['delta_config'], 18 if 'priority' in self._columns else 14)} "
-                             f"c={row['delta_concurrency']}", style="dim")
+                delta.append(
+                    f" {clip(row['delta_config'], 18 if 'priority' in self._columns else 14)} "
+                    f"c={row['delta_concurrency']}",
+                    style="dim",
+                )
             narrow = "priority" not in self._columns
             cells = {
                 "status": status_text(row["status"]),
@@ -145,7 +149,9 @@ class BoardPane(Vertical):
         if row["flag"]:
             text.append(f"  --{row['flag']}", style="cyan")
         if row["arch"] or row["engine_version"]:
-            text.append(f"  {row['arch'] or '?'} / {row['engine_version'] or 'engine ?'}", style="dim")
+            text.append(
+                f"  {row['arch'] or '?'} / {row['engine_version'] or 'engine ?'}", style="dim"
+            )
         if row["hypothesis"]:
             text.append("\nhypothesis: ", style="dim")
             text.append(clip(row["hypothesis"], 300))

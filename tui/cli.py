@@ -8,10 +8,18 @@ import click
 
 
 @click.command(name="tui")
-@click.option("--ledger", "ledger_path", type=click.Path(dir_okay=False, path_type=Path),
-              help="The ledger file (default: the group's --ledger / TUNELEDGER_LEDGER).")
-@click.option("--session", "session_id", help="The session to show and write to (default: the group's --session, "
-              "else the latest started session).")
+@click.option(
+    "--ledger",
+    "ledger_path",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="The ledger file (default: the group's --ledger / TUNELEDGER_LEDGER).",
+)
+@click.option(
+    "--session",
+    "session_id",
+    help="The session to show and write to (default: the group's --session, "
+    "else the latest started session).",
+)
 @click.pass_obj
 def tui_command(obj: object, ledger_path: Path | None, session_id: str | None) -> None:
     """Open the terminal UI: board, benchmarks, timeline, flags and SQL, updated live.
@@ -26,11 +34,15 @@ def tui_command(obj: object, ledger_path: Path | None, session_id: str | None) -
 
     path = ledger_path or getattr(obj, "ledger", None) or Path("tuneledger.duckdb")
     if not Path(path).exists():
-        raise NotFound(f"no ledger at {path} (create it with `tuneledger init`, or try `tuneledger demo`)")
+        raise NotFound(
+            f"no ledger at {path} (create it with `tuneledger init`, or try `tuneledger demo`)"
+        )
     if not has_terminal():
         # Without a terminal Textual would wait forever for one (a script, a pipe, CI).
-        raise click.UsageError("tui needs a terminal (stdin and stdout are not one); "
-                               "read the ledger with `tuneledger sql` or `tuneledger events` instead")
+        raise click.UsageError(
+            "tui needs a terminal (stdin and stdout are not one); "
+            "read the ledger with `tuneledger sql` or `tuneledger events` instead"
+        )
     open_tui(path, session_id or getattr(obj, "session", None), actor=getattr(obj, "actor", None))
 
 

@@ -17,7 +17,11 @@ if TYPE_CHECKING:
 
 #: Actions with no key of their own: (palette name, help, action string).
 EXTRA_COMMANDS: tuple[tuple[str, str, str], ...] = (
-    ("Timeline: show all event types and sessions", "Clear the timeline's filters", "clear_timeline_filter"),
+    (
+        "Timeline: show all event types and sessions",
+        "Clear the timeline's filters",
+        "clear_timeline_filter",
+    ),
     ("Board: clear filters", "Show every candidate of the session", "clear_board_filter"),
 )
 
@@ -46,4 +50,9 @@ class LedgerCommands(Provider):
         for name, help_text, action in self._commands():
             score = matcher.match(name)
             if score > 0:
-                yield Hit(score, matcher.highlight(name), partial(self.app.run_action, action), help=help_text)
+                yield Hit(
+                    score,
+                    matcher.highlight(name),
+                    partial(self.app.run_action, action),
+                    help=help_text,
+                )

@@ -70,7 +70,10 @@ class FlagsPane(Vertical):
                         by_arch[arch or "arch ?"].append(flag)
         text = Text()
         if not by_arch:
-            text.append("No flag was found to be a no-op yet." if self.matrix else "No flag verdicts yet.", style="dim")
+            text.append(
+                "No flag was found to be a no-op yet." if self.matrix else "No flag verdicts yet.",
+                style="dim",
+            )
         for arch, names in sorted(by_arch.items()):
             text.append(f"{NO_EFFECT_MARK} no effect on {arch.upper()}: ", style="bold")
             text.append(", ".join(f"--{n}" for n in sorted(names)) + "\n")
@@ -93,8 +96,10 @@ class FlagsPane(Vertical):
             cell = cells.get(key)
             if not cell:
                 continue
-            text.append(f"--{cell['flag']} on {cell['arch'] or '?'} / {cell['engine']} {cell['engine_version'] or '?'}: ",
-                        style="bold")
+            text.append(
+                f"--{cell['flag']} on {cell['arch'] or '?'} / {cell['engine']} {cell['engine_version'] or '?'}: ",
+                style="bold",
+            )
             text.append_text(verdict_text(cell["verdict"]))
             text.append(f" ({cell['basis']}, {cell['findings']} finding(s)) ", style="dim")
             text.append(clip(cell["summary"], 220) + "\n")

@@ -70,4 +70,6 @@ class HelpScreen(ModalScreen[None]):
 
 
 def _key_label(key: str) -> str:
-    return {"question_mark": "?", "ctrl+r": "Ctrl+R"}.get(key, key.upper() if key.startswith("f") and key[1:].isdigit() else key)
+    return {"question_mark": "?", "ctrl+r": "Ctrl+R"}.get(
+        key, key.upper() if key.startswith("f") and key[1:].isdigit() else key
+    )

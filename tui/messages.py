@@ -55,7 +55,9 @@ class EventDetailLoaded(Message):
 class SqlFinished(Message):
     """The SQL console's query ran: ``table`` is its result, or ``error`` says why not."""
 
-    def __init__(self, sql: str, table: pa.Table | None, error: str | None, elapsed_s: float) -> None:
+    def __init__(
+        self, sql: str, table: pa.Table | None, error: str | None, elapsed_s: float
+    ) -> None:
         super().__init__()
         self.sql = sql
         self.table = table

@@ -79,7 +79,9 @@ class _Form(ModalScreen[Any]):
         name = str(first.get("loc", ("",))[0]) if first.get("loc") else ""
         widget = labels.get(name)
         where = (widget or name).replace("_", " ")
-        self.fail(f"{where}: {first.get('msg', 'invalid')}" if where else str(first.get("msg")), widget)
+        self.fail(
+            f"{where}: {first.get('msg', 'invalid')}" if where else str(first.get("msg")), widget
+        )
 
     def submit(self) -> None:  # pragma: no cover - overridden
         """Validate and dismiss with the values."""
@@ -91,7 +93,9 @@ class TextPrompt(_Form):
 
     DEFAULT_CSS = _FORM_CSS.format(name="TextPrompt")
 
-    def __init__(self, title: str, placeholder: str = "", *, required: bool = True, value: str = "") -> None:
+    def __init__(
+        self, title: str, placeholder: str = "", *, required: bool = True, value: str = ""
+    ) -> None:
         super().__init__()
         self.title_text = title
         self.placeholder = placeholder
@@ -158,7 +162,10 @@ class ProposeForm(_Form):
         try:
             check_proposal(values)
         except ValueError as exc:
-            self.fail_on(exc, {k: k for k in ("title", "flag", "hypothesis", "candidate_id", "kind", "priority")})
+            self.fail_on(
+                exc,
+                {k: k for k in ("title", "flag", "hypothesis", "candidate_id", "kind", "priority")},
+            )
             return
         self.dismiss(values)
 
@@ -168,8 +175,12 @@ class DecisionForm(_Form):
 
     DEFAULT_CSS = _FORM_CSS.format(name="DecisionForm")
 
-    def __init__(self, candidate_id: str | None = None, evidence: str = "",
-                 timeline: list[dict[str, Any]] | None = None) -> None:
+    def __init__(
+        self,
+        candidate_id: str | None = None,
+        evidence: str = "",
+        timeline: list[dict[str, Any]] | None = None,
+    ) -> None:
         super().__init__()
         self.candidate_id = candidate_id or ""
         self.evidence = evidence
@@ -194,8 +205,11 @@ class DecisionForm(_Form):
         yield Label("candidate id")
         yield Input(value=self.candidate_id, id="candidate_id")
         yield Label("evidence: pick events from the timeline (each adds its id below)")
-        yield Select([(self._option(row), str(row["event_id"])) for row in self.timeline[:200]],
-                     prompt="(pick an event)", id="evidence-pick")
+        yield Select(
+            [(self._option(row), str(row["event_id"])) for row in self.timeline[:200]],
+            prompt="(pick an event)",
+            id="evidence-pick",
+        )
         yield Label("evidence event ids (separated by ;)")
         yield Input(value=self.evidence, id="evidence_event_ids")
 
@@ -218,7 +232,13 @@ class DecisionForm(_Form):
         """Dismiss with the form's fields (a decision is required)."""
         values = {
             name: self.query_one(f"#{name}", Input).value.strip()
-            for name in ("decision", "rationale", "alternatives", "candidate_id", "evidence_event_ids")
+            for name in (
+                "decision",
+                "rationale",
+                "alternatives",
+                "candidate_id",
+                "evidence_event_ids",
+            )
         }
         if not values["decision"]:
             self.fail("decision: required (say what was decided).", "decision")
@@ -228,7 +248,18 @@ class DecisionForm(_Form):
         try:
             check_decision(values)
         except ValueError as exc:
-            self.fail_on(exc, {k: k for k in ("decision", "rationale", "alternatives", "candidate_id",
-                                             "evidence_event_ids")})
+            self.fail_on(
+                exc,
+                {
+                    k: k
+                    for k in (
+                        "decision",
+                        "rationale",
+                        "alternatives",
+                        "candidate_id",
+                        "evidence_event_ids",
+                    )
+                },
+            )
             return
         self.dismiss(values)

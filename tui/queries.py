@@ -136,10 +136,15 @@ def link_board_deltas(
     for row in board:
         names = {row["candidate_id"], row["candidate_id"].split(":", 1)[-1]}
         related = [
-            key for key in latest
+            key
+            for key in latest
             if key[0] == row["session_id"]
-            and (row["candidate_id"] in made_for[key] if key in made_for
-                 else key[1] in names or (row["flag"] and row["flag"] in flags_by_config.get(key, set())))
+            and (
+                row["candidate_id"] in made_for[key]
+                if key in made_for
+                else key[1] in names
+                or (row["flag"] and row["flag"] in flags_by_config.get(key, set()))
+            )
         ]
         chosen = max(related, key=lambda key: last_seq[key], default=None)
         delta = latest.get(chosen) if chosen else None
@@ -149,7 +154,9 @@ def link_board_deltas(
         row["delta_verdict"] = delta["verdict"] if delta else None
 
 
-def _rows(con: duckdb.DuckDBPyConnection, sql: str, params: list[Any] | None = None) -> list[dict[str, Any]]:
+def _rows(
+    con: duckdb.DuckDBPyConnection, sql: str, params: list[Any] | None = None
+) -> list[dict[str, Any]]:
     cur = con.execute(sql, params or [])
     names = [d[0] for d in cur.description]
     return [dict(zip(names, row)) for row in cur.fetchall()]
@@ -161,7 +168,9 @@ def _board(
     board = _rows(con, _BOARD_SQL, [session_id, session_id])
     runs = _rows(con, _RUNS_SQL, [session_id, session_id, session_id, session_id])
     link_board_deltas(board, runs, deltas)
-    board.sort(key=lambda r: (_status_rank(r["status"]), _priority_rank(r["priority"]), r["candidate_id"]))
+    board.sort(
+        key=lambda r: (_status_rank(r["status"]), _priority_rank(r["priority"]), r["candidate_id"])
+    )
     return board
 
 
@@ -195,9 +204,14 @@ def _bench(
     workload, concurrency and rate) where the metric was compared, else the mean of the valid runs.
     """
     rows = _rows(con, _BENCH_SQL, [session_id, session_id])
-    deltas = {(d["session_id"], d["config_name"], d["concurrency"], d["metric"]): d for d in all_deltas}
+    deltas = {
+        (d["session_id"], d["config_name"], d["concurrency"], d["metric"]): d for d in all_deltas
+    }
     # What a baseline row shows where a comparison used it: that comparison's baseline value.
-    baselines = {(d["session_id"], d["baseline_config"], d["concurrency"], d["metric"]): d for d in all_deltas}
+    baselines = {
+        (d["session_id"], d["baseline_config"], d["concurrency"], d["metric"]): d
+        for d in all_deltas
+    }
     for row in rows:
         key = (row["session_id"], row["config_name"], row["concurrency"])
         row["deltas"] = {metric: deltas.get((*key, metric)) for metric, _ in BENCH_METRICS}
@@ -226,7 +240,9 @@ def flag_columns(flags: list[dict[str, Any]]) -> list[tuple[str | None, str | No
     return sorted(keys, key=lambda k: (k[0] or "~", k[1] or "~"))
 
 
-def flag_matrix(flags: list[dict[str, Any]]) -> dict[str, dict[tuple[str | None, str | None], dict[str, Any]]]:
+def flag_matrix(
+    flags: list[dict[str, Any]],
+) -> dict[str, dict[tuple[str | None, str | None], dict[str, Any]]]:
     """``{flag: {(arch, engine_version): latest verdict row}}``; a later row wins across engines."""
     matrix: dict[str, dict[tuple[str | None, str | None], dict[str, Any]]] = {}
     for row in sorted(flags, key=lambda r: r["seq"]):
@@ -257,7 +273,8 @@ def _timeline(
     # summary per row, and a seq bound lets DuckDB skip all older rows.
     floor = con.execute(
         f"SELECT min(seq) FROM (SELECT seq FROM events WHERE {' AND '.join(where)} "
-        f"ORDER BY seq DESC LIMIT {int(limit)})", params
+        f"ORDER BY seq DESC LIMIT {int(limit)})",
+        params,
     ).fetchall()[0][0]
     if floor is None:
         return []
@@ -275,11 +292,13 @@ def _mark_origins(con: duckdb.DuckDBPyConnection, rows: list[dict[str, Any]]) ->
     """Prefix the summary of events pulled from another host's ledger with ``⇣ host:`` (in place)."""
     if not rows:
         return
-    origins = dict(con.execute(
-        "SELECT event_id::VARCHAR, origin_name FROM sync_events WHERE seq BETWEEN ? AND ? AND origin_ledger::VARCHAR "
-        "<> coalesce((SELECT value FROM ledger_meta WHERE key = 'ledger_id'), '')",
-        [rows[0]["seq"], rows[-1]["seq"]],
-    ).fetchall())
+    origins = dict(
+        con.execute(
+            "SELECT event_id::VARCHAR, origin_name FROM sync_events WHERE seq BETWEEN ? AND ? AND origin_ledger::VARCHAR "
+            "<> coalesce((SELECT value FROM ledger_meta WHERE key = 'ledger_id'), '')",
+            [rows[0]["seq"], rows[-1]["seq"]],
+        ).fetchall()
+    )
     for row in rows:
         origin = origins.get(row["event_id"])
         if origin is not None:
@@ -295,10 +314,17 @@ PARTS: tuple[str, ...] = ("timeline", "board", "bench", "flags", "meta")
 #: Event types that can change each part (besides any event naming a candidate,
 #: which can change the board's latest evidence, and retractions, which change all).
 _PART_TYPES: dict[str, frozenset[str]] = {
-    "board": frozenset({
-        "candidate_proposed", "candidate_triaged", "flag_researched", "finding_recorded",
-        "server_started", "benchmark_completed", "comparison_completed",
-    }),
+    "board": frozenset(
+        {
+            "candidate_proposed",
+            "candidate_triaged",
+            "flag_researched",
+            "finding_recorded",
+            "server_started",
+            "benchmark_completed",
+            "comparison_completed",
+        }
+    ),
     "bench": frozenset({"benchmark_completed", "comparison_completed"}),
     "flags": frozenset({"flag_researched", "finding_recorded"}),
 }
@@ -319,7 +345,8 @@ def changed_parts(con: duckdb.DuckDBPyConnection, since_seq: int) -> set[str]:
     if since_seq <= 0:
         return set(PARTS)
     rows = con.execute(
-        "SELECT DISTINCT type, (payload->>'candidate_id') IS NOT NULL FROM events WHERE seq > ?", [since_seq]
+        "SELECT DISTINCT type, (payload->>'candidate_id') IS NOT NULL FROM events WHERE seq > ?",
+        [since_seq],
     ).fetchall()
     if not rows:
         return set()
@@ -371,10 +398,16 @@ def iter_snapshot(
         if "flags" in parts:
             yield "flags", _rows(con, _FLAGS_SQL)
         if "meta" in parts:
-            sessions = [r[0] for r in con.execute(
-                "SELECT session_id FROM events WHERE session_id IS NOT NULL GROUP BY session_id ORDER BY min(seq)"
-            ).fetchall()]
-            types = [r[0] for r in con.execute("SELECT DISTINCT type FROM events ORDER BY type").fetchall()]
+            sessions = [
+                r[0]
+                for r in con.execute(
+                    "SELECT session_id FROM events WHERE session_id IS NOT NULL GROUP BY session_id ORDER BY min(seq)"
+                ).fetchall()
+            ]
+            types = [
+                r[0]
+                for r in con.execute("SELECT DISTINCT type FROM events ORDER BY type").fetchall()
+            ]
             yield "meta", (sessions, types)
 
 
@@ -383,7 +416,9 @@ def load_snapshot(store: LedgerStore, session_id: str | None, **kwargs: Any) -> 
     return dict(iter_snapshot(store, session_id, **kwargs))
 
 
-def load_timeline(store: LedgerStore, flt: TimelineFilter, *, tail: int = TIMELINE_TAIL) -> list[dict[str, Any]]:
+def load_timeline(
+    store: LedgerStore, flt: TimelineFilter, *, tail: int = TIMELINE_TAIL
+) -> list[dict[str, Any]]:
     """The last ``tail`` events matching ``flt``, oldest first (a filter change rereads)."""
     with store.connect() as con:
         return _timeline(con, flt, 0, tail)
@@ -462,4 +497,3 @@ def load_event_detail(store: LedgerStore, event_id: str) -> EventDetail:
             relation = "cites this"
         links.append({**row, "relation": relation})
     return EventDetail(me, event.seq, event.type, event_to_json(event, indent=2), links)
-

@@ -62,7 +62,9 @@ def verdict_text(verdict: str | None) -> Text:
 def pct_text(change_pct: float | None, verdict: str | None, *, with_verdict: bool = False) -> Text:
     """A change in % (``+1.2%``) coloured by the delta's verdict."""
     if change_pct is None:
-        return Text("—" if verdict is None else verdict, style=DELTA_STYLE.get(verdict or "", "dim"))
+        return Text(
+            "—" if verdict is None else verdict, style=DELTA_STYLE.get(verdict or "", "dim")
+        )
     label = f"{change_pct:+.1f}%"
     if with_verdict and verdict:
         label += f" {short_delta_verdict(verdict)}"

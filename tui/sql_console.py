@@ -20,7 +20,9 @@ from textual.message import Message
 from textual.widgets import Input, Static
 
 #: The query the console starts with: the question users ask most.
-DEFAULT_QUERY = "SELECT flag, arch, verdict, basis FROM flag_verdicts WHERE no_effect ORDER BY arch, flag"
+DEFAULT_QUERY = (
+    "SELECT flag, arch, verdict, basis FROM flag_verdicts WHERE no_effect ORDER BY arch, flag"
+)
 
 #: Rows fetched at most per query (the result is capped, and says so).
 MAX_ROWS = 100_000
@@ -80,11 +82,16 @@ class SqlPane(Vertical):
             self.sql = sql
 
     def compose(self) -> ComposeResult:
-        yield SqlInput(value=DEFAULT_QUERY, placeholder="SELECT ... FROM board | flag_verdicts | benchmark_deltas | timeline ...",
-                       id="sql-input")
-        yield Static("Enter runs the query (read-only; views: board, flag_verdicts, flag_verdict_history, "
-                     "server_runs, benchmarks, benchmark_deltas, decisions, timeline, event_log). Up/Down: history.",
-                     id="sql-status")
+        yield SqlInput(
+            value=DEFAULT_QUERY,
+            placeholder="SELECT ... FROM board | flag_verdicts | benchmark_deltas | timeline ...",
+            id="sql-input",
+        )
+        yield Static(
+            "Enter runs the query (read-only; views: board, flag_verdicts, flag_verdict_history, "
+            "server_runs, benchmarks, benchmark_deltas, decisions, timeline, event_log). Up/Down: history.",
+            id="sql-status",
+        )
         # the result table (textual-fastdatatable) is mounted with the first result: it is not
         # imported before then, so the board's first paint does not pay for it
         yield Static("", id="sql-result")
@@ -103,7 +110,9 @@ class SqlPane(Vertical):
             self.query_one("#sql-status", Static).update("running…")
             self.post_message(self.Run(sql))
 
-    async def show_result(self, sql: str, table: pa.Table | None, error: str | None, elapsed_s: float) -> None:
+    async def show_result(
+        self, sql: str, table: pa.Table | None, error: str | None, elapsed_s: float
+    ) -> None:
         """Show a result (a new table widget: the Arrow backend is immutable) or the error inline."""
         status = self.query_one("#sql-status", Static)
         if error is not None:
@@ -114,8 +123,13 @@ class SqlPane(Vertical):
         from textual_fastdatatable import ArrowBackend, DataTable
 
         await self.query_one("#sql-result").remove()
-        await self.mount(DataTable(backend=ArrowBackend(_displayable(table)), id="sql-result",
-                                   max_column_content_width=60))
+        await self.mount(
+            DataTable(
+                backend=ArrowBackend(_displayable(table)),
+                id="sql-result",
+                max_column_content_width=60,
+            )
+        )
         # the status last: once it says "rows", the table is there (tests wait on it)
         status.set_class(False, "error")
         capped = " (capped)" if table.num_rows >= MAX_ROWS else ""
@@ -128,8 +142,14 @@ def _displayable(table: pa.Table) -> pa.Table:
     columns, names = [], []
     for name, column in zip(table.column_names, table.columns):
         kind = column.type
-        if pa.types.is_nested(kind) or isinstance(kind, pa.ExtensionType) or pa.types.is_fixed_size_binary(kind):
-            column = pa.array([None if v is None else str(v) for v in column.to_pylist()], pa.string())
+        if (
+            pa.types.is_nested(kind)
+            or isinstance(kind, pa.ExtensionType)
+            or pa.types.is_fixed_size_binary(kind)
+        ):
+            column = pa.array(
+                [None if v is None else str(v) for v in column.to_pylist()], pa.string()
+            )
         columns.append(column)
         names.append(name or "?")
     return pa.table(columns, names=names) if columns else pa.table({"(no columns)": []})

@@ -55,5 +55,7 @@ def run_sync(store: LedgerStore) -> str:
     remotes = remote.list_remotes(store)
     item = remote.get_remote(store, remotes[0].name if remotes else None)
     report = sync.sync(store, item)
-    return (f"synced with {report.remote}: pushed {report.pushed}, pulled {report.pulled} "
-            f"(hub position {report.position})")
+    return (
+        f"synced with {report.remote}: pushed {report.pushed}, pulled {report.pulled} "
+        f"(hub position {report.position})"
+    )

@@ -104,7 +104,9 @@ class TimelinePane(Vertical):
         for row in fresh:
             table.add_row(
                 Text(str(row["seq"]), style="dim"),
-                Text(row["recorded_at"][5:], style="dim"),  # MM-DD HH:MM:SS; the year is in the JSON
+                Text(
+                    row["recorded_at"][5:], style="dim"
+                ),  # MM-DD HH:MM:SS; the year is in the JSON
                 row["type"],
                 clip(row["summary"], 64),
                 key=str(row["seq"]),
@@ -114,13 +116,17 @@ class TimelinePane(Vertical):
             self.last_seq = fresh[-1]["seq"]
         if follow and self.rows:
             table.move_cursor(row=len(self.rows) - 1)
-        self.query_one("#timeline-status", Static).update(f"{len(self.rows)} events shown, last seq {self.last_seq}")
+        self.query_one("#timeline-status", Static).update(
+            f"{len(self.rows)} events shown, last seq {self.last_seq}"
+        )
 
     def show_detail(self, detail: EventDetail) -> None:
         """Show one event's JSON and its links (each link an option; Enter opens it)."""
         self._detail_id = detail.event_id
         self.query_one("#event-json", Static).update(
-            Syntax(detail.json, "json", word_wrap=True, theme="ansi_dark", background_color="default")
+            Syntax(
+                detail.json, "json", word_wrap=True, theme="ansi_dark", background_color="default"
+            )
         )
         links = self.query_one("#event-links", OptionList)
         links.clear_options()

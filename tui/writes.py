@@ -15,7 +15,13 @@ from uuid import UUID
 
 from ledger.store import AppendResult, LedgerStore
 from schemas.envelope import Actor
-from schemas.events import CandidateProposed, CandidateTriaged, DecisionRecorded, NoteAdded, normalize_flag
+from schemas.events import (
+    CandidateProposed,
+    CandidateTriaged,
+    DecisionRecorded,
+    NoteAdded,
+    normalize_flag,
+)
 
 
 @dataclass(frozen=True)
@@ -51,7 +57,12 @@ def triage(
 
 
 def add_note(
-    store: LedgerStore, author: Author, text: str, *, candidate_id: str | None = None, refs: list[str] | None = None
+    store: LedgerStore,
+    author: Author,
+    text: str,
+    *,
+    candidate_id: str | None = None,
+    refs: list[str] | None = None,
 ) -> AppendResult:
     """Append ``note_added`` (about a candidate and/or citing events by id)."""
     event = NoteAdded(
@@ -123,7 +134,9 @@ def record_decision(store: LedgerStore, author: Author, fields: dict[str, Any]) 
     for name in ("alternatives", "evidence_event_ids"):
         if isinstance(data.get(name), str):
             data[name] = split_list(data[name])
-    event = DecisionRecorded.model_validate({**data, "actor": author.actor, "session_id": author.session_id})
+    event = DecisionRecorded.model_validate(
+        {**data, "actor": author.actor, "session_id": author.session_id}
+    )
     return store.append(event)[0]
 
 

@@ -72,7 +72,11 @@ def import_file(
     who = Actor.parse(actor) if isinstance(actor, str) else (actor or Actor())
     importer = detect_format(file)
     ctx = ImportContext(
-        session_id=session_id, host=host, actor=who, config_name=config_name, previous_startup=previous_startup,
+        session_id=session_id,
+        host=host,
+        actor=who,
+        config_name=config_name,
+        previous_startup=previous_startup,
         remember=remember,
     )
     try:
@@ -81,7 +85,9 @@ def import_file(
         # A value the importer passed on that an event model refuses: still the file's fault.
         error = exc.errors()[0]
         where = ".".join(str(part) for part in error.get("loc", ()))
-        raise InvalidInput(f"{file.label}: {importer.kind}: field '{where}': {error.get('msg')}") from None
+        raise InvalidInput(
+            f"{file.label}: {importer.kind}: field '{where}': {error.get('msg')}"
+        ) from None
     except RecursionError:
         raise InvalidInput(f"{file.label}: {importer.kind}: JSON nested too deeply") from None
     except ValueError as exc:
@@ -90,5 +96,7 @@ def import_file(
         raise InvalidInput(f"{file.label}: {importer.kind}: {str(exc).split(';')[0]}") from None
     except (OverflowError, pa.ArrowException) as exc:
         # e.g. a token count of 1e308 for an int32 column of bench_samples
-        raise InvalidInput(f"{file.label}: {importer.kind}: a per-request value out of range ({exc})") from None
+        raise InvalidInput(
+            f"{file.label}: {importer.kind}: a per-request value out of range ({exc})"
+        ) from None
     return ImportResult(kind=importer.kind, path=Path(path), events=list(events), samples=samples)

@@ -60,8 +60,15 @@ _TOTALS = {
     "total_osl": "total_output_tokens",
 }
 #: Other tags kept in tool_metrics (their avg).
-_KEPT = ("inter_token_latency", "output_sequence_length", "input_sequence_length", "effective_concurrency",
-         "output_token_throughput_per_user", "e2e_output_token_throughput", "time_to_second_token")
+_KEPT = (
+    "inter_token_latency",
+    "output_sequence_length",
+    "input_sequence_length",
+    "effective_concurrency",
+    "output_token_throughput_per_user",
+    "e2e_output_token_throughput",
+    "time_to_second_token",
+)
 #: CSV display names -> tags.
 _CSV_NAMES = {
     "Time to First Token (ms)": "time_to_first_token",
@@ -81,9 +88,19 @@ _CSV_NAMES = {
 }
 
 
-def _summary_event(file: InputFile, ctx: ImportContext, tags: dict[str, dict[str, Any]], where: str, *,
-                   version: str | None, concurrency: int | None, rate: float | None, errors: int | None,
-                   first_error: str | None, workload_extra: dict[str, Any]) -> Any:
+def _summary_event(
+    file: InputFile,
+    ctx: ImportContext,
+    tags: dict[str, dict[str, Any]],
+    where: str,
+    *,
+    version: str | None,
+    concurrency: int | None,
+    rate: float | None,
+    errors: int | None,
+    first_error: str | None,
+    workload_extra: dict[str, Any],
+) -> Any:
     """One run from ``tag -> {stat: value}`` (JSON or CSV)."""
     r = FieldReader(tags, where)
     metrics: dict[str, Any] = {}
@@ -114,8 +131,18 @@ def _summary_event(file: InputFile, ctx: ImportContext, tags: dict[str, dict[str
         **workload_extra,
     )
     return bench_event(
-        file, ctx, label="run", line=None, tool=TOOL, tool_version=version, metrics=metrics, workload=workload,
-        concurrency=concurrency, tool_metrics=tool_metrics, metric_notes=METRIC_NOTES, first_error=first_error,
+        file,
+        ctx,
+        label="run",
+        line=None,
+        tool=TOOL,
+        tool_version=version,
+        metrics=metrics,
+        workload=workload,
+        concurrency=concurrency,
+        tool_metrics=tool_metrics,
+        metric_notes=METRIC_NOTES,
+        first_error=first_error,
     )
 
 
@@ -128,8 +155,13 @@ def _int(value: float | None) -> int | None:
 
 def _sniff_json(sniffed: Sniffed) -> float:
     obj = sniffed.json
-    if isinstance(obj, dict) and ("aiperf_version" in obj or isinstance(obj.get("time_to_first_token"), dict)) and (
-        isinstance(obj.get("request_latency"), dict) or isinstance(obj.get("request_throughput"), dict)
+    if (
+        isinstance(obj, dict)
+        and ("aiperf_version" in obj or isinstance(obj.get("time_to_first_token"), dict))
+        and (
+            isinstance(obj.get("request_latency"), dict)
+            or isinstance(obj.get("request_throughput"), dict)
+        )
     ):
         return 0.9
     return 0.0
@@ -141,14 +173,26 @@ def _load_phase(config: Any) -> tuple[int | None, float | None]:
     phases = []
     if isinstance(config, dict):
         if isinstance(config.get("phases"), list):
-            phases = [p for p in config["phases"] if isinstance(p, dict) and p.get("kind", "profiling") == "profiling"]
+            phases = [
+                p
+                for p in config["phases"]
+                if isinstance(p, dict) and p.get("kind", "profiling") == "profiling"
+            ]
         if isinstance(config.get("loadgen"), dict):
             phases.append(config["loadgen"])
     for phase in phases:
         concurrency = phase.get("concurrency")
         rate = phase.get("request_rate")
-        concurrency = concurrency if isinstance(concurrency, int) and not isinstance(concurrency, bool) else None
-        rate = float(rate) if isinstance(rate, (int, float)) and not isinstance(rate, bool) and rate > 0 else None
+        concurrency = (
+            concurrency
+            if isinstance(concurrency, int) and not isinstance(concurrency, bool)
+            else None
+        )
+        rate = (
+            float(rate)
+            if isinstance(rate, (int, float)) and not isinstance(rate, bool) and rate > 0
+            else None
+        )
         if concurrency or rate:
             return concurrency, rate
     return None, None
@@ -165,14 +209,25 @@ def _read_json(file: InputFile, ctx: ImportContext) -> ReadResult:
         if isinstance(item, dict) and isinstance(item.get("count"), int):
             errors += item["count"]
             if first_error is None and isinstance(item.get("error_details"), dict):
-                first_error = str(item["error_details"].get("message") or item["error_details"].get("type"))
+                first_error = str(
+                    item["error_details"].get("message") or item["error_details"].get("type")
+                )
     models_holder = config.get("models") if isinstance(config.get("models"), dict) else {}
     models = models_holder.get("items") if isinstance(models_holder.get("items"), list) else []
     endpoint = config.get("endpoint") if isinstance(config.get("endpoint"), dict) else {}
     event = _summary_event(
-        file, ctx, doc, file.label, version=doc.get("aiperf_version") if isinstance(doc.get("aiperf_version"), str) else None,
-        concurrency=concurrency, rate=rate, errors=errors, first_error=first_error,
-        workload_extra={"endpoint": endpoint.get("type") if isinstance(endpoint.get("type"), str) else None},
+        file,
+        ctx,
+        doc,
+        file.label,
+        version=doc.get("aiperf_version") if isinstance(doc.get("aiperf_version"), str) else None,
+        concurrency=concurrency,
+        rate=rate,
+        errors=errors,
+        first_error=first_error,
+        workload_extra={
+            "endpoint": endpoint.get("type") if isinstance(endpoint.get("type"), str) else None
+        },
     )
     model = models[0].get("name") if models and isinstance(models[0], dict) else None
     return [event.model_copy(update={"notes": f"model {model}" if model else None})], {}
@@ -212,15 +267,34 @@ def _read_csv(file: InputFile, ctx: ImportContext) -> ReadResult:
             try:
                 stats["avg" if name == "Value" else name] = float(cell)
             except ValueError:
-                raise InvalidInput(f"{file.label}:{number}: field '{row[0]}' column '{name}': expected a number, got {cell[:40]!r}") from None
+                raise InvalidInput(
+                    f"{file.label}:{number}: field '{row[0]}' column '{name}': expected a number, got {cell[:40]!r}"
+                ) from None
         tags[tag] = stats
     if "time_to_first_token" not in tags:
         raise InvalidInput(f"{file.label}: no 'Time to First Token (ms)' row")
-    event = _summary_event(file, ctx, tags, file.label, version=None, concurrency=None, rate=None, errors=None,
-                           first_error=None, workload_extra={})
-    return [event.model_copy(update={
-        "metric_notes": [*event.metric_notes, "the CSV rounds to 2 decimals and has no load settings (concurrency)"],
-    })], {}
+    event = _summary_event(
+        file,
+        ctx,
+        tags,
+        file.label,
+        version=None,
+        concurrency=None,
+        rate=None,
+        errors=None,
+        first_error=None,
+        workload_extra={},
+    )
+    return [
+        event.model_copy(
+            update={
+                "metric_notes": [
+                    *event.metric_notes,
+                    "the CSV rounds to 2 decimals and has no load settings (concurrency)",
+                ],
+            }
+        )
+    ], {}
 
 
 # --- per-request records --------------------------------------------------------------
@@ -228,7 +302,12 @@ def _read_csv(file: InputFile, ctx: ImportContext) -> ReadResult:
 
 def _sniff_records(sniffed: Sniffed) -> float:
     obj = sniffed.first_json_line if sniffed.json is None else sniffed.json
-    if isinstance(obj, dict) and isinstance(obj.get("metadata"), dict) and "request_start_ns" in obj["metadata"] and "metrics" in obj:
+    if (
+        isinstance(obj, dict)
+        and isinstance(obj.get("metadata"), dict)
+        and "request_start_ns" in obj["metadata"]
+        and "metrics" in obj
+    ):
         return 0.9
     return 0.0
 
@@ -250,25 +329,35 @@ def _read_records(file: InputFile, ctx: ImportContext) -> ReadResult:
             continue  # warmup requests are not part of the run
         error = r.obj.get("error")
         ok = error is None
-        start, end = meta.number("request_start_ns", integer=True), meta.number("request_end_ns", integer=True)
+        start, end = (
+            meta.number("request_start_ns", integer=True),
+            meta.number("request_end_ns", integer=True),
+        )
         if start is not None and end is not None:
             starts.append(start)
             ends.append(end)
-        values = FieldReader({k: _value(metrics, k) for k in metrics}, f"{file.label}:{number}: metrics")
+        values = FieldReader(
+            {k: _value(metrics, k) for k in metrics}, f"{file.label}:{number}: metrics"
+        )
         ttft = values.number("time_to_first_token")
         e2e = values.number("request_latency")
         out = values.number("usage_completion_tokens", integer=True)
         if out is None:
             out = values.number("output_sequence_length", integer=True)
-        rows.append({
-            "ok": ok,
-            "ttft_ms": ttft if ok else None,
-            "e2e_ms": e2e if ok else None,
-            "tpot_ms": tpot_ms(ttft, e2e, out) if ok else None,
-            "prompt_tokens": values.number("usage_prompt_tokens", integer=True) or values.number("input_sequence_length", integer=True),
-            "output_tokens": out,
-            "error": None if ok else (json.dumps(error)[:300] if not isinstance(error, str) else error[:300]),
-        })
+        rows.append(
+            {
+                "ok": ok,
+                "ttft_ms": ttft if ok else None,
+                "e2e_ms": e2e if ok else None,
+                "tpot_ms": tpot_ms(ttft, e2e, out) if ok else None,
+                "prompt_tokens": values.number("usage_prompt_tokens", integer=True)
+                or values.number("input_sequence_length", integer=True),
+                "output_tokens": out,
+                "error": None
+                if ok
+                else (json.dumps(error)[:300] if not isinstance(error, str) else error[:300]),
+            }
+        )
     if not rows:
         raise InvalidInput(f"{file.label}: no AIPerf profiling records")
     table = samples_table(rows)
@@ -283,13 +372,22 @@ def _read_records(file: InputFile, ctx: ImportContext) -> ReadResult:
         duration = (max(ends) - min(starts)) / 1e9
         if duration > 0:
             metrics.update(
-                duration_s=duration, request_throughput=completed / duration, output_throughput=total_out / duration,
-                input_throughput=total_in / duration, total_throughput=(total_in + total_out) / duration,
+                duration_s=duration,
+                request_throughput=completed / duration,
+                output_throughput=total_out / duration,
+                input_throughput=total_in / duration,
+                total_throughput=(total_in + total_out) / duration,
                 achieved_concurrency=sum(row["e2e_ms"] or 0 for row in ok_rows) / 1000.0 / duration,
             )
     first_error = next((row["error"] for row in rows if row["error"]), None)
     event = bench_event(
-        file, ctx, label="records", line=None, tool=TOOL, metrics=metrics, workload=Workload(num_prompts=len(rows)),
+        file,
+        ctx,
+        label="records",
+        line=None,
+        tool=TOOL,
+        metrics=metrics,
+        workload=Workload(num_prompts=len(rows)),
         metric_notes=[
             "from per-request records: TTFT, TPOT, E2E as ours; output tokens the server's usage count where recorded",
             "duration = first request start to last request end",
@@ -299,8 +397,21 @@ def _read_records(file: InputFile, ctx: ImportContext) -> ReadResult:
     return [event], {event.event_id: table}
 
 
-JSON_IMPORTER = Importer(kind="aiperf-json", description="AIPerf profile_export_aiperf.json", sniff=_sniff_json, read=_read_json)
-CSV_IMPORTER = Importer(kind="aiperf-csv", description="AIPerf profile_export_aiperf.csv", sniff=_sniff_csv, read=_read_csv)
+JSON_IMPORTER = Importer(
+    kind="aiperf-json",
+    description="AIPerf profile_export_aiperf.json",
+    sniff=_sniff_json,
+    read=_read_json,
+)
+CSV_IMPORTER = Importer(
+    kind="aiperf-csv",
+    description="AIPerf profile_export_aiperf.csv",
+    sniff=_sniff_csv,
+    read=_read_csv,
+)
 RECORDS_IMPORTER = Importer(
-    kind="aiperf-records", description="AIPerf profile_export.jsonl", sniff=_sniff_records, read=_read_records
+    kind="aiperf-records",
+    description="AIPerf profile_export.jsonl",
+    sniff=_sniff_records,
+    read=_read_records,
 )

@@ -18,10 +18,10 @@ from ledger.errors import InvalidInput
 from ledger.input_checks import loads
 from schemas import Actor, BenchmarkCompleted, BenchMetrics, Host, Workload
 
-from ..warmup import cold_first_run
-from .fields import FieldReader as _Line
-from .detect import ImportContext, Importer, InputFile, ReadResult, Sniffed, looks_like_bench
 from ..store import BENCH_SAMPLES_SCHEMA as SAMPLES_SCHEMA
+from ..warmup import cold_first_run
+from .detect import ImportContext, Importer, InputFile, ReadResult, Sniffed, looks_like_bench
+from .fields import FieldReader as _Line
 
 TOOL = "sglang.bench_serving"
 
@@ -34,7 +34,13 @@ _RENAMED = {
     "total_input": "total_input_tokens",
     "total_output": "total_output_tokens",
 }
-_INT_METRICS = {"completed", "failed", "total_input_tokens", "total_output_tokens", "max_concurrent_requests"}
+_INT_METRICS = {
+    "completed",
+    "failed",
+    "total_input_tokens",
+    "total_output_tokens",
+    "max_concurrent_requests",
+}
 _METRIC_FIELDS = set(BenchMetrics.model_fields)
 
 
@@ -64,17 +70,31 @@ def import_bench_serving(
         try:
             obj = loads(raw, where)
         except json.JSONDecodeError as exc:
-            raise InvalidInput(f"{where}: not valid JSON ({exc.msg} at column {exc.colno})") from None
+            raise InvalidInput(
+                f"{where}: not valid JSON ({exc.msg} at column {exc.colno})"
+            ) from None
         if not looks_like_bench(obj):
             raise InvalidInput(f"{where}: not an sglang bench_serving result object")
         line = _Line(obj, where)
         event_id = file.event_id(f"bench:{number}")
         table = samples_from_details(line)
-        event = _event(line, table, event_id=event_id, run_id=f"bench-{file.sha256[:12]}-{number}",
-                       config_name=config_name or file.path.stem)
-        events.append(event.model_copy(update={
-            "source": f"{file.name}:{number}", "session_id": session_id, "host": host, "actor": actor,
-        }))
+        event = _event(
+            line,
+            table,
+            event_id=event_id,
+            run_id=f"bench-{file.sha256[:12]}-{number}",
+            config_name=config_name or file.path.stem,
+        )
+        events.append(
+            event.model_copy(
+                update={
+                    "source": f"{file.name}:{number}",
+                    "session_id": session_id,
+                    "host": host,
+                    "actor": actor,
+                }
+            )
+        )
         if table is not None:
             samples[event_id] = table
     if not events:
@@ -89,7 +109,15 @@ def _set_aside_cold_runs(events: list[BenchmarkCompleted]) -> list[BenchmarkComp
     series: dict[tuple[Any, ...], list[int]] = {}
     for index, event in enumerate(events):
         w = event.workload
-        key = (w.dataset, w.input_len, w.output_len, w.range_ratio, w.load, w.request_rate, event.concurrency)
+        key = (
+            w.dataset,
+            w.input_len,
+            w.output_len,
+            w.range_ratio,
+            w.load,
+            w.request_rate,
+            event.concurrency,
+        )
         series.setdefault(key, []).append(index)
     out = list(events)
     for indexes in series.values():
@@ -104,8 +132,9 @@ def _set_aside_cold_runs(events: list[BenchmarkCompleted]) -> list[BenchmarkComp
         cold = cold_first_run([out[i].metrics.output_throughput for i in valid])
         if cold is not None:
             first = out[valid[0]]
-            out[valid[0]] = first.model_copy(update={
-                "valid": False, "validity_notes": [*first.validity_notes, cold.note()]})
+            out[valid[0]] = first.model_copy(
+                update={"valid": False, "validity_notes": [*first.validity_notes, cold.note()]}
+            )
     return out
 
 
@@ -121,7 +150,9 @@ def _metrics(line: _Line, failed: int | None) -> BenchMetrics:
     return BenchMetrics(**values)
 
 
-def _event(line: _Line, table: pa.Table | None, *, event_id: UUID, run_id: str, config_name: str) -> BenchmarkCompleted:
+def _event(
+    line: _Line, table: pa.Table | None, *, event_id: UUID, run_id: str, config_name: str
+) -> BenchmarkCompleted:
     max_concurrency = line.number("max_concurrency", integer=True)
     if max_concurrency is not None and max_concurrency < 1:
         raise line.error("max_concurrency", f"expected >= 1, got {max_concurrency}")
@@ -148,7 +179,11 @@ def _event(line: _Line, table: pa.Table | None, *, event_id: UUID, run_id: str, 
     )
     notes = []
     if metrics.failed:
-        first = next((e for e in table.column("error").to_pylist() if e), "") if table is not None else ""
+        first = (
+            next((e for e in table.column("error").to_pylist() if e), "")
+            if table is not None
+            else ""
+        )
         notes.append(f"{metrics.failed} request(s) failed" + (f": {first[:200]}" if first else ""))
     if not metrics.completed:
         notes.append("no request completed")
@@ -193,7 +228,12 @@ def samples_from_details(line: _Line) -> pa.Table | None:
     input_lens = line.array("input_lens") or [None] * n
     output_lens = line.array("output_lens") or [None] * n
     errors = line.array("errors") or [""] * n
-    for key, values in (("itls", itls), ("input_lens", input_lens), ("output_lens", output_lens), ("errors", errors)):
+    for key, values in (
+        ("itls", itls),
+        ("input_lens", input_lens),
+        ("output_lens", output_lens),
+        ("errors", errors),
+    ):
         if len(values) != n:
             raise line.error(key, f"has {len(values)} entries, ttfts has {n}")
     scale = _ttft_scale(line, ttfts, errors)
@@ -211,7 +251,11 @@ def samples_from_details(line: _Line) -> pa.Table | None:
         out = _int(line, f"output_lens[{i}]", output_lens[i])
         ttft_ms = ttft * scale if ok and ttft is not None else None
         e2e_ms = ttft_ms + sum(gaps_ms) if ttft_ms is not None else None
-        tpot_ms = (e2e_ms - ttft_ms) / (out - 1) if e2e_ms is not None and out is not None and out > 1 else None
+        tpot_ms = (
+            (e2e_ms - ttft_ms) / (out - 1)
+            if e2e_ms is not None and out is not None and out > 1
+            else None
+        )
         rows["request_index"].append(i)
         rows["ok"].append(ok)
         rows["ttft_ms"].append(ttft_ms)
@@ -227,7 +271,11 @@ def samples_from_details(line: _Line) -> pa.Table | None:
 def _ttft_scale(line: _Line, ttfts: list[Any], errors: list[Any]) -> float:
     """1000 (seconds -> ms), unless the mean TTFT of the successful requests says the arrays are ms."""
     reported = line.number("mean_ttft_ms")
-    values = [t for t, e in zip(ttfts, errors) if not e and isinstance(t, (int, float)) and not isinstance(t, bool)]
+    values = [
+        t
+        for t, e in zip(ttfts, errors)
+        if not e and isinstance(t, (int, float)) and not isinstance(t, bool)
+    ]
     if reported is None or not values:
         return 1000.0
     mean = sum(values) / len(values)
@@ -268,4 +316,6 @@ def _read(file: InputFile, ctx: ImportContext) -> ReadResult:
     return list(events), samples
 
 
-IMPORTER = Importer(kind="sglang-bench-serving", description="sglang bench_serving JSONL", sniff=_sniff, read=_read)
+IMPORTER = Importer(
+    kind="sglang-bench-serving", description="sglang bench_serving JSONL", sniff=_sniff, read=_read
+)

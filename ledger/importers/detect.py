@@ -58,8 +58,17 @@ IMPORT_NAMESPACE = UUID("5b0c1e7a-8f1d-4c2e-9a57-3d6f0b2a9e41")
 
 #: Keys of every sglang bench_serving result line (0.5.x); three of them make a line one.
 BENCH_KEYS = frozenset(
-    {"completed", "duration", "request_throughput", "output_throughput", "mean_ttft_ms", "mean_e2e_latency_ms",
-     "total_output_tokens", "total_output", "max_concurrency"}
+    {
+        "completed",
+        "duration",
+        "request_throughput",
+        "output_throughput",
+        "mean_ttft_ms",
+        "mean_e2e_latency_ms",
+        "total_output_tokens",
+        "total_output",
+        "max_concurrency",
+    }
 )
 
 MOE_NAME_RE = re.compile(r"^E=\d+,N=\d+,device_name=")
@@ -109,7 +118,11 @@ class InputFile:
     def run_id(self, engine: str) -> str:
         """The id of the server run a log describes: ``<engine>-<12 hex>`` from the file's content
         and, like event ids, the session imported into (one log in two sessions is two runs)."""
-        digest = self.sha256 if not self.scope else hashlib.sha256(f"{self.sha256}:{self.scope}".encode()).hexdigest()
+        digest = (
+            self.sha256
+            if not self.scope
+            else hashlib.sha256(f"{self.sha256}:{self.scope}".encode()).hexdigest()
+        )
         return f"{engine}-{digest[:12]}"
 
     def lines(self) -> list[str]:
@@ -139,7 +152,9 @@ def read_input(path: str | Path) -> InputFile:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
         line = data[: exc.start].count(b"\n") + 1
-        raise InvalidInput(f"{path}:{line}: not UTF-8 text (byte {exc.start}); {expected()}") from None
+        raise InvalidInput(
+            f"{path}:{line}: not UTF-8 text (byte {exc.start}); {expected()}"
+        ) from None
     if "\x00" in text:
         line = text[: text.index("\x00")].count("\n") + 1
         raise InvalidInput(f"{path}:{line}: binary data (NUL byte); {expected()}")
@@ -157,7 +172,11 @@ def looks_like_moe(obj: Any) -> bool:
     if not isinstance(obj, dict):
         return False
     entries = [v for v in obj.values() if not isinstance(v, str)]
-    return bool(entries) and all(isinstance(v, dict) for v in entries) and any("BLOCK_SIZE_M" in v for v in entries)
+    return (
+        bool(entries)
+        and all(isinstance(v, dict) for v in entries)
+        and any("BLOCK_SIZE_M" in v for v in entries)
+    )
 
 
 @dataclass(frozen=True)
@@ -278,7 +297,9 @@ def load_yaml(file: InputFile, *, strict: bool = True) -> Any:
             return None
         mark = getattr(exc, "problem_mark", None)
         line = f":{mark.line + 1}" if mark is not None else ""
-        raise InvalidInput(f"{file.label}{line}: not valid YAML ({getattr(exc, 'problem', None) or exc})") from None
+        raise InvalidInput(
+            f"{file.label}{line}: not valid YAML ({getattr(exc, 'problem', None) or exc})"
+        ) from None
 
 
 _LOADED: list[Importer] = []
@@ -319,7 +340,9 @@ def detect_format(file: InputFile) -> Importer:
         return best
     error = sniffed.json_error
     moe_name = bool(MOE_NAME_RE.match(file.name))
-    if error is not None and (moe_name or file.path.suffix.lower() in (".json", ".jsonl", ".ndjson")):
+    if error is not None and (
+        moe_name or file.path.suffix.lower() in (".json", ".jsonl", ".ndjson")
+    ):
         if moe_name:
             raise json_line_error(file, error)
         # Not one JSON document: as JSON Lines, the first line that does not parse is named
@@ -363,6 +386,10 @@ def json_lines(file: InputFile) -> list[tuple[int, Any]]:
     return out
 
 
-def json_line_error(file: InputFile, exc: json.JSONDecodeError, line: int | None = None) -> InvalidInput:
+def json_line_error(
+    file: InputFile, exc: json.JSONDecodeError, line: int | None = None
+) -> InvalidInput:
     """``FILE:LINE: not valid JSON (MSG at column C)``."""
-    return InvalidInput(f"{file.label}:{line or exc.lineno}: not valid JSON ({exc.msg} at column {exc.colno})")
+    return InvalidInput(
+        f"{file.label}:{line or exc.lineno}: not valid JSON ({exc.msg} at column {exc.colno})"
+    )

@@ -71,7 +71,10 @@ def _benchmarks(doc: Any) -> list[Any] | None:
 def _sniff(sniffed: Sniffed) -> float:
     doc = sniffed.json if sniffed.claims_json else sniffed.yaml
     benchmarks = _benchmarks(doc)
-    if benchmarks and any(isinstance(b["metrics"], dict) and "time_to_first_token_ms" in b["metrics"] for b in benchmarks):
+    if benchmarks and any(
+        isinstance(b["metrics"], dict) and "time_to_first_token_ms" in b["metrics"]
+        for b in benchmarks
+    ):
         return 0.9
     return 0.0
 
@@ -80,14 +83,18 @@ def _read(file: InputFile, ctx: ImportContext) -> ReadResult:
     doc = file.json if file.text.lstrip().startswith("{") else load_yaml(file)
     benchmarks = _benchmarks(doc)
     if benchmarks is None:
-        raise InvalidInput(f"{file.label}: field 'benchmarks': expected a list of GuideLLM benchmarks")
+        raise InvalidInput(
+            f"{file.label}: field 'benchmarks': expected a list of GuideLLM benchmarks"
+        )
     version = _version(doc)
     data_description = _data_description(doc)
     events = []
     samples = {}
     for index, raw in enumerate(benchmarks):
         where = f"{file.label}: benchmarks[{index}]"
-        event, table = _benchmark(file, ctx, FieldReader(raw, where), index, version, data_description)
+        event, table = _benchmark(
+            file, ctx, FieldReader(raw, where), index, version, data_description
+        )
         events.append(event)
         if table is not None:
             samples[event.event_id] = table
@@ -131,13 +138,29 @@ def _data_description(doc: dict[str, Any]) -> str | None:
     parts = []
     for item in data:
         if isinstance(item, dict):
-            parts.append(",".join(f"{k}={v}" for k, v in item.items() if v not in (None, {}, []) and k != "load_kwargs"))
+            parts.append(
+                ",".join(
+                    f"{k}={v}"
+                    for k, v in item.items()
+                    if v not in (None, {}, []) and k != "load_kwargs"
+                )
+            )
     return "; ".join(parts) or None
 
 
-def _benchmark(file: InputFile, ctx: ImportContext, r: FieldReader, index: int, version: str | None,
-               data_description: str | None = None):
-    totals = r.sub("request_totals") if "request_totals" in r.obj else r.sub("metrics").sub("request_totals")
+def _benchmark(
+    file: InputFile,
+    ctx: ImportContext,
+    r: FieldReader,
+    index: int,
+    version: str | None,
+    data_description: str | None = None,
+):
+    totals = (
+        r.sub("request_totals")
+        if "request_totals" in r.obj
+        else r.sub("metrics").sub("request_totals")
+    )
     completed = totals.number("successful", integer=True)
     errored = totals.number("errored", integer=True)
     incomplete = totals.number("incomplete", integer=True)
@@ -166,7 +189,9 @@ def _benchmark(file: InputFile, ctx: ImportContext, r: FieldReader, index: int, 
         if total_in is not None and total_out is not None:
             metrics["total_throughput"] = (total_in + total_out) / duration
         latency_sum = latency.number("total_sum")
-        metrics["achieved_concurrency"] = latency_sum / duration if latency_sum is not None else None
+        metrics["achieved_concurrency"] = (
+            latency_sum / duration if latency_sum is not None else None
+        )
     metrics.update(_distribution(_stats(r, "time_to_first_token_ms"), "ttft"))
     metrics.update(_distribution(latency, "e2e_latency", scale=1000.0))
     itl = _stats(r, "inter_token_latency_ms")
@@ -205,12 +230,30 @@ def _benchmark(file: InputFile, ctx: ImportContext, r: FieldReader, index: int, 
         load="open-loop" if open_loop else ("closed-loop" if concurrency else None),
         request_rate=rate if open_loop else None,
     )
-    label = f"{index}-{kind}" + (f"-{rate:g}" if open_loop else "") + (f"-c{streams}" if streams else "")
+    label = (
+        f"{index}-{kind}"
+        + (f"-{rate:g}" if open_loop else "")
+        + (f"-c{streams}" if streams else "")
+    )
     model = r.sub("worker").text("backend_model") or r.sub("config").sub("backend").text("model")
-    notes = f"guidellm strategy {kind}" + (f" at {rate:g} req/s" if open_loop else "") + (f", model {model}" if model else "")
+    notes = (
+        f"guidellm strategy {kind}"
+        + (f" at {rate:g} req/s" if open_loop else "")
+        + (f", model {model}" if model else "")
+    )
     event = bench_event(
-        file, ctx, label=label, line=None, tool=TOOL, tool_version=version, metrics=metrics, workload=workload,
-        concurrency=concurrency, tool_metrics=tool_metrics, metric_notes=METRIC_NOTES, notes=notes,
+        file,
+        ctx,
+        label=label,
+        line=None,
+        tool=TOOL,
+        tool_version=version,
+        metrics=metrics,
+        workload=workload,
+        concurrency=concurrency,
+        tool_metrics=tool_metrics,
+        metric_notes=METRIC_NOTES,
+        notes=notes,
         config_name=None,
     )
     event = event.model_copy(update={"source": f"{file.name}:benchmarks[{index}]"})
@@ -232,16 +275,23 @@ def _samples(r: FieldReader) -> Any:
             e2e = latency * 1000.0 if latency is not None else None
             ttft = q.number("time_to_first_token_ms")
             out = q.number("output_tokens", integer=True)
-            rows.append({
-                "ok": status == "successful",
-                "ttft_ms": ttft,
-                "e2e_ms": e2e,
-                "tpot_ms": tpot_ms(ttft, e2e, out),
-                "prompt_tokens": q.number("prompt_tokens", integer=True),
-                "output_tokens": out,
-                "error": None if status == "successful" else (q.text("error") or "errored"),
-            })
+            rows.append(
+                {
+                    "ok": status == "successful",
+                    "ttft_ms": ttft,
+                    "e2e_ms": e2e,
+                    "tpot_ms": tpot_ms(ttft, e2e, out),
+                    "prompt_tokens": q.number("prompt_tokens", integer=True),
+                    "output_tokens": out,
+                    "error": None if status == "successful" else (q.text("error") or "errored"),
+                }
+            )
     return samples_table(rows) if rows else None
 
 
-IMPORTER = Importer(kind="guidellm-benchmarks", description="GuideLLM benchmarks JSON/YAML", sniff=_sniff, read=_read)
+IMPORTER = Importer(
+    kind="guidellm-benchmarks",
+    description="GuideLLM benchmarks JSON/YAML",
+    sniff=_sniff,
+    read=_read,
+)

@@ -28,8 +28,21 @@ from .detect import ImportContext, Importer, InputFile, ReadResult, Sniffed
 from .guidellm import TOOL
 from .results import bench_event
 
-_INFO_COLUMNS = ["Benchmark", "Start Time", "End Time", "Duration (s)", *(["Comp", "Inc", "Err"] * 5)]
-_STATS_COLUMNS = ["Benchmark", "Per Second", "Concurrency", "mean", "mean", *(["mean", "median", "p99"] * 4)]
+_INFO_COLUMNS = [
+    "Benchmark",
+    "Start Time",
+    "End Time",
+    "Duration (s)",
+    *(["Comp", "Inc", "Err"] * 5),
+]
+_STATS_COLUMNS = [
+    "Benchmark",
+    "Per Second",
+    "Concurrency",
+    "mean",
+    "mean",
+    *(["mean", "median", "p99"] * 4),
+]
 _NAME_RE = re.compile(r"^(?P<kind>[a-z_]+)(?:@(?P<value>[\d.]+))?$")
 
 METRIC_NOTES = [
@@ -40,7 +53,12 @@ METRIC_NOTES = [
 
 def _sniff(sniffed: Sniffed) -> float:
     text = sniffed.text
-    if not sniffed.claims_json and "Benchmarks Info:" in text and "Benchmarks Stats:" in text and "TTFT (ms)" in text:
+    if (
+        not sniffed.claims_json
+        and "Benchmarks Info:" in text
+        and "Benchmarks Stats:" in text
+        and "TTFT (ms)" in text
+    ):
         return 0.8
     return 0.0
 
@@ -64,11 +82,15 @@ def _table(file: InputFile, title: str, columns: list[str]) -> dict[str, tuple[i
         cells = [c.strip() for c in line.split("|")]
         if not header_seen:
             if cells != columns:
-                raise InvalidInput(f"{file.label}:{index + 1}: '{title}' columns are not GuideLLM 0.3's: {line.strip()[:80]}")
+                raise InvalidInput(
+                    f"{file.label}:{index + 1}: '{title}' columns are not GuideLLM 0.3's: {line.strip()[:80]}"
+                )
             header_seen = True
             continue
         if len(cells) != len(columns):
-            raise InvalidInput(f"{file.label}:{index + 1}: expected {len(columns)} columns, got {len(cells)}")
+            raise InvalidInput(
+                f"{file.label}:{index + 1}: expected {len(columns)} columns, got {len(cells)}"
+            )
         rows[cells[0]] = (index + 1, cells)
     return rows
 
@@ -77,7 +99,9 @@ def _number(file: InputFile, line: int, column: str, cell: str) -> float:
     try:
         return float(cell)
     except ValueError:
-        raise InvalidInput(f"{file.label}:{line}: field '{column}': expected a number, got {cell[:40]!r}") from None
+        raise InvalidInput(
+            f"{file.label}:{line}: field '{column}': expected a number, got {cell[:40]!r}"
+        ) from None
 
 
 def _read(file: InputFile, ctx: ImportContext) -> ReadResult:
@@ -86,36 +110,76 @@ def _read(file: InputFile, ctx: ImportContext) -> ReadResult:
     events = []
     for index, (name, (line, cells)) in enumerate(info.items()):
         if name not in stats:
-            raise InvalidInput(f"{file.label}:{line}: benchmark '{name}' has no row in 'Benchmarks Stats:'")
+            raise InvalidInput(
+                f"{file.label}:{line}: benchmark '{name}' has no row in 'Benchmarks Stats:'"
+            )
         sline, scells = stats[name]
-        i = [_number(file, line, f"Benchmarks Info.{_INFO_COLUMNS[k]}", c) for k, c in enumerate(cells) if k >= 3]
-        s = [_number(file, sline, f"Benchmarks Stats.{_STATS_COLUMNS[k]}", c) for k, c in enumerate(scells) if k >= 1]
+        i = [
+            _number(file, line, f"Benchmarks Info.{_INFO_COLUMNS[k]}", c)
+            for k, c in enumerate(cells)
+            if k >= 3
+        ]
+        s = [
+            _number(file, sline, f"Benchmarks Stats.{_STATS_COLUMNS[k]}", c)
+            for k, c in enumerate(scells)
+            if k >= 1
+        ]
         duration, comp, _inc, err = i[0], i[1], i[2], i[3]
         total_in, total_out = i[10], i[13]
         metrics: dict[str, Any] = {
-            "completed": comp, "failed": err, "duration_s": duration,
-            "total_input_tokens": total_in, "total_output_tokens": total_out,
-            "mean_e2e_latency_ms": s[4] * 1000, "median_e2e_latency_ms": s[5] * 1000, "p99_e2e_latency_ms": s[6] * 1000,
-            "mean_ttft_ms": s[7], "median_ttft_ms": s[8], "p99_ttft_ms": s[9],
-            "mean_tpot_ms": s[10], "median_tpot_ms": s[11], "p99_tpot_ms": s[12],
+            "completed": comp,
+            "failed": err,
+            "duration_s": duration,
+            "total_input_tokens": total_in,
+            "total_output_tokens": total_out,
+            "mean_e2e_latency_ms": s[4] * 1000,
+            "median_e2e_latency_ms": s[5] * 1000,
+            "p99_e2e_latency_ms": s[6] * 1000,
+            "mean_ttft_ms": s[7],
+            "median_ttft_ms": s[8],
+            "p99_ttft_ms": s[9],
+            "mean_tpot_ms": s[10],
+            "median_tpot_ms": s[11],
+            "p99_tpot_ms": s[12],
         }
         if duration > 0:
-            metrics.update(request_throughput=comp / duration, input_throughput=total_in / duration,
-                           output_throughput=total_out / duration, total_throughput=(total_in + total_out) / duration)
+            metrics.update(
+                request_throughput=comp / duration,
+                input_throughput=total_in / duration,
+                output_throughput=total_out / duration,
+                total_throughput=(total_in + total_out) / duration,
+            )
         m = _NAME_RE.match(name)
         kind = m.group("kind") if m else name
         value = float(m.group("value")) if m and m.group("value") else None
-        concurrency = 1 if kind == "synchronous" else (int(value) if kind == "concurrent" and value else None)
+        concurrency = (
+            1 if kind == "synchronous" else (int(value) if kind == "concurrent" and value else None)
+        )
         rate = value if kind in ("constant", "poisson") else None
         event = bench_event(
-            file, ctx, label=f"{index}-{name}", line=line, tool=TOOL, metrics=metrics, concurrency=concurrency,
-            workload=Workload(load="open-loop" if rate else ("closed-loop" if concurrency else None), request_rate=rate,
-                              num_prompts=int(comp + err + i[2])),
-            tool_metrics={"requests_per_second_mean": s[0], "request_concurrency_mean": s[1],
-                          "output_tokens_per_second_mean": s[2], "tokens_per_second_mean": s[3],
-                          "time_per_output_token_ms_mean": s[13], "time_per_output_token_ms_median": s[14],
-                          "incomplete_requests": i[2]},
-            metric_notes=METRIC_NOTES, notes=f"guidellm strategy {name} (console report)",
+            file,
+            ctx,
+            label=f"{index}-{name}",
+            line=line,
+            tool=TOOL,
+            metrics=metrics,
+            concurrency=concurrency,
+            workload=Workload(
+                load="open-loop" if rate else ("closed-loop" if concurrency else None),
+                request_rate=rate,
+                num_prompts=int(comp + err + i[2]),
+            ),
+            tool_metrics={
+                "requests_per_second_mean": s[0],
+                "request_concurrency_mean": s[1],
+                "output_tokens_per_second_mean": s[2],
+                "tokens_per_second_mean": s[3],
+                "time_per_output_token_ms_mean": s[13],
+                "time_per_output_token_ms_median": s[14],
+                "incomplete_requests": i[2],
+            },
+            metric_notes=METRIC_NOTES,
+            notes=f"guidellm strategy {name} (console report)",
         )
         events.append(event)
     if not events:
@@ -123,4 +187,6 @@ def _read(file: InputFile, ctx: ImportContext) -> ReadResult:
     return events, {}
 
 
-IMPORTER = Importer(kind="guidellm-console", description="GuideLLM 0.3 console report", sniff=_sniff, read=_read)
+IMPORTER = Importer(
+    kind="guidellm-console", description="GuideLLM 0.3 console report", sniff=_sniff, read=_read
+)

@@ -62,7 +62,11 @@ _QUANTILES = {"p50": "median", "p90": "p90", "p95": "p95", "p99": "p99"}
 
 def _sniff_summary(sniffed: Sniffed) -> float:
     obj = sniffed.json
-    if isinstance(obj, dict) and "num_concurrent_requests" in obj and any(k.startswith("results_ttft_s") for k in obj):
+    if (
+        isinstance(obj, dict)
+        and "num_concurrent_requests" in obj
+        and any(k.startswith("results_ttft_s") for k in obj)
+    ):
         return 0.9
     return 0.0
 
@@ -99,8 +103,17 @@ def _read_summary(file: InputFile, ctx: ImportContext) -> ReadResult:
     )
     model = r.text("model")
     event = bench_event(
-        file, ctx, label="summary", line=None, tool=TOOL, tool_version=r.text("version"), metrics=metrics,
-        workload=workload, concurrency=concurrency, tool_metrics=tool_metrics, metric_notes=METRIC_NOTES,
+        file,
+        ctx,
+        label="summary",
+        line=None,
+        tool=TOOL,
+        tool_version=r.text("version"),
+        metrics=metrics,
+        workload=workload,
+        concurrency=concurrency,
+        tool_metrics=tool_metrics,
+        metric_notes=METRIC_NOTES,
         notes=f"model {model}" if model else None,
     )
     return [event], {}
@@ -116,7 +129,9 @@ def _ms(seconds: float | None) -> float | None:
 def _sniff_responses(sniffed: Sniffed) -> float:
     obj = sniffed.json
     if isinstance(obj, list) and obj and all(isinstance(x, dict) for x in obj):
-        if all("end_to_end_latency_s" in x or "error_code" in x for x in obj) and any("ttft_s" in x for x in obj):
+        if all("end_to_end_latency_s" in x or "error_code" in x for x in obj) and any(
+            "ttft_s" in x for x in obj
+        ):
             return 0.9
     return 0.0
 
@@ -133,26 +148,37 @@ def _read_responses(file: InputFile, ctx: ImportContext) -> ReadResult:
         out = q.number("number_output_tokens", integer=True)
         if ok and q.number("inter_token_latency_s") is not None:
             itl.append(q.number("inter_token_latency_s"))
-        rows.append({
-            "ok": ok,
-            "ttft_ms": ttft if ok else None,
-            "e2e_ms": e2e if ok else None,
-            "tpot_ms": tpot_ms(ttft, e2e, out) if ok else None,
-            "prompt_tokens": q.number("number_input_tokens", integer=True),
-            "output_tokens": out,
-            "error": None if ok else f"{error}: {q.text('error_msg') or ''}".strip(": "),
-        })
+        rows.append(
+            {
+                "ok": ok,
+                "ttft_ms": ttft if ok else None,
+                "e2e_ms": e2e if ok else None,
+                "tpot_ms": tpot_ms(ttft, e2e, out) if ok else None,
+                "prompt_tokens": q.number("number_input_tokens", integer=True),
+                "output_tokens": out,
+                "error": None if ok else f"{error}: {q.text('error_msg') or ''}".strip(": "),
+            }
+        )
     table = samples_table(rows)
     completed = sum(row["ok"] for row in rows)
     metrics: dict[str, Any] = {"completed": completed, "failed": len(rows) - completed}
     metrics.update(distribution_from_samples(table))
-    outputs = [row["output_tokens"] for row in rows if row["ok"] and row["output_tokens"] is not None]
-    inputs = [row["prompt_tokens"] for row in rows if row["ok"] and row["prompt_tokens"] is not None]
+    outputs = [
+        row["output_tokens"] for row in rows if row["ok"] and row["output_tokens"] is not None
+    ]
+    inputs = [
+        row["prompt_tokens"] for row in rows if row["ok"] and row["prompt_tokens"] is not None
+    ]
     metrics["total_output_tokens"] = sum(outputs) if outputs else None
     metrics["total_input_tokens"] = sum(inputs) if inputs else None
     first_error = next((row["error"] for row in rows if row["error"]), None)
     event = bench_event(
-        file, ctx, label="responses", line=None, tool=TOOL, metrics=metrics,
+        file,
+        ctx,
+        label="responses",
+        line=None,
+        tool=TOOL,
+        metrics=metrics,
         workload=Workload(num_prompts=len(rows)),
         tool_metrics={"inter_token_latency_s_mean": sum(itl) / len(itl) if itl else None},
         metric_notes=[*METRIC_NOTES, "per-request records only: no run duration, so no throughput"],
@@ -170,7 +196,11 @@ _AGG_TPUT = "throughput_token_per_s_(token/sec)_"
 
 def _sniff_aggregate(sniffed: Sniffed) -> float:
     obj = sniffed.json
-    if isinstance(obj, dict) and "concurrency" in obj and any(k.startswith((_AGG_TTFT, _AGG_ITL)) for k in obj):
+    if (
+        isinstance(obj, dict)
+        and "concurrency" in obj
+        and any(k.startswith((_AGG_TTFT, _AGG_ITL)) for k in obj)
+    ):
         return 0.8
     return 0.0
 
@@ -181,15 +211,17 @@ def _read_aggregate(file: InputFile, ctx: ImportContext) -> ReadResult:
     tool_metrics: dict[str, float | None] = {}
     for key in r.obj:
         if key.startswith(_AGG_TTFT):
-            q = key[len(_AGG_TTFT):]
+            q = key[len(_AGG_TTFT) :]
             if q in _QUANTILES:
                 metrics[f"{_QUANTILES[q]}_ttft_ms"] = r.number(key)
             else:
                 tool_metrics[f"ttft_ms_{q}"] = r.number(key)
         elif key.startswith(_AGG_ITL):
-            tool_metrics[f"inter_token_latency_ms_{key[len(_AGG_ITL):]}"] = r.number(key)
+            tool_metrics[f"inter_token_latency_ms_{key[len(_AGG_ITL) :]}"] = r.number(key)
         elif key.startswith(_AGG_TPUT):
-            tool_metrics[f"request_output_throughput_token_per_s_{key[len(_AGG_TPUT):]}"] = r.number(key)
+            tool_metrics[f"request_output_throughput_token_per_s_{key[len(_AGG_TPUT) :]}"] = (
+                r.number(key)
+            )
     qpm = r.number("requests_per_minute_(qpm)")
     metrics.update(
         completed=r.number("results_num_completed_requests", integer=True),
@@ -198,9 +230,19 @@ def _read_aggregate(file: InputFile, ctx: ImportContext) -> ReadResult:
     )
     concurrency = r.number("concurrency", integer=True)
     event = bench_event(
-        file, ctx, label="aggregate", line=None, tool=TOOL, metrics=metrics, concurrency=concurrency,
-        workload=_workload(r, concurrency), tool_metrics=tool_metrics,
-        metric_notes=[*METRIC_NOTES[:1], "throughput_token_per_s quantiles are per request (tool_metrics)"],
+        file,
+        ctx,
+        label="aggregate",
+        line=None,
+        tool=TOOL,
+        metrics=metrics,
+        concurrency=concurrency,
+        workload=_workload(r, concurrency),
+        tool_metrics=tool_metrics,
+        metric_notes=[
+            *METRIC_NOTES[:1],
+            "throughput_token_per_s quantiles are per request (tool_metrics)",
+        ],
     )
     return [event], {}
 
@@ -223,7 +265,9 @@ _CSV_ROWS = {
 
 def _sniff_csv(sniffed: Sniffed) -> float:
     names = {row[0].strip() for row in sniffed.csv_rows if row}
-    if "concurrency" in names and names & (set(_CSV_ROWS) | {"latency_ms_per_token_(inter_token_latency)"}):
+    if "concurrency" in names and names & (
+        set(_CSV_ROWS) | {"latency_ms_per_token_(inter_token_latency)"}
+    ):
         return 0.8
     return 0.0
 
@@ -251,33 +295,55 @@ def _read_csv(file: InputFile, ctx: ImportContext) -> ReadResult:
                 ) from None
         concurrency = values.get("concurrency")
         if concurrency is None or not float(concurrency).is_integer() or concurrency < 1:
-            raise InvalidInput(f"{file.label}:{table['concurrency'][0]}: field 'concurrency' column {column + 2}: expected an integer >= 1")
+            raise InvalidInput(
+                f"{file.label}:{table['concurrency'][0]}: field 'concurrency' column {column + 2}: expected an integer >= 1"
+            )
         metrics = {ours: values.get(name) for name, ours in _CSV_ROWS.items()}
         if metrics["request_throughput"] is not None:
             metrics["request_throughput"] /= 60.0
         itl = values.get("latency_ms_per_token_(inter_token_latency)")
         r = FieldReader(values, file.label)
-        events.append(bench_event(
-            file, ctx, label=f"c{int(concurrency)}", line=None, tool=TOOL, metrics=metrics,
-            concurrency=int(concurrency), workload=_workload(r, int(concurrency)),
-            tool_metrics={"inter_token_latency_ms_mean": itl, "mean_output_token_length": values.get("mean_output_token_length")},
-            metric_notes=METRIC_NOTES[:1],
-        ).model_copy(update={"source": f"{file.name}:column {column + 2}"}))
+        events.append(
+            bench_event(
+                file,
+                ctx,
+                label=f"c{int(concurrency)}",
+                line=None,
+                tool=TOOL,
+                metrics=metrics,
+                concurrency=int(concurrency),
+                workload=_workload(r, int(concurrency)),
+                tool_metrics={
+                    "inter_token_latency_ms_mean": itl,
+                    "mean_output_token_length": values.get("mean_output_token_length"),
+                },
+                metric_notes=METRIC_NOTES[:1],
+            ).model_copy(update={"source": f"{file.name}:column {column + 2}"})
+        )
     return events, {}
 
 
 SUMMARY_IMPORTER = Importer(
-    kind="llmperf-summary", description="llmperf *_summary.json", sniff=_sniff_summary, read=_read_summary
+    kind="llmperf-summary",
+    description="llmperf *_summary.json",
+    sniff=_sniff_summary,
+    read=_read_summary,
 )
 RESPONSES_IMPORTER = Importer(
-    kind="llmperf-individual-responses", description="llmperf *_individual_responses.json",
-    sniff=_sniff_responses, read=_read_responses,
+    kind="llmperf-individual-responses",
+    description="llmperf *_individual_responses.json",
+    sniff=_sniff_responses,
+    read=_read_responses,
 )
 AGGREGATE_IMPORTER = Importer(
-    kind="llmperf-aggregate", description="llmperf quantiles JSON at one concurrency",
-    sniff=_sniff_aggregate, read=_read_aggregate,
+    kind="llmperf-aggregate",
+    description="llmperf quantiles JSON at one concurrency",
+    sniff=_sniff_aggregate,
+    read=_read_aggregate,
 )
 CSV_IMPORTER = Importer(
-    kind="llmperf-sweep-csv", description="llmperf sweep CSV (a column per concurrency)", sniff=_sniff_csv,
+    kind="llmperf-sweep-csv",
+    description="llmperf sweep CSV (a column per concurrency)",
+    sniff=_sniff_csv,
     read=_read_csv,
 )

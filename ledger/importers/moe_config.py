@@ -23,7 +23,15 @@ from ledger.gpu_arch import compute_capability_for
 from ledger.input_checks import loads
 from schemas import Actor, Host, MoeConfigRecorded
 
-from .detect import MOE_NAME_RE, ImportContext, Importer, InputFile, ReadResult, Sniffed, looks_like_moe
+from .detect import (
+    MOE_NAME_RE,
+    ImportContext,
+    Importer,
+    InputFile,
+    ReadResult,
+    Sniffed,
+    looks_like_moe,
+)
 
 _NAME_RE = re.compile(
     r"^E=(?P<E>\d+),N=(?P<N>\d+),device_name=(?P<device>[^,]+?)"
@@ -38,7 +46,14 @@ _TRITON_DIR_RE = re.compile(r"^triton_(\d+)_(\d+)_(\d+)$")
 TRITON_VERSION_KEY = "triton_version"
 
 #: Kernel parameters every entry must have, as integers.
-REQUIRED_INT_KEYS = ("BLOCK_SIZE_M", "BLOCK_SIZE_N", "BLOCK_SIZE_K", "GROUP_SIZE_M", "num_warps", "num_stages")
+REQUIRED_INT_KEYS = (
+    "BLOCK_SIZE_M",
+    "BLOCK_SIZE_N",
+    "BLOCK_SIZE_K",
+    "GROUP_SIZE_M",
+    "num_warps",
+    "num_stages",
+)
 
 
 @dataclass(frozen=True)
@@ -96,7 +111,9 @@ def validate_configs(data: Any, label: str) -> dict[str, dict[str, Any]]:
         try:
             int(m)
         except ValueError:
-            raise InvalidInput(f"{label}: field '{m}': batch size must be an integer string") from None
+            raise InvalidInput(
+                f"{label}: field '{m}': batch size must be an integer string"
+            ) from None
         if not isinstance(entry, dict):
             raise InvalidInput(f"{label}: field '{m}': expected an object of kernel parameters")
         for key in REQUIRED_INT_KEYS:
@@ -104,9 +121,13 @@ def validate_configs(data: Any, label: str) -> dict[str, dict[str, Any]]:
                 raise InvalidInput(f"{label}: field '{m}.{key}' is required")
             value = entry[key]
             if isinstance(value, bool) or not isinstance(value, int):
-                raise InvalidInput(f"{label}: field '{m}.{key}': expected an integer, got {json.dumps(value)[:40]}")
+                raise InvalidInput(
+                    f"{label}: field '{m}.{key}': expected an integer, got {json.dumps(value)[:40]}"
+                )
         if "USE_TMA" in entry and not isinstance(entry["USE_TMA"], bool):
-            raise InvalidInput(f"{label}: field '{m}.USE_TMA': expected true or false, got {json.dumps(entry['USE_TMA'])[:40]}")
+            raise InvalidInput(
+                f"{label}: field '{m}.USE_TMA': expected true or false, got {json.dumps(entry['USE_TMA'])[:40]}"
+            )
     return data
 
 
@@ -116,7 +137,9 @@ def _key_line(text: str, key: str) -> int:
     return text.count("\n", 0, index) + 1 if index >= 0 else 1
 
 
-def import_moe_config(file: InputFile, *, session_id: str | None, host: Host | None, actor: Actor) -> MoeConfigRecorded:
+def import_moe_config(
+    file: InputFile, *, session_id: str | None, host: Host | None, actor: Actor
+) -> MoeConfigRecorded:
     """The ``MoeConfigRecorded`` of one config file.
 
     The Triton version is the file's ``"triton_version"`` key (vLLM's tuner), else the
@@ -136,7 +159,9 @@ def import_moe_config(file: InputFile, *, session_id: str | None, host: Host | N
     try:
         data = loads(file.text, file.label)
     except json.JSONDecodeError as exc:
-        raise InvalidInput(f"{file.label}:{exc.lineno}: not valid JSON ({exc.msg} at column {exc.colno})") from None
+        raise InvalidInput(
+            f"{file.label}:{exc.lineno}: not valid JSON ({exc.msg} at column {exc.colno})"
+        ) from None
     folder_version = triton_version = triton_version_of(file.path.resolve())
     if isinstance(data, dict) and TRITON_VERSION_KEY in data:
         data = dict(data)
@@ -144,12 +169,16 @@ def import_moe_config(file: InputFile, *, session_id: str | None, host: Host | N
         if not isinstance(version, str) or not re.fullmatch(r"\d+(\.\d+)*\S*", version):
             raise InvalidInput(
                 f"{file.label}:{_key_line(file.text, TRITON_VERSION_KEY)}: field '{TRITON_VERSION_KEY}': "
-                f"expected a version string such as \"3.6.0\", got {json.dumps(version)[:40]}"
+                f'expected a version string such as "3.6.0", got {json.dumps(version)[:40]}'
             )
         triton_version = version  # what the tuner ran with beats the folder it was copied into
     configs = validate_configs(data, file.label)
-    file_host = Host(gpu_name=parts.gpu_name, compute_capability=compute_capability_for(parts.gpu_name))
-    merged = (host or Host()).model_copy(update={k: v for k, v in file_host.model_dump().items() if v is not None})
+    file_host = Host(
+        gpu_name=parts.gpu_name, compute_capability=compute_capability_for(parts.gpu_name)
+    )
+    merged = (host or Host()).model_copy(
+        update={k: v for k, v in file_host.model_dump().items() if v is not None}
+    )
     return MoeConfigRecorded(
         # The file's identity is part of the id: two files with the same JSON under other
         # names (or Triton folders) are two configs; the same path imported again is a no-op.
@@ -192,7 +221,12 @@ def _read(file: InputFile, ctx: ImportContext) -> ReadResult:
     return [import_moe_config(file, session_id=ctx.session_id, host=ctx.host, actor=ctx.actor)], {}
 
 
-IMPORTER = Importer(kind="sglang-moe-config", description="sglang MoE config JSON", sniff=_sniff, read=_read)
+IMPORTER = Importer(
+    kind="sglang-moe-config", description="sglang MoE config JSON", sniff=_sniff, read=_read
+)
 VLLM_IMPORTER = Importer(
-    kind="vllm-moe-config", description="vLLM MoE config JSON (with triton_version)", sniff=_sniff_vllm, read=_read
+    kind="vllm-moe-config",
+    description="vLLM MoE config JSON (with triton_version)",
+    sniff=_sniff_vllm,
+    read=_read,
 )

@@ -23,7 +23,9 @@ from ..store import BENCH_SAMPLES_SCHEMA as SAMPLES_SCHEMA
 from .detect import ImportContext, InputFile
 
 _METRIC_FIELDS = frozenset(BenchMetrics.model_fields)
-_INT_METRICS = frozenset({"completed", "failed", "total_input_tokens", "total_output_tokens", "max_concurrent_requests"})
+_INT_METRICS = frozenset(
+    {"completed", "failed", "total_input_tokens", "total_output_tokens", "max_concurrent_requests"}
+)
 
 
 def bench_event(
@@ -59,7 +61,9 @@ def bench_event(
     bench = BenchMetrics(**values)
     validity = []
     if bench.failed:
-        validity.append(f"{bench.failed} request(s) failed" + (f": {first_error[:200]}" if first_error else ""))
+        validity.append(
+            f"{bench.failed} request(s) failed" + (f": {first_error[:200]}" if first_error else "")
+        )
     if bench.completed == 0:
         validity.append("no request completed")
     return BenchmarkCompleted(

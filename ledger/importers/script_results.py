@@ -34,8 +34,14 @@ TOOL = "sglang.benchmark_script"
 
 def _sniff_ab(sniffed: Sniffed) -> float:
     obj = sniffed.json
-    if isinstance(obj, dict) and isinstance(obj.get("results"), list) and obj["results"] and all(
-        isinstance(r, dict) and "concurrency" in r and any(k.startswith("ttft_ms_") for k in r) for r in obj["results"]
+    if (
+        isinstance(obj, dict)
+        and isinstance(obj.get("results"), list)
+        and obj["results"]
+        and all(
+            isinstance(r, dict) and "concurrency" in r and any(k.startswith("ttft_ms_") for k in r)
+            for r in obj["results"]
+        )
     ):
         return 0.7
     return 0.0
@@ -47,19 +53,43 @@ def _read_ab(file: InputFile, ctx: ImportContext) -> ReadResult:
         r = FieldReader(raw, f"{file.label}: results[{index}]")
         concurrency = r.number("concurrency", integer=True)
         config = r.text("config") or file.path.stem
-        metrics = {"median_ttft_ms": r.number("ttft_ms_p50"), "p90_ttft_ms": r.number("ttft_ms_p90"),
-                   "p95_ttft_ms": r.number("ttft_ms_p95"), "p99_ttft_ms": r.number("ttft_ms_p99")}
-        kept = {k: r.number(k) for k in raw if k.startswith(("tbt_ms_", "decode_tok", "aggregate_tok", "e2e_latency", "niah"))
-                and not isinstance(raw[k], (dict, list))}
-        workload = Workload(input_len=r.number("context_len", integer=True), output_len=r.number("output_len", integer=True),
-                            num_prompts=r.number("n_requests", integer=True), load="closed-loop" if concurrency else None)
+        metrics = {
+            "median_ttft_ms": r.number("ttft_ms_p50"),
+            "p90_ttft_ms": r.number("ttft_ms_p90"),
+            "p95_ttft_ms": r.number("ttft_ms_p95"),
+            "p99_ttft_ms": r.number("ttft_ms_p99"),
+        }
+        kept = {
+            k: r.number(k)
+            for k in raw
+            if k.startswith(("tbt_ms_", "decode_tok", "aggregate_tok", "e2e_latency", "niah"))
+            and not isinstance(raw[k], (dict, list))
+        }
+        workload = Workload(
+            input_len=r.number("context_len", integer=True),
+            output_len=r.number("output_len", integer=True),
+            num_prompts=r.number("n_requests", integer=True),
+            load="closed-loop" if concurrency else None,
+        )
         model = r.text("model")
-        events.append(bench_event(
-            file, ctx, label=f"{index}-{config}-c{concurrency}", line=None, tool=TOOL, metrics=metrics,
-            workload=workload, concurrency=concurrency, tool_metrics=kept, config_name=config,
-            metric_notes=["script's TBT, decode/aggregate tok/s and e2e_latency_s (statistic unstated): tool_metrics only"],
-            notes=f"model {model}" if model else None,
-        ).model_copy(update={"source": f"{file.name}:results[{index}]"}))
+        events.append(
+            bench_event(
+                file,
+                ctx,
+                label=f"{index}-{config}-c{concurrency}",
+                line=None,
+                tool=TOOL,
+                metrics=metrics,
+                workload=workload,
+                concurrency=concurrency,
+                tool_metrics=kept,
+                config_name=config,
+                metric_notes=[
+                    "script's TBT, decode/aggregate tok/s and e2e_latency_s (statistic unstated): tool_metrics only"
+                ],
+                notes=f"model {model}" if model else None,
+            ).model_copy(update={"source": f"{file.name}:results[{index}]"})
+        )
     return events, {}
 
 
@@ -75,35 +105,73 @@ def _read_run(file: InputFile, ctx: ImportContext) -> ReadResult:
     rows = []
     for index, raw in enumerate(r.array("per_request") or []):
         q = FieldReader(raw if isinstance(raw, dict) else {}, f"{file.label}: per_request[{index}]")
-        ttft, e2e, out = q.number("ttft_ms"), q.number("total_ms"), q.number("output_tokens", integer=True)
-        rows.append({"ok": True, "ttft_ms": ttft, "e2e_ms": e2e, "tpot_ms": tpot_ms(ttft, e2e, out), "output_tokens": out})
+        ttft, e2e, out = (
+            q.number("ttft_ms"),
+            q.number("total_ms"),
+            q.number("output_tokens", integer=True),
+        )
+        rows.append(
+            {
+                "ok": True,
+                "ttft_ms": ttft,
+                "e2e_ms": e2e,
+                "tpot_ms": tpot_ms(ttft, e2e, out),
+                "output_tokens": out,
+            }
+        )
     if not rows:
         raise r.error("per_request", "expected a non-empty list of requests")
     table = samples_table(rows)
     wall = r.number("wall_seconds")
     total_out = r.number("output_tokens", integer=True)
-    metrics: dict[str, Any] = {"completed": len(rows), "failed": 0, "duration_s": wall, "total_output_tokens": total_out}
+    metrics: dict[str, Any] = {
+        "completed": len(rows),
+        "failed": 0,
+        "duration_s": wall,
+        "total_output_tokens": total_out,
+    }
     if wall:
         metrics["output_throughput"] = total_out / wall if total_out is not None else None
         metrics["request_throughput"] = len(rows) / wall
         metrics["achieved_concurrency"] = sum(row["e2e_ms"] or 0 for row in rows) / 1000.0 / wall
     metrics.update(distribution_from_samples(table))
     concurrency = r.number("concurrency", integer=True)
-    workload = Workload(input_len=r.number("input_len", integer=True), output_len=r.number("output_len", integer=True),
-                        num_prompts=r.number("requests", integer=True), seed=r.number("seed", integer=True),
-                        load="closed-loop" if concurrency else None)
-    event = bench_event(file, ctx, label="run", line=None, tool=TOOL, metrics=metrics, workload=workload,
-                        concurrency=concurrency, metric_notes=["TTFT, TPOT, E2E computed from per_request as ours"])
+    workload = Workload(
+        input_len=r.number("input_len", integer=True),
+        output_len=r.number("output_len", integer=True),
+        num_prompts=r.number("requests", integer=True),
+        seed=r.number("seed", integer=True),
+        load="closed-loop" if concurrency else None,
+    )
+    event = bench_event(
+        file,
+        ctx,
+        label="run",
+        line=None,
+        tool=TOOL,
+        metrics=metrics,
+        workload=workload,
+        concurrency=concurrency,
+        metric_notes=["TTFT, TPOT, E2E computed from per_request as ours"],
+    )
     return [event], {event.event_id: table}
 
 
-_SUMMARY_METRICS = {"throughput": "output_throughput", "ttft_ms_median": "median_ttft_ms",
-                    "tpot_ms_median": "median_tpot_ms", "total_ms_median": "median_e2e_latency_ms"}
+_SUMMARY_METRICS = {
+    "throughput": "output_throughput",
+    "ttft_ms_median": "median_ttft_ms",
+    "tpot_ms_median": "median_tpot_ms",
+    "total_ms_median": "median_e2e_latency_ms",
+}
 
 
 def _sniff_summary(sniffed: Sniffed) -> float:
     obj = sniffed.json
-    if isinstance(obj, list) and obj and all(isinstance(x, dict) and isinstance(x.get("configurations"), dict) for x in obj):
+    if (
+        isinstance(obj, list)
+        and obj
+        and all(isinstance(x, dict) and isinstance(x.get("configurations"), dict) for x in obj)
+    ):
         return 0.7
     return 0.0
 
@@ -121,22 +189,49 @@ def _read_summary(file: InputFile, ctx: ImportContext) -> ReadResult:
                 stat = FieldReader(metrics_by_name, g.where).sub(name)
                 for i, value in enumerate(stat.array("run_values") or []):
                     if isinstance(value, bool) or not isinstance(value, (int, float)):
-                        raise InvalidInput(f"{g.where}: field 'configurations.{config}.{name}.run_values[{i}]': expected a number")
+                        raise InvalidInput(
+                            f"{g.where}: field 'configurations.{config}.{name}.run_values[{i}]': expected a number"
+                        )
                     runs.setdefault(i, {})[ours] = float(value)
             for i, metrics in sorted(runs.items()):
                 event = bench_event(
-                    file, ctx, label=f"{index}-in{input_len}-{config}-r{i}", line=None, tool=TOOL, metrics=metrics,
-                    workload=Workload(input_len=input_len), config_name=config,
-                    metric_notes=["each run's medians as the study recorded them; no request counts in the file"],
+                    file,
+                    ctx,
+                    label=f"{index}-in{input_len}-{config}-r{i}",
+                    line=None,
+                    tool=TOOL,
+                    metrics=metrics,
+                    workload=Workload(input_len=input_len),
+                    config_name=config,
+                    metric_notes=[
+                        "each run's medians as the study recorded them; no request counts in the file"
+                    ],
                 )
-                events.append(event.model_copy(update={"repeat": i, "source": f"{file.name}:[{index}].{config}"}))
+                events.append(
+                    event.model_copy(
+                        update={"repeat": i, "source": f"{file.name}:[{index}].{config}"}
+                    )
+                )
     if not events:
         raise InvalidInput(f"{file.label}: no run values in any configuration")
     return events, {}
 
 
-AB_IMPORTER = Importer(kind="sglang-script-ab", description="sglang repo A/B script results JSON", sniff=_sniff_ab, read=_read_ab)
-RUN_IMPORTER = Importer(kind="sglang-script-run", description="sglang repo per-request run JSON", sniff=_sniff_run, read=_read_run)
+AB_IMPORTER = Importer(
+    kind="sglang-script-ab",
+    description="sglang repo A/B script results JSON",
+    sniff=_sniff_ab,
+    read=_read_ab,
+)
+RUN_IMPORTER = Importer(
+    kind="sglang-script-run",
+    description="sglang repo per-request run JSON",
+    sniff=_sniff_run,
+    read=_read_run,
+)
 SUMMARY_IMPORTER = Importer(
-    kind="sglang-script-summary", description="sglang repo run-to-run summary JSON", sniff=_sniff_summary, read=_read_summary
+    kind="sglang-script-summary",
+    description="sglang repo run-to-run summary JSON",
+    sniff=_sniff_summary,
+    read=_read_summary,
 )

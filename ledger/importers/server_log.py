@@ -12,15 +12,30 @@ naive local time read as UTC when the log carries no zone).
 from __future__ import annotations
 
 import json
-from datetime import UTC, datetime
 from collections.abc import Callable
+from datetime import UTC, datetime
 from typing import Any
 
 from ledger.errors import InvalidInput
 from ledger.gpu_arch import compute_capability_for
-from ledger.sglang_log import LogFormatError, LogLine, ServerLogFacts, derive_findings, jsonable_args, parse_server_log
+from ledger.sglang_log import (
+    LogFormatError,
+    LogLine,
+    ServerLogFacts,
+    derive_findings,
+    jsonable_args,
+    parse_server_log,
+)
 from schemas import (
-    Actor, Event, FindingRecorded, Host, ServerFailed, ServerReady, ServerStarted, StartupFacts, normalize_flag,
+    Actor,
+    Event,
+    FindingRecorded,
+    Host,
+    ServerFailed,
+    ServerReady,
+    ServerStarted,
+    StartupFacts,
+    normalize_flag,
 )
 
 from .detect import ImportContext, Importer, InputFile, ReadResult, Sniffed, is_server_log
@@ -81,7 +96,9 @@ def import_server_log(
     except LogFormatError as exc:
         raise InvalidInput(f"{file.label}:{exc.line}: field {exc.field}: {exc.problem}") from None
     if not (facts.server_args or facts.has_startup_facts or facts.ready or facts.crash):
-        raise InvalidInput(f"{file.label}: no SGLang server facts found (server_args, startup lines, ready or crash)")
+        raise InvalidInput(
+            f"{file.label}: no SGLang server facts found (server_args, startup lines, ready or crash)"
+        )
     run_id = file.run_id("sglang")
     log_host = host_from_log(facts, host)
     common = dict(session_id=session_id, host=log_host, actor=actor)
@@ -95,7 +112,8 @@ def import_server_log(
 
     startup = facts.to_startup_facts(file.name)
     started_at = at(facts.evidence.get("server_args")) or (
-        facts.first_timestamp.replace(tzinfo=UTC) if facts.first_timestamp else None)
+        facts.first_timestamp.replace(tzinfo=UTC) if facts.first_timestamp else None
+    )
 
     args = facts.server_args
     port = args.get("port")
@@ -111,7 +129,9 @@ def import_server_log(
             port=port if isinstance(port, int) and not isinstance(port, bool) else None,
             pid=facts.pid,
             # A run that neither became ready nor failed keeps what it showed while starting.
-            startup=startup if not (facts.ready or facts.crash) and facts.has_startup_facts else None,
+            startup=startup
+            if not (facts.ready or facts.crash) and facts.has_startup_facts
+            else None,
             occurred_at=started_at,
             **common,
         )
@@ -139,13 +159,18 @@ def import_server_log(
                 message=facts.crash.message,
                 log_tail=facts.crash.tail,
                 startup=startup if facts.has_startup_facts or facts.server_args else None,
-                occurred_at=at(facts.crash.line) or (
-                    facts.last_timestamp.replace(tzinfo=UTC) if facts.last_timestamp else None),
+                occurred_at=at(facts.crash.line)
+                or (facts.last_timestamp.replace(tzinfo=UTC) if facts.last_timestamp else None),
                 **common,
             )
         )
     findings = derive_findings(
-        facts, host=log_host, previous=previous_startup, run_id=run_id, session_id=session_id, source_name=file.name
+        facts,
+        host=log_host,
+        previous=previous_startup,
+        run_id=run_id,
+        session_id=session_id,
+        source_name=file.name,
     )
     if remember is not None:
         findings += remember(events[0])
@@ -153,17 +178,21 @@ def import_server_log(
     for finding in findings:
         first_ref = next((e.ref for e in finding.evidence if e.kind == "log"), file.name)
         event_id = file.event_id(f"finding:{finding.kind}:{finding.flag}:{finding.message}")
-        if event_id in seen:  # one finding per fact (derive_findings already merges per-rank repeats)
+        if (
+            event_id in seen
+        ):  # one finding per fact (derive_findings already merges per-rank repeats)
             continue
         seen.add(event_id)
         events.append(
-            finding.model_copy(update={
-                "event_id": event_id,
-                "source": first_ref,
-                "host": log_host,
-                "actor": actor,
-                "occurred_at": _line_time(facts, first_ref) or started_at,
-            })
+            finding.model_copy(
+                update={
+                    "event_id": event_id,
+                    "source": first_ref,
+                    "host": log_host,
+                    "actor": actor,
+                    "occurred_at": _line_time(facts, first_ref) or started_at,
+                }
+            )
         )
     return events
 
@@ -173,8 +202,12 @@ def _line_time(facts: ServerLogFacts, ref: str) -> datetime | None:
     _, _, number = ref.rpartition(":")
     if not number.isdigit():
         return None
-    for line in [*facts.evidence.values(), *(b.line for b in facts.decode_batches),
-                 *(m.line for m in facts.moe_configs), *(o.line for o in facts.overrides)]:
+    for line in [
+        *facts.evidence.values(),
+        *(b.line for b in facts.decode_batches),
+        *(m.line for m in facts.moe_configs),
+        *(o.line for o in facts.overrides),
+    ]:
         if line.number == int(number) and line.timestamp:
             return line.timestamp.replace(tzinfo=UTC)
     return None
@@ -186,10 +219,17 @@ def _sniff(sniffed: Sniffed) -> float:
 
 def _read(file: InputFile, ctx: ImportContext) -> ReadResult:
     events = import_server_log(
-        file, config_name=ctx.config_name, session_id=ctx.session_id, host=ctx.host, actor=ctx.actor,
-        previous_startup=ctx.previous_startup, remember=ctx.remember,
+        file,
+        config_name=ctx.config_name,
+        session_id=ctx.session_id,
+        host=ctx.host,
+        actor=ctx.actor,
+        previous_startup=ctx.previous_startup,
+        remember=ctx.remember,
     )
     return events, {}
 
 
-IMPORTER = Importer(kind="sglang-server-log", description="sglang server log", sniff=_sniff, read=_read)
+IMPORTER = Importer(
+    kind="sglang-server-log", description="sglang server log", sniff=_sniff, read=_read
+)

@@ -32,7 +32,15 @@ from ledger.gpu_arch import compute_capability_for
 from schemas import Host, Workload
 
 from .bench_serving import samples_from_details
-from .detect import ImportContext, Importer, InputFile, ReadResult, Sniffed, json_lines, looks_like_bench
+from .detect import (
+    ImportContext,
+    Importer,
+    InputFile,
+    ReadResult,
+    Sniffed,
+    json_lines,
+    looks_like_bench,
+)
 from .fields import FieldReader
 from .results import bench_event, distribution_from_samples
 
@@ -40,25 +48,56 @@ TOOL = "vllm.bench_serve"
 NIGHTLY_TOOL = "vllm.nightly_benchmarks"
 
 #: Keys only vLLM's result has (sglang's spells E2E ``e2e_latency`` and total throughput ``total_throughput``).
-VLLM_KEYS = frozenset({
-    "mean_e2el_ms", "median_e2el_ms", "total_token_throughput", "endpoint_type", "burstiness", "model_id",
-    "tokenizer_id", "request_goodput", "request_goodput:", "best_of", "use_beam_search",
-})
+VLLM_KEYS = frozenset(
+    {
+        "mean_e2el_ms",
+        "median_e2el_ms",
+        "total_token_throughput",
+        "endpoint_type",
+        "burstiness",
+        "model_id",
+        "tokenizer_id",
+        "request_goodput",
+        "request_goodput:",
+        "best_of",
+        "use_beam_search",
+    }
+)
 _RENAMED = {
     "duration": "duration_s",
     "total_token_throughput": "total_throughput",
     "input_throughput": "input_throughput",
 }
-_INT_KEYS = {"completed", "failed", "total_input_tokens", "total_output_tokens", "max_concurrent_requests"}
-_PLAIN = {"completed", "failed", "total_input_tokens", "total_output_tokens", "request_throughput",
-          "output_throughput", "max_output_tokens_per_s", "max_concurrent_requests"}
+_INT_KEYS = {
+    "completed",
+    "failed",
+    "total_input_tokens",
+    "total_output_tokens",
+    "max_concurrent_requests",
+}
+_PLAIN = {
+    "completed",
+    "failed",
+    "total_input_tokens",
+    "total_output_tokens",
+    "request_throughput",
+    "output_throughput",
+    "max_output_tokens_per_s",
+    "max_concurrent_requests",
+}
 _STAT_RE = re.compile(r"^(mean|median|std|p(\d+(?:\.\d+)?))_(ttft|tpot|itl|e2el)_ms$")
 _OUR_PERCENTILES = {"90", "95", "99"}
 
 
 def _is_vllm(obj: Any) -> bool:
-    return isinstance(obj, dict) and looks_like_bench(obj) or (
-        isinstance(obj, dict) and bool({"completed", "duration"} & obj.keys()) and bool(VLLM_KEYS & obj.keys())
+    return (
+        isinstance(obj, dict)
+        and looks_like_bench(obj)
+        or (
+            isinstance(obj, dict)
+            and bool({"completed", "duration"} & obj.keys())
+            and bool(VLLM_KEYS & obj.keys())
+        )
     )
 
 
@@ -125,11 +164,17 @@ def _event(file: InputFile, ctx: ImportContext, r: FieldReader, number: int, tab
         metrics["failed"] = failed
         for key, value in distribution_from_samples(table).items():
             metrics.setdefault(key, value)
-    if duration and metrics.get("total_input_tokens") is not None and "input_throughput" not in metrics:
+    if (
+        duration
+        and metrics.get("total_input_tokens") is not None
+        and "input_throughput" not in metrics
+    ):
         metrics["input_throughput"] = metrics["total_input_tokens"] / duration
     if duration and completed and metrics.get("mean_e2e_latency_ms") is not None:
         # sglang's achieved concurrency: sum(E2E) / duration.
-        metrics["achieved_concurrency"] = metrics["mean_e2e_latency_ms"] * completed / 1000.0 / duration
+        metrics["achieved_concurrency"] = (
+            metrics["mean_e2e_latency_ms"] * completed / 1000.0 / duration
+        )
     max_concurrency = r.number("max_concurrency", integer=True)
     if max_concurrency is not None and max_concurrency < 1:
         raise r.error("max_concurrency", f"expected >= 1, got {max_concurrency}")
@@ -141,7 +186,9 @@ def _event(file: InputFile, ctx: ImportContext, r: FieldReader, number: int, tab
     workload = Workload(
         dataset=r.text("dataset_name"),
         num_prompts=num_prompts,
-        load="open-loop" if rate is not None else ("closed-loop" if max_concurrency is not None else None),
+        load="open-loop"
+        if rate is not None
+        else ("closed-loop" if max_concurrency is not None else None),
         request_rate=rate,
         endpoint=r.text("endpoint_type") or r.text("backend"),
     )
@@ -150,9 +197,24 @@ def _event(file: InputFile, ctx: ImportContext, r: FieldReader, number: int, tab
         first_error = next((e for e in table.column("error").to_pylist() if e), None)
     model = r.text("model_id")
     return bench_event(
-        file, ctx, label=str(number), line=number, tool=TOOL, metrics=metrics, workload=workload,
-        concurrency=max_concurrency, tool_metrics=tool_metrics,
-        notes=", ".join(x for x in (f"model {model}" if model else "", f"date {r.text('date')}" if r.text("date") else "") if x) or None,
+        file,
+        ctx,
+        label=str(number),
+        line=number,
+        tool=TOOL,
+        metrics=metrics,
+        workload=workload,
+        concurrency=max_concurrency,
+        tool_metrics=tool_metrics,
+        notes=", ".join(
+            x
+            for x in (
+                f"model {model}" if model else "",
+                f"date {r.text('date')}" if r.text("date") else "",
+            )
+            if x
+        )
+        or None,
         first_error=first_error,
     )
 
@@ -184,7 +246,9 @@ _ENGINE_RE = re.compile(r"^(?P<engine>[a-z]+)_(?P<digits>\d+)$")
 def _sniff_nightly(sniffed: Sniffed) -> float:
     obj = sniffed.json
     if isinstance(obj, list) and obj and all(isinstance(row, dict) for row in obj):
-        if all("Test name" in row for row in obj) and any("Tput (req/s)" in row or "Mean TTFT (ms)" in row for row in obj):
+        if all("Test name" in row for row in obj) and any(
+            "Tput (req/s)" in row or "Mean TTFT (ms)" in row for row in obj
+        ):
             return 0.9
     return 0.0
 
@@ -223,10 +287,15 @@ def _read_nightly(file: InputFile, ctx: ImportContext) -> ReadResult:
         engine, version = _engine_version(r.text("Engine"))
         gpu = r.text("GPU")
         seen = Host(
-            gpu_name=gpu, compute_capability=compute_capability_for(gpu),
-            gpu_count=int(test.group("tp")) if test else None, engine=engine, engine_version=version,
+            gpu_name=gpu,
+            compute_capability=compute_capability_for(gpu),
+            gpu_count=int(test.group("tp")) if test else None,
+            engine=engine,
+            engine_version=version,
         )
-        given = {k: v for k, v in (ctx.host.model_dump() if ctx.host else {}).items() if v is not None}
+        given = {
+            k: v for k, v in (ctx.host.model_dump() if ctx.host else {}).items() if v is not None
+        }
         host = seen.model_copy(update=given)
         rate = None
         if test and test.group("qps") != "inf":
@@ -237,15 +306,26 @@ def _read_nightly(file: InputFile, ctx: ImportContext) -> ReadResult:
             request_rate=rate,
         )
         event = bench_event(
-            file, ctx, label=name, line=None, tool=NIGHTLY_TOOL, metrics=metrics, workload=workload,
-            config_name=name, notes=f"nightly test {name}",
+            file,
+            ctx,
+            label=name,
+            line=None,
+            tool=NIGHTLY_TOOL,
+            metrics=metrics,
+            workload=workload,
+            config_name=name,
+            notes=f"nightly test {name}",
         )
         events.append(event.model_copy(update={"host": host, "source": f"{file.name}:{name}"}))
     return events, {}
 
 
-IMPORTER = Importer(kind="vllm-bench-serve", description="vLLM bench serve result JSON", sniff=_sniff, read=_read)
+IMPORTER = Importer(
+    kind="vllm-bench-serve", description="vLLM bench serve result JSON", sniff=_sniff, read=_read
+)
 NIGHTLY_IMPORTER = Importer(
-    kind="vllm-nightly-results", description="vLLM nightly benchmark summary JSON", sniff=_sniff_nightly,
+    kind="vllm-nightly-results",
+    description="vLLM nightly benchmark summary JSON",
+    sniff=_sniff_nightly,
     read=_read_nightly,
 )

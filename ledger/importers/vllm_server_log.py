@@ -28,7 +28,9 @@ def _host(gpu_name: str | None, tp: object, version: str | None, given: Host | N
         engine=ENGINE,
         engine_version=version,
     )
-    return seen.model_copy(update={k: v for k, v in (given.model_dump() if given else {}).items() if v is not None})
+    return seen.model_copy(
+        update={k: v for k, v in (given.model_dump() if given else {}).items() if v is not None}
+    )
 
 
 def _sniff(sniffed: Sniffed) -> float:
@@ -38,8 +40,16 @@ def _sniff(sniffed: Sniffed) -> float:
 def _read(file: InputFile, ctx: ImportContext) -> ReadResult:
     parsed = parse_vllm_log(file.lines())
     facts = parsed.facts
-    if not (facts.server_args or facts.has_startup_facts or facts.ready or facts.crash or parsed.engine_version):
-        raise InvalidInput(f"{file.label}: no vLLM server facts found (args, startup lines, ready or crash)")
+    if not (
+        facts.server_args
+        or facts.has_startup_facts
+        or facts.ready
+        or facts.crash
+        or parsed.engine_version
+    ):
+        raise InvalidInput(
+            f"{file.label}: no vLLM server facts found (args, startup lines, ready or crash)"
+        )
     run_id = file.run_id("vllm")
     args = facts.server_args
     host = _host(facts.gpu_name, args.get("tensor_parallel_size"), parsed.engine_version, ctx.host)
@@ -66,39 +76,57 @@ def _read(file: InputFile, ctx: ImportContext) -> ReadResult:
         )
     ]
     if facts.ready or (facts.has_startup_facts and facts.crash is None):
-        events.append(ServerReady(
-            event_id=file.event_id("server_ready"),
-            source=src("ready") if facts.ready else file.name,
-            run_id=run_id,
-            ready_after_s=facts.ready_after_s,
-            startup=facts.to_startup_facts(),
-            warnings=[w.message for w in facts.warnings],
-            **common,
-        ))
+        events.append(
+            ServerReady(
+                event_id=file.event_id("server_ready"),
+                source=src("ready") if facts.ready else file.name,
+                run_id=run_id,
+                ready_after_s=facts.ready_after_s,
+                startup=facts.to_startup_facts(),
+                warnings=[w.message for w in facts.warnings],
+                **common,
+            )
+        )
     if facts.crash is not None:
-        events.append(ServerFailed(
-            event_id=file.event_id("server_failed"),
-            source=f"{file.name}:{facts.crash.line.number}",
-            run_id=run_id,
-            cause=facts.crash.cause,  # type: ignore[arg-type]
-            message=facts.crash.message,
-            log_tail=facts.crash.tail,
-            startup=facts.to_startup_facts() if facts.has_startup_facts or facts.server_args else None,
-            **common,
-        ))
+        events.append(
+            ServerFailed(
+                event_id=file.event_id("server_failed"),
+                source=f"{file.name}:{facts.crash.line.number}",
+                run_id=run_id,
+                cause=facts.crash.cause,  # type: ignore[arg-type]
+                message=facts.crash.message,
+                log_tail=facts.crash.tail,
+                startup=facts.to_startup_facts()
+                if facts.has_startup_facts or facts.server_args
+                else None,
+                **common,
+            )
+        )
     findings = vllm_findings(
-        parsed, host=host, previous=ctx.previous_startup, run_id=run_id, session_id=ctx.session_id,
+        parsed,
+        host=host,
+        previous=ctx.previous_startup,
+        run_id=run_id,
+        session_id=ctx.session_id,
         source_name=file.name,
     )
-    if ctx.remember is not None:  # flags the ledger already knows do nothing (ledger/flag_memory.py)
+    if (
+        ctx.remember is not None
+    ):  # flags the ledger already knows do nothing (ledger/flag_memory.py)
         findings += ctx.remember(events[0])
     for finding in findings:
-        events.append(finding.model_copy(update={
-            "event_id": file.event_id(f"finding:{finding.kind}:{finding.flag}:{finding.message}"),
-            "source": finding.evidence[0].ref if finding.evidence else file.name,
-            "host": host,
-            "actor": ctx.actor,
-        }))
+        events.append(
+            finding.model_copy(
+                update={
+                    "event_id": file.event_id(
+                        f"finding:{finding.kind}:{finding.flag}:{finding.message}"
+                    ),
+                    "source": finding.evidence[0].ref if finding.evidence else file.name,
+                    "host": host,
+                    "actor": ctx.actor,
+                }
+            )
+        )
     return events, {}
 
 

@@ -11,13 +11,23 @@ import sys
 
 GPUS = {
     "h200": ("NVIDIA H200, 9.0, 143771 MiB, 580.159.04", "580.159.04", "13.0"),
-    "rtx6000": ("NVIDIA RTX PRO 6000 Blackwell Workstation Edition, 12.0, 97887 MiB, 580.95.05", "580.95.05", "13.0"),
+    "rtx6000": (
+        "NVIDIA RTX PRO 6000 Blackwell Workstation Edition, 12.0, 97887 MiB, 580.95.05",
+        "580.95.05",
+        "13.0",
+    ),
 }
 line, driver, cuda = GPUS[os.environ.get("FAKE_GPU", "h200")]
 count = int(os.environ.get("FAKE_GPU_COUNT", "1"))
 if any(arg.startswith("--query-gpu=") for arg in sys.argv[1:]):
     print("\n".join([line] * count))
 else:
-    print("+-----------------------------------------------------------------------------------------+")
-    print(f"| NVIDIA-SMI {driver}             Driver Version: {driver}     CUDA Version: {cuda}     |")
-    print("+-----------------------------------------+------------------------+----------------------+")
+    print(
+        "+-----------------------------------------------------------------------------------------+"
+    )
+    print(
+        f"| NVIDIA-SMI {driver}             Driver Version: {driver}     CUDA Version: {cuda}     |"
+    )
+    print(
+        "+-----------------------------------------+------------------------+----------------------+"
+    )

@@ -28,8 +28,14 @@ import sys
 from aiohttp import web
 
 
-def make_app(chunks: int = 8, delay_s: float = 0.0, tokens_per_chunk: int = 2, reject_unknown: bool = False,
-             fail_posts: int = 0, openai_tokens_per_chunk: int = 1) -> web.Application:
+def make_app(
+    chunks: int = 8,
+    delay_s: float = 0.0,
+    tokens_per_chunk: int = 2,
+    reject_unknown: bool = False,
+    fail_posts: int = 0,
+    openai_tokens_per_chunk: int = 1,
+) -> web.Application:
     """The aiohttp application (see the module docstring)."""
     failures_left = [fail_posts]
 
@@ -44,7 +50,12 @@ def make_app(chunks: int = 8, delay_s: float = 0.0, tokens_per_chunk: int = 2, r
         body = await request.json()
         if reject_unknown and "ignore_eos" in body:
             return web.json_response(
-                {"detail": [{"loc": ["body", "ignore_eos"], "msg": "Extra inputs are not permitted"}]}, status=422
+                {
+                    "detail": [
+                        {"loc": ["body", "ignore_eos"], "msg": "Extra inputs are not permitted"}
+                    ]
+                },
+                status=422,
             )
         n = min(int(body.get("max_tokens", chunks)), chunks)
         chat = request.path.endswith("chat/completions")
@@ -54,7 +65,9 @@ def make_app(chunks: int = 8, delay_s: float = 0.0, tokens_per_chunk: int = 2, r
             if delay_s:
                 await asyncio.sleep(delay_s)
             text = "".join(f"t{j} " for j in range(i, min(n, i + openai_tokens_per_chunk)))
-            choice = {"index": 0, "delta": {"content": text}} if chat else {"index": 0, "text": text}
+            choice = (
+                {"index": 0, "delta": {"content": text}} if chat else {"index": 0, "text": text}
+            )
             await resp.write(b"data: " + json.dumps({"choices": [choice]}).encode() + b"\n\n")
         usage = {"prompt_tokens": 1, "completion_tokens": n, "total_tokens": n + 1}
         await resp.write(b"data: " + json.dumps({"choices": [], "usage": usage}).encode() + b"\n\n")
@@ -72,7 +85,10 @@ def make_app(chunks: int = 8, delay_s: float = 0.0, tokens_per_chunk: int = 2, r
             if delay_s:
                 await asyncio.sleep(delay_s)
             done = min(n, done + tokens_per_chunk if done else done + 1)
-            data = {"text": "x" * done, "meta_info": {"completion_tokens": done, "prompt_tokens": 1}}
+            data = {
+                "text": "x" * done,
+                "meta_info": {"completion_tokens": done, "prompt_tokens": 1},
+            }
             await resp.write(b"data: " + json.dumps(data).encode() + b"\n\n")
         await resp.write(b"data: [DONE]\n\n")
         await resp.write_eof()
@@ -92,7 +108,9 @@ def make_app(chunks: int = 8, delay_s: float = 0.0, tokens_per_chunk: int = 2, r
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("model", nargs="?", help="ignored (accepted so server runners can pass one)")
+    parser.add_argument(
+        "model", nargs="?", help="ignored (accepted so server runners can pass one)"
+    )
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=0)
     parser.add_argument("--chunks", type=int, default=8)
@@ -117,9 +135,22 @@ def main(argv: list[str] | None = None) -> None:
             open(args.fail_marker, "x").close()
         except FileExistsError:
             fail_posts = 0
-    app = make_app(args.chunks, args.delay_ms / 1000.0, args.tokens_per_chunk, args.reject_unknown, fail_posts,
-                   args.openai_tokens_per_chunk)
-    web.run_app(app, sock=sock, print=None, access_log=None, backlog=1024, keepalive_timeout=args.keepalive_s)
+    app = make_app(
+        args.chunks,
+        args.delay_ms / 1000.0,
+        args.tokens_per_chunk,
+        args.reject_unknown,
+        fail_posts,
+        args.openai_tokens_per_chunk,
+    )
+    web.run_app(
+        app,
+        sock=sock,
+        print=None,
+        access_log=None,
+        backlog=1024,
+        keepalive_timeout=args.keepalive_s,
+    )
 
 
 if __name__ == "__main__":

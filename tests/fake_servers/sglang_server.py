@@ -39,8 +39,10 @@ OOM_LINES = [
     '  File "/venv/lib/python3.12/site-packages/sglang/srt/model_executor/model_runner.py", line 1501, in init_memory_pool',
     "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of 94.97 GiB",
 ]
-EAGER_LINE = ("[2026-11-20 14:07:00 TP0] Decode batch, #running-req: 64, #token: 70011, token usage: 0.17, "
-              "cuda graph: False, gen throughput (token/s): 1402.10, #queue-req: 0")
+EAGER_LINE = (
+    "[2026-11-20 14:07:00 TP0] Decode batch, #running-req: 64, #token: 70011, token usage: 0.17, "
+    "cuda graph: False, gen throughput (token/s): 1402.10, #queue-req: 0"
+)
 
 
 def say(line: str) -> None:
@@ -49,7 +51,11 @@ def say(line: str) -> None:
 
 def with_api_key(lines: list[str], api_key: str | None) -> list[str]:
     """The log lines with ``api_key=None`` replaced by the key, as SGLang prints its server args."""
-    return [line.replace("api_key=None", f"api_key={api_key!r}") for line in lines] if api_key else lines
+    return (
+        [line.replace("api_key=None", f"api_key={api_key!r}") for line in lines]
+        if api_key
+        else lines
+    )
 
 
 def main() -> None:
@@ -72,32 +78,53 @@ def main() -> None:
     for name in filter(None, args.fake_ignore.split(",")):
         signal.signal(getattr(signal, f"SIG{name}"), signal.SIG_IGN)
     children = [
-        subprocess.Popen([sys.executable, "-c",
-                          "import signal, time; signal.signal(signal.SIGINT, signal.SIG_IGN); time.sleep(600)"])
+        subprocess.Popen(
+            [
+                sys.executable,
+                "-c",
+                "import signal, time; signal.signal(signal.SIGINT, signal.SIG_IGN); time.sleep(600)",
+            ]
+        )
         for _ in range(args.fake_children)
     ]
     _ = children  # they belong to our process group: the runner must end them
 
     if args.fake_crash:
-        lines = (FIXTURES / "sm120_qwen35_fp8_capture_crash.log").read_text().splitlines() if args.fake_crash == "resources" else OOM_LINES
+        lines = (
+            (FIXTURES / "sm120_qwen35_fp8_capture_crash.log").read_text().splitlines()
+            if args.fake_crash == "resources"
+            else OOM_LINES
+        )
         for line in with_api_key(lines, args.api_key):
             say(line)
         time.sleep(0.1)
         sys.exit(1)
 
-    lines = [] if args.fake_log == "none" else (FIXTURES / f"sm120_qwen35_{args.fake_log}.log").read_text().splitlines()
+    lines = (
+        []
+        if args.fake_log == "none"
+        else (FIXTURES / f"sm120_qwen35_{args.fake_log}.log").read_text().splitlines()
+    )
     lines = with_api_key(lines, args.api_key)
-    ready_at = next((i for i, line in enumerate(lines) if "fired up and ready to roll" in line), len(lines) - 1)
-    head, running = lines[:ready_at], lines[ready_at + 1:]
+    ready_at = next(
+        (i for i, line in enumerate(lines) if "fired up and ready to roll" in line), len(lines) - 1
+    )
+    head, running = lines[:ready_at], lines[ready_at + 1 :]
     ready_line = lines[ready_at] if lines else "The server is fired up and ready to roll!"
     for line in head:
         say(line)
 
     state = {"healthy": False}
     server_info = {
-        "model_path": args.model_path, "port": args.port, "status": "ready", "version": "0.5.12",
-        "max_total_num_tokens": 20480, "attention_backend": "fa3",
-        "internal_states": [{"effective_max_running_requests_per_dp": 128, "last_gen_throughput": 0.0}],
+        "model_path": args.model_path,
+        "port": args.port,
+        "status": "ready",
+        "version": "0.5.12",
+        "max_total_num_tokens": 20480,
+        "attention_backend": "fa3",
+        "internal_states": [
+            {"effective_max_running_requests_per_dp": 128, "last_gen_throughput": 0.0}
+        ],
     }
 
     class Handler(BaseHTTPRequestHandler):
@@ -115,7 +142,9 @@ def main() -> None:
         def do_GET(self) -> None:  # noqa: N802 - http.server's naming
             if self.path == "/health":
                 self._send(200 if state["healthy"] else 503, {})
-            elif self.path == "/server_info" and not (args.fake_no_server_info or args.fake_old_server_info):
+            elif self.path == "/server_info" and not (
+                args.fake_no_server_info or args.fake_old_server_info
+            ):
                 self._send(200, server_info)
             elif self.path == "/get_server_info" and not args.fake_no_server_info:
                 self._send(200, server_info)
@@ -130,13 +159,18 @@ def main() -> None:
                     say(line)
                 if args.fake_eager_decode:
                     say(EAGER_LINE)
-                self._send(200, {"text": "hello", "meta_info": {"completion_tokens": 1, "prompt_tokens": 1}})
+                self._send(
+                    200,
+                    {"text": "hello", "meta_info": {"completion_tokens": 1, "prompt_tokens": 1}},
+                )
             else:
                 self._send(404, {"detail": "Not Found"})
 
     httpd = ThreadingHTTPServer((args.host, args.port), Handler)
     threading.Thread(target=httpd.serve_forever, daemon=True).start()
-    say(f"[2026-11-20 14:04:45] INFO:     Uvicorn running on http://{args.host}:{args.port} (Press CTRL+C to quit)")
+    say(
+        f"[2026-11-20 14:04:45] INFO:     Uvicorn running on http://{args.host}:{args.port} (Press CTRL+C to quit)"
+    )
     if not args.fake_never_ready:
         time.sleep(args.fake_unhealthy_s)
         state["healthy"] = True

@@ -25,7 +25,13 @@ import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
-INFO = Path(__file__).resolve().parents[1] / "fixtures" / "sglang" / "server" / "native_api.get_server_info.response.json"
+INFO = (
+    Path(__file__).resolve().parents[1]
+    / "fixtures"
+    / "sglang"
+    / "server"
+    / "native_api.get_server_info.response.json"
+)
 
 
 def main() -> None:
@@ -47,17 +53,23 @@ def main() -> None:
     rate = (accept - 1) / max(1, draft - 1) if spec else None
 
     info = json.loads(INFO.read_text())
-    info.update(speculative_algorithm=args.speculative_algorithm, speculative_num_steps=args.speculative_num_steps,
-                speculative_eagle_topk=args.speculative_eagle_topk,
-                speculative_num_draft_tokens=args.speculative_num_draft_tokens, port=args.port)
+    info.update(
+        speculative_algorithm=args.speculative_algorithm,
+        speculative_num_steps=args.speculative_num_steps,
+        speculative_eagle_topk=args.speculative_eagle_topk,
+        speculative_num_draft_tokens=args.speculative_num_draft_tokens,
+        port=args.port,
+    )
     if spec:
         info["internal_states"][0]["avg_spec_accept_length"] = accept
     lock = threading.Lock()
 
     def decode_line(running: int) -> str:
         spec_part = f"accept len: {accept:.2f}, accept rate: {rate:.2f}, " if spec else ""
-        return (f"[2026-11-30 21:00:00] Decode batch, #running-req: {running}, #token: {64 * running}, "
-                f"token usage: 0.01, {spec_part}cuda graph: True, gen throughput (token/s): 321.50, #queue-req: 0")
+        return (
+            f"[2026-11-30 21:00:00] Decode batch, #running-req: {running}, #token: {64 * running}, "
+            f"token usage: 0.01, {spec_part}cuda graph: True, gen throughput (token/s): 321.50, #queue-req: 0"
+        )
 
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
@@ -84,7 +96,9 @@ def main() -> None:
                 self._json(404, {"detail": "Not Found"})
 
         def do_POST(self) -> None:  # noqa: N802
-            body = json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)) or b"{}")
+            body = json.loads(
+                self.rfile.read(int(self.headers.get("Content-Length") or 0)) or b"{}"
+            )
             if self.path == "/generate":
                 meta = {"completion_tokens": 8, "prompt_tokens": 8, "e2e_latency": 0.01}
                 if spec:
@@ -112,7 +126,10 @@ def main() -> None:
             self.close_connection = True
 
     httpd = ThreadingHTTPServer((args.host, args.port), Handler)
-    print(f"[2026-11-30 21:00:00] INFO:     Uvicorn running on http://{args.host}:{args.port}", flush=True)
+    print(
+        f"[2026-11-30 21:00:00] INFO:     Uvicorn running on http://{args.host}:{args.port}",
+        flush=True,
+    )
     print("[2026-11-30 21:00:00] The server is fired up and ready to roll!", flush=True)
     try:
         httpd.serve_forever()
