@@ -16,10 +16,9 @@ from __future__ import annotations
 import json
 
 import click
-import pyarrow as pa
 
-from .cli import Context, ledger_option, pass_ctx
-from .render import FORMATS, print_table
+# pyarrow and rich (``ledger.render``) only when a table is printed: `--help` stays light.
+from .cli import FORMATS, Context, ledger_option, pass_ctx, print_table
 
 
 @click.group(name="remote")
@@ -65,6 +64,8 @@ def remote_add(
 @pass_ctx
 def remote_list(ctx: Context, fmt: str) -> None:
     """The configured remotes with their last sync (URLs masked)."""
+    import pyarrow as pa
+
     from . import remote, sync
 
     store = ctx.store()

@@ -26,9 +26,8 @@ import click
 from ledger.cli import Context, pass_ctx
 
 from .cli_measure import bench_command, plan_command
-from .configs import load_config, load_configs
+from .configs import DEFAULT_HEALTH_TIMEOUT_S, load_config, load_configs
 from .engines import adapter_for
-from .server import DEFAULT_HEALTH_TIMEOUT_S, ServerRunner
 
 _CONFIGS_OPTION = click.option(
     "--configs",
@@ -92,6 +91,8 @@ def start_command(
     Progress goes to standard error; on ready, one JSON line with the run id, port,
     pid and log path goes to standard output (for scripts and agents).
     """
+    from .server import ServerRunner  # httpx: only when a server starts
+
     config = load_config(configs_path, config_name)
     store = ctx.store()
     store.init()

@@ -51,6 +51,10 @@ from schemas.secrets import add_secret_words
 
 EngineName = Literal["sglang", "vllm", "transformers"]
 
+#: Default wait for health (seconds): a 100B+ model loads and captures CUDA graphs for minutes.
+#: (Here, not in ``server``, so the CLI's help shows it without importing httpx.)
+DEFAULT_HEALTH_TIMEOUT_S = 1800.0
+
 #: Keys a configuration may have (besides ``base``).
 _KEYS = (
     "engine",

@@ -63,7 +63,7 @@ from schemas import (
 )
 
 from .artifacts import artifacts_dir, safe_name, server_log_path
-from .configs import ServerConfig
+from .configs import DEFAULT_HEALTH_TIMEOUT_S, ServerConfig
 from .engines import EngineAdapter, adapter_for
 from .host import HostFingerprint, fingerprint
 from .process import (
@@ -76,8 +76,6 @@ from .process import (
     read_lines,
 )
 
-#: Default wait for health (seconds): a 100B+ model loads and captures CUDA graphs for minutes.
-DEFAULT_HEALTH_TIMEOUT_S = 1800.0
 #: Lines of the log a failure event keeps.
 LOG_TAIL_LINES = 40
 #: The actor of every runner event.

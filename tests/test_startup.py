@@ -1,7 +1,10 @@
-"""CLI start-up: `tuneledger append` imports only what appending needs (README, Performance).
+"""CLI start-up: `tuneledger append` imports only what appending needs, `--help` lists the
+plugin commands without their heavy imports, and the fast exit loses nothing (README,
+Performance).
 
-Timing is measured by bench/bench_ledger.py, not here; this checks the cause of the cost -
-which heavy modules a real `append` process loads - so a stray top-level import shows up.
+Timing is measured by bench/bench_store.py, not here; this checks the cause of the cost -
+which heavy modules a real process loads - so a stray top-level import shows up. These tests
+run real processes on purpose: the process boundary (imports, exit) is what is under test.
 """
 
 from __future__ import annotations
@@ -10,8 +13,26 @@ import subprocess
 import sys
 from pathlib import Path
 
-#: Imported only by commands that need them (tables, samples, the runners, the TUI).
-LAZY = ("pyarrow", "numpy", "rich", "httpx", "tenacity", "textual", "runners", "tui")
+import duckdb
+
+#: Imported only by commands that need them (tables, samples, HTTP, the hub, statistics,
+#: plots, tokenizers, the runners, the TUI).
+HEAVY = (
+    "pyarrow",
+    "numpy",
+    "rich",
+    "httpx",
+    "aiohttp",
+    "tenacity",
+    "textual",
+    "textual_plotext",
+    "watchfiles",
+    "scipy",
+    "psycopg",
+    "yaml",
+    "tokenizers",
+)
+LAZY = (*HEAVY, "runners", "tui")
 
 PROBE = """
 import sys
@@ -24,19 +45,51 @@ print(" ".join(m for m in {lazy!r} if m in sys.modules))
 """
 
 
+def _loaded(args: list[str], lazy: tuple[str, ...], stdin: str = "") -> tuple[str, str]:
+    """(the command's output, the names of ``lazy`` it left imported)."""
+    out = subprocess.run(
+        [sys.executable, "-c", PROBE.format(lazy=lazy), *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        input=stdin,
+    )
+    assert out.returncode == 0, (args, out.stderr)
+    *printed, loaded = out.stdout.splitlines()
+    return "\n".join(printed), loaded
+
+
 def test_append_loads_no_heavy_module(tmp_path: Path) -> None:
-    ledger = tmp_path / "l.duckdb"
-    code = PROBE.format(lazy=LAZY)
-    for args in (["init"], ["append", "note_added", "-f", "text=hi"], ["append", "--json"]):
-        out = subprocess.run(
-            [sys.executable, "-c", code, "--ledger", str(ledger), *args],
-            capture_output=True,
-            text=True,
-            timeout=120,
-            input='{"type": "note_added", "text": "piped"}',
-        )
-        assert out.returncode == 0, out.stderr
-        assert out.stdout.splitlines()[-1] == "", (args, out.stdout)
+    ledger = str(tmp_path / "l.duckdb")
+    for args in (
+        ["init"],
+        ["append", "note_added", "-f", "text=hi"],
+        ["append", "--json"],
+        ["append", "--help"],
+        ["append", "note_added", "--help"],
+    ):
+        stdin = '{"type": "note_added", "text": "piped"}'
+        assert _loaded(["--ledger", ledger, *args], LAZY, stdin)[1] == "", args
+
+
+def test_help_lists_plugin_commands_without_their_heavy_imports() -> None:
+    # The plugins' click objects are loaded for their one-line help; what their commands
+    # use (httpx, pyarrow, rich, textual, psycopg) is imported when a command runs.
+    for args in (
+        ["--help"],
+        ["run", "--help"],
+        ["run", "server", "--help"],
+        ["run", "bench", "--help"],
+        ["remote", "--help"],
+        ["sync", "--help"],
+        ["tui", "--help"],
+    ):
+        printed, loaded = _loaded(args, HEAVY)
+        assert loaded == "", args
+        assert printed.startswith("Usage: "), args
+    printed, _ = _loaded(["--help"], HEAVY)
+    for name in ("run", "tui", "remote", "sync"):
+        assert f"\n  {name} " in printed, name
 
 
 def test_plugin_commands_still_run_and_are_listed(tmp_path: Path) -> None:
@@ -52,3 +105,68 @@ def test_plugin_commands_still_run_and_are_listed(tmp_path: Path) -> None:
         timeout=120,
     )
     assert out.returncode == 0 and "Usage: " in out.stdout, out.stderr
+
+
+#: A process that keeps a ledger open (a Python API user), then runs the console script's
+#: entry point, which ends with ``os._exit``.
+KEPT_OPEN_THEN_EXIT = """
+import sys
+from ledger.cli import run
+from ledger.store import LedgerStore
+from schemas.events import NoteAdded
+
+store = LedgerStore(sys.argv.pop(1), hold_s=600)
+store.append(NoteAdded(text="kept open"))
+run()
+"""
+
+
+def _projected_and_head(ledger: Path) -> tuple[int, int]:
+    """(the projections' stored position, the log's head), read by DuckDB alone."""
+    con = duckdb.connect(str(ledger), read_only=True)
+    try:
+        ((projected, head),) = con.execute(
+            "SELECT (SELECT CAST(value AS BIGINT) FROM ledger_meta WHERE key = 'projected_seq'), "
+            "(SELECT max(seq) FROM events)"
+        ).fetchall()
+    finally:
+        con.close()
+    return projected, head
+
+
+def test_the_fast_exit_flushes_output_and_closes_the_ledger_first(tmp_path: Path) -> None:
+    ledger = tmp_path / "l.duckdb"
+    tuneledger = Path(sys.executable).with_name("tuneledger")
+    base = [str(tuneledger), "--ledger", str(ledger)]
+    assert subprocess.run([*base, "init"], capture_output=True, timeout=120).returncode == 0
+    # The console script's append: acknowledged, stored, checkpointed (no write-ahead log left).
+    out = subprocess.run(
+        [*base, "append", "note_added", "-f", "text=one"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert out.returncode == 0 and out.stdout.startswith("appended seq 1: note_added"), out
+    assert not Path(f"{ledger}.wal").exists()
+    assert _projected_and_head(ledger) == (1, 1)
+    # Output larger than a pipe's buffer arrives whole before the exit.
+    out = subprocess.run(
+        [*base, "sql", "SELECT range AS n FROM range(200000)", "--format", "csv"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert out.returncode == 0, out.stderr
+    lines = out.stdout.splitlines()
+    assert lines[0] == "n" and len(lines) == 200001 and lines[-1] == "199999"
+    # A ledger the process kept open is caught up, closed and checkpointed before os._exit;
+    # the exit code of the command is kept.
+    out = subprocess.run(
+        [sys.executable, "-c", KEPT_OPEN_THEN_EXIT, str(ledger), *base[1:], "show", "nope"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert out.returncode == 5, out.stderr
+    assert not Path(f"{ledger}.wal").exists()
+    assert _projected_and_head(ledger) == (2, 2)
