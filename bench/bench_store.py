@@ -143,55 +143,87 @@ def bench_stores(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
     return summary
 
 
+#: DuckDB's share of a one-shot append, in a process of its own: import, connect, one
+#: committed insert, close (with its checkpoint), then ``os._exit`` as the CLI ends. No
+#: one-shot Python process on DuckDB goes below it.
+DUCKDB_FLOOR = """
+import os, sys, duckdb
+con = duckdb.connect(sys.argv[1])
+con.execute("BEGIN")
+con.execute("INSERT INTO t VALUES (?, ?)", [1, '{"text": "floor"}'])
+con.execute("COMMIT")
+con.close()
+os._exit(0)
+"""
+
+
 def bench_cli(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
+    """``tuneledger append`` from process start to exit, beside what it is made of, each a
+    process of its own, interleaved call by call so the same load falls on all: the bare
+    interpreter, DuckDB's floor (``DUCKDB_FLOOR``), ``import ledger.cli``, ``tuneledger --help``.
+    """
+    import duckdb
+
     tuneledger = Path(sys.executable).with_name("tuneledger")
     ledger = tmp / "cli.duckdb"
+    floor = tmp / "floor.duckdb"
+    # Bytecode for the project's modules, as any installed package has: with
+    # PYTHONDONTWRITEBYTECODE set (it is on some machines) an editable install would otherwise
+    # compile ledger/ and schemas/ in every process.
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "compileall",
+            "-q",
+            *(str(ROOT / p) for p in ("schemas", "ledger", "runners", "tui")),
+        ],
+        check=True,
+    )
     subprocess.run(
         [str(tuneledger), "--ledger", str(ledger), "init"], check=True, capture_output=True
     )
-    walls, cpus = [], []
+    con = duckdb.connect(str(floor))
+    con.execute("CREATE TABLE t (n BIGINT, payload JSON)")
+    con.close()
+    series: dict[str, list[str]] = {
+        "append": [str(tuneledger), "--ledger", str(ledger), "append", "note_added", "-f"],
+        "python": [sys.executable, "-c", "pass"],
+        "duckdb_floor": [sys.executable, "-c", DUCKDB_FLOOR, str(floor)],
+        "import_ledger_cli": [sys.executable, "-c", "import os, ledger.cli; os._exit(0)"],
+        "help": [str(tuneledger), "--help"],
+    }
+    walls: dict[str, list[float]] = {name: [] for name in series}
+    cpus: dict[str, list[float]] = {name: [] for name in series}
     loads = [load()]
     for i in range(args.cli):
-        usage0 = resource.getrusage(resource.RUSAGE_CHILDREN)
-        start = time.perf_counter()
-        subprocess.run(
-            [
-                str(tuneledger),
-                "--ledger",
-                str(ledger),
-                "append",
-                "note_added",
-                "-f",
-                f"text=cli {i}",
-            ],
-            check=True,
-            capture_output=True,
-        )
-        walls.append((time.perf_counter() - start) * 1e3)
-        usage = resource.getrusage(resource.RUSAGE_CHILDREN)
-        cpus.append((usage.ru_utime - usage0.ru_utime + usage.ru_stime - usage0.ru_stime) * 1e3)
+        for name, argv in series.items():
+            argv = [*argv, f"text=cli {i}"] if name == "append" else argv
+            usage0 = resource.getrusage(resource.RUSAGE_CHILDREN)
+            start = time.perf_counter()
+            subprocess.run(argv, check=True, capture_output=True, cwd=ROOT)
+            walls[name].append((time.perf_counter() - start) * 1e3)
+            usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+            cpus[name].append(
+                (usage.ru_utime - usage0.ru_utime + usage.ru_stime - usage0.ru_stime) * 1e3
+            )
     loads.append(load())
-    # Where the time goes: interpreter alone, and the imports of an append.
-    bare = _cpu_of([sys.executable, "-c", "pass"], 5)
-    imports = _cpu_of([sys.executable, "-c", "import ledger.cli"], 5)
+    parts = {
+        name: {
+            "wall_p50_ms": round(statistics.median(walls[name])),
+            "cpu_p50_ms": round(statistics.median(cpus[name])),
+        }
+        for name in series
+    }
     return {
-        "wall_p50_ms": round(statistics.median(walls)),
-        "wall_p90_ms": round(percentile(walls, 0.9)),
-        "cpu_p50_ms": round(statistics.median(cpus)),
-        "python_start_cpu_ms": bare,
-        "import_ledger_cli_cpu_ms": imports,
+        "wall_p50_ms": parts["append"]["wall_p50_ms"],
+        "wall_p90_ms": round(percentile(walls["append"], 0.9)),
+        "cpu_p50_ms": parts["append"]["cpu_p50_ms"],
+        "python_start_cpu_ms": parts["python"]["cpu_p50_ms"],
+        "import_ledger_cli_cpu_ms": parts["import_ledger_cli"]["cpu_p50_ms"],
+        "parts": parts,
         "load": loads,
     }
-
-
-def _cpu_of(argv: list[str], n: int) -> float:
-    cpus = []
-    for _ in range(n):
-        usage0 = resource.getrusage(resource.RUSAGE_CHILDREN)
-        subprocess.run(argv, check=True, capture_output=True, cwd=ROOT)
-        usage = resource.getrusage(resource.RUSAGE_CHILDREN)
-        cpus.append((usage.ru_utime - usage0.ru_utime + usage.ru_stime - usage0.ru_stime) * 1e3)
-    return round(statistics.median(cpus))
 
 
 def bench_import(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
@@ -330,9 +362,10 @@ def print_report(results: dict[str, Any]) -> None:
     if cli:
         print(
             f"\n`tuneledger append`: wall p50 {cli['wall_p50_ms']} ms (p90 {cli['wall_p90_ms']}), CPU p50 "
-            f"{cli['cpu_p50_ms']} ms (python alone {cli['python_start_cpu_ms']} ms, `import ledger.cli` "
-            f"{cli['import_ledger_cli_cpu_ms']} ms); load {cli['load']}"
+            f"{cli['cpu_p50_ms']} ms; load {cli['load']}"
         )
+        for name, part in cli.get("parts", {}).items():
+            print(f"  {name}: wall p50 {part['wall_p50_ms']} ms, CPU p50 {part['cpu_p50_ms']} ms")
     imp = results.get("import")
     if imp:
         print(

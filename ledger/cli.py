@@ -28,14 +28,15 @@ from . import input_checks
 from .errors import InvalidInput, LedgerError, NotFound
 from .input_checks import loads
 from .jsonl import event_from_obj, event_to_json, read_stdin_events, read_stdin_text
-from .store import AppendResult, LedgerStore
 
 if TYPE_CHECKING:
     import pyarrow as pa
 
-# Start-up time matters (an agent calls `tuneledger append` in a loop): pyarrow, rich (the
-# table printer), the runners' and the TUI's commands are imported only when a command that
-# needs them runs. See README, Performance.
+    from .store import AppendResult, LedgerStore
+
+# Start-up time matters (an agent calls `tuneledger append` in a loop): DuckDB (the store),
+# pyarrow, rich (the table printer), the runners' and the TUI's commands are imported only
+# when a command that needs them runs. See README, Performance.
 
 #: The output formats of the table-printing commands (``ledger.render``, imported when printing).
 FORMATS = ("table", "csv", "json")
@@ -67,7 +68,9 @@ class Context:
         self.session = session
 
     def store(self) -> LedgerStore:
-        """The ledger store at ``--ledger``."""
+        """The ledger store at ``--ledger`` (DuckDB imported here: `--help` and `types` need none)."""
+        from .store import LedgerStore
+
         return LedgerStore(self.ledger)
 
 
