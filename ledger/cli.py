@@ -964,9 +964,10 @@ def run() -> None:
         code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
         if exc.code is not None and not isinstance(exc.code, int):
             print(exc.code, file=sys.stderr)
-    for thread in threading.enumerate():
-        if not thread.daemon and thread is not threading.current_thread():
-            thread.join()
+    # What the interpreter's exit does first (``threading._shutdown``): the threading module's
+    # exit hooks (a thread pool's workers are told to stop), then every non-daemon thread is
+    # waited for.
+    threading._shutdown()  # type: ignore[attr-defined]
     _flush_stdio()
     atexit._run_exitfuncs()
     _flush_stdio()  # what an exit handler printed

@@ -174,3 +174,33 @@ def test_the_fast_exit_flushes_output_and_closes_the_ledger_first(tmp_path: Path
     assert out.returncode == 5, out.stderr
     assert not Path(f"{ledger}.wal").exists()
     assert _projected_and_head(ledger) == (2, 2)
+
+
+#: Work left running in threads when the command returns: a non-daemon thread that finishes
+#: late, and a thread pool never shut down (its idle workers must be told to stop, as the
+#: interpreter's own exit does, or the process would never end).
+THREADS_THEN_EXIT = """
+import sys, threading, time
+from concurrent.futures import ThreadPoolExecutor
+from ledger.cli import run
+
+def late():
+    time.sleep(0.5)
+    print("late thread done", flush=True)
+
+threading.Thread(target=late).start()
+ThreadPoolExecutor(2).submit(print, "pool job done", flush=True)
+run()
+"""
+
+
+def test_the_fast_exit_waits_for_threads_like_the_interpreter() -> None:
+    out = subprocess.run(
+        [sys.executable, "-c", THREADS_THEN_EXIT, "types"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert out.returncode == 0, out.stderr
+    assert "late thread done" in out.stdout and "pool job done" in out.stdout
+    assert "note_added" in out.stdout
