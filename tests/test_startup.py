@@ -9,6 +9,7 @@ run real processes on purpose: the process boundary (imports, exit) is what is u
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -204,3 +205,35 @@ def test_the_fast_exit_waits_for_threads_like_the_interpreter() -> None:
     assert out.returncode == 0, out.stderr
     assert "late thread done" in out.stdout and "pool job done" in out.stdout
     assert "note_added" in out.stdout
+
+
+#: Records which entry-point groups the process looks up, then runs the console script.
+ENTRY_POINT_GROUPS = """
+import importlib.metadata, sys
+looked_up = []
+original = importlib.metadata.entry_points
+
+def entry_points(**kwargs):
+    looked_up.append(kwargs.get("group"))
+    return original(**kwargs)
+
+importlib.metadata.entry_points = entry_points
+import atexit
+atexit.register(lambda: print("groups:", sorted(set(map(str, looked_up)))))
+from ledger.cli import run
+run()
+"""
+
+
+def test_the_cli_does_not_scan_for_pydantic_plugins(tmp_path: Path) -> None:
+    # pydantic's plugin discovery reads every installed distribution's entry points; the CLI
+    # tells pydantic it has none, unless PYDANTIC_DISABLE_PLUGINS says how to treat them.
+    ledger = str(tmp_path / "l.duckdb")
+    argv = [sys.executable, "-c", ENTRY_POINT_GROUPS, "--ledger", ledger]
+    args = ["append", "--create", "note_added", "-f", "text=hi"]
+    out = subprocess.run([*argv, *args], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.startswith("appended seq 1") and "groups: []" in out.stdout
+    env = {**os.environ, "PYDANTIC_DISABLE_PLUGINS": ""}
+    out = subprocess.run([*argv, *args], capture_output=True, text=True, timeout=120, env=env)
+    assert out.returncode == 0 and "groups: ['pydantic']" in out.stdout, out
