@@ -622,7 +622,7 @@ def _render_benchmark_deltas(store: LedgerStore, session_id: str, short: ShortId
             "values the change is computed from (the geometric mean of the runs for a statistical verdict, "
             "else the mean), with the spread over the runs (CV) beside them; Change is value / baseline - 1 "
             "(a latency that drops shows as negative); the verdict knows which way is better for each "
-            f"metric ({rows[0]['verdict_rule']}). *too noisy*: the noise threshold is above 25%, so no "
+            f"metric ({rows[0]['verdict_rule']}). *too-noisy*: the noise threshold is above 25%, so no "
             "verdict of no change is given. Reproduce gives the command or plan that made the runs.",
             "",
         ]

@@ -67,14 +67,14 @@ class BenchmarksPane(Vertical):
         for verdict in (
             "improved",
             "regressed",
-            "no measurable change",
+            "no-measurable-change",
             "inconclusive",
-            "insufficient data",
-            "too noisy",
+            "insufficient-data",
+            "too-noisy",
         ):
             legend.append(
                 short_delta_verdict(verdict)
-                if verdict != "no measurable change"
+                if verdict != "no-measurable-change"
                 else "≈ no change",
                 style=DELTA_STYLE[verdict],
             )
