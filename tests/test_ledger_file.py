@@ -18,7 +18,6 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from ledger import views
 from ledger.cli import main
 from ledger.store import LAYOUT_VERSION, LedgerStore
 from schemas import NoteAdded

@@ -31,7 +31,7 @@ from ledger.store import LAYOUT_VERSION, LedgerStore
 from runners.bench_metrics import RequestResult
 from runners.compare import compare
 from runners.plan import PlanResult, verdict_table
-from schemas import EVENT_TYPES, CURRENT_VERSIONS, parse_event
+from schemas import CURRENT_VERSIONS, EVENT_TYPES, parse_event
 from schemas.events import (
     BenchmarkCompleted,
     BenchMetrics,
