@@ -156,9 +156,10 @@ BY_NAME: dict[str, Metric] = {m.name: m for m in METRICS}
 
 #: The ``bench_runs`` / ``benchmarks`` metric columns, in table order.
 VIEW_METRICS: tuple[str, ...] = tuple(m.name for m in METRICS if m.view)
-#: The metrics comparisons judge (``benchmark_deltas``, ``tuneledger run plan``), throughputs first.
+#: The metrics comparisons judge (``benchmark_deltas``, ``tuneledger run plan``): throughputs
+#: first, headline ones first within each direction, else in table order.
 COMPARED_METRICS: tuple[Metric, ...] = tuple(
-    sorted((m for m in METRICS if m.compared), key=lambda m: -m.direction)
+    sorted((m for m in METRICS if m.compared), key=lambda m: (-m.direction, not m.headline))
 )
 #: The metrics shown by default (TUI panes, plan table), in table order.
 HEADLINE_METRICS: tuple[Metric, ...] = tuple(m for m in METRICS if m.headline)
