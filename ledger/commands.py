@@ -19,9 +19,9 @@ The rules of a write live here, once, whichever front end asks:
 - **a proposal opens a new candidate stream** (``expected_version=0``): proposing an
   id twice is a conflict, never a second ``candidate_proposed``.
 - **the previous run** a server run is compared with (``capacity-reduced`` findings)
-  is the session's latest ``server_ready`` with startup facts (``previous_startup``),
-  for the runner and for imported logs alike; an import of several logs chains them
-  in the order given.
+  is the session's run started just before it, as the ``server_runs`` view pairs them
+  (``previous_startup``), for the runner and for imported logs alike; an import of
+  several logs chains them in the order given.
 
 Loading recorded history (the demo campaign, synthetic ledgers) goes through
 ``restore``: those triages were decided elsewhere and carry no version to check.
@@ -308,27 +308,58 @@ def retract(
 # --- server runs ------------------------------------------------------------------------
 
 
-def previous_startup(
-    store: LedgerStore, session_id: str | None, *, exclude_run_id: str | None = None
-) -> StartupFacts | None:
-    """The startup facts a new server run of ``session_id`` is compared with: those of the
-    session's latest ``server_ready`` (not retracted) that has them, other than
-    ``exclude_run_id``'s. ``None`` for a missing ledger or a session without one.
+#: The startup facts of the run started just before run ``$2`` in session ``$1`` (the latest run
+#: of the session when ``$2`` is not stored): the pairing of ``server_runs.previous_run_id``, and
+#: that run's facts as the view picks them (its ``server_ready``'s, else its ``server_failed``'s,
+#: else its ``server_started``'s).
+_PREVIOUS_STARTUP_SQL = """
+WITH previous AS (
+    SELECT run_id FROM server_runs
+    WHERE session_id IS NOT DISTINCT FROM $1
+      AND started_seq < coalesce((SELECT min(started_seq) FROM server_runs WHERE run_id = $2),
+                                 9223372036854775807)
+    ORDER BY started_seq DESC LIMIT 1
+)
+SELECT CAST(e.payload->'startup' AS VARCHAR) AS startup
+FROM previous p LEFT JOIN live_events e
+  ON (e.payload->>'run_id') = p.run_id
+ AND e.type IN ('server_ready', 'server_failed', 'server_started')
+ AND json_type(e.payload->'startup') = 'OBJECT'
+ORDER BY e.type = 'server_ready' DESC, e.type = 'server_failed' DESC, e.seq DESC
+LIMIT 1
+"""
 
-    The one definition of "the previous run" for ``capacity-reduced`` findings: the server
-    runner and ``import`` (which chains the logs it is given) both use it."""
+
+def previous_startup(
+    store: LedgerStore, session_id: str | None, *, run_id: str | None = None
+) -> StartupFacts | None:
+    """The startup facts of the server run a run of ``session_id`` is compared with
+    (``capacity-reduced`` findings): the session's run started just before ``run_id`` (its
+    latest run when ``run_id`` is ``None`` or not stored yet, as for a log being imported).
+
+    The one definition of "the previous run": the same pairing as the ``server_runs`` view's
+    ``previous_run_id`` and ``changes_vs_previous``, used by the server runner and ``import``
+    (which chains the logs it is given in order, see ``import_files``). ``None`` for a missing
+    ledger, a session without runs, or a previous run that logged no startup facts (it is
+    still the previous run: nothing is compared, as in the view)."""
     if not store.path.exists() or store.path.stat().st_size == 0:
         return None
-    table = store.query_arrow(
-        "SELECT payload->>'run_id' AS run_id, payload->'startup' AS startup FROM live_events "
-        "WHERE type = 'server_ready' AND session_id IS NOT DISTINCT FROM ? "
-        "AND (payload->'startup') IS NOT NULL AND json_type(payload->'startup') = 'OBJECT' "
-        "AND (payload->>'run_id') IS DISTINCT FROM ? ORDER BY seq DESC LIMIT 1",
-        [session_id, exclude_run_id],
-    )
-    if table.num_rows == 0:
-        return None
-    return StartupFacts.model_validate_json(table.column("startup")[0].as_py())
+    table = store.query_arrow(_PREVIOUS_STARTUP_SQL, [session_id, run_id])
+    text = table.column("startup")[0].as_py() if table.num_rows else None
+    return StartupFacts.model_validate_json(text) if text else None
+
+
+def _run_startup(events: Sequence[Event]) -> tuple[bool, StartupFacts | None]:
+    """Whether ``events`` (one imported log's) hold a server run, and its startup facts as
+    ``previous_startup`` would read them once stored (ready's, else failed's, else started's)."""
+    facts: dict[str, StartupFacts | None] = {}
+    for event in events:
+        if isinstance(event, ServerStarted | ServerReady | ServerFailed):
+            facts.setdefault(event.type, event.startup)
+    for kind in ("server_ready", "server_failed", "server_started"):
+        if facts.get(kind) is not None:
+            return True, facts[kind]
+    return bool(facts), None
 
 
 @dataclass
@@ -480,16 +511,16 @@ def import_files(
             remember=lambda started: remembered_findings(store, started),
         )
         results.append(result)
-        for event in result.events:
-            if isinstance(event, ServerReady) and event.startup is not None:
-                previous = event.startup
+        has_run, facts = _run_startup(result.events)
+        if has_run:  # the next log's run was started after this one
+            previous = facts
     events = _one_per_id(results)
     findings = shared_memory_findings(events, check_arch, session_id, actor)
     samples: dict[UUID, pa.Table] = {}
     for result in results:
         samples.update(result.samples)
     where = ", ".join(str(p) for p in paths)
-    appended = append(store, events + findings, samples=samples, where=where)
+    appended = append(store, [*events, *findings], samples=samples, where=where)
     return Imported(results, findings, {r.event_id: r for r in appended})
 
 

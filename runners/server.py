@@ -276,10 +276,10 @@ class ServerRunner:
         )
         commands.record(self.store, event)
 
-    def previous_startup(self, exclude_run_id: str | None = None) -> StartupFacts | None:
-        """The startup facts a new run of this session is compared with
-        (``ledger.commands.previous_startup``: ``import`` uses the same)."""
-        return commands.previous_startup(self.store, self.session_id, exclude_run_id=exclude_run_id)
+    def previous_startup(self, run_id: str | None = None) -> StartupFacts | None:
+        """The startup facts of the session's run started before ``run_id`` (the latest run when
+        ``None``): ``ledger.commands.previous_startup``, as for imported logs and the view."""
+        return commands.previous_startup(self.store, self.session_id, run_id=run_id)
 
     # --- start ------------------------------------------------------------------------
 
@@ -517,7 +517,7 @@ class ServerRunner:
             source=run.log_ref,
             **self._common(run),
         )
-        previous = self.previous_startup(exclude_run_id=run.run_id)
+        previous = self.previous_startup(run.run_id)
         self._append(run, ready)
         run.ready, run.startup = True, startup
         self.say(f"ready {run.run_id} after {ready.ready_after_s:.1f} s{_facts_summary(startup)}")

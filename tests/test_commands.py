@@ -352,20 +352,46 @@ def test_import_compares_with_the_previous_run_in_one_call_or_two(tmp_path: Path
         assert rows[1]["previous_run_id"] == rows[0]["run_id"]
 
 
-def test_previous_startup_is_the_latest_live_ready_run_of_the_session(store: LedgerStore) -> None:
+def test_previous_run_is_the_one_started_before_as_in_the_view(store: LedgerStore) -> None:
+    """The runner's and import's "previous run" is the ``server_runs`` view's pairing: the
+    session's run started just before, whatever became of it."""
     from runners.server import ServerRunner
+    from schemas import ServerFailed, ServerStarted
 
-    def ready(run_id: str, mrr: int, session: str = "s") -> ServerReady:
-        startup = StartupFacts(max_running_requests=mrr)
-        return ServerReady(run_id=run_id, startup=startup, session_id=session)
+    def run(run_id: str, mrr: int | None, session: str = "s") -> list:
+        started = ServerStarted(run_id=run_id, engine="sglang", session_id=session)
+        if mrr is None:  # died before logging any startup fact
+            return [
+                started,
+                ServerFailed(run_id=run_id, cause="crash", message="x", session_id=session),
+            ]
+        facts = StartupFacts(max_running_requests=mrr)
+        return [started, ServerReady(run_id=run_id, startup=facts, session_id=session)]
 
-    first, second = ready("r1", 48), ready("r2", 26)
-    commands.append(store, [first, second, ready("other", 1, session="t")])
+    events = run("r1", 48) + run("r2", 26) + run("other", 1, session="t") + run("r3", None)
+    commands.append(store, events)
+
+    def mrr(facts: StartupFacts | None) -> int | None:
+        return facts.max_running_requests if facts else None
+
     runner = ServerRunner(store, session_id="s")
-    assert commands.previous_startup(store, "s").max_running_requests == 26  # type: ignore[union-attr]
-    assert runner.previous_startup().max_running_requests == 26  # type: ignore[union-attr]
-    assert runner.previous_startup(exclude_run_id="r2").max_running_requests == 48  # type: ignore[union-attr]
-    commands.retract(store, second.event_id, reason="bad run", actor=ME)
-    assert commands.previous_startup(store, "s").max_running_requests == 48  # type: ignore[union-attr]
+    assert mrr(commands.previous_startup(store, "s", run_id="r3")) == 26
+    assert mrr(runner.previous_startup("r3")) == 26
+    assert mrr(runner.previous_startup("r2")) == 48
+    assert runner.previous_startup("r1") is None
+    # The latest run (what a log being imported is compared with) logged no facts: nothing
+    # to compare, as the view's changes_vs_previous says nothing either.
+    assert commands.previous_startup(store, "s") is None
+    view = store.query_arrow(
+        "SELECT run_id, previous_run_id FROM server_runs WHERE session_id = 's' ORDER BY started_seq"
+    ).to_pylist()
+    assert [(r["run_id"], r["previous_run_id"]) for r in view] == [
+        ("r1", None),
+        ("r2", "r1"),
+        ("r3", "r2"),
+    ]
+    commands.retract(store, events[2].event_id, reason="wrong run", actor=ME)  # r2 started
+    assert mrr(commands.previous_startup(store, "s", run_id="r3")) == 48
+    assert mrr(commands.previous_startup(store, "t")) == 1
     assert commands.previous_startup(store, "nobody") is None
     assert commands.previous_startup(LedgerStore(store.path.with_name("none.duckdb")), "s") is None

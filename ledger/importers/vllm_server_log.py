@@ -104,14 +104,13 @@ def _read(file: InputFile, ctx: ImportContext) -> ReadResult:
         source_name=file.name,
     )
     # ctx.remember: flags the ledger already knows do nothing (ledger/flag_memory.py)
-    events = server_run_events(
+    return server_run_events(
         run,
         event_id=file.event_id,
         actor=ctx.actor,
         session_id=ctx.session_id,
         remember=ctx.remember,
-    )
-    return events, {}
+    ), {}
 
 
 IMPORTER = Importer(kind="vllm-server-log", description="vLLM server log", sniff=_sniff, read=_read)
