@@ -51,6 +51,7 @@ from typing import Any
 import httpx
 from pydantic import BaseModel, ConfigDict, Field
 
+from ledger import commands
 from ledger.errors import InvalidInput
 from ledger.store import LedgerStore
 from schemas import Actor
@@ -283,7 +284,7 @@ def run_spec(
     events = []
     for trial in spec.trials:
         event = trial_event(spec, trial, result, observed.get(trial.name, []))
-        store.append(event)
+        commands.record(store, event)
         events.append(event)
         say(
             f"{trial.name}: accept length {event.accept_length if event.accept_length is not None else 'n/a'}"
