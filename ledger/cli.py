@@ -902,6 +902,12 @@ def _register_plugin_commands() -> None:
         cli.get_command(context, name)
 
 
+#: A group called without a command (click 8.2+): its help, not a one-line error.
+_NoArgsIsHelp: type[click.UsageError] = getattr(
+    click.exceptions, "NoArgsIsHelpError", type("_Never", (click.UsageError,), {})
+)
+
+
 def main(argv: list[str] | None = None) -> None:
     """Run the CLI; ``LedgerError`` becomes one line on stderr and its exit code."""
     for command in cli.commands.values():  # plugin commands get it when loaded (_LazyPluginGroup)
@@ -913,6 +919,9 @@ def main(argv: list[str] | None = None) -> None:
     except click.Abort:
         click.echo("tuneledger: aborted", err=True)
         sys.exit(130)
+    except _NoArgsIsHelp as exc:  # `tuneledger`, `tuneledger run`: the help, as click shows it
+        click.echo(exc.format_message(), err=True)
+        sys.exit(2)
     except click.UsageError as exc:
         hint = f" (see tuneledger {exc.ctx.command_path.split(' ', 1)[1] + ' ' if exc.ctx and ' ' in exc.ctx.command_path else ''}--help)"
         click.echo(_one_line(f"tuneledger: error: {exc.format_message()}{hint}"), err=True)

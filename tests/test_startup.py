@@ -237,3 +237,14 @@ def test_the_cli_does_not_scan_for_pydantic_plugins(tmp_path: Path) -> None:
     env = {**os.environ, "PYDANTIC_DISABLE_PLUGINS": ""}
     out = subprocess.run([*argv, *args], capture_output=True, text=True, timeout=120, env=env)
     assert out.returncode == 0 and "groups: ['pydantic']" in out.stdout, out
+
+
+def test_a_group_without_a_command_shows_its_help() -> None:
+    # Not the help squeezed into one escaped error line (it was, with click 8.2+).
+    for args, listed in (([], "append"), (["run"], "bench"), (["export"], "markdown")):
+        out = subprocess.run(
+            [sys.executable, "-m", "ledger.cli", *args], capture_output=True, text=True, timeout=120
+        )
+        assert out.returncode == 2, out
+        assert out.stderr.startswith("Usage: tuneledger"), out.stderr
+        assert f"\n  {listed} " in out.stderr and "\\n" not in out.stderr, out.stderr
