@@ -35,7 +35,7 @@ benchmark every concurrency (one ``benchmark_completed`` per run, samples includ
 it. So arms alternate A B A B and drift hits both. A run that fails before measuring is
 recorded (not valid, with its cause) and retried on a restarted server within ``retries``;
 past that budget the plan goes on and its table lists what is missing. Then, per candidate, concurrency and
-metric of ``ledger.views.DELTA_METRICS``: one ``comparison_completed`` (``runners.compare``),
+compared metric of the metric table (``schemas.metrics``): one ``comparison_completed`` (``runners.compare``),
 tau from the baseline's repeats in the ledger; a single-flag candidate whose throughput
 verdict agrees at every concurrency gets a ``finding_recorded`` (basis ``measured``).
 Decisions are left to people. Ctrl-C stops the running server (recorded by the server
@@ -77,7 +77,6 @@ from .compare import (
     coefficient_of_variation,
     compare,
     flag_verdict,
-    raw_change,
 )
 from .discovery import served_model
 from .server import PortInUse, ServerStartFailed
@@ -763,16 +762,9 @@ def verdict_table(result: PlanResult, metrics: Sequence[str] | None = None):
         if metrics and c.metric not in metrics:
             continue
         load = str(c.concurrency) if c.concurrency is not None else f"{c.request_rate:g}/s"
-        change = raw_change(c.change, c.better_direction)
-        text = "-" if change is None else f"{100 * change:+.1f}%"
+        text = "-" if c.change is None else f"{100 * c.change:+.1f}%"
         if c.ci_low is not None and c.ci_high is not None:
-            low, high = sorted(
-                (
-                    raw_change(c.ci_low, c.better_direction),
-                    raw_change(c.ci_high, c.better_direction),
-                )
-            )
-            text += f" [{100 * low:+.1f}, {100 * high:+.1f}]"
+            text += f" [{100 * c.ci_low:+.1f}, {100 * c.ci_high:+.1f}]"
         verdict = c.verdict + (f" (need ~{c.runs_needed} runs/arm)" if c.runs_needed else "")
         table.add_row(
             c.config_name,

@@ -56,6 +56,7 @@ from ledger.errors import InvalidInput
 from ledger.store import LedgerStore
 from schemas import Actor
 from schemas.events import SpecDecodingTrialCompleted
+from schemas.vocab import FLAG_VERDICT_OF_COMPARISON
 
 from .plan import (
     BenchSection,
@@ -75,11 +76,7 @@ SPEC_ACTOR = Actor(kind="runner", name="spec")
 _ACCEPT_RE = re.compile(r"Decode batch.*?accept len: ([0-9.]+)(?:, accept rate: ([0-9.]+))?")
 
 #: Comparison verdict of output throughput -> the trial's verdict.
-_VERDICTS = {
-    "improved": "effective",
-    "regressed": "harmful",
-    "no measurable change": "no-measurable-change",
-}
+_VERDICTS = FLAG_VERDICT_OF_COMPARISON
 
 
 class TrialSpec(BaseModel):
