@@ -22,7 +22,7 @@ from pydantic import ValidationError
 
 from schemas import EVENT_TYPES, Actor, Event, Host
 
-from . import commands, input_checks
+from . import input_checks
 from .errors import InvalidInput, LedgerError, NotFound
 from .input_checks import loads
 from .jsonl import event_from_obj, event_to_json, read_stdin_events, read_stdin_text
@@ -437,6 +437,8 @@ def append(
         input_checks.payload_json(event, where)
         input_checks.host_json(event, where)
     where = "options" if event_type not in (None, "-") else "<stdin>"
+    from . import commands  # imported when a command writes (start-up time: see above)
+
     results = commands.append(ctx.store(), events, expected_version=expected_version, where=where)
     _report_appended(results, events, as_json)
 
@@ -638,6 +640,8 @@ def import_(
     """Import files, detecting each kind by content: sglang/vLLM/GuideLLM/llmperf/AIPerf
     benchmark results, tuned MoE configs, SGLang and vLLM server logs. All files are appended in one atomic batch;
     re-importing a file is a no-op (event ids derive from the file's content)."""
+    from . import commands
+
     session = session_id or ctx.session
     host = None
     if host_json is not None:
