@@ -155,6 +155,16 @@ def test_deeply_nested_files_are_one_line(ledger: Path, tmp_path: Path, name: st
     assert code == 3 and "JSON nested too deeply" in err and len(err.splitlines()) == 1
 
 
+def test_deeply_nested_yaml_is_one_line(ledger: Path, tmp_path: Path) -> None:
+    """The YAML sniff (GuideLLM's YAML report) recursed out of the stack (found by
+    test_fuzz.py's number swap): now an unknown format, one line, exit 3."""
+    path = tmp_path / "benchmarks.yaml"
+    path.write_text("benchmarks: " + DEEP + "\n")
+    code, err = run(ledger, ["import", str(path)])
+    assert code == 3 and len(err.splitlines()) == 1 and "benchmarks.yaml" in err, err
+    assert LedgerStore(ledger).head() == 1
+
+
 def test_a_stored_event_of_an_unknown_type_is_one_line(ledger: Path) -> None:
     con = duckdb.connect(str(ledger))
     con.execute(

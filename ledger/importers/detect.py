@@ -286,12 +286,17 @@ def load_yaml(file: InputFile, *, strict: bool = True) -> Any:
     """The YAML document of ``file`` (PyYAML's safe loader).
 
     Raises:
-        InvalidInput: ``FILE:LINE: not valid YAML (...)`` when ``strict``; otherwise ``None`` is returned.
+        InvalidInput: ``FILE:LINE: not valid YAML (...)`` (or nested too deeply for the parser)
+            when ``strict``; otherwise ``None`` is returned.
     """
     import yaml
 
     try:
         return yaml.safe_load(file.text)
+    except RecursionError:  # PyYAML composes nested collections recursively
+        if not strict:
+            return None
+        raise InvalidInput(f"{file.label}: not valid YAML (nested too deeply)") from None
     except yaml.YAMLError as exc:
         if not strict:
             return None
