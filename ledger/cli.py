@@ -294,7 +294,7 @@ def _report_appended(
         "\n".join(
             f"{'already stored at' if result.duplicate else 'appended'} seq {result.seq}: {name} "
             f"{result.event_id} ({result.stream} v{result.stream_version})"
-            for result, name in zip(results, names)
+            for result, name in zip(results, names, strict=True)
         )
     )
 

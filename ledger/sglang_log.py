@@ -742,7 +742,7 @@ def parse_server_args(text: str) -> dict[str, Any]:
         return {kw.arg: _literal(kw.value) for kw in tree.keywords if kw.arg}
     if isinstance(tree, ast.Dict):
         result: dict[str, Any] = {}
-        for key, value in zip(tree.keys, tree.values):
+        for key, value in zip(tree.keys, tree.values, strict=True):
             if key is not None:
                 result[str(_literal(key))] = _literal(value)
         return result

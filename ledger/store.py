@@ -976,7 +976,9 @@ class LedgerStore:
         }
         for row in rows:
             old = stored.get(row["event_id"])
-            if old is not None and _identity(dict(zip(_IDENTITY, old[3:]))) != _identity(row):
+            if old is not None and _identity(
+                dict(zip(_IDENTITY, old[3:], strict=True))
+            ) != _identity(row):
                 raise EventIdReused(
                     f"event_id {row['event_id']} is already stored with other content"
                 )
@@ -1171,7 +1173,7 @@ class LedgerStore:
             sql += f" LIMIT {int(limit)}"
         with self.connect() as con:
             rows = con.execute(sql, params).fetchall()
-        return [row_to_event(dict(zip(_COLUMNS, row))) for row in rows]
+        return [row_to_event(dict(zip(_COLUMNS, row, strict=True))) for row in rows]
 
     def get(self, event_id: str | UUID) -> Event:
         """The event with this id (a unique prefix of at least 8 hex digits also works).
@@ -1204,7 +1206,7 @@ class LedgerStore:
                     f"event id prefix {event_id} is ambiguous ({rows[0][1]}, {rows[1][1]}, ...): give more digits"
                 )
             raise NotFound(f"event {event_id} not found")
-        return row_to_event(dict(zip(_COLUMNS, rows[0])))
+        return row_to_event(dict(zip(_COLUMNS, rows[0], strict=True)))
 
     def query_arrow(self, sql: str, params: Sequence[Any] | None = None) -> pa.Table:
         """Run one trusted read query (views included) and return an Arrow table."""

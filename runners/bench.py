@@ -45,6 +45,7 @@ default pool keeps only 20). The timed requests go through ``client_slots(c)``:
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import sys
 import time
@@ -748,7 +749,7 @@ async def sweep(
                         request_rate=request_rate,
                         seed=target.workload.spec.seed + repeat,
                         ignore_eos=ignore_eos,
-                        progress=lambda: bar.advance(task),
+                        progress=functools.partial(bar.advance, task),
                     )
                 bar.remove_task(task)
                 metrics = summarize(results, duration)

@@ -283,7 +283,7 @@ class ServerRunner:
             [self.session_id],
         )
         for run_id, startup in zip(
-            table.column("run_id").to_pylist(), table.column("startup").to_pylist()
+            table.column("run_id").to_pylist(), table.column("startup").to_pylist(), strict=True
         ):
             if run_id != exclude_run_id and startup is not None:
                 return StartupFacts.model_validate_json(startup)

@@ -29,7 +29,7 @@ from .vocab import (
 )
 
 #: A server flag value as given on the command line (``True`` for a bare switch).
-FlagValue = Union[bool, int, float, str, list[Any], None]
+FlagValue = bool | int | float | str | list[Any] | None
 
 
 def normalize_flag(name: str) -> str:

@@ -107,7 +107,7 @@ def test_recomputes_sglang_bench_serving_fixture() -> None:
             output_tokens=o,
             prompt_tokens=d["random_input_len"],
         )
-        for t, itl, o in zip(d["ttfts"], d["itls"], d["output_lens"])
+        for t, itl, o in zip(d["ttfts"], d["itls"], d["output_lens"], strict=True)
     ]
     m = summarize(results, d["duration"])
     for stat in ("mean", "median", "std", "p90", "p95", "p99"):

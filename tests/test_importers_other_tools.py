@@ -502,7 +502,7 @@ def test_guidellm_08_real_run() -> None:
     assert [e.concurrency for e in events] == [1, 4] and all(
         e.tool_version == "0.8.1" for e in events
     )
-    for event, bench in zip(events, raw["benchmarks"]):
+    for event, bench in zip(events, raw["benchmarks"], strict=True):
         requests = bench["requests"]["successful"]
         ttfts = [r["time_to_first_token_ms"] for r in requests]
         assert event.metrics.completed == 8 and event.metrics.failed == 0

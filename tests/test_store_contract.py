@@ -79,7 +79,9 @@ def stream_versions(store: LedgerStore) -> dict[str, list[int]]:
     """stream -> its stream_versions in seq order."""
     table = store.query_arrow("SELECT stream, stream_version FROM events ORDER BY seq")
     out: dict[str, list[int]] = defaultdict(list)
-    for stream, version in zip(table["stream"].to_pylist(), table["stream_version"].to_pylist()):
+    for stream, version in zip(
+        table["stream"].to_pylist(), table["stream_version"].to_pylist(), strict=True
+    ):
         out[stream].append(version)
     return dict(out)
 
@@ -373,7 +375,8 @@ class StoreContract:
             go.touch()
             outs = [proc.communicate(timeout=PROCESS_TIMEOUT_S) for proc in procs]
             by_code = {
-                proc.returncode: (name, *out) for name, proc, out in zip(("A", "B"), procs, outs)
+                proc.returncode: (name, *out)
+                for name, proc, out in zip(("A", "B"), procs, outs, strict=True)
             }
             stored = [(e.seq, e.stream_version, e.text) for e in ledger.read(stream=stream)]
             assert sorted(p.returncode for p in procs) == [0, 4], (

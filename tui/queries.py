@@ -159,7 +159,7 @@ def _rows(
 ) -> list[dict[str, Any]]:
     cur = con.execute(sql, params or [])
     names = [d[0] for d in cur.description]
-    return [dict(zip(names, row)) for row in cur.fetchall()]
+    return [dict(zip(names, row, strict=True)) for row in cur.fetchall()]
 
 
 def _board(

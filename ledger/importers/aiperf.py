@@ -261,7 +261,7 @@ def _read_csv(file: InputFile, ctx: ImportContext) -> ReadResult:
         if tag is None or not header or header[0] != "Metric":
             continue
         stats: dict[str, Any] = {}
-        for name, cell in zip(header[1:], row[1:]):
+        for name, cell in zip(header[1:], row[1:], strict=False):  # a short row: cells missing
             if not cell.strip():
                 continue
             try:

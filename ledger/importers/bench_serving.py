@@ -273,7 +273,7 @@ def _ttft_scale(line: _Line, ttfts: list[Any], errors: list[Any]) -> float:
     reported = line.number("mean_ttft_ms")
     values = [
         t
-        for t, e in zip(ttfts, errors)
+        for t, e in zip(ttfts, errors, strict=True)  # lengths checked by the caller
         if not e and isinstance(t, (int, float)) and not isinstance(t, bool)
     ]
     if reported is None or not values:
