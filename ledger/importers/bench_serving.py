@@ -253,7 +253,7 @@ def samples_from_details(line: _Line) -> pa.Table | None:
         e2e_ms = ttft_ms + sum(gaps_ms) if ttft_ms is not None else None
         tpot_ms = (
             (e2e_ms - ttft_ms) / (out - 1)
-            if e2e_ms is not None and out is not None and out > 1
+            if ttft_ms is not None and e2e_ms is not None and out is not None and out > 1
             else None
         )
         rows["request_index"].append(i)

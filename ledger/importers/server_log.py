@@ -117,25 +117,22 @@ def import_server_log(
 
     args = facts.server_args
     port = args.get("port")
-    events: list[Event] = [
-        ServerStarted(
-            event_id=file.event_id("server_started"),
-            source=src("server_args"),
-            run_id=run_id,
-            engine=ENGINE,
-            model=args.get("model_path") if isinstance(args.get("model_path"), str) else None,
-            config_name=config_name,
-            flags=cli_flags(args),
-            port=port if isinstance(port, int) and not isinstance(port, bool) else None,
-            pid=facts.pid,
-            # A run that neither became ready nor failed keeps what it showed while starting.
-            startup=startup
-            if not (facts.ready or facts.crash) and facts.has_startup_facts
-            else None,
-            occurred_at=started_at,
-            **common,
-        )
-    ]
+    started = ServerStarted(
+        event_id=file.event_id("server_started"),
+        source=src("server_args"),
+        run_id=run_id,
+        engine=ENGINE,
+        model=args.get("model_path") if isinstance(args.get("model_path"), str) else None,
+        config_name=config_name,
+        flags=cli_flags(args),
+        port=port if isinstance(port, int) and not isinstance(port, bool) else None,
+        pid=facts.pid,
+        # A run that neither became ready nor failed keeps what it showed while starting.
+        startup=startup if not (facts.ready or facts.crash) and facts.has_startup_facts else None,
+        occurred_at=started_at,
+        **common,
+    )
+    events: list[Event] = [started]
     if facts.ready:
         events.append(
             ServerReady(
@@ -155,7 +152,7 @@ def import_server_log(
                 event_id=file.event_id("server_failed"),
                 source=f"{file.name}:{facts.crash.line.number}",
                 run_id=run_id,
-                cause=facts.crash.cause,  # type: ignore[arg-type]
+                cause=facts.crash.cause,
                 message=facts.crash.message,
                 log_tail=facts.crash.tail,
                 startup=startup if facts.has_startup_facts or facts.server_args else None,
@@ -173,10 +170,10 @@ def import_server_log(
         source_name=file.name,
     )
     if remember is not None:
-        findings += remember(events[0])
+        findings += remember(started)
     seen: set[Any] = set()
     for finding in findings:
-        first_ref = next((e.ref for e in finding.evidence if e.kind == "log"), file.name)
+        first_ref = next((e.ref for e in finding.evidence if e.kind == "log" and e.ref), file.name)
         event_id = file.event_id(f"finding:{finding.kind}:{finding.flag}:{finding.message}")
         if (
             event_id in seen

@@ -61,20 +61,19 @@ def _read(file: InputFile, ctx: ImportContext) -> ReadResult:
 
     model = args.get("model") or args.get("model_tag")
     port = args.get("port")
-    events: list[Event] = [
-        ServerStarted(
-            event_id=file.event_id("server_started"),
-            source=src("server_args"),
-            run_id=run_id,
-            engine=ENGINE,
-            model=model if isinstance(model, str) else None,
-            config_name=ctx.config_name,
-            flags=cli_flags({k: v for k, v in args.items() if k not in ("model", "model_tag")}),
-            port=port if isinstance(port, int) and not isinstance(port, bool) else None,
-            pid=facts.pid,
-            **common,
-        )
-    ]
+    started = ServerStarted(
+        event_id=file.event_id("server_started"),
+        source=src("server_args"),
+        run_id=run_id,
+        engine=ENGINE,
+        model=model if isinstance(model, str) else None,
+        config_name=ctx.config_name,
+        flags=cli_flags({k: v for k, v in args.items() if k not in ("model", "model_tag")}),
+        port=port if isinstance(port, int) and not isinstance(port, bool) else None,
+        pid=facts.pid,
+        **common,
+    )
+    events: list[Event] = [started]
     if facts.ready or (facts.has_startup_facts and facts.crash is None):
         events.append(
             ServerReady(
@@ -93,7 +92,7 @@ def _read(file: InputFile, ctx: ImportContext) -> ReadResult:
                 event_id=file.event_id("server_failed"),
                 source=f"{file.name}:{facts.crash.line.number}",
                 run_id=run_id,
-                cause=facts.crash.cause,  # type: ignore[arg-type]
+                cause=facts.crash.cause,
                 message=facts.crash.message,
                 log_tail=facts.crash.tail,
                 startup=facts.to_startup_facts()
@@ -113,7 +112,7 @@ def _read(file: InputFile, ctx: ImportContext) -> ReadResult:
     if (
         ctx.remember is not None
     ):  # flags the ledger already knows do nothing (ledger/flag_memory.py)
-        findings += ctx.remember(events[0])
+        findings += ctx.remember(started)
     for finding in findings:
         events.append(
             finding.model_copy(
