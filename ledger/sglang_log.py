@@ -503,6 +503,8 @@ class ServerLogFacts:
     weight_load_s: float | None = None
     kv_cache_tokens: int | None = None
     cuda_graph_bs: list[int] | None = None
+    #: The 0.5.23 capture phase ``cuda_graph_bs`` came from ("decode" or "verify"; None before).
+    cuda_graph_phase: str | None = None
     cuda_graph_captured: bool = False
     piecewise_cuda_graph: bool | None = None
     piecewise_disabled_reason: str | None = None
@@ -1013,9 +1015,10 @@ def _read_phase_capture(
             backend = _BACKEND_RE.search(msg)
             if bs and (
                 facts.cuda_graph_bs is None
-                or (phase == "decode" and facts.evidence.get("cuda_graph_phase") == "verify")
+                or (phase == "decode" and facts.cuda_graph_phase == "verify")
             ):
                 facts.cuda_graph_bs = _int_list(bs.group(1))
+                facts.cuda_graph_phase = phase
                 facts.evidence["cuda_graph_bs"] = line
                 facts.cuda_graph_backend = backend.group(1) if backend else None
         else:
