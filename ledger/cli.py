@@ -76,7 +76,10 @@ pass_ctx = click.make_pass_decorator(Context)
 
 def _ledger_override(ctx: click.Context, param: click.Parameter, value: Path | None) -> None:
     if value is not None:
-        ctx.find_object(Context).ledger = value
+        context = ctx.find_object(Context)
+        if context is None:  # a command driven without the ``tuneledger`` group above it
+            raise click.UsageError("--ledger needs the tuneledger command group", ctx)
+        context.ledger = value
 
 
 #: ``--ledger`` after the command name too (``tuneledger demo --ledger demo.duckdb``).
@@ -125,6 +128,8 @@ class _LazyPluginGroup(click.Group):
         try:
             command = entry.load()
         except (ImportError, AttributeError):  # a plugin not built (yet) is simply absent
+            return None
+        if not isinstance(command, click.Command):  # an entry point that names something else
             return None
         _accept_ledger_everywhere(command)
         self.add_command(command, cmd_name)
@@ -488,7 +493,8 @@ def events(
         ):
             click.echo(event_to_json(event))
         return
-    where, params = ["seq > ?"], [after_seq]
+    where: list[str] = ["seq > ?"]
+    params: list[Any] = [after_seq]
     if types:
         where.append("type IN (SELECT unnest(?::VARCHAR[]))")
         params.append(list(types))
@@ -704,8 +710,8 @@ def import_(
 
 
 def _shared_memory_findings(
-    events: list, archs: tuple[str, ...], session: str | None, actor: Any
-) -> list:
+    events: list[Any], archs: tuple[str, ...], session: str | None, actor: Any
+) -> list[Any]:
     """One ``finding_recorded`` per MoE config entry that needs more shared memory than an arch of
     ``--check-arch`` has (the seeds' SM120 crash, caught before a server starts).
 
@@ -755,8 +761,9 @@ _FILE_NAMING_FIELDS = {"source", "evidence"}
 
 def _same_fact(a: Any, b: Any) -> bool:
     """Whether two events with one id say the same thing, whichever file name they quote."""
-    return a == b or a.model_dump(exclude=_FILE_NAMING_FIELDS) == b.model_dump(
-        exclude=_FILE_NAMING_FIELDS
+    return bool(
+        a == b
+        or a.model_dump(exclude=_FILE_NAMING_FIELDS) == b.model_dump(exclude=_FILE_NAMING_FIELDS)
     )
 
 

@@ -363,4 +363,4 @@ def catch_up(con: duckdb.DuckDBPyConnection, after_seq: int | None = None) -> in
         return after
     apply(con, after, set(types))
     set_position(con, head)
-    return head
+    return int(head)

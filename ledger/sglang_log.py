@@ -612,7 +612,7 @@ class ServerLogFacts:
             cuda_graph_bs=self.cuda_graph_bs,
             piecewise_cuda_graph=self.piecewise_cuda_graph,
             piecewise_disabled_reason=self.piecewise_disabled_reason,
-            moe_kernel_config=self.moe_kernel_config,  # type: ignore[arg-type]
+            moe_kernel_config=self.moe_kernel_config,
             moe_config_paths=paths,
             kv_cache_tokens=self.kv_cache_tokens,
             weight_load_s=self.weight_load_s,

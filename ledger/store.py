@@ -532,13 +532,14 @@ class LedgerStore:
     def _connect_once(
         self, read_only: bool, config: dict[str, Any]
     ) -> Iterator[duckdb.DuckDBPyConnection]:
-        con, fd = self._open_locked(read_only, config)
+        con, locked = self._open_locked(read_only, config)
+        fd: int | None = locked
         try:
             if read_only and not self._ready(con):
                 # Written by older code, or a writer was killed before it caught the projections
                 # up: bring the file up to date as a writer, then read (rare: one extra open).
                 con.close()
-                sidecar_lock.release(fd)
+                sidecar_lock.release(locked)
                 fd = None
                 self._repair()
                 con, fd = self._open_locked(read_only, config)
@@ -1132,14 +1133,16 @@ class LedgerStore:
     def head(self) -> int:
         """The highest ``seq`` stored (0 for an empty ledger)."""
         with self.connect() as con:
-            return con.execute("SELECT coalesce(max(seq), 0) FROM events").fetchall()[0][0]
+            return int(con.execute("SELECT coalesce(max(seq), 0) FROM events").fetchall()[0][0])
 
     def stream_version(self, stream: str) -> int:
         """The version of ``stream`` (0 when it has no events)."""
         with self.connect() as con:
-            return con.execute(
-                "SELECT coalesce(max(stream_version), 0) FROM events WHERE stream = ?", [stream]
-            ).fetchall()[0][0]
+            return int(
+                con.execute(
+                    "SELECT coalesce(max(stream_version), 0) FROM events WHERE stream = ?", [stream]
+                ).fetchall()[0][0]
+            )
 
     def read(
         self,
@@ -1155,7 +1158,8 @@ class LedgerStore:
 
         Filters combine with AND; ``types`` matches any of the given type names.
         """
-        where, params = ["seq > ?"], [after_seq]
+        where: list[str] = ["seq > ?"]
+        params: list[Any] = [after_seq]
         type_list = list(types or [])
         if type_list:
             where.append("type IN (SELECT unnest(?::VARCHAR[]))")

@@ -746,4 +746,4 @@ CURRENT_VERSIONS: dict[str, int] = {
 AnyEvent = Annotated[Union[tuple(EVENT_CLASSES)], Field(discriminator="type")]  # type: ignore[valid-type]  # noqa: UP007 (a runtime Union over a tuple)
 
 #: Validates one event dict (current version) into its model.
-EVENT_ADAPTER: TypeAdapter[Event] = TypeAdapter(AnyEvent, config={"defer_build": True})
+EVENT_ADAPTER: TypeAdapter[Event] = TypeAdapter(AnyEvent, config={"defer_build": True})  # type: ignore[arg-type]  # a Union built at run time from EVENT_CLASSES
