@@ -62,8 +62,8 @@ try:  # optional: an aiohttp transport under the httpx API (see the module docst
     import aiohttp
     from httpx_aiohttp import AiohttpTransport
 except ImportError:  # pragma: no cover - depends on the environment
-    aiohttp = None
-    AiohttpTransport = None
+    aiohttp = None  # type: ignore[assignment]
+    AiohttpTransport = None  # type: ignore[assignment,misc]
 
 from schemas import Actor, Host
 from schemas.events import BenchmarkCompleted, BenchMetrics, Workload
@@ -169,6 +169,15 @@ TRANSPORT = "aiohttp" if AiohttpTransport is not None else "httpx"
 #: aiohttp errors to httpx ones, not all of them).
 _TRANSPORT_ERRORS: tuple[type[BaseException], ...] = (
     (aiohttp.ClientError, TimeoutError) if aiohttp is not None else (TimeoutError,)
+)
+#: Everything one request may raise that makes it a failed request (recorded, not raised).
+_REQUEST_ERRORS: tuple[type[BaseException], ...] = (
+    httpx.HTTPError,
+    *_TRANSPORT_ERRORS,
+    json.JSONDecodeError,
+    ValueError,
+    KeyError,
+    TypeError,
 )
 
 
@@ -472,14 +481,7 @@ async def send_request(
                 else:
                     out.itl.append(now - last)
                 last = now
-    except (
-        httpx.HTTPError,
-        *_TRANSPORT_ERRORS,
-        json.JSONDecodeError,
-        ValueError,
-        KeyError,
-        TypeError,
-    ) as exc:
+    except _REQUEST_ERRORS as exc:
         out.error = describe_error(exc, target.url)
         return out
     if out.ttft is None:

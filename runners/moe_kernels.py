@@ -130,7 +130,7 @@ def _sglang_version() -> str:
         return version("sglang")
     except Exception:
         try:
-            import sglang.version as v  # type: ignore[import-not-found]
+            import sglang.version as v
 
             return str(v.__version__)
         except Exception:

@@ -752,13 +752,9 @@ def verdict_table(result: PlanResult, metrics: Sequence[str] | None = None):
         load = str(c.concurrency) if c.concurrency is not None else f"{c.request_rate:g}/s"
         change = raw_change(c.change, c.better_direction)
         text = "-" if change is None else f"{100 * change:+.1f}%"
-        if c.ci_low is not None and c.ci_high is not None:
-            low, high = sorted(
-                (
-                    raw_change(c.ci_low, c.better_direction),
-                    raw_change(c.ci_high, c.better_direction),
-                )
-            )
+        ends = (raw_change(c.ci_low, c.better_direction), raw_change(c.ci_high, c.better_direction))
+        if ends[0] is not None and ends[1] is not None:
+            low, high = sorted((ends[0], ends[1]))
             text += f" [{100 * low:+.1f}, {100 * high:+.1f}]"
         verdict = c.verdict + (f" (need ~{c.runs_needed} runs/arm)" if c.runs_needed else "")
         table.add_row(

@@ -158,7 +158,9 @@ class TuneLedgerApp(App[None]):
     ]
 
     #: Bindings offered in the command palette (every action).
-    PALETTE_BINDINGS: ClassVar = [b for b in BINDINGS if b.id != "app.help"] + [
+    PALETTE_BINDINGS: ClassVar = [
+        b for b in BINDINGS if isinstance(b, Binding) and b.id != "app.help"
+    ] + [
         Binding("f1", "help", "Help: keys and actions", id="palette.help"),
     ]
 
@@ -688,7 +690,7 @@ class TuneLedgerApp(App[None]):
         """Show the keys and actions."""
         from .help import HelpScreen  # Markdown is imported on first use, not at start
 
-        self.push_screen(HelpScreen(list(self.BINDINGS)))
+        self.push_screen(HelpScreen([b for b in self.BINDINGS if isinstance(b, Binding)]))
 
 
 def export_path(ledger: Path, session_id: str | None) -> Path:
