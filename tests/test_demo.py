@@ -48,10 +48,11 @@ def rows(store: LedgerStore, sql: str, params: list | None = None) -> list[dict]
 # --- the file ----------------------------------------------------------------------------
 
 
-def test_demo_file_is_in_the_repo() -> None:
+def test_demo_file_is_the_repos_data_file() -> None:
+    """Package data (``ledger/demo_data``) that is the repository's ``data/`` file, not a copy."""
     assert DEMO_FILE.name == "demo_campaign.jsonl"
-    assert DEMO_FILE.parent.name == "data"
-    assert DEMO_FILE.exists()
+    repo_file = Path(__file__).resolve().parents[1] / "data" / "demo_campaign.jsonl"
+    assert DEMO_FILE.resolve() == repo_file
 
 
 def test_file_parses_into_unique_fixed_ids_without_recorded_at() -> None:
