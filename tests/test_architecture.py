@@ -8,9 +8,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
+@pytest.mark.slow  # `make check` runs lint-imports itself
 def test_import_contracts_hold() -> None:
     exe = shutil.which("lint-imports", path=str(Path(sys.executable).parent)) or "lint-imports"
     out = subprocess.run([exe], cwd=ROOT, capture_output=True, text=True, timeout=300)

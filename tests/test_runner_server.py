@@ -25,6 +25,9 @@ from runners.engines import MissingEngine, adapter_for, flag_args
 from runners.host import from_gpus, parse_gpu_query
 from runners.server import PortInUse, ServerRunner, ServerStartFailed, group_alive
 
+#: Process-based on purpose (real server processes, signals, HTTP): `make test` runs it, `make check` does not.
+pytestmark = pytest.mark.slow
+
 ROOT = Path(__file__).resolve().parents[1]
 FAKE = ROOT / "tests" / "fake_servers" / "sglang_server.py"
 FAKE_SMI = ROOT / "tests" / "fake_servers" / "nvidia_smi.py"

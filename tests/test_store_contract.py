@@ -343,6 +343,7 @@ class StoreContract:
         assert ledger.stream_version("never") == 0
         assert [e.text for e in ledger.read(stream="run:1")] == ["a", "b", "c"]
 
+    @pytest.mark.slow  # real processes: racing, SIGKILL, a held lock
     def test_racing_processes_with_the_same_expected_version_one_wins(
         self, ledger: LedgerStore, path: Path, tmp_path: Path
     ) -> None:
@@ -422,6 +423,7 @@ class StoreContract:
 
     # --- 5. crash -------------------------------------------------------------------
 
+    @pytest.mark.slow  # real processes: racing, SIGKILL, a held lock
     def test_killed_writer_leaves_only_complete_batches(
         self, ledger: LedgerStore, path: Path
     ) -> None:
@@ -491,6 +493,7 @@ class StoreContract:
 
     # --- 6. concurrency across processes ------------------------------------------
 
+    @pytest.mark.slow  # real processes: racing, SIGKILL, a held lock
     def test_two_writers_and_a_reader_across_processes(
         self, ledger: LedgerStore, path: Path, tmp_path: Path
     ) -> None:
@@ -728,6 +731,7 @@ class StoreContract:
 
     # --- 9. lock timeout -------------------------------------------------------------
 
+    @pytest.mark.slow  # real processes: racing, SIGKILL, a held lock
     def test_a_held_lock_is_ledger_busy_then_clears(self, ledger: LedgerStore, path: Path) -> None:
         ledger.append(note("before the holder"))
         ledger.close()  # a kept-open store lets go now (the holder below is plain DuckDB)
