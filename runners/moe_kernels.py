@@ -111,7 +111,7 @@ def load_kernel(source: str) -> KernelInfo:
         diff = next(
             (
                 f"parameter {i + 1} is {a!r}, 0.5.23 has {b!r}"
-                for i, (a, b) in enumerate(zip(params, SGLANG_PARAMS))
+                for i, (a, b) in enumerate(zip(params, SGLANG_PARAMS, strict=False))
                 if a != b
             ),
             f"{len(params)} parameters",
@@ -130,7 +130,7 @@ def _sglang_version() -> str:
         return version("sglang")
     except Exception:
         try:
-            import sglang.version as v  # type: ignore[import-not-found]
+            import sglang.version as v
 
             return str(v.__version__)
         except Exception:

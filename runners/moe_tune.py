@@ -97,7 +97,7 @@ class StoreSink:
         commands.record(self.store, event)
 
     def measured(self, tune_id: str) -> list[KernelConfigMeasured]:
-        return self.store.read(stream=f"tune:{tune_id}", types=["kernel_config_measured"])  # type: ignore[return-value]
+        return self.store.read(stream=f"tune:{tune_id}", types=["kernel_config_measured"])  # type: ignore[return-value,unused-ignore]  # read() is typed list[Event]
 
 
 class JsonlSink:
@@ -474,7 +474,7 @@ def sglang_file_name(shape: MoeShape, device_name: str) -> str:
     """SGLang's own ``get_config_file_name`` when importable (it needs sgl_kernel), else ours
     (``tune_space.config_file_name``, the same documented format)."""
     try:
-        from sglang.srt.layers.moe.moe_runner.triton_utils.fused_moe_triton_config import (  # type: ignore[import-not-found]
+        from sglang.srt.layers.moe.moe_runner.triton_utils.fused_moe_triton_config import (
             get_config_file_name,
         )
 

@@ -212,9 +212,10 @@ def prune(
             rejected.append(
                 (
                     c,
-                    f"BLOCK_SIZE_K {c['BLOCK_SIZE_K']} not a multiple of block_k {shape.block_shape[1]}",
+                    f"BLOCK_SIZE_K {c['BLOCK_SIZE_K']} not a multiple of block_k "
+                    f"{shape.block_shape[1] if shape.block_shape else '?'}",
                 )
-            )  # type: ignore[index]
+            )
         else:
             kept.append(c)
     return kept, rejected

@@ -17,6 +17,9 @@ from ledger.store import LedgerStore
 from runners.plan import load_plan, run_plan, verdict_table
 from runners.server import ServerRunner
 
+#: Process-based on purpose (real (fake-engine) servers and a real SIGINT): `make test` runs it, `make check` does not.
+pytestmark = pytest.mark.slow
+
 FAKE = Path(__file__).parent / "fake_servers" / "openai_stream.py"
 TUNELEDGER = Path(sys.executable).parent / "tuneledger"
 
