@@ -40,7 +40,7 @@ def main() -> None:
     T0 = time.monotonic()
     wheels, out = sys.argv[1], sys.argv[2]
     deadline = float(sys.argv[3]) if len(sys.argv) > 3 else 540.0
-    site = "/tmp/sgsite"
+    site = os.environ.get("SGSITE", "/tmp/sgsite")  # where the wheels are unpacked
     if not os.path.isdir(os.path.join(site, "sglang")):
         for w in glob.glob(os.path.join(wheels, "*.whl")):
             zipfile.ZipFile(w).extractall(site)
@@ -88,6 +88,7 @@ def main() -> None:
     # argv[4]: the shapes to run, in order (default "BA": B first, the shape the last run's tune
     # lost to the shipped config at M=1; A last, its pool is reused by the exhaustive runs).
     ONLY = sys.argv[4] if len(sys.argv) > 4 else "BA"
+    SHAPE_A = SHAPES[0][1]
     SHAPES = [s for name in ONLY for s in SHAPES if s[0] == name]
     compare: dict = {
         "batch_sizes": list(INTERACTIVE_BATCH_SIZES),
@@ -116,7 +117,6 @@ def main() -> None:
             seed_configs=shipped_all,
             min_budget_ms=MIN_MS,
             max_budget_ms=MAX_MS,
-            sample=0.1,
             rounds=5,
             time_budget_s=150.0,
             output_dir=os.path.join(out, "moe_configs"),
@@ -167,11 +167,13 @@ def main() -> None:
         res_a = compare["shapes"]["A"]["results"]
         exh = {}
         for M in (1, 64):
-            if left() < 150:
-                log(f"exhaustive M={M}: skipped, {left():.0f} s left")
+            if left() < 150 or str(M) not in res_a:
+                log(
+                    f"exhaustive M={M}: skipped, {left():.0f} s left, halving result: {str(M) in res_a}"
+                )
                 continue
             spec = TuneSpec(
-                shape=SHAPES[0][1],
+                shape=SHAPE_A,
                 batch_sizes=[M],
                 search="exhaustive",
                 max_budget_ms=MAX_MS,
@@ -240,7 +242,7 @@ def main() -> None:
     if left() > 25:
         try:
             ref, sgl = load_kernel("reference"), load_kernel("sglang")
-            shape = SHAPES[0][1]
+            shape = SHAPE_A
             w = make_weights(shape)
             from runners.moe_kernels import time_config
 
