@@ -43,6 +43,7 @@ from schemas import Actor, Host
 from schemas.events import Event, KernelConfigMeasured, KernelTuneCompleted, KernelTuneStarted
 
 from .tune_space import (
+    CONFIG_KEYS,
     H200_PEAK,
     INTERACTIVE_BATCH_SIZES,
     Config,
@@ -548,6 +549,59 @@ def sglang_file_name(shape: MoeShape, device_name: str) -> str:
         return str(get_config_file_name(shape.E, shape.N, shape.file_dtype, block))
     except Exception:
         return config_file_name(shape, device_name)
+
+
+#: Where SGLang's wheel keeps its tuned fused-MoE files (0.5.23), under the ``sglang`` package.
+SGLANG_CONFIG_DIR = ("srt", "layers", "moe", "moe_runner", "triton_utils", "configs")
+
+
+def _version_key(folder: str) -> tuple[int, ...]:
+    return tuple(int(x) for x in folder.removeprefix("triton_").split("_") if x.isdigit())
+
+
+def find_shipped_config(
+    shape: MoeShape, device_name: str, triton_version: str, package_dir: Path | None = None
+) -> tuple[Path, dict[str, Config]] | None:
+    """SGLang's shipped tuned file for this shape and GPU, when the installed sglang has one.
+
+    Looks in ``<sglang>/srt/layers/moe/moe_runner/triton_utils/configs/triton_X_Y_Z/`` for the
+    file SGLang would load (``tune_space.config_file_name``): the folder of this Triton version
+    first, else the newest folder that has it (the H200 files of sglang 0.5.23 are under
+    triton_3_1_0 and triton_3_7_1). ``package_dir`` defaults to where ``sglang`` would be imported
+    from (found without importing it: its import chain needs CUDA extensions). Returns (path,
+    entries) or None; a file that is not a valid MoE config file is ignored (None).
+    """
+    if package_dir is None:
+        import importlib.util
+
+        try:
+            spec = importlib.util.find_spec("sglang")
+        except (ImportError, ValueError):
+            return None
+        if spec is None or not spec.submodule_search_locations:
+            return None
+        package_dir = Path(next(iter(spec.submodule_search_locations)))
+    root = package_dir.joinpath(*SGLANG_CONFIG_DIR)
+    if not root.is_dir():
+        return None
+    name = config_file_name(shape, device_name)
+    mine = "triton_" + triton_version.split("+")[0].replace(".", "_")
+    folders = sorted(
+        (d.name for d in root.iterdir() if d.is_dir() and d.name.startswith("triton_")),
+        key=lambda f: (f == mine, _version_key(f)),
+        reverse=True,
+    )
+    for folder in folders:
+        path = root / folder / name
+        if path.is_file():
+            try:
+                data = json.loads(path.read_text("utf-8"))
+                return path, {
+                    str(int(m)): {k: int(c[k]) for k in CONFIG_KEYS} for m, c in data.items()
+                }
+            except (OSError, ValueError, TypeError, KeyError, AttributeError):
+                return None
+    return None
 
 
 def _progress(enabled: bool, total: int):

@@ -21,7 +21,15 @@ import pytest
 
 from ledger.cli import main
 from ledger.store import LedgerStore
-from runners.moe_tune import JsonlSink, StoreSink, TuneSpec, run_tune, tune_key_of
+from runners.moe_tune import (
+    SGLANG_CONFIG_DIR,
+    JsonlSink,
+    StoreSink,
+    TuneSpec,
+    find_shipped_config,
+    run_tune,
+    tune_key_of,
+)
 from runners.tune_space import (
     H200_COSTS,
     SHARED_MEMORY_PER_BLOCK,
@@ -563,3 +571,30 @@ def test_import_check_arch_flags_entries_sm120_cannot_launch(tmp_path, capsys):
     with pytest.raises(SystemExit) as exc:
         main(["--ledger", ledger, "import", "--check-arch", "sm7", str(src)])
     assert exc.value.code == 3
+
+
+def test_sglangs_shipped_file_is_found_for_the_shape_and_gpu(tmp_path):
+    """The file SGLang's wheel ships (0.5.23 keeps the H200 E=64,N=640 one under triton_3_1_0):
+    this Triton version's folder first, else the newest that has it; none for another GPU."""
+    pkg = tmp_path / "sglang"
+    root = pkg.joinpath(*SGLANG_CONFIG_DIR)
+    entry = dict(
+        BLOCK_SIZE_M=16,
+        BLOCK_SIZE_N=64,
+        BLOCK_SIZE_K=128,
+        GROUP_SIZE_M=1,
+        num_warps=4,
+        num_stages=4,
+    )
+    name = "E=64,N=640,device_name=NVIDIA_H200.json"
+    for folder, bm in (("triton_3_1_0", 16), ("triton_3_2_0", 32)):
+        (root / folder).mkdir(parents=True)
+        (root / folder / name).write_text(json.dumps({"1": {**entry, "BLOCK_SIZE_M": bm}}))
+    path, configs = find_shipped_config(SHAPE, "NVIDIA H200", "3.6.0", package_dir=pkg)
+    assert path.parent.name == "triton_3_2_0" and configs["1"]["BLOCK_SIZE_M"] == 32
+    (root / "triton_3_6_0").mkdir()
+    (root / "triton_3_6_0" / name).write_text(json.dumps({"1": entry}))
+    path, configs = find_shipped_config(SHAPE, "NVIDIA H200", "3.6.0", package_dir=pkg)
+    assert path.parent.name == "triton_3_6_0" and configs == {"1": entry}
+    assert find_shipped_config(SHAPE, "NVIDIA B200", "3.6.0", package_dir=pkg) is None
+    assert find_shipped_config(SHAPE, "NVIDIA H200", "3.6.0", package_dir=tmp_path / "x") is None

@@ -241,13 +241,17 @@ def test_a_failed_run_is_recorded_retried_on_a_restarted_server_and_the_plan_goe
     """Issue 7.2: one failed warm-up ended the whole plan (exit 13) and lost the remaining repeats."""
     marker = tmp_path / "failed-once"
     plan = load_plan(
-        _with_bench_lines(
-            write_plan(
-                tmp_path, base_delay=2, cand_delay=1, repeats=1, prompts=24, concurrency="[1, 2, 8]"
-            ),
-            "prompts_per_concurrency = 5\nmin_prompts = 6",
+        write_plan(
+            tmp_path,
+            base_delay=2,
+            cand_delay=1,
+            repeats=2,
+            prompts=4,
+            session="retry",
+            cand_flags=f', fail-posts = 5, fail-marker = "{marker}"',
         )
     )
+    assert plan.plan.retries == 1
     store = LedgerStore(tmp_path / "l.duckdb")
     with quick_runner(store, "retry") as servers:
         result = run_plan(plan, store, servers, progress=False)
@@ -320,16 +324,7 @@ def test_prompts_per_concurrency_sizes_each_run_to_its_concurrency(tmp_path: Pat
     """``[bench] prompts_per_concurrency``: a run at concurrency c sends min(num_prompts,
     max(min_prompts, k x c)) prompts, recorded in its workload, the same count for both arms."""
     plan = load_plan(
-        write_plan(
-            tmp_path,
-            base_delay=2,
-            cand_delay=1,
-            repeats=1,
-            prompts=24,
-            concurrency="[1, 2, 8]",
-        ).replace("seed = 1", "seed = 1\nprompts_per_concurrency = 5\nmin_prompts = 3")
-        if False
-        else _with_bench_lines(
+        _with_bench_lines(
             write_plan(
                 tmp_path, base_delay=2, cand_delay=1, repeats=1, prompts=24, concurrency="[1, 2, 8]"
             ),
