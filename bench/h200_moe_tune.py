@@ -14,12 +14,15 @@ N=640), each tuned over M = 1..64 with SGLang's shipped H200 file as the seed an
 re-timed interleaved (7 rounds); then exhaustive runs of shape A's pruned space at M = 1 and 64
 against the halving search of the same tune (time and result); then the reference-kernel check.
 
-Writes to OUT_DIR: ``h200_moe_tune.jsonl`` (every event of the tunes: measured configs,
-rejections, default-vs-tuned per batch size), ``h200_moe_exhaustive.jsonl`` (the exhaustive runs),
-``h200_moe_compare.json`` (default / shipped / tuned per batch size, halving vs exhaustive with
-the cost model's prediction, reference-kernel check), ``h200_moe_timings.json`` (every pruned
-config's time at M = 1 and 64: the recorded timings the CPU tests replay) and ``moe_configs/``
-(the tuned files). ``bench/h200_data.py build-moe OUT_DIR`` turns them into data/.
+WHEELS is a folder of wheels or of one ``.tar.xz`` of them unpacked (smaller to carry). Writes to
+OUT_DIR (five files, as the device returns them): ``h200_moe_tune.jsonl`` (every event of the
+tunes: measured configs, rejections, default-vs-tuned per batch size),
+``h200_moe_exhaustive.jsonl`` (the exhaustive runs), ``h200_moe_compare.json`` (default / shipped /
+tuned per batch size, halving vs exhaustive with each side's search and compile seconds, the
+reference-kernel check), ``h200_moe_timings.json`` (every pruned config's time at M = 1 and 64:
+the recorded timings the CPU tests replay) and ``cfgs.tgz`` (the tuned files,
+``moe_configs/configs/triton_X_Y_Z/*.json``). ``bench/h200_data.py build-moe OUT_DIR`` turns them
+into data/.
 """
 
 from __future__ import annotations
@@ -42,6 +45,16 @@ def main() -> None:
     deadline = float(sys.argv[3]) if len(sys.argv) > 3 else 540.0
     site = os.environ.get("SGSITE", "/tmp/sgsite")  # where the wheels are unpacked
     if not os.path.isdir(os.path.join(site, "sglang")):
+        # WHEELS: the wheels, or one .tar.xz of them unpacked (58 MB of wheels are 36 MB so, which
+        # keeps the call's working tree under the device's 64 MiB with the repository).
+        packed = (
+            [wheels] if wheels.endswith(".tar.xz") else glob.glob(os.path.join(wheels, "*.tar.xz"))
+        )
+        if packed:
+            import tarfile
+
+            with tarfile.open(packed[0]) as tar:
+                tar.extractall(site, filter="data")
         for w in glob.glob(os.path.join(wheels, "*.whl")):
             zipfile.ZipFile(w).extractall(site)
     sys.path.insert(0, site)
@@ -274,6 +287,15 @@ def main() -> None:
             compare["reference_kernel_error"] = f"{type(exc).__name__}: {exc}"[:500]
             log(compare["reference_kernel_error"])
         save()
+    # The device returns files at most two folders down: the tuned files travel as one archive.
+    cfg_dir = os.path.join(out, "moe_configs")
+    if os.path.isdir(cfg_dir):
+        import shutil
+        import tarfile
+
+        with tarfile.open(os.path.join(out, "cfgs.tgz"), "w:gz") as tar:
+            tar.add(cfg_dir, arcname="moe_configs")
+        shutil.rmtree(cfg_dir)
     log("done")
 
 
