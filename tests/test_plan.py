@@ -348,3 +348,34 @@ def test_prompts_per_concurrency_sizes_each_run_to_its_concurrency(tmp_path: Pat
 def _with_bench_lines(path: Path, lines: str) -> Path:
     path.write_text(path.read_text().replace("warmup = 1\n", f"warmup = 1\n{lines}\n", 1))
     return path
+
+
+def test_a_plan_past_its_time_budget_starts_no_more_arms_and_still_compares(
+    tmp_path: Path,
+) -> None:
+    """``[plan] time_budget_s``: a plan that must end inside a lent GPU's call stops starting arms
+    once the budget is spent and records its comparisons from what ran (killed, it records none)."""
+    plan = load_plan(
+        write_plan(
+            tmp_path,
+            base_delay=2,
+            cand_delay=1,
+            repeats=2,
+            prompts=4,
+            session="budget",
+            concurrency="[1]",
+            plan_extra="time_budget_s = 0.5",
+        )
+    )
+    store = LedgerStore(tmp_path / "l.duckdb")
+    lines: list[str] = []
+    with quick_runner(store, "budget") as servers:
+        result = run_plan(plan, store, servers, progress=False, say=lines.append)
+    # The first arm starts at once; its server start alone outlasts the budget.
+    assert [e.config_name for e in store.read(types=["server_started"])] == ["baseline"]
+    assert [line for line in lines if "time budget" in line] == [
+        "time budget 0.5 s spent: fast repeat 1 not run",
+        "time budget 0.5 s spent: baseline repeat 2 not run",
+        "time budget 0.5 s spent: fast repeat 2 not run",
+    ]
+    assert result.comparisons and {c.verdict for c in result.comparisons} == {"insufficient data"}
