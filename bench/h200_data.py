@@ -207,16 +207,14 @@ def flag_outcome(comparisons: list) -> tuple[str, str]:
         verdict = "effective"
     elif regressed and not improved:
         verdict = "harmful"
-    elif cs and all(c.verdict == "no measurable change" for c in cs):
+    elif cs and all(c.verdict == "no-measurable-change" for c in cs):
         verdict = "no-measurable-change"
     else:
         verdict = "unknown"
 
-    from runners.compare import raw_change
-
     def part(c) -> str:
-        raw = raw_change(c.change, c.better_direction)  # value / baseline - 1
-        pct = "?" if raw is None else f"{100 * raw:+.0f}%"
+        # ComparisonCompleted.change: value / baseline - 1 (one sign convention, schemas.metrics)
+        pct = "?" if c.change is None else f"{100 * c.change:+.0f}%"
         return f"c={c.concurrency} {c.metric} {pct} ({c.verdict})"
 
     tput = sorted(
