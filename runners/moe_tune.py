@@ -140,7 +140,8 @@ class JsonlSink:
 
 @dataclass
 class TuneSpec:
-    """What to tune and how. Budgets are do_bench ``rep`` windows in ms; ``sample`` is the first
+    """What to tune and how. Budgets are do_bench ``rep`` windows in ms (1.2 .. 10.8: what the H200
+    runs used and ``tune_space.H200_COSTS`` is fitted to); ``sample`` is the first
     rung's share of the pruned space's GROUP_SIZE_M-folded classes (0.2: 63 of the H200's 312,
     plus the seeds; ``tune_space.halving_cost`` says what that costs); ``rounds``: the final
     interleaved re-timing of the winner against SGLang's default and shipped configs;
@@ -150,8 +151,8 @@ class TuneSpec:
     batch_sizes: Sequence[int] = INTERACTIVE_BATCH_SIZES
     search: str = "halving"
     eta: int = 3
-    min_budget_ms: float = 2.0
-    max_budget_ms: float = 18.0
+    min_budget_ms: float = 1.2
+    max_budget_ms: float = 10.8
     sample: float = 0.2
     rounds: int = 5
     seed: int = 0
