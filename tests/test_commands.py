@@ -18,17 +18,15 @@ Front ends of each rule and where they are tested:
 from __future__ import annotations
 
 import ast
-import io
 import json
 import re
-import sys
 from pathlib import Path
 from uuid import UUID
 
 import pytest
+from cli_inprocess import invoke
 
 from ledger import commands
-from ledger.cli import main
 from ledger.errors import ConcurrencyConflict, NotFound
 from ledger.store import LedgerStore
 from schemas import Actor, CandidateProposed, NoteAdded, ServerReady, StartupFacts
@@ -116,19 +114,12 @@ def test_the_check_sees_the_forms_it_must(tmp_path: Path) -> None:
 
 
 @pytest.fixture
-def cli(ledger_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]):
+def cli(ledger_path: Path):
     """Run ``tuneledger --ledger L ARGS`` in this process; return (exit code, stdout, stderr)."""
 
     def run(*args: str, stdin: str | None = None) -> tuple[int, str, str]:
-        monkeypatch.setattr(sys, "stdin", io.StringIO(stdin or ""))
-        capsys.readouterr()
-        try:
-            main(["--ledger", str(ledger_path), "--actor", "agent:test", *args])
-            code = 0
-        except SystemExit as exc:
-            code = exc.code if isinstance(exc.code, int) else 1
-        out, err = capsys.readouterr()
-        return code, out, err
+        out = invoke(["--ledger", ledger_path, "--actor", "agent:test", *args], stdin=stdin)
+        return out.returncode, out.stdout, out.stderr
 
     assert run("init")[0] == 0
     return run
