@@ -329,16 +329,20 @@ def test_a_new_event_type_is_its_model_alone() -> None:
 # --- VIEWS_VERSION and LAYOUT_VERSION --------------------------------------------------------
 
 
-def test_views_version_is_a_digest_of_the_view_sql(monkeypatch: pytest.MonkeyPatch) -> None:
-    assert views.VIEWS_VERSION == views.views_version()
-    original = views.view_sql
+def _with_a_changed_view(original: Any) -> Any:
+    """``view_sql`` with the decisions view's SQL changed (one more column, ``answer``)."""
 
     def changed() -> dict[str, str]:
         sql = original()
         sql["decisions"] = sql["decisions"].replace("SELECT seq,", "SELECT 42 AS answer, seq,", 1)
         return sql
 
-    monkeypatch.setattr(views, "view_sql", changed)
+    return changed
+
+
+def test_views_version_is_a_digest_of_the_view_sql(monkeypatch: pytest.MonkeyPatch) -> None:
+    assert views.VIEWS_VERSION == views.views_version()
+    monkeypatch.setattr(views, "view_sql", _with_a_changed_view(views.view_sql))
     assert views.views_version() != views.VIEWS_VERSION
 
 
@@ -349,15 +353,8 @@ def test_a_changed_view_is_rebuilt_on_an_old_ledger(
     old.append(SessionStarted(title="old", session_id="s"))
     assert "answer" not in old.query_arrow("SELECT * FROM decisions").column_names
 
-    original = views.view_sql
-
-    def changed() -> dict[str, str]:
-        sql = original()
-        sql["decisions"] = sql["decisions"].replace("SELECT seq,", "SELECT 42 AS answer, seq,", 1)
-        return sql
-
     # A newer tuneledger whose decisions view gained a column, nobody bumping a number.
-    monkeypatch.setattr(views, "view_sql", changed)
+    monkeypatch.setattr(views, "view_sql", _with_a_changed_view(views.view_sql))
     monkeypatch.setattr(views, "VIEWS_VERSION", views.views_version())
     new = LedgerStore(ledger_path)
     assert "answer" in new.query_arrow("SELECT * FROM decisions").column_names
