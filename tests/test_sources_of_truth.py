@@ -384,3 +384,28 @@ def test_migrations_run_for_the_layouts_the_file_is_behind(
     assert store.query_arrow(
         "SELECT value FROM ledger_meta WHERE key = 'layout_version'"
     ).to_pylist() == [{"value": str(LAYOUT_VERSION)}]
+
+
+def test_catch_up_upcasts_a_stale_row_that_arrives_after_the_views(store: LedgerStore) -> None:
+    """Appends of this code skip the upcasters (their SQL is costly to bind); a v1 row arriving
+    later (a sync pull writes rows as stored elsewhere) is still upcast by the next catch-up."""
+    store.append(SessionStarted(title="t", session_id=SESSION))
+    payload = (
+        '{"baseline_config": "baseline", "config_name": "fast", "metric": "median_ttft_ms", '
+        '"baseline_runs": 3, "runs": 3, "change": 0.25, "noise_threshold": 0.05, '
+        '"verdict": "no measurable change"}'
+    )
+    with store.connect(read_only=False) as con:
+        seq = con.execute("SELECT max(seq) + 1 FROM events").fetchall()[0][0]
+        con.execute(
+            "INSERT INTO events (seq, event_id, type, schema_version, stream, stream_version, "
+            "recorded_at, actor_kind, actor_name, session_id, payload) VALUES (?, ?, "
+            "'comparison_completed', 1, 'comparison:fast', 1, now(), 'runner', 'elsewhere', ?, ?)",
+            [seq, str(uuid4()), SESSION, payload],
+        )
+    store._checked = False  # as a new process would, look at the file again
+    (row,) = store.query_arrow(
+        "SELECT change_pct, verdict, better_direction FROM benchmark_deltas"
+    ).to_pylist()
+    assert row["change_pct"] == pytest.approx(-20.0)
+    assert (row["verdict"], row["better_direction"]) == ("no-measurable-change", -1)
