@@ -273,7 +273,8 @@ def apply(
     with nothing to do be skipped; None runs them all (a rebuild). ``upcast`` False: the
     caller knows every one of those events is at its current schema version.
     """
-    for index, (statement, needs) in enumerate(zip(apply_sql(upcast), STATEMENT_TYPES)):
+    statements = zip(apply_sql(upcast), STATEMENT_TYPES, strict=True)
+    for index, (statement, needs) in enumerate(statements):
         if types is not None:
             if index == 1 and types <= set(MEASUREMENT_TYPES):
                 continue
@@ -337,4 +338,4 @@ def catch_up(con: duckdb.DuckDBPyConnection, after_seq: int | None = None) -> in
         return after
     apply(con, after, set(types), upcast=bool(stale))
     set_position(con, head)
-    return head
+    return int(head)
