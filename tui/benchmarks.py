@@ -3,8 +3,8 @@
 The table shows, per (configuration, concurrency), the mean output throughput,
 TTFT and TPOT (median and p99) over its valid runs and, for non-baseline
 configurations, the change against the baseline from ``benchmark_deltas``,
-coloured by its verdict (green improved, red regressed, dim no measurable
-change, yellow inconclusive / insufficient data). The plot (plotext) draws one
+coloured by its verdict (green improved, red regressed, dim
+no-measurable-change, yellow inconclusive / insufficient-data). The plot (plotext) draws one
 line per configuration against concurrency; ``m`` cycles the plotted metric.
 """
 
