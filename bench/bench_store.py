@@ -212,16 +212,16 @@ def bench_import(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
     store = LedgerStore(tmp / "import.duckdb")
     store.init()
     store_s: list[float] = []
-    append_rows = store.append_rows
+    append_rows = store.append_columns
 
-    def timed_append_rows(rows: list[dict[str, Any]], **kwargs: Any) -> Any:
+    def timed_append_rows(rows: Any, **kwargs: Any) -> Any:
         start = time.perf_counter()
         try:
             return append_rows(rows, **kwargs)
         finally:
             store_s.append(time.perf_counter() - start)
 
-    store.append_rows = timed_append_rows  # type: ignore[method-assign]
+    store.append_columns = timed_append_rows  # type: ignore[method-assign]
     start, cpu0 = time.perf_counter(), time.process_time()
     results, _ = bulk.import_lines(store, lines, str(source))
     total = time.perf_counter() - start

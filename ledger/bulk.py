@@ -10,10 +10,12 @@ then the store. So:
    cyclic GC off while it validates (nothing they make is cyclic garbage: the chunk is
    returned and dropped), and each chunk comes back as store rows (``ledger.store.event_row``:
    JSON text and plain values, cheap to pickle);
-2. the rows go to ``LedgerStore.append_rows`` as one batch: one transaction in which the
-   single writer assigns ``seq`` and stream versions, inserts through Arrow and catches the
-   projections up once. The store's guarantees hold unchanged (idempotent by ``event_id``,
-   atomic, gapless ``seq``).
+   as one Arrow table of ``events`` columns (``ledger.store.rows_table``: cheap to send back,
+   no per-event object to unpickle);
+2. the tables go to ``LedgerStore.append_columns`` as one batch: one transaction in which the
+   single writer numbers ``seq`` and stream versions in SQL (window functions), inserts
+   with one ``INSERT ... SELECT`` and catches the projections up once. The store's
+   guarantees hold unchanged (idempotent by ``event_id``, atomic, gapless ``seq``).
 
 Errors name the input and the line (``InvalidInput``), and nothing is written then: every
 line is validated before the store is touched.
@@ -27,12 +29,15 @@ from collections.abc import Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from contextlib import contextmanager
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from schemas import Actor
 
 from .jsonl import iter_jsonl
-from .store import AppendResult, LedgerStore, event_row
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+from .store import AppendResults, LedgerStore, event_row, rows_table
 
 #: Lines per validation task.
 CHUNK_LINES = 10_000
@@ -91,6 +96,23 @@ def rows_of_lines(
     return rows
 
 
+def table_of_lines(
+    lines: Sequence[str],
+    name: str,
+    first_line: int,
+    now: datetime | None = None,
+    actor: Actor | None = None,
+    session_id: str | None = None,
+) -> pa.Table:
+    """``rows_of_lines`` as one Arrow table of ``events`` columns (what a worker sends back).
+
+    Raises:
+        InvalidInput: as ``rows_of_lines``.
+    """
+    with no_cyclic_gc():
+        return rows_table(rows_of_lines(lines, name, first_line, now, actor, session_id))
+
+
 def _numbered(lines: Sequence[str], first_line: int) -> Iterator[str]:
     # iter_jsonl numbers lines from 1: lead with blank lines (skipped) so numbers match the file.
     for _ in range(first_line - 1):
@@ -106,10 +128,11 @@ def import_lines(
     actor: Actor | None = None,
     session_id: str | None = None,
     workers: int | None = None,
-) -> tuple[list[AppendResult], list[str]]:
+) -> tuple[AppendResults, list[str]]:
     """Validate every line, then append them all as one atomic batch.
 
-    Returns the append results and the event type of each, in input order.
+    Returns the append results (a sequence of ``AppendResult``) and the event type of
+    each, in input order.
 
     ``workers``: validation processes (None: one per core up to ``MAX_WORKERS``; 1: inline).
 
@@ -117,15 +140,17 @@ def import_lines(
         InvalidInput: a bad line (nothing is written).
         LedgerBusy, EventIdReused, ConcurrencyConflict: as ``LedgerStore.append``.
     """
+    import pyarrow as pa
+
     now = None  # recorded_at of events without one: stamped by the store in its transaction
     chunks = [(lines[i : i + CHUNK_LINES], i + 1) for i in range(0, len(lines), CHUNK_LINES)]
     if workers is None:
         workers = min(os.cpu_count() or 1, MAX_WORKERS)
-    rows: list[dict[str, Any]] = []
+    tables: list[pa.Table] = []
     with no_cyclic_gc():
         if workers <= 1 or len(lines) < PARALLEL_MIN_LINES:
             for chunk, first in chunks:
-                rows += rows_of_lines(chunk, name, first, now, actor, session_id)
+                tables.append(table_of_lines(chunk, name, first, now, actor, session_id))
         else:
             import multiprocessing
 
@@ -134,10 +159,12 @@ def import_lines(
                 max_workers=min(workers, len(chunks)), mp_context=context
             ) as pool:
                 futures = [
-                    pool.submit(rows_of_lines, chunk, name, first, now, actor, session_id)
+                    pool.submit(table_of_lines, chunk, name, first, now, actor, session_id)
                     for chunk, first in chunks
                 ]
-                for future in futures:  # in order: the batch keeps the file's order
-                    rows += future.result()
-        types = [row["type"] for row in rows]
-        return store.append_rows(rows), types
+                # in order: the batch keeps the file's order
+                tables = [future.result() for future in futures]
+        if not tables:
+            return AppendResults([], [], [], []), []
+        table = pa.concat_tables(tables)
+        return store.append_columns(table), table.column("type").to_pylist()
