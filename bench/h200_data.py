@@ -290,7 +290,7 @@ def flag_triage(events: list) -> list:
                 verdict=spec.verdict,
                 reason=(
                     f"prompt lookup (10 tokens) at c=1: output throughput {100 * spec.output_throughput_change:+.0f}%, "
-                    f"median TPOT {1 / (1 + spec.median_tpot_change):.2f}x the baseline's (2 runs per arm, "
+                    f"median TPOT {1 + spec.median_tpot_change:.2f}x the baseline's (2 runs per arm, "
                     "inconclusive); transformers serve reports no accept length"
                 ),
                 session_id="h200-spec",

@@ -33,11 +33,12 @@ from typing import TYPE_CHECKING, Any
 
 from schemas import Actor
 
+from . import commands
 from .jsonl import iter_jsonl
+from .store import AppendResults, LedgerStore, event_row, rows_table
 
 if TYPE_CHECKING:
     import pyarrow as pa
-from .store import AppendResults, LedgerStore, event_row, rows_table
 
 #: Lines per validation task.
 CHUNK_LINES = 10_000
@@ -167,4 +168,5 @@ def import_lines(
         if not tables:
             return AppendResults([], [], [], []), []
         table = pa.concat_tables(tables)
-        return store.append_columns(table), table.column("type").to_pylist()
+        # The command layer's rules (a triage's expected version, a retraction's target) hold here too.
+        return commands.append_table(store, table, where=name), table.column("type").to_pylist()

@@ -19,6 +19,7 @@ from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
 
+from . import commands
 from .errors import EventIdReused, WouldLoseData
 from .jsonl import read_jsonl
 from .store import LedgerStore
@@ -102,7 +103,7 @@ def build_demo(
             )
     store.init()
     try:
-        store.append(events)
+        commands.restore(store, events)
     except EventIdReused:
         raise WouldLoseData(
             f"{path} holds a demo ledger built from an older demo file; nothing was changed (no command "

@@ -81,7 +81,7 @@ def render_spec_trials(store: LedgerStore, session_id: str, table) -> list[str]:
     return [
         "## Speculative-decoding trials",
         "",
-        "Changes against the baseline without speculation, signed so that + is better.",
+        "Changes against the baseline without speculation, value / baseline - 1 (+ means the metric went up: a shorter TPOT is negative).",
         "",
         table(
             [

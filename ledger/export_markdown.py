@@ -25,6 +25,8 @@ from collections.abc import Iterable, Sequence
 from datetime import UTC
 from typing import Any
 
+from schemas.metrics import unit_of
+
 from .errors import NotFound
 from .store import LedgerStore
 from .views import DELTA_METRICS
@@ -50,6 +52,9 @@ _HOST_FIELDS: tuple[tuple[str, str], ...] = (
     ("engine", "engine"),
     ("engine_version", "engine version"),
 )
+
+#: Decimals shown per unit of the metric table.
+_UNIT_DECIMALS = {"ms": 2, "tok/s": 1, "req/s": 3}
 
 _METRIC_ORDER = {name: index for index, (name, _, _) in enumerate(DELTA_METRICS)}
 
@@ -173,19 +178,18 @@ def _flag_value(value: Any) -> str:
 
 
 def format_metric(metric: str, value: float | None) -> str:
-    """A metric value with its unit: tok/s with 1 decimal, ms with 2, req/s with 3.
+    """A metric value with its unit from the metric table (``schemas.metrics``): tok/s with 1
+    decimal, ms with 2, req/s with 3; a metric not in the table without a unit.
 
     ``None`` renders as ``n/a``.
     """
     if value is None:
         return "n/a"
-    if metric.endswith("_ms"):
-        return f"{value:,.2f} ms"
-    if metric == "request_throughput":
-        return f"{value:,.3f} req/s"
-    if metric.endswith("_throughput"):
-        return f"{value:,.1f} tok/s"
-    return f"{value:,.4g}"
+    unit = unit_of(metric)
+    decimals = _UNIT_DECIMALS.get(unit or "")
+    if decimals is None:
+        return f"{value:,.4g}" + (f" {unit}" if unit else "")
+    return f"{value:,.{decimals}f} {unit}"
 
 
 def format_change(change_pct: float | None) -> str:
@@ -618,7 +622,7 @@ def _render_benchmark_deltas(store: LedgerStore, session_id: str, short: ShortId
             "values the change is computed from (the geometric mean of the runs for a statistical verdict, "
             "else the mean), with the spread over the runs (CV) beside them; Change is value / baseline - 1 "
             "(a latency that drops shows as negative); the verdict knows which way is better for each "
-            f"metric ({rows[0]['verdict_rule']}). *too noisy*: the noise threshold is above 25%, so no "
+            f"metric ({rows[0]['verdict_rule']}). *too-noisy*: the noise threshold is above 25%, so no "
             "verdict of no change is given. Reproduce gives the command or plan that made the runs.",
             "",
         ]

@@ -805,10 +805,14 @@ class LedgerStore:
         con.execute("BEGIN")
         try:
             con.execute(EVENTS_DDL)
-            for _, migration in MIGRATIONS:
-                con.execute(migration)
-            projections.create(con)
             meta = dict(con.execute("SELECT key, value FROM ledger_meta").fetchall())
+            # The stored layout says which migrations the file still needs (none stored: a new
+            # file or one from before layout versions: all of them, each is idempotent).
+            stored_layout = int(meta.get("layout_version") or 0)
+            for version, migration in MIGRATIONS:
+                if version > stored_layout:
+                    con.execute(migration)
+            projections.create(con)
             if meta.get("views_version") != views.VIEWS_VERSION:
                 # Written by other code: the projections are a cache of the log, so rebuild them.
                 projections.rebuild(con)

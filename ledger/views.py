@@ -31,12 +31,16 @@ Views (columns are listed in the README):
 
 from __future__ import annotations
 
+import hashlib
+
 import duckdb
 
+from schemas import EVENT_TYPES
 from schemas.upcasting import sql_upcast_expression
 from schemas.vocab import NO_EFFECT_VERDICTS
 
-from .projections import BENCH_METRICS, DELTA_METRICS
+from . import projections
+from .projections import BENCH_METRICS, DELTA_METRICS, MEASUREMENT_TYPES
 
 __all__ = [
     "DELTA_METRICS",
@@ -47,11 +51,6 @@ __all__ = [
     "view_sql",
 ]
 
-#: Bump whenever a view's SQL changes: writers then recreate the views in old files.
-VIEWS_VERSION = (
-    "20"  # 18 + benchmarks.candidate_id, benchmark_deltas CVs; + kernel tunes, spec trials
-)
-
 
 def _sql_list(values: tuple[str, ...]) -> str:
     return ", ".join(f"'{v}'" for v in values)
@@ -60,6 +59,17 @@ def _sql_list(values: tuple[str, ...]) -> str:
 def view_sql() -> dict[str, str]:
     """Return ``{view name: SELECT statement}`` in creation order."""
     no_effect = _sql_list(NO_EFFECT_VERDICTS)
+    # The board's evidence: every registered type naming its candidate by candidate_id (the
+    # proposal itself and the measurements, kept out of live_control, aside).
+    linked_types = _sql_list(
+        tuple(
+            name
+            for name, cls in EVENT_TYPES.items()
+            if "candidate_id" in cls.candidate_link
+            and name != "candidate_proposed"
+            and name not in MEASUREMENT_TYPES
+        )
+    )
     metric_cols = ", ".join(BENCH_METRICS)
     delta_rows = ",\n            ".join(
         f"('{name}', {direction}, {floor}::DOUBLE)" for name, direction, floor in DELTA_METRICS
@@ -162,7 +172,7 @@ HAVING count(DISTINCT origin) >= 2
    AND (count(DISTINCT origin) FILTER (WHERE type <> 'flag_verdict') >= 2
         OR count(DISTINCT verdict) >= 2
         OR (bool_or(type = 'decision_recorded') AND bool_or(type = 'flag_verdict')))""",
-        "board": """
+        "board": f"""
 WITH proposed AS (
     SELECT (payload->>'candidate_id') AS candidate_id, session_id, seq AS proposed_seq,
            recorded_at AS proposed_at, (payload->>'kind') AS kind, (payload->>'title') AS title,
@@ -189,8 +199,7 @@ links AS (
                     (payload->>'description'), (payload->>'message'), (payload->>'reason'),
                     (payload->>'summary'), (payload->>'outcome'), (payload->>'title')) AS summary
     FROM live_control
-    WHERE type IN ('candidate_triaged', 'flag_researched', 'note_added', 'decision_recorded',
-                   'patch_applied', 'kernel_tune_started', 'kernel_tune_completed', 'spec_decoding_trial_completed')
+    WHERE type IN ({linked_types})
       AND (payload->>'candidate_id') IS NOT NULL
     UNION ALL
     SELECT p.candidate_id, h.seq, h.sync_order, h.evidence_event_id, 'flag verdict (' || h.basis || ')',
@@ -340,9 +349,9 @@ simple AS (
            NULL::DOUBLE AS ci_low_pct, NULL::DOUBLE AS ci_high_pct,
            r.direction AS better_direction, 100 * r.noise_floor AS noise_threshold_pct,
            CASE
-               WHEN base.value IS NULL OR c.value IS NULL THEN 'insufficient data'
-               WHEN abs(c.value / nullif(base.value, 0) - 1) <= r.noise_floor THEN 'no measurable change'
-               WHEN least(base.runs, c.runs) < 3 THEN 'insufficient data'
+               WHEN base.value IS NULL OR c.value IS NULL THEN 'insufficient-data'
+               WHEN abs(c.value / nullif(base.value, 0) - 1) <= r.noise_floor THEN 'no-measurable-change'
+               WHEN least(base.runs, c.runs) < 3 THEN 'insufficient-data'
                WHEN r.direction * (c.value / base.value - 1) > 0 THEN 'improved'
                ELSE 'regressed'
            END AS verdict,
@@ -369,17 +378,11 @@ stat AS (
            (payload->>'metric') AS metric,
            (payload->>'baseline_mean')::DOUBLE AS baseline_value, (payload->>'mean')::DOUBLE AS value,
            (payload->>'baseline_runs')::BIGINT AS baseline_runs, (payload->>'runs')::BIGINT AS runs,
-           -- comparison_completed signs its change so that + is better; the view reports the
-           -- raw change of the metric (+ = it went up) for every row, like the simple rule.
-           CASE WHEN (payload->>'better_direction')::INTEGER = -1
-                THEN 100 * (1 / (1 + (payload->>'change')::DOUBLE) - 1)
-                ELSE 100 * (payload->>'change')::DOUBLE END AS change_pct,
-           CASE WHEN (payload->>'better_direction')::INTEGER = -1
-                THEN 100 * (1 / (1 + (payload->>'ci_high')::DOUBLE) - 1)
-                ELSE 100 * (payload->>'ci_low')::DOUBLE END AS ci_low_pct,
-           CASE WHEN (payload->>'better_direction')::INTEGER = -1
-                THEN 100 * (1 / (1 + (payload->>'ci_low')::DOUBLE) - 1)
-                ELSE 100 * (payload->>'ci_high')::DOUBLE END AS ci_high_pct,
+           -- the one sign convention: change = value / baseline - 1 (+ = it went up), as the
+           -- simple rule's; stored v1 events (+ = better) arrive upcast to it
+           100 * (payload->>'change')::DOUBLE AS change_pct,
+           100 * (payload->>'ci_low')::DOUBLE AS ci_low_pct,
+           100 * (payload->>'ci_high')::DOUBLE AS ci_high_pct,
            (payload->>'better_direction')::INTEGER AS better_direction,
            100 * (payload->>'noise_threshold')::DOUBLE AS noise_threshold_pct,
            (payload->>'verdict') AS verdict, (payload->>'runs_needed')::BIGINT AS runs_needed,
@@ -438,7 +441,7 @@ FROM kernel_tunes t
 JOIN live_control c ON c.event_id = t.event_id,
      json_each(c.payload->'results') r""",
         # Speculative-decoding trials (runners/spec.py): one row per trial; the *_change_pct columns
-        # are signed as comparison_completed signs them (+ is better, for TPOT and TTFT too).
+        # are value / baseline - 1 as every change (a shorter TPOT or TTFT is negative).
         "spec_trials": """
 SELECT seq, session_id, recorded_at, (payload->>'trial_id') AS trial_id, (payload->>'algorithm') AS algorithm,
        CAST(payload->>'num_steps' AS INTEGER) AS num_steps, CAST(payload->>'eagle_topk' AS INTEGER) AS eagle_topk,
@@ -474,6 +477,25 @@ def create_views(con: duckdb.DuckDBPyConnection) -> None:
 
 
 VIEW_NAMES: tuple[str, ...] = tuple(view_sql())
+
+
+def views_version() -> str:
+    """A digest of every statement that derives the views from the log: the projections' DDL and
+    catch-up SQL (with the upcasters and one-line summaries inside) and each view's SELECT.
+
+    Stored in ``ledger_meta.views_version``; a file whose digest differs (older code, or a view
+    changed since) gets its projections rebuilt and its views recreated on the next open, so a
+    changed view is never served stale and nobody has to remember to bump a number.
+    """
+    digest = hashlib.sha256()
+    for text in (projections.DDL, *projections.apply_sql(), *view_sql().values()):
+        digest.update(text.encode())
+        digest.update(b"\0")
+    return "sql-" + digest.hexdigest()[:16]
+
+
+#: ``views_version()`` of this code (see there). Older tuneledgers stored a hand-bumped number.
+VIEWS_VERSION = views_version()
 
 
 #: The no-effect verdicts (``flag_verdicts.no_effect``: no-op, dead-code, not-activated,

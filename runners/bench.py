@@ -64,6 +64,7 @@ except ImportError:  # pragma: no cover - depends on the environment
     aiohttp = None
     AiohttpTransport = None
 
+from ledger import commands
 from schemas import Actor, Host
 from schemas.events import BenchmarkCompleted, BenchMetrics, Workload
 
@@ -791,7 +792,7 @@ async def sweep(
                 if store is not None:
                     # Off the event loop: under load an append can wait on the ledger's lock.
                     await asyncio.to_thread(
-                        store.append, event, samples={event.event_id: samples_table(results)}
+                        commands.record_benchmark, store, event, samples_table(results)
                     )
                 point = SweepPoint(c, request_rate, repeat, run, event)
                 points.append(point)

@@ -29,6 +29,7 @@ import pyarrow as pa
 
 from ledger.store import BENCH_SAMPLES_SCHEMA as SAMPLES_SCHEMA
 from schemas.events import BenchMetrics
+from schemas.metrics import METRICS, tpot
 
 #: The percentiles reported next to mean/median/std (sglang reports p90/p95/p99 in newer builds).
 PERCENTILES = (90, 95, 99)
@@ -56,11 +57,7 @@ class RequestResult:
     @property
     def tpot(self) -> float | None:
         """(E2E - TTFT) / (output_tokens - 1) in seconds, only when output_tokens > 1."""
-        if not self.ok or self.ttft is None or self.latency is None or not self.output_tokens:
-            return None
-        if self.output_tokens <= 1:
-            return None
-        return (self.latency - self.ttft) / (self.output_tokens - 1)
+        return tpot(self.ttft, self.latency, self.output_tokens) if self.ok else None
 
 
 def distribution_ms(values_s: Sequence[float], name: str) -> dict[str, float | None]:
@@ -126,11 +123,7 @@ def summarize(results: Sequence[RequestResult], duration_s: float) -> BenchMetri
 MIN_CHUNKS_PER_TOKEN = 0.5
 
 #: The metrics that time the gaps between tokens (NULL when streaming is coarse).
-PER_TOKEN_METRICS = tuple(
-    f"{stat}_{name}_ms"
-    for name in ("tpot", "itl")
-    for stat in ("mean", "median", "std", *(f"p{p}" for p in PERCENTILES))
-) + ("max_itl_ms",)
+PER_TOKEN_METRICS = tuple(m.name for m in METRICS if m.name.endswith(("_tpot_ms", "_itl_ms")))
 
 
 def chunks_per_token(results: Sequence[RequestResult]) -> float | None:

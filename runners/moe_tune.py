@@ -35,6 +35,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
+from ledger import commands
 from schemas import Actor, Host
 from schemas.events import Event, KernelConfigMeasured, KernelTuneCompleted, KernelTuneStarted
 
@@ -93,7 +94,7 @@ class StoreSink:
         self.store = store
 
     def append(self, event: Event) -> None:
-        self.store.append(event)
+        commands.record(self.store, event)
 
     def measured(self, tune_id: str) -> list[KernelConfigMeasured]:
         return self.store.read(stream=f"tune:{tune_id}", types=["kernel_config_measured"])  # type: ignore[return-value]

@@ -35,7 +35,7 @@ benchmark every concurrency (one ``benchmark_completed`` per run, samples includ
 it. So arms alternate A B A B and drift hits both. A run that fails before measuring is
 recorded (not valid, with its cause) and retried on a restarted server within ``retries``;
 past that budget the plan goes on and its table lists what is missing. Then, per candidate, concurrency and
-metric of ``ledger.views.DELTA_METRICS``: one ``comparison_completed`` (``runners.compare``),
+compared metric of the metric table (``schemas.metrics``): one ``comparison_completed`` (``runners.compare``),
 tau from the baseline's repeats in the ledger; a single-flag candidate whose throughput
 verdict agrees at every concurrency gets a ``finding_recorded`` (basis ``measured``).
 Decisions are left to people. Ctrl-C stops the running server (recorded by the server
@@ -54,7 +54,8 @@ from uuid import UUID
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from ledger.errors import InvalidInput
+from ledger import commands
+from ledger.errors import ConcurrencyConflict, InvalidInput
 from ledger.store import LedgerStore
 from schemas import Actor, Host
 from schemas.envelope import Evidence
@@ -76,7 +77,6 @@ from .compare import (
     coefficient_of_variation,
     compare,
     flag_verdict,
-    raw_change,
 )
 from .discovery import served_model
 from .server import PortInUse, ServerStartFailed
@@ -282,37 +282,48 @@ def _record_preamble(store: LedgerStore, plan: Plan) -> None:
     """session_started when the plan names a new session; candidate_proposed for new candidates."""
     session = plan.plan.session
     if session and not store.read(types=["session_started"], session_id=session, limit=1):
-        store.append(
+        commands.record(
+            store,
             SessionStarted(
                 title=plan.plan.session_title or session,
                 session_id=session,
                 actor=PLAN_ACTOR,
                 model=plan.configs[plan.plan.baseline].model,
                 source=plan.source,
-            )
+            ),
         )
-    on_board = set(
-        store.query_arrow("SELECT candidate_id FROM board").column("candidate_id").to_pylist()
-    )
+    # The board and the candidate streams' versions in one statement (one snapshot): a
+    # proposal expects its stream at the version read with the board, so a candidate proposed
+    # by someone else since is a conflict, not a second proposal.
+    rows = store.query_arrow(
+        "SELECT candidate_id, NULL AS stream, NULL AS version FROM board UNION ALL "
+        "SELECT NULL, stream, max(stream_version) FROM events "
+        "WHERE starts_with(stream, 'candidate:') GROUP BY stream"
+    ).to_pylist()
+    on_board = {r["candidate_id"] for r in rows if r["candidate_id"] is not None}
+    versions = {r["stream"]: r["version"] for r in rows if r["stream"] is not None}
     for spec in plan.candidates:
         cid = candidate_id(spec)
         if cid in on_board:
             continue
         config = plan.configs[spec.config]
-        store.append(
-            CandidateProposed(
-                candidate_id=cid,
-                kind="flag" if spec.flag else "config",
-                title=spec.title
-                or (f"--{spec.flag}" if spec.flag else f"configuration {spec.config}"),
-                flag=spec.flag,
-                value=config.flags.get(spec.flag) if spec.flag else None,
-                hypothesis=spec.hypothesis,
-                session_id=session,
-                actor=PLAN_ACTOR,
-                source=plan.source,
-            )
+        proposal = CandidateProposed(
+            candidate_id=cid,
+            kind="flag" if spec.flag else "config",
+            title=spec.title or (f"--{spec.flag}" if spec.flag else f"configuration {spec.config}"),
+            flag=spec.flag,
+            value=config.flags.get(spec.flag) if spec.flag else None,
+            hypothesis=spec.hypothesis,
+            session_id=session,
+            actor=PLAN_ACTOR,
+            source=plan.source,
         )
+        try:
+            commands.propose_candidate(
+                store, proposal, expected_version=versions.get(proposal.default_stream(), 0)
+            )
+        except ConcurrencyConflict:
+            pass  # proposed since the board was read (another plan, a person): it is on the board
 
 
 def run_plan(
@@ -543,7 +554,7 @@ def _record_failed_run(
         actor=PLAN_ACTOR,
         source=plan.source,
     )
-    store.append(event)
+    commands.record_benchmark(store, event)
     return event
 
 
@@ -558,14 +569,15 @@ def _record_interrupted(store: LedgerStore, plan: Plan, result: PlanResult) -> N
         + (": " + ", ".join(done) if done else "")
         + "; no comparison recorded"
     )
-    store.append(
+    commands.add_note(
+        store,
         NoteAdded(
             text=text,
             refs=[p.event.event_id for p in result.points],
             session_id=plan.plan.session,
             actor=PLAN_ACTOR,
             source=plan.source,
-        )
+        ),
     )
 
 
@@ -679,7 +691,7 @@ def compare_and_record(store: LedgerStore, plan: Plan, result: PlanResult) -> No
                 event = _comparison_event(
                     plan, spec.config, load, cmp, base_pts, cand_pts, result.host
                 )
-                store.append(event)
+                commands.record_comparison(store, event)
                 result.comparisons.append(event)
                 if metric == FLAG_METRIC:
                     throughput_verdicts.append(cmp.verdict)
@@ -705,7 +717,7 @@ def compare_and_record(store: LedgerStore, plan: Plan, result: PlanResult) -> No
                 host=host,
                 source=plan.source,
             )
-            store.append(finding)
+            commands.record_finding(store, finding)
             result.findings.append(finding)
 
 
@@ -750,16 +762,9 @@ def verdict_table(result: PlanResult, metrics: Sequence[str] | None = None):
         if metrics and c.metric not in metrics:
             continue
         load = str(c.concurrency) if c.concurrency is not None else f"{c.request_rate:g}/s"
-        change = raw_change(c.change, c.better_direction)
-        text = "-" if change is None else f"{100 * change:+.1f}%"
+        text = "-" if c.change is None else f"{100 * c.change:+.1f}%"
         if c.ci_low is not None and c.ci_high is not None:
-            low, high = sorted(
-                (
-                    raw_change(c.ci_low, c.better_direction),
-                    raw_change(c.ci_high, c.better_direction),
-                )
-            )
-            text += f" [{100 * low:+.1f}, {100 * high:+.1f}]"
+            text += f" [{100 * c.ci_low:+.1f}, {100 * c.ci_high:+.1f}]"
         verdict = c.verdict + (f" (need ~{c.runs_needed} runs/arm)" if c.runs_needed else "")
         table.add_row(
             c.config_name,

@@ -152,7 +152,9 @@ def _existing_and_batch() -> tuple[list[str], list[str]]:
         _line(3, type="note_added", text="to retract"),
     ]
     batch = [
-        _line(4, type="candidate_triaged", candidate_id="flag:x", status="accepted"),
+        _line(
+            4, type="candidate_triaged", candidate_id="flag:x", status="accepted", stream_version=2
+        ),
         _line(5, type="note_added", text="second"),
         _line(6, type="note_added", text="retracted in its own batch", session_id="s2"),
         _line(
@@ -167,7 +169,7 @@ def _existing_and_batch() -> tuple[list[str], list[str]]:
             retracted_event_id="01972a81-0000-7000-8000-000000000006",
             reason="wrong session",
         ),
-        _line(9, type="candidate_triaged", candidate_id="flag:x", status="done"),
+        _line(9, type="candidate_triaged", candidate_id="flag:x", status="done", stream_version=3),
     ]
     return before, batch
 

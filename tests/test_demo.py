@@ -298,7 +298,7 @@ def test_b200_config_is_no_measurable_change(demo: LedgerStore) -> None:
     ]
     assert round(got[0]["change_pct"], 2) == 0.33
     assert round(got[1]["change_pct"], 2) == -1.04
-    assert {r["verdict"] for r in got} == {"no measurable change"}
+    assert {r["verdict"] for r in got} == {"no-measurable-change"}
 
 
 def test_board_statuses(demo: LedgerStore) -> None:

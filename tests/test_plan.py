@@ -136,8 +136,6 @@ def test_plan_interleaves_records_and_compares(tmp_path: Path) -> None:
     row = next(line for line in text.splitlines() if "output_throughput" in line)
     assert row.count("%)") >= 2  # baseline and candidate each with their CV beside them
     assert "value / baseline - 1" in text
-    from runners.compare import raw_change
-
     view = {
         (d["concurrency"], d["metric"]): d
         for d in store.query_arrow(
@@ -146,7 +144,7 @@ def test_plan_interleaves_records_and_compares(tmp_path: Path) -> None:
     }
     for c in result.comparisons:
         d = view[(c.concurrency, c.metric)]
-        assert d["change_pct"] == pytest.approx(100 * raw_change(c.change, c.better_direction))
+        assert d["change_pct"] == pytest.approx(100 * c.change)
         assert d["change_pct"] == pytest.approx(100 * (d["value"] / d["baseline_value"] - 1))
 
     # the export a user pastes into a PR (issue 7.12), on this CPU host with a non-SGLang engine
@@ -317,4 +315,4 @@ def test_a_run_failing_past_its_retry_budget_is_missing_and_the_table_says_so(
         "SELECT count(*) FILTER (WHERE valid) AS ok, count(*) FILTER (WHERE NOT valid) AS bad "
         "FROM benchmarks"
     ).to_pylist() == [{"ok": 2, "bad": 2}]
-    assert {c.verdict for c in store.read(types=["comparison_completed"])} == {"insufficient data"}
+    assert {c.verdict for c in store.read(types=["comparison_completed"])} == {"insufficient-data"}

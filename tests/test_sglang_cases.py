@@ -425,7 +425,7 @@ def test_18870_cold_first_run_is_set_aside_and_the_comparison_is_no_change(tmp_p
         )
         .to_pylist()
     )
-    assert row["verdict"] == "no measurable change" and (row["baseline_runs"], row["runs"]) == (
+    assert row["verdict"] == "no-measurable-change" and (row["baseline_runs"], row["runs"]) == (
         2,
         3,
     )

@@ -90,7 +90,7 @@ def test_link_rule_prefers_the_candidate_a_run_was_recorded_for() -> None:
             "concurrency": 64,
             "metric": "output_throughput",
             "change_pct": -1.0,
-            "verdict": "no measurable change",
+            "verdict": "no-measurable-change",
             "seq": 3,
         }
     ]

@@ -19,17 +19,13 @@ from textual.binding import Binding
 from textual.containers import Vertical
 from textual.widgets import DataTable, Static
 
+from schemas.metrics import HEADLINE_METRICS
+
 from .queries import BENCH_METRICS
 from .render import DELTA_STYLE, number, short_delta_verdict
 
 #: Metrics the plot can show, cycled with ``m``.
-PLOT_METRICS: tuple[tuple[str, str], ...] = (
-    ("output_throughput", "output throughput (tok/s)"),
-    ("median_ttft_ms", "median TTFT (ms)"),
-    ("median_tpot_ms", "median TPOT (ms)"),
-    ("p99_ttft_ms", "p99 TTFT (ms)"),
-    ("p99_tpot_ms", "p99 TPOT (ms)"),
-)
+PLOT_METRICS: tuple[tuple[str, str], ...] = tuple((m.name, m.title) for m in HEADLINE_METRICS)
 
 
 class BenchmarksPane(Vertical):
@@ -71,14 +67,14 @@ class BenchmarksPane(Vertical):
         for verdict in (
             "improved",
             "regressed",
-            "no measurable change",
+            "no-measurable-change",
             "inconclusive",
-            "insufficient data",
-            "too noisy",
+            "insufficient-data",
+            "too-noisy",
         ):
             legend.append(
                 short_delta_verdict(verdict)
-                if verdict != "no measurable change"
+                if verdict != "no-measurable-change"
                 else "≈ no change",
                 style=DELTA_STYLE[verdict],
             )

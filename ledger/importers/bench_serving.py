@@ -17,6 +17,7 @@ import pyarrow as pa
 from ledger.errors import InvalidInput
 from ledger.input_checks import loads
 from schemas import Actor, BenchmarkCompleted, BenchMetrics, Host, Workload
+from schemas.metrics import INTEGER_METRICS, tpot
 
 from ..store import BENCH_SAMPLES_SCHEMA as SAMPLES_SCHEMA
 from ..warmup import cold_first_run
@@ -34,13 +35,7 @@ _RENAMED = {
     "total_input": "total_input_tokens",
     "total_output": "total_output_tokens",
 }
-_INT_METRICS = {
-    "completed",
-    "failed",
-    "total_input_tokens",
-    "total_output_tokens",
-    "max_concurrent_requests",
-}
+_INT_METRICS = INTEGER_METRICS
 _METRIC_FIELDS = set(BenchMetrics.model_fields)
 
 
@@ -251,11 +246,7 @@ def samples_from_details(line: _Line) -> pa.Table | None:
         out = _int(line, f"output_lens[{i}]", output_lens[i])
         ttft_ms = ttft * scale if ok and ttft is not None else None
         e2e_ms = ttft_ms + sum(gaps_ms) if ttft_ms is not None else None
-        tpot_ms = (
-            (e2e_ms - ttft_ms) / (out - 1)
-            if e2e_ms is not None and out is not None and out > 1
-            else None
-        )
+        tpot_ms = tpot(ttft_ms, e2e_ms, out)
         rows["request_index"].append(i)
         rows["ok"].append(ok)
         rows["ttft_ms"].append(ttft_ms)

@@ -18,14 +18,13 @@ from typing import Any
 import pyarrow as pa
 
 from schemas import BenchmarkCompleted, BenchMetrics, Workload
+from schemas.metrics import INTEGER_METRICS, tpot
 
 from ..store import BENCH_SAMPLES_SCHEMA as SAMPLES_SCHEMA
 from .detect import ImportContext, InputFile
 
 _METRIC_FIELDS = frozenset(BenchMetrics.model_fields)
-_INT_METRICS = frozenset(
-    {"completed", "failed", "total_input_tokens", "total_output_tokens", "max_concurrent_requests"}
-)
+_INT_METRICS = INTEGER_METRICS
 
 
 def bench_event(
@@ -113,11 +112,8 @@ def samples_table(rows: Iterable[dict[str, Any]]) -> pa.Table:
     return pa.table(columns, schema=SAMPLES_SCHEMA)
 
 
-def tpot_ms(ttft_ms: float | None, e2e_ms: float | None, output_tokens: int | None) -> float | None:
-    """Our TPOT of one request: (E2E - TTFT) / (output_tokens - 1), only when output_tokens > 1."""
-    if ttft_ms is None or e2e_ms is None or output_tokens is None or output_tokens <= 1:
-        return None
-    return (e2e_ms - ttft_ms) / (output_tokens - 1)
+#: Our TPOT of one request in ms: (E2E - TTFT) / (output_tokens - 1) (``schemas.metrics.tpot``).
+tpot_ms = tpot
 
 
 def distribution_from_samples(table: pa.Table) -> dict[str, float | None]:
