@@ -65,19 +65,20 @@ def no_cyclic_gc() -> Iterator[None]:
             gc.enable()
 
 
-def rows_of_lines(
+def table_of_lines(
     lines: Sequence[str],
     name: str,
     first_line: int,
     now: datetime | None = None,
     actor: Actor | None = None,
     session_id: str | None = None,
-) -> list[dict[str, Any]]:
-    """Validate JSON lines (numbered from ``first_line`` in messages) into store rows.
+) -> pa.Table:
+    """Validate JSON lines (numbered from ``first_line`` in messages) into one Arrow table of
+    store rows (``ledger.store.rows_table``: what a worker sends back).
 
     ``actor`` and ``session_id``: defaults for events that do not give them (the CLI's
-    ``--actor``/``--session``). ``now``: ``recorded_at`` of events without one (None: the store stamps them inside its
-    write transaction, as for every append).
+    ``--actor``/``--session``). ``now``: ``recorded_at`` of events without one (None: the store
+    stamps them inside its write transaction, as for every append).
 
     Raises:
         InvalidInput: ``name:line``: bad JSON or a bad event (``ledger.jsonl.iter_jsonl``).
@@ -94,24 +95,7 @@ def rows_of_lines(
             if update:
                 event = event.model_copy(update=update)
             rows.append(event_row(event, now))
-    return rows
-
-
-def table_of_lines(
-    lines: Sequence[str],
-    name: str,
-    first_line: int,
-    now: datetime | None = None,
-    actor: Actor | None = None,
-    session_id: str | None = None,
-) -> pa.Table:
-    """``rows_of_lines`` as one Arrow table of ``events`` columns (what a worker sends back).
-
-    Raises:
-        InvalidInput: as ``rows_of_lines``.
-    """
-    with no_cyclic_gc():
-        return rows_table(rows_of_lines(lines, name, first_line, now, actor, session_id))
+        return rows_table(rows)
 
 
 def _numbered(lines: Sequence[str], first_line: int) -> Iterator[str]:

@@ -68,7 +68,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from itertools import accumulate
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 from uuid import UUID
 
 import duckdb
@@ -367,6 +367,8 @@ class _Held:
         except OSError:  # let go of meanwhile (the fd is closed)
             return False
 
+
+_T = TypeVar("_T")
 
 #: Kept-open connections of this process, by resolved ledger path.
 _HELD: dict[str, _Held] = {}
@@ -905,6 +907,13 @@ class LedgerStore:
             raise EventIdReused("the batch holds the same event_id twice")
         if expected_version is not None and len({row["stream"] for row in rows}) != 1:
             raise InvalidInput("expected_version needs every event of the batch in one stream")
+        return self._writing(
+            lambda con, held: self._write(con, rows, expected_version, samples, held, record)
+        )
+
+    def _writing(self, write: Callable[[duckdb.DuckDBPyConnection, _Held | None], _T]) -> _T:
+        """Run ``write(con, held)`` as the file's single writer: on the kept-open connection
+        (catching the projections up when ``MAX_LAG`` events wait), or one-shot."""
         if not self.path.exists():
             self.init()
         with self._lock:
@@ -912,10 +921,10 @@ class LedgerStore:
             if held is None:
                 with self._connect_once(False, {}) as con:
                     self._ensure_schema(con)
-                    return self._write(con, rows, expected_version, samples, None, record)
+                    return write(con, None)
             held.last_used = time.monotonic()
             try:
-                results = self._write(held.con, rows, expected_version, samples, held, record)
+                results = write(held.con, held)
                 if held.head - held.projected >= MAX_LAG:
                     held.catch_up()
             finally:
@@ -951,22 +960,7 @@ class LedgerStore:
             return AppendResults([], [], [], [])
         # An event_id twice in the batch: the unique index refuses the insert, and the
         # careful path names the error (no check of the whole batch on the fast path).
-        if not self.path.exists():
-            self.init()
-        with self._lock:
-            held = self._held(create=True)
-            if held is None:
-                with self._connect_once(False, {}) as con:
-                    self._ensure_schema(con)
-                    return self._write_columns(con, table, None, record)
-            held.last_used = time.monotonic()
-            try:
-                results = self._write_columns(held.con, table, held, record)
-                if held.head - held.projected >= MAX_LAG:
-                    held.catch_up()
-            finally:
-                held.done()
-            return results
+        return self._writing(lambda con, held: self._write_columns(con, table, held, record))
 
     def append_replicated(
         self,
@@ -1024,8 +1018,7 @@ class LedgerStore:
         once (the ``event_id`` and ``(stream, stream_version)`` unique indexes are the
         check); a retry, a conflict or a doubt rolls back and takes the careful path, which
         looks each id up and raises the precise error."""
-        con.execute("BEGIN")
-        try:
+        with self._transaction(con, held):
             if held is not None:
                 projected, head = held.projected, held.head
             else:
@@ -1047,11 +1040,19 @@ class LedgerStore:
             for result in results:
                 if samples and not result.duplicate and result.event_id in samples:
                     self._insert_samples(con, result.event_id, samples[result.event_id])
-            if record is not None:
-                record(con, results)
-            if held is None:
-                projections.catch_up(con, projected)
-            con.execute("COMMIT")
+            self._commit(con, results, record, held, projected)
+        if held is not None:
+            held.heads.update(new_heads)
+            held.head = max([head, *(r.seq for r in results)])
+        return results
+
+    @staticmethod
+    @contextmanager
+    def _transaction(con: duckdb.DuckDBPyConnection, held: _Held | None) -> Iterator[None]:
+        """BEGIN; on any error ROLLBACK (and forget a kept-open writer's cached stream heads)."""
+        con.execute("BEGIN")
+        try:
+            yield
         except BaseException:
             # After an interrupt DuckDB may already have aborted the transaction; a failing
             # ROLLBACK must not hide the original error (KeyboardInterrupt included).
@@ -1060,10 +1061,22 @@ class LedgerStore:
             if held is not None:
                 held.heads.clear()
             raise
-        if held is not None:
-            held.heads.update(new_heads)
-            held.head = max([head, *(r.seq for r in results)])
-        return results
+
+    @staticmethod
+    def _commit(
+        con: duckdb.DuckDBPyConnection,
+        results: Any,
+        record: Callable[[duckdb.DuckDBPyConnection, Any], None] | None,
+        held: _Held | None,
+        projected: int,
+    ) -> None:
+        """The end of an append transaction: the caller's bookkeeping (``record``), the
+        projections caught up (one-shot only: a kept-open writer batches them), COMMIT."""
+        if record is not None:
+            record(con, results)
+        if held is None:
+            projections.catch_up(con, projected)
+        con.execute("COMMIT")
 
     def _write_columns(
         self,
@@ -1073,8 +1086,7 @@ class LedgerStore:
         record: Callable[[duckdb.DuckDBPyConnection, AppendResults], None] | None,
     ) -> AppendResults:
         """One bulk append transaction (``append_columns``); the careful path on any doubt."""
-        con.execute("BEGIN")
-        try:
+        with self._transaction(con, held):
             if held is not None:
                 projected, head = held.projected, held.head
             else:
@@ -1086,7 +1098,7 @@ class LedgerStore:
                 con.execute("BEGIN")
                 rows = table.to_pylist()
                 if len({row["event_id"] for row in rows}) != len(rows):
-                    raise EventIdReused("the batch holds the same event_id twice")
+                    raise EventIdReused("the batch holds the same event_id twice") from None
                 stored = self._stored(con, rows)
                 fresh = [row for row in rows if row["event_id"] not in stored]
                 heads = self._stream_heads(
@@ -1094,17 +1106,7 @@ class LedgerStore:
                 )
                 found, _ = self._insert(con, rows, fresh, stored, None, heads, head)
                 results = AppendResults.of(found)
-            if record is not None:
-                record(con, results)
-            if held is None:
-                projections.catch_up(con, projected)
-            con.execute("COMMIT")
-        except BaseException:
-            with suppress(duckdb.Error):
-                con.execute("ROLLBACK")
-            if held is not None:
-                held.heads.clear()
-            raise
+            self._commit(con, results, record, held, projected)
         if held is not None:
             held.heads.clear()  # the batch moved many streams: read them again when needed
             held.head = max(held.head, max(results.seqs, default=0))
