@@ -16,7 +16,9 @@ Reported, over all rounds:
 - single append: p50 / p99 of one-record calls (tuneledger: a kept-open ``LedgerStore``,
   ``hold_s`` 5 s, like a runner); sustained records/s = records / time of the whole series
   including tuneledger's final catch-up of the projections and close; CPU ms per record;
-- batches of 1,000: records/s over all batches (tuneledger including the final catch-up);
+- batches of 1,000: records/s over all batches (tuneledger including the final catch-up and
+  close; the file is opened, and pyarrow imported, before the series, as the singles' file
+  and the peers' clients are);
 - ``tuneledger append`` from process start to exit (``--cli`` calls, one-shot store): wall
   p50 / p90 and CPU (user + system of the child);
 - import: ``ledger.bulk.import_lines`` of the deterministic synthetic campaign of
