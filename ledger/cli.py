@@ -22,7 +22,7 @@ from pydantic import ValidationError
 
 from schemas import EVENT_TYPES, Actor, Event, Host
 
-from . import commands, input_checks
+from . import input_checks
 from .errors import InvalidInput, LedgerError, NotFound
 from .input_checks import loads
 from .jsonl import event_from_obj, event_to_json, read_stdin_events, read_stdin_text
@@ -71,7 +71,10 @@ pass_ctx = click.make_pass_decorator(Context)
 
 def _ledger_override(ctx: click.Context, param: click.Parameter, value: Path | None) -> None:
     if value is not None:
-        ctx.find_object(Context).ledger = value
+        context = ctx.find_object(Context)
+        if context is None:  # a command driven without the ``tuneledger`` group above it
+            raise click.UsageError("--ledger needs the tuneledger command group", ctx)
+        context.ledger = value
 
 
 #: ``--ledger`` after the command name too (``tuneledger demo --ledger demo.duckdb``).
@@ -120,6 +123,8 @@ class _LazyPluginGroup(click.Group):
         try:
             command = entry.load()
         except (ImportError, AttributeError):  # a plugin not built (yet) is simply absent
+            return None
+        if not isinstance(command, click.Command):  # an entry point that names something else
             return None
         _accept_ledger_everywhere(command)
         self.add_command(command, cmd_name)
@@ -289,7 +294,7 @@ def _report_appended(
         "\n".join(
             f"{'already stored at' if result.duplicate else 'appended'} seq {result.seq}: {name} "
             f"{result.event_id} ({result.stream} v{result.stream_version})"
-            for result, name in zip(results, names)
+            for result, name in zip(results, names, strict=True)
         )
     )
 
@@ -437,6 +442,8 @@ def append(
         input_checks.payload_json(event, where)
         input_checks.host_json(event, where)
     where = "options" if event_type not in (None, "-") else "<stdin>"
+    from . import commands  # imported when a command writes (start-up time: see above)
+
     results = commands.append(ctx.store(), events, expected_version=expected_version, where=where)
     _report_appended(results, events, as_json)
 
@@ -484,7 +491,8 @@ def events(
         ):
             click.echo(event_to_json(event))
         return
-    where, params = ["seq > ?"], [after_seq]
+    where: list[str] = ["seq > ?"]
+    params: list[Any] = [after_seq]
     if types:
         where.append("type IN (SELECT unnest(?::VARCHAR[]))")
         params.append(list(types))
@@ -638,6 +646,8 @@ def import_(
     """Import files, detecting each kind by content: sglang/vLLM/GuideLLM/llmperf/AIPerf
     benchmark results, tuned MoE configs, SGLang and vLLM server logs. All files are appended in one atomic batch;
     re-importing a file is a no-op (event ids derive from the file's content)."""
+    from . import commands
+
     session = session_id or ctx.session
     host = None
     if host_json is not None:

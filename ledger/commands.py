@@ -309,7 +309,7 @@ def triage(
     """
     event = CandidateTriaged(
         candidate_id=candidate_id,
-        status=status,  # type: ignore[arg-type]  # validated by the model
+        status=status,
         reason=reason or None,
         actor=actor,
         session_id=session_id,

@@ -4,16 +4,20 @@ SGLang's default against the tuned config at each batch size, with the roofline 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from .store import LedgerStore
+
+#: ``export_markdown.markdown_table``: headers, rows, optional ``align`` -> Markdown text.
+TableRenderer = Callable[..., str]
 
 
 def _fmt(x: Any, spec: str = ".1f", suffix: str = "") -> str:
     return "-" if x is None else f"{x:{spec}}{suffix}"
 
 
-def render_kernel_tunes(store: LedgerStore, session_id: str, table) -> list[str]:
+def render_kernel_tunes(store: LedgerStore, session_id: str, table: TableRenderer) -> list[str]:
     """``## Kernel tunes`` lines, or [] when the session has no completed tune. ``table`` is
     ``export_markdown.markdown_table``."""
     tunes = store.query_arrow(
@@ -71,7 +75,7 @@ def render_kernel_tunes(store: LedgerStore, session_id: str, table) -> list[str]
     return lines[:-1]
 
 
-def render_spec_trials(store: LedgerStore, session_id: str, table) -> list[str]:
+def render_spec_trials(store: LedgerStore, session_id: str, table: TableRenderer) -> list[str]:
     """``## Speculative-decoding trials`` lines, or [] when the session has none."""
     rows = store.query_arrow(
         "SELECT * FROM spec_trials WHERE session_id = ? ORDER BY seq", [session_id]

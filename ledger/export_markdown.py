@@ -97,7 +97,7 @@ class ShortIds:
 
 def _common_prefix(a: str, b: str) -> int:
     n = 0
-    for x, y in zip(a, b):
+    for x, y in zip(a, b, strict=False):
         if x != y:
             break
         n += 1
@@ -206,7 +206,7 @@ def format_change(change_pct: float | None) -> str:
 def _rows(
     store: LedgerStore, sql: str, params: Sequence[Any] | None = None
 ) -> list[dict[str, Any]]:
-    return store.query_arrow(sql, params).to_pylist()
+    return list(store.query_arrow(sql, params).to_pylist())
 
 
 def _session_ids(store: LedgerStore) -> list[str]:
@@ -383,14 +383,14 @@ def _render_decisions(store: LedgerStore, session_id: str, short: ShortIds) -> l
         if not evidence:
             lines.append(NONE_RECORDED)
         for event_id in evidence:
-            row = resolved.get(str(event_id).lower())
-            if row is None:
+            cited = resolved.get(str(event_id).lower())
+            if cited is None:
                 lines.append(f"- {_code(short(event_id))} — not in this ledger")
                 continue
-            summary = _one_line(row["summary"]) or row["type"]
-            flag = " — retracted" if row["retracted"] else ""
+            summary = _one_line(cited["summary"]) or cited["type"]
+            flag = " — retracted" if cited["retracted"] else ""
             lines.append(
-                f"- {_code(short(event_id))} {row['type']} (seq {row['seq']}): {summary}{flag}"
+                f"- {_code(short(event_id))} {cited['type']} (seq {cited['seq']}): {summary}{flag}"
             )
         lines.append("")
     return lines[:-1]
@@ -516,7 +516,7 @@ def _render_server_runs(store: LedgerStore, session_id: str, short: ShortIds) ->
                     ": "
                 )
             )
-        return r["status"]
+        return str(r["status"])
 
     def piecewise(r: dict[str, Any]) -> str:
         if r["piecewise_cuda_graph"] is None:
@@ -590,7 +590,7 @@ def _utc(value: Any) -> str:
     if value is None:
         return ""
     if hasattr(value, "astimezone"):
-        return value.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S")
+        return str(value.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S"))
     return str(value)
 
 

@@ -263,7 +263,7 @@ def apply(con: duckdb.DuckDBPyConnection, after_seq: int, types: set[str] | None
     ``types`` (the event types of those events, when the caller knows them) lets statements
     with nothing to do be skipped; None runs them all (a rebuild).
     """
-    for index, (statement, needs) in enumerate(zip(apply_sql(), STATEMENT_TYPES)):
+    for index, (statement, needs) in enumerate(zip(apply_sql(), STATEMENT_TYPES, strict=True)):
         if types is not None:
             if index == 1 and types <= set(MEASUREMENT_TYPES):
                 continue
@@ -313,4 +313,4 @@ def catch_up(con: duckdb.DuckDBPyConnection, after_seq: int | None = None) -> in
         return after
     apply(con, after, set(types))
     set_position(con, head)
-    return head
+    return int(head)

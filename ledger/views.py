@@ -32,6 +32,7 @@ Views (columns are listed in the README):
 from __future__ import annotations
 
 import hashlib
+from typing import TYPE_CHECKING, Any
 
 import duckdb
 
@@ -41,6 +42,9 @@ from schemas.vocab import NO_EFFECT_VERDICTS
 
 from . import projections
 from .projections import BENCH_METRICS, DELTA_METRICS, MEASUREMENT_TYPES
+
+if TYPE_CHECKING:
+    from .store import LedgerStore
 
 __all__ = [
     "DELTA_METRICS",
@@ -514,14 +518,14 @@ ORDER BY flag, seq"""
 
 
 def known_no_effect(
-    store,
+    store: LedgerStore,
     flags: list[str],
     *,
     engine: str | None,
     engine_version: str | None,
     arch: str | None,
     before_event_id: str | None = None,
-) -> list[dict]:
+) -> list[dict[str, Any]]:
     """The ledger's no-effect verdicts for ``flags`` on ``engine`` / ``arch`` and ``engine_version``
     (a verdict or a run without a version matches any version): one dict per flag with the ``flag_verdicts`` columns
     ``flag, verdict, basis, engine, engine_version, arch, summary, evidence_event_id, seq``.
@@ -536,4 +540,4 @@ def known_no_effect(
         KNOWN_NO_EFFECT_SQL,
         [sorted(set(flags)), engine, arch, engine_version, engine_version, before_event_id],
     )
-    return table.to_pylist()
+    return list(table.to_pylist())

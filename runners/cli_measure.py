@@ -283,6 +283,11 @@ def bench_command(
     store.init()
     signal.signal(signal.SIGTERM, _raise_interrupt)
     done: list[Any] = []
+
+    def on_point(point: Any) -> None:
+        done.append(point)
+        click.echo(format_point(point))
+
     try:
         if model is None:
             model = "default" if endpoint == "generate" else served_model(url)
@@ -302,7 +307,7 @@ def bench_command(
                 session_id=ctx.session,
                 store=store,
                 progress=not no_progress,
-                on_point=lambda p: (done.append(p), click.echo(format_point(p))),
+                on_point=on_point,
                 candidate_id=candidate_id,
                 source=_reproducing_command(
                     url,

@@ -134,7 +134,9 @@ class BenchmarksPane(Vertical):
         metric, label = PLOT_METRICS[self.metric_index]
         if not self.plot_mounted or not self.query("#bench-plot"):
             return
-        widget = self.query_one("#bench-plot")
+        from textual_plotext import PlotextPlot
+
+        widget = self.query_one("#bench-plot", PlotextPlot)
         plt = widget.plt
         plt.clear_figure()
         series: dict[str, list[tuple[int, float]]] = {}

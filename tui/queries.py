@@ -142,11 +142,11 @@ def link_board_deltas(
             )
         ]
         chosen = max(related, key=lambda key: last_seq[key], default=None)
-        delta = latest.get(chosen) if chosen else None
-        row["delta_config"] = delta["config_name"] if delta else None
-        row["delta_concurrency"] = delta["concurrency"] if delta else None
-        row["delta_pct"] = delta["change_pct"] if delta else None
-        row["delta_verdict"] = delta["verdict"] if delta else None
+        chosen_delta = latest.get(chosen) if chosen else None
+        row["delta_config"] = chosen_delta["config_name"] if chosen_delta else None
+        row["delta_concurrency"] = chosen_delta["concurrency"] if chosen_delta else None
+        row["delta_pct"] = chosen_delta["change_pct"] if chosen_delta else None
+        row["delta_verdict"] = chosen_delta["verdict"] if chosen_delta else None
 
 
 def _rows(
@@ -154,7 +154,7 @@ def _rows(
 ) -> list[dict[str, Any]]:
     cur = con.execute(sql, params or [])
     names = [d[0] for d in cur.description]
-    return [dict(zip(names, row)) for row in cur.fetchall()]
+    return [dict(zip(names, row, strict=True)) for row in cur.fetchall()]
 
 
 def _board(
@@ -257,7 +257,8 @@ _TIMELINE_COLUMNS = (
 def _timeline(
     con: duckdb.DuckDBPyConnection, flt: TimelineFilter, after_seq: int, limit: int
 ) -> list[dict[str, Any]]:
-    where, params = ["seq > ?"], [after_seq]
+    where: list[str] = ["seq > ?"]
+    params: list[Any] = [after_seq]
     if flt.type:
         where.append("type = ?")
         params.append(flt.type)
