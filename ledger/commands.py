@@ -54,12 +54,14 @@ from schemas import (
 )
 
 from .errors import EventIdReused, InvalidInput, NotFound
-from .store import AppendResult, AppendResults, LedgerStore
 
 if TYPE_CHECKING:
+    # Only annotations: a runner that records into a sink of its own (the kernel tune on a GPU
+    # host without DuckDB) imports the commands without the store.
     import pyarrow as pa
 
     from .importers import ImportResult
+    from .store import AppendResult, AppendResults, LedgerStore
 
 
 # --- the rules ------------------------------------------------------------------------
