@@ -64,7 +64,7 @@ from ledger.store import LedgerStore
 from schemas import Event, parse_event
 
 #: Bump when the generator's output changes (invalidates cached files).
-GENERATOR_VERSION = 1
+GENERATOR_VERSION = 2  # 2: triages carry their stream_version (the command layer requires it)
 
 # --- the synthetic campaign --------------------------------------------------------
 

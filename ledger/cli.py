@@ -14,6 +14,7 @@ import io
 import json
 import os
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -284,7 +285,10 @@ def _result_json(result: AppendResult) -> dict[str, Any]:
 
 
 def _report_appended(
-    results: list[AppendResult], events: list[Any], as_json: bool, types: list[str] | None = None
+    results: Sequence[AppendResult],
+    events: list[Any],
+    as_json: bool,
+    types: list[str] | None = None,
 ) -> None:
     if as_json:
         click.echo(json.dumps([_result_json(r) for r in results]))
@@ -411,10 +415,10 @@ def append(
             from .bulk import import_lines
 
             lines = text.splitlines()
-            results, types = import_lines(
+            imported, types = import_lines(
                 ctx.store(), lines, "<stdin>", actor=ctx.actor, session_id=ctx.session
             )
-            _report_appended(results, [], as_json, types=types)
+            _report_appended(imported, [], as_json, types=types)
             return
         events = read_stdin_events(io.StringIO(text))
         if event_id is not None:

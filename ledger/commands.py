@@ -60,9 +60,8 @@ if TYPE_CHECKING:
     # host without DuckDB) imports the commands without the store.
     import pyarrow as pa
 
-    from .store import AppendResult, LedgerStore
-
     from .importers import ImportResult
+    from .store import AppendResult, AppendResults, LedgerStore
 
 
 # --- the rules ------------------------------------------------------------------------
@@ -189,6 +188,42 @@ def append_rows(
         batch_ids = {UUID(str(row["event_id"])) for row in rows}
         _check_retractions(store, targets, batch_ids)
     return store.append_rows(rows)
+
+
+def append_table(store: LedgerStore, table: pa.Table, *, where: str = "input") -> AppendResults:
+    """``append_rows`` for a bulk batch held as one Arrow table of store rows (``ledger.bulk``):
+    the same rules, read off the columns, then the store's column path (``append_columns``).
+
+    Raises:
+        as ``append``.
+    """
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    total = table.num_rows
+    types = table.column("type")
+    untriaged = pc.and_(
+        pc.equal(types, "candidate_triaged"), pc.is_null(table.column("stream_version"))
+    )
+    if pc.any(untriaged).as_py():
+        index = pc.index(untriaged, True).as_py()
+        payload = json.loads(table.column("payload")[index].as_py())
+        raise _triage_refusal(_label(where, index + 1, total), payload.get("candidate_id", "?"))
+    retractions = pc.equal(types, "event_retracted")
+    if pc.any(retractions).as_py():
+        indices = pc.indices_nonzero(retractions).to_pylist()
+        payloads = table.column("payload").take(indices).to_pylist()
+        targets = [
+            (_label(where, i + 1, total), UUID(json.loads(text)["retracted_event_id"]))
+            for i, text in zip(indices, payloads, strict=True)
+        ]
+        inside = pc.is_in(
+            pa.array([str(target) for _, target in targets], pa.string()),
+            value_set=table.column("event_id"),
+        ).to_pylist()
+        batch_ids = {target for (_, target), here in zip(targets, inside, strict=True) if here}
+        _check_retractions(store, targets, batch_ids)
+    return store.append_columns(table)
 
 
 def restore(store: LedgerStore, events: Sequence[Event]) -> list[AppendResult]:

@@ -182,7 +182,7 @@ def tune_command(
         raise MissingEngine("run tune needs a CUDA GPU: torch sees none here")
     from .moe_tune import StoreSink, TuneSpec, run_tune
 
-    store = ctx.store()
+    store = ctx.store().kept_open()  # a long-lived writer: one open for a run of appends
     store.init()
     try:
         measurer = GpuMeasurer(kernel, shape, workers=workers)
@@ -245,7 +245,7 @@ def spec_command(ctx: Context, spec_file: Path, no_progress: bool) -> None:
     spec = load_spec(spec_file)
     if spec.plan.plan.session is None and ctx.session:
         spec.plan.plan.session = ctx.session
-    store = ctx.store()
+    store = ctx.store().kept_open()  # a long-lived writer: one open for a run of appends
     store.init()
     signal.signal(signal.SIGTERM, _raise_interrupt)
     say = lambda line: click.echo(line, err=True)  # noqa: E731

@@ -49,7 +49,7 @@ ALLOWED = {
     "ledger/sync.py": "replication of events already accepted elsewhere",
 }
 #: The store's write methods.
-APPEND_METHODS = {"append", "append_rows", "append_replicated"}
+APPEND_METHODS = {"append", "append_rows", "append_columns", "append_replicated"}
 #: A receiver that is a ledger store by the package's naming (``store``, ``self.store``,
 #: ``ctx.store()``, ``LedgerStore(...)``); a list's ``.append`` is not.
 STORE_RECEIVER = re.compile(r"(^|\.|_)store(\(\))?$|^LedgerStore\(")

@@ -29,7 +29,7 @@ from textual.widgets import Footer, Header, TabbedContent, TabPane
 from textual.worker import Worker, WorkerState, get_current_worker
 
 from ledger.errors import ConcurrencyConflict, LedgerError
-from ledger.store import LedgerStore
+from ledger.store import WRITER_HOLD_S, LedgerStore
 from schemas.envelope import Actor
 
 from . import queries, writes
@@ -174,7 +174,8 @@ class TuneLedgerApp(App[None]):
         poll_s: float = 2.0,
     ) -> None:
         super().__init__()
-        self.store = LedgerStore(path)
+        # Its writes keep the file open for a burst (WRITER_HOLD_S); its reads never do.
+        self.store = LedgerStore(path, hold_s=WRITER_HOLD_S, hold_reads=False)
         self.session_id = session_id
         self._session_given = session_id is not None
         self.actor = actor or _default_actor()
