@@ -60,9 +60,8 @@ if TYPE_CHECKING:
     # host without DuckDB) imports the commands without the store.
     import pyarrow as pa
 
-    from .store import AppendResult, LedgerStore
-
     from .importers import ImportResult
+    from .store import AppendResult, LedgerStore
 
 
 # --- the rules ------------------------------------------------------------------------
