@@ -174,3 +174,20 @@ def test_a_stored_event_of_an_unknown_type_is_one_line(ledger: Path) -> None:
 def test_an_error_quoting_input_with_line_breaks_stays_one_line(ledger: Path) -> None:
     code, err = run(ledger, ["append", "note_added", "-f", "\r=" + DEEP])
     assert code == 3 and len(err.splitlines()) == 1 and "\\r" in err
+
+
+def test_a_yaml_file_nested_too_deeply_is_one_line(ledger: Path, tmp_path: Path) -> None:
+    """Found by tests/test_fuzz.py: a GuideLLM YAML with a number replaced by a value 3,000
+    lists deep; PyYAML's recursion while the file was sniffed was a traceback, exit 1."""
+    import re
+
+    source = Path(__file__).parent / "fixtures/other_tools/guidellm_run/benchmarks.yaml"
+    text = source.read_text(encoding="utf-8")
+    # the fuzz test's failing case: the 2,137th number (a p75 inside a distribution)
+    number = list(re.finditer(r"-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?", text))[2136]
+    path = tmp_path / "benchmarks.yaml"
+    path.write_text(text[: number.start()] + DEEP + text[number.end() :])
+    code, err = run(ledger, ["import", str(path)])
+    # sniffing tolerates it (not a GuideLLM file then): one line naming the file, exit 3
+    assert code == 3 and len(err.splitlines()) == 1 and str(path) in err, err
+    assert LedgerStore(ledger).head() == 1

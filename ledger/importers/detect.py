@@ -287,12 +287,17 @@ def load_yaml(file: InputFile, *, strict: bool = True) -> Any:
     """The YAML document of ``file`` (PyYAML's safe loader).
 
     Raises:
-        InvalidInput: ``FILE:LINE: not valid YAML (...)`` when ``strict``; otherwise ``None`` is returned.
+        InvalidInput: ``FILE:LINE: not valid YAML (...)`` or ``FILE: YAML nested too deeply``
+            when ``strict``; otherwise ``None`` is returned.
     """
     import yaml
 
     try:
         return yaml.safe_load(file.text)
+    except RecursionError:  # PyYAML composes nested nodes recursively: a hostile file, not ours
+        if not strict:
+            return None
+        raise InvalidInput(f"{file.label}: YAML nested too deeply") from None
     except yaml.YAMLError as exc:
         if not strict:
             return None
