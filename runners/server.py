@@ -277,17 +277,10 @@ class ServerRunner:
 
     def previous_startup(self, exclude_run_id: str | None = None) -> StartupFacts | None:
         """Startup facts of the session's latest ``server_ready`` (another run than ``exclude_run_id``)."""
-        table = self.store.query_arrow(
-            "SELECT payload->>'run_id' AS run_id, payload->'startup' AS startup FROM live_events "
-            "WHERE type = 'server_ready' AND session_id IS NOT DISTINCT FROM ? ORDER BY seq DESC LIMIT 5",
-            [self.session_id],
-        )
-        for run_id, startup in zip(
-            table.column("run_id").to_pylist(), table.column("startup").to_pylist()
-        ):
-            if run_id != exclude_run_id and startup is not None:
-                return StartupFacts.model_validate_json(startup)
-        return None
+        from ledger.read_model import latest_startup
+
+        with self.store.connect() as con:
+            return latest_startup(con, self.session_id, exclude_run_id=exclude_run_id)
 
     # --- start ------------------------------------------------------------------------
 
