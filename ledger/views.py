@@ -449,8 +449,9 @@ WITH runs AS (
     FROM benchmarks WHERE valid IS DISTINCT FROM false
     GROUP BY {arm_cols}
 ),
+deltas AS MATERIALIZED (SELECT * FROM benchmark_deltas),
 latest AS (
-    SELECT * FROM benchmark_deltas
+    SELECT * FROM deltas
     QUALIFY row_number() OVER (PARTITION BY {arm_cols}, metric ORDER BY seq DESC) = 1
 ),
 compared AS (
@@ -458,7 +459,7 @@ compared AS (
 ),
 as_baseline AS (
     SELECT {base_arm_cols}, {as_baseline_cols}
-    FROM (SELECT * FROM benchmark_deltas
+    FROM (SELECT * FROM deltas
           QUALIFY row_number() OVER (PARTITION BY {base_arm_cols}, metric ORDER BY seq DESC) = 1)
     GROUP BY {base_arm_cols}
 )
@@ -478,8 +479,11 @@ made_for AS (
     WHERE candidate_id IS NOT NULL AND config_name IS NOT NULL
 ),
 config_flags AS (
-    SELECT DISTINCT session_id, config_name, unnest(coalesce(json_keys(flags), [])) AS flag FROM server_runs
-    WHERE config_name IS NOT NULL
+    -- the flags each configuration's server runs started with (server_runs.flags, read from the
+    -- server_started events directly: the view's other columns are not needed here)
+    SELECT DISTINCT session_id, (payload->>'config_name') AS config_name,
+           unnest(coalesce(json_keys(payload->'flags'), [])) AS flag
+    FROM live_control WHERE type = 'server_started' AND (payload->>'config_name') IS NOT NULL
 ),
 deltas AS (
     SELECT session_id, config_name, concurrency, change_pct, verdict,
