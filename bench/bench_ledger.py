@@ -587,7 +587,9 @@ class Campaign:
             )
             flag = rng.choice(self.flags) if kind == "flag" else None
             cid = f"flag:{flag}:{i}" if flag else f"{kind}:{i:05d}"
-            self.candidates.append({"id": cid, "flag": flag})
+            # "version": the candidate stream's, so each triage can pass its expected version
+            # (the command layer refuses a triage without one: ledger/commands.py)
+            self.candidates.append({"id": cid, "flag": flag, "version": 1})
             yield self._event(
                 "candidate_proposed",
                 "agent:claude",
@@ -609,11 +611,13 @@ class Campaign:
                 min(len(self.candidates) - 1, int(len(self.candidates) * rng.random() ** 0.3))
             ]
             status = rng.choice(("accepted", "rejected", "deferred", "done"))
+            cand["version"] += 1
             yield self._event(
                 "candidate_triaged",
                 rng.choice(("agent:claude", "person:ada")),
                 {
                     "candidate_id": cand["id"],
+                    "stream_version": cand["version"],
                     "status": status,
                     "reason": _sentence(rng, 4, 14),
                     "verdict": rng.choice(VERDICTS) if status == "done" else None,
@@ -910,7 +914,8 @@ class Bench:
         )
         res["subset_json_loads_us_per_event"] = round(t_loads / subset * 1e6, 2)
         res["subset_validate_us_per_event"] = round(t_validate / subset * 1e6, 2)
-        del lines, objs
+        lines.clear()  # let the parsed subset go before the store trials (RSS)
+        objs.clear()
         res["breakdown"] = self._store_breakdown(events)
         batches: dict[str, float] = {}
         for batch in self.args.batch_sizes:
@@ -1013,7 +1018,7 @@ class Bench:
                 for d in dumped
             ]
         )
-        del dumped
+        dumped.clear()
         now = store.clock()
         t_row, rows = _timed(lambda: [store_mod.event_row(e, now) for e in events])
         for i, r in enumerate(rows, start=1):
@@ -1074,9 +1079,10 @@ class Bench:
         # Fresh events (not in the big ledger: another seed), validated up front.
         sample = [parse_event(obj) for obj in _take(Campaign(n * 3, seed=7), n * 3)]
         picks = [e for e in sample if e.type == "benchmark_completed"][: n // 2]
-        picks += [e for e in sample if e.type not in ("benchmark_completed", "event_retracted")][
-            : n - len(picks)
-        ]
+        # Shuffled, out of their streams' order: no retraction (its target may be missing)
+        # and no triage (it passes its candidate stream's version).
+        skip = ("benchmark_completed", "event_retracted", "candidate_triaged")
+        picks += [e for e in sample if e.type not in skip][: n - len(picks)]
         random.Random(3).shuffle(picks)
         res: dict[str, Any] = {"appends": len(picks)}
 

@@ -31,6 +31,7 @@ from typing import Any
 
 from schemas import Actor
 
+from . import commands
 from .jsonl import iter_jsonl
 from .store import AppendResult, LedgerStore, event_row
 
@@ -140,4 +141,5 @@ def import_lines(
                 for future in futures:  # in order: the batch keeps the file's order
                     rows += future.result()
         types = [row["type"] for row in rows]
-        return store.append_rows(rows), types
+        # The command layer's rules (a triage's expected version, a retraction's target) hold here too.
+        return commands.append_rows(store, rows, where=name), types

@@ -14,15 +14,13 @@ import io
 import json
 import os
 import sys
-import uuid
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import click
 from pydantic import ValidationError
 
-from schemas import EVENT_TYPES, Actor, Event, Evidence, Host, StartupFacts
-from schemas.events import ServerReady
+from schemas import EVENT_TYPES, Actor, Event, Host
 
 from . import input_checks
 from .errors import InvalidInput, LedgerError, NotFound
@@ -32,8 +30,6 @@ from .store import AppendResult, LedgerStore
 
 if TYPE_CHECKING:
     from datetime import datetime
-
-    import pyarrow as pa
 
 # Start-up time matters (an agent calls `tuneledger append` in a loop): pyarrow, rich (the
 # table printer), the runners' and the TUI's commands are imported only when a command that
@@ -78,7 +74,10 @@ pass_ctx = click.make_pass_decorator(Context)
 
 def _ledger_override(ctx: click.Context, param: click.Parameter, value: Path | None) -> None:
     if value is not None:
-        ctx.find_object(Context).ledger = value
+        context = ctx.find_object(Context)
+        if context is None:  # a command driven without the ``tuneledger`` group above it
+            raise click.UsageError("--ledger needs the tuneledger command group", ctx)
+        context.ledger = value
 
 
 #: ``--ledger`` after the command name too (``tuneledger demo --ledger demo.duckdb``).
@@ -127,6 +126,8 @@ class _LazyPluginGroup(click.Group):
         try:
             command = entry.load()
         except (ImportError, AttributeError):  # a plugin not built (yet) is simply absent
+            return None
+        if not isinstance(command, click.Command):  # an entry point that names something else
             return None
         _accept_ledger_everywhere(command)
         self.add_command(command, cmd_name)
@@ -296,7 +297,7 @@ def _report_appended(
         "\n".join(
             f"{'already stored at' if result.duplicate else 'appended'} seq {result.seq}: {name} "
             f"{result.event_id} ({result.stream} v{result.stream_version})"
-            for result, name in zip(results, names)
+            for result, name in zip(results, names, strict=True)
         )
     )
 
@@ -443,7 +444,10 @@ def append(
         input_checks.check_text(event.model_dump(), where)
         input_checks.payload_json(event, where)
         input_checks.host_json(event, where)
-    results = ctx.store().append(events, expected_version=expected_version)
+    where = "options" if event_type not in (None, "-") else "<stdin>"
+    from . import commands  # imported when a command writes (start-up time: see above)
+
+    results = commands.append(ctx.store(), events, expected_version=expected_version, where=where)
     _report_appended(results, events, as_json)
 
 
@@ -632,47 +636,27 @@ def import_(
     """Import files, detecting each kind by content: sglang/vLLM/GuideLLM/llmperf/AIPerf
     benchmark results, tuned MoE configs, SGLang and vLLM server logs. All files are appended in one atomic batch;
     re-importing a file is a no-op (event ids derive from the file's content)."""
-    from .flag_memory import remembered_findings
-    from .importers import import_file
+    from . import commands
 
     session = session_id or ctx.session
-    store = ctx.store()
-    host = _session_host(store, session)
+    host = None
     if host_json is not None:
         try:
             host = Host.model_validate_json(host_json)
         except ValueError as exc:
             raise InvalidInput(f"--host: {_first_error(exc)}") from None
-    # Server logs are compared with the run before them (capacity findings such as
-    # max_running_requests 48 -> 26): the session's latest run in the ledger, then
-    # each imported log in the order given.
-    previous = _latest_startup(store, session)
-    results = []
-    for path in files:
-        result = import_file(
-            path,
-            session_id=session,
-            actor=ctx.actor,
-            config_name=config_name,
-            host=host,
-            previous_startup=previous,
-            remember=lambda started: remembered_findings(store, started),
-        )
-        results.append(result)
-        for event in result.events:
-            if isinstance(event, ServerReady):
-                previous = event.startup
-    all_events = _one_per_id(results)
-    findings = _shared_memory_findings(all_events, check_arch, session, ctx.actor)
-    all_events += findings
-    samples: dict[Any, pa.Table] = {}
-    for result in results:
-        samples.update(result.samples)
-    appended = store.append(all_events, samples=samples)
-    by_id = {r.event_id: r for r in appended}
+    done = commands.import_files(
+        ctx.store(),
+        files,
+        session_id=session,
+        actor=ctx.actor,
+        config_name=config_name,
+        host=host,
+        check_arch=check_arch,
+    )
     summary = []
-    for result in results:
-        mine = [by_id[e.event_id] for e in result.events]
+    for result in done.results:
+        mine = [done.appended[e.event_id] for e in result.events]
         summary.append(
             {
                 "file": str(result.path),
@@ -689,111 +673,8 @@ def import_(
             click.echo(
                 f"{row['file']}: {row['kind']}, {row['new']} new, {row['duplicates']} already stored"
             )
-        for finding in findings:
+        for finding in done.findings:
             click.echo(f"finding: {finding.message}")
-
-
-def _shared_memory_findings(
-    events: list, archs: tuple[str, ...], session: str | None, actor: Any
-) -> list:
-    """One ``finding_recorded`` per MoE config entry that needs more shared memory than an arch of
-    ``--check-arch`` has (the seeds' SM120 crash, caught before a server starts).
-
-    Raises:
-        InvalidInput: an arch with no known shared-memory figure.
-    """
-    from schemas.events import FindingRecorded, MoeConfigRecorded
-
-    from .gpu_arch import SHARED_MEMORY_PER_BLOCK, moe_config_overruns
-
-    unknown = [a for a in archs if a not in SHARED_MEMORY_PER_BLOCK]
-    if unknown:
-        raise InvalidInput(
-            f"--check-arch {unknown[0]}: unknown arch; known: {', '.join(SHARED_MEMORY_PER_BLOCK)}"
-        )
-    out = []
-    for event in events:
-        if not isinstance(event, MoeConfigRecorded):
-            continue
-        for arch in archs:
-            for m, need, limit in moe_config_overruns(event.configs, arch, event.dtype):
-                c = event.configs[m]
-                out.append(
-                    FindingRecorded(
-                        event_id=uuid.uuid5(event.event_id, f"shared-memory/{arch}/{m}"),
-                        kind="moe-config-exceeds-shared-memory",
-                        basis="researched",
-                        verdict="incompatible",
-                        message=(
-                            f"{event.file_name}: M={m} ({c['BLOCK_SIZE_M']}/{c['BLOCK_SIZE_N']}/{c['BLOCK_SIZE_K']} "
-                            f"{c['num_stages']} stages) needs {need} B shared memory, {arch} has {limit} B per block: "
-                            "Triton raises OutOfResources at the first launch"
-                        ),
-                        evidence=[Evidence(kind="event", ref=str(event.event_id))],
-                        host=Host(compute_capability=arch),
-                        session_id=session,
-                        actor=actor,
-                        source=event.file_name,
-                    )
-                )
-    return out
-
-
-#: What names the file an event was read from, not the fact: a copy under another name differs there alone.
-_FILE_NAMING_FIELDS = {"source", "evidence"}
-
-
-def _same_fact(a: Any, b: Any) -> bool:
-    """Whether two events with one id say the same thing, whichever file name they quote."""
-    return a == b or a.model_dump(exclude=_FILE_NAMING_FIELDS) == b.model_dump(
-        exclude=_FILE_NAMING_FIELDS
-    )
-
-
-def _one_per_id(results: list[Any]) -> list[Any]:
-    """The events of all files, each id once: a file given twice (or two files with one
-    content, under other names) gives the same events, stored once (the first file's). The same id with other content is an
-    error naming both files and lines.
-
-    Raises:
-        EventIdReused: one ``event_id`` with two contents (exit 8).
-    """
-    from .errors import EventIdReused
-
-    seen: dict[Any, tuple[Any, Any]] = {}
-    events = []
-    for result in results:
-        for event in result.events:
-            prior = seen.get(event.event_id)
-            if prior is None:
-                seen[event.event_id] = (result.path, event)
-                events.append(event)
-            elif not _same_fact(prior[1], event):
-                raise EventIdReused(
-                    f"{result.path} ({event.source}): event id {event.event_id} is also given by "
-                    f"{prior[0]} ({prior[1].source}) with other content"
-                )
-    return events
-
-
-def _session_host(store: LedgerStore, session_id: str | None) -> Host | None:
-    """The session's recorded host (``read_model.session_host``); None without a ledger file."""
-    from . import read_model
-
-    if session_id is None or not store.path.exists():
-        return None
-    with store.connect() as con:
-        return read_model.session_host(con, session_id)
-
-
-def _latest_startup(store: LedgerStore, session_id: str | None) -> StartupFacts | None:
-    """The session's latest startup facts (``read_model.latest_startup``), if the ledger has any."""
-    from . import read_model
-
-    if not store.path.exists():
-        return None
-    with store.connect() as con:
-        return read_model.latest_startup(con, session_id)
 
 
 @cli.group()

@@ -17,6 +17,7 @@ from typing import Any, Literal, get_args, get_origin
 from pydantic import BaseModel
 from pydantic.fields import FieldInfo
 
+import schemas.metrics
 from schemas import EVENT_TYPES
 from schemas.envelope import EventEnvelope
 
@@ -26,7 +27,11 @@ _FRACTIONS = {"change", "ci_low", "ci_high", "noise_threshold", "baseline_cv", "
 
 
 def unit_of(name: str) -> str:
-    """The unit of a field, from its name (see the module docstring); "" when none applies."""
+    """The unit of a field: a metric's from the metric table (``schemas.metrics``), else from
+    its name (see the module docstring); "" when none applies."""
+    metric_unit = schemas.metrics.unit_of(name)
+    if metric_unit is not None:
+        return metric_unit
     if name in _FRACTIONS:
         return "fraction"
     if name in ("request_throughput", "request_rate"):

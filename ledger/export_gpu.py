@@ -4,14 +4,18 @@ SGLang's default against the tuned config at each batch size, with the roofline 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
+
+#: ``export_markdown.markdown_table``: headers, rows, optional ``align`` -> Markdown text.
+TableRenderer = Callable[..., str]
 
 
 def _fmt(x: Any, spec: str = ".1f", suffix: str = "") -> str:
     return "-" if x is None else f"{x:{spec}}{suffix}"
 
 
-def render_kernel_tunes(tunes: list[dict[str, Any]], table) -> list[str]:
+def render_kernel_tunes(tunes: list[dict[str, Any]], table: TableRenderer) -> list[str]:
     """``## Kernel tunes`` lines, or [] when the session has no completed tune. ``tunes``: the
     session's ``kernel_tunes`` rows, each with its ``results`` (``kernel_tune_results`` rows,
     ``ledger.read_model.SessionReport``); ``table`` is ``export_markdown.markdown_table``."""
@@ -64,7 +68,7 @@ def render_kernel_tunes(tunes: list[dict[str, Any]], table) -> list[str]:
     return lines[:-1]
 
 
-def render_spec_trials(rows: list[dict[str, Any]], table) -> list[str]:
+def render_spec_trials(rows: list[dict[str, Any]], table: TableRenderer) -> list[str]:
     """``## Speculative-decoding trials`` lines (``rows``: the session's ``spec_trials`` rows),
     or [] when the session has none."""
     if not rows:
@@ -72,7 +76,7 @@ def render_spec_trials(rows: list[dict[str, Any]], table) -> list[str]:
     return [
         "## Speculative-decoding trials",
         "",
-        "Changes against the baseline without speculation, signed so that + is better.",
+        "Changes against the baseline without speculation, value / baseline - 1 (+ means the metric went up: a shorter TPOT is negative).",
         "",
         table(
             [

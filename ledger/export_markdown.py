@@ -27,6 +27,8 @@ from collections.abc import Iterable, Sequence
 from datetime import UTC
 from typing import TYPE_CHECKING, Any
 
+from schemas.metrics import unit_of
+
 from .read_model import Report, SessionReport, read_report
 from .views import DELTA_METRICS
 
@@ -54,6 +56,9 @@ _HOST_FIELDS: tuple[tuple[str, str], ...] = (
     ("engine", "engine"),
     ("engine_version", "engine version"),
 )
+
+#: Decimals shown per unit of the metric table.
+_UNIT_DECIMALS = {"ms": 2, "tok/s": 1, "req/s": 3}
 
 _METRIC_ORDER = {name: index for index, (name, _, _) in enumerate(DELTA_METRICS)}
 
@@ -96,7 +101,7 @@ class ShortIds:
 
 def _common_prefix(a: str, b: str) -> int:
     n = 0
-    for x, y in zip(a, b):
+    for x, y in zip(a, b, strict=False):
         if x != y:
             break
         n += 1
@@ -177,19 +182,18 @@ def _flag_value(value: Any) -> str:
 
 
 def format_metric(metric: str, value: float | None) -> str:
-    """A metric value with its unit: tok/s with 1 decimal, ms with 2, req/s with 3.
+    """A metric value with its unit from the metric table (``schemas.metrics``): tok/s with 1
+    decimal, ms with 2, req/s with 3; a metric not in the table without a unit.
 
     ``None`` renders as ``n/a``.
     """
     if value is None:
         return "n/a"
-    if metric.endswith("_ms"):
-        return f"{value:,.2f} ms"
-    if metric == "request_throughput":
-        return f"{value:,.3f} req/s"
-    if metric.endswith("_throughput"):
-        return f"{value:,.1f} tok/s"
-    return f"{value:,.4g}"
+    unit = unit_of(metric)
+    decimals = _UNIT_DECIMALS.get(unit or "")
+    if decimals is None:
+        return f"{value:,.4g}" + (f" {unit}" if unit else "")
+    return f"{value:,.{decimals}f} {unit}"
 
 
 def format_change(change_pct: float | None) -> str:
@@ -345,14 +349,14 @@ def _render_decisions(report: SessionReport, short: ShortIds) -> list[str]:
         if not evidence:
             lines.append(NONE_RECORDED)
         for event_id in evidence:
-            row = resolved.get(str(event_id).lower())
-            if row is None:
+            cited = resolved.get(str(event_id).lower())
+            if cited is None:
                 lines.append(f"- {_code(short(event_id))} — not in this ledger")
                 continue
-            summary = _one_line(row["summary"]) or row["type"]
-            flag = " — retracted" if row["retracted"] else ""
+            summary = _one_line(cited["summary"]) or cited["type"]
+            flag = " — retracted" if cited["retracted"] else ""
             lines.append(
-                f"- {_code(short(event_id))} {row['type']} (seq {row['seq']}): {summary}{flag}"
+                f"- {_code(short(event_id))} {cited['type']} (seq {cited['seq']}): {summary}{flag}"
             )
         lines.append("")
     return lines[:-1]
@@ -443,7 +447,7 @@ def _render_server_runs(report: SessionReport, short: ShortIds) -> list[str]:
                     ": "
                 )
             )
-        return r["status"]
+        return str(r["status"])
 
     def piecewise(r: dict[str, Any]) -> str:
         if r["piecewise_cuda_graph"] is None:
@@ -517,7 +521,7 @@ def _utc(value: Any) -> str:
     if value is None:
         return ""
     if hasattr(value, "astimezone"):
-        return value.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S")
+        return str(value.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S"))
     return str(value)
 
 
@@ -544,7 +548,7 @@ def _render_benchmark_deltas(report: SessionReport, short: ShortIds) -> list[str
             "values the change is computed from (the geometric mean of the runs for a statistical verdict, "
             "else the mean), with the spread over the runs (CV) beside them; Change is value / baseline - 1 "
             "(a latency that drops shows as negative); the verdict knows which way is better for each "
-            f"metric ({rows[0]['verdict_rule']}). *too noisy*: the noise threshold is above 25%, so no "
+            f"metric ({rows[0]['verdict_rule']}). *too-noisy*: the noise threshold is above 25%, so no "
             "verdict of no change is given. Reproduce gives the command or plan that made the runs.",
             "",
         ]

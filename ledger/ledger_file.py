@@ -7,9 +7,9 @@ The store calls these from its open path (``LedgerStore.check_path``, ``_open``,
   ``s3://…`` load extensions and fetch) is refused before DuckDB sees it;
 - a symlink loop, a directory where the lock file goes, an empty, truncated or corrupted
   file: one line, exit 3;
-- a ledger written by a newer tuneledger (a ``views_version`` or ``layout_version`` in
-  ``ledger_meta`` above this code's, or an ``events`` table with columns this code does not
-  know) is refused (exit 3) naming both versions, and never rewritten;
+- a ledger written by a newer tuneledger (a ``layout_version`` in ``ledger_meta`` above this
+  code's, or an ``events`` table with columns this code does not know) is refused (exit 3)
+  naming both versions, and never rewritten;
 - the file system refusing (no space left, read-only, I/O error): ``StorageError``, exit 15.
 """
 
@@ -143,30 +143,26 @@ def check_compatible(
 ) -> None:
     """Refuse a ledger this code must not read or rewrite: written by a newer tuneledger.
 
-    Reads ``ledger_meta`` (``views_version``, ``layout_version``) and the ``events`` columns.
-    A file without them (new, or older code) passes: the caller creates or upgrades it.
+    Reads ``ledger_meta.layout_version`` and the ``events`` columns. A file without them (new,
+    or older code) passes: the caller creates or upgrades it. ``views_version`` is a digest of
+    the view SQL (``ledger.views.views_version``), not an order: a different one only means the
+    views and projections (a cache of the log) are rebuilt, so it is not compared here (a number
+    is an older tuneledger's hand-bumped one). An event of a newer schema version (pulled from a
+    newer host) is refused where it is read, naming it, not by refusing the whole file.
 
     Raises:
-        NewerLedger: a version above this code's (names both), a layout version that is
+        NewerLedger: a layout version above this code's (names both), a layout version that is
             not a number, or ``events`` columns not in ``columns``.
     """
     try:
         meta = dict(con.execute("SELECT key, value FROM ledger_meta").fetchall())
     except duckdb.CatalogException:
         meta = {}
-    # A views_version that is not a number is older code's: the views are then rebuilt.
-    views_text = meta.get("views_version")
-    stored_views = int(views_text) if views_text is not None and views_text.isdigit() else None
     stored_layout = _version(meta.get("layout_version"), "layout_version", path)
     if stored_layout is not None and stored_layout > layout_version:
         raise NewerLedger(
             f"{path}: written by a newer tuneledger (layout version {stored_layout}; this one knows up to "
             f"{layout_version}): upgrade tuneledger to use it"
-        )
-    if stored_views is not None and stored_views > int(views_version):
-        raise NewerLedger(
-            f"{path}: written by a newer tuneledger (views version {stored_views}; this one knows up to "
-            f"{views_version}): upgrade tuneledger to use it"
         )
     stored_columns = tuple(
         row[0]

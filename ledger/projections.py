@@ -31,55 +31,27 @@ Tables:
 from __future__ import annotations
 
 import functools
+import json
+import re
+from typing import Any
 
 import duckdb
 
+from schemas import EVENT_TYPES
+from schemas.metrics import COMPARED_METRICS, INTEGER_METRICS, VIEW_METRICS
 from schemas.upcasting import sql_upcast_expression
 
 #: Types kept out of ``control_events`` (they have their own typed projections).
 MEASUREMENT_TYPES = ("benchmark_completed", "kernel_config_measured")
 
-#: The metrics of ``bench_runs`` (BenchMetrics fields that the views expose).
-BENCH_METRICS: tuple[str, ...] = (
-    "completed",
-    "failed",
-    "duration_s",
-    "request_throughput",
-    "input_throughput",
-    "output_throughput",
-    "total_throughput",
-    "achieved_concurrency",
-    "accept_length",
-    "mean_ttft_ms",
-    "median_ttft_ms",
-    "p90_ttft_ms",
-    "p99_ttft_ms",
-    "mean_tpot_ms",
-    "median_tpot_ms",
-    "p90_tpot_ms",
-    "p99_tpot_ms",
-    "mean_itl_ms",
-    "median_itl_ms",
-    "p90_itl_ms",
-    "p99_itl_ms",
-    "mean_e2e_latency_ms",
-    "median_e2e_latency_ms",
-    "p99_e2e_latency_ms",
-)
-_INT_METRICS = {"completed", "failed"}
+#: The metrics of ``bench_runs`` (the ``view`` rows of the metric table ``schemas.metrics``).
+BENCH_METRICS: tuple[str, ...] = VIEW_METRICS
+_INT_METRICS = INTEGER_METRICS
 
-#: (metric, direction: +1 higher is better / -1 lower is better, noise floor as a fraction).
-#: Floors from REFERENCE section 5: 2% throughput and median TPOT, 5% median TTFT, 10% p99.
-DELTA_METRICS: tuple[tuple[str, int, float], ...] = (
-    ("output_throughput", +1, 0.02),
-    ("request_throughput", +1, 0.02),
-    ("total_throughput", +1, 0.02),
-    ("median_ttft_ms", -1, 0.05),
-    ("p99_ttft_ms", -1, 0.10),
-    ("median_tpot_ms", -1, 0.02),
-    ("p99_tpot_ms", -1, 0.10),
-    ("median_itl_ms", -1, 0.02),
-    ("median_e2e_latency_ms", -1, 0.05),
+#: (metric, direction: +1 higher is better / -1 lower is better, noise floor as a fraction): the
+#: compared rows of the metric table (floors from REFERENCE section 5).
+DELTA_METRICS: tuple[tuple[str, int, float], ...] = tuple(
+    (m.name, m.direction, m.noise_floor) for m in COMPARED_METRICS if m.noise_floor is not None
 )
 
 _BENCH_METRIC_DDL = ",\n    ".join(
@@ -151,53 +123,31 @@ def _bench_struct_type() -> str:
     )
 
 
-#: Payload fields the one-line summaries use, parsed once per row with from_json.
-_SUMMARY_STRUCT = (
-    '{"title": "VARCHAR", "summary": "VARCHAR", "cpu_only": "BOOLEAN", "candidate_id": "VARCHAR", '
-    '"priority": "VARCHAR", "status": "VARCHAR", "reason": "VARCHAR", "flag": "VARCHAR", '
-    '"verdict": "VARCHAR", "what_it_does": "VARCHAR", "notes": "VARCHAR", "kind": "VARCHAR", '
-    '"message": "VARCHAR", "run_id": "VARCHAR", "config_name": "VARCHAR", "engine": "VARCHAR", '
-    '"cause": "VARCHAR", "concurrency": "VARCHAR", "tune_id": "VARCHAR", "kernel": "VARCHAR", '
-    '"batch_size": "VARCHAR", "outcome": "VARCHAR", "error": "VARCHAR", "file_name": "VARCHAR", '
-    '"algorithm": "VARCHAR", "accept_length": "VARCHAR", "target": "VARCHAR", '
-    '"description": "VARCHAR", "decision": "VARCHAR", "text": "VARCHAR", '
-    '"retracted_event_id": "VARCHAR", "baseline_config": "VARCHAR", "metric": "VARCHAR", '
-    '"startup": {"max_running_requests": "VARCHAR"}, "metrics": {"output_throughput": "DOUBLE"}}'
-)
+_SUMMARY_FIELD = re.compile(r"(?<![\w.])p\.(\w+)(?:\.(\w+))?")
 
-_SUMMARY_CASE = """CASE e.type
-    WHEN 'session_started' THEN 'session: ' || p.title
-    WHEN 'session_ended' THEN 'session ended' || coalesce(': ' || p.summary, '')
-    WHEN 'host_observed' THEN 'host: ' || CASE WHEN p.cpu_only THEN 'CPU only'
-        ELSE coalesce(h.gpu_name, '?') || ' x' || coalesce(h.gpu_count, '?')
-             || coalesce(' ' || h.compute_capability, '') END
-    WHEN 'candidate_proposed' THEN 'proposed ' || p.candidate_id
-        || coalesce(' [' || p.priority || ']', '') || ': ' || p.title
-    WHEN 'candidate_triaged' THEN p.candidate_id || ' -> ' || p.status || coalesce(': ' || p.reason, '')
-    WHEN 'flag_researched' THEN p.flag || ': ' || p.verdict
-        || coalesce(' - ' || coalesce(p.what_it_does, p.notes), '')
-    WHEN 'finding_recorded' THEN p.kind || coalesce(' ' || p.flag, '') || ': ' || p.message
-    WHEN 'server_started' THEN 'server ' || p.run_id || ' started (' || coalesce(p.config_name, p.engine) || ')'
-    WHEN 'server_ready' THEN 'server ' || p.run_id || ' ready'
-        || coalesce(', max_running_requests=' || p.startup.max_running_requests, '')
-    WHEN 'server_stopped' THEN 'server ' || p.run_id || ' stopped'
-    WHEN 'server_failed' THEN 'server ' || p.run_id || ' failed (' || p.cause || '): ' || p.message
-    WHEN 'benchmark_completed' THEN 'bench ' || p.config_name || coalesce(' c=' || p.concurrency, '')
-        || coalesce(': ' || round(p.metrics.output_throughput, 1) || ' tok/s', '')
-    WHEN 'comparison_completed' THEN 'compare ' || p.config_name || ' vs ' || p.baseline_config
-        || coalesce(' c=' || p.concurrency, '') || ' ' || p.metric || ': ' || p.verdict
-    WHEN 'kernel_tune_started' THEN 'tune ' || p.tune_id || ' started (' || p.kernel || ')'
-    WHEN 'kernel_config_measured' THEN 'tune ' || p.tune_id || ' M=' || p.batch_size
-    WHEN 'kernel_tune_completed' THEN 'tune ' || p.tune_id || ' ' || p.outcome || coalesce(': ' || p.error, '')
-    WHEN 'moe_config_recorded' THEN 'MoE config ' || p.file_name
-    WHEN 'spec_decoding_trial_completed' THEN 'spec decoding ' || p.algorithm
-        || coalesce(' accept_length=' || p.accept_length, '')
-    WHEN 'patch_applied' THEN 'patch ' || p.target || ': ' || p.description
-    WHEN 'decision_recorded' THEN 'decision: ' || p.decision
-    WHEN 'note_added' THEN 'note: ' || p.text
-    WHEN 'event_retracted' THEN 'retracted ' || p.retracted_event_id || ': ' || p.reason
-    ELSE e.type
-END"""
+
+def _summary_struct() -> str:
+    """The from_json struct of every payload field the registered summaries name (``p.x``,
+    ``p.x.y``): VARCHAR, BOOLEAN for a bool field, parsed once per row."""
+    struct: dict[str, Any] = {}
+    for cls in EVENT_TYPES.values():
+        for field, sub in _SUMMARY_FIELD.findall(cls.summary_sql):
+            if sub:
+                struct.setdefault(field, {})[sub] = "VARCHAR"
+            else:
+                info = cls.model_fields.get(field)
+                struct[field] = (
+                    "BOOLEAN" if info is not None and info.annotation is bool else "VARCHAR"
+                )
+    return json.dumps(struct)
+
+
+def _summary_case() -> str:
+    """One CASE over the event type giving each registered type's ``summary_sql``."""
+    branches = "\n    ".join(
+        f"WHEN '{name}' THEN {cls.summary_sql}" for name, cls in EVENT_TYPES.items()
+    )
+    return f"CASE e.type\n    {branches}\n    ELSE e.type\nEND"
 
 
 #: What makes two benchmark runs one arm of a comparison: the same session, configuration,
@@ -282,9 +232,9 @@ def apply_sql() -> tuple[str, ...]:
         ),
         f"""INSERT INTO event_summaries
             SELECT e.seq, e.event_id, e.type, e.stream, e.recorded_at, e.session_id, e.actor_kind,
-                   e.actor_name, h.compute_capability, {_SUMMARY_CASE}, e.causation_id,
+                   e.actor_name, h.compute_capability, {_summary_case()}, e.causation_id,
                    e.correlation_id, e.source, e.occurred_at
-            FROM (SELECT *, from_json({upcast}, '{_SUMMARY_STRUCT}') AS p,
+            FROM (SELECT *, from_json({upcast}, '{_summary_struct()}') AS p,
                          from_json(coalesce(host, '{{}}'), '{{"gpu_name": "VARCHAR", "gpu_count": "VARCHAR",
                                    "compute_capability": "VARCHAR"}}') AS h
                   FROM events e WHERE e.seq > $after) e""",
@@ -318,7 +268,7 @@ def apply(con: duckdb.DuckDBPyConnection, after_seq: int, types: set[str] | None
     ``types`` (the event types of those events, when the caller knows them) lets statements
     with nothing to do be skipped; None runs them all (a rebuild).
     """
-    for index, (statement, needs) in enumerate(zip(apply_sql(), STATEMENT_TYPES)):
+    for index, (statement, needs) in enumerate(zip(apply_sql(), STATEMENT_TYPES, strict=True)):
         if types is not None:
             if index == 1 and types <= set(MEASUREMENT_TYPES):
                 continue
@@ -368,4 +318,4 @@ def catch_up(con: duckdb.DuckDBPyConnection, after_seq: int | None = None) -> in
         return after
     apply(con, after, set(types))
     set_position(con, head)
-    return head
+    return int(head)

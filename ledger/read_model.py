@@ -19,8 +19,9 @@ Parts:
   the screens' rows.
 - ``linked_events``: what an event links to and what links to it (``show``, the TUI's
   event detail).
-- ``latest_startup``, ``session_host``, ``default_session``: the facts that runners and
-  importers chain from.
+- ``session_host``, ``default_session``: the facts that importers and the TUI start from
+  (the previous run's startup facts are ``ledger.commands.previous_startup``, with the rule
+  that pairs runs).
 - ``read_report``: everything the Markdown export renders, read in one connection.
 """
 
@@ -34,7 +35,6 @@ from typing import TYPE_CHECKING, Any
 import duckdb
 
 from schemas.envelope import Host
-from schemas.events import StartupFacts
 
 from .errors import NotFound
 
@@ -319,24 +319,7 @@ def linked_events(con: duckdb.DuckDBPyConnection, event: Event) -> list[Row]:
     return links
 
 
-# --- facts runners and importers chain from -------------------------------------------
-
-
-def latest_startup(
-    con: duckdb.DuckDBPyConnection, session_id: str | None, *, exclude_run_id: str | None = None
-) -> StartupFacts | None:
-    """Startup facts of the session's latest ``server_ready`` (of another run than
-    ``exclude_run_id``), or None: what a new run's capacity is compared with
-    (``max_running_requests 48 -> 26``). Retracted events do not count."""
-    found = con.execute(
-        "SELECT CAST(payload->'startup' AS VARCHAR) FROM live_control WHERE type = 'server_ready' "
-        "AND session_id IS NOT DISTINCT FROM ? AND json_type(payload->'startup') = 'OBJECT' "
-        "AND (payload->>'run_id') IS DISTINCT FROM ? ORDER BY seq DESC LIMIT 1",
-        [session_id, exclude_run_id],
-    ).fetchall()
-    if not found:
-        return None
-    return StartupFacts.model_validate_json(found[0][0])
+# --- facts importers and the TUI start from ---------------------------------------------
 
 
 def session_host(con: duckdb.DuckDBPyConnection, session_id: str | None) -> Host | None:

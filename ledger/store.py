@@ -534,13 +534,14 @@ class LedgerStore:
     def _connect_once(
         self, read_only: bool, config: dict[str, Any]
     ) -> Iterator[duckdb.DuckDBPyConnection]:
-        con, fd = self._open_locked(read_only, config)
+        con, locked = self._open_locked(read_only, config)
+        fd: int | None = locked
         try:
             if read_only and not self._ready(con):
                 # Written by older code, or a writer was killed before it caught the projections
                 # up: bring the file up to date as a writer, then read (rare: one extra open).
                 con.close()
-                sidecar_lock.release(fd)
+                sidecar_lock.release(locked)
                 fd = None
                 self._repair()
                 con, fd = self._open_locked(read_only, config)
@@ -717,10 +718,14 @@ class LedgerStore:
         con.execute("BEGIN")
         try:
             con.execute(EVENTS_DDL)
-            for _, migration in MIGRATIONS:
-                con.execute(migration)
-            projections.create(con)
             meta = dict(con.execute("SELECT key, value FROM ledger_meta").fetchall())
+            # The stored layout says which migrations the file still needs (none stored: a new
+            # file or one from before layout versions: all of them, each is idempotent).
+            stored_layout = int(meta.get("layout_version") or 0)
+            for version, migration in MIGRATIONS:
+                if version > stored_layout:
+                    con.execute(migration)
+            projections.create(con)
             if meta.get("views_version") != views.VIEWS_VERSION:
                 # Written by other code: the projections are a cache of the log, so rebuild them.
                 projections.rebuild(con)
@@ -978,7 +983,9 @@ class LedgerStore:
         }
         for row in rows:
             old = stored.get(row["event_id"])
-            if old is not None and _identity(dict(zip(_IDENTITY, old[3:]))) != _identity(row):
+            if old is not None and _identity(
+                dict(zip(_IDENTITY, old[3:], strict=True))
+            ) != _identity(row):
                 raise EventIdReused(
                     f"event_id {row['event_id']} is already stored with other content"
                 )
@@ -1132,14 +1139,16 @@ class LedgerStore:
     def head(self) -> int:
         """The highest ``seq`` stored (0 for an empty ledger)."""
         with self.connect() as con:
-            return con.execute("SELECT coalesce(max(seq), 0) FROM events").fetchall()[0][0]
+            return int(con.execute("SELECT coalesce(max(seq), 0) FROM events").fetchall()[0][0])
 
     def stream_version(self, stream: str) -> int:
         """The version of ``stream`` (0 when it has no events)."""
         with self.connect() as con:
-            return con.execute(
-                "SELECT coalesce(max(stream_version), 0) FROM events WHERE stream = ?", [stream]
-            ).fetchall()[0][0]
+            return int(
+                con.execute(
+                    "SELECT coalesce(max(stream_version), 0) FROM events WHERE stream = ?", [stream]
+                ).fetchall()[0][0]
+            )
 
     def read(
         self,
@@ -1165,7 +1174,7 @@ class LedgerStore:
             )
         with self.connect() as con:
             rows = event_rows(con, flt, _COLUMNS, limit=limit, newest_first=newest_first)
-        return [row_to_event(dict(zip(_COLUMNS, row))) for row in rows]
+        return [row_to_event(dict(zip(_COLUMNS, row, strict=True))) for row in rows]
 
     def get(self, event_id: str | UUID) -> Event:
         """The event with this id (a unique prefix of at least 8 hex digits also works).
@@ -1198,7 +1207,7 @@ class LedgerStore:
                     f"event id prefix {event_id} is ambiguous ({rows[0][1]}, {rows[1][1]}, ...): give more digits"
                 )
             raise NotFound(f"event {event_id} not found")
-        return row_to_event(dict(zip(_COLUMNS, rows[0])))
+        return row_to_event(dict(zip(_COLUMNS, rows[0], strict=True)))
 
     def query_arrow(self, sql: str, params: Sequence[Any] | None = None) -> pa.Table:
         """Run one trusted read query (views included) and return an Arrow table."""

@@ -168,9 +168,11 @@ def count_to_push(store: LedgerStore) -> int:
     if not store.path.exists():
         return 0
     with store.connect() as con:
-        return con.execute(
-            "SELECT count(*) FROM events e ANTI JOIN sync_events s ON s.event_id = e.event_id"
-        ).fetchall()[0][0]
+        return int(
+            con.execute(
+                "SELECT count(*) FROM events e ANTI JOIN sync_events s ON s.event_id = e.event_id"
+            ).fetchall()[0][0]
+        )
 
 
 def counts(store: LedgerStore, remote: Remote) -> SyncCounts:

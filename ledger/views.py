@@ -35,12 +35,20 @@ Views (columns are listed in the README):
 
 from __future__ import annotations
 
+import hashlib
+from typing import TYPE_CHECKING, Any
+
 import duckdb
 
+from schemas import EVENT_TYPES
 from schemas.upcasting import sql_upcast_expression
 from schemas.vocab import NO_EFFECT_VERDICTS
 
-from .projections import ARM_KEY, BENCH_METRICS, DELTA_METRICS
+from . import projections
+from .projections import ARM_KEY, BENCH_METRICS, DELTA_METRICS, MEASUREMENT_TYPES
+
+if TYPE_CHECKING:
+    from .store import LedgerStore
 
 __all__ = [
     "DELTA_METRICS",
@@ -50,10 +58,6 @@ __all__ = [
     "known_no_effect",
     "view_sql",
 ]
-
-#: Bump whenever a view's SQL changes: writers then recreate the views in old files.
-VIEWS_VERSION = "21"  # 20 + board engine-version fallback, board_deltas, benchmark_summary
-
 
 #: The metric of the board's benchmark column (``board_deltas``).
 BOARD_DELTA_METRIC = "output_throughput"
@@ -76,6 +80,17 @@ def _sql_list(values: tuple[str, ...]) -> str:
 def view_sql() -> dict[str, str]:
     """Return ``{view name: SELECT statement}`` in creation order."""
     no_effect = _sql_list(NO_EFFECT_VERDICTS)
+    # The board's evidence: every registered type naming its candidate by candidate_id (the
+    # proposal itself and the measurements, kept out of live_control, aside).
+    linked_types = _sql_list(
+        tuple(
+            name
+            for name, cls in EVENT_TYPES.items()
+            if "candidate_id" in cls.candidate_link
+            and name != "candidate_proposed"
+            and name not in MEASUREMENT_TYPES
+        )
+    )
     metric_cols = ", ".join(BENCH_METRICS)
     delta_rows = ",\n            ".join(
         f"('{name}', {direction}, {floor}::DOUBLE)" for name, direction, floor in DELTA_METRICS
@@ -221,8 +236,7 @@ links AS (
                     (payload->>'description'), (payload->>'message'), (payload->>'reason'),
                     (payload->>'summary'), (payload->>'outcome'), (payload->>'title')) AS summary
     FROM live_control
-    WHERE type IN ('candidate_triaged', 'flag_researched', 'note_added', 'decision_recorded',
-                   'patch_applied', 'kernel_tune_started', 'kernel_tune_completed', 'spec_decoding_trial_completed')
+    WHERE type IN ({linked_types})
       AND (payload->>'candidate_id') IS NOT NULL
     UNION ALL
     SELECT p.candidate_id, h.seq, h.sync_order, h.evidence_event_id, 'flag verdict (' || h.basis || ')',
@@ -375,9 +389,9 @@ simple AS (
            NULL::DOUBLE AS ci_low_pct, NULL::DOUBLE AS ci_high_pct,
            r.direction AS better_direction, 100 * r.noise_floor AS noise_threshold_pct,
            CASE
-               WHEN base.value IS NULL OR c.value IS NULL THEN 'insufficient data'
-               WHEN abs(c.value / nullif(base.value, 0) - 1) <= r.noise_floor THEN 'no measurable change'
-               WHEN least(base.runs, c.runs) < 3 THEN 'insufficient data'
+               WHEN base.value IS NULL OR c.value IS NULL THEN 'insufficient-data'
+               WHEN abs(c.value / nullif(base.value, 0) - 1) <= r.noise_floor THEN 'no-measurable-change'
+               WHEN least(base.runs, c.runs) < 3 THEN 'insufficient-data'
                WHEN r.direction * (c.value / base.value - 1) > 0 THEN 'improved'
                ELSE 'regressed'
            END AS verdict,
@@ -404,17 +418,11 @@ stat AS (
            (payload->>'metric') AS metric,
            (payload->>'baseline_mean')::DOUBLE AS baseline_value, (payload->>'mean')::DOUBLE AS value,
            (payload->>'baseline_runs')::BIGINT AS baseline_runs, (payload->>'runs')::BIGINT AS runs,
-           -- comparison_completed signs its change so that + is better; the view reports the
-           -- raw change of the metric (+ = it went up) for every row, like the simple rule.
-           CASE WHEN (payload->>'better_direction')::INTEGER = -1
-                THEN 100 * (1 / (1 + (payload->>'change')::DOUBLE) - 1)
-                ELSE 100 * (payload->>'change')::DOUBLE END AS change_pct,
-           CASE WHEN (payload->>'better_direction')::INTEGER = -1
-                THEN 100 * (1 / (1 + (payload->>'ci_high')::DOUBLE) - 1)
-                ELSE 100 * (payload->>'ci_low')::DOUBLE END AS ci_low_pct,
-           CASE WHEN (payload->>'better_direction')::INTEGER = -1
-                THEN 100 * (1 / (1 + (payload->>'ci_low')::DOUBLE) - 1)
-                ELSE 100 * (payload->>'ci_high')::DOUBLE END AS ci_high_pct,
+           -- the one sign convention: change = value / baseline - 1 (+ = it went up), as the
+           -- simple rule's; stored v1 events (+ = better) arrive upcast to it
+           100 * (payload->>'change')::DOUBLE AS change_pct,
+           100 * (payload->>'ci_low')::DOUBLE AS ci_low_pct,
+           100 * (payload->>'ci_high')::DOUBLE AS ci_high_pct,
            (payload->>'better_direction')::INTEGER AS better_direction,
            100 * (payload->>'noise_threshold')::DOUBLE AS noise_threshold_pct,
            (payload->>'verdict') AS verdict, (payload->>'runs_needed')::BIGINT AS runs_needed,
@@ -548,7 +556,7 @@ FROM kernel_tunes t
 JOIN live_control c ON c.event_id = t.event_id,
      json_each(c.payload->'results') r""",
         # Speculative-decoding trials (runners/spec.py): one row per trial; the *_change_pct columns
-        # are signed as comparison_completed signs them (+ is better, for TPOT and TTFT too).
+        # are value / baseline - 1 as every change (a shorter TPOT or TTFT is negative).
         "spec_trials": """
 SELECT seq, session_id, recorded_at, (payload->>'trial_id') AS trial_id, (payload->>'algorithm') AS algorithm,
        CAST(payload->>'num_steps' AS INTEGER) AS num_steps, CAST(payload->>'eagle_topk' AS INTEGER) AS eagle_topk,
@@ -586,6 +594,25 @@ def create_views(con: duckdb.DuckDBPyConnection) -> None:
 VIEW_NAMES: tuple[str, ...] = tuple(view_sql())
 
 
+def views_version() -> str:
+    """A digest of every statement that derives the views from the log: the projections' DDL and
+    catch-up SQL (with the upcasters and one-line summaries inside) and each view's SELECT.
+
+    Stored in ``ledger_meta.views_version``; a file whose digest differs (older code, or a view
+    changed since) gets its projections rebuilt and its views recreated on the next open, so a
+    changed view is never served stale and nobody has to remember to bump a number.
+    """
+    digest = hashlib.sha256()
+    for text in (projections.DDL, *projections.apply_sql(), *view_sql().values()):
+        digest.update(text.encode())
+        digest.update(b"\0")
+    return "sql-" + digest.hexdigest()[:16]
+
+
+#: ``views_version()`` of this code (see there). Older tuneledgers stored a hand-bumped number.
+VIEWS_VERSION = views_version()
+
+
 #: The no-effect verdicts (``flag_verdicts.no_effect``: no-op, dead-code, not-activated,
 #: no-measurable-change) already held for some flags on one engine and arch. Parameters:
 #: flags (CLI spelling), engine, arch, engine version (NULL: any version), the run's own
@@ -602,14 +629,14 @@ ORDER BY flag, seq"""
 
 
 def known_no_effect(
-    store,
+    store: LedgerStore,
     flags: list[str],
     *,
     engine: str | None,
     engine_version: str | None,
     arch: str | None,
     before_event_id: str | None = None,
-) -> list[dict]:
+) -> list[dict[str, Any]]:
     """The ledger's no-effect verdicts for ``flags`` on ``engine`` / ``arch`` and ``engine_version``
     (a verdict or a run without a version matches any version): one dict per flag with the ``flag_verdicts`` columns
     ``flag, verdict, basis, engine, engine_version, arch, summary, evidence_event_id, seq``.
@@ -624,4 +651,4 @@ def known_no_effect(
         KNOWN_NO_EFFECT_SQL,
         [sorted(set(flags)), engine, arch, engine_version, engine_version, before_event_id],
     )
-    return table.to_pylist()
+    return list(table.to_pylist())

@@ -283,6 +283,11 @@ def bench_command(
     store.init()
     signal.signal(signal.SIGTERM, _raise_interrupt)
     done: list[Any] = []
+
+    def on_point(point: Any) -> None:
+        done.append(point)
+        click.echo(format_point(point))
+
     try:
         if model is None:
             model = "default" if endpoint == "generate" else served_model(url)
@@ -302,7 +307,7 @@ def bench_command(
                 session_id=ctx.session,
                 store=store,
                 progress=not no_progress,
-                on_point=lambda p: (done.append(p), click.echo(format_point(p))),
+                on_point=on_point,
                 candidate_id=candidate_id,
                 source=_reproducing_command(
                     url,
@@ -378,7 +383,7 @@ def _bench_with_tool(
 @click.option(
     "--all-metrics",
     is_flag=True,
-    help="Show every metric in the verdict table (default: throughput, medians).",
+    help="Show every compared metric in the verdict table (default: the headline ones: output throughput, median and p99 TTFT and TPOT).",
 )
 @click.option("--no-progress", is_flag=True, help="No progress bar on standard error.")
 @pass_ctx
@@ -424,11 +429,9 @@ def plan_command(ctx: Context, plan_file: Path, all_metrics: bool, no_progress: 
         sys.exit(WARMUP_FAILED_EXIT)
     finally:
         runner.close(reason="plan ended")
-    shown = (
-        None
-        if all_metrics
-        else ("output_throughput", "median_ttft_ms", "median_tpot_ms", "p99_ttft_ms")
-    )
+    from schemas.metrics import HEADLINE_METRICS
+
+    shown = None if all_metrics else tuple(m.name for m in HEADLINE_METRICS)
     Console(width=160).print(verdict_table(result, shown))
     for finding in result.findings:
         click.echo(f"finding: --{finding.flag}: {finding.verdict} ({finding.message})")

@@ -7,20 +7,21 @@ concurrency, with arm A (baseline) and arm B (candidate) of runs:
 2. insufficient data with one run (or none) in either arm;
 3. ``d = mean(ln B) - mean(ln A)``, Welch standard error ``SE = sqrt(s_A^2/n_A + s_B^2/n_B)`` of
    the log values and Welch-Satterthwaite degrees of freedom; ``t = scipy.stats.t.ppf(0.975, df)``;
-4. the change is signed so that positive is better: with ``direction`` +1 (higher is better)
-   ``change = e^d - 1`` and CI ``e^(d +- t SE) - 1``; with -1 (latencies) the same with ``-d``
-   (so a 10% lower latency reads +11.1%: the factor by which the old value exceeds the new);
-5. ``tau = max(floor, 2 * CV of A-vs-A repeats)`` (floors: ``ledger.views.DELTA_METRICS``);
-6. improved if CI low > tau; regressed if CI high < -tau; no measurable change if the whole
-   CI lies inside +-tau; else inconclusive, with runs needed per arm
+4. ``change = e^d - 1`` with CI ``e^(d +- t SE) - 1``: the metric's own change, ``value /
+   baseline - 1`` ("+" means it went up: the one sign convention, ``schemas.metrics``);
+5. ``tau = max(floor, 2 * CV of A-vs-A repeats)`` (floors: the metric table ``schemas.metrics``);
+6. judged in the better direction (``direction`` +1: higher is better, -1: latencies), the
+   better-signed change ``e^(direction * d) - 1``: improved if its CI low > tau; regressed if
+   its CI high < -tau; no-measurable-change if its whole CI lies inside +-tau; else
+   inconclusive, with runs needed per arm
    ``n ~ 2 (1.96 + 0.84)^2 (CV / tau)^2`` (80% power at the 5% level to see a change of tau);
-7. too noisy, instead of no measurable change or inconclusive, when tau > ``MAX_NOISE_THRESHOLD``
+7. too-noisy, instead of no-measurable-change or inconclusive, when tau > ``MAX_NOISE_THRESHOLD``
    (25%): on a machine that noisy "no change" would hide effects up to tau. Its runs needed
    are those to see a change of 25% at the measured CV.
 
 All changes, CI bounds and tau are fractions (0.05 = +5%). ``baseline_mean`` and ``mean``
 are geometric means (``e^mean(ln x)``): the central values the change compares, so that
-``raw_change(change, direction) == mean / baseline_mean - 1``; ``baseline_cv`` and ``cv`` are
+``change == mean / baseline_mean - 1``; ``baseline_cv`` and ``cv`` are
 each arm's spread (coefficient of variation over its runs).
 """
 
@@ -29,20 +30,22 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 from scipy import stats
 
-from ledger.views import DELTA_METRICS
+from schemas.metrics import COMPARED_METRICS
+from schemas.vocab import FLAG_VERDICT_OF_COMPARISON, ComparisonVerdict
 
-#: metric -> (direction, noise floor), from the ledger's own table so views and runner agree.
+#: metric -> (direction, noise floor), from the metric table so views and runner agree.
 METRIC_RULES: dict[str, tuple[int, float]] = {
-    name: (direction, floor) for name, direction, floor in DELTA_METRICS
+    m.name: (m.direction, m.noise_floor) for m in COMPARED_METRICS if m.noise_floor is not None
 }
 
 CONFIDENCE = 0.95
 #: Above this noise threshold tau (a fraction) a comparison does not claim "no measurable
-#: change": the verdict is "too noisy" (a 225% tau would call anything under 3x no change).
+#: change": the verdict is "too-noisy" (a 225% tau would call anything under 3x no change).
 MAX_NOISE_THRESHOLD = 0.25
 #: z_{0.975} + z_{0.80}: two-sided 5% test with 80% power.
 _Z_SUM = 1.96 + 0.84
@@ -63,22 +66,11 @@ class Comparison:
     ci_high: float | None
     noise_threshold: float
     noise_source: str
-    verdict: str
+    verdict: ComparisonVerdict
     runs_needed: int | None = None
     notes: str | None = None
     baseline_cv: float | None = None
     cv: float | None = None
-
-
-def raw_change(change: float | None, direction: int) -> float | None:
-    """The metric's own change (``value / baseline - 1``: + means it went up) from a change
-    signed so that + is better (``ComparisonCompleted.change``, a fraction); None stays None.
-
-    For a lower-is-better metric the better-signed change is ``baseline / value - 1``.
-    """
-    if change is None:
-        return None
-    return change if direction >= 0 else 1 / (1 + change) - 1
 
 
 def central_value(values: Sequence[float]) -> float | None:
@@ -150,10 +142,10 @@ def compare(
 ) -> Comparison:
     """Compare candidate runs against baseline runs on ``metric`` (see the module docstring).
 
-    ``direction`` and ``floor`` default to the metric's entry in ``DELTA_METRICS``;
+    ``direction`` and ``floor`` default to the metric's row of the metric table;
     ``aa_cv`` is the coefficient of variation of A-vs-A repeats (None: floor only);
     ``valid`` false (a run failed its gate, or the workloads differ) gives ``invalid``; a run
-    whose value is missing (None) or not positive gives ``insufficient data``.
+    whose value is missing (None) or not positive gives ``insufficient-data``.
 
     Raises:
         KeyError: an unknown metric without ``direction`` and ``floor``.
@@ -163,7 +155,7 @@ def compare(
     tau, source = noise_threshold(metric, aa_cv, floor)
     a = [float(x) for x in baseline if x is not None]
     b = [float(x) for x in candidate if x is not None]
-    base = dict(
+    base: dict[str, Any] = dict(
         metric=metric,
         better_direction=direction,
         baseline_runs=len(baseline),
@@ -188,7 +180,7 @@ def compare(
             change=None,
             ci_low=None,
             ci_high=None,
-            verdict="insufficient data",
+            verdict="insufficient-data",
             notes=f"{unusable} run(s) without a positive {metric}: no log ratio",
         )
     if not a or not b:
@@ -197,17 +189,17 @@ def compare(
             change=None,
             ci_low=None,
             ci_high=None,
-            verdict="insufficient data",
+            verdict="insufficient-data",
             notes="no runs in one arm",
         )
     if len(a) < 2 or len(b) < 2:
-        point = math.exp(direction * float(np.mean(np.log(b)) - np.mean(np.log(a)))) - 1
+        point = math.exp(float(np.mean(np.log(b)) - np.mean(np.log(a)))) - 1
         return Comparison(
             **base,
             change=point,
             ci_low=None,
             ci_high=None,
-            verdict="insufficient data",
+            verdict="insufficient-data",
             notes="one run per arm proves nothing: repeat (3+ runs per arm, interleaved)",
         )
     la, lb = np.log(a), np.log(b)
@@ -217,18 +209,19 @@ def compare(
         if math.isfinite(df)
         else float(stats.norm.ppf(0.975))
     )
+    # Judged in the better direction; stored as the metric's own change (value / baseline - 1).
     signed = direction * d
-    change = math.exp(signed) - 1
-    ci_low = math.exp(signed - t * se) - 1
-    ci_high = math.exp(signed + t * se) - 1
+    better_low = math.exp(signed - t * se) - 1
+    better_high = math.exp(signed + t * se) - 1
     runs_needed = None
     notes = None
-    if ci_low > tau:
+    verdict: ComparisonVerdict
+    if better_low > tau:
         verdict = "improved"
-    elif ci_high < -tau:
+    elif better_high < -tau:
         verdict = "regressed"
-    elif ci_low >= -tau and ci_high <= tau:
-        verdict = "no measurable change"
+    elif better_low >= -tau and better_high <= tau:
+        verdict = "no-measurable-change"
     else:
         verdict = "inconclusive"
         # The pooled SD of ln values approximates the per-run CV.
@@ -237,10 +230,10 @@ def compare(
         if runs_needed <= min(len(a), len(b)):
             runs_needed = min(len(a), len(b)) + 2
             notes = "the change sits near the noise threshold: more runs narrow the CI"
-    if tau > MAX_NOISE_THRESHOLD and verdict in ("no measurable change", "inconclusive"):
+    if tau > MAX_NOISE_THRESHOLD and verdict in ("no-measurable-change", "inconclusive"):
         # tau = 2 x the A-vs-A CV here (floors are far below 25%): that CV is the machine's noise.
         noise_cv = max(tau / 2, math.sqrt((np.var(la, ddof=1) + np.var(lb, ddof=1)) / 2))
-        verdict = "too noisy"
+        verdict = "too-noisy"
         runs_needed = runs_for(noise_cv, MAX_NOISE_THRESHOLD)
         notes = (
             f"noise threshold {tau:.0%} (per-run CV {noise_cv:.0%}) is above {MAX_NOISE_THRESHOLD:.0%}: "
@@ -249,9 +242,9 @@ def compare(
         )
     return Comparison(
         **base,
-        change=change,
-        ci_low=ci_low,
-        ci_high=ci_high,
+        change=math.exp(d) - 1,
+        ci_low=math.exp(d - t * se) - 1,
+        ci_high=math.exp(d + t * se) - 1,
         verdict=verdict,
         runs_needed=runs_needed,
         notes=notes,
@@ -259,11 +252,7 @@ def compare(
 
 
 #: A flag's measured verdict (``finding_recorded``) from its throughput verdicts at every concurrency.
-FLAG_VERDICTS = {
-    "improved": "effective",
-    "regressed": "harmful",
-    "no measurable change": "no-measurable-change",
-}
+FLAG_VERDICTS = FLAG_VERDICT_OF_COMPARISON
 
 
 def flag_verdict(verdicts: Sequence[str]) -> str | None:

@@ -36,6 +36,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ledger import commands
 from ledger.errors import InvalidInput, LedgerError
 from ledger.importers import import_file
 from ledger.store import LedgerStore
@@ -300,9 +301,7 @@ def run_tool_sweep(
                     "candidate_id": candidate_id,
                 }
             )
-            store.append(
-                [event], samples={event.event_id: samples} if samples is not None else None
-            )
+            commands.record_benchmark(store, event, samples)
             recorded.append(event)
     return recorded
 

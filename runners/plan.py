@@ -11,6 +11,7 @@ A plan file (TOML, see ``examples/plan.toml``)::
     # servers = "servers.toml"        # configurations from that file instead of [configs.*] here
     # stop_wait_s = 30                # seconds from SIGINT to SIGTERM when a server is stopped
     # retries = 1                     # a run failing before it measures: restarts of its server
+    # time_budget_s = 440             # start no arm after this many seconds; compare what ran
 
     [[candidates]]
     config = "cb"
@@ -24,6 +25,7 @@ A plan file (TOML, see ``examples/plan.toml``)::
     num_prompts = 32
     warmup = 1
     seed = 0
+    # prompts_per_concurrency = 5     # a run at c sends min(num_prompts, max(min_prompts, 5 c))
     # model = "name sent in requests" (default: the one model the server lists at /v1/models)
     # tokenizer = "/local/tokenizer"  (exact prompt lengths)
 
@@ -35,7 +37,7 @@ benchmark every concurrency (one ``benchmark_completed`` per run, samples includ
 it. So arms alternate A B A B and drift hits both. A run that fails before measuring is
 recorded (not valid, with its cause) and retried on a restarted server within ``retries``;
 past that budget the plan goes on and its table lists what is missing. Then, per candidate, concurrency and
-metric of ``ledger.views.DELTA_METRICS``: one ``comparison_completed`` (``runners.compare``),
+compared metric of the metric table (``schemas.metrics``): one ``comparison_completed`` (``runners.compare``),
 tau from the baseline's repeats in the ledger; a single-flag candidate whose throughput
 verdict agrees at every concurrency gets a ``finding_recorded`` (basis ``measured``).
 Decisions are left to people. Ctrl-C stops the running server (recorded by the server
@@ -45,6 +47,7 @@ runner) and records a ``note_added`` listing the runs completed.
 from __future__ import annotations
 
 import asyncio
+import time
 import tomllib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
@@ -54,7 +57,8 @@ from uuid import UUID
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from ledger.errors import InvalidInput
+from ledger import commands
+from ledger.errors import ConcurrencyConflict, InvalidInput
 from ledger.store import LedgerStore
 from schemas import Actor, Host
 from schemas.envelope import Evidence
@@ -76,7 +80,6 @@ from .compare import (
     coefficient_of_variation,
     compare,
     flag_verdict,
-    raw_change,
 )
 from .discovery import served_model
 from .server import PortInUse, ServerStartFailed
@@ -109,6 +112,10 @@ class PlanSection(_Strict):
     retries: int = Field(default=1, ge=0)
     #: Seconds a server may take to exit after SIGINT before SIGTERM (some engines ignore SIGINT).
     stop_wait_s: float = Field(default=30.0, gt=0)
+    #: Seconds after which no further arm is started (the runs made so far are compared as usual):
+    #: a plan that must end inside a time limit (a lent GPU's call) ends with its comparisons
+    #: instead of being killed before it records any.
+    time_budget_s: float | None = Field(default=None, gt=0)
 
 
 class CandidateSpec(_Strict):
@@ -128,6 +135,13 @@ class BenchSection(_Strict):
     input_len: int = Field(default=64, ge=1)
     output_len: int = Field(default=32, ge=1)
     num_prompts: int = Field(default=32, ge=1)
+    #: When set, a run at concurrency c sends only the first ``min(num_prompts, max(min_prompts,
+    #: prompts_per_concurrency x c))`` prompts: a closed loop needs about 5 c prompts to keep its
+    #: achieved concurrency >= 0.9 c through the tail (the validity gate), and the same count at
+    #: c = 1 would serialise hundreds of requests for nothing. Both arms of a comparison get the
+    #: same count at each concurrency; each run's workload records the count it sent.
+    prompts_per_concurrency: int | None = Field(default=None, ge=1)
+    min_prompts: int = Field(default=1, ge=1)
     warmup: int = Field(default=1, ge=0)
     seed: int = 0
     tokenizer: str | None = None
@@ -282,37 +296,48 @@ def _record_preamble(store: LedgerStore, plan: Plan) -> None:
     """session_started when the plan names a new session; candidate_proposed for new candidates."""
     session = plan.plan.session
     if session and not store.read(types=["session_started"], session_id=session, limit=1):
-        store.append(
+        commands.record(
+            store,
             SessionStarted(
                 title=plan.plan.session_title or session,
                 session_id=session,
                 actor=PLAN_ACTOR,
                 model=plan.configs[plan.plan.baseline].model,
                 source=plan.source,
-            )
+            ),
         )
-    on_board = set(
-        store.query_arrow("SELECT candidate_id FROM board").column("candidate_id").to_pylist()
-    )
+    # The board and the candidate streams' versions in one statement (one snapshot): a
+    # proposal expects its stream at the version read with the board, so a candidate proposed
+    # by someone else since is a conflict, not a second proposal.
+    rows = store.query_arrow(
+        "SELECT candidate_id, NULL AS stream, NULL AS version FROM board UNION ALL "
+        "SELECT NULL, stream, max(stream_version) FROM events "
+        "WHERE starts_with(stream, 'candidate:') GROUP BY stream"
+    ).to_pylist()
+    on_board = {r["candidate_id"] for r in rows if r["candidate_id"] is not None}
+    versions = {r["stream"]: r["version"] for r in rows if r["stream"] is not None}
     for spec in plan.candidates:
         cid = candidate_id(spec)
         if cid in on_board:
             continue
         config = plan.configs[spec.config]
-        store.append(
-            CandidateProposed(
-                candidate_id=cid,
-                kind="flag" if spec.flag else "config",
-                title=spec.title
-                or (f"--{spec.flag}" if spec.flag else f"configuration {spec.config}"),
-                flag=spec.flag,
-                value=config.flags.get(spec.flag) if spec.flag else None,
-                hypothesis=spec.hypothesis,
-                session_id=session,
-                actor=PLAN_ACTOR,
-                source=plan.source,
-            )
+        proposal = CandidateProposed(
+            candidate_id=cid,
+            kind="flag" if spec.flag else "config",
+            title=spec.title or (f"--{spec.flag}" if spec.flag else f"configuration {spec.config}"),
+            flag=spec.flag,
+            value=config.flags.get(spec.flag) if spec.flag else None,
+            hypothesis=spec.hypothesis,
+            session_id=session,
+            actor=PLAN_ACTOR,
+            source=plan.source,
         )
+        try:
+            commands.propose_candidate(
+                store, proposal, expected_version=versions.get(proposal.default_stream(), 0)
+            )
+        except ConcurrencyConflict:
+            pass  # proposed since the board was read (another plan, a person): it is on the board
 
 
 def run_plan(
@@ -353,9 +378,13 @@ def run_plan(
         plan.plan.concurrency if plan.plan.request_rate is None else [None]
     )
     candidates = {spec.config: candidate_id(spec) for spec in plan.candidates}
+    t0, budget = time.monotonic(), plan.plan.time_budget_s
     try:
         for repeat in range(plan.plan.repeats):
             for arm in plan.arms:
+                if budget and time.monotonic() - t0 > budget:
+                    say(f"time budget {budget:g} s spent: {arm} repeat {repeat + 1} not run")
+                    continue
                 say(f"repeat {repeat + 1}/{plan.plan.repeats}: {arm}")
                 _run_arm(
                     plan,
@@ -438,7 +467,8 @@ def _run_arm(
                 extra_body=extra_body or {},
             )
             asyncio.run(
-                sweep(
+                _sweep_levels(
+                    b,
                     target,
                     config_name=arm,
                     concurrencies=list(pending),
@@ -495,6 +525,30 @@ def _run_arm(
                 servers.stop(run, reason=reason)
 
 
+async def _sweep_levels(
+    b: BenchSection, target: BenchTarget, *, concurrencies: list[int | None], **kw: Any
+) -> list[SweepPoint]:
+    """``runners.bench.sweep``, one concurrency at a time with its own prompt count when
+    ``b.prompts_per_concurrency`` is set (the first ``min(num_prompts, max(min_prompts,
+    prompts_per_concurrency x c))`` prompts of the workload), else one sweep as it is."""
+    if not b.prompts_per_concurrency:
+        return await sweep(target, concurrencies=concurrencies, **kw)
+    points: list[SweepPoint] = []
+    for c in concurrencies:
+        n = (
+            b.num_prompts
+            if c is None
+            else min(b.num_prompts, max(b.min_prompts, b.prompts_per_concurrency * c))
+        )
+        w = target.workload
+        level = replace(
+            target,
+            workload=replace(w, spec=replace(w.spec, num_prompts=n), prompts=list(w.prompts[:n])),
+        )
+        points += await sweep(level, concurrencies=[c], **kw)
+    return points
+
+
 def _record_failed_run(
     store: LedgerStore,
     plan: Plan,
@@ -543,7 +597,7 @@ def _record_failed_run(
         actor=PLAN_ACTOR,
         source=plan.source,
     )
-    store.append(event)
+    commands.record_benchmark(store, event)
     return event
 
 
@@ -558,14 +612,15 @@ def _record_interrupted(store: LedgerStore, plan: Plan, result: PlanResult) -> N
         + (": " + ", ".join(done) if done else "")
         + "; no comparison recorded"
     )
-    store.append(
+    commands.add_note(
+        store,
         NoteAdded(
             text=text,
             refs=[p.event.event_id for p in result.points],
             session_id=plan.plan.session,
             actor=PLAN_ACTOR,
             source=plan.source,
-        )
+        ),
     )
 
 
@@ -679,7 +734,7 @@ def compare_and_record(store: LedgerStore, plan: Plan, result: PlanResult) -> No
                 event = _comparison_event(
                     plan, spec.config, load, cmp, base_pts, cand_pts, result.host
                 )
-                store.append(event)
+                commands.record_comparison(store, event)
                 result.comparisons.append(event)
                 if metric == FLAG_METRIC:
                     throughput_verdicts.append(cmp.verdict)
@@ -705,7 +760,7 @@ def compare_and_record(store: LedgerStore, plan: Plan, result: PlanResult) -> No
                 host=host,
                 source=plan.source,
             )
-            store.append(finding)
+            commands.record_finding(store, finding)
             result.findings.append(finding)
 
 
@@ -750,16 +805,9 @@ def verdict_table(result: PlanResult, metrics: Sequence[str] | None = None):
         if metrics and c.metric not in metrics:
             continue
         load = str(c.concurrency) if c.concurrency is not None else f"{c.request_rate:g}/s"
-        change = raw_change(c.change, c.better_direction)
-        text = "-" if change is None else f"{100 * change:+.1f}%"
+        text = "-" if c.change is None else f"{100 * c.change:+.1f}%"
         if c.ci_low is not None and c.ci_high is not None:
-            low, high = sorted(
-                (
-                    raw_change(c.ci_low, c.better_direction),
-                    raw_change(c.ci_high, c.better_direction),
-                )
-            )
-            text += f" [{100 * low:+.1f}, {100 * high:+.1f}]"
+            text += f" [{100 * c.ci_low:+.1f}, {100 * c.ci_high:+.1f}]"
         verdict = c.verdict + (f" (need ~{c.runs_needed} runs/arm)" if c.runs_needed else "")
         table.add_row(
             c.config_name,

@@ -46,6 +46,7 @@ from uuid import UUID
 
 import httpx
 
+from ledger import commands
 from ledger.errors import LedgerError, NotFound
 from ledger.flag_memory import remembered_findings
 from ledger.sglang_log import ServerLogFacts, derive_findings, parse_server_log
@@ -246,7 +247,7 @@ class ServerRunner:
                     "causation_id": event.causation_id or run.last_event_id,
                 }
             )
-        self.store.append(event)
+        commands.record(self.store, event)
         if run is not None:
             run.last_event_id = event.event_id
         return event
@@ -273,14 +274,12 @@ class ServerRunner:
         event = fp.to_event(session_id=self.session_id, actor=RUNNER_ACTOR).model_copy(
             update={"event_id": event_id, "source": f"runner fingerprint {key}"}
         )
-        self.store.append(event)
+        commands.record(self.store, event)
 
-    def previous_startup(self, exclude_run_id: str | None = None) -> StartupFacts | None:
-        """Startup facts of the session's latest ``server_ready`` (another run than ``exclude_run_id``)."""
-        from ledger.read_model import latest_startup
-
-        with self.store.connect() as con:
-            return latest_startup(con, self.session_id, exclude_run_id=exclude_run_id)
+    def previous_startup(self, run_id: str | None = None) -> StartupFacts | None:
+        """The startup facts of the session's run started before ``run_id`` (the latest run when
+        ``None``): ``ledger.commands.previous_startup``, as for imported logs and the view."""
+        return commands.previous_startup(self.store, self.session_id, run_id=run_id)
 
     # --- start ------------------------------------------------------------------------
 
@@ -403,7 +402,7 @@ class ServerRunner:
         )
         self.runs.append(run)
         try:
-            self.store.append(started)
+            commands.record(self.store, started)
         except BaseException:
             self._terminate(run)  # a server the ledger does not know of must not keep running
             run.ended = True
@@ -518,7 +517,7 @@ class ServerRunner:
             source=run.log_ref,
             **self._common(run),
         )
-        previous = self.previous_startup(exclude_run_id=run.run_id)
+        previous = self.previous_startup(run.run_id)
         self._append(run, ready)
         run.ready, run.startup = True, startup
         self.say(f"ready {run.run_id} after {ready.ready_after_s:.1f} s{_facts_summary(startup)}")

@@ -51,10 +51,12 @@ from typing import Any
 import httpx
 from pydantic import BaseModel, ConfigDict, Field
 
+from ledger import commands
 from ledger.errors import InvalidInput
 from ledger.store import LedgerStore
 from schemas import Actor
 from schemas.events import SpecDecodingTrialCompleted
+from schemas.vocab import FLAG_VERDICT_OF_COMPARISON
 
 from .plan import (
     BenchSection,
@@ -74,11 +76,7 @@ SPEC_ACTOR = Actor(kind="runner", name="spec")
 _ACCEPT_RE = re.compile(r"Decode batch.*?accept len: ([0-9.]+)(?:, accept rate: ([0-9.]+))?")
 
 #: Comparison verdict of output throughput -> the trial's verdict.
-_VERDICTS = {
-    "improved": "effective",
-    "regressed": "harmful",
-    "no measurable change": "no-measurable-change",
-}
+_VERDICTS = FLAG_VERDICT_OF_COMPARISON
 
 
 class TrialSpec(BaseModel):
@@ -286,7 +284,7 @@ def run_spec(
     events = []
     for trial in spec.trials:
         event = trial_event(spec, trial, result, observed.get(trial.name, []))
-        store.append(event)
+        commands.record(store, event)
         events.append(event)
         say(
             f"{trial.name}: accept length {event.accept_length if event.accept_length is not None else 'n/a'}"

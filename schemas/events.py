@@ -9,12 +9,13 @@ tokens/s (``tok/s``) or requests/s, memory in MiB or GB as the field name says.
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal, Union
+from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal, Union
 from uuid import UUID
 
-from pydantic import Field, TypeAdapter, field_validator
+from pydantic import Field, TypeAdapter, create_model, field_validator, model_validator
 
 from .envelope import EventEnvelope, Evidence, StrictModel
+from .metrics import METRICS, direction_of
 from .vocab import (
     CandidateKind,
     ComparisonVerdict,
@@ -29,7 +30,7 @@ from .vocab import (
 )
 
 #: A server flag value as given on the command line (``True`` for a bare switch).
-FlagValue = Union[bool, int, float, str, list[Any], None]
+FlagValue = bool | int | float | str | list[Any] | None
 
 
 def normalize_flag(name: str) -> str:
@@ -44,11 +45,65 @@ def normalize_flag(name: str) -> str:
     return flag
 
 
+#: How an event names the candidate (board item) it concerns, by payload field:
+#: ``candidate_id`` names it; ``flag`` names a flag (candidates proposing that flag on the same
+#: arch); ``config_name`` names a configuration (``config:NAME``, or the flag candidates whose
+#: flags it sets).
+CandidateLink = Literal["candidate_id", "flag", "config_name"]
+
+#: The registry: type name -> model class (the current schema version of that type). Filled by
+#: ``Event.__pydantic_init_subclass__``: defining a concrete event class registers it.
+EVENT_TYPES: dict[str, type[Event]] = {}
+
+#: type name -> current schema_version (filled with ``EVENT_TYPES``).
+CURRENT_VERSIONS: dict[str, int] = {}
+
+
 class Event(EventEnvelope):
-    """Base of all event types. Subclasses set ``type`` and ``schema_version``."""
+    """Base of all event types. Subclasses set ``type`` and ``schema_version``.
+
+    A concrete subclass (one whose ``type`` is a ``Literal`` with a default) registers itself
+    in ``EVENT_TYPES`` and must declare, as class variables:
+
+    - ``summary_sql``: its one-line summary, a DuckDB SQL expression over ``p`` (the upcast
+      payload, parsed once per row into a struct of the fields it names: ``p.title``,
+      ``p.startup.max_running_requests``; VARCHAR, BOOLEAN for a bool field) and ``h`` (the
+      envelope host: ``gpu_name``, ``gpu_count``, ``compute_capability``). The ``event_summaries``
+      projection (timeline, ``show``, ``events``, export) evaluates it.
+    - ``candidate_link``: the payload fields through which it names a candidate
+      (``CandidateLink``), ``()`` for a type that concerns none. The board links the
+      ``candidate_id`` ones to their candidate.
+
+    Raises (at class definition):
+        TypeError: a missing or empty ``summary_sql``, an undeclared ``candidate_link`` or one
+            naming a field the model lacks, or a type name registered twice.
+    """
 
     type: str
     schema_version: int = 1
+    summary_sql: ClassVar[str] = ""
+    candidate_link: ClassVar[tuple[CandidateLink, ...]]
+
+    @classmethod
+    def __pydantic_init_subclass__(cls, **kwargs: Any) -> None:
+        super().__pydantic_init_subclass__(**kwargs)
+        name = cls.model_fields["type"].default
+        if not isinstance(name, str):
+            return  # an abstract base (``_CandidateEvent``): no type of its own
+        if not cls.summary_sql.strip():
+            raise TypeError(f"event type {name}: no summary_sql (its one-line summary)")
+        link = getattr(cls, "candidate_link", None)
+        if not isinstance(link, tuple):
+            raise TypeError(f"event type {name}: no candidate_link (() when it names no candidate)")
+        missing = [f for f in link if f not in cls.model_fields]
+        if missing:
+            raise TypeError(f"event type {name}: candidate_link names unknown field(s) {missing}")
+        if name in EVENT_TYPES and EVENT_TYPES[name].__qualname__ != cls.__qualname__:
+            raise TypeError(
+                f"event type {name} is defined twice ({EVENT_TYPES[name].__qualname__})"
+            )
+        EVENT_TYPES[name] = cls
+        CURRENT_VERSIONS[name] = cls.model_fields["schema_version"].default
 
     def default_stream(self) -> str:
         """The stream this event goes to when none is given (its aggregate)."""
@@ -68,6 +123,8 @@ class SessionStarted(Event):
 
     type: Literal["session_started"] = "session_started"
     schema_version: Literal[1] = 1
+    summary_sql: ClassVar[str] = "'session: ' || p.title"
+    candidate_link: ClassVar[tuple[CandidateLink, ...]] = ()
     title: str
     model: str | None = None
     goal: str | None = None
@@ -83,6 +140,8 @@ class SessionEnded(Event):
 
     type: Literal["session_ended"] = "session_ended"
     schema_version: Literal[1] = 1
+    summary_sql: ClassVar[str] = "'session ended' || coalesce(': ' || p.summary, '')"
+    candidate_link: ClassVar[tuple[CandidateLink, ...]] = ()
     summary: str | None = None
 
 
@@ -94,6 +153,12 @@ class HostObserved(Event):
 
     type: Literal["host_observed"] = "host_observed"
     schema_version: Literal[1] = 1
+    summary_sql: ClassVar[str] = (
+        "'host: ' || CASE WHEN p.cpu_only THEN 'CPU only' "
+        "ELSE coalesce(h.gpu_name, '?') || ' x' || coalesce(h.gpu_count, '?') "
+        "|| coalesce(' ' || h.compute_capability, '') END"
+    )
+    candidate_link: ClassVar[tuple[CandidateLink, ...]] = ()
     cpu_only: bool = False
     gpu_names: list[str] = Field(default_factory=list)
     torch_version: str | None = None
@@ -107,6 +172,7 @@ class HostObserved(Event):
 
 
 class _CandidateEvent(Event):
+    candidate_link: ClassVar[tuple[CandidateLink, ...]] = ("candidate_id",)
     candidate_id: str = Field(
         description="Stable slug of the todo item, e.g. 'flag:enable-fused-moe-sum-all-reduce'."
     )
@@ -120,6 +186,10 @@ class CandidateProposed(_CandidateEvent):
 
     type: Literal["candidate_proposed"] = "candidate_proposed"
     schema_version: Literal[1] = 1
+    summary_sql: ClassVar[str] = (
+        "'proposed ' || p.candidate_id "
+        "|| coalesce(' [' || p.priority || ']', '') || ': ' || p.title"
+    )
     kind: CandidateKind
     title: str
     flag: str | None = None
@@ -138,6 +208,9 @@ class CandidateTriaged(_CandidateEvent):
 
     type: Literal["candidate_triaged"] = "candidate_triaged"
     schema_version: Literal[1] = 1
+    summary_sql: ClassVar[str] = (
+        "p.candidate_id || ' -> ' || p.status || coalesce(': ' || p.reason, '')"
+    )
     status: TriageStatus
     reason: str | None = None
     verdict: Verdict | None = None
@@ -152,6 +225,10 @@ class FlagResearched(Event):
 
     type: Literal["flag_researched"] = "flag_researched"
     schema_version: Literal[2] = 2
+    summary_sql: ClassVar[str] = (
+        "p.flag || ': ' || p.verdict || coalesce(' - ' || coalesce(p.what_it_does, p.notes), '')"
+    )
+    candidate_link: ClassVar[tuple[CandidateLink, ...]] = ("candidate_id", "flag")
     flag: str
     engine: str | None = None
     engine_version: str | None = None
@@ -182,6 +259,8 @@ class FindingRecorded(Event):
 
     type: Literal["finding_recorded"] = "finding_recorded"
     schema_version: Literal[1] = 1
+    summary_sql: ClassVar[str] = "p.kind || coalesce(' ' || p.flag, '') || ': ' || p.message"
+    candidate_link: ClassVar[tuple[CandidateLink, ...]] = ("flag",)
     kind: FindingKind
     basis: VerdictBasis = "log"
     message: str
@@ -264,6 +343,10 @@ class ServerStarted(_ServerEvent):
 
     type: Literal["server_started"] = "server_started"
     schema_version: Literal[1] = 1
+    summary_sql: ClassVar[str] = (
+        "'server ' || p.run_id || ' started (' || coalesce(p.config_name, p.engine) || ')'"
+    )
+    candidate_link: ClassVar[tuple[CandidateLink, ...]] = ("config_name",)
     engine: str
     model: str | None = None
     config_name: str | None = None
@@ -293,6 +376,11 @@ class ServerReady(_ServerEvent):
 
     type: Literal["server_ready"] = "server_ready"
     schema_version: Literal[1] = 1
+    summary_sql: ClassVar[str] = (
+        "'server ' || p.run_id || ' ready' "
+        "|| coalesce(', max_running_requests=' || p.startup.max_running_requests, '')"
+    )
+    candidate_link: ClassVar[tuple[CandidateLink, ...]] = ()
     ready_after_s: float | None = None
     startup: StartupFacts = Field(default_factory=StartupFacts)
     warnings: list[str] = Field(default_factory=list)
@@ -303,6 +391,8 @@ class ServerStopped(_ServerEvent):
 
     type: Literal["server_stopped"] = "server_stopped"
     schema_version: Literal[1] = 1
+    summary_sql: ClassVar[str] = "'server ' || p.run_id || ' stopped'"
+    candidate_link: ClassVar[tuple[CandidateLink, ...]] = ()
     exit_code: int | None = None
     signal: str | None = None
     reason: str | None = None
@@ -313,6 +403,10 @@ class ServerFailed(_ServerEvent):
 
     type: Literal["server_failed"] = "server_failed"
     schema_version: Literal[1] = 1
+    summary_sql: ClassVar[str] = (
+        "'server ' || p.run_id || ' failed (' || p.cause || '): ' || p.message"
+    )
+    candidate_link: ClassVar[tuple[CandidateLink, ...]] = ()
     cause: FailureCause
     message: str
     log_tail: list[str] = Field(default_factory=list)
@@ -345,52 +439,37 @@ class Workload(StrictModel):
     endpoint: str | None = None
 
 
-class BenchMetrics(StrictModel):
-    """Summary metrics of one run, named and defined as sglang bench_serving does.
+_BENCH_METRICS_DOC = """Summary metrics of one run, named and defined as sglang bench_serving does.
 
-    Throughputs in tok/s (requests/s for ``request_throughput``), latencies in ms,
-    ``duration_s`` in seconds, ``achieved_concurrency`` = sum(E2E)/duration.
-    TTFT, TPOT, ITL and E2E follow REFERENCE section 4 (TPOT excludes the first token).
+    The fields are the rows of ``schemas.metrics.METRICS`` (the one metric table: unit, better
+    direction, noise floor, label), all optional. Throughputs in tok/s (requests/s for
+    ``request_throughput``), latencies in ms, ``duration_s`` in seconds,
+    ``achieved_concurrency`` = sum(E2E)/duration. TTFT, TPOT, ITL and E2E follow REFERENCE
+    section 4 (TPOT excludes the first token).
     """
 
-    completed: int | None = None
-    failed: int | None = None
-    duration_s: float | None = None
-    total_input_tokens: int | None = None
-    total_output_tokens: int | None = None
-    request_throughput: float | None = None
-    input_throughput: float | None = None
-    output_throughput: float | None = None
-    total_throughput: float | None = None
-    achieved_concurrency: float | None = None
-    max_output_tokens_per_s: float | None = None
-    max_concurrent_requests: int | None = None
-    accept_length: float | None = None
-    mean_ttft_ms: float | None = None
-    median_ttft_ms: float | None = None
-    std_ttft_ms: float | None = None
-    p90_ttft_ms: float | None = None
-    p95_ttft_ms: float | None = None
-    p99_ttft_ms: float | None = None
-    mean_tpot_ms: float | None = None
-    median_tpot_ms: float | None = None
-    std_tpot_ms: float | None = None
-    p90_tpot_ms: float | None = None
-    p95_tpot_ms: float | None = None
-    p99_tpot_ms: float | None = None
-    mean_itl_ms: float | None = None
-    median_itl_ms: float | None = None
-    std_itl_ms: float | None = None
-    p90_itl_ms: float | None = None
-    p95_itl_ms: float | None = None
-    p99_itl_ms: float | None = None
-    max_itl_ms: float | None = None
-    mean_e2e_latency_ms: float | None = None
-    median_e2e_latency_ms: float | None = None
-    std_e2e_latency_ms: float | None = None
-    p90_e2e_latency_ms: float | None = None
-    p95_e2e_latency_ms: float | None = None
-    p99_e2e_latency_ms: float | None = None
+if TYPE_CHECKING:
+
+    class BenchMetrics(StrictModel):
+        __doc__ = _BENCH_METRICS_DOC
+
+        def __init__(self, **values: float | int | None) -> None: ...
+        def __getattr__(self, name: str) -> Any: ...
+
+else:
+    BenchMetrics = create_model(
+        "BenchMetrics",
+        __base__=StrictModel,
+        __doc__=_BENCH_METRICS_DOC,
+        __module__=__name__,
+        **{
+            m.name: (
+                int | None if m.integer else float | None,
+                Field(default=None, description=f"{m.label} ({m.unit})"),
+            )
+            for m in METRICS
+        },
+    )
 
 
 class BenchmarkCompleted(Event):
@@ -410,6 +489,11 @@ class BenchmarkCompleted(Event):
 
     type: Literal["benchmark_completed"] = "benchmark_completed"
     schema_version: Literal[1] = 1
+    summary_sql: ClassVar[str] = (
+        "'bench ' || p.config_name || coalesce(' c=' || p.concurrency, '') "
+        "|| coalesce(': ' || round(p.metrics.output_throughput::DOUBLE, 1) || ' tok/s', '')"
+    )
+    candidate_link: ClassVar[tuple[CandidateLink, ...]] = ("candidate_id", "config_name")
     run_id: str
     config_name: str
     is_baseline: bool = False
@@ -444,19 +528,26 @@ class ComparisonCompleted(Event):
 
     Runs are the unit (REFERENCE section 5): ``d = mean(ln B) - mean(ln A)``,
     Welch standard error and degrees of freedom; ``change = e^d - 1`` with CI
-    ``e^(d +- t*SE) - 1``, signed so that positive is better
-    (``better_direction`` +1: higher is better, -1: lower is better).
+    ``e^(d +- t*SE) - 1``: the metric's own change, ``value / baseline - 1`` ("+" means it went
+    up, the one sign convention of ``schemas.metrics``); whether that is better is
+    ``better_direction`` (+1: higher is better, -1: lower is better; when absent, the metric
+    table's). v1 events signed the change so that + was better: the upcaster converts them.
     ``noise_threshold`` is tau = max(floor, 2 * CV of A-vs-A repeats), as a
     fraction. ``verdict``: ``schemas.vocab.ComparisonVerdict`` (``runs_needed`` per arm
-    when inconclusive or too noisy). Changes and CI bounds are fractions (0.05 = +5%).
+    when inconclusive or too-noisy). Changes and CI bounds are fractions (0.05 = +5%).
     ``baseline_mean`` and ``mean`` are the central values the change compares: geometric
-    means ``e^mean(ln x)`` of the runs (so ``mean / baseline_mean - 1`` is the metric's raw
-    change); events written before they were may hold arithmetic means. ``baseline_cv`` and
+    means ``e^mean(ln x)`` of the runs (so ``mean / baseline_mean - 1`` is the change);
+    events written before they were may hold arithmetic means. ``baseline_cv`` and
     ``cv`` give each arm's spread.
     """
 
     type: Literal["comparison_completed"] = "comparison_completed"
-    schema_version: Literal[1] = 1
+    schema_version: Literal[2] = 2
+    summary_sql: ClassVar[str] = (
+        "'compare ' || p.config_name || ' vs ' || p.baseline_config "
+        "|| coalesce(' c=' || p.concurrency, '') || ' ' || p.metric || ': ' || p.verdict"
+    )
+    candidate_link: ClassVar[tuple[CandidateLink, ...]] = ("config_name",)
     baseline_config: str
     config_name: str
     metric: str
@@ -486,6 +577,15 @@ class ComparisonCompleted(Event):
     baseline_cv: float | None = None
     cv: float | None = None
 
+    @model_validator(mode="before")
+    @classmethod
+    def _direction(cls, data: Any) -> Any:
+        # Without a stated direction the metric table's (a metric it does not judge: +1).
+        if isinstance(data, dict) and data.get("better_direction") is None:
+            direction = direction_of(str(data.get("metric")))
+            return {**data, "better_direction": direction or 1}
+        return data
+
     def default_stream(self) -> str:
         return f"comparison:{self.config_name}"
 
@@ -509,6 +609,8 @@ class KernelTuneStarted(_TuneEvent):
 
     type: Literal["kernel_tune_started"] = "kernel_tune_started"
     schema_version: Literal[1] = 1
+    summary_sql: ClassVar[str] = "'tune ' || p.tune_id || ' started (' || p.kernel || ')'"
+    candidate_link: ClassVar[tuple[CandidateLink, ...]] = ("candidate_id",)
     kernel: str
     script: str | None = None
     E: int | None = None
@@ -544,6 +646,8 @@ class KernelConfigMeasured(_TuneEvent):
 
     type: Literal["kernel_config_measured"] = "kernel_config_measured"
     schema_version: Literal[1] = 1
+    summary_sql: ClassVar[str] = "'tune ' || p.tune_id || ' M=' || p.batch_size"
+    candidate_link: ClassVar[tuple[CandidateLink, ...]] = ()
     batch_size: int
     config: dict[str, Any]
     latency_us: float | None = None
@@ -566,6 +670,10 @@ class KernelTuneCompleted(_TuneEvent):
 
     type: Literal["kernel_tune_completed"] = "kernel_tune_completed"
     schema_version: Literal[1] = 1
+    summary_sql: ClassVar[str] = (
+        "'tune ' || p.tune_id || ' ' || p.outcome || coalesce(': ' || p.error, '')"
+    )
+    candidate_link: ClassVar[tuple[CandidateLink, ...]] = ("candidate_id",)
     outcome: TuneOutcome
     duration_s: float | None = None
     batch_sizes_done: list[int] = Field(default_factory=list)
@@ -597,6 +705,8 @@ class MoeConfigRecorded(Event):
 
     type: Literal["moe_config_recorded"] = "moe_config_recorded"
     schema_version: Literal[1] = 1
+    summary_sql: ClassVar[str] = "'MoE config ' || p.file_name"
+    candidate_link: ClassVar[tuple[CandidateLink, ...]] = ()
     file_name: str
     E: int
     N: int
@@ -627,7 +737,11 @@ class SpecDecodingTrialCompleted(Event):
     """
 
     type: Literal["spec_decoding_trial_completed"] = "spec_decoding_trial_completed"
-    schema_version: Literal[1] = 1
+    schema_version: Literal[2] = 2
+    summary_sql: ClassVar[str] = (
+        "'spec decoding ' || p.algorithm || coalesce(' accept_length=' || p.accept_length, '')"
+    )
+    candidate_link: ClassVar[tuple[CandidateLink, ...]] = ("candidate_id",)
     trial_id: str
     algorithm: str
     num_steps: int | None = None
@@ -654,7 +768,8 @@ class SpecDecodingTrialCompleted(Event):
     baseline_config: str | None = None
     concurrency: int | None = None
     #: Change against the no-speculation baseline as ``comparison_completed`` signs it: a fraction,
-    #: + is better (+0.12: 12% more throughput, or a 12% shorter TPOT/TTFT), with the 95% CI.
+    #: ``value / baseline - 1`` (+0.12: 12% more throughput; -0.10: a 10% shorter TPOT/TTFT),
+    #: with the 95% CI. v1 events signed TPOT/TTFT so that + was shorter: the upcaster flips them.
     output_throughput_change: float | None = None
     output_throughput_ci: list[float] | None = None
     median_tpot_change: float | None = None
@@ -667,6 +782,8 @@ class PatchApplied(Event):
 
     type: Literal["patch_applied"] = "patch_applied"
     schema_version: Literal[1] = 1
+    summary_sql: ClassVar[str] = "'patch ' || p.target || ': ' || p.description"
+    candidate_link: ClassVar[tuple[CandidateLink, ...]] = ("candidate_id",)
     target: str
     description: str
     reason: str | None = None
@@ -679,6 +796,8 @@ class DecisionRecorded(Event):
 
     type: Literal["decision_recorded"] = "decision_recorded"
     schema_version: Literal[1] = 1
+    summary_sql: ClassVar[str] = "'decision: ' || p.decision"
+    candidate_link: ClassVar[tuple[CandidateLink, ...]] = ("candidate_id",)
     decision: str
     rationale: str | None = None
     alternatives: list[str] = Field(default_factory=list)
@@ -691,6 +810,8 @@ class NoteAdded(Event):
 
     type: Literal["note_added"] = "note_added"
     schema_version: Literal[2] = 2
+    summary_sql: ClassVar[str] = "'note: ' || p.text"
+    candidate_link: ClassVar[tuple[CandidateLink, ...]] = ("candidate_id",)
     text: str
     refs: list[UUID] = Field(default_factory=list)
     candidate_id: str | None = None
@@ -704,46 +825,16 @@ class EventRetracted(Event):
 
     type: Literal["event_retracted"] = "event_retracted"
     schema_version: Literal[1] = 1
+    summary_sql: ClassVar[str] = "'retracted ' || p.retracted_event_id || ': ' || p.reason"
+    candidate_link: ClassVar[tuple[CandidateLink, ...]] = ()
     retracted_event_id: UUID
     reason: str
 
 
-EVENT_CLASSES: tuple[type[Event], ...] = (
-    SessionStarted,
-    SessionEnded,
-    HostObserved,
-    CandidateProposed,
-    CandidateTriaged,
-    FlagResearched,
-    FindingRecorded,
-    ServerStarted,
-    ServerReady,
-    ServerStopped,
-    ServerFailed,
-    BenchmarkCompleted,
-    ComparisonCompleted,
-    KernelTuneStarted,
-    KernelConfigMeasured,
-    KernelTuneCompleted,
-    MoeConfigRecorded,
-    SpecDecodingTrialCompleted,
-    PatchApplied,
-    DecisionRecorded,
-    NoteAdded,
-    EventRetracted,
-)
-
-#: type name -> model class (the current schema version of that type).
-EVENT_TYPES: dict[str, type[Event]] = {
-    cls.model_fields["type"].default: cls for cls in EVENT_CLASSES
-}
-
-#: type name -> current schema_version.
-CURRENT_VERSIONS: dict[str, int] = {
-    name: cls.model_fields["schema_version"].default for name, cls in EVENT_TYPES.items()
-}
+#: Every event type's model, in definition order (the registry's values).
+EVENT_CLASSES: tuple[type[Event], ...] = tuple(EVENT_TYPES.values())
 
 AnyEvent = Annotated[Union[tuple(EVENT_CLASSES)], Field(discriminator="type")]  # type: ignore[valid-type]  # noqa: UP007 (a runtime Union over a tuple)
 
 #: Validates one event dict (current version) into its model.
-EVENT_ADAPTER: TypeAdapter[Event] = TypeAdapter(AnyEvent, config={"defer_build": True})
+EVENT_ADAPTER: TypeAdapter[Event] = TypeAdapter(AnyEvent, config={"defer_build": True})  # type: ignore[arg-type]  # a Union built at run time from EVENT_CLASSES

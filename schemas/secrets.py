@@ -43,6 +43,7 @@ import json
 import os
 import re
 from collections.abc import Iterable
+from itertools import pairwise
 from typing import Any
 
 MASK = "***"
@@ -189,7 +190,7 @@ def is_secret_name(name: str) -> bool:
     last = len(parts) - 1
     if any(p in _WORDS and (p not in _LAST_WORD_ONLY or i == last) for i, p in enumerate(parts)):
         return True
-    return any(pair in _PAIRS for pair in zip(parts, parts[1:]))
+    return any(pair in _PAIRS for pair in pairwise(parts))
 
 
 _NUMBER = re.compile(r"[-+]?\d+(?:\.\d+)?")

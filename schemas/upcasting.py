@@ -13,6 +13,15 @@ History of the schemas:
 - ``flag_researched`` v1 had ``flag`` with its dashes (``--enable-x``), a
   single free-text ``finding`` and ``evidence`` as one string; v2 has the flag
   without dashes, ``what_it_does``, and ``evidence`` as a list of pointers.
+- ``comparison_completed`` v1 signed ``change``, ``ci_low`` and ``ci_high`` so that + was
+  better (a 10% lower latency read +11.1%) and spelled three verdicts with spaces
+  (``no measurable change``); v2 holds the metric's own change ``value / baseline - 1`` (the one
+  sign convention, ``schemas.metrics``), states ``better_direction`` (v1's, else the metric
+  table's) and spells verdicts as ``schemas.vocab.ComparisonVerdict``. For a lower-is-better
+  metric the better-signed change ``x = baseline / value - 1`` becomes ``1 / (1 + x) - 1`` and
+  the CI bounds swap.
+- ``spec_decoding_trial_completed`` v1 signed ``median_tpot_change`` and ``median_ttft_change``
+  so that + was shorter; v2 holds ``value / baseline - 1`` (the same flip).
 """
 
 from __future__ import annotations
@@ -22,6 +31,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from .events import CURRENT_VERSIONS, normalize_flag
+from .metrics import METRICS, direction_of
+from .vocab import LEGACY_COMPARISON_VERDICTS
 
 Payload = dict[str, Any]
 
@@ -58,6 +69,78 @@ def _flag_v1_to_v2(payload: Payload) -> Payload:
     return out
 
 
+def _flip(x: Any) -> float | None:
+    """A better-signed change of a lower-is-better metric (``baseline / value - 1``) as the
+    metric's own change (``value / baseline - 1``); None for None or an impossible value."""
+    if not isinstance(x, int | float) or isinstance(x, bool) or x <= -1:
+        return None
+    return 1 / (1 + x) - 1
+
+
+def _sql_flip(field: str) -> str:
+    """``_flip`` of the payload's ``field`` in DuckDB SQL, as JSON (NULL for NULL or <= -1)."""
+    value = f"(payload->'{field}')"
+    return (
+        f"to_json(CASE WHEN json_type({value}) IN ('DOUBLE', 'BIGINT', 'UBIGINT') "
+        f"AND {value}::DOUBLE > -1 THEN 1 / (1 + {value}::DOUBLE) - 1 END)"
+    )
+
+
+def _comparison_v1_direction(payload: Payload) -> int:
+    stated = payload.get("better_direction")
+    if stated in (1, -1) and not isinstance(stated, bool):
+        return int(stated)
+    return direction_of(str(payload.get("metric"))) or 1
+
+
+def _comparison_v1_to_v2(payload: Payload) -> Payload:
+    out = dict(payload)
+    direction = _comparison_v1_direction(payload)
+    out["better_direction"] = direction
+    if direction == -1:
+        out["change"] = _flip(payload.get("change"))
+        out["ci_low"] = _flip(payload.get("ci_high"))
+        out["ci_high"] = _flip(payload.get("ci_low"))
+    verdict = payload.get("verdict")
+    if isinstance(verdict, str):
+        out["verdict"] = LEGACY_COMPARISON_VERDICTS.get(verdict, verdict)
+    return out
+
+
+#: The metric table's directions as SQL (a metric it does not judge, or an unknown one: +1).
+_SQL_DIRECTION = (
+    "CASE payload->>'metric' "
+    + " ".join(f"WHEN '{m.name}' THEN -1" for m in METRICS if m.direction == -1)
+    + " ELSE 1 END"
+)
+_SQL_V1_DIRECTION = (
+    "CASE WHEN json_type(payload, '$.better_direction') IN ('BIGINT', 'UBIGINT', 'DOUBLE') "
+    "AND (payload->>'better_direction')::DOUBLE IN (1, -1) "
+    f"THEN (payload->>'better_direction')::DOUBLE::INTEGER ELSE {_SQL_DIRECTION} END"
+)
+_SQL_LEGACY_VERDICT = (
+    "CASE payload->>'verdict' "
+    + " ".join(f"WHEN '{old}' THEN '{new}'" for old, new in LEGACY_COMPARISON_VERDICTS.items())
+    + " ELSE payload->>'verdict' END"
+)
+
+
+def _keep_or_flip(field: str, source: str) -> str:
+    """SQL: ``source`` flipped when the v1 direction is -1, else ``field`` unchanged (JSON)."""
+    return (
+        f"CASE WHEN ({_SQL_V1_DIRECTION}) = -1 THEN {_sql_flip(source)} "
+        f"ELSE (payload->'{field}') END"
+    )
+
+
+def _spec_v1_to_v2(payload: Payload) -> Payload:
+    out = dict(payload)
+    for field in ("median_tpot_change", "median_ttft_change"):
+        if field in payload:
+            out[field] = _flip(payload[field])
+    return out
+
+
 UPCASTERS: tuple[Upcaster, ...] = (
     Upcaster(
         "note_added",
@@ -76,6 +159,25 @@ UPCASTERS: tuple[Upcaster, ...] = (
         "THEN json_array(json_object('kind', 'text', 'ref', NULL, 'text', payload->>'evidence')) "
         "WHEN (payload->'evidence') IS NULL OR json_type(payload, '$.evidence') = 'NULL' THEN json('[]') "
         "ELSE (payload->'evidence') END))",
+    ),
+    Upcaster(
+        "comparison_completed",
+        1,
+        _comparison_v1_to_v2,
+        "json_merge_patch(payload, json_object("
+        f"'better_direction', {_SQL_V1_DIRECTION}, "
+        f"'change', {_keep_or_flip('change', 'change')}, "
+        f"'ci_low', {_keep_or_flip('ci_low', 'ci_high')}, "
+        f"'ci_high', {_keep_or_flip('ci_high', 'ci_low')}, "
+        f"'verdict', {_SQL_LEGACY_VERDICT}))",
+    ),
+    Upcaster(
+        "spec_decoding_trial_completed",
+        1,
+        _spec_v1_to_v2,
+        "json_merge_patch(payload, json_object("
+        f"'median_tpot_change', {_sql_flip('median_tpot_change')}, "
+        f"'median_ttft_change', {_sql_flip('median_ttft_change')}))",
     ),
 )
 

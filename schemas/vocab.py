@@ -82,19 +82,36 @@ EvidenceKind = Literal["source", "log", "event", "benchmark", "seed", "file", "u
 LoadKind = Literal["closed-loop", "open-loop"]
 
 #: Outcome of comparing a configuration against the baseline on one metric (``comparison_completed``,
-#: the ``benchmark_deltas`` view, the plan table, the TUI and the export all use these words).
-#: ``improved`` / ``regressed``: the CI clears the noise threshold tau; ``no measurable change``: the
-#: whole CI lies within +-tau; ``inconclusive``: neither (more runs needed); ``insufficient data``:
+#: the ``benchmark_deltas`` view, the plan table, the TUI and the export all use these words; they
+#: are spelled like the flag verdicts above, so ``no-measurable-change`` is one word in both).
+#: ``improved`` / ``regressed``: the CI clears the noise threshold tau; ``no-measurable-change``: the
+#: whole CI lies within +-tau; ``inconclusive``: neither (more runs needed); ``insufficient-data``:
 #: fewer than 2 runs in an arm (or a metric without a value); ``invalid``: a run failed its validity
-#: gate; ``too noisy``: tau itself is above ``runners.compare.MAX_NOISE_THRESHOLD`` (25%), so "no
+#: gate; ``too-noisy``: tau itself is above ``runners.compare.MAX_NOISE_THRESHOLD`` (25%), so "no
 #: change" would hide effects up to that size: the machine is too noisy to decide.
 ComparisonVerdict = Literal[
     "improved",
     "regressed",
-    "no measurable change",
+    "no-measurable-change",
     "inconclusive",
-    "insufficient data",
+    "insufficient-data",
     "invalid",
-    "too noisy",
+    "too-noisy",
 ]
 COMPARISON_VERDICTS: tuple[str, ...] = get_args(ComparisonVerdict)
+
+#: Spellings of comparison verdicts that older tuneledgers stored (``comparison_completed`` v1):
+#: the ``comparison_completed`` upcaster reads them as the current words.
+LEGACY_COMPARISON_VERDICTS: dict[str, str] = {
+    "no measurable change": "no-measurable-change",
+    "insufficient data": "insufficient-data",
+    "too noisy": "too-noisy",
+}
+
+#: The flag verdict a consistent comparison verdict stands for (a measured ``finding_recorded``,
+#: a speculative-decoding trial's verdict); the other comparison verdicts settle nothing.
+FLAG_VERDICT_OF_COMPARISON: dict[str, str] = {
+    "improved": "effective",
+    "regressed": "harmful",
+    "no-measurable-change": "no-measurable-change",
+}

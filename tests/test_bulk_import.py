@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from cli_inprocess import invoke
 
 from ledger import bulk, projections
 from ledger.errors import InvalidInput
@@ -107,23 +107,7 @@ def test_cli_append_of_many_lines_takes_the_bulk_path(tmp_path: Path) -> None:
     text = (
         "\n".join(json.dumps({"type": "note_added", "text": f"n{i}"}) for i in range(1500)) + "\n"
     )
-    out = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "ledger.cli",
-            "--ledger",
-            str(ledger),
-            "--session",
-            "s",
-            "append",
-            "--json",
-        ],
-        input=text,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    out = invoke(["--ledger", str(ledger), "--session", "s", "append", "--json"], stdin=text)
     assert out.returncode == 0, out.stderr
     results = json.loads(out.stdout)
     assert [r["seq"] for r in results] == list(range(1, 1501))

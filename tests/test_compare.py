@@ -16,7 +16,6 @@ from runners.compare import (
     compare,
     flag_verdict,
     noise_threshold,
-    raw_change,
 )
 from schemas.vocab import COMPARISON_VERDICTS
 
@@ -53,59 +52,60 @@ def test_shown_means_agree_with_the_change_despite_an_outlier() -> None:
     assert c.mean / c.baseline_mean - 1 == pytest.approx(c.change, abs=1e-12)
     assert c.cv > 0.8  # and the spread beside it says how much to trust it
     latency = compare("median_ttft_ms", a, b)
-    assert raw_change(latency.change, -1) == pytest.approx(
-        latency.mean / latency.baseline_mean - 1, abs=1e-12
-    )
-    assert raw_change(None, -1) is None
+    assert latency.change == pytest.approx(latency.mean / latency.baseline_mean - 1, abs=1e-12)
 
 
 def test_too_noisy_to_decide() -> None:
-    """Issue 7.6: a noise threshold of 225.7% made any effect below 3x "no measurable change"."""
+    """Issue 7.6: a noise threshold of 225.7% made any effect below 3x "no-measurable-change"."""
     a, b = [100.0, 100.2, 99.8], [100.1, 99.9, 100.0]
     quiet = compare("output_throughput", a, b, aa_cv=0.01)
-    assert quiet.verdict == "no measurable change"
+    assert quiet.verdict == "no-measurable-change"
     noisy = compare("output_throughput", a, b, aa_cv=1.1285)
     assert noisy.noise_threshold == pytest.approx(2.257)
-    assert noisy.verdict == "too noisy"
+    assert noisy.verdict == "too-noisy"
     assert noisy.runs_needed == math.ceil(
         2 * (1.96 + 0.84) ** 2 * (1.1285 / MAX_NOISE_THRESHOLD) ** 2
     )
     assert "226%" in noisy.notes and "113%" in noisy.notes
     # a change that clears even that threshold is still decided
     assert compare("output_throughput", a, [800.0, 810.0, 790.0], aa_cv=0.3).verdict == "improved"
-    assert "too noisy" in COMPARISON_VERDICTS
+    assert "too-noisy" in COMPARISON_VERDICTS
 
 
-def test_lower_is_better_is_signed_positive_when_latency_drops() -> None:
+def test_a_latency_that_drops_is_a_negative_change_and_improved() -> None:
+    """One sign convention: change = value / baseline - 1 for every metric; the direction
+    decides the verdict (a 20% lower TTFT is -20% and improved, not +25%)."""
     c = compare("median_ttft_ms", [100.0, 101.0, 99.0], [80.0, 81.0, 79.0])
     assert c.better_direction == -1
     assert c.change == pytest.approx(
-        math.exp(-(np.log([80, 81, 79]).mean() - np.log([100, 101, 99]).mean())) - 1
+        math.exp(np.log([80, 81, 79]).mean() - np.log([100, 101, 99]).mean()) - 1
     )
-    assert c.change > 0.2 and c.verdict == "improved"
+    assert c.change == pytest.approx(c.mean / c.baseline_mean - 1)
+    assert c.change < -0.19 and c.verdict == "improved"
+    assert c.ci_low < c.change < c.ci_high < 0
     assert c.noise_threshold == 0.05  # TTFT floor
 
 
 def test_verdicts() -> None:
     assert (
         compare("output_throughput", [100, 100.5, 99.5], [100.2, 99.9, 100.1]).verdict
-        == "no measurable change"
+        == "no-measurable-change"
     )
     assert compare("output_throughput", [100, 101, 99], [80, 81, 79]).verdict == "regressed"
     wide = compare("output_throughput", [100, 120, 80], [105, 130, 85])
     assert wide.verdict == "inconclusive" and wide.runs_needed and wide.runs_needed > 3
     one = compare("output_throughput", [100.0], [150.0])
     assert (
-        one.verdict == "insufficient data"
+        one.verdict == "insufficient-data"
         and one.change == pytest.approx(0.5)
         and one.ci_low is None
     )
     zero = compare("median_tpot_ms", [0.0, 0.01, 0.02], [0.01, 0.02, 0.02])
     assert (
-        zero.verdict == "insufficient data" and zero.baseline_runs == 3 and "1 run(s)" in zero.notes
+        zero.verdict == "insufficient-data" and zero.baseline_runs == 3 and "1 run(s)" in zero.notes
     )
     missing = compare("median_itl_ms", [None, 1.0, 1.1], [1.0, 1.0, 1.0])
-    assert missing.verdict == "insufficient data" and missing.baseline_runs == 3
+    assert missing.verdict == "insufficient-data" and missing.baseline_runs == 3
     bad = compare(
         "output_throughput",
         [100, 101],
@@ -134,10 +134,10 @@ def test_noise_threshold_from_aa_repeats() -> None:
 
 
 def test_flag_verdict_needs_consistency() -> None:
-    assert flag_verdict(["no measurable change", "no measurable change"]) == "no-measurable-change"
+    assert flag_verdict(["no-measurable-change", "no-measurable-change"]) == "no-measurable-change"
     assert flag_verdict(["improved", "improved"]) == "effective"
     assert flag_verdict(["regressed"]) == "harmful"
-    assert flag_verdict(["improved", "no measurable change"]) is None
+    assert flag_verdict(["improved", "no-measurable-change"]) is None
     assert flag_verdict(["inconclusive", "inconclusive"]) is None
 
 

@@ -454,15 +454,15 @@ def test_benchmark_delta_row(small: LedgerStore) -> None:
             "122.0 tok/s",
             "+0.33%",
             "1/1",
-            "no measurable change",
+            "no-measurable-change",
         ]
     ]
     c64 = [r for r in rows if r[1].startswith("c=64 ") and r[2] == "output_throughput"][0]
     assert c64[3:6] == ["1,582.5 tok/s", "1,566.0 tok/s", "-1.04%"]
-    assert c64[7] == "no measurable change"
+    assert c64[7] == "no-measurable-change"
     ttft = [r for r in rows if r[1].startswith("c=64 ") and r[2] == "median_ttft_ms"][0]
     assert ttft[3:6] == ["410.00 ms", "300.00 ms", "-26.83%"]
-    assert ttft[7] == "insufficient data"
+    assert ttft[7] == "insufficient-data"
 
 
 def test_pipes_in_a_note_are_escaped(small: LedgerStore) -> None:
@@ -530,7 +530,7 @@ def test_short_ids_are_unique_prefixes_usable_by_get(small: LedgerStore) -> None
     )
     shorts = [short(i) for i in ids]
     assert len(set(shorts)) == len(shorts)
-    for full, prefix in zip(ids, shorts):
+    for full, prefix in zip(ids, shorts, strict=True):
         assert len(prefix) >= 8 and full.startswith(prefix) and not prefix.endswith("-")
         assert str(small.get(prefix).event_id) == full
     assert short(_id(11)) == "0000000b"

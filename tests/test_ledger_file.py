@@ -18,7 +18,6 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from ledger import views
 from ledger.cli import main
 from ledger.store import LAYOUT_VERSION, LedgerStore
 from schemas import NoteAdded
@@ -81,11 +80,12 @@ def test_reads_leave_the_file_byte_for_byte(
 def test_a_newer_ledger_is_refused_naming_both_versions_and_never_rewritten(
     ledger: Path, capsys: pytest.CaptureFixture[str], args: tuple[str, ...]
 ) -> None:
-    set_meta(ledger, "views_version", "999")
+    newer = str(LAYOUT_VERSION + 1)
+    set_meta(ledger, "layout_version", newer)
     before = digest(ledger)
     code, out, err = cli(capsys, "--ledger", str(ledger), *args)
     assert code == 3 and out == "" and len(err.splitlines()) == 1
-    assert "newer tuneledger" in err and "999" in err and views.VIEWS_VERSION in err
+    assert "newer tuneledger" in err and newer in err and str(LAYOUT_VERSION) in err
     assert digest(ledger) == before
 
 

@@ -131,6 +131,8 @@ def test_a_bad_envelope_option_is_named_without_a_warning(
         ({"input_lens": [3e9]}, "field 'input_lens[0]': expected a token count"),
         ({"output_lens": [1e20]}, "field 'output_lens[0]': expected a token count"),
         ({"completed": 99999999999999999999}, "beyond 64 bits"),
+        # issue 9: a null gap multiplied None by the seconds->ms scale (a traceback, exit 1)
+        ({"itls": [[0.01, None]], "output_lens": [3]}, "field 'itls[0][1]': expected a number"),
     ],
 )
 def test_bench_values_out_of_range_are_named(

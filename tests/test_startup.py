@@ -10,12 +10,18 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
+#: Process-based on purpose (start-up of fresh interpreters): `make test` runs it, `make check` does not.
+pytestmark = pytest.mark.slow
+
 #: Imported only by commands that need them (tables, samples, the runners, the TUI).
 LAZY = ("pyarrow", "numpy", "rich", "httpx", "tenacity", "textual", "runners", "tui")
 
 PROBE = """
 import sys
 from ledger import cli
+
 try:
     cli.main(sys.argv[1:])
 except SystemExit as exc:

@@ -16,9 +16,13 @@ import time
 from pathlib import Path
 
 import duckdb
+import pytest
 
 from ledger.store import HANDOFF_S, LedgerStore
 from schemas.events import NoteAdded
+
+#: Process-based on purpose (real processes hand a kept-open file over): `make test` runs it, `make check` does not.
+pytestmark = pytest.mark.slow
 
 WRITER = Path(__file__).with_name("writer_process.py")
 

@@ -14,7 +14,8 @@ from test_tui_helpers import DEMO_SESSION, SIZE, anyio_backend, make_demo, wait_
 from ledger.store import LedgerStore
 from tui.app import TuneLedgerApp
 
-pytestmark = pytest.mark.anyio
+#: Process-based on purpose (another process appends while the TUI runs): `make test` runs it, `make check` does not.
+pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -71,6 +72,10 @@ async def test_note_from_another_process_appears_without_a_key(tmp_path: Path, m
 
 async def test_board_follows_a_triage_from_another_process(tmp_path: Path) -> None:
     store = make_demo(tmp_path)
+    # A triage passes the candidate stream's version, as the board shows it (ledger/commands.py).
+    version = store.query_arrow(
+        "SELECT stream_version FROM board WHERE candidate_id = 'flag:cuda-graph-max-bs'"
+    )["stream_version"][0].as_py()
     app = TuneLedgerApp(store.path, DEMO_SESSION, poll_s=60)
     async with app.run_test(size=SIZE) as pilot:
         await wait_loaded(pilot)
@@ -89,6 +94,8 @@ async def test_board_follows_a_triage_from_another_process(tmp_path: Path) -> No
                 "candidate_id=flag:cuda-graph-max-bs",
                 "-f",
                 "status=accepted",
+                "--expected-version",
+                str(version),
             ],
             cwd=ROOT,
             capture_output=True,

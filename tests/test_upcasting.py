@@ -23,7 +23,7 @@ from ledger.store import LedgerStore
 from schemas import CURRENT_VERSIONS, Evidence, UpcastError, parse_event
 from schemas.events import FlagResearched, NoteAdded
 from schemas.upcasting import UPCASTERS, Upcaster, sql_upcast_expression, upcast
-from schemas.vocab import VERDICTS
+from schemas.vocab import COMPARISON_VERDICTS, LEGACY_COMPARISON_VERDICTS, VERDICTS
 
 NOTE_ID = UUID("0a0a0a0a-1111-7000-8000-000000000001")
 FLAG_ID = UUID("0b0b0b0b-2222-7000-8000-000000000002")
@@ -294,7 +294,42 @@ FLAG_V1_PAYLOADS = st.fixed_dictionaries(
         "candidate_id": st.none() | _text,
     },
 )
-PAYLOADS = {("note_added", 1): NOTE_V1_PAYLOADS, ("flag_researched", 1): FLAG_V1_PAYLOADS}
+_change = st.none() | st.floats(min_value=-0.999, max_value=50, allow_nan=False)
+COMPARISON_V1_PAYLOADS = st.fixed_dictionaries(
+    {
+        "baseline_config": st.just("baseline"),
+        "config_name": _text,
+        "metric": st.sampled_from(
+            ["output_throughput", "median_ttft_ms", "p99_tpot_ms", "completed", "not_a_metric"]
+        ),
+        "baseline_runs": st.integers(0, 9),
+        "runs": st.integers(0, 9),
+        "noise_threshold": st.floats(0, 1),
+        "verdict": st.sampled_from([*COMPARISON_VERDICTS, *LEGACY_COMPARISON_VERDICTS]),
+    },
+    optional={
+        "better_direction": st.sampled_from([1, -1]),
+        "change": _change,
+        "ci_low": _change,
+        "ci_high": _change,
+        "concurrency": st.none() | st.integers(1, 64),
+    },
+)
+SPEC_V1_PAYLOADS = st.fixed_dictionaries(
+    {"trial_id": _text, "algorithm": st.sampled_from(["EAGLE", "NGRAM"])},
+    optional={
+        "output_throughput_change": _change,
+        "median_tpot_change": _change,
+        "median_ttft_change": _change,
+        "verdict": st.none() | st.sampled_from(VERDICTS),
+    },
+)
+PAYLOADS = {
+    ("note_added", 1): NOTE_V1_PAYLOADS,
+    ("flag_researched", 1): FLAG_V1_PAYLOADS,
+    ("comparison_completed", 1): COMPARISON_V1_PAYLOADS,
+    ("spec_decoding_trial_completed", 1): SPEC_V1_PAYLOADS,
+}
 
 
 def test_every_upcaster_has_a_payload_strategy() -> None:
@@ -361,7 +396,16 @@ def test_flag_upcasters_agree_on_surrounding_whitespace(
 
 def test_view_expression_chains_to_the_python_result(con: duckdb.DuckDBPyConnection) -> None:
     """``sql_upcast_expression`` (what live_events uses) equals ``upcast`` for every type and version."""
-    examples = {"note_added": {"body": "b"}, "flag_researched": json.loads(FLAG_V1)}
+    examples = {
+        "note_added": {"body": "b"},
+        "flag_researched": json.loads(FLAG_V1),
+        "comparison_completed": json.loads(TTFT_V1),
+        "spec_decoding_trial_completed": {
+            "trial_id": "t",
+            "algorithm": "NGRAM",
+            "median_tpot_change": 0.25,
+        },
+    }
     for type_name, current in CURRENT_VERSIONS.items():
         for version in range(1, current):
             payload = examples[type_name]
@@ -373,3 +417,70 @@ def test_view_expression_chains_to_the_python_result(con: duckdb.DuckDBPyConnect
             assert without_nulls(json.loads(out)) == without_nulls(
                 upcast(type_name, version, payload)
             )
+
+
+# --- one sign convention: comparison_completed v1 (+ is better) reads as v2 (value / baseline - 1)
+
+#: A v1 comparison as tuneledger <= this change stored it: TTFT 100 ms -> 80 ms, signed + is better
+#: (baseline / value - 1 = +25%), CI [+20%, +30%], a spaced verdict spelling.
+TTFT_V1 = (
+    '{"baseline_config": "baseline", "config_name": "fast", "metric": "median_ttft_ms", '
+    '"concurrency": 4, "better_direction": -1, "baseline_runs": 3, "runs": 3, '
+    '"baseline_mean": 100.0, "mean": 80.0, "change": 0.25, "ci_low": 0.2, "ci_high": 0.3, '
+    '"noise_threshold": 0.05, "verdict": "improved", "session_id": "old"}'
+)
+
+
+def test_a_v1_ttft_comparison_reads_as_the_metric_s_own_change(store: LedgerStore) -> None:
+    """A stored v1 comparison says +25% for a TTFT that fell 100 -> 80 ms; read through the models
+    and through the views it is -20% (value / baseline - 1), CI bounds flipped and swapped."""
+    cid = UUID("0c0c0c0c-3333-7000-8000-000000000003")
+    insert_raw(
+        store,
+        event_id=cid,
+        type_="comparison_completed",
+        schema_version=1,
+        payload=TTFT_V1,
+        stream="comparison:fast",
+    )
+    (event,) = store.read()
+    assert event.schema_version == 2 and event.better_direction == -1
+    assert event.change == pytest.approx(80.0 / 100.0 - 1)
+    assert (event.ci_low, event.ci_high) == (
+        pytest.approx(1 / 1.3 - 1),
+        pytest.approx(1 / 1.2 - 1),
+    )
+    (row,) = store.query_arrow(
+        "SELECT change_pct, ci_low_pct, ci_high_pct, verdict FROM benchmark_deltas"
+    ).to_pylist()
+    assert row["change_pct"] == pytest.approx(-20.0)
+    assert row["ci_low_pct"] == pytest.approx(100 * (1 / 1.3 - 1))
+    assert row["verdict"] == "improved"
+
+
+@pytest.mark.parametrize(
+    ("payload", "direction"),
+    [
+        ({"metric": "median_ttft_ms", "change": 0.25}, -1),  # no stated direction: the table's
+        ({"metric": "output_throughput", "change": 0.25}, 1),
+        ({"metric": "median_ttft_ms", "better_direction": 1, "change": 0.25}, 1),  # stated wins
+    ],
+)
+def test_the_v1_direction_comes_from_the_event_else_the_metric_table(
+    con: duckdb.DuckDBPyConnection, payload: dict[str, Any], direction: int
+) -> None:
+    (upcaster,) = [u for u in UPCASTERS if u.type == "comparison_completed"]
+    for out in (upcaster.python(payload), sql_upcast(con, upcaster.sql, payload)):
+        assert out["better_direction"] == direction
+        assert out["change"] == pytest.approx(0.25 if direction == 1 else 1 / 1.25 - 1)
+
+
+def test_legacy_verdict_spellings_read_as_the_one_vocabulary(
+    con: duckdb.DuckDBPyConnection,
+) -> None:
+    (upcaster,) = [u for u in UPCASTERS if u.type == "comparison_completed"]
+    for old, new in LEGACY_COMPARISON_VERDICTS.items():
+        payload = {"metric": "output_throughput", "verdict": old}
+        assert upcaster.python(payload)["verdict"] == new
+        assert sql_upcast(con, upcaster.sql, payload)["verdict"] == new
+        assert new in COMPARISON_VERDICTS and new.replace("-", " ") == old

@@ -158,7 +158,9 @@ class TuneLedgerApp(App[None]):
     ]
 
     #: Bindings offered in the command palette (every action).
-    PALETTE_BINDINGS: ClassVar = [b for b in BINDINGS if b.id != "app.help"] + [
+    PALETTE_BINDINGS: ClassVar = [
+        b for b in BINDINGS if isinstance(b, Binding) and b.id != "app.help"
+    ] + [
         Binding("f1", "help", "Help: keys and actions", id="palette.help"),
     ]
 
@@ -667,13 +669,18 @@ class TuneLedgerApp(App[None]):
             self._focus_tab(event.pane.id)
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        """Board-only actions show in the footer only on the board."""
-        if action in _BOARD_ACTIONS and self.is_mounted:
-            try:
-                return self.active_tab == "board"
-            except Exception:  # before the tabs exist
-                return True
-        return True
+        """Board-only actions show in the footer (and run) only on the board.
+
+        Before the app is mounted, or before its tabs are composed, every action is offered:
+        the DOM is not queried then (``App.is_mounted`` is a method taking a widget, so the
+        test for it was always true, and a blanket ``except`` hid what failed).
+        """
+        if action not in _BOARD_ACTIONS or not self.is_running or not self.screen_stack:
+            return True
+        tabs = self.main_screen.query("#tabs")
+        if not tabs:  # mounted, tabs not composed yet
+            return True
+        return str(tabs.first(TabbedContent).active) == "board"
 
     def action_reload(self) -> None:
         """Reread everything from the ledger."""
@@ -683,7 +690,7 @@ class TuneLedgerApp(App[None]):
         """Show the keys and actions."""
         from .help import HelpScreen  # Markdown is imported on first use, not at start
 
-        self.push_screen(HelpScreen(list(self.BINDINGS)))
+        self.push_screen(HelpScreen([b for b in self.BINDINGS if isinstance(b, Binding)]))
 
 
 def export_path(ledger: Path, session_id: str | None) -> Path:

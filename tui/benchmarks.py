@@ -21,17 +21,13 @@ from textual.binding import Binding
 from textual.containers import Vertical
 from textual.widgets import DataTable, Static
 
+from schemas.metrics import HEADLINE_METRICS
+
 from .queries import BENCH_METRICS
 from .render import DELTA_STYLE, number, short_delta_verdict
 
 #: Metrics the plot can show, cycled with ``m``.
-PLOT_METRICS: tuple[tuple[str, str], ...] = (
-    ("output_throughput", "output throughput (tok/s)"),
-    ("median_ttft_ms", "median TTFT (ms)"),
-    ("median_tpot_ms", "median TPOT (ms)"),
-    ("p99_ttft_ms", "p99 TTFT (ms)"),
-    ("p99_tpot_ms", "p99 TPOT (ms)"),
-)
+PLOT_METRICS: tuple[tuple[str, str], ...] = tuple((m.name, m.title) for m in HEADLINE_METRICS)
 
 
 def workload_text(row: dict[str, Any]) -> str:
@@ -93,14 +89,14 @@ class BenchmarksPane(Vertical):
         for verdict in (
             "improved",
             "regressed",
-            "no measurable change",
+            "no-measurable-change",
             "inconclusive",
-            "insufficient data",
-            "too noisy",
+            "insufficient-data",
+            "too-noisy",
         ):
             legend.append(
                 short_delta_verdict(verdict)
-                if verdict != "no measurable change"
+                if verdict != "no-measurable-change"
                 else "≈ no change",
                 style=DELTA_STYLE[verdict],
             )
@@ -166,7 +162,9 @@ class BenchmarksPane(Vertical):
         metric, label = PLOT_METRICS[self.metric_index]
         if not self.plot_mounted or not self.query("#bench-plot"):
             return
-        widget = self.query_one("#bench-plot")
+        from textual_plotext import PlotextPlot
+
+        widget = self.query_one("#bench-plot", PlotextPlot)
         plt = widget.plt
         plt.clear_figure()
         series: dict[str, list[tuple[int, float]]] = {}

@@ -23,18 +23,13 @@ import duckdb
 from ledger import read_model
 from ledger.read_model import EventFilter
 from ledger.store import LedgerStore
+from schemas.metrics import HEADLINE_METRICS
 
 #: The board's statuses in display order (the ``board`` view's ``status`` values).
 STATUSES: tuple[str, ...] = ("proposed", "accepted", "rejected", "deferred", "done")
 
 #: Metrics of the benchmarks pane: (metric column of ``benchmark_summary``, short label).
-BENCH_METRICS: tuple[tuple[str, str], ...] = (
-    ("output_throughput", "out tok/s"),
-    ("median_ttft_ms", "TTFT med ms"),
-    ("p99_ttft_ms", "TTFT p99 ms"),
-    ("median_tpot_ms", "TPOT med ms"),
-    ("p99_tpot_ms", "TPOT p99 ms"),
-)
+BENCH_METRICS: tuple[tuple[str, str], ...] = tuple((m.name, m.header) for m in HEADLINE_METRICS)
 
 #: How many events the timeline loads at first (the tail); newer ones stream in.
 TIMELINE_TAIL = 500

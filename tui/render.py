@@ -1,8 +1,8 @@
 """How values look in the TUI: colours of statuses and verdicts, numbers, changes in %.
 
 One place for the colour rules so every pane agrees: a benchmark change is
-green when improved, red when regressed, dim when no measurable change, yellow
-when inconclusive or insufficient data; a flag verdict is dim (and marked ``∅``)
+green when improved, red when regressed, dim when no-measurable-change, yellow
+when inconclusive or insufficient-data (``schemas.vocab.ComparisonVerdict``); a flag verdict is dim (and marked ``∅``)
 when it had no effect.
 """
 
@@ -26,11 +26,11 @@ STATUS_STYLE = {
 DELTA_STYLE = {
     "improved": "bold green",
     "regressed": "bold red",
-    "no measurable change": "dim",
+    "no-measurable-change": "dim",
     "inconclusive": "yellow",
-    "insufficient data": "yellow",
+    "insufficient-data": "yellow",
     "invalid": "red dim",
-    "too noisy": "magenta",
+    "too-noisy": "magenta",
 }
 
 VERDICT_STYLE = {
@@ -74,10 +74,10 @@ def pct_text(change_pct: float | None, verdict: str | None, *, with_verdict: boo
 def short_delta_verdict(verdict: str) -> str:
     """Short spelling of a delta verdict for narrow cells."""
     return {
-        "no measurable change": "≈ noise",
-        "insufficient data": "n<3",
+        "no-measurable-change": "≈ noise",
+        "insufficient-data": "n<3",
         "inconclusive": "?",
-        "too noisy": "noisy",
+        "too-noisy": "noisy",
     }.get(verdict, verdict)
 
 

@@ -13,6 +13,7 @@ from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+from ledger import commands
 from ledger.store import LedgerStore
 from schemas.envelope import Actor, Host
 from schemas.events import (
@@ -143,5 +144,5 @@ def build_large(
     store.init()
     events = _events(n_events, random.Random(seed))
     for lo in range(0, len(events), 5000):
-        store.append(events[lo : lo + 5000])
+        commands.restore(store, events[lo : lo + 5000])
     return store

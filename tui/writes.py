@@ -1,8 +1,10 @@
 """What the TUI writes: each user action becomes ONE appended event; nothing is edited.
 
 No Textual here: the app calls these from thread workers, tests call them
-directly. Triage appends with ``expected_version`` (the candidate stream's
-version when the board was read), so a triage made on a stale board raises
+directly. The forms' fields become events here; the writes and their rules are
+the command layer's (``ledger.commands``), as for every other front end: triage
+appends with ``expected_version`` (the candidate stream's version when the board
+was read), so a triage made on a stale board raises
 ``ledger.errors.ConcurrencyConflict`` instead of silently overriding someone
 else's decision.
 """
@@ -13,11 +15,11 @@ from dataclasses import dataclass
 from typing import Any
 from uuid import UUID
 
+from ledger import commands
 from ledger.store import AppendResult, LedgerStore
 from schemas.envelope import Actor
 from schemas.events import (
     CandidateProposed,
-    CandidateTriaged,
     DecisionRecorded,
     NoteAdded,
     normalize_flag,
@@ -46,14 +48,15 @@ def triage(
     Raises:
         ConcurrencyConflict: the candidate changed since the board was read.
     """
-    event = CandidateTriaged(
+    return commands.triage(
+        store,
         candidate_id=candidate["candidate_id"],
         status=status,
-        reason=reason or None,
+        expected_version=int(candidate["stream_version"]),
+        reason=reason,
         actor=author.actor,
         session_id=candidate.get("session_id") or author.session_id,
     )
-    return store.append(event, expected_version=int(candidate["stream_version"]))[0]
 
 
 def add_note(
@@ -72,7 +75,7 @@ def add_note(
         actor=author.actor,
         session_id=author.session_id,
     )
-    return store.append(event)[0]
+    return commands.add_note(store, event)
 
 
 def propose(store: LedgerStore, author: Author, fields: dict[str, Any]) -> AppendResult:
@@ -94,7 +97,7 @@ def propose(store: LedgerStore, author: Author, fields: dict[str, Any]) -> Appen
     event = CandidateProposed.model_validate(
         {**data, "kind": kind, "actor": author.actor, "session_id": author.session_id}
     )
-    return store.append(event, expected_version=0)[0]
+    return commands.propose_candidate(store, event)
 
 
 def check_proposal(fields: dict[str, Any]) -> None:
@@ -137,7 +140,7 @@ def record_decision(store: LedgerStore, author: Author, fields: dict[str, Any]) 
     event = DecisionRecorded.model_validate(
         {**data, "actor": author.actor, "session_id": author.session_id}
     )
-    return store.append(event)[0]
+    return commands.record_decision(store, event)
 
 
 def split_list(text: str) -> list[str]:

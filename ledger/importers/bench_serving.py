@@ -17,6 +17,7 @@ import pyarrow as pa
 from ledger.errors import InvalidInput
 from ledger.input_checks import loads
 from schemas import Actor, BenchmarkCompleted, BenchMetrics, Host, Workload
+from schemas.metrics import INTEGER_METRICS, tpot
 
 from ..store import BENCH_SAMPLES_SCHEMA as SAMPLES_SCHEMA
 from ..warmup import cold_first_run
@@ -34,13 +35,7 @@ _RENAMED = {
     "total_input": "total_input_tokens",
     "total_output": "total_output_tokens",
 }
-_INT_METRICS = {
-    "completed",
-    "failed",
-    "total_input_tokens",
-    "total_output_tokens",
-    "max_concurrent_requests",
-}
+_INT_METRICS = INTEGER_METRICS
 _METRIC_FIELDS = set(BenchMetrics.model_fields)
 
 
@@ -247,15 +242,11 @@ def samples_from_details(line: _Line) -> pa.Table | None:
         gaps = itls[i] if isinstance(itls[i], list) else None
         if gaps is None:
             raise line.error(f"itls[{i}]", "expected a list of seconds")
-        gaps_ms = [_num(line, f"itls[{i}]", g) * scale for g in gaps]
+        gaps_ms = [_gap(line, f"itls[{i}][{j}]", g) * scale for j, g in enumerate(gaps)]
         out = _int(line, f"output_lens[{i}]", output_lens[i])
         ttft_ms = ttft * scale if ok and ttft is not None else None
         e2e_ms = ttft_ms + sum(gaps_ms) if ttft_ms is not None else None
-        tpot_ms = (
-            (e2e_ms - ttft_ms) / (out - 1)
-            if e2e_ms is not None and out is not None and out > 1
-            else None
-        )
+        tpot_ms = tpot(ttft_ms, e2e_ms, out)
         rows["request_index"].append(i)
         rows["ok"].append(ok)
         rows["ttft_ms"].append(ttft_ms)
@@ -273,13 +264,21 @@ def _ttft_scale(line: _Line, ttfts: list[Any], errors: list[Any]) -> float:
     reported = line.number("mean_ttft_ms")
     values = [
         t
-        for t, e in zip(ttfts, errors)
+        for t, e in zip(ttfts, errors, strict=True)  # lengths checked by the caller
         if not e and isinstance(t, (int, float)) and not isinstance(t, bool)
     ]
     if reported is None or not values:
         return 1000.0
     mean = sum(values) / len(values)
     return 1.0 if abs(mean - reported) < abs(mean * 1000.0 - reported) else 1000.0
+
+
+def _gap(line: _Line, key: str, value: Any) -> float:
+    """One inter-token gap: a number; a null has no meaning inside a request's gaps (refused)."""
+    gap = _num(line, key, value)
+    if gap is None:
+        raise line.error(key, "expected a number of seconds, got null")
+    return gap
 
 
 def _num(line: _Line, key: str, value: Any) -> float | None:

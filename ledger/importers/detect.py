@@ -20,6 +20,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cached_property
+from json import JSONDecodeError  # the class's ``json`` property shadows the module there
 from pathlib import Path
 from typing import Any
 from uuid import UUID, uuid5
@@ -246,7 +247,7 @@ class Sniffed:
         return self._whole[0]
 
     @property
-    def json_error(self) -> json.JSONDecodeError | None:
+    def json_error(self) -> JSONDecodeError | None:
         """Why the text is not one JSON document (``None`` when it is, or does not claim JSON)."""
         return self._whole[1]
 

@@ -5,7 +5,7 @@ importer does (deterministic id from the file and a label, ``source`` =
 ``name:line``, the same validity notes), ``samples_table`` the per-request
 ``bench_samples`` table, and ``distribution_from_samples`` our TTFT/TPOT/E2E
 statistics from per-request values, computed as sglang's bench_serving computes
-them (``runners.bench_metrics.distribution_ms``: numpy mean, median, population
+them (``ledger.distribution.distribution_ms``: numpy mean, median, population
 std, linear-interpolated p90/p95/p99).
 """
 
@@ -18,14 +18,13 @@ from typing import Any
 import pyarrow as pa
 
 from schemas import BenchmarkCompleted, BenchMetrics, Workload
+from schemas.metrics import INTEGER_METRICS, tpot
 
 from ..store import BENCH_SAMPLES_SCHEMA as SAMPLES_SCHEMA
 from .detect import ImportContext, InputFile
 
 _METRIC_FIELDS = frozenset(BenchMetrics.model_fields)
-_INT_METRICS = frozenset(
-    {"completed", "failed", "total_input_tokens", "total_output_tokens", "max_concurrent_requests"}
-)
+_INT_METRICS = INTEGER_METRICS
 
 
 def bench_event(
@@ -113,17 +112,14 @@ def samples_table(rows: Iterable[dict[str, Any]]) -> pa.Table:
     return pa.table(columns, schema=SAMPLES_SCHEMA)
 
 
-def tpot_ms(ttft_ms: float | None, e2e_ms: float | None, output_tokens: int | None) -> float | None:
-    """Our TPOT of one request: (E2E - TTFT) / (output_tokens - 1), only when output_tokens > 1."""
-    if ttft_ms is None or e2e_ms is None or output_tokens is None or output_tokens <= 1:
-        return None
-    return (e2e_ms - ttft_ms) / (output_tokens - 1)
+#: Our TPOT of one request in ms: (E2E - TTFT) / (output_tokens - 1) (``schemas.metrics.tpot``).
+tpot_ms = tpot
 
 
 def distribution_from_samples(table: pa.Table) -> dict[str, float | None]:
     """Our mean/median/std/p90/p95/p99 of TTFT, TPOT and E2E (ms) over the successful
     requests of a samples table, plus ITL pooled over every gap where the table has gaps."""
-    from runners.bench_metrics import distribution_ms
+    from ..distribution import distribution_ms
 
     ok = [row for row in table.to_pylist() if row["ok"]]
     out: dict[str, float | None] = {}

@@ -1,8 +1,9 @@
 """SGLang server log -> ``ServerStarted``, then ``ServerReady`` and/or ``ServerFailed``, then findings.
 
 The parsing is ``ledger.sglang_log`` (shared with the server runner); this
-module only turns its facts into events with deterministic ids and
-``source`` = ``name:line``. ``ServerReady`` needs SGLang's ready line ("The server is
+module only says which of its facts go on which event (``ledger.commands.LoggedRun``);
+``ledger.commands.server_run_events`` builds them, as for a vLLM log, with deterministic
+ids and ``source`` = ``name:line``. ``ServerReady`` needs SGLang's ready line ("The server is
 fired up and ready to roll!"); the startup facts of a run that crashed go on its
 ``ServerFailed``, those of a run that was still starting on its ``ServerStarted``.
 Every event's ``occurred_at`` is the time its log line was printed (the log's clock,
@@ -16,6 +17,7 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
+from ledger.commands import LoggedRun, server_run_events
 from ledger.errors import InvalidInput
 from ledger.gpu_arch import compute_capability_for
 from ledger.sglang_log import (
@@ -31,8 +33,6 @@ from schemas import (
     Event,
     FindingRecorded,
     Host,
-    ServerFailed,
-    ServerReady,
     ServerStarted,
     StartupFacts,
     normalize_flag,
@@ -101,7 +101,6 @@ def import_server_log(
         )
     run_id = file.run_id("sglang")
     log_host = host_from_log(facts, host)
-    common = dict(session_id=session_id, host=log_host, actor=actor)
 
     def src(key: str) -> str:
         line = facts.evidence.get(key)
@@ -117,12 +116,11 @@ def import_server_log(
 
     args = facts.server_args
     port = args.get("port")
-    events: list[Event] = [
-        ServerStarted(
-            event_id=file.event_id("server_started"),
-            source=src("server_args"),
-            run_id=run_id,
-            engine=ENGINE,
+    run = LoggedRun(
+        engine=ENGINE,
+        run_id=run_id,
+        host=log_host,
+        started=dict(
             model=args.get("model_path") if isinstance(args.get("model_path"), str) else None,
             config_name=config_name,
             flags=cli_flags(args),
@@ -133,38 +131,34 @@ def import_server_log(
             if not (facts.ready or facts.crash) and facts.has_startup_facts
             else None,
             occurred_at=started_at,
-            **common,
+        ),
+        ready=dict(
+            ready_after_s=facts.ready_after_s,
+            startup=startup,
+            warnings=[w.message for w in facts.warnings],
+            occurred_at=at(facts.evidence.get("ready")),
         )
-    ]
-    if facts.ready:
-        events.append(
-            ServerReady(
-                event_id=file.event_id("server_ready"),
-                source=src("ready"),
-                run_id=run_id,
-                ready_after_s=facts.ready_after_s,
-                startup=startup,
-                warnings=[w.message for w in facts.warnings],
-                occurred_at=at(facts.evidence.get("ready")),
-                **common,
-            )
+        if facts.ready
+        else None,
+        failed=dict(
+            cause=facts.crash.cause,
+            message=facts.crash.message,
+            log_tail=facts.crash.tail,
+            startup=startup if facts.has_startup_facts or facts.server_args else None,
+            occurred_at=at(facts.crash.line)
+            or (facts.last_timestamp.replace(tzinfo=UTC) if facts.last_timestamp else None),
         )
-    if facts.crash is not None:
-        events.append(
-            ServerFailed(
-                event_id=file.event_id("server_failed"),
-                source=f"{file.name}:{facts.crash.line.number}",
-                run_id=run_id,
-                cause=facts.crash.cause,  # type: ignore[arg-type]
-                message=facts.crash.message,
-                log_tail=facts.crash.tail,
-                startup=startup if facts.has_startup_facts or facts.server_args else None,
-                occurred_at=at(facts.crash.line)
-                or (facts.last_timestamp.replace(tzinfo=UTC) if facts.last_timestamp else None),
-                **common,
-            )
-        )
-    findings = derive_findings(
+        if facts.crash is not None
+        else None,
+        sources={
+            "server_started": src("server_args"),
+            "server_ready": src("ready"),
+            "server_failed": f"{file.name}:{facts.crash.line.number}" if facts.crash else file.name,
+        },
+        finding_source=lambda f: _first_log_ref(f, file.name),
+        finding_time=lambda f: _line_time(facts, _first_log_ref(f, file.name)) or started_at,
+    )
+    run.findings = derive_findings(
         facts,
         host=log_host,
         previous=previous_startup,
@@ -172,29 +166,14 @@ def import_server_log(
         session_id=session_id,
         source_name=file.name,
     )
-    if remember is not None:
-        findings += remember(events[0])
-    seen: set[Any] = set()
-    for finding in findings:
-        first_ref = next((e.ref for e in finding.evidence if e.kind == "log"), file.name)
-        event_id = file.event_id(f"finding:{finding.kind}:{finding.flag}:{finding.message}")
-        if (
-            event_id in seen
-        ):  # one finding per fact (derive_findings already merges per-rank repeats)
-            continue
-        seen.add(event_id)
-        events.append(
-            finding.model_copy(
-                update={
-                    "event_id": event_id,
-                    "source": first_ref,
-                    "host": log_host,
-                    "actor": actor,
-                    "occurred_at": _line_time(facts, first_ref) or started_at,
-                }
-            )
-        )
-    return events
+    return server_run_events(
+        run, event_id=file.event_id, actor=actor, session_id=session_id, remember=remember
+    )
+
+
+def _first_log_ref(finding: FindingRecorded, default: str) -> str:
+    """A finding's first log evidence (``name:line``), else ``default`` (the file name)."""
+    return next((e.ref for e in finding.evidence if e.kind == "log" and e.ref), default)
 
 
 def _line_time(facts: ServerLogFacts, ref: str) -> datetime | None:

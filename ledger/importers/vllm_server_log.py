@@ -1,16 +1,17 @@
 """vLLM server log -> ``ServerStarted``, then ``ServerReady`` and/or ``ServerFailed``, then findings.
 
-The parsing is ``ledger.vllm_log``; the events have the shapes of an SGLang log's
-(``ledger/importers/server_log.py``), with engine ``vllm``: deterministic ids,
+The parsing is ``ledger.vllm_log``; the events are built by the same command as an SGLang
+log's (``ledger.commands.server_run_events``), with engine ``vllm``: deterministic ids,
 ``source`` = ``name:line``, ``run_id`` = ``vllm-`` + 12 hex of the file hash.
 """
 
 from __future__ import annotations
 
+from ledger.commands import LoggedRun, server_run_events
 from ledger.errors import InvalidInput
 from ledger.gpu_arch import compute_capability_for
 from ledger.vllm_log import is_vllm_log, parse_vllm_log, vllm_findings
-from schemas import Event, Host, ServerFailed, ServerReady, ServerStarted
+from schemas import Host
 
 from .detect import ImportContext, Importer, InputFile, ReadResult, Sniffed
 from .server_log import cli_flags
@@ -53,7 +54,6 @@ def _read(file: InputFile, ctx: ImportContext) -> ReadResult:
     run_id = file.run_id("vllm")
     args = facts.server_args
     host = _host(facts.gpu_name, args.get("tensor_parallel_size"), parsed.engine_version, ctx.host)
-    common = dict(session_id=ctx.session_id, host=host, actor=ctx.actor)
 
     def src(key: str) -> str:
         line = facts.evidence.get(key)
@@ -61,48 +61,41 @@ def _read(file: InputFile, ctx: ImportContext) -> ReadResult:
 
     model = args.get("model") or args.get("model_tag")
     port = args.get("port")
-    events: list[Event] = [
-        ServerStarted(
-            event_id=file.event_id("server_started"),
-            source=src("server_args"),
-            run_id=run_id,
-            engine=ENGINE,
+    has_facts = facts.has_startup_facts or facts.server_args
+    run = LoggedRun(
+        engine=ENGINE,
+        run_id=run_id,
+        host=host,
+        started=dict(
             model=model if isinstance(model, str) else None,
             config_name=ctx.config_name,
             flags=cli_flags({k: v for k, v in args.items() if k not in ("model", "model_tag")}),
             port=port if isinstance(port, int) and not isinstance(port, bool) else None,
             pid=facts.pid,
-            **common,
+        ),
+        ready=dict(
+            ready_after_s=facts.ready_after_s,
+            startup=facts.to_startup_facts(),
+            warnings=[w.message for w in facts.warnings],
         )
-    ]
-    if facts.ready or (facts.has_startup_facts and facts.crash is None):
-        events.append(
-            ServerReady(
-                event_id=file.event_id("server_ready"),
-                source=src("ready") if facts.ready else file.name,
-                run_id=run_id,
-                ready_after_s=facts.ready_after_s,
-                startup=facts.to_startup_facts(),
-                warnings=[w.message for w in facts.warnings],
-                **common,
-            )
+        if facts.ready or (facts.has_startup_facts and facts.crash is None)
+        else None,
+        failed=dict(
+            cause=facts.crash.cause,
+            message=facts.crash.message,
+            log_tail=facts.crash.tail,
+            startup=facts.to_startup_facts() if has_facts else None,
         )
-    if facts.crash is not None:
-        events.append(
-            ServerFailed(
-                event_id=file.event_id("server_failed"),
-                source=f"{file.name}:{facts.crash.line.number}",
-                run_id=run_id,
-                cause=facts.crash.cause,  # type: ignore[arg-type]
-                message=facts.crash.message,
-                log_tail=facts.crash.tail,
-                startup=facts.to_startup_facts()
-                if facts.has_startup_facts or facts.server_args
-                else None,
-                **common,
-            )
-        )
-    findings = vllm_findings(
+        if facts.crash is not None
+        else None,
+        sources={
+            "server_started": src("server_args"),
+            "server_ready": src("ready") if facts.ready else file.name,
+            "server_failed": f"{file.name}:{facts.crash.line.number}" if facts.crash else file.name,
+        },
+        finding_source=lambda f: (f.evidence[0].ref if f.evidence else None) or file.name,
+    )
+    run.findings = vllm_findings(
         parsed,
         host=host,
         previous=ctx.previous_startup,
@@ -110,24 +103,14 @@ def _read(file: InputFile, ctx: ImportContext) -> ReadResult:
         session_id=ctx.session_id,
         source_name=file.name,
     )
-    if (
-        ctx.remember is not None
-    ):  # flags the ledger already knows do nothing (ledger/flag_memory.py)
-        findings += ctx.remember(events[0])
-    for finding in findings:
-        events.append(
-            finding.model_copy(
-                update={
-                    "event_id": file.event_id(
-                        f"finding:{finding.kind}:{finding.flag}:{finding.message}"
-                    ),
-                    "source": finding.evidence[0].ref if finding.evidence else file.name,
-                    "host": host,
-                    "actor": ctx.actor,
-                }
-            )
-        )
-    return events, {}
+    # ctx.remember: flags the ledger already knows do nothing (ledger/flag_memory.py)
+    return server_run_events(
+        run,
+        event_id=file.event_id,
+        actor=ctx.actor,
+        session_id=ctx.session_id,
+        remember=ctx.remember,
+    ), {}
 
 
 IMPORTER = Importer(kind="vllm-server-log", description="vLLM server log", sniff=_sniff, read=_read)
