@@ -54,10 +54,13 @@ from schemas import (
 )
 
 from .errors import EventIdReused, InvalidInput, NotFound
-from .store import AppendResult, LedgerStore
 
 if TYPE_CHECKING:
+    # Only annotations: a runner that records into a sink of its own (the kernel tune on a GPU
+    # host without DuckDB) imports the commands without the store.
     import pyarrow as pa
+
+    from .store import AppendResult, LedgerStore
 
     from .importers import ImportResult
 
