@@ -86,7 +86,8 @@ class EventFilter:
 
     def where(self) -> tuple[str, list[Any]]:
         """``(SQL condition, parameters)`` for a ``WHERE`` over events or event_log."""
-        where, params = ["seq > ?"], [self.after_seq]
+        where: list[str] = ["seq > ?"]
+        params: list[Any] = [self.after_seq]
         if self.types:
             where.append("type IN (SELECT unnest(?::VARCHAR[]))")
             params.append(list(self.types))
