@@ -16,7 +16,7 @@ import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 from pydantic import ValidationError
@@ -28,6 +28,9 @@ from .errors import InvalidInput, LedgerError, NotFound
 from .input_checks import loads
 from .jsonl import event_from_obj, event_to_json, read_stdin_events, read_stdin_text
 from .store import AppendResult, LedgerStore
+
+if TYPE_CHECKING:
+    from datetime import datetime
 
 # Start-up time matters (an agent calls `tuneledger append` in a loop): pyarrow, rich (the
 # table printer), the runners' and the TUI's commands are imported only when a command that
@@ -459,6 +462,12 @@ def append(
 @click.option("--type", "types", multiple=True, help="Only this event type (repeatable).")
 @click.option("--session", "session_id", help="Only this session.")
 @click.option("--stream", help="Only this stream.")
+@click.option("--actor", help="Only this actor: kind:name (agent:claude) or a name.")
+@click.option(
+    "--since",
+    type=click.DateTime(["%Y-%m-%d", "%Y-%m-%dT%H:%M:%S", "%Y-%m-%d %H:%M:%S"]),
+    help="Only events recorded at or after this UTC time (2026-01-02 or 2026-01-02T03:04:05).",
+)
 @click.option("--after", "after_seq", type=int, default=0, help="Only events after this seq.")
 @click.option(
     "--limit", type=click.IntRange(min=0), help="At most this many (the newest when --newest)."
@@ -472,48 +481,37 @@ def events(
     types: tuple[str, ...],
     session_id: str | None,
     stream: str | None,
+    actor: str | None,
+    since: datetime | None,
     after_seq: int,
     limit: int | None,
     newest: bool,
     fmt: str,
 ) -> None:
     """List events (retracted ones too, marked); json prints full events as JSON lines."""
+    from . import read_model
+
     unknown = [t for t in types if t not in EVENT_TYPES]
     if unknown:
         raise InvalidInput(
             f"--type {unknown[0]!r}: unknown event type (known: {', '.join(sorted(EVENT_TYPES))})"
         )
+    flt = read_model.EventFilter(
+        types=types,
+        session_id=session_id,
+        stream=stream,
+        actor=actor,
+        since=since,
+        after_seq=after_seq,
+    )
     store = ctx.store()
     if fmt == "json":
-        for event in store.read(
-            after_seq=after_seq,
-            types=types,
-            session_id=session_id,
-            stream=stream,
-            limit=limit,
-            newest_first=newest,
-        ):
+        for event in store.read(flt, limit=limit, newest_first=newest):
             click.echo(event_to_json(event))
         return
-    where: list[str] = ["seq > ?"]
-    params: list[Any] = [after_seq]
-    if types:
-        where.append("type IN (SELECT unnest(?::VARCHAR[]))")
-        params.append(list(types))
-    if session_id:
-        where.append("session_id = ?")
-        params.append(session_id)
-    if stream:
-        where.append("stream = ?")
-        params.append(stream)
-    sql = (
-        "SELECT seq, recorded_at, type, session_id AS session, stream, actor_kind || ':' || actor_name AS actor, "
-        "summary, event_id, retracted "
-        f"FROM event_log WHERE {' AND '.join(where)} ORDER BY seq {'DESC' if newest else ''}"
-    )
-    if limit is not None:
-        sql += f" LIMIT {int(limit)}"
-    print_table(store.query_arrow(sql, params), fmt)
+    with store.connect() as con:
+        table = read_model.event_log(con, flt, limit=limit, newest_first=newest)
+    print_table(table, fmt)
 
 
 @cli.command()
@@ -522,28 +520,20 @@ def events(
 @pass_ctx
 def show(ctx: Context, event_id: str) -> None:
     """Show one event as JSON (an 8+ character id prefix is enough), with what links to it."""
+    from . import read_model
+
     store = ctx.store()
     event = store.get(event_id)
     click.echo(event_to_json(event, indent=2))
-    linked = store.query_arrow(
-        "SELECT seq, type, summary, event_id::VARCHAR AS event_id FROM event_log "
-        "WHERE causation_id = ?::UUID OR event_id = ?::UUID "
-        "OR seq IN (SELECT seq FROM all_events WHERE list_contains(CAST(payload->'evidence_event_ids' AS VARCHAR[]), ?) "
-        "           OR list_contains(CAST(payload->'refs' AS VARCHAR[]), ?) "
-        "           OR (payload->>'retracted_event_id') = ?) "
-        "ORDER BY seq",
-        [
-            str(event.event_id),
-            str(event.causation_id) if event.causation_id else None,
-            str(event.event_id),
-            str(event.event_id),
-            str(event.event_id),
-        ],
-    )
-    if linked.num_rows:
-        click.echo("\nlinked events (its cause, and events citing or caused by it):")
-        for row in linked.to_pylist():
-            click.echo(f"  seq {row['seq']:>6}  {row['event_id']}  {row['type']}: {row['summary']}")
+    with store.connect() as con:
+        linked = read_model.linked_events(con, event)
+    if linked:
+        click.echo("\nlinked events (its cause, what it cites, and events citing or caused by it):")
+        for row in linked:
+            click.echo(
+                f"  seq {row['seq']:>6}  {row['event_id']}  {row['relation']}: "
+                f"{row['type']}: {row['summary']}"
+            )
 
 
 @cli.command()

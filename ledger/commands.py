@@ -567,18 +567,14 @@ def import_files(
 
 
 def _session_host(store: LedgerStore, session_id: str | None) -> Host | None:
-    """The host a session recorded (its latest ``host_observed`` or ``session_started`` with one),
-    so files imported into it carry its GPU and arch when they do not say."""
+    """The host a session recorded (``ledger.read_model.session_host``), so files imported into
+    it carry its GPU and arch when they do not say; None without a session or a ledger file."""
+    from .read_model import session_host
+
     if session_id is None or not store.path.exists():
         return None
-    table = store.query_arrow(
-        "SELECT CAST(host AS VARCHAR) AS host FROM live_events WHERE session_id = ? AND host IS NOT NULL "
-        "AND type IN ('host_observed', 'session_started') ORDER BY seq DESC LIMIT 1",
-        [session_id],
-    )
-    if table.num_rows == 0:
-        return None
-    return Host.model_validate_json(table.column("host")[0].as_py())
+    with store.connect() as con:
+        return session_host(con, session_id)
 
 
 def shared_memory_findings(

@@ -150,17 +150,22 @@ def _summary_case() -> str:
     return f"CASE e.type\n    {branches}\n    ELSE e.type\nEND"
 
 
+#: What makes two benchmark runs one arm of a comparison: the same session, configuration,
+#: workload (dataset, input/output length), concurrency and request rate (``bench_arms`` adds
+#: the metric; ``benchmark_summary`` groups by these columns).
+ARM_KEY: tuple[str, ...] = (
+    "session_id",
+    "config_name",
+    "dataset",
+    "input_len",
+    "output_len",
+    "concurrency",
+    "request_rate",
+)
+
+
 def _arm_key(prefix: str = "") -> str:
-    cols = (
-        "session_id",
-        "config_name",
-        "dataset",
-        "input_len",
-        "output_len",
-        "concurrency",
-        "request_rate",
-        "metric",
-    )
+    cols = (*ARM_KEY, "metric")
     return "concat_ws('|', " + ", ".join(f"coalesce({prefix}{c}::VARCHAR, '~')" for c in cols) + ")"
 
 

@@ -83,6 +83,8 @@ from .input_checks import host_json, payload_json
 if TYPE_CHECKING:
     import pyarrow as pa
 
+    from .read_model import EventFilter
+
 #: File suffixes DuckDB treats as data to scan, not as a database to open.
 _DATA_SUFFIXES = frozenset(
     {".json", ".jsonl", ".ndjson", ".csv", ".tsv", ".parquet", ".txt", ".log", ".xlsx"}
@@ -1397,6 +1399,7 @@ class LedgerStore:
 
     def read(
         self,
+        flt: EventFilter | None = None,
         *,
         after_seq: int = 0,
         types: Iterable[str] | None = None,
@@ -1407,27 +1410,17 @@ class LedgerStore:
     ) -> list[Event]:
         """Events in ``seq`` order (oldest first unless ``newest_first``), as current models.
 
-        Filters combine with AND; ``types`` matches any of the given type names.
+        ``flt`` (``ledger.read_model.EventFilter``, the read model's one filter) or the
+        keyword filters; they combine with AND; ``types`` matches any of the given type names.
         """
-        where: list[str] = ["seq > ?"]
-        params: list[Any] = [after_seq]
-        type_list = list(types or [])
-        if type_list:
-            where.append("type IN (SELECT unnest(?::VARCHAR[]))")
-            params.append(type_list)
-        if session_id is not None:
-            where.append("session_id = ?")
-            params.append(session_id)
-        if stream is not None:
-            where.append("stream = ?")
-            params.append(stream)
-        sql = f"SELECT {', '.join(_COLUMNS)} FROM events WHERE {' AND '.join(where)} ORDER BY seq"
-        if newest_first:
-            sql += " DESC"
-        if limit is not None:
-            sql += f" LIMIT {int(limit)}"
+        from .read_model import EventFilter, event_rows
+
+        if flt is None:
+            flt = EventFilter(
+                types=tuple(types or ()), session_id=session_id, stream=stream, after_seq=after_seq
+            )
         with self.connect() as con:
-            rows = con.execute(sql, params).fetchall()
+            rows = event_rows(con, flt, _COLUMNS, limit=limit, newest_first=newest_first)
         return [row_to_event(dict(zip(_COLUMNS, row, strict=True))) for row in rows]
 
     def get(self, event_id: str | UUID) -> Event:

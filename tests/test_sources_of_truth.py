@@ -223,7 +223,12 @@ def test_plan_table_view_tui_and_export_show_one_signed_figure(store: LedgerStor
     # the TUI's Benchmarks pane
     bench = load_snapshot(store, SESSION)["bench"]
     fast = next(r for r in bench if r["config_name"] == "fast")
-    cell = BenchmarksPane._cell(fast["median_ttft_ms"], fast["deltas"]["median_ttft_ms"], False)
+    cell = BenchmarksPane._cell(
+        fast["median_ttft_ms"],
+        fast["median_ttft_ms_change_pct"],
+        fast["median_ttft_ms_verdict"],
+        False,
+    )
     assert figure in cell.plain
 
     # the Markdown export (two decimals)

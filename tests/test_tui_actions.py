@@ -446,7 +446,7 @@ async def test_benchmarks_table_and_plot_metric(demo: LedgerStore) -> None:
             ("moe-config-b200", 1),
             ("moe-config-b200", 64),
         ]
-        cell = app.query_one("#bench-table").get_row_at(3)[3]
+        cell = app.query_one("#bench-table").get_row_at(3)[4]  # after the workload column
         assert "1,566.0 -1.0%" in str(cell)
         assert cell.spans[-1].style == "dim"  # no-measurable-change is dim
         await pilot.press("m")
