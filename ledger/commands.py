@@ -61,11 +61,7 @@ if TYPE_CHECKING:
     import pyarrow as pa
 
     from .importers import ImportResult
-<<<<<<< HEAD
     from .store import AppendResult, AppendResults, LedgerStore
-=======
-    from .store import AppendResult, LedgerStore
->>>>>>> i9-checks
 
 
 # --- the rules ------------------------------------------------------------------------
