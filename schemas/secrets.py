@@ -81,7 +81,8 @@ _KEEP = (None, "", "None", "null", "none", "''", '""')
 
 #: ``--name value`` / ``--name=value`` in text (the value quoted or up to whitespace).
 _FLAG_RE = re.compile(
-    r"""(?P<lead>--?(?P<name>[A-Za-z][A-Za-z0-9_.-]*))(?P<sep>=|[ \t]+)(?P<value>"[^"]*"|'[^']*'|(?:(?:Bearer|Basic|Token|Digest)[ \t]+)?[^\s,;)\]}]+)"""
+    # (?<![\w-]): a flag starts a word, so prose like "a 256-token batch cap" is no ``-token``.
+    r"""(?P<lead>(?<![\w-])--?(?P<name>[A-Za-z][A-Za-z0-9_.-]*))(?P<sep>=|[ \t]+)(?P<value>"[^"]*"|'[^']*'|(?:(?:Bearer|Basic|Token|Digest)[ \t]+)?[^\s,;)\]}]+)"""
 )
 #: ``name=value``, ``name: value``, ``"name": "value"``, ``name='value'``.
 _ASSIGN_RE = re.compile(

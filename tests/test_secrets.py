@@ -148,6 +148,9 @@ def test_not_secret_names(name: str) -> None:
             "llmperf inter_token_latency = ttlt / output tokens",
             "llmperf inter_token_latency = ttlt / output tokens",
         ),
+        # a hyphenated word in prose is no flag (a plan's hypothesis was stored as "*** cap")
+        ("a 256-token batch cap", "a 256-token batch cap"),
+        ("x --token abc -password def", "x --token *** -password ***"),
     ],
 )
 def test_mask_text(text: str, masked: str) -> None:
