@@ -46,7 +46,10 @@ from collections.abc import Iterable
 from itertools import pairwise
 from typing import Any
 
-import ahocorasick
+try:
+    import ahocorasick
+except ImportError:  # a GPU host that carries only the tune's wheels: the plain scan below
+    ahocorasick = None
 
 MASK = "***"
 
@@ -113,6 +116,21 @@ _heads: frozenset[str] = frozenset()
 _scan: Any = None
 
 
+class _PlainScan:
+    """``Automaton.iter``'s answers by one substring search per needle (slower; used only
+    where pyahocorasick is not installed): ``(end index, (length, is a token shape))``."""
+
+    def __init__(self, needles: tuple[str, ...]) -> None:
+        self.needles = needles
+
+    def iter(self, lower: str) -> Iterable[tuple[int, tuple[int, bool]]]:
+        for needle in self.needles:
+            start = lower.find(needle)
+            while start >= 0:
+                yield start + len(needle) - 1, (len(needle), needle in _SHAPE_HINTS)
+                start = lower.find(needle, start + 1)
+
+
 def _build_scan() -> tuple[str, ...]:
     """The fewest substrings to search for: each secret word or pair head, minus those
     that start with a shorter one ("pass" finds "password" and "passwd")."""
@@ -120,11 +138,15 @@ def _build_scan() -> tuple[str, ...]:
     _heads = frozenset({a for a, _ in _PAIRS} | {a + b for a, b in _PAIRS})
     words = sorted(_WORDS | {a for a, _ in _PAIRS})
     roots = [w for w in words if not any(w != other and w.startswith(other) for other in words)]
-    scan = ahocorasick.Automaton()
-    for root in (*roots, *_SHAPE_HINTS):
-        scan.add_word(root, (len(root), root in _SHAPE_HINTS))
-    scan.make_automaton()
-    _scan = scan
+    needles = (*roots, *_SHAPE_HINTS)
+    if ahocorasick is None:
+        _scan = _PlainScan(needles)
+    else:
+        scan = ahocorasick.Automaton()
+        for root in needles:
+            scan.add_word(root, (len(root), root in _SHAPE_HINTS))
+        scan.make_automaton()
+        _scan = scan
     return tuple(roots) + _SHAPE_HINTS
 
 
