@@ -6,7 +6,7 @@ LEDGER ?= demo.duckdb
 # E2E=0 skips installing torch (CPU) + transformers for the end-to-end test (it then skips itself).
 E2E ?= 1
 
-.PHONY: demo test bench bench-ledger schemas shell clean
+.PHONY: demo check lint test test-slow bench bench-ledger schemas shell clean
 
 $(BIN)/tuneledger: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -26,7 +26,23 @@ shell: $(BIN)/tuneledger
 	@echo "tuneledger is on PATH in this shell (the venv $(VENV) is active); exit leaves it"
 	@VIRTUAL_ENV="$(abspath $(VENV))" PATH="$(abspath $(BIN)):$$PATH" $${SHELL:-/bin/sh} -i
 
-## Run the test suite.
+## The static checks: formatting, lint, types (strict for schemas/ and ledger/), layer contracts.
+lint: $(BIN)/tuneledger
+	$(BIN)/ruff format --check .
+	$(BIN)/ruff check .
+	$(BIN)/mypy
+	$(BIN)/lint-imports
+
+## The daily loop: the static checks, then the fast tests (everything not marked `slow`).
+check: lint
+	$(BIN)/python -m pytest -q -m "not slow"
+
+## The tests marked `slow` only (process-based on purpose: SIGKILL, racing writers, real
+## servers, start-up time, wheels); `make check test-slow` runs every test once (CI).
+test-slow: $(BIN)/tuneledger $(VENV)/.e2e
+	$(BIN)/python -m pytest -q -m slow
+
+## Run the whole test suite, slow tests included.
 test: $(BIN)/tuneledger $(VENV)/.e2e
 	$(BIN)/python -m pytest -q
 

@@ -55,10 +55,10 @@ def start_servers(count: int, chunks: int) -> tuple[list[subprocess.Popen], str]
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     code = (
-        "import socket,sys; sys.path.insert(0, %r); from openai_stream import make_app; from aiohttp import web\n"
-        "s=socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1); s.bind(('127.0.0.1', %d))\n"
-        "print('PORT', flush=True); web.run_app(make_app(%d, 0.0), sock=s, print=None, access_log=None, backlog=4096)"
-    ) % (str(FAKE.parent), port, chunks)
+        f"import socket,sys; sys.path.insert(0, {str(FAKE.parent)!r}); from openai_stream import make_app; from aiohttp import web\n"
+        f"s=socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1); s.bind(('127.0.0.1', {port:d}))\n"
+        f"print('PORT', flush=True); web.run_app(make_app({chunks:d}, 0.0), sock=s, print=None, access_log=None, backlog=4096)"
+    )
     procs = [
         subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
         for _ in range(count)

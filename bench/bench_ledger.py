@@ -64,7 +64,7 @@ from ledger.store import LedgerStore
 from schemas import Event, parse_event
 
 #: Bump when the generator's output changes (invalidates cached files).
-GENERATOR_VERSION = 1
+GENERATOR_VERSION = 2  # 2: triages carry their stream_version (the command layer requires it)
 
 # --- the synthetic campaign --------------------------------------------------------
 
@@ -914,7 +914,8 @@ class Bench:
         )
         res["subset_json_loads_us_per_event"] = round(t_loads / subset * 1e6, 2)
         res["subset_validate_us_per_event"] = round(t_validate / subset * 1e6, 2)
-        del lines, objs
+        lines.clear()  # let the parsed subset go before the store trials (RSS)
+        objs.clear()
         res["breakdown"] = self._store_breakdown(events)
         batches: dict[str, float] = {}
         for batch in self.args.batch_sizes:
@@ -1017,7 +1018,7 @@ class Bench:
                 for d in dumped
             ]
         )
-        del dumped
+        dumped.clear()
         now = store.clock()
         t_row, rows = _timed(lambda: [store_mod.event_row(e, now) for e in events])
         for i, r in enumerate(rows, start=1):

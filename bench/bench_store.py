@@ -16,14 +16,16 @@ Reported, over all rounds:
 - single append: p50 / p99 of one-record calls (tuneledger: a kept-open ``LedgerStore``,
   ``hold_s`` 5 s, like a runner); sustained records/s = records / time of the whole series
   including tuneledger's final catch-up of the projections and close; CPU ms per record;
-- batches of 1,000: records/s over all batches (tuneledger including the final catch-up);
+- batches of 1,000: records/s over all batches (tuneledger including the final catch-up and
+  close; the file is opened, and pyarrow imported, before the series, as the singles' file
+  and the peers' clients are);
 - ``tuneledger append`` from process start to exit (``--cli`` calls, one-shot store): wall
   p50 / p90 and CPU (user + system of the child);
 - import: ``ledger.bulk.import_lines`` of the deterministic synthetic campaign of
   bench/bench_ledger.py (``--import-events``, default 100,000 events, ~2 KB each; cached in
   /tmp/tuneledger-bench) into a fresh ledger, end to end from lines in memory to committed
-  and projected, and the store's share alone (``append_rows`` of the validated rows: the
-  DuckDB-side ceiling, insert + projections + commit + checkpoint at close);
+  and projected, and the store's share alone (``append_columns`` of the validated table: the
+  DuckDB-side ceiling, numbering + insert + projections + commit + checkpoint at close);
 - hand-off: a child keeps the ledger open and appends in a loop; this process reads (one-shot)
   ``--handoffs`` times: the wait for the file, p50 / p99 / max against ``HANDOFF_S``.
 """
@@ -251,25 +253,32 @@ def bench_import(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
     store = LedgerStore(tmp / "import.duckdb")
     store.init()
     store_s: list[float] = []
-    append_rows = store.append_rows
+    append_rows = store.append_columns
 
-    def timed_append_rows(rows: list[dict[str, Any]], **kwargs: Any) -> Any:
+    def timed_append_rows(rows: Any, **kwargs: Any) -> Any:
         start = time.perf_counter()
         try:
             return append_rows(rows, **kwargs)
         finally:
             store_s.append(time.perf_counter() - start)
 
-    store.append_rows = timed_append_rows  # type: ignore[method-assign]
+    store.append_columns = timed_append_rows  # type: ignore[method-assign]
+    children0 = resource.getrusage(resource.RUSAGE_CHILDREN)
     start, cpu0 = time.perf_counter(), time.process_time()
     results, _ = bulk.import_lines(store, lines, str(source))
     total = time.perf_counter() - start
+    cpu = time.process_time() - cpu0
+    children = resource.getrusage(resource.RUSAGE_CHILDREN)
+    workers_cpu = children.ru_utime - children0.ru_utime + children.ru_stime - children0.ru_stime
     loads.append(load())
     assert len(results) == len(lines)
     return {
         "events": len(lines),
         "mb": round(source.stat().st_size / 1e6),
         "per_s": round(len(lines) / total),
+        # CPU, steadier than wall time on a loaded machine: this process and the workers.
+        "cpu_us_per_event": round((cpu + workers_cpu) / len(lines) * 1e6, 1),
+        "workers_cpu_us_per_event": round(workers_cpu / len(lines) * 1e6, 1),
         "store_per_s": round(len(lines) / store_s[0]),
         "seconds": round(total, 1),
         "workers": min(os.cpu_count() or 1, bulk.MAX_WORKERS),
@@ -377,8 +386,9 @@ def print_report(results: dict[str, Any]) -> None:
     if imp:
         print(
             f"\nimport of {imp['events']:,} events ({imp['mb']} MB JSONL), {imp['workers']} validation workers: "
-            f"{imp['per_s']:,} events/s end to end ({imp['seconds']} s); the store's share alone "
-            f"{imp['store_per_s']:,} events/s; load {imp['load']}"
+            f"{imp['per_s']:,} events/s end to end ({imp['seconds']} s; CPU "
+            f"{imp['cpu_us_per_event']} us an event, {imp['workers_cpu_us_per_event']} of it in the "
+            f"workers); the store's share alone {imp['store_per_s']:,} events/s; load {imp['load']}"
         )
     handoff = results.get("handoff")
     if handoff:

@@ -1,17 +1,21 @@
 """The committed H200 ledgers (data/h200_*.jsonl) and the README's GPU tables made from them.
 
-    python bench/h200_data.py build RUN3 RUN4 RUN6   # device outputs -> data/ (once, after the device runs)
-    python bench/h200_data.py tables                 # data/ -> the README's Markdown tables
+    python bench/h200_data.py build-moe MOE_OUT            # device outputs -> data/h200_moe_tune.jsonl
+    python bench/h200_data.py build-flags FLAGS_OUT        # device outputs -> data/h200_flags.jsonl
+    python bench/h200_data.py tables                       # data/ -> the README's Markdown tables
 
-RUN3: the outputs of ``bench/h200_moe_tune.py OUT 530`` (unseeded tunes of shapes A and B, the
-exhaustive runs of shape A at M = 1 and 64, the reference-kernel check); RUN4: of
-``bench/h200_moe_tune.py OUT 230 seeded AB`` (the tunes the config files come from, seeded with
-SGLang's shipped file, and the default / shipped / tuned re-timing); RUN6: of
-``bench/run_h200_campaign.sh OUT 1`` (``events.json``: the flag plan and the speculative trial).
+MOE_OUT: the outputs of ``python3 bench/h200_moe_tune.py .sgl OUT 540`` (the seeded tunes of both
+shapes with default / shipped / tuned re-timed, the exhaustive runs of shape A at M = 1 and 64, the
+reference-kernel check); FLAGS_OUT: the folder holding ``part1/`` and ``part2/`` of
+``bash bench/run_h200_campaign.sh OUT 1`` and ``... OUT 2`` (each ``events.jsonl``).
 
-``build`` keeps every event the devices recorded (``seq``/``stream_version`` dropped: the store
-assigns them again), and turns the re-timings the script printed into ``kernel_config_measured``
-events with a ``label`` (their values as measured; ``source`` names the file they come from).
+``build-moe`` keeps every event the device recorded (``seq``/``stream_version`` dropped: the store
+assigns them again), turns the re-timings the script printed into ``kernel_config_measured``
+events with a ``label`` (their values as measured; ``source`` names the file they come from),
+records the tuned files and the decision, computed from those re-timings. ``build-flags`` merges
+the two parts' ledgers with the speculative trial already in data/h200_flags.jsonl (session
+``h200-spec``) and adds, per candidate, the measured flag finding (sm90), the triage and the
+decision, each computed from the plan's comparisons by the rule in ``flag_outcome``.
 """
 
 from __future__ import annotations
@@ -54,17 +58,33 @@ def _labelled(tune, tune_id, host, M, label, row, source):
     )
 
 
-def build(run3: Path, run4: Path, run6: Path) -> None:
-    out = []
-    ev3 = read_jsonl(run3 / "h200_moe_tune.jsonl")
-    ev4 = read_jsonl(run4 / "h200_moe_tune.jsonl")
-    exh = read_jsonl(run3 / "h200_moe_exhaustive.jsonl")
-    c3 = json.loads((run3 / "h200_moe_compare.json").read_text())
-    c4 = json.loads((run4 / "h200_moe_compare.json").read_text())
-    out += [_strip(e) for e in ev3 + exh + ev4]  # in the order they were measured
-    completed4 = {e.tune_id: e for e in ev4 if e.type == "kernel_tune_completed"}
-    for name, shape in c4["shapes"].items():
-        tune = completed4[shape["tune_id"]]
+def _tuned_files(run: Path) -> list[tuple[str, dict]]:
+    """(file name, content) of the tuned config files a run wrote (``moe_configs/`` or cfgs.tgz)."""
+    files = sorted((run / "moe_configs").rglob("*.json")) if (run / "moe_configs").is_dir() else []
+    if files:
+        return [(f.name, json.loads(f.read_text())) for f in files]
+    import tarfile
+
+    if not (run / "cfgs.tgz").exists():
+        return []
+    with tarfile.open(run / "cfgs.tgz") as tar:
+        return [
+            (Path(m.name).name, json.load(tar.extractfile(m)))
+            for m in tar.getmembers()
+            if m.isfile() and m.name.endswith(".json")
+        ]
+
+
+def build_moe(run: Path) -> None:
+    """data/h200_moe_tune.jsonl from one run of bench/h200_moe_tune.py (module docstring)."""
+    ev = read_jsonl(run / "h200_moe_tune.jsonl")
+    exh_path = run / "h200_moe_exhaustive.jsonl"
+    exh = read_jsonl(exh_path) if exh_path.exists() else []
+    comp = json.loads((run / "h200_moe_compare.json").read_text())
+    out = [_strip(e) for e in ev + exh]  # in the order they were measured
+    completed = {e.tune_id: e for e in ev if e.type == "kernel_tune_completed"}
+    for name, shape in comp["shapes"].items():
+        tune = completed[shape["tune_id"]]
         for M, row in shape["rows"].items():
             for label in ("default", "shipped", "tuned"):
                 out.append(
@@ -75,25 +95,26 @@ def build(run3: Path, run4: Path, run6: Path) -> None:
                         M,
                         label,
                         row[label],
-                        f"bench/h200_moe_tune.py seeded run: h200_moe_compare.json shapes.{name}.rows.{M}",
+                        f"bench/h200_moe_tune.py: h200_moe_compare.json shapes.{name}.rows.{M}",
                     )
                 )
-    tuneA = next(e for e in ev3 if e.type == "kernel_tune_completed")
-    for M, row in c3.get("halving_vs_exhaustive", {}).items():
+    tune_a = completed.get(comp["shapes"].get("A", {}).get("tune_id", ""))
+    for M, row in comp.get("halving_vs_exhaustive", {}).items():
         for label, key in (("halving-best", "halving"), ("exhaustive-best", "exhaustive")):
             out.append(
                 _labelled(
-                    tuneA,
-                    tuneA.tune_id,
-                    tuneA.host,
+                    tune_a,
+                    tune_a.tune_id,
+                    tune_a.host,
                     M,
                     label,
                     {"config": row[f"{key}_config"], "median_us": row[f"{key}_us"]},
                     f"bench/h200_moe_tune.py: h200_moe_compare.json halving_vs_exhaustive.{M}",
                 )
             )
-    ref = c3.get("reference_kernel", [])
-    if ref:
+    host = next(e.host for e in ev if e.host is not None)
+    ref = comp.get("reference_kernel", [])
+    if ref and all("reference_us" in r and "sglang_us" in r for r in ref):
         lines = [
             f"M={r['M']} {r['config']}: reference {r['reference_us']} us (rel. err {r['reference_rel_err']:.1e}), "
             f"sglang {r['sglang_us']} us (rel. err {r['sglang_rel_err']:.1e})"
@@ -105,40 +126,56 @@ def build(run3: Path, run4: Path, run6: Path) -> None:
                 "E=64 N=640 K=3584 top-8 bf16, both checked against torch: " + "; ".join(lines),
                 session_id=SESSION,
                 actor=Actor(kind="runner", name="moe-tune"),
-                host=tuneA.host,
+                host=host,
                 source="bench/h200_moe_tune.py: h200_moe_compare.json reference_kernel",
             )
         )
-    # The tuned files (from the seeded run) and the files SGLang ships, as moe_config_recorded.
-    import tarfile
-
-    with tarfile.open(run4 / "cfgs.tgz") as tar:
-        for member in tar.getmembers():
-            if member.isfile():
-                name = Path(member.name).name
-                data = json.load(tar.extractfile(member))
-                E, N = (int(part.split("=")[1]) for part in name.split(",")[:2])
-                out.append(
-                    MoeConfigRecorded(
-                        file_name=name,
-                        E=E,
-                        N=N,
-                        device_name="NVIDIA_H200",
-                        triton_version="3.6.0",
-                        configs=data,
-                        origin="tuned by tuneledger run tune (SGLang 0.5.23 kernel, bench/h200_moe_tune.py seeded run)",
-                        session_id=SESSION,
-                        actor=Actor(kind="runner", name="moe-tune"),
-                        host=tuneA.host,
-                        source=f"bench/h200_moe_tune.py seeded run: {member.name}",
-                    )
-                )
+    triton = next(e.triton_version for e in ev if e.type == "kernel_tune_started")
+    for name, data in _tuned_files(run):
+        E, N = (int(part.split("=")[1]) for part in name.split(",")[:2])
+        out.append(
+            MoeConfigRecorded(
+                file_name=name,
+                E=E,
+                N=N,
+                device_name="NVIDIA_H200",
+                triton_version=triton,
+                configs=data,
+                origin="tuned by tuneledger run tune (SGLang 0.5.23 kernel, seeded with SGLang's "
+                "shipped H200 file; bench/h200_moe_tune.py)",
+                session_id=SESSION,
+                actor=Actor(kind="runner", name="moe-tune"),
+                host=host,
+                source=f"bench/h200_moe_tune.py: moe_configs/{name}",
+            )
+        )
     out += moe_decisions(out)
     MOE.write_text("".join(event_to_json(e) + "\n" for e in out), encoding="utf-8")
-    flags = [_strip(e) for e in read_jsonl(run6 / "events.json")]
-    flags += flag_triage(flags)
-    FLAGS.write_text("".join(event_to_json(e) + "\n" for e in flags), encoding="utf-8")
-    print(f"{MOE}: {len(out)} events; {FLAGS}: {len(flags)} events")
+    print(f"{MOE}: {len(out)} events")
+
+
+PLANS = (ROOT / "examples" / "h200-flags.toml", ROOT / "examples" / "h200-flags-cb.toml")
+
+
+def build_flags(run: Path) -> None:
+    """data/h200_flags.jsonl: both campaign parts' ledgers, the speculative trial kept from the
+    current file, and the scripted findings, triage and decisions (``flag_triage``)."""
+    kept = [e for e in read_jsonl(FLAGS) if e.session_id == "h200-spec"] if FLAGS.exists() else []
+    seen: set = set()
+    events = []
+    for part in ("part1", "part2"):
+        path = run / part / "events.jsonl"
+        if not path.exists():
+            print(f"{path}: missing, that part is left out", file=sys.stderr)
+            continue
+        for e in read_jsonl(path):
+            if e.event_id not in seen:  # a part run on a kept machine may repeat the other's
+                seen.add(e.event_id)
+                events.append(_strip(e))
+    events += flag_triage(events)
+    out = events + [e for e in kept if e.event_id not in seen]
+    FLAGS.write_text("".join(event_to_json(e) + "\n" for e in out), encoding="utf-8")
+    print(f"{FLAGS}: {len(out)} events ({len(kept)} of the speculative trial kept)")
 
 
 AGENT = Actor(kind="agent", name="i14-gpu-runners")
@@ -151,164 +188,195 @@ def _id(key: str):
     return uuid.uuid5(uuid.NAMESPACE_URL, "tuneledger/h200/" + key)
 
 
-def flag_triage(events: list) -> list:
-    """The triage, flag verdicts and decisions written after reading the H200 flag plan: the
-    candidates not benchmarked (device time ran out) go on the board as deferred."""
-    from schemas.envelope import Evidence
-    from schemas.events import (
-        CandidateProposed,
-        CandidateTriaged,
-        DecisionRecorded,
-        FindingRecorded,
-    )
+#: The metrics a flag's outcome is read from (throughput and the latencies a user feels).
+OUTCOME_METRICS = ("output_throughput", "median_ttft_ms", "median_tpot_ms")
 
-    host = next(e.host for e in events if e.host is not None and e.host.compute_capability)
-    comps = {
-        (e.config_name, e.concurrency, e.metric): e
-        for e in events
-        if e.type == "comparison_completed"
+
+def flag_outcome(comparisons: list) -> tuple[str, str]:
+    """(verdict, one-line summary) of one candidate from its comparisons at every concurrency.
+
+    The rule: ``effective`` when some metric of ``OUTCOME_METRICS`` improved (its CI clears tau)
+    at some concurrency and none regressed; ``harmful`` when some regressed and none improved;
+    ``no-measurable-change`` when every one is within noise; ``unknown`` otherwise (mixed, or
+    inconclusive with these repeats) — the summary says which.
+    """
+    cs = [c for c in comparisons if c.metric in OUTCOME_METRICS]
+    improved = [c for c in cs if c.verdict == "improved"]
+    regressed = [c for c in cs if c.verdict == "regressed"]
+    if improved and not regressed:
+        verdict = "effective"
+    elif regressed and not improved:
+        verdict = "harmful"
+    elif cs and all(c.verdict == "no-measurable-change" for c in cs):
+        verdict = "no-measurable-change"
+    else:
+        verdict = "unknown"
+
+    def part(c) -> str:
+        # ComparisonCompleted.change: value / baseline - 1 (one sign convention, schemas.metrics)
+        pct = "?" if c.change is None else f"{100 * c.change:+.0f}%"
+        return f"c={c.concurrency} {c.metric} {pct} ({c.verdict})"
+
+    tput = sorted(
+        (c for c in cs if c.metric == "output_throughput"), key=lambda c: c.concurrency or 0
+    )
+    notable = sorted(improved + regressed, key=lambda c: (c.metric, c.concurrency or 0))
+    summary = "; ".join(part(c) for c in tput)
+    if notable:
+        summary += "; beyond noise: " + ", ".join(part(c) for c in notable)
+    if verdict == "unknown" and improved and regressed:
+        summary += " (mixed)"
+    return verdict, summary
+
+
+def flag_triage(events: list) -> list:
+    """Per candidate of the two plans: a measured finding for its flag on sm90 (unless the plan
+    recorded one), its triage and, when settled, a decision — all from ``flag_outcome``."""
+    from runners.plan import candidate_id, load_plan
+    from schemas.envelope import Evidence
+    from schemas.events import CandidateTriaged, DecisionRecorded, FindingRecorded
+
+    hosts = [e.host for e in events if e.host is not None and e.host.compute_capability]
+    if not hosts:
+        return []
+    host = hosts[0]
+    comps: dict[str, list] = {}
+    for e in events:
+        if e.type == "comparison_completed":
+            comps.setdefault(e.config_name, []).append(e)
+    benches: dict[str, list] = {}
+    for e in events:
+        if e.type == "benchmark_completed":
+            benches.setdefault(e.config_name, []).append(e)
+    recorded = {
+        e.flag for e in events if e.type == "finding_recorded" and e.basis == "measured" and e.flag
     }
     out: list = []
-    common = dict(session_id="h200-flags", actor=AGENT, source=TRIAGE_SOURCE)
-    for flag, value, title, why in (
-        (
-            "attn-implementation",
-            "eager",
-            "--attn-implementation eager",
-            "eager attention against the default sdpa",
-        ),
-        ("compile", True, "--compile", "torch.compile of the model"),
-        (
-            "cb-use-cuda-graph",
-            True,
-            "--cb-use-cuda-graph (with --continuous-batching)",
-            "CUDA graphs for decode steps",
-        ),
-        (
-            "cb-max-batch-tokens",
-            256,
-            "--cb-max-batch-tokens 256 (with --continuous-batching)",
-            "a batch-token cap",
-        ),
-    ):
-        cid = f"flag:{flag}"
-        out.append(
-            CandidateProposed(
-                event_id=_id("propose:" + cid),
-                candidate_id=cid,
-                kind="flag",
-                title=title,
-                flag=flag,
-                value=value,
-                hypothesis=why,
-                host=host,
-                **common,
+    common = dict(session_id="h200-flags", actor=AGENT, source=TRIAGE_SOURCE, host=host)
+    for plan_path in PLANS:
+        plan = load_plan(plan_path)
+        base = plan.plan.baseline
+        for spec in plan.candidates:
+            cid = candidate_id(spec)
+            cs = comps.get(spec.config, [])
+            runs = benches.get(spec.config, [])
+            if not any(r.valid for r in runs):
+                if not runs:
+                    continue  # not run (the part is missing)
+                cause = next((r.notes for r in runs if r.notes), "no valid run")
+                verdict, summary = "incompatible", f"no valid run against {base}: {cause}"[:400]
+            else:
+                verdict, summary = flag_outcome(cs)
+                summary = f"against {base}, {len({r.repeat for r in runs if r.valid})} runs per arm: {summary}"
+            ids = [c.event_id for c in cs if c.metric in OUTCOME_METRICS]
+            if spec.flag and spec.flag not in recorded and verdict != "unknown":
+                out.append(
+                    FindingRecorded(
+                        event_id=_id(f"finding:{cid}"),
+                        kind="measured-change",
+                        basis="measured",
+                        flag=spec.flag,
+                        verdict=verdict,
+                        engine=host.engine,
+                        engine_version=host.engine_version,
+                        message=f"--{spec.flag} on {host.gpu_name} ({host.compute_capability}): {summary}",
+                        evidence=[Evidence(kind="event", ref=str(i)) for i in ids[:24]],
+                        **common,
+                    )
+                )
+            status = {
+                "effective": "accepted",
+                "harmful": "rejected",
+                "no-measurable-change": "rejected",
+                "incompatible": "rejected",
+            }.get(verdict, "deferred")
+            out.append(
+                CandidateTriaged(
+                    event_id=_id(f"triage:{cid}"),
+                    candidate_id=cid,
+                    status=status,
+                    verdict=verdict,
+                    reason=summary[:600],
+                    **common,
+                )
             )
+            if status != "deferred":
+                title = spec.title or f"--{spec.flag or spec.config}"
+                out.append(
+                    DecisionRecorded(
+                        event_id=_id(f"decision:{cid}"),
+                        candidate_id=cid,
+                        decision=(
+                            f"serve with {title} on the H200"
+                            if status == "accepted"
+                            else f"do not use {title} on the H200 ({verdict})"
+                        ),
+                        rationale=summary[:600],
+                        alternatives=[f"{base} as it is"],
+                        evidence_event_ids=ids[:24],
+                        **common,
+                    )
+                )
+    return out
+
+
+def moe_outcome(events: list) -> dict[int, dict[str, int]]:
+    """Per tuned shape (its E): how many batch sizes the tuned config was faster than SGLang's
+    shipped one beyond the noise (the larger (max - min) / median spread of the two re-timings),
+    within it, or slower beyond it, and the batch sizes measured."""
+    rows: dict[tuple[str, int], dict[str, object]] = {}
+    for e in events:
+        if e.type == "kernel_config_measured" and e.label in ("shipped", "tuned"):
+            rows.setdefault((e.tune_id, e.batch_size), {})[e.label] = e
+    starts = {e.tune_id: e for e in events if e.type == "kernel_tune_started"}
+    out: dict[int, dict[str, int]] = {}
+    for (tid, _m), d in rows.items():
+        if len(d) < 2:
+            continue
+        sh, tu = d["shipped"], d["tuned"]
+        noise = max(
+            (max(x.samples_us) - min(x.samples_us)) / statistics.median(x.samples_us)
+            for x in (sh, tu)
         )
-        out.append(
-            CandidateTriaged(
-                event_id=_id("triage:" + cid),
-                candidate_id=cid,
-                status="deferred",
-                reason="not benchmarked: the session's 30 minutes of H200 time ran out "
-                "(examples/h200-flags-cb.toml is ready for the next session)",
-                host=host,
-                **common,
-            )
-        )
-    cb8 = comps[("continuous-batching", 8, "median_ttft_ms")]
-    cbt = comps[("continuous-batching", 8, "output_throughput")]
-    out.append(
-        FindingRecorded(
-            event_id=_id("finding:continuous-batching"),
-            kind="measured-change",
-            basis="measured",
-            flag="continuous-batching",
-            verdict="effective",
-            engine=host.engine,
-            engine_version=host.engine_version,
-            message=(
-                f"--continuous-batching at c=8: median TTFT {cb8.baseline_mean:.0f} -> {cb8.mean:.0f} ms (improved), "
-                f"output throughput {cbt.baseline_mean:.0f} -> {cbt.mean:.0f} tok/s, {100 * cbt.change:+.0f}% "
-                f"[{100 * cbt.ci_low:+.0f}, {100 * cbt.ci_high:+.0f}] (above zero, inconclusive against tau with "
-                "2 runs per arm); at c=1 inconclusive"
-            ),
-            evidence=[
-                Evidence(kind="event", ref=str(cb8.event_id)),
-                Evidence(kind="event", ref=str(cbt.event_id)),
-            ],
-            host=host,
-            **common,
-        )
-    )
-    out.append(
-        CandidateTriaged(
-            event_id=_id("triage:flag:continuous-batching"),
-            candidate_id="flag:continuous-batching",
-            status="accepted",
-            verdict="effective",
-            reason="TTFT at c=8 improved beyond noise; throughput gain above zero",
-            host=host,
-            **common,
-        )
-    )
-    bf = comps[("dtype-bf16", 1, "output_throughput")]
-    out.append(
-        CandidateTriaged(
-            event_id=_id("triage:flag:dtype"),
-            candidate_id="flag:dtype",
-            status="deferred",
-            verdict="unknown",
-            reason=(
-                f"inconclusive with 2 runs per arm: c=1 throughput {100 * bf.change:+.1f}% "
-                f"[{100 * bf.ci_low:+.1f}, {100 * bf.ci_high:+.1f}], needs ~{bf.runs_needed} runs"
-            ),
-            host=host,
-            **common,
-        )
-    )
-    out.append(
-        DecisionRecorded(
-            event_id=_id("decision:continuous-batching"),
-            candidate_id="flag:continuous-batching",
-            decision="serve with --continuous-batching on the H200 for concurrent load",
-            rationale="TTFT at c=8 fell from 1.4 s to 58 ms (queueing gone); single-stream throughput showed no "
-            "settled change with 2 runs per arm",
-            alternatives=["default serving (requests serialised)"],
-            evidence_event_ids=[cb8.event_id, cbt.event_id],
-            host=host,
-            **common,
-        )
-    )
-    spec = next((e for e in events if e.type == "spec_decoding_trial_completed"), None)
-    if spec is not None:
-        out.append(
-            CandidateTriaged(
-                event_id=_id("triage:spec"),
-                candidate_id=spec.candidate_id,
-                status="rejected",
-                verdict=spec.verdict,
-                reason=(
-                    f"prompt lookup (10 tokens) at c=1: output throughput {100 * spec.output_throughput_change:+.0f}%, "
-                    f"median TPOT {1 + spec.median_tpot_change:.2f}x the baseline's (2 runs per arm, "
-                    "inconclusive); transformers serve reports no accept length"
-                ),
-                session_id="h200-spec",
-                actor=AGENT,
-                source=TRIAGE_SOURCE,
-                host=host,
-            )
-        )
+        change = tu.latency_us / sh.latency_us - 1
+        key = "faster" if change < -noise else "slower" if change > noise else "same"
+        o = out.setdefault(starts[tid].E, {"faster": 0, "same": 0, "slower": 0, "n": 0})
+        o[key] += 1
+        o["n"] += 1
     return out
 
 
 def moe_decisions(events: list) -> list:
-    """The decision on the tuned MoE configs, from the seeded run's labelled re-timings."""
-    from schemas.events import CandidateProposed, DecisionRecorded
+    """The decision on the tuned MoE configs, computed from the labelled re-timings
+    (``moe_outcome``): a shape's tuned file is used where it beats the shipped one beyond noise
+    at some batch size and is never slower beyond noise."""
+    from schemas.events import CandidateProposed, CandidateTriaged, DecisionRecorded
 
     host = next(e.host for e in events if e.host is not None)
     common = dict(session_id=SESSION, actor=AGENT, source=TRIAGE_SOURCE, host=host)
-    out: list = [
+    starts = {e.E: e for e in events if e.type == "kernel_tune_started" and "halving" in e.search}
+    outcome = moe_outcome(events)
+    ids = [
+        e.event_id
+        for e in events
+        if e.type == "kernel_config_measured" and e.label in ("shipped", "tuned")
+    ]
+    use, keep, lines = [], [], []
+    for E, o in sorted(outcome.items()):
+        name = f"E={E},N={starts[E].N}"
+        lines.append(
+            f"{name}: tuned faster than shipped beyond noise at {o['faster']} of {o['n']} batch "
+            f"sizes, within noise at {o['same']}, slower beyond noise at {o['slower']}"
+        )
+        (use if o["faster"] and not o["slower"] else keep).append(name)
+    decision = "; ".join(
+        [
+            f"use the tuned {n} file on the H200 (triton {starts[int(n[2:].split(',')[0])].triton_version})"
+            for n in use
+        ]
+        + [f"keep SGLang's shipped {n} file" for n in keep]
+    )
+    return [
         CandidateProposed(
             event_id=_id("propose:moe"),
             candidate_id="kernel-tune:fused-moe-h200",
@@ -316,42 +384,27 @@ def moe_decisions(events: list) -> list:
             title="tune SGLang's fused-MoE Triton kernel on the H200",
             hypothesis="a tune on this GPU and Triton beats the shipped triton_3_1_0 / 3_7_1 files",
             **common,
-        )
-    ]
-    from schemas.events import CandidateTriaged
-
-    ids = [
-        e.event_id
-        for e in events
-        if e.type == "kernel_config_measured" and e.label in ("shipped", "tuned")
-    ]
-    out.append(
+        ),
         CandidateTriaged(
             event_id=_id("triage:moe"),
             candidate_id="kernel-tune:fused-moe-h200",
             status="done",
-            verdict="effective",
-            reason="tuned 4-27% faster than SGLang's default at every batch "
-            "size 1..64 except M=4 of E=64,N=640 (within noise); see the decision",
+            verdict="effective" if use else "no-measurable-change",
+            reason="; ".join(lines),
             **common,
-        )
-    )
-    out.append(
+        ),
         DecisionRecorded(
             event_id=_id("decision:moe"),
             candidate_id="kernel-tune:fused-moe-h200",
-            decision="use the tuned E=64,N=640 file on the H200 (triton 3.6.0); keep SGLang's shipped E=512,N=160 file",
-            rationale=(
-                "E=64,N=640: tuned faster than shipped at 7 of 9 batch sizes (up to 7.8% at M=1), within noise at "
-                "M=2/24/32/48; E=512,N=160: tuned equals shipped within noise except M=1 (+1.8%, noise 0.4%) "
-                "and M=2 (-2.1%): no reason to replace it"
-            ),
-            alternatives=["SGLang's default config (5-21% slower)", "SGLang's shipped files"],
+            decision=decision,
+            rationale="; ".join(lines)
+            + ". The tune re-times its winner against the shipped and default configs and keeps "
+            "the fastest, so it is never slower than shipped beyond that re-timing's noise.",
+            alternatives=["SGLang's default config", "SGLang's shipped files"],
             evidence_event_ids=ids[:50],
             **common,
-        )
-    )
-    return out
+        ),
+    ]
 
 
 def tables() -> None:
@@ -373,7 +426,7 @@ def tables() -> None:
         )
         print(
             "| M | SGLang default µs | SGLang shipped µs | tuned µs | tuned vs shipped | tuned vs default | "
-            "noise (max spread) | tuned config | bandwidth | FLOP/s |"
+            "noise (max spread) | tuned config (kept from) | bandwidth | FLOP/s |"
         )
         print("|---:|---:|---:|---:|---:|---:|---:|---|---:|---:|")
         for m in rows:
@@ -389,10 +442,12 @@ def tables() -> None:
                 f"| {m} | {dd.latency_us:.1f} | {ss.latency_us:.1f} | {tt.latency_us:.1f} | "
                 f"{100 * (tt.latency_us / ss.latency_us - 1):+.1f}% | {100 * (tt.latency_us / dd.latency_us - 1):+.1f}% | "
                 f"{spread:.1f}% | {c['BLOCK_SIZE_M']}/{c['BLOCK_SIZE_N']}/{c['BLOCK_SIZE_K']} G{c['GROUP_SIZE_M']} "
-                f"w{c['num_warps']} s{c['num_stages']} | {100 * r['bandwidth_fraction']:.0f}% | {100 * r['flops_fraction']:.1f}% |"
+                f"w{c['num_warps']} s{c['num_stages']} ({r.get('kept', 'search')}) | "
+                f"{100 * r['bandwidth_fraction']:.0f}% | {100 * r['flops_fraction']:.1f}% |"
             )
     print(
-        "\n| M | halving best µs | exhaustive best µs | gap | halving search s | exhaustive search s | time ratio | configs timed |"
+        "\n| M | halving best µs | exhaustive best µs | gap | halving search s (compile) | "
+        "exhaustive search s (compile) | time ratio | configs timed |"
     )
     print("|---:|---:|---:|---:|---:|---:|---:|---:|")
     for (tid, m), d in sorted(labelled.items(), key=lambda kv: kv[0][1]):
@@ -406,16 +461,42 @@ def tables() -> None:
             and e.results.get(str(m))
             and "exhaustive" in (starts[e.tune_id].search or "")
         )
-        hs, xs = done[tid].results[str(m)]["search_s"], exh.results[str(m)]["search_s"]
+        hr, xr = done[tid].results[str(m)], exh.results[str(m)]
+        hs, xs = hr["search_s"], xr["search_s"]
         print(
             f"| {m} | {h.latency_us:.2f} | {x.latency_us:.2f} | {100 * (h.latency_us / x.latency_us - 1):+.2f}% | "
-            f"{hs:.1f} | {xs:.1f} | {hs / xs:.1%} | {done[tid].results[str(m)]['configs_timed']} of "
-            f"{exh.results[str(m)]['configs_timed']} |"
+            f"{hs:.1f} ({hr.get('prepare_s', float('nan')):.1f}) | {xs:.1f} ({xr.get('prepare_s', float('nan')):.1f}) | "
+            f"{hs / xs:.1%} | {hr['configs_timed']} of {xr['configs_timed']} |"
         )
+    flag_table()
+
+
+def flag_table() -> None:
+    """The flag campaign's outcome per candidate (the scripted triage of ``flag_triage``)."""
+    if not FLAGS.exists():
+        return
+    events = read_jsonl(FLAGS)
+    titles = {e.candidate_id: e.title for e in events if e.type == "candidate_proposed"}
+    print("\n| candidate | verdict (sm90) | triage | measured (value / baseline - 1) |")
+    print("|---|---|---|---|")
+    for e in events:
+        if (
+            e.type == "candidate_triaged"
+            and e.source == TRIAGE_SOURCE
+            and e.session_id == "h200-flags"
+        ):
+            print(
+                f"| {titles.get(e.candidate_id, e.candidate_id)} | {e.verdict} | {e.status} | "
+                f"{(e.reason or '').replace('|', '/')} |"
+            )
 
 
 if __name__ == "__main__":
-    if sys.argv[1] == "build":
-        build(Path(sys.argv[2]), Path(sys.argv[3]), Path(sys.argv[4]))
-    else:
+    if sys.argv[1:2] == ["build-moe"]:
+        build_moe(Path(sys.argv[2]))
+    elif sys.argv[1:2] == ["build-flags"]:
+        build_flags(Path(sys.argv[2]))
+    elif sys.argv[1:2] == ["tables"]:
         tables()
+    else:
+        sys.exit(__doc__)

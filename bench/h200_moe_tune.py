@@ -5,14 +5,24 @@ configs, and measure successive halving against an exhaustive run of the pruned 
 Usage on the GPU machine, from the repository root, with the sglang wheel bundle of
 ``../shared/gpu/fetch-sglang-kernel-wheels.sh`` in WHEELS (pydantic and uuid6 wheels there too)::
 
-    python3 bench/h200_moe_tune.py WHEELS OUT_DIR [deadline_s]
+    python3 bench/h200_moe_tune.py WHEELS OUT_DIR [deadline_s [shapes]]
 
-Writes to OUT_DIR: ``h200_moe_tune.jsonl`` (every event of the tunes: measured configs,
-rejections, default-vs-tuned per batch size), ``h200_moe_exhaustive.jsonl`` (the exhaustive runs),
-``h200_moe_compare.json`` (default / shipped / tuned per batch size, halving vs exhaustive,
-reference-kernel check) and ``h200_moe_timings.json`` (every pruned config's time at two batch
-sizes: the recorded timings the CPU tests replay). Stages are skipped, and say so, when the
-deadline (seconds since start, default 540) would be passed.
+One call measures everything, in this order (each stage skipped, saying so, when the deadline —
+seconds since start, default 540 — would be passed): shape B (E=512 N=160) then shape A (E=64
+N=640), each tuned over M = 1..64 with SGLang's shipped H200 file as the seed and reference
+(``TuneSpec.seed_configs``: the tune ends at least as fast as it), then default / shipped / tuned
+re-timed interleaved (7 rounds); then exhaustive runs of shape A's pruned space at M = 1 and 64
+against the halving search of the same tune (time and result); then the reference-kernel check.
+
+WHEELS is a folder of wheels or of one ``.tar.xz`` of them unpacked (smaller to carry). Writes to
+OUT_DIR (five files, as the device returns them): ``h200_moe_tune.jsonl`` (every event of the
+tunes: measured configs, rejections, default-vs-tuned per batch size),
+``h200_moe_exhaustive.jsonl`` (the exhaustive runs), ``h200_moe_compare.json`` (default / shipped /
+tuned per batch size, halving vs exhaustive with each side's search and compile seconds, the
+reference-kernel check), ``h200_moe_timings.json`` (every pruned config's time at M = 1 and 64:
+the recorded timings the CPU tests replay) and ``cfgs.tgz`` (the tuned files,
+``moe_configs/configs/triton_X_Y_Z/*.json``). ``bench/h200_data.py build-moe OUT_DIR`` turns them
+into data/.
 """
 
 from __future__ import annotations
@@ -33,8 +43,18 @@ def main() -> None:
     T0 = time.monotonic()
     wheels, out = sys.argv[1], sys.argv[2]
     deadline = float(sys.argv[3]) if len(sys.argv) > 3 else 540.0
-    site = "/tmp/sgsite"
+    site = os.environ.get("SGSITE", "/tmp/sgsite")  # where the wheels are unpacked
     if not os.path.isdir(os.path.join(site, "sglang")):
+        # WHEELS: the wheels, or one .tar.xz of them unpacked (58 MB of wheels are 36 MB so, which
+        # keeps the call's working tree under the device's 64 MiB with the repository).
+        packed = (
+            [wheels] if wheels.endswith(".tar.xz") else glob.glob(os.path.join(wheels, "*.tar.xz"))
+        )
+        if packed:
+            import tarfile
+
+            with tarfile.open(packed[0]) as tar:
+                tar.extractall(site, filter="data")
         for w in glob.glob(os.path.join(wheels, "*.whl")):
             zipfile.ZipFile(w).extractall(site)
     sys.path.insert(0, site)
@@ -78,10 +98,11 @@ def main() -> None:
     ]
     WORKERS = max(1, min(14, (os.cpu_count() or 2) - 2))
     MIN_MS, MAX_MS = 1.2, 10.8
-    # argv[4] "seeded": SGLang's shipped file seeds the first rung; argv[5]: shapes to run (e.g. "B").
-    SEEDED = len(sys.argv) > 4 and sys.argv[4] == "seeded"
-    ONLY = sys.argv[5] if len(sys.argv) > 5 else "AB"
-    SHAPES = [s for s in SHAPES if s[0] in ONLY]
+    # argv[4]: the shapes to run, in order (default "BA": B first, the shape the last run's tune
+    # lost to the shipped config at M=1; A last, its pool is reused by the exhaustive runs).
+    ONLY = sys.argv[4] if len(sys.argv) > 4 else "BA"
+    SHAPE_A = SHAPES[0][1]
+    SHAPES = [s for name in ONLY for s in SHAPES if s[0] == name]
     compare: dict = {
         "batch_sizes": list(INTERACTIVE_BATCH_SIZES),
         "shapes": {},
@@ -106,12 +127,11 @@ def main() -> None:
         shipped_all = json.load(open(os.path.join(SHIPPED, shipped_rel)))
         spec = TuneSpec(
             shape=shape,
-            seed_configs=shipped_all if SEEDED else {},
+            seed_configs=shipped_all,
             min_budget_ms=MIN_MS,
             max_budget_ms=MAX_MS,
-            sample=0.1,
             rounds=5,
-            time_budget_s=110.0,
+            time_budget_s=150.0,
             output_dir=os.path.join(out, "moe_configs"),
             session_id="h200-moe-tune",
         )
@@ -151,20 +171,22 @@ def main() -> None:
             "output_file": str(rep.output_file),
         }
         save()
-        if name == "B":
-            m.close()
+        if name != "A":
+            m.close()  # frees 14 CPU-bound workers; shape A's pool serves the exhaustive runs
 
     # Successive halving against an exhaustive run of the pruned space (shape A, two batch sizes).
     mA = measurers.get("A")
-    if mA is not None and not SEEDED:
+    if mA is not None:
         res_a = compare["shapes"]["A"]["results"]
         exh = {}
         for M in (1, 64):
-            if left() < 150:
-                log(f"exhaustive M={M}: skipped, {left():.0f} s left")
+            if left() < 150 or str(M) not in res_a:
+                log(
+                    f"exhaustive M={M}: skipped, {left():.0f} s left, halving result: {str(M) in res_a}"
+                )
                 continue
             spec = TuneSpec(
-                shape=SHAPES[0][1],
+                shape=SHAPE_A,
                 batch_sizes=[M],
                 search="exhaustive",
                 max_budget_ms=MAX_MS,
@@ -175,10 +197,11 @@ def main() -> None:
             rep = run_tune(spec, mA, exh_sink, say=log)
             if M not in rep.best:
                 continue
+            # The search's own winner (before the final re-timing against the references).
             t = time_interleaved(
                 mA,
                 M,
-                {"halving": res_a[str(M)]["tuned_config"], "exhaustive": rep.best[M]},
+                {"halving": res_a[str(M)]["search_config"], "exhaustive": rep.best[M]},
                 rounds=7,
                 budget_ms=MAX_MS,
             )
@@ -189,10 +212,15 @@ def main() -> None:
                 "gap_pct": round(100 * (h / e - 1), 2),
                 "halving_search_s": res_a[str(M)]["search_s"],
                 "exhaustive_search_s": rep.results[str(M)]["search_s"],
+                "time_ratio": round(res_a[str(M)]["search_s"] / rep.results[str(M)]["search_s"], 4),
+                "halving_prepare_s": res_a[str(M)]["prepare_s"],
+                "exhaustive_prepare_s": rep.results[str(M)]["prepare_s"],
+                "halving_configs_prepared": res_a[str(M)]["configs_prepared"],
+                "exhaustive_configs_prepared": rep.results[str(M)]["configs_prepared"],
                 "halving_configs_timed": res_a[str(M)]["configs_timed"],
                 "exhaustive_configs_timed": rep.results[str(M)]["configs_timed"],
                 "outcome": rep.outcome,
-                "halving_config": res_a[str(M)]["tuned_config"],
+                "halving_config": res_a[str(M)]["search_config"],
                 "exhaustive_config": rep.best[M],
             }
             log(f"halving vs exhaustive M={M}: {exh[str(M)]}")
@@ -227,7 +255,7 @@ def main() -> None:
     if left() > 25:
         try:
             ref, sgl = load_kernel("reference"), load_kernel("sglang")
-            shape = SHAPES[0][1]
+            shape = SHAPE_A
             w = make_weights(shape)
             from runners.moe_kernels import time_config
 
@@ -259,6 +287,15 @@ def main() -> None:
             compare["reference_kernel_error"] = f"{type(exc).__name__}: {exc}"[:500]
             log(compare["reference_kernel_error"])
         save()
+    # The device returns files at most two folders down: the tuned files travel as one archive.
+    cfg_dir = os.path.join(out, "moe_configs")
+    if os.path.isdir(cfg_dir):
+        import shutil
+        import tarfile
+
+        with tarfile.open(os.path.join(out, "cfgs.tgz"), "w:gz") as tar:
+            tar.add(cfg_dir, arcname="moe_configs")
+        shutil.rmtree(cfg_dir)
     log("done")
 
 

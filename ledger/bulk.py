@@ -10,10 +10,12 @@ then the store. So:
    cyclic GC off while it validates (nothing they make is cyclic garbage: the chunk is
    returned and dropped), and each chunk comes back as store rows (``ledger.store.event_row``:
    JSON text and plain values, cheap to pickle);
-2. the rows go to ``LedgerStore.append_rows`` as one batch: one transaction in which the
-   single writer assigns ``seq`` and stream versions, inserts through Arrow and catches the
-   projections up once. The store's guarantees hold unchanged (idempotent by ``event_id``,
-   atomic, gapless ``seq``).
+   as one Arrow table of ``events`` columns (``ledger.store.rows_table``: cheap to send back,
+   no per-event object to unpickle);
+2. the tables go to ``LedgerStore.append_columns`` as one batch: one transaction in which the
+   single writer numbers ``seq`` and stream versions in SQL (window functions), inserts
+   with one ``INSERT ... SELECT`` and catches the projections up once. The store's
+   guarantees hold unchanged (idempotent by ``event_id``, atomic, gapless ``seq``).
 
 Errors name the input and the line (``InvalidInput``), and nothing is written then: every
 line is validated before the store is touched.
@@ -27,13 +29,16 @@ from collections.abc import Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from contextlib import contextmanager
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from schemas import Actor
 
 from . import commands
 from .jsonl import iter_jsonl
-from .store import AppendResult, LedgerStore, event_row
+from .store import AppendResults, LedgerStore, event_row, rows_table
+
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 #: Lines per validation task.
 CHUNK_LINES = 10_000
@@ -60,19 +65,20 @@ def no_cyclic_gc() -> Iterator[None]:
             gc.enable()
 
 
-def rows_of_lines(
+def table_of_lines(
     lines: Sequence[str],
     name: str,
     first_line: int,
     now: datetime | None = None,
     actor: Actor | None = None,
     session_id: str | None = None,
-) -> list[dict[str, Any]]:
-    """Validate JSON lines (numbered from ``first_line`` in messages) into store rows.
+) -> pa.Table:
+    """Validate JSON lines (numbered from ``first_line`` in messages) into one Arrow table of
+    store rows (``ledger.store.rows_table``: what a worker sends back).
 
     ``actor`` and ``session_id``: defaults for events that do not give them (the CLI's
-    ``--actor``/``--session``). ``now``: ``recorded_at`` of events without one (None: the store stamps them inside its
-    write transaction, as for every append).
+    ``--actor``/``--session``). ``now``: ``recorded_at`` of events without one (None: the store
+    stamps them inside its write transaction, as for every append).
 
     Raises:
         InvalidInput: ``name:line``: bad JSON or a bad event (``ledger.jsonl.iter_jsonl``).
@@ -89,7 +95,7 @@ def rows_of_lines(
             if update:
                 event = event.model_copy(update=update)
             rows.append(event_row(event, now))
-    return rows
+        return rows_table(rows)
 
 
 def _numbered(lines: Sequence[str], first_line: int) -> Iterator[str]:
@@ -107,10 +113,11 @@ def import_lines(
     actor: Actor | None = None,
     session_id: str | None = None,
     workers: int | None = None,
-) -> tuple[list[AppendResult], list[str]]:
+) -> tuple[AppendResults, list[str]]:
     """Validate every line, then append them all as one atomic batch.
 
-    Returns the append results and the event type of each, in input order.
+    Returns the append results (a sequence of ``AppendResult``) and the event type of
+    each, in input order.
 
     ``workers``: validation processes (None: one per core up to ``MAX_WORKERS``; 1: inline).
 
@@ -118,15 +125,17 @@ def import_lines(
         InvalidInput: a bad line (nothing is written).
         LedgerBusy, EventIdReused, ConcurrencyConflict: as ``LedgerStore.append``.
     """
+    import pyarrow as pa
+
     now = None  # recorded_at of events without one: stamped by the store in its transaction
     chunks = [(lines[i : i + CHUNK_LINES], i + 1) for i in range(0, len(lines), CHUNK_LINES)]
     if workers is None:
         workers = min(os.cpu_count() or 1, MAX_WORKERS)
-    rows: list[dict[str, Any]] = []
+    tables: list[pa.Table] = []
     with no_cyclic_gc():
         if workers <= 1 or len(lines) < PARALLEL_MIN_LINES:
             for chunk, first in chunks:
-                rows += rows_of_lines(chunk, name, first, now, actor, session_id)
+                tables.append(table_of_lines(chunk, name, first, now, actor, session_id))
         else:
             import multiprocessing
 
@@ -135,11 +144,13 @@ def import_lines(
                 max_workers=min(workers, len(chunks)), mp_context=context
             ) as pool:
                 futures = [
-                    pool.submit(rows_of_lines, chunk, name, first, now, actor, session_id)
+                    pool.submit(table_of_lines, chunk, name, first, now, actor, session_id)
                     for chunk, first in chunks
                 ]
-                for future in futures:  # in order: the batch keeps the file's order
-                    rows += future.result()
-        types = [row["type"] for row in rows]
+                # in order: the batch keeps the file's order
+                tables = [future.result() for future in futures]
+        if not tables:
+            return AppendResults([], [], [], []), []
+        table = pa.concat_tables(tables)
         # The command layer's rules (a triage's expected version, a retraction's target) hold here too.
-        return commands.append_rows(store, rows, where=name), types
+        return commands.append_table(store, table, where=name), table.column("type").to_pylist()

@@ -14,6 +14,7 @@ import io
 import json
 import os
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -22,12 +23,14 @@ from pydantic import ValidationError
 
 from schemas import EVENT_TYPES, Actor, Event, Host
 
-from . import commands, input_checks
+from . import input_checks
 from .errors import InvalidInput, LedgerError, NotFound
 from .input_checks import loads
 from .jsonl import event_from_obj, event_to_json, read_stdin_events, read_stdin_text
 
 if TYPE_CHECKING:
+    from datetime import datetime
+
     from .store import AppendResult, LedgerStore
 
 # Start-up time matters (an agent calls `tuneledger append` in a loop): DuckDB (the store),
@@ -75,7 +78,10 @@ pass_ctx = click.make_pass_decorator(Context)
 
 def _ledger_override(ctx: click.Context, param: click.Parameter, value: Path | None) -> None:
     if value is not None:
-        ctx.find_object(Context).ledger = value
+        context = ctx.find_object(Context)
+        if context is None:  # a command driven without the ``tuneledger`` group above it
+            raise click.UsageError("--ledger needs the tuneledger command group", ctx)
+        context.ledger = value
 
 
 #: ``--ledger`` after the command name too (``tuneledger demo --ledger demo.duckdb``).
@@ -124,6 +130,8 @@ class _LazyPluginGroup(click.Group):
         try:
             command = entry.load()
         except (ImportError, AttributeError):  # a plugin not built (yet) is simply absent
+            return None
+        if not isinstance(command, click.Command):  # an entry point that names something else
             return None
         _accept_ledger_everywhere(command)
         self.add_command(command, cmd_name)
@@ -283,7 +291,10 @@ def _result_json(result: AppendResult) -> dict[str, Any]:
 
 
 def _report_appended(
-    results: list[AppendResult], events: list[Any], as_json: bool, types: list[str] | None = None
+    results: Sequence[AppendResult],
+    events: list[Any],
+    as_json: bool,
+    types: list[str] | None = None,
 ) -> None:
     if as_json:
         click.echo(json.dumps([_result_json(r) for r in results]))
@@ -293,7 +304,7 @@ def _report_appended(
         "\n".join(
             f"{'already stored at' if result.duplicate else 'appended'} seq {result.seq}: {name} "
             f"{result.event_id} ({result.stream} v{result.stream_version})"
-            for result, name in zip(results, names)
+            for result, name in zip(results, names, strict=True)
         )
     )
 
@@ -410,10 +421,10 @@ def append(
             from .bulk import import_lines
 
             lines = text.splitlines()
-            results, types = import_lines(
+            imported, types = import_lines(
                 ctx.store(), lines, "<stdin>", actor=ctx.actor, session_id=ctx.session
             )
-            _report_appended(results, [], as_json, types=types)
+            _report_appended(imported, [], as_json, types=types)
             return
         events = read_stdin_events(io.StringIO(text))
         if event_id is not None:
@@ -441,6 +452,8 @@ def append(
         input_checks.payload_json(event, where)
         input_checks.host_json(event, where)
     where = "options" if event_type not in (None, "-") else "<stdin>"
+    from . import commands  # imported when a command writes (start-up time: see above)
+
     results = commands.append(ctx.store(), events, expected_version=expected_version, where=where)
     _report_appended(results, events, as_json)
 
@@ -452,6 +465,12 @@ def append(
 @click.option("--type", "types", multiple=True, help="Only this event type (repeatable).")
 @click.option("--session", "session_id", help="Only this session.")
 @click.option("--stream", help="Only this stream.")
+@click.option("--actor", help="Only this actor: kind:name (agent:claude) or a name.")
+@click.option(
+    "--since",
+    type=click.DateTime(["%Y-%m-%d", "%Y-%m-%dT%H:%M:%S", "%Y-%m-%d %H:%M:%S"]),
+    help="Only events recorded at or after this UTC time (2026-01-02 or 2026-01-02T03:04:05).",
+)
 @click.option("--after", "after_seq", type=int, default=0, help="Only events after this seq.")
 @click.option(
     "--limit", type=click.IntRange(min=0), help="At most this many (the newest when --newest)."
@@ -465,47 +484,37 @@ def events(
     types: tuple[str, ...],
     session_id: str | None,
     stream: str | None,
+    actor: str | None,
+    since: datetime | None,
     after_seq: int,
     limit: int | None,
     newest: bool,
     fmt: str,
 ) -> None:
     """List events (retracted ones too, marked); json prints full events as JSON lines."""
+    from . import read_model
+
     unknown = [t for t in types if t not in EVENT_TYPES]
     if unknown:
         raise InvalidInput(
             f"--type {unknown[0]!r}: unknown event type (known: {', '.join(sorted(EVENT_TYPES))})"
         )
+    flt = read_model.EventFilter(
+        types=types,
+        session_id=session_id,
+        stream=stream,
+        actor=actor,
+        since=since,
+        after_seq=after_seq,
+    )
     store = ctx.store()
     if fmt == "json":
-        for event in store.read(
-            after_seq=after_seq,
-            types=types,
-            session_id=session_id,
-            stream=stream,
-            limit=limit,
-            newest_first=newest,
-        ):
+        for event in store.read(flt, limit=limit, newest_first=newest):
             click.echo(event_to_json(event))
         return
-    where, params = ["seq > ?"], [after_seq]
-    if types:
-        where.append("type IN (SELECT unnest(?::VARCHAR[]))")
-        params.append(list(types))
-    if session_id:
-        where.append("session_id = ?")
-        params.append(session_id)
-    if stream:
-        where.append("stream = ?")
-        params.append(stream)
-    sql = (
-        "SELECT seq, recorded_at, type, session_id AS session, stream, actor_kind || ':' || actor_name AS actor, "
-        "summary, event_id, retracted "
-        f"FROM event_log WHERE {' AND '.join(where)} ORDER BY seq {'DESC' if newest else ''}"
-    )
-    if limit is not None:
-        sql += f" LIMIT {int(limit)}"
-    print_table(store.query_arrow(sql, params), fmt)
+    with store.connect() as con:
+        table = read_model.event_log(con, flt, limit=limit, newest_first=newest)
+    print_table(table, fmt)
 
 
 @cli.command()
@@ -514,28 +523,20 @@ def events(
 @pass_ctx
 def show(ctx: Context, event_id: str) -> None:
     """Show one event as JSON (an 8+ character id prefix is enough), with what links to it."""
+    from . import read_model
+
     store = ctx.store()
     event = store.get(event_id)
     click.echo(event_to_json(event, indent=2))
-    linked = store.query_arrow(
-        "SELECT seq, type, summary, event_id::VARCHAR AS event_id FROM event_log "
-        "WHERE causation_id = ?::UUID OR event_id = ?::UUID "
-        "OR seq IN (SELECT seq FROM all_events WHERE list_contains(CAST(payload->'evidence_event_ids' AS VARCHAR[]), ?) "
-        "           OR list_contains(CAST(payload->'refs' AS VARCHAR[]), ?) "
-        "           OR (payload->>'retracted_event_id') = ?) "
-        "ORDER BY seq",
-        [
-            str(event.event_id),
-            str(event.causation_id) if event.causation_id else None,
-            str(event.event_id),
-            str(event.event_id),
-            str(event.event_id),
-        ],
-    )
-    if linked.num_rows:
-        click.echo("\nlinked events (its cause, and events citing or caused by it):")
-        for row in linked.to_pylist():
-            click.echo(f"  seq {row['seq']:>6}  {row['event_id']}  {row['type']}: {row['summary']}")
+    with store.connect() as con:
+        linked = read_model.linked_events(con, event)
+    if linked:
+        click.echo("\nlinked events (its cause, what it cites, and events citing or caused by it):")
+        for row in linked:
+            click.echo(
+                f"  seq {row['seq']:>6}  {row['event_id']}  {row['relation']}: "
+                f"{row['type']}: {row['summary']}"
+            )
 
 
 @cli.command()
@@ -642,6 +643,8 @@ def import_(
     """Import files, detecting each kind by content: sglang/vLLM/GuideLLM/llmperf/AIPerf
     benchmark results, tuned MoE configs, SGLang and vLLM server logs. All files are appended in one atomic batch;
     re-importing a file is a no-op (event ids derive from the file's content)."""
+    from . import commands
+
     session = session_id or ctx.session
     host = None
     if host_json is not None:

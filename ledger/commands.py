@@ -55,13 +55,13 @@ from schemas import (
 
 from .errors import EventIdReused, InvalidInput, NotFound
 
-# Annotations only: the store (and DuckDB with it) is imported by whoever opens a ledger, so
-# `tuneledger --help` and `types` do without it (README, Performance).
 if TYPE_CHECKING:
+    # Only annotations: a runner that records into a sink of its own (the kernel tune on a GPU
+    # host without DuckDB) imports the commands without the store.
     import pyarrow as pa
 
     from .importers import ImportResult
-    from .store import AppendResult, LedgerStore
+    from .store import AppendResult, AppendResults, LedgerStore
 
 
 # --- the rules ------------------------------------------------------------------------
@@ -190,6 +190,42 @@ def append_rows(
     return store.append_rows(rows)
 
 
+def append_table(store: LedgerStore, table: pa.Table, *, where: str = "input") -> AppendResults:
+    """``append_rows`` for a bulk batch held as one Arrow table of store rows (``ledger.bulk``):
+    the same rules, read off the columns, then the store's column path (``append_columns``).
+
+    Raises:
+        as ``append``.
+    """
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    total = table.num_rows
+    types = table.column("type")
+    untriaged = pc.and_(
+        pc.equal(types, "candidate_triaged"), pc.is_null(table.column("stream_version"))
+    )
+    if pc.any(untriaged).as_py():
+        index = pc.index(untriaged, True).as_py()
+        payload = json.loads(table.column("payload")[index].as_py())
+        raise _triage_refusal(_label(where, index + 1, total), payload.get("candidate_id", "?"))
+    retractions = pc.equal(types, "event_retracted")
+    if pc.any(retractions).as_py():
+        indices = pc.indices_nonzero(retractions).to_pylist()
+        payloads = table.column("payload").take(indices).to_pylist()
+        targets = [
+            (_label(where, i + 1, total), UUID(json.loads(text)["retracted_event_id"]))
+            for i, text in zip(indices, payloads, strict=True)
+        ]
+        inside = pc.is_in(
+            pa.array([str(target) for _, target in targets], pa.string()),
+            value_set=table.column("event_id"),
+        ).to_pylist()
+        batch_ids = {target for (_, target), here in zip(targets, inside, strict=True) if here}
+        _check_retractions(store, targets, batch_ids)
+    return store.append_columns(table)
+
+
 def restore(store: LedgerStore, events: Sequence[Event]) -> list[AppendResult]:
     """Append recorded history (the demo campaign, a synthetic ledger) as one atomic batch.
 
@@ -275,7 +311,7 @@ def triage(
     """
     event = CandidateTriaged(
         candidate_id=candidate_id,
-        status=status,  # type: ignore[arg-type]  # validated by the model
+        status=status,
         reason=reason or None,
         actor=actor,
         session_id=session_id,
@@ -527,18 +563,14 @@ def import_files(
 
 
 def _session_host(store: LedgerStore, session_id: str | None) -> Host | None:
-    """The host a session recorded (its latest ``host_observed`` or ``session_started`` with one),
-    so files imported into it carry its GPU and arch when they do not say."""
+    """The host a session recorded (``ledger.read_model.session_host``), so files imported into
+    it carry its GPU and arch when they do not say; None without a session or a ledger file."""
+    from .read_model import session_host
+
     if session_id is None or not store.path.exists():
         return None
-    table = store.query_arrow(
-        "SELECT CAST(host AS VARCHAR) AS host FROM live_events WHERE session_id = ? AND host IS NOT NULL "
-        "AND type IN ('host_observed', 'session_started') ORDER BY seq DESC LIMIT 1",
-        [session_id],
-    )
-    if table.num_rows == 0:
-        return None
-    return Host.model_validate_json(table.column("host")[0].as_py())
+    with store.connect() as con:
+        return session_host(con, session_id)
 
 
 def shared_memory_findings(

@@ -17,6 +17,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Callable
 from datetime import datetime
+from importlib.resources import as_file, files
 from pathlib import Path
 
 from . import commands
@@ -24,8 +25,21 @@ from .errors import EventIdReused, WouldLoseData
 from .jsonl import read_jsonl
 from .store import LedgerStore
 
-#: The demo campaign's event file, found relative to the repository.
-DEMO_FILE: Path = Path(__file__).resolve().parents[1] / "data" / "demo_campaign.jsonl"
+#: The demo campaigns' event files are package data: ``ledger/demo_data`` is a link to the
+#: repository's ``data/`` (the design card's folder), followed when a wheel is built, so an
+#: installed wheel carries copies and an editable install reads ``data/`` itself.
+DEMO_DATA = "demo_data"
+
+
+def campaign_file(name: str) -> Path:
+    """The file ``name`` (``demo_campaign.jsonl``, ``h200_flags.jsonl``...) of the demo data,
+    through ``importlib.resources`` (a real path: the package is installed as files)."""
+    with as_file(files("ledger") / DEMO_DATA / name) as path:
+        return Path(path)
+
+
+#: The seeds' demo campaign (``data/demo_campaign.jsonl``).
+DEMO_FILE: Path = campaign_file("demo_campaign.jsonl")
 
 #: The ``session_id`` of every demo event.
 DEMO_SESSION = "qwen35-sm120"
@@ -81,7 +95,7 @@ def build_demo(
         LedgerBusy: another process holds the ledger file.
     """
     path = Path(ledger_path)
-    events = [e for name in CAMPAIGNS[campaign][0] for e in read_jsonl(DEMO_FILE.with_name(name))]
+    events = [e for name in CAMPAIGNS[campaign][0] for e in read_jsonl(campaign_file(name))]
     store = LedgerStore(path, clock=clock)
     store.check_path()
     if path.exists():
@@ -92,7 +106,7 @@ def build_demo(
                 for name, (files, _) in CAMPAIGNS.items()
                 if name != campaign
                 for file in files
-                for e in read_jsonl(DEMO_FILE.with_name(file))
+                for e in read_jsonl(campaign_file(file))
             }
             own = _non_demo_events(store, {str(e.event_id) for e in events} | others)
         if own:

@@ -4,21 +4,21 @@ SGLang's default against the tuned config at each batch size, with the roofline 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
-from .store import LedgerStore
+#: ``export_markdown.markdown_table``: headers, rows, optional ``align`` -> Markdown text.
+TableRenderer = Callable[..., str]
 
 
 def _fmt(x: Any, spec: str = ".1f", suffix: str = "") -> str:
     return "-" if x is None else f"{x:{spec}}{suffix}"
 
 
-def render_kernel_tunes(store: LedgerStore, session_id: str, table) -> list[str]:
-    """``## Kernel tunes`` lines, or [] when the session has no completed tune. ``table`` is
-    ``export_markdown.markdown_table``."""
-    tunes = store.query_arrow(
-        "SELECT * FROM kernel_tunes WHERE session_id = ? ORDER BY seq", [session_id]
-    ).to_pylist()
+def render_kernel_tunes(tunes: list[dict[str, Any]], table: TableRenderer) -> list[str]:
+    """``## Kernel tunes`` lines, or [] when the session has no completed tune. ``tunes``: the
+    session's ``kernel_tunes`` rows, each with its ``results`` (``kernel_tune_results`` rows,
+    ``ledger.read_model.SessionReport``); ``table`` is ``export_markdown.markdown_table``."""
     if not tunes:
         return []
     lines = ["## Kernel tunes", ""]
@@ -36,10 +36,7 @@ def render_kernel_tunes(store: LedgerStore, session_id: str, table) -> list[str]
             + ".",
             "",
         ]
-        rows = store.query_arrow(
-            "SELECT * FROM kernel_tune_results WHERE tune_id = ? AND seq = ? ORDER BY batch_size",
-            [t["tune_id"], t["seq"]],
-        ).to_pylist()
+        rows = t["results"]
         if rows:
             lines += [
                 table(
@@ -71,11 +68,9 @@ def render_kernel_tunes(store: LedgerStore, session_id: str, table) -> list[str]
     return lines[:-1]
 
 
-def render_spec_trials(store: LedgerStore, session_id: str, table) -> list[str]:
-    """``## Speculative-decoding trials`` lines, or [] when the session has none."""
-    rows = store.query_arrow(
-        "SELECT * FROM spec_trials WHERE session_id = ? ORDER BY seq", [session_id]
-    ).to_pylist()
+def render_spec_trials(rows: list[dict[str, Any]], table: TableRenderer) -> list[str]:
+    """``## Speculative-decoding trials`` lines (``rows``: the session's ``spec_trials`` rows),
+    or [] when the session has none."""
     if not rows:
         return []
     return [

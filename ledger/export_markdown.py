@@ -5,11 +5,13 @@ hardware, engine), then ``## Decisions``, ``## Triage``, ``## Flag verdicts``,
 ``## Server runs``, ``## Benchmark deltas`` and ``## Timeline``. Every section is
 present; an empty one says "None recorded.".
 
-Everything is read through ``LedgerStore.query_arrow`` from the derived views
+Everything is read by ``ledger.read_model.read_report`` from the derived views
 (``decisions``, ``board``, ``flag_verdicts``, ``server_runs``,
-``benchmark_deltas``, ``timeline``, ``event_log``, ``live_events``); nothing is
-written. The output is a pure function of the ledger: the same ledger renders to
-the same bytes (no wall-clock time, every query ordered).
+``benchmark_deltas``, ``timeline``, ``event_log``, ``live_events``, ``kernel_tunes``,
+``spec_trials``) in one connection, so the sections agree with each other; nothing is
+written. ``render_report`` turns that report into text and reads nothing: the output
+is a pure function of the ledger, the same ledger renders to the same bytes (no
+wall-clock time, every query ordered).
 
 Tables are GitHub-flavoured Markdown: ``|`` in a cell is escaped as ``\\|`` and
 newlines in a cell are folded to spaces. They are built here rather than with a
@@ -23,13 +25,15 @@ import json
 from bisect import bisect_left
 from collections.abc import Iterable, Sequence
 from datetime import UTC
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from schemas.metrics import unit_of
 
-from .errors import NotFound
-from .store import LedgerStore
+from .read_model import Report, SessionReport, read_report
 from .views import DELTA_METRICS
+
+if TYPE_CHECKING:
+    from .store import LedgerStore
 
 NONE_RECORDED = "None recorded."
 
@@ -97,7 +101,7 @@ class ShortIds:
 
 def _common_prefix(a: str, b: str) -> int:
     n = 0
-    for x, y in zip(a, b):
+    for x, y in zip(a, b, strict=False):
         if x != y:
             break
         n += 1
@@ -200,26 +204,6 @@ def format_change(change_pct: float | None) -> str:
     return "+0.00%" if text == "-0.00%" else text
 
 
-# --- queries -----------------------------------------------------------------------
-
-
-def _rows(
-    store: LedgerStore, sql: str, params: Sequence[Any] | None = None
-) -> list[dict[str, Any]]:
-    return store.query_arrow(sql, params).to_pylist()
-
-
-def _session_ids(store: LedgerStore) -> list[str]:
-    return [
-        row["session_id"]
-        for row in _rows(
-            store,
-            "SELECT session_id, min(seq) AS first_seq FROM live_events WHERE session_id IS NOT NULL "
-            "GROUP BY session_id ORDER BY first_seq, session_id",
-        )
-    ]
-
-
 # --- sections ----------------------------------------------------------------------
 
 
@@ -251,13 +235,9 @@ def _observation_source(row: dict[str, Any], short: ShortIds) -> str:
     return f"{where}, source {_code(row['source'])}" if row.get("source") else where
 
 
-def _render_header(store: LedgerStore, session_id: str, short: ShortIds) -> list[str]:
-    rows = _rows(
-        store,
-        "SELECT seq, event_id, type, source, host, payload FROM live_events "
-        "WHERE session_id = ? AND type IN ('session_started', 'host_observed', 'session_ended') ORDER BY seq",
-        [session_id],
-    )
+def _render_header(report: SessionReport, short: ShortIds) -> list[str]:
+    session_id = report.session_id
+    rows = report.header
     started = next((r for r in reversed(rows) if r["type"] == "session_started"), None)
     ended = next((r for r in reversed(rows) if r["type"] == "session_ended"), None)
     payload = _json(started["payload"]) if started else {}
@@ -335,26 +315,12 @@ def _render_header(store: LedgerStore, session_id: str, short: ShortIds) -> list
     return lines
 
 
-def _render_decisions(store: LedgerStore, session_id: str, short: ShortIds) -> list[str]:
-    decisions = _rows(
-        store,
-        "SELECT seq, event_id, actor_kind, actor_name, decision, rationale, alternatives, "
-        "evidence_event_ids, candidate_id FROM decisions WHERE session_id = ? ORDER BY seq",
-        [session_id],
-    )
+def _render_decisions(report: SessionReport, short: ShortIds) -> list[str]:
+    decisions = report.decisions
     lines = ["## Decisions", ""]
     if not decisions:
         return lines + [NONE_RECORDED]
-    wanted = sorted({str(e).lower() for d in decisions for e in (d["evidence_event_ids"] or [])})
-    resolved: dict[str, dict[str, Any]] = {}
-    if wanted:
-        for row in _rows(
-            store,
-            "SELECT CAST(event_id AS VARCHAR) AS event_id, seq, type, summary, retracted FROM event_log "
-            "WHERE CAST(event_id AS VARCHAR) IN (SELECT unnest(?::VARCHAR[]))",
-            [wanted],
-        ):
-            resolved[row["event_id"].lower()] = row
+    resolved = report.evidence
 
     for number, d in enumerate(decisions, start=1):
         lines.append(f"### {number}. {_one_line(d['decision'])}")
@@ -383,27 +349,21 @@ def _render_decisions(store: LedgerStore, session_id: str, short: ShortIds) -> l
         if not evidence:
             lines.append(NONE_RECORDED)
         for event_id in evidence:
-            row = resolved.get(str(event_id).lower())
-            if row is None:
+            cited = resolved.get(str(event_id).lower())
+            if cited is None:
                 lines.append(f"- {_code(short(event_id))} — not in this ledger")
                 continue
-            summary = _one_line(row["summary"]) or row["type"]
-            flag = " — retracted" if row["retracted"] else ""
+            summary = _one_line(cited["summary"]) or cited["type"]
+            flag = " — retracted" if cited["retracted"] else ""
             lines.append(
-                f"- {_code(short(event_id))} {row['type']} (seq {row['seq']}): {summary}{flag}"
+                f"- {_code(short(event_id))} {cited['type']} (seq {cited['seq']}): {summary}{flag}"
             )
         lines.append("")
     return lines[:-1]
 
 
-def _render_triage(store: LedgerStore, session_id: str, short: ShortIds) -> list[str]:
-    rows = _rows(
-        store,
-        "SELECT b.*, (SELECT min(e.seq) FROM live_events e WHERE e.type = 'candidate_proposed' "
-        "             AND e.payload->>'candidate_id' = b.candidate_id) AS first_seq "
-        "FROM board b WHERE b.session_id = ? ORDER BY first_seq, b.candidate_id",
-        [session_id],
-    )
+def _render_triage(report: SessionReport, short: ShortIds) -> list[str]:
+    rows = report.triage
     table = markdown_table(
         ["Candidate", "Kind", "Priority", "Status", "Verdict", "Reason", "Latest evidence"],
         [
@@ -434,35 +394,12 @@ def _latest_evidence(row: dict[str, Any], short: ShortIds) -> str:
     return f"{row['latest_evidence_type']}: {_clip(summary)} ({ref})"
 
 
-def _session_archs(store: LedgerStore, session_id: str) -> list[str]:
-    return [
-        r["arch"]
-        for r in _rows(
-            store,
-            "SELECT DISTINCT arch FROM live_events WHERE session_id = ? AND arch IS NOT NULL ORDER BY arch",
-            [session_id],
-        )
-    ]
-
-
-def _render_flag_verdicts(store: LedgerStore, session_id: str, short: ShortIds) -> list[str]:
-    archs = _session_archs(store, session_id)
+def _render_flag_verdicts(report: SessionReport, short: ShortIds) -> list[str]:
+    archs, rows = report.archs, report.flag_verdicts
     lines = ["## Flag verdicts", ""]
     if archs:
-        rows = _rows(
-            store,
-            "SELECT * FROM flag_verdicts WHERE arch IN (SELECT unnest(?::VARCHAR[])) "
-            "ORDER BY flag, engine NULLS FIRST, engine_version NULLS FIRST, arch, seq",
-            [archs],
-        )
         lines += [f"For {', '.join(archs)}.", ""]
     else:
-        # No arch known for the session: the verdicts that name no arch are the only ones that can apply.
-        rows = _rows(
-            store,
-            "SELECT * FROM flag_verdicts WHERE arch IS NULL "
-            "ORDER BY flag, engine NULLS FIRST, engine_version NULLS FIRST, seq",
-        )
         lines += ["The session records no arch: verdicts without an arch.", ""]
     table = markdown_table(
         ["Flag", "Engine", "Engine version", "Arch", "Verdict", "Basis", "History", "Summary"],
@@ -500,14 +437,8 @@ def _run_label(run: dict[str, Any]) -> str:
     return f"{name} ({_code(run['run_id'])})"
 
 
-def _render_server_runs(store: LedgerStore, session_id: str, short: ShortIds) -> list[str]:
-    rows = _rows(
-        store,
-        "SELECT r.*, (SELECT min(e.seq) FROM live_events e WHERE e.type = 'server_started' "
-        "             AND e.payload->>'run_id' = r.run_id) AS first_seq "
-        "FROM server_runs r WHERE r.session_id = ? ORDER BY first_seq, r.run_id",
-        [session_id],
-    )
+def _render_server_runs(report: SessionReport, short: ShortIds) -> list[str]:
+    rows = report.server_runs
 
     def status(r: dict[str, Any]) -> str:
         if r["status"] == "failed":
@@ -516,7 +447,7 @@ def _render_server_runs(store: LedgerStore, session_id: str, short: ShortIds) ->
                     ": "
                 )
             )
-        return r["status"]
+        return str(r["status"])
 
     def piecewise(r: dict[str, Any]) -> str:
         if r["piecewise_cuda_graph"] is None:
@@ -590,17 +521,12 @@ def _utc(value: Any) -> str:
     if value is None:
         return ""
     if hasattr(value, "astimezone"):
-        return value.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S")
+        return str(value.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S"))
     return str(value)
 
 
-def _render_benchmark_deltas(store: LedgerStore, session_id: str, short: ShortIds) -> list[str]:
-    rows = _rows(
-        store,
-        "SELECT d.*, min(d.seq) OVER (PARTITION BY d.config_name) AS config_seq "
-        "FROM benchmark_deltas d WHERE d.session_id = ?",
-        [session_id],
-    )
+def _render_benchmark_deltas(report: SessionReport, short: ShortIds) -> list[str]:
+    rows = list(report.deltas)
     rows.sort(
         key=lambda r: (
             r["config_seq"],
@@ -626,15 +552,7 @@ def _render_benchmark_deltas(store: LedgerStore, session_id: str, short: ShortId
             "verdict of no change is given. Reproduce gives the command or plan that made the runs.",
             "",
         ]
-    sources = {
-        (r["config_name"], r["concurrency"], r["request_rate"]): r["source"]
-        for r in _rows(
-            store,
-            "SELECT config_name, concurrency, request_rate, source FROM benchmarks WHERE session_id = ? "
-            "AND source IS NOT NULL ORDER BY seq",
-            [session_id],
-        )
-    }
+    sources = report.sources
 
     def reproduce(r: dict[str, Any]) -> str:
         source = sources.get((r["config_name"], r["concurrency"], r["request_rate"]))
@@ -693,15 +611,8 @@ def _render_benchmark_deltas(store: LedgerStore, session_id: str, short: ShortId
     return lines + [table]
 
 
-def _render_timeline(
-    store: LedgerStore, session_id: str, short: ShortIds, max_rows: int
-) -> list[str]:
-    rows = _rows(
-        store,
-        "SELECT seq, type, stream, summary, CAST(event_id AS VARCHAR) AS event_id, occurred_at FROM timeline "
-        "WHERE session_id = ? ORDER BY seq",
-        [session_id],
-    )
+def _render_timeline(report: SessionReport, short: ShortIds, max_rows: int) -> list[str]:
+    rows = report.timeline
     lines = ["## Timeline", ""]
     if len(rows) <= max_rows:
         occurred = any(r["occurred_at"] for r in rows)
@@ -735,31 +646,27 @@ def _render_timeline(
     ]
 
 
-def _render_session(
-    store: LedgerStore, session_id: str, short: ShortIds, timeline_max_rows: int
-) -> str:
-    parts = [
-        _render_header(store, session_id, short),
-        _render_decisions(store, session_id, short),
-        _render_triage(store, session_id, short),
-        _render_flag_verdicts(store, session_id, short),
-        _render_server_runs(store, session_id, short),
-        _render_benchmark_deltas(store, session_id, short),
-    ]
-    from .export_gpu import (
-        render_kernel_tunes,
-        render_spec_trials,
-    )  # sections only where a session has them
+def _render_session(report: SessionReport, short: ShortIds, timeline_max_rows: int) -> str:
+    from .export_gpu import render_kernel_tunes, render_spec_trials
 
+    parts = [
+        _render_header(report, short),
+        _render_decisions(report, short),
+        _render_triage(report, short),
+        _render_flag_verdicts(report, short),
+        _render_server_runs(report, short),
+        _render_benchmark_deltas(report, short),
+    ]
+    # the GPU sections only where a session has them
     parts += [
         p
         for p in (
-            render_kernel_tunes(store, session_id, markdown_table),
-            render_spec_trials(store, session_id, markdown_table),
+            render_kernel_tunes(report.kernel_tunes, markdown_table),
+            render_spec_trials(report.spec_trials, markdown_table),
         )
         if p
     ]
-    parts.append(_render_timeline(store, session_id, short, timeline_max_rows))
+    parts.append(_render_timeline(report, short, timeline_max_rows))
     return "\n\n".join("\n".join(part) for part in parts) + "\n"
 
 
@@ -803,18 +710,15 @@ def render_markdown(
             ``session_id`` (the message names it).
         LedgerBusy: the file stayed locked by a writer.
     """
-    sessions = _session_ids(store)
-    if session_id is not None:
-        if session_id not in sessions:
-            known = ", ".join(sessions[:10]) or "none"
-            raise NotFound(f"no session {session_id!r} in ledger {store.path} (sessions: {known})")
-        sessions = [session_id]
-    if not sessions:
+    return render_report(read_report(store, session_id), timeline_max_rows=timeline_max_rows)
+
+
+def render_report(report: Report, *, timeline_max_rows: int = TIMELINE_MAX_ROWS) -> str:
+    """Render a report (``ledger.read_model.read_report``) as Markdown: a pure function of the
+    report, reading nothing (see ``render_markdown`` for the document's layout)."""
+    if not report.sessions:
         return f"# tuneledger decision log\n\n{NONE_RECORDED}\n"
-    short = ShortIds(
-        r["event_id"]
-        for r in _rows(store, "SELECT CAST(event_id AS VARCHAR) AS event_id FROM events")
-    )
+    short = ShortIds(report.event_ids)
     return "\n---\n\n".join(
-        _render_session(store, sid, short, timeline_max_rows) for sid in sessions
+        _render_session(session, short, timeline_max_rows) for session in report.sessions
     )

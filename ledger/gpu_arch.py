@@ -14,6 +14,7 @@ Blackwell, ~99 KiB shared memory per block), ``sm89`` (Ada), ``sm80``/``sm86`` (
 from __future__ import annotations
 
 import re
+from typing import Any
 
 # Ordered: the first pattern that matches wins, so longer / more specific names
 # come before names they contain (GH200 before H200 before H20, A10G before A10).
@@ -91,7 +92,7 @@ SHARED_MEMORY_PER_BLOCK: dict[str, int] = {
 }
 
 
-def moe_config_shared_memory(entry: dict, element_bytes: int = 2) -> int:
+def moe_config_shared_memory(entry: dict[str, Any], element_bytes: int = 2) -> int:
     """Bytes of shared memory one fused-MoE Triton kernel block needs with ``entry``'s config:
     ``num_stages x (BLOCK_SIZE_M x BLOCK_SIZE_K + BLOCK_SIZE_K x BLOCK_SIZE_N) x element_bytes``
     (one A and one B tile per pipeline stage; Triton adds a little for barriers). The seeds' SM120
@@ -107,7 +108,7 @@ def moe_config_shared_memory(entry: dict, element_bytes: int = 2) -> int:
 
 
 def moe_config_overruns(
-    configs: dict, arch: str, dtype: str | None = None
+    configs: dict[str, Any], arch: str, dtype: str | None = None
 ) -> list[tuple[str, int, int]]:
     """The entries of a tuned MoE config file (batch size -> config) that need more shared memory
     than ``arch`` has: ``[(batch size, bytes needed, bytes per block)]``.

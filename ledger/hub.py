@@ -279,9 +279,11 @@ def push(
         ) as copy:
             for row in rows:
                 copy.write_row(row)
-        head = con.execute(
-            sql.SQL("SELECT position FROM {}.hub_head FOR UPDATE").format(schema)
-        ).fetchone()[0]
+        head = _first(
+            con.execute(
+                sql.SQL("SELECT position FROM {}.hub_head FOR UPDATE").format(schema)
+            ).fetchone()
+        )
         clash = con.execute(
             sql.SQL(
                 "SELECT i.event_id, e.position FROM incoming i JOIN {}.events e USING (event_id) "
@@ -364,9 +366,13 @@ def head(con: psycopg.Connection, remote: Remote) -> int:
     """The hub's highest position (every event at or below it is committed and visible)."""
     _check_initialised(con, remote)
     with _failing_as_remote_error(remote, "reading the hub head"):
-        return con.execute(
-            sql.SQL("SELECT position FROM {}.hub_head").format(_schema(remote))
-        ).fetchone()[0]
+        return int(
+            _first(
+                con.execute(
+                    sql.SQL("SELECT position FROM {}.hub_head").format(_schema(remote))
+                ).fetchone()
+            )
+        )
 
 
 def pull(
@@ -391,13 +397,24 @@ def pull(
         return cur.fetchall()
 
 
+def _first(row: tuple[Any, ...] | None) -> Any:
+    """The first column of a query that always returns one row (``hub_head``, ``count(*)``)."""
+    if row is None:  # pragma: no cover - the hub's schema keeps one hub_head row
+        raise RuntimeError("a one-row query on the hub returned no row")
+    return row[0]
+
+
 def count_pending_pull(con: psycopg.Connection, remote: Remote, ledger_id: UUID, after: int) -> int:
     """How many hub events after position ``after`` came from other ledgers."""
     _check_initialised(con, remote)
     with _failing_as_remote_error(remote, "counting"):
-        return con.execute(
-            sql.SQL(
-                "SELECT count(*) FROM {}.events WHERE position > %s AND origin_ledger <> %s"
-            ).format(_schema(remote)),
-            [after, ledger_id],
-        ).fetchone()[0]
+        return int(
+            _first(
+                con.execute(
+                    sql.SQL(
+                        "SELECT count(*) FROM {}.events WHERE position > %s AND origin_ledger <> %s"
+                    ).format(_schema(remote)),
+                    [after, ledger_id],
+                ).fetchone()
+            )
+        )

@@ -20,7 +20,7 @@ from typing import Any
 
 from pydantic_core import PydanticSerializationError
 
-from schemas import Event, EventEnvelope
+from schemas import Event, EventEnvelope, secrets
 from schemas.secrets import mask_json
 
 from .errors import InvalidInput
@@ -132,8 +132,23 @@ def host_json(event: Event, where: str | None = None) -> str | None:
     if event.host is None:
         return None
     text = event.host.model_dump_json()
-    _check_ints(text, f"{where or event.source or event.type}: {event.type}", "host.")
-    return mask_json(text)
+    if _HOSTS.get("") is not secrets._roots:  # secret words added since: mask again
+        _HOSTS.clear()
+        _HOSTS[""] = secrets._roots
+    stored = _HOSTS.get(text)
+    if stored is None:
+        _check_ints(text, f"{where or event.source or event.type}: {event.type}", "host.")
+        stored = mask_json(text)
+        if len(_HOSTS) >= 1024:  # a bound, not an LRU: a campaign has a handful of hosts
+            _HOSTS.clear()
+        _HOSTS[text] = stored
+    return stored
+
+
+#: Host JSON as dumped -> as stored. Most events of a campaign carry one of a few hosts, and
+#: checking and masking one costs ~7 us (a bulk import's events: ~10% of their conversion).
+#: Key "" holds the secret-word roots the entries were masked with.
+_HOSTS: dict[str, Any] = {}
 
 
 def _check_ints(text: str, label: str, prefix: str) -> None:

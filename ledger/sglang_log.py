@@ -503,6 +503,8 @@ class ServerLogFacts:
     weight_load_s: float | None = None
     kv_cache_tokens: int | None = None
     cuda_graph_bs: list[int] | None = None
+    #: The 0.5.23 capture phase ``cuda_graph_bs`` came from ("decode" or "verify"; None before).
+    cuda_graph_phase: str | None = None
     cuda_graph_captured: bool = False
     piecewise_cuda_graph: bool | None = None
     piecewise_disabled_reason: str | None = None
@@ -610,7 +612,7 @@ class ServerLogFacts:
             cuda_graph_bs=self.cuda_graph_bs,
             piecewise_cuda_graph=self.piecewise_cuda_graph,
             piecewise_disabled_reason=self.piecewise_disabled_reason,
-            moe_kernel_config=self.moe_kernel_config,  # type: ignore[arg-type]
+            moe_kernel_config=self.moe_kernel_config,
             moe_config_paths=paths,
             kv_cache_tokens=self.kv_cache_tokens,
             weight_load_s=self.weight_load_s,
@@ -742,7 +744,7 @@ def parse_server_args(text: str) -> dict[str, Any]:
         return {kw.arg: _literal(kw.value) for kw in tree.keywords if kw.arg}
     if isinstance(tree, ast.Dict):
         result: dict[str, Any] = {}
-        for key, value in zip(tree.keys, tree.values):
+        for key, value in zip(tree.keys, tree.values, strict=True):
             if key is not None:
                 result[str(_literal(key))] = _literal(value)
         return result
@@ -1013,9 +1015,10 @@ def _read_phase_capture(
             backend = _BACKEND_RE.search(msg)
             if bs and (
                 facts.cuda_graph_bs is None
-                or (phase == "decode" and facts.evidence.get("cuda_graph_phase") == "verify")
+                or (phase == "decode" and facts.cuda_graph_phase == "verify")
             ):
                 facts.cuda_graph_bs = _int_list(bs.group(1))
+                facts.cuda_graph_phase = phase
                 facts.evidence["cuda_graph_bs"] = line
                 facts.cuda_graph_backend = backend.group(1) if backend else None
         else:

@@ -61,12 +61,14 @@ import os
 import re
 import threading
 import time
+from array import array
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from itertools import accumulate
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 from uuid import UUID
 
 import duckdb
@@ -80,6 +82,8 @@ from .input_checks import host_json, payload_json
 
 if TYPE_CHECKING:
     import pyarrow as pa
+
+    from .read_model import EventFilter
 
 #: File suffixes DuckDB treats as data to scan, not as a database to open.
 _DATA_SUFFIXES = frozenset(
@@ -106,6 +110,10 @@ MAX_LAG = 10_000
 #: ``MAX_LAG`` events + close with its checkpoint). Measured p50 and p99 in bench/bench_store.py;
 #: a test checks it. Under heavy load (load average far above the cores) it stretches.
 HANDOFF_S = 2.0
+#: ``hold_s`` of ``LedgerStore.kept_open``: a long-lived writer (a runner, a plan, a sync, the
+#: TUI's writes) keeps the file this long after its last operation, so a burst of appends
+#: pays one open and one close; it lets go sooner when another process waits (``HANDOFF_S``).
+WRITER_HOLD_S = 2.0
 
 EVENTS_DDL = """
 CREATE TABLE IF NOT EXISTS events (
@@ -362,6 +370,8 @@ class _Held:
             return False
 
 
+_T = TypeVar("_T")
+
 #: Kept-open connections of this process, by resolved ledger path.
 _HELD: dict[str, _Held] = {}
 
@@ -407,6 +417,66 @@ class AppendResult:
     duplicate: bool = False
 
 
+class AppendResults(Sequence[AppendResult]):
+    """Where each event of a bulk append landed, kept column-wise.
+
+    A sequence of ``AppendResult`` in input order; each is built only when looked at
+    (building 100,000 of them, a ``UUID`` parse each, cost more than inserting the rows).
+    ``seqs`` (ints, input order) and ``applied`` (how many were new) need no object per event.
+    """
+
+    def __init__(
+        self,
+        event_ids: Any,
+        seqs: Sequence[int],
+        streams: Any,
+        versions: Any,
+        duplicates: Sequence[bool] | None = None,
+    ) -> None:
+        # ids, streams, versions: lists, or Arrow arrays turned into lists on first access.
+        self._columns: list[Any] = [event_ids, streams, versions]
+        self.seqs = seqs
+        self._duplicates = duplicates
+
+    @classmethod
+    def of(cls, results: Sequence[AppendResult]) -> AppendResults:
+        """The same results, from ``AppendResult`` objects (the careful path's)."""
+        return cls(
+            [str(r.event_id) for r in results],
+            [r.seq for r in results],
+            [r.stream for r in results],
+            [r.stream_version for r in results],
+            [r.duplicate for r in results],
+        )
+
+    @property
+    def applied(self) -> int:
+        """How many events this append stored (the others were already stored)."""
+        if self._duplicates is None:
+            return len(self.seqs)
+        return len(self._duplicates) - sum(self._duplicates)
+
+    def __len__(self) -> int:
+        return len(self.seqs)
+
+    def _lists(self) -> list[list[Any]]:
+        if not isinstance(self._columns[0], list):
+            self._columns = [column.to_pylist() for column in self._columns]
+        return self._columns
+
+    def __getitem__(self, index: Any) -> Any:
+        if isinstance(index, slice):
+            return [self[i] for i in range(*index.indices(len(self)))]
+        ids, streams, versions = self._lists()
+        duplicate = bool(self._duplicates[index]) if self._duplicates is not None else False
+        return AppendResult(
+            UUID(ids[index]), self.seqs[index], streams[index], versions[index], duplicate
+        )
+
+    def __repr__(self) -> str:
+        return f"AppendResults({len(self)} events, {self.applied} new)"
+
+
 class LedgerStore:
     """An append-only ledger in one DuckDB file.
 
@@ -421,6 +491,9 @@ class LedgerStore:
             within ``HANDOFF_S`` when another process waits for the file. Other processes,
             and DuckDB's own shell, cannot open the file while it is held; ``close()``
             lets go at once, and interpreter exit does too.
+        hold_reads: with ``hold_s``, whether a read opens (and keeps) the file too. False
+            (the TUI): only writes keep it open; a read uses the kept-open connection while
+            one is held, else opens read-only for that read, as a one-shot store does.
     """
 
     def __init__(
@@ -430,11 +503,13 @@ class LedgerStore:
         clock: Callable[[], datetime] | None = None,
         lock_timeout_s: float = 30.0,
         hold_s: float = 0.0,
+        hold_reads: bool = True,
     ) -> None:
         self.path = Path(path)
         self.clock = clock or (lambda: datetime.now(UTC))
         self.lock_timeout_s = lock_timeout_s
         self.hold_s = hold_s
+        self.hold_reads = hold_reads
         self._key = os.path.realpath(self.path)
         self._lock = _lock_for(self.path)
 
@@ -459,11 +534,16 @@ class LedgerStore:
             )
         if self.path.is_dir():
             raise InvalidInput(f"{name}: is a directory, not a ledger file")
-        if self.path.exists() and self.path.stat().st_size > 0:
-            with self.path.open("rb") as handle:
-                header = handle.read(12)
-            if header[8:12] != b"DUCK":
-                raise InvalidInput(f"{name}: not a DuckDB ledger file")
+        # DuckDB locks the file with a POSIX record lock, which the kernel drops when the
+        # process closes *any* descriptor of that file: reading the header while this process
+        # keeps the file open would let another process (DuckDB's shell) open it read-write.
+        # A kept-open file was checked when it was opened; the lock keeps one from opening now.
+        with self._lock:
+            if _HELD.get(self._key) is None and self.path.exists() and self.path.stat().st_size:
+                with self.path.open("rb") as handle:
+                    header = handle.read(12)
+                if header[8:12] != b"DUCK":
+                    raise InvalidInput(f"{name}: not a DuckDB ledger file")
 
     @contextmanager
     def connect(
@@ -487,7 +567,7 @@ class LedgerStore:
         if read_only and not self.path.exists():
             raise NotFound(f"no ledger at {self.path} (create it with `tuneledger init`)")
         with self._lock:
-            held = self._held(create=not config)
+            held = self._held(create=not config and (self.hold_reads or not read_only))
             if held is not None and config:
                 held.let_go()
                 held = None
@@ -504,6 +584,22 @@ class LedgerStore:
                 if not read_only:  # the caller may have written anything: re-read what is cached
                     held.refresh()
                 held.done()
+
+    def kept_open(self, hold_s: float = WRITER_HOLD_S) -> LedgerStore:
+        """A store on the same file that keeps it open for ``hold_s`` after each operation.
+
+        For long-lived writers (runners, plans, a sync): a run of appends costs one open and
+        one close instead of one each (a one-shot append opens, checkpoints and closes the
+        file: ~25 ms). The one-writer rule still holds: another process that waits for the
+        file gets it within ``HANDOFF_S``; ``close()`` or interpreter exit lets go at once.
+        """
+        return LedgerStore(
+            self.path,
+            clock=self.clock,
+            lock_timeout_s=self.lock_timeout_s,
+            hold_s=max(self.hold_s, hold_s),
+            hold_reads=self.hold_reads,
+        )
 
     def close(self) -> None:
         """Let go of a kept-open connection now (catching the projections up first); idempotent."""
@@ -532,13 +628,14 @@ class LedgerStore:
     def _connect_once(
         self, read_only: bool, config: dict[str, Any]
     ) -> Iterator[duckdb.DuckDBPyConnection]:
-        con, fd = self._open_locked(read_only, config)
+        con, locked = self._open_locked(read_only, config)
+        fd: int | None = locked
         try:
             if read_only and not self._ready(con):
                 # Written by older code, or a writer was killed before it caught the projections
                 # up: bring the file up to date as a writer, then read (rare: one extra open).
                 con.close()
-                sidecar_lock.release(fd)
+                sidecar_lock.release(locked)
                 fd = None
                 self._repair()
                 con, fd = self._open_locked(read_only, config)
@@ -813,6 +910,13 @@ class LedgerStore:
             raise EventIdReused("the batch holds the same event_id twice")
         if expected_version is not None and len({row["stream"] for row in rows}) != 1:
             raise InvalidInput("expected_version needs every event of the batch in one stream")
+        return self._writing(
+            lambda con, held: self._write(con, rows, expected_version, samples, held, record)
+        )
+
+    def _writing(self, write: Callable[[duckdb.DuckDBPyConnection, _Held | None], _T]) -> _T:
+        """Run ``write(con, held)`` as the file's single writer: on the kept-open connection
+        (catching the projections up when ``MAX_LAG`` events wait), or one-shot."""
         if not self.path.exists():
             self.init()
         with self._lock:
@@ -820,64 +924,89 @@ class LedgerStore:
             if held is None:
                 with self._connect_once(False, {}) as con:
                     self._ensure_schema(con)
-                    return self._write(con, rows, expected_version, samples, None, record)
+                    return write(con, None)
             held.last_used = time.monotonic()
             try:
-                results = self._write(held.con, rows, expected_version, samples, held, record)
+                results = write(held.con, held)
                 if held.head - held.projected >= MAX_LAG:
                     held.catch_up()
             finally:
                 held.done()
             return results
 
+    def append_columns(
+        self,
+        table: pa.Table,
+        *,
+        record: Callable[[duckdb.DuckDBPyConnection, AppendResults], None] | None = None,
+    ) -> AppendResults:
+        """Append many events at once, in table order, atomically: the bulk path.
+
+        For the bulk import (``ledger.bulk``) and sync's pull (``ledger.sync``). ``table``
+        holds ``events`` rows as ``event_row`` makes them, one column each (the
+        ``_arrow_schema()`` columns; ``seq`` is ignored, ``stream_version`` may be null, a
+        null ``recorded_at`` is stamped with the store's clock inside the transaction).
+        The text columns are stored as they are: secrets must be masked already.
+
+        One transaction: one narrow query numbers the events (``seq`` from the head, each
+        stream's version from its head, by window function), one ``INSERT ... SELECT``
+        stores them; no Python object per event. Same guarantees and errors as ``append``:
+        anything that may be a retry or a conflict (a stored ``event_id``, a given
+        ``stream_version`` that differs, a retraction of an event not found) rolls back and
+        takes ``append_rows``'s careful path, which stores the new events and words the error.
+        ``record(con, results)`` runs inside the transaction (sync bookkeeping).
+
+        Raises:
+            EventIdReused, ConcurrencyConflict, NotFound, LedgerBusy: as ``append``.
+        """
+        if table.num_rows == 0:
+            return AppendResults([], [], [], [])
+        # An event_id twice in the batch: the unique index refuses the insert, and the
+        # careful path names the error (no check of the whole batch on the fast path).
+        return self._writing(lambda con, held: self._write_columns(con, table, held, record))
+
     def append_replicated(
         self,
-        rows: Sequence[dict[str, Any]],
+        rows: Sequence[dict[str, Any]] | pa.Table,
         *,
-        record: Callable[[duckdb.DuckDBPyConnection, list[AppendResult]], None] | None = None,
-    ) -> list[AppendResult]:
+        record: Callable[[duckdb.DuckDBPyConnection, AppendResults], None] | None = None,
+    ) -> AppendResults:
         """Append events pulled from a sync hub, in the given (hub) order, atomically.
 
-        For ``ledger.sync``. Each row is one stored event's envelope columns: ``event_id``,
-        ``type``, ``schema_version``, ``stream``, ``recorded_at`` (aware datetime),
-        ``actor_kind``, ``actor_name``, ``session_id``, ``causation_id``, ``correlation_id``,
-        ``source`` (str or None), ``host`` and ``payload`` (JSON text), ``occurred_at``
-        (aware datetime or None). They are stored as
-        they are (secrets masked, as for every event), at their own ``schema_version``
-        (upcast on read, like every stored row).
-        Each gets the next local ``seq`` and the next version of its stream *in this
-        ledger*: two hosts may both have appended at one stream version while offline,
-        and both events are kept (the origin's version stays in ``sync_events``).
-        Idempotent by ``event_id`` like ``append``. ``record(con, results)`` runs inside
-        the same transaction, so the sync bookkeeping commits with the events or not at all.
-        The row dicts are used as they are (``seq`` and ``stream_version`` are set in them).
+        For ``ledger.sync``. ``rows``: an Arrow table of ``events`` columns as
+        ``append_columns`` takes it, or one dict per event with the envelope columns:
+        ``event_id``, ``type``, ``schema_version``, ``stream``, ``recorded_at`` (aware
+        datetime), ``actor_kind``, ``actor_name``, ``session_id``, ``causation_id``,
+        ``correlation_id``, ``source`` (str or None), ``host`` and ``payload`` (JSON text),
+        ``occurred_at`` (aware datetime or None). They are stored as they are (secrets
+        masked, as for every event), at their own ``schema_version`` (upcast on read, like
+        every stored row). Each gets the next local ``seq`` and the next version of its
+        stream *in this ledger* (a hub's ``stream_version`` is ignored): two hosts may both
+        have appended at one stream version while offline, and both events are kept (the
+        origin's version stays in ``sync_events``). Idempotent by ``event_id`` like
+        ``append``. ``record(con, results)`` runs inside the same transaction, so the sync
+        bookkeeping commits with the events or not at all.
 
         Raises:
             EventIdReused: an ``event_id`` is stored here with different content.
             NotFound: a retraction of an event this ledger does not hold.
             LedgerBusy: the file stayed locked.
         """
-        batch = list(rows)
-        for (
-            row
-        ) in batch:  # in place: copying 100k dicts costs more than the rest of the Python side
-            row["seq"] = row["stream_version"] = None
-        # A hub may hold what an older client or plain SQL wrote: mask as ``_row`` does
-        # (idempotent, so a re-pulled event still compares equal to the stored one). One scan
-        # of the whole batch first: the usual batch holds no secret and is not looked at again
-        # (a hit in the joined text is a hit in some row: the scan looks no further back than
-        # one character, and a newline reads as a row's start).
-        texts = [
-            text for row in batch for text in (row["payload"], row["host"], row["source"]) if text
-        ]
-        if may_hold_secret("\n".join(texts)):
-            for row in batch:
-                row["payload"] = mask_json(row["payload"])
-                if row["host"] is not None:
-                    row["host"] = mask_json(row["host"])
-                if row["source"]:
-                    row["source"] = mask_text(row["source"])
-        return self.append_rows(batch, record=record)
+        import pyarrow as pa
+
+        schema = _arrow_schema()
+        if isinstance(rows, pa.Table):
+            table = rows
+        else:
+            table = pa.Table.from_pylist(
+                [{**row, "seq": None, "stream_version": None} for row in rows], schema=schema
+            )
+        table = table.set_column(
+            schema.get_field_index("stream_version"),
+            "stream_version",
+            pa.nulls(table.num_rows, pa.int64()),
+        )
+        return self.append_columns(_masked_columns(table), record=record)
 
     def _write(
         self,
@@ -892,8 +1021,7 @@ class LedgerStore:
         once (the ``event_id`` and ``(stream, stream_version)`` unique indexes are the
         check); a retry, a conflict or a doubt rolls back and takes the careful path, which
         looks each id up and raises the precise error."""
-        con.execute("BEGIN")
-        try:
+        with self._transaction(con, held):
             if held is not None:
                 projected, head = held.projected, held.head
             else:
@@ -915,11 +1043,19 @@ class LedgerStore:
             for result in results:
                 if samples and not result.duplicate and result.event_id in samples:
                     self._insert_samples(con, result.event_id, samples[result.event_id])
-            if record is not None:
-                record(con, results)
-            if held is None:
-                projections.catch_up(con, projected)
-            con.execute("COMMIT")
+            self._commit(con, results, record, held, projected)
+        if held is not None:
+            held.heads.update(new_heads)
+            held.head = max([head, *(r.seq for r in results)])
+        return results
+
+    @staticmethod
+    @contextmanager
+    def _transaction(con: duckdb.DuckDBPyConnection, held: _Held | None) -> Iterator[None]:
+        """BEGIN; on any error ROLLBACK (and forget a kept-open writer's cached stream heads)."""
+        con.execute("BEGIN")
+        try:
+            yield
         except BaseException:
             # After an interrupt DuckDB may already have aborted the transaction; a failing
             # ROLLBACK must not hide the original error (KeyboardInterrupt included).
@@ -928,10 +1064,124 @@ class LedgerStore:
             if held is not None:
                 held.heads.clear()
             raise
+
+    @staticmethod
+    def _commit(
+        con: duckdb.DuckDBPyConnection,
+        results: Any,
+        record: Callable[[duckdb.DuckDBPyConnection, Any], None] | None,
+        held: _Held | None,
+        projected: int,
+    ) -> None:
+        """The end of an append transaction: the caller's bookkeeping (``record``), the
+        projections caught up (one-shot only: a kept-open writer batches them), COMMIT."""
+        if record is not None:
+            record(con, results)
+        if held is None:
+            projections.catch_up(con, projected)
+        con.execute("COMMIT")
+
+    def _write_columns(
+        self,
+        con: duckdb.DuckDBPyConnection,
+        table: pa.Table,
+        held: _Held | None,
+        record: Callable[[duckdb.DuckDBPyConnection, AppendResults], None] | None,
+    ) -> AppendResults:
+        """One bulk append transaction (``append_columns``); the careful path on any doubt."""
+        with self._transaction(con, held):
+            if held is not None:
+                projected, head = held.projected, held.head
+            else:
+                _, projected, head = self._state(con)
+            try:
+                results = self._insert_columns(con, table, projected, head)
+            except (duckdb.ConstraintException, _NotFresh):
+                con.execute("ROLLBACK")
+                con.execute("BEGIN")
+                rows = table.to_pylist()
+                if len({row["event_id"] for row in rows}) != len(rows):
+                    raise EventIdReused("the batch holds the same event_id twice") from None
+                stored = self._stored(con, rows)
+                fresh = [row for row in rows if row["event_id"] not in stored]
+                heads = self._stream_heads(
+                    con, sorted({row["stream"] for row in rows}), projected, None
+                )
+                found, _ = self._insert(con, rows, fresh, stored, None, heads, head)
+                results = AppendResults.of(found)
+            self._commit(con, results, record, held, projected)
         if held is not None:
-            held.heads.update(new_heads)
-            held.head = max([head, *(r.seq for r in results)])
+            held.heads.clear()  # the batch moved many streams: read them again when needed
+            held.head = max(held.head, max(results.seqs, default=0))
         return results
+
+    def _insert_columns(
+        self, con: duckdb.DuckDBPyConnection, table: pa.Table, projected: int, head: int
+    ) -> AppendResults:
+        """Number and insert a batch assumed new; ``_NotFresh`` (or the unique indexes'
+        ``ConstraintException``) when it may not be."""
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        n = table.num_rows
+        retractions = pc.equal(table.column("type"), "event_retracted")
+        if pc.any(retractions).as_py():
+            targets = [
+                json.loads(text)["retracted_event_id"]
+                for text in table.filter(retractions).column("payload").to_pylist()
+            ]
+            in_batch = pc.is_in(
+                pa.array(targets, pa.string()), value_set=table.column("event_id")
+            ).to_pylist()
+            outside = [t for t, inside in zip(targets, in_batch, strict=True) if not inside]
+            if outside and len(self._known_ids(con, outside)) != len(set(outside)):
+                raise _NotFresh
+        schema = _arrow_schema()
+        table = table.select(schema.names).cast(schema)
+        table = table.set_column(0, "seq", pa.array(range(head + 1, head + n + 1), pa.int64()))
+        # Each stream's versions continue from its head (``stream_heads`` plus the not yet
+        # projected tail), in table order: a window over two narrow columns, fetched back in
+        # order so the wide rows are inserted as they are (sorting them would move the payloads).
+        con.register("incoming", table)
+        try:
+            versions = (
+                con.sql(
+                    "WITH s AS (SELECT DISTINCT stream FROM incoming), h AS ("
+                    "  SELECT stream, max(v) AS v FROM ("
+                    "    SELECT stream, version AS v FROM stream_heads WHERE stream IN (FROM s)"
+                    "    UNION ALL SELECT stream, stream_version FROM events"
+                    "    WHERE seq > $after AND stream IN (FROM s)) GROUP BY stream)"
+                    " SELECT coalesce(h.v, 0) + row_number() OVER (PARTITION BY i.stream ORDER BY i.seq)"
+                    " AS version FROM incoming i LEFT JOIN h USING (stream) ORDER BY i.seq",
+                    params={"after": projected},
+                )
+                .to_arrow_table()
+                .column(0)
+            )
+            given = table.column("stream_version")
+            if given.null_count < n and pc.any(pc.not_equal(given, versions)).as_py():
+                raise _NotFresh
+            table = table.set_column(
+                schema.get_field_index("stream_version"), "stream_version", versions
+            )
+            con.unregister("incoming")
+            con.register("incoming", table)
+            con.execute(
+                f"INSERT INTO events ({', '.join(_COLUMNS)}) SELECT seq, event_id::UUID, type, "
+                "schema_version, stream, stream_version, coalesce(recorded_at, $now), actor_kind, "
+                "actor_name, session_id, causation_id::UUID, correlation_id::UUID, source, "
+                "host::JSON, payload::JSON, occurred_at FROM incoming",
+                {"now": self.clock()},
+            )
+        finally:
+            with suppress(duckdb.Error):  # aborted by a conflict: the rollback drops it
+                con.unregister("incoming")
+        return AppendResults(
+            table.column("event_id"),
+            range(head + 1, head + n + 1),
+            table.column("stream"),
+            versions,
+        )
 
     @staticmethod
     def _stream_heads(
@@ -980,7 +1230,9 @@ class LedgerStore:
         }
         for row in rows:
             old = stored.get(row["event_id"])
-            if old is not None and _identity(dict(zip(_IDENTITY, old[3:]))) != _identity(row):
+            if old is not None and _identity(
+                dict(zip(_IDENTITY, old[3:], strict=True))
+            ) != _identity(row):
                 raise EventIdReused(
                     f"event_id {row['event_id']} is already stored with other content"
                 )
@@ -1134,17 +1386,20 @@ class LedgerStore:
     def head(self) -> int:
         """The highest ``seq`` stored (0 for an empty ledger)."""
         with self.connect() as con:
-            return con.execute("SELECT coalesce(max(seq), 0) FROM events").fetchall()[0][0]
+            return int(con.execute("SELECT coalesce(max(seq), 0) FROM events").fetchall()[0][0])
 
     def stream_version(self, stream: str) -> int:
         """The version of ``stream`` (0 when it has no events)."""
         with self.connect() as con:
-            return con.execute(
-                "SELECT coalesce(max(stream_version), 0) FROM events WHERE stream = ?", [stream]
-            ).fetchall()[0][0]
+            return int(
+                con.execute(
+                    "SELECT coalesce(max(stream_version), 0) FROM events WHERE stream = ?", [stream]
+                ).fetchall()[0][0]
+            )
 
     def read(
         self,
+        flt: EventFilter | None = None,
         *,
         after_seq: int = 0,
         types: Iterable[str] | None = None,
@@ -1155,27 +1410,18 @@ class LedgerStore:
     ) -> list[Event]:
         """Events in ``seq`` order (oldest first unless ``newest_first``), as current models.
 
-        Filters combine with AND; ``types`` matches any of the given type names.
+        ``flt`` (``ledger.read_model.EventFilter``, the read model's one filter) or the
+        keyword filters; they combine with AND; ``types`` matches any of the given type names.
         """
-        where, params = ["seq > ?"], [after_seq]
-        type_list = list(types or [])
-        if type_list:
-            where.append("type IN (SELECT unnest(?::VARCHAR[]))")
-            params.append(type_list)
-        if session_id is not None:
-            where.append("session_id = ?")
-            params.append(session_id)
-        if stream is not None:
-            where.append("stream = ?")
-            params.append(stream)
-        sql = f"SELECT {', '.join(_COLUMNS)} FROM events WHERE {' AND '.join(where)} ORDER BY seq"
-        if newest_first:
-            sql += " DESC"
-        if limit is not None:
-            sql += f" LIMIT {int(limit)}"
+        from .read_model import EventFilter, event_rows
+
+        if flt is None:
+            flt = EventFilter(
+                types=tuple(types or ()), session_id=session_id, stream=stream, after_seq=after_seq
+            )
         with self.connect() as con:
-            rows = con.execute(sql, params).fetchall()
-        return [row_to_event(dict(zip(_COLUMNS, row))) for row in rows]
+            rows = event_rows(con, flt, _COLUMNS, limit=limit, newest_first=newest_first)
+        return [row_to_event(dict(zip(_COLUMNS, row, strict=True))) for row in rows]
 
     def get(self, event_id: str | UUID) -> Event:
         """The event with this id (a unique prefix of at least 8 hex digits also works).
@@ -1208,12 +1454,76 @@ class LedgerStore:
                     f"event id prefix {event_id} is ambiguous ({rows[0][1]}, {rows[1][1]}, ...): give more digits"
                 )
             raise NotFound(f"event {event_id} not found")
-        return row_to_event(dict(zip(_COLUMNS, rows[0])))
+        return row_to_event(dict(zip(_COLUMNS, rows[0], strict=True)))
 
     def query_arrow(self, sql: str, params: Sequence[Any] | None = None) -> pa.Table:
         """Run one trusted read query (views included) and return an Arrow table."""
         with self.connect() as con:
             return con.sql(sql, params=list(params) if params else None).to_arrow_table()
+
+
+def _masked_columns(table: pa.Table) -> pa.Table:
+    """``table`` with secrets masked in ``payload``, ``host`` and ``source`` (``schemas.secrets``).
+
+    For rows that did not pass ``event_row`` (a hub may hold what an older client or plain
+    SQL wrote). One scan of the three columns' joined text first: the usual batch holds no
+    secret and is returned as it is (a hit in the joined text is a hit in some row: the scan
+    looks no further back than one character, and a newline reads as a row's start).
+    Masking is idempotent, so a re-pulled event still compares equal to the stored one.
+    """
+    import pyarrow as pa
+
+    columns = {name: table.column(name).to_pylist() for name in ("payload", "host", "source")}
+    if not may_hold_secret("\n".join(t for values in columns.values() for t in values if t)):
+        return table
+    maskers = {"payload": mask_json, "host": mask_json, "source": mask_text}
+    for name, values in columns.items():
+        masked = [maskers[name](v) if v else v for v in values]
+        table = table.set_column(
+            table.schema.get_field_index(name), name, pa.array(masked, pa.string())
+        )
+    return table
+
+
+def rows_table(rows: Sequence[dict[str, Any]]) -> pa.Table:
+    """``event_row`` dicts as one Arrow table of ``events`` columns (``append_columns``'s input)."""
+    return columns_table({name: [row.get(name) for row in rows] for name in _COLUMNS}, len(rows))
+
+
+def columns_table(columns: Mapping[str, Sequence[Any]], length: int) -> pa.Table:
+    """Columns of ``events`` values (``event_row``'s kinds: ids and JSON as text, aware
+    datetimes) as ``append_columns``'s input; a column not given is null. ``length``: rows."""
+    import pyarrow as pa
+
+    schema = _arrow_schema()
+    return pa.Table.from_arrays(
+        [
+            (_text_array if field.type == pa.string() else pa.array)(
+                columns[field.name], field.type
+            )
+            if field.name in columns
+            else pa.nulls(length, field.type)
+            for field in schema
+        ],
+        schema=schema,
+    )
+
+
+def _text_array(values: Sequence[str | None], kind: pa.DataType) -> pa.Array:
+    """``pa.array(values, pa.string())`` at a quarter of its CPU for long texts (payloads):
+    pyarrow grows its buffer by reallocation string by string; here one joined buffer and
+    its offsets are handed over. Columns with nulls take ``pa.array``."""
+    import pyarrow as pa
+
+    if not values or any(value is None for value in values):
+        return pa.array(values, kind)
+    encoded = [value.encode() for value in values]  # type: ignore[union-attr]
+    offsets = [0, *accumulate(map(len, encoded))]
+    if offsets[-1] >= 2**31:  # beyond 32-bit offsets: pyarrow splits it
+        return pa.array(values, kind)
+    return pa.StringArray.from_buffers(
+        len(encoded), pa.py_buffer(array("i", offsets)), pa.py_buffer(b"".join(encoded))
+    )
 
 
 def event_row(event: Event, recorded_at: datetime | None = None) -> dict[str, Any]:

@@ -13,8 +13,9 @@ after the hub's commit is simply pushed again: the hub returns the stored positi
 
 Pull: the hub events of other ledgers after this ledger's ``pulled_position``, up to the
 hub head read at the start, in hub order and batches of ``batch`` events; each batch is
-appended with ``LedgerStore.append_replicated`` together with its ``sync_events`` rows
-and the new ``pulled_position``, in one local transaction. An interrupted pull (Ctrl-C,
+appended with ``LedgerStore.append_replicated`` (the bulk import's column path: one
+``INSERT ... SELECT``, seq and stream versions numbered in SQL) together with its
+``sync_events`` rows and the new ``pulled_position``, in one local transaction. An interrupted pull (Ctrl-C,
 a dropped connection, SIGKILL) leaves a prefix of the hub's order and resumes after it.
 
 Concurrent events: event X *saw* event Y when they come from one ledger and X came
@@ -39,7 +40,7 @@ from uuid6 import uuid7
 
 from . import hub
 from .remote import REMOTES_DDL, Remote
-from .store import AppendResult, LedgerStore
+from .store import AppendResults, LedgerStore, columns_table
 
 #: How many events one pull transaction applies.
 PULL_BATCH = 50_000
@@ -168,9 +169,11 @@ def count_to_push(store: LedgerStore) -> int:
     if not store.path.exists():
         return 0
     with store.connect() as con:
-        return con.execute(
-            "SELECT count(*) FROM events e ANTI JOIN sync_events s ON s.event_id = e.event_id"
-        ).fetchall()[0][0]
+        return int(
+            con.execute(
+                "SELECT count(*) FROM events e ANTI JOIN sync_events s ON s.event_id = e.event_id"
+            ).fetchall()[0][0]
+        )
 
 
 def counts(store: LedgerStore, remote: Remote) -> SyncCounts:
@@ -249,21 +252,22 @@ def _recorder(
     hub_head: int,
     now: datetime,
     pushed: _Pushed | None,
-) -> Callable[[duckdb.DuckDBPyConnection, list[AppendResult]], None]:
-    def record(con: duckdb.DuckDBPyConnection, results: list[AppendResult]) -> None:
+) -> Callable[[duckdb.DuckDBPyConnection, AppendResults], None]:
+    columns = dict(zip(hub.PULL_COLUMNS, zip(*batch, strict=True), strict=True))
+
+    def record(con: duckdb.DuckDBPyConnection, results: AppendResults) -> None:
         if pushed is not None:
             pushed.record(con, remote)
-        col = {name: i for i, name in enumerate(hub.PULL_COLUMNS)}
         table = pa.table(
             {
-                "event_id": [row[col["event_id"]] for row in batch],
-                "seq": [result.seq for result in results],
-                "position": [row[col["position"]] for row in batch],
-                "origin_ledger": [row[col["origin_ledger"]] for row in batch],
-                "origin_name": [row[col["origin_name"]] for row in batch],
-                "origin_seq": [row[col["origin_seq"]] for row in batch],
-                "origin_stream_version": [row[col["stream_version"]] for row in batch],
-                "seen_position": [row[col["seen_position"]] for row in batch],
+                "event_id": columns["event_id"],
+                "seq": pa.array(results.seqs, pa.int64()),
+                "position": columns["position"],
+                "origin_ledger": columns["origin_ledger"],
+                "origin_name": columns["origin_name"],
+                "origin_seq": columns["origin_seq"],
+                "origin_stream_version": columns["stream_version"],
+                "seen_position": columns["seen_position"],
             }
         )
         con.register("pulled_rows", table)
@@ -296,6 +300,14 @@ def _save_state(
         "last_pushed = coalesce(?, sync_state.last_pushed), last_pulled = coalesce(?, sync_state.last_pulled)",
         [remote.name, position, hub_head, now, pushed, pulled, pushed, pulled],
     )
+
+
+def _pull_table(batch: list[tuple[Any, ...]]) -> pa.Table:
+    """Hub rows as ``append_replicated`` takes them: one Arrow column per ``events`` column
+    (no dict per event; the hub's ``stream_version`` is dropped: versions are local)."""
+    columns = dict(zip(hub.PULL_COLUMNS, zip(*batch, strict=True), strict=True))
+    del columns["stream_version"]
+    return columns_table(columns, len(batch))
 
 
 def _pull_rows(batch: list[tuple[Any, ...]]) -> list[dict[str, Any]]:
@@ -361,11 +373,23 @@ def sync(
         RemoteError: the hub cannot be reached, refused, or is not initialised (exit 9).
         LedgerBusy: the local file stayed locked.
     """
+    # The file is kept open for the whole sync (one open and one close; another process that
+    # waits for it still gets it within the hand-off time) and let go at the end.
+    store = store.kept_open()
+    try:
+        return _sync(store, remote, batch, progress)
+    finally:
+        store.close()
+
+
+def _sync(
+    store: LedgerStore,
+    remote: Remote,
+    batch: int,
+    progress: Callable[[str, int], None] | None,
+) -> SyncReport:
     _prepare(store)
     now = datetime.now(UTC)
-    # One local connection before the hub, one per pulled batch (the push's positions are
-    # recorded with the first), one at the end when nothing was pulled: opening a DuckDB
-    # file costs ~10 ms, more on a busy machine.
     with store.connect(read_only=False) as con:
         _ensure_in(con)
         ledger_id, ledger_name = _identity_in(con)
@@ -394,10 +418,10 @@ def sync(
             if not rows:
                 break
             results = store.append_replicated(
-                _pull_rows(rows), record=_recorder(remote, rows, position, hub_head, now, pending)
+                _pull_table(rows), record=_recorder(remote, rows, position, hub_head, now, pending)
             )
             pending = None
-            applied += sum(not r.duplicate for r in results)
+            applied += results.applied
             pulled += len(rows)
             if progress:
                 progress("pulled", pulled)

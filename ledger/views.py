@@ -14,11 +14,15 @@ Views (columns are listed in the README):
 ``all_events``           every event, payload upcast to the current version, ``retracted`` flag
 ``live_events``          the same without retracted events
 ``live_control``         the projection ``control_events`` without retracted events (what the views read)
-``board``                every candidate's current status, verdict, priority, reason, latest evidence
+``board``                every candidate's current status, verdict, priority, reason, latest evidence,
+                         engine version (the proposal's, else that of its flag's latest verdict)
+``board_deltas``         per candidate, the output_throughput change of its latest related configuration
 ``flag_verdict_history`` every verdict ever given on a flag, with its basis
 ``flag_verdicts``        the latest verdict per flag, engine, engine_version and arch
 ``server_runs``          one row per server run: flag set, startup facts, change against the previous run
 ``benchmarks``           one row per benchmark run (one concurrency), metrics flattened
+``benchmark_summary``    one row per arm (configuration, workload, concurrency, rate): runs, and per
+                         compared metric the value, change and verdict (the benchmarks pane)
 ``benchmark_deltas``     each configuration against the session's baseline, per concurrency and metric:
                          the latest statistical comparison (``comparison_completed``) where one
                          exists, else a simple rule (|change| within the noise floor)
@@ -32,6 +36,7 @@ Views (columns are listed in the README):
 from __future__ import annotations
 
 import hashlib
+from typing import TYPE_CHECKING, Any
 
 import duckdb
 
@@ -40,7 +45,10 @@ from schemas.upcasting import sql_upcast_expression
 from schemas.vocab import NO_EFFECT_VERDICTS
 
 from . import projections
-from .projections import BENCH_METRICS, DELTA_METRICS, MEASUREMENT_TYPES
+from .projections import ARM_KEY, BENCH_METRICS, DELTA_METRICS, MEASUREMENT_TYPES
+
+if TYPE_CHECKING:
+    from .store import LedgerStore
 
 __all__ = [
     "DELTA_METRICS",
@@ -50,6 +58,19 @@ __all__ = [
     "known_no_effect",
     "view_sql",
 ]
+
+#: The metric of the board's benchmark column (``board_deltas``).
+BOARD_DELTA_METRIC = "output_throughput"
+
+#: Every candidate as last proposed (a re-proposal replaces the first): the board's rows.
+_PROPOSED = """
+    SELECT (payload->>'candidate_id') AS candidate_id, session_id, seq AS proposed_seq,
+           recorded_at AS proposed_at, (payload->>'kind') AS kind, (payload->>'title') AS title,
+           (payload->>'flag') AS flag, (payload->>'priority') AS priority,
+           (payload->>'hypothesis') AS hypothesis, arch, host_engine_version AS engine_version
+    FROM live_control WHERE type = 'candidate_proposed'
+    QUALIFY row_number() OVER (PARTITION BY (payload->>'candidate_id') ORDER BY sync_order DESC) = 1
+"""
 
 
 def _sql_list(values: tuple[str, ...]) -> str:
@@ -73,6 +94,29 @@ def view_sql() -> dict[str, str]:
     metric_cols = ", ".join(BENCH_METRICS)
     delta_rows = ",\n            ".join(
         f"('{name}', {direction}, {floor}::DOUBLE)" for name, direction, floor in DELTA_METRICS
+    )
+    metrics = [name for name, _, _ in DELTA_METRICS]
+    arm_cols = ", ".join(ARM_KEY)
+    base_arm_cols = ", ".join("baseline_config" if c == "config_name" else c for c in ARM_KEY)
+    run_means = ", ".join(f"avg({m}) AS {m}_mean" for m in metrics)
+    compared_cols = ", ".join(
+        f"max({col}) FILTER (WHERE metric = '{m}') AS {m}_{alias}"
+        for m in metrics
+        for col, alias in (("value", "value"), ("change_pct", "change_pct"), ("verdict", "verdict"))
+    )
+    as_baseline_cols = ", ".join(
+        f"max(baseline_value) FILTER (WHERE metric = '{m}') AS {m}_value" for m in metrics
+    )
+    r_arm_cols = ", ".join(f"r.{c}" for c in ARM_KEY)
+    summary_cols = ",\n       ".join(
+        f"coalesce(c.{m}_value, CASE WHEN r.is_baseline THEN b.{m}_value END, r.{m}_mean) AS {m}, "
+        f"c.{m}_change_pct, c.{m}_verdict"
+        for m in metrics
+    )
+    join_c = " AND ".join(f"c.{k} IS NOT DISTINCT FROM r.{k}" for k in ARM_KEY)
+    join_b = " AND ".join(
+        f"b.{'baseline_config' if k == 'config_name' else k} IS NOT DISTINCT FROM r.{k}"
+        for k in ARM_KEY
     )
     return {
         "all_events": f"""
@@ -173,14 +217,7 @@ HAVING count(DISTINCT origin) >= 2
         OR count(DISTINCT verdict) >= 2
         OR (bool_or(type = 'decision_recorded') AND bool_or(type = 'flag_verdict')))""",
         "board": f"""
-WITH proposed AS (
-    SELECT (payload->>'candidate_id') AS candidate_id, session_id, seq AS proposed_seq,
-           recorded_at AS proposed_at, (payload->>'kind') AS kind, (payload->>'title') AS title,
-           (payload->>'flag') AS flag, (payload->>'priority') AS priority,
-           (payload->>'hypothesis') AS hypothesis, arch, host_engine_version AS engine_version
-    FROM live_control WHERE type = 'candidate_proposed'
-    QUALIFY row_number() OVER (PARTITION BY (payload->>'candidate_id') ORDER BY sync_order DESC) = 1
-),
+WITH proposed AS ({_PROPOSED}),
 stream_heads AS (
     -- the candidate stream's version (retracted events count: they are still in the stream),
     -- what a triage passes as expected_version
@@ -214,7 +251,9 @@ latest_link AS (
 SELECT p.candidate_id, p.session_id, p.kind, p.title, p.flag, p.priority,
        CASE WHEN k.candidate_id IS NOT NULL THEN 'conflicting' ELSE coalesce(t.status, 'proposed') END AS status,
        coalesce(t.verdict, fv.verdict) AS verdict,
-       t.reason, p.hypothesis, p.arch, p.engine_version, h.stream_version,
+       t.reason, p.hypothesis, p.arch,
+       -- no engine version on the proposal (no host): the one the flag's verdict was given at
+       coalesce(p.engine_version, fv.engine_version) AS engine_version, h.stream_version,
        l.type AS latest_evidence_type, l.summary AS latest_evidence,
        l.event_id AS latest_evidence_event_id,
        greatest(p.proposed_seq, coalesce(t.triaged_seq, 0), coalesce(l.seq, 0)) AS updated_seq,
@@ -225,7 +264,8 @@ LEFT JOIN triage t USING (candidate_id)
 LEFT JOIN latest_link l USING (candidate_id)
 LEFT JOIN stream_heads h ON h.stream = 'candidate:' || p.candidate_id
 LEFT JOIN (
-    SELECT flag, arch, verdict FROM flag_verdicts
+    -- the flag's latest verdict on the candidate's arch, and the engine version it was given at
+    SELECT flag, arch, verdict, engine_version FROM flag_verdicts
     QUALIFY row_number() OVER (PARTITION BY flag, arch ORDER BY sync_order DESC) = 1
 ) fv ON fv.flag = p.flag AND fv.arch IS NOT DISTINCT FROM p.arch""",
         "server_runs": """
@@ -405,6 +445,81 @@ WHERE NOT EXISTS (
       AND t.request_rate IS NOT DISTINCT FROM s.request_rate AND t.dataset IS NOT DISTINCT FROM s.dataset
       AND t.input_len IS NOT DISTINCT FROM s.input_len AND t.output_len IS NOT DISTINCT FROM s.output_len
 )""",
+        # The benchmarks pane: one row per arm (ARM_KEY: session, configuration, workload,
+        # concurrency, request rate), per compared metric the value a change is computed from
+        # (benchmark_deltas' value; for a baseline arm the baseline value its latest comparison
+        # used; else the mean of the valid runs), the change and its verdict.
+        "benchmark_summary": f"""
+WITH runs AS (
+    SELECT {arm_cols}, bool_or(is_baseline) AS is_baseline, count(*) AS runs,
+           min(seq) AS first_seq, max(seq) AS last_seq,
+           {run_means}
+    FROM benchmarks WHERE valid IS DISTINCT FROM false
+    GROUP BY {arm_cols}
+),
+deltas AS MATERIALIZED (SELECT * FROM benchmark_deltas),
+latest AS (
+    SELECT * FROM deltas
+    QUALIFY row_number() OVER (PARTITION BY {arm_cols}, metric ORDER BY seq DESC) = 1
+),
+compared AS (
+    SELECT {arm_cols}, {compared_cols} FROM latest GROUP BY {arm_cols}
+),
+as_baseline AS (
+    SELECT {base_arm_cols}, {as_baseline_cols}
+    FROM (SELECT * FROM deltas
+          QUALIFY row_number() OVER (PARTITION BY {base_arm_cols}, metric ORDER BY seq DESC) = 1)
+    GROUP BY {base_arm_cols}
+)
+SELECT {r_arm_cols}, r.is_baseline, r.runs, r.first_seq, r.last_seq,
+       {summary_cols}
+FROM runs r
+LEFT JOIN compared c ON {join_c}
+LEFT JOIN as_baseline b ON {join_b}""",
+        # The board's benchmark column: per candidate, the output_throughput change of its latest
+        # related configuration at that configuration's highest concurrency (the link rule below).
+        "board_deltas": f"""
+WITH candidates AS ({_PROPOSED}),
+made_for AS (
+    -- runs recorded for a candidate (plans, run bench --candidate): their configuration is that
+    -- candidate's alone
+    SELECT DISTINCT session_id, config_name, candidate_id FROM benchmarks
+    WHERE candidate_id IS NOT NULL AND config_name IS NOT NULL
+),
+config_flags AS (
+    -- the flags each configuration's server runs started with (server_runs.flags, read from the
+    -- server_started events directly: the view's other columns are not needed here)
+    SELECT DISTINCT session_id, (payload->>'config_name') AS config_name,
+           unnest(coalesce(json_keys(payload->'flags'), [])) AS flag
+    FROM live_control WHERE type = 'server_started' AND (payload->>'config_name') IS NOT NULL
+),
+deltas AS (
+    SELECT session_id, config_name, concurrency, change_pct, verdict,
+           max(seq) OVER (PARTITION BY session_id, config_name) AS last_seq
+    FROM benchmark_deltas WHERE metric = '{BOARD_DELTA_METRIC}'
+    QUALIFY row_number() OVER (PARTITION BY session_id, config_name
+                               ORDER BY coalesce(concurrency, 0) DESC, seq DESC) = 1
+),
+related AS (
+    SELECT c.candidate_id, d.*
+    FROM candidates c JOIN deltas d ON d.session_id IS NOT DISTINCT FROM c.session_id
+    WHERE CASE
+        WHEN EXISTS (SELECT 1 FROM made_for m WHERE m.session_id IS NOT DISTINCT FROM d.session_id
+                                                AND m.config_name = d.config_name)
+        THEN EXISTS (SELECT 1 FROM made_for m WHERE m.session_id IS NOT DISTINCT FROM d.session_id
+                                                AND m.config_name = d.config_name
+                                                AND m.candidate_id = c.candidate_id)
+        ELSE d.config_name = c.candidate_id
+             OR d.config_name = substr(c.candidate_id, strpos(c.candidate_id, ':') + 1)
+             OR (coalesce(c.flag, '') <> '' AND EXISTS (
+                    SELECT 1 FROM config_flags f WHERE f.session_id IS NOT DISTINCT FROM d.session_id
+                                                   AND f.config_name = d.config_name AND f.flag = c.flag))
+    END
+)
+SELECT candidate_id, config_name AS delta_config, concurrency AS delta_concurrency,
+       change_pct AS delta_pct, verdict AS delta_verdict, last_seq AS delta_seq
+FROM related
+QUALIFY row_number() OVER (PARTITION BY candidate_id ORDER BY last_seq DESC, config_name) = 1""",
         "decisions": """
 SELECT seq, event_id, session_id, recorded_at, actor_kind, actor_name,
        (payload->>'decision') AS decision, (payload->>'rationale') AS rationale,
@@ -514,14 +629,14 @@ ORDER BY flag, seq"""
 
 
 def known_no_effect(
-    store,
+    store: LedgerStore,
     flags: list[str],
     *,
     engine: str | None,
     engine_version: str | None,
     arch: str | None,
     before_event_id: str | None = None,
-) -> list[dict]:
+) -> list[dict[str, Any]]:
     """The ledger's no-effect verdicts for ``flags`` on ``engine`` / ``arch`` and ``engine_version``
     (a verdict or a run without a version matches any version): one dict per flag with the ``flag_verdicts`` columns
     ``flag, verdict, basis, engine, engine_version, arch, summary, evidence_event_id, seq``.
@@ -536,4 +651,4 @@ def known_no_effect(
         KNOWN_NO_EFFECT_SQL,
         [sorted(set(flags)), engine, arch, engine_version, engine_version, before_event_id],
     )
-    return table.to_pylist()
+    return list(table.to_pylist())

@@ -213,7 +213,8 @@ def parse_vllm_log(raw_lines: list[str]) -> VllmLogFacts:
             _note_override(out, line)
     args = facts.server_args
     if facts.kv_cache_tokens is None and kv_blocks is not None:
-        block = args.get("block_size") if isinstance(args.get("block_size"), int) else 16
+        block_size = args.get("block_size")
+        block = block_size if isinstance(block_size, int) else 16
         facts.kv_cache_tokens = kv_blocks[0] * block
         facts.evidence["max_total_num_tokens"] = kv_blocks[1]
     facts.max_total_num_tokens = facts.kv_cache_tokens

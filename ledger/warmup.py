@@ -49,15 +49,20 @@ class ColdRun:
 
 
 def cold_first_run(
-    values: Sequence[float], *, higher_is_better: bool = True, noise_floor: float = NOISE_FLOOR
+    values: Sequence[float | None],
+    *,
+    higher_is_better: bool = True,
+    noise_floor: float = NOISE_FLOOR,
 ) -> ColdRun | None:
     """``values`` of one metric over a series of repeated runs, in the order they ran.
 
     Returns a ``ColdRun`` when the first run is a warm-up outlier (see the module doc),
     else ``None`` (also for fewer than ``MIN_RUNS`` values or non-positive ones).
     """
-    if len(values) < MIN_RUNS or any(v is None or v <= 0 for v in values):
+    known = [v for v in values if v is not None and v > 0]
+    if len(values) < MIN_RUNS or len(known) < len(values):
         return None
+    values = known
     first, later = values[0], values[1:]
     later_median = statistics.median(later)
     gap = first / later_median - 1

@@ -45,6 +45,7 @@ default pool keeps only 20). The timed requests go through ``client_slots(c)``:
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import sys
 import time
@@ -61,8 +62,8 @@ try:  # optional: an aiohttp transport under the httpx API (see the module docst
     import aiohttp
     from httpx_aiohttp import AiohttpTransport
 except ImportError:  # pragma: no cover - depends on the environment
-    aiohttp = None
-    AiohttpTransport = None
+    aiohttp = None  # type: ignore[assignment]
+    AiohttpTransport = None  # type: ignore[assignment,misc]
 
 from ledger import commands
 from schemas import Actor, Host
@@ -169,6 +170,15 @@ TRANSPORT = "aiohttp" if AiohttpTransport is not None else "httpx"
 #: aiohttp errors to httpx ones, not all of them).
 _TRANSPORT_ERRORS: tuple[type[BaseException], ...] = (
     (aiohttp.ClientError, TimeoutError) if aiohttp is not None else (TimeoutError,)
+)
+#: Everything one request may raise that makes it a failed request (recorded, not raised).
+_REQUEST_ERRORS: tuple[type[BaseException], ...] = (
+    httpx.HTTPError,
+    *_TRANSPORT_ERRORS,
+    json.JSONDecodeError,
+    ValueError,
+    KeyError,
+    TypeError,
 )
 
 
@@ -472,14 +482,7 @@ async def send_request(
                 else:
                     out.itl.append(now - last)
                 last = now
-    except (
-        httpx.HTTPError,
-        *_TRANSPORT_ERRORS,
-        json.JSONDecodeError,
-        ValueError,
-        KeyError,
-        TypeError,
-    ) as exc:
+    except _REQUEST_ERRORS as exc:
         out.error = describe_error(exc, target.url)
         return out
     if out.ttft is None:
@@ -749,7 +752,7 @@ async def sweep(
                         request_rate=request_rate,
                         seed=target.workload.spec.seed + repeat,
                         ignore_eos=ignore_eos,
-                        progress=lambda: bar.advance(task),
+                        progress=functools.partial(bar.advance, task),
                     )
                 bar.remove_task(task)
                 metrics = summarize(results, duration)

@@ -27,12 +27,10 @@ from dataclasses import dataclass, field
 import numpy as np
 import pyarrow as pa
 
+from ledger.distribution import distribution_ms
 from ledger.store import BENCH_SAMPLES_SCHEMA as SAMPLES_SCHEMA
 from schemas.events import BenchMetrics
 from schemas.metrics import METRICS, tpot
-
-#: The percentiles reported next to mean/median/std (sglang reports p90/p95/p99 in newer builds).
-PERCENTILES = (90, 95, 99)
 
 
 @dataclass
@@ -58,28 +56,6 @@ class RequestResult:
     def tpot(self) -> float | None:
         """(E2E - TTFT) / (output_tokens - 1) in seconds, only when output_tokens > 1."""
         return tpot(self.ttft, self.latency, self.output_tokens) if self.ok else None
-
-
-def distribution_ms(values_s: Sequence[float], name: str) -> dict[str, float | None]:
-    """``mean/median/std/p90/p95/p99_{name}_ms`` of values given in seconds (numpy, as sglang).
-
-    An empty list gives None for every field (sglang's ``np.mean(xs or 0)`` reports 0 there;
-    None says "not measured" instead of inventing a zero latency).
-    """
-    if len(values_s) == 0:
-        return {
-            f"{k}_{name}_ms": None
-            for k in ("mean", "median", "std", *(f"p{p}" for p in PERCENTILES))
-        }
-    arr = np.asarray(values_s, dtype=float) * 1000.0
-    out: dict[str, float | None] = {
-        f"mean_{name}_ms": float(np.mean(arr)),
-        f"median_{name}_ms": float(np.median(arr)),
-        f"std_{name}_ms": float(np.std(arr)),
-    }
-    for p in PERCENTILES:
-        out[f"p{p}_{name}_ms"] = float(np.percentile(arr, p))
-    return out
 
 
 def summarize(results: Sequence[RequestResult], duration_s: float) -> BenchMetrics:

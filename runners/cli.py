@@ -94,7 +94,7 @@ def start_command(
     from .server import ServerRunner  # httpx: only when a server starts
 
     config = load_config(configs_path, config_name)
-    store = ctx.store()
+    store = ctx.store().kept_open()  # a long-lived writer: one open for a run of appends
     store.init()
     runner = ServerRunner(store, session_id=session_id or ctx.session, say=_stderr)
     # A supervisor's SIGTERM must stop the server too, like Ctrl-C.

@@ -69,14 +69,16 @@ def _int_list(text: str) -> list[int]:
 @click.option(
     "--sample",
     type=click.FloatRange(0.001, 1.0),
-    default=0.1,
+    default=0.2,
     show_default=True,
-    help="The first rung's share of the pruned space.",
+    help="The first rung's share of the pruned space's GROUP_SIZE_M-folded classes.",
 )
 @click.option(
     "--seed-file",
     type=click.Path(dir_okay=False, path_type=Path),
-    help="A MoE config file (e.g. SGLang's shipped one): its nearest entry joins each first rung.",
+    help="A MoE config file: its nearest entry joins each first rung and the final re-timing, so the "
+    "tune is never slower than it beyond that re-timing's noise (default: SGLang's shipped file for "
+    "this shape and GPU, when the installed sglang has one).",
 )
 @click.option(
     "--time-budget",
@@ -180,12 +182,21 @@ def tune_command(
         raise MissingEngine("run tune needs a CUDA GPU: torch sees none here")
     from .moe_tune import StoreSink, TuneSpec, run_tune
 
-    store = ctx.store()
+    store = ctx.store().kept_open()  # a long-lived writer: one open for a run of appends
     store.init()
     try:
         measurer = GpuMeasurer(kernel, shape, workers=workers)
     except KernelUnavailable as exc:
         raise MissingEngine(str(exc)) from None
+    if seed_file is None and kernel == "sglang":
+        from .moe_tune import find_shipped_config
+
+        shipped = find_shipped_config(
+            shape, measurer.facts["gpu_name"], measurer.facts["triton_version"]
+        )
+        if shipped is not None:
+            seeds = shipped[1]
+            click.echo(f"seeded with SGLang's shipped file {shipped[0]}", err=True)
     out = output_dir or Path(str(store.path) + ".artifacts") / "moe_configs"
     spec = TuneSpec(
         shape=shape,
@@ -234,7 +245,7 @@ def spec_command(ctx: Context, spec_file: Path, no_progress: bool) -> None:
     spec = load_spec(spec_file)
     if spec.plan.plan.session is None and ctx.session:
         spec.plan.plan.session = ctx.session
-    store = ctx.store()
+    store = ctx.store().kept_open()  # a long-lived writer: one open for a run of appends
     store.init()
     signal.signal(signal.SIGTERM, _raise_interrupt)
     say = lambda line: click.echo(line, err=True)  # noqa: E731

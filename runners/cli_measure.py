@@ -279,10 +279,15 @@ def bench_command(
         )
         return
     workload = build_workload(WorkloadSpec(input_len, output_len, num_prompts, seed, tokenizer))
-    store = ctx.store()
+    store = ctx.store().kept_open()  # a long-lived writer: one open for a run of appends
     store.init()
     signal.signal(signal.SIGTERM, _raise_interrupt)
     done: list[Any] = []
+
+    def on_point(point: Any) -> None:
+        done.append(point)
+        click.echo(format_point(point))
+
     try:
         if model is None:
             model = "default" if endpoint == "generate" else served_model(url)
@@ -302,7 +307,7 @@ def bench_command(
                 session_id=ctx.session,
                 store=store,
                 progress=not no_progress,
-                on_point=lambda p: (done.append(p), click.echo(format_point(p))),
+                on_point=on_point,
                 candidate_id=candidate_id,
                 source=_reproducing_command(
                     url,
@@ -345,7 +350,7 @@ def _bench_with_tool(
     """``run bench --tool X``: see ``runners/external_bench.py``."""
     from .external_bench import ToolWorkload, run_tool_sweep
 
-    store = ctx.store()
+    store = ctx.store().kept_open()  # a long-lived writer: one open for a run of appends
     store.init()
     say = lambda line: click.echo(line, err=True)  # noqa: E731
     events = run_tool_sweep(
@@ -401,7 +406,7 @@ def plan_command(ctx: Context, plan_file: Path, all_metrics: bool, no_progress: 
         click.echo(f"tuneledger: {plan_file}: [bench] num_prompts: {warning}", err=True)
     if plan.plan.session is None and ctx.session:
         plan.plan.session = ctx.session
-    store = ctx.store()
+    store = ctx.store().kept_open()  # a long-lived writer: one open for a run of appends
     store.init()
     signal.signal(signal.SIGTERM, _raise_interrupt)
     say = lambda line: click.echo(line, err=True)  # noqa: E731

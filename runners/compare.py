@@ -30,6 +30,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 from scipy import stats
@@ -154,7 +155,7 @@ def compare(
     tau, source = noise_threshold(metric, aa_cv, floor)
     a = [float(x) for x in baseline if x is not None]
     b = [float(x) for x in candidate if x is not None]
-    base = dict(
+    base: dict[str, Any] = dict(
         metric=metric,
         better_direction=direction,
         baseline_runs=len(baseline),

@@ -78,12 +78,12 @@ def parse_gpu_query(text: str, *, with_compute_cap: bool = True) -> list[GpuInfo
         parts = [p.strip() for p in line.split(",")]
         if len(parts) < want or not parts[0]:
             continue
-        parts = [None if p in ("[N/A]", "N/A", "[Not Supported]") else p for p in parts]
-        name = parts[0] or ""
+        values = [None if p in ("[N/A]", "N/A", "[Not Supported]") else p for p in parts]
+        name = values[0] or ""
         if with_compute_cap:
-            cap_text, mem, driver = parts[1], parts[2], parts[3]
+            cap_text, mem, driver = values[1], values[2], values[3]
         else:
-            cap_text, mem, driver = None, parts[1], parts[2]
+            cap_text, mem, driver = None, values[1], values[2]
         try:
             cap = (
                 normalize_compute_capability(cap_text) if cap_text else compute_capability_for(name)

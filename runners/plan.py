@@ -11,6 +11,7 @@ A plan file (TOML, see ``examples/plan.toml``)::
     # servers = "servers.toml"        # configurations from that file instead of [configs.*] here
     # stop_wait_s = 30                # seconds from SIGINT to SIGTERM when a server is stopped
     # retries = 1                     # a run failing before it measures: restarts of its server
+    # time_budget_s = 440             # start no arm after this many seconds; compare what ran
 
     [[candidates]]
     config = "cb"
@@ -24,6 +25,7 @@ A plan file (TOML, see ``examples/plan.toml``)::
     num_prompts = 32
     warmup = 1
     seed = 0
+    # prompts_per_concurrency = 5     # a run at c sends min(num_prompts, max(min_prompts, 5 c))
     # model = "name sent in requests" (default: the one model the server lists at /v1/models)
     # tokenizer = "/local/tokenizer"  (exact prompt lengths)
 
@@ -45,6 +47,7 @@ runner) and records a ``note_added`` listing the runs completed.
 from __future__ import annotations
 
 import asyncio
+import time
 import tomllib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
@@ -109,6 +112,10 @@ class PlanSection(_Strict):
     retries: int = Field(default=1, ge=0)
     #: Seconds a server may take to exit after SIGINT before SIGTERM (some engines ignore SIGINT).
     stop_wait_s: float = Field(default=30.0, gt=0)
+    #: Seconds after which no further arm is started (the runs made so far are compared as usual):
+    #: a plan that must end inside a time limit (a lent GPU's call) ends with its comparisons
+    #: instead of being killed before it records any.
+    time_budget_s: float | None = Field(default=None, gt=0)
 
 
 class CandidateSpec(_Strict):
@@ -128,6 +135,13 @@ class BenchSection(_Strict):
     input_len: int = Field(default=64, ge=1)
     output_len: int = Field(default=32, ge=1)
     num_prompts: int = Field(default=32, ge=1)
+    #: When set, a run at concurrency c sends only the first ``min(num_prompts, max(min_prompts,
+    #: prompts_per_concurrency x c))`` prompts: a closed loop needs about 5 c prompts to keep its
+    #: achieved concurrency >= 0.9 c through the tail (the validity gate), and the same count at
+    #: c = 1 would serialise hundreds of requests for nothing. Both arms of a comparison get the
+    #: same count at each concurrency; each run's workload records the count it sent.
+    prompts_per_concurrency: int | None = Field(default=None, ge=1)
+    min_prompts: int = Field(default=1, ge=1)
     warmup: int = Field(default=1, ge=0)
     seed: int = 0
     tokenizer: str | None = None
@@ -364,9 +378,13 @@ def run_plan(
         plan.plan.concurrency if plan.plan.request_rate is None else [None]
     )
     candidates = {spec.config: candidate_id(spec) for spec in plan.candidates}
+    t0, budget = time.monotonic(), plan.plan.time_budget_s
     try:
         for repeat in range(plan.plan.repeats):
             for arm in plan.arms:
+                if budget and time.monotonic() - t0 > budget:
+                    say(f"time budget {budget:g} s spent: {arm} repeat {repeat + 1} not run")
+                    continue
                 say(f"repeat {repeat + 1}/{plan.plan.repeats}: {arm}")
                 _run_arm(
                     plan,
@@ -449,7 +467,8 @@ def _run_arm(
                 extra_body=extra_body or {},
             )
             asyncio.run(
-                sweep(
+                _sweep_levels(
+                    b,
                     target,
                     config_name=arm,
                     concurrencies=list(pending),
@@ -504,6 +523,30 @@ def _run_arm(
         finally:
             if run is not None:
                 servers.stop(run, reason=reason)
+
+
+async def _sweep_levels(
+    b: BenchSection, target: BenchTarget, *, concurrencies: list[int | None], **kw: Any
+) -> list[SweepPoint]:
+    """``runners.bench.sweep``, one concurrency at a time with its own prompt count when
+    ``b.prompts_per_concurrency`` is set (the first ``min(num_prompts, max(min_prompts,
+    prompts_per_concurrency x c))`` prompts of the workload), else one sweep as it is."""
+    if not b.prompts_per_concurrency:
+        return await sweep(target, concurrencies=concurrencies, **kw)
+    points: list[SweepPoint] = []
+    for c in concurrencies:
+        n = (
+            b.num_prompts
+            if c is None
+            else min(b.num_prompts, max(b.min_prompts, b.prompts_per_concurrency * c))
+        )
+        w = target.workload
+        level = replace(
+            target,
+            workload=replace(w, spec=replace(w.spec, num_prompts=n), prompts=list(w.prompts[:n])),
+        )
+        points += await sweep(level, concurrencies=[c], **kw)
+    return points
 
 
 def _record_failed_run(

@@ -212,9 +212,10 @@ def prune(
             rejected.append(
                 (
                     c,
-                    f"BLOCK_SIZE_K {c['BLOCK_SIZE_K']} not a multiple of block_k {shape.block_shape[1]}",
+                    f"BLOCK_SIZE_K {c['BLOCK_SIZE_K']} not a multiple of block_k "
+                    f"{shape.block_shape[1] if shape.block_shape else '?'}",
                 )
-            )  # type: ignore[index]
+            )
         else:
             kept.append(c)
     return kept, rejected
@@ -327,6 +328,34 @@ class HalvingResult:
     rejected: dict[str, str] = field(default_factory=dict)
 
 
+def config_class(config: Mapping[str, Any]) -> tuple[int, ...]:
+    """A config without its GROUP_SIZE_M: (BLOCK_M, BLOCK_N, BLOCK_K, warps, stages).
+
+    GROUP_SIZE_M only reorders the blocks of the output grid (an L2-reuse swizzle); in the
+    interactive range the grid has few rows of blocks and the order barely matters: on the H200
+    the four GROUP_SIZE_M values of one class differ by a median 0.5% at M = 1 and 0.7% at
+    M = 64 (tests/fixtures/h200_moe_timings.json), under do_bench's own noise at small windows.
+    """
+    return tuple(int(config[k]) for k in CONFIG_KEYS if k != "GROUP_SIZE_M")
+
+
+def group_siblings(config: Mapping[str, Any], kept: Sequence[Config]) -> list[Config]:
+    """The configs of ``kept`` that differ from ``config`` only in GROUP_SIZE_M (itself included)."""
+    cls = config_class(config)
+    return [dict(c) for c in kept if config_class(c) == cls]
+
+
+def config_classes(kept: Sequence[Config]) -> dict[tuple[int, ...], Config]:
+    """One representative per ``config_class``: the one with the smallest GROUP_SIZE_M (1, SGLang's
+    default's), in ``kept``'s order. 1,248 H200 configs fold into 312 classes."""
+    out: dict[tuple[int, ...], Config] = {}
+    for c in kept:
+        cls = config_class(c)
+        if cls not in out or c["GROUP_SIZE_M"] < out[cls]["GROUP_SIZE_M"]:
+            out[cls] = dict(c)
+    return out
+
+
 def sample_configs(
     kept: Sequence[Config],
     *,
@@ -336,18 +365,23 @@ def sample_configs(
     seeds: Sequence[Config] = (),
     rng: random.Random | None = None,
 ) -> list[Config]:
-    """The first rung's configs: ``seeds`` (SGLang's default, the best at neighbouring batch
-    sizes) first, then a random sample, three quarters from configs with BLOCK_M within
-    ``block_m_cap`` and a quarter from the rest, ``n`` in all (fewer when the space is smaller)."""
+    """The first rung's configs: ``seeds`` (SGLang's default and shipped configs, the best at the
+    previous batch size) first, then a random sample of ``config_classes`` (GROUP_SIZE_M folded:
+    the winner's siblings are tried at the end of the search), three quarters from classes with
+    BLOCK_M within ``block_m_cap`` and a quarter from the rest, ``n`` in all (fewer when the space
+    is smaller). The same ``rng`` state gives the same sample at every M with the same cap, so the
+    kernels compiled for one batch size are reused at the next (Triton's cache)."""
     rng = rng or random.Random(0)
     keep_keys = {config_key(c) for c in kept}
     out: dict[str, Config] = {}
     for s in seeds:
         if config_key(s) in keep_keys:
             out.setdefault(config_key(s), dict(s))
+    taken = {config_class(c) for c in out.values()}
+    classes = [c for cls, c in config_classes(kept).items() if cls not in taken]
     cap = block_m_cap(M, shape)
-    near = [c for c in kept if c["BLOCK_SIZE_M"] <= cap and config_key(c) not in out]
-    far = [c for c in kept if c["BLOCK_SIZE_M"] > cap and config_key(c) not in out]
+    near = [c for c in classes if c["BLOCK_SIZE_M"] <= cap]
+    far = [c for c in classes if c["BLOCK_SIZE_M"] > cap]
     room = max(0, n - len(out))
     n_far = min(len(far), room // 4)
     n_near = min(len(near), room - n_far)
@@ -413,8 +447,97 @@ def successive_halving(
         if stop() or len(timed) == 1 or budget >= max_budget:
             break
         alive = [c for _, c in timed[: max(1, math.ceil(len(timed) / eta))]]
-        budget = min(max_budget, budget * eta)
+        # Rounded: 1.2 x 3 x 3 is 10.799999999999999 in floats, which is not max_budget and
+        # used to cost one more rung (and gave a resumed tune keys that never matched).
+        budget = min(max_budget, round(budget * eta, 6))
     return result
+
+
+# --- what a search costs ----------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class SearchCosts:
+    """Where a search's seconds go on one GPU with a pool of compile workers.
+
+    Fitted to the H200 runs of 2026-11-30 (data/h200_moe_tune.jsonl; times from the UUIDv7 event
+    ids, ms resolution; 14 workers on 16 cores, SGLang 0.5.23's kernel, triton 3.6.0):
+
+    - ``compile_s``: one config compiled and checked by a worker when Triton's cache lacks it
+      (14 at a time contend for the CPU: 1.32 s each, from a cold first rung of 125 configs,
+      14.3 s, and a cold exhaustive pass, 104 s for 1,103);
+    - ``check_s``: the same for a config already in the cache (1.5 s for 1,123);
+    - ``first_call_s``: a worker's first kernel call (Triton's JIT set-up, the first batch
+      size's torch reference): 2.4 s, once per process — the tuner now pays it when the pool
+      starts, outside any search;
+    - ``first_time_s``: the timing process loading a config at a new batch size and capturing
+      its CUDA graph, beyond the do_bench window (a first-rung timing took 10 ms at a 1.2 ms
+      window; a later rung's 5 ms at 3.6 ms);
+    - ``timing_overhead_s``: per do_bench call beyond its warm-up (max(1, rep/4) ms) and window.
+    """
+
+    compile_s: float = 1.32
+    check_s: float = 0.019
+    first_call_s: float = 2.4
+    first_time_s: float = 0.007
+    timing_overhead_s: float = 0.0007
+    workers: int = 14
+
+    def timing(self, budget_ms: float, first: bool) -> float:
+        """Seconds one do_bench call at window ``budget_ms`` takes, first at its batch size or not."""
+        return (
+            (max(1.0, budget_ms / 4) + budget_ms) / 1000
+            + self.timing_overhead_s
+            + (self.first_time_s if first else 0.0)
+        )
+
+    def prepare(self, fresh: int, cached: int = 0, first_call: bool = False) -> float:
+        """Seconds the pool takes to compile ``fresh`` and check ``cached`` configs."""
+        return (
+            (self.first_call_s if first_call else 0.0)
+            + math.ceil(fresh / self.workers) * self.compile_s
+            + math.ceil(cached / self.workers) * self.check_s
+        )
+
+
+#: The H200 machine's costs (SearchCosts' defaults).
+H200_COSTS = SearchCosts()
+
+
+def halving_cost(
+    rungs: Sequence[tuple[float, int]],
+    *,
+    fresh: int,
+    cached: int = 0,
+    first_call: bool = False,
+    costs: SearchCosts = H200_COSTS,
+) -> float:
+    """Predicted seconds of a search that times ``rungs`` — (window ms, configs) in order, the
+    first rung's configs timed for the first time at this batch size, later rungs' again
+    (their CUDA graphs kept) — after the pool prepared ``fresh`` uncached and ``cached`` cached
+    configs. An exhaustive pass is one rung: ``[(max_budget, n)]``. (``run_tune``'s last step, the
+    winner's GROUP_SIZE_M siblings at ``max_budget``, is first timings: add
+    ``3 x costs.timing(max_budget, first=True)``.)"""
+    total = costs.prepare(fresh, cached, first_call)
+    for i, (budget, n) in enumerate(rungs):
+        total += n * costs.timing(budget, first=i == 0)
+    return total
+
+
+def halving_rungs(
+    n: int, *, eta: int, min_budget: float, max_budget: float
+) -> list[tuple[float, int]]:
+    """The rungs successive halving runs over ``n`` configs when none is rejected: (window ms,
+    configs), as ``successive_halving`` schedules them."""
+    out: list[tuple[float, int]] = []
+    budget = float(min_budget)
+    while n > 0:
+        out.append((budget, n))
+        if n == 1 or budget >= max_budget:
+            break
+        n = max(1, math.ceil(n / eta))
+        budget = min(max_budget, round(budget * eta, 6))
+    return out
 
 
 # --- roofline ------------------------------------------------------------------------------

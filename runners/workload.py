@@ -144,7 +144,8 @@ def load_tokenizer(path: str | Path) -> _Tok:
         ) from None
     return _Tok(
         lambda s: hf.encode(s, add_special_tokens=False),
-        lambda ids: hf.decode(list(ids)),
+        # decode of one id sequence is one string (a list only for a batch of sequences)
+        lambda ids: str(hf.decode(list(ids))),
         len(hf),
         set(hf.all_special_ids),
     )

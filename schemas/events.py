@@ -30,7 +30,7 @@ from .vocab import (
 )
 
 #: A server flag value as given on the command line (``True`` for a bare switch).
-FlagValue = Union[bool, int, float, str, list[Any], None]
+FlagValue = bool | int | float | str | list[Any] | None
 
 
 def normalize_flag(name: str) -> str:
@@ -837,4 +837,4 @@ EVENT_CLASSES: tuple[type[Event], ...] = tuple(EVENT_TYPES.values())
 AnyEvent = Annotated[Union[tuple(EVENT_CLASSES)], Field(discriminator="type")]  # type: ignore[valid-type]  # noqa: UP007 (a runtime Union over a tuple)
 
 #: Validates one event dict (current version) into its model.
-EVENT_ADAPTER: TypeAdapter[Event] = TypeAdapter(AnyEvent, config={"defer_build": True})
+EVENT_ADAPTER: TypeAdapter[Event] = TypeAdapter(AnyEvent, config={"defer_build": True})  # type: ignore[arg-type]  # a Union built at run time from EVENT_CLASSES

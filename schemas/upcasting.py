@@ -107,30 +107,29 @@ def _comparison_v1_to_v2(payload: Payload) -> Payload:
     return out
 
 
-#: The metric table's directions as SQL (a metric it does not judge, or an unknown one: +1).
-_SQL_DIRECTION = (
-    "CASE payload->>'metric' "
-    + " ".join(f"WHEN '{m.name}' THEN -1" for m in METRICS if m.direction == -1)
-    + " ELSE 1 END"
-)
+#: The metric table's lower-is-better metrics as one SQL list (one function call to bind, not a
+#: CASE per metric: every append binds the upcast expression, so its size costs CPU there).
+_SQL_LOWER_IS_BETTER = "[" + ", ".join(f"'{m.name}'" for m in METRICS if m.direction == -1) + "]"
+#: A v1 comparison's direction: its own ``better_direction`` when it is +-1, else the table's.
 _SQL_V1_DIRECTION = (
     "CASE WHEN json_type(payload, '$.better_direction') IN ('BIGINT', 'UBIGINT', 'DOUBLE') "
     "AND (payload->>'better_direction')::DOUBLE IN (1, -1) "
-    f"THEN (payload->>'better_direction')::DOUBLE::INTEGER ELSE {_SQL_DIRECTION} END"
+    "THEN (payload->>'better_direction')::DOUBLE::INTEGER "
+    f"WHEN list_contains({_SQL_LOWER_IS_BETTER}, payload->>'metric') THEN -1 ELSE 1 END"
 )
 _SQL_LEGACY_VERDICT = (
     "CASE payload->>'verdict' "
     + " ".join(f"WHEN '{old}' THEN '{new}'" for old, new in LEGACY_COMPARISON_VERDICTS.items())
     + " ELSE payload->>'verdict' END"
 )
-
-
-def _keep_or_flip(field: str, source: str) -> str:
-    """SQL: ``source`` flipped when the v1 direction is -1, else ``field`` unchanged (JSON)."""
-    return (
-        f"CASE WHEN ({_SQL_V1_DIRECTION}) = -1 THEN {_sql_flip(source)} "
-        f"ELSE (payload->'{field}') END"
-    )
+#: v1 -> v2 of ``comparison_completed`` in SQL: the direction is evaluated once; only a
+#: lower-is-better comparison has its change flipped and its CI bounds flipped and swapped.
+_SQL_COMPARISON_V1 = (
+    f"json_merge_patch(payload, json_object('verdict', {_SQL_LEGACY_VERDICT}), "
+    f"CASE WHEN ({_SQL_V1_DIRECTION}) = -1 THEN json_object('better_direction', -1, "
+    f"'change', {{flip_change}}, 'ci_low', {{flip_high}}, 'ci_high', {{flip_low}}) "
+    "ELSE json_object('better_direction', 1) END)"
+)
 
 
 def _spec_v1_to_v2(payload: Payload) -> Payload:
@@ -164,12 +163,11 @@ UPCASTERS: tuple[Upcaster, ...] = (
         "comparison_completed",
         1,
         _comparison_v1_to_v2,
-        "json_merge_patch(payload, json_object("
-        f"'better_direction', {_SQL_V1_DIRECTION}, "
-        f"'change', {_keep_or_flip('change', 'change')}, "
-        f"'ci_low', {_keep_or_flip('ci_low', 'ci_high')}, "
-        f"'ci_high', {_keep_or_flip('ci_high', 'ci_low')}, "
-        f"'verdict', {_SQL_LEGACY_VERDICT}))",
+        _SQL_COMPARISON_V1.format(
+            flip_change=_sql_flip("change"),
+            flip_high=_sql_flip("ci_high"),
+            flip_low=_sql_flip("ci_low"),
+        ),
     ),
     Upcaster(
         "spec_decoding_trial_completed",

@@ -107,7 +107,7 @@ def test_recomputes_sglang_bench_serving_fixture() -> None:
             output_tokens=o,
             prompt_tokens=d["random_input_len"],
         )
-        for t, itl, o in zip(d["ttfts"], d["itls"], d["output_lens"])
+        for t, itl, o in zip(d["ttfts"], d["itls"], d["output_lens"], strict=True)
     ]
     m = summarize(results, d["duration"])
     for stat in ("mean", "median", "std", "p90", "p95", "p99"):
@@ -221,6 +221,7 @@ def _target(url: str, endpoint: str, n: int = 8, out: int = 6) -> BenchTarget:
     )
 
 
+@pytest.mark.slow  # a real (fake-engine) server process
 @pytest.mark.parametrize("endpoint", ["chat", "completions"])
 def test_openai_stream_parsing(fake_server, endpoint: str) -> None:
     url = fake_server("--chunks", "6", "--delay-ms", "5")
@@ -239,6 +240,7 @@ def test_openai_stream_parsing(fake_server, endpoint: str) -> None:
     assert r.latency >= r.ttft + sum(r.itl) - 1e-9
 
 
+@pytest.mark.slow  # a real (fake-engine) server process
 def test_generate_splits_multi_token_gaps(fake_server) -> None:
     url = fake_server("--chunks", "7", "--delay-ms", "5", "--tokens-per-chunk", "3")
 
@@ -255,6 +257,7 @@ def test_generate_splits_multi_token_gaps(fake_server) -> None:
     assert r.itl[0] == r.itl[1] == r.itl[2] and r.itl[3] == r.itl[4] == r.itl[5]
 
 
+@pytest.mark.slow  # a real (fake-engine) server process
 def test_closed_loop_respects_concurrency(fake_server) -> None:
     url = fake_server("--chunks", "4", "--delay-ms", "20")
     target = _target(url, "chat", n=12, out=4)
@@ -290,6 +293,7 @@ def test_shards_spread_slots_over_small_pools() -> None:
     assert (n_clients, slots, sizes) == (3, 20, [8, 8, 4])
 
 
+@pytest.mark.slow  # a real (fake-engine) server process
 def test_ignore_eos_rejection_is_detected_and_noted(fake_server, tmp_path: Path) -> None:
     # 20 ms a chunk: E2E dwarfs the client's time between requests, so achieved concurrency
     # clears the 0.9 c gate even on a busy host (an instant server would not).
@@ -308,6 +312,7 @@ def test_ignore_eos_rejection_is_detected_and_noted(fake_server, tmp_path: Path)
     assert any("not gated" in n for n in ev.validity_notes)
 
 
+@pytest.mark.slow  # a real (fake-engine) server process
 def test_sweep_records_events_and_samples(fake_server, store) -> None:
     url = fake_server("--chunks", "6", "--delay-ms", "2")
     target = _target(url, "completions", n=8, out=6)
@@ -332,6 +337,7 @@ def test_sweep_records_events_and_samples(fake_server, store) -> None:
     assert n == 32
 
 
+@pytest.mark.slow  # a real (fake-engine) server process
 def test_open_loop_poisson_is_seeded(fake_server) -> None:
     url = fake_server("--chunks", "2")
     target = _target(url, "chat", n=10, out=2)
@@ -350,6 +356,7 @@ def test_open_loop_poisson_is_seeded(fake_server) -> None:
     assert np.all(offsets >= planned - 1e-3) and np.all(offsets <= planned + 0.05)
 
 
+@pytest.mark.slow  # a real (fake-engine) server process
 def test_aiohttp_transport_streams_chunk_by_chunk(fake_server) -> None:
     """The aiohttp client hands each SSE chunk over as it arrives: TTFT is the first
     chunk's arrival (one server delay), not the end of the body, and every gap is one delay.

@@ -23,6 +23,9 @@ import pytest
 from runners.bench import BenchTarget, make_client, send_request, warmup
 from runners.workload import WorkloadSpec, build_workload
 
+#: Process-based on purpose (real servers that drop connections): `make test` runs it, `make check` does not.
+pytestmark = pytest.mark.slow
+
 FAKE_SERVER = Path(__file__).parent / "fake_servers" / "openai_stream.py"
 
 

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from cli_inprocess import invoke
 
 from ledger import bulk, projections
 from ledger.errors import InvalidInput
@@ -107,23 +107,7 @@ def test_cli_append_of_many_lines_takes_the_bulk_path(tmp_path: Path) -> None:
     text = (
         "\n".join(json.dumps({"type": "note_added", "text": f"n{i}"}) for i in range(1500)) + "\n"
     )
-    out = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "ledger.cli",
-            "--ledger",
-            str(ledger),
-            "--session",
-            "s",
-            "append",
-            "--json",
-        ],
-        input=text,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    out = invoke(["--ledger", str(ledger), "--session", "s", "append", "--json"], stdin=text)
     assert out.returncode == 0, out.stderr
     results = json.loads(out.stdout)
     assert [r["seq"] for r in results] == list(range(1, 1501))
@@ -131,3 +115,101 @@ def test_cli_append_of_many_lines_takes_the_bulk_path(tmp_path: Path) -> None:
     assert table_rows(
         store, "SELECT count(*) AS n, count(DISTINCT session_id) AS s FROM timeline"
     ) == [{"n": 1500, "s": 1}]
+
+
+def _line(i: int, **fields: object) -> str:
+    base = {
+        "event_id": f"01972a81-0000-7000-8000-{i:012d}",
+        "recorded_at": f"2025-06-01T08:{i // 60:02d}:{i % 60:02d}+00:00",
+        "actor": {"kind": "person", "name": "ana"},
+        "session_id": "s1",
+    }
+    return json.dumps({**base, **fields})
+
+
+def _existing_and_batch() -> tuple[list[str], list[str]]:
+    """Lines already in the ledger, then a batch that continues their streams and retracts
+    one event stored before it and one inside it."""
+    before = [
+        _line(1, type="note_added", text="first"),
+        _line(2, type="candidate_proposed", candidate_id="flag:x", kind="flag", title="try x"),
+        _line(3, type="note_added", text="to retract"),
+    ]
+    batch = [
+        _line(
+            4, type="candidate_triaged", candidate_id="flag:x", status="accepted", stream_version=2
+        ),
+        _line(5, type="note_added", text="second"),
+        _line(6, type="note_added", text="retracted in its own batch", session_id="s2"),
+        _line(
+            7,
+            type="event_retracted",
+            retracted_event_id="01972a81-0000-7000-8000-000000000003",
+            reason="typo",
+        ),
+        _line(
+            8,
+            type="event_retracted",
+            retracted_event_id="01972a81-0000-7000-8000-000000000006",
+            reason="wrong session",
+        ),
+        _line(9, type="candidate_triaged", candidate_id="flag:x", status="done", stream_version=3),
+    ]
+    return before, batch
+
+
+@pytest.mark.parametrize("hold_s", [0, 60])
+def test_bulk_batch_continues_stored_streams_like_appends(tmp_path: Path, hold_s: float) -> None:
+    """The column path numbers seq and stream versions from what is stored (a one-shot and a
+    kept-open store), checks retraction targets in the ledger and in the batch, and stores
+    the rows and views that appending one event at a time does."""
+    from ledger.jsonl import iter_jsonl
+
+    before, batch = _existing_and_batch()
+    one_by_one = LedgerStore(tmp_path / "a.duckdb", hold_s=60)
+    for event in iter_jsonl(before + batch, "x"):
+        one_by_one.append(event)
+    one_by_one.close()
+    bulk_store = LedgerStore(tmp_path / "b.duckdb", hold_s=hold_s)
+    for event in iter_jsonl(before, "x"):
+        bulk_store.append(event)
+    results, _ = bulk.import_lines(bulk_store, batch, "x", workers=1)
+    bulk_store.close()
+    assert [(r.seq, r.stream, r.stream_version) for r in results] == [
+        (4, "candidate:flag:x", 2),
+        (5, "session:s1", 3),
+        (6, "session:s2", 1),
+        (7, "session:s1", 4),
+        (8, "session:s1", 5),
+        (9, "candidate:flag:x", 3),
+    ]
+    assert snapshot(bulk_store) == snapshot(one_by_one)
+
+
+def test_bulk_batch_with_a_conflict_or_unknown_target_stores_nothing(tmp_path: Path) -> None:
+    from ledger.errors import ConcurrencyConflict, NotFound
+
+    store = LedgerStore(tmp_path / "l.duckdb")
+    before, batch = _existing_and_batch()
+    bulk.import_lines(store, before, "x", workers=1)
+    wrong_version = [*batch[:2], json.dumps({**json.loads(batch[2]), "stream_version": 7})]
+    with pytest.raises(ConcurrencyConflict):
+        bulk.import_lines(store, wrong_version, "x", workers=1)
+    unknown = [
+        *batch[:2],
+        _line(
+            20,
+            type="event_retracted",
+            retracted_event_id="01972a81-0000-7000-8000-000000000099",
+            reason="?",
+        ),
+    ]
+    with pytest.raises(NotFound, match="000000000099"):
+        bulk.import_lines(store, unknown, "x", workers=1)
+    assert store.head() == 3
+    # a retry of a batch whose first part is stored: the rest is stored, the first is a duplicate
+    bulk.import_lines(store, batch[:2], "x", workers=1)
+    results, _ = bulk.import_lines(store, batch, "x", workers=1)
+    assert [r.duplicate for r in results] == [True, True, False, False, False, False]
+    assert [r.seq for r in results] == [4, 5, 6, 7, 8, 9]
+    assert results.applied == 4

@@ -1,4 +1,6 @@
-"""The ``tuneledger`` CLI, run as a real process against a real ledger file."""
+"""The ``tuneledger`` CLI against a real ledger file, run in this process (``cli_inprocess``:
+``main`` with its own stdin/stdout/stderr); the process itself is tested where it matters
+(tests/test_packaging.py, tests/test_startup.py, test_the_console_script_is_a_process here)."""
 
 from __future__ import annotations
 
@@ -11,25 +13,11 @@ import sys
 from pathlib import Path
 
 import pytest
+from cli_inprocess import invoke
 
 
 def run(ledger: Path, *args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "ledger.cli",
-            "--ledger",
-            str(ledger),
-            "--actor",
-            "agent:test",
-            *args,
-        ],
-        input=stdin,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    return invoke(["--ledger", str(ledger), "--actor", "agent:test", *args], stdin=stdin)
 
 
 @pytest.fixture()
@@ -303,14 +291,7 @@ def test_import_of_a_bad_file_appends_nothing_from_any_file(ledger: Path, tmp_pa
 def run_bare(
     *args: str, stdin: str | None = None, cwd: Path | None = None
 ) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "ledger.cli", *args],
-        input=stdin,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        cwd=cwd,
-    )
+    return invoke(args, stdin=stdin, cwd=cwd)
 
 
 def test_paths_that_are_not_ledgers_are_refused_before_anything_is_written(tmp_path: Path) -> None:
@@ -438,23 +419,8 @@ def test_cli_behaviour_a_new_user_meets(tmp_path: Path) -> None:
 
     env = {**os.environ, "USER": ""}
     env.pop("TUNELEDGER_ACTOR", None)
-    out = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "ledger.cli",
-            "--ledger",
-            str(ledger),
-            "append",
-            "note_added",
-            "-f",
-            "text=hi",
-            "--json",
-        ],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=120,
+    out = invoke(
+        ["--ledger", str(ledger), "append", "note_added", "-f", "text=hi", "--json"], env=env
     )
     assert out.returncode == 0, out.stderr
     who = run(
@@ -465,3 +431,28 @@ def test_cli_behaviour_a_new_user_meets(tmp_path: Path) -> None:
         "json",
     )
     assert json.loads(who.stdout) == [{"actor_name": getpass.getuser()}]
+
+
+@pytest.mark.slow
+def test_the_console_script_is_a_process(tmp_path: Path) -> None:
+    """The installed ``tuneledger`` script as a real process (the other tests here call
+    ``main`` in-process): stdin read as bytes, JSON on stdout, a one-line error and its
+    exit code on stderr, and what was acknowledged is in the file afterwards."""
+    exe = Path(sys.executable).parent / "tuneledger"
+    ledger = tmp_path / "l.duckdb"
+
+    def proc(*args: str, stdin: str = "") -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [str(exe), "--ledger", str(ledger), "--actor", "agent:test", *args],
+            input=stdin,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+
+    assert proc("init").returncode == 0
+    out = proc("append", "--json", stdin='{"type": "note_added", "text": "über"}\n')
+    assert out.returncode == 0 and json.loads(out.stdout)[0]["seq"] == 1, out.stderr
+    out = proc("append", stdin='{"type": "note_added", "text": "x"}\n{"type": "nope"}\n')
+    assert out.returncode == 3 and out.stderr.count("\n") == 1 and "<stdin>:2" in out.stderr
+    assert count(ledger) == 1

@@ -5,13 +5,12 @@ cost, whether the B200 MoE config changed anything)."""
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from datetime import UTC, datetime
 from pathlib import Path
 from uuid import UUID
 
 import pytest
+from cli_inprocess import invoke
 
 from ledger.demo import DEMO_FILE, DEMO_SESSION, build_demo, demo_event_id
 from ledger.errors import WouldLoseData
@@ -48,10 +47,11 @@ def rows(store: LedgerStore, sql: str, params: list | None = None) -> list[dict]
 # --- the file ----------------------------------------------------------------------------
 
 
-def test_demo_file_is_in_the_repo() -> None:
+def test_demo_file_is_the_repos_data_file() -> None:
+    """Package data (``ledger/demo_data``) that is the repository's ``data/`` file, not a copy."""
     assert DEMO_FILE.name == "demo_campaign.jsonl"
-    assert DEMO_FILE.parent.name == "data"
-    assert DEMO_FILE.exists()
+    repo_file = Path(__file__).resolve().parents[1] / "data" / "demo_campaign.jsonl"
+    assert DEMO_FILE.resolve() == repo_file
 
 
 def test_file_parses_into_unique_fixed_ids_without_recorded_at() -> None:
@@ -179,12 +179,12 @@ def test_rebuilding_the_demo_appends_idempotently(tmp_path: Path) -> None:
 def test_demo_refuses_a_ledger_holding_a_users_events(tmp_path: Path) -> None:
     """Issue 7.1: `demo --ledger L` on a user's ledger replaced their events with the demo's."""
     path = tmp_path / "mine.duckdb"
-    cli = [sys.executable, "-m", "ledger.cli", "--ledger", str(path)]
-    assert subprocess.run([*cli, "init"], capture_output=True).returncode == 0
+    cli = ["--ledger", str(path)]
+    assert invoke([*cli, "init"]).returncode == 0
     for i in range(18):
         LedgerStore(path).append(NoteAdded(text=f"my finding {i}", session_id="mine"))
     before = path.read_bytes()
-    out = subprocess.run([*cli, "demo", "--no-tui"], capture_output=True, text=True, timeout=120)
+    out = invoke([*cli, "demo", "--no-tui"])
     assert out.returncode == 2, out.stderr
     assert out.stderr.count("\n") == 1 and str(path) in out.stderr and "--ledger" in out.stderr
     assert "Traceback" not in out.stderr

@@ -27,6 +27,9 @@ from ledger.store import LedgerStore  # noqa: E402
 from runners.compare import flag_verdict  # noqa: E402
 from schemas.vocab import COMPARISON_VERDICTS  # noqa: E402
 
+#: Process-based on purpose (a real transformers server on the CPU): `make test` runs it, `make check` does not.
+pytestmark = pytest.mark.slow
+
 BIN = Path(sys.executable).parent
 VERDICTS = set(COMPARISON_VERDICTS)
 

@@ -530,7 +530,7 @@ def test_short_ids_are_unique_prefixes_usable_by_get(small: LedgerStore) -> None
     )
     shorts = [short(i) for i in ids]
     assert len(set(shorts)) == len(shorts)
-    for full, prefix in zip(ids, shorts):
+    for full, prefix in zip(ids, shorts, strict=True):
         assert len(prefix) >= 8 and full.startswith(prefix) and not prefix.endswith("-")
         assert str(small.get(prefix).event_id) == full
     assert short(_id(11)) == "0000000b"

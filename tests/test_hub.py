@@ -28,6 +28,9 @@ from ledger.errors import EventIdReused, RemoteError
 from ledger.remote import Remote, parse_remote
 from ledger.store import LedgerStore
 
+#: Process-based on purpose (a real PostgreSQL server): `make test` runs it, `make check` does not.
+pytestmark = pytest.mark.slow
+
 HOST_PROCESS = Path(__file__).with_name("sync_host_process.py")
 PROCESS_TIMEOUT_S = 500
 
@@ -119,6 +122,7 @@ from uuid import UUID
 from uuid6 import uuid7
 from ledger import hub
 from ledger.remote import parse_remote
+
 remote = parse_remote("hub", sys.argv[1], sys.argv[2])
 ledger = UUID(sys.argv[3])
 seq = 0

@@ -7,12 +7,11 @@ from __future__ import annotations
 
 import json
 import statistics
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
+from cli_inprocess import invoke
 
 from ledger.errors import InvalidInput
 from ledger.importers import import_file, registered_importers
@@ -502,7 +501,7 @@ def test_guidellm_08_real_run() -> None:
     assert [e.concurrency for e in events] == [1, 4] and all(
         e.tool_version == "0.8.1" for e in events
     )
-    for event, bench in zip(events, raw["benchmarks"]):
+    for event, bench in zip(events, raw["benchmarks"], strict=True):
         requests = bench["requests"]["successful"]
         ttfts = [r["time_to_first_token_ms"] for r in requests]
         assert event.metrics.completed == 8 and event.metrics.failed == 0
@@ -718,12 +717,12 @@ def test_sglang_script_results() -> None:
 def test_cli_imports_every_tool_in_one_batch_and_reimport_is_a_no_op(tmp_path: Path) -> None:
     ledger = tmp_path / "l.duckdb"
     files = [str(p) for p, _, _ in IMPORTABLE]
-    cmd = [sys.executable, "-m", "ledger.cli", "--ledger", str(ledger), "import", "--json", *files]
-    out = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+    cmd = ["--ledger", str(ledger), "import", "--json", *files]
+    out = invoke(cmd)
     assert out.returncode == 0, out.stderr
     summary = json.loads(out.stdout)
     assert [row["kind"] for row in summary] == [kind for _, kind, _ in IMPORTABLE]
-    again = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+    again = invoke(cmd)
     assert all(row["new"] == 0 for row in json.loads(again.stdout))
     tools = (
         LedgerStore(ledger)
@@ -744,20 +743,7 @@ def test_cli_imports_every_tool_in_one_batch_and_reimport_is_a_no_op(tmp_path: P
 def test_cli_refuses_an_unknown_file_with_exit_3(tmp_path: Path) -> None:
     path = tmp_path / "notes.txt"
     path.write_text("nothing to see\n")
-    out = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "ledger.cli",
-            "--ledger",
-            str(tmp_path / "l.duckdb"),
-            "import",
-            str(path),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    out = invoke(["--ledger", str(tmp_path / "l.duckdb"), "import", str(path)])
     assert out.returncode == 3
     assert f"{path}: not a known format (tried: sglang-bench-serving, " in out.stderr
     assert "guidellm-benchmarks" in out.stderr and "vllm-server-log" in out.stderr
@@ -784,8 +770,8 @@ def test_vllm_log_one_word_args_need_their_flag_form(tmp_path: Path) -> None:
 
 def test_vllm_log_import_remembers_flags_known_to_do_nothing(tmp_path: Path) -> None:
     ledger = tmp_path / "l.duckdb"
-    base = [str(Path(sys.executable).parent / "tuneledger"), "--ledger", str(ledger)]
-    research = subprocess.run(
+    base = ["--ledger", str(ledger)]
+    research = invoke(
         [
             *base,
             "append",
@@ -799,12 +785,10 @@ def test_vllm_log_import_remembers_flags_known_to_do_nothing(tmp_path: Path) -> 
             "verdict=no-op",
             "--host",
             '{"compute_capability": "sm120", "engine": "vllm"}',
-        ],
-        capture_output=True,
-        text=True,
+        ]
     )
     assert research.returncode == 0, research.stderr
-    out = subprocess.run([*base, "import", "--json", str(VLLM_LOG)], capture_output=True, text=True)
+    out = invoke([*base, "import", "--json", str(VLLM_LOG)])
     assert out.returncode == 0, out.stderr
     rows = (
         LedgerStore(ledger)

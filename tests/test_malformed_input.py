@@ -131,6 +131,8 @@ def test_a_bad_envelope_option_is_named_without_a_warning(
         ({"input_lens": [3e9]}, "field 'input_lens[0]': expected a token count"),
         ({"output_lens": [1e20]}, "field 'output_lens[0]': expected a token count"),
         ({"completed": 99999999999999999999}, "beyond 64 bits"),
+        # issue 9: a null gap multiplied None by the seconds->ms scale (a traceback, exit 1)
+        ({"itls": [[0.01, None]], "output_lens": [3]}, "field 'itls[0][1]': expected a number"),
     ],
 )
 def test_bench_values_out_of_range_are_named(
@@ -153,6 +155,16 @@ def test_deeply_nested_files_are_one_line(ledger: Path, tmp_path: Path, name: st
     )
     code, err = run(ledger, ["import", str(path)])
     assert code == 3 and "JSON nested too deeply" in err and len(err.splitlines()) == 1
+
+
+def test_deeply_nested_yaml_is_one_line(ledger: Path, tmp_path: Path) -> None:
+    """The YAML sniff (GuideLLM's YAML report) recursed out of the stack (found by
+    test_fuzz.py's number swap): now an unknown format, one line, exit 3."""
+    path = tmp_path / "benchmarks.yaml"
+    path.write_text("benchmarks: " + DEEP + "\n")
+    code, err = run(ledger, ["import", str(path)])
+    assert code == 3 and len(err.splitlines()) == 1 and "benchmarks.yaml" in err, err
+    assert LedgerStore(ledger).head() == 1
 
 
 def test_a_stored_event_of_an_unknown_type_is_one_line(ledger: Path) -> None:

@@ -16,7 +16,7 @@ if not torch.cuda.is_available():
     )
 pytest.importorskip("triton", reason="needs triton")
 
-from runners.moe_kernels import (
+from runners.moe_kernels import (  # noqa: E402 (after the skips: torch/triton may be absent)
     MoeProblem,
     align_tokens,
     check_config,

@@ -17,6 +17,9 @@ from ledger.store import LedgerStore
 from runners.plan import load_plan, run_plan, verdict_table
 from runners.server import ServerRunner
 
+#: Process-based on purpose (real (fake-engine) servers and a real SIGINT): `make test` runs it, `make check` does not.
+pytestmark = pytest.mark.slow
+
 FAKE = Path(__file__).parent / "fake_servers" / "openai_stream.py"
 TUNELEDGER = Path(sys.executable).parent / "tuneledger"
 
@@ -316,3 +319,64 @@ def test_a_run_failing_past_its_retry_budget_is_missing_and_the_table_says_so(
         "FROM benchmarks"
     ).to_pylist() == [{"ok": 2, "bad": 2}]
     assert {c.verdict for c in store.read(types=["comparison_completed"])} == {"insufficient-data"}
+
+
+def test_prompts_per_concurrency_sizes_each_run_to_its_concurrency(tmp_path: Path) -> None:
+    """``[bench] prompts_per_concurrency``: a run at concurrency c sends min(num_prompts,
+    max(min_prompts, k x c)) prompts, recorded in its workload, the same count for both arms."""
+    plan = load_plan(
+        _with_bench_lines(
+            write_plan(
+                tmp_path, base_delay=2, cand_delay=1, repeats=1, prompts=24, concurrency="[1, 2, 8]"
+            ),
+            "prompts_per_concurrency = 5\nmin_prompts = 6",
+        )
+    )
+    store = LedgerStore(tmp_path / "l.duckdb")
+    store.init()
+    with quick_runner(store, "plan-test") as servers:
+        run_plan(plan, store, servers, progress=False)
+    runs = [
+        (e.config_name, e.concurrency, e.workload.num_prompts, e.metrics.completed, e.valid)
+        for e in store.read(types=["benchmark_completed"])
+    ]
+    # c=1: max(6, 5) = 6; c=2: 10; c=8: min(24, 40) = 24
+    assert runs == [
+        (arm, c, n, n, True) for arm in ("baseline", "fast") for c, n in ((1, 6), (2, 10), (8, 24))
+    ]
+
+
+def _with_bench_lines(path: Path, lines: str) -> Path:
+    path.write_text(path.read_text().replace("warmup = 1\n", f"warmup = 1\n{lines}\n", 1))
+    return path
+
+
+def test_a_plan_past_its_time_budget_starts_no_more_arms_and_still_compares(
+    tmp_path: Path,
+) -> None:
+    """``[plan] time_budget_s``: a plan that must end inside a lent GPU's call stops starting arms
+    once the budget is spent and records its comparisons from what ran (killed, it records none)."""
+    plan = load_plan(
+        write_plan(
+            tmp_path,
+            base_delay=2,
+            cand_delay=1,
+            repeats=2,
+            prompts=4,
+            session="budget",
+            concurrency="[1]",
+            plan_extra="time_budget_s = 0.5",
+        )
+    )
+    store = LedgerStore(tmp_path / "l.duckdb")
+    lines: list[str] = []
+    with quick_runner(store, "budget") as servers:
+        result = run_plan(plan, store, servers, progress=False, say=lines.append)
+    # The first arm starts at once; its server start alone outlasts the budget.
+    assert [e.config_name for e in store.read(types=["server_started"])] == ["baseline"]
+    assert [line for line in lines if "time budget" in line] == [
+        "time budget 0.5 s spent: fast repeat 1 not run",
+        "time budget 0.5 s spent: baseline repeat 2 not run",
+        "time budget 0.5 s spent: fast repeat 2 not run",
+    ]
+    assert result.comparisons and {c.verdict for c in result.comparisons} == {"insufficient-data"}

@@ -25,6 +25,9 @@ pytest.importorskip("fastapi")
 
 from ledger.store import LedgerStore  # noqa: E402
 
+#: Process-based on purpose (the README's shell blocks run by bash): `make test` runs it, `make check` does not.
+pytestmark = pytest.mark.slow
+
 ROOT = Path(__file__).resolve().parents[1]
 SECTION = "## Your first session"
 

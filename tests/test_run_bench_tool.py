@@ -23,6 +23,9 @@ import pytest
 
 from ledger.store import LedgerStore
 
+#: Process-based on purpose (real benchmark tools and servers as processes): `make test` runs it, `make check` does not.
+pytestmark = pytest.mark.slow
+
 BIN = Path(sys.executable).parent
 HERE = Path(__file__).parent
 # The console script, not ``python -m ledger.cli``: under ``-m`` the CLI module is loaded

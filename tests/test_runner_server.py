@@ -13,6 +13,7 @@ import subprocess
 import sys
 import threading
 import time
+from itertools import pairwise
 from pathlib import Path
 
 import httpx
@@ -23,6 +24,9 @@ from runners.configs import ConfigError, ServerConfig, load_config, parse_config
 from runners.engines import MissingEngine, adapter_for, flag_args
 from runners.host import from_gpus, parse_gpu_query
 from runners.server import PortInUse, ServerRunner, ServerStartFailed, group_alive
+
+#: Process-based on purpose (real server processes, signals, HTTP): `make test` runs it, `make check` does not.
+pytestmark = pytest.mark.slow
 
 ROOT = Path(__file__).resolve().parents[1]
 FAKE = ROOT / "tests" / "fake_servers" / "sglang_server.py"
@@ -203,7 +207,7 @@ def test_start_ready_with_startup_facts_then_stop(store: LedgerStore) -> None:
     # the chain: one correlation id (the start), each event caused by the one before
     run_events = events[1:]
     assert {e.correlation_id for e in run_events} == {started.event_id}
-    for before, after in zip(run_events, run_events[1:]):
+    for before, after in pairwise(run_events):
         assert after.causation_id == before.event_id
     assert all(e.actor.kind == "runner" and e.actor.name == "tuneledger" for e in events)
     assert all(e.host == CPU_HOST.host.model_copy(update={"engine": "sglang"}) for e in events[1:])

@@ -9,13 +9,13 @@ export are searched for the secrets.
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
 from pathlib import Path
 from typing import Any, get_args
 
 import duckdb
 import pytest
+from cli_inprocess import invoke
 from pydantic import BaseModel
 from test_runner_server import fake_config, make_runner
 
@@ -148,6 +148,9 @@ def test_not_secret_names(name: str) -> None:
             "llmperf inter_token_latency = ttlt / output tokens",
             "llmperf inter_token_latency = ttlt / output tokens",
         ),
+        # a hyphenated word in prose is no flag (a plan's hypothesis was stored as "*** cap")
+        ("a 256-token batch cap", "a 256-token batch cap"),
+        ("x --token abc -password def", "x --token *** -password ***"),
     ],
 )
 def test_mask_text(text: str, masked: str) -> None:
@@ -260,12 +263,8 @@ def test_no_secret_in_any_stored_column_or_the_export(
     fixture = ROOT / "tests" / "fixtures" / "sglang" / "server" / "sm120_qwen35_baseline.log"
     log.write_text(fixture.read_text().replace("api_key=None", "api_key='sk-Z-log-key'"))
     env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path)}
-    done = subprocess.run(
-        [*CLI, "--ledger", str(ledger), "--session", "s1", "import", str(log)],
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-        env=env,
+    done = invoke(
+        ["--ledger", str(ledger), "--session", "s1", "import", str(log)], cwd=ROOT, env=env
     )
     assert done.returncode == 0, done.stderr
     # append: a note quoting a command line, a flag given by -f, a source line
@@ -275,14 +274,7 @@ def test_no_secret_in_any_stored_column_or_the_export(
         "session_id": "s1",
         "source": "shell: export OPENAI_API_KEY=sk-Q-note",
     }
-    done = subprocess.run(
-        [*CLI, "--ledger", str(ledger), "append"],
-        input=json.dumps(note),
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-        env=env,
-    )
+    done = invoke(["--ledger", str(ledger), "append"], stdin=json.dumps(note), cwd=ROOT, env=env)
     assert done.returncode == 0, done.stderr
 
     started = [e for e in store.read() if e.type == "server_started"]
@@ -300,13 +292,7 @@ def test_no_secret_in_any_stored_column_or_the_export(
     text = stored_text(ledger)
     assert "server_started" in text and "api_key" in text  # the search sees the rows
     assert [s for s in SECRETS if s in text] == []
-    exported = subprocess.run(
-        [*CLI, "--ledger", str(ledger), "export", "markdown"],
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-        env=env,
-    )
+    exported = invoke(["--ledger", str(ledger), "export", "markdown"], cwd=ROOT, env=env)
     assert exported.returncode == 0 and "keyed" in exported.stdout
     assert [s for s in SECRETS if s in exported.stdout] == []
 

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
+from cli_inprocess import invoke
 
 from ledger.importers import import_file
 from ledger.store import LAYOUT_VERSION, LedgerStore
@@ -49,12 +49,7 @@ def runs_of(tmp_path: Path, *paths: Path, host: Host | None = None) -> list[dict
 def cli(ledger: Path, *args: str) -> subprocess.CompletedProcess[str]:
     if not ledger.exists():
         LedgerStore(ledger).init()
-    return subprocess.run(
-        [sys.executable, "-m", "ledger.cli", "--ledger", str(ledger), *args],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    return invoke(["--ledger", str(ledger), *args])
 
 
 # --- 1. per-rank repeats (sglang-10521-default-moe-tp1) ---------------------------------------

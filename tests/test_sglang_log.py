@@ -411,3 +411,20 @@ def test_a_progress_bar_glued_to_a_log_line_is_read() -> None:
         strict=True,
     )
     assert facts.cuda_graph_captured and facts.wrapped_lines == 0
+
+
+def test_decode_capture_wins_over_an_earlier_verify_capture() -> None:
+    """Issue 9 (mypy: a ``LogLine`` compared with ``"verify"``, never equal): under speculative
+    decoding the verify phase's batch sizes stand in only until the decode phase's are seen."""
+    lines = [
+        "[2026-08-02 11:40:20] Capture target verify CUDA graph begin. backend=full, "
+        "num_tokens_per_req=4, bs=[1, 2, 4], avail mem=7.20 GB",
+        "[2026-08-02 11:40:21] Capture target verify CUDA graph end. elapsed=0.50 s",
+        "[2026-08-02 11:40:22] Capture target decode CUDA graph begin. backend=full, "
+        "num_tokens_per_req=1, bs=[1, 2, 4, 8, 16], avail mem=7.10 GB",
+        "[2026-08-02 11:40:23] Capture target decode CUDA graph end. elapsed=0.89 s",
+    ]
+    facts = parse_server_log(lines)
+    assert facts.cuda_graph_bs == [1, 2, 4, 8, 16]
+    only_verify = parse_server_log(lines[:2])
+    assert only_verify.cuda_graph_bs == [1, 2, 4]

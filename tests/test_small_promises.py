@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import multiprocessing
 import sys
+from itertools import pairwise
 from pathlib import Path
 
 import pytest
@@ -129,5 +130,5 @@ def test_recorded_at_never_goes_backwards_in_seq_order(tmp_path: Path) -> None:
         assert writer.exitcode == 0
     stamps = [e.recorded_at for e in LedgerStore(path).read()]
     assert len(stamps) == 120
-    backwards = sum(later < earlier for earlier, later in zip(stamps, stamps[1:]))
+    backwards = sum(later < earlier for earlier, later in pairwise(stamps))
     assert backwards == 0

@@ -12,6 +12,8 @@ import socket
 import sys
 from pathlib import Path
 
+import pytest
+
 from ledger.store import LedgerStore
 from runners.server import ServerRunner
 from runners.spec import decode_log_accept, load_spec, run_spec
@@ -83,6 +85,7 @@ def test_decode_batch_accept_series_in_sglangs_formats():
     assert decode_log_accept(lines) == ([2.31, 1.90], [0.77])
 
 
+@pytest.mark.slow  # real server processes restarted per trial
 def test_spec_trials_restart_benchmark_and_record_accept_length(tmp_path):
     spec = load_spec(write_spec(tmp_path))
     eagle = spec.plan.configs["eagle-3-1-4"]

@@ -15,6 +15,7 @@ import threading
 from pathlib import Path
 
 import pytest
+from cli_inprocess import invoke
 
 from ledger.store import LedgerStore
 from schemas import NoteAdded
@@ -24,7 +25,15 @@ CLI = [sys.executable, "-m", "ledger.cli"]
 root_only = pytest.mark.skipif(os.geteuid() != 0, reason="mknod of a device node needs root")
 
 
-def run(*args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
+def run(*args: str) -> subprocess.CompletedProcess[str]:
+    """The CLI in this process: files that end without blocking (links, devices that do not
+    block, folders)."""
+    return invoke(args, cwd=ROOT)
+
+
+def run_process(*args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
+    """The CLI as a process with a timeout: FIFOs and /dev/zero would hang or read without
+    bound if a fault came back, and a hung process is killed where this one would not be."""
     return subprocess.run([*CLI, *args], capture_output=True, text=True, cwd=ROOT, timeout=timeout)
 
 
@@ -58,19 +67,20 @@ def test_export_through_a_symlink_writes_the_target_and_keeps_the_link(
     assert sorted(p.name for p in target.parent.iterdir()) == ["decisions.md"]  # no temp file left
 
 
+@pytest.mark.slow
 def test_export_to_a_fifo_writes_in_place_or_refuses_without_a_reader(
     ledger: Path, tmp_path: Path
 ) -> None:
     fifo = tmp_path / "pipe"
     os.mkfifo(fifo)
-    done = run("--ledger", str(ledger), "export", "markdown", "-o", str(fifo), timeout=30)
+    done = run_process("--ledger", str(ledger), "export", "markdown", "-o", str(fifo), timeout=30)
     assert (
         done.returncode == 3 and "no reader" in done.stderr and len(done.stderr.splitlines()) == 1
     )
     got: list[bytes] = []
     reader = threading.Thread(target=lambda: got.append(fifo.read_bytes()))
     reader.start()
-    done = run("--ledger", str(ledger), "export", "markdown", "-o", str(fifo), timeout=30)
+    done = run_process("--ledger", str(ledger), "export", "markdown", "-o", str(fifo), timeout=30)
     reader.join(30)
     assert done.returncode == 0, done.stderr
     assert stat.S_ISFIFO(fifo.lstat().st_mode) and b"hello from the ledger" in got[0]
@@ -92,10 +102,11 @@ def test_export_to_a_device_writes_in_place_and_a_full_device_fails_in_one_line(
     assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith(".")) == []
 
 
+@pytest.mark.slow
 def test_import_of_a_fifo_is_refused_at_once(ledger: Path, tmp_path: Path) -> None:
     fifo = tmp_path / "bench.jsonl"
     os.mkfifo(fifo)
-    done = run("--ledger", str(ledger), "import", str(fifo), timeout=30)
+    done = run_process("--ledger", str(ledger), "import", str(fifo), timeout=30)
     assert (
         done.returncode == 3
         and "not a regular file" in done.stderr
@@ -105,9 +116,10 @@ def test_import_of_a_fifo_is_refused_at_once(ledger: Path, tmp_path: Path) -> No
 
 
 @root_only
+@pytest.mark.slow
 def test_import_of_a_zero_device_is_refused_not_read(ledger: Path, tmp_path: Path) -> None:
     zero = device(tmp_path / "zero", 5)
-    done = run("--ledger", str(ledger), "import", str(zero), timeout=30)
+    done = run_process("--ledger", str(ledger), "import", str(zero), timeout=30)
     assert (
         done.returncode == 3
         and "not a regular file" in done.stderr

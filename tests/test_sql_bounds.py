@@ -15,6 +15,9 @@ import pytest
 from ledger.store import LedgerStore
 from schemas import NoteAdded
 
+#: Process-based on purpose (a child process's peak RSS and timeouts): `make test` runs it, `make check` does not.
+pytestmark = pytest.mark.slow
+
 ROOT = Path(__file__).resolve().parents[1]
 CLI = [sys.executable, "-m", "ledger.cli"]
 

@@ -15,6 +15,10 @@ import sys
 from pathlib import Path
 
 import duckdb
+import pytest
+
+#: Process-based on purpose (start-up of fresh interpreters): `make test` runs it, `make check` does not.
+pytestmark = pytest.mark.slow
 
 #: Imported only by commands that need them (tables, samples, HTTP, the hub, statistics,
 #: plots, tokenizers, the runners, the TUI).
@@ -38,6 +42,7 @@ LAZY = (*HEAVY, "runners", "tui")
 PROBE = """
 import sys
 from ledger import cli
+
 try:
     cli.main(sys.argv[1:])
 except SystemExit as exc:

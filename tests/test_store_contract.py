@@ -79,7 +79,9 @@ def stream_versions(store: LedgerStore) -> dict[str, list[int]]:
     """stream -> its stream_versions in seq order."""
     table = store.query_arrow("SELECT stream, stream_version FROM events ORDER BY seq")
     out: dict[str, list[int]] = defaultdict(list)
-    for stream, version in zip(table["stream"].to_pylist(), table["stream_version"].to_pylist()):
+    for stream, version in zip(
+        table["stream"].to_pylist(), table["stream_version"].to_pylist(), strict=True
+    ):
         out[stream].append(version)
     return dict(out)
 
@@ -341,6 +343,7 @@ class StoreContract:
         assert ledger.stream_version("never") == 0
         assert [e.text for e in ledger.read(stream="run:1")] == ["a", "b", "c"]
 
+    @pytest.mark.slow  # real processes: racing, SIGKILL, a held lock
     def test_racing_processes_with_the_same_expected_version_one_wins(
         self, ledger: LedgerStore, path: Path, tmp_path: Path
     ) -> None:
@@ -373,7 +376,8 @@ class StoreContract:
             go.touch()
             outs = [proc.communicate(timeout=PROCESS_TIMEOUT_S) for proc in procs]
             by_code = {
-                proc.returncode: (name, *out) for name, proc, out in zip(("A", "B"), procs, outs)
+                proc.returncode: (name, *out)
+                for name, proc, out in zip(("A", "B"), procs, outs, strict=True)
             }
             stored = [(e.seq, e.stream_version, e.text) for e in ledger.read(stream=stream)]
             assert sorted(p.returncode for p in procs) == [0, 4], (
@@ -419,6 +423,7 @@ class StoreContract:
 
     # --- 5. crash -------------------------------------------------------------------
 
+    @pytest.mark.slow  # real processes: racing, SIGKILL, a held lock
     def test_killed_writer_leaves_only_complete_batches(
         self, ledger: LedgerStore, path: Path
     ) -> None:
@@ -488,6 +493,7 @@ class StoreContract:
 
     # --- 6. concurrency across processes ------------------------------------------
 
+    @pytest.mark.slow  # real processes: racing, SIGKILL, a held lock
     def test_two_writers_and_a_reader_across_processes(
         self, ledger: LedgerStore, path: Path, tmp_path: Path
     ) -> None:
@@ -725,6 +731,7 @@ class StoreContract:
 
     # --- 9. lock timeout -------------------------------------------------------------
 
+    @pytest.mark.slow  # real processes: racing, SIGKILL, a held lock
     def test_a_held_lock_is_ledger_busy_then_clears(self, ledger: LedgerStore, path: Path) -> None:
         ledger.append(note("before the holder"))
         ledger.close()  # a kept-open store lets go now (the holder below is plain DuckDB)

@@ -16,9 +16,13 @@ import time
 from pathlib import Path
 
 import duckdb
+import pytest
 
 from ledger.store import HANDOFF_S, LedgerStore
 from schemas.events import NoteAdded
+
+#: Process-based on purpose (real processes hand a kept-open file over): `make test` runs it, `make check` does not.
+pytestmark = pytest.mark.slow
 
 WRITER = Path(__file__).with_name("writer_process.py")
 
@@ -122,3 +126,37 @@ def test_views_through_a_kept_open_store_are_never_stale(tmp_path: Path) -> None
         assert con.execute("SELECT count(*) FROM timeline").fetchall() == [(30,)]
     finally:
         con.close()
+
+
+def test_a_store_that_holds_for_writes_only_reads_without_holding(tmp_path: Path) -> None:
+    """The TUI's store (``hold_reads=False``): its reads leave the file free for another
+    process at once; a write keeps it open (and reads then use that connection); ``close``
+    lets go with the views caught up."""
+    path = tmp_path / "ledger.duckdb"
+    LedgerStore(path).append(NoteAdded(text="before"))
+    tui = LedgerStore(path, hold_s=60, hold_reads=False)
+    assert tui.query_arrow("SELECT count(*) AS n FROM timeline").to_pylist() == [{"n": 1}]
+
+    def other_process_opens() -> bool:
+        probe = "import duckdb, sys; duckdb.connect(sys.argv[1], read_only=False).close()"
+        return subprocess.run([sys.executable, "-c", probe, str(path)], timeout=60).returncode == 0
+
+    assert other_process_opens()  # the read held nothing
+    tui.append(NoteAdded(text="from the TUI"))
+    assert tui.query_arrow("SELECT count(*) AS n FROM timeline").to_pylist() == [{"n": 2}]
+    assert not other_process_opens()  # the write kept the file open (plain DuckDB is refused)
+    tui.close()
+    assert other_process_opens()
+    with duckdb.connect(str(path), read_only=True) as con:
+        assert con.execute("SELECT count(*) FROM timeline").fetchall() == [(2,)]
+
+
+def test_kept_open_is_the_same_ledger_held_for_a_run_of_appends(tmp_path: Path) -> None:
+    path = tmp_path / "ledger.duckdb"
+    one_shot = LedgerStore(path, lock_timeout_s=7)
+    runner = one_shot.kept_open()
+    assert (runner.path, runner.lock_timeout_s, one_shot.hold_s) == (path, 7, 0)
+    assert runner.hold_s > 0
+    runner.append([NoteAdded(text=f"n{i}") for i in range(3)])
+    assert [e.seq for e in one_shot.read()] == [1, 2, 3]  # through the held connection
+    runner.close()

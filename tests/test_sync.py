@@ -26,6 +26,9 @@ from ledger.store import LedgerStore
 from schemas import Host
 from schemas.events import CandidateProposed, CandidateTriaged, FlagResearched, NoteAdded
 
+#: Process-based on purpose (a real PostgreSQL server and CLI processes): `make test` runs it, `make check` does not.
+pytestmark = pytest.mark.slow
+
 #: The installed command (``python -m ledger.cli`` would load the CLI module twice).
 TUNELEDGER = str(Path(sys.executable).with_name("tuneledger"))
 
@@ -433,6 +436,7 @@ import sys
 from ledger import sync
 from ledger.remote import get_remote
 from ledger.store import LedgerStore
+
 store = LedgerStore(sys.argv[1])
 sync.sync(store, get_remote(store, None), batch=int(sys.argv[2]),
           progress=lambda phase, n: print(phase, n, flush=True))

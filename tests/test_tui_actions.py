@@ -446,7 +446,7 @@ async def test_benchmarks_table_and_plot_metric(demo: LedgerStore) -> None:
             ("moe-config-b200", 1),
             ("moe-config-b200", 64),
         ]
-        cell = app.query_one("#bench-table").get_row_at(3)[3]
+        cell = app.query_one("#bench-table").get_row_at(3)[4]  # after the workload column
         assert "1,566.0 -1.0%" in str(cell)
         assert cell.spans[-1].style == "dim"  # no-measurable-change is dim
         await pilot.press("m")
@@ -503,3 +503,32 @@ async def test_keymap_rebinds_by_binding_id(demo: LedgerStore) -> None:
         _select_candidate(app, "flag:cuda-graph-max-bs")
         await pilot.press("y")
         await wait_for(pilot, lambda: len(_new_events(demo, head)) == 1, what="the rebound accept")
+
+
+async def test_board_actions_are_offered_only_on_the_board(
+    demo: LedgerStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 9: ``check_action`` tested ``self.is_mounted`` (a method: always true) and hid
+    whatever failed behind a blanket ``except``. Before the app runs it must answer without
+    touching the DOM (``main_screen`` is replaced by a property that records a read and fails:
+    the old blanket ``except`` swallowed the failure, the record stays); once running, board
+    actions are enabled on the board and disabled elsewhere."""
+    app = _app(demo)
+    reads: list[str] = []
+
+    def no_dom(self: TuneLedgerApp) -> None:
+        reads.append("main_screen")
+        raise RuntimeError("check_action queried the DOM before the app was mounted")
+
+    with monkeypatch.context() as patch:
+        patch.setattr(TuneLedgerApp, "main_screen", property(no_dom))
+        assert app.check_action("accept", ()) is True
+    assert reads == []
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_loaded(pilot)
+        assert app.check_action("accept", ()) is True
+        assert app.check_action("reload", ()) is True
+        await pilot.press("3")
+        await wait_for(pilot, lambda: app.active_tab == "timeline", what="the timeline tab")
+        assert app.check_action("accept", ()) is False
+        assert app.check_action("reload", ()) is True

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from importlib.metadata import entry_points
 from pathlib import Path
+
+from cli_inprocess import invoke
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -21,19 +21,10 @@ def test_entry_points_resolve_to_the_tui() -> None:
 
 
 def test_tui_command_help_and_missing_ledger(tmp_path: Path) -> None:
-    run = [sys.executable, "-m", "ledger.cli"]
-    out = subprocess.run(
-        [*run, "tui", "--help"], cwd=ROOT, capture_output=True, text=True, timeout=60
-    )
+    out = invoke(["tui", "--help"], cwd=ROOT)
     assert out.returncode == 0 and "--session" in out.stdout and "--ledger" in out.stdout
     missing = tmp_path / "nope.duckdb"
-    out = subprocess.run(
-        [*run, "--ledger", str(missing), "tui"],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    out = invoke(["--ledger", str(missing), "tui"], cwd=ROOT)
     assert out.returncode == 5, out.stderr
     assert "no ledger at" in out.stderr and not missing.exists()
 

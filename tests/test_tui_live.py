@@ -14,7 +14,8 @@ from test_tui_helpers import DEMO_SESSION, SIZE, anyio_backend, make_demo, wait_
 from ledger.store import LedgerStore
 from tui.app import TuneLedgerApp
 
-pytestmark = pytest.mark.anyio
+#: Process-based on purpose (another process appends while the TUI runs): `make test` runs it, `make check` does not.
+pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 
 ROOT = Path(__file__).resolve().parents[1]
 

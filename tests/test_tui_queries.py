@@ -4,6 +4,7 @@ refresh rereads, the flag matrix, event links, and the events each write appends
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 from test_tui_helpers import DEMO_SESSION, make_demo
@@ -22,81 +23,94 @@ def demo(tmp_path_factory: pytest.TempPathFactory) -> LedgerStore:
     return make_demo(tmp_path_factory.mktemp("demo"))
 
 
-def test_link_rule_name_or_flag_latest_config_highest_concurrency() -> None:
-    board = [
-        {"candidate_id": "flag:enable-x", "session_id": "s", "flag": "enable-x"},
-        {"candidate_id": "config:tuned-moe", "session_id": "s", "flag": None},
-        {"candidate_id": "flag:enable-y", "session_id": "s", "flag": "enable-y"},
-        {"candidate_id": "flag:enable-x", "session_id": "other", "flag": "enable-x"},
-    ]
-    runs = [
-        {"session_id": "s", "config_name": "with-x", "flag_names": ["tp", "enable-x"]},
-        {"session_id": "s", "config_name": "with-x-later", "flag_names": ["enable-x"]},
+def _runs(session: str, config: str, concurrency: int, value: float, **extra: Any) -> list[Any]:
+    """Three benchmark runs of ``config`` at ``concurrency`` (enough for a verdict)."""
+    from schemas.events import BenchmarkCompleted, Workload
+
+    return [
+        BenchmarkCompleted(
+            session_id=session,
+            run_id=f"{config}-c{concurrency}-{i}-{value}",
+            config_name=config,
+            is_baseline=config == "baseline",
+            concurrency=concurrency,
+            workload=Workload(dataset="random", input_len=64, output_len=32),
+            metrics={"output_throughput": value},
+            **extra,
+        )
+        for i in range(3)
     ]
 
-    def delta(config: str, c: int, pct: float, seq: int, metric: str = "output_throughput") -> dict:
-        return {
-            "session_id": "s",
-            "config_name": config,
-            "concurrency": c,
-            "metric": metric,
-            "change_pct": pct,
-            "verdict": "improved",
-            "seq": seq,
-        }
 
-    deltas = [
-        delta("with-x", 1, 1.0, 10),
-        delta("with-x", 64, 2.0, 11),
-        delta("with-x-later", 1, 3.0, 20),
-        delta("with-x-later", 16, 4.0, 21),
-        delta("with-x-later", 64, 9.9, 22, metric="median_ttft_ms"),
-        delta("tuned-moe", 8, -5.0, 5),
-    ]
-    queries.link_board_deltas(board, runs, deltas)
-    assert (board[0]["delta_config"], board[0]["delta_concurrency"], board[0]["delta_pct"]) == (
-        "with-x-later",
-        16,
-        4.0,
+def _board_deltas(store: LedgerStore, session: str | None) -> dict[str, tuple[Any, ...]]:
+    return {
+        r["candidate_id"]: (r["delta_config"], r["delta_concurrency"], r["delta_pct"])
+        for r in queries.load_snapshot(store, session)["board"]
+    }
+
+
+def _proposal(session: str, cid: str, flag: str | None) -> Any:
+    from schemas.events import CandidateProposed
+
+    kind = cid.split(":", 1)[0]
+    return CandidateProposed(session_id=session, candidate_id=cid, kind=kind, flag=flag, title=cid)
+
+
+def _server(session: str, config: str, flags: list[str]) -> Any:
+    from schemas.events import ServerStarted
+
+    return ServerStarted(
+        session_id=session,
+        run_id=f"{session}-{config}",
+        engine="sglang",
+        config_name=config,
+        flags=dict.fromkeys(flags, True),
     )
-    assert (board[1]["delta_config"], board[1]["delta_pct"]) == (
-        "tuned-moe",
-        -5.0,
-    )  # by name without kind:
-    assert board[2]["delta_config"] is None  # no configuration ran with the flag
-    assert board[3]["delta_config"] is None  # other session
 
 
-def test_link_rule_prefers_the_candidate_a_run_was_recorded_for() -> None:
+def test_link_rule_name_or_flag_latest_config_highest_concurrency(tmp_path: Path) -> None:
+    """``board_deltas``: a configuration relates to a candidate by name (with or without its
+    ``kind:``) or by a server run started with the candidate's flag; the one measured last wins,
+    shown at its highest concurrency; another session's configurations never relate."""
+    store = LedgerStore(tmp_path / "l.duckdb")
+    store.init()
+    events: list[Any] = [
+        _proposal("s", "flag:enable-x", "enable-x"),
+        _proposal("s", "config:tuned-moe", None),
+        _proposal("s", "flag:enable-y", "enable-y"),
+        _proposal("other", "flag:enable-x-elsewhere", "enable-x"),
+        _server("s", "with-x", ["tp", "enable-x"]),
+        _server("s", "with-x-later", ["enable-x"]),
+    ]
+    for c in (1, 8, 16, 64):
+        events += _runs("s", "baseline", c, 100.0)
+    events += _runs("s", "tuned-moe", 8, 95.0)
+    events += _runs("s", "with-x", 1, 101.0) + _runs("s", "with-x", 64, 102.0)
+    events += _runs("s", "with-x-later", 1, 103.0) + _runs("s", "with-x-later", 16, 104.0)
+    store.append(events)
+    deltas = _board_deltas(store, None)
+    assert deltas["flag:enable-x"] == ("with-x-later", 16, pytest.approx(4.0))
+    assert deltas["config:tuned-moe"] == ("tuned-moe", 8, pytest.approx(-5.0))  # name sans kind:
+    assert deltas["flag:enable-y"] == (None, None, None)  # no configuration ran with the flag
+    assert deltas["flag:enable-x-elsewhere"] == (None, None, None)  # other session
+
+
+def test_link_rule_prefers_the_candidate_a_run_was_recorded_for(tmp_path: Path) -> None:
     """Issue 7.8: a configuration inheriting a flag was linked to that flag's candidate, not to the
     candidate its runs were made for."""
-    board = [
-        {"candidate_id": "flag:enable-x", "session_id": "s", "flag": "enable-x"},
-        {"candidate_id": "kernel-tune:moe", "session_id": "s", "flag": None},
+    store = LedgerStore(tmp_path / "l.duckdb")
+    store.init()
+    events: list[Any] = [
+        _proposal("s", "flag:enable-x", "enable-x"),
+        _proposal("s", "kernel-tune:moe", None),
+        _server("s", "b200-config", ["enable-x"]),
+        *_runs("s", "baseline", 64, 100.0),
+        *_runs("s", "b200-config", 64, 99.0, candidate_id="kernel-tune:moe"),
     ]
-    runs = [
-        {"session_id": "s", "config_name": "b200-config", "flag_names": ["enable-x"]},
-        {
-            "session_id": "s",
-            "config_name": "b200-config",
-            "flag_names": [],
-            "candidate_id": "kernel-tune:moe",
-        },
-    ]
-    deltas = [
-        {
-            "session_id": "s",
-            "config_name": "b200-config",
-            "concurrency": 64,
-            "metric": "output_throughput",
-            "change_pct": -1.0,
-            "verdict": "no-measurable-change",
-            "seq": 3,
-        }
-    ]
-    queries.link_board_deltas(board, runs, deltas)
-    assert board[0]["delta_config"] is None
-    assert (board[1]["delta_config"], board[1]["delta_pct"]) == ("b200-config", -1.0)
+    store.append(events)
+    deltas = _board_deltas(store, "s")
+    assert deltas["flag:enable-x"] == (None, None, None)
+    assert deltas["kernel-tune:moe"] == ("b200-config", 64, pytest.approx(-1.0))
 
 
 def test_changed_parts_follow_the_new_event_types(tmp_path: Path) -> None:
@@ -130,13 +144,13 @@ def test_incremental_snapshot_reads_only_new_timeline_rows(tmp_path: Path) -> No
 
 
 def test_timeline_tail_and_filters(demo: LedgerStore) -> None:
-    tail = queries.load_timeline(demo, queries.TimelineFilter(), tail=10)
+    tail = queries.load_timeline(demo, queries.EventFilter(), tail=10)
     assert [r["seq"] for r in tail] == list(range(71, 81))
-    decisions = queries.load_timeline(demo, queries.TimelineFilter(type="decision_recorded"))
+    decisions = queries.load_timeline(demo, queries.EventFilter(types=("decision_recorded",)))
     assert len(decisions) == 5
-    assert queries.load_timeline(demo, queries.TimelineFilter(session_id="nope")) == []
+    assert queries.load_timeline(demo, queries.EventFilter(session_id="nope")) == []
     # the core's summary is NULL for a proposal without priority: the TUI falls back to the type
-    assert all(r["summary"] for r in queries.load_timeline(demo, queries.TimelineFilter()))
+    assert all(r["summary"] for r in queries.load_timeline(demo, queries.EventFilter()))
 
 
 def test_flag_matrix_columns_and_latest_cell(demo: LedgerStore) -> None:
@@ -213,8 +227,9 @@ def test_core_stays_free_of_textual_and_tui() -> None:
 def test_benchmarks_pane_shows_the_values_its_changes_are_computed_from(demo: LedgerStore) -> None:
     """Each compared cell shows benchmark_deltas' value, and a baseline row the baseline value."""
     snap = queries.load_snapshot(demo, DEMO_SESSION)
+    arm = ("config_name", "dataset", "input_len", "output_len", "concurrency", "request_rate")
     view = {
-        (r["config_name"], r["concurrency"], r["metric"]): r
+        (*(r[k] for k in arm), r["metric"]): r
         for r in demo.query_arrow(
             "SELECT * FROM benchmark_deltas WHERE session_id = ?", [DEMO_SESSION]
         ).to_pylist()
@@ -222,17 +237,17 @@ def test_benchmarks_pane_shows_the_values_its_changes_are_computed_from(demo: Le
     compared = 0
     for row in snap["bench"]:
         for metric, _ in queries.BENCH_METRICS:
-            delta = view.get((row["config_name"], row["concurrency"], metric))
+            delta = view.get((*(row[k] for k in arm), metric))
             if delta is not None:
                 compared += 1
                 assert row[metric] == pytest.approx(delta["value"])
-                assert row["deltas"][metric]["change_pct"] == pytest.approx(delta["change_pct"])
+                assert row[f"{metric}_change_pct"] == pytest.approx(delta["change_pct"])
             elif row["is_baseline"]:
                 uses = [
                     d
                     for d in view.values()
                     if d["baseline_config"] == row["config_name"]
-                    and d["concurrency"] == row["concurrency"]
+                    and all(d[k] == row[k] for k in arm[1:])
                     and d["metric"] == metric
                 ]
                 if uses:
@@ -270,6 +285,11 @@ def test_benchmarks_pane_agrees_with_the_view_when_a_config_ran_two_workloads(
         "WHERE metric = 'output_throughput'"
     ).to_pylist()
     assert view == [{"baseline_value": 100.0, "value": 200.0, "change_pct": 100.0}]
-    rows = {r["config_name"]: r for r in queries.load_snapshot(store, "s")["bench"]}
-    assert rows["tuned"]["output_throughput"] == pytest.approx(200.0)
-    assert rows["baseline"]["output_throughput"] == pytest.approx(100.0)
+    rows = {
+        (r["config_name"], r["input_len"]): r for r in queries.load_snapshot(store, "s")["bench"]
+    }
+    assert rows["tuned", 64]["output_throughput"] == pytest.approx(200.0)
+    assert rows["baseline", 64]["output_throughput"] == pytest.approx(100.0)
+    # the other workload is a row of its own (issue 9: the pane once merged workloads)
+    assert rows["baseline", 1024]["output_throughput"] == pytest.approx(300.0)
+    assert set(rows) == {("tuned", 64), ("baseline", 64), ("baseline", 1024)}

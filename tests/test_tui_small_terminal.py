@@ -139,6 +139,7 @@ async def test_benchmarks_drop_the_p99_columns_first_on_a_narrow_terminal(
         labels = [str(c.label) for c in table.columns.values()]
         assert labels == [
             "configuration",
+            "workload",
             "c",
             "runs",
             "out tok/s",

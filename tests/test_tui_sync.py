@@ -16,7 +16,8 @@ from schemas.envelope import Actor
 from schemas.events import CandidateProposed, CandidateTriaged, NoteAdded
 from tui.app import TuneLedgerApp
 
-pytestmark = pytest.mark.anyio
+#: Process-based on purpose (a real PostgreSQL server): `make test` runs it, `make check` does not.
+pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 
 
 @pytest.fixture

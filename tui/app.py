@@ -29,7 +29,7 @@ from textual.widgets import Footer, Header, TabbedContent, TabPane
 from textual.worker import Worker, WorkerState, get_current_worker
 
 from ledger.errors import ConcurrencyConflict, LedgerError
-from ledger.store import LedgerStore
+from ledger.store import WRITER_HOLD_S, LedgerStore
 from schemas.envelope import Actor
 
 from . import queries, writes
@@ -158,7 +158,9 @@ class TuneLedgerApp(App[None]):
     ]
 
     #: Bindings offered in the command palette (every action).
-    PALETTE_BINDINGS: ClassVar = [b for b in BINDINGS if b.id != "app.help"] + [
+    PALETTE_BINDINGS: ClassVar = [
+        b for b in BINDINGS if isinstance(b, Binding) and b.id != "app.help"
+    ] + [
         Binding("f1", "help", "Help: keys and actions", id="palette.help"),
     ]
 
@@ -172,7 +174,8 @@ class TuneLedgerApp(App[None]):
         poll_s: float = 2.0,
     ) -> None:
         super().__init__()
-        self.store = LedgerStore(path)
+        # Its writes keep the file open for a burst (WRITER_HOLD_S); its reads never do.
+        self.store = LedgerStore(path, hold_s=WRITER_HOLD_S, hold_reads=False)
         self.session_id = session_id
         self._session_given = session_id is not None
         self.actor = actor or _default_actor()
@@ -667,13 +670,18 @@ class TuneLedgerApp(App[None]):
             self._focus_tab(event.pane.id)
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        """Board-only actions show in the footer only on the board."""
-        if action in _BOARD_ACTIONS and self.is_mounted:
-            try:
-                return self.active_tab == "board"
-            except Exception:  # before the tabs exist
-                return True
-        return True
+        """Board-only actions show in the footer (and run) only on the board.
+
+        Before the app is mounted, or before its tabs are composed, every action is offered:
+        the DOM is not queried then (``App.is_mounted`` is a method taking a widget, so the
+        test for it was always true, and a blanket ``except`` hid what failed).
+        """
+        if action not in _BOARD_ACTIONS or not self.is_running or not self.screen_stack:
+            return True
+        tabs = self.main_screen.query("#tabs")
+        if not tabs:  # mounted, tabs not composed yet
+            return True
+        return str(tabs.first(TabbedContent).active) == "board"
 
     def action_reload(self) -> None:
         """Reread everything from the ledger."""
@@ -683,7 +691,7 @@ class TuneLedgerApp(App[None]):
         """Show the keys and actions."""
         from .help import HelpScreen  # Markdown is imported on first use, not at start
 
-        self.push_screen(HelpScreen(list(self.BINDINGS)))
+        self.push_screen(HelpScreen([b for b in self.BINDINGS if isinstance(b, Binding)]))
 
 
 def export_path(ledger: Path, session_id: str | None) -> Path:

@@ -1,11 +1,13 @@
 """The benchmarks pane: baseline against each configuration per concurrency, and a plot.
 
-The table shows, per (configuration, concurrency), the mean output throughput,
-TTFT and TPOT (median and p99) over its valid runs and, for non-baseline
+The table shows the ``benchmark_summary`` view's rows as they are: one per arm
+(configuration, workload, concurrency, request rate), the output throughput, TTFT
+and TPOT (median and p99) a change is computed from and, for non-baseline
 configurations, the change against the baseline from ``benchmark_deltas``,
-coloured by its verdict (green improved, red regressed, dim no measurable
-change, yellow inconclusive / insufficient data). The plot (plotext) draws one
-line per configuration against concurrency; ``m`` cycles the plotted metric.
+coloured by its verdict (green improved, red regressed, dim
+no-measurable-change, yellow inconclusive / insufficient-data). The plot (plotext) draws one
+line per configuration (and workload, where the session ran several) against
+concurrency; ``m`` cycles the plotted metric.
 """
 
 from __future__ import annotations
@@ -28,21 +30,41 @@ from .render import DELTA_STYLE, number, short_delta_verdict
 PLOT_METRICS: tuple[tuple[str, str], ...] = tuple((m.name, m.title) for m in HEADLINE_METRICS)
 
 
+def workload_text(row: dict[str, Any]) -> str:
+    """An arm's workload in a few characters: ``in/out`` tokens, the dataset when it is not
+    random, the request rate when one was set (``1024/128 sharegpt 4 req/s``)."""
+    parts = []
+    if row["input_len"] is not None or row["output_len"] is not None:
+        parts.append(f"{row['input_len'] or '?'}/{row['output_len'] or '?'}")
+    if row["dataset"] and row["dataset"] != "random":
+        parts.append(row["dataset"])
+    if row["request_rate"] is not None:
+        parts.append(f"{row['request_rate']:g} req/s")
+    return " ".join(parts) or "—"
+
+
 class BenchmarksPane(Vertical):
     """Benchmark results against the baseline."""
 
     BINDINGS = [Binding("m", "cycle_metric", "Plot metric", id="bench.cycle_metric")]
 
-    #: Every column, in order: the configuration, its concurrency and run count, then one per metric.
+    #: Every column, in order: the configuration, its workload, concurrency and run count, then
+    #: one per metric.
     ALL_COLUMNS: tuple[str, ...] = (
         "configuration",
+        "workload",
         "c",
         "runs",
         *(label for _, label in BENCH_METRICS),
     )
     #: Width (terminal cells) below which a column is dropped: the p99s first (the medians and the
-    #: throughput carry the verdicts a user acts on), then the run count (the detail still has it).
-    DROP_BELOW: dict[str, int] = {"TPOT p99 ms": 150, "TTFT p99 ms": 130, "runs": 90}
+    #: throughput carry the verdicts a user acts on), then the workload, then the run count.
+    DROP_BELOW: dict[str, int] = {
+        "TPOT p99 ms": 150,
+        "TTFT p99 ms": 130,
+        "workload": 110,
+        "runs": 90,
+    }
 
     DEFAULT_CSS = """
     BenchmarksPane #bench-table { height: 1fr; min-height: 6; }
@@ -97,7 +119,7 @@ class BenchmarksPane(Vertical):
         self._plot()
 
     def show(self, rows: list[dict[str, Any]]) -> None:
-        """Show freshly read benchmark rows (see ``tui.queries._bench``)."""
+        """Show freshly read ``benchmark_summary`` rows (``ledger.read_model.benchmark_summary``)."""
         self.rows = rows
         table = self.query_one("#bench-table", DataTable)
         cursor = table.cursor_row
@@ -107,12 +129,16 @@ class BenchmarksPane(Vertical):
                 "configuration": Text(
                     row["config_name"], style="bold" if row["is_baseline"] else ""
                 ),
+                "workload": workload_text(row),
                 "c": str(row["concurrency"] or ""),
                 "runs": str(row["runs"]),
             }
             for metric, label in BENCH_METRICS:
                 cells[label] = self._cell(
-                    row[metric], row["deltas"].get(metric), row["is_baseline"]
+                    row[metric],
+                    row[f"{metric}_change_pct"],
+                    row[f"{metric}_verdict"],
+                    row["is_baseline"],
                 )
             table.add_row(*(cells[name] for name in self._columns))
         if rows:
@@ -120,27 +146,34 @@ class BenchmarksPane(Vertical):
         self._plot()
 
     @staticmethod
-    def _cell(value: float | None, delta: dict[str, Any] | None, baseline: bool) -> Text:
+    def _cell(
+        value: float | None, change_pct: float | None, verdict: str | None, baseline: bool
+    ) -> Text:
         digits = 1 if value is None or abs(value) >= 10 else 2
         text = Text(number(value, digits) or "—", style="" if value is not None else "dim")
-        if delta is not None and not baseline:
-            style = DELTA_STYLE.get(delta["verdict"], "")
-            if delta["change_pct"] is not None:
-                text.append(f" {delta['change_pct']:+.1f}%", style=style)
-            text.append(f" {short_delta_verdict(delta['verdict'])}", style=style)
+        if verdict is not None and not baseline:
+            style = DELTA_STYLE.get(verdict, "")
+            if change_pct is not None:
+                text.append(f" {change_pct:+.1f}%", style=style)
+            text.append(f" {short_delta_verdict(verdict)}", style=style)
         return text
 
     def _plot(self) -> None:
         metric, label = PLOT_METRICS[self.metric_index]
         if not self.plot_mounted or not self.query("#bench-plot"):
             return
-        widget = self.query_one("#bench-plot")
+        from textual_plotext import PlotextPlot
+
+        widget = self.query_one("#bench-plot", PlotextPlot)
         plt = widget.plt
         plt.clear_figure()
         series: dict[str, list[tuple[int, float]]] = {}
+        # one line per configuration; per configuration and workload where there are several
+        several = len({workload_text(row) for row in self.rows}) > 1
         for row in self.rows:
             if row["concurrency"] is not None and row[metric] is not None:
-                series.setdefault(row["config_name"], []).append((row["concurrency"], row[metric]))
+                name = row["config_name"] + (f" {workload_text(row)}" if several else "")
+                series.setdefault(name, []).append((row["concurrency"], row[metric]))
         self.plot_title = (
             f"{label} against concurrency"
             if series

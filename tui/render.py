@@ -41,7 +41,7 @@ VERDICT_STYLE = {
     "unknown": "yellow",
 }
 
-#: Marks a verdict meaning "changed nothing here" (no-op, dead code, not activated, no measurable change).
+#: Marks a verdict meaning "changed nothing here" (no-op, dead code, not activated, no-measurable-change).
 NO_EFFECT_MARK = "∅"
 
 

@@ -140,7 +140,7 @@ class SqlPane(Vertical):
 def _displayable(table: pa.Table) -> pa.Table:
     """Cast types the Arrow backend cannot draw (UUIDs, JSON, nested) to strings."""
     columns, names = [], []
-    for name, column in zip(table.column_names, table.columns):
+    for name, column in zip(table.column_names, table.columns, strict=True):
         kind = column.type
         if (
             pa.types.is_nested(kind)

@@ -19,7 +19,7 @@ from textual.message import Message
 from textual.widgets import DataTable, OptionList, Select, Static
 from textual.widgets.option_list import Option
 
-from .queries import EventDetail, TimelineFilter
+from .queries import EventDetail, EventFilter
 from .render import clip
 
 
@@ -40,7 +40,7 @@ class TimelinePane(Vertical):
     class FilterChanged(Message):
         """The user changed the type or session filter: the app rereads the timeline."""
 
-        def __init__(self, flt: TimelineFilter) -> None:
+        def __init__(self, flt: EventFilter) -> None:
             super().__init__()
             self.filter = flt
 
@@ -55,7 +55,7 @@ class TimelinePane(Vertical):
         super().__init__(**kwargs)
         self.rows: list[dict[str, Any]] = []
         self.last_seq = 0
-        self.filter = TimelineFilter()
+        self.filter = EventFilter()
         self._options: dict[str, list[str]] = {}
         self._detail_id: str | None = None
 
@@ -156,7 +156,9 @@ class TimelinePane(Vertical):
         for key in ("type", "session"):
             value = self.query_one(f"#timeline-{key}", Select).value
             values[key] = value if isinstance(value, str) else None
-        self.filter = TimelineFilter(type=values["type"], session_id=values["session"])
+        self.filter = EventFilter(
+            types=(values["type"],) if values["type"] else (), session_id=values["session"]
+        )
         self.post_message(self.FilterChanged(self.filter))
 
     def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:

@@ -1,8 +1,8 @@
 """``tuneledger import FILE...``: turn result files of the field into ledger events.
 
 ``import_file`` reads one file, detects its format by content (``detect.py``)
-and returns its events without writing anything: the caller appends the events
-of all files in one atomic batch. Event ids are deterministic (file content +
+and returns its events without writing anything: the caller
+(``ledger.commands.import_files``) appends the events of all files in one atomic batch. Event ids are deterministic (file content +
 position), so importing the same file again gives the same ids and the store
 treats them as idempotent duplicates.
 """

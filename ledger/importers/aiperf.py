@@ -198,6 +198,11 @@ def _load_phase(config: Any) -> tuple[int | None, float | None]:
     return None, None
 
 
+def _mapping(value: Any) -> dict[str, Any]:
+    """``value`` when it is a JSON object, else an empty one (an absent or mistyped section)."""
+    return value if isinstance(value, dict) else {}
+
+
 def _read_json(file: InputFile, ctx: ImportContext) -> ReadResult:
     doc = file.json
     config = doc.get("input_config") if isinstance(doc.get("input_config"), dict) else {}
@@ -212,9 +217,9 @@ def _read_json(file: InputFile, ctx: ImportContext) -> ReadResult:
                 first_error = str(
                     item["error_details"].get("message") or item["error_details"].get("type")
                 )
-    models_holder = config.get("models") if isinstance(config.get("models"), dict) else {}
+    models_holder = _mapping(config.get("models"))
     models = models_holder.get("items") if isinstance(models_holder.get("items"), list) else []
-    endpoint = config.get("endpoint") if isinstance(config.get("endpoint"), dict) else {}
+    endpoint = _mapping(config.get("endpoint"))
     event = _summary_event(
         file,
         ctx,
@@ -261,7 +266,7 @@ def _read_csv(file: InputFile, ctx: ImportContext) -> ReadResult:
         if tag is None or not header or header[0] != "Metric":
             continue
         stats: dict[str, Any] = {}
-        for name, cell in zip(header[1:], row[1:]):
+        for name, cell in zip(header[1:], row[1:], strict=False):  # a short row: cells missing
             if not cell.strip():
                 continue
             try:
@@ -318,13 +323,13 @@ def _value(metrics: dict[str, Any], tag: str) -> Any:
 
 
 def _read_records(file: InputFile, ctx: ImportContext) -> ReadResult:
-    rows = []
+    rows: list[dict[str, Any]] = []
     starts: list[int] = []
     ends: list[int] = []
     for number, record in json_lines(file):
         r = FieldReader(record, f"{file.label}:{number}")
         meta = r.sub("metadata")
-        metrics = r.mapping("metrics") or {}
+        record_metrics = r.mapping("metrics") or {}
         if meta.text("benchmark_phase") not in (None, "profiling"):
             continue  # warmup requests are not part of the run
         error = r.obj.get("error")
@@ -337,7 +342,8 @@ def _read_records(file: InputFile, ctx: ImportContext) -> ReadResult:
             starts.append(start)
             ends.append(end)
         values = FieldReader(
-            {k: _value(metrics, k) for k in metrics}, f"{file.label}:{number}: metrics"
+            {k: _value(record_metrics, k) for k in record_metrics},
+            f"{file.label}:{number}: metrics",
         )
         ttft = values.number("time_to_first_token")
         e2e = values.number("request_latency")

@@ -242,7 +242,7 @@ def samples_from_details(line: _Line) -> pa.Table | None:
         gaps = itls[i] if isinstance(itls[i], list) else None
         if gaps is None:
             raise line.error(f"itls[{i}]", "expected a list of seconds")
-        gaps_ms = [_num(line, f"itls[{i}]", g) * scale for g in gaps]
+        gaps_ms = [_gap(line, f"itls[{i}][{j}]", g) * scale for j, g in enumerate(gaps)]
         out = _int(line, f"output_lens[{i}]", output_lens[i])
         ttft_ms = ttft * scale if ok and ttft is not None else None
         e2e_ms = ttft_ms + sum(gaps_ms) if ttft_ms is not None else None
@@ -264,13 +264,21 @@ def _ttft_scale(line: _Line, ttfts: list[Any], errors: list[Any]) -> float:
     reported = line.number("mean_ttft_ms")
     values = [
         t
-        for t, e in zip(ttfts, errors)
+        for t, e in zip(ttfts, errors, strict=True)  # lengths checked by the caller
         if not e and isinstance(t, (int, float)) and not isinstance(t, bool)
     ]
     if reported is None or not values:
         return 1000.0
     mean = sum(values) / len(values)
     return 1.0 if abs(mean - reported) < abs(mean * 1000.0 - reported) else 1000.0
+
+
+def _gap(line: _Line, key: str, value: Any) -> float:
+    """One inter-token gap: a number; a null has no meaning inside a request's gaps (refused)."""
+    gap = _num(line, key, value)
+    if gap is None:
+        raise line.error(key, "expected a number of seconds, got null")
+    return gap
 
 
 def _num(line: _Line, key: str, value: Any) -> float | None:

@@ -20,6 +20,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cached_property
+from json import JSONDecodeError  # the class's ``json`` property shadows the module there
 from pathlib import Path
 from typing import Any
 from uuid import UUID, uuid5
@@ -246,7 +247,7 @@ class Sniffed:
         return self._whole[0]
 
     @property
-    def json_error(self) -> json.JSONDecodeError | None:
+    def json_error(self) -> JSONDecodeError | None:
         """Why the text is not one JSON document (``None`` when it is, or does not claim JSON)."""
         return self._whole[1]
 
@@ -286,12 +287,17 @@ def load_yaml(file: InputFile, *, strict: bool = True) -> Any:
     """The YAML document of ``file`` (PyYAML's safe loader).
 
     Raises:
-        InvalidInput: ``FILE:LINE: not valid YAML (...)`` when ``strict``; otherwise ``None`` is returned.
+        InvalidInput: ``FILE:LINE: not valid YAML (...)`` (or nested too deeply for the parser)
+            when ``strict``; otherwise ``None`` is returned.
     """
     import yaml
 
     try:
         return yaml.safe_load(file.text)
+    except RecursionError:  # PyYAML composes nested collections recursively
+        if not strict:
+            return None
+        raise InvalidInput(f"{file.label}: not valid YAML (nested too deeply)") from None
     except yaml.YAMLError as exc:
         if not strict:
             return None

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import math
-from typing import Any
+from typing import Any, Literal, overload
 
 from ledger.errors import InvalidInput
 
@@ -25,6 +25,12 @@ class FieldReader:
         """``WHERE: field 'KEY': PROBLEM``."""
         return InvalidInput(f"{self.where}: field '{key}': {problem}")
 
+    @overload
+    def number(self, key: str, *, integer: Literal[True]) -> int | None: ...
+    @overload
+    def number(self, key: str, *, integer: Literal[False] = False) -> float | None: ...
+    @overload
+    def number(self, key: str, *, integer: bool) -> float | int | None: ...
     def number(self, key: str, *, integer: bool = False) -> float | int | None:
         """The value of ``key`` as a number; ``None`` when absent, null or not finite (NaN).
 

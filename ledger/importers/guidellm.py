@@ -36,7 +36,7 @@ How its definitions meet ours (GuideLLM's ``benchmark/benchmark.py`` and the per
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ledger.errors import InvalidInput
 from schemas import Workload
@@ -44,6 +44,11 @@ from schemas import Workload
 from .detect import ImportContext, Importer, InputFile, ReadResult, Sniffed, load_yaml
 from .fields import FieldReader
 from .results import bench_event, distribution_from_samples, samples_table, tpot_ms
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+    from schemas import BenchmarkCompleted
 
 TOOL = "guidellm"
 
@@ -64,7 +69,7 @@ def _benchmarks(doc: Any) -> list[Any] | None:
     if isinstance(doc, dict) and isinstance(doc.get("benchmarks"), list):
         benchmarks = doc["benchmarks"]
         if benchmarks and all(isinstance(b, dict) and "metrics" in b for b in benchmarks):
-            return benchmarks
+            return list(benchmarks)
     return None
 
 
@@ -155,7 +160,7 @@ def _benchmark(
     index: int,
     version: str | None,
     data_description: str | None = None,
-):
+) -> tuple[BenchmarkCompleted, pa.Table | None]:
     totals = (
         r.sub("request_totals")
         if "request_totals" in r.obj

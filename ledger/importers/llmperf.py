@@ -137,8 +137,8 @@ def _sniff_responses(sniffed: Sniffed) -> float:
 
 
 def _read_responses(file: InputFile, ctx: ImportContext) -> ReadResult:
-    rows = []
-    itl = []
+    rows: list[dict[str, Any]] = []
+    itl: list[float] = []
     for index, raw in enumerate(file.json):
         q = FieldReader(raw, f"{file.label}: [{index}]")
         error = q.obj.get("error_code")
@@ -146,8 +146,9 @@ def _read_responses(file: InputFile, ctx: ImportContext) -> ReadResult:
         ttft = _ms(q.number("ttft_s"))
         e2e = _ms(q.number("end_to_end_latency_s"))
         out = q.number("number_output_tokens", integer=True)
-        if ok and q.number("inter_token_latency_s") is not None:
-            itl.append(q.number("inter_token_latency_s"))
+        gap = q.number("inter_token_latency_s")
+        if ok and gap is not None:
+            itl.append(gap)
         rows.append(
             {
                 "ok": ok,

@@ -173,7 +173,7 @@ def import_server_log(
 
 def _first_log_ref(finding: FindingRecorded, default: str) -> str:
     """A finding's first log evidence (``name:line``), else ``default`` (the file name)."""
-    return next((e.ref for e in finding.evidence if e.kind == "log"), default)
+    return next((e.ref for e in finding.evidence if e.kind == "log" and e.ref), default)
 
 
 def _line_time(facts: ServerLogFacts, ref: str) -> datetime | None:

@@ -93,7 +93,7 @@ def _read(file: InputFile, ctx: ImportContext) -> ReadResult:
             "server_ready": src("ready") if facts.ready else file.name,
             "server_failed": f"{file.name}:{facts.crash.line.number}" if facts.crash else file.name,
         },
-        finding_source=lambda f: f.evidence[0].ref if f.evidence else file.name,
+        finding_source=lambda f: (f.evidence[0].ref if f.evidence else None) or file.name,
     )
     run.findings = vllm_findings(
         parsed,
