@@ -22,7 +22,6 @@ from __future__ import annotations
 import inspect
 import math
 import os
-from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -31,7 +30,10 @@ import triton
 import triton.language as tl
 from triton.testing import do_bench
 
+from .fp8_quant import FP8_MAX, dequantize_blocks, quantize_blocks, quantize_token_groups
 from .tune_space import Config, MoeShape, Rejected, config_key
+
+__all__ = ["FP8_MAX", "dequantize_blocks", "quantize_blocks", "quantize_token_groups"]
 
 SGLANG_KERNEL_MODULE = "sglang.kernels.ops.moe.fused_moe_triton_kernels"
 #: The first 22 parameters of sglang 0.5.23's ``invoke_fused_moe_kernel``, the ones called here.
@@ -66,54 +68,11 @@ BF16_TOLERANCE = 2e-2
 #: rounding and its float32 accumulation order, plus the fp8 path's per-K-step rescaling; looser
 #: than bf16 all the same, as a wrong scale index shows as an error of order 1, not of 1e-2.
 FP8_TOLERANCE = 6e-2
-#: The largest finite float8_e4m3fn value: scales are a block's absmax / FP8_MAX.
-FP8_MAX = 448.0
 
 
 def tolerance(shape: MoeShape) -> float:
     """The relative error accepted for ``shape``'s dtype."""
     return FP8_TOLERANCE if shape.dtype == "fp8_w8a8" else BF16_TOLERANCE
-
-
-def quantize_blocks(
-    w: torch.Tensor, block_n: int, block_k: int
-) -> tuple[torch.Tensor, torch.Tensor]:
-    """fp8 e4m3 block quantisation of weights ``[E, rows, cols]`` in blocks [block_n, block_k]:
-    returns (``float8_e4m3fn`` [E, rows, cols], float32 scales [E, ceil(rows/block_n),
-    ceil(cols/block_k)]), scale = the block's absmax / 448 — the layout SGLang's kernel reads as
-    ``B_scale`` (DeepSeek-V3 / Qwen3-FP8 checkpoints)."""
-    E, R, C = w.shape
-    nr, nc = -(-R // block_n), -(-C // block_k)
-    padded = torch.zeros(E, nr * block_n, nc * block_k, device=w.device, dtype=torch.float32)
-    padded[:, :R, :C] = w.float()
-    blocks = padded.view(E, nr, block_n, nc, block_k)
-    scale = (blocks.abs().amax(dim=(2, 4)) / FP8_MAX).clamp_min(1e-12)
-    q = (blocks / scale[:, :, None, :, None]).clamp(-FP8_MAX, FP8_MAX)
-    q = q.view(E, nr * block_n, nc * block_k)[:, :R, :C].contiguous().to(torch.float8_e4m3fn)
-    return q, scale.contiguous()
-
-
-def quantize_token_groups(a: torch.Tensor, group: int) -> tuple[torch.Tensor, torch.Tensor]:
-    """fp8 e4m3 per-token-group quantisation of activations ``[T, K]`` in groups of ``group``
-    along K: (``float8_e4m3fn`` [T, K], float32 scales [T, ceil(K/group)]), row-major — what
-    SGLang's ``per_token_group_quant_fp8`` gives and its kernel reads as ``A_scale``."""
-    T, C = a.shape
-    nc = -(-C // group)
-    padded = torch.zeros(T, nc * group, device=a.device, dtype=torch.float32)
-    padded[:, :C] = a.float()
-    groups = padded.view(T, nc, group)
-    scale = (groups.abs().amax(dim=2) / FP8_MAX).clamp_min(1e-12)
-    q = (groups / scale[:, :, None]).clamp(-FP8_MAX, FP8_MAX).view(T, nc * group)[:, :C]
-    return q.contiguous().to(torch.float8_e4m3fn), scale.contiguous()
-
-
-def dequantize_blocks(q: torch.Tensor, scale: torch.Tensor, block: Sequence[int]) -> torch.Tensor:
-    """float32 values of block-quantised ``q`` (the last two dims in blocks ``block``; a 2-D
-    ``q`` is per-token groups with ``block`` = [1, group])."""
-    s = scale
-    s = s.repeat_interleave(block[0], dim=-2)[..., : q.shape[-2], :]
-    s = s.repeat_interleave(block[1], dim=-1)[..., : q.shape[-1]]
-    return q.float() * s
 
 
 class KernelUnavailable(RuntimeError):
