@@ -317,6 +317,8 @@ def main_fp8(site: str, out: str, deadline: float, log, left) -> None:
     left. Writes ``h200_moe_fp8_tune.jsonl``, ``h200_moe_fp8_compare.json`` and
     ``fp8_cfgs.tgz`` under OUT; ``bench/h200_data.py build-moe-fp8 OUT`` adds them to data/.
     """
+    from pathlib import Path
+
     from runners.moe_kernels import FP8_TOLERANCE, GpuMeasurer
     from runners.moe_tune import JsonlSink, TuneSpec, run_tune, spread_pct, time_interleaved
     from runners.tune_space import H200_PEAK, MoeShape, default_config, nearest_config
@@ -379,7 +381,7 @@ def main_fp8(site: str, out: str, deadline: float, log, left) -> None:
             max_budget_ms=max_ms,
             rounds=5,
             time_budget_s=max(20.0, min(90.0, left() - reserve - (80 if name == "Q" else 0))),
-            output_dir=os.path.join(out, "moe_configs_fp8"),
+            output_dir=Path(out) / "moe_configs_fp8",
             session_id="h200-moe-tune-fp8",
             peak_flops=H200_PEAK["fp8_flops"],
         )

@@ -6,6 +6,8 @@ dequantised torch reference before it is timed)."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from ledger.cli import main
@@ -145,3 +147,110 @@ def test_quantisation_round_trip_on_cpu():
     ref = a[:, :256] @ w[1, :, :256].T
     deq = dequantize_blocks(qa, sa, (1, 128))[:, :256] @ back[1, :, :256].T
     assert ((deq - ref).abs().max() / ref.abs().max()).item() < 6e-2
+
+
+class _Fp8Double:
+    """A measurer whose time is a smooth function of the config (no GPU): enough for the events."""
+
+    kernel = type(
+        "K",
+        (),
+        dict(
+            source="sglang",
+            version="0.5.23",
+            name="sglang.kernels.ops.moe.fused_moe_triton_kernels.fused_moe_kernel",
+        ),
+    )()
+    facts = {
+        "gpu_name": "NVIDIA H200",
+        "compute_capability": "sm90",
+        "gpu_memory_mib": 143_771,
+        "shared_memory_limit": H200_SMEM,
+        "triton_version": "3.6.0",
+        "torch_version": "2.11.0",
+        "cuda": "12.9",
+    }
+
+    def prepare(self, M, configs):
+        pass
+
+    def check(self, M, config):
+        return 1e-2
+
+    def time(self, M, config, budget_ms):
+        c = config
+        return (
+            20.0
+            + abs(c["BLOCK_SIZE_M"] - 16) / 8
+            + abs(c["BLOCK_SIZE_N"] - 64) / 32
+            + c["num_stages"]
+        )
+
+    def experts_touched(self, M):
+        return min(FP8.E, M * FP8.topk)
+
+
+def test_fp8_bench_output_folds_into_data_and_tables(tmp_path, monkeypatch, capsys):
+    """What bench/h200_moe_tune.py --fp8 writes, from a test double, through
+    ``bench/h200_data.py build-moe-fp8`` and ``tables`` (bf16 events kept, fp8 added once)."""
+    import importlib.util
+    import shutil
+    import statistics
+    import tarfile
+    from pathlib import Path
+
+    from runners.moe_tune import JsonlSink, TuneSpec, run_tune, time_interleaved
+
+    run = tmp_path / "out"
+    run.mkdir()
+    m = _Fp8Double()
+    spec = TuneSpec(
+        shape=FP8,
+        batch_sizes=[1, 8],
+        sample=0.02,
+        rounds=2,
+        output_dir=run / "moe_configs_fp8",
+        session_id="h200-moe-tune-fp8",
+    )
+    rep = run_tune(spec, m, JsonlSink(str(run / "h200_moe_fp8_tune.jsonl")), say=lambda _l: None)
+    rows = {}
+    for M in rep.best:
+        cfgs = {"default": default_config(M, FP8), "tuned": rep.best[M]}
+        t = time_interleaved(m, M, cfgs, rounds=3, budget_ms=10.8)
+        rows[str(M)] = {
+            k: {"median_us": statistics.median(v), "all_us": v, "config": cfgs[k]}
+            for k, v in t.items()
+        }
+    comp = {
+        "tolerance": 6e-2,
+        "budget_ms": 10.8,
+        "shapes": {
+            "Q": {"shape": FP8.describe(), "tune_id": rep.tune_id, "rows": rows},
+            "A": {"shape": "E=64 ...", "skipped": "40 s left"},
+        },
+    }
+    (run / "h200_moe_fp8_compare.json").write_text(json.dumps(comp))
+    with tarfile.open(run / "fp8_cfgs.tgz", "w:gz") as tar:
+        tar.add(run / "moe_configs_fp8", arcname="moe_configs_fp8")
+    root = Path(__file__).resolve().parents[1]
+    spec_ = importlib.util.spec_from_file_location("h200_data", root / "bench" / "h200_data.py")
+    mod = importlib.util.module_from_spec(spec_)  # type: ignore[arg-type]
+    spec_.loader.exec_module(mod)  # type: ignore[union-attr]
+    data = tmp_path / "h200_moe_tune.jsonl"
+    shutil.copy(root / "data" / "h200_moe_tune.jsonl", data)
+    before = len(data.read_text().splitlines())
+    monkeypatch.setattr(mod, "MOE", data)
+    mod.build_moe_fp8(run)
+    mod.build_moe_fp8(run)  # again: the fp8 events are replaced, not doubled
+    after = data.read_text().splitlines()
+    fp8 = [json.loads(x) for x in after if '"h200-moe-tune-fp8"' in x]
+    assert len(after) == before + len(fp8)
+    recorded = [e for e in fp8 if e["type"] == "moe_config_recorded"]
+    assert [e["file_name"] for e in recorded] == [
+        "E=128,N=768,device_name=NVIDIA_H200,dtype=fp8_w8a8,block_shape=[128, 128].json"
+    ]
+    capsys.readouterr()
+    mod.tables()
+    out = capsys.readouterr().out
+    assert "E=128 N=768 K=2048 top-8 fp8_w8a8 block [128, 128]" in out
+    assert "E=64 N=640 K=3584 top-8 bf16" in out  # the bf16 tables are still there
