@@ -26,13 +26,19 @@ def quantize_blocks(
     ``B_scale`` (DeepSeek-V3 / Qwen3-FP8 checkpoints)."""
     E, R, C = w.shape
     nr, nc = -(-R // block_n), -(-C // block_k)
-    padded = torch.zeros(E, nr * block_n, nc * block_k, device=w.device, dtype=torch.float32)
-    padded[:, :R, :C] = w.float()
-    blocks = padded.view(E, nr, block_n, nc, block_k)
-    scale = (blocks.abs().amax(dim=(2, 4)) / FP8_MAX).clamp_min(1e-12)
-    q = (blocks / scale[:, :, None, :, None]).clamp(-FP8_MAX, FP8_MAX)
-    q = q.view(E, nr * block_n, nc * block_k)[:, :R, :C].contiguous().to(torch.float8_e4m3fn)
-    return q, scale.contiguous()
+    q = torch.empty(E, R, C, device=w.device, dtype=torch.float8_e4m3fn)
+    scale = torch.empty(E, nr, nc, device=w.device, dtype=torch.float32)
+    # One expert at a time: a whole [E, 2N, K] tensor in float32 is gigabytes, held by every
+    # compile worker of the tune at once.
+    padded = torch.zeros(nr * block_n, nc * block_k, device=w.device, dtype=torch.float32)
+    for e in range(E):
+        padded[:R, :C] = w[e].float()
+        blocks = padded.view(nr, block_n, nc, block_k)
+        s = (blocks.abs().amax(dim=(1, 3)) / FP8_MAX).clamp_min(1e-12)
+        scale[e] = s
+        qe = (blocks / s[:, None, :, None]).clamp(-FP8_MAX, FP8_MAX)
+        q[e] = qe.view(nr * block_n, nc * block_k)[:R, :C].to(torch.float8_e4m3fn)
+    return q, scale
 
 
 def quantize_token_groups(a: torch.Tensor, group: int) -> tuple[torch.Tensor, torch.Tensor]:

@@ -274,6 +274,8 @@ def make_weights(shape: MoeShape, seed: int = 0) -> tuple[torch.Tensor, ...]:
         bn, bk = shape.block_shape
         q1, s1 = quantize_blocks(w1, bn, bk)
         q2, s2 = quantize_blocks(w2, bn, bk)
+        del w1, w2
+        torch.cuda.empty_cache()  # the bf16 originals: every compile worker holds its own weights
         return q1, q2, s1, s2
     return w1, w2
 
