@@ -6,6 +6,7 @@ Usage on the GPU machine, from the repository root, with the sglang wheel bundle
 ``../shared/gpu/fetch-sglang-kernel-wheels.sh`` in WHEELS (pydantic and uuid6 wheels there too)::
 
     python3 bench/h200_moe_tune.py WHEELS OUT_DIR [deadline_s [shapes]]
+    python3 bench/h200_moe_tune.py WHEELS OUT_DIR [deadline_s] --fp8    # fp8 w8a8 block [128, 128]: main_fp8
 
 One call measures everything, in this order (each stage skipped, saying so, when the deadline —
 seconds since start, default 540 — would be passed): shape B (E=512 N=160) then shape A (E=64
