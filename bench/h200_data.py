@@ -1,6 +1,7 @@
 """The committed H200 ledgers (data/h200_*.jsonl) and the README's GPU tables made from them.
 
     python bench/h200_data.py build-moe MOE_OUT            # device outputs -> data/h200_moe_tune.jsonl
+    python bench/h200_data.py build-moe-fp8 FP8_OUT        # ... --fp8 outputs added to it
     python bench/h200_data.py build-flags FLAGS_OUT        # device outputs -> data/h200_flags.jsonl
     python bench/h200_data.py tables                       # data/ -> the README's Markdown tables
 
@@ -41,7 +42,7 @@ def _strip(event):
     return event.model_copy(update={"seq": None, "stream_version": None})
 
 
-def _labelled(tune, tune_id, host, M, label, row, source):
+def _labelled(tune, tune_id, host, M, label, row, source, session=SESSION):
     return KernelConfigMeasured(
         tune_id=tune_id,
         batch_size=int(M),
@@ -51,7 +52,7 @@ def _labelled(tune, tune_id, host, M, label, row, source):
         samples_us=row.get("all_us", []),
         budget_ms=10.8,
         tune_key=tune.tune_key,
-        session_id=SESSION,
+        session_id=session,
         actor=Actor(kind="runner", name="moe-tune"),
         host=host,
         source=source,
@@ -152,6 +153,101 @@ def build_moe(run: Path) -> None:
     out += moe_decisions(out)
     MOE.write_text("".join(event_to_json(e) + "\n" for e in out), encoding="utf-8")
     print(f"{MOE}: {len(out)} events")
+
+
+FP8_SESSION = "h200-moe-tune-fp8"
+
+
+def build_moe_fp8(run: Path) -> None:
+    """Adds one run of ``bench/h200_moe_tune.py ... --fp8`` to data/h200_moe_tune.jsonl: its tune
+    events, the default / shipped / tuned re-timings as labelled ``kernel_config_measured``, the
+    tuned files and a note of the outcome, all in session ``h200-moe-tune-fp8``. The bf16 events
+    are kept; an earlier fp8 run's are replaced (run it again after ``build-moe``, which rewrites
+    the file from a bf16 run alone)."""
+    kept = [e for e in read_jsonl(MOE) if e.session_id != FP8_SESSION] if MOE.exists() else []
+    ev = read_jsonl(run / "h200_moe_fp8_tune.jsonl")
+    comp = json.loads((run / "h200_moe_fp8_compare.json").read_text())
+    out = [_strip(e) for e in ev]
+    completed = {getattr(e, "tune_id", None): e for e in ev if e.type == "kernel_tune_completed"}
+    host = next(e.host for e in ev if e.host is not None)
+    lines = []
+    for name, shape in comp["shapes"].items():
+        if "tune_id" not in shape:
+            lines.append(
+                f"{shape['shape']}: not tuned ({shape.get('skipped') or shape.get('error')})"
+            )
+            continue
+        tune = completed[shape["tune_id"]]
+        parts = []
+        for M, row in shape["rows"].items():
+            for label in ("default", "shipped", "tuned"):
+                if label in row:
+                    out.append(
+                        _labelled(
+                            tune,
+                            shape["tune_id"],
+                            tune.host,
+                            M,
+                            label,
+                            row[label],
+                            f"bench/h200_moe_tune.py --fp8: h200_moe_fp8_compare.json shapes.{name}.rows.{M}",
+                            FP8_SESSION,
+                        )
+                    )
+            parts.append(f"M={M} " + ", ".join(f"{k} {r['median_us']} us" for k, r in row.items()))
+        lines.append(
+            f"{shape['shape']} (shipped file: {shape.get('shipped_file') or 'none'}): "
+            + "; ".join(parts)
+        )
+    triton = next(
+        (getattr(e, "triton_version", None) for e in ev if e.type == "kernel_tune_started"), None
+    )
+    for fname, data in _tuned_files_fp8(run):
+        E, N = (int(part.split("=")[1]) for part in fname.split(",")[:2])
+        out.append(
+            MoeConfigRecorded(
+                file_name=fname,
+                E=E,
+                N=N,
+                device_name="NVIDIA_H200",
+                triton_version=triton,
+                configs=data,
+                origin="tuned by tuneledger run tune, fp8 w8a8 block [128, 128] (SGLang 0.5.23 "
+                "kernel; bench/h200_moe_tune.py --fp8)",
+                session_id=FP8_SESSION,
+                actor=Actor(kind="runner", name="moe-tune"),
+                host=host,
+                source=f"bench/h200_moe_tune.py --fp8: moe_configs_fp8/{fname}",
+            )
+        )
+    out.append(
+        NoteAdded(
+            text="fp8 w8a8 block [128, 128] tune of SGLang 0.5.23's fused-MoE kernel on the H200, "
+            f"every config checked against the dequantised torch reference (tolerance "
+            f"{comp.get('tolerance')}), re-timed interleaved at {comp.get('budget_ms')} ms: "
+            + " | ".join(lines),
+            session_id=FP8_SESSION,
+            actor=Actor(kind="runner", name="moe-tune"),
+            host=host,
+            source="bench/h200_moe_tune.py --fp8: h200_moe_fp8_compare.json",
+        )
+    )
+    allev = kept + out
+    MOE.write_text("".join(event_to_json(e) + "\n" for e in allev), encoding="utf-8")
+    print(f"{MOE}: {len(kept)} events kept, {len(out)} fp8 events added")
+
+
+def _tuned_files_fp8(run: Path) -> list[tuple[str, dict]]:
+    import tarfile
+
+    if not (run / "fp8_cfgs.tgz").exists():
+        return []
+    with tarfile.open(run / "fp8_cfgs.tgz") as tar:
+        return [
+            (Path(m.name).name, json.load(tar.extractfile(m)))  # type: ignore[arg-type]
+            for m in tar.getmembers()
+            if m.isfile() and m.name.endswith(".json")
+        ]
 
 
 PLANS = (ROOT / "examples" / "h200-flags.toml", ROOT / "examples" / "h200-flags-cb.toml")
@@ -416,12 +512,13 @@ def tables() -> None:
             labelled.setdefault((e.tune_id, e.batch_size), {})[e.label] = e
     done = {e.tune_id: e for e in events if e.type == "kernel_tune_completed"}
     for tid, start in starts.items():
-        rows = sorted(m for (t, m) in labelled if t == tid and "shipped" in labelled[(t, m)])
-        if not rows:
+        rows = sorted(m for (t, m) in labelled if t == tid and "tuned" in labelled[(t, m)])
+        if not rows or tid not in done:
             continue
         res = done[tid].results
+        block = f" block {start.block_shape}" if getattr(start, "block_shape", None) else ""
         print(
-            f"\nE={start.E} N={start.N} K={start.K} top-{start.topk} {start.dtype}, tune {tid} "
+            f"\nE={start.E} N={start.N} K={start.K} top-{start.topk} {start.dtype}{block}, tune {tid} "
             f"({done[tid].duration_s:.0f} s, {done[tid].measured} timings)\n"
         )
         print(
@@ -431,16 +528,19 @@ def tables() -> None:
         print("|---:|---:|---:|---:|---:|---:|---:|---|---:|---:|")
         for m in rows:
             d = labelled[(tid, m)]
-            dd, ss, tt = (d[k] for k in ("default", "shipped", "tuned"))
+            dd, ss, tt = (d.get(k) for k in ("default", "shipped", "tuned"))
             spread = max(
                 100 * (max(x.samples_us) - min(x.samples_us)) / statistics.median(x.samples_us)
                 for x in (dd, ss, tt)
+                if x is not None and x.samples_us
             )
             c = tt.config
             r = res[str(m)]
+            sh = f"{ss.latency_us:.1f}" if ss else "—"
+            vs_sh = f"{100 * (tt.latency_us / ss.latency_us - 1):+.1f}%" if ss else "—"
             print(
-                f"| {m} | {dd.latency_us:.1f} | {ss.latency_us:.1f} | {tt.latency_us:.1f} | "
-                f"{100 * (tt.latency_us / ss.latency_us - 1):+.1f}% | {100 * (tt.latency_us / dd.latency_us - 1):+.1f}% | "
+                f"| {m} | {dd.latency_us:.1f} | {sh} | {tt.latency_us:.1f} | "
+                f"{vs_sh} | {100 * (tt.latency_us / dd.latency_us - 1):+.1f}% | "
                 f"{spread:.1f}% | {c['BLOCK_SIZE_M']}/{c['BLOCK_SIZE_N']}/{c['BLOCK_SIZE_K']} G{c['GROUP_SIZE_M']} "
                 f"w{c['num_warps']} s{c['num_stages']} ({r.get('kept', 'search')}) | "
                 f"{100 * r['bandwidth_fraction']:.0f}% | {100 * r['flops_fraction']:.1f}% |"
@@ -494,6 +594,8 @@ def flag_table() -> None:
 if __name__ == "__main__":
     if sys.argv[1:2] == ["build-moe"]:
         build_moe(Path(sys.argv[2]))
+    elif sys.argv[1:2] == ["build-moe-fp8"]:
+        build_moe_fp8(Path(sys.argv[2]))
     elif sys.argv[1:2] == ["build-flags"]:
         build_flags(Path(sys.argv[2]))
     elif sys.argv[1:2] == ["tables"]:

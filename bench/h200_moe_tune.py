@@ -6,6 +6,7 @@ Usage on the GPU machine, from the repository root, with the sglang wheel bundle
 ``../shared/gpu/fetch-sglang-kernel-wheels.sh`` in WHEELS (pydantic and uuid6 wheels there too)::
 
     python3 bench/h200_moe_tune.py WHEELS OUT_DIR [deadline_s [shapes]]
+    python3 bench/h200_moe_tune.py WHEELS OUT_DIR [deadline_s] --fp8    # fp8 w8a8 block [128, 128]: main_fp8
 
 One call measures everything, in this order (each stage skipped, saying so, when the deadline —
 seconds since start, default 540 — would be passed): shape B (E=512 N=160) then shape A (E=64
@@ -41,6 +42,9 @@ T0 = 0.0
 def main() -> None:
     global T0
     T0 = time.monotonic()
+    fp8 = "--fp8" in sys.argv
+    if fp8:
+        sys.argv.remove("--fp8")
     wheels, out = sys.argv[1], sys.argv[2]
     deadline = float(sys.argv[3]) if len(sys.argv) > 3 else 540.0
     site = os.environ.get("SGSITE", "/tmp/sgsite")  # where the wheels are unpacked
@@ -70,6 +74,9 @@ def main() -> None:
     def left() -> float:
         return deadline - (time.monotonic() - T0)
 
+    if fp8:
+        main_fp8(site, out, deadline, log, left)
+        return
     from runners.moe_kernels import GpuMeasurer, MoeProblem, check_config, load_kernel, make_weights  # noqa: E402
     from runners.moe_tune import JsonlSink, TuneSpec, run_tune, short, spread_pct, time_interleaved  # noqa: E402
     from runners.tune_space import (  # noqa: E402
@@ -296,6 +303,146 @@ def main() -> None:
         with tarfile.open(os.path.join(out, "cfgs.tgz"), "w:gz") as tar:
             tar.add(cfg_dir, arcname="moe_configs")
         shutil.rmtree(cfg_dir)
+    log("done")
+
+
+def main_fp8(site: str, out: str, deadline: float, log, left) -> None:
+    """``--fp8``: fp8 w8a8 with block quantisation [128, 128] (DeepSeek-V3 / Qwen3-FP8 style).
+
+    SGLang 0.5.23 ships no H200 fp8 block file for E=64,N=640 (shape A): it has
+    ``triton_3_2_0/E=128,N=768,device_name=NVIDIA_H200,dtype=fp8_w8a8,block_shape=[128, 128].json``,
+    Qwen3-30B-A3B-FP8 at TP1 (128 experts, moe_intermediate 768, hidden 2048, top-8, its
+    checkpoint's ``weight_block_size`` [128, 128]). Shape Q (that one) is tuned first at M = 1, 8,
+    64, seeded with the shipped file, and default / shipped / tuned re-timed interleaved; then
+    shape A in fp8, seeded with SGLang's fp8 default only (default / tuned re-timed), if time is
+    left. Writes ``h200_moe_fp8_tune.jsonl``, ``h200_moe_fp8_compare.json`` and
+    ``fp8_cfgs.tgz`` under OUT; ``bench/h200_data.py build-moe-fp8 OUT`` adds them to data/.
+    """
+    from pathlib import Path
+
+    from runners.moe_kernels import FP8_TOLERANCE, GpuMeasurer
+    from runners.moe_tune import JsonlSink, TuneSpec, run_tune, spread_pct, time_interleaved
+    from runners.tune_space import H200_PEAK, MoeShape, default_config, nearest_config
+
+    shipped_dir = os.path.join(site, "sglang/srt/layers/moe/moe_runner/triton_utils/configs")
+    block = (128, 128)
+    shapes = [
+        (
+            "Q",
+            MoeShape(E=128, N=768, K=2048, topk=8, dtype="fp8_w8a8", block_shape=block),
+            "triton_3_2_0/E=128,N=768,device_name=NVIDIA_H200,dtype=fp8_w8a8,block_shape=[128, 128].json",
+        ),
+        ("A", MoeShape(E=64, N=640, K=3584, topk=8, dtype="fp8_w8a8", block_shape=block), None),
+    ]
+    workers = max(1, min(14, (os.cpu_count() or 2) - 2))
+    min_ms, max_ms = 1.2, 10.8
+    sizes = [1, 8, 64]
+    compare: dict = {
+        "dtype": "fp8_w8a8",
+        "block_shape": list(block),
+        "batch_sizes": sizes,
+        "tolerance": FP8_TOLERANCE,
+        "budget_ms": max_ms,
+        "shapes": {},
+    }
+    sink = JsonlSink(os.path.join(out, "h200_moe_fp8_tune.jsonl"))
+
+    def save() -> None:
+        with open(os.path.join(out, "h200_moe_fp8_compare.json"), "w") as f:
+            json.dump(compare, f, indent=1)
+
+    log(f"fp8 w8a8 block {list(block)}: workers {workers}, deadline {deadline:.0f} s")
+    for name, shape, shipped_rel in shapes:
+        # A shape needs its pool's start (~20 s), a tune and the re-timing.
+        if left() < (90 if name == "Q" else 75):
+            log(f"fp8 shape {name}: skipped, {left():.0f} s left")
+            compare["shapes"][name] = {"shape": shape.describe(), "skipped": f"{left():.0f} s left"}
+            save()
+            continue
+        shipped_all = None
+        if shipped_rel and os.path.exists(os.path.join(shipped_dir, shipped_rel)):
+            shipped_all = json.load(open(os.path.join(shipped_dir, shipped_rel)))
+        try:
+            m = GpuMeasurer("sglang", shape, workers=workers)
+        except Exception as exc:
+            compare["shapes"][name] = {
+                "shape": shape.describe(),
+                "error": f"{type(exc).__name__}: {exc}"[:500],
+            }
+            log(f"fp8 shape {name}: {compare['shapes'][name]['error']}")
+            save()
+            continue
+        log(f"fp8 shape {name} {shape.describe()}: {m.facts}")
+        reserve = 15.0  # the re-timing: 3 batch sizes x 3 configs x 7 rounds at 10.8 ms
+        spec = TuneSpec(
+            shape=shape,
+            batch_sizes=sizes,
+            seed_configs=shipped_all or {},
+            min_budget_ms=min_ms,
+            max_budget_ms=max_ms,
+            rounds=5,
+            time_budget_s=max(20.0, min(90.0, left() - reserve - (80 if name == "Q" else 0))),
+            output_dir=Path(out) / "moe_configs_fp8",
+            session_id="h200-moe-tune-fp8",
+            peak_flops=H200_PEAK["fp8_flops"],
+        )
+        try:
+            rep = run_tune(spec, m, sink, say=log)
+        except Exception as exc:
+            compare["shapes"][name] = {
+                "shape": shape.describe(),
+                "error": f"{type(exc).__name__}: {exc}"[:500],
+            }
+            log(f"fp8 shape {name}: {compare['shapes'][name]['error']}")
+            save()
+            m.close()
+            continue
+        rows = {}
+        for M in rep.best:
+            cfgs = {"default": default_config(M, shape), "tuned": rep.best[M]}
+            if shipped_all:
+                cfgs["shipped"] = nearest_config(shipped_all, M)
+            try:
+                t = time_interleaved(m, M, cfgs, rounds=7, budget_ms=max_ms)
+            except Exception as exc:  # a reference config that cannot launch here: said, not fatal
+                log(f"fp8 {name} M={M}: re-timing failed: {type(exc).__name__}: {exc}"[:400])
+                continue
+            rows[str(M)] = {
+                k: {
+                    "median_us": round(statistics.median(v), 2),
+                    "spread_pct": round(spread_pct(v), 2),
+                    "all_us": [round(x, 2) for x in v],
+                    "config": cfgs[k],
+                }
+                for k, v in t.items()
+            }
+            log(
+                f"fp8 {name} M={M}: "
+                + ", ".join(
+                    f"{k} {r['median_us']} us ±{r['spread_pct']}%" for k, r in rows[str(M)].items()
+                )
+            )
+        compare["shapes"][name] = {
+            "shape": shape.describe(),
+            "shipped_file": shipped_rel if shipped_all else None,
+            "tune_id": rep.tune_id,
+            "tune_seconds": round(rep.seconds, 1),
+            "outcome": rep.outcome,
+            "rows": rows,
+            "results": rep.results,
+            "output_file": str(rep.output_file),
+        }
+        save()
+        m.close()
+    cfg_dir = os.path.join(out, "moe_configs_fp8")
+    if os.path.isdir(cfg_dir):
+        import shutil
+        import tarfile
+
+        with tarfile.open(os.path.join(out, "fp8_cfgs.tgz"), "w:gz") as tar:
+            tar.add(cfg_dir, arcname="moe_configs_fp8")
+        shutil.rmtree(cfg_dir)
+    save()
     log("done")
 
 

@@ -24,6 +24,23 @@ def _raise_interrupt(_signum, _frame) -> None:
     raise KeyboardInterrupt
 
 
+def parse_block_shape(text: str | None, dtype: str) -> tuple[int, int] | None:
+    """``--block-shape``: "block_n,block_k" for fp8_w8a8 (default 128,128); refused for bf16/fp16."""
+    if text is None:
+        return (128, 128) if dtype == "fp8_w8a8" else None
+    if dtype != "fp8_w8a8":
+        raise click.BadParameter(f"--block-shape is for --dtype fp8_w8a8, not {dtype}")
+    try:
+        values = [int(x) for x in text.split(",") if x.strip()]
+    except ValueError:
+        raise click.BadParameter(f"not block_n,block_k: {text!r}") from None
+    if len(values) != 2 or min(values) < 1:
+        raise click.BadParameter(
+            f"--block-shape takes two positive integers, block_n,block_k: {text!r}"
+        )
+    return values[0], values[1]
+
+
 def _int_list(text: str) -> list[int]:
     try:
         values = [int(x) for x in text.split(",") if x.strip()]
@@ -51,7 +68,19 @@ def _int_list(text: str) -> list[int]:
 @click.option("-N", "inter", type=click.IntRange(1), help="Per-rank intermediate size.")
 @click.option("-K", "hidden", type=click.IntRange(1), help="Hidden size.")
 @click.option("--topk", type=click.IntRange(1), help="Experts per token.")
-@click.option("--dtype", type=click.Choice(["bf16", "fp16"]), default="bf16", show_default=True)
+@click.option(
+    "--dtype",
+    type=click.Choice(["bf16", "fp16", "fp8_w8a8"]),
+    default="bf16",
+    show_default=True,
+    help="fp8_w8a8: fp8 e4m3 weights and activations with block quantisation (--block-shape).",
+)
+@click.option(
+    "--block-shape",
+    default=None,
+    help="fp8_w8a8's quantisation block, block_n,block_k (default 128,128, DeepSeek-V3 / "
+    "Qwen3-FP8 style; a --model-config's weight_block_size wins).",
+)
 @click.option(
     "--batch-sizes", default=None, help="Comma-separated M values (default 1,2,4,8,16,24,32,48,64)."
 )
@@ -117,6 +146,7 @@ def tune_command(
     hidden: int | None,
     topk: int | None,
     dtype: str,
+    block_shape: str | None,
     batch_sizes: str | None,
     all_batch_sizes: bool,
     kernel: str,
@@ -139,9 +169,11 @@ def tune_command(
         INTERACTIVE_BATCH_SIZES,
         SGLANG_BATCH_SIZES,
         MoeShape,
+        kernel_refusal,
         shape_from_model_config,
     )
 
+    block = parse_block_shape(block_shape, dtype)
     try:
         if model_config is not None:
             try:
@@ -151,12 +183,26 @@ def tune_command(
                     f"{model_config}: not a readable JSON model config ({exc})"
                 ) from None
             shape = shape_from_model_config(data, tp, dtype)
+            if shape.dtype == "fp8_w8a8" and shape.block_shape is None and block is not None:
+                shape = MoeShape(
+                    E=shape.E, N=shape.N, K=shape.K, topk=shape.topk, dtype=dtype, block_shape=block
+                )
         elif None in (experts, inter, hidden, topk):
             raise InvalidInput("give --model-config (and --tp), or all of -E, -N, -K and --topk")
         else:
-            shape = MoeShape(E=experts, N=inter, K=hidden, topk=topk, dtype=dtype)  # type: ignore[arg-type]
+            shape = MoeShape(
+                E=experts,  # type: ignore[arg-type]
+                N=inter,  # type: ignore[arg-type]
+                K=hidden,  # type: ignore[arg-type]
+                topk=topk,  # type: ignore[arg-type]
+                dtype=dtype,
+                block_shape=block,
+            )
     except ValueError as exc:
         raise InvalidInput(f"{model_config or 'shape'}: {exc}") from None
+    refusal = kernel_refusal(kernel, shape)
+    if refusal:
+        raise InvalidInput(f"{shape.describe()}: {refusal}")
     seeds: dict = {}
     if seed_file is not None:
         from ledger.importers.moe_config import validate_configs
@@ -209,6 +255,10 @@ def tune_command(
         session_id=session_id or ctx.session,
         candidate_id=candidate_id,
     )
+    if shape.dtype == "fp8_w8a8":
+        from .tune_space import H200_PEAK
+
+        spec.peak_flops = H200_PEAK["fp8_flops"]  # the roofline's FLOP/s fraction: fp8 tensor cores
     signal.signal(signal.SIGTERM, _raise_interrupt)
     try:
         report = run_tune(

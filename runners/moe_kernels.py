@@ -30,7 +30,10 @@ import triton
 import triton.language as tl
 from triton.testing import do_bench
 
+from .fp8_quant import FP8_MAX, dequantize_blocks, quantize_blocks, quantize_token_groups
 from .tune_space import Config, MoeShape, Rejected, config_key
+
+__all__ = ["FP8_MAX", "dequantize_blocks", "quantize_blocks", "quantize_token_groups"]
 
 SGLANG_KERNEL_MODULE = "sglang.kernels.ops.moe.fused_moe_triton_kernels"
 #: The first 22 parameters of sglang 0.5.23's ``invoke_fused_moe_kernel``, the ones called here.
@@ -60,6 +63,16 @@ SGLANG_PARAMS = (
 )
 #: Largest relative error (max |out - ref| / max |ref|) accepted for bf16 outputs.
 BF16_TOLERANCE = 2e-2
+#: The same for fp8 w8a8 block-quantised GEMMs, against the dequantised matmul in float32: the
+#: inputs are the same fp8 values on both sides, so what remains is the kernel's bf16 output
+#: rounding and its float32 accumulation order, plus the fp8 path's per-K-step rescaling; looser
+#: than bf16 all the same, as a wrong scale index shows as an error of order 1, not of 1e-2.
+FP8_TOLERANCE = 6e-2
+
+
+def tolerance(shape: MoeShape) -> float:
+    """The relative error accepted for ``shape``'s dtype."""
+    return FP8_TOLERANCE if shape.dtype == "fp8_w8a8" else BF16_TOLERANCE
 
 
 class KernelUnavailable(RuntimeError):
@@ -180,25 +193,46 @@ def align_tokens(
 
 
 class MoeProblem:
-    """Inputs, outputs and torch references of the two expert GEMMs at batch size M (bf16)."""
+    """Inputs, outputs and torch references of the two expert GEMMs at batch size M.
 
-    def __init__(
-        self, shape: MoeShape, M: int, weights: tuple[torch.Tensor, torch.Tensor], seed: int = 0
-    ):
-        if shape.dtype not in ("bf16", "fp16"):
-            raise KernelUnavailable(
-                f"dtype {shape.dtype}: only bf16/fp16 are measured by this tuner so far"
-            )
+    bf16/fp16: ``weights`` = (W1, W2). fp8_w8a8 with a block shape: ``weights`` = (W1, W2, W1
+    scales, W2 scales) from ``make_weights``; the activations (A and the down GEMM's input) are
+    quantised here per token group of block_k, outside any timed region, and passed to SGLang's
+    kernel already in fp8 with their scales (its pre-quantised path), so the time is the GEMMs'
+    alone; the references are the dequantised matmuls in float32.
+    """
+
+    def __init__(self, shape: MoeShape, M: int, weights: tuple[torch.Tensor, ...], seed: int = 0):
+        from .tune_space import kernel_refusal
+
+        refusal = kernel_refusal("sglang", shape)
+        if shape.dtype not in ("bf16", "fp16", "fp8_w8a8") or refusal:
+            raise KernelUnavailable(refusal or f"dtype {shape.dtype}: not measured by this tuner")
         self.shape, self.M = shape, M
-        dev, dt = "cuda", weights[0].dtype
+        self.fp8 = shape.dtype == "fp8_w8a8"
+        dev = "cuda"
+        dt = torch.bfloat16 if self.fp8 else weights[0].dtype  # the outputs' / compute dtype
         g = torch.Generator(device=dev).manual_seed(seed * 7919 + M)
         E, N, K, t = shape.E, shape.N, shape.K, shape.topk
-        self.w1, self.w2 = weights
+        self.w1, self.w2 = weights[0], weights[1]
+        self.w1_scale: torch.Tensor | None = weights[2] if self.fp8 else None
+        self.w2_scale: torch.Tensor | None = weights[3] if self.fp8 else None
         self.a = torch.randn(M, K, device=dev, generator=g).to(dt)
         logits = torch.randn(M, E, device=dev, generator=g)
         w, ids = torch.topk(torch.softmax(logits, -1), t)
         self.topk_weights, self.topk_ids = w.float().contiguous(), ids.to(torch.int32).contiguous()
         self.inter = torch.randn(M * t, N, device=dev, generator=g).to(dt)
+        self.a_scale: torch.Tensor | None = None
+        self.inter_scale: torch.Tensor | None = None
+        if self.fp8:
+            assert shape.block_shape is not None and self.w1_scale is not None
+            bn, bk = shape.block_shape
+            self.a, self.a_scale = quantize_token_groups(self.a, bk)
+            self.inter, self.inter_scale = quantize_token_groups(self.inter, bk)
+            a_ref = dequantize_blocks(self.a, self.a_scale, (1, bk))
+            i_ref = dequantize_blocks(self.inter, self.inter_scale, (1, bk))
+        else:
+            a_ref, i_ref = self.a.float(), self.inter.float()
         self.out1 = torch.empty(M, t, 2 * N, device=dev, dtype=dt)
         self.out2 = torch.empty(M, t, K, device=dev, dtype=dt)
         self.experts_touched = int(torch.unique(self.topk_ids).numel())
@@ -209,10 +243,15 @@ class MoeProblem:
         flat = self.topk_ids.flatten().long()
         for e in torch.unique(flat).tolist():
             rows = (flat == e).nonzero().flatten()
-            self.ref1[rows] = self.a[rows // t].float() @ self.w1[e].float().T
-            self.ref2[rows] = (
-                self.inter[rows].float() @ self.w2[e].float().T
-            ) * self.topk_weights.flatten()[rows, None]
+            if self.fp8:
+                assert shape.block_shape is not None
+                assert self.w1_scale is not None and self.w2_scale is not None
+                w1e = dequantize_blocks(self.w1[e], self.w1_scale[e], shape.block_shape)
+                w2e = dequantize_blocks(self.w2[e], self.w2_scale[e], shape.block_shape)
+            else:
+                w1e, w2e = self.w1[e].float(), self.w2[e].float()
+            self.ref1[rows] = a_ref[rows // t] @ w1e.T
+            self.ref2[rows] = (i_ref[rows] @ w2e.T) * self.topk_weights.flatten()[rows, None]
 
     def aligned(self, block_m: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         if block_m not in self._aligned:
@@ -220,8 +259,10 @@ class MoeProblem:
         return self._aligned[block_m]
 
 
-def make_weights(shape: MoeShape, seed: int = 0) -> tuple[torch.Tensor, torch.Tensor]:
-    """Seeded random expert weights, scaled to keep outputs near unit size: W1 [E, 2N, K], W2 [E, K, N]."""
+def make_weights(shape: MoeShape, seed: int = 0) -> tuple[torch.Tensor, ...]:
+    """Seeded random expert weights, scaled to keep outputs near unit size: W1 [E, 2N, K], W2 [E, K, N]
+    in bf16; for fp8_w8a8 with a block shape, (W1, W2, W1 scales, W2 scales) block-quantised
+    (``quantize_blocks``) from the same bf16 values."""
     g = torch.Generator(device="cuda").manual_seed(seed)
     w1 = (
         torch.randn(shape.E, 2 * shape.N, shape.K, device="cuda", generator=g) / math.sqrt(shape.K)
@@ -229,6 +270,13 @@ def make_weights(shape: MoeShape, seed: int = 0) -> tuple[torch.Tensor, torch.Te
     w2 = (
         torch.randn(shape.E, shape.K, shape.N, device="cuda", generator=g) / math.sqrt(shape.N)
     ).to(torch.bfloat16)
+    if shape.dtype == "fp8_w8a8" and shape.block_shape:
+        bn, bk = shape.block_shape
+        q1, s1 = quantize_blocks(w1, bn, bk)
+        q2, s2 = quantize_blocks(w2, bn, bk)
+        del w1, w2
+        torch.cuda.empty_cache()  # the bf16 originals: every compile worker holds its own weights
+        return q1, q2, s1, s2
     return w1, w2
 
 
@@ -237,14 +285,15 @@ def run_config(kernel: KernelInfo, p: MoeProblem, config: Config) -> None:
     sid, eid, ntp = p.aligned(int(config["BLOCK_SIZE_M"]))
     t = p.shape.topk
     if kernel.source == "sglang":
-        ct = tl.bfloat16 if p.a.dtype == torch.bfloat16 else tl.float16
+        ct = tl.bfloat16 if p.out1.dtype == torch.bfloat16 else tl.float16
+        block = list(p.shape.block_shape) if p.fp8 and p.shape.block_shape else None
         kernel.invoke(
             p.a,
             p.w1,
             None,
             p.out1,
-            None,
-            None,
+            p.a_scale,
+            p.w1_scale,
             None,
             p.topk_weights,
             p.topk_ids,
@@ -255,20 +304,20 @@ def run_config(kernel: KernelInfo, p: MoeProblem, config: Config) -> None:
             t,
             config,
             ct,
+            p.fp8,
             False,
             False,
             False,
             False,
-            False,
-            None,
+            block,
         )
         kernel.invoke(
             p.inter,
             p.w2,
             None,
             p.out2,
-            None,
-            None,
+            p.inter_scale,
+            p.w2_scale,
             None,
             p.topk_weights,
             p.topk_ids,
@@ -279,14 +328,18 @@ def run_config(kernel: KernelInfo, p: MoeProblem, config: Config) -> None:
             1,
             config,
             ct,
+            p.fp8,
             False,
             False,
             False,
             False,
-            False,
-            None,
+            block,
         )
     else:
+        if p.fp8:
+            raise KernelUnavailable(
+                "the reference kernel has no fp8 path: tune fp8_w8a8 with --kernel sglang"
+            )
         M, N, K = p.M, p.shape.N, p.shape.K
         w = p.topk_weights.view(-1)
         kernel.invoke(
@@ -320,7 +373,7 @@ def check_config(kernel: KernelInfo, p: MoeProblem, config: Config) -> float:
 
     Raises:
         Rejected: compile or launch failed (e.g. Triton's ``OutOfResources`` for shared memory),
-            or the error exceeds ``BF16_TOLERANCE``.
+            or the error exceeds ``tolerance(shape)`` (bf16 2e-2, fp8 6e-2).
     """
     try:
         p.out1.zero_()
@@ -335,9 +388,11 @@ def check_config(kernel: KernelInfo, p: MoeProblem, config: Config) -> float:
     for out, ref in ((p.out1.view(p.M * t, -1), p.ref1), (p.out2.view(p.M * t, -1), p.ref2)):
         errs.append(float((out.float() - ref).abs().max() / ref.abs().max().clamp_min(1e-12)))
     err = max(errs)
-    if not math.isfinite(err) or err > BF16_TOLERANCE:
+    tol = tolerance(p.shape)
+    if not math.isfinite(err) or err > tol:
         raise Rejected(
-            f"wrong result: max relative error {err:.2e} > {BF16_TOLERANCE:g} against torch"
+            f"wrong result: max relative error {err:.2e} > {tol:g} against torch"
+            + (" (dequantised fp8)" if p.fp8 else "")
         )
     return err
 
@@ -402,9 +457,7 @@ def _worker_ping(_i: int) -> bool:
     return "kernel" in _WORKER
 
 
-def warm_up(
-    kernel: KernelInfo, shape: MoeShape, weights: tuple[torch.Tensor, torch.Tensor]
-) -> None:
+def warm_up(kernel: KernelInfo, shape: MoeShape, weights: tuple[torch.Tensor, ...]) -> None:
     """One launch of SGLang's default config at M = 1, so this process's first-call costs
     (Triton's JIT set-up, loading the module, about 2.4 s on the H200 machine: ``SearchCosts``)
     are paid before any search is timed, not inside the first batch size's."""
@@ -435,6 +488,11 @@ class GpuMeasurer:
     """
 
     def __init__(self, source: str, shape: MoeShape, *, seed: int = 0, workers: int = 0):
+        from .tune_space import kernel_refusal
+
+        refusal = kernel_refusal(source, shape)
+        if refusal:
+            raise KernelUnavailable(refusal)
         self.kernel = load_kernel(source)
         self.shape, self.seed = shape, seed
         self.facts = device_facts()

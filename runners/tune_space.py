@@ -180,16 +180,43 @@ def search_space() -> list[Config]:
     ]
 
 
-def shared_memory_bytes(config: Mapping[str, Any], element_bytes: int = 2) -> int:
+def shared_memory_bytes(
+    config: Mapping[str, Any],
+    element_bytes: int = 2,
+    block_shape: Sequence[int] | None = None,
+) -> int:
     """Bytes of shared memory one block needs (the estimate; Triton adds a little for barriers):
     ``num_stages x (BLOCK_M x BLOCK_K + BLOCK_K x BLOCK_N) x element_bytes`` — see
-    ``ledger.gpu_arch.moe_config_shared_memory``."""
-    return moe_config_shared_memory(dict(config), element_bytes)
+    ``ledger.gpu_arch.moe_config_shared_memory`` — plus, for block-quantised fp8, the float32
+    scales each stage loads beside its tiles: BLOCK_M activation scales and, when BLOCK_N exceeds
+    block_n, BLOCK_N weight scales (one otherwise): ``num_stages x (BLOCK_M + BLOCK_N) x 4`` at
+    most, counted in full (an upper bound, under 1% of the tiles)."""
+    need = moe_config_shared_memory(dict(config), element_bytes)
+    if block_shape and all(block_shape):
+        bn = int(config["BLOCK_SIZE_N"]) if int(config["BLOCK_SIZE_N"]) > int(block_shape[0]) else 1
+        need += int(config["num_stages"]) * (int(config["BLOCK_SIZE_M"]) + bn) * 4
+    return need
 
 
-def block_shape_fits(config: Mapping[str, Any], block_shape: Sequence[int] | None) -> bool:
-    """fp8 block quantisation needs BLOCK_K to divide by block_k (SGLang asserts it)."""
-    return not block_shape or int(config["BLOCK_SIZE_K"]) % int(block_shape[1]) == 0
+def block_shape_fits(config: Mapping[str, Any], block_shape: Sequence[int] | None) -> str | None:
+    """Why ``config`` cannot run with fp8 block quantisation ``block_shape`` [block_n, block_k],
+    or None when it can (always None without a block shape).
+
+    SGLang 0.5.23's kernel loads one activation and one weight scale per K step
+    (``offs_ks = k_start // group_k``), so a K tile must lie inside one quantisation group:
+    BLOCK_SIZE_K must divide block_k (SGLang's tuners keep ``block_k % BLOCK_SIZE_K == 0``).
+    Along N it loads one scale per column when BLOCK_SIZE_N > block_n (then BLOCK_SIZE_N must be
+    a multiple of block_n for the tile to cover whole groups) and one scale for the whole tile
+    otherwise (then BLOCK_SIZE_N must divide block_n)."""
+    if not block_shape or not all(block_shape):
+        return None
+    bn, bk = int(block_shape[0]), int(block_shape[1])
+    k, n = int(config["BLOCK_SIZE_K"]), int(config["BLOCK_SIZE_N"])
+    if bk % k:
+        return f"BLOCK_SIZE_K {k} does not divide block_k {bk}"
+    if (n > bn and n % bn) or (n <= bn and bn % n):
+        return f"BLOCK_SIZE_N {n} neither divides nor is a multiple of block_n {bn}"
+    return None
 
 
 def prune(
@@ -198,27 +225,42 @@ def prune(
     """Split ``space`` into (kept, rejected-with-reason) before anything runs.
 
     A config is rejected when its shared-memory estimate exceeds ``shared_memory_limit``
-    (bytes per block) or, for block-quantised fp8, when BLOCK_K does not divide by block_k.
+    (bytes per block) or, for block-quantised fp8, when its tiles straddle quantisation groups
+    (``block_shape_fits``).
     """
     kept: list[Config] = []
     rejected: list[tuple[Config, str]] = []
     for c in space:
-        need = shared_memory_bytes(c, shape.element_bytes)
+        need = shared_memory_bytes(c, shape.element_bytes, shape.block_shape)
+        misfit = block_shape_fits(c, shape.block_shape)
         if need > shared_memory_limit:
             rejected.append(
                 (c, f"needs {need} B shared memory > {shared_memory_limit} B per block")
             )
-        elif not block_shape_fits(c, shape.block_shape):
-            rejected.append(
-                (
-                    c,
-                    f"BLOCK_SIZE_K {c['BLOCK_SIZE_K']} not a multiple of block_k "
-                    f"{shape.block_shape[1] if shape.block_shape else '?'}",
-                )
-            )
+        elif misfit:
+            rejected.append((c, misfit))
         else:
             kept.append(c)
     return kept, rejected
+
+
+def kernel_refusal(source: str, shape: MoeShape) -> str | None:
+    """Why kernel ``source`` (``sglang`` / ``reference``) cannot be tuned for ``shape`` by this
+    tuner, or None. fp8 is measured only with SGLang's kernel and a block shape (w8a8 block
+    quantisation, DeepSeek-V3 / Qwen3-FP8 style); per-tensor fp8 is not measured yet."""
+    if shape.dtype != "fp8_w8a8":
+        return None
+    if source == "reference":
+        return (
+            "the reference kernel (runners.moe_reference_kernel) has no fp8 path: "
+            "tune fp8_w8a8 with --kernel sglang"
+        )
+    if not shape.block_shape or not all(shape.block_shape):
+        return (
+            "fp8_w8a8 is measured only with block quantisation (--block-shape 128,128); "
+            "per-tensor fp8 is not measured by this tuner"
+        )
+    return None
 
 
 def block_m_cap(M: int, shape: MoeShape) -> int:
@@ -543,8 +585,9 @@ def halving_rungs(
 # --- roofline ------------------------------------------------------------------------------
 
 
-#: The H200's datasheet peaks (NVIDIA H200 datasheet, SXM): HBM3e 4.8 TB/s, dense bf16 989 TFLOP/s.
-H200_PEAK = {"memory_bandwidth_Bps": 4.8e12, "bf16_flops": 989e12}
+#: The H200's datasheet peaks (NVIDIA H200 datasheet, SXM): HBM3e 4.8 TB/s, dense bf16 989 TFLOP/s,
+#: dense fp8 1,979 TFLOP/s.
+H200_PEAK = {"memory_bandwidth_Bps": 4.8e12, "bf16_flops": 989e12, "fp8_flops": 1979e12}
 
 
 def roofline(

@@ -42,3 +42,39 @@ def test_reference_kernel_matches_torch_and_times():
     config = default_config(16, shape)
     assert check_config(kernel, p, config) < 2e-2
     assert time_config(kernel, p, config, 2.0) > 0
+
+
+def test_sglang_fp8_block_kernel_matches_the_dequantised_reference():
+    """fp8 w8a8 block [128, 128]: SGLang's kernel on pre-quantised A (per-token groups) and B
+    (blocks) against the dequantised matmul, within FP8_TOLERANCE; a config whose BLOCK_K spans
+    two groups is pruned before it runs (tune_space.block_shape_fits)."""
+    from runners.moe_kernels import FP8_TOLERANCE, KernelUnavailable
+    from runners.tune_space import block_shape_fits
+
+    try:
+        kernel = load_kernel("sglang")
+    except KernelUnavailable as exc:
+        pytest.skip(f"sglang's kernel is not importable here: {exc}")
+    shape = MoeShape(E=8, N=256, K=512, topk=2, dtype="fp8_w8a8", block_shape=(128, 128))
+    w = make_weights(shape)
+    assert w[0].dtype == torch.float8_e4m3fn and tuple(w[2].shape) == (8, 4, 4)
+    for M in (1, 16):
+        p = MoeProblem(shape, M, w)
+        for c in (
+            default_config(M, shape),
+            dict(
+                BLOCK_SIZE_M=16,
+                BLOCK_SIZE_N=64,
+                BLOCK_SIZE_K=64,
+                GROUP_SIZE_M=1,
+                num_warps=4,
+                num_stages=3,
+            ),
+        ):
+            assert block_shape_fits(c, shape.block_shape) is None
+            assert check_config(kernel, p, c) < FP8_TOLERANCE
+            assert time_config(kernel, p, c, 2.0) > 0
+    with pytest.raises(KernelUnavailable, match="no fp8 path"):
+        from runners.moe_kernels import GpuMeasurer
+
+        GpuMeasurer("reference", shape)
