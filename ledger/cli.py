@@ -72,6 +72,22 @@ class Context:
 
         return LedgerStore(self.ledger)
 
+    def writable_store(self, *, create: bool = False) -> LedgerStore:
+        """The store for a command that appends: a ledger that does not exist is not created
+        (a mistyped path is not a new ledger) unless ``create``.
+
+        Raises:
+            InvalidInput: a name that cannot be a ledger (exit 3, before "missing").
+            NotFound: no ledger at ``--ledger`` and not ``create`` (exit 5).
+        """
+        store = self.store()
+        store.check_path()
+        if not create and not self.ledger.exists():
+            raise NotFound(
+                f"no ledger at {self.ledger} (create it with `tuneledger init`, or pass --create)"
+            )
+        return store
+
 
 pass_ctx = click.make_pass_decorator(Context)
 
@@ -392,11 +408,7 @@ def append(
     A ledger that does not exist is not created (exit 5: a mistyped path
     is not a new ledger) unless --create.
     """
-    ctx.store().check_path()  # a name that cannot be a ledger is exit 3 before "missing" (5)
-    if not create and not ctx.ledger.exists():
-        raise NotFound(
-            f"no ledger at {ctx.ledger} (create it with `tuneledger init`, or pass --create)"
-        )
+    ctx.writable_store(create=create)
     overrides: dict[str, Any] = {
         "session_id": session_id,
         "stream": stream,
@@ -629,6 +641,9 @@ def list_views(ctx: Context) -> None:
     help='The host the files come from, e.g. \'{"gpu_name": "NVIDIA RTX PRO 6000", "compute_capability": '
     "\"12.0\"}' (default: the session's own, from its session_started or host_observed).",
 )
+@click.option(
+    "--create", is_flag=True, help="Create the ledger if it does not exist (else: exit 5)."
+)
 @ledger_option
 @pass_ctx
 def import_(
@@ -639,11 +654,15 @@ def import_(
     as_json: bool,
     check_arch: tuple[str, ...],
     host_json: str | None,
+    create: bool,
 ) -> None:
     """Import files, detecting each kind by content: sglang/vLLM/GuideLLM/llmperf/AIPerf
     benchmark results, tuned MoE configs, SGLang and vLLM server logs. All files are appended in one atomic batch;
-    re-importing a file is a no-op (event ids derive from the file's content)."""
+    re-importing a file is a no-op (event ids derive from the file's content). A ledger that
+    does not exist is not created (exit 5) unless --create."""
     from . import commands
+
+    store = ctx.writable_store(create=create)
 
     session = session_id or ctx.session
     host = None
@@ -653,7 +672,7 @@ def import_(
         except ValueError as exc:
             raise InvalidInput(f"--host: {_first_error(exc)}") from None
     done = commands.import_files(
-        ctx.store(),
+        store,
         files,
         session_id=session,
         actor=ctx.actor,

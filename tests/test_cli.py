@@ -352,6 +352,19 @@ def test_a_long_sql_query_is_stopped_by_its_timeout(ledger: Path) -> None:
     assert run(ledger, "append", "note_added", "-f", "text=after").returncode == 0
 
 
+def test_import_into_a_mistyped_path_creates_nothing(tmp_path: Path) -> None:
+    """`import` on a missing ledger is exit 5 and creates neither the file nor its folder
+    (it had created both, found by a new user's try), unless --create."""
+    bench = sorted((Path(__file__).parent / "fixtures/sglang/bench_serving").glob("*.jsonl"))[0]
+    missing = tmp_path / "no" / "x.duckdb"
+    out = run_bare("--ledger", str(missing), "import", str(bench))
+    assert out.returncode == 5 and str(missing) in out.stderr and "--create" in out.stderr
+    assert not missing.parent.exists()
+    flat = tmp_path / "x.duckdb"
+    assert run_bare("--ledger", str(flat), "import", "--create", str(bench)).returncode == 0
+    assert flat.exists()
+
+
 def test_a_mistyped_path_is_not_a_new_ledger(tmp_path: Path) -> None:
     """Issue 7.1: `append` on a missing ledger fails like `events` (exit 5) unless --create;
     `init` into a missing directory refuses unless --parents."""

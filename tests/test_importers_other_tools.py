@@ -717,7 +717,7 @@ def test_sglang_script_results() -> None:
 def test_cli_imports_every_tool_in_one_batch_and_reimport_is_a_no_op(tmp_path: Path) -> None:
     ledger = tmp_path / "l.duckdb"
     files = [str(p) for p, _, _ in IMPORTABLE]
-    cmd = ["--ledger", str(ledger), "import", "--json", *files]
+    cmd = ["--ledger", str(ledger), "import", "--create", "--json", *files]
     out = invoke(cmd)
     assert out.returncode == 0, out.stderr
     summary = json.loads(out.stdout)
@@ -743,7 +743,7 @@ def test_cli_imports_every_tool_in_one_batch_and_reimport_is_a_no_op(tmp_path: P
 def test_cli_refuses_an_unknown_file_with_exit_3(tmp_path: Path) -> None:
     path = tmp_path / "notes.txt"
     path.write_text("nothing to see\n")
-    out = invoke(["--ledger", str(tmp_path / "l.duckdb"), "import", str(path)])
+    out = invoke(["--ledger", str(tmp_path / "l.duckdb"), "import", "--create", str(path)])
     assert out.returncode == 3
     assert f"{path}: not a known format (tried: sglang-bench-serving, " in out.stderr
     assert "guidellm-benchmarks" in out.stderr and "vllm-server-log" in out.stderr

@@ -548,6 +548,7 @@ def test_import_check_arch_flags_entries_sm120_cannot_launch(tmp_path, capsys):
                 "--ledger",
                 ledger,
                 "import",
+                "--create",
                 "--check-arch",
                 "sm120",
                 "--check-arch",

@@ -53,6 +53,7 @@ def test_two_moe_files_with_the_same_json_are_two_events(
         "--ledger",
         ledger,
         "import",
+        "--create",
         "--json",
         str(H200),
         str(other_name),
