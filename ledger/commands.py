@@ -53,7 +53,7 @@ from schemas import (
     StartupFacts,
 )
 
-from .errors import EventIdReused, InvalidInput, NotFound
+from .errors import ConcurrencyConflict, EventIdReused, InvalidInput, NotFound
 
 if TYPE_CHECKING:
     # Only annotations: a runner that records into a sink of its own (the kernel tune on a GPU
@@ -154,14 +154,30 @@ def append(
     in order, idempotent by ``event_id``, all or nothing). Returns where each event landed.
 
     Raises:
-        InvalidInput, NotFound: a rule refused the batch (``check_rules``).
+        InvalidInput, NotFound: a rule refused the batch (``check_rules``); NotFound also for a
+            triage of a candidate never proposed.
         ConcurrencyConflict, EventIdReused, LedgerBusy: as ``LedgerStore.append``.
     """
     batch = [events] if isinstance(events, Event) else list(events)
     if not batch:
         return []
     check_rules(store, batch, expected_version=expected_version, where=where)
-    return store.append(batch, expected_version=expected_version, samples=samples)
+    try:
+        return store.append(batch, expected_version=expected_version, samples=samples)
+    except ConcurrencyConflict as exc:
+        # A triage whose candidate stream is empty names a candidate nobody proposed: a typo
+        # (exit 5), not someone else's concurrent triage (exit 4).
+        for event in batch:
+            if (
+                isinstance(event, CandidateTriaged)
+                and exc.actual == 0
+                and (event.stream or event.default_stream()) == exc.stream
+            ):
+                raise NotFound(
+                    f"{where}: no candidate {event.candidate_id!r} was proposed "
+                    '(`tuneledger sql "SELECT candidate_id FROM board"` lists them)'
+                ) from None
+        raise
 
 
 def append_rows(

@@ -167,6 +167,22 @@ def test_cli_triage_with_a_stale_version_is_a_conflict(cli, ledger_path: Path) -
     assert _count(LedgerStore(ledger_path), "candidate_triaged") == 1
 
 
+def test_cli_triage_of_a_candidate_never_proposed_is_not_found(cli, ledger_path: Path) -> None:
+    """A typo in the candidate id is exit 5 naming it, not a version conflict (exit 4: found by
+    a new user's try)."""
+    triage = (
+        "append",
+        "candidate_triaged",
+        "-f",
+        "candidate_id=flag:nosuch",
+        "-f",
+        "status=accepted",
+    )
+    code, _, err = cli(*triage, "--expected-version", "1")
+    assert code == 5 and "flag:nosuch" in err and "proposed" in err
+    assert _count(LedgerStore(ledger_path), "candidate_triaged") == 0
+
+
 def test_cli_triage_in_a_batch_carries_its_own_stream_version(cli, ledger_path: Path) -> None:
     """A batch spans streams, so --expected-version cannot apply: each triage gives the
     version it must get (expected + 1) instead."""
