@@ -336,13 +336,15 @@ def test_prompts_per_concurrency_sizes_each_run_to_its_concurrency(tmp_path: Pat
     store.init()
     with quick_runner(store, "plan-test") as servers:
         run_plan(plan, store, servers, progress=False)
+    # Validity is not asserted: 24 prompts at c=8 is 3 per slot, so on a busy machine the tail
+    # can pull achieved concurrency under the gate; what is under test is the sizing.
     runs = [
-        (e.config_name, e.concurrency, e.workload.num_prompts, e.metrics.completed, e.valid)
+        (e.config_name, e.concurrency, e.workload.num_prompts, e.metrics.completed)
         for e in store.read(types=["benchmark_completed"])
     ]
     # c=1: max(6, 5) = 6; c=2: 10; c=8: min(24, 40) = 24
     assert runs == [
-        (arm, c, n, n, True) for arm in ("baseline", "fast") for c, n in ((1, 6), (2, 10), (8, 24))
+        (arm, c, n, n) for arm in ("baseline", "fast") for c, n in ((1, 6), (2, 10), (8, 24))
     ]
 
 
