@@ -38,12 +38,13 @@ check: lint
 	$(BIN)/python -m pytest -q -m "not slow"
 
 ## The tests marked `slow` only (process-based on purpose: SIGKILL, racing writers, real
-## servers, start-up time, wheels); `make check test-slow` runs every test once (CI).
+## servers, start-up time, wheels).
 test-slow: $(BIN)/tuneledger $(VENV)/.e2e
 	$(BIN)/python -m pytest -q -m slow
 
-## Run the whole test suite, slow tests included.
-test: $(BIN)/tuneledger $(VENV)/.e2e
+## The README's test command, and what CI runs (.ci/run): the static checks, then every test
+## once, slow ones included.
+test: lint $(VENV)/.e2e
 	$(BIN)/python -m pytest -q
 
 ## The performance aims in one run (< 10 min on the 2-core machine): appends beside MLflow
