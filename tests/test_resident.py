@@ -533,3 +533,17 @@ def test_a_forwarded_call_imports_nothing_but_the_standard_library(
     }
     heavy = {"click", "pydantic", "duckdb", "schemas", "ledger.cli", "typing", "socket"}
     assert "ledger" in imported and not imported & heavy, sorted(imported & heavy)
+
+
+@pytest.mark.slow
+def test_resident_status_and_stop(resident: Resident) -> None:
+    out = resident.run(["resident", "status"])
+    assert out.returncode == 0 and out.stdout.startswith(b"resident process: not running")
+    pid = resident.start()
+    out = resident.run(["resident", "status"])
+    assert out.stdout.startswith(f"resident process: pid {pid}, 0 calls served".encode())
+    out = resident.run(["resident", "stop"])
+    assert out.returncode == 0 and out.stdout == f"stopped pid {pid}\n".encode()
+    _wait(lambda: not _alive(pid), timeout=30, what="the stopped server to exit")
+    out = resident.run(["resident", "status"], resident=False)
+    assert out.stdout.startswith(b"resident process: off")
