@@ -277,6 +277,13 @@ def _isatty(stream: Any) -> bool:
         return False
 
 
+def _umask() -> int:
+    """This process's umask (reading it means setting it: set back at once)."""
+    mask = os.umask(0o077)
+    os.umask(mask)
+    return mask
+
+
 def _write_all(fd: int, data: bytes) -> None:
     view = memoryview(data)
     while view:
@@ -315,6 +322,7 @@ def forward(argv: list[str], path: str, ident: str) -> int:
         "terminal": _terminal_size() if _isatty(stdout) else None,
         "encoding": (getattr(stdout, "encoding", None) or "utf-8"),
         "errors": (getattr(stdout, "errors", None) or "strict"),
+        "umask": _umask(),
     }
     try:
         send(sock, ("call", request))

@@ -28,6 +28,7 @@ import signal
 import sys
 import threading
 import traceback
+import warnings
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any
@@ -91,12 +92,17 @@ def _swapped(
     cwd: str | os.PathLike[str] | None,
     env: Mapping[str, str] | None,
     terminal: Sequence[int] | None,
+    umask: int | None,
 ) -> Iterator[None]:
-    """The process's working directory, environment and terminal size set to a call's, and
-    the signal handlers a command may set restored afterwards."""
+    """The process's working directory, environment, umask and terminal size set to a call's;
+    the signal handlers and warning filters a command may set restored afterwards, and the
+    warnings already shown forgotten (a fresh process would show them again)."""
     old_cwd, old_env = os.getcwd(), dict(os.environ)
     handlers = {s: signal.getsignal(s) for s in _SIGNALS}
     old_size = shutil.get_terminal_size
+    old_umask = os.umask(umask) if umask is not None else None
+    warnings_kept = warnings.catch_warnings()  # entering it resets the "shown once" registries
+    warnings_kept.__enter__()
     try:
         if cwd is not None:
             os.chdir(cwd)
@@ -115,6 +121,9 @@ def _swapped(
             shutil.get_terminal_size = client_size
         yield
     finally:
+        warnings_kept.__exit__(None, None, None)
+        if old_umask is not None:
+            os.umask(old_umask)
         shutil.get_terminal_size = old_size
         os.chdir(old_cwd)
         if env is not None:
@@ -135,6 +144,7 @@ def call(
     terminal: Sequence[int] | None = None,
     encoding: str = "utf-8",
     errors: str = "strict",
+    umask: int | None = None,
 ) -> tuple[int, bytes, bytes]:
     """``tuneledger ARGV`` in this process: (exit code, stdout bytes, stderr bytes), what the
     console script would give.
@@ -143,7 +153,8 @@ def call(
     the command reads stdin. ``cwd`` and ``env`` (the whole environment) are set for the call
     and restored after it; ``stdin_tty`` / ``stdout_tty`` are what ``isatty`` answers;
     ``terminal`` (columns, lines) the terminal size ``shutil`` reports when stdout is a
-    terminal. ``encoding`` / ``errors`` are stdout's (stderr: ``backslashreplace``, as Python's).
+    terminal. ``encoding`` / ``errors`` are stdout's (stderr: ``backslashreplace``, as Python's);
+    ``umask`` the client's (files a command creates get its permissions; None: unchanged).
     An unexpected exception comes back as a process shows it: the traceback, exit 1.
 
     Raises:
@@ -160,7 +171,7 @@ def call(
     )
     old = sys.stdin, sys.stdout, sys.stderr
     code = 0
-    with _swapped(cwd, env, terminal if stdout_tty else None):
+    with _swapped(cwd, env, terminal if stdout_tty else None, umask):
         sys.stdin, sys.stdout, sys.stderr = streams
         try:
             main([str(a) for a in argv])
@@ -372,6 +383,7 @@ class Server:
                 terminal=request.get("terminal"),
                 encoding=request.get("encoding") or "utf-8",
                 errors=request.get("errors") or "strict",
+                umask=request.get("umask"),
             )
         except ClientGone:
             return True
@@ -439,6 +451,7 @@ def main() -> None:
     server = Server(folder, launcher.identity(), idle_seconds())
     if not server.claim():
         return
+    os.chdir("/")  # keep no client's folder busy (each call sets its own)
     from .cli import _skip_pydantic_plugin_scan
 
     _skip_pydantic_plugin_scan()  # as the console script does (the identity holds PYDANTIC_*)

@@ -547,3 +547,31 @@ def test_resident_status_and_stop(resident: Resident) -> None:
     _wait(lambda: not _alive(pid), timeout=30, what="the stopped server to exit")
     out = resident.run(["resident", "status"], resident=False)
     assert out.stdout.startswith(b"resident process: off")
+
+
+@pytest.mark.slow
+def test_a_ledger_created_by_a_forwarded_call_gets_the_clients_umask(
+    resident: Resident, tmp_path: Path
+) -> None:
+    resident.start()
+    for mask in (0o077, 0o022):
+        ledger = tmp_path / f"l{mask:o}.duckdb"
+        before = resident.calls()
+        out = subprocess.run(
+            [
+                TUNELEDGER,
+                "--ledger",
+                str(ledger),
+                "append",
+                "--create",
+                "note_added",
+                "-f",
+                "text=m",
+            ],
+            capture_output=True,
+            env=resident.env,
+            umask=mask,
+            timeout=120,
+        )
+        assert out.returncode == 0 and resident.calls() == before + 1, out.stderr
+        assert ledger.stat().st_mode & 0o777 == 0o666 & ~mask
