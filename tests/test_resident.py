@@ -136,6 +136,12 @@ class Resident:
             timeout=120,
         )
 
+    def init(self, folder: Path) -> Path:
+        """A new ledger ``l.duckdb`` in ``folder``, made in-process."""
+        ledger = folder / "l.duckdb"
+        assert self.run(["--ledger", str(ledger), "init"], resident=False).returncode == 0
+        return ledger
+
     def status(self) -> tuple[int, int] | None:
         """(the server's pid, calls it ran), or None when none answers."""
         answer = ask_server("status", self.env)
@@ -291,8 +297,7 @@ def test_forwarded_calls_give_the_in_process_output_and_exit_codes(
 @pytest.mark.slow
 def test_stdin_is_read_only_when_the_command_reads_it(resident: Resident, tmp_path: Path) -> None:
     # An agent's stdin may be a pipe that never closes: `append TYPE -f ...` must not wait on it.
-    ledger = tmp_path / "l.duckdb"
-    assert resident.run(["--ledger", str(ledger), "init"]).returncode == 0
+    ledger = resident.init(tmp_path)
     resident.start()
     for resident_on in ("1", "0"):
         before = resident.calls()
@@ -319,8 +324,7 @@ def test_stdin_is_read_only_when_the_command_reads_it(resident: Resident, tmp_pa
 def test_the_ledger_file_is_free_right_after_a_forwarded_append(
     resident: Resident, tmp_path: Path
 ) -> None:
-    ledger = tmp_path / "l.duckdb"
-    assert resident.run(["--ledger", str(ledger), "init"]).returncode == 0
+    ledger = resident.init(tmp_path)
     resident.start()
     for i in range(3):
         out = resident.run(["--ledger", str(ledger), "append", "note_added", "-f", f"text=n{i}"])
@@ -439,8 +443,13 @@ def _waiting_on_stdin(pid: int) -> bool:
     return len(fields) > 1 and fields[0] in ("0", "63") and fields[1] == "0x0"
 
 
-def _client_asked_for_stdin(resident: Resident, ledger: Path) -> subprocess.Popen[bytes]:
-    """A forwarded ``append --json`` whose server has asked for stdin (the call is running)."""
+def _client_asked_for_stdin(
+    resident: Resident, tmp_path: Path
+) -> tuple[Path, int, subprocess.Popen[bytes]]:
+    """(a new ledger, a started server's pid, a forwarded ``append --json`` to that ledger whose
+    server has asked for stdin: the call is running)."""
+    ledger = resident.init(tmp_path)
+    pid = resident.start()
     process = subprocess.Popen(
         [TUNELEDGER, "--ledger", str(ledger), "append", "--json"],
         stdin=subprocess.PIPE,
@@ -452,17 +461,14 @@ def _client_asked_for_stdin(resident: Resident, ledger: Path) -> subprocess.Pope
         process.kill()
         pytest.skip("no /proc/PID/syscall to see the client wait on its stdin")
     _wait(lambda: _waiting_on_stdin(process.pid), what="the client to read its stdin")
-    return process
+    return ledger, pid, process
 
 
 @pytest.mark.slow
 def test_a_server_killed_mid_call_is_an_error_not_a_second_run(
     resident: Resident, tmp_path: Path
 ) -> None:
-    ledger = tmp_path / "l.duckdb"
-    assert resident.run(["--ledger", str(ledger), "init"]).returncode == 0
-    pid = resident.start()
-    process = _client_asked_for_stdin(resident, ledger)
+    ledger, pid, process = _client_asked_for_stdin(resident, tmp_path)
     os.kill(pid, signal.SIGKILL)
     _wait(lambda: not _alive(pid), what="the server to die")
     out, err = process.communicate(b'{"type": "note_added", "text": "lost?"}', timeout=60)
@@ -476,10 +482,7 @@ def test_a_server_killed_mid_call_is_an_error_not_a_second_run(
 def test_ctrl_c_in_the_client_exits_130_and_the_server_serves_on(
     resident: Resident, tmp_path: Path
 ) -> None:
-    ledger = tmp_path / "l.duckdb"
-    assert resident.run(["--ledger", str(ledger), "init"]).returncode == 0
-    pid = resident.start()
-    process = _client_asked_for_stdin(resident, ledger)
+    ledger, pid, process = _client_asked_for_stdin(resident, tmp_path)
     process.send_signal(signal.SIGINT)
     out, err = process.communicate(timeout=60)
     assert process.returncode == 130 and err.endswith(b"tuneledger: aborted\n"), err
@@ -513,8 +516,7 @@ def test_a_forwarded_call_imports_nothing_but_the_standard_library(
     resident: Resident, tmp_path: Path
 ) -> None:
     # What start-up the client pays: `-X importtime` lists every module the process imported.
-    ledger = tmp_path / "l.duckdb"
-    assert resident.run(["--ledger", str(ledger), "init"]).returncode == 0
+    ledger = resident.init(tmp_path)
     resident.start()
     before = resident.calls()
     out = subprocess.run(
