@@ -327,9 +327,9 @@ def forward(argv: list[str], path: str, ident: str) -> int:
     try:
         send(sock, ("call", request))
         answer = recv(sock)
-    except (OSError, ValueError):
+    except (OSError, ValueError):  # dropped before accepting (it is ending): start another
         sock.close()
-        raise _NoServer(start=False) from None
+        raise _NoServer(start=True) from None
     if answer is None or answer[0] != "accepted":
         sock.close()
         # "restart": the server has let go of its socket and lock for a fresh one.

@@ -15,7 +15,9 @@ call at a time (the environment and working directory are process-wide).
 It exits when idle for ``TUNELEDGER_RESIDENT_IDLE_S`` seconds (default 60), on ``stop``, when a
 module file it loaded changed (it answers "restart" and the client runs in-process), and after
 a call that left work for the interpreter's exit (threads, exit handlers), which it runs
-first, as the console script does. Nothing of a call's environment is logged or kept.
+first, as the console script does. A call whose stdin does not arrive within ``STDIN_WAIT_S``
+(a person typing, a pipe that never closes) makes it hand its socket over at once (the next
+call starts a fresh server) and exit after that call: no call waits behind another's stdin. Nothing of a call's environment is logged or kept.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from __future__ import annotations
 import atexit
 import io
 import os
+import select
 import shutil
 import signal
 import sys
@@ -39,6 +42,10 @@ from . import launcher
 IDLE_S = 60.0
 #: Seconds a connected client has to send its call before it is dropped.
 REQUEST_TIMEOUT_S = 10.0
+#: Seconds a call may wait for the client's stdin before the server hands its socket over to a
+#: fresh server (piped input arrives in milliseconds; a person typing or a pipe that never
+#: closes would otherwise hold up every other call).
+STDIN_WAIT_S = 0.5
 #: Signals whose handlers a command may set (``run bench``: SIGTERM); restored after each call.
 _SIGNALS = (signal.SIGTERM, signal.SIGINT)
 
@@ -359,9 +366,18 @@ class Server:
         return self._run(conn, request, sources)
 
     def _run(self, conn: Any, request: dict[str, Any], sources: _Sources) -> bool:
+        handed_over = False
+
         def ask() -> bytes:
+            nonlocal handed_over
             try:
                 launcher.send(conn, ("stdin",))
+                if not select.select([conn], [], [], STDIN_WAIT_S)[0]:
+                    # A person typing, or a pipe that never closes: other calls must not wait
+                    # behind this one. Hand the socket over (the next client starts a fresh
+                    # server), finish this call, then exit.
+                    self.release()
+                    handed_over = True
                 answer = launcher.recv(conn)
             except (OSError, ValueError):
                 answer = None
@@ -386,7 +402,7 @@ class Server:
                 umask=request.get("umask"),
             )
         except ClientGone:
-            return True
+            return not handed_over
         sources.update()
         left = [t for t in threading.enumerate() if t not in threads and not t.daemon]
         if left or atexit._ncallbacks() != callbacks:
@@ -398,7 +414,7 @@ class Server:
             _send_quietly(conn, ("done", code, out, err))
             return False
         _send_quietly(conn, ("done", code, out, err))
-        return True
+        return not handed_over
 
 
 def _send_quietly(conn: Any, message: tuple[Any, ...]) -> bool:

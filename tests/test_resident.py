@@ -577,3 +577,24 @@ def test_a_ledger_created_by_a_forwarded_call_gets_the_clients_umask(
         )
         assert out.returncode == 0 and resident.calls() == before + 1, out.stderr
         assert ledger.stat().st_mode & 0o777 == 0o666 & ~mask
+
+
+@pytest.mark.slow
+def test_a_call_waiting_on_its_stdin_holds_up_no_other_call(
+    resident: Resident, tmp_path: Path
+) -> None:
+    ledger, pid, waiting = _client_asked_for_stdin(resident, tmp_path)
+    try:
+        # The server handed its socket over: this call runs (in-process, starting a new server).
+        out = resident.run(["--ledger", str(ledger), "append", "note_added", "-f", "text=other"])
+        assert out.returncode == 0 and out.stdout.startswith(b"appended seq 1"), out
+        second = resident.wait_up()
+        assert second != pid
+        out_w, err_w = waiting.communicate(b'{"type": "note_added", "text": "typed"}', timeout=60)
+    finally:
+        if waiting.poll() is None:
+            waiting.kill()
+    # The waiting call was finished by its server, which then exited.
+    assert waiting.returncode == 0 and b'"seq": 2' in out_w, err_w
+    _wait(lambda: not _alive(pid), timeout=30, what="the handing-over server to exit")
+    assert resident.status() == (second, 0)
