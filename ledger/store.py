@@ -737,25 +737,36 @@ class LedgerStore:
 
     @staticmethod
     def _state(con: duckdb.DuckDBPyConnection) -> tuple[bool, int, int]:
-        """(tables and views current, projected position, head ``seq``), in one query.
+        """(tables and views current, projected position, head ``seq``).
 
         The head is looked for only at and after the projected position: DuckDB skips the
         row groups before it (zone maps), so the cost does not grow with the ledger.
         """
+        # Three plain queries, not one with correlated subqueries: on a fresh connection the
+        # one query took 4-6 ms to plan, these 1.5-3 ms together (each CLI append runs this).
         try:
-            views_version, layout, projected, head, columns = con.execute(
-                "SELECT m.v, m.l, m.p, (SELECT coalesce(max(seq), m.p) FROM events WHERE seq >= m.p), "
-                # a column this code does not know is a newer (or foreign) layout: check it then
-                "  (SELECT count(*) FROM duckdb_columns() WHERE table_name = 'events' AND schema_name = 'main' "
-                "   AND database_name = current_database()) FROM ("
-                "  SELECT max(value) FILTER (WHERE key = 'views_version') AS v,"
-                "         max(value) FILTER (WHERE key = 'layout_version') AS l,"
-                "         coalesce(max(TRY_CAST(value AS BIGINT)) FILTER (WHERE key = ?), 0) AS p"
-                "  FROM ledger_meta) m",
-                [projections.POSITION_KEY],
-            ).fetchall()[0]
+            meta = dict(
+                con.execute(
+                    "SELECT key, value FROM ledger_meta WHERE key IN (?, ?, ?)",
+                    ["views_version", "layout_version", projections.POSITION_KEY],
+                ).fetchall()
+            )
+            try:
+                projected = int(meta.get(projections.POSITION_KEY) or 0)
+            except ValueError:
+                projected = 0
+            head = con.execute(
+                "SELECT coalesce(max(seq), ?) FROM events WHERE seq >= ?", [projected, projected]
+            ).fetchall()[0][0]
+            # a column this code does not know is a newer (or foreign) layout: check it then
+            found = con.execute(
+                "SELECT column_count FROM duckdb_tables() WHERE table_name = 'events' "
+                "AND schema_name = 'main' AND database_name = current_database()"
+            ).fetchall()
         except duckdb.CatalogException:
             return False, 0, 0
+        views_version, layout = meta.get("views_version"), meta.get("layout_version")
+        columns = found[0][0] if found else 0
         current = (
             views_version == views.VIEWS_VERSION
             and layout == str(LAYOUT_VERSION)
@@ -1383,13 +1394,10 @@ class LedgerStore:
                 ],
             )
             return
-        import pyarrow as pa
-
-        schema = _arrow_schema()
-        columns = {name: [row.get(name) for row in fresh] for name in schema.names}
+        columns = {name: [row.get(name) for row in fresh] for name in _COLUMNS}
         columns["seq"] = [positions[row["event_id"]][0] for row in fresh]
         columns["stream_version"] = [positions[row["event_id"]][1] for row in fresh]
-        con.register("incoming", pa.Table.from_pydict(columns, schema=schema))
+        con.register("incoming", columns_table(columns, len(fresh)))
         try:
             con.execute(
                 f"INSERT INTO events ({', '.join(_COLUMNS)}) SELECT seq, event_id::UUID, type, schema_version, "
