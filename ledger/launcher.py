@@ -289,7 +289,9 @@ def _write_all(fd: int, data: bytes) -> None:
     while view:
         try:
             written = os.write(fd, view)
-        except BrokenPipeError:  # the reader went away: as the in-process CLI, nothing to keep
+        except (
+            OSError
+        ):  # the reader went away (or no such stream): as the in-process CLI, nothing to keep
             return
         view = view[written:]
 
@@ -309,13 +311,17 @@ def forward(argv: list[str], path: str, ident: str) -> int:
     Raises:
         _NoServer: the server did not take the call (it ran nothing): run it in-process.
     """
+    try:
+        cwd = os.getcwd()
+    except OSError:  # a working directory removed under the caller: the CLI's own error
+        raise _NoServer(start=False) from None
     sock = _connect(path)
     stdout = sys.stdout
     request = {
         "protocol": PROTOCOL,
         "identity": ident,
         "argv": argv,
-        "cwd": os.getcwd(),
+        "cwd": cwd,
         "env": dict(os.environ),
         "stdin_tty": _isatty(sys.stdin),
         "stdout_tty": _isatty(stdout),
