@@ -210,7 +210,7 @@ class _Sources:
     process would run."""
 
     def __init__(self) -> None:
-        self._stdlib = os.path.dirname(os.__file__)
+        self._stdlib = os.path.dirname(os.__file__) + os.sep
         self._mtimes: dict[str, int] = {}
         self._seen: set[str] = set()
         self.update()
@@ -222,12 +222,18 @@ class _Sources:
                 continue
             self._seen.add(name)
             path = getattr(module, "__file__", None)
-            if not path or path.startswith(self._stdlib) or path in self._mtimes:
+            if not path or path in self._mtimes or self._in_stdlib(path):
                 continue
             try:
                 self._mtimes[path] = os.stat(path).st_mtime_ns
             except OSError:
                 continue
+
+    def _in_stdlib(self, path: str) -> bool:
+        # A system-wide install's site-packages lies under the standard library's folder.
+        return path.startswith(self._stdlib) and not (
+            "/site-packages/" in path or "/dist-packages/" in path
+        )
 
     def changed(self) -> bool:
         """Whether any noted file changed since it was loaded."""
