@@ -868,7 +868,9 @@ def _plugin(group: str) -> Any:
 
 
 def run() -> None:
-    """The ``tuneledger`` console script: ``main``, then exit without the interpreter's teardown.
+    """The ``tuneledger`` command in this process (what the console script, ``ledger.launcher.run``,
+    runs for every call it does not forward to the resident process): ``main``, then exit
+    without the interpreter's teardown.
 
     Everything the interpreter's own exit does that matters runs first, in its order: other
     non-daemon threads are waited for, the atexit handlers run (kept-open ledgers are caught

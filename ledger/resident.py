@@ -478,7 +478,10 @@ def main() -> None:
 
     _skip_pydantic_plugin_scan()  # as the console script does (the identity holds PYDANTIC_*)
     try:
-        _warm_up()
+        try:
+            _warm_up()
+        except Exception:  # only a speed-up: the first call then builds what it needs
+            pass
         server.listen()
     except BaseException:
         server.release()
