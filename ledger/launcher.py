@@ -289,9 +289,7 @@ def _write_all(fd: int, data: bytes) -> None:
     while view:
         try:
             written = os.write(fd, view)
-        except (
-            OSError
-        ):  # the reader went away (or no such stream): as the in-process CLI, nothing to keep
+        except OSError:  # reader gone, or no such stream: as in-process, nothing to keep
             return
         view = view[written:]
 
@@ -301,7 +299,10 @@ def _read_stdin() -> bytes:
     if stream is None:
         return b""
     buffer = getattr(stream, "buffer", None)
-    data = buffer.read() if buffer is not None else stream.read().encode("utf-8")
+    try:
+        data = buffer.read() if buffer is not None else stream.read().encode("utf-8")
+    except (OSError, ValueError):  # an unreadable or closed stdin reads as empty
+        return b""
     return bytes(data)
 
 
