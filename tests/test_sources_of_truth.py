@@ -408,7 +408,6 @@ def test_catch_up_upcasts_a_stale_row_that_arrives_after_the_views(store: Ledger
             "'comparison_completed', 1, 'comparison:fast', 1, now(), 'runner', 'elsewhere', ?, ?)",
             [seq, str(uuid4()), SESSION, payload],
         )
-    store._checked = False  # as a new process would, look at the file again
     (row,) = store.query_arrow(
         "SELECT change_pct, verdict, better_direction FROM benchmark_deltas"
     ).to_pylist()

@@ -67,7 +67,6 @@ def insert_raw(
         # An older tuneledger had its own views and projections: the file says so, and
         # this version rebuilds them from the log when it next opens the file.
         con.execute("UPDATE ledger_meta SET value = 'older' WHERE key = 'views_version'")
-    store._checked = False  # as a new process would, look at the file again
 
 
 def raw_rows(store: LedgerStore) -> list[dict[str, Any]]:
