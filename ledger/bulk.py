@@ -34,6 +34,8 @@ from typing import TYPE_CHECKING, Any
 from schemas import Actor
 
 from . import commands
+from .errors import InvalidInput
+from .input_checks import stored_payloads
 from .jsonl import iter_jsonl
 from .store import AppendResults, LedgerStore, event_row, rows_table
 
@@ -83,19 +85,41 @@ def table_of_lines(
     Raises:
         InvalidInput: ``name:line``: bad JSON or a bad event (``ledger.jsonl.iter_jsonl``).
     """
-    rows = []
+    rows: list[dict[str, Any]] = []
     with no_cyclic_gc():
         padded = _numbered(lines, first_line)
-        for event in iter_jsonl(padded, name):
-            update: dict[str, Any] = {}
-            if actor is not None and "actor" not in event.model_fields_set:
-                update["actor"] = actor
-            if session_id is not None and event.session_id is None:
-                update["session_id"] = session_id
-            if update:
-                event = event.model_copy(update=update)
-            rows.append(event_row(event, now))
+        try:
+            for event in iter_jsonl(padded, name):
+                update: dict[str, Any] = {}
+                if actor is not None and "actor" not in event.model_fields_set:
+                    update["actor"] = actor
+                if session_id is not None and event.session_id is None:
+                    update["session_id"] = session_id
+                if update:
+                    event = event.model_copy(update=update)
+                rows.append(event_row(event, now, checked=False))
+        except InvalidInput:
+            _check_and_mask(rows, lines, first_line, name)  # an earlier line's error comes first
+            raise
+        _check_and_mask(rows, lines, first_line, name)
         return rows_table(rows)
+
+
+def _check_and_mask(
+    rows: list[dict[str, Any]], lines: Sequence[str], first_line: int, name: str
+) -> None:
+    """The rows' payloads and sources checked and masked at once (``stored_payloads``)."""
+    payloads = [row["payload"] for row in rows]
+    sources = [row["source"] for row in rows]
+
+    def label(i: int) -> str:
+        # iter_jsonl skips blank lines: row i is the i-th line that is not blank
+        numbers = [first_line + n for n, line in enumerate(lines) if line.strip()]
+        return f"{name}:{numbers[i]}: {rows[i]['type']}"
+
+    stored_payloads(payloads, sources, label)
+    for row, payload, source in zip(rows, payloads, sources, strict=True):
+        row["payload"], row["source"] = payload, source
 
 
 def _numbered(lines: Sequence[str], first_line: int) -> Iterator[str]:

@@ -16,12 +16,13 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
 from typing import Any
 
 from pydantic_core import PydanticSerializationError
 
 from schemas import Event, EventEnvelope, secrets
-from schemas.secrets import mask_json
+from schemas.secrets import mask_json, mask_text
 
 from .errors import InvalidInput
 
@@ -112,15 +113,56 @@ def payload_json(event: Event, where: str | None = None) -> str:
             the field).
     """
     label = where or event.source or event.type
-    try:
-        text = event.model_dump_json(exclude=set(EventEnvelope.ENVELOPE_FIELDS))
-    except PydanticSerializationError:
-        check_text(
-            event.model_dump(exclude=set(EventEnvelope.ENVELOPE_FIELDS)), f"{label}: {event.type}"
-        )
-        raise
+    text = dumped_payload(event, label)
     _check_ints(text, f"{label}: {event.type}", "")
     return mask_json(text)
+
+
+def dumped_payload(event: Event, where: str) -> str:
+    """The event's payload as JSON, as dumped: not yet checked or masked (``payload_json``
+    does both for one event, ``stored_payloads`` for many).
+
+    Raises:
+        InvalidInput: a string that is not valid Unicode (names ``where`` and the field).
+    """
+    try:
+        return event.model_dump_json(exclude=_ENVELOPE_FIELDS)
+    except PydanticSerializationError:
+        check_text(event.model_dump(exclude=_ENVELOPE_FIELDS), f"{where}: {event.type}")
+        raise
+
+
+_ENVELOPE_FIELDS = set(EventEnvelope.ENVELOPE_FIELDS)
+
+
+def stored_payloads(
+    payloads: list[str], sources: list[str | None], label: Callable[[int], str]
+) -> None:
+    """``payload_json``'s checks and masking for many dumped payloads at once, in place:
+    every integer within BIGINT, secrets masked in each payload and ``source``.
+
+    A bulk import's chunk: one BIGINT search and one secret gate (``may_hold_secrets``)
+    over all the texts joined, so only the rare payload with a long digit run or a
+    secret word is looked at alone; the results are ``payload_json``'s and ``mask_text``'s.
+    ``label(i)``: how errors name payload ``i`` (``file:line: type``).
+
+    Raises:
+        InvalidInput: the first payload (in list order) with an integer beyond 64 bits.
+    """
+    n = len(payloads)
+    texts = [*payloads, *sources]
+    joined = "\n".join(text or "" for text in texts)
+    # A newline is no digit, so runs stay apart; a run in a source only costs a closer look.
+    classes = secrets.classes_view(joined)
+    if _NINETEEN in classes:
+        for i, text in enumerate(payloads):
+            _check_ints(text, label(i), "")
+    flags = secrets.may_hold_secrets(texts, joined, classes)
+    for i, flag in enumerate(flags):
+        if flag and i < n:
+            payloads[i] = mask_json(payloads[i])
+        elif flag:
+            sources[i - n] = mask_text(sources[i - n])  # type: ignore[arg-type]
 
 
 def host_json(event: Event, where: str | None = None) -> str | None:

@@ -213,3 +213,54 @@ def test_bulk_batch_with_a_conflict_or_unknown_target_stores_nothing(tmp_path: P
     assert [r.duplicate for r in results] == [True, True, False, False, False, False]
     assert [r.seq for r in results] == [4, 5, 6, 7, 8, 9]
     assert results.applied == 4
+
+
+def test_bulk_masks_secrets_and_refuses_big_integers_as_event_by_event(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A chunk's payloads and sources are checked and masked at once (one gate over their
+    joined text): the rows are those of the event-by-event path, secrets anywhere in the
+    chunk (first line, last line, a source, a camelCase key) masked, and an integer beyond
+    BIGINT is refused naming its file:line and field, before a later bad line."""
+    from ledger.jsonl import iter_jsonl
+
+    monkeypatch.setattr(bulk, "CHUNK_LINES", 4)
+    monkeypatch.setattr(bulk, "PARALLEL_MIN_LINES", 6)
+    lines = [
+        _line(1, type="note_added", text="--api-key sk-abcdefghijklmnopqrstuv first"),
+        _line(2, type="note_added", text="output_tokens 3, throughput high"),
+        _line(
+            3, type="note_added", text="plain", source="curl -H 'Authorization: Bearer abc12345678'"
+        ),
+        _line(4, type="note_added", text='{"authToken": "xyz"}'),
+        _line(5, type="note_added", text="nothing here"),
+        _line(6, type="note_added", text="é HF_TOKEN=hf_abcdefghijklmnopqrstu"),
+        _line(7, type="note_added", text="last password=hunter2"),
+    ]
+    one_by_one = LedgerStore(tmp_path / "a.duckdb", hold_s=60)
+    for event in iter_jsonl(lines, "x"):
+        one_by_one.append(event)
+    one_by_one.close()
+    for workers in (1, 2):
+        store = LedgerStore(tmp_path / f"b{workers}.duckdb")
+        bulk.import_lines(store, lines, "x", workers=workers)
+        assert snapshot(store) == snapshot(one_by_one)
+        stored = "\n".join(
+            str(row) for row in table_rows(store, "SELECT payload, source FROM events")
+        )
+        for secret in ("sk-abc", "Bearer abc", "xyz", "hf_abc", "hunter2"):
+            assert secret not in stored
+        assert "output_tokens 3, throughput high" in stored
+
+    big = [
+        *lines[:5],
+        _line(6, type="server_started", run_id="r", engine="sglang", config_name="c", port=2**64),
+        '{"type": "note_added"}',
+    ]
+    store = LedgerStore(tmp_path / "c.duckdb")
+    store.init()
+    with pytest.raises(
+        InvalidInput, match=r"^in.jsonl:6: server_started: field 'port': integer 1844"
+    ):
+        bulk.import_lines(store, big, "in.jsonl", workers=2)
+    assert store.head() == 0
