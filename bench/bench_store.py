@@ -252,17 +252,6 @@ def bench_import(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
     loads = [load()]
     store = LedgerStore(tmp / "import.duckdb")
     store.init()
-    store_s: list[float] = []
-    append_rows = store.append_columns
-
-    def timed_append_rows(rows: Any, **kwargs: Any) -> Any:
-        start = time.perf_counter()
-        try:
-            return append_rows(rows, **kwargs)
-        finally:
-            store_s.append(time.perf_counter() - start)
-
-    store.append_columns = timed_append_rows  # type: ignore[method-assign]
     children0 = resource.getrusage(resource.RUSAGE_CHILDREN)
     start, cpu0 = time.perf_counter(), time.process_time()
     results, _ = bulk.import_lines(store, lines, str(source))
@@ -270,6 +259,19 @@ def bench_import(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
     cpu = time.process_time() - cpu0
     children = resource.getrusage(resource.RUSAGE_CHILDREN)
     workers_cpu = children.ru_utime - children0.ru_utime + children.ru_stime - children0.ru_stime
+    # The DuckDB-side ceiling: the same lines validated beforehand (not timed), then only the
+    # store's column path (numbering, insert, projections, commit, checkpoint) into a fresh file.
+    import pyarrow as pa
+
+    validated = pa.concat_tables(
+        bulk.table_of_lines(lines[i : i + bulk.CHUNK_LINES], str(source), i + 1)
+        for i in range(0, len(lines), bulk.CHUNK_LINES)
+    )
+    ceiling = LedgerStore(tmp / "ceiling.duckdb")
+    ceiling.init()
+    store_start = time.perf_counter()
+    ceiling.append_columns(validated)
+    store_s = [time.perf_counter() - store_start]
     loads.append(load())
     assert len(results) == len(lines)
     return {

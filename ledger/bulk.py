@@ -138,7 +138,8 @@ def import_lines(
     session_id: str | None = None,
     workers: int | None = None,
 ) -> tuple[AppendResults, list[str]]:
-    """Validate every line, then append them all as one atomic batch.
+    """Validate every line and append them all as one atomic batch, the store inserting each
+    validated chunk while the workers validate the next ones.
 
     Returns the append results (a sequence of ``AppendResult``) and the event type of
     each, in input order.
@@ -146,35 +147,80 @@ def import_lines(
     ``workers``: validation processes (None: one per core up to ``MAX_WORKERS``; 1: inline).
 
     Raises:
-        InvalidInput: a bad line (nothing is written).
-        LedgerBusy, EventIdReused, ConcurrencyConflict: as ``LedgerStore.append``.
+        InvalidInput: a bad line (nothing is written; the first bad line of the file).
+        LedgerBusy, EventIdReused, ConcurrencyConflict, NotFound: as ``LedgerStore.append``.
     """
     import pyarrow as pa
 
-    now = None  # recorded_at of events without one: stamped by the store in its transaction
-    chunks = [(lines[i : i + CHUNK_LINES], i + 1) for i in range(0, len(lines), CHUNK_LINES)]
+    if not lines:
+        return AppendResults([], [], [], []), []
     if workers is None:
         workers = min(os.cpu_count() or 1, MAX_WORKERS)
     tables: list[pa.Table] = []
-    with no_cyclic_gc():
-        if workers <= 1 or len(lines) < PARALLEL_MIN_LINES:
-            for chunk, first in chunks:
-                tables.append(table_of_lines(chunk, name, first, now, actor, session_id))
-        else:
-            import multiprocessing
+    with no_cyclic_gc(), _validated(lines, name, actor, session_id, workers) as parts:
 
-            context = multiprocessing.get_context("fork")
-            with ProcessPoolExecutor(
-                max_workers=min(workers, len(chunks)), mp_context=context
-            ) as pool:
-                futures = [
-                    pool.submit(table_of_lines, chunk, name, first, now, actor, session_id)
-                    for chunk, first in chunks
-                ]
-                # in order: the batch keeps the file's order
-                tables = [future.result() for future in futures]
-        if not tables:
-            return AppendResults([], [], [], []), []
-        table = pa.concat_tables(tables)
-        # The command layer's rules (a triage's expected version, a retraction's target) hold here too.
-        return commands.append_table(store, table, where=name), table.column("type").to_pylist()
+        def checked() -> Iterator[pa.Table]:
+            # The command layer's triage rule, chunk by chunk; its retraction rule is the
+            # store's (a target not stored before it is a doubt: the whole-batch path below).
+            for table in parts:
+                before = sum(t.num_rows for t in tables)
+                commands.refuse_untriaged(table, where=name, before=before, total=len(lines))
+                tables.append(table)
+                yield table
+
+        results = store.append_column_chunks(checked())
+        if results is None:  # a retry, a conflict or a retraction to look up: rows as a whole
+            for _ in checked():  # the parts not yet validated, in order, into ``tables``
+                pass
+            results = commands.append_table(store, pa.concat_tables(tables), where=name)
+        types = [t for table in tables for t in table.column("type").to_pylist()]
+        return results, types
+
+
+@contextmanager
+def _validated(
+    lines: Sequence[str],
+    name: str,
+    actor: Actor | None,
+    session_id: str | None,
+    workers: int,
+) -> Iterator[Iterator[pa.Table]]:
+    """The lines' validated chunks (``table_of_lines``), in file order, as they are ready:
+    by ``workers`` processes (all chunks submitted at once), inline for one worker or a
+    short input. A worker's error is raised when its chunk's turn comes (earlier chunks
+    first: the first bad line of the file wins); leaving cancels what is not yet started."""
+    now = None  # recorded_at of events without one: stamped by the store in its transaction
+    chunks = [(lines[i : i + CHUNK_LINES], i + 1) for i in range(0, len(lines), CHUNK_LINES)]
+    if workers <= 1 or len(lines) < PARALLEL_MIN_LINES:
+        yield (
+            table_of_lines(chunk, name, first, now, actor, session_id) for chunk, first in chunks
+        )
+        return
+    import multiprocessing
+
+    global _LINES
+    context = multiprocessing.get_context("fork")
+    # The workers are forked with the lines in memory: a task names its chunk by position
+    # (pickling 20 MB of lines a chunk to a worker cost both sides ~5 us an event).
+    _LINES = lines
+    pool = ProcessPoolExecutor(max_workers=min(workers, len(chunks)), mp_context=context)
+    try:
+        futures = [
+            pool.submit(_table_of_chunk, first, name, now, actor, session_id) for _, first in chunks
+        ]
+        yield (future.result() for future in futures)
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
+        _LINES = ()
+
+
+#: The lines of the import in progress, for the forked workers (``_table_of_chunk``).
+_LINES: Sequence[str] = ()
+
+
+def _table_of_chunk(
+    first: int, name: str, now: datetime | None, actor: Actor | None, session_id: str | None
+) -> pa.Table:
+    """``table_of_lines`` of the chunk at line ``first`` of ``_LINES`` (in a forked worker)."""
+    chunk = _LINES[first - 1 : first - 1 + CHUNK_LINES]
+    return table_of_lines(chunk, name, first, now, actor, session_id)

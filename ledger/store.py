@@ -965,6 +965,61 @@ class LedgerStore:
         # careful path names the error (no check of the whole batch on the fast path).
         return self._writing(lambda con, held: self._write_columns(con, table, held, record))
 
+    def append_column_chunks(self, chunks: Iterable[pa.Table]) -> AppendResults | None:
+        """``append_columns`` for a batch that arrives in parts (the bulk import's validated
+        chunks, in file order): each part is numbered and inserted as it comes, so the
+        store works while the next parts are validated; one transaction for them all, the
+        projections caught up once, at the end.
+
+        Returns None, with nothing stored, when a part may be a retry or a conflict (an
+        ``event_id`` already stored, twice in the batch or a retraction of an event not
+        stored before it): the caller then appends the whole batch by ``append_columns``,
+        whose careful path stores the new events or words the error. An error raised by
+        ``chunks`` (a bad line) rolls back everything and propagates.
+
+        Raises:
+            LedgerBusy: as ``append``; whatever ``chunks`` raises.
+        """
+        try:
+            return self._writing(lambda con, held: self._write_column_chunks(con, chunks, held))
+        except (duckdb.ConstraintException, _NotFresh):
+            return None
+
+    def _write_column_chunks(
+        self, con: duckdb.DuckDBPyConnection, chunks: Iterable[pa.Table], held: _Held | None
+    ) -> AppendResults:
+        """One bulk transaction over parts (``append_column_chunks``); a doubt propagates
+        (``_NotFresh``, ``ConstraintException``) after the rollback."""
+        import pyarrow as pa
+
+        parts: list[AppendResults] = []
+        with self._transaction(con, held):
+            if held is not None:
+                projected, head = held.projected, held.head
+            else:
+                _, projected, head = self._state(con)
+            first = head
+            for table in chunks:
+                if table.num_rows:
+                    parts.append(self._insert_columns(con, table, projected, head))
+                    head += table.num_rows
+                    # Projected part by part, while the next parts are validated: the tail
+                    # after the last part is then one part's catch-up, not the batch's.
+                    projected = projections.catch_up(con, projected)
+            columns = [
+                pa.chunked_array(
+                    [c for part in parts for c in pa.chunked_array(part._columns[i]).chunks],
+                    pa.int64() if i == 2 else pa.string(),
+                )
+                for i in range(3)
+            ]
+            results = AppendResults(columns[0], range(first + 1, head + 1), *columns[1:])
+            self._commit(con, results, None, held, projected)
+        if held is not None:
+            held.heads.clear()  # the batch moved many streams: read them again when needed
+            held.head, held.projected = max(held.head, head), projected
+        return results
+
     def append_replicated(
         self,
         rows: Sequence[dict[str, Any]] | pa.Table,
