@@ -264,3 +264,66 @@ def test_bulk_masks_secrets_and_refuses_big_integers_as_event_by_event(
     ):
         bulk.import_lines(store, big, "in.jsonl", workers=2)
     assert store.head() == 0
+
+
+@pytest.mark.parametrize("hold_s", [0, 60])
+def test_chunks_inserted_as_they_come_continue_like_appends(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, hold_s: float
+) -> None:
+    """Validated chunks go into the one transaction as they arrive (``append_column_chunks``):
+    streams continue across chunks and after the import (kept open or not), and the rows and
+    views are the event-by-event path's."""
+    from ledger.jsonl import iter_jsonl
+
+    monkeypatch.setattr(bulk, "CHUNK_LINES", 70)
+    monkeypatch.setattr(bulk, "PARALLEL_MIN_LINES", 100)
+    lines = campaign_lines(400)
+    after = _line(59, type="note_added", text="after the import", session_id="s000-tp8")
+    one_by_one = LedgerStore(tmp_path / "a.duckdb", hold_s=60)
+    for event in iter_jsonl([*lines, after], "x"):
+        one_by_one.append(event)
+    one_by_one.close()
+    store = LedgerStore(tmp_path / "b.duckdb", hold_s=hold_s)
+    results, _ = bulk.import_lines(store, lines, "x", workers=2)
+    assert [r.seq for r in results] == list(range(1, 401)) and results.applied == 400
+    (event,) = iter_jsonl([after], "x")
+    assert [r.seq for r in store.append(event)] == [401]
+    store.close()
+    assert snapshot(store) == snapshot(one_by_one)
+
+
+def test_a_doubt_in_a_later_chunk_takes_the_whole_batch_path(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A retraction of an event of a later chunk, or an event_id twice in two chunks, is a
+    doubt for the chunk-by-chunk insert: it rolls back, and the whole batch takes the
+    careful path (the retraction is stored as before; the repeated id is refused, nothing
+    stored)."""
+    monkeypatch.setattr(bulk, "CHUNK_LINES", 2)
+    monkeypatch.setattr(bulk, "PARALLEL_MIN_LINES", 4)
+    later_target = [
+        _line(1, type="note_added", text="a"),
+        _line(
+            2,
+            type="event_retracted",
+            retracted_event_id="01972a81-0000-7000-8000-000000000005",
+            reason="later in the file",
+        ),
+        _line(3, type="note_added", text="b"),
+        _line(4, type="note_added", text="c"),
+        _line(5, type="note_added", text="retracted by line 2"),
+    ]
+    store = LedgerStore(tmp_path / "l.duckdb")
+    results, _ = bulk.import_lines(store, later_target, "x", workers=2)
+    assert [r.seq for r in results] == [1, 2, 3, 4, 5] and results.applied == 5
+    assert table_rows(store, "SELECT count(*) AS n FROM retractions") == [{"n": 1}]
+
+    from ledger.errors import EventIdReused
+
+    twice = [
+        *(_line(i, type="note_added", text=f"t{i}") for i in range(10, 14)),
+        _line(10, type="note_added", text="t10"),
+    ]
+    with pytest.raises(EventIdReused):
+        bulk.import_lines(store, twice, "x", workers=2)
+    assert store.head() == 5
