@@ -51,7 +51,7 @@ test: lint $(VENV)/.e2e
 ## sqlite and Optuna's journal (installed into bench/.venv-peers, never project dependencies),
 ## CLI append, bulk import, hand-off, then the benchmark client beside plain aiohttp.
 bench: $(BIN)/tuneledger
-	$(BIN)/python bench/bench_store.py --rounds 3 --batches 3 --json bench/last-store.json
+	$(BIN)/python bench/bench_store.py --rounds 3 --batches 10 --json bench/last-store.json
 	$(BIN)/python bench/bench_client.py --requests 2000 --rounds 2
 
 ## The ledger at 1M events: every view's latency (long: generates a 2 GB campaign once).
