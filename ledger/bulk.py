@@ -168,7 +168,10 @@ def import_lines(
                 tables.append(table)
                 yield table
 
-        results = store.append_column_chunks(checked())
+        # DuckDB gets the cores the validation workers leave (at least one)
+        parallel = workers > 1 and len(lines) >= PARALLEL_MIN_LINES
+        threads = max(1, (os.cpu_count() or 1) - workers) if parallel else None
+        results = store.append_column_chunks(checked(), threads=threads)
         if results is None:  # a retry, a conflict or a retraction to look up: rows as a whole
             for _ in checked():  # the parts not yet validated, in order, into ``tables``
                 pass

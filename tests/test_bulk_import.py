@@ -284,8 +284,14 @@ def test_chunks_inserted_as_they_come_continue_like_appends(
         one_by_one.append(event)
     one_by_one.close()
     store = LedgerStore(tmp_path / "b.duckdb", hold_s=hold_s)
+    store.init()
+    threads = "SELECT current_setting('threads') AS n"
+    configured = store.query_arrow(threads).to_pylist()
     results, _ = bulk.import_lines(store, lines, "x", workers=2)
     assert [r.seq for r in results] == list(range(1, 401)) and results.applied == 400
+    # DuckDB ran on the cores the workers left while chunks came; a kept-open store goes on
+    # with its own setting
+    assert store.query_arrow(threads).to_pylist() == configured
     (event,) = iter_jsonl([after], "x")
     assert [r.seq for r in store.append(event)] == [401]
     store.close()
