@@ -157,14 +157,11 @@ def stored_payloads(
         InvalidInput: the first payload (in list order) with an integer beyond 64 bits.
     """
     n = len(payloads)
-    texts = [*payloads, *sources]
-    joined = "\n".join(text or "" for text in texts)
-    # A newline is no digit, so runs stay apart; a run in a source only costs a closer look.
-    classes = secrets.classes_view(joined)
-    if _NINETEEN in classes:
+    joined = secrets.join_texts([*payloads, *sources])
+    if _NINETEEN in joined.classes:  # (a run in a source only costs a closer look)
         for i, text in enumerate(payloads):
             _check_ints(text, label(i), "")
-    flags = secrets.may_hold_secrets(texts, joined, classes)
+    flags = secrets.may_hold_secrets(joined)
     for i, flag in enumerate(flags):
         if flag and i < n:
             payloads[i] = mask_json(payloads[i])
