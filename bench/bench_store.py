@@ -25,8 +25,9 @@ Reported, over all rounds:
 - import: ``ledger.bulk.import_lines`` of the deterministic synthetic campaign of
   bench/bench_ledger.py (``--import-events``, default 100,000 events, ~2 KB each; cached in
   /tmp/tuneledger-bench) into a fresh ledger, end to end from lines in memory to committed
-  and projected, and the store's share alone (``append_columns`` of the validated table: the
-  DuckDB-side ceiling, numbering + insert + projections + commit + checkpoint at close);
+  and projected (the store inserting each validated chunk while the workers validate the next),
+  then the DuckDB-side ceiling on a file of its own (``append_columns`` of the same lines
+  validated beforehand, untimed: numbering + insert + projections + commit + checkpoint);
 - hand-off: a child keeps the ledger open and appends in a loop; this process reads (one-shot)
   ``--handoffs`` times: the wait for the file, p50 / p99 / max against ``HANDOFF_S``.
 """
@@ -395,7 +396,7 @@ def print_report(results: dict[str, Any]) -> None:
             f"\nimport of {imp['events']:,} events ({imp['mb']} MB JSONL), {imp['workers']} validation workers: "
             f"{imp['per_s']:,} events/s end to end ({imp['seconds']} s; CPU "
             f"{imp['cpu_us_per_event']} us an event, {imp['workers_cpu_us_per_event']} of it in the "
-            f"workers); the store's share alone {imp['store_per_s']:,} events/s; load {imp['load']}"
+            f"workers); the DuckDB-side ceiling (the store alone, lines validated beforehand) {imp['store_per_s']:,} events/s; load {imp['load']}"
         )
     handoff = results.get("handoff")
     if handoff:

@@ -6,19 +6,24 @@ garbage collector walking the models just made (41.5 us an event with GC, 11.5 w
 then the store. So:
 
 1. lines are validated in chunks (``CHUNK_LINES``) by worker processes (``workers``, default
-   one per core, at most ``MAX_WORKERS``; inline below ``PARALLEL_MIN_LINES``), each with the
-   cyclic GC off while it validates (nothing they make is cyclic garbage: the chunk is
-   returned and dropped), and each chunk comes back as store rows (``ledger.store.event_row``:
-   JSON text and plain values, cheap to pickle);
-   as one Arrow table of ``events`` columns (``ledger.store.rows_table``: cheap to send back,
-   no per-event object to unpickle);
-2. the tables go to ``LedgerStore.append_columns`` as one batch: one transaction in which the
-   single writer numbers ``seq`` and stream versions in SQL (window functions), inserts
-   with one ``INSERT ... SELECT`` and catches the projections up once. The store's
-   guarantees hold unchanged (idempotent by ``event_id``, atomic, gapless ``seq``).
+   one per core, at most ``MAX_WORKERS``; inline below ``PARALLEL_MIN_LINES``), forked with
+   the lines in memory (a task names its chunk by position), each with the cyclic GC off
+   while it validates and glibc told to keep freed memory (``_keep_memory``). A chunk's
+   payloads are dumped as they are, then checked for integers beyond BIGINT and gated for
+   secrets all at once (``input_checks.stored_payloads``: one pass over the chunk's joined
+   text, the rare payload with a hit looked at alone); each chunk comes back as one Arrow
+   table of ``events`` columns (``ledger.store.rows_table``: no per-event object to unpickle);
+2. the store inserts each chunk as it arrives, in file order, while the workers validate the
+   next ones (``LedgerStore.append_column_chunks``): one transaction in which the single
+   writer numbers ``seq`` and stream versions in SQL (window functions, each chunk continuing
+   from the last), one ``INSERT ... SELECT`` a chunk, DuckDB on the cores the workers leave,
+   and the projections caught up once, at the end. The store's guarantees hold unchanged
+   (idempotent by ``event_id``, atomic, gapless ``seq``). A chunk that may be a retry or a
+   conflict rolls it all back, and the whole batch takes ``commands.append_table`` (the
+   careful path, which stores the new events or words the error).
 
-Errors name the input and the line (``InvalidInput``), and nothing is written then: every
-line is validated before the store is touched.
+Errors name the input and the line (``InvalidInput``), the first bad line of the file, and
+nothing is written then: the transaction is rolled back.
 """
 
 from __future__ import annotations
