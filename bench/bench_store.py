@@ -21,7 +21,9 @@ Reported, over all rounds:
   more batches spread thinner; the file is opened, and pyarrow imported, before the series,
   as the singles' file and the peers' clients are);
 - ``tuneledger append`` from process start to exit (``--cli`` calls, one-shot store): wall
-  p50 / p90 and CPU (user + system of the child);
+  p50 / p90 and CPU (user + system of the child), in-process (``TUNELEDGER_RESIDENT=0``) and
+  forwarded to a warm resident process (``ledger.resident``; its CPU a call from
+  ``/proc/PID/stat``, a mean: the kernel counts it in 10 ms ticks), interleaved call by call;
 - import: ``ledger.bulk.import_lines`` of the deterministic synthetic campaign of
   bench/bench_ledger.py (``--import-events``, default 100,000 events, ~2 KB each; cached in
   /tmp/tuneledger-bench) into a fresh ledger, end to end from lines in memory to committed
@@ -39,6 +41,7 @@ import json
 import os
 import random
 import resource
+import shutil
 import statistics
 import subprocess
 import sys
@@ -163,13 +166,48 @@ os._exit(0)
 """
 
 
+def _process_cpu_s(pid: int) -> float:
+    """User + system CPU seconds of process ``pid`` so far, all its threads (``/proc/PID/stat``
+    fields 14 and 15, in clock ticks)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def _start_resident(env: dict[str, str]) -> int:
+    """Start a resident process for ``env`` and wait until it answers; its pid."""
+    from ledger.launcher import start_server
+    from ledger.resident import ask_server
+
+    start_server(env)
+    deadline = time.monotonic() + 120
+    while (answer := ask_server("status", env)) is None:
+        if time.monotonic() > deadline:
+            raise SystemExit("the resident process did not start")
+        time.sleep(0.1)
+    return int(answer[1])
+
+
 def bench_cli(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
     """``tuneledger append`` from process start to exit, beside what it is made of, each a
-    process of its own, interleaved call by call so the same load falls on all: the bare
-    interpreter, DuckDB's floor (``DUCKDB_FLOOR``), pydantic's import, the imports of an append
-    (``ledger.cli`` and ``ledger.store``), ``tuneledger --help``.
+    process of its own, interleaved call by call so the same load falls on all: forwarded to a
+    warm resident process (``append_resident``; the server's CPU a call beside the client's),
+    in-process (``append``), the bare interpreter, DuckDB's floor (``DUCKDB_FLOOR``),
+    pydantic's import, the imports of an append (``ledger.cli`` and ``ledger.store``),
+    ``tuneledger --help``.
     """
     import duckdb
+
+    from ledger.resident import ask_server
+
+    runtime = tempfile.mkdtemp(prefix="tl-bench-")  # short: a socket path is at most 107 bytes
+    os.chmod(runtime, 0o700)
+    resident_env = {
+        **os.environ,
+        "TUNELEDGER_RESIDENT": "1",
+        "TUNELEDGER_RUNTIME_DIR": runtime,
+        "TUNELEDGER_RESIDENT_IDLE_S": "600",
+    }
+    in_process_env = {**os.environ, "TUNELEDGER_RESIDENT": "0"}
 
     tuneledger = Path(sys.executable).with_name("tuneledger")
     ledger = tmp / "cli.duckdb"
@@ -193,8 +231,10 @@ def bench_cli(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
     con = duckdb.connect(str(floor))
     con.execute("CREATE TABLE t (n BIGINT, payload JSON)")
     con.close()
+    append = [str(tuneledger), "--ledger", str(ledger), "append", "note_added", "-f"]
     series: dict[str, list[str]] = {
-        "append": [str(tuneledger), "--ledger", str(ledger), "append", "note_added", "-f"],
+        "append_resident": append,
+        "append": append,
         "python": [sys.executable, "-c", "pass"],
         "duckdb_floor": [sys.executable, "-c", DUCKDB_FLOOR, str(floor)],
         "pydantic": [
@@ -208,19 +248,32 @@ def bench_cli(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
     }
     walls: dict[str, list[float]] = {name: [] for name in series}
     cpus: dict[str, list[float]] = {name: [] for name in series}
+    server = _start_resident(resident_env)
+    server_cpu_s = 0.0
     loads = [load()]
-    for i in range(args.cli):
-        for name, argv in series.items():
-            argv = [*argv, f"text=cli {i}"] if name == "append" else argv
-            usage0 = resource.getrusage(resource.RUSAGE_CHILDREN)
-            start = time.perf_counter()
-            subprocess.run(argv, check=True, capture_output=True, cwd=ROOT)
-            walls[name].append((time.perf_counter() - start) * 1e3)
-            usage = resource.getrusage(resource.RUSAGE_CHILDREN)
-            cpus[name].append(
-                (usage.ru_utime - usage0.ru_utime + usage.ru_stime - usage0.ru_stime) * 1e3
-            )
-    loads.append(load())
+    try:
+        for i in range(args.cli):
+            for name, argv in series.items():
+                env = resident_env if name == "append_resident" else in_process_env
+                argv = [*argv, f"text=cli {i}"] if name.startswith("append") else argv
+                usage0 = resource.getrusage(resource.RUSAGE_CHILDREN)
+                served0 = _process_cpu_s(server)
+                start = time.perf_counter()
+                subprocess.run(argv, check=True, capture_output=True, cwd=ROOT, env=env)
+                walls[name].append((time.perf_counter() - start) * 1e3)
+                usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+                cpus[name].append(
+                    (usage.ru_utime - usage0.ru_utime + usage.ru_stime - usage0.ru_stime) * 1e3
+                )
+                if name == "append_resident":
+                    server_cpu_s += _process_cpu_s(server) - served0
+        loads.append(load())
+        answer = ask_server("status", resident_env)
+        if answer is None or int(answer[1]) != server or int(answer[2]) != args.cli:
+            raise SystemExit(f"not every call was forwarded to the resident process: {answer}")
+    finally:
+        ask_server("stop", resident_env)
+        shutil.rmtree(runtime, ignore_errors=True)
     parts = {
         name: {
             "wall_p50_ms": round(statistics.median(walls[name])),
@@ -234,6 +287,12 @@ def bench_cli(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
         "cpu_p50_ms": parts["append"]["cpu_p50_ms"],
         "python_start_cpu_ms": parts["python"]["cpu_p50_ms"],
         "imports_cpu_ms": parts["imports"]["cpu_p50_ms"],
+        "resident": {
+            "wall_p50_ms": parts["append_resident"]["wall_p50_ms"],
+            "wall_p90_ms": round(percentile(walls["append_resident"], 0.9)),
+            "client_cpu_p50_ms": parts["append_resident"]["cpu_p50_ms"],
+            "server_cpu_mean_ms": round(server_cpu_s / args.cli * 1e3, 1),
+        },
         "parts": parts,
         "load": loads,
     }
@@ -388,6 +447,13 @@ def print_report(results: dict[str, Any]) -> None:
             f"\n`tuneledger append`: wall p50 {cli['wall_p50_ms']} ms (p90 {cli['wall_p90_ms']}), CPU p50 "
             f"{cli['cpu_p50_ms']} ms; load {cli['load']}"
         )
+        res = cli.get("resident")
+        if res:
+            print(
+                f"  forwarded to the resident process: wall p50 {res['wall_p50_ms']} ms (p90 "
+                f"{res['wall_p90_ms']}), client CPU p50 {res['client_cpu_p50_ms']} ms, server CPU "
+                f"{res['server_cpu_mean_ms']} ms a call (mean)"
+            )
         for name, part in cli.get("parts", {}).items():
             print(f"  {name}: wall p50 {part['wall_p50_ms']} ms, CPU p50 {part['cpu_p50_ms']} ms")
     imp = results.get("import")

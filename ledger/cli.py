@@ -813,6 +813,45 @@ def _print_h200(store: Any) -> None:
     )
 
 
+# --- the resident process ------------------------------------------------------------
+
+
+@cli.group()
+def resident() -> None:
+    """The resident process that serves `tuneledger append` (README, "Resident process").
+
+    \b
+    Started by the first append that finds none; exits after TUNELEDGER_RESIDENT_IDLE_S
+    (default 60) idle seconds. TUNELEDGER_RESIDENT=0 turns it off.
+    """
+
+
+@resident.command(name="status")
+def resident_status() -> None:
+    """Say whether this user's resident process (of this install) runs: its pid and calls."""
+    from . import launcher
+    from .resident import ask_server
+
+    if os.environ.get(launcher.ENV_SWITCH, "1") == "0":
+        click.echo(f"resident process: off ({launcher.ENV_SWITCH}=0)")
+        return
+    answer = ask_server("status")
+    path = launcher.socket_path(launcher.runtime_dir(), launcher.identity())
+    if answer is None:
+        click.echo(f"resident process: not running (socket {path})")
+    else:
+        click.echo(f"resident process: pid {answer[1]}, {answer[2]} calls served (socket {path})")
+
+
+@resident.command(name="stop")
+def resident_stop() -> None:
+    """Stop this user's resident process (the next append starts a fresh one)."""
+    from .resident import ask_server
+
+    answer = ask_server("stop")
+    click.echo("resident process: not running" if answer is None else f"stopped pid {answer[1]}")
+
+
 # --- plugins and entry point -----------------------------------------------------------
 
 
@@ -829,7 +868,9 @@ def _plugin(group: str) -> Any:
 
 
 def run() -> None:
-    """The ``tuneledger`` console script: ``main``, then exit without the interpreter's teardown.
+    """The ``tuneledger`` command in this process (what the console script, ``ledger.launcher.run``,
+    runs for every call it does not forward to the resident process): ``main``, then exit
+    without the interpreter's teardown.
 
     Everything the interpreter's own exit does that matters runs first, in its order: other
     non-daemon threads are waited for, the atexit handlers run (kept-open ledgers are caught

@@ -7,45 +7,17 @@ costs about a second a call on the 2-core machine; calling ``main`` costs millis
 codes, one-line errors and the bytes read from stdin are the CLI's own either way (``main``
 maps every error to its exit code; ``run``, the console script, only adds ``os._exit``). An
 unexpected exception, which a process would print as a traceback with exit 1, comes back the
-same way.
+same way. The swapping is ``ledger.resident.call``, the code the resident process serves
+forwarded ``append`` calls with.
 """
 
 from __future__ import annotations
 
-import io
-import os
-import signal
 import subprocess
-import sys
-import traceback
-from collections.abc import Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from ledger.cli import main
-
-#: Signals whose handlers a command may set (``run bench``: SIGTERM); restored after each call.
-_SIGNALS = (signal.SIGTERM, signal.SIGINT)
-
-
-@contextmanager
-def _environment(cwd: str | Path | None, env: Mapping[str, str] | None) -> Iterator[None]:
-    old_cwd, old_env = os.getcwd(), dict(os.environ)
-    handlers = {s: signal.getsignal(s) for s in _SIGNALS}
-    try:
-        if cwd is not None:
-            os.chdir(cwd)
-        if env is not None:
-            os.environ.clear()
-            os.environ.update(env)
-        yield
-    finally:
-        os.chdir(old_cwd)
-        if env is not None:
-            os.environ.clear()
-            os.environ.update(old_env)
-        for s, handler in handlers.items():
-            signal.signal(s, handler)
+from ledger.resident import call
 
 
 def invoke(
@@ -58,31 +30,7 @@ def invoke(
     """``tuneledger ARGS`` in this process; ``stdin`` text or bytes (empty when None)."""
     argv = [str(a) for a in args]
     data = stdin.encode("utf-8") if isinstance(stdin, str) else (stdin or b"")
-    out, err = io.BytesIO(), io.BytesIO()
-    streams = (
-        io.TextIOWrapper(io.BytesIO(data), encoding="utf-8"),
-        io.TextIOWrapper(out, encoding="utf-8", write_through=True),
-        io.TextIOWrapper(err, encoding="utf-8", write_through=True),
-    )
-    old = sys.stdin, sys.stdout, sys.stderr
-    code = 0
-    with _environment(cwd, env):
-        sys.stdin, sys.stdout, sys.stderr = streams
-        try:
-            main(argv)
-        except SystemExit as exc:
-            if isinstance(exc.code, int) or exc.code is None:
-                code = exc.code or 0
-            else:
-                print(exc.code, file=sys.stderr)
-                code = 1
-        except Exception:  # what a process prints before exiting 1
-            traceback.print_exc()
-            code = 1
-        finally:
-            for stream in streams[1:]:
-                stream.flush()
-            sys.stdin, sys.stdout, sys.stderr = old
+    code, out, err = call(argv, stdin=data, cwd=cwd, env=env)
     return subprocess.CompletedProcess(
-        ["tuneledger", *argv], code, out.getvalue().decode("utf-8"), err.getvalue().decode("utf-8")
+        ["tuneledger", *argv], code, out.decode("utf-8"), err.decode("utf-8")
     )
