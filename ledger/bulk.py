@@ -34,6 +34,7 @@ from collections.abc import Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from contextlib import contextmanager
 from datetime import datetime
+from itertools import chain, islice
 from typing import TYPE_CHECKING, Any
 
 from schemas import Actor
@@ -176,7 +177,11 @@ def import_lines(
         # DuckDB gets the cores the validation workers leave (at least one)
         parallel = workers > 1 and len(lines) >= PARALLEL_MIN_LINES
         threads = max(1, (os.cpu_count() or 1) - workers) if parallel else None
-        results = store.append_column_chunks(checked(), threads=threads)
+        # The file is taken once the first chunk is valid: a bad first chunk never touches
+        # it, and a reader waiting for the file does not wait on that validation.
+        ready = checked()
+        first = list(islice(ready, 1))
+        results = store.append_column_chunks(chain(first, ready), threads=threads)
         if results is None:  # a retry, a conflict or a retraction to look up: rows as a whole
             for _ in checked():  # the parts not yet validated, in order, into ``tables``
                 pass

@@ -333,3 +333,19 @@ def test_a_doubt_in_a_later_chunk_takes_the_whole_batch_path(
     with pytest.raises(EventIdReused):
         bulk.import_lines(store, twice, "x", workers=2)
     assert store.head() == 5
+
+
+def test_a_bad_first_chunk_never_touches_the_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The store is taken once the first chunk is valid: a bad line in it creates no file
+    (and a reader is not kept waiting on that validation)."""
+    monkeypatch.setattr(bulk, "CHUNK_LINES", 100)
+    monkeypatch.setattr(bulk, "PARALLEL_MIN_LINES", 10)
+    lines = campaign_lines(300)
+    lines[5] = "{not json"
+    for workers in (1, 2):
+        store = LedgerStore(tmp_path / f"new{workers}.duckdb")
+        with pytest.raises(InvalidInput, match=r"^in.jsonl:6: not valid JSON"):
+            bulk.import_lines(store, lines, "in.jsonl", workers=workers)
+        assert not store.path.exists()
