@@ -6,19 +6,24 @@ garbage collector walking the models just made (41.5 us an event with GC, 11.5 w
 then the store. So:
 
 1. lines are validated in chunks (``CHUNK_LINES``) by worker processes (``workers``, default
-   one per core, at most ``MAX_WORKERS``; inline below ``PARALLEL_MIN_LINES``), each with the
-   cyclic GC off while it validates (nothing they make is cyclic garbage: the chunk is
-   returned and dropped), and each chunk comes back as store rows (``ledger.store.event_row``:
-   JSON text and plain values, cheap to pickle);
-   as one Arrow table of ``events`` columns (``ledger.store.rows_table``: cheap to send back,
-   no per-event object to unpickle);
-2. the tables go to ``LedgerStore.append_columns`` as one batch: one transaction in which the
-   single writer numbers ``seq`` and stream versions in SQL (window functions), inserts
-   with one ``INSERT ... SELECT`` and catches the projections up once. The store's
-   guarantees hold unchanged (idempotent by ``event_id``, atomic, gapless ``seq``).
+   one per core, at most ``MAX_WORKERS``; inline below ``PARALLEL_MIN_LINES``), forked with
+   the lines in memory (a task names its chunk by position), each with the cyclic GC off
+   while it validates and glibc told to keep freed memory (``_keep_memory``). A chunk's
+   payloads are dumped as they are, then checked for integers beyond BIGINT and gated for
+   secrets all at once (``input_checks.stored_payloads``: one pass over the chunk's joined
+   text, the rare payload with a hit looked at alone); each chunk comes back as one Arrow
+   table of ``events`` columns (``ledger.store.rows_table``: no per-event object to unpickle);
+2. the store inserts each chunk as it arrives, in file order, while the workers validate the
+   next ones (``LedgerStore.append_column_chunks``): one transaction in which the single
+   writer numbers ``seq`` and stream versions in SQL (window functions, each chunk continuing
+   from the last), one ``INSERT ... SELECT`` a chunk, DuckDB on the cores the workers leave,
+   and the projections caught up once, at the end. The store's guarantees hold unchanged
+   (idempotent by ``event_id``, atomic, gapless ``seq``). A chunk that may be a retry or a
+   conflict rolls it all back, and the whole batch takes ``commands.append_table`` (the
+   careful path, which stores the new events or words the error).
 
-Errors name the input and the line (``InvalidInput``), and nothing is written then: every
-line is validated before the store is touched.
+Errors name the input and the line (``InvalidInput``), the first bad line of the file, and
+nothing is written then: the transaction is rolled back.
 """
 
 from __future__ import annotations
@@ -29,11 +34,14 @@ from collections.abc import Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from contextlib import contextmanager
 from datetime import datetime
+from itertools import chain, islice
 from typing import TYPE_CHECKING, Any
 
 from schemas import Actor
 
 from . import commands
+from .errors import InvalidInput
+from .input_checks import stored_payloads
 from .jsonl import iter_jsonl
 from .store import AppendResults, LedgerStore, event_row, rows_table
 
@@ -83,19 +91,41 @@ def table_of_lines(
     Raises:
         InvalidInput: ``name:line``: bad JSON or a bad event (``ledger.jsonl.iter_jsonl``).
     """
-    rows = []
+    rows: list[dict[str, Any]] = []
     with no_cyclic_gc():
         padded = _numbered(lines, first_line)
-        for event in iter_jsonl(padded, name):
-            update: dict[str, Any] = {}
-            if actor is not None and "actor" not in event.model_fields_set:
-                update["actor"] = actor
-            if session_id is not None and event.session_id is None:
-                update["session_id"] = session_id
-            if update:
-                event = event.model_copy(update=update)
-            rows.append(event_row(event, now))
+        try:
+            for event in iter_jsonl(padded, name):
+                update: dict[str, Any] = {}
+                if actor is not None and "actor" not in event.model_fields_set:
+                    update["actor"] = actor
+                if session_id is not None and event.session_id is None:
+                    update["session_id"] = session_id
+                if update:
+                    event = event.model_copy(update=update)
+                rows.append(event_row(event, now, checked=False))
+        except InvalidInput:
+            _check_and_mask(rows, lines, first_line, name)  # an earlier line's error comes first
+            raise
+        _check_and_mask(rows, lines, first_line, name)
         return rows_table(rows)
+
+
+def _check_and_mask(
+    rows: list[dict[str, Any]], lines: Sequence[str], first_line: int, name: str
+) -> None:
+    """The rows' payloads and sources checked and masked at once (``stored_payloads``)."""
+    payloads = [row["payload"] for row in rows]
+    sources = [row["source"] for row in rows]
+
+    def label(i: int) -> str:
+        # iter_jsonl skips blank lines: row i is the i-th line that is not blank
+        numbers = [first_line + n for n, line in enumerate(lines) if line.strip()]
+        return f"{name}:{numbers[i]}: {rows[i]['type']}"
+
+    stored_payloads(payloads, sources, label)
+    for row, payload, source in zip(rows, payloads, sources, strict=True):
+        row["payload"], row["source"] = payload, source
 
 
 def _numbered(lines: Sequence[str], first_line: int) -> Iterator[str]:
@@ -114,7 +144,8 @@ def import_lines(
     session_id: str | None = None,
     workers: int | None = None,
 ) -> tuple[AppendResults, list[str]]:
-    """Validate every line, then append them all as one atomic batch.
+    """Validate every line and append them all as one atomic batch, the store inserting each
+    validated chunk while the workers validate the next ones.
 
     Returns the append results (a sequence of ``AppendResult``) and the event type of
     each, in input order.
@@ -122,35 +153,108 @@ def import_lines(
     ``workers``: validation processes (None: one per core up to ``MAX_WORKERS``; 1: inline).
 
     Raises:
-        InvalidInput: a bad line (nothing is written).
-        LedgerBusy, EventIdReused, ConcurrencyConflict: as ``LedgerStore.append``.
+        InvalidInput: a bad line (nothing is written; the first bad line of the file).
+        LedgerBusy, EventIdReused, ConcurrencyConflict, NotFound: as ``LedgerStore.append``.
     """
     import pyarrow as pa
 
-    now = None  # recorded_at of events without one: stamped by the store in its transaction
-    chunks = [(lines[i : i + CHUNK_LINES], i + 1) for i in range(0, len(lines), CHUNK_LINES)]
+    if not lines:
+        return AppendResults([], [], [], []), []
     if workers is None:
         workers = min(os.cpu_count() or 1, MAX_WORKERS)
     tables: list[pa.Table] = []
-    with no_cyclic_gc():
-        if workers <= 1 or len(lines) < PARALLEL_MIN_LINES:
-            for chunk, first in chunks:
-                tables.append(table_of_lines(chunk, name, first, now, actor, session_id))
-        else:
-            import multiprocessing
+    with no_cyclic_gc(), _validated(lines, name, actor, session_id, workers) as parts:
 
-            context = multiprocessing.get_context("fork")
-            with ProcessPoolExecutor(
-                max_workers=min(workers, len(chunks)), mp_context=context
-            ) as pool:
-                futures = [
-                    pool.submit(table_of_lines, chunk, name, first, now, actor, session_id)
-                    for chunk, first in chunks
-                ]
-                # in order: the batch keeps the file's order
-                tables = [future.result() for future in futures]
-        if not tables:
-            return AppendResults([], [], [], []), []
-        table = pa.concat_tables(tables)
-        # The command layer's rules (a triage's expected version, a retraction's target) hold here too.
-        return commands.append_table(store, table, where=name), table.column("type").to_pylist()
+        def checked() -> Iterator[pa.Table]:
+            # The command layer's triage rule, chunk by chunk; its retraction rule is the
+            # store's (a target not stored before it is a doubt: the whole-batch path below).
+            for table in parts:
+                before = sum(t.num_rows for t in tables)
+                commands.refuse_untriaged(table, where=name, before=before, total=len(lines))
+                tables.append(table)
+                yield table
+
+        # DuckDB gets the cores the validation workers leave (at least one)
+        parallel = workers > 1 and len(lines) >= PARALLEL_MIN_LINES
+        threads = max(1, (os.cpu_count() or 1) - workers) if parallel else None
+        # The file is taken once the first chunk is valid: a bad first chunk never touches
+        # it, and a reader waiting for the file does not wait on that validation.
+        ready = checked()
+        first = list(islice(ready, 1))
+        results = store.append_column_chunks(chain(first, ready), threads=threads)
+        if results is None:  # a retry, a conflict or a retraction to look up: rows as a whole
+            for _ in checked():  # the parts not yet validated, in order, into ``tables``
+                pass
+            results = commands.append_table(store, pa.concat_tables(tables), where=name)
+        types = [t for table in tables for t in table.column("type").to_pylist()]
+        return results, types
+
+
+@contextmanager
+def _validated(
+    lines: Sequence[str],
+    name: str,
+    actor: Actor | None,
+    session_id: str | None,
+    workers: int,
+) -> Iterator[Iterator[pa.Table]]:
+    """The lines' validated chunks (``table_of_lines``), in file order, as they are ready:
+    by ``workers`` processes (all chunks submitted at once), inline for one worker or a
+    short input. A worker's error is raised when its chunk's turn comes (earlier chunks
+    first: the first bad line of the file wins); leaving cancels what is not yet started."""
+    now = None  # recorded_at of events without one: stamped by the store in its transaction
+    chunks = [(lines[i : i + CHUNK_LINES], i + 1) for i in range(0, len(lines), CHUNK_LINES)]
+    if workers <= 1 or len(lines) < PARALLEL_MIN_LINES:
+        yield (
+            table_of_lines(chunk, name, first, now, actor, session_id) for chunk, first in chunks
+        )
+        return
+    import multiprocessing
+
+    global _LINES
+    context = multiprocessing.get_context("fork")
+    # The workers are forked with the lines in memory: a task names its chunk by position
+    # (pickling 20 MB of lines a chunk to a worker cost both sides ~5 us an event).
+    _LINES = lines
+    pool = ProcessPoolExecutor(
+        max_workers=min(workers, len(chunks)), mp_context=context, initializer=_keep_memory
+    )
+    try:
+        futures = [
+            pool.submit(_table_of_chunk, first, name, now, actor, session_id) for _, first in chunks
+        ]
+        yield (future.result() for future in futures)
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
+        _LINES = ()
+
+
+def _keep_memory() -> None:
+    """A worker keeps the memory it freed for its next chunk (glibc's ``mallopt``; elsewhere
+    nothing): by default glibc hands large blocks back to the kernel at once and takes them
+    again for the next chunk, a page fault every 4 KB (~100 MB of faults a 10,000-line chunk,
+    ~5 us an event of kernel time)."""
+    import ctypes
+    import ctypes.util
+
+    try:
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
+        mallopt = libc.mallopt
+    except (OSError, AttributeError):
+        return
+    m_trim_threshold, m_top_pad, m_mmap_threshold = -1, -2, -3
+    mallopt(m_trim_threshold, 1 << 30)
+    mallopt(m_top_pad, 64 << 20)
+    mallopt(m_mmap_threshold, 1 << 30)
+
+
+#: The lines of the import in progress, for the forked workers (``_table_of_chunk``).
+_LINES: Sequence[str] = ()
+
+
+def _table_of_chunk(
+    first: int, name: str, now: datetime | None, actor: Actor | None, session_id: str | None
+) -> pa.Table:
+    """``table_of_lines`` of the chunk at line ``first`` of ``_LINES`` (in a forked worker)."""
+    chunk = _LINES[first - 1 : first - 1 + CHUNK_LINES]
+    return table_of_lines(chunk, name, first, now, actor, session_id)

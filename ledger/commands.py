@@ -206,6 +206,29 @@ def append_rows(
     return store.append_rows(rows)
 
 
+def refuse_untriaged(
+    table: pa.Table, *, where: str = "input", before: int = 0, total: int | None = None
+) -> None:
+    """The triage rule of ``append_rows`` for a bulk batch, or a part of one (``ledger.bulk``
+    checks each validated chunk as it comes): ``before`` events precede ``table`` in a batch
+    of ``total`` (None: ``table`` is the batch), for the message's event number.
+
+    Raises:
+        InvalidInput: a ``candidate_triaged`` with no expected version (exit 3).
+    """
+    import pyarrow.compute as pc
+
+    untriaged = pc.and_(
+        pc.equal(table.column("type"), "candidate_triaged"),
+        pc.is_null(table.column("stream_version")),
+    )
+    if pc.any(untriaged).as_py():
+        index = pc.index(untriaged, True).as_py()
+        payload = json.loads(table.column("payload")[index].as_py())
+        label = _label(where, before + index + 1, table.num_rows if total is None else total)
+        raise _triage_refusal(label, payload.get("candidate_id", "?"))
+
+
 def append_table(store: LedgerStore, table: pa.Table, *, where: str = "input") -> AppendResults:
     """``append_rows`` for a bulk batch held as one Arrow table of store rows (``ledger.bulk``):
     the same rules, read off the columns, then the store's column path (``append_columns``).
@@ -218,13 +241,7 @@ def append_table(store: LedgerStore, table: pa.Table, *, where: str = "input") -
 
     total = table.num_rows
     types = table.column("type")
-    untriaged = pc.and_(
-        pc.equal(types, "candidate_triaged"), pc.is_null(table.column("stream_version"))
-    )
-    if pc.any(untriaged).as_py():
-        index = pc.index(untriaged, True).as_py()
-        payload = json.loads(table.column("payload")[index].as_py())
-        raise _triage_refusal(_label(where, index + 1, total), payload.get("candidate_id", "?"))
+    refuse_untriaged(table, where=where)
     retractions = pc.equal(types, "event_retracted")
     if pc.any(retractions).as_py():
         indices = pc.indices_nonzero(retractions).to_pylist()

@@ -16,12 +16,13 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
 from typing import Any
 
 from pydantic_core import PydanticSerializationError
 
 from schemas import Event, EventEnvelope, secrets
-from schemas.secrets import mask_json
+from schemas.secrets import mask_json, mask_text
 
 from .errors import InvalidInput
 
@@ -124,6 +125,48 @@ def payload_json(event: Event, where: str | None = None) -> str:
     if _NINETEEN in data.translate(_DIGITS_TABLE):
         _check_ints(data.decode(), f"{where or event.source or event.type}: {event.type}", "")
     return mask_json(data.decode())
+
+
+def dumped_payload(event: Event, where: str) -> str:
+    """The event's payload as JSON, as dumped: not yet checked or masked (``payload_json``
+    does both for one event, ``stored_payloads`` for many).
+
+    Raises:
+        InvalidInput: a string that is not valid Unicode (names ``where`` and the field).
+    """
+    try:
+        # as ``payload_json``: the model's serializer called directly
+        return event.__pydantic_serializer__.to_json(event, exclude=_ENVELOPE).decode()
+    except PydanticSerializationError:
+        check_text(event.model_dump(exclude=_ENVELOPE), f"{where}: {event.type}")
+        raise
+
+
+def stored_payloads(
+    payloads: list[str], sources: list[str | None], label: Callable[[int], str]
+) -> None:
+    """``payload_json``'s checks and masking for many dumped payloads at once, in place:
+    every integer within BIGINT, secrets masked in each payload and ``source``.
+
+    A bulk import's chunk: one BIGINT search and one secret gate (``may_hold_secrets``)
+    over all the texts joined, so only the rare payload with a long digit run or a
+    secret word is looked at alone; the results are ``payload_json``'s and ``mask_text``'s.
+    ``label(i)``: how errors name payload ``i`` (``file:line: type``).
+
+    Raises:
+        InvalidInput: the first payload (in list order) with an integer beyond 64 bits.
+    """
+    n = len(payloads)
+    joined = secrets.join_texts([*payloads, *sources])
+    if _NINETEEN in joined.classes:  # (a run in a source only costs a closer look)
+        for i, text in enumerate(payloads):
+            _check_ints(text, label(i), "")
+    flags = secrets.may_hold_secrets(joined)
+    for i, flag in enumerate(flags):
+        if flag and i < n:
+            payloads[i] = mask_json(payloads[i])
+        elif flag:
+            sources[i - n] = mask_text(sources[i - n])  # type: ignore[arg-type]
 
 
 def host_json(event: Event, where: str | None = None) -> str | None:

@@ -78,7 +78,7 @@ from schemas.secrets import mask_json, mask_text, may_hold_secret
 
 from . import ledger_file, projections, sidecar_lock, views
 from .errors import ConcurrencyConflict, EventIdReused, InvalidInput, LedgerBusy, NotFound
-from .input_checks import host_json, payload_json
+from .input_checks import dumped_payload, host_json, payload_json
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -992,6 +992,83 @@ class LedgerStore:
         # careful path names the error (no check of the whole batch on the fast path).
         return self._writing(lambda con, held: self._write_columns(con, table, held, record))
 
+    def append_column_chunks(
+        self, chunks: Iterable[pa.Table], *, threads: int | None = None
+    ) -> AppendResults | None:
+        """``append_columns`` for a batch that arrives in parts (the bulk import's validated
+        chunks, in file order): each part is numbered and inserted as it comes, so the
+        store works while the next parts are validated; one transaction for them all, the
+        projections caught up once, at the end.
+
+        Returns None, with nothing stored, when a part may be a retry or a conflict (an
+        ``event_id`` already stored, twice in the batch or a retraction of an event not
+        stored before it): the caller then appends the whole batch by ``append_columns``,
+        whose careful path stores the new events or words the error. An error raised by
+        ``chunks`` (a bad line) rolls back everything and propagates.
+
+        ``threads``: DuckDB's threads while the parts arrive (None: as configured), e.g. the
+        cores the validation workers leave; the projections and the commit (its checkpoint),
+        after the last part, run as configured. On 2 cores one thread took 30 µs of CPU an
+        event against 33.5 with two, and no more wall time (100k events, load 4.2-4.7).
+
+        Raises:
+            LedgerBusy: as ``append``; whatever ``chunks`` raises.
+        """
+        try:
+            return self._writing(
+                lambda con, held: self._write_column_chunks(con, chunks, held, threads)
+            )
+        except (duckdb.ConstraintException, _NotFresh):
+            return None
+
+    def _write_column_chunks(
+        self,
+        con: duckdb.DuckDBPyConnection,
+        chunks: Iterable[pa.Table],
+        held: _Held | None,
+        threads: int | None,
+    ) -> AppendResults:
+        """One bulk transaction over parts (``append_column_chunks``); a doubt propagates
+        (``_NotFresh``, ``ConstraintException``) after the rollback."""
+        import pyarrow as pa
+
+        parts: list[AppendResults] = []
+        (configured,) = con.execute("SELECT current_setting('threads')").fetchone() or (1,)
+        try:
+            if threads is not None:
+                con.execute(f"SET threads = {int(threads)}")
+            with self._transaction(con, held):
+                if held is not None:
+                    projected, head = held.projected, held.head
+                else:
+                    _, projected, head = self._state(con)
+                first = head
+                for table in chunks:
+                    if table.num_rows:
+                        parts.append(self._insert_columns(con, table, projected, head))
+                        head += table.num_rows
+                if threads is not None:  # the projections and the commit: as configured
+                    con.execute(f"SET threads = {int(configured)}")
+                # Projections once, at the end (in ``_commit``): caught up part by part they
+                # cost 4x as much in all (each catch-up scanned the transaction's rows so far).
+                columns = [
+                    pa.chunked_array(
+                        [c for part in parts for c in pa.chunked_array(part._columns[i]).chunks],
+                        pa.int64() if i == 2 else pa.string(),
+                    )
+                    for i in range(3)
+                ]
+                results = AppendResults(columns[0], range(first + 1, head + 1), *columns[1:])
+                self._commit(con, results, None, held, projected)
+        finally:
+            if threads is not None:  # after a rollback too: a kept-open connection goes on
+                with suppress(duckdb.Error):
+                    con.execute(f"SET threads = {int(configured)}")
+        if held is not None:
+            held.heads.clear()  # the batch moved many streams: read them again when needed
+            held.head = max(held.head, head)
+        return results
+
     def append_replicated(
         self,
         rows: Sequence[dict[str, Any]] | pa.Table,
@@ -1575,12 +1652,16 @@ def _text_array(values: Sequence[str | None], kind: pa.DataType) -> pa.Array:
     )
 
 
-def event_row(event: Event, recorded_at: datetime | None = None) -> dict[str, Any]:
+def event_row(
+    event: Event, recorded_at: datetime | None = None, *, checked: bool = True
+) -> dict[str, Any]:
     """The ``events`` row of one event (``seq`` and a missing ``stream_version`` assigned at append).
 
     ``recorded_at``: the time for an event that carries none; None (the store's use): stamped
     inside the write transaction, so ``recorded_at`` never goes backwards in ``seq`` order.
     Payload and host are JSON text; ids are text (DuckDB casts them to UUID).
+    ``checked=False``: payload and source as dumped, for the caller to check and mask many
+    at once (``input_checks.stored_payloads``, the bulk import's).
     """
     # model_dump_json runs in pydantic-core: ~3x faster than model_dump + json.dumps.
     return {
@@ -1596,10 +1677,13 @@ def event_row(event: Event, recorded_at: datetime | None = None) -> dict[str, An
         "session_id": event.session_id,
         "causation_id": str(event.causation_id) if event.causation_id else None,
         "correlation_id": str(event.correlation_id) if event.correlation_id else None,
-        # Every writer passes here: secrets masked (schemas.secrets), integers beyond BIGINT refused.
-        "source": mask_text(event.source) if event.source else event.source,
+        # Every writer passes here: secrets masked (schemas.secrets), integers beyond BIGINT
+        # refused; here, or for many rows at once by the caller (``checked=False``).
+        "source": mask_text(event.source) if event.source and checked else event.source,
         "host": host_json(event),
-        "payload": payload_json(event),
+        "payload": payload_json(event)
+        if checked
+        else dumped_payload(event, event.source or event.type),
         "occurred_at": event.occurred_at,
     }
 

@@ -213,3 +213,139 @@ def test_bulk_batch_with_a_conflict_or_unknown_target_stores_nothing(tmp_path: P
     assert [r.duplicate for r in results] == [True, True, False, False, False, False]
     assert [r.seq for r in results] == [4, 5, 6, 7, 8, 9]
     assert results.applied == 4
+
+
+def test_bulk_masks_secrets_and_refuses_big_integers_as_event_by_event(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A chunk's payloads and sources are checked and masked at once (one gate over their
+    joined text): the rows are those of the event-by-event path, secrets anywhere in the
+    chunk (first line, last line, a source, a camelCase key) masked, and an integer beyond
+    BIGINT is refused naming its file:line and field, before a later bad line."""
+    from ledger.jsonl import iter_jsonl
+
+    monkeypatch.setattr(bulk, "CHUNK_LINES", 4)
+    monkeypatch.setattr(bulk, "PARALLEL_MIN_LINES", 6)
+    lines = [
+        _line(1, type="note_added", text="--api-key sk-abcdefghijklmnopqrstuv first"),
+        _line(2, type="note_added", text="output_tokens 3, throughput high"),
+        _line(
+            3, type="note_added", text="plain", source="curl -H 'Authorization: Bearer abc12345678'"
+        ),
+        _line(4, type="note_added", text='{"authToken": "xyz"}'),
+        _line(5, type="note_added", text="nothing here"),
+        _line(6, type="note_added", text="é HF_TOKEN=hf_abcdefghijklmnopqrstu"),
+        _line(7, type="note_added", text="last password=hunter2"),
+    ]
+    one_by_one = LedgerStore(tmp_path / "a.duckdb", hold_s=60)
+    for event in iter_jsonl(lines, "x"):
+        one_by_one.append(event)
+    one_by_one.close()
+    for workers in (1, 2):
+        store = LedgerStore(tmp_path / f"b{workers}.duckdb")
+        bulk.import_lines(store, lines, "x", workers=workers)
+        assert snapshot(store) == snapshot(one_by_one)
+        stored = "\n".join(
+            str(row) for row in table_rows(store, "SELECT payload, source FROM events")
+        )
+        for secret in ("sk-abc", "Bearer abc", "xyz", "hf_abc", "hunter2"):
+            assert secret not in stored
+        assert "output_tokens 3, throughput high" in stored
+
+    big = [
+        *lines[:5],
+        _line(6, type="server_started", run_id="r", engine="sglang", config_name="c", port=2**64),
+        '{"type": "note_added"}',
+    ]
+    store = LedgerStore(tmp_path / "c.duckdb")
+    store.init()
+    with pytest.raises(
+        InvalidInput, match=r"^in.jsonl:6: server_started: field 'port': integer 1844"
+    ):
+        bulk.import_lines(store, big, "in.jsonl", workers=2)
+    assert store.head() == 0
+
+
+@pytest.mark.parametrize("hold_s", [0, 60])
+def test_chunks_inserted_as_they_come_continue_like_appends(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, hold_s: float
+) -> None:
+    """Validated chunks go into the one transaction as they arrive (``append_column_chunks``):
+    streams continue across chunks and after the import (kept open or not), and the rows and
+    views are the event-by-event path's."""
+    from ledger.jsonl import iter_jsonl
+
+    monkeypatch.setattr(bulk, "CHUNK_LINES", 70)
+    monkeypatch.setattr(bulk, "PARALLEL_MIN_LINES", 100)
+    lines = campaign_lines(400)
+    after = _line(59, type="note_added", text="after the import", session_id="s000-tp8")
+    one_by_one = LedgerStore(tmp_path / "a.duckdb", hold_s=60)
+    for event in iter_jsonl([*lines, after], "x"):
+        one_by_one.append(event)
+    one_by_one.close()
+    store = LedgerStore(tmp_path / "b.duckdb", hold_s=hold_s)
+    store.init()
+    threads = "SELECT current_setting('threads') AS n"
+    configured = store.query_arrow(threads).to_pylist()
+    results, _ = bulk.import_lines(store, lines, "x", workers=2)
+    assert [r.seq for r in results] == list(range(1, 401)) and results.applied == 400
+    # DuckDB ran on the cores the workers left while chunks came; a kept-open store goes on
+    # with its own setting
+    assert store.query_arrow(threads).to_pylist() == configured
+    (event,) = iter_jsonl([after], "x")
+    assert [r.seq for r in store.append(event)] == [401]
+    store.close()
+    assert snapshot(store) == snapshot(one_by_one)
+
+
+def test_a_doubt_in_a_later_chunk_takes_the_whole_batch_path(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A retraction of an event of a later chunk, or an event_id twice in two chunks, is a
+    doubt for the chunk-by-chunk insert: it rolls back, and the whole batch takes the
+    careful path (the retraction is stored as before; the repeated id is refused, nothing
+    stored)."""
+    monkeypatch.setattr(bulk, "CHUNK_LINES", 2)
+    monkeypatch.setattr(bulk, "PARALLEL_MIN_LINES", 4)
+    later_target = [
+        _line(1, type="note_added", text="a"),
+        _line(
+            2,
+            type="event_retracted",
+            retracted_event_id="01972a81-0000-7000-8000-000000000005",
+            reason="later in the file",
+        ),
+        _line(3, type="note_added", text="b"),
+        _line(4, type="note_added", text="c"),
+        _line(5, type="note_added", text="retracted by line 2"),
+    ]
+    store = LedgerStore(tmp_path / "l.duckdb")
+    results, _ = bulk.import_lines(store, later_target, "x", workers=2)
+    assert [r.seq for r in results] == [1, 2, 3, 4, 5] and results.applied == 5
+    assert table_rows(store, "SELECT count(*) AS n FROM retractions") == [{"n": 1}]
+
+    from ledger.errors import EventIdReused
+
+    twice = [
+        *(_line(i, type="note_added", text=f"t{i}") for i in range(10, 14)),
+        _line(10, type="note_added", text="t10"),
+    ]
+    with pytest.raises(EventIdReused):
+        bulk.import_lines(store, twice, "x", workers=2)
+    assert store.head() == 5
+
+
+def test_a_bad_first_chunk_never_touches_the_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The store is taken once the first chunk is valid: a bad line in it creates no file
+    (and a reader is not kept waiting on that validation)."""
+    monkeypatch.setattr(bulk, "CHUNK_LINES", 100)
+    monkeypatch.setattr(bulk, "PARALLEL_MIN_LINES", 10)
+    lines = campaign_lines(300)
+    lines[5] = "{not json"
+    for workers in (1, 2):
+        store = LedgerStore(tmp_path / f"new{workers}.duckdb")
+        with pytest.raises(InvalidInput, match=r"^in.jsonl:6: not valid JSON"):
+            bulk.import_lines(store, lines, "in.jsonl", workers=workers)
+        assert not store.path.exists()

@@ -15,7 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from schemas import secrets
-from schemas.secrets import _SHAPE_HINTS, _hit, _PlainScan, may_hold_secret
+from schemas.secrets import _SHAPE_HINTS, _hit, _PlainScan, may_hold_secret, may_hold_secrets
 
 ROOT = Path(__file__).resolve().parent
 
@@ -107,3 +107,40 @@ def test_the_plain_scan_finds_what_the_automaton_finds() -> None:
     for text in _texts()[:5000]:
         lower = text.lower()
         assert sorted(plain.iter(lower)) == sorted(secrets._scan.iter(lower))
+
+
+# --- the many-texts gate (``may_hold_secrets``, the bulk import's) answers as text by text ---
+
+
+def test_many_texts_gate_fixture_lines_same_answers() -> None:
+    if secrets._gate is None:
+        pytest.skip("ahocorasick_rs is not installed: may_hold_secrets asks text by text")
+    texts = _texts()
+    # in batches, as the bulk import asks (and the whole lot at once)
+    for batch in (texts[i : i + 997] for i in range(0, len(texts), 997)):
+        assert may_hold_secrets(batch) == [bool(t) and may_hold_secret(t) for t in batch]
+    assert sum(may_hold_secrets(texts)) > 0
+
+
+_camel_glue = st.text(alphabet="aZ_-. :=\"'0\nq", max_size=3)
+
+
+@settings(max_examples=3000, deadline=None)
+@given(
+    st.lists(
+        st.one_of(
+            st.none(),
+            st.lists(st.tuples(_camel_glue, _pieces, _camel_glue), max_size=4).map(
+                lambda parts: "".join(a + b + c for a, b, c in parts)
+            ),
+            st.text(max_size=40),
+        ),
+        max_size=8,
+    )
+)
+def test_many_texts_gate_generated_same_answers(texts: list[str | None]) -> None:
+    """Texts built from the roots and the characters the whole-word check looks at, side by
+    side (a word at one text's end and the next one's start must not join), each as it is
+    and upper-cased: the gate's answers are ``may_hold_secret``'s."""
+    for batch in (texts, [t.upper() if t else t for t in texts]):
+        assert may_hold_secrets(batch) == [bool(t) and may_hold_secret(t) for t in batch]
