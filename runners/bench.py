@@ -46,14 +46,16 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import gc
 import json
 import sys
 import time
 import uuid
-from collections.abc import Sequence
-from contextlib import asynccontextmanager
+from collections.abc import Callable, Coroutine, Iterator, Sequence
+from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass, field
 from http.cookiejar import CookieJar
+from typing import Any
 
 import httpx
 import numpy as np
@@ -590,12 +592,44 @@ async def timed_run(
             progress()  # type: ignore[operator]
         return result
 
+    if request_rate is not None and request_rate <= 0:
+        raise ValueError(f"request rate must be positive, got {request_rate}")
+    with _no_gc_pauses():
+        return await _send_all(prompts, one, request_rate, seed)
+
+
+@contextmanager
+def _no_gc_pauses() -> Iterator[None]:
+    """The cyclic garbage collector off for a timed run, and what lived before it frozen.
+
+    A run keeps a result (with its ITL list) per request alive, so every full collection
+    walks more objects as the run goes on: a pause lands inside some request's timing (a
+    TTFT or ITL sample) and costs CPU the reference client does not pay (bench/bench_client.py:
+    ~10% of the client's CPU a request at c=64). Reference counting still frees what a
+    request drops; cycles left by the run are collected when it ends. A GC that the caller
+    had turned off stays off."""
+    was_enabled = gc.isenabled()
+    gc.freeze()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
+        gc.unfreeze()
+
+
+async def _send_all(
+    prompts: Sequence[Prompt],
+    one: Callable[[Prompt], Coroutine[Any, Any, RequestResult]],
+    request_rate: float | None,
+    seed: int,
+) -> tuple[list[RequestResult], float]:
+    """``timed_run``'s load pattern over ``one``: all at t=0, or Poisson arrivals."""
     t0 = time.perf_counter()
     if request_rate is None:
         tasks = [asyncio.create_task(one(p)) for p in prompts]
     else:
-        if request_rate <= 0:
-            raise ValueError(f"request rate must be positive, got {request_rate}")
         gaps = np.random.default_rng(seed).exponential(1.0 / request_rate, size=len(prompts))
         tasks = []
         for i, p in enumerate(prompts):
