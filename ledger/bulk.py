@@ -28,7 +28,6 @@ nothing is written then: the transaction is rolled back.
 
 from __future__ import annotations
 
-import gc
 import os
 from collections.abc import Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor
@@ -41,6 +40,7 @@ from schemas import Actor
 
 from . import commands
 from .errors import InvalidInput
+from .gc_pause import no_cyclic_gc
 from .input_checks import stored_payloads
 from .jsonl import iter_jsonl
 from .store import AppendResults, LedgerStore, event_row, rows_table
@@ -54,23 +54,6 @@ CHUNK_LINES = 10_000
 PARALLEL_MIN_LINES = 20_000
 #: Upper bound on validation processes.
 MAX_WORKERS = 4
-
-
-@contextmanager
-def no_cyclic_gc() -> Iterator[None]:
-    """Turn the cyclic garbage collector off for a burst of allocation, then back on.
-
-    Validating events allocates many small objects and no reference cycles, yet every 700
-    allocations trigger a collection that walks them: most of validation's cost. Reference
-    counting still frees everything; the collector runs again afterwards.
-    """
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
 
 
 def table_of_lines(

@@ -63,7 +63,7 @@ import threading
 import time
 from array import array
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from contextlib import contextmanager, suppress
+from contextlib import contextmanager, nullcontext, suppress
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from itertools import accumulate
@@ -78,6 +78,7 @@ from schemas.secrets import mask_json, mask_text, may_hold_secret
 
 from . import ledger_file, projections, sidecar_lock, views
 from .errors import ConcurrencyConflict, EventIdReused, InvalidInput, LedgerBusy, NotFound
+from .gc_pause import no_cyclic_gc
 from .input_checks import dumped_payload, host_json, payload_json
 
 if TYPE_CHECKING:
@@ -114,6 +115,9 @@ HANDOFF_S = 2.0
 #: TUI's writes) keeps the file this long after its last operation, so a burst of appends
 #: pays one open and one close; it lets go sooner when another process waits (``HANDOFF_S``).
 WRITER_HOLD_S = 2.0
+#: A batch this large is turned into rows and stored with the cyclic GC off
+#: (``gc_pause``): 1,000 notes 45-47k -> 52-54k events per CPU second, idle.
+GC_FREE_BATCH = 100
 
 EVENTS_DDL = """
 CREATE TABLE IF NOT EXISTS events (
@@ -913,11 +917,13 @@ class LedgerStore:
         batch = [events] if isinstance(events, Event) else list(events)
         if not batch:
             return []
-        return self.append_rows(
-            [event_row(event) for event in batch],
-            expected_version=expected_version,
-            samples=samples,
-        )
+        # a row dict an event and their columns, no lasting cycles: no collector walks
+        with no_cyclic_gc() if len(batch) >= GC_FREE_BATCH else nullcontext():
+            return self.append_rows(
+                [event_row(event) for event in batch],
+                expected_version=expected_version,
+                samples=samples,
+            )
 
     def append_rows(
         self,

@@ -46,13 +46,12 @@ from __future__ import annotations
 
 import asyncio
 import functools
-import gc
 import json
 import sys
 import time
 import uuid
-from collections.abc import Callable, Coroutine, Iterator, Sequence
-from contextlib import asynccontextmanager, contextmanager
+from collections.abc import Callable, Coroutine, Sequence
+from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from http.cookiejar import CookieJar
 from typing import Any
@@ -68,6 +67,7 @@ except ImportError:  # pragma: no cover - depends on the environment
     AiohttpTransport = None  # type: ignore[assignment,misc]
 
 from ledger import commands
+from ledger.gc_pause import no_cyclic_gc
 from schemas import Actor, Host
 from schemas.events import BenchmarkCompleted, BenchMetrics, Workload
 
@@ -594,29 +594,10 @@ async def timed_run(
 
     if request_rate is not None and request_rate <= 0:
         raise ValueError(f"request rate must be positive, got {request_rate}")
-    with _no_gc_pauses():
+    # A run keeps a result (and its ITL list) per request: a full collection walks them all
+    # and lands inside some request's timing (~10% of the client's CPU at c=64).
+    with no_cyclic_gc(freeze=True):
         return await _send_all(prompts, one, request_rate, seed)
-
-
-@contextmanager
-def _no_gc_pauses() -> Iterator[None]:
-    """The cyclic garbage collector off for a timed run, and what lived before it frozen.
-
-    A run keeps a result (with its ITL list) per request alive, so every full collection
-    walks more objects as the run goes on: a pause lands inside some request's timing (a
-    TTFT or ITL sample) and costs CPU the reference client does not pay (bench/bench_client.py:
-    ~10% of the client's CPU a request at c=64). Reference counting still frees what a
-    request drops; cycles left by the run are collected when it ends. A GC that the caller
-    had turned off stays off."""
-    was_enabled = gc.isenabled()
-    gc.freeze()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was_enabled:
-            gc.enable()
-        gc.unfreeze()
 
 
 async def _send_all(
