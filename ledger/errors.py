@@ -78,9 +78,17 @@ class LedgerBusy(LedgerError):
 
 
 class EventIdReused(LedgerError):
-    """An append reused an existing ``event_id`` for an event with different content."""
+    """An append reused an existing ``event_id`` for an event with different content.
+
+    ``event_id``: the reused id as text, where one id is to blame (None for a batch that
+    holds one id twice); a sync names it in its advice (``sync --hold-back``).
+    """
 
     exit_code = 8
+
+    def __init__(self, message: str, event_id: str | None = None) -> None:
+        super().__init__(message)
+        self.event_id = event_id
 
 
 class RemoteError(LedgerError):

@@ -251,6 +251,14 @@ def _check_initialised(con: psycopg.Connection, remote: Remote) -> None:
         )
 
 
+def hold_back_advice(remote: Remote, event_id: object) -> str:
+    """The sentence every id-reused refusal of a sync ends with: the way out (see ``ledger.sync``)."""
+    return (
+        "To keep each side's version and sync the rest: "
+        f"tuneledger sync {remote.name} --hold-back {event_id}"
+    )
+
+
 def push(
     con: psycopg.Connection,
     remote: Remote,
@@ -297,8 +305,9 @@ def push(
         if clash:
             con.rollback()
             raise EventIdReused(
-                f"event_id {clash[0]} is on remote {remote.name} (position {clash[1]}) with other content; "
-                "nothing was pushed or pulled"
+                f"event_id {clash[0]} is on remote {remote.name} (position {clash[1]}) with other "
+                f"content than here; nothing was pushed or pulled. {hold_back_advice(remote, clash[0])}",
+                event_id=str(clash[0]),
             )
         con.execute(
             sql.SQL(
@@ -404,17 +413,24 @@ def _first(row: tuple[Any, ...] | None) -> Any:
     return row[0]
 
 
-def count_pending_pull(con: psycopg.Connection, remote: Remote, ledger_id: UUID, after: int) -> int:
-    """How many hub events after position ``after`` came from other ledgers."""
+def count_pending_pull(
+    con: psycopg.Connection,
+    remote: Remote,
+    ledger_id: UUID,
+    after: int,
+    held: Sequence[str] = (),
+) -> int:
+    """How many hub events after position ``after`` came from other ledgers (``held`` ids not counted)."""
     _check_initialised(con, remote)
     with _failing_as_remote_error(remote, "counting"):
         return int(
             _first(
                 con.execute(
                     sql.SQL(
-                        "SELECT count(*) FROM {}.events WHERE position > %s AND origin_ledger <> %s"
+                        "SELECT count(*) FROM {}.events WHERE position > %s AND origin_ledger <> %s "
+                        "AND NOT (event_id::text = ANY(%s))"
                     ).format(_schema(remote)),
-                    [after, ledger_id],
+                    [after, ledger_id, list(held)],
                 ).fetchone()
             )
         )

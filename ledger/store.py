@@ -1369,7 +1369,8 @@ class LedgerStore:
                 dict(zip(_IDENTITY, old[3:], strict=True))
             ) != _identity(row):
                 raise EventIdReused(
-                    f"event_id {row['event_id']} is already stored with other content"
+                    f"event_id {row['event_id']} is already stored with other content",
+                    event_id=str(row["event_id"]),
                 )
         return stored
 

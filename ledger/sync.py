@@ -18,6 +18,12 @@ appended with ``LedgerStore.append_replicated`` (the bulk import's column path: 
 ``sync_events`` rows and the new ``pulled_position``, in one local transaction. An interrupted pull (Ctrl-C,
 a dropped connection, SIGKILL) leaves a prefix of the hub's order and resumes after it.
 
+Held back: one id with two contents blocks every later sync (exit 8) until the user
+holds it back from that remote (``sync --hold-back ID``, recorded in ``sync_held``).
+Events are immutable and no command deletes one, so each side keeps its own version:
+a held id is neither pushed nor pulled again, everything else syncs, and every sync
+report names the held ids.
+
 Concurrent events: event X *saw* event Y when they come from one ledger and X came
 later there, or when Y's hub position is at most X's ``seen_position``. Two triages of
 one candidate that did not see each other were appended concurrently (offline): the
@@ -28,7 +34,7 @@ from __future__ import annotations
 
 import os
 import socket
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -39,6 +45,7 @@ import pyarrow as pa
 from uuid6 import uuid7
 
 from . import hub
+from .errors import EventIdReused, InvalidInput, NotFound
 from .remote import REMOTES_DDL, Remote
 from .store import AppendResults, LedgerStore, columns_table
 
@@ -54,11 +61,19 @@ CREATE TABLE IF NOT EXISTS sync_state (
     last_pushed      BIGINT NOT NULL DEFAULT 0,
     last_pulled      BIGINT NOT NULL DEFAULT 0
 );
+CREATE TABLE IF NOT EXISTS sync_held (
+    remote     VARCHAR NOT NULL,
+    event_id   UUID NOT NULL,
+    held_at    TIMESTAMPTZ NOT NULL,
+    PRIMARY KEY (remote, event_id)
+);
 """
 
 _TO_PUSH = """
 WITH pulled AS (SELECT seq, position FROM sync_events WHERE origin_ledger <> ?::UUID),
-todo AS (SELECT e.* FROM events e ANTI JOIN sync_events s ON s.event_id = e.event_id)
+held AS (SELECT event_id FROM sync_held WHERE remote = ?),
+todo AS (SELECT e.* FROM events e ANTI JOIN sync_events s ON s.event_id = e.event_id
+         ANTI JOIN held h ON h.event_id = e.event_id)
 SELECT t.event_id::VARCHAR AS event_id, t.type, t.schema_version, t.stream, t.stream_version,
        t.recorded_at::VARCHAR AS recorded_at,  -- ISO text: PostgreSQL parses it; no datetime objects
        t.actor_kind, t.actor_name, t.session_id, t.causation_id::VARCHAR AS causation_id,
@@ -81,7 +96,8 @@ class SyncCounts:
 @dataclass(frozen=True)
 class SyncReport:
     """What a sync did: events ``pushed`` (``stored`` of them new to the hub), events
-    ``pulled`` (``applied`` of them new here), and the hub ``position`` reached."""
+    ``pulled`` (``applied`` of them new here), the hub ``position`` reached, and the ids
+    ``held`` back from this remote (``sync --hold-back``), sorted."""
 
     remote: str
     pushed: int
@@ -89,6 +105,7 @@ class SyncReport:
     pulled: int
     applied: int
     position: int
+    held: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -100,6 +117,7 @@ class SyncStatus:
     last_sync_at: datetime | None
     pulled_position: int
     to_push: int
+    held: int = 0
 
 
 def _ensure_in(con: duckdb.DuckDBPyConnection) -> None:
@@ -164,14 +182,65 @@ def _pulled_position(con: duckdb.DuckDBPyConnection, remote: Remote) -> int:
     return rows[0][0] if rows else 0
 
 
-def count_to_push(store: LedgerStore) -> int:
-    """Local events no hub has yet (0 for a ledger that does not exist)."""
+def _held_in(con: duckdb.DuckDBPyConnection, remote: Remote) -> list[str]:
+    """The ids held back from ``remote``, sorted (none before the first sync table exists)."""
+    if not con.execute(
+        "SELECT 1 FROM duckdb_tables() WHERE table_name = 'sync_held'"
+    ).fetchall():
+        return []
+    return [
+        row[0]
+        for row in con.execute(
+            "SELECT event_id::VARCHAR FROM sync_held WHERE remote = ? ORDER BY event_id",
+            [remote.name],
+        ).fetchall()
+    ]
+
+
+def hold_back(store: LedgerStore, remote: Remote, event_ids: Iterable[str]) -> list[str]:
+    """Hold ``event_ids`` back from ``remote`` for good: never pushed there, never pulled from it.
+
+    For an id the hub holds with other content than this ledger (the exit-8 refusal):
+    each side keeps its version, nothing is deleted anywhere, and the rest syncs again.
+    Returns the ids as stored (canonical UUID text). Idempotent.
+
+    Raises:
+        InvalidInput: an id is not a UUID (exit 3).
+        NotFound: this ledger holds no event with that id (a typo would hide a good
+            event from the hub; exit 5).
+    """
+    ids = []
+    for text in event_ids:
+        try:
+            ids.append(str(UUID(text.strip())))
+        except ValueError:
+            raise InvalidInput(f"--hold-back {text!r}: not an event id (a UUID)") from None
+    _prepare(store)
+    with store.connect(read_only=False) as con:
+        _ensure_in(con)
+        for event_id in ids:
+            if not con.execute(
+                "SELECT 1 FROM events WHERE event_id = ?::UUID", [event_id]
+            ).fetchall():
+                raise NotFound(f"--hold-back {event_id}: no such event in {store.path}")
+        con.execute(
+            "INSERT OR IGNORE INTO sync_held SELECT ?, unnest(?::UUID[]), ?",
+            [remote.name, ids, datetime.now(UTC)],
+        )
+    return ids
+
+
+def count_to_push(store: LedgerStore, remote: Remote | None = None) -> int:
+    """Local events no hub has yet, less those held back from ``remote`` (0 without a ledger)."""
     if not store.path.exists():
         return 0
     with store.connect() as con:
+        held = _held_in(con, remote) if remote is not None else []
         return int(
             con.execute(
-                "SELECT count(*) FROM events e ANTI JOIN sync_events s ON s.event_id = e.event_id"
+                "SELECT count(*) FROM events e ANTI JOIN sync_events s ON s.event_id = e.event_id "
+                "WHERE e.event_id NOT IN (SELECT unnest(?::UUID[]))",
+                [held],
             ).fetchall()[0][0]
         )
 
@@ -183,10 +252,25 @@ def counts(store: LedgerStore, remote: Remote) -> SyncCounts:
         RemoteError: the hub cannot be reached or is not initialised.
     """
     state = status(store, remote)  # read-only: a dry run writes nothing here either
+    return SyncCounts(to_push=state.to_push, to_pull=count_to_pull(store, remote, state))
+
+
+def count_to_pull(
+    store: LedgerStore, remote: Remote, state: SyncStatus, connect_timeout_s: int = 10
+) -> int:
+    """Hub events of other ledgers after ``state.pulled_position``, less those held back.
+
+    Reads this ledger read-only and asks the hub (``connect_timeout_s``: seconds to wait
+    for it).
+
+    Raises:
+        RemoteError: the hub cannot be reached or is not initialised.
+    """
     ledger_id = read_identity(store) or UUID(int=0)
-    with hub.connect(remote) as pg:
-        to_pull = hub.count_pending_pull(pg, remote, ledger_id, state.pulled_position)
-    return SyncCounts(to_push=state.to_push, to_pull=to_pull)
+    with store.connect() as con:
+        held = _held_in(con, remote)
+    with hub.connect(remote, connect_timeout_s=connect_timeout_s) as pg:
+        return hub.count_pending_pull(pg, remote, ledger_id, state.pulled_position, held)
 
 
 def status(store: LedgerStore, remote: Remote) -> SyncStatus:
@@ -203,8 +287,16 @@ def status(store: LedgerStore, remote: Remote) -> SyncStatus:
             if "sync_state" in tables
             else []
         )
+        held = _held_in(con, remote)
     last, position = rows[0] if rows else (None, 0)
-    return SyncStatus(remote.name, remote.display_url, last, position, count_to_push(store))
+    return SyncStatus(
+        remote.name,
+        remote.display_url,
+        last,
+        position,
+        count_to_push(store, remote),
+        len(held),
+    )
 
 
 def read_identity(store: LedgerStore) -> UUID | None:
@@ -394,7 +486,8 @@ def _sync(
         _ensure_in(con)
         ledger_id, ledger_name = _identity_in(con)
         after = _pulled_position(con, remote)
-        table = con.sql(_TO_PUSH, params=[str(ledger_id)]).to_arrow_table()
+        held = _held_in(con, remote)
+        table = con.sql(_TO_PUSH, params=[str(ledger_id), remote.name]).to_arrow_table()
     with hub.connect(remote) as pg:
         pending: _Pushed | None = None
         stored = 0
@@ -417,11 +510,16 @@ def _sync(
             position = hub_head if last else rows[-1][0]
             if not rows:
                 break
-            results = store.append_replicated(
-                _pull_table(rows), record=_recorder(remote, rows, position, hub_head, now, pending)
-            )
+            kept = [row for row in rows if row[1] not in held] if held else rows
+            if kept:
+                results = _apply_pulled(store, remote, kept, position, hub_head, now, pending)
+                applied += results.applied
+            else:  # every event of the batch is held back: only the position moves on
+                with store.connect(read_only=False) as con:
+                    if pending is not None:
+                        pending.record(con, remote)
+                    _save_state(con, remote, position, hub_head, now, pulled=len(rows))
             pending = None
-            applied += results.applied
             pulled += len(rows)
             if progress:
                 progress("pulled", pulled)
@@ -432,4 +530,31 @@ def _sync(
         if pending is not None:
             pending.record(con, remote)
         _save_state(con, remote, hub_head, hub_head, now, pushed=table.num_rows, pulled=pulled)
-    return SyncReport(remote.name, table.num_rows, stored, pulled, applied, hub_head)
+    return SyncReport(
+        remote.name, table.num_rows, stored, pulled, applied, hub_head, tuple(held)
+    )
+
+
+def _apply_pulled(
+    store: LedgerStore,
+    remote: Remote,
+    rows: list[tuple[Any, ...]],
+    position: int,
+    hub_head: int,
+    now: datetime,
+    pending: _Pushed | None,
+) -> AppendResults:
+    """Append one pulled batch with its bookkeeping; a reused id is named with the way out."""
+    try:
+        return store.append_replicated(
+            _pull_table(rows), record=_recorder(remote, rows, position, hub_head, now, pending)
+        )
+    except EventIdReused as error:
+        if error.event_id is None:
+            raise
+        raise EventIdReused(
+            f"event_id {error.event_id} is on remote {remote.name} with other content than here; "
+            f"nothing of this pull was applied. {hub.hold_back_advice(remote, error.event_id)}",
+            event_id=error.event_id,
+        ) from None
+

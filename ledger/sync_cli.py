@@ -5,7 +5,8 @@
 ``remote remove NAME``    forget one (no event is touched anywhere)
 ``remote init NAME``      create the hub's append-only schema; ``--grant ROLE`` lets a role write
 ``sync [NAME]``           push what the hub lacks, then pull what the ledger lacks;
-                          ``--dry-run`` prints the counts both ways and changes nothing
+                          ``--dry-run`` prints the counts both ways and changes nothing;
+                          ``--hold-back ID`` keeps an id's two versions apart (exit 8's way out)
 
 Exit codes as ``ledger.errors``: 8 when one event id has two contents, 9 when the hub
 cannot be reached, refuses the login, or is not initialised.
@@ -80,6 +81,7 @@ def remote_list(ctx: Context, fmt: str) -> None:
                 "last_sync_at": state.last_sync_at,
                 "hub_position": state.pulled_position,
                 "to_push": state.to_push,
+                "held_back": state.held,
             }
         )
     table = pa.Table.from_pylist(rows) if rows else pa.table({"name": pa.array([], pa.string())})
@@ -125,15 +127,34 @@ def remote_init(ctx: Context, name: str, grants: tuple[str, ...], user: str | No
 @click.option(
     "--dry-run", is_flag=True, help="Print how many events would go each way; change nothing."
 )
+@click.option(
+    "--hold-back",
+    "hold",
+    multiple=True,
+    metavar="EVENT_ID",
+    help="Keep this event's two versions apart for good (the exit-8 case): it is neither pushed "
+    "to nor pulled from NAME again; the rest syncs. Repeatable.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the result as one JSON object.")
 @ledger_option
 @pass_ctx
-def sync_command(ctx: Context, name: str | None, dry_run: bool, as_json: bool) -> None:
-    """Push what the hub NAME lacks, then pull what this ledger lacks (NAME: the only remote)."""
+def sync_command(
+    ctx: Context, name: str | None, dry_run: bool, hold: tuple[str, ...], as_json: bool
+) -> None:
+    """Push what the hub NAME lacks, then pull what this ledger lacks (NAME: the only remote).
+
+    Exit 8 when an event id is on the hub with other content than here: nothing of the
+    sync is applied, and the message names the id; `--hold-back ID` keeps both versions
+    (each side its own) and syncs the rest.
+    """
     from . import remote, sync
 
     store = ctx.store()
     item = remote.get_remote(store, name)
+    if hold and dry_run:
+        raise click.UsageError("--hold-back records a choice; it cannot go with --dry-run")
+    if hold:
+        sync.hold_back(store, item, hold)
     if dry_run:
         counts = sync.counts(store, item)
         if as_json:
@@ -158,11 +179,13 @@ def sync_command(ctx: Context, name: str | None, dry_run: bool, as_json: bool) -
                     "pulled": report.pulled,
                     "applied": report.applied,
                     "position": report.position,
+                    "held": list(report.held),
                 }
             )
         )
     else:
+        held = f"; held back: {', '.join(report.held)}" if report.held else ""
         click.echo(
             f"{report.remote}: pushed {report.pushed} ({report.stored} new on the hub), "
-            f"pulled {report.pulled} ({report.applied} new here); hub position {report.position}"
+            f"pulled {report.pulled} ({report.applied} new here); hub position {report.position}{held}"
         )

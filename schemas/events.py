@@ -465,7 +465,8 @@ else:
         **{
             m.name: (
                 int | None if m.integer else float | None,
-                Field(default=None, description=f"{m.label} ({m.unit})"),
+                # Every metric is a count, a duration, a rate or a latency: never negative.
+                Field(default=None, ge=0, description=f"{m.label} ({m.unit})"),
             )
             for m in METRICS
         },

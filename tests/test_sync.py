@@ -20,7 +20,7 @@ import pytest
 from pg_cluster import WRITER_PASSWORD, Cluster, hub_schema, make_hub, pg_server, writer_env  # noqa: F401
 
 from ledger import hub, sync
-from ledger.errors import EventIdReused, RemoteError
+from ledger.errors import EventIdReused, NotFound, RemoteError
 from ledger.remote import Remote, add_remote, parse_remote
 from ledger.store import LedgerStore
 from schemas import Host
@@ -258,6 +258,58 @@ def test_same_id_with_other_content_is_refused_and_nothing_is_applied(
     assert sync.sync(a, remote).stored == 1
 
 
+def test_a_held_back_id_unblocks_sync_and_each_side_keeps_its_version(
+    remote: Remote, tmp_path: Path
+) -> None:
+    """Exit 8 names the way out; after it every other event syncs both ways, nothing is deleted."""
+    a = make_ledger(tmp_path / "a.duckdb", remote, "a")
+    b = make_ledger(tmp_path / "b.duckdb", remote, "b")
+    shared = NoteAdded(text="original")
+    a.append(shared)
+    sync.sync(a, remote)
+    b.append(NoteAdded(text="b's own, first"))
+    b.append(shared.model_copy(update={"text": "forged"}))
+    b.append(NoteAdded(text="b's own, last"))
+    with pytest.raises(EventIdReused, match=f"--hold-back {shared.event_id}") as refused:
+        sync.sync(b, remote)
+    assert refused.value.event_id == str(shared.event_id)
+    with pytest.raises(EventIdReused):  # refused again and again until the user chooses
+        sync.sync(b, remote)
+    with pytest.raises(NotFound):  # a typo would hide a good event: refused
+        sync.hold_back(b, remote, ["01900000-0000-7000-8000-0000000000ff"])
+
+    assert sync.hold_back(b, remote, [str(shared.event_id)]) == [str(shared.event_id)]
+    assert sync.counts(b, remote) == sync.SyncCounts(to_push=2, to_pull=0)
+    report = sync.sync(b, remote)
+    # The hub's version of the held id is read past, not applied: b keeps its own.
+    assert (report.pushed, report.stored, report.pulled, report.applied, report.held) == (
+        2,
+        2,
+        1,
+        0,
+        (str(shared.event_id),),
+    )
+    a.append(NoteAdded(text="a's second"))
+    assert sync.sync(a, remote).pulled == 2
+    assert sync.sync(b, remote).pulled == 1
+    texts = "SELECT payload->>'text' AS t FROM events WHERE type = 'note_added' ORDER BY t"
+    assert [r["t"] for r in a.query_arrow(texts).to_pylist()] == [
+        "a's second",
+        "b's own, first",
+        "b's own, last",
+        "original",
+    ]
+    assert [r["t"] for r in b.query_arrow(texts).to_pylist()] == [
+        "a's second",
+        "b's own, first",
+        "b's own, last",
+        "forged",
+    ]
+    with psycopg.connect(remote.url) as con:
+        assert con.execute(f"SELECT count(*) FROM {remote.schema}.events").fetchone()[0] == 4
+    assert sync.status(b, remote).held == 1 and sync.status(a, remote).held == 0
+
+
 def test_cli_refuses_a_reused_id_with_exit_8_and_masks_nothing_it_never_had(
     remote: Remote, tmp_path: Path, pg_server: Cluster
 ) -> None:
@@ -309,7 +361,13 @@ def test_cli_refuses_a_reused_id_with_exit_8_and_masks_nothing_it_never_had(
     assert (
         "01900000-0000-7000-8000-0000000000aa" in refused.stderr
         and "other content" in refused.stderr
+        and "--hold-back 01900000-0000-7000-8000-0000000000aa" in refused.stderr
     )
+    # The way out the message names: b keeps its version, the rest syncs (exit 0).
+    held = tl(b, "sync", "--hold-back", "01900000-0000-7000-8000-0000000000aa", "--json")
+    assert held.returncode == 0, held.stderr
+    assert json.loads(held.stdout)["held"] == ["01900000-0000-7000-8000-0000000000aa"]
+    assert tl(b, "sync").returncode == 0
     listed = tl(a, "remote", "list", "--format", "json")
     assert listed.returncode == 0 and remote.schema in listed.stdout
     for ledger in (a, b):

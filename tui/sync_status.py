@@ -8,9 +8,7 @@ hub with a short connect timeout, ``?`` when it cannot be reached).
 
 from __future__ import annotations
 
-from uuid import UUID
-
-from ledger import hub, remote, sync
+from ledger import remote, sync
 from ledger.errors import LedgerError
 from ledger.store import LedgerStore
 
@@ -38,12 +36,11 @@ def status_line(store: LedgerStore) -> str | None:
     when = state.last_sync_at.strftime("%H:%M:%S") if state.last_sync_at else "never synced"
     when = f"synced {when}" if state.last_sync_at else when
     try:
-        ledger_id = sync.read_identity(store) or UUID(int=0)
-        with hub.connect(item, connect_timeout_s=HUB_TIMEOUT_S) as pg:
-            to_pull = str(hub.count_pending_pull(pg, item, ledger_id, state.pulled_position))
+        to_pull = str(sync.count_to_pull(store, item, state, connect_timeout_s=HUB_TIMEOUT_S))
     except LedgerError:
         to_pull = "?"
-    return f"{item.name} · {when} · ↑{state.to_push} ↓{to_pull}"
+    held = f" · {state.held} held back" if state.held else ""
+    return f"{item.name} · {when} · ↑{state.to_push} ↓{to_pull}{held}"
 
 
 def run_sync(store: LedgerStore) -> str:
@@ -55,7 +52,8 @@ def run_sync(store: LedgerStore) -> str:
     remotes = remote.list_remotes(store)
     item = remote.get_remote(store, remotes[0].name if remotes else None)
     report = sync.sync(store, item)
+    held = f"; {len(report.held)} held back" if report.held else ""
     return (
         f"synced with {report.remote}: pushed {report.pushed}, pulled {report.pulled} "
-        f"(hub position {report.position})"
+        f"(hub position {report.position}){held}"
     )
