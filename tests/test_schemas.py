@@ -102,6 +102,15 @@ def test_envelope_defaults_and_normalisation() -> None:
             {"type": "benchmark_completed", "run_id": "r", "config_name": "c", "concurrency": 0},
             "concurrency",
         ),
+        (
+            {
+                "type": "benchmark_completed",
+                "run_id": "r",
+                "config_name": "c",
+                "metrics": {"output_throughput": -50},
+            },
+            "output_throughput",
+        ),
         ({"type": "candidate_triaged", "candidate_id": "c", "status": "kept"}, "status"),
         (
             {"type": "note_added", "text": "x", "host": {"compute_capability": "blackwell"}},
