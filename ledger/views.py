@@ -24,8 +24,9 @@ Views (columns are listed in the README):
 ``benchmark_summary``    one row per arm (configuration, workload, concurrency, rate): runs, and per
                          compared metric the value, change and verdict (the benchmarks pane)
 ``benchmark_deltas``     each configuration against the session's baseline, per concurrency and metric:
-                         the latest statistical comparison (``comparison_completed``) where one
-                         exists, else a simple rule (|change| within the noise floor)
+                         the latest statistical comparison (``comparison_completed``) while no
+                         run came after it, else the same Welch rule over all the arms' runs
+                         with the metric's noise floor as threshold
 ``decisions``            the decision log
 ``sync_conflicts``       candidates triaged (or decided, or given a flag verdict) concurrently on
                          two hosts, until a later triage that saw both (``ledger.sync``)
@@ -41,6 +42,7 @@ from typing import TYPE_CHECKING, Any
 import duckdb
 
 from schemas import EVENT_TYPES
+from schemas.student_t import Z_SUM_80, t975_sql
 from schemas.upcasting import sql_upcast_expression
 from schemas.vocab import NO_EFFECT_VERDICTS
 
@@ -96,6 +98,17 @@ def view_sql() -> dict[str, str]:
         f"('{name}', {direction}, {floor}::DOUBLE)" for name, direction, floor in DELTA_METRICS
     )
     metrics = [name for name, _, _ in DELTA_METRICS]
+    delta_metric_cols = ", ".join(metrics)
+    t975 = t975_sql("df")
+    z_sum = Z_SUM_80
+    same_arm = (
+        "t.session_id IS NOT DISTINCT FROM s.session_id AND t.config_name = s.config_name "
+        "AND t.metric = s.metric AND t.concurrency IS NOT DISTINCT FROM s.concurrency "
+        "AND t.request_rate IS NOT DISTINCT FROM s.request_rate "
+        "AND t.dataset IS NOT DISTINCT FROM s.dataset "
+        "AND t.input_len IS NOT DISTINCT FROM s.input_len "
+        "AND t.output_len IS NOT DISTINCT FROM s.output_len"
+    )
     arm_cols = ", ".join(ARM_KEY)
     base_arm_cols = ", ".join("baseline_config" if c == "config_name" else c for c in ARM_KEY)
     run_means = ", ".join(f"avg({m}) AS {m}_mean" for m in metrics)
@@ -207,7 +220,7 @@ frontier AS (
     )
 )
 SELECT candidate_id, count(*) AS heads,
-       string_agg(what || ' by ' || origin_name || ' (' || left(event_id::VARCHAR, 8) || ')', ' vs '
+       string_agg(what || ' by ' || origin_name || ' (' || event_id::VARCHAR || ')', ' vs '
                   ORDER BY position NULLS LAST, seq) AS conflict,
        list(event_id ORDER BY position NULLS LAST, seq) AS event_ids
 FROM frontier
@@ -376,28 +389,42 @@ FROM bench_runs b ANTI JOIN retractions r ON r.event_id = b.event_id""",
 WITH metric_rules(metric, direction, noise_floor) AS (
     VALUES {delta_rows}
 ),
-arms AS (
-    SELECT session_id, config_name, baseline_runs > 0 AS is_baseline, dataset, input_len, output_len,
-           concurrency, request_rate, metric, total / runs AS value, runs, last_seq
-    FROM bench_arms WHERE runs > 0
+-- Arms no comparison event covers are judged here by runners.compare's rule with the
+-- metric's noise floor as tau (no A-vs-A runs): the Welch CI of the log ratio, t from
+-- schemas.student_t (within 0.08% of scipy's).
+arm_values AS (
+    SELECT session_id, config_name, is_baseline, dataset, input_len, output_len, concurrency,
+           request_rate, seq, metric, value
+    FROM (UNPIVOT (SELECT session_id, config_name, is_baseline, dataset, input_len, output_len,
+                          concurrency, request_rate, seq, {delta_metric_cols}
+                   FROM benchmarks WHERE valid IS DISTINCT FROM false)
+          ON {delta_metric_cols} INTO NAME metric VALUE value)
 ),
-simple AS (
+arms AS (
+    SELECT session_id, config_name, bool_or(is_baseline) AS is_baseline, dataset, input_len,
+           output_len, concurrency, request_rate, metric, count(*) AS runs,
+           count(*) FILTER (WHERE value <= 0) AS unusable,
+           avg(ln(value)) FILTER (WHERE value > 0) AS log_mean,
+           var_samp(ln(value)) FILTER (WHERE value > 0) AS log_var,
+           avg(value) AS arithmetic_mean,
+           stddev_samp(value) / nullif(abs(avg(value)), 0) AS cv,
+           max(seq) AS last_seq
+    FROM arm_values GROUP BY ALL
+),
+pairs AS (
     SELECT c.session_id, c.config_name, base.config_name AS baseline_config, c.dataset, c.input_len,
            c.output_len, c.concurrency, c.request_rate, c.metric,
-           base.value AS baseline_value, c.value, base.runs AS baseline_runs, c.runs,
-           100 * (c.value / nullif(base.value, 0) - 1) AS change_pct,
-           NULL::DOUBLE AS ci_low_pct, NULL::DOUBLE AS ci_high_pct,
-           r.direction AS better_direction, 100 * r.noise_floor AS noise_threshold_pct,
-           CASE
-               WHEN base.value IS NULL OR c.value IS NULL THEN 'insufficient-data'
-               WHEN abs(c.value / nullif(base.value, 0) - 1) <= r.noise_floor THEN 'no-measurable-change'
-               WHEN least(base.runs, c.runs) < 3 THEN 'insufficient-data'
-               WHEN r.direction * (c.value / base.value - 1) > 0 THEN 'improved'
-               ELSE 'regressed'
-           END AS verdict,
-           NULL::BIGINT AS runs_needed,
-           'simple: |change| <= noise floor, else 3+ runs per arm' AS verdict_rule,
-           c.last_seq AS seq, NULL::DOUBLE AS baseline_cv_pct, NULL::DOUBLE AS cv_pct
+           -- central values as runners.compare: the geometric mean when every value is positive
+           -- (one run: its value as stored, without exp(ln x)'s rounding)
+           CASE WHEN base.unusable = 0 AND base.runs > 1 THEN exp(base.log_mean)
+                ELSE base.arithmetic_mean END AS baseline_value,
+           CASE WHEN c.unusable = 0 AND c.runs > 1 THEN exp(c.log_mean) ELSE c.arithmetic_mean END AS value,
+           base.runs AS baseline_runs, c.runs,
+           CASE WHEN base.unusable + c.unusable = 0 THEN c.log_mean - base.log_mean END AS d,
+           base.log_var / base.runs AS va, c.log_var / c.runs AS vb,
+           sqrt((base.log_var + c.log_var) / 2) AS pooled_log_sd,
+           r.direction, r.noise_floor AS tau,
+           greatest(c.last_seq, base.last_seq) AS seq, base.cv AS baseline_cv, c.cv
     FROM arms c
     JOIN arms base
       ON base.is_baseline AND NOT c.is_baseline
@@ -409,6 +436,44 @@ simple AS (
      AND base.input_len IS NOT DISTINCT FROM c.input_len
      AND base.output_len IS NOT DISTINCT FROM c.output_len
     JOIN metric_rules r ON r.metric = c.metric
+),
+welch AS (
+    SELECT *, sqrt(va + vb) AS se,
+           CASE WHEN va + vb > 0
+                THEN (va + vb) ^ 2 / (va ^ 2 / (baseline_runs - 1) + vb ^ 2 / (runs - 1)) END AS df,
+           least(baseline_runs, runs) >= 2 AND d IS NOT NULL AS judged
+    FROM pairs
+),
+bounds AS (
+    SELECT *, {t975} AS t,
+           exp(direction * d - ({t975}) * se) - 1 AS better_low,
+           exp(direction * d + ({t975}) * se) - 1 AS better_high
+    FROM welch
+),
+simple AS (
+    SELECT session_id, config_name, baseline_config, dataset, input_len, output_len, concurrency,
+           request_rate, metric, baseline_value, value, baseline_runs, runs,
+           100 * (exp(d) - 1) AS change_pct,
+           CASE WHEN judged THEN 100 * (exp(d - t * se) - 1) END AS ci_low_pct,
+           CASE WHEN judged THEN 100 * (exp(d + t * se) - 1) END AS ci_high_pct,
+           direction AS better_direction, 100 * tau AS noise_threshold_pct,
+           CASE
+               WHEN NOT judged THEN 'insufficient-data'
+               WHEN better_low > tau THEN 'improved'
+               WHEN better_high < -tau THEN 'regressed'
+               WHEN better_low >= -tau AND better_high <= tau THEN 'no-measurable-change'
+               ELSE 'inconclusive'
+           END AS verdict,
+           CASE WHEN judged AND NOT (better_low > tau OR better_high < -tau
+                                     OR (better_low >= -tau AND better_high <= tau))
+                THEN CASE WHEN greatest(3, ceil({z_sum} ^ 2 * 2 * (pooled_log_sd / tau) ^ 2))
+                               <= least(baseline_runs, runs)
+                          THEN least(baseline_runs, runs) + 2
+                          ELSE greatest(3, ceil({z_sum} ^ 2 * 2 * (pooled_log_sd / tau) ^ 2)) END
+           END::BIGINT AS runs_needed,
+           'statistical, here: Welch CI of the log ratio vs the noise floor (no current comparison event)' AS verdict_rule,
+           seq, 100 * baseline_cv AS baseline_cv_pct, 100 * cv AS cv_pct
+    FROM bounds
 ),
 stat AS (
     SELECT session_id, (payload->>'config_name') AS config_name,
@@ -434,17 +499,20 @@ stat AS (
                      payload->>'concurrency', payload->>'request_rate', payload->>'dataset',
                      payload->>'input_len', payload->>'output_len'
         ORDER BY seq DESC) = 1
+),
+-- A comparison event stands while no run of its arms came after it; a later run (an import,
+-- one more `run bench`) makes it stale, and the arms are judged here over all their runs, so
+-- a row's runs and value always describe the same runs.
+current_stat AS (
+    SELECT t.* FROM stat t
+    WHERE NOT EXISTS (
+        SELECT 1 FROM simple s
+        WHERE s.seq > t.seq AND {same_arm})
 )
-SELECT * FROM stat
+SELECT * FROM current_stat
 UNION ALL
 SELECT s.* FROM simple s
-WHERE NOT EXISTS (
-    SELECT 1 FROM stat t
-    WHERE t.session_id IS NOT DISTINCT FROM s.session_id AND t.config_name = s.config_name
-      AND t.metric = s.metric AND t.concurrency IS NOT DISTINCT FROM s.concurrency
-      AND t.request_rate IS NOT DISTINCT FROM s.request_rate AND t.dataset IS NOT DISTINCT FROM s.dataset
-      AND t.input_len IS NOT DISTINCT FROM s.input_len AND t.output_len IS NOT DISTINCT FROM s.output_len
-)""",
+WHERE NOT EXISTS (SELECT 1 FROM current_stat t WHERE {same_arm})""",
         # The benchmarks pane: one row per arm (ARM_KEY: session, configuration, workload,
         # concurrency, request rate), per compared metric the value a change is computed from
         # (benchmark_deltas' value; for a baseline arm the baseline value its latest comparison

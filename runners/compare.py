@@ -36,6 +36,7 @@ import numpy as np
 from scipy import stats
 
 from schemas.metrics import COMPARED_METRICS
+from schemas.student_t import Z_SUM_80
 from schemas.vocab import FLAG_VERDICT_OF_COMPARISON, ComparisonVerdict
 
 #: metric -> (direction, noise floor), from the metric table so views and runner agree.
@@ -47,8 +48,8 @@ CONFIDENCE = 0.95
 #: Above this noise threshold tau (a fraction) a comparison does not claim "no measurable
 #: change": the verdict is "too-noisy" (a 225% tau would call anything under 3x no change).
 MAX_NOISE_THRESHOLD = 0.25
-#: z_{0.975} + z_{0.80}: two-sided 5% test with 80% power.
-_Z_SUM = 1.96 + 0.84
+#: z_{0.975} + z_{0.80}: two-sided 5% test with 80% power (shared with benchmark_deltas' SQL).
+_Z_SUM = Z_SUM_80
 
 
 @dataclass(frozen=True)

@@ -196,3 +196,22 @@ def test_ten_percent_shift_with_lognormal_noise_over_many_seeds() -> None:
         b = list(1100 * draws[1::2])
         c = compare("output_throughput", a, b, aa_cv=coefficient_of_variation(a))
         assert c.verdict == "improved", (seed, c)
+
+
+def test_the_views_t_quantile_is_scipys() -> None:
+    """benchmark_deltas' SQL t (schemas.student_t) against scipy, which runners.compare uses."""
+    import duckdb
+
+    from schemas.student_t import GRID, T_975, t975, t975_sql
+
+    assert T_975 == tuple(round(float(stats.t.ppf(0.975, GRID / k)), 6) for k in range(1, GRID + 1))
+    con = duckdb.connect()
+    for df in [1.0, 1.05, 1.5, 2.0, 2.7, 3.3, 5.5, 9.9, 15.99, 16.0, 23.4, 80.0, 1e5]:
+        exact = float(stats.t.ppf(0.975, df))
+        assert t975(df) == pytest.approx(exact, rel=8e-4), df
+        assert con.execute(f"SELECT {t975_sql(str(df))}").fetchall()[0][0] == pytest.approx(
+            t975(df), rel=1e-12
+        )
+    assert con.execute(f"SELECT {t975_sql('NULL::DOUBLE')}").fetchall()[0][0] == pytest.approx(
+        float(stats.norm.ppf(0.975))
+    )

@@ -153,17 +153,27 @@ def test_retracting_a_run_removes_it_from_the_arm(tmp_path: Path) -> None:
             "SELECT baseline_value, baseline_runs FROM benchmark_deltas WHERE metric = 'output_throughput'"
         ).to_pylist()[0]
 
-    assert baseline() == {"baseline_value": pytest.approx(234.0), "baseline_runs": 3}
+    # The arm's central value is its geometric mean, as every comparison's (runners.compare).
+    assert baseline() == {
+        "baseline_value": pytest.approx((100.0 * 102.0 * 500.0) ** (1 / 3)),
+        "baseline_runs": 3,
+    }
     store.append(
         EventRetracted(
             retracted_event_id=runs[2].event_id, reason="outlier: GPU was shared", session_id="s"
         )
     )
-    assert baseline() == {"baseline_value": pytest.approx(101.0), "baseline_runs": 2}
+    assert baseline() == {
+        "baseline_value": pytest.approx((100.0 * 102.0) ** 0.5),
+        "baseline_runs": 2,
+    }
     # retracting twice changes nothing more
     store.append(
         EventRetracted(retracted_event_id=runs[2].event_id, reason="again", session_id="s")
     )
-    assert baseline() == {"baseline_value": pytest.approx(101.0), "baseline_runs": 2}
+    assert baseline() == {
+        "baseline_value": pytest.approx((100.0 * 102.0) ** 0.5),
+        "baseline_runs": 2,
+    }
     assert store.query_arrow("SELECT count(*) AS n FROM benchmarks").to_pylist() == [{"n": 3}]
     assert store.query_arrow("SELECT count(*) AS n FROM events").to_pylist() == [{"n": 6}]

@@ -114,7 +114,7 @@ def test_benchmarks_pane_keeps_two_workloads_apart(tmp_path: Path) -> None:
         r["input_len"]: (
             round(r["output_throughput_change_pct"], 6),
             r["output_throughput_verdict"],
-            r["output_throughput"],
+            round(r["output_throughput"], 6),  # a geometric mean: exp(mean(ln x))
         )
         for r in pane
     } == {64: (10.0, "improved", 110.0), 1024: (-20.0, "regressed", 80.0)}
@@ -484,3 +484,97 @@ def test_cli_events_and_the_tui_timeline_share_one_filter(tmp_path: Path) -> Non
     assert timeline and len(listed) == len(timeline) + retracted
     seqs = {int(line.split(",", 1)[0]) for line in listed}
     assert {r["seq"] for r in timeline} <= seqs
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_runs_no_comparison_covers_get_the_runners_verdict(tmp_path: Path, seed: int) -> None:
+    """benchmark_deltas judges imported or appended runs by runners.compare's rule (floor as tau):
+    noisy runs are not "improved" because their means differ, and the CI and spreads are filled."""
+    from runners.compare import compare
+
+    rng = random.Random(seed)
+    n_base, n_cand = rng.choice([(2, 3), (3, 3), (4, 5), (5, 5)])
+    cv = rng.choice([0.005, 0.03, 0.12])
+    shift = rng.choice([0.0, 0.05, 0.2])
+    base = [100.0 * rng.lognormvariate(0, cv) for _ in range(n_base)]
+    cand = [100.0 * (1 + shift) * rng.lognormvariate(0, cv) for _ in range(n_cand)]
+    store = _ledger(
+        tmp_path / f"noisy-{seed}.duckdb",
+        [_bench("s", "baseline", v) for v in base] + [_bench("s", "tuned", v) for v in cand],
+    )
+    (row,) = store.query_arrow(
+        "SELECT * FROM benchmark_deltas WHERE metric = 'output_throughput'"
+    ).to_pylist()
+    expected = compare("output_throughput", base, cand)
+    assert row["verdict"] == expected.verdict, (base, cand)
+    assert (row["baseline_runs"], row["runs"]) == (n_base, n_cand)
+    assert row["value"] == pytest.approx(expected.mean)
+    assert row["change_pct"] == pytest.approx(100 * expected.change)
+    assert row["ci_low_pct"] == pytest.approx(100 * expected.ci_low, rel=0.05, abs=0.05)
+    assert row["ci_high_pct"] == pytest.approx(100 * expected.ci_high, rel=0.05, abs=0.05)
+    assert row["cv_pct"] == pytest.approx(100 * expected.cv)
+    assert row["baseline_cv_pct"] == pytest.approx(100 * expected.baseline_cv)
+    assert row["runs_needed"] == expected.runs_needed
+
+
+def test_noisy_runs_with_a_large_mean_change_are_inconclusive_not_improved(tmp_path: Path) -> None:
+    """The case a fixed rule got wrong: +20% between means of runs that spread over +-40%."""
+    store = _ledger(
+        tmp_path / "noisy.duckdb",
+        [_bench("s", "baseline", v) for v in (60.0, 100.0, 140.0)]
+        + [_bench("s", "tuned", v) for v in (80.0, 120.0, 160.0)],
+    )
+    (row,) = store.query_arrow(
+        "SELECT verdict, runs_needed, ci_low_pct, ci_high_pct FROM benchmark_deltas "
+        "WHERE metric = 'output_throughput'"
+    ).to_pylist()
+    assert row["verdict"] == "inconclusive" and row["runs_needed"] > 3
+    assert row["ci_low_pct"] < 0 < row["ci_high_pct"]
+
+
+def test_a_run_after_the_comparison_makes_the_view_judge_all_runs(tmp_path: Path) -> None:
+    """A comparison event stands for its runs only: one more run later, and runs and value
+    describe the same runs (the arm's four, not the comparison's three)."""
+    from runners.compare import compare
+
+    base, cand = [100.0, 101.0, 99.0], [110.0, 111.0, 109.0]
+    outcome = compare("output_throughput", base, cand)
+    comparison = ComparisonCompleted(
+        session_id="s",
+        config_name="tuned",
+        baseline_config="baseline",
+        metric="output_throughput",
+        concurrency=1,
+        dataset="random",
+        input_len=64,
+        output_len=32,
+        baseline_runs=3,
+        runs=3,
+        baseline_mean=outcome.baseline_mean,
+        mean=outcome.mean,
+        change=outcome.change,
+        ci_low=outcome.ci_low,
+        ci_high=outcome.ci_high,
+        better_direction=1,
+        noise_threshold=0.02,
+        verdict=outcome.verdict,
+    )
+    events = [_bench("s", "baseline", v) for v in base] + [_bench("s", "tuned", v) for v in cand]
+    store = _ledger(tmp_path / "late.duckdb", [*events, comparison])
+
+    def row() -> dict[str, Any]:
+        (got,) = store.query_arrow(
+            "SELECT runs, value, verdict, verdict_rule FROM benchmark_deltas "
+            "WHERE metric = 'output_throughput'"
+        ).to_pylist()
+        return got
+
+    assert row()["runs"] == 3 and row()["verdict_rule"].startswith("statistical:")
+    store.append(_bench("s", "tuned", 140.0))
+    late = row()
+    summary = store.query_arrow(
+        "SELECT runs, output_throughput FROM benchmark_summary WHERE config_name = 'tuned'"
+    ).to_pylist()
+    assert late["runs"] == 4 and late["verdict_rule"].startswith("statistical, here")
+    assert late["value"] == pytest.approx((110.0 * 111.0 * 109.0 * 140.0) ** 0.25)
+    assert summary == [{"runs": 4, "output_throughput": pytest.approx(late["value"])}]

@@ -424,8 +424,9 @@ def test_18870_cold_first_run_is_set_aside_and_the_comparison_is_no_change(tmp_p
         2,
         3,
     )
+    # Geometric means, as every comparison (runners.compare): the log-ratio change.
     assert row["change_pct"] == pytest.approx(
-        100 * ((1445.0 + 1450.3 + 1441.6) / 3 / ((1440.2 + 1438.1) / 2) - 1)
+        100 * ((1445.0 * 1450.3 * 1441.6) ** (1 / 3) / (1440.2 * 1438.1) ** (1 / 2) - 1)
     )
     assert 0.4 < row["change_pct"] < 0.5  # the README's +0.4% steady state, not +11.8% "improved"
 

@@ -314,7 +314,7 @@ async def test_board_rows_carry_the_benchmark_delta(demo: LedgerStore) -> None:
         assert (row["delta_config"], row["delta_concurrency"], row["delta_verdict"]) == (
             "moe-config-b200",
             64,
-            "no-measurable-change",
+            "insufficient-data",  # one run per arm
         )
         assert row["delta_pct"] == pytest.approx(100 * (1566.0 / 1582.5 - 1))
         flag_row = next(
@@ -448,7 +448,7 @@ async def test_benchmarks_table_and_plot_metric(demo: LedgerStore) -> None:
         ]
         cell = app.query_one("#bench-table").get_row_at(3)[4]  # after the workload column
         assert "1,566.0 -1.0%" in str(cell)
-        assert cell.spans[-1].style == "dim"  # no-measurable-change is dim
+        assert cell.spans[-1].style == "yellow"  # insufficient-data (one run per arm) is yellow
         await pilot.press("m")
         assert pane.metric_index == 1
 
