@@ -184,9 +184,7 @@ def _pulled_position(con: duckdb.DuckDBPyConnection, remote: Remote) -> int:
 
 def _held_in(con: duckdb.DuckDBPyConnection, remote: Remote) -> list[str]:
     """The ids held back from ``remote``, sorted (none before the first sync table exists)."""
-    if not con.execute(
-        "SELECT 1 FROM duckdb_tables() WHERE table_name = 'sync_held'"
-    ).fetchall():
+    if not con.execute("SELECT 1 FROM duckdb_tables() WHERE table_name = 'sync_held'").fetchall():
         return []
     return [
         row[0]
@@ -530,9 +528,7 @@ def _sync(
         if pending is not None:
             pending.record(con, remote)
         _save_state(con, remote, hub_head, hub_head, now, pushed=table.num_rows, pulled=pulled)
-    return SyncReport(
-        remote.name, table.num_rows, stored, pulled, applied, hub_head, tuple(held)
-    )
+    return SyncReport(remote.name, table.num_rows, stored, pulled, applied, hub_head, tuple(held))
 
 
 def _apply_pulled(
@@ -557,4 +553,3 @@ def _apply_pulled(
             f"nothing of this pull was applied. {hub.hold_back_advice(remote, error.event_id)}",
             event_id=error.event_id,
         ) from None
-

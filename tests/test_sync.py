@@ -430,6 +430,11 @@ def test_offline_triages_of_one_candidate_conflict_until_a_later_triage(
             "accepted by h200-node" in row["conflict"]
             and "rejected by b200-node" in row["conflict"]
         )
+        # Each triage named by its whole id: UUIDv7's first 8 hex digits are its timestamp, the
+        # same for two triages made within a minute; the whole id is what `show` takes.
+        (named,) = store.query_arrow("SELECT conflict, event_ids FROM sync_conflicts").to_pylist()
+        assert len(named["event_ids"]) == 2
+        assert all(f"({event_id})" in named["conflict"] for event_id in named["event_ids"])
     assert (
         a.query_arrow("SELECT count(*) AS n FROM events WHERE type = 'candidate_triaged'")["n"][
             0
