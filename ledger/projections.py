@@ -20,9 +20,6 @@ Tables:
 ``control_events``    every event but the high-volume measurements
                       (``benchmark_completed``, ``kernel_config_measured``), payload upcast
 ``bench_runs``        one typed row per ``benchmark_completed`` (metrics as columns)
-``bench_arms``        per session, configuration, workload, concurrency and metric:
-                      number of valid runs, their sum, how many were baseline runs
-                      (retracting a run subtracts it)
 ``event_summaries``   one row per event with its one-line ``summary`` (the timeline)
 ``stream_heads``      stream -> its highest ``stream_version`` (the store reads a stream's
                       head here plus the not-yet-projected tail, instead of scanning the log)
@@ -78,12 +75,6 @@ CREATE TABLE IF NOT EXISTS bench_runs (
     {_BENCH_METRIC_DDL},
     candidate_id VARCHAR
 );
-CREATE TABLE IF NOT EXISTS bench_arms (
-    arm_key VARCHAR PRIMARY KEY, session_id VARCHAR, config_name VARCHAR, dataset VARCHAR,
-    input_len BIGINT, output_len BIGINT, concurrency BIGINT, request_rate DOUBLE,
-    metric VARCHAR NOT NULL, runs BIGINT NOT NULL, baseline_runs BIGINT NOT NULL,
-    total DOUBLE NOT NULL, last_seq BIGINT
-);
 CREATE TABLE IF NOT EXISTS event_summaries (
     seq BIGINT NOT NULL, event_id UUID NOT NULL, type VARCHAR NOT NULL, stream VARCHAR,
     recorded_at TIMESTAMPTZ, session_id VARCHAR, actor_kind VARCHAR, actor_name VARCHAR,
@@ -93,11 +84,15 @@ CREATE TABLE IF NOT EXISTS event_summaries (
 CREATE TABLE IF NOT EXISTS stream_heads (stream VARCHAR PRIMARY KEY, version BIGINT NOT NULL);
 """
 
+#: Projections older code kept and this code no longer reads, dropped by the next rebuild
+#: (a views change rebuilds): ``bench_arms`` (running sums per arm; ``benchmark_deltas`` now
+#: needs each run's value for its spread and reads ``bench_runs``).
+RETIRED_TABLES = ("bench_arms",)
+
 PROJECTION_TABLES = (
     "retractions",
     "control_events",
     "bench_runs",
-    "bench_arms",
     "event_summaries",
     "stream_heads",
 )
@@ -151,8 +146,8 @@ def _summary_case() -> str:
 
 
 #: What makes two benchmark runs one arm of a comparison: the same session, configuration,
-#: workload (dataset, input/output length), concurrency and request rate (``bench_arms`` adds
-#: the metric; ``benchmark_summary`` groups by these columns).
+#: workload (dataset, input/output length), concurrency and request rate (``benchmark_deltas`` and
+#: ``benchmark_summary`` group by these columns, the deltas per metric too).
 ARM_KEY: tuple[str, ...] = (
     "session_id",
     "config_name",
@@ -164,36 +159,11 @@ ARM_KEY: tuple[str, ...] = (
 )
 
 
-def _arm_key(prefix: str = "") -> str:
-    cols = (*ARM_KEY, "metric")
-    return "concat_ws('|', " + ", ".join(f"coalesce({prefix}{c}::VARCHAR, '~')" for c in cols) + ")"
-
-
-def _arm_upsert(source: str, sign: str) -> str:
-    """Add (sign '+') or subtract (sign '-') the runs of ``source`` (rows of bench_runs) from bench_arms."""
-    metrics = ", ".join(name for name, _, _ in DELTA_METRICS)
-    return f"""
-INSERT INTO bench_arms
-SELECT {_arm_key()} AS arm_key, session_id, config_name, dataset, input_len, output_len, concurrency,
-       request_rate, metric, {sign}count(*) AS runs,
-       {sign}count(*) FILTER (WHERE is_baseline) AS baseline_runs,
-       {sign}sum(value) AS total, max(seq) AS last_seq
-FROM (UNPIVOT (SELECT * FROM {source} WHERE valid IS DISTINCT FROM false)
-      ON {metrics} INTO NAME metric VALUE value)
-GROUP BY ALL
-ON CONFLICT (arm_key) DO UPDATE SET
-    runs = runs + EXCLUDED.runs,
-    baseline_runs = baseline_runs + EXCLUDED.baseline_runs,
-    total = total + EXCLUDED.total,
-    last_seq = greatest(last_seq, EXCLUDED.last_seq)"""
-
-
 @functools.cache
 def apply_sql(upcast_payloads: bool = True) -> tuple[str, ...]:
     """The statements that project the events with ``seq > $after`` (one parameter each).
 
-    In order: retractions, control_events, bench_runs, arms (+ new runs), arms (- newly
-    retracted runs), event_summaries, stream_heads; ``STATEMENT_TYPES`` says which event types each needs.
+    In order: retractions, control_events, bench_runs, event_summaries, stream_heads; ``STATEMENT_TYPES`` says which event types each needs.
     ``upcast_payloads`` False: the statements for a batch holding only current schema versions
     (every append of this code): they skip the upcasters, whose SQL costs CPU to bind on every
     statement (~2 ms each at 4 upcasters, more than the rest of a small append's projection).
@@ -221,18 +191,6 @@ def apply_sql(upcast_payloads: bool = True) -> tuple[str, ...]:
             FROM (SELECT e.seq, e.event_id, e.session_id, e.recorded_at, (e.host->>'compute_capability') AS arch,
                          e.source, from_json(e.payload, '{bench}') AS b
                   FROM events e WHERE e.seq > $after AND e.type = 'benchmark_completed')""",
-        # New runs that are not already retracted count in their arm ...
-        _arm_upsert(
-            "(SELECT r.* FROM bench_runs r WHERE r.seq > $after "
-            "AND NOT EXISTS (SELECT 1 FROM retractions x WHERE x.event_id = r.event_id))",
-            "+",
-        ),
-        # ... and older runs retracted by this append stop counting.
-        _arm_upsert(
-            "(SELECT r.* FROM bench_runs r JOIN retractions x ON x.event_id = r.event_id "
-            "WHERE x.retracted_by_seq > $after AND r.seq <= $after)",
-            "-",
-        ),
         f"""INSERT INTO event_summaries
             SELECT e.seq, e.event_id, e.type, e.stream, e.recorded_at, e.session_id, e.actor_kind,
                    e.actor_name, h.compute_capability, {_summary_case()}, e.causation_id,
@@ -253,13 +211,11 @@ def create(con: duckdb.DuckDBPyConnection) -> None:
 
 
 #: For each statement of ``apply_sql``: the event types that give it work (None: any type).
-#: An append skips the statements its batch has nothing for: a single note runs 2 of 6.
+#: An append skips the statements its batch has nothing for: a single note runs 3 of 5.
 STATEMENT_TYPES: tuple[frozenset[str] | None, ...] = (
     frozenset({"event_retracted"}),
     None,  # control_events: any type but the measurements (checked below)
     frozenset({"benchmark_completed"}),
-    frozenset({"benchmark_completed"}),
-    frozenset({"event_retracted"}),
     None,
     None,
 )
@@ -301,7 +257,7 @@ def _stale_versions() -> str:
 
 def rebuild(con: duckdb.DuckDBPyConnection) -> None:
     """Drop, recreate and refill every projection from the whole log (a full replay)."""
-    for table in PROJECTION_TABLES:
+    for table in (*PROJECTION_TABLES, *RETIRED_TABLES):
         con.execute(f"DROP TABLE IF EXISTS {table}")
     create(con)
     apply(con, 0)

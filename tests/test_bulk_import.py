@@ -35,9 +35,7 @@ def table_rows(store: LedgerStore, sql: str) -> list[dict]:
 def snapshot(store: LedgerStore) -> dict[str, list[dict]]:
     out = {"events": table_rows(store, "SELECT * FROM events ORDER BY seq")}
     for table in projections.PROJECTION_TABLES:
-        order = {"retractions": "event_id", "stream_heads": "stream", "bench_arms": "arm_key"}.get(
-            table, "seq"
-        )
+        order = {"retractions": "event_id", "stream_heads": "stream"}.get(table, "seq")
         out[table] = table_rows(store, f"SELECT * FROM {table} ORDER BY {order}")
     for view in ("board", "benchmark_deltas", "flag_verdicts", "decisions"):
         out[view] = table_rows(store, f"SELECT * FROM {view} ORDER BY ALL")
