@@ -405,7 +405,7 @@ def _render_flag_verdicts(report: SessionReport, short: ShortIds) -> list[str]:
         ["Flag", "Engine", "Engine version", "Arch", "Verdict", "Basis", "History", "Summary"],
         [
             [
-                _code(r["flag"]),
+                _code(r["setting"]),
                 r["engine"] or "—",
                 r["engine_version"] or "—",
                 r["arch"] or "—",

@@ -44,6 +44,8 @@ def known_no_effect_findings(
         flag = row["flag"]
         if flag not in flags:
             continue
+        if row.get("value") is not None and str(flags[flag]) != row["value"]:
+            continue  # a verdict on another value of the flag (another attention backend)
         version = (
             f"{row['engine']} {row['engine_version']}"
             if row.get("engine_version")

@@ -256,11 +256,13 @@ def benchmark_summary(con: duckdb.DuckDBPyConnection, session_id: str | None = N
 
 
 def flag_verdicts(con: duckdb.DuckDBPyConnection) -> list[Row]:
-    """``flag_verdicts`` rows, by flag, arch and engine version."""
+    """``flag_verdicts`` rows, by flag, value, arch and engine version (``setting``: the flag,
+    with ``=value`` for a verdict on one of its values: what screens show)."""
     return rows(
         con,
-        "SELECT flag, engine, engine_version, arch, verdict, basis, no_effect, summary, findings, seq "
-        "FROM flag_verdicts ORDER BY flag, arch, engine_version, engine, seq",
+        "SELECT flag, value, setting, engine, engine_version, arch, verdict, basis, no_effect, "
+        "summary, findings, seq "
+        "FROM flag_verdicts ORDER BY flag, value NULLS FIRST, arch, engine_version, engine, seq",
     )
 
 

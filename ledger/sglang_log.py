@@ -1440,6 +1440,7 @@ def _crash_culprits(facts: ServerLogFacts, host: Host | None, src: str) -> list[
             FindingRecorded(
                 kind="crash",
                 flag=flag,
+                value=None if value is True else str(value),
                 verdict="incompatible",
                 message=f"{shown} crashed the server{where}: it was active and its kernel failed ({crash.message})",
                 evidence=_arg_evidence(facts, src, name) + _evidence(src, crash.line),
@@ -1451,6 +1452,7 @@ def _crash_culprits(facts: ServerLogFacts, host: Host | None, src: str) -> list[
             FindingRecorded(
                 kind="crash",
                 flag="attention-backend",
+                value=backend,
                 verdict="incompatible",
                 message=f"attention backend {backend} crashed the server{where} ({crash.message})",
                 evidence=_evidence(src, facts.evidence.get("attention_backend"))

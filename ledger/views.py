@@ -18,7 +18,8 @@ Views (columns are listed in the README):
                          engine version (the proposal's, else that of its flag's latest verdict)
 ``board_deltas``         per candidate, the output_throughput change of its latest related configuration
 ``flag_verdict_history`` every verdict ever given on a flag, with its basis
-``flag_verdicts``        the latest verdict per flag, engine, engine_version and arch
+``flag_verdicts``        the latest verdict per flag (and value, for a verdict on one value),
+                         engine, engine_version and arch
 ``server_runs``          one row per server run: flag set, startup facts, change against the previous run
 ``benchmarks``           one row per benchmark run (one concurrency), metrics flattened
 ``benchmark_summary``    one row per arm (configuration, workload, concurrency, rate): runs, and per
@@ -152,7 +153,7 @@ FROM control_events c LEFT JOIN sync_events so ON so.event_id = c.event_id
 ANTI JOIN retractions r ON r.event_id = c.event_id""",
         "flag_verdict_history": f"""
 WITH v AS (
-    SELECT (payload->>'flag') AS flag,
+    SELECT (payload->>'flag') AS flag, NULL::VARCHAR AS value,
            coalesce(payload->>'engine', host_engine) AS engine,
            coalesce(payload->>'engine_version', host_engine_version) AS engine_version,
            arch, (payload->>'verdict') AS verdict, 'researched' AS basis,
@@ -160,25 +161,26 @@ WITH v AS (
            seq, event_id, session_id, recorded_at, sync_order
     FROM live_control WHERE type = 'flag_researched'
     UNION ALL
-    SELECT (payload->>'flag'), coalesce(payload->>'engine', host_engine),
+    SELECT (payload->>'flag'), (payload->>'value'), coalesce(payload->>'engine', host_engine),
            coalesce(payload->>'engine_version', host_engine_version),
            arch, (payload->>'verdict'), (payload->>'basis'), (payload->>'message'),
            seq, event_id, session_id, recorded_at, sync_order
     FROM live_control
     WHERE type = 'finding_recorded' AND (payload->>'flag') IS NOT NULL AND (payload->>'verdict') IS NOT NULL
 )
-SELECT flag, engine, engine_version, arch, verdict, basis,
+SELECT flag, value, engine, engine_version, arch, verdict, basis,
        verdict IN ({no_effect}) AS no_effect, summary,
        event_id AS evidence_event_id, seq, session_id, recorded_at, sync_order
 FROM v""",
         "flag_verdicts": """
-SELECT flag, engine, engine_version, arch, verdict, basis, no_effect, summary,
+SELECT flag, value, flag || coalesce('=' || value, '') AS setting,
+       engine, engine_version, arch, verdict, basis, no_effect, summary,
        evidence_event_id, seq, session_id, recorded_at,
        count(*) OVER w AS findings, sync_order,
        list(verdict || ' (' || basis || ')' ORDER BY sync_order) OVER w AS history
 FROM flag_verdict_history
-WINDOW w AS (PARTITION BY flag, engine, engine_version, arch)
-QUALIFY row_number() OVER (PARTITION BY flag, engine, engine_version, arch ORDER BY sync_order DESC) = 1""",
+WINDOW w AS (PARTITION BY flag, value, engine, engine_version, arch)
+QUALIFY row_number() OVER (PARTITION BY flag, value, engine, engine_version, arch ORDER BY sync_order DESC) = 1""",
         "sync_conflicts": """
 WITH me AS (
     SELECT coalesce(max(value) FILTER (WHERE key = 'ledger_id'), '') AS id,
@@ -453,7 +455,8 @@ bounds AS (
 simple AS (
     SELECT session_id, config_name, baseline_config, dataset, input_len, output_len, concurrency,
            request_rate, metric, baseline_value, value, baseline_runs, runs,
-           100 * (exp(d) - 1) AS change_pct,
+           -- e^d - 1, computed from the central values (exact for one run each)
+           CASE WHEN d IS NOT NULL THEN 100 * (value / nullif(baseline_value, 0) - 1) END AS change_pct,
            CASE WHEN judged THEN 100 * (exp(d - t * se) - 1) END AS ci_low_pct,
            CASE WHEN judged THEN 100 * (exp(d + t * se) - 1) END AS ci_high_pct,
            direction AS better_direction, 100 * tau AS noise_threshold_pct,
@@ -686,7 +689,7 @@ VIEWS_VERSION = views_version()
 #: flags (CLI spelling), engine, arch, engine version (NULL: any version), the run's own
 #: ``server_started`` event id (verdicts recorded after it, or its own findings, do not count).
 KNOWN_NO_EFFECT_SQL = """
-SELECT flag, verdict, basis, engine, engine_version, arch, summary,
+SELECT flag, value, verdict, basis, engine, engine_version, arch, summary,
        CAST(evidence_event_id AS VARCHAR) AS evidence_event_id, seq
 FROM flag_verdicts
 WHERE no_effect AND list_contains(?::VARCHAR[], flag)
@@ -707,7 +710,7 @@ def known_no_effect(
 ) -> list[dict[str, Any]]:
     """The ledger's no-effect verdicts for ``flags`` on ``engine`` / ``arch`` and ``engine_version``
     (a verdict or a run without a version matches any version): one dict per flag with the ``flag_verdicts`` columns
-    ``flag, verdict, basis, engine, engine_version, arch, summary, evidence_event_id, seq``.
+    ``flag, value, verdict, basis, engine, engine_version, arch, summary, evidence_event_id, seq``.
 
     ``before_event_id``: when that event (the run's ``server_started``) is already stored, only
     verdicts recorded before it count, so that re-importing a run adds nothing.

@@ -255,6 +255,9 @@ class FindingRecorded(Event):
 
     For a flag, ``verdict`` and ``basis`` feed the ``flag_verdicts`` view
     (``basis`` ``log``: the log shows it; ``measured``: a benchmark comparison).
+    ``value``: for a flag that takes one (``attention-backend``), the value the finding is
+    about, as text; a verdict on ``trtllm_mla`` says nothing of ``flashinfer``, so the views
+    keep one verdict per flag and value (None: the flag as a whole).
     """
 
     type: Literal["finding_recorded"] = "finding_recorded"
@@ -265,6 +268,7 @@ class FindingRecorded(Event):
     basis: VerdictBasis = "log"
     message: str
     flag: str | None = None
+    value: str | None = None
     verdict: Verdict | None = None
     server_run_id: str | None = None
     engine: str | None = None

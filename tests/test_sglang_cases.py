@@ -685,9 +685,38 @@ def test_imported_logs_take_the_host_given_or_the_sessions(tmp_path: Path) -> No
     )
     assert cli(ledger, "import", "--session", "s1", str(log)).returncode == 0
     rows = (
-        LedgerStore(ledger).query_arrow("SELECT flag, verdict, arch FROM flag_verdicts").to_pylist()
+        LedgerStore(ledger)
+        .query_arrow("SELECT flag, value, verdict, arch FROM flag_verdicts")
+        .to_pylist()
     )
-    assert rows == [{"flag": "attention-backend", "verdict": "incompatible", "arch": "sm120"}]
+    # The verdict is on the backend that crashed (fa3), not on every attention backend.
+    assert rows == [
+        {"flag": "attention-backend", "value": "fa3", "verdict": "incompatible", "arch": "sm120"}
+    ]
+    # A verdict on the flag as a whole stands beside it: neither replaces the other.
+    assert (
+        cli(
+            ledger,
+            "append",
+            "flag_researched",
+            "--session",
+            "s1",
+            "-f",
+            "flag=attention-backend",
+            "-f",
+            "verdict=effective",
+            "--host",
+            host,
+        ).returncode
+        == 0
+    )
+    both = LedgerStore(ledger).query_arrow(
+        "SELECT value, verdict FROM flag_verdicts WHERE flag = 'attention-backend' ORDER BY value"
+    )
+    assert both.to_pylist() == [
+        {"value": "fa3", "verdict": "incompatible"},
+        {"value": None, "verdict": "effective"},
+    ]
     other = tmp_path / "m.duckdb"
     assert (
         cli(other, "import", "--host", '{"compute_capability": "12.0"}', str(log)).returncode == 0

@@ -76,10 +76,11 @@ def flag_columns(flags: list[dict[str, Any]]) -> list[tuple[str | None, str | No
 def flag_matrix(
     flags: list[dict[str, Any]],
 ) -> dict[str, dict[tuple[str | None, str | None], dict[str, Any]]]:
-    """``{flag: {(arch, engine_version): latest verdict row}}``; a later row wins across engines."""
+    """``{setting: {(arch, engine_version): latest verdict row}}``; a later row wins across
+    engines. ``setting`` is the flag, or ``flag=value`` for a verdict on one of its values."""
     matrix: dict[str, dict[tuple[str | None, str | None], dict[str, Any]]] = {}
     for row in sorted(flags, key=lambda r: r["seq"]):
-        matrix.setdefault(row["flag"], {})[(row["arch"], row["engine_version"])] = row
+        matrix.setdefault(row["setting"], {})[(row["arch"], row["engine_version"])] = row
     return dict(sorted(matrix.items()))
 
 
