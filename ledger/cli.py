@@ -78,15 +78,29 @@ class Context:
 
         Raises:
             InvalidInput: a name that cannot be a ledger (exit 3, before "missing").
-            NotFound: no ledger at ``--ledger`` and not ``create`` (exit 5).
+            NotFound: no ledger at ``--ledger`` and not ``create``, or its folder is missing
+                (exit 5: ``--create`` makes a file, not folders; ``init --parents`` does).
         """
         store = self.store()
         store.check_path()
-        if not create and not self.ledger.exists():
-            raise NotFound(
-                f"no ledger at {self.ledger} (create it with `tuneledger init`, or pass --create)"
-            )
+        if not self.ledger.exists():
+            if not create:
+                raise NotFound(
+                    f"no ledger at {self.ledger} (create it with `tuneledger init`, or pass --create)"
+                )
+            _require_folder(self.ledger, "ledger", "`tuneledger init --parents` creates it")
         return store
+
+
+def _require_folder(path: Path, what: str, remedy: str) -> None:
+    """Refuse a path whose folder is missing: a mistyped folder is not a new one (exit 5).
+
+    Raises:
+        NotFound: ``path.parent`` is not a directory.
+    """
+    folder = path.parent
+    if not folder.is_dir():
+        raise NotFound(f"no directory {folder} for {what} {path} (mistyped? {remedy})")
 
 
 pass_ctx = click.make_pass_decorator(Context)
@@ -207,11 +221,8 @@ def init(ctx: Context, parents: bool) -> None:
     """
     store = ctx.store()
     store.check_path()  # a URL-like or otherwise impossible name first: it has no folder to find
-    folder = ctx.ledger.parent
-    if not parents and not folder.is_dir():
-        raise NotFound(
-            f"no directory {folder} for ledger {ctx.ledger} (mistyped? `--parents` creates it)"
-        )
+    if not parents:
+        _require_folder(ctx.ledger, "ledger", "`--parents` creates it")
     created = store.init()
     click.echo(f"{'created' if created else 'updated'} ledger {ctx.ledger}")
 
@@ -404,9 +415,12 @@ def append(
 
     \b
     Exit codes: 0 ok, 3 invalid input, 4 version conflict, 5 not found,
-    7 ledger busy, 8 event id reused with other content.
+    7 ledger busy, 8 event id reused with other content, 15 storage error
+    (disk full, read-only file system; nothing of the call stored), 16 the
+    resident process ended mid-call (it may be stored: an event with its own
+    event_id can be retried safely).
     A ledger that does not exist is not created (exit 5: a mistyped path
-    is not a new ledger) unless --create.
+    is not a new ledger) unless --create; --create makes no folders.
     """
     ctx.writable_store(create=create)
     overrides: dict[str, Any] = {
@@ -722,6 +736,8 @@ def export_markdown(ctx: Context, session_id: str | None, output: Path | None) -
     """The decision log as Markdown: hardware, decisions with evidence, triage, verdicts, deltas."""
     from .export_markdown import render_markdown
 
+    if output is not None:
+        _require_folder(output, "output", "create the folder first")
     text = render_markdown(ctx.store(), session_id=session_id)
     if output is None:
         click.echo(text, nl=False)
@@ -835,8 +851,13 @@ def resident_status() -> None:
     if os.environ.get(launcher.ENV_SWITCH, "1") == "0":
         click.echo(f"resident process: off ({launcher.ENV_SWITCH}=0)")
         return
+    folder = launcher.runtime_dir()
+    problem = launcher.private_dir_problem(folder)
+    if problem:
+        click.echo(f"resident process: off: its folder {folder} {problem}; appends run in-process")
+        return
     answer = ask_server("status")
-    path = launcher.socket_path(launcher.runtime_dir(), launcher.identity())
+    path = launcher.socket_path(folder, launcher.identity())
     if answer is None:
         click.echo(f"resident process: not running (socket {path})")
     else:

@@ -364,7 +364,8 @@ def retract(
     digits is enough): it stays in the log and drops out of every view but ``events``.
 
     Raises:
-        NotFound: no stored event with this id, or the prefix is ambiguous (exit 5).
+        NotFound: no stored event with this id (exit 5).
+        InvalidInput: the prefix is ambiguous (exit 3).
     """
     target = store.get(event_id)  # resolves a prefix; NotFound names the id
     event = EventRetracted(
@@ -554,9 +555,10 @@ def import_files(
 
     ``host`` (default: the host the session recorded) goes into each event's host. Server
     logs are compared with the run before them: the session's previous run in the ledger
-    (``previous_startup``), then each imported log in the order given. ``check_arch``
-    (``sm120``...) adds one ``finding_recorded`` per MoE config entry that needs more shared
-    memory per block than that arch has.
+    (``previous_startup``), then each imported log in the order given. An MoE config file is
+    checked against the shared memory per block of its own device's arch and the host's
+    (when known), and of every arch of ``check_arch`` (``sm120``...): one ``finding_recorded``
+    per entry that needs more than that arch has.
 
     Raises:
         NotFound, InvalidInput: a file that is missing or not of a known format (nothing appended).
@@ -586,7 +588,7 @@ def import_files(
         if has_run:  # the next log's run was started after this one
             previous = facts
     events = _one_per_id(results)
-    findings = shared_memory_findings(events, check_arch, session_id, actor)
+    findings = shared_memory_findings(events, check_arch, session_id, actor, host=host)
     samples: dict[UUID, pa.Table] = {}
     for result in results:
         samples.update(result.samples)
@@ -607,29 +609,41 @@ def _session_host(store: LedgerStore, session_id: str | None) -> Host | None:
 
 
 def shared_memory_findings(
-    events: Sequence[Event], archs: Sequence[str], session: str | None, actor: Actor
+    events: Sequence[Event],
+    archs: Sequence[str],
+    session: str | None,
+    actor: Actor,
+    *,
+    host: Host | None = None,
 ) -> list[FindingRecorded]:
-    """One ``finding_recorded`` per MoE config entry that needs more shared memory than an arch of
-    ``archs`` has (the seeds' SM120 crash, caught before a server starts); ids are uuid5 of the
-    config event, arch and batch size M (re-importing stores nothing twice).
+    """One ``finding_recorded`` per MoE config entry that needs more shared memory than an arch
+    has (the seeds' SM120 crash, caught before a server starts). The archs checked, per config
+    file: those of ``archs`` (``--check-arch``), the arch of the file's own ``device_name``
+    (a config tuned for an SM120 card whose entries cannot launch on SM120, sglang PR
+    #28077), and ``host``'s arch (where the session runs); automatic ones only when
+    ``gpu_arch`` knows their shared memory. Ids are uuid5 of the config event, arch and batch
+    size M (re-importing stores nothing twice).
 
     Raises:
-        InvalidInput: an arch with no known shared-memory figure.
+        InvalidInput: an arch of ``archs`` with no known shared-memory figure.
     """
     from schemas.events import MoeConfigRecorded
 
-    from .gpu_arch import SHARED_MEMORY_PER_BLOCK, moe_config_overruns
+    from .gpu_arch import SHARED_MEMORY_PER_BLOCK, compute_capability_for, moe_config_overruns
 
     unknown = [a for a in archs if a not in SHARED_MEMORY_PER_BLOCK]
     if unknown:
         raise InvalidInput(
             f"--check-arch {unknown[0]}: unknown arch; known: {', '.join(SHARED_MEMORY_PER_BLOCK)}"
         )
+    host_arch = host.compute_capability if host else None
     out = []
     for event in events:
         if not isinstance(event, MoeConfigRecorded):
             continue
-        for arch in archs:
+        device_arch = compute_capability_for(event.device_name)
+        automatic = [a for a in (device_arch, host_arch) if a in SHARED_MEMORY_PER_BLOCK]
+        for arch in dict.fromkeys([*archs, *automatic]):
             for m, need, limit in moe_config_overruns(event.configs, arch, event.dtype):
                 c = event.configs[m]
                 out.append(

@@ -7,7 +7,8 @@ Exit codes (stable; coding agents branch on them):
 1     unexpected internal error
 2     usage error (bad option; from click), or a command refused because it
       would overwrite or misplace a user's data (``WouldLoseData``)
-3     invalid input: unparsable or mistyped event, unknown file format
+3     invalid input: unparsable or mistyped event, unknown file format, an
+      event id prefix that names several events
 4     concurrency conflict: the stream is not at the expected version
 5     not found: no such ledger file or event id
 6     refused: a statement the read-only ``sql`` command does not run

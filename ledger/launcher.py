@@ -118,11 +118,30 @@ def private_dir(path: str, *, create: bool) -> str | None:
             return None
     except OSError:
         return None
-    if (st.st_mode & 0o170000) != 0o040000 or st.st_uid != os.getuid():
-        return None
+    return None if _unsafe(st) else path
+
+
+def _unsafe(st: os.stat_result) -> str | None:
+    """Why a folder with this ``lstat`` may not hold the socket, or None when it may."""
+    if (st.st_mode & 0o170000) != 0o040000:
+        return "is not a folder"
+    if st.st_uid != os.getuid():
+        return f"belongs to uid {st.st_uid}, not to you ({os.getuid()})"
     if st.st_mode & 0o777 != 0o700:
+        return f"has mode {st.st_mode & 0o777:04o}, not 0700 (`chmod 700` it)"
+    return None
+
+
+def private_dir_problem(path: str) -> str | None:
+    """Why ``private_dir`` refuses ``path`` (one phrase, for ``resident status``), or None when
+    it is fine or missing (a missing folder is created by the next append)."""
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
         return None
-    return path
+    except OSError as exc:
+        return f"cannot be read ({exc.strerror})"
+    return _unsafe(st)
 
 
 def socket_path(folder: str, ident: str) -> str:
@@ -355,8 +374,9 @@ def forward(argv: list[str], path: str, ident: str) -> int:
                 _write_all(
                     2,
                     b"tuneledger: error: the resident process ended before answering; the "
-                    b"append may or may not be stored (check `tuneledger events --newest`, or "
-                    b"retry with --event-id)\n",
+                    b"append may or may not be stored (look with `tuneledger events --newest`; "
+                    b"a retry is idempotent only for events with their own ids: --event-id, "
+                    b"or an event_id in each event on stdin)\n",
                 )
                 return GONE_EXIT
             if message[0] == "done":

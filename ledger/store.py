@@ -1560,7 +1560,9 @@ class LedgerStore:
         """The event with this id (a unique prefix of at least 8 hex digits also works).
 
         Raises:
-            NotFound: no such event, or the prefix is ambiguous.
+            NotFound: no such event (exit 5).
+            InvalidInput: the prefix is ambiguous: it names several events (exit 3; an agent
+                tells "give more digits" from "no such event" by the code).
         """
         text = str(event_id).strip().lower()
         if re.fullmatch(r"[0-9a-f]{32}", text):
@@ -1583,7 +1585,7 @@ class LedgerStore:
                 rows = []
         if len(rows) != 1:
             if len(rows) > 1:
-                raise NotFound(
+                raise InvalidInput(
                     f"event id prefix {event_id} is ambiguous ({rows[0][1]}, {rows[1][1]}, ...): give more digits"
                 )
             raise NotFound(f"event {event_id} not found")

@@ -376,3 +376,11 @@ def test_a_second_campaign_loads_beside_the_first(tmp_path: Path) -> None:
     store.append(NoteAdded(text="mine", session_id="s"))
     with pytest.raises(WouldLoseData):
         build_demo(path, campaign="h200")
+
+
+def test_the_readme_states_the_h200_campaigns_event_count(tmp_path: Path) -> None:
+    """Docs tested against the code: the README's figure is what `demo --campaign h200` loads."""
+    store = build_demo(tmp_path / "h200.duckdb", campaign="h200")
+    n = store.query_arrow("SELECT count(*) AS n FROM events").to_pylist()[0]["n"]
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    assert f"`data/h200_moe_tune.jsonl`: {n:,} events" in readme

@@ -474,6 +474,7 @@ def test_a_server_killed_mid_call_is_an_error_not_a_second_run(
     out, err = process.communicate(b'{"type": "note_added", "text": "lost?"}', timeout=60)
     assert process.returncode == launcher.GONE_EXIT, err
     assert err.startswith(b"tuneledger: error: the resident process ended before answering")
+    assert b"--event-id, or an event_id in each event on stdin" in err
     assert err.count(b"\n") == 1 and out == b""
     assert _events(ledger) == []  # not run again in the client
 
@@ -507,6 +508,15 @@ def test_a_runtime_folder_others_may_write_is_refused(tmp_path: Path) -> None:
         assert out.returncode == 0, out.stderr
         time.sleep(1.0)
         assert os.listdir(folder) == []  # no server, no socket
+        # ... and `resident status` says why, not just "not running".
+        status = subprocess.run(
+            [TUNELEDGER, "resident", "status"], capture_output=True, env=env, timeout=60
+        )
+        assert status.returncode == 0
+        assert status.stdout.decode() == (
+            f"resident process: off: its folder {folder} has mode 0755, not 0700 "
+            "(`chmod 700` it); appends run in-process\n"
+        )
     finally:
         shutil.rmtree(folder, ignore_errors=True)
 

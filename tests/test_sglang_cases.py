@@ -282,6 +282,51 @@ def test_28077_moe_shared_memory_crash() -> None:
     assert moe.kind == "default-moe-config" and moe.host.compute_capability == "sm120"
 
 
+def test_28077_a_config_for_an_sm120_card_is_checked_against_sm120_without_asking(
+    tmp_path: Path,
+) -> None:
+    """The config was tuned for an RTX PRO 6000 (sm120) yet holds entries SM120 cannot launch:
+    its own device's arch is checked on import, no --check-arch needed."""
+    from ledger.gpu_arch import moe_config_shared_memory
+
+    config = next((CASES / "sglang-pr28077-moe-smem-sm120" / "triton_3_6_0").glob("E=128*.json"))
+    entries = json.loads(config.read_text())
+    expected = sorted(int(m) for m, c in entries.items() if moe_config_shared_memory(c) > 101_376)
+    assert expected and min(expected) == 256  # the case's M >= 256 (64x128x128, 3 stages)
+    ledger = tmp_path / "l.duckdb"
+    out = cli(ledger, "import", str(config))
+    assert out.returncode == 0, out.stderr
+    found = LedgerStore(ledger).read(types=["finding_recorded"])
+    assert sorted(int(f.message.split("M=")[1].split(" ")[0]) for f in found) == expected
+    assert {(f.kind, f.verdict, f.host.compute_capability) for f in found} == {
+        ("moe-config-exceeds-shared-memory", "incompatible", "sm120")
+    }
+    assert "147456 B shared memory, sm120 has 101376 B" in found[0].message
+
+
+def test_a_config_imported_into_a_session_is_checked_against_the_sessions_arch(
+    tmp_path: Path,
+) -> None:
+    """A B200 (sm100) config imported into an sm120 session: the session's arch is checked too."""
+    b200 = (
+        Path(__file__).parent
+        / "fixtures/sglang/moe_configs/triton_3_4_0/E=256,N=256,device_name=NVIDIA_B200.json"
+    )
+    ledger = tmp_path / "l.duckdb"
+    host = '{"gpu_name": "NVIDIA RTX PRO 6000 Blackwell", "compute_capability": "12.0"}'
+    assert (
+        cli(
+            ledger, "append", "session_started", "--session", "s1", "-f", "title=x", "--host", host
+        ).returncode
+        == 0
+    )
+    assert cli(ledger, "import", "--session", "s1", str(b200)).returncode == 0
+    archs = {
+        f.host.compute_capability for f in LedgerStore(ledger).read(types=["finding_recorded"])
+    }
+    assert archs == {"sm120"}  # sm100 (the file's own device) has room for every entry
+
+
 # --- 6. overrides, 7. wrapped logs ------------------------------------------------------------
 
 

@@ -691,7 +691,6 @@ class StoreContract:
         "unknown",
         [
             "0c0ffee0-3333-7000-8000-000000000003",  # well-formed, not stored
-            "0c0ffee0",  # prefix of two events: ambiguous
             "deadbeef",  # prefix of none
             "0c0ffee",  # too short a prefix
         ],
@@ -699,6 +698,11 @@ class StoreContract:
     def test_get_unknown_raises_not_found(self, filled: LedgerStore, unknown: str) -> None:
         with pytest.raises(NotFound):
             filled.get(unknown)
+
+    def test_an_ambiguous_prefix_is_invalid_input_not_not_found(self, filled: LedgerStore) -> None:
+        """Exit 3, not 5: "give more digits" is not "no such event"."""
+        with pytest.raises(InvalidInput, match="ambiguous.*give more digits"):
+            filled.get("0c0ffee0")
 
     @pytest.mark.parametrize(
         "bad",
