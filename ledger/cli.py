@@ -736,8 +736,8 @@ def export_markdown(ctx: Context, session_id: str | None, output: Path | None) -
     """The decision log as Markdown: hardware, decisions with evidence, triage, verdicts, deltas."""
     from .export_markdown import render_markdown
 
-    if output is not None:
-        _require_folder(output, "output", "create the folder first")
+    # An output file's missing folders are created (a report in a new folder loses nothing;
+    # a ledger in a mistyped one would: that is refused, see ``writable_store``).
     text = render_markdown(ctx.store(), session_id=session_id)
     if output is None:
         click.echo(text, nl=False)

@@ -385,13 +385,10 @@ def test_a_mistyped_path_is_not_a_new_ledger(tmp_path: Path) -> None:
     assert (
         run_bare("--ledger", str(nested), "init", "--parents").returncode == 0 and nested.exists()
     )
-    # --create makes a file, not folders (a mistyped folder is not a new one); nor does export -o.
+    # --create makes a file, not folders (a mistyped folder is not a new ledger's).
     elsewhere = tmp_path / "no" / "where" / "l.duckdb"
     out = run_bare("--ledger", str(elsewhere), "append", "--create", "note_added", "-f", "text=x")
     assert out.returncode == 5 and "init --parents" in out.stderr and not elsewhere.parent.exists()
-    report = tmp_path / "reprots" / "log.md"
-    out = run_bare("--ledger", str(nested), "export", "markdown", "-o", str(report))
-    assert out.returncode == 5 and str(report.parent) in out.stderr and not report.parent.exists()
 
 
 def test_cli_behaviour_a_new_user_meets(tmp_path: Path) -> None:
