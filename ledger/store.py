@@ -269,6 +269,17 @@ def _identity(row: dict[str, Any]) -> tuple[Any, ...]:
     return tuple(norm(column) for column in _IDENTITY)
 
 
+#: The key of a row dict holding its event's ``UUID`` object, where the caller has one
+#: (``append``); not a column. Parsing 1,000 ids back from text cost ~0.8 ms a batch.
+_EVENT_UUID = "_event_uuid"
+
+
+def _uuid_of(row: dict[str, Any]) -> UUID:
+    """The row's event id as a ``UUID`` (the event's own object when ``append`` kept it)."""
+    known = row.get(_EVENT_UUID)
+    return known if known is not None else UUID(row["event_id"])
+
+
 class _NotFresh(Exception):
     """The fast path met a conflict that may be a retry in disguise: take the careful path."""
 
@@ -919,11 +930,11 @@ class LedgerStore:
             return []
         # a row dict an event and their columns, no lasting cycles: no collector walks
         with no_cyclic_gc() if len(batch) >= GC_FREE_BATCH else nullcontext():
-            return self.append_rows(
-                [event_row(event) for event in batch],
-                expected_version=expected_version,
-                samples=samples,
-            )
+            rows = [event_row(event) for event in batch]
+            for row, event in zip(rows, batch, strict=True):
+                # the id as the event holds it: a result needs no UUID parsed back from text
+                row[_EVENT_UUID] = event.event_id
+            return self.append_rows(rows, expected_version=expected_version, samples=samples)
 
     def append_rows(
         self,
@@ -1430,11 +1441,9 @@ class LedgerStore:
             old = stored.get(row["event_id"])
             if old is None:
                 seq, version = positions[row["event_id"]]
-                results.append(AppendResult(UUID(row["event_id"]), seq, row["stream"], version))
+                results.append(AppendResult(_uuid_of(row), seq, row["stream"], version))
             else:
-                results.append(
-                    AppendResult(UUID(row["event_id"]), old[0], old[1], old[2], duplicate=True)
-                )
+                results.append(AppendResult(_uuid_of(row), old[0], old[1], old[2], duplicate=True))
         return results, {row["stream"]: heads[row["stream"]] for row in fresh}
 
     @staticmethod

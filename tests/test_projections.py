@@ -191,3 +191,24 @@ def test_a_retired_projection_is_dropped_when_older_code_wrote_the_file(tmp_path
         .to_pylist()
     }
     assert "bench_arms" not in tables and "bench_runs" in tables
+
+
+def test_a_batchs_own_summary_statement_gives_the_general_ones_rows(tmp_path: Path) -> None:
+    """event_summaries is projected with a statement made for the batch's types; a rebuild
+    (every type) gives the same rows."""
+    from ledger import projections
+
+    assert "INSERT INTO event_summaries" in projections.apply_sql()[projections._SUMMARIES]
+    store = LedgerStore(tmp_path / "s.duckdb")
+    store.append([NoteAdded(text="one", session_id="s"), FlagResearched(flag="x", verdict="no-op")])
+    store.append(
+        BenchmarkCompleted(run_id="r", config_name="c", metrics=BenchMetrics(output_throughput=1))
+    )
+    query = "SELECT * FROM event_summaries ORDER BY seq"
+    appended = store.query_arrow(query).to_pylist()
+    with store.connect(read_only=False) as con:
+        con.execute("BEGIN")
+        projections.rebuild(con)
+        con.execute("COMMIT")
+    assert store.query_arrow(query).to_pylist() == appended
+    assert [r["summary"] for r in appended][0] == "note: one"
