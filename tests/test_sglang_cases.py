@@ -46,6 +46,16 @@ def runs_of(tmp_path: Path, *paths: Path, host: Host | None = None) -> list[dict
     return table.to_pylist()
 
 
+def start_sm120_session(ledger: Path) -> str:
+    """Append session ``s1`` on an RTX PRO 6000 (sm120); return its ``--host`` JSON."""
+    host = '{"gpu_name": "NVIDIA RTX PRO 6000 Blackwell", "compute_capability": "12.0"}'
+    out = cli(
+        ledger, "append", "session_started", "--session", "s1", "-f", "title=x", "--host", host
+    )
+    assert out.returncode == 0, out.stderr
+    return host
+
+
 def cli(ledger: Path, *args: str) -> subprocess.CompletedProcess[str]:
     if not ledger.exists():
         LedgerStore(ledger).init()
@@ -313,13 +323,7 @@ def test_a_config_imported_into_a_session_is_checked_against_the_sessions_arch(
         / "fixtures/sglang/moe_configs/triton_3_4_0/E=256,N=256,device_name=NVIDIA_B200.json"
     )
     ledger = tmp_path / "l.duckdb"
-    host = '{"gpu_name": "NVIDIA RTX PRO 6000 Blackwell", "compute_capability": "12.0"}'
-    assert (
-        cli(
-            ledger, "append", "session_started", "--session", "s1", "-f", "title=x", "--host", host
-        ).returncode
-        == 0
-    )
+    start_sm120_session(ledger)
     assert cli(ledger, "import", "--session", "s1", str(b200)).returncode == 0
     archs = {
         f.host.compute_capability for f in LedgerStore(ledger).read(types=["finding_recorded"])
@@ -721,13 +725,7 @@ def test_imported_logs_take_the_host_given_or_the_sessions(tmp_path: Path) -> No
     log = CASES / "sglang-12178-fa3-sm120" / "server.log"
     ledger = tmp_path / "l.duckdb"
     assert cli(ledger, "init").returncode == 0
-    host = '{"gpu_name": "NVIDIA RTX PRO 6000 Blackwell", "compute_capability": "12.0"}'
-    assert (
-        cli(
-            ledger, "append", "session_started", "--session", "s1", "-f", "title=x", "--host", host
-        ).returncode
-        == 0
-    )
+    host = start_sm120_session(ledger)
     assert cli(ledger, "import", "--session", "s1", str(log)).returncode == 0
     rows = (
         LedgerStore(ledger)

@@ -234,18 +234,26 @@ def test_old_schema_versions_pushed_by_an_older_client_upcast_on_pull(
     ).to_pylist() == [{"flag": "enable-x", "verdict": "no-op"}]
 
 
-def test_same_id_with_other_content_is_refused_and_nothing_is_applied(
+def two_ledgers_with_one_id_forged(
     remote: Remote, tmp_path: Path
-) -> None:
+) -> tuple[LedgerStore, LedgerStore, NoteAdded]:
+    """a syncs a note; b, never synced, holds its own notes around that id with other text."""
     a = make_ledger(tmp_path / "a.duckdb", remote, "a")
     b = make_ledger(tmp_path / "b.duckdb", remote, "b")
     shared = NoteAdded(text="original")
     a.append(shared)
     sync.sync(a, remote)
-    a.append(NoteAdded(text="a's second"))
     b.append(NoteAdded(text="b's own, first"))
     b.append(shared.model_copy(update={"text": "forged"}))
     b.append(NoteAdded(text="b's own, last"))
+    return a, b, shared
+
+
+def test_same_id_with_other_content_is_refused_and_nothing_is_applied(
+    remote: Remote, tmp_path: Path
+) -> None:
+    a, b, shared = two_ledgers_with_one_id_forged(remote, tmp_path)
+    a.append(NoteAdded(text="a's second"))
     with pytest.raises(EventIdReused, match=str(shared.event_id)):
         sync.sync(b, remote)
     with psycopg.connect(remote.url) as con:
@@ -262,14 +270,7 @@ def test_a_held_back_id_unblocks_sync_and_each_side_keeps_its_version(
     remote: Remote, tmp_path: Path
 ) -> None:
     """Exit 8 names the way out; after it every other event syncs both ways, nothing is deleted."""
-    a = make_ledger(tmp_path / "a.duckdb", remote, "a")
-    b = make_ledger(tmp_path / "b.duckdb", remote, "b")
-    shared = NoteAdded(text="original")
-    a.append(shared)
-    sync.sync(a, remote)
-    b.append(NoteAdded(text="b's own, first"))
-    b.append(shared.model_copy(update={"text": "forged"}))
-    b.append(NoteAdded(text="b's own, last"))
+    a, b, shared = two_ledgers_with_one_id_forged(remote, tmp_path)
     with pytest.raises(EventIdReused, match=f"--hold-back {shared.event_id}") as refused:
         sync.sync(b, remote)
     assert refused.value.event_id == str(shared.event_id)
