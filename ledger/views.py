@@ -112,7 +112,14 @@ def view_sql() -> dict[str, str]:
     )
     arm_cols = ", ".join(ARM_KEY)
     base_arm_cols = ", ".join("baseline_config" if c == "config_name" else c for c in ARM_KEY)
-    run_means = ", ".join(f"avg({m}) AS {m}_mean" for m in metrics)
+    # the arm's central value as runners.compare's: the geometric mean when every value is
+    # positive (one run: its value as stored), else the mean
+    run_means = ", ".join(
+        f"CASE WHEN count({m}) > 1 AND bool_and({m} > 0) "
+        f"THEN exp(avg(ln(CASE WHEN {m} > 0 THEN {m} END))) "
+        f"ELSE avg({m}) END AS {m}_mean"
+        for m in metrics
+    )
     compared_cols = ", ".join(
         f"max({col}) FILTER (WHERE metric = '{m}') AS {m}_{alias}"
         for m in metrics
