@@ -516,8 +516,10 @@ stat AS (
 current_stat AS (
     SELECT t.* FROM stat t
     WHERE NOT EXISTS (
+        -- runs of its own two arms only: a later baseline of another part of the session
+        -- (another baseline_config) leaves it standing
         SELECT 1 FROM simple s
-        WHERE s.seq > t.seq AND {same_arm})
+        WHERE s.seq > t.seq AND s.baseline_config = t.baseline_config AND {same_arm})
 )
 SELECT * FROM current_stat
 UNION ALL

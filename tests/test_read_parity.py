@@ -56,7 +56,7 @@ def _bench(
         session_id=session,
         run_id=str(uuid.uuid4()),
         config_name=config,
-        is_baseline=config == "baseline",
+        is_baseline=extra.pop("is_baseline", config == "baseline"),
         concurrency=concurrency,
         workload=Workload(dataset="random", input_len=input_len, output_len=32),
         metrics={"output_throughput": value},
@@ -565,11 +565,18 @@ def test_a_run_after_the_comparison_makes_the_view_judge_all_runs(tmp_path: Path
     def row() -> dict[str, Any]:
         (got,) = store.query_arrow(
             "SELECT runs, value, verdict, verdict_rule FROM benchmark_deltas "
-            "WHERE metric = 'output_throughput'"
+            "WHERE metric = 'output_throughput' AND baseline_config = 'baseline'"
         ).to_pylist()
         return got
 
     assert row()["runs"] == 3 and row()["verdict_rule"].startswith("statistical:")
+    # A later part of the session with a baseline of its own leaves the comparison standing
+    # (the h200 campaign: part 2's `cb` baseline came after part 1's comparisons).
+    store.append([_bench("s", "cb", v, is_baseline=True) for v in (50.0, 51.0)])
+    (standing,) = store.query_arrow(
+        "SELECT verdict_rule FROM benchmark_deltas WHERE metric = 'output_throughput'"
+    ).to_pylist()  # one row: a current comparison hides the rule's rows against other baselines
+    assert standing["verdict_rule"].startswith("statistical:")
     store.append(_bench("s", "tuned", 140.0))
     late = row()
     summary = store.query_arrow(
