@@ -384,3 +384,19 @@ def test_the_readme_states_the_h200_campaigns_event_count(tmp_path: Path) -> Non
     n = store.query_arrow("SELECT count(*) AS n FROM events").to_pylist()[0]["n"]
     readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
     assert f"`data/h200_moe_tune.jsonl`: {n:,} events" in readme
+
+
+def test_the_h200_campaigns_part_1_verdicts_are_the_runners(tmp_path: Path) -> None:
+    """README: every c=64 comparison of part 1 is invalid, c=1 too-noisy; part 2's baseline
+    (cb), benchmarked later in the same session, does not replace them."""
+    store = build_demo(tmp_path / "h200.duckdb", campaign="h200")
+    rows = store.query_arrow(
+        "SELECT concurrency, baseline_config, verdict, verdict_rule FROM benchmark_deltas "
+        "WHERE config_name = 'dtype-bf16' AND metric = 'output_throughput' ORDER BY concurrency"
+    ).to_pylist()
+    assert [(r["concurrency"], r["baseline_config"], r["verdict"]) for r in rows] == [
+        (1, "baseline", "too-noisy"),
+        (8, "baseline", "too-noisy"),
+        (64, "baseline", "invalid"),
+    ]
+    assert all(r["verdict_rule"].startswith("statistical:") for r in rows)
