@@ -111,6 +111,15 @@ def test_envelope_defaults_and_normalisation() -> None:
             },
             "output_throughput",
         ),
+        (
+            {
+                "type": "benchmark_completed",
+                "run_id": "r",
+                "config_name": "c",
+                "metrics": {"median_ttft_ms": float("inf")},  # pydantic would store null
+            },
+            "median_ttft_ms",
+        ),
         ({"type": "candidate_triaged", "candidate_id": "c", "status": "kept"}, "status"),
         (
             {"type": "note_added", "text": "x", "host": {"compute_capability": "blackwell"}},
