@@ -120,16 +120,27 @@ def check_rules(
 
     Raises:
         InvalidInput: a ``candidate_triaged`` with no expected version (exit 3).
-        NotFound: an ``event_retracted`` naming an event the ledger does not hold (exit 5).
+        NotFound: an ``event_retracted`` naming an event the ledger does not hold, or a
+            ``candidate_triaged`` that would be its candidate's first event (exit 5).
     """
     total = len(events)
+    proposed: set[str] = set()
     for number, event in enumerate(events, start=1):
-        if (
-            isinstance(event, CandidateTriaged)
-            and expected_version is None
-            and event.stream_version is None
-        ):
+        if isinstance(event, CandidateProposed):
+            proposed.add(event.stream or event.default_stream())
+        if not isinstance(event, CandidateTriaged):
+            continue
+        if expected_version is None and event.stream_version is None:
             raise _triage_refusal(_label(where, number, total), event.candidate_id)
+        # A candidate's stream opens with its proposal: a triage at version 1 (or expected at
+        # 0 with no proposal before it in the batch) triages a candidate nobody proposed.
+        first = event.stream_version == 1 or (
+            event.stream_version is None
+            and expected_version == 0
+            and (event.stream or event.default_stream()) not in proposed
+        )
+        if first:
+            raise _never_proposed(_label(where, number, total), event.candidate_id)
     targets = [
         (_label(where, number, total), event.retracted_event_id)
         for number, event in enumerate(events, start=1)
@@ -173,11 +184,16 @@ def append(
                 and exc.actual == 0
                 and (event.stream or event.default_stream()) == exc.stream
             ):
-                raise NotFound(
-                    f"{where}: no candidate {event.candidate_id!r} was proposed "
-                    '(`tuneledger sql "SELECT candidate_id FROM board"` lists them)'
-                ) from None
+                raise _never_proposed(where, event.candidate_id) from None
         raise
+
+
+def _never_proposed(label: str, candidate_id: str) -> NotFound:
+    """The refusal of a triage of a candidate nobody proposed (a typo: exit 5)."""
+    return NotFound(
+        f"{label}: no candidate {candidate_id!r} was proposed "
+        '(`tuneledger sql "SELECT candidate_id FROM board"` lists them)'
+    )
 
 
 def append_rows(
@@ -194,9 +210,10 @@ def append_rows(
     batch_ids = set()
     for number, row in enumerate(rows, start=1):
         kind = row["type"]
-        if kind == "candidate_triaged" and row["stream_version"] is None:
+        if kind == "candidate_triaged" and row["stream_version"] in (None, 1):
             payload = json.loads(row["payload"])
-            raise _triage_refusal(_label(where, number, total), payload.get("candidate_id", "?"))
+            refusal = _triage_refusal if row["stream_version"] is None else _never_proposed
+            raise refusal(_label(where, number, total), payload.get("candidate_id", "?"))
         if kind == "event_retracted":
             target = UUID(json.loads(row["payload"])["retracted_event_id"])
             targets.append((_label(where, number, total), target))
@@ -215,18 +232,22 @@ def refuse_untriaged(
 
     Raises:
         InvalidInput: a ``candidate_triaged`` with no expected version (exit 3).
+        NotFound: a ``candidate_triaged`` at stream version 1: its candidate was never
+            proposed (exit 5).
     """
     import pyarrow.compute as pc
 
-    untriaged = pc.and_(
-        pc.equal(table.column("type"), "candidate_triaged"),
-        pc.is_null(table.column("stream_version")),
+    triages = pc.equal(table.column("type"), "candidate_triaged")
+    versions = table.column("stream_version")
+    refused = pc.and_(
+        triages, pc.or_kleene(pc.is_null(versions), pc.equal(versions, 1))
     )
-    if pc.any(untriaged).as_py():
-        index = pc.index(untriaged, True).as_py()
+    if pc.any(refused).as_py():
+        index = pc.index(refused, True).as_py()
         payload = json.loads(table.column("payload")[index].as_py())
         label = _label(where, before + index + 1, table.num_rows if total is None else total)
-        raise _triage_refusal(label, payload.get("candidate_id", "?"))
+        refusal = _triage_refusal if versions[index].as_py() is None else _never_proposed
+        raise refusal(label, payload.get("candidate_id", "?"))
 
 
 def append_table(store: LedgerStore, table: pa.Table, *, where: str = "input") -> AppendResults:

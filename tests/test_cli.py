@@ -158,6 +158,31 @@ def test_expected_version_conflict_exit_code(ledger: Path) -> None:
     assert run(ledger, *args, "--expected-version", "1").returncode == 0
 
 
+def test_a_triage_of_a_candidate_never_proposed_is_not_found(ledger: Path) -> None:
+    """README exit 5: at expected version 0, or as version 1 of its stream, from options, from
+    stdin and through the bulk path alike; nothing stored."""
+    opts = ["append", "candidate_triaged", "-f", "candidate_id=flag:bar", "-f", "status=rejected"]
+    out = run(ledger, *opts, "--expected-version", "0")
+    assert out.returncode == 5 and "no candidate 'flag:bar' was proposed" in out.stderr
+    triage = {"type": "candidate_triaged", "candidate_id": "flag:never", "status": "accepted"}
+    out = run(ledger, "append", stdin=json.dumps({**triage, "stream_version": 1}))
+    assert out.returncode == 5 and "no candidate 'flag:never' was proposed" in out.stderr
+    notes = [json.dumps({"type": "note_added", "text": f"n{i}"}) for i in range(1200)]
+    bulk = "\n".join([*notes, json.dumps({**triage, "stream_version": 1})])
+    out = run(ledger, "append", stdin=bulk)
+    assert out.returncode == 5 and "1201" in out.stderr and "flag:never" in out.stderr
+    assert count(ledger) == 0
+    # proposed and triaged in one batch at expected version 0: allowed
+    proposal = {
+        "type": "candidate_proposed",
+        "candidate_id": "flag:bar",
+        "kind": "flag",
+        "title": "t",
+    }
+    both = "\n".join(json.dumps(e) for e in (proposal, {**triage, "candidate_id": "flag:bar"}))
+    assert run(ledger, "append", "--expected-version", "0", stdin=both).returncode == 0
+
+
 def test_events_formats_and_filters(ledger: Path) -> None:
     run(ledger, "append", "note_added", "-f", "text=a", "--session", "s1")
     run(ledger, "append", "session_started", "-f", "title=T", "--session", "s2")
