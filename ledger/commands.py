@@ -239,9 +239,7 @@ def refuse_untriaged(
 
     triages = pc.equal(table.column("type"), "candidate_triaged")
     versions = table.column("stream_version")
-    refused = pc.and_(
-        triages, pc.or_kleene(pc.is_null(versions), pc.equal(versions, 1))
-    )
+    refused = pc.and_(triages, pc.or_kleene(pc.is_null(versions), pc.equal(versions, 1)))
     if pc.any(refused).as_py():
         index = pc.index(refused, True).as_py()
         payload = json.loads(table.column("payload")[index].as_py())

@@ -127,6 +127,27 @@ def payload_json(event: Event, where: str | None = None) -> str:
     return mask_json(data.decode())
 
 
+def no_secret_ids(event: Event, where: str | None = None) -> None:
+    """Refuse an event whose identifiers hold a secret: ``session_id``, ``stream`` and the
+    actor's name are kept as given (masking them would merge every session named by a
+    token into one called ``***``), so a token or password there would be stored in clear.
+
+    Raises:
+        InvalidInput: names the field (exit 3).
+    """
+    for field, value in (
+        ("session_id", event.session_id),
+        ("stream", event.stream),
+        ("actor.name", event.actor.name),
+    ):
+        if value and secrets.may_hold_secret(value) and mask_text(value) != value:
+            origin = where or event.source
+            raise InvalidInput(
+                f"{origin + ': ' if origin else ''}{event.type}: field '{field}' holds a "
+                "secret (a token or a password) and would be stored in clear: name it otherwise"
+            )
+
+
 def dumped_payload(event: Event, where: str) -> str:
     """The event's payload as JSON, as dumped: not yet checked or masked (``payload_json``
     does both for one event, ``stored_payloads`` for many).

@@ -79,7 +79,7 @@ from schemas.secrets import mask_json, mask_text, may_hold_secret
 from . import ledger_file, projections, sidecar_lock, views
 from .errors import ConcurrencyConflict, EventIdReused, InvalidInput, LedgerBusy, NotFound
 from .gc_pause import no_cyclic_gc
-from .input_checks import dumped_payload, host_json, payload_json
+from .input_checks import dumped_payload, host_json, no_secret_ids, payload_json
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -1681,6 +1681,7 @@ def event_row(
     ``checked=False``: payload and source as dumped, for the caller to check and mask many
     at once (``input_checks.stored_payloads``, the bulk import's).
     """
+    no_secret_ids(event)
     # model_dump_json runs in pydantic-core: ~3x faster than model_dump + json.dumps.
     return {
         "seq": None,

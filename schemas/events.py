@@ -471,9 +471,7 @@ else:
                 int | None if m.integer else float | None,
                 # Every metric is a count, a duration, a rate or a latency: never negative, and
                 # finite (JSON has no Infinity or NaN: pydantic would store them as null).
-                Field(
-                    default=None, ge=0, allow_inf_nan=False, description=f"{m.label} ({m.unit})"
-                ),
+                Field(default=None, ge=0, allow_inf_nan=False, description=f"{m.label} ({m.unit})"),
             )
             for m in METRICS
         },

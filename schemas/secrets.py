@@ -19,7 +19,8 @@ SGLang logs ``#token: 70011``):
   ``server_args=ServerArgs(api_key='sk-…')``, JSON, env assignments) for a secret
   NAME, ``Bearer`` credentials, and well-known token shapes (OpenAI
   ``sk-…``, Hugging Face ``hf_…``, GitHub ``ghp_…``, AWS ``AKIA…``, Slack ``xox?-…``,
-  PEM private key blocks).
+  PEM private key blocks), and the password of a URL's user info
+  (``postgresql://user:***@host``).
 
 A *secret name* is one whose words (split at ``-``, ``_``, ``.``, spaces and
 camelCase) contain a secret word — ``token``, ``password``, ``passwd``, ``pass``,
@@ -110,6 +111,10 @@ _SHAPES_RE = re.compile(
     r"|-----BEGIN [A-Z ]*PRIVATE KEY-----.*?(?:-----END [A-Z ]*PRIVATE KEY-----|$)",
     re.DOTALL,
 )
+#: The password of a URL's user info (``postgresql://tuner:hunter2@db/x``,
+#: ``https://user:pw@host``): ``prefix`` keeps the scheme, user and colon.
+_URL_PASSWORD = re.compile(r"(?P<prefix>\b[A-Za-z][A-Za-z0-9+.-]*://[^\s:/@'\"]*:)[^\s/@'\"]+(?=@)")
+_URL_PASSWORD_BYTES = re.compile(_URL_PASSWORD.pattern.encode())
 #: Token shapes that start a secret wherever they appear (lower-case, as the scan sees them).
 _SHAPE_HINTS = ("sk-", "hf_", "gh", "akia", "xox")
 _LOWER_RUN = re.compile(r"[a-z]+")
@@ -206,6 +211,8 @@ def may_hold_secret(text: str) -> bool:
     parsed again. Same answers as one substring search per root (``tests/test_secret_scan_sameness.py``)
     at about 0.6 of its cost (15 searches over a 2 KB payload were 22 µs).
     """
+    if "://" in text and _URL_PASSWORD.search(text):
+        return True
     lower = text.lower()
     if len(lower) != len(text):  # a few characters change length when lower-cased
         return True
@@ -271,6 +278,9 @@ def may_hold_secrets(texts: Sequence[str | None] | JoinedTexts) -> list[bool]:
         flagged.add(bisect_right(starts, start + 1) - 1)  # the word starts after the " "
     for _, hump, _ in _HUMP.find_matches_as_indexes(joined.classes):
         flagged.add(bisect_right(starts, hump + 1) - 1)
+    if b"://" in joined.raw:  # a URL's password: its own pattern, over the raw text
+        for match in _URL_PASSWORD_BYTES.finditer(joined.raw):
+            flagged.add(bisect_right(starts, match.start()) - 1)
     answers = [False] * len(joined.texts)
     for i in flagged:
         text = joined.texts[i]
@@ -341,6 +351,7 @@ def mask_text(text: str) -> str:
 
     text = _FLAG_RE.sub(named, text)
     text = _ASSIGN_RE.sub(named, text)
+    text = _URL_PASSWORD.sub(lambda m: m.group("prefix") + MASK, text)
     return _SHAPES_RE.sub(lambda m: (m.group("scheme") or "") + MASK, text)
 
 

@@ -313,3 +313,38 @@ def test_env_filter_drops_secret_names() -> None:
         "NCCL_DEBUG": "INFO",
         "SGLANG_X": "1",
     }
+
+
+def test_a_urls_password_is_masked_in_any_text(tmp_path) -> None:
+    """postgresql://user:password@host in a note: the password never reaches the file."""
+    from ledger.store import LedgerStore
+    from schemas.events import NoteAdded
+
+    assert mask_text("postgresql://tuner:hunter2@db/x") == "postgresql://tuner:***@db/x"
+    assert mask_text("http://localhost:30000/v1 and https://github.com/a/b") == (
+        "http://localhost:30000/v1 and https://github.com/a/b"
+    )
+    path = tmp_path / "l.duckdb"
+    LedgerStore(path).append(NoteAdded(text="hub at postgresql://tuner:hunter2@db/x"))
+    assert b"hunter2" not in path.read_bytes()
+
+
+@pytest.mark.parametrize(
+    "field, value",
+    [
+        ("session_id", "sk-proj-AbCdEfGhIjKlMnOpQrStUv12"),
+        ("actor", {"kind": "agent", "name": "hf_AbCdEfGhIjKlMnOpQrStUvWx"}),
+    ],
+)
+def test_an_identifier_holding_a_secret_is_refused_not_stored(tmp_path, field, value) -> None:
+    """Identifiers are kept as given (masking would merge sessions), so a token there is refused."""
+    from ledger.errors import InvalidInput
+    from ledger.store import LedgerStore
+    from schemas.events import NoteAdded
+
+    path = tmp_path / "l.duckdb"
+    store = LedgerStore(path)
+    store.init()
+    with pytest.raises(InvalidInput, match="holds a secret"):
+        store.append(NoteAdded(text="x", **{field: value}))
+    assert store.head() == 0
