@@ -612,7 +612,17 @@ def import_files(
     for result in results:
         samples.update(result.samples)
     where = ", ".join(str(p) for p in paths)
-    appended = append(store, [*events, *findings], samples=samples, where=where)
+    try:
+        appended = append(store, [*events, *findings], samples=samples, where=where)
+    except EventIdReused as error:
+        # An imported event's id comes from the file's content and the import's options:
+        # the same file imported again with another --host, say, reads as other content.
+        raise EventIdReused(
+            f"{where}: {error} — this file was imported before with other options (--host, "
+            "--config-name, --check-arch) or other content; nothing was appended. Import it "
+            "with the options it was first imported with, or into another --session",
+            event_id=error.event_id,
+        ) from None
     return Imported(results, findings, {r.event_id: r for r in appended})
 
 

@@ -782,3 +782,14 @@ def test_one_log_imported_into_two_sessions_is_two_server_runs(tmp_path: Path) -
         .to_pylist()
     )
     assert len(rows) == 2 and len({r["run_id"] for r in rows}) == 2
+
+
+def test_importing_a_log_again_with_another_host_says_why_it_is_refused(tmp_path: Path) -> None:
+    """Exit 8 names the file and the way out, not only an event id."""
+    log = CASES / "sglang-7249-rmsnorm-no-kernel-image" / "server.log"
+    ledger = tmp_path / "l.duckdb"
+    assert cli(ledger, "import", str(log)).returncode == 0
+    again = cli(ledger, "import", "--host", '{"compute_capability": "12.0"}', str(log))
+    assert again.returncode == 8
+    assert again.stderr.startswith(f"tuneledger: error: {log}: event_id ")
+    assert "imported before with other options" in again.stderr and again.stderr.count("\n") == 1
