@@ -367,12 +367,14 @@ def run_plan(
         runners.engines.MissingEngine, runners.configs.ConfigError: no attempt could succeed.
             The running server is stopped first in every case.
     """
-    store.init()
-    _record_preamble(store, plan)
     b = plan.bench
+    # The inputs first (a tokenizer path that does not exist is exit 3): a refused plan
+    # leaves nothing in the ledger.
     workload = build_workload(
         WorkloadSpec(b.input_len, b.output_len, b.num_prompts, b.seed, b.tokenizer)
     )
+    store.init()
+    _record_preamble(store, plan)
     result = PlanResult()
     loads: Sequence[int | None] = (
         plan.plan.concurrency if plan.plan.request_rate is None else [None]

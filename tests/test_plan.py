@@ -382,3 +382,23 @@ def test_a_plan_past_its_time_budget_starts_no_more_arms_and_still_compares(
         "time budget 0.5 s spent: fast repeat 2 not run",
     ]
     assert result.comparisons and {c.verdict for c in result.comparisons} == {"insufficient-data"}
+
+
+def test_a_plan_refused_for_its_inputs_leaves_nothing_in_the_ledger(tmp_path: Path) -> None:
+    """The example plan without its tokenizer: exit 3, one line, and no event appended (the
+    session and candidate proposals were written before the tokenizer was looked for)."""
+    examples = Path(__file__).resolve().parents[1] / "examples"
+    for name in ("plan.toml", "servers-cpu.toml"):
+        (tmp_path / name).write_text((examples / name).read_text())
+    ledger = tmp_path / "p.duckdb"
+    LedgerStore(ledger).init()
+    out = subprocess.run(
+        [str(TUNELEDGER), "--ledger", str(ledger), "run", "plan", "plan.toml"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "TUNELEDGER_RESIDENT": "0"},
+    )
+    assert out.returncode == 3 and "--tokenizer" in out.stderr and out.stderr.count("\n") == 1
+    assert LedgerStore(ledger).head() == 0
