@@ -23,19 +23,7 @@ def render_kernel_tunes(tunes: list[dict[str, Any]], table: TableRenderer) -> li
         return []
     lines = ["## Kernel tunes", ""]
     for t in tunes:
-        source = (
-            "SGLang's kernel"
-            if t["kernel_source"] == "sglang"
-            else "tuneledger's reference kernel (not SGLang's)"
-        )
-        lines += [
-            f"Tune `{t['tune_id']}`: {source}, E={t['E']} N={t['N']} K={t['K']} top-{t['topk']} {t['dtype']}, "
-            f"{t['device_name']} ({t['arch']}), Triton {t['triton_version']}; {t['search']}; {t['outcome']} in "
-            f"{_fmt(t['duration_s'], '.0f')} s, {t['measured']} timings, {t['reused']} reused"
-            + (f"; file `{t['output_file']}`" if t["output_file"] else "")
-            + ".",
-            "",
-        ]
+        lines += [f"Tune `{t['tune_id']}`: {_tune_line(t)}.", ""]
         rows = t["results"]
         if rows:
             lines += [
@@ -66,6 +54,44 @@ def render_kernel_tunes(tunes: list[dict[str, Any]], table: TableRenderer) -> li
                 "",
             ]
     return lines[:-1]
+
+
+#: How the decision log names a tune's kernel (``kernel_tune_started.kernel_source``).
+_KERNEL_SOURCES = {
+    "sglang": "SGLang's kernel",
+    "reference": "tuneledger's reference kernel (not SGLang's)",
+}
+
+
+def _tune_line(t: dict[str, Any]) -> str:
+    """One tune in words, from the facts its events hold (a tune recorded from a log or a
+    write-up may know only its kernel, shape and outcome: nothing is made up for the rest)."""
+    source = _KERNEL_SOURCES.get(t["kernel_source"] or "") or (
+        f"kernel `{t['kernel']}`" if t["kernel"] else "kernel not recorded"
+    )
+    shape = " ".join(f"{k}={t[k]}" for k in ("E", "N", "K") if t[k] is not None)
+    shape += (f" top-{t['topk']}" if t["topk"] is not None else "") + (
+        f" {t['dtype']}" if t["dtype"] else ""
+    )
+    where = f"{t['device_name']} ({t['arch']})" if t["device_name"] else t["arch"]
+    parts = [
+        source,
+        shape.strip(),
+        where,
+        f"Triton {t['triton_version']}" if t["triton_version"] else None,
+    ]
+    head = ", ".join(p for p in parts if p)
+    outcome = str(t["outcome"] or "outcome not recorded")
+    if t["duration_s"] is not None:
+        outcome += f" in {_fmt(t['duration_s'], '.0f')} s"
+    counts = [
+        f"{t['measured']} timings" if t["measured"] is not None else None,
+        f"{t['reused']} reused" if t["reused"] is not None else None,
+    ]
+    outcome += "".join(f", {c}" for c in counts if c)
+    tail = [t["search"], outcome, f"error: {t['error']}" if t["error"] else None]
+    tail.append(f"file `{t['output_file']}`" if t["output_file"] else None)
+    return "; ".join([head, *(p for p in tail if p)])
 
 
 def render_spec_trials(rows: list[dict[str, Any]], table: TableRenderer) -> list[str]:

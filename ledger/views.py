@@ -611,14 +611,16 @@ FROM live_control WHERE type = 'decision_recorded'""",
         # default-vs-tuned latency (µs) and the roofline fractions of kernel_tune_completed.results.
         "kernel_tunes": """
 SELECT c.seq, c.session_id, c.recorded_at, (c.payload->>'tune_id') AS tune_id,
-       (s.payload->>'kernel_source') AS kernel_source, (s.payload->>'kernel') AS kernel,
+       coalesce(s.payload->>'kernel_source', c.payload->>'kernel_source') AS kernel_source,
+       (s.payload->>'kernel') AS kernel,
        CAST(s.payload->>'E' AS INTEGER) AS E, CAST(s.payload->>'N' AS INTEGER) AS N,
        CAST(s.payload->>'K' AS INTEGER) AS K, CAST(s.payload->>'topk' AS INTEGER) AS topk,
        (s.payload->>'dtype') AS dtype, (s.payload->>'device_name') AS device_name, c.arch,
        (s.payload->>'triton_version') AS triton_version, (s.payload->>'search') AS search,
        (c.payload->>'outcome') AS outcome, CAST(c.payload->>'duration_s' AS DOUBLE) AS duration_s,
        CAST(c.payload->>'measured' AS INTEGER) AS measured, CAST(c.payload->>'reused' AS INTEGER) AS reused,
-       (c.payload->>'output_file') AS output_file, (c.payload->>'summary') AS summary, c.event_id
+       (c.payload->>'output_file') AS output_file, (c.payload->>'summary') AS summary, c.event_id,
+       (c.payload->>'error') AS error
 FROM live_control c
 LEFT JOIN (SELECT payload, row_number() OVER (PARTITION BY payload->>'tune_id' ORDER BY seq DESC) AS k
            FROM live_control WHERE type = 'kernel_tune_started') s

@@ -571,6 +571,14 @@ def test_demo_session_renders_key_lines(tmp_path: Path) -> None:
     ]
     assert any("pivot" in h and "speculative decoding" in h for h in headings), headings
     assert "| `flag:num-continuous-decode-steps` " in _section(text, "## Triage")
+    # The seeds' two tunes of SGLang's script: what their events hold, nothing made up
+    tunes = _section(text, "## Kernel tunes")
+    assert (
+        "Tune `moe-tune-1`: kernel `fused_moe_triton`, E=256 N=256, sm120; failed; error: crash in"
+        in tunes
+    )
+    assert "timed-out in 600 s; error: timed out after 10 minutes" in tunes
+    assert " None," not in tunes and "None;" not in tunes and "reference kernel" not in tunes
     assert (
         "| moe-config-b200 | c=1 | output_throughput | 121.6 tok/s | 122.0 tok/s | +0.33% |" in text
     )
