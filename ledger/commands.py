@@ -80,30 +80,47 @@ def _triage_refusal(label: str, candidate_id: str) -> InvalidInput:
     )
 
 
-def _stored_ids(store: LedgerStore, ids: Sequence[UUID]) -> set[UUID]:
-    """Which of ``ids`` the ledger holds (an empty or missing file holds none)."""
+def _stored_types(store: LedgerStore, ids: Sequence[UUID]) -> dict[UUID, str]:
+    """The type of each of ``ids`` the ledger holds (an empty or missing file holds none)."""
     if not store.path.exists() or store.path.stat().st_size == 0:
-        return set()
+        return {}
     table = store.query_arrow(
-        "SELECT event_id FROM events WHERE event_id IN (SELECT unnest(?::UUID[]))",
+        "SELECT event_id, type FROM events WHERE event_id IN (SELECT unnest(?::UUID[]))",
         [[str(i) for i in ids]],
     )
-    return {UUID(str(v)) for v in table.column("event_id").to_pylist()}
+    return {
+        UUID(str(event_id)): kind
+        for event_id, kind in zip(
+            table.column("event_id").to_pylist(), table.column("type").to_pylist(), strict=True
+        )
+    }
 
 
 def _check_retractions(
     store: LedgerStore, targets: list[tuple[str, UUID]], batch_ids: set[UUID]
 ) -> None:
-    """Raise ``NotFound`` for the first ``(label, target)`` neither stored nor in the batch."""
+    """Check each ``(label, target)`` that is not in the batch against the ledger.
+
+    Raises:
+        NotFound: the first target not stored (exit 5).
+        InvalidInput: a target that is itself a retraction (exit 3): a retraction is final,
+            since undoing one would change what every view said about the event in between.
+    """
     missing = [(label, target) for label, target in targets if target not in batch_ids]
     if not missing:
         return
-    known = _stored_ids(store, [target for _, target in missing])
+    known = _stored_types(store, [target for _, target in missing])
     for label, target in missing:
         if target not in known:
             raise NotFound(
                 f"{label}: event_retracted: no event {target} to retract in {store.path} "
                 "(a retraction must name a stored event); nothing was appended"
+            )
+        if known[target] == "event_retracted":
+            raise InvalidInput(
+                f"{label}: event_retracted: {target} is itself a retraction, and a retraction "
+                "is final (append the retracted fact again, as a new event, to restore it); "
+                "nothing was appended"
             )
 
 

@@ -274,6 +274,16 @@ def _identity(row: dict[str, Any]) -> tuple[Any, ...]:
 _EVENT_UUID = "_event_uuid"
 
 
+def _twice(ids: Sequence[Any]) -> EventIdReused:
+    """The refusal of a batch that holds one event id twice, naming the id."""
+    seen: set[str] = set()
+    for event_id in map(str, ids):
+        if event_id in seen:
+            return EventIdReused(f"the batch holds event_id {event_id} twice", event_id=event_id)
+        seen.add(event_id)
+    return EventIdReused("the batch holds an event_id twice")
+
+
 def _uuid_of(row: dict[str, Any]) -> UUID:
     """The row's event id as a ``UUID`` (the event's own object when ``append`` kept it)."""
     known = row.get(_EVENT_UUID)
@@ -951,7 +961,7 @@ class LedgerStore:
             return []
         ids = [row["event_id"] for row in rows]
         if len(set(ids)) != len(ids):
-            raise EventIdReused("the batch holds the same event_id twice")
+            raise _twice(ids)
         if expected_version is not None and len({row["stream"] for row in rows}) != 1:
             raise InvalidInput("expected_version needs every event of the batch in one stream")
         return self._writing(
@@ -1247,7 +1257,7 @@ class LedgerStore:
                 con.execute("BEGIN")
                 rows = table.to_pylist()
                 if len({row["event_id"] for row in rows}) != len(rows):
-                    raise EventIdReused("the batch holds the same event_id twice") from None
+                    raise _twice([row["event_id"] for row in rows]) from None
                 stored = self._stored(con, rows)
                 fresh = [row for row in rows if row["event_id"] not in stored]
                 heads = self._stream_heads(

@@ -498,3 +498,31 @@ def test_the_console_script_is_a_process(tmp_path: Path) -> None:
     out = proc("append", stdin='{"type": "note_added", "text": "x"}\n{"type": "nope"}\n')
     assert out.returncode == 3 and out.stderr.count("\n") == 1 and "<stdin>:2" in out.stderr
     assert count(ledger) == 1
+
+
+def test_a_retraction_is_final_and_a_doubled_id_is_named(ledger: Path) -> None:
+    """Retracting a retraction is refused (exit 3; it was stored and did nothing); a batch
+    holding one id twice names it (exit 8)."""
+    out = run(ledger, "append", "note_added", "-f", "text=x", "--json")
+    note = json.loads(out.stdout)[0]["event_id"]
+    out = run(
+        ledger,
+        "append",
+        "--json",
+        stdin=json.dumps({"type": "event_retracted", "retracted_event_id": note, "reason": "typo"}),
+    )
+    retraction = json.loads(out.stdout)[0]["event_id"]
+    again = run(
+        ledger,
+        "append",
+        stdin=json.dumps(
+            {"type": "event_retracted", "retracted_event_id": retraction, "reason": "undo"}
+        ),
+    )
+    assert again.returncode == 3 and "is itself a retraction" in again.stderr
+    assert count(ledger) == 2
+    event = {"type": "note_added", "event_id": "01900000-0000-7000-8000-0000000000ab", "text": "a"}
+    doubled = run(ledger, "append", stdin=json.dumps([event, {**event, "text": "b"}]))
+    assert (
+        doubled.returncode == 8 and "01900000-0000-7000-8000-0000000000ab twice" in doubled.stderr
+    )
