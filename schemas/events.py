@@ -432,10 +432,10 @@ class Workload(StrictModel):
     """
 
     dataset: str | None = None
-    input_len: int | None = None
-    output_len: int | None = None
-    range_ratio: float | None = None
-    num_prompts: int | None = None
+    input_len: int | None = Field(default=None, ge=0)
+    output_len: int | None = Field(default=None, ge=0)
+    range_ratio: float | None = Field(default=None, ge=0, le=1)
+    num_prompts: int | None = Field(default=None, ge=0)
     load: LoadKind | None = None
     request_rate: float | None = None
     seed: int | None = None

@@ -120,6 +120,15 @@ def test_envelope_defaults_and_normalisation() -> None:
             },
             "median_ttft_ms",
         ),
+        (
+            {
+                "type": "benchmark_completed",
+                "run_id": "r",
+                "config_name": "c",
+                "workload": {"input_len": -5},
+            },
+            "input_len",
+        ),
         ({"type": "candidate_triaged", "candidate_id": "c", "status": "kept"}, "status"),
         (
             {"type": "note_added", "text": "x", "host": {"compute_capability": "blackwell"}},
