@@ -8,6 +8,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import math
 import sys
 from collections.abc import Iterable
 from datetime import date, datetime
@@ -32,6 +33,13 @@ def _plain(value: Any) -> Any:
     return value
 
 
+def _json_value(value: Any) -> Any:
+    # JSON has no Infinity or NaN (JSON.parse and jq refuse them): null, as pydantic writes
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    return _plain(value)
+
+
 def _cell(value: Any) -> str:
     if value is None:
         return ""
@@ -45,7 +53,7 @@ def _cell(value: Any) -> str:
 
 
 def _json_rows(table: pa.Table | pa.RecordBatch) -> list[dict[str, Any]]:
-    return [{k: _plain(v) for k, v in row.items()} for row in table.to_pylist()]
+    return [{k: _json_value(v) for k, v in row.items()} for row in table.to_pylist()]
 
 
 def _csv_rows(table: pa.Table | pa.RecordBatch) -> list[list[Any]]:

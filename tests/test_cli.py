@@ -526,3 +526,18 @@ def test_a_retraction_is_final_and_a_doubled_id_is_named(ledger: Path) -> None:
     assert (
         doubled.returncode == 8 and "01900000-0000-7000-8000-0000000000ab twice" in doubled.stderr
     )
+
+
+def test_sql_json_output_is_strict_json(ledger: Path) -> None:
+    """Infinity and NaN are not JSON: `sql --format json` writes null for them (csv: inf)."""
+    out = run(
+        ledger,
+        "sql",
+        "SELECT 'inf'::DOUBLE AS a, 'nan'::DOUBLE AS b, 2.5::DOUBLE AS c",
+        "--format",
+        "json",
+    )
+    assert out.returncode == 0
+    assert json.loads(out.stdout, parse_constant=lambda name: pytest.fail(name)) == [
+        {"a": None, "b": None, "c": 2.5}
+    ]
