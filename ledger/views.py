@@ -368,6 +368,13 @@ SELECT run_id, session_id, config_name, engine, model, arch, status, flags, env,
        list_filter(coalesce(previous_flag_names, []), lambda k: NOT list_contains(flag_names, k)) AS flags_removed,
        list_filter(flag_names, lambda k: list_contains(coalesce(previous_flag_names, []), k)
                    AND (flags->k)::VARCHAR IS DISTINCT FROM (previous_flags->k)::VARCHAR) AS flags_changed,
+       -- each changed flag with its values, as a person reads them ("speculative-algorithm
+       -- None -> EAGLE"; a JSON null or a flag not set reads None)
+       list_transform(
+           list_filter(flag_names, lambda k: list_contains(coalesce(previous_flag_names, []), k)
+                       AND (flags->k)::VARCHAR IS DISTINCT FROM (previous_flags->k)::VARCHAR),
+           lambda k: k || ' ' || coalesce(previous_flags->>k, 'None') || ' -> '
+                     || coalesce(flags->>k, 'None')) AS flag_changes,
        max_running_requests - previous_max_running_requests AS max_running_requests_change,
        max_total_num_tokens - previous_max_total_num_tokens AS max_total_num_tokens_change,
        concat_ws('; ',

@@ -358,6 +358,7 @@ def test_29927_eagle_capacity_drop_against_run1(tmp_path: Path) -> None:
     first, second = runs_of(tmp_path, case / "run1_no_spec.log", case / "run2_eagle.log")
     assert second["previous_run_id"] == first["run_id"]
     assert "speculative-algorithm" in second["flags_changed"]
+    assert "speculative-algorithm None -> EAGLE" in second["flag_changes"]  # the case's words
     assert "max_total_num_tokens 405504 -> 110592" in second["changes_vs_previous"]
     assert first["max_running_requests"] == second["max_running_requests"] == 16
     assert second["cuda_graph_bs"] == [1, 2, 4, 8, 12, 16]  # the target verify graph of EAGLE
