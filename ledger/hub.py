@@ -259,6 +259,56 @@ def hold_back_advice(remote: Remote, event_id: object) -> str:
     )
 
 
+def _copy_incoming(con: psycopg.Connection, rows: Iterable[Sequence[Any]]) -> None:
+    """The rows to push into this transaction's temporary ``incoming`` table (one COPY)."""
+    con.execute(_INCOMING_DDL)
+    with con.cursor().copy(
+        sql.SQL("COPY incoming ({}) FROM STDIN").format(
+            sql.SQL(", ").join(map(sql.Identifier, COLUMNS))
+        )
+    ) as copy:
+        for row in rows:
+            copy.write_row(row)
+
+
+def _clashes(
+    con: psycopg.Connection, remote: Remote, limit: int | None = None
+) -> list[tuple[Any, int]]:
+    """(event_id, hub position) of the ``incoming`` rows the hub holds with other content,
+    in push order (at most ``limit``)."""
+    query = sql.SQL(
+        "SELECT i.event_id, e.position FROM incoming i JOIN {}.events e USING (event_id) "
+        "WHERE ({}) IS DISTINCT FROM ({}) ORDER BY i.origin_seq"
+    ).format(
+        _schema(remote),
+        sql.SQL(", ").join(sql.SQL("i.") + sql.Identifier(c) for c in IDENTITY),
+        sql.SQL(", ").join(sql.SQL("e.") + sql.Identifier(c) for c in IDENTITY),
+    )
+    if limit is not None:
+        query = query + sql.SQL(" LIMIT {}").format(sql.Literal(limit))
+    return [(row[0], row[1]) for row in con.execute(query).fetchall()]
+
+
+def refused_ids(
+    con: psycopg.Connection, remote: Remote, rows: Iterable[Sequence[Any]]
+) -> list[str]:
+    """The ids among ``rows`` (as ``push`` takes them) that a push would be refused for: the
+    hub holds them with other content (``sync --dry-run``). Writes nothing: the transaction is
+    rolled back.
+
+    Raises:
+        RemoteError: the hub is not initialised, or the connection failed.
+    """
+    try:
+        _check_initialised(con, remote)
+        _copy_incoming(con, rows)
+        return [str(event_id) for event_id, _ in _clashes(con, remote)]
+    except psycopg.Error as exc:
+        raise RemoteError(f"remote {remote.name}: dry run failed: {_first_line(exc)}") from None
+    finally:
+        con.rollback()
+
+
 def push(
     con: psycopg.Connection,
     remote: Remote,
@@ -278,31 +328,16 @@ def push(
     schema = _schema(remote)
     try:
         _check_initialised(con, remote)
-        con.execute(_INCOMING_DDL)
         # Copying before taking the head lock keeps the serialised part short.
-        with con.cursor().copy(
-            sql.SQL("COPY incoming ({}) FROM STDIN").format(
-                sql.SQL(", ").join(map(sql.Identifier, COLUMNS))
-            )
-        ) as copy:
-            for row in rows:
-                copy.write_row(row)
+        _copy_incoming(con, rows)
         head = _first(
             con.execute(
                 sql.SQL("SELECT position FROM {}.hub_head FOR UPDATE").format(schema)
             ).fetchone()
         )
-        clash = con.execute(
-            sql.SQL(
-                "SELECT i.event_id, e.position FROM incoming i JOIN {}.events e USING (event_id) "
-                "WHERE ({}) IS DISTINCT FROM ({}) ORDER BY i.origin_seq LIMIT 1"
-            ).format(
-                schema,
-                sql.SQL(", ").join(sql.SQL("i.") + sql.Identifier(c) for c in IDENTITY),
-                sql.SQL(", ").join(sql.SQL("e.") + sql.Identifier(c) for c in IDENTITY),
-            )
-        ).fetchone()
-        if clash:
+        clashes = _clashes(con, remote, limit=1)
+        if clashes:
+            clash = clashes[0]
             con.rollback()
             raise EventIdReused(
                 f"event_id {clash[0]} is on remote {remote.name} (position {clash[1]}) with other "

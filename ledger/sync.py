@@ -71,7 +71,7 @@ CREATE TABLE IF NOT EXISTS sync_held (
 
 _TO_PUSH = """
 WITH pulled AS (SELECT seq, position FROM sync_events WHERE origin_ledger <> ?::UUID),
-held AS (SELECT event_id FROM sync_held WHERE remote = ?),
+held AS (SELECT unnest(?::UUID[]) AS event_id),  -- the ids held back from this remote
 todo AS (SELECT e.* FROM events e ANTI JOIN sync_events s ON s.event_id = e.event_id
          ANTI JOIN held h ON h.event_id = e.event_id)
 SELECT t.event_id::VARCHAR AS event_id, t.type, t.schema_version, t.stream, t.stream_version,
@@ -87,10 +87,12 @@ ORDER BY t.seq
 
 @dataclass(frozen=True)
 class SyncCounts:
-    """Events waiting each way: ``to_push`` (local, not on the hub), ``to_pull`` (hub, not here)."""
+    """Events waiting each way: ``to_push`` (local, not on the hub), ``to_pull`` (hub, not here),
+    and the ids a push would be ``refused`` for (on the hub with other content: exit 8)."""
 
     to_push: int
     to_pull: int
+    refused: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -250,7 +252,17 @@ def counts(store: LedgerStore, remote: Remote) -> SyncCounts:
         RemoteError: the hub cannot be reached or is not initialised.
     """
     state = status(store, remote)  # read-only: a dry run writes nothing here either
-    return SyncCounts(to_push=state.to_push, to_pull=count_to_pull(store, remote, state))
+    to_pull = count_to_pull(store, remote, state)
+    refused: list[str] = []
+    ledger_id = read_identity(store)
+    if state.to_push and ledger_id is not None:
+        with store.connect() as con:
+            held = _held_in(con, remote)
+            table = con.sql(_TO_PUSH, params=[str(ledger_id), held]).to_arrow_table()
+        columns = [table.column(name).to_pylist() for name in hub.COLUMNS]
+        with hub.connect(remote) as pg:
+            refused = hub.refused_ids(pg, remote, zip(*columns, strict=True))
+    return SyncCounts(state.to_push, to_pull, tuple(refused))
 
 
 def count_to_pull(
@@ -485,7 +497,7 @@ def _sync(
         ledger_id, ledger_name = _identity_in(con)
         after = _pulled_position(con, remote)
         held = _held_in(con, remote)
-        table = con.sql(_TO_PUSH, params=[str(ledger_id), remote.name]).to_arrow_table()
+        table = con.sql(_TO_PUSH, params=[str(ledger_id), held]).to_arrow_table()
     with hub.connect(remote) as pg:
         pending: _Pushed | None = None
         stored = 0

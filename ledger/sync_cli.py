@@ -160,12 +160,24 @@ def sync_command(
         if as_json:
             click.echo(
                 json.dumps(
-                    {"remote": item.name, "to_push": counts.to_push, "to_pull": counts.to_pull}
+                    {
+                        "remote": item.name,
+                        "to_push": counts.to_push,
+                        "to_pull": counts.to_pull,
+                        "refused": list(counts.refused),
+                    }
                 )
             )
         else:
+            refused = (
+                f"; a sync would be refused (exit 8): {', '.join(counts.refused)} "
+                "on the hub with other content (see --hold-back)"
+                if counts.refused
+                else ""
+            )
             click.echo(
-                f"{item.name}: {counts.to_push} to push, {counts.to_pull} to pull (dry run: nothing changed)"
+                f"{item.name}: {counts.to_push} to push, {counts.to_pull} to pull{refused} "
+                "(dry run: nothing changed)"
             )
         return
     report = sync.sync(store, item)

@@ -276,6 +276,8 @@ def test_a_held_back_id_unblocks_sync_and_each_side_keeps_its_version(
     assert refused.value.event_id == str(shared.event_id)
     with pytest.raises(EventIdReused):  # refused again and again until the user chooses
         sync.sync(b, remote)
+    # a dry run says so beforehand, and changes nothing
+    assert sync.counts(b, remote) == sync.SyncCounts(3, 1, (str(shared.event_id),))
     with pytest.raises(NotFound):  # a typo would hide a good event: refused
         sync.hold_back(b, remote, ["01900000-0000-7000-8000-0000000000ff"])
 
@@ -355,6 +357,7 @@ def test_cli_refuses_a_reused_id_with_exit_8_and_masks_nothing_it_never_had(
         "remote": "team",
         "to_push": 1,
         "to_pull": 0,
+        "refused": [],
     }
     assert tl(a, "sync").returncode == 0
     refused = tl(b, "sync")
