@@ -200,7 +200,7 @@ def _validated(
     # (pickling 20 MB of lines a chunk to a worker cost both sides ~5 us an event).
     _LINES = lines
     pool = ProcessPoolExecutor(
-        max_workers=min(workers, len(chunks)), mp_context=context, initializer=_keep_memory
+        max_workers=min(workers, len(chunks)), mp_context=context, initializer=_worker_setup
     )
     try:
         futures = [
@@ -210,6 +210,32 @@ def _validated(
     finally:
         pool.shutdown(wait=True, cancel_futures=True)
         _LINES = ()
+
+
+def _worker_setup() -> None:
+    """A validation worker's start: it dies with its parent, and keeps its freed memory."""
+    _die_with_parent()
+    _keep_memory()
+
+
+def _die_with_parent() -> None:
+    """Ask Linux to SIGKILL this worker when the process that forked it dies (``prctl``'s
+    ``PR_SET_PDEATHSIG``; elsewhere nothing). A parent killed with SIGKILL mid-import left its
+    workers blocked on a full pipe for good, each holding the other's pipe, and, in the
+    resident process, the client's socket: the client then never saw its server end."""
+    import ctypes
+    import ctypes.util
+    import signal
+
+    parent = os.getppid()
+    try:
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
+        pr_set_pdeathsig = 1
+        libc.prctl(pr_set_pdeathsig, int(signal.SIGKILL), 0, 0, 0)
+    except (OSError, AttributeError):
+        return
+    if os.getppid() != parent:  # the parent died before the request was made
+        os._exit(1)
 
 
 def _keep_memory() -> None:

@@ -992,15 +992,39 @@ _NoArgsIsHelp: type[click.UsageError] = getattr(
 )
 
 
+def _note_interrupts() -> list[bool]:
+    """Make SIGINT raise ``KeyboardInterrupt`` as usual and also leave a mark (the returned
+    list is non-empty once one came): DuckDB turns an interrupt during a query into an error
+    of its own, which ``main`` then reports as the interrupt it was (exit 130). Only in the
+    main thread (a resident process serves calls in others: they get no signals)."""
+    import signal
+    import threading
+
+    seen: list[bool] = []
+    if threading.current_thread() is not threading.main_thread():
+        return seen
+    previous = signal.getsignal(signal.SIGINT)
+    if previous is not signal.default_int_handler:
+        return seen  # someone else's handler (a test harness, an embedding program): leave it
+
+    def on_interrupt(signum: int, frame: Any) -> None:
+        seen.append(True)
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGINT, on_interrupt)
+    return seen
+
+
 def main(argv: list[str] | None = None) -> None:
     """Run the CLI; ``LedgerError`` becomes one line on stderr and its exit code."""
     for command in cli.commands.values():  # plugin commands get it when loaded (_LazyPluginGroup)
         _accept_ledger_everywhere(command)
+    interrupted = _note_interrupts()
     try:
         cli.main(args=argv, prog_name="tuneledger", standalone_mode=False)
     except click.exceptions.Exit as exc:
         sys.exit(exc.exit_code)
-    except click.Abort:
+    except (click.Abort, KeyboardInterrupt):
         click.echo("tuneledger: aborted", err=True)
         sys.exit(130)
     except _NoArgsIsHelp as exc:  # `tuneledger`, `tuneledger run`: the help, as click shows it
@@ -1019,6 +1043,12 @@ def main(argv: list[str] | None = None) -> None:
     except BrokenPipeError:
         sys.exit(0)
     except Exception as exc:  # a full disk or read-only storage under DuckDB: one line, exit 15
+        if interrupted:
+            # Ctrl-C inside a DuckDB query comes back as DuckDB's own error ("Query
+            # interrupted", a failed Arrow scan): an interrupt all the same, and the store
+            # call it cut short stored nothing (one transaction)
+            click.echo("tuneledger: aborted", err=True)
+            sys.exit(130)
         from .ledger_file import storage_error
 
         error = storage_error(exc)

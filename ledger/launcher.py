@@ -384,6 +384,15 @@ def forward(argv: list[str], path: str, ident: str) -> int:
                 _write_all(1, out)
                 _write_all(2, err)
                 return int(code)
+    except KeyboardInterrupt:
+        # The call is the resident process's now: once it has its input it runs to its end
+        # (one atomic store call) whether or not anyone waits for the answer.
+        _write_all(
+            2,
+            b"\ntuneledger: interrupted; the resident process may still complete the call "
+            b"(look with `tuneledger events --newest`)\n",
+        )
+        return 130
     finally:
         sock.close()
 

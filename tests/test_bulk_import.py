@@ -3,7 +3,11 @@
 from __future__ import annotations
 
 import json
+import os
+import signal
+import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -347,3 +351,74 @@ def test_a_bad_first_chunk_never_touches_the_file(
         with pytest.raises(InvalidInput, match=r"^in.jsonl:6: not valid JSON"):
             bulk.import_lines(store, lines, "in.jsonl", workers=workers)
         assert not store.path.exists()
+
+
+# --- the process around a bulk append: killed, interrupted -----------------------------------
+
+#: The installed command, as a user runs it (in-process: the resident's tests are elsewhere).
+TUNELEDGER = str(Path(sys.executable).with_name("tuneledger"))
+
+
+def _children(pid: int) -> list[int]:
+    out = subprocess.run(["ps", "--ppid", str(pid), "-o", "pid="], capture_output=True, text=True)
+    return [int(p) for p in out.stdout.split()]
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    # a zombie is dead for our purpose (it only waits for its parent to read its status)
+    status = Path(f"/proc/{pid}/status")
+    return not (status.exists() and "State:\tZ" in status.read_text())
+
+
+def _bulk_append(tmp_path: Path) -> tuple[subprocess.Popen[bytes], Path, list[int]]:
+    """A bulk append (80,000 notes) started in-process, returned once its validation workers run."""
+    lines = tmp_path / "big.jsonl"
+    lines.write_text(
+        "".join(
+            json.dumps({"type": "note_added", "text": f"bulk {i}"}) + "\n" for i in range(80_000)
+        )
+    )
+    ledger = tmp_path / "l.duckdb"
+    LedgerStore(ledger).init()
+    process = subprocess.Popen(
+        [TUNELEDGER, "--ledger", str(ledger), "append", "--json"],
+        stdin=lines.open("rb"),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env={**os.environ, "TUNELEDGER_RESIDENT": "0"},
+    )
+    deadline = time.monotonic() + 60
+    while not (workers := _children(process.pid)) and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert workers, "the bulk append started no validation workers"
+    return process, ledger, workers
+
+
+@pytest.mark.slow
+def test_a_killed_bulk_append_leaves_no_worker_behind(tmp_path: Path) -> None:
+    """SIGKILL of the parent mid-import: its workers die too (they were left blocked on a
+    pipe for good, and in the resident process they held the client's socket)."""
+    process, ledger, workers = _bulk_append(tmp_path)
+    process.kill()
+    process.wait(timeout=30)
+    deadline = time.monotonic() + 20
+    while any(_alive(w) for w in workers) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not any(_alive(w) for w in workers)
+    assert LedgerStore(ledger).head() == 0
+
+
+@pytest.mark.slow
+def test_ctrl_c_during_a_bulk_append_is_exit_130_in_one_line(tmp_path: Path) -> None:
+    """SIGINT while the workers validate: exit 130, one line (DuckDB's "Query interrupted"
+    came out as a traceback and exit 1), nothing stored."""
+    process, ledger, _ = _bulk_append(tmp_path)
+    process.send_signal(signal.SIGINT)
+    _, err = process.communicate(timeout=60)
+    assert process.returncode == 130, err
+    assert err.decode().strip() == "tuneledger: aborted"
+    assert LedgerStore(ledger).head() == 0
