@@ -14,7 +14,8 @@ import io
 import json
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -992,34 +993,46 @@ _NoArgsIsHelp: type[click.UsageError] = getattr(
 )
 
 
-def _note_interrupts() -> list[bool]:
-    """Make SIGINT raise ``KeyboardInterrupt`` as usual and also leave a mark (the returned
-    list is non-empty once one came): DuckDB turns an interrupt during a query into an error
-    of its own, which ``main`` then reports as the interrupt it was (exit 130). Only in the
-    main thread (a resident process serves calls in others: they get no signals)."""
+@contextmanager
+def _noting_interrupts() -> Iterator[list[bool]]:
+    """While the CLI runs, SIGINT raises ``KeyboardInterrupt`` as usual and also leaves a mark
+    (the list yielded is non-empty once one came): DuckDB turns an interrupt during a query
+    into an error of its own, which ``main`` then reports as the interrupt it was (exit 130).
+    The handler before is put back on the way out. Only in the main thread (a resident
+    process serves calls in others: they get no signals) and over Python's default handler
+    (someone else's, a test harness's or an embedding program's, is left alone)."""
     import signal
     import threading
 
     seen: list[bool] = []
-    if threading.current_thread() is not threading.main_thread():
-        return seen
-    previous = signal.getsignal(signal.SIGINT)
-    if previous is not signal.default_int_handler:
-        return seen  # someone else's handler (a test harness, an embedding program): leave it
+    if (
+        threading.current_thread() is not threading.main_thread()
+        or signal.getsignal(signal.SIGINT) is not signal.default_int_handler
+    ):
+        yield seen
+        return
 
     def on_interrupt(signum: int, frame: Any) -> None:
         seen.append(True)
         raise KeyboardInterrupt
 
     signal.signal(signal.SIGINT, on_interrupt)
-    return seen
+    try:
+        yield seen
+    finally:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 def main(argv: list[str] | None = None) -> None:
     """Run the CLI; ``LedgerError`` becomes one line on stderr and its exit code."""
     for command in cli.commands.values():  # plugin commands get it when loaded (_LazyPluginGroup)
         _accept_ledger_everywhere(command)
-    interrupted = _note_interrupts()
+    with _noting_interrupts() as interrupted:
+        _main(argv, interrupted)
+
+
+def _main(argv: list[str] | None, interrupted: list[bool]) -> None:
+    """``main``'s body: each way a command ends, as an exit code and at most one line."""
     try:
         cli.main(args=argv, prog_name="tuneledger", standalone_mode=False)
     except click.exceptions.Exit as exc:
