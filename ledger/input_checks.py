@@ -127,6 +127,11 @@ def payload_json(event: Event, where: str | None = None) -> str:
     return mask_json(data.decode())
 
 
+#: Identifiers already found free of secrets (a batch's events share a few session ids and
+#: actor names: each is scanned once, not once an event); "" holds the secret words' version.
+_CLEAN_IDS: dict[str, object] = {}
+
+
 def no_secret_ids(event: Event, where: str | None = None) -> None:
     """Refuse an event whose identifiers hold a secret: ``session_id``, ``stream`` and the
     actor's name are kept as given (masking them would merge every session named by a
@@ -135,17 +140,26 @@ def no_secret_ids(event: Event, where: str | None = None) -> None:
     Raises:
         InvalidInput: names the field (exit 3).
     """
+    if _CLEAN_IDS.get("") is not secrets._roots:  # secret words added since: look again
+        _CLEAN_IDS.clear()
+        _CLEAN_IDS[""] = secrets._roots
     for field, value in (
         ("session_id", event.session_id),
         ("stream", event.stream),
         ("actor.name", event.actor.name),
     ):
-        if value and secrets.may_hold_secret(value) and mask_text(value) != value:
+        if not value or value in _CLEAN_IDS:
+            continue
+        if secrets.may_hold_secret(value) and mask_text(value) != value:
             origin = where or event.source
             raise InvalidInput(
                 f"{origin + ': ' if origin else ''}{event.type}: field '{field}' holds a "
                 "secret (a token or a password) and would be stored in clear: name it otherwise"
             )
+        if len(_CLEAN_IDS) >= 1024:  # a bound, not an LRU: a batch repeats a few identifiers
+            _CLEAN_IDS.clear()
+            _CLEAN_IDS[""] = secrets._roots
+        _CLEAN_IDS[value] = True
 
 
 def dumped_payload(event: Event, where: str) -> str:
