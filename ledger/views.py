@@ -102,14 +102,8 @@ def view_sql() -> dict[str, str]:
     delta_metric_cols = ", ".join(metrics)
     t975 = t975_sql("df")
     z_sum = Z_SUM_80
-    same_arm = (
-        "t.session_id IS NOT DISTINCT FROM s.session_id AND t.config_name = s.config_name "
-        "AND t.metric = s.metric AND t.concurrency IS NOT DISTINCT FROM s.concurrency "
-        "AND t.request_rate IS NOT DISTINCT FROM s.request_rate "
-        "AND t.dataset IS NOT DISTINCT FROM s.dataset "
-        "AND t.input_len IS NOT DISTINCT FROM s.input_len "
-        "AND t.output_len IS NOT DISTINCT FROM s.output_len"
-    )
+    # one delta row of an arm (ARM_KEY) and metric against another (t: a comparison, s: the rule's)
+    same_arm = " AND ".join(f"t.{k} IS NOT DISTINCT FROM s.{k}" for k in (*ARM_KEY, "metric"))
     arm_cols = ", ".join(ARM_KEY)
     base_arm_cols = ", ".join("baseline_config" if c == "config_name" else c for c in ARM_KEY)
     # the arm's central value as runners.compare's: the geometric mean when every value is
