@@ -470,8 +470,15 @@ else:
             m.name: (
                 int | None if m.integer else float | None,
                 # Every metric is a count, a duration, a rate or a latency: never negative, and
-                # finite (JSON has no Infinity or NaN: pydantic would store them as null).
-                Field(default=None, ge=0, allow_inf_nan=False, description=f"{m.label} ({m.unit})"),
+                # finite (JSON has no Infinity or NaN: pydantic would store them as null). An
+                # integer is finite already: allow_inf_nan on one costs a Python-level check
+                # per field (pydantic cannot give it to the integer validator).
+                Field(
+                    default=None,
+                    ge=0,
+                    allow_inf_nan=None if m.integer else False,
+                    description=f"{m.label} ({m.unit})",
+                ),
             )
             for m in METRICS
         },
