@@ -135,7 +135,10 @@ CREATE TABLE IF NOT EXISTS events (
     correlation_id UUID,
     source         VARCHAR,
     host           JSON,
-    payload        JSON NOT NULL,
+    -- Zstandard for the payloads (most of a ledger's bytes): a 100k-event import compressed
+    -- them in 0.45 s of CPU against 0.9 s for DuckDB's default choice, into 51 MB against 84
+    -- (bench/bench_store.py --only import). Files made before keep DuckDB's default choice.
+    payload        JSON NOT NULL USING COMPRESSION ZSTD,
     occurred_at    TIMESTAMPTZ,
     UNIQUE (stream, stream_version)
 );
@@ -174,7 +177,8 @@ MIGRATIONS: tuple[tuple[int, str], ...] = (
     (2, "ALTER TABLE events ADD COLUMN IF NOT EXISTS occurred_at TIMESTAMPTZ"),
 )
 
-_COLUMNS = (
+#: The ``events`` table's columns, in order (``event_values`` gives one event's values so).
+COLUMNS = (
     "seq",
     "event_id",
     "type",
@@ -411,6 +415,36 @@ def _let_go_all() -> None:
 
 _process_locks: dict[str, threading.RLock] = {}
 _process_locks_guard = threading.Lock()
+
+
+#: Rows per row group that a writer gives DuckDB (its default: 122,880). A large append's full
+#: row groups are compressed and written while the transaction goes on ("optimistic writes",
+#: one row group at a time: ``write_buffer_row_group_count``), so a 100k-event import's
+#: commit no longer compresses them all at the end: COMMIT 1.1 s -> 0.1 s, the compression
+#: done meanwhile, beside the validation workers. A multiple of DuckDB's vector (2,048 rows).
+ROW_GROUP_ROWS = 16_384
+
+
+def _connect(path: Path, read_only: bool, config: dict[str, Any]) -> duckdb.DuckDBPyConnection:
+    """Open the ledger: a reader plainly; a writer as an attached database (DuckDB sets the
+    row group size at ``ATTACH`` only: ``ROW_GROUP_ROWS``) made the connection's default
+    catalog, so every statement reads as on a plain connection.
+
+    Raises:
+        duckdb.Error: as ``duckdb.connect`` (a lock held elsewhere, not a database file).
+    """
+    if read_only:
+        return duckdb.connect(str(path), read_only=True, config=config)
+    con = duckdb.connect(":memory:", config=config)
+    try:
+        quoted = str(path).replace("'", "''")
+        con.execute(f"ATTACH '{quoted}' AS ledger (ROW_GROUP_SIZE {ROW_GROUP_ROWS})")
+        con.execute("USE ledger")
+        con.execute("SET write_buffer_row_group_count = 1")
+    except BaseException:
+        con.close()
+        raise
+    return con
 
 
 def _lock_for(path: Path) -> threading.RLock:
@@ -723,7 +757,7 @@ class LedgerStore:
             LedgerBusy: still locked after ``lock_timeout_s``.
         """
         try:
-            return duckdb.connect(str(self.path), read_only=read_only, config=config)
+            return _connect(self.path, read_only, config)
         except duckdb.Error as exc:
             if not is_lock_error(exc):
                 raise ledger_file.open_error(self.path, exc) or exc from None
@@ -739,7 +773,7 @@ class LedgerStore:
         try:
             for attempt in retrying:
                 with attempt:
-                    return duckdb.connect(str(self.path), read_only=read_only, config=config)
+                    return _connect(self.path, read_only, config)
         except duckdb.Error as exc:
             if is_lock_error(exc):
                 raise LedgerBusy(
@@ -797,7 +831,7 @@ class LedgerStore:
         current = (
             views_version == views.VIEWS_VERSION
             and layout == str(LAYOUT_VERSION)
-            and columns == len(_COLUMNS)
+            and columns == len(COLUMNS)
         )
         return current, projected, head
 
@@ -815,7 +849,7 @@ class LedgerStore:
             self.path,
             views_version=views.VIEWS_VERSION,
             layout_version=LAYOUT_VERSION,
-            columns=_COLUMNS,
+            columns=COLUMNS,
         )
 
     def ensure_current(self) -> None:
@@ -1023,9 +1057,9 @@ class LedgerStore:
         self, chunks: Iterable[pa.Table], *, threads: int | None = None
     ) -> AppendResults | None:
         """``append_columns`` for a batch that arrives in parts (the bulk import's validated
-        chunks, in file order): each part is numbered and inserted as it comes, so the
-        store works while the next parts are validated; one transaction for them all, the
-        projections caught up once, at the end.
+        chunks, in file order): each part is numbered, inserted and projected (from its own
+        rows: ``projections.catch_up``'s ``source``) as it comes, so the store works while
+        the next parts are validated; one transaction for them all.
 
         Returns None, with nothing stored, when a part may be a retry or a conflict (an
         ``event_id`` already stored, twice in the batch or a retraction of an event not
@@ -1034,9 +1068,10 @@ class LedgerStore:
         ``chunks`` (a bad line) rolls back everything and propagates.
 
         ``threads``: DuckDB's threads while the parts arrive (None: as configured), e.g. the
-        cores the validation workers leave; the projections and the commit (its checkpoint),
-        after the last part, run as configured. On 2 cores one thread took 30 µs of CPU an
-        event against 33.5 with two, and no more wall time (100k events, load 4.2-4.7).
+        cores the validation workers leave; the commit, after the last part, runs as
+        configured. On 2 cores one thread took 30 µs of CPU an event against 33.5 with two,
+        and no more wall time (100k events, load 4.2-4.7); with the parts projected as they
+        come, two threads cost ~10% more CPU and 0.1-0.3 s more wall time (idle).
 
         Raises:
             LedgerBusy: as ``append``; whatever ``chunks`` raises.
@@ -1069,15 +1104,18 @@ class LedgerStore:
                     projected, head = held.projected, held.head
                 else:
                     _, projected, head = self._state(con)
+                # Each part is projected as it is inserted, read from the part itself (not
+                # from ``events``: no scan of the transaction's rows so far, no decompressing
+                # its payloads again), so the projections are done by the time the last part
+                # is in, while the workers validate: the earlier events first.
+                projected = projections.catch_up(con, projected)
                 first = head
                 for table in chunks:
                     if table.num_rows:
-                        parts.append(self._insert_columns(con, table, projected, head))
-                        head += table.num_rows
-                if threads is not None:  # the projections and the commit: as configured
+                        parts.append(self._insert_columns(con, table, projected, head, True))
+                        head = projected = head + table.num_rows
+                if threads is not None:  # the commit (its checkpoint): as configured
                     con.execute(f"SET threads = {int(configured)}")
-                # Projections once, at the end (in ``_commit``): caught up part by part they
-                # cost 4x as much in all (each catch-up scanned the transaction's rows so far).
                 columns = [
                     pa.chunked_array(
                         [c for part in parts for c in pa.chunked_array(part._columns[i]).chunks],
@@ -1094,6 +1132,7 @@ class LedgerStore:
         if held is not None:
             held.heads.clear()  # the batch moved many streams: read them again when needed
             held.head = max(held.head, head)
+            held.projected = max(held.projected, projected)
         return results
 
     def append_replicated(
@@ -1250,8 +1289,11 @@ class LedgerStore:
         """One bulk append transaction (``append_columns``); the careful path on any doubt."""
         with self._transaction(con, held):
             projected, head = self._position(con, held)
+            # A one-shot append projects the batch from its own rows (a kept-open writer
+            # batches its catch-ups instead: ``MAX_LAG``).
+            project = held is None and projected == head
             try:
-                results = self._insert_columns(con, table, projected, head)
+                results = self._insert_columns(con, table, projected, head, project)
             except (duckdb.ConstraintException, _NotFresh):
                 con.execute("ROLLBACK")
                 con.execute("BEGIN")
@@ -1265,17 +1307,25 @@ class LedgerStore:
                 )
                 found, _ = self._insert(con, rows, fresh, stored, None, heads, head)
                 results = AppendResults.of(found)
-            self._commit(con, results, record, held, projected)
+                project = False
+            self._commit(con, results, record, held, head if project else projected)
         if held is not None:
             held.heads.clear()  # the batch moved many streams: read them again when needed
             held.head = max(held.head, max(results.seqs, default=0))
         return results
 
     def _insert_columns(
-        self, con: duckdb.DuckDBPyConnection, table: pa.Table, projected: int, head: int
+        self,
+        con: duckdb.DuckDBPyConnection,
+        table: pa.Table,
+        projected: int,
+        head: int,
+        project: bool = False,
     ) -> AppendResults:
         """Number and insert a batch assumed new; ``_NotFresh`` (or the unique indexes'
-        ``ConstraintException``) when it may not be."""
+        ``ConstraintException``) when it may not be. ``project``: project the batch too,
+        from its own rows (``projections.catch_up``'s ``source``: every event up to ``head``
+        must be projected already, ``projected == head``)."""
         import pyarrow as pa
         import pyarrow.compute as pc
 
@@ -1320,15 +1370,22 @@ class LedgerStore:
             table = table.set_column(
                 schema.get_field_index("stream_version"), "stream_version", versions
             )
+            stamped = schema.get_field_index("recorded_at")
+            if table.column(stamped).null_count:  # stamped now, inside the write transaction
+                now = pa.scalar(self.clock(), schema.field(stamped).type)
+                table = table.set_column(
+                    stamped, "recorded_at", pc.fill_null(table.column(stamped), now)
+                )
             con.unregister("incoming")
             con.register("incoming", table)
             con.execute(
-                f"INSERT INTO events ({', '.join(_COLUMNS)}) SELECT seq, event_id::UUID, type, "
-                "schema_version, stream, stream_version, coalesce(recorded_at, $now), actor_kind, "
+                f"INSERT INTO events ({', '.join(COLUMNS)}) SELECT seq, event_id::UUID, type, "
+                "schema_version, stream, stream_version, recorded_at, actor_kind, "
                 "actor_name, session_id, causation_id::UUID, correlation_id::UUID, source, "
-                "host::JSON, payload::JSON, occurred_at FROM incoming",
-                {"now": self.clock()},
+                "host::JSON, payload::JSON, occurred_at FROM incoming"
             )
+            if project:
+                projections.catch_up(con, projected, source="incoming")
         finally:
             with suppress(duckdb.Error):  # aborted by a conflict: the rollback drops it
                 con.unregister("incoming")
@@ -1485,7 +1542,7 @@ class LedgerStore:
             row = fresh[0]
             seq, version = positions[row["event_id"]]
             con.execute(
-                f"INSERT INTO events ({', '.join(_COLUMNS)}) "
+                f"INSERT INTO events ({', '.join(COLUMNS)}) "
                 "VALUES (?, ?::UUID, ?, ?, ?, ?, ?, ?, ?, ?, ?::UUID, ?::UUID, ?, ?::JSON, ?::JSON, ?)",
                 [
                     seq,
@@ -1507,13 +1564,13 @@ class LedgerStore:
                 ],
             )
             return
-        columns = {name: [row.get(name) for row in fresh] for name in _COLUMNS}
+        columns = {name: [row.get(name) for row in fresh] for name in COLUMNS}
         columns["seq"] = [positions[row["event_id"]][0] for row in fresh]
         columns["stream_version"] = [positions[row["event_id"]][1] for row in fresh]
         con.register("incoming", columns_table(columns, len(fresh)))
         try:
             con.execute(
-                f"INSERT INTO events ({', '.join(_COLUMNS)}) SELECT seq, event_id::UUID, type, schema_version, "
+                f"INSERT INTO events ({', '.join(COLUMNS)}) SELECT seq, event_id::UUID, type, schema_version, "
                 "stream, stream_version, recorded_at, actor_kind, actor_name, session_id, causation_id::UUID, "
                 "correlation_id::UUID, source, host::JSON, payload::JSON, occurred_at FROM incoming"
             )
@@ -1572,8 +1629,8 @@ class LedgerStore:
                 types=tuple(types or ()), session_id=session_id, stream=stream, after_seq=after_seq
             )
         with self.connect() as con:
-            rows = event_rows(con, flt, _COLUMNS, limit=limit, newest_first=newest_first)
-        return [row_to_event(dict(zip(_COLUMNS, row, strict=True))) for row in rows]
+            rows = event_rows(con, flt, COLUMNS, limit=limit, newest_first=newest_first)
+        return [row_to_event(dict(zip(COLUMNS, row, strict=True))) for row in rows]
 
     def get(self, event_id: str | UUID) -> Event:
         """The event with this id (a unique prefix of at least 8 hex digits also works).
@@ -1593,11 +1650,11 @@ class LedgerStore:
         with self.connect() as con:
             if len(text) == 36:
                 rows = con.execute(
-                    f"SELECT {', '.join(_COLUMNS)} FROM events WHERE event_id = ?::UUID", [text]
+                    f"SELECT {', '.join(COLUMNS)} FROM events WHERE event_id = ?::UUID", [text]
                 ).fetchall()
             elif len(text) >= 8:
                 rows = con.execute(
-                    f"SELECT {', '.join(_COLUMNS)} FROM events WHERE starts_with(event_id::VARCHAR, ?) LIMIT 2",
+                    f"SELECT {', '.join(COLUMNS)} FROM events WHERE starts_with(event_id::VARCHAR, ?) LIMIT 2",
                     [text],
                 ).fetchall()
             else:
@@ -1608,7 +1665,7 @@ class LedgerStore:
                     f"event id prefix {event_id} is ambiguous ({rows[0][1]}, {rows[1][1]}, ...): give more digits"
                 )
             raise NotFound(f"event {event_id} not found")
-        return row_to_event(dict(zip(_COLUMNS, rows[0], strict=True)))
+        return row_to_event(dict(zip(COLUMNS, rows[0], strict=True)))
 
     def query_arrow(self, sql: str, params: Sequence[Any] | None = None) -> pa.Table:
         """Run one trusted read query (views included) and return an Arrow table."""
@@ -1641,7 +1698,7 @@ def _masked_columns(table: pa.Table) -> pa.Table:
 
 def rows_table(rows: Sequence[dict[str, Any]]) -> pa.Table:
     """``event_row`` dicts as one Arrow table of ``events`` columns (``append_columns``'s input)."""
-    return columns_table({name: [row.get(name) for row in rows] for name in _COLUMNS}, len(rows))
+    return columns_table({name: [row.get(name) for row in rows] for name in COLUMNS}, len(rows))
 
 
 def columns_table(columns: Mapping[str, Sequence[Any]], length: int) -> pa.Table:
@@ -1691,30 +1748,36 @@ def event_row(
     ``checked=False``: payload and source as dumped, for the caller to check and mask many
     at once (``input_checks.stored_payloads``, the bulk import's).
     """
+    return dict(zip(COLUMNS, event_values(event, recorded_at, checked=checked), strict=True))
+
+
+def event_values(
+    event: Event, recorded_at: datetime | None = None, *, checked: bool = True
+) -> tuple[Any, ...]:
+    """``event_row``'s values as a tuple in ``events`` column order (``COLUMNS``): for many
+    events, ``zip(*values)`` gives the columns without a dict an event (the bulk import)."""
     no_secret_ids(event)
     # model_dump_json runs in pydantic-core: ~3x faster than model_dump + json.dumps.
-    return {
-        "seq": None,
-        "event_id": str(event.event_id),
-        "type": event.type,
-        "schema_version": event.schema_version,
-        "stream": event.stream or event.default_stream(),
-        "stream_version": event.stream_version,
-        "recorded_at": event.recorded_at or recorded_at,
-        "actor_kind": event.actor.kind,
-        "actor_name": event.actor.name,
-        "session_id": event.session_id,
-        "causation_id": str(event.causation_id) if event.causation_id else None,
-        "correlation_id": str(event.correlation_id) if event.correlation_id else None,
+    return (
+        None,
+        str(event.event_id),
+        event.type,
+        event.schema_version,
+        event.stream or event.default_stream(),
+        event.stream_version,
+        event.recorded_at or recorded_at,
+        event.actor.kind,
+        event.actor.name,
+        event.session_id,
+        str(event.causation_id) if event.causation_id else None,
+        str(event.correlation_id) if event.correlation_id else None,
         # Every writer passes here: secrets masked (schemas.secrets), integers beyond BIGINT
         # refused; here, or for many rows at once by the caller (``checked=False``).
-        "source": mask_text(event.source) if event.source and checked else event.source,
-        "host": host_json(event),
-        "payload": payload_json(event)
-        if checked
-        else dumped_payload(event, event.source or event.type),
-        "occurred_at": event.occurred_at,
-    }
+        mask_text(event.source) if event.source and checked else event.source,
+        host_json(event),
+        payload_json(event) if checked else dumped_payload(event, event.source or event.type),
+        event.occurred_at,
+    )
 
 
 def row_to_event(row: dict[str, Any]) -> Event:
