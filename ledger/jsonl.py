@@ -67,13 +67,14 @@ def event_from_obj(obj: Any, where: str) -> Event:
         raise InvalidInput(f"{where}: {exc}") from None
 
 
-def iter_jsonl(lines: Iterable[str], name: str) -> Iterator[Event]:
-    """Yield events from JSON lines; blank lines are skipped.
+def iter_jsonl(lines: Iterable[str], name: str, first_line: int = 1) -> Iterator[Event]:
+    """Yield events from JSON lines; blank lines are skipped. ``first_line``: the number of
+    the first line in messages (a part of a longer input).
 
     Raises:
         InvalidInput: ``name:line``: bad JSON (for example a truncated line), or a bad event.
     """
-    for number, line in enumerate(lines, start=1):
+    for number, line in enumerate(lines, start=first_line):
         text = line.strip()
         if not text:
             continue

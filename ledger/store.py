@@ -1696,11 +1696,6 @@ def _masked_columns(table: pa.Table) -> pa.Table:
     return table
 
 
-def rows_table(rows: Sequence[dict[str, Any]]) -> pa.Table:
-    """``event_row`` dicts as one Arrow table of ``events`` columns (``append_columns``'s input)."""
-    return columns_table({name: [row.get(name) for row in rows] for name in COLUMNS}, len(rows))
-
-
 def columns_table(columns: Mapping[str, Sequence[Any]], length: int) -> pa.Table:
     """Columns of ``events`` values (``event_row``'s kinds: ids and JSON as text, aware
     datetimes) as ``append_columns``'s input; a column not given is null. ``length``: rows."""
