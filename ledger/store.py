@@ -435,7 +435,8 @@ def _connect(path: Path, read_only: bool, config: dict[str, Any]) -> duckdb.Duck
     """
     if read_only:
         return duckdb.connect(str(path), read_only=True, config=config)
-    con = duckdb.connect(":memory:", config=config)
+    # where DuckDB spills when the file is opened plainly (for an in-memory database: ./.tmp)
+    con = duckdb.connect(":memory:", config={"temp_directory": f"{path}.tmp", **config})
     try:
         quoted = str(path).replace("'", "''")
         con.execute(f"ATTACH '{quoted}' AS ledger (ROW_GROUP_SIZE {ROW_GROUP_ROWS})")
@@ -1294,6 +1295,8 @@ class LedgerStore:
             project = held is None and projected == head
             try:
                 results = self._insert_columns(con, table, projected, head, project)
+                if project:
+                    projected = head + table.num_rows  # the batch's projection is done
             except (duckdb.ConstraintException, _NotFresh):
                 con.execute("ROLLBACK")
                 con.execute("BEGIN")
@@ -1307,8 +1310,7 @@ class LedgerStore:
                 )
                 found, _ = self._insert(con, rows, fresh, stored, None, heads, head)
                 results = AppendResults.of(found)
-                project = False
-            self._commit(con, results, record, held, head if project else projected)
+            self._commit(con, results, record, held, projected)
         if held is not None:
             held.heads.clear()  # the batch moved many streams: read them again when needed
             held.head = max(held.head, max(results.seqs, default=0))

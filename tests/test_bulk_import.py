@@ -28,6 +28,13 @@ def campaign_lines(n: int) -> list[str]:
     return [json.dumps(obj) for obj in Campaign(n)]
 
 
+def _chunks(monkeypatch: pytest.MonkeyPatch, *, first: int, size: int, parallel_min: int) -> None:
+    """Small validation tasks, so a small test file is split (and validated by workers)."""
+    monkeypatch.setattr(bulk, "FIRST_CHUNK_LINES", first)
+    monkeypatch.setattr(bulk, "CHUNK_LINES", size)
+    monkeypatch.setattr(bulk, "PARALLEL_MIN_LINES", parallel_min)
+
+
 def table_rows(store: LedgerStore, sql: str) -> list[dict]:
     # Sums kept by catch-up batches differ from one batch's only by float rounding (summation order).
     return [
@@ -51,10 +58,8 @@ def test_bulk_import_equals_event_by_event(
     tmp_path: Path, workers: int, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     lines = campaign_lines(800)
-    monkeypatch.setattr(
-        bulk, "CHUNK_LINES", 150
-    )  # several chunks, and workers even for a small file
-    monkeypatch.setattr(bulk, "PARALLEL_MIN_LINES", 300)
+    # several chunks (a shorter first one), and workers even for a small file
+    _chunks(monkeypatch, first=60, size=150, parallel_min=300)
     # every event of the campaign carries its own recorded_at and actor, so both paths agree
     one_by_one = LedgerStore(
         tmp_path / "a.duckdb", hold_s=60
@@ -74,11 +79,41 @@ def test_bulk_import_equals_event_by_event(
     assert all(r.duplicate for r in again) and [r.seq for r in again] == [r.seq for r in results]
 
 
+def test_parts_projected_from_their_own_rows_equal_a_replay(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each part of a bulk import is projected from the rows just inserted (not read back
+    from ``events``): every projection table and view must be what a full replay of the log
+    gives, ``recorded_at`` stamped by the store included, and the position at the head."""
+    _chunks(monkeypatch, first=40, size=110, parallel_min=100)
+    lines = []
+    for i, line in enumerate(campaign_lines(500)):
+        obj = json.loads(line)
+        if i % 3 == 0:  # the store stamps these inside its transaction
+            del obj["recorded_at"]
+        lines.append(json.dumps(obj))
+    store = LedgerStore(tmp_path / "l.duckdb")
+    results, _ = bulk.import_lines(store, lines, "x", workers=2)
+    assert results.applied == 500
+    projected = snapshot(store)
+    stamped = table_rows(
+        store,
+        "SELECT count(*) AS n FROM events e JOIN event_summaries s USING (seq) "
+        "WHERE e.recorded_at = s.recorded_at AND e.recorded_at > TIMESTAMPTZ '2026-01-01'",
+    )
+    assert stamped == [{"n": 167}]
+    with store.connect(read_only=False) as con:
+        assert projections.position(con) == 500
+        con.execute("BEGIN")
+        projections.rebuild(con)
+        con.execute("COMMIT")
+    assert snapshot(store) == projected
+
+
 def test_a_bad_line_names_its_line_and_writes_nothing(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(bulk, "CHUNK_LINES", 100)
-    monkeypatch.setattr(bulk, "PARALLEL_MIN_LINES", 10)
+    _chunks(monkeypatch, first=100, size=100, parallel_min=10)
     lines = campaign_lines(500)
     lines[333] = '{"type": "note_added"}'
     store = LedgerStore(tmp_path / "l.duckdb")
@@ -226,8 +261,7 @@ def test_bulk_masks_secrets_and_refuses_big_integers_as_event_by_event(
     BIGINT is refused naming its file:line and field, before a later bad line."""
     from ledger.jsonl import iter_jsonl
 
-    monkeypatch.setattr(bulk, "CHUNK_LINES", 4)
-    monkeypatch.setattr(bulk, "PARALLEL_MIN_LINES", 6)
+    _chunks(monkeypatch, first=4, size=4, parallel_min=6)
     lines = [
         _line(1, type="note_added", text="--api-key sk-abcdefghijklmnopqrstuv first"),
         _line(2, type="note_added", text="output_tokens 3, throughput high"),
@@ -277,8 +311,7 @@ def test_chunks_inserted_as_they_come_continue_like_appends(
     views are the event-by-event path's."""
     from ledger.jsonl import iter_jsonl
 
-    monkeypatch.setattr(bulk, "CHUNK_LINES", 70)
-    monkeypatch.setattr(bulk, "PARALLEL_MIN_LINES", 100)
+    _chunks(monkeypatch, first=70, size=70, parallel_min=100)
     lines = campaign_lines(400)
     after = _line(59, type="note_added", text="after the import", session_id="s000-tp8")
     one_by_one = LedgerStore(tmp_path / "a.duckdb", hold_s=60)
@@ -307,8 +340,7 @@ def test_a_doubt_in_a_later_chunk_takes_the_whole_batch_path(
     doubt for the chunk-by-chunk insert: it rolls back, and the whole batch takes the
     careful path (the retraction is stored as before; the repeated id is refused, nothing
     stored)."""
-    monkeypatch.setattr(bulk, "CHUNK_LINES", 2)
-    monkeypatch.setattr(bulk, "PARALLEL_MIN_LINES", 4)
+    _chunks(monkeypatch, first=2, size=2, parallel_min=4)
     later_target = [
         _line(1, type="note_added", text="a"),
         _line(
@@ -342,8 +374,7 @@ def test_a_bad_first_chunk_never_touches_the_file(
 ) -> None:
     """The store is taken once the first chunk is valid: a bad line in it creates no file
     (and a reader is not kept waiting on that validation)."""
-    monkeypatch.setattr(bulk, "CHUNK_LINES", 100)
-    monkeypatch.setattr(bulk, "PARALLEL_MIN_LINES", 10)
+    _chunks(monkeypatch, first=100, size=100, parallel_min=10)
     lines = campaign_lines(300)
     lines[5] = "{not json"
     for workers in (1, 2):
