@@ -1030,7 +1030,7 @@ class Bench:
         insert_sql = (
             "INSERT INTO events SELECT seq, event_id::UUID, type, schema_version, stream, "
             "stream_version, recorded_at, actor_kind, actor_name, session_id, causation_id::UUID, "
-            "correlation_id::UUID, source, host::JSON, payload::JSON FROM incoming"
+            "correlation_id::UUID, source, host::JSON, payload::JSON, occurred_at FROM incoming"
         )
         out: dict[str, float] = {}
         for label, ddl in (
