@@ -447,7 +447,9 @@ def append(
         if _bulk_eligible(text, overrides, event_id, expected_version):
             from .bulk import import_lines
 
-            lines = text.splitlines()
+            from .jsonl import jsonl_lines
+
+            lines = jsonl_lines(text)
             imported, types = import_lines(
                 ctx.store(), lines, "<stdin>", actor=ctx.actor, session_id=ctx.session
             )

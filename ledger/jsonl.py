@@ -67,6 +67,13 @@ def event_from_obj(obj: Any, where: str) -> Event:
         raise InvalidInput(f"{where}: {exc}") from None
 
 
+def jsonl_lines(text: str) -> list[str]:
+    """JSON Lines text split at its newlines only (a ``\r`` before one is stripped later, with
+    the line's other whitespace). Not ``str.splitlines``: it also splits at U+2028, U+2029
+    and U+0085, which JSON allows raw inside a string (a valid line was refused)."""
+    return text.split("\n")
+
+
 def iter_jsonl(lines: Iterable[str], name: str, first_line: int = 1) -> Iterator[Event]:
     """Yield events from JSON lines; blank lines are skipped. ``first_line``: the number of
     the first line in messages (a part of a longer input).
@@ -111,7 +118,7 @@ def read_jsonl(path: str | Path) -> list[Event]:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise InvalidInput(f"{path}: not UTF-8 text (byte {exc.start})") from None
-    return list(iter_jsonl(text.splitlines(), str(path)))
+    return list(iter_jsonl(jsonl_lines(text), str(path)))
 
 
 def read_stdin_text(stream: TextIO, name: str = "<stdin>") -> str:
@@ -149,7 +156,7 @@ def read_stdin_events(stream: TextIO, name: str = "<stdin>") -> list[Event]:
             ) from None
         # elements are numbered from 1, like lines
         return [event_from_obj(item, f"{name}:[{i}]") for i, item in enumerate(items, start=1)]
-    return list(iter_jsonl(text.splitlines(), name))
+    return list(iter_jsonl(jsonl_lines(text), name))
 
 
 def event_to_json(event: Event, *, indent: int | None = None) -> str:

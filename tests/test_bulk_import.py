@@ -154,6 +154,25 @@ def test_cli_append_of_many_lines_takes_the_bulk_path(tmp_path: Path) -> None:
     ) == [{"n": 1500, "s": 1}]
 
 
+@pytest.mark.parametrize("count", [3, 1500])  # the general path and the bulk path
+def test_unicode_line_separators_inside_a_json_string_are_text(tmp_path: Path, count: int) -> None:
+    """JSON allows U+2028, U+2029 and U+0085 raw inside a string; JSON Lines end at a
+    newline only (``str.splitlines`` split such a line in two and refused it)."""
+    ledger = tmp_path / "l.duckdb"
+    LedgerStore(ledger).init()
+    text = "\u2028 \u2029 \x85"
+    lines = [
+        json.dumps({"type": "note_added", "text": f"n{i} {text}"}, ensure_ascii=False)
+        for i in range(count)
+    ]
+    out = invoke(["--ledger", str(ledger), "append"], stdin="\r\n".join(lines) + "\r\n")
+    assert out.returncode == 0, out.stderr
+    stored = table_rows(
+        LedgerStore(ledger), "SELECT payload->>'text' AS t FROM events ORDER BY seq"
+    )
+    assert stored == [{"t": f"n{i} {text}"} for i in range(count)]
+
+
 def _line(i: int, **fields: object) -> str:
     base = {
         "event_id": f"01972a81-0000-7000-8000-{i:012d}",
