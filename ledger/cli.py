@@ -446,7 +446,6 @@ def append(
         text = read_stdin_text(sys.stdin)
         if _bulk_eligible(text, overrides, event_id, expected_version):
             from .bulk import import_lines
-
             from .jsonl import jsonl_lines
 
             lines = jsonl_lines(text)
@@ -955,9 +954,13 @@ def _flush_stdio() -> None:
 
 def _one_line(text: str) -> str:
     """``text`` with line breaks and other control characters escaped (``\\n``): an error
-    message quoting user input stays one line."""
+    message quoting user input stays one line; and secrets it quotes masked (a token given
+    as a field name or an event type was echoed to the terminal and its logs)."""
+    from schemas.secrets import mask_text
+
     return "".join(
-        ch if ch.isprintable() else ch.encode("unicode_escape").decode("ascii") for ch in text
+        ch if ch.isprintable() else ch.encode("unicode_escape").decode("ascii")
+        for ch in mask_text(text)
     )
 
 

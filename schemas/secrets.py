@@ -399,7 +399,15 @@ def mask_payload(value: Any, *, env: bool = False) -> Any:
             else:
                 new = mask_payload(item, env=key == "env")
             changed = changed or new is not item
-            out[key] = new
+            # A key can hold a token too (a flag or variable named by one): masked like a value,
+            # numbered when masking makes two keys one, so no entry is lost.
+            masked_key = mask_text(key) if isinstance(key, str) else key
+            if masked_key != key:
+                changed = True
+                base, n = masked_key, 2
+                while masked_key in out or masked_key in value:
+                    masked_key, n = f"{base} ({n})", n + 1
+            out[masked_key] = new
         return out if changed else value
     if isinstance(value, list):
         return _mask_argv(value)

@@ -173,6 +173,40 @@ def test_unicode_line_separators_inside_a_json_string_are_text(tmp_path: Path, c
     assert stored == [{"t": f"n{i} {text}"} for i in range(count)]
 
 
+@pytest.mark.parametrize("count", [3, 1500])  # the general path and the bulk path
+def test_a_token_as_a_key_is_masked_and_never_echoed(tmp_path: Path, count: int) -> None:
+    """A flag or an environment variable named by a token is masked like a token in a value
+    (two such keys stay two entries); an error quoting a token as a field name or an event
+    type masks it too."""
+    ledger = tmp_path / "l.duckdb"
+    LedgerStore(ledger).init()
+    token, other = "sk-proj-AbCdEf0123456789XyZabcdef", "sk-proj-QqQqEf0123456789XyZabcdef"
+    lines = [
+        json.dumps(
+            {
+                "type": "server_started",
+                "run_id": f"r{i}",
+                "engine": "sglang",
+                "flags": {"tp": 2, token: True, other: 1},
+                "env": {token: "1"},
+            }
+        )
+        for i in range(count)
+    ]
+    out = invoke(["--ledger", str(ledger), "append"], stdin="\n".join(lines) + "\n")
+    assert out.returncode == 0, out.stderr
+    store = LedgerStore(ledger)
+    rows = table_rows(store, "SELECT payload->'flags' AS flags, payload->'env' AS env FROM events")
+    assert len(rows) == count
+    assert {json.dumps(json.loads(r["flags"])) for r in rows} == {
+        json.dumps({"tp": 2, "***": True, "*** (2)": 1})
+    }
+    assert all(token not in str(r) for r in rows)
+    for bad in ({"type": "note_added", "text": "x", token: 1}, {"type": token}):
+        refused = invoke(["--ledger", str(ledger), "append"], stdin=json.dumps(bad) + "\n")
+        assert refused.returncode == 3 and token not in refused.stderr and "***" in refused.stderr
+
+
 def _line(i: int, **fields: object) -> str:
     base = {
         "event_id": f"01972a81-0000-7000-8000-{i:012d}",
