@@ -97,15 +97,22 @@ def _stored_types(store: LedgerStore, ids: Sequence[UUID]) -> dict[UUID, str]:
 
 
 def _check_retractions(
-    store: LedgerStore, targets: list[tuple[str, UUID]], batch_ids: set[UUID]
+    store: LedgerStore,
+    targets: list[tuple[str, UUID]],
+    batch_ids: set[UUID],
+    batch_retractions: set[UUID] | None = None,
 ) -> None:
-    """Check each ``(label, target)`` that is not in the batch against the ledger.
+    """Check each ``(label, target)``: one in the batch must not be one of the batch's
+    retractions (``batch_retractions``); one not in the batch, against the ledger.
 
     Raises:
         NotFound: the first target not stored (exit 5).
         InvalidInput: a target that is itself a retraction (exit 3): a retraction is final,
             since undoing one would change what every view said about the event in between.
     """
+    for label, target in targets:
+        if batch_retractions and target in batch_retractions:
+            raise _final(label, target)
     missing = [(label, target) for label, target in targets if target not in batch_ids]
     if not missing:
         return
@@ -117,11 +124,16 @@ def _check_retractions(
                 "(a retraction must name a stored event); nothing was appended"
             )
         if known[target] == "event_retracted":
-            raise InvalidInput(
-                f"{label}: event_retracted: {target} is itself a retraction, and a retraction "
-                "is final (append the retracted fact again, as a new event, to restore it); "
-                "nothing was appended"
-            )
+            raise _final(label, target)
+
+
+def _final(label: str, target: UUID) -> InvalidInput:
+    """The refusal of a retraction of a retraction (exit 3)."""
+    return InvalidInput(
+        f"{label}: event_retracted: {target} is itself a retraction, and a retraction "
+        "is final (append the retracted fact again, as a new event, to restore it); "
+        "nothing was appended"
+    )
 
 
 def check_rules(
@@ -164,7 +176,8 @@ def check_rules(
         if isinstance(event, EventRetracted)
     ]
     if targets:
-        _check_retractions(store, targets, {event.event_id for event in events})
+        retractions = {event.event_id for event in events if isinstance(event, EventRetracted)}
+        _check_retractions(store, targets, {event.event_id for event in events}, retractions)
 
 
 # --- appending ---------------------------------------------------------------------------
@@ -236,7 +249,10 @@ def append_rows(
             targets.append((_label(where, number, total), target))
     if targets:
         batch_ids = {UUID(str(row["event_id"])) for row in rows}
-        _check_retractions(store, targets, batch_ids)
+        retractions = {
+            UUID(str(row["event_id"])) for row in rows if row["type"] == "event_retracted"
+        }
+        _check_retractions(store, targets, batch_ids, retractions)
     return store.append_rows(rows)
 
 
@@ -291,7 +307,8 @@ def append_table(store: LedgerStore, table: pa.Table, *, where: str = "input") -
             value_set=table.column("event_id"),
         ).to_pylist()
         batch_ids = {target for (_, target), here in zip(targets, inside, strict=True) if here}
-        _check_retractions(store, targets, batch_ids)
+        retractions = {UUID(str(i)) for i in table.column("event_id").take(indices).to_pylist()}
+        _check_retractions(store, targets, batch_ids, retractions)
     return store.append_columns(table)
 
 

@@ -207,6 +207,30 @@ def test_a_token_as_a_key_is_masked_and_never_echoed(tmp_path: Path, count: int)
         assert refused.returncode == 3 and token not in refused.stderr and "***" in refused.stderr
 
 
+@pytest.mark.parametrize("filler", [0, 1500])  # the general path and the bulk path
+def test_a_retraction_of_a_retraction_in_the_same_input_is_refused(
+    tmp_path: Path, filler: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A retraction is final whether the retraction it names is stored or earlier in the
+    same input (in the bulk path: in the same chunk or an earlier one): exit 3, nothing
+    stored."""
+    _chunks(monkeypatch, first=500, size=500, parallel_min=1000)
+    ledger = tmp_path / "l.duckdb"
+    LedgerStore(ledger).init()
+    note = "01972a81-0000-7000-8000-000000000001"
+    first = "01972a81-0000-7000-8000-000000000002"
+    lines = [
+        _line(1, type="note_added", text="a fact"),
+        _line(2, type="event_retracted", retracted_event_id=note, reason="wrong"),
+        *(_line(10 + i, type="note_added", text=f"filler {i}") for i in range(filler)),
+        _line(3, type="event_retracted", retracted_event_id=first, reason="undo the undo"),
+    ]
+    out = invoke(["--ledger", str(ledger), "append"], stdin="\n".join(lines) + "\n")
+    assert out.returncode == 3, out.stderr
+    assert "is itself a retraction" in out.stderr
+    assert LedgerStore(ledger).head() == 0
+
+
 def _line(i: int, **fields: object) -> str:
     base = {
         "event_id": f"01972a81-0000-7000-8000-{i:012d}",
