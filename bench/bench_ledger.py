@@ -64,7 +64,9 @@ from ledger.store import LedgerStore
 from schemas import Event, parse_event
 
 #: Bump when the generator's output changes (invalidates cached files).
-GENERATOR_VERSION = 2  # 2: triages carry their stream_version (the command layer requires it)
+#: 2: triages carry their stream_version (the command layer requires it); 3: no retraction
+#: names a retraction (refused since: a retraction is final)
+GENERATOR_VERSION = 3
 
 # --- the synthetic campaign --------------------------------------------------------
 
@@ -799,11 +801,13 @@ class Campaign:
                 break
             target = rng.choice(candidates)
             self.retracted.add(target)
-            yield self._event(
+            retraction = self._event(
                 "event_retracted",
                 "person:ada",
                 {"retracted_event_id": target, "reason": _sentence(rng, 4, 12)},
             )
+            self.retracted.add(retraction["event_id"])  # a retraction is final: never a target
+            yield retraction
 
 
 def generate_jsonl(path: Path, total: int) -> dict[str, int]:
