@@ -367,7 +367,9 @@ def test_a_plan_past_its_time_budget_starts_no_more_arms_and_still_compares(
             prompts=4,
             session="budget",
             concurrency="[1]",
-            plan_extra="time_budget_s = 0.5",
+            # below the runner's readiness poll (0.1 s), so no server start can fit inside it;
+            # 0.5 s was not always enough: on an idle CI machine a second arm started
+            plan_extra="time_budget_s = 0.09",
         )
     )
     store = LedgerStore(tmp_path / "l.duckdb")
@@ -377,9 +379,9 @@ def test_a_plan_past_its_time_budget_starts_no_more_arms_and_still_compares(
     # The first arm starts at once; its server start alone outlasts the budget.
     assert [e.config_name for e in store.read(types=["server_started"])] == ["baseline"]
     assert [line for line in lines if "time budget" in line] == [
-        "time budget 0.5 s spent: fast repeat 1 not run",
-        "time budget 0.5 s spent: baseline repeat 2 not run",
-        "time budget 0.5 s spent: fast repeat 2 not run",
+        "time budget 0.09 s spent: fast repeat 1 not run",
+        "time budget 0.09 s spent: baseline repeat 2 not run",
+        "time budget 0.09 s spent: fast repeat 2 not run",
     ]
     assert result.comparisons and {c.verdict for c in result.comparisons} == {"insufficient-data"}
 
