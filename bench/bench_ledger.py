@@ -11,12 +11,12 @@ What is measured:
    the file, runs one transaction, closes it), on an empty ledger and on a copy
    of the ledger that already holds ``--events`` events.
 2. ``import``: a JSONL file of ``--events`` synthetic events imported as a user
-   would: ``ledger.jsonl.read_jsonl`` (parse + validate) then
+   would: ``ledger.write.jsonl.read_jsonl`` (parse + validate) then
    ``LedgerStore.append`` in batches. Batch sizes are compared on a subset
    (``--subset``), the fastest one imports the whole file. A breakdown of the
    store's own steps (model_dump, json.dumps, Arrow build, DuckDB insert with
    and without the table's indexes) is measured on the subset.
-3. ``views``: for each view in ``ledger.views.VIEW_NAMES`` on the ledger of
+3. ``views``: for each view in ``ledger.derive.views.VIEW_NAMES`` on the ledger of
    ``--events`` events: ``SELECT *`` fetched as Arrow (``store.query_arrow``),
    ``SELECT count(*)``, and for ``timeline`` the TUI query
    ``ORDER BY seq DESC LIMIT 200``; the median of ``--reps`` repetitions after
@@ -57,10 +57,10 @@ from typing import Any
 import duckdb
 import pyarrow as pa
 
-from ledger import store as store_mod
-from ledger import views as views_mod
-from ledger.jsonl import event_from_obj, iter_jsonl
+from ledger.derive import views as views_mod
 from ledger.store import LedgerStore
+from ledger.store import ledger_store as store_mod
+from ledger.write.jsonl import event_from_obj, iter_jsonl
 from schemas import Event, parse_event
 
 #: Bump when the generator's output changes (invalidates cached files).
@@ -590,7 +590,7 @@ class Campaign:
             flag = rng.choice(self.flags) if kind == "flag" else None
             cid = f"flag:{flag}:{i}" if flag else f"{kind}:{i:05d}"
             # "version": the candidate stream's, so each triage can pass its expected version
-            # (the command layer refuses a triage without one: ledger/commands.py)
+            # (the command layer refuses a triage without one: ledger/write/commands.py)
             self.candidates.append({"id": cid, "flag": flag, "version": 1})
             yield self._event(
                 "candidate_proposed",
@@ -948,7 +948,7 @@ class Bench:
         del events
         gc.collect()
 
-        # End to end on the whole file: parse + validate a chunk of lines (ledger.jsonl.iter_jsonl,
+        # End to end on the whole file: parse + validate a chunk of lines (ledger.write.jsonl.iter_jsonl,
         # what read_jsonl does), append it as one batch, repeat. Chunking bounds memory: read_jsonl
         # on the whole file holds every model at once (see rss_per_model_kb).
         chunk = min(best, self.args.max_batch)
@@ -1129,7 +1129,7 @@ class Bench:
     def bench_views(self) -> None:
         self.ensure_ledger()
         store = LedgerStore(self.ledger)
-        store.init()  # refreshes the views if ledger/views.py changed since the file was built
+        store.init()  # refreshes the views if ledger/derive/views.py changed since the file was built
         reps = self.args.reps
         res: dict[str, Any] = {"file_mb": round(_file_size(self.ledger) / 1e6, 1)}
         opens = []

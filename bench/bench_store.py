@@ -22,9 +22,9 @@ Reported, over all rounds:
   as the singles' file and the peers' clients are);
 - ``tuneledger append`` from process start to exit (``--cli`` calls, one-shot store): wall
   p50 / p90 and CPU (user + system of the child), in-process (``TUNELEDGER_RESIDENT=0``) and
-  forwarded to a warm resident process (``ledger.resident``; its CPU a call from
+  forwarded to a warm resident process (``ledger.frontdoor.resident``; its CPU a call from
   ``/proc/PID/stat``, a mean: the kernel counts it in 10 ms ticks), interleaved call by call;
-- import: ``ledger.bulk.import_lines`` of the deterministic synthetic campaign of
+- import: ``ledger.write.bulk.import_lines`` of the deterministic synthetic campaign of
   bench/bench_ledger.py (``--import-events``, default 100,000 events, ~2 KB each; cached in
   /tmp/tuneledger-bench) into a fresh ledger, end to end from lines in memory to committed
   and projected (the store inserting each validated chunk while the workers validate the next),
@@ -175,8 +175,8 @@ def _process_cpu_s(pid: int) -> float:
 
 def _start_resident(env: dict[str, str]) -> int:
     """Start a resident process for ``env`` and wait until it answers; its pid."""
-    from ledger.launcher import start_server
-    from ledger.resident import ask_server
+    from ledger.frontdoor.launcher import start_server
+    from ledger.frontdoor.resident import ask_server
 
     start_server(env)
     deadline = time.monotonic() + 120
@@ -192,12 +192,12 @@ def bench_cli(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
     process of its own, interleaved call by call so the same load falls on all: forwarded to a
     warm resident process (``append_resident``; the server's CPU a call beside the client's),
     in-process (``append``), the bare interpreter, DuckDB's floor (``DUCKDB_FLOOR``),
-    pydantic's import, the imports of an append (``ledger.cli`` and ``ledger.store``),
+    pydantic's import, the imports of an append (``ledger.cli.main`` and ``ledger.store``),
     ``tuneledger --help``.
     """
     import duckdb
 
-    from ledger.resident import ask_server
+    from ledger.frontdoor.resident import ask_server
 
     runtime = tempfile.mkdtemp(prefix="tl-bench-")  # short: a socket path is at most 107 bytes
     os.chmod(runtime, 0o700)
@@ -243,7 +243,7 @@ def bench_cli(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
             "import os; from pydantic import BaseModel; os._exit(0)",
         ],
         # what an append imports before it runs (the CLI, the event models, the store, DuckDB)
-        "imports": [sys.executable, "-c", "import os, ledger.cli, ledger.store; os._exit(0)"],
+        "imports": [sys.executable, "-c", "import os, ledger.cli.main, ledger.store; os._exit(0)"],
         "help": [str(tuneledger), "--help"],
     }
     walls: dict[str, list[float]] = {name: [] for name in series}
@@ -302,8 +302,8 @@ def bench_import(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
     sys.path.insert(0, str(ROOT / "bench"))
     from bench_ledger import GENERATOR_VERSION, generate_jsonl
 
-    from ledger import bulk
     from ledger.store import LedgerStore
+    from ledger.write import bulk
 
     cache = Path("/tmp/tuneledger-bench")
     cache.mkdir(parents=True, exist_ok=True)

@@ -11,7 +11,7 @@ temp dir, as the ``postgres`` user when run as root) with the server's durable d
 campaign's control events: notes, flag research on SM120, candidates and triages,
 decisions; about 500 bytes an event; not timed), then per repetition, on a fresh hub schema:
 
-1. ``push``: ``ledger.sync.sync`` of that ledger to the empty hub (one COPY, one hub
+1. ``push``: ``ledger.sync.replicate.sync`` of that ledger to the empty hub (one COPY, one hub
    transaction, then the positions recorded locally);
 2. ``pull``: ``sync`` of a fresh, empty ledger from that hub (batches of 50,000 events,
    each one local transaction through ``LedgerStore.append_replicated``);
@@ -39,9 +39,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 import pg_cluster  # noqa: E402
 import psycopg  # noqa: E402
 
-from ledger import hub, sync  # noqa: E402
-from ledger.remote import Remote, add_remote, parse_remote  # noqa: E402
 from ledger.store import LedgerStore  # noqa: E402
+from ledger.sync import hub
+from ledger.sync import replicate as sync  # noqa: E402
+from ledger.sync.remote import Remote, add_remote, parse_remote  # noqa: E402
 from schemas import Host  # noqa: E402
 from schemas.events import (
     CandidateProposed,

@@ -36,7 +36,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from ledger.demo import DEMO_SESSION, build_demo  # noqa: E402
+from ledger.cli.demo import DEMO_SESSION, build_demo  # noqa: E402
 from tui.synthetic import SESSION as LARGE_SESSION  # noqa: E402
 from tui.synthetic import build_large  # noqa: E402
 

@@ -29,7 +29,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from ledger.jsonl import event_to_json, read_jsonl  # noqa: E402
+from ledger.write.jsonl import event_to_json, read_jsonl  # noqa: E402
 from schemas import Actor  # noqa: E402
 from schemas.events import KernelConfigMeasured, MoeConfigRecorded, NoteAdded  # noqa: E402
 

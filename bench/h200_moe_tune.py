@@ -77,9 +77,8 @@ def main() -> None:
     if fp8:
         main_fp8(site, out, deadline, log, left)
         return
-    from runners.moe_kernels import GpuMeasurer, MoeProblem, check_config, load_kernel, make_weights  # noqa: E402
-    from runners.moe_tune import JsonlSink, TuneSpec, run_tune, short, spread_pct, time_interleaved  # noqa: E402
-    from runners.tune_space import (  # noqa: E402
+    from runners.moe.kernels import GpuMeasurer, MoeProblem, check_config, load_kernel, make_weights  # noqa: E402
+    from runners.moe.space import (  # noqa: E402
         INTERACTIVE_BATCH_SIZES,
         MoeShape,
         Rejected,
@@ -87,6 +86,7 @@ def main() -> None:
         default_config,
         nearest_config,
     )
+    from runners.moe.tune import JsonlSink, TuneSpec, run_tune, short, spread_pct, time_interleaved  # noqa: E402
 
     SHIPPED = os.path.join(site, "sglang/srt/layers/moe/moe_runner/triton_utils/configs")
     # K and top-k are not in SGLang's file names: E=64,N=640 is Qwen2-57B-A14B at TP4 (hidden 3584,
@@ -264,7 +264,7 @@ def main() -> None:
             ref, sgl = load_kernel("reference"), load_kernel("sglang")
             shape = SHAPE_A
             w = make_weights(shape)
-            from runners.moe_kernels import time_config
+            from runners.moe.kernels import time_config
 
             rows = []
             for M in (1, 16, 64):
@@ -320,9 +320,9 @@ def main_fp8(site: str, out: str, deadline: float, log, left) -> None:
     """
     from pathlib import Path
 
-    from runners.moe_kernels import FP8_TOLERANCE, GpuMeasurer
-    from runners.moe_tune import JsonlSink, TuneSpec, run_tune, spread_pct, time_interleaved
-    from runners.tune_space import H200_PEAK, MoeShape, default_config, nearest_config
+    from runners.moe.kernels import FP8_TOLERANCE, GpuMeasurer
+    from runners.moe.space import H200_PEAK, MoeShape, default_config, nearest_config
+    from runners.moe.tune import JsonlSink, TuneSpec, run_tune, spread_pct, time_interleaved
 
     shipped_dir = os.path.join(site, "sglang/srt/layers/moe/moe_runner/triton_utils/configs")
     block = (128, 128)

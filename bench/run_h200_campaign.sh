@@ -20,7 +20,7 @@ export PYTHONPATH=/tmp/site:$PWD HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 PYTHONU
 ledger=/tmp/h200-campaign-part$part.duckdb
 rm -f "$ledger" "$ledger.wal"   # a rerun of a part starts clean: its export is that part alone
 # the tuneledger CLI with the `run` commands, without installing the package
-tl=(python3 -c 'import sys; from ledger.cli import cli, main; from runners.cli import run_group
+tl=(python3 -c 'import sys; from ledger.cli.main import cli, main; from runners.cli.group import run_group
 cli.add_command(run_group); main(sys.argv[1:])' --ledger "$ledger" --actor runner:h200)
 "${tl[@]}" --help >/dev/null || { echo "tuneledger does not import here" >&2; exit 1; }
 [ -d /tmp/tiny-moe-gpu ] || python3 - <<'PY'

@@ -7,7 +7,7 @@ out=${1:?output directory}
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl
 export PYTHONPATH=/tmp/site:$PWD HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 PYTHONUNBUFFERED=1
 tl() {  # the tuneledger CLI with the `run` commands, without installing the package
-  python3 -c 'import sys; from ledger.cli import cli, main; from runners.cli import run_group
+  python3 -c 'import sys; from ledger.cli.main import cli, main; from runners.cli.group import run_group
 cli.add_command(run_group); main(sys.argv[1:])' --ledger "$out/h200.duckdb" --actor runner:h200 "$@"
 }
 python3 - <<'PY'

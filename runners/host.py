@@ -26,7 +26,7 @@ import subprocess
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from ledger.gpu_arch import compute_capability_for
+from ledger.engines.gpu_arch import compute_capability_for
 from schemas import Actor, Host, HostObserved
 from schemas.envelope import normalize_compute_capability
 

@@ -29,10 +29,10 @@ A plan file (TOML, see ``examples/plan.toml``)::
     # model = "name sent in requests" (default: the one model the server lists at /v1/models)
     # tokenizer = "/local/tokenizer"  (exact prompt lengths)
 
-    [defaults] / [configs.NAME]       # server configurations, format of runners/configs.py
+    [defaults] / [configs.NAME]       # server configurations, format of runners/server/configs.py
 
 Execution: for repeat r, for each arm (baseline first, then candidates): start the arm's
-server (``runners.server.ServerRunner``: it records server_started/ready/stopped), warm up,
+server (``runners.server.runner.ServerRunner``: it records server_started/ready/stopped), warm up,
 benchmark every concurrency (one ``benchmark_completed`` per run, samples included), stop
 it. So arms alternate A B A B and drift hits both. A run that fails before measuring is
 recorded (not valid, with its cause) and retried on a restarted server within ``retries``;
@@ -57,9 +57,21 @@ from uuid import UUID
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from ledger import commands
 from ledger.errors import ConcurrencyConflict, InvalidInput
 from ledger.store import LedgerStore
+from ledger.write import commands
+from runners.bench.client import (
+    TOOL_NAME,
+    BenchTarget,
+    SweepPoint,
+    WarmupFailed,
+    format_point,
+    run_id_for,
+    sweep,
+)
+from runners.bench.discovery import served_model
+from runners.bench.workload import WorkloadSpec, build_workload
+from runners.server.runner import PortInUse, ServerStartFailed
 from schemas import Actor, Host
 from schemas.envelope import Evidence
 from schemas.events import (
@@ -73,7 +85,6 @@ from schemas.events import (
     Workload,
 )
 
-from .bench import TOOL_NAME, BenchTarget, SweepPoint, WarmupFailed, format_point, run_id_for, sweep
 from .compare import (
     METRIC_RULES,
     Comparison,
@@ -81,9 +92,6 @@ from .compare import (
     compare,
     flag_verdict,
 )
-from .discovery import served_model
-from .server import PortInUse, ServerStartFailed
-from .workload import WorkloadSpec, build_workload
 
 PLAN_ACTOR = Actor(kind="runner", name="plan")
 #: The metric whose verdict at every concurrency decides a flag's measured finding.
@@ -150,7 +158,7 @@ class BenchSection(_Strict):
 
 @dataclass
 class Plan:
-    """A parsed plan: sections plus the resolved server configurations (``runners.configs.ServerConfig``)."""
+    """A parsed plan: sections plus the resolved server configurations (``runners.server.configs.ServerConfig``)."""
 
     plan: PlanSection
     candidates: list[CandidateSpec]
@@ -199,7 +207,7 @@ def load_plan(path: str | Path) -> Plan:
     Raises:
         InvalidInput: missing file, bad TOML, unknown keys, unknown configuration names.
     """
-    from .configs import load_configs, parse_configs
+    from runners.server.configs import load_configs, parse_configs
 
     file = Path(path)
     data = read_toml(file, "plan", {"plan", "candidates", "bench", "defaults", "configs"})
@@ -242,7 +250,7 @@ class ServerHandle(Protocol):
 
 
 class Servers(Protocol):
-    """Start/stop servers, recording them (``runners.server.ServerRunner`` is one)."""
+    """Start/stop servers, recording them (``runners.server.runner.ServerRunner`` is one)."""
 
     def start(self, config: Any) -> ServerHandle: ...
 
@@ -364,7 +372,7 @@ def run_plan(
     Raises:
         KeyboardInterrupt: after stopping the running server and recording a ``note_added``
             that lists the completed runs.
-        runners.engines.MissingEngine, runners.configs.ConfigError: no attempt could succeed.
+        runners.server.engines.MissingEngine, runners.server.configs.ConfigError: no attempt could succeed.
             The running server is stopped first in every case.
     """
     b = plan.bench
@@ -530,7 +538,7 @@ def _run_arm(
 async def _sweep_levels(
     b: BenchSection, target: BenchTarget, *, concurrencies: list[int | None], **kw: Any
 ) -> list[SweepPoint]:
-    """``runners.bench.sweep``, one concurrency at a time with its own prompt count when
+    """``runners.bench.client.sweep``, one concurrency at a time with its own prompt count when
     ``b.prompts_per_concurrency`` is set (the first ``min(num_prompts, max(min_prompts,
     prompts_per_concurrency x c))`` prompts of the workload), else one sweep as it is."""
     if not b.prompts_per_concurrency:

@@ -51,9 +51,9 @@ from typing import Any
 import httpx
 from pydantic import BaseModel, ConfigDict, Field
 
-from ledger import commands
 from ledger.errors import InvalidInput
 from ledger.store import LedgerStore
+from ledger.write import commands
 from schemas import Actor
 from schemas.events import SpecDecodingTrialCompleted
 from schemas.vocab import FLAG_VERDICT_OF_COMPARISON
@@ -130,7 +130,7 @@ def load_spec(path: str | Path) -> SpecPlan:
     Raises:
         InvalidInput: missing file, bad TOML, unknown keys, unknown baseline, duplicate trial names.
     """
-    from .configs import parse_configs
+    from runners.server.configs import parse_configs
 
     file = Path(path)
     data = read_toml(file, "spec", {"spec", "trials", "bench", "defaults", "configs"})

@@ -695,7 +695,7 @@ class KernelTuneCompleted(_TuneEvent):
     output_file: str | None = None
     # Added for `tuneledger run tune`: per batch size (string key) the default's and the
     # tuned config's latency (µs, re-timed interleaved), their ratio, and the roofline
-    # fractions of the tuned config (see runners.tune_space.roofline).
+    # fractions of the tuned config (see runners.moe.space.roofline).
     results: dict[str, dict[str, Any]] = Field(default_factory=dict)
     kernel_source: str | None = None
     tune_key: str | None = None

@@ -28,7 +28,7 @@ camelCase) contain a secret word — ``token``, ``password``, ``passwd``, ``pass
 ``apikey`` — or the word pairs ``api key``, ``private key``, ``access key``. Whole
 words only, so ``max_total_tokens`` or ``tokenizer_path`` are not secrets. Users add
 words with ``TUNELEDGER_SECRET_WORDS`` (comma-separated, read at start-up) or
-``secret_words = [...]`` at the top of a servers TOML file (``runners/configs.py``),
+``secret_words = [...]`` at the top of a servers TOML file (``runners/server/configs.py``),
 both through ``add_secret_words``.
 
 Why our own list rather than a library: detect-secrets (Yelp) and its kin scan

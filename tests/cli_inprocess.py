@@ -2,12 +2,12 @@
 stdout, stderr, working directory and environment, returning what ``subprocess.run`` would
 (exit code, stdout, stderr), so a test reads the same either way.
 
-For tests where the process boundary is not what is tested: starting ``python -m ledger.cli``
+For tests where the process boundary is not what is tested: starting ``python -m ledger.cli.main``
 costs about a second a call on the 2-core machine; calling ``main`` costs milliseconds. Exit
 codes, one-line errors and the bytes read from stdin are the CLI's own either way (``main``
 maps every error to its exit code; ``run``, the console script, only adds ``os._exit``). An
 unexpected exception, which a process would print as a traceback with exit 1, comes back the
-same way. The swapping is ``ledger.resident.call``, the code the resident process serves
+same way. The swapping is ``ledger.frontdoor.resident.call``, the code the resident process serves
 forwarded ``append`` calls with.
 """
 
@@ -17,7 +17,7 @@ import subprocess
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from ledger.resident import call
+from ledger.frontdoor.resident import call
 
 
 def invoke(

@@ -15,7 +15,7 @@ FIXED_NOW = datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC)
 
 @pytest.fixture(autouse=True)
 def _no_resident_process(monkeypatch: pytest.MonkeyPatch) -> None:
-    """No test starts or uses a resident process (``ledger.resident``) unless it says so: the
+    """No test starts or uses a resident process (``ledger.frontdoor.resident``) unless it says so: the
     ``tuneledger`` processes the tests start inherit ``TUNELEDGER_RESIDENT=0``, so no server
     outlives the suite; tests/test_resident.py sets its own runtime folder and stops its servers."""
     monkeypatch.setenv("TUNELEDGER_RESIDENT", "0")

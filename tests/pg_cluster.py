@@ -181,10 +181,10 @@ def admin_url(cluster: Cluster) -> str:
     return f"postgresql://{cluster.user}@/postgres?host={cluster.socket_dir}&port={cluster.port}"
 
 
-def make_hub(cluster: Cluster, schema: str):  # -> ledger.remote.Remote
+def make_hub(cluster: Cluster, schema: str):  # -> ledger.sync.remote.Remote
     """Create the hub schema ``schema`` as the admin, writable by ``writer``; return the writer's remote."""
-    from ledger import hub
-    from ledger.remote import Remote, parse_remote
+    from ledger.sync import hub
+    from ledger.sync.remote import Remote, parse_remote
 
     hub.init_schema(Remote("admin", admin_url(cluster), schema), grant=["writer"])
     return parse_remote("hub", cluster.url("writer"), schema)

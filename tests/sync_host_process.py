@@ -13,10 +13,10 @@ import random
 import sys
 from pathlib import Path
 
-from ledger import sync
 from ledger.errors import LedgerError
-from ledger.remote import add_remote, parse_remote
 from ledger.store import LedgerStore
+from ledger.sync import replicate as sync
+from ledger.sync.remote import add_remote, parse_remote
 from schemas import Host
 from schemas.events import (
     CandidateProposed,

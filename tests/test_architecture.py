@@ -22,6 +22,6 @@ def test_import_contracts_hold() -> None:
 
 
 def test_core_import_does_not_load_textual() -> None:
-    code = "import sys, ledger.cli, ledger.store, ledger.views, schemas; print('textual' in sys.modules)"
+    code = "import sys, ledger.cli.main, ledger.store, ledger.derive.views, schemas; print('textual' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert out.stdout.strip() == "False", out.stderr

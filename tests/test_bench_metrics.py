@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from runners.bench import (
+from runners.bench.client import (
     BenchTarget,
     ClientShards,
     make_client,
@@ -22,8 +22,8 @@ from runners.bench import (
     timed_run,
     warmup,
 )
-from runners.bench_metrics import RequestResult, samples_table, summarize, validity
-from runners.workload import Prompt, WorkloadSpec, build_workload
+from runners.bench.metrics import RequestResult, samples_table, summarize, validity
+from runners.bench.workload import Prompt, WorkloadSpec, build_workload
 
 FIXTURE = Path(__file__).parent / "fixtures" / "sglang" / "bench_serving"
 FAKE_SERVER = Path(__file__).parent / "fake_servers" / "openai_stream.py"
@@ -364,7 +364,7 @@ def test_aiohttp_transport_streams_chunk_by_chunk(fake_server) -> None:
     chunk's arrival (one server delay), not the end of the body, and every gap is one delay.
     The shared client's aiohttp pool is sized to the concurrency."""
     pytest.importorskip("httpx_aiohttp")
-    from runners.bench import AiohttpClient, SharedClient
+    from runners.bench.client import AiohttpClient, SharedClient
 
     delay = 0.04
     url = fake_server("--chunks", "5", "--delay-ms", str(delay * 1000))

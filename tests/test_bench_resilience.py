@@ -20,8 +20,8 @@ from pathlib import Path
 
 import pytest
 
-from runners.bench import BenchTarget, make_client, send_request, warmup
-from runners.workload import WorkloadSpec, build_workload
+from runners.bench.client import BenchTarget, make_client, send_request, warmup
+from runners.bench.workload import WorkloadSpec, build_workload
 
 #: Process-based on purpose (real servers that drop connections): `make test` runs it, `make check` does not.
 pytestmark = pytest.mark.slow
@@ -139,7 +139,7 @@ def test_coarse_streaming_leaves_tpot_and_itl_unmeasured_with_the_reason(
 ) -> None:
     """Issue 7.5: a server sending few chunks per completion gave median TPOT 0.01 ms, 'valid', compared."""
     from ledger.store import LedgerStore
-    from runners.bench import sweep
+    from runners.bench.client import sweep
 
     target = BenchTarget(
         url=coarse_server,
@@ -164,7 +164,7 @@ def test_coarse_streaming_leaves_tpot_and_itl_unmeasured_with_the_reason(
 
 
 def test_token_by_token_streaming_keeps_tpot(fine_server: str) -> None:
-    from runners.bench import sweep
+    from runners.bench.client import sweep
 
     target = BenchTarget(
         url=fine_server,
@@ -229,7 +229,7 @@ def test_a_bad_tokenizer_is_one_line_exit_3_and_tokenizer_json_needs_no_transfor
     good.parent.mkdir()
     tok.save(str(good))
     code = (
-        "import sys; sys.modules['transformers'] = None; from runners.workload import load_tokenizer; "
+        "import sys; sys.modules['transformers'] = None; from runners.bench.workload import load_tokenizer; "
         f"t = load_tokenizer({str(good.parent)!r}); print(t.vocab_size if hasattr(t, 'vocab_size') else 'ok')"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
@@ -240,7 +240,7 @@ def test_too_few_prompts_for_the_concurrency_is_warned_before_running(
     coarse_server: str, tmp_path: Path
 ) -> None:
     """Issue 7.7: 16 prompts at c=4 failed the achieved-concurrency rule in 2 of 3 runs, unannounced."""
-    from runners.bench_metrics import min_prompts, prompts_warning
+    from runners.bench.metrics import min_prompts, prompts_warning
 
     assert prompts_warning(16, [1, 4]) is not None and "at least 32 prompts" in prompts_warning(
         16, [1, 4]

@@ -1,4 +1,4 @@
-"""The bulk import (``ledger.bulk``) stores the same rows and views as the event-by-event path."""
+"""The bulk import (``ledger.write.bulk``) stores the same rows and views as the event-by-event path."""
 
 from __future__ import annotations
 
@@ -13,9 +13,10 @@ from pathlib import Path
 import pytest
 from cli_inprocess import invoke
 
-from ledger import bulk, projections
+from ledger.derive import projections
 from ledger.errors import InvalidInput
 from ledger.store import LedgerStore
+from ledger.write import bulk
 from schemas import Actor
 
 sys.path.insert(0, str(Path(__file__).parents[1] / "bench"))
@@ -64,7 +65,7 @@ def test_bulk_import_equals_event_by_event(
     one_by_one = LedgerStore(
         tmp_path / "a.duckdb", hold_s=60
     )  # kept open: fast, and a path of its own
-    from ledger.jsonl import iter_jsonl
+    from ledger.write.jsonl import iter_jsonl
 
     for event in iter_jsonl(lines, "x"):
         one_by_one.append(event)
@@ -288,7 +289,7 @@ def test_bulk_batch_continues_stored_streams_like_appends(tmp_path: Path, hold_s
     """The column path numbers seq and stream versions from what is stored (a one-shot and a
     kept-open store), checks retraction targets in the ledger and in the batch, and stores
     the rows and views that appending one event at a time does."""
-    from ledger.jsonl import iter_jsonl
+    from ledger.write.jsonl import iter_jsonl
 
     before, batch = _existing_and_batch()
     one_by_one = LedgerStore(tmp_path / "a.duckdb", hold_s=60)
@@ -347,7 +348,7 @@ def test_bulk_masks_secrets_and_refuses_big_integers_as_event_by_event(
     joined text): the rows are those of the event-by-event path, secrets anywhere in the
     chunk (first line, last line, a source, a camelCase key) masked, and an integer beyond
     BIGINT is refused naming its file:line and field, before a later bad line."""
-    from ledger.jsonl import iter_jsonl
+    from ledger.write.jsonl import iter_jsonl
 
     _chunks(monkeypatch, first=4, size=4, parallel_min=6)
     lines = [
@@ -397,7 +398,7 @@ def test_chunks_inserted_as_they_come_continue_like_appends(
     """Validated chunks go into the one transaction as they arrive (``append_column_chunks``):
     streams continue across chunks and after the import (kept open or not), and the rows and
     views are the event-by-event path's."""
-    from ledger.jsonl import iter_jsonl
+    from ledger.write.jsonl import iter_jsonl
 
     _chunks(monkeypatch, first=70, size=70, parallel_min=100)
     lines = campaign_lines(400)

@@ -1,4 +1,4 @@
-"""The command layer (``ledger/commands.py``): every writer appends through it, and its rules
+"""The command layer (``ledger/write/commands.py``): every writer appends through it, and its rules
 hold through every front end that can break them.
 
 Front ends of each rule and where they are tested:
@@ -26,9 +26,9 @@ from uuid import UUID
 import pytest
 from cli_inprocess import invoke
 
-from ledger import commands
 from ledger.errors import ConcurrencyConflict, NotFound
 from ledger.store import LedgerStore
+from ledger.write import commands
 from schemas import Actor, CandidateProposed, NoteAdded, ServerReady, StartupFacts
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -42,11 +42,11 @@ ME = Actor(kind="agent", name="test")
 
 #: Modules that may call the store's append methods themselves, and why.
 ALLOWED = {
-    "ledger/store.py": "the store itself",
-    "ledger/commands.py": "the command layer",
+    "ledger/store/ledger_store.py": "the store itself",
+    "ledger/write/commands.py": "the command layer",
     # Rows pulled from a sync hub were accepted by the commands of the ledger that wrote them;
     # two offline triages at one version are both kept by design (sync_conflicts shows them).
-    "ledger/sync.py": "replication of events already accepted elsewhere",
+    "ledger/sync/replicate.py": "replication of events already accepted elsewhere",
 }
 #: The store's write methods.
 APPEND_METHODS = {"append", "append_rows", "append_columns", "append_replicated"}
@@ -80,7 +80,7 @@ def _direct_appends(path: Path, root: Path = ROOT) -> list[str]:
     for node in ast.walk(tree):
         if isinstance(node, ast.Attribute) and node.attr in APPEND_METHODS:
             receiver = ast.unparse(node.value)
-            if receiver == "commands":  # ledger.commands.append: the way in
+            if receiver == "commands":  # ledger.write.commands.append: the way in
                 continue
             if node.attr != "append" or receiver in stores or STORE_RECEIVER.search(receiver):
                 found.append(f"{path.relative_to(root)}:{node.lineno}: {ast.unparse(node)}")
@@ -93,7 +93,7 @@ def test_no_module_outside_the_command_layer_appends_directly() -> None:
         for path in sorted((ROOT / package).rglob("*.py")):
             if path.relative_to(ROOT).as_posix() not in ALLOWED:
                 offenders += _direct_appends(path)
-    assert offenders == [], "append through ledger.commands instead:\n" + "\n".join(offenders)
+    assert offenders == [], "append through ledger.write.commands instead:\n" + "\n".join(offenders)
 
 
 def test_the_check_sees_the_forms_it_must(tmp_path: Path) -> None:
@@ -231,8 +231,8 @@ def test_cli_retraction_of_an_event_earlier_in_the_same_batch(cli, ledger_path: 
 
 
 def _bulk_lines(extra: dict) -> str:
-    """Enough JSON lines for the CLI's bulk path (ledger.bulk), ``extra`` last."""
-    from ledger.cli import BULK_MIN_LINES
+    """Enough JSON lines for the CLI's bulk path (ledger.write.bulk), ``extra`` last."""
+    from ledger.cli.main import BULK_MIN_LINES
 
     notes = [json.dumps({"type": "note_added", "text": f"n{i}"}) for i in range(BULK_MIN_LINES)]
     return "\n".join([*notes, json.dumps(extra)]) + "\n"
@@ -381,7 +381,7 @@ def test_import_compares_with_the_previous_run_in_one_call_or_two(tmp_path: Path
 def test_previous_run_is_the_one_started_before_as_in_the_view(store: LedgerStore) -> None:
     """The runner's and import's "previous run" is the ``server_runs`` view's pairing: the
     session's run started just before, whatever became of it."""
-    from runners.server import ServerRunner
+    from runners.server.runner import ServerRunner
     from schemas import ServerFailed, ServerStarted
 
     def run(run_id: str, mrr: int | None, session: str = "s") -> list:

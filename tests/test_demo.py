@@ -12,10 +12,10 @@ from uuid import UUID
 import pytest
 from cli_inprocess import invoke
 
-from ledger.demo import DEMO_FILE, DEMO_SESSION, build_demo, demo_event_id
+from ledger.cli.demo import DEMO_FILE, DEMO_SESSION, build_demo, demo_event_id
 from ledger.errors import WouldLoseData
-from ledger.jsonl import read_jsonl
 from ledger.store import LedgerStore
+from ledger.write.jsonl import read_jsonl
 from schemas import NoteAdded
 
 FIXED_NOW = datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC)

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from runners.bench_metrics import prompts_warning
-from runners.configs import load_configs
+from runners.bench.metrics import prompts_warning
 from runners.plan import load_plan
+from runners.server.configs import load_configs
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 
@@ -22,7 +22,7 @@ def test_every_example_plan_loads_and_passes_the_prompt_count_check() -> None:
 
 def test_the_cpu_example_asks_the_server_for_its_model_and_binds_a_free_port() -> None:
     plan = load_plan(EXAMPLES / "plan.toml")
-    assert plan.bench.model is None  # the runner asks GET /v1/models (runners/discovery.py)
+    assert plan.bench.model is None  # the runner asks GET /v1/models (runners/bench/discovery.py)
     assert all(config.port == 0 for config in plan.configs.values())
     assert plan.configs["continuous-batching"].flags["continuous-batching"] is True
 

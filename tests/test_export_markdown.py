@@ -10,7 +10,7 @@ from uuid import UUID
 import pytest
 
 from ledger.errors import NotFound
-from ledger.export_markdown import (
+from ledger.export.markdown import (
     ShortIds,
     escape_cell,
     format_change,
@@ -552,11 +552,11 @@ _DEMO = Path(__file__).resolve().parents[1] / "data" / "demo_campaign.jsonl"
 
 
 @pytest.mark.skipif(
-    importlib.util.find_spec("ledger.demo") is None or not _DEMO.exists(),
-    reason="the demo campaign (ledger/demo.py, data/demo_campaign.jsonl) is not in the repo yet",
+    importlib.util.find_spec("ledger.cli.demo") is None or not _DEMO.exists(),
+    reason="the demo campaign (ledger/cli/demo.py, data/demo_campaign.jsonl) is not in the repo yet",
 )
 def test_demo_session_renders_key_lines(tmp_path: Path) -> None:
-    from ledger.demo import DEMO_SESSION, build_demo
+    from ledger.cli.demo import DEMO_SESSION, build_demo
 
     store = build_demo(tmp_path / "demo.duckdb")
     text = render_markdown(store, session_id=DEMO_SESSION)

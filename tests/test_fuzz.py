@@ -28,7 +28,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ledger.cli import main
+from ledger.cli.main import main
 from ledger.store import LedgerStore
 from schemas import EVENT_TYPES
 

@@ -23,10 +23,11 @@ import pytest
 from pg_cluster import Cluster, admin_url, hub_schema, make_hub, pg_server, writer_env  # noqa: F401
 from uuid6 import uuid7
 
-from ledger import hub, sync
 from ledger.errors import EventIdReused, RemoteError
-from ledger.remote import Remote, parse_remote
 from ledger.store import LedgerStore
+from ledger.sync import hub
+from ledger.sync import replicate as sync
+from ledger.sync.remote import Remote, parse_remote
 
 #: Process-based on purpose (a real PostgreSQL server): `make test` runs it, `make check` does not.
 pytestmark = pytest.mark.slow
@@ -120,8 +121,8 @@ PUSHER = """
 import sys, json
 from uuid import UUID
 from uuid6 import uuid7
-from ledger import hub
-from ledger.remote import parse_remote
+from ledger.sync import hub
+from ledger.sync.remote import parse_remote
 
 remote = parse_remote("hub", sys.argv[1], sys.argv[2])
 ledger = UUID(sys.argv[3])

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
+from ledger.engines.sglang_log import parse_server_log
 from ledger.errors import InvalidInput, NotFound
 from ledger.importers import SAMPLES_SCHEMA, import_file, registered_importers
-from ledger.sglang_log import parse_server_log
 from schemas import (
     BenchmarkCompleted,
     FindingRecorded,

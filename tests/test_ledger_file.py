@@ -18,7 +18,7 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from ledger.cli import main
+from ledger.cli.main import main
 from ledger.store import LAYOUT_VERSION, LedgerStore
 from schemas import NoteAdded
 

@@ -13,7 +13,7 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from ledger.cli import main
+from ledger.cli.main import main
 from ledger.store import LedgerStore
 from schemas import NoteAdded
 

@@ -10,8 +10,8 @@ import json
 
 import pytest
 
-from ledger.cli import main
-from runners.tune_space import (
+from ledger.cli.main import main
+from runners.moe.space import (
     MoeShape,
     block_shape_fits,
     config_file_name,
@@ -123,7 +123,7 @@ def test_quantisation_round_trip_on_cpu():
     torch = pytest.importorskip("torch", reason="needs torch (make .venv/.e2e E2E=1)")
     if not hasattr(torch, "float8_e4m3fn"):
         pytest.skip("this torch has no float8_e4m3fn")
-    from runners.fp8_quant import (
+    from runners.moe.fp8_quant import (
         FP8_MAX,
         dequantize_blocks,
         quantize_blocks,
@@ -199,7 +199,7 @@ def test_fp8_bench_output_folds_into_data_and_tables(tmp_path, monkeypatch, caps
     import tarfile
     from pathlib import Path
 
-    from runners.moe_tune import JsonlSink, TuneSpec, run_tune, time_interleaved
+    from runners.moe.tune import JsonlSink, TuneSpec, run_tune, time_interleaved
 
     run = tmp_path / "out"
     run.mkdir()

@@ -1,4 +1,4 @@
-"""GPU-only checks of runners/moe_kernels.py and the reference kernel (token alignment, both GEMMs
+"""GPU-only checks of runners/moe/kernels.py and the reference kernel (token alignment, both GEMMs
 against torch). They run on the lent H200 (bench/h200_moe_tune.py ran them there, data/
 h200_moe_tune.jsonl); on machines without a CUDA GPU and triton they skip, saying so."""
 
@@ -16,7 +16,7 @@ if not torch.cuda.is_available():
     )
 pytest.importorskip("triton", reason="needs triton")
 
-from runners.moe_kernels import (  # noqa: E402 (after the skips: torch/triton may be absent)
+from runners.moe.kernels import (  # noqa: E402 (after the skips: torch/triton may be absent)
     MoeProblem,
     align_tokens,
     check_config,
@@ -24,7 +24,7 @@ from runners.moe_kernels import (  # noqa: E402 (after the skips: torch/triton m
     make_weights,
     time_config,
 )  # noqa: E402
-from runners.tune_space import MoeShape, default_config  # noqa: E402
+from runners.moe.space import MoeShape, default_config  # noqa: E402
 
 
 def test_align_tokens_groups_rows_by_expert_padded_to_the_block():
@@ -48,8 +48,8 @@ def test_sglang_fp8_block_kernel_matches_the_dequantised_reference():
     """fp8 w8a8 block [128, 128]: SGLang's kernel on pre-quantised A (per-token groups) and B
     (blocks) against the dequantised matmul, within FP8_TOLERANCE; a config whose BLOCK_K spans
     two groups is pruned before it runs (tune_space.block_shape_fits)."""
-    from runners.moe_kernels import FP8_TOLERANCE, KernelUnavailable
-    from runners.tune_space import block_shape_fits
+    from runners.moe.kernels import FP8_TOLERANCE, KernelUnavailable
+    from runners.moe.space import block_shape_fits
 
     try:
         kernel = load_kernel("sglang")
@@ -75,6 +75,6 @@ def test_sglang_fp8_block_kernel_matches_the_dequantised_reference():
             assert check_config(kernel, p, c) < FP8_TOLERANCE
             assert time_config(kernel, p, c, 2.0) > 0
     with pytest.raises(KernelUnavailable, match="no fp8 path"):
-        from runners.moe_kernels import GpuMeasurer
+        from runners.moe.kernels import GpuMeasurer
 
         GpuMeasurer("reference", shape)

@@ -19,18 +19,9 @@ from types import SimpleNamespace
 
 import pytest
 
-from ledger.cli import main
+from ledger.cli.main import main
 from ledger.store import LedgerStore
-from runners.moe_tune import (
-    SGLANG_CONFIG_DIR,
-    JsonlSink,
-    StoreSink,
-    TuneSpec,
-    find_shipped_config,
-    run_tune,
-    tune_key_of,
-)
-from runners.tune_space import (
+from runners.moe.space import (
     H200_COSTS,
     SHARED_MEMORY_PER_BLOCK,
     MoeShape,
@@ -47,6 +38,15 @@ from runners.tune_space import (
     shape_from_model_config,
     shared_memory_bytes,
     successive_halving,
+)
+from runners.moe.tune import (
+    SGLANG_CONFIG_DIR,
+    JsonlSink,
+    StoreSink,
+    TuneSpec,
+    find_shipped_config,
+    run_tune,
+    tune_key_of,
 )
 
 FIXTURE = Path(__file__).parent / "fixtures" / "h200_moe_timings.json"
@@ -369,7 +369,7 @@ def test_a_killed_tune_resumes_without_measuring_anything_twice(ledger_path):
     assert [r["batch_size"] for r in rows] == [1, 64] and all(
         r["tuned_us"] < r["default_us"] for r in rows
     )
-    from ledger.export_markdown import render_markdown
+    from ledger.export.markdown import render_markdown
 
     assert "## Kernel tunes" in render_markdown(store, session_id="tune-test")
     # The board links the tune to its candidate: the latest evidence is the completed tune's summary.
@@ -452,7 +452,7 @@ def test_kernel_tune_completed_holds_tuned_vs_default_and_roofline(tmp_path):
     sink = JsonlSink(tmp_path / "t.jsonl")
     rec = Recorded()
     run_tune(TuneSpec(shape=SHAPE, batch_sizes=[64], rounds=3), rec, sink)
-    from ledger.jsonl import read_jsonl
+    from ledger.write.jsonl import read_jsonl
 
     done = [e for e in read_jsonl(sink.path) if e.type == "kernel_tune_completed"][0]
     r = done.results["64"]
@@ -558,7 +558,7 @@ def test_import_check_arch_flags_entries_sm120_cannot_launch(tmp_path, capsys):
         )
     assert ok.value.code in (0, None)
     out = capsys.readouterr().out
-    from ledger.gpu_arch import moe_config_shared_memory
+    from ledger.engines.gpu_arch import moe_config_shared_memory
 
     expected = sorted(m for m, c in data.items() if moe_config_shared_memory(c) > 101_376)
     assert expected  # the fixture has such entries

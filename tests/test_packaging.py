@@ -1,6 +1,6 @@
 """The installed product, not the source tree: a wheel built from the sources, installed into a
 fresh virtual environment, runs ``tuneledger demo`` from another directory (the demo campaigns
-are package data, read through ``importlib.resources``). Also ``python -m ledger.cli``.
+are package data, read through ``importlib.resources``). Also ``python -m ledger.cli.main``.
 
 Process-based on purpose (a build, an install, the console script): ``slow``.
 """
@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from ledger.demo import CAMPAIGNS
+from ledger.cli.demo import CAMPAIGNS
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -88,7 +88,7 @@ def test_demo_runs_from_an_installed_wheel(installed: Path, tmp_path: Path) -> N
         [
             str(installed / "python"),
             "-c",
-            "import ledger.demo as d; print(d.__file__); print(d.DEMO_FILE)",
+            "import ledger.cli.demo as d; print(d.__file__); print(d.DEMO_FILE)",
         ],
         cwd=elsewhere,
         capture_output=True,
@@ -125,14 +125,14 @@ def test_demo_runs_from_an_installed_wheel(installed: Path, tmp_path: Path) -> N
 
 
 def test_python_dash_m_ledger_cli_runs_plugin_commands(tmp_path: Path) -> None:
-    """``python -m ledger.cli run plan ...``: the runners' commands find the context object
-    (under ``-m`` the module is loaded twice, as ``__main__`` and as ``ledger.cli``; the
+    """``python -m ledger.cli.main run plan ...``: the runners' commands find the context object
+    (under ``-m`` the module is loaded twice, as ``__main__`` and as ``ledger.cli.main``; the
     ``__main__`` copy's ``Context`` is not the one the runners import)."""
     out = subprocess.run(
         [
             sys.executable,
             "-m",
-            "ledger.cli",
+            "ledger.cli.main",
             "--ledger",
             str(tmp_path / "l.duckdb"),
             "run",

@@ -15,7 +15,7 @@ import pytest
 
 from ledger.store import LedgerStore
 from runners.plan import load_plan, run_plan, verdict_table
-from runners.server import ServerRunner
+from runners.server.runner import ServerRunner
 
 #: Process-based on purpose (real (fake-engine) servers and a real SIGINT): `make test` runs it, `make check` does not.
 pytestmark = pytest.mark.slow
@@ -151,7 +151,7 @@ def test_plan_interleaves_records_and_compares(tmp_path: Path) -> None:
         assert d["change_pct"] == pytest.approx(100 * (d["value"] / d["baseline_value"] - 1))
 
     # the export a user pastes into a PR (issue 7.12), on this CPU host with a non-SGLang engine
-    from ledger.export_markdown import render_markdown
+    from ledger.export.markdown import render_markdown
 
     md = render_markdown(store, session_id="plan-test")
     hardware = next(line for line in md.splitlines() if line.startswith("- Hardware:"))

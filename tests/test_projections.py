@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from ledger import projections
+from ledger.derive import projections
 from ledger.store import LedgerStore
 from schemas import BenchMetrics, Host
 from schemas.events import (
@@ -196,7 +196,7 @@ def test_a_retired_projection_is_dropped_when_older_code_wrote_the_file(tmp_path
 def test_a_batchs_own_summary_statement_gives_the_general_ones_rows(tmp_path: Path) -> None:
     """event_summaries is projected with a statement made for the batch's types; a rebuild
     (every type) gives the same rows."""
-    from ledger import projections
+    from ledger.derive import projections
 
     assert "INSERT INTO event_summaries" in projections.apply_sql()[projections._SUMMARIES]
     store = LedgerStore(tmp_path / "s.duckdb")

@@ -16,10 +16,10 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-from ledger import read_model
-from ledger.cli import cli
-from ledger.demo import CAMPAIGNS, build_demo
-from ledger.projections import ARM_KEY
+from ledger.cli.demo import CAMPAIGNS, build_demo
+from ledger.cli.main import cli
+from ledger.derive.projections import ARM_KEY
+from ledger.read import model as read_model
 from ledger.store import LedgerStore
 from schemas.envelope import Host
 from schemas.events import (

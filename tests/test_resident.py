@@ -1,4 +1,4 @@
-"""The resident process that serves `tuneledger append` (ledger/launcher.py, ledger/resident.py):
+"""The resident process that serves `tuneledger append` (ledger/frontdoor/launcher.py, ledger/frontdoor/resident.py):
 the same output and exit codes as in-process, stdin read only when the command reads it, the
 DuckDB file free after each call, and the process's life (auto-start, one winner of a race,
 idle exit, restart on a code change, a stale socket, a server killed mid-call, Ctrl-C, the
@@ -27,8 +27,8 @@ from typing import Any
 import duckdb
 import pytest
 
-from ledger import launcher
-from ledger.resident import ask_server
+from ledger.frontdoor import launcher
+from ledger.frontdoor.resident import ask_server
 
 TUNELEDGER = str(Path(sys.executable).with_name("tuneledger"))
 UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
@@ -63,7 +63,7 @@ def test_the_group_options_the_launcher_skips_are_clicks() -> None:
     # The launcher's table of group options that take a value equals the CLI group's.
     import click
 
-    from ledger.cli import cli
+    from ledger.cli.main import cli
 
     taking_value = {
         opt
@@ -366,7 +366,7 @@ def test_the_first_call_starts_a_server_and_off_means_off(
 def test_two_starters_race_and_one_server_wins(resident: Resident) -> None:
     starters = [
         subprocess.Popen(
-            [sys.executable, "-P", "-m", "ledger.resident"],
+            [sys.executable, "-P", "-m", "ledger.frontdoor.resident"],
             env=resident.env,
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,
@@ -534,7 +534,7 @@ def test_a_forwarded_call_imports_nothing_but_the_standard_library(
     resident.start()
     before = resident.calls()
     out = subprocess.run(
-        [sys.executable, "-X", "importtime", "-m", "ledger.launcher"]
+        [sys.executable, "-X", "importtime", "-m", "ledger.frontdoor.launcher"]
         + ["--ledger", str(ledger), "append", "note_added", "-f", "text=light"],
         capture_output=True,
         env=resident.env,
@@ -547,7 +547,7 @@ def test_a_forwarded_call_imports_nothing_but_the_standard_library(
         for line in out.stderr.decode().splitlines()
         if line.startswith("import time:") and "|" in line
     }
-    heavy = {"click", "pydantic", "duckdb", "schemas", "ledger.cli", "typing", "socket"}
+    heavy = {"click", "pydantic", "duckdb", "schemas", "ledger.cli.main", "typing", "socket"}
     assert "ledger" in imported and not imported & heavy, sorted(imported & heavy)
 
 

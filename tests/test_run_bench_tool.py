@@ -28,8 +28,8 @@ pytestmark = pytest.mark.slow
 
 BIN = Path(sys.executable).parent
 HERE = Path(__file__).parent
-# The console script, not ``python -m ledger.cli``: under ``-m`` the CLI module is loaded
-# twice (as __main__ and as ledger.cli) and the runners' commands find no context.
+# The console script, not ``python -m ledger.cli.main``: under ``-m`` the CLI module is loaded
+# twice (as __main__ and as ledger.cli.main) and the runners' commands find no context.
 TUNELEDGER = [str(BIN / "tuneledger")]
 
 

@@ -20,10 +20,10 @@ import httpx
 import pytest
 
 from ledger.store import LedgerStore
-from runners.configs import ConfigError, ServerConfig, load_config, parse_configs
-from runners.engines import MissingEngine, adapter_for, flag_args
 from runners.host import from_gpus, parse_gpu_query
-from runners.server import PortInUse, ServerRunner, ServerStartFailed, group_alive
+from runners.server.configs import ConfigError, ServerConfig, load_config, parse_configs
+from runners.server.engines import MissingEngine, adapter_for, flag_args
+from runners.server.runner import PortInUse, ServerRunner, ServerStartFailed, group_alive
 
 #: Process-based on purpose (real server processes, signals, HTTP): `make test` runs it, `make check` does not.
 pytestmark = pytest.mark.slow

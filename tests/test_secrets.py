@@ -20,9 +20,9 @@ from pydantic import BaseModel
 from test_runner_server import fake_config, make_runner
 
 from ledger.store import LedgerStore
-from runners.configs import parse_configs
-from runners.engines import recorded_env
-from runners.server import ServerStartFailed
+from runners.server.configs import parse_configs
+from runners.server.engines import recorded_env
+from runners.server.runner import ServerStartFailed
 from schemas import EVENT_TYPES
 from schemas.secrets import (
     add_secret_words,
@@ -33,7 +33,7 @@ from schemas.secrets import (
 )
 
 ROOT = Path(__file__).resolve().parents[1]
-CLI = [sys.executable, "-m", "ledger.cli"]
+CLI = [sys.executable, "-m", "ledger.cli.main"]
 SECRETS = (
     "sk-X-config-key",
     "sk-Z-log-key",

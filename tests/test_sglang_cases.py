@@ -297,7 +297,7 @@ def test_28077_a_config_for_an_sm120_card_is_checked_against_sm120_without_askin
 ) -> None:
     """The config was tuned for an RTX PRO 6000 (sm120) yet holds entries SM120 cannot launch:
     its own device's arch is checked on import, no --check-arch needed."""
-    from ledger.gpu_arch import moe_config_shared_memory
+    from ledger.engines.gpu_arch import moe_config_shared_memory
 
     config = next((CASES / "sglang-pr28077-moe-smem-sm120" / "triton_3_6_0").glob("E=128*.json"))
     entries = json.loads(config.read_text())
@@ -482,7 +482,7 @@ def test_18870_cold_first_run_is_set_aside_and_the_comparison_is_no_change(tmp_p
 
 
 def test_cold_first_run_rule() -> None:
-    from ledger.warmup import cold_first_run
+    from ledger.derive.warmup import cold_first_run
 
     assert cold_first_run([1000.4, 1440.2, 1438.1]) is not None
     assert cold_first_run([1445.0, 1450.3, 1441.6]) is None  # noise
@@ -539,8 +539,8 @@ def test_imported_events_keep_the_log_time_apart_from_recorded_at(tmp_path: Path
 
 
 def test_demo_runs_show_their_logs_dates_and_export_shows_them(tmp_path: Path) -> None:
-    from ledger.demo import build_demo
-    from ledger.export_markdown import render_markdown
+    from ledger.cli.demo import build_demo
+    from ledger.export.markdown import render_markdown
 
     store = build_demo(tmp_path / "demo.duckdb")
     runs = store.query_arrow(
@@ -655,7 +655,7 @@ def test_a_flag_known_to_do_nothing_gets_a_finding_citing_the_verdict(
 def test_the_server_runner_says_it_at_start(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from runners.server import ServerRunner
+    from runners.server.runner import ServerRunner
     from tests.test_runner_server import FAKE_SMI, fake_config
 
     monkeypatch.setenv(

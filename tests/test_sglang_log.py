@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from ledger.gpu_arch import compute_capability_for
-from ledger.sglang_log import (
+from ledger.engines.gpu_arch import compute_capability_for
+from ledger.engines.sglang_log import (
     derive_findings,
     parse_batch_fields,
     parse_server_args,
@@ -230,7 +230,7 @@ def test_compute_capability_table(name: str | None, sm: str | None) -> None:
 
 # --- issue 10: every spelling of every line, bad values, wrapped lines ----------------------------
 
-from ledger.sglang_log import FLAG_NAMES, LINE_SPELLINGS, LogFormatError  # noqa: E402
+from ledger.engines.sglang_log import FLAG_NAMES, LINE_SPELLINGS, LogFormatError  # noqa: E402
 
 
 @pytest.mark.parametrize(

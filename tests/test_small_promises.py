@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from ledger.cli import main
+from ledger.cli.main import main
 from ledger.store import LedgerStore
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -23,12 +23,12 @@ import duckdb
 import pytest
 from rich.console import Console
 
-import ledger.store as store_module
-from ledger import projections, views
-from ledger.export_markdown import format_metric, render_markdown
+import ledger.store.ledger_store as store_module
+from ledger.derive import projections, views
+from ledger.export.markdown import format_metric, render_markdown
 from ledger.importers import results
 from ledger.store import LAYOUT_VERSION, LedgerStore
-from runners.bench_metrics import RequestResult
+from runners.bench.metrics import RequestResult
 from runners.compare import compare
 from runners.plan import PlanResult, verdict_table
 from schemas import CURRENT_VERSIONS, EVENT_TYPES, parse_event

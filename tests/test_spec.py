@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from ledger.store import LedgerStore
-from runners.server import ServerRunner
+from runners.server.runner import ServerRunner
 from runners.spec import decode_log_accept, load_spec, run_spec
 
 FAKE = Path(__file__).parent / "fake_servers" / "sglang_spec_server.py"
@@ -134,7 +134,7 @@ def test_spec_trials_restart_benchmark_and_record_accept_length(tmp_path):
     assert json.loads(
         json.dumps(result.comparisons[0].model_dump(mode="json"))
     )  # comparisons recorded
-    from ledger.export_markdown import render_markdown
+    from ledger.export.markdown import render_markdown
 
     md = render_markdown(store, session_id="spec-test")
     assert (

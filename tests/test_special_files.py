@@ -21,7 +21,7 @@ from ledger.store import LedgerStore
 from schemas import NoteAdded
 
 ROOT = Path(__file__).resolve().parents[1]
-CLI = [sys.executable, "-m", "ledger.cli"]
+CLI = [sys.executable, "-m", "ledger.cli.main"]
 root_only = pytest.mark.skipif(os.geteuid() != 0, reason="mknod of a device node needs root")
 
 

@@ -19,7 +19,7 @@ from schemas import NoteAdded
 pytestmark = pytest.mark.slow
 
 ROOT = Path(__file__).resolve().parents[1]
-CLI = [sys.executable, "-m", "ledger.cli"]
+CLI = [sys.executable, "-m", "ledger.cli.main"]
 
 
 @pytest.fixture

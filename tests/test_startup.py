@@ -41,7 +41,7 @@ LAZY = (*HEAVY, "runners", "tui")
 
 PROBE = """
 import sys
-from ledger import cli
+from ledger.cli import main as cli
 
 try:
     cli.main(sys.argv[1:])
@@ -104,12 +104,15 @@ def test_help_lists_plugin_commands_without_their_heavy_imports() -> None:
 
 def test_plugin_commands_still_run_and_are_listed(tmp_path: Path) -> None:
     out = subprocess.run(
-        [sys.executable, "-m", "ledger.cli", "--help"], capture_output=True, text=True, timeout=120
+        [sys.executable, "-m", "ledger.cli.main", "--help"],
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
     assert out.returncode == 0, out.stderr
     assert "  run " in out.stdout and "  tui " in out.stdout
     out = subprocess.run(
-        [sys.executable, "-m", "ledger.cli", "run", "--help"],
+        [sys.executable, "-m", "ledger.cli.main", "run", "--help"],
         capture_output=True,
         text=True,
         timeout=120,
@@ -121,7 +124,7 @@ def test_plugin_commands_still_run_and_are_listed(tmp_path: Path) -> None:
 #: entry point, which ends with ``os._exit``.
 KEPT_OPEN_THEN_EXIT = """
 import sys
-from ledger.cli import run
+from ledger.cli.main import run
 from ledger.store import LedgerStore
 from schemas.events import NoteAdded
 
@@ -188,7 +191,7 @@ def test_the_fast_exit_flushes_output_and_closes_the_ledger_first(tmp_path: Path
 THREADS_THEN_EXIT = """
 import sys, threading, time
 from concurrent.futures import ThreadPoolExecutor
-from ledger.cli import run
+from ledger.cli.main import run
 
 def late():
     time.sleep(0.5)
@@ -225,7 +228,7 @@ def entry_points(**kwargs):
 importlib.metadata.entry_points = entry_points
 import atexit
 atexit.register(lambda: print("groups:", sorted(set(map(str, looked_up)))))
-from ledger.cli import run
+from ledger.cli.main import run
 run()
 """
 
@@ -248,7 +251,10 @@ def test_a_group_without_a_command_shows_its_help() -> None:
     # Not the help squeezed into one escaped error line (it was, with click 8.2+).
     for args, listed in (([], "append"), (["run"], "bench"), (["export"], "markdown")):
         out = subprocess.run(
-            [sys.executable, "-m", "ledger.cli", *args], capture_output=True, text=True, timeout=120
+            [sys.executable, "-m", "ledger.cli.main", *args],
+            capture_output=True,
+            text=True,
+            timeout=120,
         )
         assert out.returncode == 2, out
         assert out.stderr.startswith("Usage: tuneledger"), out.stderr

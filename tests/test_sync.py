@@ -19,17 +19,18 @@ import psycopg
 import pytest
 from pg_cluster import WRITER_PASSWORD, Cluster, hub_schema, make_hub, pg_server, writer_env  # noqa: F401
 
-from ledger import hub, sync
 from ledger.errors import EventIdReused, NotFound, RemoteError
-from ledger.remote import Remote, add_remote, parse_remote
 from ledger.store import LedgerStore
+from ledger.sync import hub
+from ledger.sync import replicate as sync
+from ledger.sync.remote import Remote, add_remote, parse_remote
 from schemas import Host
 from schemas.events import CandidateProposed, CandidateTriaged, FlagResearched, NoteAdded
 
 #: Process-based on purpose (a real PostgreSQL server and CLI processes): `make test` runs it, `make check` does not.
 pytestmark = pytest.mark.slow
 
-#: The installed command (``python -m ledger.cli`` would load the CLI module twice).
+#: The installed command (``python -m ledger.cli.main`` would load the CLI module twice).
 TUNELEDGER = str(Path(sys.executable).with_name("tuneledger"))
 
 SM120 = Host(
@@ -500,8 +501,8 @@ def test_a_decision_against_another_hosts_concurrent_flag_verdict_conflicts(
 
 SYNC_CHILD = """
 import sys
-from ledger import sync
-from ledger.remote import get_remote
+from ledger.sync import replicate as sync
+from ledger.sync.remote import get_remote
 from ledger.store import LedgerStore
 
 store = LedgerStore(sys.argv[1])
@@ -653,7 +654,7 @@ def test_a_ledger_syncs_with_one_hub(
     remote: Remote, tmp_path: Path, pg_server: Cluster, hub_schema: str
 ) -> None:
     from ledger.errors import InvalidInput
-    from ledger.remote import remove_remote
+    from ledger.sync.remote import remove_remote
 
     store = make_ledger(tmp_path / "a.duckdb", remote, "a")
     other = make_hub(pg_server, hub_schema + "_other")

@@ -35,7 +35,7 @@ def test_tui_command_passes_ledger_session_and_actor(tmp_path: Path, monkeypatch
 
     import tui.app
     import tui.cli
-    from ledger.cli import _register_plugin_commands, cli
+    from ledger.cli.main import _register_plugin_commands, cli
 
     _register_plugin_commands()
     calls = []

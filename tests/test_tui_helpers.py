@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from textual.pilot import Pilot
 
-from ledger.demo import DEMO_SESSION, build_demo
+from ledger.cli.demo import DEMO_SESSION, build_demo
 from ledger.store import LedgerStore
 
 #: The clock of the demo ledger in the TUI tests (snapshots must not show wall-clock time).

@@ -25,7 +25,7 @@ def _append_note(path: Path, text: str) -> subprocess.Popen:
         [
             sys.executable,
             "-m",
-            "ledger.cli",
+            "ledger.cli.main",
             "--ledger",
             str(path),
             "--session",
@@ -72,7 +72,7 @@ async def test_note_from_another_process_appears_without_a_key(tmp_path: Path, m
 
 async def test_board_follows_a_triage_from_another_process(tmp_path: Path) -> None:
     store = make_demo(tmp_path)
-    # A triage passes the candidate stream's version, as the board shows it (ledger/commands.py).
+    # A triage passes the candidate stream's version, as the board shows it (ledger/write/commands.py).
     version = store.query_arrow(
         "SELECT stream_version FROM board WHERE candidate_id = 'flag:cuda-graph-max-bs'"
     )["stream_version"][0].as_py()
@@ -83,7 +83,7 @@ async def test_board_follows_a_triage_from_another_process(tmp_path: Path) -> No
             [
                 sys.executable,
                 "-m",
-                "ledger.cli",
+                "ledger.cli.main",
                 "--ledger",
                 str(store.path),
                 "--session",

@@ -215,7 +215,7 @@ def test_core_stays_free_of_textual_and_tui() -> None:
     import sys
 
     code = (
-        "import sys, ledger.cli, ledger.store, ledger.views, ledger.readonly_sql, schemas, tui.queries, "
+        "import sys, ledger.cli.main, ledger.store, ledger.derive.views, ledger.read.sql_sandbox, schemas, tui.queries, "
         "tui.writes; print(sorted(m for m in sys.modules if m == 'textual' or m.startswith('textual.')))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)

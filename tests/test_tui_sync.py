@@ -9,9 +9,9 @@ import pytest
 from pg_cluster import Cluster, hub_schema, make_hub, pg_server, writer_env  # noqa: F401
 from test_tui_helpers import SIZE, anyio_backend, wait_for  # noqa: F401
 
-from ledger import sync
-from ledger.remote import Remote, add_remote
 from ledger.store import LedgerStore
+from ledger.sync import replicate as sync
+from ledger.sync.remote import Remote, add_remote
 from schemas.envelope import Actor
 from schemas.events import CandidateProposed, CandidateTriaged, NoteAdded
 from tui.app import TuneLedgerApp

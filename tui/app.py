@@ -66,7 +66,7 @@ _BOARD_ACTIONS = {"accept", "reject", "defer", "decision"}
 
 
 def _default_actor() -> Actor:
-    from ledger.cli import default_actor_text  # $TUNELEDGER_ACTOR, else person:<login name>
+    from ledger.cli.main import default_actor_text  # $TUNELEDGER_ACTOR, else person:<login name>
 
     text = default_actor_text()
     try:
@@ -433,7 +433,7 @@ class TuneLedgerApp(App[None]):
 
     @work(thread=True, exclusive=True, group="sql", exit_on_error=False)
     def _run_sql(self, sql: str) -> None:
-        from ledger.readonly_sql import run_readonly
+        from ledger.read.sql_sandbox import run_readonly
 
         started = time.perf_counter()
         try:
@@ -597,8 +597,8 @@ class TuneLedgerApp(App[None]):
     @work(thread=True, exclusive=True, group="export", exit_on_error=False)
     def _export(self) -> None:
         try:
-            from ledger.export_markdown import render_markdown
-            from ledger.safe_files import write_file
+            from ledger.export.markdown import render_markdown
+            from ledger.store.safe_files import write_file
         except ImportError:
             self.call_from_thread(
                 self.notify, "Markdown export is not available in this build.", severity="error"

@@ -119,7 +119,7 @@ class BenchmarksPane(Vertical):
         self._plot()
 
     def show(self, rows: list[dict[str, Any]]) -> None:
-        """Show freshly read ``benchmark_summary`` rows (``ledger.read_model.benchmark_summary``)."""
+        """Show freshly read ``benchmark_summary`` rows (``ledger.read.model.benchmark_summary``)."""
         self.rows = rows
         table = self.query_one("#bench-table", DataTable)
         cursor = table.cursor_row

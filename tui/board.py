@@ -119,7 +119,7 @@ class BoardPane(Vertical):
             table.move_cursor(row=cursor)
         counts = {s: sum(r["status"] == s for r in self.shown) for s in STATUSES}
         conflicting = sum(r["status"] == "conflicting" for r in self.shown)
-        if conflicting:  # only after a sync found concurrent triages (ledger.sync)
+        if conflicting:  # only after a sync found concurrent triages (ledger.sync.replicate)
             counts = {"conflicting": conflicting, **counts}
         self.query_one("#board-counts", Static).update(
             "  ".join(f"{s} {n}" for s, n in counts.items())

@@ -5,7 +5,7 @@ Every function opens the ledger through the store's short-lived connections
 or a runner that writes meanwhile only waits for one query, never fails.
 ``load_snapshot`` reads everything the panes show in ONE open of the file.
 
-Every row is read through ``ledger.read_model`` (the views' rows as they are: the same
+Every row is read through ``ledger.read.model`` (the views' rows as they are: the same
 functions the CLI, the export and the runners read through); this module only chooses
 what to reread on a refresh and the display order. The screens call these from thread
 workers; the results are plain dicts and dataclasses, so they can be tested without a
@@ -20,8 +20,8 @@ from typing import Any
 
 import duckdb
 
-from ledger import read_model
-from ledger.read_model import EventFilter
+from ledger.read import model as read_model
+from ledger.read.model import EventFilter
 from ledger.store import LedgerStore
 from schemas.metrics import HEADLINE_METRICS
 
@@ -223,13 +223,13 @@ class EventDetail:
 
 
 def load_event_detail(store: LedgerStore, event_id: str) -> EventDetail:
-    """The event's JSON (``ledger.jsonl.event_to_json``) and its links in both directions
-    (``ledger.read_model.linked_events``, as ``tuneledger show`` lists them).
+    """The event's JSON (``ledger.write.jsonl.event_to_json``) and its links in both directions
+    (``ledger.read.model.linked_events``, as ``tuneledger show`` lists them).
 
     Raises:
         ledger.errors.NotFound: no such event.
     """
-    from ledger.jsonl import event_to_json
+    from ledger.write.jsonl import event_to_json
 
     event = store.get(event_id)
     with store.connect() as con:

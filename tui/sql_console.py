@@ -1,6 +1,6 @@
 """The SQL pane: a read-only console over the ledger and its views.
 
-Enter runs the query (through ``ledger.readonly_sql.run_readonly``, in a
+Enter runs the query (through ``ledger.read.sql_sandbox.run_readonly``, in a
 worker); the result goes to textual-fastdatatable with its Arrow backend,
 which renders only the visible window and stays fast on large results (the
 built-in DataTable slows down past ~10k rows). Up/Down in the input walk the

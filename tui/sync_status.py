@@ -8,9 +8,10 @@ hub with a short connect timeout, ``?`` when it cannot be reached).
 
 from __future__ import annotations
 
-from ledger import remote, sync
 from ledger.errors import LedgerError
 from ledger.store import LedgerStore
+from ledger.sync import remote
+from ledger.sync import replicate as sync
 
 #: Seconds the status line waits for the hub before showing ``↓?``.
 HUB_TIMEOUT_S = 3

@@ -13,8 +13,8 @@ from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from ledger import commands
 from ledger.store import LedgerStore
+from ledger.write import commands
 from schemas.envelope import Actor, Host
 from schemas.events import (
     BenchmarkCompleted,

@@ -2,7 +2,7 @@
 
 No Textual here: the app calls these from thread workers, tests call them
 directly. The forms' fields become events here; the writes and their rules are
-the command layer's (``ledger.commands``), as for every other front end: triage
+the command layer's (``ledger.write.commands``), as for every other front end: triage
 appends with ``expected_version`` (the candidate stream's version when the board
 was read), so a triage made on a stale board raises
 ``ledger.errors.ConcurrencyConflict`` instead of silently overriding someone
@@ -15,8 +15,8 @@ from dataclasses import dataclass
 from typing import Any
 from uuid import UUID
 
-from ledger import commands
 from ledger.store import AppendResult, LedgerStore
+from ledger.write import commands
 from schemas.envelope import Actor
 from schemas.events import (
     CandidateProposed,

@@ -14,13 +14,13 @@ from uuid import UUID
 
 import pyarrow as pa
 
+from ledger.derive.warmup import cold_first_run
 from ledger.errors import InvalidInput
-from ledger.input_checks import loads
+from ledger.write.input_checks import loads
 from schemas import Actor, BenchmarkCompleted, BenchMetrics, Host, Workload
 from schemas.metrics import INTEGER_METRICS, tpot
 
 from ..store import BENCH_SAMPLES_SCHEMA as SAMPLES_SCHEMA
-from ..warmup import cold_first_run
 from .detect import ImportContext, Importer, InputFile, ReadResult, Sniffed, looks_like_bench
 from .fields import FieldReader as _Line
 
@@ -99,7 +99,7 @@ def import_bench_serving(
 
 def _set_aside_cold_runs(events: list[BenchmarkCompleted]) -> list[BenchmarkCompleted]:
     """Number the repeats of each workload (same dataset, lengths, concurrency, rate) in file order,
-    and set a cold first run aside (``valid`` false, a note; ``ledger.warmup`` gives the rule) so
+    and set a cold first run aside (``valid`` false, a note; ``ledger.derive.warmup`` gives the rule) so
     that it counts in no comparison."""
     series: dict[tuple[Any, ...], list[int]] = {}
     for index, event in enumerate(events):

@@ -25,10 +25,10 @@ from pathlib import Path
 from typing import Any
 from uuid import UUID, uuid5
 
+from ledger.engines.sglang_log import looks_like_server_log
 from ledger.errors import InvalidInput
-from ledger.input_checks import loads
-from ledger.safe_files import read_regular
-from ledger.sglang_log import looks_like_server_log
+from ledger.store.safe_files import read_regular
+from ledger.write.input_checks import loads
 from schemas import Actor, FindingRecorded, Host, ServerStarted, StartupFacts
 
 #: Where each importer lives (``module:attribute``); on equal confidence the first wins.
@@ -191,7 +191,7 @@ class ImportContext:
     actor: Actor = field(default_factory=Actor)
     config_name: str | None = None
     previous_startup: StartupFacts | None = None
-    #: the ``known-no-effect`` findings of a server run's flags (``ledger.flag_memory``), if given
+    #: the ``known-no-effect`` findings of a server run's flags (``ledger.read.flag_memory``), if given
     remember: Callable[[ServerStarted], list[FindingRecorded]] | None = None
 
 
@@ -359,7 +359,7 @@ def detect_format(file: InputFile) -> Importer:
 
 def is_server_log(text: str, scan_lines: int = 5000) -> bool:
     """True when some line has SGLang's ``[YYYY-mm-dd HH:MM:SS`` prefix (bare or inside a host
-    program's own log line) and an SGLang startup/run marker (``ledger.sglang_log``)."""
+    program's own log line) and an SGLang startup/run marker (``ledger.engines.sglang_log``)."""
     return looks_like_server_log(text, scan_lines)
 
 

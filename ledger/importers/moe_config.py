@@ -18,9 +18,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ledger.engines.gpu_arch import compute_capability_for
 from ledger.errors import InvalidInput
-from ledger.gpu_arch import compute_capability_for
-from ledger.input_checks import loads
+from ledger.write.input_checks import loads
 from schemas import Actor, Host, MoeConfigRecorded
 
 from .detect import (

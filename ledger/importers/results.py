@@ -5,7 +5,7 @@ importer does (deterministic id from the file and a label, ``source`` =
 ``name:line``, the same validity notes), ``samples_table`` the per-request
 ``bench_samples`` table, and ``distribution_from_samples`` our TTFT/TPOT/E2E
 statistics from per-request values, computed as sglang's bench_serving computes
-them (``ledger.distribution.distribution_ms``: numpy mean, median, population
+them (``ledger.derive.distribution.distribution_ms``: numpy mean, median, population
 std, linear-interpolated p90/p95/p99).
 """
 
@@ -119,7 +119,7 @@ tpot_ms = tpot
 def distribution_from_samples(table: pa.Table) -> dict[str, float | None]:
     """Our mean/median/std/p90/p95/p99 of TTFT, TPOT and E2E (ms) over the successful
     requests of a samples table, plus ITL pooled over every gap where the table has gaps."""
-    from ..distribution import distribution_ms
+    from ledger.derive.distribution import distribution_ms
 
     ok = [row for row in table.to_pylist() if row["ok"]]
     out: dict[str, float | None] = {}

@@ -1,8 +1,8 @@
 """SGLang server log -> ``ServerStarted``, then ``ServerReady`` and/or ``ServerFailed``, then findings.
 
-The parsing is ``ledger.sglang_log`` (shared with the server runner); this
-module only says which of its facts go on which event (``ledger.commands.LoggedRun``);
-``ledger.commands.server_run_events`` builds them, as for a vLLM log, with deterministic
+The parsing is ``ledger.engines.sglang_log`` (shared with the server runner); this
+module only says which of its facts go on which event (``ledger.write.commands.LoggedRun``);
+``ledger.write.commands.server_run_events`` builds them, as for a vLLM log, with deterministic
 ids and ``source`` = ``name:line``. ``ServerReady`` needs SGLang's ready line ("The server is
 fired up and ready to roll!"); the startup facts of a run that crashed go on its
 ``ServerFailed``, those of a run that was still starting on its ``ServerStarted``.
@@ -17,10 +17,8 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
-from ledger.commands import LoggedRun, server_run_events
-from ledger.errors import InvalidInput
-from ledger.gpu_arch import compute_capability_for
-from ledger.sglang_log import (
+from ledger.engines.gpu_arch import compute_capability_for
+from ledger.engines.sglang_log import (
     LogFormatError,
     LogLine,
     ServerLogFacts,
@@ -28,6 +26,8 @@ from ledger.sglang_log import (
     jsonable_args,
     parse_server_log,
 )
+from ledger.errors import InvalidInput
+from ledger.write.commands import LoggedRun, server_run_events
 from schemas import (
     Actor,
     Event,
@@ -84,7 +84,7 @@ def import_server_log(
 ) -> list[Event]:
     """Events of one server log (see the module doc); ``run_id`` is ``sglang-`` + 12 hex of the file hash.
 
-    ``remember`` (``ledger.flag_memory.remembered_findings`` bound to the ledger) gives the
+    ``remember`` (``ledger.read.flag_memory.remembered_findings`` bound to the ledger) gives the
     ``known-no-effect`` findings of the run's flags: verdicts the ledger already holds.
 
     Raises:

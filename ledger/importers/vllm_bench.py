@@ -27,8 +27,8 @@ import json
 import re
 from typing import Any
 
+from ledger.engines.gpu_arch import compute_capability_for
 from ledger.errors import InvalidInput
-from ledger.gpu_arch import compute_capability_for
 from schemas import Host, Workload
 
 from .bench_serving import samples_from_details

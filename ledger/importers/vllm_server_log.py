@@ -1,16 +1,16 @@
 """vLLM server log -> ``ServerStarted``, then ``ServerReady`` and/or ``ServerFailed``, then findings.
 
-The parsing is ``ledger.vllm_log``; the events are built by the same command as an SGLang
-log's (``ledger.commands.server_run_events``), with engine ``vllm``: deterministic ids,
+The parsing is ``ledger.engines.vllm_log``; the events are built by the same command as an SGLang
+log's (``ledger.write.commands.server_run_events``), with engine ``vllm``: deterministic ids,
 ``source`` = ``name:line``, ``run_id`` = ``vllm-`` + 12 hex of the file hash.
 """
 
 from __future__ import annotations
 
-from ledger.commands import LoggedRun, server_run_events
+from ledger.engines.gpu_arch import compute_capability_for
+from ledger.engines.vllm_log import is_vllm_log, parse_vllm_log, vllm_findings
 from ledger.errors import InvalidInput
-from ledger.gpu_arch import compute_capability_for
-from ledger.vllm_log import is_vllm_log, parse_vllm_log, vllm_findings
+from ledger.write.commands import LoggedRun, server_run_events
 from schemas import Host
 
 from .detect import ImportContext, Importer, InputFile, ReadResult, Sniffed
@@ -103,7 +103,7 @@ def _read(file: InputFile, ctx: ImportContext) -> ReadResult:
         session_id=ctx.session_id,
         source_name=file.name,
     )
-    # ctx.remember: flags the ledger already knows do nothing (ledger/flag_memory.py)
+    # ctx.remember: flags the ledger already knows do nothing (ledger/read/flag_memory.py)
     return server_run_events(
         run,
         event_id=file.event_id,

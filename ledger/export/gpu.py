@@ -1,0 +1,134 @@
+"""The decision log's GPU sections (``ledger.export.markdown``): ``## Kernel tunes`` (per tune,
+SGLang's default against the tuned config at each batch size, with the roofline fractions) and
+``## Speculative-decoding trials``. A session without such events gets neither section."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+#: ``export_markdown.markdown_table``: headers, rows, optional ``align`` -> Markdown text.
+TableRenderer = Callable[..., str]
+
+
+def _fmt(x: Any, spec: str = ".1f", suffix: str = "") -> str:
+    return "-" if x is None else f"{x:{spec}}{suffix}"
+
+
+def render_kernel_tunes(tunes: list[dict[str, Any]], table: TableRenderer) -> list[str]:
+    """``## Kernel tunes`` lines, or [] when the session has no completed tune. ``tunes``: the
+    session's ``kernel_tunes`` rows, each with its ``results`` (``kernel_tune_results`` rows,
+    ``ledger.read.model.SessionReport``); ``table`` is ``export_markdown.markdown_table``."""
+    if not tunes:
+        return []
+    lines = ["## Kernel tunes", ""]
+    for t in tunes:
+        lines += [f"Tune `{t['tune_id']}`: {_tune_line(t)}.", ""]
+        rows = t["results"]
+        if rows:
+            lines += [
+                table(
+                    [
+                        "M",
+                        "default µs",
+                        "tuned µs",
+                        "speedup",
+                        "noise",
+                        "of peak bandwidth",
+                        "of peak FLOP/s",
+                    ],
+                    [
+                        [
+                            r["batch_size"],
+                            _fmt(r["default_us"]),
+                            _fmt(r["tuned_us"]),
+                            _fmt(r["speedup"], ".2f", "x"),
+                            _fmt(r["noise_pct"], ".1f", "%"),
+                            _fmt(100 * r["bandwidth_fraction"], ".0f", "%"),
+                            _fmt(100 * r["flops_fraction"], ".1f", "%"),
+                        ]
+                        for r in rows
+                    ],
+                    align=["r"] * 7,
+                ),
+                "",
+            ]
+    return lines[:-1]
+
+
+#: How the decision log names a tune's kernel (``kernel_tune_started.kernel_source``).
+_KERNEL_SOURCES = {
+    "sglang": "SGLang's kernel",
+    "reference": "tuneledger's reference kernel (not SGLang's)",
+}
+
+
+def _tune_line(t: dict[str, Any]) -> str:
+    """One tune in words, from the facts its events hold (a tune recorded from a log or a
+    write-up may know only its kernel, shape and outcome: nothing is made up for the rest)."""
+    source = _KERNEL_SOURCES.get(t["kernel_source"] or "") or (
+        f"kernel `{t['kernel']}`" if t["kernel"] else "kernel not recorded"
+    )
+    shape = " ".join(f"{k}={t[k]}" for k in ("E", "N", "K") if t[k] is not None)
+    shape += (f" top-{t['topk']}" if t["topk"] is not None else "") + (
+        f" {t['dtype']}" if t["dtype"] else ""
+    )
+    where = f"{t['device_name']} ({t['arch']})" if t["device_name"] else t["arch"]
+    parts = [
+        source,
+        shape.strip(),
+        where,
+        f"Triton {t['triton_version']}" if t["triton_version"] else None,
+    ]
+    head = ", ".join(p for p in parts if p)
+    outcome = str(t["outcome"] or "outcome not recorded")
+    if t["duration_s"] is not None:
+        outcome += f" in {_fmt(t['duration_s'], '.0f')} s"
+    counts = [
+        f"{t['measured']} timings" if t["measured"] is not None else None,
+        f"{t['reused']} reused" if t["reused"] is not None else None,
+    ]
+    outcome += "".join(f", {c}" for c in counts if c)
+    tail = [t["search"], outcome, f"error: {t['error']}" if t["error"] else None]
+    tail.append(f"file `{t['output_file']}`" if t["output_file"] else None)
+    return "; ".join([head, *(p for p in tail if p)])
+
+
+def render_spec_trials(rows: list[dict[str, Any]], table: TableRenderer) -> list[str]:
+    """``## Speculative-decoding trials`` lines (``rows``: the session's ``spec_trials`` rows),
+    or [] when the session has none."""
+    if not rows:
+        return []
+    return [
+        "## Speculative-decoding trials",
+        "",
+        "Changes against the baseline without speculation, value / baseline - 1 (+ means the metric went up: a shorter TPOT is negative).",
+        "",
+        table(
+            [
+                "Trial",
+                "Algorithm",
+                "Accept length (source)",
+                "c",
+                "Output throughput",
+                "Median TPOT",
+                "Median TTFT",
+                "Runs",
+                "Verdict",
+            ],
+            [
+                [
+                    r["trial_id"],
+                    r["algorithm"],
+                    f"{_fmt(r['accept_length'], '.2f')} ({r['accept_length_source'] or 'not reported'})",
+                    r["concurrency"],
+                    _fmt(r["output_throughput_change_pct"], "+.1f", "%"),
+                    _fmt(r["median_tpot_change_pct"], "+.1f", "%"),
+                    _fmt(r["median_ttft_change_pct"], "+.1f", "%"),
+                    r["runs"],
+                    r["verdict"],
+                ]
+                for r in rows
+            ],
+        ),
+    ]

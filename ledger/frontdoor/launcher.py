@@ -1,0 +1,423 @@
+"""The ``tuneledger`` console script: forwards ``append`` to the resident process, runs the rest.
+
+Standard library only, and only its cheapest modules (``_socket``, ``marshal``): this module is
+what every ``tuneledger`` call imports before it knows whether it needs click, pydantic or
+DuckDB (README, "Resident process"). ``run`` does one of two things:
+
+- ``tuneledger [GROUP OPTIONS] append ...`` while a resident process (``ledger.frontdoor.resident``)
+  answers on this user's socket: the call (argv, working directory, environment, whether
+  stdin/stdout are terminals) goes to it; it runs the very same click command and sends back
+  stdout bytes, stderr bytes and the exit code, which this process writes and exits with.
+- anything else (another command, no server, ``TUNELEDGER_RESIDENT=0``, a protocol doubt, a
+  server that answers "restart"): ``ledger.cli.main.run`` in this process, exactly as before. When
+  no server answered, one is started first (detached), for the next call.
+
+Standard input is read only when the server asks for it (the command reads it): an agent's
+stdin may be a pipe that never closes, and ``append TYPE -f ...`` must not wait on it.
+
+Exit codes are the command's own; the forwarding adds one (``GONE_EXIT``): the server ended
+after it had accepted the call and before it answered. The append may or may not have been
+stored, so the call is not run again here (retry with ``--event-id`` to make it idempotent).
+"""
+
+from __future__ import annotations
+
+import marshal
+import os
+import sys
+
+# typing and collections.abc cost start-up time: annotations only (mypy reads this name).
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+    from typing import Any
+
+#: ``TUNELEDGER_RESIDENT=0`` turns the resident process off: no start, no forwarding.
+ENV_SWITCH = "TUNELEDGER_RESIDENT"
+#: The folder of the socket and its lock file (default ``$XDG_RUNTIME_DIR/tuneledger``, else
+#: ``/tmp/tuneledger-$UID``); it must be a folder of this user's with mode 0700.
+ENV_RUNTIME_DIR = "TUNELEDGER_RUNTIME_DIR"
+#: The protocol's version, sent with each call (a server of another version says "restart").
+PROTOCOL = 1
+#: Exit code when the server ended after accepting the call and before answering (README).
+GONE_EXIT = 16
+#: The group options of ``tuneledger`` that take a value (``--ledger X`` or ``--ledger=X``).
+GROUP_VALUE_OPTIONS = ("--ledger", "--actor", "--session")
+#: The only command forwarded.
+FORWARDED = "append"
+#: Environment variables that change how an interpreter imports or validates: part of the
+#: identity, so a server started under other values never serves the call.
+_IDENTITY_ENV_PREFIXES = ("PYTHON", "PYDANTIC")
+
+
+def forwardable(argv: list[str]) -> bool:
+    """Whether ``argv`` (without the program name) is an ``append`` call: its first word that is
+    not a group option (``GROUP_VALUE_OPTIONS`` with their values) is ``append``. Any other
+    option before the command (``--help``, ``--version``, ``--``, a typo) says no: click's own
+    handling of it runs in-process.
+    """
+    i = 0
+    while i < len(argv):
+        word = argv[i]
+        if word in GROUP_VALUE_OPTIONS:
+            i += 2
+            continue
+        if word.startswith("--") and word.split("=", 1)[0] in GROUP_VALUE_OPTIONS and "=" in word:
+            i += 1
+            continue
+        return word == FORWARDED
+    return False
+
+
+def identity(environ: Mapping[str, str] | None = None) -> str:
+    """What a server and its client must share: the interpreter (version and path), where this
+    package is installed, and the ``PYTHON*`` / ``PYDANTIC*`` environment. A server refuses a
+    call from another identity (the client then runs in-process)."""
+    env = os.environ if environ is None else environ
+    settings = sorted((k, v) for k, v in env.items() if k.startswith(_IDENTITY_ENV_PREFIXES))
+    return "\n".join(
+        [sys.version, sys.executable, os.path.dirname(os.path.abspath(__file__))]
+        + [f"{k}={v}" for k, v in settings]
+    )
+
+
+def _digest(text: str) -> str:
+    """64-bit FNV-1a of ``text`` in hex: names the socket per identity (a collision only means
+    the server refuses the call: the identity itself is compared). No import needed (hashlib
+    costs ~2 ms of start-up)."""
+    h = 0xCBF29CE484222325
+    for byte in text.encode("utf-8", "surrogateescape"):
+        h = ((h ^ byte) * 0x100000001B3) & 0xFFFFFFFFFFFFFFFF
+    return f"{h:016x}"
+
+
+def runtime_dir(environ: Mapping[str, str] | None = None) -> str:
+    """The folder of the socket: ``$TUNELEDGER_RUNTIME_DIR``, else ``$XDG_RUNTIME_DIR/tuneledger``,
+    else ``/tmp/tuneledger-$UID``."""
+    env = os.environ if environ is None else environ
+    if env.get(ENV_RUNTIME_DIR):
+        return env[ENV_RUNTIME_DIR]
+    if env.get("XDG_RUNTIME_DIR"):
+        return os.path.join(env["XDG_RUNTIME_DIR"], "tuneledger")
+    return f"/tmp/tuneledger-{os.getuid()}"
+
+
+def private_dir(path: str, *, create: bool) -> str | None:
+    """``path`` if it is a folder owned by this user with mode 0700 (created so when ``create``
+    and missing), else None: a socket in a folder others can write to could be replaced by
+    theirs, so such a folder is refused (the call runs in-process)."""
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        if not create:
+            return None
+        try:
+            os.makedirs(path, mode=0o700, exist_ok=True)
+            st = os.lstat(path)
+        except OSError:
+            return None
+    except OSError:
+        return None
+    return None if _unsafe(st) else path
+
+
+def _unsafe(st: os.stat_result) -> str | None:
+    """Why a folder with this ``lstat`` may not hold the socket, or None when it may."""
+    if (st.st_mode & 0o170000) != 0o040000:
+        return "is not a folder"
+    if st.st_uid != os.getuid():
+        return f"belongs to uid {st.st_uid}, not to you ({os.getuid()})"
+    if st.st_mode & 0o777 != 0o700:
+        return f"has mode {st.st_mode & 0o777:04o}, not 0700 (`chmod 700` it)"
+    return None
+
+
+def private_dir_problem(path: str) -> str | None:
+    """Why ``private_dir`` refuses ``path`` (one phrase, for ``resident status``), or None when
+    it is fine or missing (a missing folder is created by the next append)."""
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        return f"cannot be read ({exc.strerror})"
+    return _unsafe(st)
+
+
+def socket_path(folder: str, ident: str) -> str:
+    """The socket of the server of ``ident`` in ``folder`` (its lock file: this + ``.lock``)."""
+    return os.path.join(folder, f"resident-{_digest(ident)}.sock")
+
+
+# --- framing: a 4-byte big-endian length, then a marshal'd tuple -------------------------
+# marshal, not pickle or JSON: builtin (no import cost), and it loads only plain values (no
+# code runs on load). Both ends are the same interpreter (the identity includes sys.version)
+# and the same user (SO_PEERCRED checked, socket in a 0700 folder).
+
+
+def send(sock: Any, message: tuple[Any, ...]) -> None:
+    """Send one framed ``message`` (plain values only: str, bytes, int, bool, None, tuples,
+    lists, dicts)."""
+    data = marshal.dumps(message)
+    sock.sendall(len(data).to_bytes(4, "big") + data)
+
+
+def _recv_exact(sock: Any, n: int) -> bytes | None:
+    chunks, got = [], 0
+    while got < n:
+        chunk = sock.recv(min(n - got, 1 << 20))
+        if not chunk:
+            return None
+        chunks.append(chunk)
+        got += len(chunk)
+    return b"".join(chunks)
+
+
+def recv(sock: Any) -> tuple[Any, ...] | None:
+    """One framed message, or None when the peer closed the connection first.
+
+    Raises:
+        ValueError: a frame that is not a marshal'd tuple.
+    """
+    head = _recv_exact(sock, 4)
+    if head is None:
+        return None
+    body = _recv_exact(sock, int.from_bytes(head, "big"))
+    if body is None:
+        return None
+    message = marshal.loads(body)
+    if not isinstance(message, tuple) or not message:
+        raise ValueError("not a message")
+    return message
+
+
+def peer_uid(sock: Any) -> int:
+    """The user id of the process at the other end of a Unix socket (``SO_PEERCRED``: pid, uid,
+    gid as three C ints)."""
+    import _socket
+
+    cred = sock.getsockopt(_socket.SOL_SOCKET, _socket.SO_PEERCRED, 12)
+    return int.from_bytes(cred[4:8], sys.byteorder)
+
+
+# --- the client ------------------------------------------------------------------------
+
+
+class _NoServer(Exception):
+    """No server took the call (none, stale, refused, restarting): run it in-process."""
+
+    def __init__(self, start: bool) -> None:
+        super().__init__()
+        self.start = start
+
+
+def _connect(path: str) -> Any:
+    """A connection to the server at ``path``.
+
+    Raises:
+        _NoServer: no socket (start one), a stale socket (removed; start one), or a refusal.
+    """
+    import _socket
+
+    sock = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
+    try:
+        sock.connect(path)
+    except FileNotFoundError:
+        sock.close()
+        raise _NoServer(start=True) from None
+    except ConnectionRefusedError:
+        sock.close()
+        _remove_stale(path)
+        raise _NoServer(start=True) from None
+    except OSError:
+        sock.close()
+        raise _NoServer(start=False) from None
+    if peer_uid(sock) != os.getuid():
+        sock.close()
+        raise _NoServer(start=False)
+    return sock
+
+
+def _remove_stale(path: str) -> None:
+    """Remove a socket no server listens on, if no server holds its lock (one that is starting
+    renames its socket into place only once it listens, and holds the lock meanwhile)."""
+    import fcntl
+
+    try:
+        fd = os.open(path[: -len(".sock")] + ".lock", os.O_RDWR | os.O_CREAT, 0o600)
+    except OSError:
+        return
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:  # a live server holds it
+        os.close(fd)
+        return
+    try:
+        os.unlink(path)
+    except OSError:
+        pass
+    os.close(fd)  # releases the lock
+
+
+def start_server(environ: Mapping[str, str] | None = None) -> int | None:
+    """Start a resident process, detached (a session of its own, stdio on /dev/null, ``-P``: no
+    working-directory module shadows the installed package); its pid, or None if it could not
+    start. It exits at once if another holds the lock."""
+    env = dict(os.environ if environ is None else environ)
+    devnull = "/dev/null"
+    try:
+        return os.posix_spawn(
+            sys.executable,
+            [sys.executable, "-P", "-m", "ledger.frontdoor.resident"],
+            env,
+            setsid=True,
+            file_actions=[
+                (os.POSIX_SPAWN_OPEN, 0, devnull, os.O_RDONLY, 0),
+                (os.POSIX_SPAWN_OPEN, 1, devnull, os.O_WRONLY, 0),
+                (os.POSIX_SPAWN_OPEN, 2, devnull, os.O_WRONLY, 0),
+            ],
+        )
+    except OSError:
+        return None
+
+
+def _terminal_size() -> tuple[int, int] | None:
+    try:
+        size = os.get_terminal_size(1)
+    except OSError:
+        return None
+    return size.columns, size.lines
+
+
+def _isatty(stream: Any) -> bool:
+    try:
+        return bool(stream is not None and stream.isatty())
+    except (ValueError, OSError):
+        return False
+
+
+def _umask() -> int:
+    """This process's umask (reading it means setting it: set back at once)."""
+    mask = os.umask(0o077)
+    os.umask(mask)
+    return mask
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        try:
+            written = os.write(fd, view)
+        except OSError:  # reader gone, or no such stream: as in-process, nothing to keep
+            return
+        view = view[written:]
+
+
+def _read_stdin() -> bytes:
+    stream = sys.stdin
+    if stream is None:
+        return b""
+    buffer = getattr(stream, "buffer", None)
+    try:
+        data = buffer.read() if buffer is not None else stream.read().encode("utf-8")
+    except (OSError, ValueError):  # an unreadable or closed stdin reads as empty
+        return b""
+    return bytes(data)
+
+
+def forward(argv: list[str], path: str, ident: str) -> int:
+    """Run ``tuneledger ARGV`` in the server at ``path``; the command's exit code.
+
+    Raises:
+        _NoServer: the server did not take the call (it ran nothing): run it in-process.
+    """
+    try:
+        cwd = os.getcwd()
+    except OSError:  # a working directory removed under the caller: the CLI's own error
+        raise _NoServer(start=False) from None
+    sock = _connect(path)
+    stdout = sys.stdout
+    request = {
+        "protocol": PROTOCOL,
+        "identity": ident,
+        "argv": argv,
+        "cwd": cwd,
+        "env": dict(os.environ),
+        "stdin_tty": _isatty(sys.stdin),
+        "stdout_tty": _isatty(stdout),
+        "terminal": _terminal_size() if _isatty(stdout) else None,
+        "encoding": (getattr(stdout, "encoding", None) or "utf-8"),
+        "errors": (getattr(stdout, "errors", None) or "strict"),
+        "umask": _umask(),
+    }
+    try:
+        send(sock, ("call", request))
+        answer = recv(sock)
+    except (OSError, ValueError):  # dropped before accepting (it is ending): start another
+        sock.close()
+        raise _NoServer(start=True) from None
+    if answer is None or answer[0] != "accepted":
+        sock.close()
+        # "restart": the server has let go of its socket and lock for a fresh one.
+        raise _NoServer(start=answer is None or answer[0] == "restart")
+    # From here the call runs in the server: never run it again here.
+    try:
+        while True:
+            try:
+                message = recv(sock)
+                if message is not None and message[0] == "stdin":
+                    send(sock, ("stdin", _read_stdin()))
+                    continue
+            except (OSError, ValueError):
+                message = None
+            if message is None:
+                _write_all(
+                    2,
+                    b"tuneledger: error: the resident process ended before answering; the "
+                    b"append may or may not be stored (look with `tuneledger events --newest`; "
+                    b"a retry is idempotent only for events with their own ids: --event-id, "
+                    b"or an event_id in each event on stdin)\n",
+                )
+                return GONE_EXIT
+            if message[0] == "done":
+                _, code, out, err = message
+                _write_all(1, out)
+                _write_all(2, err)
+                return int(code)
+    except KeyboardInterrupt:
+        # The call is the resident process's now: once it has its input it runs to its end
+        # (one atomic store call) whether or not anyone waits for the answer.
+        _write_all(
+            2,
+            b"\ntuneledger: interrupted; the resident process may still complete the call "
+            b"(look with `tuneledger events --newest`)\n",
+        )
+        return 130
+    finally:
+        sock.close()
+
+
+def run() -> None:
+    """The ``tuneledger`` console script (see the module's docstring); never returns."""
+    argv = sys.argv[1:]
+    if os.environ.get(ENV_SWITCH, "1") != "0" and forwardable(argv):
+        ident = identity()
+        folder = private_dir(runtime_dir(), create=True)
+        if folder is not None:
+            try:
+                code = forward(argv, socket_path(folder, ident), ident)
+            except _NoServer as no:
+                if no.start:
+                    start_server()
+            except KeyboardInterrupt:
+                _write_all(2, b"\ntuneledger: aborted\n")
+                os._exit(130)
+            else:
+                os._exit(code)
+    from ledger.cli.main import run as run_in_process
+
+    run_in_process()
+
+
+if __name__ == "__main__":
+    run()

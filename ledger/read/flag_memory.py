@@ -1,0 +1,89 @@
+"""The ledger's memory put to use: a run that sets a flag already known to do nothing gets a finding.
+
+When a server run's flags include one that ``flag_verdicts`` already holds a no-effect verdict
+for (dead-code, no-op, not-activated, no-measurable-change) on the same engine, arch (and engine
+version, when the run's is known), ``known_no_effect_findings`` says so, citing the earlier
+verdict's event. The query is ``ledger.derive.views.known_no_effect``; the importer and the server
+runner both call ``remembered_findings``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ledger.derive import views
+from schemas import Evidence, FindingRecorded, ServerStarted
+
+
+def set_flags(flags: dict[str, Any]) -> dict[str, Any]:
+    """The flags a run really sets, from its ``ServerStarted.flags``.
+
+    An imported log lists every server arg, defaults included, so a value counts as set
+    when it is not off or empty (None, False, "", [], {}) and, for a number, is not 0 or 1
+    (the defaults of SGLang's counts and steps, e.g. ``num_continuous_decode_steps=1``).
+    """
+    chosen = {}
+    for flag, value in flags.items():
+        if value is None or value is False or value in ("", "None") or value == [] or value == {}:
+            continue
+        if isinstance(value, (int, float)) and not isinstance(value, bool) and value in (0, 1):
+            continue
+        chosen[flag] = value
+    return chosen
+
+
+def known_no_effect_findings(
+    started: ServerStarted, verdicts: list[dict[str, Any]]
+) -> list[FindingRecorded]:
+    """One ``known-no-effect`` finding per flag of ``started`` with a verdict in ``verdicts``
+    (rows of ``views.known_no_effect``), citing the verdict's event (evidence kind ``event``)."""
+    flags = set_flags(started.flags)
+    out = []
+    for row in verdicts:
+        flag = row["flag"]
+        if flag not in flags:
+            continue
+        if row.get("value") is not None and str(flags[flag]) != row["value"]:
+            continue  # a verdict on another value of the flag (another attention backend)
+        version = (
+            f"{row['engine']} {row['engine_version']}"
+            if row.get("engine_version")
+            else row.get("engine") or "?"
+        )
+        summary = f": {row['summary']}" if row.get("summary") else ""
+        out.append(
+            FindingRecorded(
+                kind="known-no-effect",
+                flag=flag,
+                basis="log",
+                server_run_id=started.run_id,
+                session_id=started.session_id,
+                engine=started.engine,
+                message=f"--{flag} {flags[flag]!r} is set, but the ledger already holds '{row['verdict']}' "
+                f"({row['basis']}) for it on {row['arch']}, {version}{summary}",
+                evidence=[
+                    Evidence(
+                        kind="event",
+                        ref=row["evidence_event_id"],
+                        text=f"{row['verdict']} ({row['basis']})",
+                    )
+                ],
+            )
+        )
+    return out
+
+
+def remembered_findings(store: Any, started: ServerStarted) -> list[FindingRecorded]:
+    """``known_no_effect_findings`` for ``started`` against the verdicts in ``store`` (a
+    ``LedgerStore``) for its engine, arch and engine version."""
+    host = started.host
+    arch = host.compute_capability if host else None
+    verdicts = views.known_no_effect(
+        store,
+        list(set_flags(started.flags)),
+        engine=started.engine,
+        engine_version=host.engine_version if host else None,
+        arch=arch,
+        before_event_id=str(started.event_id),
+    )
+    return known_no_effect_findings(started, verdicts)

@@ -1,0 +1,179 @@
+"""The read-only SQL console over the ledger and its views (``tuneledger sql``, the TUI's SQL tab).
+
+Two fences, so that neither alone has to be perfect:
+
+1. The statement is parsed (DuckDB's own parser, on an empty in-memory
+   database) and only a single ``SELECT`` (``WITH``, ``FROM``, ``DESCRIBE``,
+   ``SHOW``, ``SUMMARIZE`` parse as SELECT) or ``EXPLAIN`` is let through:
+   INSERT, UPDATE, DELETE, CREATE, ATTACH, COPY, EXPORT, SET, PRAGMA, CALL,
+   INSTALL/LOAD are refused with a clear message.
+2. The ledger is then opened ``read_only`` with ``enable_external_access``
+   off and the configuration locked, so a SELECT cannot read or write files
+   (``read_csv('/etc/passwd')``, ``COPY``), attach databases or load extensions.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+import duckdb
+import pyarrow as pa
+
+from ledger.errors import InvalidInput, QueryTimeout, Refused
+from ledger.store import LedgerStore
+
+_STATEMENT_NAMES = {duckdb.StatementType.LOAD: "INSTALL/LOAD"}
+_ALLOWED = {duckdb.StatementType.SELECT, duckdb.StatementType.EXPLAIN}
+_EXPLAIN_RE = re.compile(r"^\s*EXPLAIN\s+(?:\(\s*[^)]*\)\s*|ANALY[SZ]E\s+)?", re.IGNORECASE)
+
+#: Connection settings of the sandbox (DuckDB configuration options).
+SANDBOX_CONFIG = {"enable_external_access": False, "lock_configuration": True}
+
+
+def check_readonly(sql: str) -> None:
+    """Raise ``Refused`` unless ``sql`` is exactly one SELECT or EXPLAIN statement.
+
+    Raises:
+        Refused: empty input, several statements, a statement that writes,
+            attaches, sets options or touches files, or SQL that does not parse.
+    """
+    parser = duckdb.connect(":memory:")
+    try:
+        statements = parser.extract_statements(sql)
+    except duckdb.Error as exc:
+        raise InvalidInput(f"SQL does not parse: {str(exc).splitlines()[0]}") from None
+    finally:
+        parser.close()
+    if not statements:
+        raise Refused("no SQL statement given")
+    if len(statements) > 1:
+        raise Refused(f"one statement at a time, got {len(statements)}")
+    kind = statements[0].type
+    if kind == duckdb.StatementType.EXPLAIN:
+        # EXPLAIN ANALYZE runs its statement: the statement explained must be a SELECT too.
+        inner = _EXPLAIN_RE.sub("", sql, count=1)
+        if inner != sql and inner.strip():
+            check_readonly(inner)
+    if kind not in _ALLOWED:
+        name = _STATEMENT_NAMES.get(kind, str(kind).rsplit(".", 1)[-1])
+        raise Refused(
+            f"the ledger is read-only here: {name} statements are not allowed (SELECT and EXPLAIN are)"
+        )
+
+
+#: Default limit of one console query, in seconds. A query holds the ledger's shared lock
+#: while it runs, and writers wait for it (for their 30 s lock timeout at most): a runaway
+#: ad-hoc query must not make a runner's appends fail.
+DEFAULT_TIMEOUT_S = 10.0
+
+
+def run_readonly(
+    store: LedgerStore,
+    sql: str,
+    *,
+    max_rows: int | None = None,
+    timeout_s: float | None = DEFAULT_TIMEOUT_S,
+) -> pa.Table:
+    """Run one read-only query on the ledger and return its result as an Arrow table.
+
+    ``max_rows`` caps the rows fetched (the TUI fetches a window); ``timeout_s`` interrupts
+    the query after that many seconds (None: no limit). For results of any size, stream
+    them with ``stream_readonly`` instead.
+
+    Raises:
+        as ``stream_readonly``.
+    """
+    return pa.Table.from_batches(
+        list(stream_readonly(store, sql, max_rows=max_rows, timeout_s=timeout_s))
+    )
+
+
+#: Rows per Arrow batch when streaming a result (memory stays at about one batch).
+BATCH_ROWS = 10_000
+
+
+def stream_readonly(
+    store: LedgerStore,
+    sql: str,
+    *,
+    max_rows: int | None = None,
+    timeout_s: float | None = DEFAULT_TIMEOUT_S,
+    batch_rows: int = BATCH_ROWS,
+) -> Iterator[pa.RecordBatch]:
+    """Run one read-only query and yield its result in Arrow batches of ``batch_rows`` rows.
+
+    The ledger stays open (its shared lock held) until the generator ends or is closed, so
+    ``timeout_s`` covers the query, the fetching *and* the caller's work between batches
+    (rendering): past it, the next batch raises ``QueryTimeout``. At least one batch is yielded
+    (empty, with the result's schema, when there are no rows).
+
+    Raises:
+        Refused: the statement is not a single SELECT/EXPLAIN (see ``check_readonly``), it
+            tried to write (a write in a CTE, ``EXPLAIN ANALYZE INSERT``), reach files or
+            change settings.
+        ledger.errors.InvalidInput: the query fails (unknown column, type error), one line.
+        ledger.errors.NotFound: no ledger at the store's path.
+        QueryTimeout: (exit 14) the query, its fetching or the caller's work between
+            batches ran longer than ``timeout_s``.
+    """
+    check_readonly(sql)
+    deadline = time.monotonic() + timeout_s if timeout_s else None
+    with store.connect(read_only=True, config=SANDBOX_CONFIG) as con:
+        timer = threading.Timer(timeout_s, con.interrupt) if timeout_s else None
+        if timer is not None:
+            timer.daemon = True
+            timer.start()
+        try:
+            with _sql_errors(timeout_s):
+                relation = con.sql(sql)
+                if relation is None:
+                    yield pa.RecordBatch.from_pylist([])
+                    return
+                if max_rows is not None:
+                    relation = relation.limit(max_rows)
+                reader = relation.to_arrow_reader(batch_rows)
+            yielded = False
+            while True:
+                with _sql_errors(timeout_s):
+                    if deadline is not None and time.monotonic() > deadline:
+                        raise duckdb.InterruptException("timeout")
+                    try:
+                        batch = reader.read_next_batch()
+                    except StopIteration:
+                        break
+                yielded = True
+                yield batch
+            if not yielded:
+                yield pa.RecordBatch.from_pylist([], schema=reader.schema)
+        finally:
+            if timer is not None:
+                timer.cancel()
+
+
+@contextmanager
+def _sql_errors(timeout_s: float | None) -> Iterator[None]:
+    """DuckDB's errors of a console query as one-line ledger errors."""
+    try:
+        yield
+    except duckdb.InterruptException:
+        raise QueryTimeout(
+            f"query stopped after {timeout_s:g} s: writers wait while it runs (sql --timeout to allow longer)"
+        ) from None
+    except duckdb.PermissionException as exc:
+        raise Refused(f"the SQL console cannot touch files: {str(exc).splitlines()[0]}") from None
+    except duckdb.InvalidInputException as exc:
+        if "configuration has been locked" in str(exc):
+            raise Refused("settings cannot be changed here") from None
+        if "read-only mode" in str(
+            exc
+        ):  # a write hidden in a CTE: DuckDB's read-only open stops it
+            raise Refused(
+                "the ledger is read-only here: the statement writes (SELECT and EXPLAIN only)"
+            ) from None
+        raise InvalidInput(f"query failed: {str(exc).splitlines()[0]}") from None
+    except duckdb.Error as exc:
+        raise InvalidInput(f"query failed: {str(exc).splitlines()[0]}") from None

@@ -1,0 +1,567 @@
+"""Sync a local ledger with a PostgreSQL hub: push what the hub lacks, then pull what we lack.
+
+Events are immutable and carry UUIDv7 ids, so sync is a set union, idempotent by
+``event_id``; the same id with other content is refused (``EventIdReused``, exit 8)
+before anything is applied on either side (the push is one hub transaction and runs
+first; pulling stops at the first refused batch, whose transaction is rolled back).
+
+Push: every local event without a ``sync_events`` row goes up in one COPY and one hub
+transaction, in ``seq`` order, with its ``origin_seq`` (its ``seq`` here) and its
+``seen_position`` (the highest hub position pulled here before it was appended). The
+hub's positions of the pushed events are then recorded locally. A push interrupted
+after the hub's commit is simply pushed again: the hub returns the stored positions.
+
+Pull: the hub events of other ledgers after this ledger's ``pulled_position``, up to the
+hub head read at the start, in hub order and batches of ``batch`` events; each batch is
+appended with ``LedgerStore.append_replicated`` (the bulk import's column path: one
+``INSERT ... SELECT``, seq and stream versions numbered in SQL) together with its
+``sync_events`` rows and the new ``pulled_position``, in one local transaction. An interrupted pull (Ctrl-C,
+a dropped connection, SIGKILL) leaves a prefix of the hub's order and resumes after it.
+
+Held back: one id with two contents blocks every later sync (exit 8) until the user
+holds it back from that remote (``sync --hold-back ID``, recorded in ``sync_held``).
+Events are immutable and no command deletes one, so each side keeps its own version:
+a held id is neither pushed nor pulled again, everything else syncs, and every sync
+report names the held ids.
+
+Concurrent events: event X *saw* event Y when they come from one ledger and X came
+later there, or when Y's hub position is at most X's ``seen_position``. Two triages of
+one candidate that did not see each other were appended concurrently (offline): the
+``sync_conflicts`` view reports the candidate until a later triage that saw both.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+from uuid import UUID
+
+import duckdb
+import pyarrow as pa
+from uuid6 import uuid7
+
+from ledger.errors import EventIdReused, InvalidInput, NotFound
+from ledger.store import AppendResults, LedgerStore, columns_table
+from ledger.sync import hub
+from ledger.sync.remote import REMOTES_DDL, Remote
+
+#: How many events one pull transaction applies.
+PULL_BATCH = 50_000
+
+SYNC_STATE_DDL = """
+CREATE TABLE IF NOT EXISTS sync_state (
+    remote           VARCHAR PRIMARY KEY,
+    pulled_position  BIGINT NOT NULL,
+    hub_position     BIGINT NOT NULL,
+    last_sync_at     TIMESTAMPTZ,
+    last_pushed      BIGINT NOT NULL DEFAULT 0,
+    last_pulled      BIGINT NOT NULL DEFAULT 0
+);
+CREATE TABLE IF NOT EXISTS sync_held (
+    remote     VARCHAR NOT NULL,
+    event_id   UUID NOT NULL,
+    held_at    TIMESTAMPTZ NOT NULL,
+    PRIMARY KEY (remote, event_id)
+);
+"""
+
+_TO_PUSH = """
+WITH pulled AS (SELECT seq, position FROM sync_events WHERE origin_ledger <> ?::UUID),
+held AS (SELECT unnest(?::UUID[]) AS event_id),  -- the ids held back from this remote
+todo AS (SELECT e.* FROM events e ANTI JOIN sync_events s ON s.event_id = e.event_id
+         ANTI JOIN held h ON h.event_id = e.event_id)
+SELECT t.event_id::VARCHAR AS event_id, t.type, t.schema_version, t.stream, t.stream_version,
+       t.recorded_at::VARCHAR AS recorded_at,  -- ISO text: PostgreSQL parses it; no datetime objects
+       t.actor_kind, t.actor_name, t.session_id, t.causation_id::VARCHAR AS causation_id,
+       t.correlation_id::VARCHAR AS correlation_id, t.source, t.host::VARCHAR AS host,
+       t.payload::VARCHAR AS payload, t.seq AS origin_seq, coalesce(p.position, 0) AS seen_position,
+       t.occurred_at::VARCHAR AS occurred_at
+FROM todo t ASOF LEFT JOIN pulled p ON t.seq > p.seq
+ORDER BY t.seq
+"""
+
+
+@dataclass(frozen=True)
+class SyncCounts:
+    """Events waiting each way: ``to_push`` (local, not on the hub), ``to_pull`` (hub, not here),
+    and the ids a push would be ``refused`` for (on the hub with other content: exit 8)."""
+
+    to_push: int
+    to_pull: int
+    refused: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class SyncReport:
+    """What a sync did: events ``pushed`` (``stored`` of them new to the hub), events
+    ``pulled`` (``applied`` of them new here), the hub ``position`` reached, and the ids
+    ``held`` back from this remote (``sync --hold-back``), sorted."""
+
+    remote: str
+    pushed: int
+    stored: int
+    pulled: int
+    applied: int
+    position: int
+    held: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class SyncStatus:
+    """The last sync with a remote, as the TUI shows it (``last_sync_at`` None: never)."""
+
+    remote: str
+    url: str
+    last_sync_at: datetime | None
+    pulled_position: int
+    to_push: int
+    held: int = 0
+
+
+def _ensure_in(con: duckdb.DuckDBPyConnection) -> None:
+    con.execute(REMOTES_DDL)
+    con.execute(SYNC_STATE_DDL)
+
+
+def _prepare(store: LedgerStore) -> None:
+    """Make sure the file exists and is current (its ``sync_events`` table included)."""
+    if not store.path.exists():
+        store.init()
+    store.ensure_current()
+
+
+def ensure_tables(store: LedgerStore) -> None:
+    """Create the ledger (if needed) and its sync tables (``sync_events`` comes with the store)."""
+    _prepare(store)
+    with store.connect(read_only=False) as con:
+        _ensure_in(con)
+
+
+def _identity_in(con: duckdb.DuckDBPyConnection) -> tuple[UUID, str]:
+    values = dict(
+        con.execute(
+            "SELECT key, value FROM ledger_meta WHERE key IN ('ledger_id', 'ledger_name')"
+        ).fetchall()
+    )
+    if "ledger_id" not in values:
+        values["ledger_id"] = str(uuid7())
+        values.setdefault(
+            "ledger_name", os.environ.get("TUNELEDGER_HOST_NAME") or socket.gethostname()
+        )
+        con.execute(
+            "INSERT OR REPLACE INTO ledger_meta VALUES ('ledger_id', ?), ('ledger_name', ?)",
+            [values["ledger_id"], values["ledger_name"]],
+        )
+    return UUID(values["ledger_id"]), values["ledger_name"]
+
+
+def identity(store: LedgerStore) -> tuple[UUID, str]:
+    """This ledger's id and name on hubs, created on first use.
+
+    The name is ``TUNELEDGER_HOST_NAME``, else the host name; it is what other hosts'
+    timelines show for events that came from here.
+    """
+    _prepare(store)
+    with store.connect(read_only=False) as con:
+        return _identity_in(con)
+
+
+def set_name(store: LedgerStore, name: str) -> None:
+    """Name this ledger on hubs (only events pushed for the first time carry a new name)."""
+    identity(store)
+    with store.connect(read_only=False) as con:
+        con.execute("INSERT OR REPLACE INTO ledger_meta VALUES ('ledger_name', ?)", [name])
+
+
+def _pulled_position(con: duckdb.DuckDBPyConnection, remote: Remote) -> int:
+    rows = con.execute(
+        "SELECT pulled_position FROM sync_state WHERE remote = ?", [remote.name]
+    ).fetchall()
+    return rows[0][0] if rows else 0
+
+
+def _held_in(con: duckdb.DuckDBPyConnection, remote: Remote) -> list[str]:
+    """The ids held back from ``remote``, sorted (none before the first sync table exists)."""
+    if not con.execute("SELECT 1 FROM duckdb_tables() WHERE table_name = 'sync_held'").fetchall():
+        return []
+    return [
+        row[0]
+        for row in con.execute(
+            "SELECT event_id::VARCHAR FROM sync_held WHERE remote = ? ORDER BY event_id",
+            [remote.name],
+        ).fetchall()
+    ]
+
+
+def hold_back(store: LedgerStore, remote: Remote, event_ids: Iterable[str]) -> list[str]:
+    """Hold ``event_ids`` back from ``remote`` for good: never pushed there, never pulled from it.
+
+    For an id the hub holds with other content than this ledger (the exit-8 refusal):
+    each side keeps its version, nothing is deleted anywhere, and the rest syncs again.
+    Returns the ids as stored (canonical UUID text). Idempotent.
+
+    Raises:
+        InvalidInput: an id is not a UUID (exit 3).
+        NotFound: this ledger holds no event with that id (a typo would hide a good
+            event from the hub; exit 5).
+    """
+    ids = []
+    for text in event_ids:
+        try:
+            ids.append(str(UUID(text.strip())))
+        except ValueError:
+            raise InvalidInput(f"--hold-back {text!r}: not an event id (a UUID)") from None
+    _prepare(store)
+    with store.connect(read_only=False) as con:
+        _ensure_in(con)
+        for event_id in ids:
+            if not con.execute(
+                "SELECT 1 FROM events WHERE event_id = ?::UUID", [event_id]
+            ).fetchall():
+                raise NotFound(f"--hold-back {event_id}: no such event in {store.path}")
+        con.execute(
+            "INSERT OR IGNORE INTO sync_held SELECT ?, unnest(?::UUID[]), ?",
+            [remote.name, ids, datetime.now(UTC)],
+        )
+    return ids
+
+
+def count_to_push(store: LedgerStore, remote: Remote | None = None) -> int:
+    """Local events no hub has yet, less those held back from ``remote`` (0 without a ledger)."""
+    if not store.path.exists():
+        return 0
+    with store.connect() as con:
+        held = _held_in(con, remote) if remote is not None else []
+        return int(
+            con.execute(
+                "SELECT count(*) FROM events e ANTI JOIN sync_events s ON s.event_id = e.event_id "
+                "WHERE e.event_id NOT IN (SELECT unnest(?::UUID[]))",
+                [held],
+            ).fetchall()[0][0]
+        )
+
+
+def counts(store: LedgerStore, remote: Remote) -> SyncCounts:
+    """How many events a sync would push and pull (``sync --dry-run``); changes nothing anywhere.
+
+    Raises:
+        RemoteError: the hub cannot be reached or is not initialised.
+    """
+    state = status(store, remote)  # read-only: a dry run writes nothing here either
+    to_pull = count_to_pull(store, remote, state)
+    refused: list[str] = []
+    ledger_id = read_identity(store)
+    if state.to_push and ledger_id is not None:
+        with store.connect() as con:
+            held = _held_in(con, remote)
+            table = con.sql(_TO_PUSH, params=[str(ledger_id), held]).to_arrow_table()
+        columns = [table.column(name).to_pylist() for name in hub.COLUMNS]
+        with hub.connect(remote) as pg:
+            refused = hub.refused_ids(pg, remote, zip(*columns, strict=True))
+    return SyncCounts(state.to_push, to_pull, tuple(refused))
+
+
+def count_to_pull(
+    store: LedgerStore, remote: Remote, state: SyncStatus, connect_timeout_s: int = 10
+) -> int:
+    """Hub events of other ledgers after ``state.pulled_position``, less those held back.
+
+    Reads this ledger read-only and asks the hub (``connect_timeout_s``: seconds to wait
+    for it).
+
+    Raises:
+        RemoteError: the hub cannot be reached or is not initialised.
+    """
+    ledger_id = read_identity(store) or UUID(int=0)
+    with store.connect() as con:
+        held = _held_in(con, remote)
+    with hub.connect(remote, connect_timeout_s=connect_timeout_s) as pg:
+        return hub.count_pending_pull(pg, remote, ledger_id, state.pulled_position, held)
+
+
+def status(store: LedgerStore, remote: Remote) -> SyncStatus:
+    """The local side of a remote's sync state (no network, read-only): last sync, position, to push."""
+    with store.connect() as con:
+        tables = {
+            row[0] for row in con.execute("SELECT table_name FROM duckdb_tables()").fetchall()
+        }
+        rows = (
+            con.execute(
+                "SELECT last_sync_at, pulled_position FROM sync_state WHERE remote = ?",
+                [remote.name],
+            ).fetchall()
+            if "sync_state" in tables
+            else []
+        )
+        held = _held_in(con, remote)
+    last, position = rows[0] if rows else (None, 0)
+    return SyncStatus(
+        remote.name,
+        remote.display_url,
+        last,
+        position,
+        count_to_push(store, remote),
+        len(held),
+    )
+
+
+def read_identity(store: LedgerStore) -> UUID | None:
+    """This ledger's id on hubs, read-only (None before its first sync or ``remote add``)."""
+    with store.connect() as con:
+        rows = con.execute("SELECT value FROM ledger_meta WHERE key = 'ledger_id'").fetchall()
+    return UUID(rows[0][0]) if rows else None
+
+
+@dataclass
+class _Pushed:
+    """A push whose hub positions are still to be recorded locally."""
+
+    table: pa.Table
+    positions: dict[str, int]
+    ledger_id: UUID
+    ledger_name: str
+
+    def record(self, con: duckdb.DuckDBPyConnection, remote: Remote) -> None:
+        if self.table.num_rows == 0:
+            return
+        ids = self.table.column("event_id").to_pylist()
+        record = pa.table(
+            {
+                "event_id": ids,
+                "position": [self.positions[i] for i in ids],
+                "origin_seq": self.table.column("origin_seq"),
+                "origin_stream_version": self.table.column("stream_version"),
+                "seen_position": self.table.column("seen_position"),
+            }
+        )
+        con.register("pushed", record)
+        con.execute(
+            "INSERT OR IGNORE INTO sync_events SELECT event_id::UUID, origin_seq, ?, position, ?::UUID, ?, "
+            "origin_seq, origin_stream_version, seen_position FROM pushed",
+            [remote.name, str(self.ledger_id), self.ledger_name],
+        )
+        con.unregister("pushed")
+
+
+def _recorder(
+    remote: Remote,
+    batch: list[tuple[Any, ...]],
+    position: int,
+    hub_head: int,
+    now: datetime,
+    pushed: _Pushed | None,
+) -> Callable[[duckdb.DuckDBPyConnection, AppendResults], None]:
+    columns = dict(zip(hub.PULL_COLUMNS, zip(*batch, strict=True), strict=True))
+
+    def record(con: duckdb.DuckDBPyConnection, results: AppendResults) -> None:
+        if pushed is not None:
+            pushed.record(con, remote)
+        table = pa.table(
+            {
+                "event_id": columns["event_id"],
+                "seq": pa.array(results.seqs, pa.int64()),
+                "position": columns["position"],
+                "origin_ledger": columns["origin_ledger"],
+                "origin_name": columns["origin_name"],
+                "origin_seq": columns["origin_seq"],
+                "origin_stream_version": columns["stream_version"],
+                "seen_position": columns["seen_position"],
+            }
+        )
+        con.register("pulled_rows", table)
+        con.execute(
+            "INSERT OR IGNORE INTO sync_events SELECT event_id::UUID, seq, ?, position, origin_ledger::UUID, "
+            "origin_name, origin_seq, origin_stream_version, seen_position FROM pulled_rows",
+            [remote.name],
+        )
+        con.unregister("pulled_rows")
+        _save_state(con, remote, position, hub_head, now, pulled=len(batch))
+
+    return record
+
+
+def _save_state(
+    con: duckdb.DuckDBPyConnection,
+    remote: Remote,
+    position: int,
+    hub_head: int,
+    now: datetime,
+    *,
+    pushed: int | None = None,
+    pulled: int | None = None,
+) -> None:
+    con.execute(
+        "INSERT INTO sync_state (remote, pulled_position, hub_position, last_sync_at, last_pushed, last_pulled) "
+        "VALUES (?, ?, ?, ?, coalesce(?, 0), coalesce(?, 0)) ON CONFLICT (remote) DO UPDATE SET "
+        "pulled_position = greatest(sync_state.pulled_position, excluded.pulled_position), "
+        "hub_position = excluded.hub_position, last_sync_at = excluded.last_sync_at, "
+        "last_pushed = coalesce(?, sync_state.last_pushed), last_pulled = coalesce(?, sync_state.last_pulled)",
+        [remote.name, position, hub_head, now, pushed, pulled, pushed, pulled],
+    )
+
+
+def _pull_table(batch: list[tuple[Any, ...]]) -> pa.Table:
+    """Hub rows as ``append_replicated`` takes them: one Arrow column per ``events`` column
+    (no dict per event; the hub's ``stream_version`` is dropped: versions are local)."""
+    columns = dict(zip(hub.PULL_COLUMNS, zip(*batch, strict=True), strict=True))
+    del columns["stream_version"]
+    return columns_table(columns, len(batch))
+
+
+def _pull_rows(batch: list[tuple[Any, ...]]) -> list[dict[str, Any]]:
+    """Hub rows as ``append_replicated`` takes them (ids are text already)."""
+    return [
+        {
+            "event_id": event_id,
+            "type": type_,
+            "schema_version": version,
+            "stream": stream,
+            "recorded_at": recorded_at,
+            "actor_kind": actor_kind,
+            "actor_name": actor_name,
+            "session_id": session_id,
+            "causation_id": causation_id,
+            "correlation_id": correlation_id,
+            "source": source,
+            "host": host,
+            "payload": payload,
+            "seq": None,
+            "stream_version": None,
+            "occurred_at": occurred_at,
+        }
+        for (
+            _pos,
+            event_id,
+            type_,
+            version,
+            stream,
+            _sv,
+            recorded_at,
+            actor_kind,
+            actor_name,
+            session_id,
+            causation_id,
+            correlation_id,
+            source,
+            host,
+            payload,
+            _origin,
+            _name,
+            _oseq,
+            _seen,
+            occurred_at,
+        ) in batch
+    ]
+
+
+def sync(
+    store: LedgerStore,
+    remote: Remote,
+    *,
+    batch: int = PULL_BATCH,
+    progress: Callable[[str, int], None] | None = None,
+) -> SyncReport:
+    """Push what the hub lacks, then pull what this ledger lacks (see the module docstring).
+
+    ``progress(phase, n)`` is called after the push (``"pushed"``) and each pulled batch
+    (``"pulled"``, the running total).
+
+    Raises:
+        EventIdReused: one id with two contents (exit 8); nothing of this sync applied.
+        RemoteError: the hub cannot be reached, refused, or is not initialised (exit 9).
+        LedgerBusy: the local file stayed locked.
+    """
+    # The file is kept open for the whole sync (one open and one close; another process that
+    # waits for it still gets it within the hand-off time) and let go at the end.
+    store = store.kept_open()
+    try:
+        return _sync(store, remote, batch, progress)
+    finally:
+        store.close()
+
+
+def _sync(
+    store: LedgerStore,
+    remote: Remote,
+    batch: int,
+    progress: Callable[[str, int], None] | None,
+) -> SyncReport:
+    _prepare(store)
+    now = datetime.now(UTC)
+    with store.connect(read_only=False) as con:
+        _ensure_in(con)
+        ledger_id, ledger_name = _identity_in(con)
+        after = _pulled_position(con, remote)
+        held = _held_in(con, remote)
+        table = con.sql(_TO_PUSH, params=[str(ledger_id), held]).to_arrow_table()
+    with hub.connect(remote) as pg:
+        pending: _Pushed | None = None
+        stored = 0
+        if table.num_rows:
+            columns = [table.column(name).to_pylist() for name in hub.COLUMNS]
+            result = hub.push(pg, remote, ledger_id, ledger_name, zip(*columns, strict=True))
+            pending, stored = (
+                _Pushed(table, result.positions, ledger_id, ledger_name),
+                result.stored,
+            )
+        if progress:
+            progress("pushed", table.num_rows)
+        hub_head = hub.head(pg, remote)
+        pg.commit()
+        pulled = applied = 0
+        while True:
+            rows = hub.pull(pg, remote, ledger_id, after, hub_head, batch)
+            pg.commit()
+            last = len(rows) < batch
+            position = hub_head if last else rows[-1][0]
+            if not rows:
+                break
+            kept = [row for row in rows if row[1] not in held] if held else rows
+            if kept:
+                results = _apply_pulled(store, remote, kept, position, hub_head, now, pending)
+                applied += results.applied
+            else:  # every event of the batch is held back: only the position moves on
+                with store.connect(read_only=False) as con:
+                    if pending is not None:
+                        pending.record(con, remote)
+                    _save_state(con, remote, position, hub_head, now, pulled=len(rows))
+            pending = None
+            pulled += len(rows)
+            if progress:
+                progress("pulled", pulled)
+            after = position
+            if last:
+                break
+    with store.connect(read_only=False) as con:
+        if pending is not None:
+            pending.record(con, remote)
+        _save_state(con, remote, hub_head, hub_head, now, pushed=table.num_rows, pulled=pulled)
+    return SyncReport(remote.name, table.num_rows, stored, pulled, applied, hub_head, tuple(held))
+
+
+def _apply_pulled(
+    store: LedgerStore,
+    remote: Remote,
+    rows: list[tuple[Any, ...]],
+    position: int,
+    hub_head: int,
+    now: datetime,
+    pending: _Pushed | None,
+) -> AppendResults:
+    """Append one pulled batch with its bookkeeping; a reused id is named with the way out."""
+    try:
+        return store.append_replicated(
+            _pull_table(rows), record=_recorder(remote, rows, position, hub_head, now, pending)
+        )
+    except EventIdReused as error:
+        if error.event_id is None:
+            raise
+        raise EventIdReused(
+            f"event_id {error.event_id} is on remote {remote.name} with other content than here; "
+            f"nothing of this pull was applied. {hub.hold_back_advice(remote, error.event_id)}",
+            event_id=error.event_id,
+        ) from None

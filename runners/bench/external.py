@@ -1,0 +1,331 @@
+"""``tuneledger run bench --tool guidellm|aiperf|sglang``: drive another benchmark tool as a
+subprocess against a running server, with our workload options, and import its result.
+
+One tool run per concurrency (or one open-loop run at ``--request-rate``) and repeat; its
+output goes to ``<ledger stem>.artifacts/bench/<tool>-<time>-c<C>-r<R>/`` and is imported
+by the tool's importer (``ledger/importers``), so the ledger holds the tool's own numbers
+with the metric notes of that importer. Command lines (checked against GuideLLM 0.8.1 and
+AIPerf 0.13.0; sglang's ``bench_serving`` as of 0.5):
+
+- guidellm: ``guidellm run --backend kind=openai_http,target=URL,model=M[,max_tokens=OUT]
+  --profile kind=concurrent,streams=C | kind=poisson,rate=R --constraint kind=max_requests,count=N
+  --data kind=synthetic_text,prompt_tokens=IN[,output_tokens=OUT] --tokenizer
+  kind=huggingface_auto,model=T --random-seed S --output kind=json,path=DIR/benchmarks.json``
+  (``output_tokens`` makes GuideLLM send ``ignore_eos``; without it, ``max_tokens`` caps the output);
+- aiperf: ``aiperf profile --model M --url URL --endpoint-type chat|completions --streaming
+  --concurrency C | --request-rate R --request-count N --isl IN --osl OUT --random-seed S
+  --artifact-dir DIR --export-level records --ui-type none [--tokenizer T]
+  [--extra-inputs ignore_eos:true]``; the summary JSON is imported and the per-request
+  records are kept as its ``bench_samples``;
+- sglang: ``PYTHON -m sglang.bench_serving --backend sglang-oai-chat|sglang-oai|sglang
+  --base-url URL --model M --dataset-name random-ids --random-input-len IN
+  --random-output-len OUT --random-range-ratio 1.0 --num-prompts N --max-concurrency C
+  [--request-rate R] --seed S --output-file DIR/result.jsonl --output-details
+  [--tokenizer T] [--disable-ignore-eos] --warmup-requests W``.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ledger.errors import InvalidInput, LedgerError
+from ledger.importers import import_file
+from ledger.store import LedgerStore
+from ledger.write import commands
+from runners.artifacts import artifacts_dir, safe_name
+
+TOOLS = ("guidellm", "aiperf", "sglang")
+
+
+class ToolNotFound(LedgerError):
+    """The benchmark tool is not installed where we looked (exit 11, as a missing engine)."""
+
+    exit_code = 11
+
+
+class ToolFailed(LedgerError):
+    """The tool exited non-zero or wrote no result (exit 13, as a benchmark that could not run)."""
+
+    exit_code = 13
+
+
+@dataclass(frozen=True)
+class ToolWorkload:
+    """The workload options of ``run bench`` that the tools share (lengths in tokens)."""
+
+    url: str
+    endpoint: str
+    model: str
+    input_len: int
+    output_len: int
+    num_prompts: int
+    seed: int
+    warmup: int
+    tokenizer: str | None
+    ignore_eos: bool
+
+
+def find_tool(tool: str, tool_path: str | None) -> list[str]:
+    """The argv prefix that starts ``tool``: ``tool_path`` when given (for sglang: its Python),
+    else the program on PATH (for sglang: this Python).
+
+    Raises:
+        ToolNotFound: not on PATH, or ``tool_path`` is not an executable file.
+    """
+    if tool not in TOOLS:
+        raise InvalidInput(f"--tool: {tool!r} is not one of {', '.join(TOOLS)}")
+    if tool_path:
+        if not (os.path.isfile(tool_path) and os.access(tool_path, os.X_OK)):
+            raise ToolNotFound(f"--tool-path {tool_path}: not an executable file")
+        program = tool_path
+    elif tool == "sglang":
+        program = sys.executable
+    else:
+        found = shutil.which(tool)
+        if found is None:
+            raise ToolNotFound(
+                f"{tool}: not found on PATH (pip install {tool}, or give --tool-path)"
+            )
+        program = found
+    if tool == "sglang":
+        return [program, "-m", "sglang.bench_serving"]
+    return [program, "run"] if tool == "guidellm" else [program, "profile"]
+
+
+def tool_argv(
+    tool: str,
+    prefix: list[str],
+    w: ToolWorkload,
+    *,
+    concurrency: int | None,
+    request_rate: float | None,
+    out_dir: Path,
+) -> tuple[list[str], Path]:
+    """(argv, the result file to import) of one tool run; see the module doc for the forms."""
+    if tool == "guidellm":
+        backend = f"kind=openai_http,target={w.url},model={w.model}"
+        data = f"kind=synthetic_text,prompt_tokens={w.input_len}"
+        if w.ignore_eos:
+            data += f",output_tokens={w.output_len}"
+        else:
+            backend += f",max_tokens={w.output_len}"
+        profile = (
+            f"kind=poisson,rate={request_rate:g}"
+            if request_rate
+            else f"kind=concurrent,streams={concurrency or 1}"
+        )
+        result = out_dir / "benchmarks.json"
+        argv = [
+            *prefix,
+            "--backend",
+            backend,
+            "--profile",
+            profile,
+            "--constraint",
+            f"kind=max_requests,count={w.num_prompts}",
+            "--data",
+            data,
+            "--tokenizer",
+            f"kind=huggingface_auto,model={w.tokenizer or w.model}",
+            "--output",
+            f"kind=json,path={result}",
+            "--disable-progress",
+        ]
+        return argv, result
+    if tool == "aiperf":
+        argv = [
+            *prefix,
+            "--model",
+            w.model,
+            "--url",
+            w.url,
+            "--endpoint-type",
+            "completions" if w.endpoint == "completions" else "chat",
+            "--streaming",
+            "--request-count",
+            str(w.num_prompts),
+            "--isl",
+            str(w.input_len),
+            "--osl",
+            str(w.output_len),
+            "--random-seed",
+            str(w.seed),
+            "--artifact-dir",
+            str(out_dir),
+            "--export-level",
+            "records",
+            "--ui-type",
+            "none",
+        ]
+        if request_rate:
+            argv += ["--request-rate", f"{request_rate:g}"]
+            if concurrency:
+                argv += ["--concurrency", str(concurrency)]
+        else:
+            argv += ["--concurrency", str(concurrency or 1)]
+        if w.tokenizer:
+            argv += ["--tokenizer", w.tokenizer]
+        if w.warmup:
+            argv += ["--warmup-request-count", str(w.warmup)]
+        if w.ignore_eos:
+            argv += ["--extra-inputs", "ignore_eos:true"]
+        return argv, out_dir / "profile_export_aiperf.json"
+    backend = {"chat": "sglang-oai-chat", "completions": "sglang-oai"}.get(w.endpoint, "sglang")
+    result = out_dir / "result.jsonl"
+    argv = [
+        *prefix,
+        "--backend",
+        backend,
+        "--base-url",
+        w.url,
+        "--model",
+        w.model,
+        "--dataset-name",
+        "random-ids",
+        "--random-input-len",
+        str(w.input_len),
+        "--random-output-len",
+        str(w.output_len),
+        "--random-range-ratio",
+        "1.0",
+        "--num-prompts",
+        str(w.num_prompts),
+        "--seed",
+        str(w.seed),
+        "--output-file",
+        str(result),
+        "--output-details",
+        "--warmup-requests",
+        str(w.warmup),
+    ]
+    if concurrency:
+        argv += ["--max-concurrency", str(concurrency)]
+    if request_rate:
+        argv += ["--request-rate", f"{request_rate:g}"]
+    if w.tokenizer:
+        argv += ["--tokenizer", w.tokenizer]
+    if not w.ignore_eos:
+        argv += ["--disable-ignore-eos"]
+    return argv, result
+
+
+def _env(tool: str, w: ToolWorkload) -> dict[str, str]:
+    env = dict(os.environ)
+    if tool == "aiperf" and w.tokenizer and Path(w.tokenizer).is_dir():
+        # AIPerf 0.13 in HF offline mode looks a local tokenizer folder up as a hub cache
+        # entry and fails ("Repo id must be in the form ..."); online it loads the folder.
+        env.pop("HF_HUB_OFFLINE", None)
+        env.pop("TRANSFORMERS_OFFLINE", None)
+    return env
+
+
+def run_tool_sweep(
+    tool: str,
+    prefix: list[str],
+    w: ToolWorkload,
+    *,
+    store: LedgerStore,
+    concurrencies: list[int | None],
+    request_rate: float | None,
+    repeats: int,
+    config_name: str,
+    is_baseline: bool,
+    server_run_id: str | None,
+    session_id: str | None,
+    actor: Any = None,
+    candidate_id: str | None = None,
+    timeout_s: float = 3600.0,
+    say: Callable[[str], None] = lambda line: None,
+) -> list[Any]:
+    """Run the tool once per concurrency and repeat, import and append each result; return
+    the appended ``BenchmarkCompleted`` events in order.
+
+    Raises:
+        ToolFailed: the tool exited non-zero, timed out, or left no result file (its
+            output's last line says why); runs recorded before stay recorded.
+        InvalidInput: the result file does not import.
+    """
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    recorded = []
+    for repeat in range(repeats):
+        for concurrency in concurrencies:
+            out_dir = (
+                artifacts_dir(store.path)
+                / "bench"
+                / safe_name(f"{tool}-{stamp}-c{concurrency or 0}-r{repeat}")
+            ).resolve()
+            out_dir.mkdir(parents=True, exist_ok=True)
+            argv, result_path = tool_argv(
+                tool, prefix, w, concurrency=concurrency, request_rate=request_rate, out_dir=out_dir
+            )
+            say(f"{tool}: {' '.join(argv)}")
+            log = out_dir / "tool-output.txt"
+            try:
+                with log.open("w") as handle:
+                    proc = subprocess.run(
+                        argv,
+                        stdout=handle,
+                        stderr=subprocess.STDOUT,
+                        stdin=subprocess.DEVNULL,
+                        cwd=out_dir,
+                        env=_env(tool, w),
+                        timeout=timeout_s,
+                        check=False,
+                    )
+            except subprocess.TimeoutExpired:
+                raise ToolFailed(
+                    f"{tool}: no result after {timeout_s:g} s (output in {log})"
+                ) from None
+            if proc.returncode != 0 or not result_path.exists():
+                last = _last_line(log)
+                raise ToolFailed(
+                    f"{tool}: exit {proc.returncode}, no result {result_path.name} ({last}; output in {log})"
+                )
+            event, samples = _import(tool, result_path, session_id=session_id, actor=actor)
+            event = event.model_copy(
+                update={
+                    "config_name": config_name,
+                    "is_baseline": is_baseline,
+                    "server_run_id": server_run_id,
+                    "repeat": repeat,
+                    "concurrency": event.concurrency or concurrency,
+                    "candidate_id": candidate_id,
+                }
+            )
+            commands.record_benchmark(store, event, samples)
+            recorded.append(event)
+    return recorded
+
+
+def _import(tool: str, path: Path, *, session_id: str | None, actor: Any) -> tuple[Any, Any]:
+    """The one benchmark event of a tool's result file and its samples table (``None`` without).
+    AIPerf's summary gets the per-request records written beside it as samples."""
+    result = import_file(path, session_id=session_id, actor=actor)
+    events = [e for e in result.events if e.type == "benchmark_completed"]
+    if len(events) != 1:
+        raise ToolFailed(f"{path}: expected one run, the file holds {len(events)}")
+    event = events[0]
+    samples = result.samples.get(event.event_id)
+    records = path.with_name("profile_export.jsonl")
+    if tool == "aiperf" and records.exists():
+        per_request = import_file(records, session_id=session_id, actor=actor)
+        samples = next(iter(per_request.samples.values()), None)
+    return event, samples
+
+
+def _last_line(path: Path) -> str:
+    try:
+        lines = [
+            line.strip() for line in path.read_text(errors="replace").splitlines() if line.strip()
+        ]
+    except OSError:
+        return "no output"
+    return lines[-1][:200] if lines else "no output"

@@ -1,0 +1,323 @@
+"""``tuneledger run tune`` and ``tuneledger run spec`` (registered in ``runners.cli.group``).
+
+Exit codes besides the ledger's: 3 bad input (shape, spec file), 11 the kernel or torch/triton is
+not available here, 12 a server failed to start, 130 interrupted (what completed is recorded;
+a tune run again resumes where it stopped).
+"""
+
+from __future__ import annotations
+
+import json
+import signal
+import sys
+from pathlib import Path
+
+import click
+
+from ledger.cli.main import Context, pass_ctx
+from ledger.errors import InvalidInput
+from runners.server.engines import MissingEngine
+
+
+def _raise_interrupt(_signum, _frame) -> None:
+    raise KeyboardInterrupt
+
+
+def parse_block_shape(text: str | None, dtype: str) -> tuple[int, int] | None:
+    """``--block-shape``: "block_n,block_k" for fp8_w8a8 (default 128,128); refused for bf16/fp16."""
+    if text is None:
+        return (128, 128) if dtype == "fp8_w8a8" else None
+    if dtype != "fp8_w8a8":
+        raise click.BadParameter(f"--block-shape is for --dtype fp8_w8a8, not {dtype}")
+    try:
+        values = [int(x) for x in text.split(",") if x.strip()]
+    except ValueError:
+        raise click.BadParameter(f"not block_n,block_k: {text!r}") from None
+    if len(values) != 2 or min(values) < 1:
+        raise click.BadParameter(
+            f"--block-shape takes two positive integers, block_n,block_k: {text!r}"
+        )
+    return values[0], values[1]
+
+
+def _int_list(text: str) -> list[int]:
+    try:
+        values = [int(x) for x in text.split(",") if x.strip()]
+    except ValueError:
+        raise click.BadParameter(f"not a comma-separated list of integers: {text!r}") from None
+    if not values or min(values) < 1:
+        raise click.BadParameter(f"batch sizes must be positive: {text!r}")
+    return values
+
+
+@click.command("tune")
+@click.option(
+    "--model-config",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="A model's config.json: E, N (intermediate / --tp), K, top-k from it.",
+)
+@click.option(
+    "--tp",
+    type=click.IntRange(1),
+    default=1,
+    show_default=True,
+    help="Tensor parallel size (N = intermediate / tp).",
+)
+@click.option("-E", "experts", type=click.IntRange(1), help="Experts (instead of --model-config).")
+@click.option("-N", "inter", type=click.IntRange(1), help="Per-rank intermediate size.")
+@click.option("-K", "hidden", type=click.IntRange(1), help="Hidden size.")
+@click.option("--topk", type=click.IntRange(1), help="Experts per token.")
+@click.option(
+    "--dtype",
+    type=click.Choice(["bf16", "fp16", "fp8_w8a8"]),
+    default="bf16",
+    show_default=True,
+    help="fp8_w8a8: fp8 e4m3 weights and activations with block quantisation (--block-shape).",
+)
+@click.option(
+    "--block-shape",
+    default=None,
+    help="fp8_w8a8's quantisation block, block_n,block_k (default 128,128, DeepSeek-V3 / "
+    "Qwen3-FP8 style; a --model-config's weight_block_size wins).",
+)
+@click.option(
+    "--batch-sizes", default=None, help="Comma-separated M values (default 1,2,4,8,16,24,32,48,64)."
+)
+@click.option("--all-batch-sizes", is_flag=True, help="SGLang's tuner's 18 batch sizes, 1..4096.")
+@click.option(
+    "--kernel",
+    type=click.Choice(["sglang", "reference"]),
+    default="sglang",
+    show_default=True,
+    help="SGLang's fused_moe_kernel, or tuneledger's own Triton kernel where sglang is not importable.",
+)
+@click.option(
+    "--search", type=click.Choice(["halving", "exhaustive"]), default="halving", show_default=True
+)
+@click.option(
+    "--sample",
+    type=click.FloatRange(0.001, 1.0),
+    default=0.2,
+    show_default=True,
+    help="The first rung's share of the pruned space's GROUP_SIZE_M-folded classes.",
+)
+@click.option(
+    "--seed-file",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="A MoE config file: its nearest entry joins each first rung and the final re-timing, so the "
+    "tune is never slower than it beyond that re-timing's noise (default: SGLang's shipped file for "
+    "this shape and GPU, when the installed sglang has one).",
+)
+@click.option(
+    "--time-budget",
+    "time_budget_s",
+    type=click.FloatRange(min=1),
+    help="Stop cleanly after this many seconds with the best so far.",
+)
+@click.option(
+    "--workers",
+    type=click.IntRange(0),
+    default=0,
+    show_default=True,
+    help="Processes compiling configs in parallel.",
+)
+@click.option(
+    "--output-dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    help="Where configs/triton_X_Y_Z/<file> is written (default <ledger>.artifacts/moe_configs); use as SGLANG_MOE_CONFIG_DIR.",
+)
+@click.option(
+    "--session", "session_id", help="Session of the events (default: the global --session)."
+)
+@click.option(
+    "--candidate",
+    "candidate_id",
+    help="The board's candidate this tune answers (e.g. kernel-tune:fused-moe).",
+)
+@click.option("--no-progress", is_flag=True, help="No progress bar on standard error.")
+@pass_ctx
+def tune_command(
+    ctx: Context,
+    model_config: Path | None,
+    tp: int,
+    experts: int | None,
+    inter: int | None,
+    hidden: int | None,
+    topk: int | None,
+    dtype: str,
+    block_shape: str | None,
+    batch_sizes: str | None,
+    all_batch_sizes: bool,
+    kernel: str,
+    search: str,
+    sample: float,
+    seed_file: Path | None,
+    time_budget_s: float | None,
+    workers: int,
+    output_dir: Path | None,
+    session_id: str | None,
+    candidate_id: str | None,
+    no_progress: bool,
+) -> None:
+    """Tune SGLang's fused-MoE Triton kernel for one shape on this GPU and write SGLang's config file.
+
+    Every measured config is recorded (kernel_config_measured); running the same command again
+    resumes and measures only what is missing. Ends with one summary line.
+    """
+    from runners.moe.space import (
+        INTERACTIVE_BATCH_SIZES,
+        SGLANG_BATCH_SIZES,
+        MoeShape,
+        kernel_refusal,
+        shape_from_model_config,
+    )
+
+    block = parse_block_shape(block_shape, dtype)
+    try:
+        if model_config is not None:
+            try:
+                data = json.loads(model_config.read_text(encoding="utf-8"))
+            except (OSError, ValueError) as exc:
+                raise InvalidInput(
+                    f"{model_config}: not a readable JSON model config ({exc})"
+                ) from None
+            shape = shape_from_model_config(data, tp, dtype)
+            if shape.dtype == "fp8_w8a8" and shape.block_shape is None and block is not None:
+                shape = MoeShape(
+                    E=shape.E, N=shape.N, K=shape.K, topk=shape.topk, dtype=dtype, block_shape=block
+                )
+        elif None in (experts, inter, hidden, topk):
+            raise InvalidInput("give --model-config (and --tp), or all of -E, -N, -K and --topk")
+        else:
+            shape = MoeShape(
+                E=experts,  # type: ignore[arg-type]
+                N=inter,  # type: ignore[arg-type]
+                K=hidden,  # type: ignore[arg-type]
+                topk=topk,  # type: ignore[arg-type]
+                dtype=dtype,
+                block_shape=block,
+            )
+    except ValueError as exc:
+        raise InvalidInput(f"{model_config or 'shape'}: {exc}") from None
+    refusal = kernel_refusal(kernel, shape)
+    if refusal:
+        raise InvalidInput(f"{shape.describe()}: {refusal}")
+    seeds: dict = {}
+    if seed_file is not None:
+        from ledger.importers.moe_config import validate_configs
+
+        try:
+            seeds = validate_configs(
+                json.loads(seed_file.read_text(encoding="utf-8")), str(seed_file)
+            )
+        except (OSError, ValueError) as exc:
+            raise InvalidInput(f"{seed_file}: not a readable MoE config file ({exc})") from None
+    sizes = (
+        list(SGLANG_BATCH_SIZES)
+        if all_batch_sizes
+        else (_int_list(batch_sizes) if batch_sizes else list(INTERACTIVE_BATCH_SIZES))
+    )
+    try:
+        import torch
+
+        from runners.moe.kernels import GpuMeasurer, KernelUnavailable
+    except ImportError as exc:
+        raise MissingEngine(f"run tune needs torch and triton with a GPU ({exc})") from None
+    if not torch.cuda.is_available():
+        raise MissingEngine("run tune needs a CUDA GPU: torch sees none here")
+    from runners.moe.tune import StoreSink, TuneSpec, run_tune
+
+    store = ctx.store().kept_open()  # a long-lived writer: one open for a run of appends
+    store.init()
+    try:
+        measurer = GpuMeasurer(kernel, shape, workers=workers)
+    except KernelUnavailable as exc:
+        raise MissingEngine(str(exc)) from None
+    if seed_file is None and kernel == "sglang":
+        from runners.moe.tune import find_shipped_config
+
+        shipped = find_shipped_config(
+            shape, measurer.facts["gpu_name"], measurer.facts["triton_version"]
+        )
+        if shipped is not None:
+            seeds = shipped[1]
+            click.echo(f"seeded with SGLang's shipped file {shipped[0]}", err=True)
+    out = output_dir or Path(str(store.path) + ".artifacts") / "moe_configs"
+    spec = TuneSpec(
+        shape=shape,
+        batch_sizes=sizes,
+        search=search,
+        sample=sample,
+        time_budget_s=time_budget_s,
+        seed_configs=seeds,
+        output_dir=out,
+        session_id=session_id or ctx.session,
+        candidate_id=candidate_id,
+    )
+    if shape.dtype == "fp8_w8a8":
+        from runners.moe.space import H200_PEAK
+
+        spec.peak_flops = H200_PEAK["fp8_flops"]  # the roofline's FLOP/s fraction: fp8 tensor cores
+    signal.signal(signal.SIGTERM, _raise_interrupt)
+    try:
+        report = run_tune(
+            spec,
+            measurer,
+            StoreSink(store),
+            say=lambda line: click.echo(line, err=True),
+            progress=not no_progress,
+        )
+    except KeyboardInterrupt:
+        click.echo(
+            "tuneledger: interrupted: measurements so far are recorded; run the same command to resume",
+            err=True,
+        )
+        sys.exit(130)
+    finally:
+        measurer.close()
+    click.echo(report.summary)
+
+
+@click.command("spec")
+@click.argument("spec_file", type=click.Path(dir_okay=False, path_type=Path))
+@click.option("--no-progress", is_flag=True, help="No progress bar on standard error.")
+@pass_ctx
+def spec_command(ctx: Context, spec_file: Path, no_progress: bool) -> None:
+    """Run SPEC_FILE: speculative-decoding trials against the no-speculation baseline (see runners/spec.py).
+
+    Each trial is a server restart and a benchmark, interleaved with the baseline and repeated;
+    one spec_decoding_trial_completed per trial (the spec_trials view).
+    """
+    from runners.server.runner import ServerRunner
+    from runners.spec import load_spec, run_spec
+
+    spec = load_spec(spec_file)
+    if spec.plan.plan.session is None and ctx.session:
+        spec.plan.plan.session = ctx.session
+    store = ctx.store().kept_open()  # a long-lived writer: one open for a run of appends
+    store.init()
+    signal.signal(signal.SIGTERM, _raise_interrupt)
+    say = lambda line: click.echo(line, err=True)  # noqa: E731
+    runner = ServerRunner(
+        store, session_id=spec.plan.plan.session, say=say, sigint_wait_s=spec.plan.plan.stop_wait_s
+    )
+    try:
+        _result, events = run_spec(spec, store, runner, say=say, progress=not no_progress)
+    except KeyboardInterrupt:
+        runner.close(reason="spec trials interrupted (Ctrl-C)")
+        click.echo("tuneledger: interrupted: server stopped, completed runs recorded", err=True)
+        sys.exit(130)
+    finally:
+        runner.close(reason="spec trials ended")
+    for e in events:
+        click.echo(
+            json.dumps(
+                {
+                    "trial": e.trial_id,
+                    "accept_length": e.accept_length,
+                    "source": e.accept_length_source,
+                    "output_throughput_change": e.output_throughput_change,
+                    "verdict": e.verdict,
+                }
+            )
+        )

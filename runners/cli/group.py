@@ -1,0 +1,171 @@
+"""``tuneledger run ...``: commands that run things and record them (found by the core CLI
+through the ``tuneledger.commands`` entry point, so the core never imports the runners).
+
+\b
+tuneledger run server start CONFIG --configs servers.toml [--port N] [--health-timeout S] [--follow]
+    start the configuration, wait until healthy, record it, then stay in the foreground until
+    Ctrl-C, which stops the server (SIGINT, SIGTERM, SIGKILL to its process group) and records it.
+tuneledger run server show [CONFIG] --configs servers.toml
+    the resolved configurations and the argv each would launch (nothing starts).
+
+Exit codes (besides the ledger's): 3 bad configuration file, 10 port already in use,
+11 engine not installed, 12 server failed to start (crash, out of memory, timeout; the
+``server_failed`` event holds the log tail), 130 interrupted.
+"""
+
+from __future__ import annotations
+
+import json
+import signal
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+
+from ledger.cli.main import Context, pass_ctx
+from runners.cli.measure import bench_command, plan_command
+from runners.server.configs import DEFAULT_HEALTH_TIMEOUT_S, load_config, load_configs
+from runners.server.engines import adapter_for
+
+_CONFIGS_OPTION = click.option(
+    "--configs",
+    "configs_path",
+    type=click.Path(dir_okay=False, path_type=Path),
+    envvar="TUNELEDGER_SERVERS",
+    default="servers.toml",
+    show_default=True,
+    help="The TOML file of server configurations (env TUNELEDGER_SERVERS).",
+)
+
+
+@click.group("run")
+def run_group() -> None:
+    """Run servers and benchmarks, recording everything in the ledger."""
+
+
+@run_group.group("server")
+def server_group() -> None:
+    """Start and stop inference servers from named configurations."""
+
+
+def _stderr(line: str) -> None:
+    click.echo(line, err=True)
+
+
+def _raise_interrupt(_signum: int, _frame: Any) -> None:
+    raise KeyboardInterrupt
+
+
+@server_group.command("start")
+@click.argument("config_name", metavar="CONFIG")
+@_CONFIGS_OPTION
+@click.option(
+    "--port",
+    type=click.IntRange(1, 65535),
+    help="Port (default: the configuration's, else the engine's).",
+)
+@click.option(
+    "--health-timeout",
+    "health_timeout_s",
+    type=click.FloatRange(min=1),
+    help=f"Seconds to wait for health (default: the configuration's, else {DEFAULT_HEALTH_TIMEOUT_S:.0f}).",
+)
+@click.option("--follow", is_flag=True, help="Print the server's log lines while it runs.")
+@click.option(
+    "--session", "session_id", help="Session of the events (default: the global --session)."
+)
+@pass_ctx
+def start_command(
+    ctx: Context,
+    config_name: str,
+    configs_path: Path,
+    port: int | None,
+    health_timeout_s: float | None,
+    follow: bool,
+    session_id: str | None,
+) -> None:
+    """Start CONFIG, wait until healthy, then keep it running until Ctrl-C.
+
+    Progress goes to standard error; on ready, one JSON line with the run id, port,
+    pid and log path goes to standard output (for scripts and agents).
+    """
+    from runners.server.runner import ServerRunner  # httpx: only when a server starts
+
+    config = load_config(configs_path, config_name)
+    store = ctx.store().kept_open()  # a long-lived writer: one open for a run of appends
+    store.init()
+    runner = ServerRunner(store, session_id=session_id or ctx.session, say=_stderr)
+    # A supervisor's SIGTERM must stop the server too, like Ctrl-C.
+    signal.signal(signal.SIGTERM, _raise_interrupt)
+    try:
+        # ServerStartFailed, PortInUse, MissingEngine, ConfigError are LedgerErrors: the core CLI
+        # prints them as one line and exits with their code.
+        run = runner.start(config, port=port, health_timeout_s=health_timeout_s)
+    except KeyboardInterrupt:
+        try:
+            runner.close(
+                reason="interrupted (Ctrl-C)"
+            )  # a Ctrl-C just after ready: the run is not ended yet
+        except KeyboardInterrupt:
+            pass
+        click.echo(
+            f"tuneledger: interrupted: server {config_name} stopped before it was ready", err=True
+        )
+        sys.exit(130)
+    click.echo(
+        json.dumps(
+            {"run_id": run.run_id, "port": run.port, "pid": run.pid, "log": str(run.log_path)}
+        )
+    )
+    _stderr(f"{config_name} is serving on {run.base_url}; Ctrl-C stops it")
+    try:
+        ended = runner.watch(
+            run, on_line=(lambda line: click.echo(line, err=True)) if follow else None
+        )
+    except KeyboardInterrupt:
+        try:
+            runner.stop(run, reason="interrupted (Ctrl-C)")
+        except KeyboardInterrupt:
+            pass  # a second Ctrl-C only hurried the stop on (SIGTERM, SIGKILL); it is recorded
+        return
+    if ended is not None and ended.type == "server_failed":
+        click.echo(
+            f"tuneledger: error: server {run.run_id} died: {getattr(ended, 'message', '')}",
+            err=True,
+        )
+        sys.exit(12)
+    click.echo(f"tuneledger: server {run.run_id} exited by itself", err=True)
+
+
+@server_group.command("show")
+@click.argument("config_name", metavar="[CONFIG]", required=False)
+@_CONFIGS_OPTION
+def show_command(config_name: str | None, configs_path: Path) -> None:
+    """Print resolved configurations and the argv each would launch (nothing starts)."""
+    configs = load_configs(configs_path)
+    if config_name is not None:
+        configs = {config_name: load_config(configs_path, config_name)}
+    for name, config in configs.items():
+        adapter = adapter_for(config.engine)
+        argv = adapter.argv(config, config.port or adapter.default_port)
+        click.echo(
+            json.dumps(
+                {
+                    "name": name,
+                    **config.model_dump(exclude={"name"}, exclude_none=True),
+                    "argv": argv,
+                }
+            )
+        )
+
+
+# --- the measurement commands -----------------------------------------------------------
+run_group.add_command(bench_command)
+run_group.add_command(plan_command)
+
+# --- GPU runners: kernel tuning, speculative-decoding trials --------------------------------
+from runners.cli.gpu import spec_command, tune_command  # noqa: E402
+
+run_group.add_command(tune_command)
+run_group.add_command(spec_command)

@@ -1,0 +1,437 @@
+"""``tuneledger run bench`` and ``tuneledger run plan``: the measuring commands.
+
+``runners.cli.group`` adds ``bench_command`` and ``plan_command`` to its ``run`` group. Both
+write to the ledger of the global ``--ledger`` (events: ``benchmark_completed`` per run with
+its per-request samples; the plan adds server, comparison, finding and note events).
+Progress goes to standard error, results to standard output. Exit codes: the ledger's
+(``ledger.errors``), 12 a server failed to start, 13 the benchmark's warmup failed entirely
+(server down or wrong arguments), 130 interrupted (what completed is recorded).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+
+from ledger.cli.main import Context, pass_ctx
+
+WARMUP_FAILED_EXIT = 13
+
+
+def _concurrencies(text: str | None) -> list[int]:
+    if not text:
+        return []
+    try:
+        values = [int(x) for x in text.replace(" ", "").split(",") if x]
+    except ValueError:
+        raise click.BadParameter(
+            f"want comma-separated integers like 1,4,16,64, got {text!r}"
+        ) from None
+    if any(v < 1 for v in values):
+        raise click.BadParameter("concurrency must be >= 1")
+    return values
+
+
+def _reproducing_command(
+    url: str,
+    endpoint: str,
+    model: str,
+    input_len: int,
+    output_len: int,
+    num_prompts: int,
+    concurrency_text: str | None,
+    request_rate: float | None,
+    seed: int,
+    warmup: int,
+    tokenizer: str | None,
+    ignore_eos: bool,
+    config_name: str,
+) -> str:
+    """The ``tuneledger run bench`` command line that repeats a run (recorded as its source)."""
+    import shlex
+
+    parts = [
+        "tuneledger",
+        "run",
+        "bench",
+        "--url",
+        url,
+        "--endpoint",
+        endpoint,
+        "--model",
+        model,
+        "--input-len",
+        str(input_len),
+        "--output-len",
+        str(output_len),
+        "--num-prompts",
+        str(num_prompts),
+        "--seed",
+        str(seed),
+        "--warmup",
+        str(warmup),
+        "--config-name",
+        config_name,
+    ]
+    if concurrency_text:
+        parts += ["--concurrency", concurrency_text.replace(" ", "")]
+    if request_rate is not None:
+        parts += ["--request-rate", f"{request_rate:g}"]
+    if tokenizer:
+        parts += ["--tokenizer", tokenizer]
+    if not ignore_eos:
+        parts.append("--no-ignore-eos")
+    return shlex.join(parts)
+
+
+def _raise_interrupt(_signum: int, _frame: Any) -> None:
+    raise KeyboardInterrupt
+
+
+@click.command("bench")
+@click.option("--url", required=True, help="Server base URL, e.g. http://127.0.0.1:30000.")
+@click.option(
+    "--endpoint",
+    type=click.Choice(["chat", "completions", "generate"]),
+    default="chat",
+    show_default=True,
+    help="/v1/chat/completions, /v1/completions or SGLang's native /generate.",
+)
+@click.option(
+    "--model",
+    default=None,
+    help="Model name sent in OpenAI requests (default: the one model the server lists at /v1/models).",
+)
+@click.option(
+    "--input-len",
+    type=click.IntRange(min=1),
+    default=64,
+    show_default=True,
+    help="Prompt length, tokens.",
+)
+@click.option(
+    "--output-len",
+    type=click.IntRange(min=1),
+    default=32,
+    show_default=True,
+    help="Output length asked, tokens.",
+)
+@click.option(
+    "--num-prompts",
+    type=click.IntRange(min=1),
+    default=64,
+    show_default=True,
+    help="Requests per run.",
+)
+@click.option(
+    "--concurrency",
+    "concurrency_text",
+    default=None,
+    help="Closed-loop concurrencies, comma-separated (e.g. 1,4,16,64). Default 1 unless --request-rate.",
+)
+@click.option(
+    "--request-rate",
+    type=click.FloatRange(min=0, min_open=True),
+    help="Open loop: Poisson arrivals at this many requests/s (--concurrency then caps in-flight requests).",
+)
+@click.option(
+    "--seed", type=int, default=0, show_default=True, help="Seed of prompts and arrivals."
+)
+@click.option(
+    "--warmup",
+    type=click.IntRange(min=0),
+    default=1,
+    show_default=True,
+    help="Uncounted requests before each run.",
+)
+@click.option(
+    "--repeats",
+    type=click.IntRange(min=1),
+    default=1,
+    show_default=True,
+    help="Runs per concurrency.",
+)
+@click.option(
+    "--config-name",
+    default="baseline",
+    show_default=True,
+    help="Name of the server configuration measured.",
+)
+@click.option(
+    "--baseline/--no-baseline",
+    "is_baseline",
+    default=None,
+    help="Mark the runs as the baseline (default: when --config-name is 'baseline').",
+)
+@click.option(
+    "--tokenizer",
+    type=click.Path(exists=True),
+    help="Local tokenizer (tokenizer.json or folder): exact prompt lengths.",
+)
+@click.option("--server-run-id", help="The server run measured (links the runs to server_runs).")
+@click.option(
+    "--ignore-eos/--no-ignore-eos",
+    default=True,
+    show_default=True,
+    help="Ask for exactly --output-len tokens (auto-disabled when the server rejects the field).",
+)
+@click.option(
+    "--candidate",
+    "candidate_id",
+    metavar="ID",
+    help="The board's candidate these runs are for (e.g. flag:enable-foo): the board links them to it.",
+)
+@click.option("--no-progress", is_flag=True, help="No progress bar on standard error.")
+@click.option(
+    "--tool",
+    type=click.Choice(["builtin", "guidellm", "aiperf", "sglang"]),
+    default="builtin",
+    show_default=True,
+    help="Measure with another tool, run as a subprocess; its result is imported.",
+)
+@click.option(
+    "--tool-path",
+    help="The tool's program (guidellm, aiperf; for sglang its Python). Default: PATH.",
+)
+@pass_ctx
+def bench_command(
+    ctx: Context,
+    url: str,
+    endpoint: str,
+    model: str | None,
+    input_len: int,
+    output_len: int,
+    num_prompts: int,
+    concurrency_text: str | None,
+    request_rate: float | None,
+    seed: int,
+    warmup: int,
+    repeats: int,
+    config_name: str,
+    is_baseline: bool | None,
+    tokenizer: str | None,
+    server_run_id: str | None,
+    ignore_eos: bool,
+    candidate_id: str | None,
+    no_progress: bool,
+    tool: str,
+    tool_path: str | None,
+) -> None:
+    """Benchmark a running server; record one benchmark_completed per concurrency and repeat.
+
+    Metrics are sglang bench_serving's (TTFT, TPOT, ITL, E2E in ms; throughputs in tok/s),
+    each run passes a validity gate (no failed request, achieved concurrency >= 0.9 c,
+    output lengths as asked) recorded with the run. With --tool guidellm|aiperf|sglang
+    that tool measures instead, with the same workload options, and its numbers are
+    imported (exit 11 when it is not installed, 13 when it fails).
+    """
+    from runners.bench.client import BenchTarget, format_point, sweep
+    from runners.bench.discovery import served_model
+    from runners.bench.metrics import prompts_warning
+    from runners.bench.workload import WorkloadSpec, build_workload
+
+    concurrencies: list[int | None] = list(_concurrencies(concurrency_text))
+    if request_rate is not None:
+        concurrencies = [concurrencies[0] if concurrencies else None]
+        if len(_concurrencies(concurrency_text)) > 1:
+            raise click.BadParameter("with --request-rate give at most one --concurrency (a cap)")
+    elif not concurrencies:
+        concurrencies = [1]
+    warning = prompts_warning(num_prompts, concurrencies) if request_rate is None else None
+    if warning:
+        click.echo(f"tuneledger: {warning}", err=True)
+    if tool != "builtin":
+        from runners.bench.external import find_tool
+
+        prefix = find_tool(tool, tool_path)  # a missing tool exits 11 before anything is asked
+        if model is None and endpoint != "generate":
+            try:
+                model = served_model(url)  # the external tool needs the name the server answers to
+            except RuntimeError as exc:
+                click.echo(f"tuneledger: error: {exc}", err=True)
+                sys.exit(WARMUP_FAILED_EXIT)
+        _bench_with_tool(
+            ctx,
+            tool,
+            prefix,
+            concurrencies,
+            request_rate,
+            repeats,
+            config_name,
+            is_baseline,
+            server_run_id,
+            candidate_id,
+            url=url,
+            endpoint=endpoint,
+            model=model or "default",
+            input_len=input_len,
+            output_len=output_len,
+            num_prompts=num_prompts,
+            seed=seed,
+            warmup=warmup,
+            tokenizer=tokenizer,
+            ignore_eos=ignore_eos,
+        )
+        return
+    workload = build_workload(WorkloadSpec(input_len, output_len, num_prompts, seed, tokenizer))
+    store = ctx.store().kept_open()  # a long-lived writer: one open for a run of appends
+    store.init()
+    signal.signal(signal.SIGTERM, _raise_interrupt)
+    done: list[Any] = []
+
+    def on_point(point: Any) -> None:
+        done.append(point)
+        click.echo(format_point(point))
+
+    try:
+        if model is None:
+            model = "default" if endpoint == "generate" else served_model(url)
+        target = BenchTarget(
+            url=url, endpoint=endpoint, model=model, workload=workload, ignore_eos=ignore_eos
+        )
+        asyncio.run(
+            sweep(
+                target,
+                config_name=config_name,
+                concurrencies=concurrencies,
+                request_rate=request_rate,
+                repeats=range(repeats),
+                warmup_requests=warmup,
+                is_baseline=(config_name == "baseline") if is_baseline is None else is_baseline,
+                server_run_id=server_run_id,
+                session_id=ctx.session,
+                store=store,
+                progress=not no_progress,
+                on_point=on_point,
+                candidate_id=candidate_id,
+                source=_reproducing_command(
+                    url,
+                    endpoint,
+                    model,
+                    input_len,
+                    output_len,
+                    num_prompts,
+                    concurrency_text,
+                    request_rate,
+                    seed,
+                    warmup,
+                    tokenizer,
+                    ignore_eos,
+                    config_name,
+                ),
+            )
+        )
+    except KeyboardInterrupt:
+        click.echo(f"tuneledger: interrupted after {len(done)} recorded run(s)", err=True)
+        sys.exit(130)
+    except RuntimeError as exc:
+        click.echo(f"tuneledger: error: {exc}", err=True)
+        sys.exit(WARMUP_FAILED_EXIT)
+
+
+def _bench_with_tool(
+    ctx: Context,
+    tool: str,
+    prefix: list[str],
+    concurrencies: list[int | None],
+    request_rate: float | None,
+    repeats: int,
+    config_name: str,
+    is_baseline: bool | None,
+    server_run_id: str | None,
+    candidate_id: str | None,
+    **workload: Any,
+) -> None:
+    """``run bench --tool X``: see ``runners/bench/external.py``."""
+    from runners.bench.external import ToolWorkload, run_tool_sweep
+
+    store = ctx.store().kept_open()  # a long-lived writer: one open for a run of appends
+    store.init()
+    say = lambda line: click.echo(line, err=True)  # noqa: E731
+    events = run_tool_sweep(
+        tool,
+        prefix,
+        ToolWorkload(**workload),
+        store=store,
+        concurrencies=concurrencies,
+        request_rate=request_rate,
+        repeats=repeats,
+        config_name=config_name,
+        is_baseline=(config_name == "baseline") if is_baseline is None else is_baseline,
+        server_run_id=server_run_id,
+        session_id=ctx.session,
+        actor=ctx.actor,
+        say=say,
+        candidate_id=candidate_id,
+    )
+    for event in events:
+        m = event.metrics
+        click.echo(
+            f"{tool} c={event.concurrency} repeat={event.repeat}: {m.completed} ok, {m.failed or 0} failed, "
+            f"output {m.output_throughput or 0:.1f} tok/s, median TTFT {m.median_ttft_ms or 0:.1f} ms "
+            f"(event {event.event_id})"
+        )
+
+
+@click.command("plan")
+@click.argument("plan_file", type=click.Path(dir_okay=False, path_type=Path))
+@click.option(
+    "--all-metrics",
+    is_flag=True,
+    help="Show every compared metric in the verdict table (default: the headline ones: output throughput, median and p99 TTFT and TPOT).",
+)
+@click.option("--no-progress", is_flag=True, help="No progress bar on standard error.")
+@pass_ctx
+def plan_command(ctx: Context, plan_file: Path, all_metrics: bool, no_progress: bool) -> None:
+    """Run PLAN_FILE: baseline and candidates restarted and benchmarked interleaved, then compared.
+
+    Prints the verdict table; everything is recorded (benchmark_deltas shows the verdicts).
+    Ctrl-C stops the running server and records a note of the completed runs (exit 130).
+    """
+    from rich.console import Console
+
+    from runners.bench.metrics import prompts_warning
+    from runners.plan import load_plan, run_plan, verdict_table
+    from runners.server.runner import ServerRunner, ServerStartFailed
+
+    plan = load_plan(plan_file)
+    if plan.plan.request_rate is None and (
+        warning := prompts_warning(plan.bench.num_prompts, plan.plan.concurrency)
+    ):
+        click.echo(f"tuneledger: {plan_file}: [bench] num_prompts: {warning}", err=True)
+    if plan.plan.session is None and ctx.session:
+        plan.plan.session = ctx.session
+    store = ctx.store().kept_open()  # a long-lived writer: one open for a run of appends
+    store.init()
+    signal.signal(signal.SIGTERM, _raise_interrupt)
+    say = lambda line: click.echo(line, err=True)  # noqa: E731
+    runner = ServerRunner(
+        store, session_id=plan.plan.session, say=say, sigint_wait_s=plan.plan.stop_wait_s
+    )
+    try:
+        result = run_plan(plan, store, runner, say=say, progress=not no_progress)
+    except KeyboardInterrupt:
+        runner.close(reason="plan interrupted (Ctrl-C)")
+        click.echo(
+            "tuneledger: interrupted: server stopped, completed runs recorded (note_added)",
+            err=True,
+        )
+        sys.exit(130)
+    except ServerStartFailed:
+        raise  # a LedgerError: the core CLI prints it and exits 12
+    except RuntimeError as exc:
+        click.echo(f"tuneledger: error: {exc}", err=True)
+        sys.exit(WARMUP_FAILED_EXIT)
+    finally:
+        runner.close(reason="plan ended")
+    from schemas.metrics import HEADLINE_METRICS
+
+    shown = None if all_metrics else tuple(m.name for m in HEADLINE_METRICS)
+    Console(width=160).print(verdict_table(result, shown))
+    for finding in result.findings:
+        click.echo(f"finding: --{finding.flag}: {finding.verdict} ({finding.message})")
