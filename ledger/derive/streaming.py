@@ -51,7 +51,11 @@ class Granularity:
     def note(self) -> str:
         """The note of a coarse run (the runner's wording, with the basis of the figures)."""
         # two decimals as the runner prints them, three where two would round up to the threshold
-        ratio = f"{self.ratio:.2f}" if round(self.ratio, 2) < MIN_CHUNKS_PER_TOKEN else f"{self.ratio:.3f}"
+        ratio = (
+            f"{self.ratio:.2f}"
+            if round(self.ratio, 2) < MIN_CHUNKS_PER_TOKEN
+            else f"{self.ratio:.3f}"
+        )
         return (
             f"coarse streaming: {self.chunks:.3g} chunks for {self.tokens:.3g} output tokens per "
             f"request ({self.basis}), {ratio} chunks per token < {MIN_CHUNKS_PER_TOKEN}: "

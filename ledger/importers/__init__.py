@@ -23,7 +23,14 @@ from ledger.errors import InvalidInput, LedgerError
 from schemas import Actor, Event, FindingRecorded, Host, ServerStarted, StartupFacts
 
 from ..store import BENCH_SAMPLES_SCHEMA as SAMPLES_SCHEMA
-from .detect import ImportContext, Importer, InputFile, detect_format, read_input, registered_importers
+from .detect import (
+    ImportContext,
+    Importer,
+    InputFile,
+    detect_format,
+    read_input,
+    registered_importers,
+)
 
 __all__ = ["ImportResult", "SAMPLES_SCHEMA", "import_file", "pair_files", "registered_importers"]
 

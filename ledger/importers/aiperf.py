@@ -148,9 +148,7 @@ def _summary_event(
             metrics.setdefault(key, value)
         streaming = records.streaming()
         lengths = records.lengths(workload.output_len, workload.ignore_eos)
-        notes.append(
-            "TPOT (and ITL) ours from the per-request records imported with this summary"
-        )
+        notes.append("TPOT (and ITL) ours from the per-request records imported with this summary")
     return bench_event(
         file,
         ctx,
@@ -401,7 +399,9 @@ class Records:
 
     def streaming(self) -> Granularity | str:
         found = from_requests(self.chunks)
-        return found if found is not None else "no successful streamed request with 2+ output tokens"
+        return (
+            found if found is not None else "no successful streamed request with 2+ output tokens"
+        )
 
     def lengths(self, asked: int | None, ignore_eos: bool | None) -> OutputLengths:
         return OutputLengths(
@@ -547,7 +547,9 @@ def same_run(summary: InputFile, records: Records) -> bool:
     )
 
 
-def read_with_records(summary: InputFile, records_file: InputFile, ctx: ImportContext) -> ReadResult:
+def read_with_records(
+    summary: InputFile, records_file: InputFile, ctx: ImportContext
+) -> ReadResult:
     """The one run of an AIPerf summary (JSON or CSV) and its records, imported together."""
     records = read_records(records_file)
     if summary.path.suffix.lower() == ".csv":

@@ -271,7 +271,9 @@ def _benchmark(
         endpoint=facts.get("endpoint") or _ENDPOINTS.get(request_type or ""),
     )
     ok_counts = (
-        [row["output_tokens"] for row in table.to_pylist() if row["ok"]] if table is not None else []
+        [row["output_tokens"] for row in table.to_pylist() if row["ok"]]
+        if table is not None
+        else []
     )
     streaming: Any = from_requests(chunks)
     if streaming is None:

@@ -126,18 +126,30 @@ def _summary_run(file: InputFile, ctx: ImportContext, responses: Responses | Non
     model = r.text("model")
     # ``version`` is llmperf's results-format date (utils.RESULTS_VERSION), not a tool version
     fmt = r.text("version")
-    notes = ", ".join(x for x in (f"model {model}" if model else "", f"llmperf results format {fmt}" if fmt else "") if x)
-    streaming: Any = "llmperf's summary keeps no per-request figures (import its individual responses with it)"
+    notes = ", ".join(
+        x
+        for x in (f"model {model}" if model else "", f"llmperf results format {fmt}" if fmt else "")
+        if x
+    )
+    streaming: Any = (
+        "llmperf's summary keeps no per-request figures (import its individual responses with it)"
+    )
     lengths = None
     metric_notes = list(METRIC_NOTES)
     if responses is not None:
         for key, value in distribution_from_samples(responses.table).items():
-            if key.startswith(("std_", "mean_tpot", "median_tpot", "std_tpot", "p90_tpot", "p95_tpot", "p99_tpot")):
+            if key.startswith(
+                ("std_", "mean_tpot", "median_tpot", "std_tpot", "p90_tpot", "p95_tpot", "p99_tpot")
+            ):
                 metrics.setdefault(key, value)
         streaming = responses.streaming()
         stddev = r.number("stddev_output_tokens")
-        lengths = responses.lengths(workload.output_len if not stddev else None, workload.ignore_eos)
-        metric_notes.append("TPOT and std ours from the individual responses imported with this summary")
+        lengths = responses.lengths(
+            workload.output_len if not stddev else None, workload.ignore_eos
+        )
+        metric_notes.append(
+            "TPOT and std ours from the individual responses imported with this summary"
+        )
     event = bench_event(
         file,
         ctx,
@@ -189,8 +201,12 @@ class Responses:
         return samples_table(self.rows)
 
     def streaming(self) -> Any:
-        found = from_requests(self.lines, basis="median; SSE lines = E2E / llmperf's ITL, an upper bound")
-        return found if found is not None else "no successful request with 2+ output tokens and an ITL"
+        found = from_requests(
+            self.lines, basis="median; SSE lines = E2E / llmperf's ITL, an upper bound"
+        )
+        return (
+            found if found is not None else "no successful request with 2+ output tokens and an ITL"
+        )
 
     def lengths(self, asked: int | None, ignore_eos: bool | None) -> OutputLengths:
         return OutputLengths(

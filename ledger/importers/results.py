@@ -125,7 +125,9 @@ def apply_streaming(
     note of a file that cannot tell)."""
     if streaming is None or (isinstance(streaming, Granularity) and not streaming.coarse):
         return {}, None, None
-    moved = {name: float(values.pop(name)) for name in PER_TOKEN_METRICS if values.get(name) is not None}
+    moved = {
+        name: float(values.pop(name)) for name in PER_TOKEN_METRICS if values.get(name) is not None
+    }
     for name in PER_TOKEN_METRICS:
         values.pop(name, None)
     if isinstance(streaming, str):
@@ -169,13 +171,13 @@ class OutputLengths:
         wrong = [c for c in counted if c not in (0, self.asked)]
         if not wrong:
             return fails, notes
-        text = (
-            f"{len(wrong)} requests returned {sorted(set(wrong))[:5]} output tokens, not {self.asked}"
-        )
+        text = f"{len(wrong)} requests returned {sorted(set(wrong))[:5]} output tokens, not {self.asked}"
         if self.ignore_eos and self.exact:
             fails = True
         elif not self.exact:
-            text += " (not gated: the counts are the tool's tokenizing of the text, not the server's)"
+            text += (
+                " (not gated: the counts are the tool's tokenizing of the text, not the server's)"
+            )
         elif self.ignore_eos is False:
             text += " (not gated: ignore_eos was not sent, so a request may stop at EOS)"
         else:
