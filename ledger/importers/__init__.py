@@ -59,6 +59,8 @@ class FilePairs:
 
     partner: dict[Path, Path] = field(default_factory=dict)
     taken: dict[Path, Path] = field(default_factory=dict)
+    #: the importer kind of every file that read
+    kinds: dict[Path, str] = field(default_factory=dict)
 
 
 def pair_files(paths: Sequence[str | Path]) -> FilePairs:
@@ -83,7 +85,7 @@ def pair_files(paths: Sequence[str | Path]) -> FilePairs:
         (f for f in found if f[2].pairings),
         key=lambda f: (order[f[2].kind], f[1].path.suffix.lower() != ".json"),
     )
-    pairs = FilePairs()
+    pairs = FilePairs(kinds={path: importer.kind for path, _, importer in found})
     for path, file, importer in mains:
         if path in pairs.taken:
             continue

@@ -35,8 +35,8 @@ from typing import Any
 from ledger.errors import InvalidInput
 from schemas import Workload
 
-from .detect import ImportContext, Importer, InputFile, Pairing, ReadResult, Sniffed, json_lines
 from ..derive.streaming import Granularity, from_requests
+from .detect import ImportContext, Importer, InputFile, Pairing, ReadResult, Sniffed, json_lines
 from .fields import FieldReader
 from .results import OutputLengths, bench_event, distribution_from_samples, samples_table, tpot_ms
 
@@ -531,7 +531,7 @@ def same_run(summary: InputFile, records: Records) -> bool:
         for line in text.splitlines():
             if line.startswith("Time to First Token (ms),"):
                 try:
-                    return abs(float(line.split(",")[1]) - mean) <= 0.006
+                    return bool(abs(float(line.split(",")[1]) - mean) <= 0.006)
                 except (ValueError, IndexError):
                     return False
         return False
@@ -540,7 +540,7 @@ def same_run(summary: InputFile, records: Records) -> bool:
         return False
     avg = _mapping(doc.get("time_to_first_token")).get("avg")
     count = _mapping(doc.get("request_count")).get("avg")
-    return (
+    return bool(
         isinstance(avg, (int, float))
         and abs(avg - mean) <= 1e-9 * max(1.0, abs(mean))
         and count in (None, len(rows))

@@ -20,8 +20,8 @@ from ledger.write.input_checks import loads
 from schemas import Actor, BenchmarkCompleted, BenchMetrics, Host, Workload
 from schemas.metrics import INTEGER_METRICS, tpot
 
-from ..store import BENCH_SAMPLES_SCHEMA as SAMPLES_SCHEMA
 from ..derive.streaming import Granularity, from_means, from_requests
+from ..store import BENCH_SAMPLES_SCHEMA as SAMPLES_SCHEMA
 from .detect import ImportContext, Importer, InputFile, ReadResult, Sniffed, looks_like_bench
 from .fields import FieldReader as _Line
 from .results import OutputLengths, apply_streaming, chunks_from_gaps

@@ -41,8 +41,8 @@ from typing import TYPE_CHECKING, Any
 from ledger.errors import InvalidInput
 from schemas import Workload
 
-from .detect import ImportContext, Importer, InputFile, Pairing, ReadResult, Sniffed, load_yaml
 from ..derive.streaming import from_requests
+from .detect import ImportContext, Importer, InputFile, Pairing, ReadResult, Sniffed, load_yaml
 from .fields import FieldReader
 from .results import OutputLengths, bench_event, distribution_from_samples, samples_table, tpot_ms
 
@@ -158,10 +158,11 @@ def _data_description(doc: dict[str, Any]) -> str | None:
 def _run_facts(doc: dict[str, Any]) -> dict[str, Any]:
     """0.8's run settings kept as workload facts: ``seed`` (``config.spec.seed.value``) and
     ``endpoint`` (the backend's ``request_format``)."""
-    spec = (doc.get("config") or {}).get("spec") if isinstance(doc.get("config"), dict) else None
-    spec = spec if isinstance(spec, dict) else {}
-    seed = spec.get("seed") if isinstance(spec.get("seed"), dict) else {}
-    backend = spec.get("backend") if isinstance(spec.get("backend"), dict) else {}
+    config = doc.get("config")
+    found = config.get("spec") if isinstance(config, dict) else None
+    spec: dict[str, Any] = found if isinstance(found, dict) else {}
+    seed: dict[str, Any] = spec["seed"] if isinstance(spec.get("seed"), dict) else {}
+    backend: dict[str, Any] = spec["backend"] if isinstance(spec.get("backend"), dict) else {}
     value = seed.get("value")
     return {
         "seed": value if isinstance(value, int) and not isinstance(value, bool) else None,

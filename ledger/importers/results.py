@@ -21,8 +21,8 @@ import pyarrow as pa
 from schemas import BenchmarkCompleted, BenchMetrics, Workload
 from schemas.metrics import INTEGER_METRICS, tpot
 
-from ..store import BENCH_SAMPLES_SCHEMA as SAMPLES_SCHEMA
 from ..derive.streaming import PER_TOKEN_METRICS, Granularity
+from ..store import BENCH_SAMPLES_SCHEMA as SAMPLES_SCHEMA
 from .detect import ImportContext, InputFile
 
 _METRIC_FIELDS = frozenset(BenchMetrics.model_fields)

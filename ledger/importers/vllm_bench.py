@@ -31,6 +31,7 @@ from ledger.engines.gpu_arch import compute_capability_for
 from ledger.errors import InvalidInput
 from schemas import Host, Workload
 
+from ..derive.streaming import from_means, from_requests
 from .bench_serving import samples_from_details
 from .detect import (
     ImportContext,
@@ -41,7 +42,6 @@ from .detect import (
     json_lines,
     looks_like_bench,
 )
-from ..derive.streaming import from_means, from_requests
 from .fields import FieldReader
 from .results import OutputLengths, bench_event, chunks_from_gaps, distribution_from_samples
 

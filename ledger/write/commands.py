@@ -622,7 +622,6 @@ def import_files(
         NotFound, ConcurrencyConflict, LedgerBusy: as ``append``.
     """
     from ledger.importers import ImportResult, import_file, pair_files
-    from ledger.importers.detect import detect_format, read_input
     from ledger.read.flag_memory import remembered_findings
 
     if host is None:
@@ -633,7 +632,7 @@ def import_files(
     pairs = pair_files(paths)
     for path in paths:
         if Path(path) in pairs.taken:
-            kind = detect_format(read_input(path)).kind
+            kind = pairs.kinds[Path(path)]
             results.append(ImportResult(kind, Path(path), [], paired_with=pairs.taken[Path(path)]))
             continue
         result = import_file(
