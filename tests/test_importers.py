@@ -96,7 +96,9 @@ def test_bench_two_concurrencies() -> None:
     w = c1.workload
     assert (w.dataset, w.input_len, w.output_len, w.range_ratio) == ("random-ids", 64, 32, 1.0)
     assert w.request_rate is None and w.load == "closed-loop" and w.num_prompts is None
-    assert c1.valid is True and c1.validity_notes == []
+    # ~13 chunks for 32 tokens (transformers serve): TPOT and ITL not measurable (issue 27)
+    assert c1.valid is True and c1.validity_notes[0].startswith("coarse streaming: 13.3 chunks")
+    assert m.mean_tpot_ms is None and c1.tool_metrics["mean_tpot_ms"] == 1.729500298386982
     assert c4.metrics.mean_ttft_ms == 220.53212312500392
 
 
@@ -111,7 +113,7 @@ def test_bench_config_name_and_refactored_keys(tmp_path: Path) -> None:
     (event,) = import_file(path, config_name="baseline").events
     assert event.config_name == "baseline"
     assert event.metrics.total_input_tokens == 1024 and event.metrics.total_output_tokens == 512
-    assert event.metrics.max_itl_ms == 18.36
+    assert event.tool_metrics["max_itl_ms"] == 18.36  # a coarse stream: kept aside
     assert event.workload.load == "open-loop" and event.workload.request_rate == 4.0
 
 

@@ -705,14 +705,16 @@ def import_(
                 "events": len(mine),
                 "new": sum(not r.duplicate for r in mine),
                 "duplicates": sum(r.duplicate for r in mine),
+                "paired_with": str(result.paired_with) if result.paired_with else None,
             }
         )
     if as_json:
         click.echo(json.dumps(summary))
     else:
         for row in summary:
+            pair = f" (one run with {row['paired_with']})" if row["paired_with"] else ""
             click.echo(
-                f"{row['file']}: {row['kind']}, {row['new']} new, {row['duplicates']} already stored"
+                f"{row['file']}: {row['kind']}, {row['new']} new, {row['duplicates']} already stored{pair}"
             )
         for finding in done.findings:
             click.echo(f"finding: {finding.message}")

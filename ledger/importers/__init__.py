@@ -10,21 +10,29 @@ treats them as idempotent duplicates.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 from uuid import UUID
 
 import pyarrow as pa
 import pydantic
 
-from ledger.errors import InvalidInput
+from ledger.errors import InvalidInput, LedgerError
 from schemas import Actor, Event, FindingRecorded, Host, ServerStarted, StartupFacts
 
 from ..store import BENCH_SAMPLES_SCHEMA as SAMPLES_SCHEMA
-from .detect import ImportContext, detect_format, read_input, registered_importers
+from .detect import (
+    ImportContext,
+    Importer,
+    InputFile,
+    detect_format,
+    read_input,
+    registered_importers,
+)
 
-__all__ = ["ImportResult", "SAMPLES_SCHEMA", "import_file", "registered_importers"]
+__all__ = ["ImportResult", "SAMPLES_SCHEMA", "import_file", "pair_files", "registered_importers"]
 
 
 @dataclass
@@ -39,6 +47,67 @@ class ImportResult:
     path: Path
     events: list[Event]
     samples: dict[UUID, pa.Table] = field(default_factory=dict)
+    #: the other file of the same run imported with this one (its events are this file's)
+    paired_with: Path | None = None
+
+
+@dataclass(frozen=True)
+class FilePairs:
+    """How the files given to one import pair up (``pair_files``): ``partner`` maps a file to
+    the other file of its run whose requests it takes in; ``taken`` maps a file whose run
+    another file gives to that file (it adds no event of its own)."""
+
+    partner: dict[Path, Path] = field(default_factory=dict)
+    taken: dict[Path, Path] = field(default_factory=dict)
+    #: the importer kind of every file that read
+    kinds: dict[Path, str] = field(default_factory=dict)
+
+
+def pair_files(paths: Sequence[str | Path]) -> FilePairs:
+    """Pair the files of one run among ``paths``: a tool's usual file set (AIPerf's summary
+    JSON or CSV with its records, llmperf's summary with its individual responses, GuideLLM's
+    JSON with its YAML) imported together is one benchmark per run, not one per file.
+
+    Each importer's ``pairings`` say which other kinds it takes in and how a pair is checked
+    to be one run. Files are considered in registry order (AIPerf's JSON before its CSV), then
+    in the order given; a report in two formats keeps the JSON. A file that does not read is
+    left alone here (its own import names what is wrong).
+    """
+    found: list[tuple[Path, InputFile, Importer]] = []
+    for path in dict.fromkeys(Path(p) for p in paths):
+        try:
+            file = read_input(path)
+            found.append((path, file, detect_format(file)))
+        except LedgerError:
+            continue
+    order = {importer.kind: i for i, importer in enumerate(registered_importers())}
+    mains = sorted(
+        (f for f in found if f[2].pairings),
+        key=lambda f: (order[f[2].kind], f[1].path.suffix.lower() != ".json"),
+    )
+    pairs = FilePairs(kinds={path: importer.kind for path, _, importer in found})
+    for path, file, importer in mains:
+        if path in pairs.taken:
+            continue
+        for pairing in importer.pairings:
+            for other_path, other, other_importer in found:
+                if (
+                    other_path == path
+                    or other_importer.kind != pairing.kind
+                    or other_path in pairs.taken
+                    or other_path in pairs.partner
+                    or (pairing.read is not None and path in pairs.partner)
+                ):
+                    continue
+                try:
+                    same = pairing.same_run(file, other)
+                except (LedgerError, ValueError, TypeError, KeyError):
+                    same = False
+                if same:
+                    pairs.taken[other_path] = path
+                    if pairing.read is not None:
+                        pairs.partner[path] = other_path
+    return pairs
 
 
 def import_file(
@@ -50,6 +119,7 @@ def import_file(
     config_name: str | None = None,
     previous_startup: StartupFacts | None = None,
     remember: Callable[[ServerStarted], list[FindingRecorded]] | None = None,
+    partner: str | Path | None = None,
 ) -> ImportResult:
     """Read ``path`` and return its events; nothing is written, nothing is returned partially.
 
@@ -79,8 +149,17 @@ def import_file(
         previous_startup=previous_startup,
         remember=remember,
     )
+    read: Callable[[InputFile, ImportContext], Any] = importer.read
+    if partner is not None:
+        other = dataclasses.replace(read_input(partner), scope=session_id or "")
+        other_kind = detect_format(other).kind
+        pairing = next((p for p in importer.pairings if p.kind == other_kind), None)
+        if pairing is None or pairing.read is None or not pairing.same_run(file, other):
+            raise InvalidInput(f"{file.label}: {partner}: not a file of the same run")
+        pair_read = pairing.read
+        read = lambda f, c: pair_read(f, other, c)  # noqa: E731
     try:
-        events, samples = importer.read(file, ctx)
+        events, samples = read(file, ctx)
     except pydantic.ValidationError as exc:
         # A value the importer passed on that an event model refuses: still the file's fault.
         error = exc.errors()[0]
@@ -99,4 +178,10 @@ def import_file(
         raise InvalidInput(
             f"{file.label}: {importer.kind}: a per-request value out of range ({exc})"
         ) from None
-    return ImportResult(kind=importer.kind, path=Path(path), events=list(events), samples=samples)
+    return ImportResult(
+        kind=importer.kind,
+        path=Path(path),
+        events=list(events),
+        samples=samples,
+        paired_with=Path(partner) if partner is not None else None,
+    )

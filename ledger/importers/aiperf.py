@@ -29,14 +29,16 @@ Definitions (AIPerf's ``aiperf/metrics/types/``):
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from typing import Any
 
 from ledger.errors import InvalidInput
 from schemas import Workload
 
-from .detect import ImportContext, Importer, InputFile, ReadResult, Sniffed, json_lines
+from ..derive.streaming import Granularity, from_requests
+from .detect import ImportContext, Importer, InputFile, Pairing, ReadResult, Sniffed, json_lines
 from .fields import FieldReader
-from .results import bench_event, distribution_from_samples, samples_table, tpot_ms
+from .results import OutputLengths, bench_event, distribution_from_samples, samples_table, tpot_ms
 
 TOOL = "aiperf"
 
@@ -100,8 +102,12 @@ def _summary_event(
     errors: int | None,
     first_error: str | None,
     workload_extra: dict[str, Any],
+    records: Records | None = None,
+    extra_notes: tuple[str, ...] = (),
 ) -> Any:
-    """One run from ``tag -> {stat: value}`` (JSON or CSV)."""
+    """One run from ``tag -> {stat: value}`` (JSON or CSV), with its per-request ``records``
+    when they were imported with it: our TPOT (and ITL) from them, the streaming-granularity
+    rule and the output-length gate on them, and the requests as the run's samples."""
     r = FieldReader(tags, where)
     metrics: dict[str, Any] = {}
     for tag, ours in _DISTRIBUTIONS.items():
@@ -123,13 +129,26 @@ def _summary_event(
     tool_metrics = {f"{tag}_avg": r.sub(tag).number("avg") for tag in _KEPT}
     tool_metrics["inter_token_latency_p50"] = r.sub("inter_token_latency").number("p50")
     workload = Workload(
-        input_len=_int(r.sub("input_sequence_length").number("avg")),
-        output_len=_int(r.sub("output_sequence_length").number("avg")),
-        num_prompts=count,
-        load="open-loop" if rate else ("closed-loop" if concurrency else None),
-        request_rate=rate,
-        **workload_extra,
+        **{
+            "input_len": _int(r.sub("input_sequence_length").number("avg")),
+            "output_len": _int(r.sub("output_sequence_length").number("avg")),
+            "num_prompts": count,
+            "load": "open-loop" if rate else ("closed-loop" if concurrency else None),
+            "request_rate": rate,
+            **workload_extra,
+        }
     )
+    streaming: Granularity | str = (
+        "AIPerf's summary keeps no per-request chunk counts (import profile_export.jsonl with it)"
+    )
+    lengths = None
+    notes = list(METRIC_NOTES)
+    if records is not None:
+        for key, value in records.per_token_metrics().items():
+            metrics.setdefault(key, value)
+        streaming = records.streaming()
+        lengths = records.lengths(workload.output_len, workload.ignore_eos)
+        notes.append("TPOT (and ITL) ours from the per-request records imported with this summary")
     return bench_event(
         file,
         ctx,
@@ -141,8 +160,11 @@ def _summary_event(
         workload=workload,
         concurrency=concurrency,
         tool_metrics=tool_metrics,
-        metric_notes=METRIC_NOTES,
+        metric_notes=[*notes, *extra_notes],
         first_error=first_error,
+        streaming=streaming,
+        lengths=lengths,
+        partner=records.file if records is not None else None,
     )
 
 
@@ -204,6 +226,29 @@ def _mapping(value: Any) -> dict[str, Any]:
 
 
 def _read_json(file: InputFile, ctx: ImportContext) -> ReadResult:
+    return _json_run(file, ctx, None)
+
+
+def _dataset_facts(config: dict[str, Any]) -> dict[str, Any]:
+    """What ``input_config`` says was sent: the synthetic dataset's ``random_seed`` and asked
+    output length (``prompts.osl.mean`` without a stddev), and ``endpoint.extra``'s ignore_eos."""
+    datasets = config.get("datasets") if isinstance(config.get("datasets"), list) else []
+    main = datasets[0] if datasets and isinstance(datasets[0], dict) else {}
+    seed = main.get("random_seed")
+    osl = _mapping(_mapping(main.get("prompts")).get("osl"))
+    mean, stddev = osl.get("mean"), osl.get("stddev")
+    out: dict[str, Any] = {}
+    if isinstance(seed, int) and not isinstance(seed, bool):
+        out["seed"] = seed
+    if isinstance(mean, (int, float)) and not isinstance(mean, bool) and not stddev:
+        out["output_len"] = int(round(mean))
+    extra = _mapping(_mapping(config.get("endpoint")).get("extra"))
+    if isinstance(extra.get("ignore_eos"), bool):
+        out["ignore_eos"] = extra["ignore_eos"]
+    return out
+
+
+def _json_run(file: InputFile, ctx: ImportContext, records: Records | None) -> ReadResult:
     doc = file.json
     config = doc.get("input_config") if isinstance(doc.get("input_config"), dict) else {}
     concurrency, rate = _load_phase(config)
@@ -231,11 +276,16 @@ def _read_json(file: InputFile, ctx: ImportContext) -> ReadResult:
         errors=errors,
         first_error=first_error,
         workload_extra={
-            "endpoint": endpoint.get("type") if isinstance(endpoint.get("type"), str) else None
+            "endpoint": endpoint.get("type")
+            if endpoint.get("type") in ("chat", "completions")
+            else None,
+            **_dataset_facts(config),
         },
+        records=records,
     )
     model = models[0].get("name") if models and isinstance(models[0], dict) else None
-    return [event.model_copy(update={"notes": f"model {model}" if model else None})], {}
+    event = event.model_copy(update={"notes": f"model {model}" if model else None})
+    return [event], ({event.event_id: records.table} if records is not None else {})
 
 
 # --- CSV ------------------------------------------------------------------------------
@@ -250,6 +300,10 @@ def _sniff_csv(sniffed: Sniffed) -> float:
 
 
 def _read_csv(file: InputFile, ctx: ImportContext) -> ReadResult:
+    return _csv_run(file, ctx, None)
+
+
+def _csv_run(file: InputFile, ctx: ImportContext, records: Records | None) -> ReadResult:
     rows = file.text.splitlines()
     import csv
 
@@ -289,17 +343,10 @@ def _read_csv(file: InputFile, ctx: ImportContext) -> ReadResult:
         errors=None,
         first_error=None,
         workload_extra={},
+        records=records,
+        extra_notes=("the CSV rounds to 2 decimals and has no load settings (concurrency)",),
     )
-    return [
-        event.model_copy(
-            update={
-                "metric_notes": [
-                    *event.metric_notes,
-                    "the CSV rounds to 2 decimals and has no load settings (concurrency)",
-                ],
-            }
-        )
-    ], {}
+    return [event], ({event.event_id: records.table} if records is not None else {})
 
 
 # --- per-request records --------------------------------------------------------------
@@ -322,10 +369,61 @@ def _value(metrics: dict[str, Any], tag: str) -> Any:
     return entry.get("value") if isinstance(entry, dict) else None
 
 
-def _read_records(file: InputFile, ctx: ImportContext) -> ReadResult:
+@dataclass
+class Records:
+    """The per-request records of one run (``profile_export.jsonl``, profiling phase only):
+    the samples ``table``, each successful request's streamed chunks (``inter_chunk_latency``
+    lists one gap per chunk after the first: a request with a TTFT and no list came in one
+    chunk), its gaps (ms), and the first start and last end (ns)."""
+
+    file: InputFile
+    rows: list[dict[str, Any]]
+    chunks: list[tuple[int | None, int | None]]
+    gaps: list[float]
+    starts: list[int]
+    ends: list[int]
+    exact_counts: bool
+
+    @property
+    def table(self) -> Any:
+        return samples_table(self.rows)
+
+    def per_token_metrics(self) -> dict[str, float | None]:
+        """Our TPOT from the requests and ITL pooled over their chunk gaps (as sglang pools them)."""
+        out = {k: v for k, v in distribution_from_samples(self.table).items() if "_tpot_" in k}
+        if self.gaps:
+            from ..derive.distribution import distribution_ms
+
+            out.update(distribution_ms([g / 1000.0 for g in self.gaps], "itl"))
+        return out
+
+    def streaming(self) -> Granularity | str:
+        found = from_requests(self.chunks)
+        return (
+            found if found is not None else "no successful streamed request with 2+ output tokens"
+        )
+
+    def lengths(self, asked: int | None, ignore_eos: bool | None) -> OutputLengths:
+        return OutputLengths(
+            [row["output_tokens"] for row in self.rows if row["ok"]],
+            asked=asked,
+            ignore_eos=ignore_eos,
+            exact=self.exact_counts,
+        )
+
+
+def read_records(file: InputFile) -> Records:
+    """The records of ``file``.
+
+    Raises:
+        InvalidInput: a line that is not JSON, a mistyped field, or no profiling record.
+    """
     rows: list[dict[str, Any]] = []
+    chunks: list[tuple[int | None, int | None]] = []
+    gaps: list[float] = []
     starts: list[int] = []
     ends: list[int] = []
+    exact = True
     for number, record in json_lines(file):
         r = FieldReader(record, f"{file.label}:{number}")
         meta = r.sub("metadata")
@@ -350,6 +448,11 @@ def _read_records(file: InputFile, ctx: ImportContext) -> ReadResult:
         out = values.number("usage_completion_tokens", integer=True)
         if out is None:
             out = values.number("output_sequence_length", integer=True)
+            exact = exact and out is None
+        if ok and ttft is not None:
+            chunk_gaps = values.array("inter_chunk_latency") or []
+            gaps.extend(float(g) for g in chunk_gaps if isinstance(g, (int, float)))
+            chunks.append((len(chunk_gaps) + 1, out))
         rows.append(
             {
                 "ok": ok,
@@ -366,16 +469,23 @@ def _read_records(file: InputFile, ctx: ImportContext) -> ReadResult:
         )
     if not rows:
         raise InvalidInput(f"{file.label}: no AIPerf profiling records")
-    table = samples_table(rows)
+    return Records(file, rows, chunks, gaps, starts, ends, exact)
+
+
+def _read_records(file: InputFile, ctx: ImportContext) -> ReadResult:
+    records = read_records(file)
+    rows = records.rows
+    table = records.table
     completed = sum(row["ok"] for row in rows)
     metrics: dict[str, Any] = {"completed": completed, "failed": len(rows) - completed}
     metrics.update(distribution_from_samples(table))
+    metrics.update(records.per_token_metrics())
     ok_rows = [row for row in rows if row["ok"]]
     total_out = sum(row["output_tokens"] or 0 for row in ok_rows)
     total_in = sum(row["prompt_tokens"] or 0 for row in ok_rows)
     metrics.update(total_output_tokens=total_out, total_input_tokens=total_in)
-    if starts:
-        duration = (max(ends) - min(starts)) / 1e9
+    if records.starts:
+        duration = (max(records.ends) - min(records.starts)) / 1e9
         if duration > 0:
             metrics.update(
                 duration_s=duration,
@@ -399,8 +509,72 @@ def _read_records(file: InputFile, ctx: ImportContext) -> ReadResult:
             "duration = first request start to last request end",
         ],
         first_error=first_error,
+        streaming=records.streaming(),
+        lengths=records.lengths(None, None),
     )
     return [event], {event.event_id: table}
+
+
+# --- one run's files imported together ---------------------------------------------------
+
+
+def same_run(summary: InputFile, records: Records) -> bool:
+    """Whether ``records`` are the requests of the run ``summary`` (JSON or CSV) sums up: the
+    same request count and the same mean TTFT (the CSV rounds it to 2 decimals)."""
+    rows = records.rows
+    ttfts = [row["ttft_ms"] for row in rows if row["ok"] and row["ttft_ms"] is not None]
+    if not ttfts:
+        return False
+    mean = sum(ttfts) / len(ttfts)
+    if summary.path.suffix.lower() == ".csv":
+        text = summary.text
+        for line in text.splitlines():
+            if line.startswith("Time to First Token (ms),"):
+                try:
+                    return bool(abs(float(line.split(",")[1]) - mean) <= 0.006)
+                except (ValueError, IndexError):
+                    return False
+        return False
+    doc = summary.json
+    if not isinstance(doc, dict):
+        return False
+    avg = _mapping(doc.get("time_to_first_token")).get("avg")
+    count = _mapping(doc.get("request_count")).get("avg")
+    return bool(
+        isinstance(avg, (int, float))
+        and abs(avg - mean) <= 1e-9 * max(1.0, abs(mean))
+        and count in (None, len(rows))
+    )
+
+
+def read_with_records(
+    summary: InputFile, records_file: InputFile, ctx: ImportContext
+) -> ReadResult:
+    """The one run of an AIPerf summary (JSON or CSV) and its records, imported together."""
+    records = read_records(records_file)
+    if summary.path.suffix.lower() == ".csv":
+        return _csv_run(summary, ctx, records)
+    return _json_run(summary, ctx, records)
+
+
+def _same_records(summary: InputFile, records_file: InputFile) -> bool:
+    return same_run(summary, read_records(records_file))
+
+
+def _same_summary(json_file: InputFile, csv_file: InputFile) -> bool:
+    """The CSV beside the JSON of one run: the same mean TTFT at the CSV's 2 decimals."""
+    doc = json_file.json
+    avg = _mapping(doc.get("time_to_first_token")).get("avg") if isinstance(doc, dict) else None
+    for line in csv_file.text.splitlines():
+        if line.startswith("Time to First Token (ms),") and isinstance(avg, (int, float)):
+            try:
+                return abs(float(line.split(",")[1]) - avg) <= 0.006
+            except (ValueError, IndexError):
+                return False
+    return False
+
+
+_RECORDS = Pairing("aiperf-records", _same_records, read_with_records)
 
 
 JSON_IMPORTER = Importer(
@@ -408,12 +582,14 @@ JSON_IMPORTER = Importer(
     description="AIPerf profile_export_aiperf.json",
     sniff=_sniff_json,
     read=_read_json,
+    pairings=(_RECORDS, Pairing("aiperf-csv", _same_summary)),
 )
 CSV_IMPORTER = Importer(
     kind="aiperf-csv",
     description="AIPerf profile_export_aiperf.csv",
     sniff=_sniff_csv,
     read=_read_csv,
+    pairings=(_RECORDS,),
 )
 RECORDS_IMPORTER = Importer(
     kind="aiperf-records",

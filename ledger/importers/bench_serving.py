@@ -20,9 +20,11 @@ from ledger.write.input_checks import loads
 from schemas import Actor, BenchmarkCompleted, BenchMetrics, Host, Workload
 from schemas.metrics import INTEGER_METRICS, tpot
 
+from ..derive.streaming import Granularity, from_means, from_requests
 from ..store import BENCH_SAMPLES_SCHEMA as SAMPLES_SCHEMA
 from .detect import ImportContext, Importer, InputFile, ReadResult, Sniffed, looks_like_bench
 from .fields import FieldReader as _Line
+from .results import OutputLengths, apply_streaming, chunks_from_gaps
 
 TOOL = "sglang.bench_serving"
 
@@ -173,6 +175,7 @@ def _event(
         request_rate=rate,
     )
     notes = []
+    valid = True
     if metrics.failed:
         first = (
             next((e for e in table.column("error").to_pylist() if e), "")
@@ -182,7 +185,20 @@ def _event(
         notes.append(f"{metrics.failed} request(s) failed" + (f": {first[:200]}" if first else ""))
     if not metrics.completed:
         notes.append("no request completed")
+    valid = not notes
     backend = line.text("backend")
+    ok_rows = [row for row in table.to_pylist() if row["ok"]] if table is not None else []
+    if table is not None:
+        fixed = workload.range_ratio == 1.0 and (workload.dataset or "").startswith("random")
+        fails, length_notes = OutputLengths(
+            [row["output_tokens"] for row in ok_rows],
+            asked=workload.output_len if fixed else None,
+        ).check()
+        valid = valid and not fails
+        notes.extend(length_notes)
+    values = metrics.model_dump()
+    moved, coarse, unmeasurable = apply_streaming(values, _granularity(metrics, ok_rows, backend))
+    notes.extend([coarse] if coarse else [])
     return BenchmarkCompleted(
         event_id=event_id,
         run_id=run_id,
@@ -190,11 +206,41 @@ def _event(
         tool=TOOL,
         workload=workload,
         concurrency=max_concurrency,
-        metrics=metrics,
-        valid=not notes,
+        metrics=BenchMetrics(**values),
+        valid=valid,
         validity_notes=notes,
         notes=f"bench_serving backend {backend}" if backend else None,
+        tool_metrics=moved,
+        metric_notes=[unmeasurable] if unmeasurable else [],
     )
+
+
+def _granularity(
+    metrics: BenchMetrics, ok_rows: list[dict[str, Any]], backend: str | None
+) -> Granularity | str:
+    """The streaming-granularity verdict of one line: from the per-request gaps of
+    ``--output-details``, else estimated from the means, else why it cannot be told."""
+    if ok_rows:
+        found = from_requests((chunks_from_gaps(r["itl_ms"]), r["output_tokens"]) for r in ok_rows)
+        if found is not None:
+            return found
+    if backend in ("sglang", "sglang-native"):
+        # the native /generate client splits each chunk's gap over its tokens: the pooled ITL
+        # counts tokens, not chunks, and the means cannot tell the chunking
+        return (
+            "sglang's native /generate client splits a chunk's gap over its tokens, so the means "
+            "cannot tell the chunking; the per-request gaps of --output-details can"
+        )
+    if metrics.completed and metrics.total_output_tokens is not None:
+        found = from_means(
+            metrics.mean_e2e_latency_ms,
+            metrics.mean_ttft_ms,
+            metrics.mean_itl_ms,
+            metrics.total_output_tokens / metrics.completed,
+        )
+        if found is not None:
+            return found
+    return "the line keeps no per-request gaps (--output-details) and no mean E2E, TTFT and ITL"
 
 
 def _request_rate(line: _Line) -> float | None:

@@ -212,6 +212,23 @@ class Importer:
     description: str
     sniff: Callable[[Sniffed], float]
     read: Callable[[InputFile, ImportContext], ReadResult]
+    #: the other files of one run this format's file takes in when they are imported with it
+    pairings: tuple[Pairing, ...] = ()
+
+
+@dataclass(frozen=True)
+class Pairing:
+    """Another file of the same run, imported with a file of this format: one benchmark, not two.
+
+    ``kind``: the other file's importer kind; ``same_run(this, other)``: whether the two
+    files are of one run (by its id, its request count and timings: never by name alone);
+    ``read(this, other, ctx)``: the run's events from both (the other file's requests as the
+    samples); ``None`` when the other file is the same report in another format and adds
+    nothing (GuideLLM's YAML beside its JSON)."""
+
+    kind: str
+    same_run: Callable[[InputFile, InputFile], bool]
+    read: Callable[[InputFile, InputFile, ImportContext], ReadResult] | None = None
 
 
 class Sniffed:

@@ -41,9 +41,10 @@ from typing import TYPE_CHECKING, Any
 from ledger.errors import InvalidInput
 from schemas import Workload
 
-from .detect import ImportContext, Importer, InputFile, ReadResult, Sniffed, load_yaml
+from ..derive.streaming import from_requests
+from .detect import ImportContext, Importer, InputFile, Pairing, ReadResult, Sniffed, load_yaml
 from .fields import FieldReader
-from .results import bench_event, distribution_from_samples, samples_table, tpot_ms
+from .results import OutputLengths, bench_event, distribution_from_samples, samples_table, tpot_ms
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -93,12 +94,13 @@ def _read(file: InputFile, ctx: ImportContext) -> ReadResult:
         )
     version = _version(doc)
     data_description = _data_description(doc)
+    facts = _run_facts(doc)
     events = []
     samples = {}
     for index, raw in enumerate(benchmarks):
         where = f"{file.label}: benchmarks[{index}]"
         event, table = _benchmark(
-            file, ctx, FieldReader(raw, where), index, version, data_description
+            file, ctx, FieldReader(raw, where), index, version, data_description, facts
         )
         events.append(event)
         if table is not None:
@@ -153,6 +155,30 @@ def _data_description(doc: dict[str, Any]) -> str | None:
     return "; ".join(parts) or None
 
 
+def _run_facts(doc: dict[str, Any]) -> dict[str, Any]:
+    """0.8's run settings kept as workload facts: ``seed`` (``config.spec.seed.value``) and
+    ``endpoint`` (the backend's ``request_format``)."""
+    config = doc.get("config")
+    found = config.get("spec") if isinstance(config, dict) else None
+    spec: dict[str, Any] = found if isinstance(found, dict) else {}
+    seed: dict[str, Any] = spec["seed"] if isinstance(spec.get("seed"), dict) else {}
+    backend: dict[str, Any] = spec["backend"] if isinstance(spec.get("backend"), dict) else {}
+    value = seed.get("value")
+    return {
+        "seed": value if isinstance(value, int) and not isinstance(value, bool) else None,
+        "endpoint": _ENDPOINTS.get(str(backend.get("request_format"))),
+    }
+
+
+#: GuideLLM's request formats (0.8 ``request_format``, 0.3 per-request ``request_type``) -> ours.
+_ENDPOINTS = {
+    "/v1/chat/completions": "chat",
+    "/v1/completions": "completions",
+    "chat_completions": "chat",
+    "text_completions": "completions",
+}
+
+
 def _benchmark(
     file: InputFile,
     ctx: ImportContext,
@@ -160,6 +186,7 @@ def _benchmark(
     index: int,
     version: str | None,
     data_description: str | None = None,
+    facts: dict[str, Any] | None = None,
 ) -> tuple[BenchmarkCompleted, pa.Table | None]:
     totals = (
         r.sub("request_totals")
@@ -215,7 +242,7 @@ def _benchmark(
     if not per_request_itl:
         tool_metrics["inter_token_latency_ms_mean"] = itl.number("mean")
         tool_metrics["inter_token_latency_ms_median"] = itl.number("median")
-    table = _samples(r)
+    table, chunks, request_type = _samples(r, r.number("start_time") if "config" in r.obj else None)
     if table is not None and completed and sum(table.column("ok").to_pylist()) == completed:
         # every successful request is in the file: our statistics from them, exactly as ours
         metrics.update(distribution_from_samples(table))
@@ -227,6 +254,10 @@ def _benchmark(
     open_loop = kind in ("constant", "poisson") and rate is not None and rate > 0
     data = r.sub("request_loader").text("data") or data_description or ""
     lengths = dict((k, int(v)) for k, v in _DATA_RE.findall(data)) if isinstance(data, str) else {}
+    facts = facts or {}
+    # GuideLLM sends ignore_eos exactly when the data gives output_tokens (0.8's
+    # ``backends/openai/request_handlers.py``); without it max_tokens only caps the output.
+    ignore_eos = ("output_tokens" in lengths) if "config" in r.obj else None
     workload = Workload(
         dataset=data[:200] or None,
         input_len=lengths.get("prompt_tokens"),
@@ -234,7 +265,24 @@ def _benchmark(
         num_prompts=sum(x for x in (completed, errored, incomplete) if x is not None) or None,
         load="open-loop" if open_loop else ("closed-loop" if concurrency else None),
         request_rate=rate if open_loop else None,
+        seed=facts.get("seed")
+        if facts.get("seed") is not None
+        else r.sub("args").sub("profile").number("random_seed", integer=True),
+        ignore_eos=ignore_eos,
+        endpoint=facts.get("endpoint") or _ENDPOINTS.get(request_type or ""),
     )
+    ok_counts = (
+        [row["output_tokens"] for row in table.to_pylist() if row["ok"]]
+        if table is not None
+        else []
+    )
+    streaming: Any = from_requests(chunks)
+    if streaming is None:
+        streaming = (
+            "no kept request streamed 2+ output tokens"
+            if chunks
+            else "the report keeps no per-request chunk counts (GuideLLM 0.8's token_iterations)"
+        )
     label = (
         f"{index}-{kind}"
         + (f"-{rate:g}" if open_loop else "")
@@ -260,26 +308,46 @@ def _benchmark(
         metric_notes=METRIC_NOTES,
         notes=notes,
         config_name=None,
+        streaming=streaming,
+        lengths=OutputLengths(ok_counts, asked=lengths.get("output_tokens"), ignore_eos=ignore_eos)
+        if table is not None
+        else None,
     )
     event = event.model_copy(update={"source": f"{file.name}:benchmarks[{index}]"})
     return event, table
 
 
-def _samples(r: FieldReader) -> Any:
-    """Per-request rows of the sampled ``requests`` (successful, then errored); ``None`` without any."""
+def _samples(
+    r: FieldReader, measured_from: float | None
+) -> tuple[Any, list[tuple[int | None, int | None]], str | None]:
+    """Per-request rows of the sampled ``requests`` (successful, then errored; ``None`` without
+    any), the (content chunks, output tokens) of each successful one that says (0.8's
+    ``info.timings.token_iterations``), and the request type (0.3's ``request_type``).
+
+    0.8 keeps its warmup requests in the list: those started before the benchmark's
+    ``start_time`` (``measured_from``, the end of the warmup) are not part of the run."""
     requests = r.mapping("requests")
     if not requests:
-        return None
+        return None, [], None
     rows = []
+    chunks: list[tuple[int | None, int | None]] = []
+    request_type = None
     for status in ("successful", "errored"):
         for i, raw in enumerate(requests.get(status) or []):
             if not isinstance(raw, dict):
                 raise r.error(f"requests.{status}[{i}]", "expected an object")
             q = FieldReader(raw, f"{r.where}.requests.{status}[{i}]")
+            started = q.number("request_start_time")
+            if measured_from is not None and started is not None and started < measured_from:
+                continue  # a warmup request
+            request_type = request_type or q.text("request_type")
             latency = q.number("request_latency")
             e2e = latency * 1000.0 if latency is not None else None
             ttft = q.number("time_to_first_token_ms")
             out = q.number("output_tokens", integer=True)
+            if status == "successful" and "info" in raw:
+                timings = q.sub("info").sub("timings")
+                chunks.append((timings.number("token_iterations", integer=True), out))
             rows.append(
                 {
                     "ok": status == "successful",
@@ -291,7 +359,23 @@ def _samples(r: FieldReader) -> Any:
                     "error": None if status == "successful" else (q.text("error") or "errored"),
                 }
             )
-    return samples_table(rows) if rows else None
+    return (samples_table(rows) if rows else None), chunks, request_type
+
+
+def _benchmark_ids(file: InputFile) -> list[Any]:
+    """The ids of a report's benchmarks (0.8: ``config.id_``; 0.3: ``id_``) with its run ids."""
+    doc = file.json if file.text.lstrip().startswith("{") else load_yaml(file)
+    ids = []
+    for bench in _benchmarks(doc) or []:
+        config = bench.get("config") if isinstance(bench.get("config"), dict) else bench
+        ids.append((config.get("id_"), config.get("run_id")))
+    return ids
+
+
+def _same_report(this: InputFile, other: InputFile) -> bool:
+    """The same report in two formats (``--output`` json and yaml): the same benchmark ids."""
+    ids = _benchmark_ids(this)
+    return bool(ids) and all(i[0] for i in ids) and ids == _benchmark_ids(other)
 
 
 IMPORTER = Importer(
@@ -299,4 +383,5 @@ IMPORTER = Importer(
     description="GuideLLM benchmarks JSON/YAML",
     sniff=_sniff,
     read=_read,
+    pairings=(Pairing("guidellm-benchmarks", _same_report),),
 )

@@ -180,6 +180,7 @@ def _read(file: InputFile, ctx: ImportContext) -> ReadResult:
             },
             metric_notes=METRIC_NOTES,
             notes=f"guidellm strategy {name} (console report)",
+            streaming="GuideLLM's console report keeps no per-request chunk counts",
         )
         events.append(event)
     if not events:

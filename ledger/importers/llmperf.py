@@ -26,8 +26,12 @@ the ITL one checked on the fixture: ``inter_token_latency_s`` = time to the last
 - TTFT (first streamed chunk) and E2E are ours; mean and quantiles (pandas, linear
   interpolation) are too, but ``stddev`` is pandas' sample std (ddof 1), ours is the
   population std: kept in ``tool_metrics``.
-- llmperf's ITL is the time to the request's last token (TTFT included) / its output tokens, not our pooled
-  gaps nor our TPOT: ``tool_metrics`` only. Our TPOT is computed per request where the
+- llmperf's ITL is the sum of a request's gaps up to its last content chunk (TTFT included)
+  divided by the SSE lines it received (``openai_chat_completions_client.py`` counts every
+  ``data:`` line but ``[DONE]``; ``token_benchmark_ray.py`` divides by that count before it
+  replaces the count with its tokenizer's), not our pooled gaps nor our TPOT:
+  ``tool_metrics`` only. E2E / ITL is therefore an upper bound of a request's SSE lines, and
+  so of its content chunks: the streaming-granularity rule uses it. Our TPOT is computed per request where the
   file has TTFT, E2E and the output count (individual responses).
 - Output tokens are counted by llmperf's tokenizer over the streamed text, not by the server.
 - ``results_mean_output_throughput_token_per_s`` (all output tokens / run time) is our
@@ -37,19 +41,22 @@ the ITL one checked on the fixture: ``inter_token_latency_s`` = time to the last
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from ledger.errors import InvalidInput
 from schemas import Workload
 
-from .detect import ImportContext, Importer, InputFile, ReadResult, Sniffed
+from ..derive.streaming import from_requests
+from .detect import ImportContext, Importer, InputFile, Pairing, ReadResult, Sniffed
 from .fields import FieldReader
-from .results import bench_event, distribution_from_samples, samples_table, tpot_ms
+from .results import OutputLengths, bench_event, distribution_from_samples, samples_table, tpot_ms
 
 TOOL = "llmperf"
 
 METRIC_NOTES = [
-    "llmperf inter_token_latency = E2E / output tokens (TTFT included): tool_metrics only, not ITL or TPOT",
+    "llmperf inter_token_latency = the sum of the gaps up to the last content chunk (TTFT included) / "
+    "the SSE lines received (current ray-project llmperf): tool_metrics only, not ITL or TPOT",
     "llmperf stddev is the sample std (ddof 1): tool_metrics only",
     "output tokens counted by llmperf's tokenizer over the streamed text, not by the server",
 ]
@@ -72,6 +79,10 @@ def _sniff_summary(sniffed: Sniffed) -> float:
 
 
 def _read_summary(file: InputFile, ctx: ImportContext) -> ReadResult:
+    return _summary_run(file, ctx, None)
+
+
+def _summary_run(file: InputFile, ctx: ImportContext, responses: Responses | None) -> ReadResult:
     r = FieldReader(file.json, file.label)
     metrics: dict[str, Any] = {}
     tool_metrics: dict[str, float | None] = {}
@@ -94,29 +105,68 @@ def _read_summary(file: InputFile, ctx: ImportContext) -> ReadResult:
     )
     if completed and per_min:
         metrics["duration_s"] = completed / per_min * 60.0
+    # the means are over the completed requests: mean x count is each total, exactly
+    for key, ours in (
+        ("results_number_input_tokens_mean", "total_input_tokens"),
+        ("results_number_output_tokens_mean", "total_output_tokens"),
+    ):
+        mean = r.number(key)
+        if mean is not None and completed is not None:
+            metrics[ours] = mean * completed
     concurrency = r.number("num_concurrent_requests", integer=True)
+    ignore_eos = r.obj.get("additional_sampling_params_ignore_eos")
     workload = Workload(
         input_len=r.number("mean_input_tokens", integer=True),
         output_len=r.number("mean_output_tokens", integer=True),
         num_prompts=r.number("results_num_requests_started", integer=True),
         load="closed-loop" if concurrency else None,
+        ignore_eos=ignore_eos if isinstance(ignore_eos, bool) else None,
+        endpoint="chat",  # llmperf's OpenAI client posts to chat/completions only
     )
     model = r.text("model")
+    # ``version`` is llmperf's results-format date (utils.RESULTS_VERSION), not a tool version
+    fmt = r.text("version")
+    notes = ", ".join(
+        x
+        for x in (f"model {model}" if model else "", f"llmperf results format {fmt}" if fmt else "")
+        if x
+    )
+    streaming: Any = (
+        "llmperf's summary keeps no per-request figures (import its individual responses with it)"
+    )
+    lengths = None
+    metric_notes = list(METRIC_NOTES)
+    if responses is not None:
+        for key, value in distribution_from_samples(responses.table).items():
+            if key.startswith(
+                ("std_", "mean_tpot", "median_tpot", "std_tpot", "p90_tpot", "p95_tpot", "p99_tpot")
+            ):
+                metrics.setdefault(key, value)
+        streaming = responses.streaming()
+        stddev = r.number("stddev_output_tokens")
+        lengths = responses.lengths(
+            workload.output_len if not stddev else None, workload.ignore_eos
+        )
+        metric_notes.append(
+            "TPOT and std ours from the individual responses imported with this summary"
+        )
     event = bench_event(
         file,
         ctx,
         label="summary",
         line=None,
         tool=TOOL,
-        tool_version=r.text("version"),
         metrics=metrics,
         workload=workload,
         concurrency=concurrency,
         tool_metrics=tool_metrics,
-        metric_notes=METRIC_NOTES,
-        notes=f"model {model}" if model else None,
+        metric_notes=metric_notes,
+        notes=notes or None,
+        streaming=streaming,
+        lengths=lengths,
+        partner=responses.file if responses is not None else None,
     )
-    return [event], {}
+    return [event], ({event.event_id: responses.table} if responses is not None else {})
 
 
 def _ms(seconds: float | None) -> float | None:
@@ -136,8 +186,45 @@ def _sniff_responses(sniffed: Sniffed) -> float:
     return 0.0
 
 
-def _read_responses(file: InputFile, ctx: ImportContext) -> ReadResult:
+@dataclass
+class Responses:
+    """One run's ``individual_responses``: the samples rows, each successful request's
+    (SSE lines, output tokens) and llmperf's per-request ITLs (s)."""
+
+    file: InputFile
+    rows: list[dict[str, Any]]
+    lines: list[tuple[float | None, int | None]]
+    itl: list[float]
+
+    @property
+    def table(self) -> Any:
+        return samples_table(self.rows)
+
+    def streaming(self) -> Any:
+        found = from_requests(
+            self.lines, basis="median; SSE lines = E2E / llmperf's ITL, an upper bound"
+        )
+        return (
+            found if found is not None else "no successful request with 2+ output tokens and an ITL"
+        )
+
+    def lengths(self, asked: int | None, ignore_eos: bool | None) -> OutputLengths:
+        return OutputLengths(
+            [row["output_tokens"] for row in self.rows if row["ok"]],
+            asked=asked,
+            ignore_eos=ignore_eos,
+            exact=False,
+        )
+
+
+def read_responses(file: InputFile) -> Responses:
+    """The requests of an ``individual_responses`` file.
+
+    Raises:
+        InvalidInput: a mistyped field (named with the entry's index).
+    """
     rows: list[dict[str, Any]] = []
+    lines: list[tuple[float | None, int | None]] = []
     itl: list[float] = []
     for index, raw in enumerate(file.json):
         q = FieldReader(raw, f"{file.label}: [{index}]")
@@ -149,6 +236,8 @@ def _read_responses(file: InputFile, ctx: ImportContext) -> ReadResult:
         gap = q.number("inter_token_latency_s")
         if ok and gap is not None:
             itl.append(gap)
+            if gap > 0 and e2e is not None:
+                lines.append((e2e / 1000.0 / gap, out))
         rows.append(
             {
                 "ok": ok,
@@ -160,7 +249,13 @@ def _read_responses(file: InputFile, ctx: ImportContext) -> ReadResult:
                 "error": None if ok else f"{error}: {q.text('error_msg') or ''}".strip(": "),
             }
         )
-    table = samples_table(rows)
+    return Responses(file, rows, lines, itl)
+
+
+def _read_responses(file: InputFile, ctx: ImportContext) -> ReadResult:
+    responses = read_responses(file)
+    rows = responses.rows
+    table = responses.table
     completed = sum(row["ok"] for row in rows)
     metrics: dict[str, Any] = {"completed": completed, "failed": len(rows) - completed}
     metrics.update(distribution_from_samples(table))
@@ -173,6 +268,7 @@ def _read_responses(file: InputFile, ctx: ImportContext) -> ReadResult:
     metrics["total_output_tokens"] = sum(outputs) if outputs else None
     metrics["total_input_tokens"] = sum(inputs) if inputs else None
     first_error = next((row["error"] for row in rows if row["error"]), None)
+    itl = responses.itl
     event = bench_event(
         file,
         ctx,
@@ -180,15 +276,38 @@ def _read_responses(file: InputFile, ctx: ImportContext) -> ReadResult:
         line=None,
         tool=TOOL,
         metrics=metrics,
-        workload=Workload(num_prompts=len(rows)),
+        workload=Workload(num_prompts=len(rows), endpoint="chat"),
         tool_metrics={"inter_token_latency_s_mean": sum(itl) / len(itl) if itl else None},
         metric_notes=[*METRIC_NOTES, "per-request records only: no run duration, so no throughput"],
         first_error=first_error,
+        streaming=responses.streaming(),
+        lengths=responses.lengths(None, None),
     )
     return [event], {event.event_id: table}
 
 
+def _same_run(summary: InputFile, responses_file: InputFile) -> bool:
+    """A summary and the individual responses of its run: the same request count and the same
+    mean TTFT (llmperf's summary is pandas' mean over the completed requests)."""
+    doc = summary.json
+    responses = read_responses(responses_file)
+    ttfts = [row["ttft_ms"] for row in responses.rows if row["ok"] and row["ttft_ms"] is not None]
+    mean = doc.get("results_ttft_s_mean") if isinstance(doc, dict) else None
+    started = doc.get("results_num_requests_started") if isinstance(doc, dict) else None
+    if not ttfts or not isinstance(mean, (int, float)):
+        return False
+    ours = sum(ttfts) / len(ttfts) / 1000.0
+    return started in (None, len(responses.rows)) and abs(ours - mean) <= 1e-9 * max(1.0, mean)
+
+
+def _read_pair(summary: InputFile, responses_file: InputFile, ctx: ImportContext) -> ReadResult:
+    return _summary_run(summary, ctx, read_responses(responses_file))
+
+
 # --- sweep tables -----------------------------------------------------------------------
+
+#: Why a sweep table cannot tell the streaming granularity (``ledger.derive.streaming``).
+_SWEEP = "a sweep table keeps no per-request figures"
 
 _AGG_TTFT = "time_to_first_token_in_ms_(ttft)_"
 _AGG_ITL = "latency_ms_per_token_(inter_token_latency)_"
@@ -244,6 +363,7 @@ def _read_aggregate(file: InputFile, ctx: ImportContext) -> ReadResult:
             *METRIC_NOTES[:1],
             "throughput_token_per_s quantiles are per request (tool_metrics)",
         ],
+        streaming=_SWEEP,
     )
     return [event], {}
 
@@ -319,6 +439,7 @@ def _read_csv(file: InputFile, ctx: ImportContext) -> ReadResult:
                     "mean_output_token_length": values.get("mean_output_token_length"),
                 },
                 metric_notes=METRIC_NOTES[:1],
+                streaming=_SWEEP,
             ).model_copy(update={"source": f"{file.name}:column {column + 2}"})
         )
     return events, {}
@@ -329,6 +450,7 @@ SUMMARY_IMPORTER = Importer(
     description="llmperf *_summary.json",
     sniff=_sniff_summary,
     read=_read_summary,
+    pairings=(Pairing("llmperf-individual-responses", _same_run, _read_pair),),
 )
 RESPONSES_IMPORTER = Importer(
     kind="llmperf-individual-responses",

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import pyarrow as pa
@@ -20,6 +21,7 @@ import pyarrow as pa
 from schemas import BenchmarkCompleted, BenchMetrics, Workload
 from schemas.metrics import INTEGER_METRICS, tpot
 
+from ..derive.streaming import PER_TOKEN_METRICS, Granularity
 from ..store import BENCH_SAMPLES_SCHEMA as SAMPLES_SCHEMA
 from .detect import ImportContext, InputFile
 
@@ -43,13 +45,23 @@ def bench_event(
     notes: str | None = None,
     config_name: str | None = None,
     first_error: str | None = None,
+    streaming: Granularity | str | None = None,
+    lengths: OutputLengths | None = None,
+    partner: InputFile | None = None,
 ) -> BenchmarkCompleted:
     """One imported run; ``label`` makes its id (unique within the file), ``line`` its source.
 
     ``metrics`` are our ``BenchMetrics`` fields (``None`` values dropped; integer fields
     rounded from floats such as ``20.0``); ``tool_metrics`` drops ``None`` values.
     ``config_name``: the caller's ``--config-name``, else this, else the file stem.
-    The run is valid when no request failed and at least one completed.
+
+    The run's validity gate, as far as the file shows it: no request failed, at least one
+    completed, and (``lengths``) the output lengths as asked. ``streaming`` applies the
+    streaming-granularity rule (``ledger.streaming``): a coarse ``Granularity`` leaves TPOT
+    and ITL empty with the runner's note; a string is why the file cannot tell, and TPOT and
+    ITL are not measurable for that reason. Either way the tool's own figures stay in
+    ``tool_metrics``. ``partner``: the other file of the run imported with this one (its
+    per-request half): the id and run id then name both files' contents.
     """
     values = {k: v for k, v in metrics.items() if v is not None}
     unknown = set(values) - _METRIC_FIELDS
@@ -57,33 +69,121 @@ def bench_event(
         raise ValueError(f"not BenchMetrics fields: {sorted(unknown)}")
     for key in _INT_METRICS & values.keys():
         values[key] = int(round(values[key]))
+    kept = {k: float(v) for k, v in (tool_metrics or {}).items() if v is not None}
+    notes_of_metrics = list(metric_notes)
+    validity: list[str] = []
+    valid = True
+    moved, coarse_note, unmeasurable = apply_streaming(values, streaming)
+    for name, value in moved.items():
+        kept.setdefault(name, value)
+    validity.extend([coarse_note] if coarse_note else [])
+    notes_of_metrics.extend([unmeasurable] if unmeasurable else [])
     bench = BenchMetrics(**values)
-    validity = []
     if bench.failed:
+        valid = False
         validity.append(
             f"{bench.failed} request(s) failed" + (f": {first_error[:200]}" if first_error else "")
         )
     if bench.completed == 0:
+        valid = False
         validity.append("no request completed")
+    if lengths is not None:
+        fails, length_notes = lengths.check()
+        valid = valid and not fails
+        validity.extend(length_notes)
+    pair = f":with:{partner.sha256}" if partner is not None else ""
     return BenchmarkCompleted(
-        event_id=file.event_id(f"bench:{label}"),
-        source=f"{file.name}:{line}" if line else file.name,
+        event_id=file.event_id(f"bench:{label}{pair}"),
+        source=(f"{file.name}:{line}" if line else file.name)
+        + (f" + {partner.name}" if partner is not None else ""),
         session_id=ctx.session_id,
         host=ctx.host,
         actor=ctx.actor,
-        run_id=f"{tool.split('.')[0]}-{file.sha256[:12]}-{slug(label)}",
+        run_id=f"{tool.split('.')[0]}-{file.sha256[:12]}"
+        + (f"-{partner.sha256[:8]}" if partner is not None else "")
+        + f"-{slug(label)}",
         config_name=ctx.config_name or config_name or file.path.stem,
         tool=tool,
         tool_version=tool_version,
         workload=workload or Workload(),
         concurrency=concurrency if concurrency is None or concurrency >= 1 else None,
         metrics=bench,
-        valid=not validity,
+        valid=valid,
         validity_notes=validity,
         notes=notes,
-        tool_metrics={k: float(v) for k, v in (tool_metrics or {}).items() if v is not None},
-        metric_notes=list(metric_notes),
+        tool_metrics=kept,
+        metric_notes=notes_of_metrics,
     )
+
+
+def apply_streaming(
+    values: dict[str, Any], streaming: Granularity | str | None
+) -> tuple[dict[str, float], str | None, str | None]:
+    """The streaming-granularity rule on a run's metric ``values`` (changed in place): when the
+    stream is coarse, or the file cannot tell (``streaming`` is the reason), TPOT and ITL are
+    taken out. Returns (what was taken out, the validity note of a coarse stream, the metric
+    note of a file that cannot tell)."""
+    if streaming is None or (isinstance(streaming, Granularity) and not streaming.coarse):
+        return {}, None, None
+    moved = {
+        name: float(values.pop(name)) for name in PER_TOKEN_METRICS if values.get(name) is not None
+    }
+    for name in PER_TOKEN_METRICS:
+        values.pop(name, None)
+    if isinstance(streaming, str):
+        return moved, None, f"TPOT and ITL not measurable: {streaming}"
+    return moved, streaming.note(), None
+
+
+@dataclass(frozen=True)
+class OutputLengths:
+    """The output lengths of a run's successful requests, for the gate's "output lengths as
+    asked" (the runner's rule, ``runners/bench/metrics.py``'s ``validity``).
+
+    ``counts``: each successful request's output tokens (None: not counted); ``asked``: the
+    length every request asked for (None: the file does not say, or it varied); ``ignore_eos``:
+    whether the tool asked the server to ignore EOS (None: the file does not say); ``exact``:
+    the counts are the server's (``usage``), not the tool's re-tokenizing of the text.
+
+    A request that returned no token fails the gate whatever was asked (every request asks for
+    at least one). A count other than ``asked`` fails it when the length was enforced
+    (``ignore_eos``) and the counts are the server's; otherwise it is noted, not gated.
+    """
+
+    counts: Sequence[int | None]
+    asked: int | None = None
+    ignore_eos: bool | None = None
+    exact: bool = True
+
+    def check(self) -> tuple[bool, list[str]]:
+        """(fails the gate, notes)."""
+        counted = [c for c in self.counts if c is not None]
+        notes: list[str] = []
+        fails = False
+        empty = sum(1 for c in counted if c == 0)
+        if empty:
+            fails = True
+            notes.append(
+                f"{empty} of {len(self.counts)} successful requests returned 0 output tokens"
+            )
+        if self.asked is None:
+            return fails, notes
+        wrong = [c for c in counted if c not in (0, self.asked)]
+        if not wrong:
+            return fails, notes
+        text = f"{len(wrong)} requests returned {sorted(set(wrong))[:5]} output tokens, not {self.asked}"
+        if self.ignore_eos and self.exact:
+            fails = True
+        elif not self.exact:
+            text += (
+                " (not gated: the counts are the tool's tokenizing of the text, not the server's)"
+            )
+        elif self.ignore_eos is False:
+            text += " (not gated: ignore_eos was not sent, so a request may stop at EOS)"
+        else:
+            text += " (not gated: the file does not say whether ignore_eos was sent)"
+        notes.append(text)
+        return fails, notes
 
 
 def slug(text: str) -> str:
@@ -131,3 +231,13 @@ def distribution_from_samples(table: pa.Table) -> dict[str, float | None]:
     if gaps:
         out.update(distribution_ms(gaps, "itl"))
     return out
+
+
+def chunks_from_gaps(gaps: Sequence[float] | None) -> int:
+    """A request's streamed chunks from its list of gaps: one more than the gaps, where a
+    run of equal gaps counts once (sglang's native ``/generate`` client splits a chunk's gap
+    evenly over the chunk's tokens; two chunks never arrive with bit-identical gaps)."""
+    if not gaps:
+        return 1
+    runs = 1 + sum(1 for a, b in zip(gaps, gaps[1:], strict=False) if a != b)
+    return runs + 1

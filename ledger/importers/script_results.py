@@ -88,9 +88,14 @@ def _read_ab(file: InputFile, ctx: ImportContext) -> ReadResult:
                     "script's TBT, decode/aggregate tok/s and e2e_latency_s (statistic unstated): tool_metrics only"
                 ],
                 notes=f"model {model}" if model else None,
+                streaming=_NO_CHUNKS,
             ).model_copy(update={"source": f"{file.name}:results[{index}]"})
         )
     return events, {}
+
+
+#: Why these scripts' results cannot tell the streaming granularity (``ledger.streaming``).
+_NO_CHUNKS = "the script's result keeps no per-request chunk counts or ITL"
 
 
 def _sniff_run(sniffed: Sniffed) -> float:
@@ -153,6 +158,7 @@ def _read_run(file: InputFile, ctx: ImportContext) -> ReadResult:
         workload=workload,
         concurrency=concurrency,
         metric_notes=["TTFT, TPOT, E2E computed from per_request as ours"],
+        streaming=_NO_CHUNKS,
     )
     return [event], {event.event_id: table}
 
@@ -206,6 +212,7 @@ def _read_summary(file: InputFile, ctx: ImportContext) -> ReadResult:
                     metric_notes=[
                         "each run's medians as the study recorded them; no request counts in the file"
                     ],
+                    streaming=_NO_CHUNKS,
                 )
                 events.append(
                     event.model_copy(

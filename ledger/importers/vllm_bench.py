@@ -31,6 +31,7 @@ from ledger.engines.gpu_arch import compute_capability_for
 from ledger.errors import InvalidInput
 from schemas import Host, Workload
 
+from ..derive.streaming import from_means, from_requests
 from .bench_serving import samples_from_details
 from .detect import (
     ImportContext,
@@ -42,7 +43,7 @@ from .detect import (
     looks_like_bench,
 )
 from .fields import FieldReader
-from .results import bench_event, distribution_from_samples
+from .results import OutputLengths, bench_event, chunks_from_gaps, distribution_from_samples
 
 TOOL = "vllm.bench_serve"
 NIGHTLY_TOOL = "vllm.nightly_benchmarks"
@@ -190,11 +191,30 @@ def _event(file: InputFile, ctx: ImportContext, r: FieldReader, number: int, tab
         if rate is not None
         else ("closed-loop" if max_concurrency is not None else None),
         request_rate=rate,
-        endpoint=r.text("endpoint_type") or r.text("backend"),
+        endpoint=endpoint_of_backend(r.text("backend") or r.text("endpoint_type")),
     )
     first_error = None
+    streaming: Any = None
+    lengths = None
     if table is not None:
+        rows = [row for row in table.to_pylist() if row["ok"]]
         first_error = next((e for e in table.column("error").to_pylist() if e), None)
+        streaming = from_requests(
+            (chunks_from_gaps(row["itl_ms"]), row["output_tokens"]) for row in rows
+        )
+        lengths = OutputLengths([row["output_tokens"] for row in rows])
+    if streaming is None and completed and metrics.get("total_output_tokens") is not None:
+        streaming = from_means(
+            metrics.get("mean_e2e_latency_ms"),
+            metrics.get("mean_ttft_ms"),
+            metrics.get("mean_itl_ms"),
+            metrics["total_output_tokens"] / completed,
+        )
+    if streaming is None:
+        streaming = (
+            "the file keeps no per-request chunks (--save-detailed) and no mean E2E, TTFT "
+            "and ITL to estimate them from"
+        )
     model = r.text("model_id")
     return bench_event(
         file,
@@ -216,7 +236,31 @@ def _event(file: InputFile, ctx: ImportContext, r: FieldReader, number: int, tab
         )
         or None,
         first_error=first_error,
+        streaming=streaming,
+        lengths=lengths,
     )
+
+
+#: ``vllm bench serve --backend`` -> the endpoint it measures (``ASYNC_REQUEST_FUNCS`` of
+#: vLLM's ``benchmarks/lib/endpoint_request_func.py``: ``vllm`` and ``openai`` post to
+#: /v1/completions, ``openai-chat`` to /v1/chat/completions; the older script's ``sglang``,
+#: ``lmdeploy``, ``scalellm`` and ``llama.cpp`` used the completions client too); other
+#: backends (responses, audio, embeddings, pooling) are no text endpoint of ours.
+_BACKEND_ENDPOINTS = {
+    "vllm": "completions",
+    "openai": "completions",
+    "sglang": "completions",
+    "lmdeploy": "completions",
+    "scalellm": "completions",
+    "llama.cpp": "completions",
+    "openai-chat": "chat",
+}
+
+
+def endpoint_of_backend(backend: str | None) -> str | None:
+    """The endpoint (``chat``, ``completions``) a vLLM benchmark backend measures; None when
+    the backend is not one of the OpenAI text ones (the backend name is not an endpoint)."""
+    return _BACKEND_ENDPOINTS.get(backend or "")
 
 
 def _rate(r: FieldReader) -> float | None:
@@ -315,6 +359,7 @@ def _read_nightly(file: InputFile, ctx: ImportContext) -> ReadResult:
             workload=workload,
             config_name=name,
             notes=f"nightly test {name}",
+            streaming="the nightly summary has no ITL or E2E to tell the streaming granularity",
         )
         events.append(event.model_copy(update={"host": host, "source": f"{file.name}:{name}"}))
     return events, {}

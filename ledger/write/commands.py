@@ -604,6 +604,9 @@ def import_files(
 ) -> Imported:
     """Read every file (``ledger.importers.import_file``), then append all their events as one
     atomic batch (a file given twice, or two files with one content, stores its events once).
+    Files of one run (``ledger.importers.pair_files``: a summary and its per-request records)
+    give one benchmark: the file taken in by another has no events of its own and names it
+    in ``paired_with``.
 
     ``host`` (default: the host the session recorded) goes into each event's host. Server
     logs are compared with the run before them: the session's previous run in the ledger
@@ -618,14 +621,20 @@ def import_files(
         EventIdReused: one event id with two contents among the files (exit 8).
         NotFound, ConcurrencyConflict, LedgerBusy: as ``append``.
     """
-    from ledger.importers import import_file
+    from ledger.importers import ImportResult, import_file, pair_files
     from ledger.read.flag_memory import remembered_findings
 
     if host is None:
         host = _session_host(store, session_id)
     previous = previous_startup(store, session_id)
     results = []
+    # A tool's usual files of one run (a summary and its per-request records) give one benchmark.
+    pairs = pair_files(paths)
     for path in paths:
+        if Path(path) in pairs.taken:
+            kind = pairs.kinds[Path(path)]
+            results.append(ImportResult(kind, Path(path), [], paired_with=pairs.taken[Path(path)]))
+            continue
         result = import_file(
             path,
             session_id=session_id,
@@ -634,6 +643,7 @@ def import_files(
             host=host,
             previous_startup=previous,
             remember=lambda started: remembered_findings(store, started),
+            partner=pairs.partner.get(Path(path)),
         )
         results.append(result)
         has_run, facts = _run_startup(result.events)

@@ -7,16 +7,24 @@ by the tool's importer (``ledger/importers``), so the ledger holds the tool's ow
 with the metric notes of that importer. Command lines (checked against GuideLLM 0.8.1 and
 AIPerf 0.13.0; sglang's ``bench_serving`` as of 0.5):
 
-- guidellm: ``guidellm run --backend kind=openai_http,target=URL,model=M[,max_tokens=OUT]
-  --profile kind=concurrent,streams=C | kind=poisson,rate=R --constraint kind=max_requests,count=N
+- guidellm: ``guidellm run --backend kind=openai_http,target=URL,model=M,request_format=
+  /v1/chat/completions|/v1/completions[,max_tokens=OUT] --profile kind=concurrent,streams=C |
+  kind=poisson,rate=R [,warmup=W] --constraint kind=max_requests,count=N+W
   --data kind=synthetic_text,prompt_tokens=IN[,output_tokens=OUT] --tokenizer
-  kind=huggingface_auto,model=T --random-seed S --output kind=json,path=DIR/benchmarks.json``
-  (``output_tokens`` makes GuideLLM send ``ignore_eos``; without it, ``max_tokens`` caps the output);
+  kind=huggingface_auto,model=T --seed kind=static,value=S --output kind=json,path=DIR/benchmarks.json``
+  (``output_tokens`` makes GuideLLM send ``ignore_eos``; without it, ``max_tokens`` caps the
+  output; its warmup is the run's first W requests, left out of its metrics);
 - aiperf: ``aiperf profile --model M --url URL --endpoint-type chat|completions --streaming
   --concurrency C | --request-rate R --request-count N --isl IN --osl OUT --random-seed S
   --artifact-dir DIR --export-level records --ui-type none [--tokenizer T]
-  [--extra-inputs ignore_eos:true]``; the summary JSON is imported and the per-request
-  records are kept as its ``bench_samples``;
+  [--warmup-request-count W] [--extra-inputs ignore_eos:true]``; the summary JSON and the
+  per-request records are imported together as one run (our TPOT from the records);
+
+Every ``run bench`` option is passed to the tool or refused for it (``refuse_options``):
+``--endpoint generate`` for GuideLLM and AIPerf, ``--request-rate`` with a ``--concurrency``
+cap for GuideLLM. ``--repeats``, ``--config-name``, ``--baseline``, ``--server-run-id``,
+``--candidate`` are ours (recorded on the event); ``--seed``, ``--ignore-eos`` and
+``--endpoint`` are recorded in its workload too.
 - sglang: ``PYTHON -m sglang.bench_serving --backend sglang-oai-chat|sglang-oai|sglang
   --base-url URL --model M --dataset-name random-ids --random-input-len IN
   --random-output-len OUT --random-range-ratio 1.0 --num-prompts N --max-concurrency C
@@ -37,7 +45,7 @@ from pathlib import Path
 from typing import Any
 
 from ledger.errors import InvalidInput, LedgerError
-from ledger.importers import import_file
+from ledger.importers import import_file, pair_files
 from ledger.store import LedgerStore
 from ledger.write import commands
 from runners.artifacts import artifacts_dir, safe_name
@@ -110,8 +118,12 @@ def tool_argv(
     out_dir: Path,
 ) -> tuple[list[str], Path]:
     """(argv, the result file to import) of one tool run; see the module doc for the forms."""
+    refuse_options(tool, w, concurrency=concurrency, request_rate=request_rate)
     if tool == "guidellm":
-        backend = f"kind=openai_http,target={w.url},model={w.model}"
+        backend = (
+            f"kind=openai_http,target={w.url},model={w.model},"
+            f"request_format={GUIDELLM_REQUEST_FORMATS[w.endpoint]}"
+        )
         data = f"kind=synthetic_text,prompt_tokens={w.input_len}"
         if w.ignore_eos:
             data += f",output_tokens={w.output_len}"
@@ -122,6 +134,10 @@ def tool_argv(
             if request_rate
             else f"kind=concurrent,streams={concurrency or 1}"
         )
+        if w.warmup:
+            # GuideLLM's warmup is the first N requests of the run, left out of its metrics
+            # (and of its request list's measured part): N more requests keep the count asked.
+            profile += f",warmup={w.warmup}"
         result = out_dir / "benchmarks.json"
         argv = [
             *prefix,
@@ -130,11 +146,13 @@ def tool_argv(
             "--profile",
             profile,
             "--constraint",
-            f"kind=max_requests,count={w.num_prompts}",
+            f"kind=max_requests,count={w.num_prompts + w.warmup}",
             "--data",
             data,
             "--tokenizer",
             f"kind=huggingface_auto,model={w.tokenizer or w.model}",
+            "--seed",
+            f"kind=static,value={w.seed}",
             "--output",
             f"kind=json,path={result}",
             "--disable-progress",
@@ -217,6 +235,32 @@ def tool_argv(
     return argv, result
 
 
+#: ``--endpoint`` -> GuideLLM 0.8's ``request_format`` of its ``openai_http`` backend.
+GUIDELLM_REQUEST_FORMATS = {"chat": "/v1/chat/completions", "completions": "/v1/completions"}
+
+
+def refuse_options(
+    tool: str, w: ToolWorkload, *, concurrency: int | None, request_rate: float | None
+) -> None:
+    """Refuse a ``run bench`` option the tool cannot honour, before anything runs (every other
+    option is passed: see the module doc).
+
+    Raises:
+        InvalidInput: ``--endpoint generate`` for GuideLLM or AIPerf (OpenAI endpoints only);
+            ``--request-rate`` with a ``--concurrency`` cap for GuideLLM (its Poisson profile
+            has no in-flight cap).
+    """
+    if tool in ("guidellm", "aiperf") and w.endpoint not in GUIDELLM_REQUEST_FORMATS:
+        raise InvalidInput(
+            f"--endpoint {w.endpoint}: {tool} measures OpenAI endpoints only (chat, completions)"
+        )
+    if tool == "guidellm" and request_rate and concurrency:
+        raise InvalidInput(
+            "--concurrency with --request-rate: guidellm's Poisson profile has no in-flight cap; "
+            "give --request-rate alone"
+        )
+
+
 def _env(tool: str, w: ToolWorkload) -> dict[str, str]:
     env = dict(os.environ)
     if tool == "aiperf" and w.tokenizer and Path(w.tokenizer).is_dir():
@@ -290,6 +334,10 @@ def run_tool_sweep(
                     f"{tool}: exit {proc.returncode}, no result {result_path.name} ({last}; output in {log})"
                 )
             event, samples = _import(tool, result_path, session_id=session_id, actor=actor)
+            # What we asked the tool for is known here, whatever its file kept.
+            workload = event.workload.model_copy(
+                update={"seed": w.seed, "ignore_eos": w.ignore_eos, "endpoint": w.endpoint}
+            )
             event = event.model_copy(
                 update={
                     "config_name": config_name,
@@ -298,6 +346,7 @@ def run_tool_sweep(
                     "repeat": repeat,
                     "concurrency": event.concurrency or concurrency,
                     "candidate_id": candidate_id,
+                    "workload": workload,
                 }
             )
             commands.record_benchmark(store, event, samples)
@@ -307,18 +356,18 @@ def run_tool_sweep(
 
 def _import(tool: str, path: Path, *, session_id: str | None, actor: Any) -> tuple[Any, Any]:
     """The one benchmark event of a tool's result file and its samples table (``None`` without).
-    AIPerf's summary gets the per-request records written beside it as samples."""
-    result = import_file(path, session_id=session_id, actor=actor)
+    AIPerf's summary is imported with the per-request records written beside it: one run, our
+    TPOT from the records (``ledger.importers.pair_files``)."""
+    records = path.with_name("profile_export.jsonl")
+    partner = None
+    if tool == "aiperf" and records.exists():
+        partner = pair_files([path, records]).partner.get(path)
+    result = import_file(path, session_id=session_id, actor=actor, partner=partner)
     events = [e for e in result.events if e.type == "benchmark_completed"]
     if len(events) != 1:
         raise ToolFailed(f"{path}: expected one run, the file holds {len(events)}")
     event = events[0]
-    samples = result.samples.get(event.event_id)
-    records = path.with_name("profile_export.jsonl")
-    if tool == "aiperf" and records.exists():
-        per_request = import_file(records, session_id=session_id, actor=actor)
-        samples = next(iter(per_request.samples.values()), None)
-    return event, samples
+    return event, result.samples.get(event.event_id)
 
 
 def _last_line(path: Path) -> str:

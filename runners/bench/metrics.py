@@ -28,9 +28,10 @@ import numpy as np
 import pyarrow as pa
 
 from ledger.derive.distribution import distribution_ms
+from ledger.derive.streaming import PER_TOKEN_METRICS, Granularity, from_requests
 from ledger.store import BENCH_SAMPLES_SCHEMA as SAMPLES_SCHEMA
 from schemas.events import BenchMetrics
-from schemas.metrics import METRICS, tpot
+from schemas.metrics import tpot
 
 
 @dataclass
@@ -93,45 +94,30 @@ def summarize(results: Sequence[RequestResult], duration_s: float) -> BenchMetri
     return BenchMetrics(**data)
 
 
-#: Below this many streamed chunks per output token (median over requests, counting the gaps
-#: after the first token) the stream is too coarse for per-token timing: with a few chunks per
-#: completion TPOT collapses to the gap between the last chunks (0.01 ms) and ITL to the chunks'.
-MIN_CHUNKS_PER_TOKEN = 0.5
-
-#: The metrics that time the gaps between tokens (NULL when streaming is coarse).
-PER_TOKEN_METRICS = tuple(m.name for m in METRICS if m.name.endswith(("_tpot_ms", "_itl_ms")))
+def _granularity(results: Sequence[RequestResult]) -> Granularity | None:
+    return from_requests((r.chunks, r.output_tokens) for r in results if r.ok)
 
 
 def chunks_per_token(results: Sequence[RequestResult]) -> float | None:
     """Median over successful requests of (content chunks - 1) / (output tokens - 1): 1.0 when
     every token came in a chunk of its own; None when no request had 2+ tokens counted."""
-    ratios = [
-        (r.chunks - 1) / (r.output_tokens - 1)
-        for r in results
-        if r.ok and r.output_tokens is not None and r.output_tokens > 1 and r.chunks > 0
-    ]
-    return float(np.median(ratios)) if ratios else None
+    found = _granularity(results)
+    return found.ratio if found is not None else None
 
 
 def mask_coarse_streaming(
     results: Sequence[RequestResult], metrics: BenchMetrics
 ) -> tuple[BenchMetrics, str | None]:
-    """TPOT and ITL set to None (not measurable) when the stream is coarse, with the note saying why.
+    """TPOT and ITL set to None (not measurable) when the stream is coarse, with the note saying
+    why: the rule of ``ledger.derive.streaming``, the one every import applies too.
 
-    Coarse: ``chunks_per_token`` below ``MIN_CHUNKS_PER_TOKEN``. Throughputs, TTFT and E2E
-    stay (they do not depend on the chunking). Returns the metrics and the note (None: fine).
+    Throughputs, TTFT and E2E stay (they do not depend on the chunking). Returns the metrics
+    and the note (None: fine).
     """
-    ratio = chunks_per_token(results)
-    if ratio is None or ratio >= MIN_CHUNKS_PER_TOKEN:
+    found = _granularity(results)
+    if found is None or not found.coarse:
         return metrics, None
-    ok = [r for r in results if r.ok and r.output_tokens]
-    chunks = float(np.median([r.chunks for r in ok]))
-    tokens = float(np.median([r.output_tokens for r in ok]))
-    note = (
-        f"coarse streaming: {chunks:g} chunks for {tokens:g} output tokens per request (median), "
-        f"{ratio:.2f} chunks per token < {MIN_CHUNKS_PER_TOKEN}: TPOT and ITL not measurable (left empty)"
-    )
-    return metrics.model_copy(update={name: None for name in PER_TOKEN_METRICS}), note
+    return metrics.model_copy(update={name: None for name in PER_TOKEN_METRICS}), found.note()
 
 
 #: Closed-loop runs want at least this many requests per concurrency slot (num_prompts / c): the
