@@ -29,6 +29,7 @@ import pytest
 
 from ledger.frontdoor import launcher
 from ledger.frontdoor.resident import ask_server
+from ledger.write import jsonl
 
 TUNELEDGER = str(Path(sys.executable).with_name("tuneledger"))
 UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
@@ -403,7 +404,7 @@ def test_a_changed_module_restarts_the_server(resident: Resident, tmp_path: Path
     args = ["--ledger", str(ledger), "append", "--create", "note_added", "-f"]
     first = resident.start()
     assert resident.run([*args, "text=one"]).returncode == 0
-    source = Path(launcher.__file__).with_name("jsonl.py")  # a module the server loaded
+    source = Path(jsonl.__file__)  # a module the server loaded
     stat = source.stat()
     try:
         os.utime(source, ns=(stat.st_atime_ns, stat.st_mtime_ns + 1_000_000_000))
