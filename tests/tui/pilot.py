@@ -25,9 +25,11 @@ def make_demo(folder: Path) -> LedgerStore:
 
 
 async def wait_for(
-    pilot: Pilot, condition: Callable[[], bool], timeout: float = 5.0, what: str = "condition"
+    pilot: Pilot, condition: Callable[[], bool], timeout: float = 60.0, what: str = "condition"
 ) -> float:
     """Let the app run until ``condition()`` holds; return the seconds it took.
+
+    ``timeout`` bounds a hang, it is no speed check: generous, for a busy 2-core machine.
 
     Raises:
         AssertionError: not within ``timeout`` seconds.

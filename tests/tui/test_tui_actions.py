@@ -307,7 +307,7 @@ async def test_board_rows_carry_the_benchmark_delta(demo: LedgerStore) -> None:
     app = _app(demo)
     async with app.run_test(size=SIZE) as pilot:
         await wait_loaded(pilot)
-        # Issue 7.8: the B200-config run was made for the kernel-tune candidate (its events say so), so
+        # the B200-config run was made for the kernel-tune candidate (its events say so), so
         # the board shows it there, not on the fused-MoE flag that configuration merely inherits.
         row = next(
             r for r in app.board.rows if r["candidate_id"] == "kernel-tune:fused-moe-triton-sm120"
@@ -396,8 +396,9 @@ async def test_sql_console_runs_refuses_and_remembers(demo: LedgerStore) -> None
         assert demo.head() == 80  # nothing was written
 
 
-async def test_sql_console_large_result_is_fast(tmp_path: Path) -> None:
-    """100,000 rows land in the Arrow-backed table without stalling the UI."""
+async def test_sql_console_large_result_is_capped(tmp_path: Path) -> None:
+    """A 200,000-row result lands in the Arrow-backed table capped at 100,000 rows, saying so
+    (a behaviour test: no timing here)."""
     store = LedgerStore(tmp_path / "empty.duckdb")
     store.init()
     app = TuneLedgerApp(store.path, watch=False, poll_s=0)
@@ -408,10 +409,7 @@ async def test_sql_console_large_result_is_fast(tmp_path: Path) -> None:
         ).value = "SELECT range AS i, range * 2 AS j FROM range(200000)"
         await pilot.press("enter")
 
-        took = await wait_for(
-            pilot, lambda: _result_rows(app) == 100_000, timeout=10, what="the capped result"
-        )
-        assert took < 5
+        await wait_for(pilot, lambda: _result_rows(app) == 100_000, what="the capped result")
         assert "(capped)" in str(app.query_one("#sql-status").render())
 
 
@@ -509,7 +507,7 @@ async def test_keymap_rebinds_by_binding_id(demo: LedgerStore) -> None:
 async def test_board_actions_are_offered_only_on_the_board(
     demo: LedgerStore, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Issue 9: ``check_action`` tested ``self.is_mounted`` (a method: always true) and hid
+    """A regression: ``check_action`` tested ``self.is_mounted`` (a method: always true) and hid
     whatever failed behind a blanket ``except``. Before the app runs it must answer without
     touching the DOM (``main_screen`` is replaced by a property that records a read and fails:
     the old blanket ``except`` swallowed the failure, the record stays); once running, board
@@ -533,3 +531,58 @@ async def test_board_actions_are_offered_only_on_the_board(
         await wait_for(pilot, lambda: app.active_tab == "timeline", what="the timeline tab")
         assert app.check_action("accept", ()) is False
         assert app.check_action("reload", ()) is True
+
+
+async def test_late_results_during_shutdown_are_dropped(demo: LedgerStore) -> None:
+    """Workers' results that arrive while the app shuts down are dropped, never shown.
+
+    Textual's shutdown (``App.run_test`` runs it beside the app's message loop) clears
+    ``is_running``, then removes the screens' widgets while the loop still handles what worker
+    threads post: an event's detail loaded just then could reach a timeline whose widgets were
+    gone (NoMatches, a failed test now and then). Here results keep arriving through the
+    shutdown — from a thread, as the detail and refresh workers post them, and at each widget
+    being unmounted — and none may reach a pane once the shutdown began.
+    """
+    import threading
+
+    from textual import events
+
+    from tui import queries
+    from tui.messages import EventDetailLoaded, PartLoaded
+
+    app = _app(demo)
+    stop = threading.Event()
+    late: list[str] = []
+    results: list = []
+
+    def post_results() -> None:
+        while not stop.is_set():
+            for message in (EventDetailLoaded(results[0]), PartLoaded("board", results[1])):
+                app.post_message(message)
+            stop.wait(0.0005)
+
+    def at_unmount(message) -> None:
+        if isinstance(message, events.Unmount) and results:
+            app.post_message(EventDetailLoaded(results[0]))
+
+    async with app.run_test(size=SIZE, message_hook=at_unmount) as pilot:
+        await wait_loaded(pilot)
+        results += [
+            queries.load_event_detail(app.store, app.timeline.rows[-1]["event_id"]),
+            list(app.board.shown),
+        ]
+        for pane, name in ((app.timeline, "show_detail"), (app.board, "show")):
+            shown = getattr(pane, name)
+
+            def record(*args, _shown=shown, _name=name):
+                if not app.is_running:
+                    late.append(_name)
+                return _shown(*args)
+
+            setattr(pane, name, record)
+        poster = threading.Thread(target=post_results, daemon=True)
+        poster.start()
+        await pilot.pause(0.05)
+    stop.set()
+    poster.join()
+    assert late == [] and app.return_code in (None, 0)
