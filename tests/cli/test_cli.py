@@ -372,7 +372,7 @@ def test_retracting_an_unknown_event_is_not_found(ledger: Path) -> None:
 
 def test_a_long_sql_query_is_stopped_by_its_timeout(ledger: Path) -> None:
     out = run(ledger, "sql", "SELECT count(*) FROM range(400000000000)", "--timeout", "0.5")
-    # its own exit code (issue 7.10): 6 means "refused", and this query was allowed
+    # its own exit code: 6 means "refused", and this query was allowed
     assert out.returncode == 14 and "query stopped after 0.5 s" in out.stderr
     # and the ledger is free again for writers
     assert run(ledger, "append", "note_added", "-f", "text=after").returncode == 0
@@ -392,7 +392,7 @@ def test_import_into_a_mistyped_path_creates_nothing(tmp_path: Path) -> None:
 
 
 def test_a_mistyped_path_is_not_a_new_ledger(tmp_path: Path) -> None:
-    """Issue 7.1: `append` on a missing ledger fails like `events` (exit 5) unless --create;
+    """`append` on a missing ledger fails like `events` (exit 5) unless --create;
     `init` into a missing directory refuses unless --parents."""
     missing = tmp_path / "ledgr.duckdb"
     out = run_bare("--ledger", str(missing), "append", "note_added", "-f", "text=x")
@@ -418,7 +418,7 @@ def test_a_mistyped_path_is_not_a_new_ledger(tmp_path: Path) -> None:
 
 
 def test_cli_behaviour_a_new_user_meets(tmp_path: Path) -> None:
-    """Issue 7.10: --ledger after any subcommand, tui without a terminal, types and their fields,
+    """--ledger after any subcommand, tui without a terminal, types and their fields,
     the actor when $USER is empty."""
     ledger = tmp_path / "l.duckdb"
     assert run_bare("init", "--ledger", str(ledger)).returncode == 0

@@ -177,7 +177,7 @@ def test_rebuilding_the_demo_appends_idempotently(tmp_path: Path) -> None:
 
 
 def test_demo_refuses_a_ledger_holding_a_users_events(tmp_path: Path) -> None:
-    """Issue 7.1: `demo --ledger L` on a user's ledger replaced their events with the demo's."""
+    """A regression: `demo --ledger L` on a user's ledger once replaced their events with the demo's."""
     path = tmp_path / "mine.duckdb"
     cli = ["--ledger", str(path)]
     assert invoke([*cli, "init"]).returncode == 0

@@ -1,5 +1,5 @@
 """Every SGLang log and bench case of ../shared/cases (copied to tests/fixtures/cases/), imported as a
-user would, with its README's right values asserted (issue 10). Each test names its case."""
+user would, with its README's right values asserted. Each test names its case."""
 
 from __future__ import annotations
 
@@ -372,7 +372,7 @@ def test_29927_eagle_capacity_drop_against_run1(tmp_path: Path) -> None:
     assert messages == ["max_total_num_tokens 405504 -> 110592 (-73%) against the previous run"]
 
 
-# --- bad values (issue 8 point 4, in these files): one line, exit 3, file:line and field, nothing appended
+# --- bad values in these files: one line, exit 3, file:line and field, nothing appended
 
 
 @pytest.mark.parametrize(

@@ -228,7 +228,7 @@ def test_compute_capability_table(name: str | None, sm: str | None) -> None:
     assert compute_capability_for(name) == sm
 
 
-# --- issue 10: every spelling of every line, bad values, wrapped lines ----------------------------
+# --- every spelling of every line, bad values, wrapped lines ---------------------------------------
 
 from ledger.engines.sglang_log import FLAG_NAMES, LINE_SPELLINGS, LogFormatError  # noqa: E402
 
@@ -414,7 +414,7 @@ def test_a_progress_bar_glued_to_a_log_line_is_read() -> None:
 
 
 def test_decode_capture_wins_over_an_earlier_verify_capture() -> None:
-    """Issue 9 (mypy: a ``LogLine`` compared with ``"verify"``, never equal): under speculative
+    """A regression found by mypy (a ``LogLine`` compared with ``"verify"``, never equal): under speculative
     decoding the verify phase's batch sizes stand in only until the decode phase's are seen."""
     lines = [
         "[2026-08-02 11:40:20] Capture target verify CUDA graph begin. backend=full, "

@@ -394,7 +394,7 @@ def test_flag_verdicts_for_the_session_arch(small: LedgerStore) -> None:
     assert "For sm120." in section
     rows = {_cells(r)[0]: _cells(r) for r in _table_rows(section)[2:]}
     dead = rows["`num-continuous-decode-steps`"]
-    # Engine and Engine version in columns of their own (issue 7.12: versions only under "Engine version")
+    # Engine and Engine version in columns of their own (versions only under "Engine version")
     assert dead[1:7] == [
         "sglang",
         "0.5.12",

@@ -370,7 +370,7 @@ def test_out_of_memory_crash(tmp_path: Path) -> None:
 
 
 def test_newer_log_format_excerpt() -> None:
-    # No "The server is fired up" line in the excerpt: no server_ready (issue 10 point 5);
+    # No "The server is fired up" line in the excerpt: no server_ready;
     # what it showed while starting stays on server_started.
     (started,) = import_file(SERVER / "native_api.launch_server.stdout.excerpt.log").events
     assert started.flags == {} and started.model is None

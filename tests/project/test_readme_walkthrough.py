@@ -1,4 +1,4 @@
-"""README.md's "Your first session" runs as written (docs tested against the code, issue 7.9).
+"""README.md's "Your first session" runs as written (docs tested against the code).
 
 The fenced ``sh`` blocks of that section are extracted from README.md and run by bash, in a
 scratch folder that holds what a fresh clone has at its root (links to ``.venv``, ``examples``

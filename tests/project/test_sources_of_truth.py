@@ -1,4 +1,4 @@
-"""Issue 9 point 3: one source of truth per fact.
+"""One source of truth per fact.
 
 - the metric table (``schemas.metrics``) is what the event model, projections, comparison
   rules, importers, TUI and export list and label metrics from;
@@ -179,7 +179,7 @@ def _run(config: str, ttft: float, repeat: int) -> BenchmarkCompleted:
 
 def test_plan_table_view_tui_and_export_show_one_signed_figure(store: LedgerStore) -> None:
     """A TTFT that fell 20% reads -20.0% (and improved) in all four places; it once read +25%
-    in the plan table and -20% in the view (issue 9)."""
+    in the plan table and -20% in the view."""
     runs = [_run("baseline", v, i) for i, v in enumerate(BASE_TTFT)]
     runs += [_run("fast", v, i) for i, v in enumerate(FAST_TTFT)]
     cmp = compare("median_ttft_ms", BASE_TTFT, FAST_TTFT)

@@ -1,4 +1,4 @@
-"""One read model (issue 9.1): every TUI screen's rows are the views' rows, for the demo, the H200
+"""One read model: every TUI screen's rows are the views' rows, for the demo, the H200
 campaign and randomised ledgers; the CLI's ``show`` and ``events`` read through the same functions.
 
 The first three tests are the disagreements the issue found between front ends (each failed on

@@ -1,4 +1,4 @@
-"""Bounded SQL output (issue 8, point 7): csv/json stream with bounded memory, a table is
+"""Bounded SQL output: csv/json stream with bounded memory, a table is
 capped with a notice, --timeout covers fetching and printing, hidden writes are refused (6).
 Real processes: memory is the child's peak RSS (getrusage), not an estimate."""
 

@@ -1,4 +1,4 @@
-"""The benchmark client against real servers that close idle connections or refuse them (issue 7.2, 7.10).
+"""The benchmark client against real servers that close idle connections or refuse them.
 
 Root cause of the plan's "ConnectTimeout ... Can not write request body" under load: the
 warm-up client kept its keep-alive connection idle through the timed run, past the server's
@@ -137,7 +137,7 @@ def coarse_server():
 def test_coarse_streaming_leaves_tpot_and_itl_unmeasured_with_the_reason(
     coarse_server: str, tmp_path: Path
 ) -> None:
-    """Issue 7.5: a server sending few chunks per completion gave median TPOT 0.01 ms, 'valid', compared."""
+    """A regression: a server sending few chunks per completion gave median TPOT 0.01 ms, 'valid', compared."""
     from ledger.store import LedgerStore
     from runners.bench.client import sweep
 
@@ -195,7 +195,7 @@ def fine_server():
 def test_a_bad_tokenizer_is_one_line_exit_3_and_tokenizer_json_needs_no_transformers(
     tmp_path: Path,
 ) -> None:
-    """Issue 7.10: --tokenizer read tokenizer.json through transformers and failed with a traceback."""
+    """A regression: --tokenizer read tokenizer.json through transformers and failed with a traceback."""
     bad = tmp_path / "tokenizer.json"
     bad.write_text("{not json")
     tuneledger = Path(sys.executable).parent / "tuneledger"
@@ -239,7 +239,7 @@ def test_a_bad_tokenizer_is_one_line_exit_3_and_tokenizer_json_needs_no_transfor
 def test_too_few_prompts_for_the_concurrency_is_warned_before_running(
     coarse_server: str, tmp_path: Path
 ) -> None:
-    """Issue 7.7: 16 prompts at c=4 failed the achieved-concurrency rule in 2 of 3 runs, unannounced."""
+    """A regression: 16 prompts at c=4 failed the achieved-concurrency rule in 2 of 3 runs, unannounced."""
     from runners.bench.metrics import min_prompts, prompts_warning
 
     assert prompts_warning(16, [1, 4]) is not None and "at least 32 prompts" in prompts_warning(

@@ -45,7 +45,7 @@ def test_welch_numbers_by_hand() -> None:
 
 
 def test_shown_means_agree_with_the_change_despite_an_outlier() -> None:
-    """Issue 7.4: the table printed arithmetic means 51.39 -> 88.27 beside a change of -9.9%."""
+    """A regression: the table printed arithmetic means 51.39 -> 88.27 beside a change of -9.9%."""
     a = [50.0, 52.0, 52.2]
     b = [44.0, 45.0, 175.8]  # one outlier run: the arithmetic mean jumps, the log mean barely moves
     c = compare("output_throughput", a, b)
@@ -56,7 +56,7 @@ def test_shown_means_agree_with_the_change_despite_an_outlier() -> None:
 
 
 def test_too_noisy_to_decide() -> None:
-    """Issue 7.6: a noise threshold of 225.7% made any effect below 3x "no-measurable-change"."""
+    """A regression: a noise threshold of 225.7% made any effect below 3x "no-measurable-change"."""
     a, b = [100.0, 100.2, 99.8], [100.1, 99.9, 100.0]
     quiet = compare("output_throughput", a, b, aa_cv=0.01)
     assert quiet.verdict == "no-measurable-change"

@@ -70,7 +70,7 @@ endpoint = "chat"
 model = "{model}"
 input_len = 16
 output_len = 8
-num_prompts = 32    # 8 x the highest concurrency: fewer fail the achieved-concurrency gate (issue 7.7)
+num_prompts = 32    # 8 x the highest concurrency: fewer fail the achieved-concurrency gate
 warmup = 1
 seed = 0
 tokenizer = "{model}"
@@ -144,7 +144,7 @@ def test_plan_against_transformers_serve(tmp_path: Path, tiny_model: Path) -> No
     ).to_pylist()[0]
     assert samples == {"n": 12 * 32, "ok": 12 * 32}
 
-    # transformers serve streams a few tokens per chunk on this CPU (issue 7.5): where a run's
+    # transformers serve streams a few tokens per chunk on this CPU: where a run's
     # stream was coarse its TPOT/ITL are empty with the reason, and a metric no run measured is
     # never compared (it was "median TPOT 0.01 ms, +401.8%" before)
     coarse = [b for b in benches if "coarse streaming" in b["notes"]]

@@ -1,5 +1,5 @@
-"""The files in examples/ load as shipped (issue 7.3: examples/plan.toml sent a model name its
-server answered with HTTP 400). tests/test_readme_walkthrough.py runs examples/plan.toml for real."""
+"""The files in examples/ load as shipped (examples/plan.toml once sent a model name its
+server answered with HTTP 400). tests/project/test_readme_walkthrough.py runs examples/plan.toml for real."""
 
 from __future__ import annotations
 

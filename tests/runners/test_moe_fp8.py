@@ -1,4 +1,4 @@
-"""fp8 w8a8 block quantisation in ``run tune`` (issue 14 point 1): what runs on the CPU — the
+"""fp8 w8a8 block quantisation in ``run tune``: what runs on the CPU — the
 shape and file name, the space restriction SGLang's kernel needs, the shared-memory figures, the
 refusals, and the quantisation in torch (skipped, saying so, where torch is absent). The kernel
 itself is checked on the H200 (bench/h200_moe_tune.py --fp8: every config against the

@@ -135,7 +135,7 @@ def test_plan_interleaves_records_and_compares(tmp_path: Path) -> None:
     console.print(verdict_table(result))
     text = console.export_text()
     assert "output_throughput" in text and "improved" in text
-    # one sign convention (issue 7.4): the table's change is value / baseline - 1 of the means it shows
+    # one sign convention: the table's change is value / baseline - 1 of the means it shows
     row = next(line for line in text.splitlines() if "output_throughput" in line)
     assert row.count("%)") >= 2  # baseline and candidate each with their CV beside them
     assert "value / baseline - 1" in text
@@ -150,7 +150,7 @@ def test_plan_interleaves_records_and_compares(tmp_path: Path) -> None:
         assert d["change_pct"] == pytest.approx(100 * c.change)
         assert d["change_pct"] == pytest.approx(100 * (d["value"] / d["baseline_value"] - 1))
 
-    # the export a user pastes into a PR (issue 7.12), on this CPU host with a non-SGLang engine
+    # the export a user pastes into a PR, on this CPU host with a non-SGLang engine
     from ledger.export.markdown import render_markdown
 
     md = render_markdown(store, session_id="plan-test")
@@ -239,7 +239,7 @@ def test_sigint_stops_the_server_and_records_what_completed(tmp_path: Path) -> N
 def test_a_failed_run_is_recorded_retried_on_a_restarted_server_and_the_plan_goes_on(
     tmp_path: Path,
 ) -> None:
-    """Issue 7.2: one failed warm-up ended the whole plan (exit 13) and lost the remaining repeats."""
+    """A regression: one failed warm-up ended the whole plan (exit 13) and lost the remaining repeats."""
     marker = tmp_path / "failed-once"
     plan = load_plan(
         write_plan(
@@ -270,7 +270,7 @@ def test_a_failed_run_is_recorded_retried_on_a_restarted_server_and_the_plan_goe
     assert event is not None and "HTTP 500" in event.validity_notes[0] and "retried" in event.notes
     started = [e.config_name for e in store.read(types=["server_started"])]
     assert started == ["baseline", "fast", "fast", "baseline", "fast"]
-    # issue 7.8: each run names the candidate it was made for (the baseline none)
+    # each run names the candidate it was made for (the baseline none)
     made_for = store.query_arrow(
         "SELECT DISTINCT config_name, candidate_id FROM benchmarks ORDER BY 1"
     ).to_pylist()

@@ -303,7 +303,7 @@ def test_crash_is_server_failed_with_cause_and_log_tail(store: LedgerStore) -> N
     assert any("OutOfResources" in line for line in failed.log_tail) and len(failed.log_tail) <= 40
     assert "Traceback" not in str(err.value)  # the user gets one line, not a traceback
     assert types(store) == ["host_observed", "server_started", "server_failed"]
-    # what the log showed before the crash stays with the failed run (issue 10 point 5)
+    # what the log showed before the crash stays with the failed run
     assert failed.startup is not None and failed.startup.kv_cache_tokens == 1384810
     (row,) = store.query_arrow("SELECT status, cuda_graph_bs FROM server_runs").to_pylist()
     assert row["status"] == "failed" and row["cuda_graph_bs"]

@@ -1,4 +1,4 @@
-"""No secret reaches the ledger or the export (issue 8, point 1).
+"""No secret reaches the ledger or the export (docs/reliability.md).
 
 End to end with real parts: the server runner starts the fake SGLang server (a real process
 that prints ``api_key='…'`` in its server_args line, as SGLang does), the CLI imports a real

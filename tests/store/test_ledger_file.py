@@ -1,4 +1,4 @@
-"""The store's open path under hostile files and storage (issue 8, points 3 and 5).
+"""The store's open path under hostile files and storage (docs/reliability.md).
 
 A newer ledger is refused and never rewritten; reads leave the file's bytes as they were;
 an empty, truncated or corrupted file, a symlink loop, a directory at the lock file's place

@@ -1,4 +1,4 @@
-"""Special files are never replaced, never hang and never read without bound (issue 8, point 2).
+"""Special files are never replaced, never hang and never read without bound (docs/reliability.md).
 
 Real files, FIFOs and device nodes: the nodes are made in the test's own folder with ``mknod``
 (the same major/minor as /dev/null, /dev/full, /dev/zero) so that a fault can only damage

@@ -97,7 +97,7 @@ def test_link_rule_name_or_flag_latest_config_highest_concurrency(tmp_path: Path
 
 
 def test_link_rule_prefers_the_candidate_a_run_was_recorded_for(tmp_path: Path) -> None:
-    """Issue 7.8: a configuration inheriting a flag was linked to that flag's candidate, not to the
+    """A regression: a configuration inheriting a flag was linked to that flag's candidate, not to the
     candidate its runs were made for."""
     store = LedgerStore(tmp_path / "l.duckdb")
     store.init()
@@ -291,6 +291,6 @@ def test_benchmarks_pane_agrees_with_the_view_when_a_config_ran_two_workloads(
     }
     assert rows["tuned", 64]["output_throughput"] == pytest.approx(200.0)
     assert rows["baseline", 64]["output_throughput"] == pytest.approx(100.0)
-    # the other workload is a row of its own (issue 9: the pane once merged workloads)
+    # the other workload is a row of its own (the pane once merged workloads)
     assert rows["baseline", 1024]["output_throughput"] == pytest.approx(300.0)
     assert set(rows) == {("tuned", 64), ("baseline", 64), ("baseline", 1024)}

@@ -1,4 +1,4 @@
-"""The TUI on a 100x30 terminal (issue 7.11): dialogs scroll to the focused field with their
+"""The TUI on a 100x30 terminal: dialogs scroll to the focused field with their
 buttons reachable, a validation error names the field and keeps what was typed, evidence is picked
 from the timeline, the board drops low-value columns first, an empty Benchmarks plot says so."""
 

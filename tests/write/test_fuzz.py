@@ -1,4 +1,4 @@
-"""Property-based fuzzing of every input path (issue 8, point 4): ``append`` (stdin and -f
+"""Property-based fuzzing of every input path: ``append`` (stdin and -f
 options) and ``import`` of each format (sglang bench_serving JSONL, MoE config JSON, SGLang
 server log), on real files and a real ledger, the CLI run in this process for speed.
 

@@ -1,6 +1,6 @@
-"""Each malformed input of issue 8, point 4, that crashed with a traceback: now one line, exit 3,
+"""Each malformed input that once crashed with a traceback: now one line, exit 3,
 naming the input (file:line or stdin) and the field, with nothing appended. The CLI runs in this
-process on a real ledger; the SGLang-log-specific cases are issue 10's (tests/test_sglang_log.py)."""
+process on a real ledger; the SGLang-log-specific cases are in tests/engines/test_sglang_log.py."""
 
 from __future__ import annotations
 
@@ -131,7 +131,7 @@ def test_a_bad_envelope_option_is_named_without_a_warning(
         ({"input_lens": [3e9]}, "field 'input_lens[0]': expected a token count"),
         ({"output_lens": [1e20]}, "field 'output_lens[0]': expected a token count"),
         ({"completed": 99999999999999999999}, "beyond 64 bits"),
-        # issue 9: a null gap multiplied None by the seconds->ms scale (a traceback, exit 1)
+        # a null gap multiplied None by the seconds->ms scale (a traceback, exit 1)
         ({"itls": [[0.01, None]], "output_lens": [3]}, "field 'itls[0][1]': expected a number"),
     ],
 )

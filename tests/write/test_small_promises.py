@@ -1,4 +1,4 @@
-"""Issue 8, points 6 and 8: same-content files are two events; --event-id with a batch;
+"""Small promises: same-content files are two events; --event-id with a batch;
 recorded_at never goes backwards in seq order. The CLI runs in this process, on real files."""
 
 from __future__ import annotations
