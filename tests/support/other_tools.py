@@ -71,7 +71,7 @@ NOT_IMPORTABLE = [
     GUIDELLM_RUN / "prompts.jsonl",
     AIPERF_RUN / "console.txt",
     *sorted(CASES.glob("*/README.md")),
-    # not supported (docs/importers.md), tests/test_import_runs.py
+    # not supported (docs/importers.md), tests/importers/test_import_runs.py
     OTHER / "guidellm_coarse_run" / "benchmarks.csv",
     OTHER / "guidellm_coarse_run" / "console.txt",
     OTHER / "aiperf_fine_run" / "profile_export_console.txt",

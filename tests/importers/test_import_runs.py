@@ -1,4 +1,4 @@
-"""Issue 27 on real result files of real tool runs (tests/fixtures/MANIFEST.md says how each was
+"""Other tools' results, on real result files of real tool runs (tests/fixtures/MANIFEST.md says how each was
 made): the streaming-granularity rule on every import, one benchmark per run when a tool's
 files of one run are imported together, the output-length gate, the workload facts kept,
 llmperf's metadata, and the options of ``run bench --tool``."""
@@ -10,14 +10,14 @@ import shutil
 from pathlib import Path
 
 import pytest
-from cli_inprocess import invoke
 
 from ledger.errors import InvalidInput
 from ledger.importers import import_file, pair_files
 from ledger.store import LedgerStore
 from runners.bench.external import ToolWorkload, _import, tool_argv
+from tests.support.cli_inprocess import invoke
 
-OTHER = Path(__file__).parent / "fixtures" / "other_tools"
+OTHER = Path(__file__).parents[1] / "fixtures" / "other_tools"
 SHARED = OTHER / "shared"
 COARSE_GUIDELLM = OTHER / "guidellm_coarse_run"  # transformers serve: one content chunk per answer
 FINE_GUIDELLM = OTHER / "guidellm_fine_run"  # one token per chunk
@@ -26,7 +26,7 @@ AIPERF_FINE = OTHER / "aiperf_fine_run"
 LLMPERF = SHARED / "llmperf"
 VLLM_SHORT = OTHER / "vllm_run" / "vllm_short.json"
 VLLM_GPU = (
-    Path(__file__).parent
+    Path(__file__).parents[1]
     / "fixtures"
     / "vllm_cases"
     / "vllm-pr40852-bench-serve-result"
@@ -83,7 +83,7 @@ def test_aiperf_records_chunks_decide() -> None:
 def test_sglang_details_and_summary_lines_are_checked() -> None:
     """The repo's real sglang bench_serving runs against transformers serve: ~13 chunks for 32
     tokens, from the per-request gaps and, without details, estimated from the means."""
-    bench = Path(__file__).parent / "fixtures" / "sglang" / "bench_serving"
+    bench = Path(__file__).parents[1] / "fixtures" / "sglang" / "bench_serving"
     (details,) = _runs(bench / "with_details.jsonl")[1]
     assert details.metrics.median_tpot_ms is None and details.metrics.median_itl_ms is None
     assert details.validity_notes == [
@@ -382,5 +382,5 @@ def test_lengths_other_than_asked_fail_only_where_enforced_and_exact() -> None:
 def test_unsupported_result_files_are_refused_as_docs_list_them(path: Path) -> None:
     with pytest.raises(InvalidInput, match="not a known format"):
         import_file(path)
-    docs = (Path(__file__).parents[1] / "docs" / "importers.md").read_text()
+    docs = (Path(__file__).parents[2] / "docs" / "importers.md").read_text()
     assert path.name in docs
