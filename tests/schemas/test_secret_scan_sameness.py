@@ -84,6 +84,7 @@ _pieces = st.sampled_from(_PIECES)
 _glue = st.text(alphabet="aZ_-. :=\"'0\n", max_size=3)
 
 
+@pytest.mark.slow  # thousands of generated texts: `make test`, not `make check`
 @settings(max_examples=3000, deadline=None)
 @given(st.lists(st.tuples(_glue, _pieces, _glue), max_size=6))
 def test_generated_from_roots_same_answers(parts: list[tuple[str, str, str]]) -> None:
@@ -92,6 +93,7 @@ def test_generated_from_roots_same_answers(parts: list[tuple[str, str, str]]) ->
     assert may_hold_secret(text.upper()) == reference(text.upper())
 
 
+@pytest.mark.slow  # thousands of generated texts: `make test`, not `make check`
 @settings(max_examples=2000, deadline=None)
 @given(st.text(max_size=300))
 def test_generated_any_text_same_answers(text: str) -> None:
@@ -125,6 +127,7 @@ def test_many_texts_gate_fixture_lines_same_answers() -> None:
 _camel_glue = st.text(alphabet="aZ_-. :=\"'0\nq", max_size=3)
 
 
+@pytest.mark.slow  # thousands of generated texts: `make test`, not `make check`
 @settings(max_examples=3000, deadline=None)
 @given(
     st.lists(

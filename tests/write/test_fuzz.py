@@ -9,7 +9,9 @@ Inputs are arbitrary JSON values and bytes, event-shaped objects with hostile fi
 (nesting thousands deep, integers of thousands of digits or beyond 64 bits, lone surrogates,
 huge floats, out-of-range dates), and the fixture files with values swapped for those. The
 runs are derandomised (the same cases every run) and bounded: EXAMPLES per test, 8 tests,
-so 8 x EXAMPLES cases in all (README, reliability section).
+so 8 x EXAMPLES cases in all (docs/reliability.md).
+
+Minutes of fuzzing: in the slow set (``make test``, CI), not in ``make check``.
 """
 
 from __future__ import annotations
@@ -39,6 +41,9 @@ BENCH_LINE = json.loads(
 )
 MOE_FILE = FIXTURES / "moe_configs" / "triton_3_1_0" / "E=64,N=640,device_name=NVIDIA_H200.json"
 LOG_LINES = (FIXTURES / "server" / "sm120_qwen35_baseline.log").read_text().splitlines()
+
+#: Minutes of generated cases: `make test` runs them, `make check` does not.
+pytestmark = pytest.mark.slow
 
 #: Cases per test (8 tests); TUNELEDGER_FUZZ_EXAMPLES=N runs more.
 EXAMPLES = int(os.environ.get("TUNELEDGER_FUZZ_EXAMPLES", "40"))
