@@ -5,7 +5,7 @@ Numbers for the README (section Performance), not a test. Run::
     .venv/bin/python bench/bench_sync.py                 # 100,000 events, 3 repetitions
     .venv/bin/python bench/bench_sync.py --events 20000 --reps 1
 
-It starts a throwaway PostgreSQL cluster (``tests/pg_cluster.py``: initdb + pg_ctl in a
+It starts a throwaway PostgreSQL cluster (``tests/support/pg_cluster.py``: initdb + pg_ctl in a
 temp dir, as the ``postgres`` user when run as root) with the server's durable defaults
 (fsync and synchronous_commit on), builds one ledger of ``--events`` events (a mix like a
 campaign's control events: notes, flag research on SM120, candidates and triages,

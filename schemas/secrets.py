@@ -35,7 +35,7 @@ Why our own list rather than a library: detect-secrets (Yelp) and its kin scan
 source files and *report* findings; their keyword patterns target code
 assignments, not argv pairs, parsed argument dicts or environment names, and
 they do not redact. The rules here are few and each has a test
-(``tests/test_secrets.py``).
+(``tests/schemas/test_secrets.py``).
 """
 
 from __future__ import annotations
@@ -208,7 +208,7 @@ def may_hold_secret(text: str) -> bool:
     One pass (Aho-Corasick, in C) over the lower-cased text finds every occurrence of every
     secret word's root and token shape, overlapping ones included; then a whole-word check
     of each (``tokens`` in ``output_tokens`` is not one), so the common event is never
-    parsed again. Same answers as one substring search per root (``tests/test_secret_scan_sameness.py``)
+    parsed again. Same answers as one substring search per root (``tests/schemas/test_secret_scan_sameness.py``)
     at about 0.6 of its cost (15 searches over a 2 KB payload were 22 µs).
     """
     if "://" in text and _URL_PASSWORD.search(text):
@@ -257,7 +257,7 @@ def may_hold_secrets(texts: Sequence[str | None] | JoinedTexts) -> list[bool]:
 
     One C-speed pass over all texts joined by newlines flags the few that may hold a secret,
     and only those take ``may_hold_secret``, so the answers are its answers exactly
-    (``tests/test_secret_scan_sameness.py``). Why the pass misses no hit: ``may_hold_secret``
+    (``tests/schemas/test_secret_scan_sameness.py``). Why the pass misses no hit: ``may_hold_secret``
     finds a secret word or token shape at a start that follows a non-alphanumeric character
     (or the text's start) or a camel hump (lower then upper case), and a word counts when
     the letters from there up to a non-letter, or up to a non-lower-case letter, are one of

@@ -7,7 +7,7 @@ expression (``t975_sql``) and as Python (``t975``, for tests), within 0.08% of s
 
 - df < 16: ``ln t`` interpolated linearly in ``u = 1/df`` between the 16 points
   ``u = k/16`` of ``T_975`` (``ln t`` is nearly linear in 1/df; checked against scipy by
-  ``tests/test_compare.py``);
+  ``tests/runners/test_compare.py``);
 - df >= 16: the Cornish-Fisher expansion of the t quantile in powers of 1/df (Abramowitz &
   Stegun 26.7.5, three terms), within 2e-5;
 - df infinite or undefined (every run equal): z.

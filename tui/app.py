@@ -228,6 +228,16 @@ class TuneLedgerApp(App[None]):
         return self.main_screen.query_one(TimelinePane)
 
     @property
+    def closing(self) -> bool:
+        """True once the app shuts down: workers' late results are dropped from then on.
+
+        Textual's shutdown clears ``is_running`` first, then removes the screens' widgets while
+        the app's message loop still runs (``App.run_test`` shuts down beside it): a result
+        handled then would query widgets that are gone. An empty screen stack is the end of it.
+        """
+        return not self.is_running or not self.screen_stack
+
+    @property
     def active_tab(self) -> str:
         """The id of the pane shown."""
         return str(self.main_screen.query_one("#tabs", TabbedContent).active)
@@ -289,14 +299,14 @@ class TuneLedgerApp(App[None]):
 
     def on_ledger_changed(self, _message: LedgerChanged) -> None:
         """Refresh now, or once more after the refresh in flight."""
-        if not self.screen_stack:  # closing: a worker's late message
+        if self.closing:  # a worker's late message
             return
         self.request_refresh()
 
     def request_refresh(self, *, full: bool = False) -> None:
         """Start a refresh unless one runs; then remember to run one more when it ends."""
         self.full_pending = self.full_pending or full
-        if not self.screen_stack:  # closing
+        if self.closing:
             return
         if self.refreshing:
             self.dirty = True
@@ -342,7 +352,7 @@ class TuneLedgerApp(App[None]):
 
     def on_part_loaded(self, message: PartLoaded) -> None:
         """Hand a freshly read part to its pane."""
-        if not self.screen_stack:  # closing: a worker's late message
+        if self.closing:  # a worker's late message
             return
         part, data = message.part, message.data
         if part == "head":
@@ -385,7 +395,7 @@ class TuneLedgerApp(App[None]):
 
     def on_timeline_reloaded(self, message: TimelineReloaded) -> None:
         """Show the timeline reread for the new filter."""
-        if not self.screen_stack:  # closing: a worker's late message
+        if self.closing:  # a worker's late message
             return
         self.timeline.replace(message.rows)
 
@@ -405,7 +415,7 @@ class TuneLedgerApp(App[None]):
 
     def on_event_detail_loaded(self, message: EventDetailLoaded) -> None:
         """Show the event's JSON and links."""
-        if not self.screen_stack:  # closing: a worker's late message
+        if self.closing:  # a worker's late message
             return
         self.timeline.show_detail(message.detail)
 
@@ -449,7 +459,7 @@ class TuneLedgerApp(App[None]):
 
     async def on_sql_finished(self, message: SqlFinished) -> None:
         """Show the query's result or its error."""
-        if not self.screen_stack:  # closing: a worker's late message
+        if self.closing:  # a worker's late message
             return
         await self.main_screen.query_one(SqlPane).show_result(
             message.sql, message.table, message.error, message.elapsed_s
@@ -567,14 +577,14 @@ class TuneLedgerApp(App[None]):
 
     def on_appended(self, message: Appended) -> None:
         """Say what was appended, and show it."""
-        if not self.screen_stack:  # closing: a worker's late message
+        if self.closing:  # a worker's late message
             return
         self.notify(f"{message.what}: appended as seq {message.seq}", timeout=3)
         self.request_refresh()
 
     def on_append_failed(self, message: AppendFailed) -> None:
         """Say why an append failed; after a conflict, show what the other writer did."""
-        if not self.screen_stack:  # closing: a worker's late message
+        if self.closing:  # a worker's late message
             return
         if message.conflict:
             self.notify(

@@ -901,7 +901,7 @@ def run() -> None:
     up, closed and checkpointed there: ``ledger.store``), and standard output and error are
     flushed. Only then does ``os._exit`` end the process, skipping module and object
     finalisation, which costs tens of ms a call and does nothing for a process about to end
-    (tests/test_startup.py checks that nothing written is lost). In-process callers (tests)
+    (tests/cli/test_startup.py checks that nothing written is lost). In-process callers (tests)
     use ``main``.
     """
     import atexit

@@ -152,7 +152,7 @@ _INT_ARGS = (
 _POSITIVE_LIMITS = ("max_total_num_tokens", "max_running_requests", "context_len")
 
 #: Every line the views need, each spelling with the SGLang versions that print it and one
-#: example (tests/test_sglang_log.py parses each example). ``fact`` names the ``ServerLogFacts``
+#: example (tests/engines/test_sglang_log.py parses each example). ``fact`` names the ``ServerLogFacts``
 #: field it sets. Versions are those whose source or published logs show the spelling.
 LINE_SPELLINGS: tuple[tuple[str, str, str], ...] = (
     ("server_args", "<=0.5.14", "server_args=ServerArgs(model_path='/m', tp_size=2)"),

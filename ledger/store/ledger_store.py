@@ -33,7 +33,7 @@ one process with different settings. The result: a CLI append, a runner and the
 TUI's refresh can run side by side; none of them sees a lock error unless a lock
 is held longer than the timeout (``LedgerBusy``).
 
-Guarantees (each proven by a test in ``tests/test_store_contract.py``, run against
+Guarantees (each proven by a test in ``tests/store/test_store_contract.py``, run against
 one-shot and kept-open stores):
 
 - append is idempotent by ``event_id``: a retry returns the original ``seq``;

@@ -3,7 +3,7 @@
 Front ends (the CLI's ``append``/``import``/``demo``, the TUI's actions, the server
 runner, ``run bench``/``plan``/``spec``/``tune``, external benchmark tools) build their
 events and hand them here; only this module calls ``LedgerStore.append`` /
-``append_rows`` (``tests/test_commands.py`` checks that over the package's source).
+``append_rows`` (``tests/write/test_commands.py`` checks that over the package's source).
 The rules of a write live here, once, whichever front end asks:
 
 - **a retraction names a stored event**: an ``event_retracted`` whose

@@ -115,7 +115,7 @@ def payload_json(event: Event, where: str | None = None) -> str:
     """
     try:
         # ``model_dump_json``'s own serializer, called directly: half its cost for a small
-        # event (its keyword handling), the same text (tests/test_store_contract.py).
+        # event (its keyword handling), the same text (tests/store/test_store_contract.py).
         data = event.__pydantic_serializer__.to_json(event, exclude=_ENVELOPE)
     except PydanticSerializationError:
         label = where or event.source or event.type

@@ -31,7 +31,7 @@ default pool keeps only 20). The timed requests go through ``client_slots(c)``:
   once per target (``BenchTarget.httpx_url``) and the client keeps no cookies (``_NoCookies``).
   Streaming is chunk by chunk: the transport reads ``response.content.iter_chunked(16 KiB)``, which returns
   whatever bytes have arrived, so a chunk's timestamp is its arrival, not the body's end
-  (tests/test_bench_metrics.py checks TTFT and ITL against a server that paces its chunks).
+  (tests/runners/test_bench_metrics.py checks TTFT and ITL against a server that paces its chunks).
 - ``httpx`` (fallback without the package, or ``transport="httpx"``): plain httpcore/h11/anyio.
   httpcore's pool scans every connection of its pool on each request and response (O(c) per
   event, O(c^2) per wave): at c=64 one shared client spent ~2 ms of CPU per request in that
@@ -167,7 +167,7 @@ def make_payload(target: BenchTarget, prompt: Prompt, ignore_eos: bool) -> dict:
 #: HTTP server of SGLang, vLLM and transformers serve) closes an idle keep-alive connection: a
 #: connection the server may already have closed is never reused, even when the client's loop was
 #: too busy to read the server's FIN (a reused one fails "Can not write request body" / "Server
-#: disconnected"; tests/test_bench_resilience.py). A closed-loop run reuses connections at once.
+#: disconnected"; tests/runners/test_bench_resilience.py). A closed-loop run reuses connections at once.
 KEEPALIVE_S = 2.0
 
 #: The transport ``make_client`` uses by default: ``"aiohttp"`` when httpx-aiohttp is installed.

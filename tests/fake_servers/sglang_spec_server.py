@@ -1,5 +1,5 @@
 """A small real HTTP server that answers like an SGLang server running speculative decoding
-(stdlib only; for tests/test_spec.py — SGLang cannot run on these machines).
+(stdlib only; for tests/runners/test_spec.py — SGLang cannot run on these machines).
 
 It replays SGLang's real formats: ``GET /server_info`` is the recorded body of
 tests/fixtures/sglang/server/native_api.get_server_info.response.json (SGLang's documentation

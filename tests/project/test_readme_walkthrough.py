@@ -1,0 +1,100 @@
+"""README.md's "Your first session" runs as written (docs tested against the code).
+
+The fenced ``sh`` blocks of that section are extracted from README.md and run by bash, in a
+scratch folder that holds what a fresh clone has at its root (links to ``.venv``, ``examples``
+and ``tests``), so the commands run exactly as a new user types them from the repository root.
+``make`` lines (the one-time set-up) are checked as make targets (``make -n``), not run. Then
+the ledger is checked: every step left its events. Needs torch and transformers (the e2e
+extra), like tests/runners/test_e2e_transformers.py; offline (the model is built locally).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("torch")
+pytest.importorskip("transformers")
+pytest.importorskip("fastapi")
+
+from ledger.store import LedgerStore  # noqa: E402
+
+#: Process-based on purpose (the README's shell blocks run by bash): `make test` runs it, `make check` does not.
+pytestmark = pytest.mark.slow
+
+ROOT = Path(__file__).resolve().parents[2]
+SECTION = "## Your first session"
+
+
+def walkthrough_blocks(readme: str) -> list[str]:
+    """The ``sh`` code blocks of the README's first-session section, in order."""
+    start = readme.index(SECTION)
+    end = readme.find("\n## ", start + len(SECTION))
+    section = readme[start : end if end != -1 else None]
+    return re.findall(r"```sh\n(.*?)```", section, flags=re.S)
+
+
+def test_the_walkthrough_has_every_step() -> None:
+    script = "\n".join(walkthrough_blocks((ROOT / "README.md").read_text()))
+    for step in (
+        "tuneledger init",
+        "tuneledger append flag_researched",
+        "tuneledger run server start",
+        "tuneledger run bench",
+        "tuneledger run plan examples/plan.toml",
+        "benchmark_deltas",
+        "tuneledger export markdown",
+    ):
+        assert step in script, step
+
+
+def test_readme_first_session_runs_as_written(tmp_path: Path) -> None:
+    if shutil.which("transformers", path=str(Path(sys.executable).parent)) is None:
+        pytest.skip("the `transformers` command is not installed next to this Python")
+    blocks = walkthrough_blocks((ROOT / "README.md").read_text())
+    make_lines = [
+        line for block in blocks for line in block.splitlines() if line.startswith("make ")
+    ]
+    for line in make_lines:
+        target = line.split("#")[0].split()[1:]
+        assert (
+            subprocess.run(["make", "-n", *target], cwd=ROOT, capture_output=True).returncode == 0
+        ), line
+    script = "\n".join(block for block in blocks if not block.lstrip().startswith("make "))
+    for name in (".venv", "examples", "tests"):
+        (tmp_path / name).symlink_to(ROOT / name)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TUNELEDGER_")}
+    env.update({"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "COLUMNS": "200"})
+    out = subprocess.run(
+        ["bash", "-e", "-o", "pipefail", "-c", script],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=1500,
+    )
+    print(out.stdout)
+    assert out.returncode == 0, out.stderr[-4000:]
+    assert "Plan verdicts" in out.stdout and "Traceback" not in out.stderr
+
+    store = LedgerStore(tmp_path / "first-session.duckdb")
+    types = {
+        r["type"]: r["n"]
+        for r in store.query_arrow(
+            "SELECT type, count(*) AS n FROM timeline GROUP BY type"
+        ).to_pylist()
+    }
+    assert types["session_started"] == 1 and types["flag_researched"] == 1
+    assert types["server_started"] == 1 + 2 * 3 and types["comparison_completed"] >= 6
+    bench = store.query_arrow("SELECT config_name, source FROM benchmarks ORDER BY seq").to_pylist()
+    assert bench[0]["source"].startswith("tuneledger run bench --url http://127.0.0.1:")
+    assert bench[-1]["source"] == "examples/plan.toml"
+    decisions = (tmp_path / "first-session-decisions.md").read_text()
+    assert "## Benchmark deltas" in decisions and "CPU" in decisions
+    assert store.read(types=["server_stopped"]) and not store.read(types=["server_failed"])
