@@ -6,7 +6,7 @@ LEDGER ?= demo.duckdb
 # E2E=0 skips installing torch (CPU) + transformers for the end-to-end test (it then skips itself).
 E2E ?= 1
 
-.PHONY: demo check lint test test-slow bench bench-ledger schemas shell clean
+.PHONY: demo check lint test test-slow bench bench-ledger schemas docs shell clean
 
 $(BIN)/tuneledger: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -61,6 +61,11 @@ bench-ledger: $(BIN)/tuneledger
 ## Regenerate the committed JSON Schemas after changing an event model.
 schemas: $(BIN)/tuneledger
 	$(BIN)/python -m schemas.jsonschema
+
+## Regenerate docs/reference/ (CLI --help, event types, views, importers) from the code; a test
+## (tests/project/test_docs.py) fails while it is stale.
+docs: $(BIN)/tuneledger
+	$(BIN)/python docs/generate_reference.py
 
 clean:
 	rm -rf $(VENV) *.egg-info .pytest_cache

@@ -1,6 +1,6 @@
 """Benchmark the benchmark client: how many streamed requests/s it sustains, next to aiohttp.
 
-Numbers from this script go in the README; they are not tests. Run::
+Numbers from this script go in docs/performance.md; they are not tests. Run::
 
     .venv/bin/python bench/bench_client.py                       # c = 64 and 256
     .venv/bin/python bench/bench_client.py --concurrency 64 --requests 3000 --rounds 5

@@ -1,6 +1,6 @@
 """Benchmark the ledger: single appends, bulk JSONL import, derived views at scale.
 
-Numbers from this script go in the README; they are not tests. Run::
+Numbers from this script go in docs/performance.md; they are not tests. Run::
 
     .venv/bin/python bench/bench_ledger.py                      # everything, 1M events
     .venv/bin/python bench/bench_ledger.py --events 200000 --only views

@@ -1,5 +1,5 @@
 """tuneledger's store beside MLflow (sqlite) and Optuna (JournalStorage), in one run, plus the
-CLI append and the hand-off time. Numbers for the README (section Performance), not tests.
+CLI append and the hand-off time. Numbers for docs/performance.md, not tests.
 
 Run (``make bench`` runs it with the defaults)::
 

@@ -1,6 +1,6 @@
 """Benchmark sync with a PostgreSQL hub: push and pull throughput, time to sync 100,000 events.
 
-Numbers for the README (section Performance), not a test. Run::
+Numbers for docs/performance.md, not a test. Run::
 
     .venv/bin/python bench/bench_sync.py                 # 100,000 events, 3 repetitions
     .venv/bin/python bench/bench_sync.py --events 20000 --reps 1

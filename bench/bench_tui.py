@@ -1,6 +1,6 @@
 """Benchmark of the TUI: cold start to first paint, and append-to-visible latency under load.
 
-Measures (numbers for the README):
+Measures (numbers for docs/performance.md):
 
 1. cold start to first paint, as a real process: a child Python process starts,
    imports the app, runs it headless and reports the wall-clock time at which

@@ -1,9 +1,9 @@
-"""The committed H200 ledgers (data/h200_*.jsonl) and the README's GPU tables made from them.
+"""The committed H200 ledgers (data/h200_*.jsonl) and the GPU tables of docs/campaigns.md made from them.
 
     python bench/h200_data.py build-moe MOE_OUT            # device outputs -> data/h200_moe_tune.jsonl
     python bench/h200_data.py build-moe-fp8 FP8_OUT        # ... --fp8 outputs added to it
     python bench/h200_data.py build-flags FLAGS_OUT        # device outputs -> data/h200_flags.jsonl
-    python bench/h200_data.py tables                       # data/ -> the README's Markdown tables
+    python bench/h200_data.py tables                       # data/ -> the Markdown tables of docs/campaigns.md
 
 MOE_OUT: the outputs of ``python3 bench/h200_moe_tune.py .sgl OUT 540`` (the seeded tunes of both
 shapes with default / shipped / tuned re-timed, the exhaustive runs of shape A at M = 1 and 64, the

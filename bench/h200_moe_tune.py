@@ -1,4 +1,4 @@
-"""The README's MoE tuning figures, on the lent H200 (device tool): tune SGLang 0.5.23's fused-MoE
+"""The MoE tuning figures of docs/campaigns.md, on the lent H200 (device tool): tune SGLang 0.5.23's fused-MoE
 Triton kernel for two shapes SGLang ships H200 files for, compare with SGLang's default and shipped
 configs, and measure successive halving against an exhaustive run of the pruned space.
 

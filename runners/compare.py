@@ -1,4 +1,4 @@
-"""Is a change real? Noise-aware comparison of two arms of benchmark runs (REFERENCE section 5).
+"""Is a change real? Noise-aware comparison of two arms of benchmark runs (docs/comparison.md).
 
 The unit is the run (requests inside one run are correlated by batching). For one metric at one
 concurrency, with arm A (baseline) and arm B (candidate) of runs:
@@ -259,7 +259,7 @@ FLAG_VERDICTS = FLAG_VERDICT_OF_COMPARISON
 def flag_verdict(verdicts: Sequence[str]) -> str | None:
     """The flag verdict when every concurrency agrees (improved/regressed/no change), else None.
 
-    An overall claim needs consistency across concurrencies (REFERENCE section 5).
+    An overall claim needs consistency across concurrencies (docs/comparison.md).
     """
     if not verdicts or len(set(verdicts)) != 1:
         return None

@@ -26,7 +26,7 @@ A spec file (TOML)::
 
 Each trial becomes a configuration: the baseline's plus the ``--speculative-*`` flags (and any
 ``flags`` of the trial); its requests carry ``request_options``. After each arm's benchmarks,
-while its server still runs, the accept length is read from (REFERENCE section 2):
+while its server still runs, the accept length is read from (docs/engines.md):
 
 - ``GET /server_info`` (``/get_server_info`` on older SGLang): ``internal_states[i].avg_spec_accept_length``,
   a lifetime average since the server started — hence one trial per server start;

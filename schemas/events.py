@@ -448,8 +448,8 @@ _BENCH_METRICS_DOC = """Summary metrics of one run, named and defined as sglang 
     The fields are the rows of ``schemas.metrics.METRICS`` (the one metric table: unit, better
     direction, noise floor, label), all optional. Throughputs in tok/s (requests/s for
     ``request_throughput``), latencies in ms, ``duration_s`` in seconds,
-    ``achieved_concurrency`` = sum(E2E)/duration. TTFT, TPOT, ITL and E2E follow REFERENCE
-    section 4 (TPOT excludes the first token).
+    ``achieved_concurrency`` = sum(E2E)/duration. TTFT, TPOT, ITL and E2E are
+    sglang bench_serving's (docs/metrics.md; TPOT excludes the first token).
     """
 
 if TYPE_CHECKING:
@@ -539,7 +539,7 @@ class BenchmarkCompleted(Event):
 class ComparisonCompleted(Event):
     """A noise-aware comparison of one configuration against the baseline, per metric.
 
-    Runs are the unit (REFERENCE section 5): ``d = mean(ln B) - mean(ln A)``,
+    Runs are the unit (docs/comparison.md): ``d = mean(ln B) - mean(ln A)``,
     Welch standard error and degrees of freedom; ``change = e^d - 1`` with CI
     ``e^(d +- t*SE) - 1``: the metric's own change, ``value / baseline - 1`` ("+" means it went
     up, the one sign convention of ``schemas.metrics``); whether that is better is

@@ -6,8 +6,8 @@ integer. Everything that lists metrics derives its list from here: the event mod
 (``schemas.events.BenchMetrics`` is built from ``METRICS``), the projections and views
 (``bench_runs`` columns: ``VIEW_METRICS``; the ``benchmark_deltas`` rules: ``COMPARED_METRICS``),
 the comparison runner (``runners.compare``), the importers (integer fields), the TUI's panes, the
-CLI's tables and the Markdown export (units and labels). Definitions follow REFERENCE section 4
-(TTFT, TPOT, ITL, E2E) and the noise floors section 5 (2% throughput and median TPOT, 5% median
+CLI's tables and the Markdown export (units and labels). Definitions: docs/metrics.md
+(TTFT, TPOT, ITL, E2E); the noise floors: docs/comparison.md (2% throughput and median TPOT, 5% median
 TTFT, 10% p99).
 
 The sign convention of a change (one for every name, everywhere: the ``comparison_completed``
@@ -189,7 +189,7 @@ def unit_of(name: str) -> str | None:
 
 
 def tpot(ttft: float | None, e2e: float | None, output_tokens: int | None) -> float | None:
-    """TPOT of one request: ``(E2E - TTFT) / (output_tokens - 1)`` (REFERENCE section 4: the
+    """TPOT of one request: ``(E2E - TTFT) / (output_tokens - 1)`` (docs/metrics.md: the
     first token is excluded), in the unit of ``ttft`` and ``e2e``; None without at least 2
     output tokens or a missing time."""
     if ttft is None or e2e is None or output_tokens is None or output_tokens <= 1:

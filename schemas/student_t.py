@@ -1,7 +1,7 @@
 """Student's t critical values for the views' comparisons, where SQL has no t quantile.
 
-``runners.compare`` judges a change with ``scipy.stats.t.ppf(0.975, df)`` (Welch's df, REFERENCE
-section 5). ``benchmark_deltas`` applies the same rule in SQL to arms no comparison event
+``runners.compare`` judges a change with ``scipy.stats.t.ppf(0.975, df)`` (Welch's df,
+docs/comparison.md). ``benchmark_deltas`` applies the same rule in SQL to arms no comparison event
 covers, and DuckDB has no t distribution: this module gives the critical value as an SQL
 expression (``t975_sql``) and as Python (``t975``, for tests), within 0.08% of scipy's:
 

@@ -35,7 +35,7 @@ if TYPE_CHECKING:
 
 # Start-up time matters (an agent calls `tuneledger append` in a loop): DuckDB (the store),
 # pyarrow, rich (the table printer), the runners' and the TUI's commands are imported only
-# when a command that needs them runs. See README, Performance.
+# when a command that needs them runs. See docs/performance.md.
 
 #: The output formats of the table-printing commands (``ledger.cli.render``, imported when printing).
 FORMATS = ("table", "csv", "json")
@@ -837,7 +837,7 @@ def _print_h200(store: Any) -> None:
 
 @cli.group()
 def resident() -> None:
-    """The resident process that serves `tuneledger append` (README, "Resident process").
+    """The resident process that serves `tuneledger append` (docs/cli.md).
 
     \b
     Started by the first append that finds none; exits after TUNELEDGER_RESIDENT_IDLE_S

@@ -1,4 +1,4 @@
-"""Latency distributions as sglang's bench_serving computes them (REFERENCE section 4).
+"""Latency distributions as sglang's bench_serving computes them (docs/metrics.md).
 
 One function, used by the benchmark client (``runners.bench.metrics.summarize``) and by the
 importers that recompute statistics from per-request values

@@ -46,7 +46,7 @@ BENCH_METRICS: tuple[str, ...] = VIEW_METRICS
 _INT_METRICS = INTEGER_METRICS
 
 #: (metric, direction: +1 higher is better / -1 lower is better, noise floor as a fraction): the
-#: compared rows of the metric table (floors from REFERENCE section 5).
+#: compared rows of the metric table (floors: docs/comparison.md).
 DELTA_METRICS: tuple[tuple[str, int, float], ...] = tuple(
     (m.name, m.direction, m.noise_floor) for m in COMPARED_METRICS if m.noise_floor is not None
 )

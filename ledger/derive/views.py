@@ -9,7 +9,7 @@ findings supersede earlier ones (the latest by ``seq`` wins); the history stays
 queryable in ``flag_verdict_history``, ``timeline`` and ``events``. Retracted
 events (``event_retracted``) drop out of every view but ``events``.
 
-Views (columns are listed in the README):
+Views (docs/views.md; every column with its type: docs/reference/views.md):
 
 ``all_events``           every event, payload upcast to the current version, ``retracted`` flag
 ``live_events``          the same without retracted events

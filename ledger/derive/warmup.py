@@ -10,7 +10,7 @@ check (hyperfine ``src/benchmark/mod.rs``: modified Z-score of the first run abo
 modified Z-score of Iglewicz and Hoaglin (1993), ``M = 0.6745 (x - median) / MAD`` over the whole
 series, and two guards of our own: the first run must be on the worse side (lower throughput),
 and its distance from the median of the later runs must exceed the metric's noise floor
-(2% for throughput, REFERENCE section 5), so that a series whose runs are almost identical
+(2% for throughput, docs/comparison.md), so that a series whose runs are almost identical
 (MAD near 0) does not flag ordinary noise. It needs at least 3 runs (a first and 2 later ones).
 """
 
@@ -24,7 +24,7 @@ from dataclasses import dataclass
 MODIFIED_Z_THRESHOLD = 14.0
 #: Iglewicz-Hoaglin's constant: 0.6745 = the 0.75 quantile of the standard normal (MAD -> sigma).
 _K = 0.6745
-#: The throughput noise floor (REFERENCE section 5): a smaller gap is not called a cold start.
+#: The throughput noise floor (docs/comparison.md): a smaller gap is not called a cold start.
 NOISE_FLOOR = 0.02
 MIN_RUNS = 3
 

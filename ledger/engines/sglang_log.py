@@ -3,7 +3,7 @@
 Shared by ``tuneledger import`` and the server runner, so it holds no store
 code: it reads lines and returns plain data (``ServerLogFacts``) and events.
 
-Formats (REFERENCE section 2; SGLang's own ``logger.info`` format strings, read
+Formats (docs/engines.md; SGLang's own ``logger.info`` format strings, read
 in its source and in public logs of 0.4.x to 0.5.23). ``LINE_SPELLINGS`` lists
 every line this parser reads, with each spelling, the SGLang versions that print
 it and an example (each example is a test); ``FLAG_NAMES`` lists the server args
@@ -124,7 +124,7 @@ _DISABLED_WHAT: dict[str, tuple[str, Any]] = {
     "two batch overlap": ("enable-two-batch-overlap", False),
 }
 
-#: Server args that switch piecewise CUDA graph off as a side effect (REFERENCE section 2).
+#: Server args that switch piecewise CUDA graph off as a side effect (docs/engines.md).
 _PIECEWISE_DISABLERS: tuple[tuple[str, Any], ...] = (
     ("enable_flashinfer_allreduce_fusion", True),
     ("enable_torch_compile", True),
@@ -1151,7 +1151,7 @@ def _moe_line(line: LogLine) -> MoeConfigLine | None:
 
 def _settle_piecewise(facts: ServerLogFacts, begin: bool, end: bool) -> None:
     """Piecewise (0.5.23: prefill) CUDA graph is switched off silently: no capture lines after the
-    decode CUDA graph capture finished means off (REFERENCE section 2); a "Disable ... because"
+    decode CUDA graph capture finished means off (docs/engines.md); a "Disable ... because"
     line says so and why. Before the decode capture ends (a crash, a truncated log) it is unknown."""
     if end:  # its end line (a begin without end: the capture did not finish)
         facts.piecewise_cuda_graph = True

@@ -2,7 +2,7 @@
 
 Standard library only, and only its cheapest modules (``_socket``, ``marshal``): this module is
 what every ``tuneledger`` call imports before it knows whether it needs click, pydantic or
-DuckDB (README, "Resident process"). ``run`` does one of two things:
+DuckDB (docs/cli.md, "The resident process"). ``run`` does one of two things:
 
 - ``tuneledger [GROUP OPTIONS] append ...`` while a resident process (``ledger.frontdoor.resident``)
   answers on this user's socket: the call (argv, working directory, environment, whether
@@ -39,7 +39,7 @@ ENV_SWITCH = "TUNELEDGER_RESIDENT"
 ENV_RUNTIME_DIR = "TUNELEDGER_RUNTIME_DIR"
 #: The protocol's version, sent with each call (a server of another version says "restart").
 PROTOCOL = 1
-#: Exit code when the server ended after accepting the call and before answering (README).
+#: Exit code when the server ended after accepting the call and before answering (README, exit codes).
 GONE_EXIT = 16
 #: The group options of ``tuneledger`` that take a value (``--ledger X`` or ``--ledger=X``).
 GROUP_VALUE_OPTIONS = ("--ledger", "--actor", "--session")

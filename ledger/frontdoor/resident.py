@@ -7,7 +7,7 @@ is ``ledger.cli.main(argv)`` run here with the client's stdin, working directory
 environment swapped in, its stdout and stderr captured, so output and exit codes are the
 in-process ones (``call``; the tests' in-process CLI uses it too).
 
-What it does not change (README, "Resident process"): it holds no DuckDB file between calls
+What it does not change (docs/cli.md, "The resident process"): it holds no DuckDB file between calls
 (every append is the one-shot store: open, one transaction, close), so the one-writer rule,
 the hand-off and DuckDB's shell reading the file right after an append are as without it. One
 call at a time (the environment and working directory are process-wide).

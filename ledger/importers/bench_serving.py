@@ -1,7 +1,7 @@
 """sglang ``bench_serving`` result JSONL -> ``BenchmarkCompleted`` events (+ per-request samples).
 
 Format: what ``python -m sglang.bench_serving --output-file F`` appends, one JSON
-object per run (REFERENCE section 4; checked against the real 0.5.23 outputs in
+object per run (docs/metrics.md; checked against the real 0.5.23 outputs in
 tests/fixtures/sglang/bench_serving/). Latency keys are in ms; the
 ``--output-details`` arrays ``ttfts`` and ``itls`` are in seconds.
 """

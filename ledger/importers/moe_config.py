@@ -1,6 +1,6 @@
 """Fused-MoE Triton config file (sglang's or vLLM's) -> one ``MoeConfigRecorded`` event.
 
-File name (REFERENCE section 3; sglang's ``get_config_file_name``):
+File name (docs/engines.md, "SGLang's fused-MoE kernel configs"; sglang's ``get_config_file_name``):
 ``E={E},N={N},device_name={name}[,dtype={dtype}][,block_shape=[a, b]][,per_channel_quant=True][_down].json``,
 kept in a ``triton_X_Y_Z`` folder for the Triton version it was tuned with.
 Content: batch size M (a string) -> ``{BLOCK_SIZE_M, BLOCK_SIZE_N, BLOCK_SIZE_K,

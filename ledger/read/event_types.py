@@ -101,8 +101,9 @@ def _describe(info: FieldInfo, extra: str = "") -> str:
     return "; ".join(p for p in parts if p)
 
 
-def describe_type(event_type: str) -> str:
-    """The fields of ``event_type`` as aligned text lines (name, type, unit, notes).
+def field_rows(event_type: str) -> list[tuple[str, str, str, str]]:
+    """The payload fields of ``event_type``: (dotted name, type, unit, notes), nested models
+    flattened after their field (``tuneledger types`` and docs/reference/events.md).
 
     Raises:
         InvalidInput: an unknown event type (the message lists the known ones).
@@ -112,7 +113,17 @@ def describe_type(event_type: str) -> str:
         raise InvalidInput(
             f"unknown event type {event_type!r} (known: {', '.join(sorted(EVENT_TYPES))})"
         )
-    rows = _rows(model)
+    return _rows(model)
+
+
+def describe_type(event_type: str) -> str:
+    """The fields of ``event_type`` as aligned text lines (name, type, unit, notes).
+
+    Raises:
+        InvalidInput: an unknown event type (the message lists the known ones).
+    """
+    rows = field_rows(event_type)
+    model = EVENT_TYPES[event_type]
     doc = (model.__doc__ or "").strip().splitlines()
     head = [
         f"{event_type}: {doc[0] if doc else ''}".rstrip(),

@@ -1,7 +1,7 @@
 """The append-only event store: one DuckDB file, many processes, one writer at a time.
 
 DuckDB lets one process hold a database file read-write, and lets others read
-it only while nobody writes (REFERENCE section 6). tuneledger works with that
+it only while nobody writes (https://duckdb.org/docs/stable/connect/concurrency). tuneledger works with that
 rule in two ways:
 
 - **One-shot** (the default, the CLI): every operation opens the file, does its

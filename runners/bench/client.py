@@ -18,7 +18,7 @@ default pool keeps only 20). The timed requests go through ``client_slots(c)``:
   over an ``AiohttpClient``, aiohttp directly, one ``ClientSession`` with
   ``TCPConnector(limit=c)``, lines read from ``response.content`` as sglang's bench_serving
   does: httpx's own model was 27.5% of the client's CPU, and without it the client costs
-  about what a bare aiohttp client does (bench/bench_client.py; README, Performance).
+  about what a bare aiohttp client does (bench/bench_client.py; docs/performance.md).
   ``make_client`` (warm-up, other callers) still gives an ``httpx.AsyncClient``
   whose transport is ``httpx_aiohttp.AiohttpTransport`` over the same kind of session.
   History of the figures: aiohttp's HTTP/1.1

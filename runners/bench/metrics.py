@@ -1,4 +1,4 @@
-"""Serving-benchmark metric math, defined exactly as sglang bench_serving does (REFERENCE section 4).
+"""Serving-benchmark metric math, defined exactly as sglang bench_serving does (docs/metrics.md).
 
 Per request (``RequestResult``), times in seconds from ``time.perf_counter``:
 
@@ -124,7 +124,7 @@ def mask_coarse_streaming(
 #: run ends with a tail in which fewer than c requests are in flight, and with a few requests per
 #: slot that tail pulls achieved concurrency (sum E2E / duration) under the gate's 0.9 c
 #: (16 prompts at c=4 failed it in 2 of 3 runs; 128 at c=16, 8 per slot, passed every run of the
-#: README's H200 plan with 15.2-15.8).
+#: H200 plan of docs/campaigns.md with 15.2-15.8).
 MIN_PROMPTS_PER_SLOT = 8
 
 
@@ -176,7 +176,7 @@ def validity(
     output_len: int,
     length_enforced: bool,
 ) -> tuple[bool, list[str]]:
-    """The run's validity gate (REFERENCE section 5, rule 1) and notes on what failed or was waived.
+    """The run's validity gate (docs/comparison.md, rule 1) and notes on what failed or was waived.
 
     Fails on: any failed request; achieved concurrency < 0.9 c (closed loop only);
     a request whose reported output token count differs from ``output_len`` — unless

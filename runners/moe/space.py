@@ -5,7 +5,7 @@ timings (``tests/fixtures/h200_moe_timings.json``); ``runners.moe.kernels`` does
 
 - **Shape** (``MoeShape``): E experts, N the per-rank intermediate size, K the hidden size,
   top-k, dtype; from a model's ``config.json`` and the TP size (``shape_from_model_config``).
-- **Space** (``search_space``): SGLang's tuner's, REFERENCE section 3 —
+- **Space** (``search_space``): SGLang's tuner's (docs/engines.md) —
   num_stages {2,3,4,5} x BLOCK_M {16..256} x BLOCK_K {64,128,256} x BLOCK_N {32..256} x
   warps {4,8} x GROUP_M {1,16,32,64} = 1,920 configs.
 - **Pruning** (``prune``): before anything runs, each config's shared memory
@@ -159,7 +159,7 @@ def shape_from_model_config(
 
 
 def search_space() -> list[Config]:
-    """SGLang's tuner's 1,920 configs (REFERENCE section 3), in a fixed order."""
+    """SGLang's tuner's 1,920 configs (docs/engines.md), in a fixed order."""
     return [
         dict(
             BLOCK_SIZE_M=bm,
@@ -273,7 +273,7 @@ def block_m_cap(M: int, shape: MoeShape) -> int:
 
 def default_config(M: int, shape: MoeShape) -> Config:
     """SGLang's default config when no tuned file exists (0.5.23 ``get_default_config``, the rule
-    REFERENCE section 3 states): bf16 16/32/64/G1 for M <= E, else 64/64/32/G8; fp8 block
+    docs/engines.md states): bf16 16/32/64/G1 for M <= E, else 64/64/32/G8; fp8 block
     quantisation 64/block_n/block_k/G32 w4 s3; fp8 per-tensor 64/128/128/G1 w4 s4 for M <= E, else
     128/256/128/G32 w8 s4. Where SGLang gives no num_warps / num_stages, Triton's launch defaults
     (4 warps, 3 stages) apply, and those are written here."""
@@ -329,7 +329,7 @@ def nearest_config(configs: Mapping[str, Mapping[str, Any]], M: int) -> dict[str
 
 
 def config_file_name(shape: MoeShape, device_name: str, *, down: bool = False) -> str:
-    """SGLang's file name for this shape and GPU (REFERENCE section 3; 0.5.23 ``get_config_file_name``):
+    """SGLang's file name for this shape and GPU (docs/engines.md; 0.5.23 ``get_config_file_name``):
     ``E={E},N={N},device_name={name, spaces as _}[,dtype=..][,block_shape=[a, b]][_down].json``."""
     dtype = f",dtype={shape.file_dtype}" if shape.file_dtype else ""
     block = (

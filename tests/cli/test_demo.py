@@ -378,16 +378,16 @@ def test_a_second_campaign_loads_beside_the_first(tmp_path: Path) -> None:
         build_demo(path, campaign="h200")
 
 
-def test_the_readme_states_the_h200_campaigns_event_count(tmp_path: Path) -> None:
-    """Docs tested against the code: the README's figure is what `demo --campaign h200` loads."""
+def test_the_docs_state_the_h200_campaigns_event_count(tmp_path: Path) -> None:
+    """Docs tested against the code: docs/campaigns.md's figure is what `demo --campaign h200` loads."""
     store = build_demo(tmp_path / "h200.duckdb", campaign="h200")
     n = store.query_arrow("SELECT count(*) AS n FROM events").to_pylist()[0]["n"]
-    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
-    assert f"`data/h200_moe_tune.jsonl`: {n:,} events" in readme
+    campaigns = (Path(__file__).resolve().parents[2] / "docs" / "campaigns.md").read_text()
+    assert f"`data/h200_moe_tune.jsonl`: {n:,} events" in campaigns
 
 
 def test_the_h200_campaigns_part_1_verdicts_are_the_runners(tmp_path: Path) -> None:
-    """README: every c=64 comparison of part 1 is invalid, c=1 too-noisy; part 2's baseline
+    """docs/campaigns.md: every c=64 comparison of part 1 is invalid, c=1 too-noisy; part 2's baseline
     (cb), benchmarked later in the same session, does not replace them."""
     store = build_demo(tmp_path / "h200.duckdb", campaign="h200")
     rows = store.query_arrow(

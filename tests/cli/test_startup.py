@@ -1,6 +1,5 @@
 """CLI start-up: `tuneledger append` imports only what appending needs, `--help` lists the
-plugin commands without their heavy imports, and the fast exit loses nothing (README,
-Performance).
+plugin commands without their heavy imports, and the fast exit loses nothing (docs/performance.md).
 
 Timing is measured by bench/bench_store.py, not here; this checks the cause of the cost -
 which heavy modules a real process loads - so a stray top-level import shows up. These tests

@@ -6,7 +6,7 @@ tests/fixtures/sglang/server/native_api.get_server_info.response.json (SGLang's 
 CI run), with ``speculative_*`` server args filled in from the command line and, when an
 algorithm is given, ``internal_states[0].avg_spec_accept_length`` (the field SGLang adds under
 speculation); after each request it prints a ``Decode batch`` line in SGLang 0.5.x's format with
-``accept len: X, accept rate: Y`` (REFERENCE section 2); non-streamed ``POST /generate`` returns
+``accept len: X, accept rate: Y`` (docs/engines.md); non-streamed ``POST /generate`` returns
 ``meta_info.spec_accept_length``. ``POST /v1/chat/completions`` streams ``--chunks`` one-token SSE
 chunks with ``--delay-ms`` between them, divided by the accept length under speculation (each
 verify step emits that many tokens), then a usage chunk and ``[DONE]``.

@@ -96,7 +96,7 @@ def test_bench_two_concurrencies() -> None:
     w = c1.workload
     assert (w.dataset, w.input_len, w.output_len, w.range_ratio) == ("random-ids", 64, 32, 1.0)
     assert w.request_rate is None and w.load == "closed-loop" and w.num_prompts is None
-    # ~13 chunks for 32 tokens (transformers serve): TPOT and ITL not measurable (issue 27)
+    # ~13 chunks for 32 tokens (transformers serve): TPOT and ITL not measurable (docs/importers.md)
     assert c1.valid is True and c1.validity_notes[0].startswith("coarse streaming: 13.3 chunks")
     assert m.mean_tpot_ms is None and c1.tool_metrics["mean_tpot_ms"] == 1.729500298386982
     assert c4.metrics.mean_ttft_ms == 220.53212312500392

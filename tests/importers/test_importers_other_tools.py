@@ -425,7 +425,7 @@ def test_guidellm_03_json_and_yaml_agree() -> None:
     )
     assert m.mean_e2e_latency_ms == pytest.approx(644.4743664368339)
     # GuideLLM 0.3's per-request ITL is our TPOT, but 0.3 keeps no chunk counts to tell the
-    # streaming granularity (issue 27): not measurable, the tool's figure kept aside
+    # streaming granularity (docs/importers.md): not measurable, the tool's figure kept aside
     assert m.mean_tpot_ms is None
     assert json_event.tool_metrics["mean_tpot_ms"] == pytest.approx(4.941609043733832)
     assert json_event.tool_metrics["time_per_output_token_ms_mean"] == pytest.approx(
@@ -624,7 +624,7 @@ def test_aiperf_real_run_json_csv_and_records_agree() -> None:
     # AIPerf's percentiles are numpy's linear ones, like ours: the records reproduce the summary
     assert records.metrics.p90_ttft_ms == pytest.approx(raw["time_to_first_token"]["p90"])
     assert records.metrics.std_e2e_latency_ms == pytest.approx(raw["request_latency"]["std"])
-    # transformers serve sent each answer in one chunk: TPOT not measurable (issue 27)
+    # transformers serve sent each answer in one chunk: TPOT not measurable (docs/importers.md)
     assert records.metrics.mean_tpot_ms is None and "coarse streaming" in records.validity_notes[0]
 
 

@@ -82,7 +82,7 @@ def test_projections_views_and_rules_derive_from_the_table() -> None:
     assert projections.DELTA_METRICS == tuple(
         (m.name, m.direction, m.noise_floor) for m in COMPARED_METRICS
     )
-    # REFERENCE section 5's floors
+    # the floors of docs/comparison.md
     assert metric("output_throughput").noise_floor == 0.02
     assert metric("median_ttft_ms").noise_floor == 0.05
     assert metric("p99_tpot_ms").noise_floor == 0.10

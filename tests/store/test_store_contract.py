@@ -1,7 +1,7 @@
 """The event store's contract: one abstract suite run against every store configuration.
 
 In the style of the ``eventsourcing`` library's tests: ``StoreContract`` states each
-guarantee of ``ledger.store.LedgerStore`` (module docstring there, REFERENCE section 6) as a
+guarantee of ``ledger.store.LedgerStore`` (module docstring there; docs/architecture.md) as a
 test method, and each ``Test...`` subclass runs all of them against one configuration
 (``make_store``/``ledger_file`` hooks). Everything runs on real DuckDB files; the
 multi-process guarantees run real processes (``tests/store/writer_process.py``), killed with
@@ -138,7 +138,7 @@ def ticking_clock(start: datetime) -> Callable[[], datetime]:
 class StoreContract:
     """Guarantees every store configuration keeps. Subclasses set the configuration."""
 
-    #: Events per writer process in the concurrency test (REFERENCE: racing writers).
+    #: Events per writer process in the concurrency test (racing writers).
     events_per_writer = 500
 
     def ledger_file(self, tmp_path: Path) -> Path:
