@@ -55,7 +55,7 @@ from pathlib import Path
 from typing import Any, Protocol
 from uuid import UUID
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from ledger.errors import ConcurrencyConflict, InvalidInput
 from ledger.store import LedgerStore
@@ -143,6 +143,8 @@ class BenchSection(_Strict):
     input_len: int = Field(default=64, ge=1)
     output_len: int = Field(default=32, ge=1)
     num_prompts: int = Field(default=32, ge=1)
+    #: Tokens every prompt shares at its start (``runners.bench.workload``): prefix caching's case.
+    shared_prefix_len: int = Field(default=0, ge=0)
     #: When set, a run at concurrency c sends only the first ``min(num_prompts, max(min_prompts,
     #: prompts_per_concurrency x c))`` prompts: a closed loop needs about 5 c prompts to keep its
     #: achieved concurrency >= 0.9 c through the tail (the validity gate), and the same count at
@@ -154,6 +156,14 @@ class BenchSection(_Strict):
     seed: int = 0
     tokenizer: str | None = None
     ignore_eos: bool = True
+
+    @model_validator(mode="after")
+    def _prefix_inside_prompt(self) -> BenchSection:
+        if self.shared_prefix_len >= self.input_len:
+            raise ValueError(
+                f"shared_prefix_len ({self.shared_prefix_len}) must be below input_len ({self.input_len})"
+            )
+        return self
 
 
 @dataclass
@@ -379,7 +389,9 @@ def run_plan(
     # The inputs first (a tokenizer path that does not exist is exit 3): a refused plan
     # leaves nothing in the ledger.
     workload = build_workload(
-        WorkloadSpec(b.input_len, b.output_len, b.num_prompts, b.seed, b.tokenizer)
+        WorkloadSpec(
+            b.input_len, b.output_len, b.num_prompts, b.seed, b.tokenizer, b.shared_prefix_len
+        )
     )
     store.init()
     _record_preamble(store, plan)
@@ -475,6 +487,7 @@ def _run_arm(
                 workload=workload,
                 ignore_eos=b.ignore_eos,
                 extra_body=extra_body or {},
+                server_metrics=config.engine == "vllm",
             )
             asyncio.run(
                 _sweep_levels(
@@ -594,6 +607,7 @@ def _record_failed_run(
             seed=b.seed,
             ignore_eos=b.ignore_eos,
             endpoint=b.endpoint,
+            shared_prefix_len=b.shared_prefix_len or None,
         ),
         concurrency=load,
         repeat=repeat,

