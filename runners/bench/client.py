@@ -822,7 +822,13 @@ async def sweep(
                     source=source,
                 )
                 if server_metrics:
-                    event = event.model_copy(update={"server_metrics": server_metrics})
+                    update: dict[str, Any] = {"server_metrics": server_metrics}
+                    if "spec_accept_length" in server_metrics:
+                        # the engine's own count over this run (vLLM: 1 + accepted / drafts)
+                        update["metrics"] = event.metrics.model_copy(
+                            update={"accept_length": server_metrics["spec_accept_length"]}
+                        )
+                    event = event.model_copy(update=update)
                 if store is not None:
                     # Off the event loop: under load an append can wait on the ledger's lock.
                     await asyncio.to_thread(

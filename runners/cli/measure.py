@@ -415,12 +415,25 @@ def _bench_with_tool(
     help="Show every compared metric in the verdict table (default: the headline ones: output throughput, median and p99 TTFT and TPOT).",
 )
 @click.option("--no-progress", is_flag=True, help="No progress bar on standard error.")
+@click.option(
+    "--resume",
+    is_flag=True,
+    help="Measure only the runs this plan's session does not hold yet (after a kill or Ctrl-C); compare all.",
+)
+@click.option(
+    "--dry-run",
+    is_flag=True,
+    help="Print the arms, the runs in order and a time estimate from the ledger's earlier runs; run nothing.",
+)
 @pass_ctx
-def plan_command(ctx: Context, plan_file: Path, all_metrics: bool, no_progress: bool) -> None:
+def plan_command(
+    ctx: Context, plan_file: Path, all_metrics: bool, no_progress: bool, resume: bool, dry_run: bool
+) -> None:
     """Run PLAN_FILE: baseline and candidates restarted and benchmarked interleaved, then compared.
 
     Prints the verdict table; everything is recorded (benchmark_deltas shows the verdicts).
-    Ctrl-C stops the running server and records a note of the completed runs (exit 130).
+    Ctrl-C stops the running server and records a note of the completed runs (exit 130);
+    --resume then measures only what is missing. --dry-run records nothing.
     """
     from rich.console import Console
 
@@ -435,6 +448,9 @@ def plan_command(ctx: Context, plan_file: Path, all_metrics: bool, no_progress: 
         click.echo(f"tuneledger: {plan_file}: [bench] num_prompts: {warning}", err=True)
     if plan.plan.session is None and ctx.session:
         plan.plan.session = ctx.session
+    if dry_run:
+        _dry_run(ctx, plan, resume)
+        return
     store = ctx.store().kept_open()  # a long-lived writer: one open for a run of appends
     store.init()
     signal.signal(signal.SIGTERM, _raise_interrupt)
@@ -443,7 +459,7 @@ def plan_command(ctx: Context, plan_file: Path, all_metrics: bool, no_progress: 
         store, session_id=plan.plan.session, say=say, sigint_wait_s=plan.plan.stop_wait_s
     )
     try:
-        result = run_plan(plan, store, runner, say=say, progress=not no_progress)
+        result = run_plan(plan, store, runner, say=say, progress=not no_progress, resume=resume)
     except KeyboardInterrupt:
         runner.close(reason="plan interrupted (Ctrl-C)")
         click.echo(
@@ -464,3 +480,22 @@ def plan_command(ctx: Context, plan_file: Path, all_metrics: bool, no_progress: 
     Console(width=160).print(verdict_table(result, shown))
     for finding in result.findings:
         click.echo(f"finding: --{finding.flag}: {finding.verdict} ({finding.message})")
+
+
+def _dry_run(ctx: Context, plan: Any, resume: bool) -> None:
+    """``run plan --dry-run``: the plan's starts and estimate (``runners.plan_resume``)."""
+    from rich.console import Console
+
+    from runners.plan_resume import dry_run_table, estimate
+
+    store = ctx.store()
+    known = store.path.exists()
+    arms = estimate(store if known else None, plan, resume=resume)
+    Console(width=160).print(dry_run_table(plan, arms))
+    from runners.server.engines import flag_args
+
+    for arm in plan.arms:
+        config = plan.configs[arm]
+        click.echo(
+            f"arm {arm} ({config.engine}, {config.model}): {' '.join(flag_args(config.flags))}"
+        )
