@@ -116,7 +116,11 @@ def estimate(store: LedgerStore | None, plan: Any, *, resume: bool = False) -> l
             finished = [c for c in loads if (arm, repeat, c) in done]
             pending = [c for c in loads if c not in finished]
             start = _mean(starts.get(arm, [])) or _mean(engine_starts)
-            bench = [_mean(durations.get((arm, c), [])) for c in pending]
+            bench = [
+                _mean(durations.get((arm, c), []))
+                or _mean([d for (_, load), ds in durations.items() if load == c for d in ds])
+                for c in pending
+            ]
             bench_s = None if any(x is None for x in bench) else sum(x or 0.0 for x in bench)
             out.append(PlannedArm(arm, repeat, pending, start, bench_s, finished))
     return out

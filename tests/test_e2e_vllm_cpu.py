@@ -88,7 +88,7 @@ flags = {{ max-model-len = 512, dtype = "bfloat16", enforce-eager = true }}
 
 [configs.ngram-3]
 base = "baseline"
-flags = {{ speculative-config = {{ method = "ngram", num_speculative_tokens = 3, prompt_lookup_max = 3, prompt_lookup_min = 1 }} }}
+flags = {{ speculative-config = '{{"method": "ngram", "num_speculative_tokens": 3, "prompt_lookup_max": 3, "prompt_lookup_min": 1}}' }}
 """
     path = tmp_path / "plan.toml"
     path.write_text(text)

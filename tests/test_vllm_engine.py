@@ -116,3 +116,31 @@ def test_shared_prefix_with_a_tokenizer_keeps_exact_lengths(tmp_path: Path) -> N
             break
     assert i > 0 and all(p.prompt_len == 48 for p in built.prompts)
     assert built.exact_length
+
+
+def test_vllm_bench_serve_runs_as_its_own_parser_and_main(tmp_path: Path) -> None:
+    from runners.bench.external import VLLM_BENCH_SERVE, ToolWorkload, find_tool, tool_argv
+
+    prefix = find_tool("vllm", None)
+    assert prefix == [sys.executable, "-c", VLLM_BENCH_SERVE]
+    w = ToolWorkload(
+        url="http://127.0.0.1:8123",
+        endpoint="completions",
+        model="/m",
+        input_len=64,
+        output_len=32,
+        num_prompts=16,
+        seed=0,
+        warmup=1,
+        tokenizer="/m",
+        ignore_eos=True,
+    )
+    argv, result = tool_argv("vllm", prefix, w, concurrency=4, request_rate=None, out_dir=tmp_path)
+    assert result == tmp_path / "result.json"
+    args = argv[3:]
+    pairs = dict(zip(args[::1], args[1::1], strict=False))
+    assert pairs["--backend"] == "openai" and pairs["--endpoint"] == "/v1/completions"
+    assert pairs["--max-concurrency"] == "4" and pairs["--temperature"] == "0"
+    assert pairs["--random-input-len"] == "64" and pairs["--num-warmups"] == "1"
+    assert "--ignore-eos" in args and "--save-result" in args
+    compile(VLLM_BENCH_SERVE, "<vllm bench serve>", "exec")  # the program is valid Python

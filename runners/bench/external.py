@@ -419,9 +419,16 @@ def run_tool_sweep(
                     f"{tool}: exit {proc.returncode}, no result {result_path.name} ({last}; output in {log})"
                 )
             event, samples = _import(tool, result_path, session_id=session_id, actor=actor)
-            # What we asked the tool for is known here, whatever its file kept.
+            # What we asked the tool for is known here, whatever its file kept (vllm bench
+            # serve's result keeps the per-request lengths only: the lengths where it says none).
+            lengths = {"input_len": w.input_len, "output_len": w.output_len}
             workload = event.workload.model_copy(
-                update={"seed": w.seed, "ignore_eos": w.ignore_eos, "endpoint": w.endpoint}
+                update={
+                    "seed": w.seed,
+                    "ignore_eos": w.ignore_eos,
+                    "endpoint": w.endpoint,
+                    **{k: v for k, v in lengths.items() if getattr(event.workload, k) is None},
+                }
             )
             event = event.model_copy(
                 update={
