@@ -144,3 +144,24 @@ def test_vllm_bench_serve_runs_as_its_own_parser_and_main(tmp_path: Path) -> Non
     assert pairs["--random-input-len"] == "64" and pairs["--num-warmups"] == "1"
     assert "--ignore-eos" in args and "--save-result" in args
     compile(VLLM_BENCH_SERVE, "<vllm bench serve>", "exec")  # the program is valid Python
+
+
+def test_several_tokens_per_chunk_from_speculation_keep_tpot() -> None:
+    """Speculative decoding streams the accepted drafts with their step's token in one chunk:
+    that is the engine's real step, so TPOT stays; a server buffering its stream loses both."""
+    from runners.bench.metrics import RequestResult, mask_coarse_streaming, summarize
+
+    results = [
+        RequestResult(
+            ok=True, start=i, ttft=0.05, latency=0.05 + 0.01 * 47, itl=[0.04] * 11,
+            output_tokens=48, chunks=12,
+        )  # fmt: skip
+        for i in range(4)
+    ]
+    metrics = summarize(results, 2.0)
+    spec, note = mask_coarse_streaming(results, metrics, speculative=True)
+    assert spec.median_tpot_ms == pytest.approx(10.0) and spec.median_itl_ms is None
+    assert note is not None and "speculative decoding accepted drafts" in note
+    plain, note = mask_coarse_streaming(results, metrics)
+    assert plain.median_tpot_ms is None and plain.median_itl_ms is None
+    assert note is not None and "TPOT and ITL not measurable" in note

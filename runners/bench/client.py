@@ -793,7 +793,8 @@ async def sweep(
                     output_len=target.workload.spec.output_len,
                     length_enforced=length_enforced and ignore_eos,
                 )
-                metrics, coarse = mask_coarse_streaming(results, metrics)
+                speculative = server_metrics.get("vllm:spec_decode_num_accepted_tokens", 0) > 0
+                metrics, coarse = mask_coarse_streaming(results, metrics, speculative=speculative)
                 if coarse:
                     notes.append(coarse)
                 if not target.workload.exact_length:
