@@ -153,8 +153,13 @@ def test_several_tokens_per_chunk_from_speculation_keep_tpot() -> None:
 
     results = [
         RequestResult(
-            ok=True, start=i, ttft=0.05, latency=0.05 + 0.01 * 47, itl=[0.04] * 11,
-            output_tokens=48, chunks=12,
+            ok=True,
+            start=i,
+            ttft=0.05,
+            latency=0.05 + 0.01 * 47,
+            itl=[0.04] * 11,
+            output_tokens=48,
+            chunks=12,
         )  # fmt: skip
         for i in range(4)
     ]
