@@ -134,6 +134,25 @@ def triage(events: list, host) -> list:
                     list(e.benchmark_event_ids),
                 )
             )
+    planned = {candidate_id(spec) for spec in plan.candidates}
+    for e in events:
+        if (
+            e.type == "candidate_proposed"
+            and e.candidate_id.startswith("flag:")
+            and e.candidate_id not in planned
+        ):
+            out.append(
+                CandidateTriaged(
+                    event_id=_id(f"triage:{e.candidate_id}"),
+                    candidate_id=e.candidate_id,
+                    status="deferred",
+                    verdict="unknown",
+                    reason="proposed by the campaign's first start, dropped before it was measured: "
+                    "at a load of 15-20 one eager start took 2.5-4 minutes, and the campaign was cut "
+                    "to 2 repeats and four flags (data/vllm_cpu_plan.toml)",
+                    **common,
+                )
+            )
     for cid, title, verdict, summary, ids in items:
         status = {
             "effective": "accepted",

