@@ -213,3 +213,34 @@ def test_a_death_after_readiness_is_recorded_with_its_root_cause(tmp_path: Path)
     assert not store.read(types=["server_stopped"])
     row = store.query_arrow("SELECT status, failure_cause FROM server_runs").to_pylist()
     assert row == [{"status": "failed", "failure_cause": "crash"}]
+
+
+def test_a_refused_flag_fails_the_start_with_vllms_own_words(tmp_path: Path) -> None:
+    configs = tmp_path / "servers.toml"
+    configs.write_text(
+        f"""
+[configs.typo]
+engine = "vllm"
+python = "{PYTHON}"
+model = "{MODEL}"
+port = 0
+flags = {{ max-num-seqz = 4 }}
+"""
+    )
+    ledger = tmp_path / "l.duckdb"
+    out = subprocess.run(
+        [str(TUNELEDGER), "--ledger", str(ledger), "run", "server", "start", "typo",
+         "--configs", str(configs)],
+        env={**os.environ, **ENV},
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )  # fmt: skip
+    assert out.returncode == 12, out.stderr  # the server did not start (ledger.errors)
+    assert "unrecognized arguments: --max-num-seqz" in out.stderr
+    (failed,) = LedgerStore(ledger).read(types=["server_failed"])
+    # argparse's exit 2, or SIGINT (-2) when the process still ran its exit handlers 10 s after
+    # the error line (the runner's crash grace on a busy machine) and the runner stopped it
+    assert failed.cause == "crash" and failed.exit_code in (2, -2)
+    assert failed.message == "api_server.py: error: unrecognized arguments: --max-num-seqz"
+    assert failed.startup is None  # it resolved nothing: no facts made up
