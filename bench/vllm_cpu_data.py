@@ -200,5 +200,57 @@ def build(ledger: Path) -> None:
     print(f"{OUT}: {len(out)} events")
 
 
+def _f(x: float | None, spec: str) -> str:
+    return "-" if x is None else format(x, spec)
+
+
+def table() -> None:
+    """docs/vllm-cpu.md's tables, from the committed campaign as `demo --campaign vllm-cpu` loads it."""
+    import tempfile
+
+    from ledger.cli.demo import build_demo
+
+    with tempfile.TemporaryDirectory() as tmp:
+        store = build_demo(Path(tmp) / "v.duckdb", campaign="vllm-cpu")
+        rows = store.query_arrow(
+            "SELECT config_name, metric, baseline_value, value, change_pct, ci_low_pct, ci_high_pct, "
+            "noise_threshold_pct AS tau_pct, baseline_runs, runs, verdict FROM benchmark_deltas WHERE verdict_rule LIKE "
+            "'statistical%' AND metric IN ('output_throughput', 'median_ttft_ms', 'median_tpot_ms') "
+            "ORDER BY config_name, metric"
+        ).to_pylist()
+        print(
+            "| configuration | metric | baseline | candidate | change [95% CI] | tau | runs | verdict |"
+        )
+        print("|---|---|---|---|---|---|---|---|")
+        for r in rows:
+            print(
+                f"| {r['config_name']} | {r['metric']} | {_f(r['baseline_value'], '.1f')} | "
+                f"{_f(r['value'], '.1f')} | {_f(r['change_pct'], '+.0f')}% "
+                f"[{_f(r['ci_low_pct'], '+.0f')}, {_f(r['ci_high_pct'], '+.0f')}] | "
+                f"{_f(r['tau_pct'], '.0f')}% | {r['baseline_runs']}/{r['runs']} | {r['verdict']} |"
+            )
+        print(
+            "\n| trial | accept length (vLLM counters) | acceptance rate | output throughput [95% CI] | median TPOT | verdict |"
+        )
+        print("|---|---|---|---|---|---|")
+        for t in store.query_arrow("SELECT * FROM spec_trials ORDER BY trial_id").to_pylist():
+            print(
+                f"| {t['trial_id']} | {_f(t['accept_length'], '.2f')} | {_f(t['accept_rate'], '.2f')} | "
+                f"{_f(t['output_throughput_change_pct'], '+.0f')}% "
+                f"[{_f(t['ci_low_pct'], '+.0f')}, {_f(t['ci_high_pct'], '+.0f')}] | "
+                f"{_f(t['median_tpot_change_pct'], '+.0f')}% | {t['verdict']} |"
+            )
+        print("\n| candidate | status | verdict | reason |\n|---|---|---|---|")
+        for b in store.query_arrow(
+            "SELECT candidate_id, status, verdict, reason FROM board"
+        ).to_pylist():
+            print(
+                f"| {b['candidate_id']} | {b['status']} | {b['verdict']} | {(b['reason'] or '')[:160]} |"
+            )
+
+
 if __name__ == "__main__":
-    build(Path(sys.argv[1]))
+    if sys.argv[1:] == ["--table"]:
+        table()
+    else:
+        build(Path(sys.argv[1]))
