@@ -51,6 +51,7 @@ the lowest concurrency, and a verdict from the throughput comparison.
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -119,7 +120,8 @@ class TrialSpec(BaseModel):
                 config["num_speculative_tokens"] = self.num_draft_tokens
             if self.draft_model is not None:
                 config["model"] = self.draft_model
-            flags["speculative-config"] = {**config, **self.speculative_config}
+            # as JSON text: what the flag takes, and a flag value the ledger's events hold
+            flags["speculative-config"] = json.dumps({**config, **self.speculative_config})
         if engine == "sglang":
             flags["speculative-algorithm"] = self.algorithm
             for key, value in (

@@ -74,13 +74,12 @@ def test_vllm_trial_becomes_one_speculative_config_flag() -> None:
         speculative_config={"prompt_lookup_max": 3, "prompt_lookup_min": 1},
     )
     flags = trial.server_flags("vllm")
-    assert flags == {
-        "speculative-config": {
-            "method": "ngram",
-            "num_speculative_tokens": 3,
-            "prompt_lookup_max": 3,
-            "prompt_lookup_min": 1,
-        }
+    assert list(flags) == ["speculative-config"]
+    assert json.loads(flags["speculative-config"]) == {
+        "method": "ngram",
+        "num_speculative_tokens": 3,
+        "prompt_lookup_max": 3,
+        "prompt_lookup_min": 1,
     }
     argv = flag_args(flags)
     assert argv[0] == "--speculative-config" and json.loads(argv[1])["method"] == "ngram"
@@ -170,3 +169,23 @@ def test_several_tokens_per_chunk_from_speculation_keep_tpot() -> None:
     plain, note = mask_coarse_streaming(results, metrics)
     assert plain.median_tpot_ms is None and plain.median_itl_ms is None
     assert note is not None and "TPOT and ITL not measurable" in note
+
+
+def test_a_configuration_the_event_cannot_hold_starts_nothing(tmp_path: Path) -> None:
+    """A flag value no event can hold (a table, from code that skipped the file's validation) is
+    refused before the process starts: never a server the ledger does not know of."""
+    from pydantic import ValidationError
+
+    from ledger.store import LedgerStore
+    from runners.server.runner import ServerRunner
+
+    config = _config(command=[sys.executable, "-c", "import time; time.sleep(30)"], port=0)
+    config = config.model_copy(update={"flags": {"speculative-config": {"method": "ngram"}}})
+    store = LedgerStore(tmp_path / "l.duckdb")
+    store.init()
+    runner = ServerRunner(store, session_id="s")
+    with pytest.raises(ValidationError):
+        runner.launch(config)
+    assert not runner.runs and not store.read(types=["server_started"])
+    artifacts = tmp_path / "l.artifacts"
+    assert not artifacts.exists() or not list(artifacts.rglob("*.log"))

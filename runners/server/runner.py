@@ -349,7 +349,25 @@ class ServerRunner:
         run_id: str,
         fp: HostFingerprint,
     ) -> ServerRun:
-        """Popen in a new session with the log as stdout+stderr, then record ``server_started``."""
+        """Popen in a new session with the log as stdout+stderr, then record ``server_started``.
+
+        The event is built (and validated) before the process starts: a configuration the event
+        cannot hold is refused with nothing started, never a server the ledger does not know of."""
+        started = ServerStarted(
+            run_id=run_id,
+            engine=adapter.name,
+            model=config.model,
+            config_name=config.name,
+            flags=config.flags,
+            env=adapter.recorded_env(config),
+            argv=argv,
+            port=port,
+            pid=os.getpid(),  # the server's, once it runs
+            log_path=str(log_path),
+            session_id=self.session_id,
+            actor=RUNNER_ACTOR,
+            host=fp.host,
+        )
         with open(log_path, "ab") as log:
             try:
                 process = subprocess.Popen(
@@ -366,22 +384,9 @@ class ServerRunner:
                 raise MissingEngine(
                     f"{config.engine}: cannot run {argv[0]!r}: {exc.strerror or exc}"
                 ) from None
-        started = ServerStarted(
-            run_id=run_id,
-            engine=adapter.name,
-            model=config.model,
-            config_name=config.name,
-            flags=config.flags,
-            env=adapter.recorded_env(config),
-            argv=argv,
-            port=port,
-            pid=process.pid,
-            log_path=str(log_path),
-            session_id=self.session_id,
-            actor=RUNNER_ACTOR,
-            host=fp.host,
+        started = started.model_copy(
+            update={"pid": process.pid, "correlation_id": started.event_id}
         )
-        started = started.model_copy(update={"correlation_id": started.event_id})
         run = ServerRun(
             run_id=run_id,
             config=config,
