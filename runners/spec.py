@@ -283,8 +283,12 @@ def run_spec(
     *,
     say: Callable[[str], None] = lambda _l: None,
     progress: bool = True,
+    resume: bool = False,
 ) -> tuple[PlanResult, list[SpecDecodingTrialCompleted]]:
-    """Run the trials (module docstring); return the plan's result and the trial events recorded."""
+    """Run the trials (module docstring); return the plan's result and the trial events recorded.
+
+    ``resume``: as ``run_plan``'s (the runs the session holds are compared, not measured again;
+    a resumed trial's accept length comes from its runs' recorded engine counters)."""
     plan = spec.plan
     observed: dict[str, list[AcceptObservation]] = {}
     probe = "Repeat the following text exactly: " + " ".join(
@@ -303,6 +307,7 @@ def run_spec(
         progress=progress,
         request_options=spec.request_options,
         after_sweep=after_sweep,
+        resume=resume,
     )
     events = []
     for trial in spec.trials:
