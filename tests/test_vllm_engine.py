@@ -54,7 +54,7 @@ def test_probe_refuses_a_missing_interpreter() -> None:
 
 @pytest.mark.slow  # starts an interpreter
 def test_probe_refuses_an_interpreter_without_vllm() -> None:
-    with pytest.raises(MissingEngine, match="module vllm not installed for"):
+    with pytest.raises(MissingEngine, match="vllm: module not installed for"):
         adapter_for("vllm").probe(_config(python=sys.executable))
 
 

@@ -221,7 +221,7 @@ def probe_module(
     if python is None:
         if importlib.util.find_spec(module) is None:
             raise MissingEngine(
-                f"{engine}: module {module} not installed for {sys.executable} ({hint}, or set `python` in the configuration)"
+                f"{engine}: module not installed for {sys.executable} ({hint}, or set `python` in the configuration)"
             )
         return EngineProbe(version=next(filter(None, map(_version, distributions)), None))
     if shutil.which(python) is None:
@@ -239,7 +239,7 @@ def probe_module(
     except (OSError, subprocess.TimeoutExpired) as exc:
         raise MissingEngine(f"{engine}: cannot run {python}: {exc}") from None
     if out.returncode != 0:
-        raise MissingEngine(f"{engine}: module {module} not installed for {python} ({hint} there)")
+        raise MissingEngine(f"{engine}: module not installed for {python} ({hint} there)")
     return EngineProbe(version=out.stdout.strip() or None)
 
 
