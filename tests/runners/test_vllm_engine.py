@@ -15,7 +15,7 @@ from runners.server.configs import parse_configs
 from runners.server.engines import MissingEngine, adapter_for, flag_args
 from runners.spec import TrialSpec
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 VLLM_PYTHON = ROOT / ".venv-vllm" / "bin" / "python"
 
 
@@ -103,7 +103,7 @@ def test_shared_prefix_workload() -> None:
 
 
 def test_shared_prefix_with_a_tokenizer_keeps_exact_lengths(tmp_path: Path) -> None:
-    from tiny_model import train_tokenizer_json
+    from tests.support.tiny_model import train_tokenizer_json
 
     tok = train_tokenizer_json(tmp_path, ascii_only=True)
     spec = WorkloadSpec(48, 8, 6, 0, str(tok), shared_prefix_len=32)

@@ -13,7 +13,7 @@ from ledger.engines.vllm_log import is_vllm_log, parse_vllm_log
 from runners.bench.server_metrics import parse_metrics, run_metrics
 from runners.server.logs import read_log
 
-FIXTURES = Path(__file__).parent / "fixtures" / "vllm_cpu"
+FIXTURES = Path(__file__).parents[1] / "fixtures" / "vllm_cpu"
 
 
 def _lines(name: str) -> list[str]:

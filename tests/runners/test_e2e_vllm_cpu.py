@@ -33,7 +33,7 @@ from runners.server.runner import ServerRunner
 #: Process-based on purpose (the real vLLM CPU server): `make test` runs it, `make check` does not.
 pytestmark = pytest.mark.slow
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 VENV = ROOT / ".venv-vllm"
 PYTHON = VENV / "bin" / "python"
 MODEL = VENV / "models" / "tiny-qwen3-moe"
@@ -173,7 +173,7 @@ def test_plan_against_the_vllm_cpu_server(tmp_path: Path) -> None:
 def test_a_death_after_readiness_is_recorded_with_its_root_cause(tmp_path: Path) -> None:
     model = tmp_path / "head-dim-16"
     subprocess.run(
-        [str(PYTHON), str(ROOT / "tests" / "tiny_model.py"), str(model)],
+        [str(PYTHON), str(ROOT / "tests" / "support" / "tiny_model.py"), str(model)],
         env={**os.environ, "HF_HUB_OFFLINE": "1"},
         check=True,
         capture_output=True,

@@ -5,17 +5,65 @@ from __future__ import annotations
 
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
 from pathlib import Path
 
 import pytest
-from test_plan import TUNELEDGER, write_plan
 
 from ledger.errors import InvalidInput
 from ledger.store import LedgerStore
 from runners.plan import load_plan
+
+FAKE = Path(__file__).parents[1] / "fake_servers" / "openai_stream.py"
+TUNELEDGER = Path(sys.executable).parent / "tuneledger"
+
+
+def write_plan(tmp_path: Path) -> Path:
+    """A baseline and one candidate of the fake OpenAI engine, 2 repeats at c=1."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    path = tmp_path / "plan.toml"
+    path.write_text(
+        f"""
+[plan]
+session = "resume"
+baseline = "baseline"
+repeats = 2
+concurrency = [1]
+
+[[candidates]]
+config = "fast"
+flag = "delay-ms"
+
+[bench]
+endpoint = "chat"
+model = "fake"
+input_len = 8
+output_len = 6
+num_prompts = 8
+warmup = 1
+seed = 1
+
+[defaults]
+engine = "transformers"
+command = ["{sys.executable}", "{FAKE}"]
+port = {port}
+health_timeout_s = 30
+
+[configs.baseline]
+flags = {{ chunks = 6, delay-ms = 20 }}
+
+[configs.fast]
+base = "baseline"
+flags = {{ delay-ms = 5 }}
+"""
+    )
+    return path
+
 
 GRID = """
 [plan]
@@ -104,9 +152,7 @@ flags = {{}}
 
 @pytest.mark.slow  # real (fake-engine) servers, a real SIGKILL of the plan's process group
 def test_a_killed_plan_resumes_measuring_only_what_is_missing(tmp_path: Path) -> None:
-    plan = write_plan(
-        tmp_path, base_delay=20, cand_delay=5, repeats=2, prompts=8, concurrency="[1]"
-    )
+    plan = write_plan(tmp_path)
     ledger = tmp_path / "l.duckdb"
     env = {**os.environ, "TUNELEDGER_LEDGER": str(ledger), "COLUMNS": "200"}
     proc = subprocess.Popen(
