@@ -146,7 +146,8 @@ def test_plan_against_the_vllm_cpu_server(tmp_path: Path) -> None:
     for b in benches:
         m = b.server_metrics
         assert m["vllm:generation_tokens"] >= 6 * 48  # the engine counted what we asked
-        assert m["vllm:num_requests_running:max"] >= 1
+        # sampled once a second: a short run may end between samples, but at c=1 never above 1
+        assert 0 <= m["vllm:num_requests_running:max"] <= 1
         if b.config_name == "ngram-3":
             drafts = m["vllm:spec_decode_num_drafts"]
             accepted = m["vllm:spec_decode_num_accepted_tokens"]
