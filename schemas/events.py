@@ -333,6 +333,16 @@ class StartupFacts(StrictModel):
         default_factory=list,
         description="Requested settings a later log line overrode (effective value kept).",
     )
+    max_concurrency: float | None = Field(
+        default=None,
+        description="Requests of the maximum model length the KV cache holds at once, as the "
+        "engine logs it (vLLM: 'Maximum concurrency for 512 tokens per request: 2048.00x').",
+    )
+    speculative_config: dict[str, Any] | None = Field(
+        default=None,
+        description="The speculative decoding configuration the engine was started with "
+        "(vLLM's --speculative-config as parsed); None: none, or not known.",
+    )
 
 
 class _ServerEvent(Event):
@@ -441,6 +451,12 @@ class Workload(StrictModel):
     seed: int | None = None
     ignore_eos: bool | None = None
     endpoint: str | None = None
+    shared_prefix_len: int | None = Field(
+        default=None,
+        ge=0,
+        description="Tokens at the start of every prompt that all prompts share (a system "
+        "prompt: what prefix caching reuses); None or 0: every prompt random from its start.",
+    )
 
 
 _BENCH_METRICS_DOC = """Summary metrics of one run, named and defined as sglang bench_serving does.
@@ -531,6 +547,13 @@ class BenchmarkCompleted(Event):
     #: The board's candidate this run was made for (``flag:X``, ``config:NAME``), recorded by
     #: plans and ``run bench --candidate``; None for a baseline or an unattributed run.
     candidate_id: str | None = None
+    server_metrics: dict[str, float] = Field(
+        default_factory=dict,
+        description="The server's own Prometheus /metrics over the run: each counter's increase "
+        "(vllm:num_preemptions, vllm:spec_decode_num_drafts, ...), each gauge's maximum "
+        "(name:max), and spec_accept_length, spec_draft_acceptance_rate, prefix_cache_hit_rate "
+        "derived from them (runners/bench/server_metrics.py). Empty: not scraped or no /metrics.",
+    )
 
     def default_stream(self) -> str:
         return f"bench:{self.config_name}"

@@ -761,10 +761,11 @@ SM120_QUERY = "SELECT flag, verdict, basis FROM flag_verdicts WHERE arch = 'sm12
 @click.option("--no-tui", is_flag=True, help="Print a summary instead of opening the TUI.")
 @click.option(
     "--campaign",
-    type=click.Choice(["seeds", "h200"]),
+    type=click.Choice(["seeds", "h200", "vllm-cpu"]),
     default="seeds",
     show_default=True,
-    help="seeds: data/demo_campaign.jsonl; h200: the H200 runs (data/h200_*.jsonl).",
+    help="seeds: data/demo_campaign.jsonl; h200: the H200 runs (data/h200_*.jsonl); vllm-cpu: "
+    "vLLM's CPU build on 2 cores (data/vllm_cpu_campaign.jsonl).",
 )
 @ledger_option
 @pass_ctx
@@ -789,6 +790,8 @@ def demo(ctx: Context, no_tui: bool, campaign: str) -> None:
     )
     if campaign == "h200":
         _print_h200(store)
+    elif campaign == "vllm-cpu":
+        _print_vllm_cpu(store)
     else:
         print_table(store.query_arrow(SM120_QUERY), title="which flags were no-ops on SM120?")
     print_table(
@@ -804,6 +807,23 @@ def demo(ctx: Context, no_tui: bool, campaign: str) -> None:
             if not interactive
             else "(the TUI is not installed; showing the summary)"
         )
+
+
+def _print_vllm_cpu(store: Any) -> None:
+    print_table(
+        store.query_arrow(
+            "SELECT flag, verdict, basis, summary FROM flag_verdicts ORDER BY flag, basis"
+        ),
+        title="flag verdicts (vLLM 0.32.0, CPU)",
+    )
+    print_table(
+        store.query_arrow(
+            "SELECT trial_id, round(accept_length, 2) AS accept_length, accept_length_source, "
+            "round(output_throughput_change_pct, 1) AS throughput_pct, "
+            "round(median_tpot_change_pct, 1) AS tpot_pct, verdict FROM spec_trials"
+        ),
+        title="ngram speculative decoding (accept length: vLLM's own counters)",
+    )
 
 
 def _print_h200(store: Any) -> None:

@@ -20,7 +20,8 @@ Views (docs/views.md; every column with its type: docs/reference/views.md):
 ``flag_verdict_history`` every verdict ever given on a flag, with its basis
 ``flag_verdicts``        the latest verdict per flag (and value, for a verdict on one value),
                          engine, engine_version and arch
-``server_runs``          one row per server run: flag set, startup facts, change against the previous run
+``server_runs``          one row per server run: flag set, startup facts, change against the previous run,
+                         the engine version the runner's probe read
 ``benchmarks``           one row per benchmark run (one concurrency), metrics flattened
 ``benchmark_summary``    one row per arm (configuration, workload, concurrency, rate): runs, and per
                          compared metric the value, change and verdict (the benchmarks pane)
@@ -288,7 +289,7 @@ WITH started AS (
     SELECT (payload->>'run_id') AS run_id, session_id, seq AS started_seq, recorded_at AS started_at,
            occurred_at, (payload->>'engine') AS engine, (payload->>'model') AS model,
            (payload->>'config_name') AS config_name, (payload->'flags') AS flags, (payload->'env') AS env,
-           arch
+           arch, host_engine_version AS engine_version
     FROM live_control WHERE type = 'server_started'
 ),
 ready AS (
@@ -333,7 +334,7 @@ runs AS (
            f.startup.piecewise_disabled_reason AS piecewise_disabled_reason,
            f.startup.moe_kernel_config AS moe_kernel_config, f.overrides,
            e.failure_cause, e.failure_message, s.started_seq,
-           coalesce(json_keys(s.flags), []) AS flag_names
+           coalesce(json_keys(s.flags), []) AS flag_names, s.engine_version
     FROM started s LEFT JOIN ready r USING (run_id) LEFT JOIN facts f USING (run_id)
          LEFT JOIN ended e USING (run_id)
 ),
@@ -387,7 +388,8 @@ SELECT run_id, session_id, config_name, engine, model, arch, status, flags, env,
            CASE WHEN moe_kernel_config IS DISTINCT FROM previous_moe_kernel_config
                      AND previous_run_id IS NOT NULL AND moe_kernel_config IS NOT NULL
                 THEN 'MoE kernel config ' || coalesce(previous_moe_kernel_config, '?') || ' -> ' || moe_kernel_config END
-       ) AS changes_vs_previous
+       ) AS changes_vs_previous,
+       engine_version
 FROM paired""",
         "benchmarks": f"""
 SELECT run_id, session_id, seq, event_id, recorded_at, config_name, is_baseline, server_run_id, tool,

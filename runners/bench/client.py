@@ -75,6 +75,7 @@ from runners.bench.metrics import (
     summarize,
     validity,
 )
+from runners.bench.server_metrics import MetricsWatch
 from runners.bench.workload import BuiltWorkload, Prompt
 from schemas import Actor, Host
 from schemas.events import BenchmarkCompleted, BenchMetrics, Workload
@@ -106,6 +107,9 @@ class BenchTarget:
     #: Fields added to every request body (per-request generation options, e.g. transformers'
     #: ``generation_config`` JSON for prompt-lookup speculation; ``runners.spec``).
     extra_body: dict = field(default_factory=dict)
+    #: Scrape the server's Prometheus ``/metrics`` around each timed run into the event's
+    #: ``server_metrics`` (``runners.bench.server_metrics``; vLLM exports it).
+    server_metrics: bool = False
 
     def __post_init__(self) -> None:
         if self.endpoint not in ENDPOINT_PATHS:
@@ -671,6 +675,7 @@ def benchmark_event(
             seed=wl.spec.seed,
             ignore_eos=ignore_eos,
             endpoint=target.endpoint,
+            shared_prefix_len=wl.spec.shared_prefix_len or None,
         ),
         concurrency=concurrency,
         repeat=repeat,
@@ -763,6 +768,9 @@ async def sweep(
                 )
                 task = bar.add_task(f"{label} rep {repeat}", total=len(target.workload.prompts))
                 slots = c or len(target.workload.prompts)
+                watch = MetricsWatch(target.url) if target.server_metrics else None
+                if watch is not None:
+                    await watch.start()
                 async with client_slots(slots, target.timeout_s) as shards:
                     # A fresh set of connections per run: each run starts from the same state.
                     results, duration = await timed_run(
@@ -775,6 +783,7 @@ async def sweep(
                         progress=functools.partial(bar.advance, task),
                     )
                 bar.remove_task(task)
+                server_metrics = await watch.stop() if watch is not None else {}
                 metrics = summarize(results, duration)
                 gate_c = c if request_rate is None else None
                 valid, notes = validity(
@@ -784,7 +793,8 @@ async def sweep(
                     output_len=target.workload.spec.output_len,
                     length_enforced=length_enforced and ignore_eos,
                 )
-                metrics, coarse = mask_coarse_streaming(results, metrics)
+                speculative = server_metrics.get("vllm:spec_decode_num_accepted_tokens", 0) > 0
+                metrics, coarse = mask_coarse_streaming(results, metrics, speculative=speculative)
                 if coarse:
                     notes.append(coarse)
                 if not target.workload.exact_length:
@@ -812,6 +822,14 @@ async def sweep(
                     candidate_id=candidate_id,
                     source=source,
                 )
+                if server_metrics:
+                    update: dict[str, Any] = {"server_metrics": server_metrics}
+                    if "spec_accept_length" in server_metrics:
+                        # the engine's own count over this run (vLLM: 1 + accepted / drafts)
+                        update["metrics"] = event.metrics.model_copy(
+                            update={"accept_length": server_metrics["spec_accept_length"]}
+                        )
+                    event = event.model_copy(update=update)
                 if store is not None:
                     # Off the event loop: under load an append can wait on the ledger's lock.
                     await asyncio.to_thread(

@@ -281,8 +281,13 @@ def tune_command(
 @click.command("spec")
 @click.argument("spec_file", type=click.Path(dir_okay=False, path_type=Path))
 @click.option("--no-progress", is_flag=True, help="No progress bar on standard error.")
+@click.option(
+    "--resume",
+    is_flag=True,
+    help="Measure only the runs this spec's session does not hold yet (as run plan --resume).",
+)
 @pass_ctx
-def spec_command(ctx: Context, spec_file: Path, no_progress: bool) -> None:
+def spec_command(ctx: Context, spec_file: Path, no_progress: bool, resume: bool) -> None:
     """Run SPEC_FILE: speculative-decoding trials against the no-speculation baseline (see runners/spec.py).
 
     Each trial is a server restart and a benchmark, interleaved with the baseline and repeated;
@@ -302,7 +307,9 @@ def spec_command(ctx: Context, spec_file: Path, no_progress: bool) -> None:
         store, session_id=spec.plan.plan.session, say=say, sigint_wait_s=spec.plan.plan.stop_wait_s
     )
     try:
-        _result, events = run_spec(spec, store, runner, say=say, progress=not no_progress)
+        _result, events = run_spec(
+            spec, store, runner, say=say, progress=not no_progress, resume=resume
+        )
     except KeyboardInterrupt:
         runner.close(reason="spec trials interrupted (Ctrl-C)")
         click.echo("tuneledger: interrupted: server stopped, completed runs recorded", err=True)

@@ -12,7 +12,8 @@ Format (see ``examples/servers.toml``)::
     host = "127.0.0.1"                 # address the server binds (and is polled on)
     port = 30000                       # default: the engine's (sglang 30000, vllm/transformers 8000);
                                        # 0: a free port, picked each time the server starts
-    python = "/opt/venv/bin/python"    # sglang only: interpreter that runs -m sglang.launch_server
+    python = "/opt/venv/bin/python"    # sglang, vllm: interpreter that runs -m sglang.launch_server
+                                       # (vllm: -m vllm.entrypoints.openai.api_server)
     health_timeout_s = 1800            # how long start waits for health (seconds; default 30 min)
 
     [configs.baseline]
@@ -30,7 +31,7 @@ derived configuration can switch off an inherited switch), a list gives several
 values (``cuda-graph-bs = [1, 2, 4]`` -> ``--cuda-graph-bs 1 2 4``), anything
 else is passed as its text. ``flags`` and ``env`` tables merge along the
 ``base`` chain; every other key is replaced. ``command`` (a list) replaces the
-engine's launch prefix (``python -m sglang.launch_server``, ``vllm serve``,
+engine's launch prefix (``python -m sglang.launch_server``, ``python -m vllm.entrypoints.openai.api_server``,
 ``transformers serve``): the adapter still appends the model, host, port and
 flags. Tests point it at a fake server script; people can point it at a wrapper.
 """

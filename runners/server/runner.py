@@ -46,7 +46,6 @@ from uuid import UUID
 
 import httpx
 
-from ledger.engines.sglang_log import ServerLogFacts, derive_findings, parse_server_log
 from ledger.errors import LedgerError, NotFound
 from ledger.read.flag_memory import remembered_findings
 from ledger.store import LedgerStore
@@ -55,6 +54,7 @@ from runners.artifacts import artifacts_dir, safe_name, server_log_path
 from runners.host import HostFingerprint, fingerprint
 from runners.server.configs import DEFAULT_HEALTH_TIMEOUT_S, ServerConfig
 from runners.server.engines import EngineAdapter, adapter_for
+from runners.server.logs import ServerLog, read_log
 from runners.server.process import (
     connect_host,
     exit_status,
@@ -349,7 +349,25 @@ class ServerRunner:
         run_id: str,
         fp: HostFingerprint,
     ) -> ServerRun:
-        """Popen in a new session with the log as stdout+stderr, then record ``server_started``."""
+        """Popen in a new session with the log as stdout+stderr, then record ``server_started``.
+
+        The event is built (and validated) before the process starts: a configuration the event
+        cannot hold is refused with nothing started, never a server the ledger does not know of."""
+        started = ServerStarted(
+            run_id=run_id,
+            engine=adapter.name,
+            model=config.model,
+            config_name=config.name,
+            flags=config.flags,
+            env=adapter.recorded_env(config),
+            argv=argv,
+            port=port,
+            pid=os.getpid(),  # the server's, once it runs
+            log_path=str(log_path),
+            session_id=self.session_id,
+            actor=RUNNER_ACTOR,
+            host=fp.host,
+        )
         with open(log_path, "ab") as log:
             try:
                 process = subprocess.Popen(
@@ -366,22 +384,9 @@ class ServerRunner:
                 raise MissingEngine(
                     f"{config.engine}: cannot run {argv[0]!r}: {exc.strerror or exc}"
                 ) from None
-        started = ServerStarted(
-            run_id=run_id,
-            engine=adapter.name,
-            model=config.model,
-            config_name=config.name,
-            flags=config.flags,
-            env=adapter.recorded_env(config),
-            argv=argv,
-            port=port,
-            pid=process.pid,
-            log_path=str(log_path),
-            session_id=self.session_id,
-            actor=RUNNER_ACTOR,
-            host=fp.host,
+        started = started.model_copy(
+            update={"pid": process.pid, "correlation_id": started.event_id}
         )
-        started = started.model_copy(update={"correlation_id": started.event_id})
         run = ServerRun(
             run_id=run_id,
             config=config,
@@ -434,24 +439,24 @@ class ServerRunner:
         timeout = timeout_s or run.config.health_timeout_s or self.health_timeout_s
         deadline = run.started_at + timeout
         crash_seen_at: float | None = None
-        log_size = -1
+        log_size, log_ready = -1, not run.adapter.ready_line
         try:
             with httpx.Client(timeout=5.0, trust_env=False) as client:
                 while True:
                     if run.process.poll() is not None:
                         return self._fail_start(run)
-                    if self._healthy(client, run):
-                        break
                     size = run.log_path.stat().st_size if run.log_path.exists() else 0
-                    if (
-                        size != log_size
-                    ):  # a hung server whose log shows a crash: give it a grace period
+                    if size != log_size:
                         log_size = size
-                        if (
-                            crash_seen_at is None
-                            and parse_server_log(read_lines(run.log_path)).crash is not None
-                        ):
+                        log = self.read_log(run)
+                        log_ready = log_ready or log.ready
+                        if crash_seen_at is None and log.crash is not None:
+                            # a hung server whose log shows a crash: give it a grace period
                             crash_seen_at = time.monotonic()
+                    # vLLM: healthy and its ready line printed (a health answer alone could come
+                    # from a process that is not this engine's finished HTTP server)
+                    if log_ready and self._healthy(client, run):
+                        break
                     now = time.monotonic()
                     if crash_seen_at is not None and now - crash_seen_at > self.crash_grace_s:
                         return self._fail_start(run)
@@ -495,14 +500,16 @@ class ServerRunner:
                 return body if isinstance(body, dict) else None
         return None
 
+    def read_log(self, run: ServerRun) -> ServerLog:
+        """The run's log as it is now, read with its engine's grammar."""
+        return read_log(run.adapter.log_grammar, read_lines(run.log_path))
+
     def _record_ready(self, run: ServerRun, info: dict[str, Any] | None) -> None:
-        facts = parse_server_log(read_lines(run.log_path))
-        startup = (
-            merge_server_info(facts.to_startup_facts(), info)
-            if run.adapter.sglang_log
-            else StartupFacts()
-        )
-        warnings = [w.message for w in facts.warnings]
+        facts = self.read_log(run)
+        startup = facts.startup()
+        if run.adapter.sglang_log:
+            startup = merge_server_info(startup, info)
+        warnings = facts.warnings()
         if run.adapter.sglang_log and info is None:
             warnings.append(
                 "/server_info and /get_server_info did not answer: startup facts from the log only"
@@ -521,14 +528,11 @@ class ServerRunner:
         self._record_findings(run, facts, previous)
 
     def _record_findings(
-        self, run: ServerRun, facts: ServerLogFacts, previous: StartupFacts | None
+        self, run: ServerRun, facts: ServerLog, previous: StartupFacts | None
     ) -> list[FindingRecorded]:
         """Append the findings of ``facts`` not yet recorded for this run; return the new ones."""
-        if not run.adapter.sglang_log:
-            return []
         new = []
-        for finding in derive_findings(
-            facts,
+        for finding in facts.findings(
             host=run.host,
             previous=previous,
             run_id=run.run_id,
@@ -567,7 +571,7 @@ class ServerRunner:
         if not run.ready:
             return []
         with self._shielded() as interrupted:
-            found = self._record_findings(run, parse_server_log(read_lines(run.log_path)), None)
+            found = self._record_findings(run, self.read_log(run), None)
         if interrupted.is_set():
             raise KeyboardInterrupt
         return found
@@ -588,7 +592,7 @@ class ServerRunner:
     def _record_failure(self, run: ServerRun, timeout_s: float | None) -> ServerFailed:
         self._terminate(run)  # after a crash too: TP workers may outlive the leader
         lines = read_lines(run.log_path)
-        facts = parse_server_log(lines)
+        facts = read_log(run.adapter.log_grammar, lines)
         code = exit_status(run.process)
         tail = lines[-LOG_TAIL_LINES:]
         if timeout_s is not None and facts.crash is None:
@@ -603,11 +607,7 @@ class ServerRunner:
         else:
             cause, message = "crash", f"exited with code {code} before becoming healthy"
         # the startup facts the log showed before the failure survive it (issue 10)
-        startup = (
-            facts.to_startup_facts(run.log_ref)
-            if run.adapter.sglang_log and facts.has_startup_facts
-            else None
-        )
+        startup = facts.startup(run.log_ref) if facts.has_startup_facts else None
         failed = ServerFailed(
             cause=cause,
             message=message,
@@ -712,6 +712,11 @@ class ServerRunner:
         """
         if run.ended:
             return None
+        if run.ready and run.process.poll() is not None:
+            # It ended by itself before the stop (an engine that died after readiness, its root
+            # cause in the log): that is what happened, not a stop.
+            self.exited(run)
+            return None
         with self._shielded() as interrupted:
             sig = self._terminate(run)
             run.ended = True
@@ -727,7 +732,7 @@ class ServerRunner:
                 f"stopped {run.run_id}: {sig or 'already exited'}, exit code {stopped.exit_code}"
             )
             if run.ready:
-                self._record_findings(run, parse_server_log(read_lines(run.log_path)), None)
+                self._record_findings(run, self.read_log(run), None)
         if interrupted.is_set():
             raise KeyboardInterrupt  # Ctrl-C during the stop: it sped the stop up, now it stops the caller
         return stopped
@@ -765,7 +770,7 @@ class ServerRunner:
         self._terminate(run)  # workers may outlive the leader
         run.ended = True
         lines = read_lines(run.log_path)
-        facts = parse_server_log(lines)
+        facts = read_log(run.adapter.log_grammar, lines)
         code = run.process.returncode
         if facts.crash is not None:
             event: Event = ServerFailed(
