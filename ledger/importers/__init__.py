@@ -41,7 +41,7 @@ class ImportResult:
     ``vllm-bench-serve``, ``guidellm-benchmarks``; ``tuneledger import`` prints it),
     ``path``, ``events`` in append order, and per-request ``samples`` of bench runs
     that have them, keyed by the benchmark event's id (columns of ``bench_samples``
-    in ledger/store/ledger_store.py but the event id)."""
+    in ledger/store/schema.py but the event id)."""
 
     kind: str
     path: Path

@@ -23,7 +23,7 @@ import duckdb
 import pytest
 from rich.console import Console
 
-import ledger.store.ledger_store as store_module
+import ledger.store.schema as store_module
 from ledger.derive import projections, views
 from ledger.export.markdown import format_metric, render_markdown
 from ledger.importers import results

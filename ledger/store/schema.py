@@ -1,0 +1,276 @@
+"""The ledger file's schema: the ``events`` table and its companions, the layout version and its
+migrations, the Arrow schemas rows are inserted through, and the check that a file is current.
+
+A file is *current* when its layout is this code's (``LAYOUT_VERSION``, the ``events``
+columns) and its derived tables were made by this code's SQL (``ledger_meta.views_version``);
+``ensure_schema`` brings a file written by older code (or left behind by a killed writer) up
+to date in one transaction, and refuses a file written by newer code before touching it.
+"""
+
+from __future__ import annotations
+
+import functools
+from contextlib import suppress
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import duckdb
+
+from ledger.derive import projections, views
+from ledger.store import ledger_file
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+#: Bump when the table layout changes (a migration is then needed: ``MIGRATIONS``). 2: the
+#: ``occurred_at`` column; 3: catch-up projections with a stored position
+#: (``ledger_meta.projected_seq``) and the ``stream_heads`` projection (``_ensure_schema``).
+LAYOUT_VERSION = 3
+
+EVENTS_DDL = """
+CREATE TABLE IF NOT EXISTS events (
+    seq            BIGINT PRIMARY KEY,
+    event_id       UUID NOT NULL UNIQUE,
+    type           VARCHAR NOT NULL,
+    schema_version INTEGER NOT NULL,
+    stream         VARCHAR NOT NULL,
+    stream_version BIGINT NOT NULL,
+    recorded_at    TIMESTAMPTZ NOT NULL,
+    actor_kind     VARCHAR NOT NULL,
+    actor_name     VARCHAR NOT NULL,
+    session_id     VARCHAR,
+    causation_id   UUID,
+    correlation_id UUID,
+    source         VARCHAR,
+    host           JSON,
+    -- Zstandard for the payloads (most of a ledger's bytes): a 100k-event import compressed
+    -- them in 0.45 s of CPU against 0.9 s for DuckDB's default choice, into 51 MB against 84
+    -- (bench/bench_store.py --only import). Files made before keep DuckDB's default choice.
+    payload        JSON NOT NULL USING COMPRESSION ZSTD,
+    occurred_at    TIMESTAMPTZ,
+    UNIQUE (stream, stream_version)
+);
+CREATE TABLE IF NOT EXISTS ledger_meta (key VARCHAR PRIMARY KEY, value VARCHAR NOT NULL);
+-- Where synced events sit on a PostgreSQL hub and which ledger they came from (ledger.sync.replicate).
+CREATE TABLE IF NOT EXISTS sync_events (
+    event_id              UUID PRIMARY KEY,
+    seq                   BIGINT NOT NULL,
+    remote                VARCHAR NOT NULL,
+    position              BIGINT NOT NULL,
+    origin_ledger         UUID NOT NULL,
+    origin_name           VARCHAR NOT NULL,
+    origin_seq            BIGINT NOT NULL,
+    origin_stream_version BIGINT NOT NULL,
+    seen_position         BIGINT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS bench_samples (
+    benchmark_event_id UUID NOT NULL,
+    request_index      INTEGER NOT NULL,
+    ok                 BOOLEAN NOT NULL,
+    ttft_ms            DOUBLE,
+    e2e_ms             DOUBLE,
+    tpot_ms            DOUBLE,
+    prompt_tokens      INTEGER,
+    output_tokens      INTEGER,
+    itl_ms             DOUBLE[],
+    error              VARCHAR,
+    PRIMARY KEY (benchmark_event_id, request_index)
+);
+"""
+
+#: Named layout migrations, in order, each idempotent: (layout version it brings a file to, SQL).
+#: A ledger written by older code is migrated the first time it is opened for writing.
+MIGRATIONS: tuple[tuple[int, str], ...] = (
+    # 2: when the fact happened (an imported log line's time), beside when it was recorded.
+    (2, "ALTER TABLE events ADD COLUMN IF NOT EXISTS occurred_at TIMESTAMPTZ"),
+)
+
+#: The ``events`` table's columns, in order (``event_values`` gives one event's values so).
+COLUMNS = (
+    "seq",
+    "event_id",
+    "type",
+    "schema_version",
+    "stream",
+    "stream_version",
+    "recorded_at",
+    "actor_kind",
+    "actor_name",
+    "session_id",
+    "causation_id",
+    "correlation_id",
+    "source",
+    "host",
+    "payload",
+    "occurred_at",
+)
+
+# pyarrow is imported on first use, not at import: it is ~100 ms of CPU that a CLI append
+# (one event, no samples) never needs.
+
+
+@functools.cache
+def bench_samples_schema() -> pa.Schema:
+    """Arrow schema of per-request samples as ``append(samples=...)`` takes them: the columns
+    of ``bench_samples`` but ``benchmark_event_id``. Times in ms, token counts in tokens."""
+    import pyarrow as pa
+
+    return pa.schema(
+        [
+            ("request_index", pa.int32()),
+            ("ok", pa.bool_()),
+            ("ttft_ms", pa.float64()),
+            ("e2e_ms", pa.float64()),
+            ("tpot_ms", pa.float64()),
+            ("prompt_tokens", pa.int32()),
+            ("output_tokens", pa.int32()),
+            ("itl_ms", pa.list_(pa.float64())),
+            ("error", pa.string()),
+        ]
+    )
+
+
+@functools.cache
+def arrow_schema() -> pa.Schema:
+    """The Arrow schema a batch of events is inserted through (JSON and UUIDs as text)."""
+    import pyarrow as pa
+
+    return pa.schema(
+        [
+            ("seq", pa.int64()),
+            ("event_id", pa.string()),
+            ("type", pa.string()),
+            ("schema_version", pa.int32()),
+            ("stream", pa.string()),
+            ("stream_version", pa.int64()),
+            ("recorded_at", pa.timestamp("us", tz="UTC")),
+            ("actor_kind", pa.string()),
+            ("actor_name", pa.string()),
+            ("session_id", pa.string()),
+            ("causation_id", pa.string()),
+            ("correlation_id", pa.string()),
+            ("source", pa.string()),
+            ("host", pa.string()),
+            ("payload", pa.string()),
+            ("occurred_at", pa.timestamp("us", tz="UTC")),
+        ]
+    )
+
+
+def __getattr__(name: str) -> Any:
+    """``BENCH_SAMPLES_SCHEMA``, built (and pyarrow imported) on first use."""
+    if name == "BENCH_SAMPLES_SCHEMA":
+        return bench_samples_schema()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def state(con: duckdb.DuckDBPyConnection) -> tuple[bool, int, int]:
+    """(tables and views current, projected position, head ``seq``).
+
+    The head is looked for only at and after the projected position: DuckDB skips the
+    row groups before it (zone maps), so the cost does not grow with the ledger.
+    """
+    # Three plain queries, not one with correlated subqueries: on a fresh connection the
+    # one query took 4-6 ms to plan, these 1.5-3 ms together (each CLI append runs this).
+    try:
+        meta = dict(
+            con.execute(
+                "SELECT key, value FROM ledger_meta WHERE key IN (?, ?, ?)",
+                ["views_version", "layout_version", projections.POSITION_KEY],
+            ).fetchall()
+        )
+        try:
+            projected = int(meta.get(projections.POSITION_KEY) or 0)
+        except ValueError:
+            projected = 0
+        head = con.execute(
+            "SELECT coalesce(max(seq), ?) FROM events WHERE seq >= ?", [projected, projected]
+        ).fetchall()[0][0]
+        # a column this code does not know is a newer (or foreign) layout: check it then
+        found = con.execute(
+            "SELECT column_count FROM duckdb_tables() WHERE table_name = 'events' "
+            "AND schema_name = 'main' AND database_name = current_database()"
+        ).fetchall()
+    except duckdb.CatalogException:
+        return False, 0, 0
+    views_version, layout = meta.get("views_version"), meta.get("layout_version")
+    columns = found[0][0] if found else 0
+    current = (
+        views_version == views.VIEWS_VERSION
+        and layout == str(LAYOUT_VERSION)
+        and columns == len(COLUMNS)
+    )
+    return current, projected, head
+
+
+def check_compatible(con: duckdb.DuckDBPyConnection, path: Path) -> None:
+    """Refuse a ledger written by newer code (``ledger_file.check_compatible``), before
+    anything could rewrite it; only needed when ``state`` says it is not current."""
+    ledger_file.check_compatible(
+        con,
+        path,
+        views_version=views.VIEWS_VERSION,
+        layout_version=LAYOUT_VERSION,
+        columns=COLUMNS,
+    )
+
+
+def ready(con: duckdb.DuckDBPyConnection, path: Path) -> bool:
+    """Whether a reader can use the file as it is: current and every event projected."""
+    current, projected, head = state(con)
+    if not current:
+        check_compatible(con, path)
+    return current and head <= projected
+
+
+def ensure_schema(con: duckdb.DuckDBPyConnection, path: Path) -> tuple[int, int] | None:
+    """Tables, views and projections up to date (in one transaction); cheap when they are.
+
+    Returns (projected position, head ``seq``) when the file was current already (what an
+    append about to run on ``con`` would read again), else None.
+    """
+    current, projected, head = state(con)
+    if current and head <= projected:
+        return projected, head
+    if not current:
+        check_compatible(con, path)  # refuses a newer ledger: never "upgrade" it back to ours
+    con.execute("BEGIN")
+    try:
+        con.execute(EVENTS_DDL)
+        meta = dict(con.execute("SELECT key, value FROM ledger_meta").fetchall())
+        # The stored layout says which migrations the file still needs (none stored: a new
+        # file or one from before layout versions: all of them, each is idempotent).
+        stored_layout = int(meta.get("layout_version") or 0)
+        for version, migration in MIGRATIONS:
+            if version > stored_layout:
+                con.execute(migration)
+        projections.create(con)
+        if meta.get("views_version") != views.VIEWS_VERSION:
+            # Written by other code: the projections are a cache of the log, so rebuild them.
+            projections.rebuild(con)
+            views.create_views(con)
+        elif (
+            meta.get("layout_version") != str(LAYOUT_VERSION)
+            and projections.POSITION_KEY not in meta
+        ):
+            # Layout 1 projected inside every append (so all is projected) and had no
+            # stream_heads: fill that one table and store the position.
+            con.execute(
+                "INSERT INTO stream_heads SELECT stream, max(stream_version) FROM events GROUP BY stream "
+                "ON CONFLICT (stream) DO UPDATE SET version = greatest(version, EXCLUDED.version)"
+            )
+            projections.set_position(
+                con, con.execute("SELECT coalesce(max(seq), 0) FROM events").fetchall()[0][0]
+            )
+        else:
+            projections.catch_up(con)
+        con.execute(
+            "INSERT OR REPLACE INTO ledger_meta VALUES ('views_version', ?), ('layout_version', ?)",
+            [views.VIEWS_VERSION, str(LAYOUT_VERSION)],
+        )
+        con.execute("COMMIT")
+    except BaseException:
+        with suppress(duckdb.Error):
+            con.execute("ROLLBACK")
+        raise
+    return None
