@@ -14,7 +14,7 @@ from pathlib import Path
 
 import click
 
-from ledger.cli.main import Context, pass_ctx
+from ledger.cli.context import Context, pass_ctx
 from ledger.errors import InvalidInput
 from runners.server.engines import MissingEngine
 

@@ -18,7 +18,7 @@ from typing import Any
 
 import click
 
-from ledger.cli.main import Context, pass_ctx
+from ledger.cli.context import Context, pass_ctx
 
 WARMUP_FAILED_EXIT = 13
 

@@ -232,7 +232,7 @@ def test_cli_retraction_of_an_event_earlier_in_the_same_batch(cli, ledger_path: 
 
 def _bulk_lines(extra: dict) -> str:
     """Enough JSON lines for the CLI's bulk path (ledger.write.bulk), ``extra`` last."""
-    from ledger.cli.main import BULK_MIN_LINES
+    from ledger.cli.commands.append import BULK_MIN_LINES
 
     notes = [json.dumps({"type": "note_added", "text": f"n{i}"}) for i in range(BULK_MIN_LINES)]
     return "\n".join([*notes, json.dumps(extra)]) + "\n"
