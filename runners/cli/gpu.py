@@ -254,10 +254,6 @@ def tune_command(
         session_id=session_id or ctx.session,
         candidate_id=candidate_id,
     )
-    if shape.dtype == "fp8_w8a8":
-        from runners.moe.space import H200_PEAK
-
-        spec.peak_flops = H200_PEAK["fp8_flops"]  # the roofline's FLOP/s fraction: fp8 tensor cores
     signal.signal(signal.SIGTERM, _raise_interrupt)
     try:
         report = run_tune(

@@ -585,19 +585,14 @@ def halving_rungs(
 # --- roofline ------------------------------------------------------------------------------
 
 
-#: The H200's datasheet peaks (NVIDIA H200 datasheet, SXM): HBM3e 4.8 TB/s, dense bf16 989 TFLOP/s,
-#: dense fp8 1,979 TFLOP/s.
-H200_PEAK = {"memory_bandwidth_Bps": 4.8e12, "bf16_flops": 989e12, "fp8_flops": 1979e12}
-
-
 def roofline(
     shape: MoeShape,
     M: int,
     experts_touched: int,
     latency_us: float,
-    peak_bandwidth_Bps: float,
-    peak_flops: float,
-) -> dict[str, float]:
+    peak_bandwidth_Bps: float | None,
+    peak_flops: float | None,
+) -> dict[str, Any]:
     """Bytes, FLOPs and fractions of the device's peaks for the two expert GEMMs at batch size M.
 
     Bytes (the least the kernels must move): weights of the experts touched, both GEMMs
@@ -606,7 +601,8 @@ def roofline(
     2 bytes (bf16). FLOPs: ``2 x M x topk x (2N x K + N x K)``. Achieved = amount / time; the
     fractions say which roof the kernel is nearer: memory-bound when ``bandwidth_fraction`` is
     far above ``flops_fraction``. Returns bytes, flops, achieved_Bps, achieved_flops,
-    bandwidth_fraction, flops_fraction, arithmetic_intensity (FLOP/byte).
+    bandwidth_fraction, flops_fraction, arithmetic_intensity (FLOP/byte); a fraction is None
+    when its peak is (a device whose peaks are unknown: ``runners.moe.peaks``).
     """
     N, K, t = shape.N, shape.K, shape.topk
     weights = experts_touched * (2 * N * K + K * N) * shape.element_bytes
@@ -620,8 +616,8 @@ def roofline(
         "flops": flops,
         "achieved_Bps": nbytes / seconds,
         "achieved_flops": flops / seconds,
-        "bandwidth_fraction": nbytes / seconds / peak_bandwidth_Bps,
-        "flops_fraction": flops / seconds / peak_flops,
+        "bandwidth_fraction": nbytes / seconds / peak_bandwidth_Bps if peak_bandwidth_Bps else None,
+        "flops_fraction": flops / seconds / peak_flops if peak_flops else None,
         "arithmetic_intensity": flops / nbytes,
     }
 
