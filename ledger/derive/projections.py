@@ -34,6 +34,7 @@ from typing import Any
 
 import duckdb
 
+from ledger.store.schema import POSITION_KEY, set_position
 from schemas import CURRENT_VERSIONS, EVENT_TYPES
 from schemas.metrics import COMPARED_METRICS, INTEGER_METRICS, VIEW_METRICS
 from schemas.upcasting import sql_upcast_expression
@@ -295,19 +296,11 @@ def rebuild(con: duckdb.DuckDBPyConnection) -> None:
     set_position(con, con.execute("SELECT coalesce(max(seq), 0) FROM events").fetchall()[0][0])
 
 
-#: The ``ledger_meta`` key holding the highest ``seq`` the projections include.
-POSITION_KEY = "projected_seq"
-
-
 def position(con: duckdb.DuckDBPyConnection) -> int:
-    """The stored position: every event with ``seq <=`` it is projected (0 when none is)."""
+    """The stored position (``ledger_meta``, the store's ``POSITION_KEY``): every event with
+    ``seq <=`` it is projected (0 when none is); ``set_position`` stores it."""
     rows = con.execute("SELECT value FROM ledger_meta WHERE key = ?", [POSITION_KEY]).fetchall()
     return int(rows[0][0]) if rows else 0
-
-
-def set_position(con: duckdb.DuckDBPyConnection, seq: int) -> None:
-    """Store the position (inside the transaction that projected up to ``seq``)."""
-    con.execute("INSERT OR REPLACE INTO ledger_meta VALUES (?, ?)", [POSITION_KEY, str(seq)])
 
 
 def catch_up(

@@ -25,7 +25,7 @@ from __future__ import annotations
 import os
 import sys
 
-from ledger.frontdoor.channel import (
+from ledger.resident_socket import (
     ENV_SWITCH,
     PROTOCOL,
     identity,

@@ -11,7 +11,7 @@ the sidecar lock, the kept-open hold and hand-off), ``schema`` (tables, layout, 
 from typing import Any
 
 from .connection import HANDOFF_S, ROW_GROUP_ROWS, WRITER_HOLD_S
-from .encoding import columns_table, event_values
+from .encoding import columns_table, event_values, row_to_event
 from .ledger_store import LedgerStore
 from .results import AppendResult, AppendResults
 from .schema import COLUMNS, LAYOUT_VERSION
@@ -27,6 +27,7 @@ __all__ = [
     "LedgerStore",
     "columns_table",
     "event_values",
+    "row_to_event",
 ]
 
 

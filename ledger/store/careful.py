@@ -17,8 +17,8 @@ from uuid import UUID
 
 import duckdb
 
-from ledger.derive import projections
 from ledger.errors import ConcurrencyConflict, EventIdReused, NotFound
+from ledger.store.derived import installed
 from ledger.store.encoding import columns_table
 from ledger.store.results import AppendResult
 from ledger.store.schema import COLUMNS
@@ -167,7 +167,7 @@ def commit(
     if record is not None:
         record(con, results)
     if held is None:
-        projections.catch_up(con, projected)
+        installed().catch_up(con, projected)
     con.execute("COMMIT")
 
 

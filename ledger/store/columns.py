@@ -16,7 +16,6 @@ from typing import TYPE_CHECKING
 
 import duckdb
 
-from ledger.derive import projections
 from ledger.store.careful import (
     NotFresh,
     Position,
@@ -28,6 +27,7 @@ from ledger.store.careful import (
     transaction,
     twice,
 )
+from ledger.store.derived import installed
 from ledger.store.results import AppendResults
 from ledger.store.schema import COLUMNS, arrow_schema, state
 
@@ -155,7 +155,7 @@ def insert_columns(
             "host::JSON, payload::JSON, occurred_at FROM incoming"
         )
         if project:
-            projections.catch_up(con, projected, source="incoming")
+            installed().catch_up(con, projected, source="incoming")
     finally:
         with suppress(duckdb.Error):  # aborted by a conflict: the rollback drops it
             con.unregister("incoming")
@@ -192,7 +192,7 @@ def write_column_chunks(
             # from ``events``: no scan of the transaction's rows so far, no decompressing
             # its payloads again), so the projections are done by the time the last part
             # is in, while the workers validate: the earlier events first.
-            projected = projections.catch_up(con, projected)
+            projected = installed().catch_up(con, projected)
             first = head
             for table in chunks:
                 if table.num_rows:

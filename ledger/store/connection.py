@@ -21,9 +21,9 @@ from typing import Any
 
 import duckdb
 
-from ledger.derive import projections
 from ledger.errors import LedgerBusy
 from ledger.store import ledger_file, sidecar_lock
+from ledger.store.derived import installed
 from ledger.store.schema import state
 
 #: File suffixes DuckDB treats as data to scan, not as a database to open.
@@ -87,7 +87,7 @@ class Held:
             return
         self.con.execute("BEGIN")
         try:
-            self.projected = projections.catch_up(self.con, self.projected)
+            self.projected = installed().catch_up(self.con, self.projected)
             self.con.execute("COMMIT")
         except BaseException:
             with suppress(duckdb.Error):

@@ -16,8 +16,8 @@ from itertools import accumulate
 from typing import TYPE_CHECKING, Any
 
 from ledger.errors import InvalidInput
+from ledger.store.payloads import dumped_payload, host_json, no_secret_ids, payload_json
 from ledger.store.schema import COLUMNS, arrow_schema
-from ledger.write.input_checks import dumped_payload, host_json, no_secret_ids, payload_json
 from schemas import Event, parse_event
 from schemas.secrets import mask_json, mask_text, may_hold_secret
 
@@ -93,7 +93,7 @@ def event_row(
     inside the write transaction, so ``recorded_at`` never goes backwards in ``seq`` order.
     Payload and host are JSON text; ids are text (DuckDB casts them to UUID).
     ``checked=False``: payload and source as dumped, for the caller to check and mask many
-    at once (``input_checks.stored_payloads``, the bulk import's).
+    at once (``payloads.stored_payloads``, the bulk import's).
     """
     return dict(zip(COLUMNS, event_values(event, recorded_at, checked=checked), strict=True))
 

@@ -91,8 +91,6 @@ from schemas import Event
 if TYPE_CHECKING:
     import pyarrow as pa
 
-    from ledger.read.model import EventFilter
-
 #: A batch this large is turned into rows and stored with the cyclic GC off
 #: (``gc_pause``): 1,000 notes 45-47k -> 52-54k events per CPU second, idle.
 GC_FREE_BATCH = 100
@@ -576,7 +574,6 @@ class LedgerStore:
 
     def read(
         self,
-        flt: EventFilter | None = None,
         *,
         after_seq: int = 0,
         types: Iterable[str] | None = None,
@@ -586,10 +583,9 @@ class LedgerStore:
         newest_first: bool = False,
     ) -> list[Event]:
         """Events in ``seq`` order (oldest first unless ``newest_first``), as current models
-        (``reading.read``: ``flt`` or the keyword filters, combined with AND)."""
+        (``reading.read``: the keyword filters, combined with AND)."""
         return reading.read(
             self,
-            flt,
             after_seq=after_seq,
             types=types,
             session_id=session_id,

@@ -19,7 +19,6 @@ from schemas import Event
 if TYPE_CHECKING:
     import pyarrow as pa
 
-    from ledger.read.model import EventFilter
     from ledger.store.ledger_store import LedgerStore
 
 _ID_PREFIX = re.compile(r"[0-9a-f]{8}(?:[0-9a-f-]{0,28})")
@@ -43,7 +42,6 @@ def stream_version(store: LedgerStore, stream: str) -> int:
 
 def read(
     store: LedgerStore,
-    flt: EventFilter | None = None,
     *,
     after_seq: int = 0,
     types: Iterable[str] | None = None,
@@ -54,17 +52,26 @@ def read(
 ) -> list[Event]:
     """Events in ``seq`` order (oldest first unless ``newest_first``), as current models.
 
-    ``flt`` (``ledger.read.model.EventFilter``, the read model's one filter) or the
-    keyword filters; they combine with AND; ``types`` matches any of the given type names.
+    The filters combine with AND; ``types`` matches any of the given type names. (The read
+    model's ``EventFilter`` filters more: ``ledger.read.model.read_events``.)
     """
-    from ledger.read.model import EventFilter, event_rows
-
-    if flt is None:
-        flt = EventFilter(
-            types=tuple(types or ()), session_id=session_id, stream=stream, after_seq=after_seq
-        )
+    where: list[str] = ["seq > ?"]
+    params: list[Any] = [after_seq]
+    if types:
+        where.append("type IN (SELECT unnest(?::VARCHAR[]))")
+        params.append(list(types))
+    for column, value in (("session_id", session_id), ("stream", stream)):
+        if value is not None:
+            where.append(f"{column} = ?")
+            params.append(value)
+    order = " DESC" if newest_first else ""
+    bound = f" LIMIT {int(limit)}" if limit is not None else ""
     with store.connect() as con:
-        rows = event_rows(con, flt, COLUMNS, limit=limit, newest_first=newest_first)
+        rows = con.execute(
+            f"SELECT {', '.join(COLUMNS)} FROM events WHERE {' AND '.join(where)} "
+            f"ORDER BY seq{order}{bound}",
+            params,
+        ).fetchall()
     return [row_to_event(dict(zip(COLUMNS, row, strict=True))) for row in rows]
 
 

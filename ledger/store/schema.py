@@ -16,11 +16,14 @@ from typing import TYPE_CHECKING, Any
 
 import duckdb
 
-from ledger.derive import projections, views
 from ledger.store import ledger_file
+from ledger.store.derived import installed
 
 if TYPE_CHECKING:
     import pyarrow as pa
+
+#: The ``ledger_meta`` key holding the highest ``seq`` the projections include.
+POSITION_KEY = "projected_seq"
 
 #: Bump when the table layout changes (a migration is then needed: ``MIGRATIONS``). 2: the
 #: ``occurred_at`` column; 3: catch-up projections with a stored position
@@ -176,11 +179,11 @@ def state(con: duckdb.DuckDBPyConnection) -> tuple[bool, int, int]:
         meta = dict(
             con.execute(
                 "SELECT key, value FROM ledger_meta WHERE key IN (?, ?, ?)",
-                ["views_version", "layout_version", projections.POSITION_KEY],
+                ["views_version", "layout_version", POSITION_KEY],
             ).fetchall()
         )
         try:
-            projected = int(meta.get(projections.POSITION_KEY) or 0)
+            projected = int(meta.get(POSITION_KEY) or 0)
         except ValueError:
             projected = 0
         head = con.execute(
@@ -196,7 +199,7 @@ def state(con: duckdb.DuckDBPyConnection) -> tuple[bool, int, int]:
     views_version, layout = meta.get("views_version"), meta.get("layout_version")
     columns = found[0][0] if found else 0
     current = (
-        views_version == views.VIEWS_VERSION
+        views_version == installed().version
         and layout == str(LAYOUT_VERSION)
         and columns == len(COLUMNS)
     )
@@ -209,7 +212,7 @@ def check_compatible(con: duckdb.DuckDBPyConnection, path: Path) -> None:
     ledger_file.check_compatible(
         con,
         path,
-        views_version=views.VIEWS_VERSION,
+        views_version=installed().version,
         layout_version=LAYOUT_VERSION,
         columns=COLUMNS,
     )
@@ -234,6 +237,7 @@ def ensure_schema(con: duckdb.DuckDBPyConnection, path: Path) -> tuple[int, int]
         return projected, head
     if not current:
         check_compatible(con, path)  # refuses a newer ledger: never "upgrade" it back to ours
+    derived = installed()
     con.execute("BEGIN")
     try:
         con.execute(EVENTS_DDL)
@@ -244,29 +248,25 @@ def ensure_schema(con: duckdb.DuckDBPyConnection, path: Path) -> tuple[int, int]
         for version, migration in MIGRATIONS:
             if version > stored_layout:
                 con.execute(migration)
-        projections.create(con)
-        if meta.get("views_version") != views.VIEWS_VERSION:
+        derived.create(con)
+        if meta.get("views_version") != derived.version:
             # Written by other code: the projections are a cache of the log, so rebuild them.
-            projections.rebuild(con)
-            views.create_views(con)
-        elif (
-            meta.get("layout_version") != str(LAYOUT_VERSION)
-            and projections.POSITION_KEY not in meta
-        ):
+            derived.rebuild(con)
+        elif meta.get("layout_version") != str(LAYOUT_VERSION) and POSITION_KEY not in meta:
             # Layout 1 projected inside every append (so all is projected) and had no
             # stream_heads: fill that one table and store the position.
             con.execute(
                 "INSERT INTO stream_heads SELECT stream, max(stream_version) FROM events GROUP BY stream "
                 "ON CONFLICT (stream) DO UPDATE SET version = greatest(version, EXCLUDED.version)"
             )
-            projections.set_position(
+            set_position(
                 con, con.execute("SELECT coalesce(max(seq), 0) FROM events").fetchall()[0][0]
             )
         else:
-            projections.catch_up(con)
+            derived.catch_up(con)
         con.execute(
             "INSERT OR REPLACE INTO ledger_meta VALUES ('views_version', ?), ('layout_version', ?)",
-            [views.VIEWS_VERSION, str(LAYOUT_VERSION)],
+            [derived.version, str(LAYOUT_VERSION)],
         )
         con.execute("COMMIT")
     except BaseException:
@@ -274,3 +274,8 @@ def ensure_schema(con: duckdb.DuckDBPyConnection, path: Path) -> tuple[int, int]
             con.execute("ROLLBACK")
         raise
     return None
+
+
+def set_position(con: duckdb.DuckDBPyConnection, seq: int) -> None:
+    """Store the projected position (inside the transaction that projected up to ``seq``)."""
+    con.execute("INSERT OR REPLACE INTO ledger_meta VALUES (?, ?)", [POSITION_KEY, str(seq)])

@@ -10,7 +10,7 @@ then the store. So:
    the lines in memory (a task names its chunk by position), each with the cyclic GC off
    while it validates and glibc told to keep freed memory (``_keep_memory``). A chunk's
    payloads are dumped as they are, then checked for integers beyond BIGINT and gated for
-   secrets all at once (``input_checks.stored_payloads``: one pass over the chunk's joined
+   secrets all at once (``ledger.store.payloads.stored_payloads``: one pass over the chunk's joined
    text, the rare payload with a hit looked at alone); each chunk comes back as one Arrow
    table of ``events`` columns (``ledger.store.columns_table``: no per-event object to unpickle);
 2. the store inserts each chunk as it arrives, in file order, while the workers validate the
@@ -42,8 +42,8 @@ from typing import TYPE_CHECKING, Any
 from ledger.errors import InvalidInput
 from ledger.store import COLUMNS, AppendResults, LedgerStore, columns_table, event_values
 from ledger.store.gc_pause import no_cyclic_gc
+from ledger.store.payloads import stored_payloads
 from ledger.write import commands
-from ledger.write.input_checks import stored_payloads
 from ledger.write.jsonl import iter_jsonl
 from schemas import Actor
 

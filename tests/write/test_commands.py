@@ -26,6 +26,7 @@ from uuid import UUID
 import pytest
 
 from ledger.errors import ConcurrencyConflict, NotFound
+from ledger.importers.ingest import import_files
 from ledger.store import LedgerStore
 from ledger.write import commands
 from schemas import Actor, CandidateProposed, NoteAdded, ServerReady, StartupFacts
@@ -364,10 +365,10 @@ def _capacity(store: LedgerStore) -> list[str]:
 def test_import_compares_with_the_previous_run_in_one_call_or_two(tmp_path: Path) -> None:
     run1, run2 = CAPACITY_CASE / "run1_no_spec.log", CAPACITY_CASE / "run2_eagle.log"
     together = LedgerStore(tmp_path / "one.duckdb")
-    commands.import_files(together, [run1, run2], session_id="s", actor=ME)
+    import_files(together, [run1, run2], session_id="s", actor=ME)
     apart = LedgerStore(tmp_path / "two.duckdb")
-    commands.import_files(apart, [run1], session_id="s", actor=ME)
-    commands.import_files(apart, [run2], session_id="s", actor=ME)
+    import_files(apart, [run1], session_id="s", actor=ME)
+    import_files(apart, [run2], session_id="s", actor=ME)
     expected = ["max_total_num_tokens 405504 -> 110592 (-73%) against the previous run"]
     assert _capacity(together) == _capacity(apart) == expected
     # The view pairs the same two runs.

@@ -13,7 +13,6 @@ from pydantic import ValidationError
 
 from ledger.cli.context import Context, first_error, ledger_option, pass_ctx
 from ledger.errors import InvalidInput
-from ledger.write import input_checks
 from ledger.write.input_checks import loads
 from ledger.write.jsonl import event_from_obj, read_stdin_events, read_stdin_text
 from schemas import EVENT_TYPES, Event, Host
@@ -255,11 +254,13 @@ def append(
             data["event_id"] = event_id
         events = [event_from_obj(data, "options")]
     events = [_fill_envelope(event, ctx, overrides) for event in events]
+    from ledger.store import payloads  # DuckDB imported when a command writes (start-up time)
+
     for number, event in enumerate(events, start=1):  # name the input here, not in the store
         where = "options" if event_type not in (None, "-") else f"<stdin>: event {number}"
-        input_checks.check_text(event.model_dump(), where)
-        input_checks.payload_json(event, where)
-        input_checks.host_json(event, where)
+        payloads.check_text(event.model_dump(), where)
+        payloads.payload_json(event, where)
+        payloads.host_json(event, where)
     where = "options" if event_type not in (None, "-") else "<stdin>"
     from ledger.write import commands  # imported when a command writes (start-up time: see above)
 

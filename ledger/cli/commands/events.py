@@ -63,7 +63,7 @@ def events(
     )
     store = ctx.store()
     if fmt == "json":
-        for event in store.read(flt, limit=limit, newest_first=newest):
+        for event in read_model.read_events(store, flt, limit=limit, newest_first=newest):
             click.echo(event_to_json(event))
         return
     with store.connect() as con:

@@ -53,7 +53,7 @@ def import_(
     benchmark results, tuned MoE configs, SGLang and vLLM server logs. All files are appended in one atomic batch;
     re-importing a file is a no-op (event ids derive from the file's content). A ledger that
     does not exist is not created (exit 5) unless --create."""
-    from ledger.write import commands
+    from ledger.importers.ingest import import_files
 
     store = ctx.writable_store(create=create)
 
@@ -64,7 +64,7 @@ def import_(
             host = Host.model_validate_json(host_json)
         except ValueError as exc:
             raise InvalidInput(f"--host: {first_error(exc)}") from None
-    done = commands.import_files(
+    done = import_files(
         store,
         files,
         session_id=session,

@@ -6,7 +6,7 @@ import os
 
 import click
 
-from ledger.frontdoor import channel
+from ledger import resident_socket
 
 
 @click.group()
@@ -22,16 +22,16 @@ def resident() -> None:
 @resident.command(name="status")
 def resident_status() -> None:
     """Say whether this user's resident process (of this install) runs: its pid and calls."""
-    if os.environ.get(channel.ENV_SWITCH, "1") == "0":
-        click.echo(f"resident process: off ({channel.ENV_SWITCH}=0)")
+    if os.environ.get(resident_socket.ENV_SWITCH, "1") == "0":
+        click.echo(f"resident process: off ({resident_socket.ENV_SWITCH}=0)")
         return
-    folder = channel.runtime_dir()
-    problem = channel.private_dir_problem(folder)
+    folder = resident_socket.runtime_dir()
+    problem = resident_socket.private_dir_problem(folder)
     if problem:
         click.echo(f"resident process: off: its folder {folder} {problem}; appends run in-process")
         return
-    answer = channel.ask_server("status")
-    path = channel.socket_path(folder, channel.identity())
+    answer = resident_socket.ask_server("status")
+    path = resident_socket.socket_path(folder, resident_socket.identity())
     if answer is None:
         click.echo(f"resident process: not running (socket {path})")
     else:
@@ -41,5 +41,5 @@ def resident_status() -> None:
 @resident.command(name="stop")
 def resident_stop() -> None:
     """Stop this user's resident process (the next append starts a fresh one)."""
-    answer = channel.ask_server("stop")
+    answer = resident_socket.ask_server("stop")
     click.echo("resident process: not running" if answer is None else f"stopped pid {answer[1]}")

@@ -20,19 +20,16 @@ SELECT run_id, session_id, seq, event_id, recorded_at, config_name, is_baseline,
 FROM bench_runs b ANTI JOIN retractions r ON r.event_id = b.event_id"""
 
 
-def benchmark_deltas() -> str:
-    """Each configuration against the session's baseline, per concurrency and metric: the
-    latest statistical comparison (``comparison_completed``) while no run came after it,
-    else the same Welch rule over all the arms' runs with the metric's noise floor as
-    threshold."""
+def _welch_rule() -> str:
+    """``benchmark_deltas``' first CTEs, up to ``simple``: every arm against its session's
+    baseline by runners.compare's rule (the Welch CI of the log ratio, the metric's noise
+    floor as threshold)."""
     delta_rows = ",\n            ".join(
         f"('{name}', {direction}, {floor}::DOUBLE)" for name, direction, floor in DELTA_METRICS
     )
     delta_metric_cols = ", ".join(_METRICS)
     t975 = t975_sql("df")
     z_sum = Z_SUM_80
-    # one delta row of an arm (ARM_KEY) and metric against another (t: a comparison, s: the rule's)
-    same_arm = " AND ".join(f"t.{k} IS NOT DISTINCT FROM s.{k}" for k in (*ARM_KEY, "metric"))
     return f"""
 WITH metric_rules(metric, direction, noise_floor) AS (
     VALUES {delta_rows}
@@ -124,7 +121,19 @@ simple AS (
            seq, 100 * baseline_cv AS baseline_cv_pct, 100 * cv AS cv_pct
     FROM bounds
 ),
-stat AS (
+"""
+
+
+def benchmark_deltas() -> str:
+    """Each configuration against the session's baseline, per concurrency and metric: the
+    latest statistical comparison (``comparison_completed``) while no run came after it,
+    else the same Welch rule over all the arms' runs with the metric's noise floor as
+    threshold (``_welch_rule``)."""
+    # one delta row of an arm (ARM_KEY) and metric against another (t: a comparison, s: the rule's)
+    same_arm = " AND ".join(f"t.{k} IS NOT DISTINCT FROM s.{k}" for k in (*ARM_KEY, "metric"))
+    return (
+        _welch_rule()
+        + f"""stat AS (
     SELECT session_id, (payload->>'config_name') AS config_name,
            (payload->>'baseline_config') AS baseline_config, (payload->>'dataset') AS dataset,
            (payload->>'input_len')::BIGINT AS input_len, (payload->>'output_len')::BIGINT AS output_len,
@@ -164,6 +173,7 @@ SELECT * FROM current_stat
 UNION ALL
 SELECT s.* FROM simple s
 WHERE NOT EXISTS (SELECT 1 FROM current_stat t WHERE {same_arm})"""
+    )
 
 
 def benchmark_summary() -> str:
