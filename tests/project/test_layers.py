@@ -11,7 +11,7 @@ from pathlib import Path
 import grimp
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 MAX_FILE_LINES = 800
 MAX_FUNCTION_LINES = 120
