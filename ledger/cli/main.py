@@ -121,12 +121,18 @@ def run() -> None:
         code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
         if exc.code is not None and not isinstance(exc.code, int):
             print(exc.code, file=sys.stderr)
+    # Private hooks of CPython, each pinned by tests/cli/test_private_hooks.py. An interpreter
+    # without them exits the usual way (slower, the same outcome).
+    shutdown = getattr(threading, "_shutdown", None)
+    run_exitfuncs = getattr(atexit, "_run_exitfuncs", None)
+    if shutdown is None or run_exitfuncs is None:
+        sys.exit(code)
     # What the interpreter's exit does first (``threading._shutdown``): the threading module's
     # exit hooks (a thread pool's workers are told to stop), then every non-daemon thread is
     # waited for.
-    threading._shutdown()  # type: ignore[attr-defined]
+    shutdown()
     _flush_stdio()
-    atexit._run_exitfuncs()
+    run_exitfuncs()
     _flush_stdio()  # what an exit handler printed
     os._exit(code)
 
@@ -147,6 +153,7 @@ def _skip_pydantic_plugin_scan() -> None:
         from pydantic.plugin import _loader
     except ImportError:  # another pydantic layout: it scans as usual
         return
+    # pydantic's private cache, pinned by tests/cli/test_private_hooks.py
     if getattr(_loader, "_plugins", ()) is None:  # not looked for yet
         _loader._plugins = {}
 
