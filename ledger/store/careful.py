@@ -17,7 +17,7 @@ from uuid import UUID
 
 import duckdb
 
-from ledger.errors import ConcurrencyConflict, EventIdReused, NotFound
+from ledger.errors import ConcurrencyConflict, EventIdReused
 from ledger.store.derived import installed
 from ledger.store.encoding import columns_table
 from ledger.store.results import AppendResult
@@ -95,7 +95,7 @@ def write_rows(
         heads = stream_heads(con, streams, projected, held)
         try:
             results, new_heads = insert(con, rows, rows, {}, expected_version, heads, head, clock)
-        except (duckdb.ConstraintException, ConcurrencyConflict, NotFound, NotFresh):
+        except (duckdb.ConstraintException, ConcurrencyConflict, NotFresh):
             con.execute("ROLLBACK")
             con.execute("BEGIN")
             stored = stored_rows(con, rows)
@@ -124,10 +124,8 @@ def write_single(
     transaction: stored whole or not at all), without BEGIN and COMMIT as statements of
     their own — DuckDB plans and runs each statement, and the pair costs ~0.25 ms of the
     ~1.6 ms an append takes (``bench/bench_store.py``). None when it may not be new (a
-    retry, a conflict, a retraction): nothing was stored, and the caller's transaction
-    takes the careful path, which words the error."""
-    if rows[0]["type"] == "event_retracted":
-        return None  # its target is looked up in the transaction
+    retry, a conflict): nothing was stored, and the caller's transaction takes the careful
+    path, which words the error."""
     heads = stream_heads(con, [rows[0]["stream"]], held.projected, held)
     try:
         results, new_heads = insert(con, rows, rows, {}, expected_version, heads, held.head, clock)
@@ -248,17 +246,6 @@ def insert(
             if not careful:
                 raise NotFresh
             raise ConcurrencyConflict(fresh[0]["stream"], expected_version, actual)
-    targets = [
-        json.loads(row["payload"])["retracted_event_id"]
-        for row in fresh
-        if row["type"] == "event_retracted"
-    ]
-    if targets:
-        batch_ids = {row["event_id"] for row in fresh}
-        known = stored_types(con, targets)
-        missing = [t for t in targets if t not in known and t not in batch_ids]
-        if missing:
-            raise NotFound(f"event_retracted: no event {missing[0]} to retract")
     positions: dict[str, tuple[int, int]] = {}
     for row in fresh:
         head_seq += 1
@@ -285,26 +272,6 @@ def insert(
         else:
             results.append(AppendResult(uuid_of(row), old[0], old[1], old[2], duplicate=True))
     return results, {row["stream"]: heads[row["stream"]] for row in fresh}
-
-
-def stored_types(con: duckdb.DuckDBPyConnection, ids: list[str]) -> dict[str, str]:
-    """The event type of each of ``ids`` that is stored. A few ids: one index lookup each
-    (a join with a list scans the whole log: 1.8 s in a 100k-event import); many: one
-    join."""
-    if len(ids) > 64:
-        return {
-            str(event_id): kind
-            for event_id, kind in con.execute(
-                "SELECT event_id, type FROM events WHERE event_id IN (SELECT unnest(?::UUID[]))",
-                [ids],
-            ).fetchall()
-        }
-    found = {}
-    for i in ids:
-        rows = con.execute("SELECT type FROM events WHERE event_id = ?::UUID", [i]).fetchall()
-        if rows:
-            found[i] = rows[0][0]
-    return found
 
 
 def insert_rows(

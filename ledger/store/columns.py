@@ -8,7 +8,6 @@ retry or a conflict rolls back and takes the careful path (``ledger.store.carefu
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Iterable
 from contextlib import suppress
 from datetime import datetime
@@ -22,7 +21,6 @@ from ledger.store.careful import (
     commit,
     insert,
     stored_rows,
-    stored_types,
     stream_heads,
     transaction,
     twice,
@@ -35,6 +33,10 @@ if TYPE_CHECKING:
     import pyarrow as pa
 
     from ledger.store.connection import Held
+
+#: A writer's check of one part of a batch, run inside the transaction before the part is
+#: inserted (``con`` sees the earlier parts): False is a doubt, and nothing is stored.
+Check = Callable[[duckdb.DuckDBPyConnection, "pa.Table"], bool]
 
 
 def write_columns(
@@ -90,28 +92,6 @@ def insert_columns(
     import pyarrow.compute as pc
 
     n = table.num_rows
-    retractions = pc.equal(table.column("type"), "event_retracted")
-    if pc.any(retractions).as_py():
-        targets = [
-            json.loads(text)["retracted_event_id"]
-            for text in table.filter(retractions).column("payload").to_pylist()
-        ]
-        in_batch = pc.is_in(
-            pa.array(targets, pa.string()), value_set=table.column("event_id")
-        ).to_pylist()
-        outside = [t for t, inside in zip(targets, in_batch, strict=True) if not inside]
-        stored = stored_types(con, outside) if outside else {}
-        # a target not stored, or a retraction of a retraction (here or stored, an earlier
-        # part's included): the careful path decides (the command layer's rules)
-        retracting = pc.is_in(
-            table.filter(retractions).column("event_id"), value_set=pa.array(targets)
-        )
-        if (
-            len(stored) != len(set(outside))
-            or "event_retracted" in stored.values()
-            or pc.any(retracting).as_py()
-        ):
-            raise NotFresh
     schema = arrow_schema()
     table = table.select(schema.names).cast(schema)
     table = table.set_column(0, "seq", pa.array(range(head + 1, head + n + 1), pa.int64()))
@@ -173,9 +153,11 @@ def write_column_chunks(
     held: Held | None,
     threads: int | None,
     clock: Callable[[], datetime],
+    check: Check | None = None,
 ) -> AppendResults:
     """One bulk transaction over parts (``append_column_chunks``); a doubt propagates
-    (``NotFresh``, ``ConstraintException``) after the rollback."""
+    (``NotFresh``: ``check`` said no, or a conflict; ``ConstraintException``) after the
+    rollback."""
     import pyarrow as pa
 
     parts: list[AppendResults] = []
@@ -195,6 +177,8 @@ def write_column_chunks(
             projected = installed().catch_up(con, projected)
             first = head
             for table in chunks:
+                if check is not None and table.num_rows and not check(con, table):
+                    raise NotFresh
                 if table.num_rows:
                     parts.append(insert_columns(con, table, projected, head, clock, True))
                     head = projected = head + table.num_rows

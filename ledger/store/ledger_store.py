@@ -455,7 +455,7 @@ class LedgerStore:
     ) -> AppendResults:
         """Append many events at once, in table order, atomically: the bulk path.
 
-        For the bulk import (``ledger.write.bulk``) and sync's pull (``ledger.sync.replicate``). ``table``
+        For the write layer's column paths (``commands.append_table``, ``ledger.write.replicated``). ``table``
         holds ``events`` rows as ``event_row`` makes them, one column each (the
         ``schema.arrow_schema()`` columns; ``seq`` is ignored, ``stream_version`` may be null, a
         null ``recorded_at`` is stamped with the store's clock inside the transaction).
@@ -465,12 +465,14 @@ class LedgerStore:
         stream's version from its head, by window function), one ``INSERT ... SELECT``
         stores them; no Python object per event. Same guarantees and errors as ``append``:
         anything that may be a retry or a conflict (a stored ``event_id``, a given
-        ``stream_version`` that differs, a retraction of an event not found) rolls back and
-        takes ``append_rows``'s careful path, which stores the new events and words the error.
+        ``stream_version`` that differs) rolls back and takes ``append_rows``'s careful path,
+        which stores the new events and words the error. The rules of what may be written
+        (a retraction's target, a triage's version) are the write layer's
+        (``ledger.write.rules``), checked before.
         ``record(con, results)`` runs inside the transaction (sync bookkeeping).
 
         Raises:
-            EventIdReused, ConcurrencyConflict, NotFound, LedgerBusy: as ``append``.
+            EventIdReused, ConcurrencyConflict, LedgerBusy: as ``append``.
         """
         if table.num_rows == 0:
             return AppendResults([], [], [], [])
@@ -488,18 +490,23 @@ class LedgerStore:
         )
 
     def append_column_chunks(
-        self, chunks: Iterable[pa.Table], *, threads: int | None = None
+        self,
+        chunks: Iterable[pa.Table],
+        *,
+        check: columns.Check | None = None,
+        threads: int | None = None,
     ) -> AppendResults | None:
         """``append_columns`` for a batch that arrives in parts (the bulk import's validated
-        chunks, in file order): each part is numbered, inserted and projected (from its own
-        rows: ``projections.catch_up``'s ``source``) as it comes, so the store works while
-        the next parts are validated; one transaction for them all.
+        chunks, in file order): each part is checked (``check(con, part)``: the writer's
+        rules, run inside the transaction), then numbered, inserted and projected (from its
+        own rows: the derivation's ``catch_up`` ``source``) as it comes, so the store works
+        while the next parts are validated; one transaction for them all.
 
         Returns None, with nothing stored, when a part may be a retry or a conflict (an
-        ``event_id`` already stored, twice in the batch or a retraction of an event not
-        stored before it): the caller then appends the whole batch by ``append_columns``,
-        whose careful path stores the new events or words the error. An error raised by
-        ``chunks`` (a bad line) rolls back everything and propagates.
+        ``event_id`` already stored, or twice in the batch) or ``check`` says no: the caller
+        then appends the whole batch by ``append_columns``, whose careful path stores the new
+        events or words the error. An error raised by ``chunks`` (a bad line) rolls back
+        everything and propagates.
 
         ``threads``: DuckDB's threads while the parts arrive (None: as configured), e.g. the
         cores the validation workers leave; the commit, after the last part, runs as
@@ -513,7 +520,7 @@ class LedgerStore:
         try:
             return self._writing(
                 lambda con, held: columns.write_column_chunks(
-                    con, chunks, held, threads, self.clock
+                    con, chunks, held, threads, self.clock, check
                 )
             )
         except (duckdb.ConstraintException, careful.NotFresh):
@@ -527,7 +534,7 @@ class LedgerStore:
     ) -> AppendResults:
         """Append events pulled from a sync hub, in the given (hub) order, atomically.
 
-        For ``ledger.sync.replicate``. ``rows``: an Arrow table of ``events`` columns as
+        For ``ledger.write.replicated`` (sync's pull), which checks the rows first. ``rows``: an Arrow table of ``events`` columns as
         ``append_columns`` takes it, or one dict per event with the envelope columns:
         ``event_id``, ``type``, ``schema_version``, ``stream``, ``recorded_at`` (aware
         datetime), ``actor_kind``, ``actor_name``, ``session_id``, ``causation_id``,
@@ -543,7 +550,6 @@ class LedgerStore:
 
         Raises:
             EventIdReused: an ``event_id`` is stored here with different content.
-            NotFound: a retraction of an event this ledger does not hold.
             LedgerBusy: the file stayed locked.
         """
         import pyarrow as pa

@@ -1,8 +1,7 @@
 """The write layer: every write to a ledger goes through it (``commands`` and its rules, the
-bulk import, JSON lines, the checks of user input).
+bulk import, replicated rows, JSON lines, the checks of user input).
 
-The store keeps the derived tables current inside its transactions: importing this layer
-installs them into the store (``ledger.derive``).
+Its modules that write import ``ledger.derive``, which installs the derived tables into the
+store, kept current inside its transactions (the package itself stays light: parsing input
+needs no DuckDB, and the CLI's start-up does not pay for it).
 """
-
-import ledger.derive  # noqa: F401

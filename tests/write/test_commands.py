@@ -1,10 +1,11 @@
-"""The command layer (``ledger/write/commands.py``): every writer appends through it, and its rules
-hold through every front end that can break them.
+"""The write layer (``ledger/write/``: commands, the bulk import, replicated rows): every writer
+appends through it, and its rules (``ledger/write/rules.py``) hold through every front end that
+can break them.
 
 Front ends of each rule and where they are tested:
 
 - a retraction names a stored event: CLI ``append`` (options, stdin, the bulk path), and
-  ``commands.retract`` (here); replicated rows are checked by the store (test_sync.py);
+  ``commands.retract`` (here); replicated rows by ``ledger.write.replicated`` (test_sync.py);
 - a triage passes the candidate stream's expected version: CLI ``append`` (here, and
   tests/tui/test_tui_live.py passes it from another process), the TUI's triage action
   (tests/tui/test_tui_actions.py: ``test_accept_and_defer_append_triage_with_expected_version``,
@@ -39,18 +40,24 @@ if not CASES.exists():  # the worktree's ../shared
 CAPACITY_CASE = CASES / "sglang-pr29927-spec-capacity-drop"
 ME = Actor(kind="agent", name="test")
 
-# --- no writer goes around the command layer -------------------------------------------
+# --- no writer goes around the write layer ----------------------------------------------
 
-#: Modules that may call the store's append methods themselves, and why.
+#: Modules that may call the store's append methods themselves, and why: the store, and the
+#: write layer's paths (each applies ``ledger.write.rules``).
 ALLOWED = {
     "ledger/store/ledger_store.py": "the store itself",
-    "ledger/write/commands.py": "the command layer",
-    # Rows pulled from a sync hub were accepted by the commands of the ledger that wrote them;
-    # two offline triages at one version are both kept by design (sync_conflicts shows them).
-    "ledger/sync/replicate.py": "replication of events already accepted elsewhere",
+    "ledger/write/commands.py": "the careful and column paths (events, rows, one table)",
+    "ledger/write/bulk.py": "the chunked path (the bulk import)",
+    "ledger/write/replicated.py": "the replicated path (rows pulled from a sync hub)",
 }
-#: The store's write methods.
-APPEND_METHODS = {"append", "append_rows", "append_columns", "append_replicated"}
+#: The store's write methods: every public method of ``LedgerStore`` that appends.
+APPEND_METHODS = {
+    "append",
+    "append_rows",
+    "append_columns",
+    "append_column_chunks",
+    "append_replicated",
+}
 #: A receiver that is a ledger store by the package's naming (``store``, ``self.store``,
 #: ``ctx.store()``, ``LedgerStore(...)``); a list's ``.append`` is not.
 STORE_RECEIVER = re.compile(r"(^|\.|_)store(\(\))?$|^LedgerStore\(")
@@ -97,6 +104,12 @@ def test_no_module_outside_the_command_layer_appends_directly() -> None:
     assert offenders == [], "append through ledger.write.commands instead:\n" + "\n".join(offenders)
 
 
+def test_the_check_lists_every_write_method_of_the_store() -> None:
+    public = {name for name in vars(LedgerStore) if not name.startswith("_")}
+    writes = {name for name in public if name.startswith("append")}
+    assert writes == APPEND_METHODS
+
+
 def test_the_check_sees_the_forms_it_must(tmp_path: Path) -> None:
     """The guard itself: each way a module could reach the store's append is caught."""
     code = tmp_path / "m.py"
@@ -105,10 +118,10 @@ def test_the_check_sees_the_forms_it_must(tmp_path: Path) -> None:
         "asyncio.to_thread(store.append, e)\nx.append_rows(r)\nLedgerStore(p).append(e)\n"
         "events.append(e)\nrestore.append(e)\ncommands.append(store, e)\n"
         "def f(s: LedgerStore, out: list):\n    s.append(e)\n    out.append(e)\n"
-        "ledger = LedgerStore(p)\nledger.append(e)\n"
+        "ledger = LedgerStore(p)\nledger.append(e)\nstore.append_column_chunks(parts)\n"
     )
     lines = sorted(int(hit.split(":")[1]) for hit in _direct_appends(code, tmp_path))
-    assert lines == [1, 2, 3, 4, 5, 6, 11, 14]
+    assert lines == [1, 2, 3, 4, 5, 6, 11, 14, 15]
 
 
 # --- the CLI, in process -------------------------------------------------------------------
