@@ -1,5 +1,6 @@
-"""What is derived from the log: projections (tables caught up from a stored position) and the
-views over them and the log, one module per view family.
+"""What is derived from the log: projections (tables caught up from a stored position), the
+views over them and the log (one module per view family), and what a reader's connection gets
+(``reader``: this code's views, never the file's SQL).
 
 Importing this package installs the derivation into the store (``ledger.store.derived``): the
 store keeps these tables current inside its own transactions without knowing what they are.
@@ -7,9 +8,11 @@ store keeps these tables current inside its own transactions without knowing wha
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 import duckdb
 
-from ledger.derive import projections, views
+from ledger.derive import projections, reader, views
 from ledger.store import derived
 
 
@@ -31,6 +34,27 @@ class _Derivation:
         self, con: duckdb.DuckDBPyConnection, after: int | None = None, *, source: str = "events"
     ) -> int:
         return projections.catch_up(con, after, source=source)
+
+    def prepare_read(
+        self,
+        con: duckdb.DuckDBPyConnection,
+        *,
+        current: bool,
+        projected: int,
+        head: int,
+        has_occurred_at: bool,
+        wanted: Iterable[str] | str | None,
+        made: set[str],
+    ) -> None:
+        reader.prepare(
+            con,
+            current=current,
+            projected=projected,
+            head=head,
+            has_occurred_at=has_occurred_at,
+            wanted=wanted,
+            made=made,
+        )
 
 
 derived.install(_Derivation())

@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING, Any
 
 import duckdb
 
+import ledger.derive  # noqa: F401  (the store keeps the derived tables current)
 from ledger.errors import NotFound
 from schemas.envelope import Host
 
@@ -149,7 +150,7 @@ def read_events(
         f"SELECT {', '.join(COLUMNS)} FROM events WHERE {where} "
         f"ORDER BY seq{' DESC' if newest_first else ''}{_limit(limit)}"
     )
-    with store.connect() as con:
+    with store.connect(views=()) as con:
         found = con.execute(sql, params).fetchall()
     return [row_to_event(dict(zip(COLUMNS, row, strict=True))) for row in found]
 

@@ -71,6 +71,8 @@ class Held:
     ) -> None:
         self.key, self.con, self.fd, self.lock, self.hold_s = key, con, fd, lock, hold_s
         self.heads: dict[str, int] = {}
+        #: the views made on the connection for reads through it (``LedgerStore._readable``)
+        self.views: set[str] = set()
         self.projected = self.head = 0
         self.closed = False
         self.last_used = time.monotonic()

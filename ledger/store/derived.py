@@ -4,13 +4,15 @@ The store keeps them current inside its own transactions (a one-shot append proj
 events before it commits; a kept-open writer catches up in batches and before it lets go;
 a file made by other code is rebuilt when it is opened for writing), but what they are is not
 the store's business: ``ledger.derive`` defines them and installs itself here when it is
-imported (``ledger.read`` and ``ledger.write`` import it, as the CLI, the TUI and the runners
-do). A store used before anything is installed refuses to open the file, rather than leave
-derived tables behind the log.
+imported (the modules of ``ledger.read`` and ``ledger.write`` that touch a ledger import it, as
+the CLI's store does). A store used before anything is installed refuses to open the file,
+rather than leave derived tables behind the log. Readers get this code's views through it too
+(``prepare_read``): never the SQL stored in the file.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Protocol
 
 import duckdb
@@ -40,6 +42,25 @@ class Derivation(Protocol):
         """Project the events after the stored position (``after``: that position when the
         caller knows it), read from ``source`` (``events``, or a relation holding exactly the
         rows just inserted after the position); move the position; return it."""
+        ...
+
+    def prepare_read(
+        self,
+        con: duckdb.DuckDBPyConnection,
+        *,
+        current: bool,
+        projected: int,
+        head: int,
+        has_occurred_at: bool,
+        wanted: Iterable[str] | str | None,
+        made: set[str],
+    ) -> None:
+        """Make a reader's connection read the file through this code's views, writing nothing
+        to the file (temporary objects only): ``current`` says whether the file's derived tables
+        are this code's, ``projected``/``head`` where they stand against the log,
+        ``has_occurred_at`` whether the log has that column (layout 2 and later); ``wanted``:
+        the views the reader reads (names, or the SQL text about to run; None: all); ``made``:
+        the views already made on ``con`` (updated)."""
         ...
 
 

@@ -83,6 +83,7 @@ from ledger.store.connection import (
     open_file,
 )
 from ledger.store.connection import lock_path as _lock_path
+from ledger.store.derived import installed
 from ledger.store.encoding import event_row, masked_columns
 from ledger.store.gc_pause import no_cyclic_gc
 from ledger.store.results import AppendResult, AppendResults
@@ -135,6 +136,8 @@ class LedgerStore:
         self._lock = lock_for(self.path)
         #: (connection, projected, head) as ``_ensure_schema`` last found them current.
         self._fresh_position: tuple[duckdb.DuckDBPyConnection, int, int] | None = None
+        #: id of each open read connection -> what makes more views on it (``read_views``)
+        self._reads: dict[int, Callable[[Iterable[str] | str], None]] = {}
 
     # --- connections ------------------------------------------------------------
 
@@ -170,36 +173,49 @@ class LedgerStore:
 
     @contextmanager
     def connect(
-        self, *, read_only: bool = True, config: dict[str, Any] | None = None
+        self,
+        *,
+        read_only: bool = True,
+        config: dict[str, Any] | None = None,
+        views: Iterable[str] | str | None = None,
     ) -> Iterator[duckdb.DuckDBPyConnection]:
         """A connection for one unit of work; views read through it are never stale.
 
         With ``hold_s`` > 0 this is the kept-open read-write connection (opened on first
         use); else the file is opened for this unit of work, retrying while another process
-        holds it, and closed after. Before a read the projections are caught up (a reader
-        that finds them behind, after a writer was killed, catches them up first). A
-        sandboxed read (``config``) never runs on a kept-open writer's connection: that
-        one is let go first.
+        holds it, and closed after. A sandboxed read (``config``) never runs on a kept-open
+        writer's connection: that one is let go first.
+
+        A read never writes the file and never runs SQL stored in it: it reads through this
+        code's views, made on its own connection (``views``: the views it reads, as names or
+        as the SQL text about to run; None: every view), with external access off; derived
+        tables made by other code, or left behind the log by a killed writer, are derived
+        again on that connection (the derivation's ``prepare_read``). A kept-open writer's
+        connection catches its projections up before a read.
 
         Raises:
             InvalidInput: the path is not a ledger file (``check_path``).
             NotFound: the file does not exist (read-only open).
+            NewerLedger: written by a newer tuneledger.
             LedgerBusy: the lock was not had within ``lock_timeout_s``.
         """
         self.check_path()
         if read_only and not self.path.exists():
             raise NotFound(f"no ledger at {self.path} (create it with `tuneledger init`)")
         with self._lock:
-            held = self._held(create=not config and (self.hold_reads or not read_only))
+            held = self._held(
+                create=not config and (self.hold_reads or not read_only), reading=read_only
+            )
             if held is not None and config:
                 held.let_go()
                 held = None
             if held is None:
-                with self._connect_once(read_only, config or {}) as con:
+                with self._connect_once(read_only, config or {}, views) as con:
                     yield con
                 return
             if read_only:
                 held.catch_up()
+                self._readable(held, views)
             held.last_used = time.monotonic()
             try:
                 yield held.con
@@ -231,12 +247,18 @@ class LedgerStore:
             if held is not None:
                 held.let_go()
 
-    def _held(self, *, create: bool) -> Held | None:
-        """This file's kept-open connection in this process (opened now when ``create`` and ``hold_s``)."""
+    def _held(self, *, create: bool, reading: bool = False) -> Held | None:
+        """This file's kept-open connection in this process (opened now when ``create`` and
+        ``hold_s``; for a read, only when the file needs no writing: else None, and the read
+        opens it read-only)."""
         held = HELD.get(self._key)
         if held is None and create and self.hold_s > 0:
             con, fd = self._open_locked(read_only=False, config={})
             try:
+                if reading and not schema.ready(con, self.path):
+                    con.close()
+                    sidecar_lock.release(fd)
+                    return None
                 self._ensure_schema(con)
                 held = Held(self._key, con, fd, self._lock, self.hold_s)
             except BaseException:
@@ -247,28 +269,80 @@ class LedgerStore:
             held.start_watching()
         return held
 
+    @staticmethod
+    def _readable(held: Held, views: Iterable[str] | str | None) -> None:
+        """A kept-open writer's connection made to read through this code's views (each
+        made once a hold; the file is current: its writer keeps it so)."""
+        installed().prepare_read(
+            held.con,
+            current=True,
+            projected=held.projected,
+            head=held.projected,
+            has_occurred_at=True,
+            wanted=views,
+            made=held.views,
+        )
+
     @contextmanager
     def _connect_once(
-        self, read_only: bool, config: dict[str, Any]
+        self,
+        read_only: bool,
+        config: dict[str, Any],
+        views: Iterable[str] | str | None = None,
     ) -> Iterator[duckdb.DuckDBPyConnection]:
-        con, locked = self._open_locked(read_only, config)
-        fd: int | None = locked
+        if read_only:  # a reader reaches no file but the ledger (a view stored in it could)
+            config = {"enable_external_access": False, **config}
+        con, fd = self._open_locked(read_only, config)
         try:
-            if read_only and not schema.ready(con, self.path):
-                # Written by older code, or a writer was killed before it caught the projections
-                # up: bring the file up to date as a writer, then read (rare: one extra open).
-                con.close()
-                sidecar_lock.release(locked)
-                fd = None
-                self._repair()
-                con, fd = self._open_locked(read_only, config)
+            if read_only:
+                self._reads[id(con)] = self._prepare_read(con, views)
             yield con
         finally:
-            if fd is not None:
-                try:
-                    con.close()
-                finally:
-                    sidecar_lock.release(fd)
+            self._reads.pop(id(con), None)
+            try:
+                con.close()
+            finally:
+                sidecar_lock.release(fd)
+
+    def _prepare_read(
+        self, con: duckdb.DuckDBPyConnection, views: Iterable[str] | str | None
+    ) -> Callable[[Iterable[str] | str], None]:
+        """A read-only connection made to read the file through this code's views, writing
+        nothing: a file of another version or layout, or one a killed writer left behind, is
+        read through temporary tables (the derivation's ``prepare_read``). Returns what makes
+        more views on it (``read_views``)."""
+        current, projected, head = schema.state(con)
+        has_occurred_at = True
+        if not current:
+            schema.check_compatible(con, self.path)  # a newer ledger is refused, not misread
+            if not schema.has_table(con, "events"):  # a DuckDB file no tuneledger wrote yet
+                schema.create_empty(con)
+            has_occurred_at = schema.has_column(con, "events", "occurred_at")
+        made: set[str] = set()
+
+        def prepare(wanted: Iterable[str] | str | None) -> None:
+            installed().prepare_read(
+                con,
+                current=current,
+                projected=projected,
+                head=head,
+                has_occurred_at=has_occurred_at,
+                wanted=wanted,
+                made=made,
+            )
+
+        prepare(views)
+        return prepare
+
+    def read_views(self, con: duckdb.DuckDBPyConnection, views: Iterable[str] | str) -> None:
+        """Make the views ``views`` names (names, or SQL text) readable on ``con``, a read
+        connection of this store's ``connect`` opened with fewer: a reader that learns what
+        it reads as it goes (the TUI's refresh) makes only those."""
+        held = HELD.get(self._key)
+        if held is not None and held.con is con:
+            self._readable(held, views)
+            return
+        self._reads[id(con)](views)
 
     def _open_locked(
         self, read_only: bool, config: dict[str, Any]
@@ -311,16 +385,25 @@ class LedgerStore:
         return created
 
     def ensure_current(self) -> None:
-        """Bring a ledger written by older code, or left behind by a killed writer, up to date.
-
-        Cheap when it is current (one read-only query). Every read does this check itself;
-        this method is for callers that want it done up front.
-        """
+        """Bring a ledger written by older code, or left behind by a killed writer, up to date:
+        a write (its layout migrated, its views and projections made by this code); cheap when
+        it is current (one read-only query). Reads never do this: they read such a file
+        through temporary tables and views of their own (``connect``)."""
         if not self.path.exists():
             return
         with self._lock:
-            with self.connect(read_only=True):
-                pass
+            if HELD.get(self._key) is not None:  # a kept-open writer keeps its file current
+                return
+            con, fd = self._open_locked(read_only=True, config={})
+            try:
+                ready = schema.ready(con, self.path)
+            finally:
+                try:
+                    con.close()
+                finally:
+                    sidecar_lock.release(fd)
+            if not ready:
+                self._repair()
 
     def _repair(self) -> None:
         con, fd = self._open_locked(read_only=False, config={})

@@ -26,13 +26,13 @@ _ID_PREFIX = re.compile(r"[0-9a-f]{8}(?:[0-9a-f-]{0,28})")
 
 def head(store: LedgerStore) -> int:
     """The highest ``seq`` stored (0 for an empty ledger)."""
-    with store.connect() as con:
+    with store.connect(views=()) as con:
         return int(con.execute("SELECT coalesce(max(seq), 0) FROM events").fetchall()[0][0])
 
 
 def stream_version(store: LedgerStore, stream: str) -> int:
     """The version of ``stream`` (0 when it has no events)."""
-    with store.connect() as con:
+    with store.connect(views=()) as con:
         return int(
             con.execute(
                 "SELECT coalesce(max(stream_version), 0) FROM events WHERE stream = ?", [stream]
@@ -66,7 +66,7 @@ def read(
             params.append(value)
     order = " DESC" if newest_first else ""
     bound = f" LIMIT {int(limit)}" if limit is not None else ""
-    with store.connect() as con:
+    with store.connect(views=()) as con:
         rows = con.execute(
             f"SELECT {', '.join(COLUMNS)} FROM events WHERE {' AND '.join(where)} "
             f"ORDER BY seq{order}{bound}",
@@ -88,7 +88,7 @@ def get(store: LedgerStore, event_id: str | UUID) -> Event:
         text = str(UUID(text))  # the undashed hex spelling of a full id
     if not _ID_PREFIX.fullmatch(text):
         raise NotFound(f"event {event_id} not found (not an event id or an 8+ digit prefix of one)")
-    with store.connect() as con:
+    with store.connect(views=()) as con:
         if len(text) == 36:
             rows = con.execute(
                 f"SELECT {', '.join(COLUMNS)} FROM events WHERE event_id = ?::UUID", [text]
@@ -111,5 +111,5 @@ def get(store: LedgerStore, event_id: str | UUID) -> Event:
 
 def query_arrow(store: LedgerStore, sql: str, params: Sequence[Any] | None = None) -> pa.Table:
     """Run one trusted read query (views included) and return an Arrow table."""
-    with store.connect() as con:
+    with store.connect(views=sql) as con:
         return con.sql(sql, params=list(params) if params else None).to_arrow_table()

@@ -279,3 +279,31 @@ def ensure_schema(con: duckdb.DuckDBPyConnection, path: Path) -> tuple[int, int]
 def set_position(con: duckdb.DuckDBPyConnection, seq: int) -> None:
     """Store the projected position (inside the transaction that projected up to ``seq``)."""
     con.execute("INSERT OR REPLACE INTO ledger_meta VALUES (?, ?)", [POSITION_KEY, str(seq)])
+
+
+def has_table(con: duckdb.DuckDBPyConnection, table: str) -> bool:
+    """Whether the connection's database holds ``table`` (in its main schema)."""
+    return bool(
+        con.execute(
+            "SELECT 1 FROM duckdb_tables() WHERE table_name = ? AND schema_name = 'main' "
+            "AND database_name = current_database()",
+            [table],
+        ).fetchall()
+    )
+
+
+def has_column(con: duckdb.DuckDBPyConnection, table: str, column: str) -> bool:
+    """Whether ``table`` of the connection's database has ``column``."""
+    return bool(
+        con.execute(
+            "SELECT 1 FROM duckdb_columns() WHERE table_name = ? AND column_name = ? "
+            "AND schema_name = 'main' AND database_name = current_database()",
+            [table, column],
+        ).fetchall()
+    )
+
+
+def create_empty(con: duckdb.DuckDBPyConnection) -> None:
+    """The ledger's tables, empty and temporary, on a read-only connection to a DuckDB file
+    that holds none yet: it reads as an empty ledger, and nothing is written to it."""
+    con.execute(EVENTS_DDL.replace("CREATE TABLE IF NOT EXISTS", "CREATE TEMP TABLE IF NOT EXISTS"))

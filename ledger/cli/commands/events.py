@@ -66,7 +66,7 @@ def events(
         for event in read_model.read_events(store, flt, limit=limit, newest_first=newest):
             click.echo(event_to_json(event))
         return
-    with store.connect() as con:
+    with store.connect(views=("event_log",)) as con:
         table = read_model.event_log(con, flt, limit=limit, newest_first=newest)
     print_table(table, fmt)
 
@@ -82,7 +82,7 @@ def show(ctx: Context, event_id: str) -> None:
     store = ctx.store()
     event = store.get(event_id)
     click.echo(event_to_json(event, indent=2))
-    with store.connect() as con:
+    with store.connect(views=("event_log", "all_events")) as con:
         linked = read_model.linked_events(con, event)
     if linked:
         click.echo("\nlinked events (its cause, what it cites, and events citing or caused by it):")
