@@ -48,9 +48,6 @@ HANDOFF_S = 2.0
 #: TUI's writes) keeps the file this long after its last operation, so a burst of appends
 #: pays one open and one close; it lets go sooner when another process waits (``HANDOFF_S``).
 WRITER_HOLD_S = 2.0
-#: A batch this large is turned into rows and stored with the cyclic GC off
-#: (``gc_pause``): 1,000 notes 45-47k -> 52-54k events per CPU second, idle.
-GC_FREE_BATCH = 100
 
 
 class Held:
