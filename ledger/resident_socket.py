@@ -48,8 +48,8 @@ def identity(environ: Mapping[str, str] | None = None) -> str:
 
 def _digest(text: str) -> str:
     """64-bit FNV-1a of ``text`` in hex: names the socket per identity (a collision only means
-    the server refuses the call: the identity itself is compared). No import needed (hashlib
-    costs ~2 ms of start-up)."""
+    the server refuses the call: the identity itself is compared). No import needed (hashlib's
+    costs start-up time)."""
     h = 0xCBF29CE484222325
     for byte in text.encode("utf-8", "surrogateescape"):
         h = ((h ^ byte) * 0x100000001B3) & 0xFFFFFFFFFFFFFFFF

@@ -141,8 +141,8 @@ def _skip_pydantic_plugin_scan() -> None:
     """Tell pydantic this process has no plugins, before it looks.
 
     The first validator pydantic builds looks for its plugins among the entry points of every
-    installed distribution (``pydantic.plugin._loader.get_plugins``): 7-14 ms of CPU and a read
-    of each distribution's metadata, more in a larger environment, in every CLI call. The
+    installed distribution (``pydantic.plugin._loader.get_plugins``): a read of each
+    distribution's metadata in every CLI call (its cost: docs/performance.md). The
     ledger's models use no plugin. ``PYDANTIC_DISABLE_PLUGINS``, when set (even empty), is left
     to pydantic: set it to use a plugin (e.g. instrumentation) with the CLI. An environment
     variable is not used here because the runners' servers and tools inherit the environment.

@@ -46,7 +46,7 @@ def identity(row: dict[str, Any]) -> tuple[Any, ...]:
 
 
 #: The key of a row dict holding its event's ``UUID`` object, where the caller has one
-#: (``append``); not a column. Parsing 1,000 ids back from text cost ~0.8 ms a batch.
+#: (``append``); not a column: a result needs no id parsed back from text.
 EVENT_UUID = "_event_uuid"
 
 
@@ -122,8 +122,8 @@ def write_single(
 ) -> list[AppendResult] | None:
     """A kept-open writer's one new event: one auto-committed ``INSERT`` (its own
     transaction: stored whole or not at all), without BEGIN and COMMIT as statements of
-    their own — DuckDB plans and runs each statement, and the pair costs ~0.25 ms of the
-    ~1.6 ms an append takes (``bench/bench_store.py``). None when it may not be new (a
+    their own — DuckDB plans and runs each statement, and the pair is a part of an append's
+    time worth saving (docs/performance.md). None when it may not be new (a
     retry, a conflict): nothing was stored, and the caller's transaction takes the careful
     path, which words the error."""
     heads = stream_heads(con, [rows[0]["stream"]], held.projected, held)

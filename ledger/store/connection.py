@@ -37,7 +37,7 @@ WATCH_INTERVAL_S = 0.005
 IDLE_CATCH_UP_S = 0.02
 #: A kept-open writer catches up at once when this many events wait to be projected: bounds
 #: the work left for the hand-off (a batch's cost is mostly per statement, not per row:
-#: 5,000 notes were caught up in 74 ms at load 9, against ~13 ms for a single event).
+#: docs/performance.md).
 MAX_LAG = 10_000
 #: The stated hand-off time: a process waiting for a file that a kept-open writer holds gets
 #: it within this long (watch interval + the writer's current append + catch-up of at most
@@ -170,10 +170,9 @@ _process_locks_guard = threading.Lock()
 
 #: Rows per row group that a writer gives DuckDB (its default: 122,880). A large append's full
 #: row groups are compressed and written while the transaction goes on ("optimistic writes",
-
-
-#: commit no longer compresses them all at the end: COMMIT 1.1 s -> 0.1 s, the compression
-#: done meanwhile, beside the validation workers. A multiple of DuckDB's vector (2,048 rows).
+#: one row group at a time: ``write_buffer_row_group_count``), so a large import's commit no
+#: longer compresses them all at the end: the compression is done meanwhile, beside the
+#: validation workers (docs/performance.md). A multiple of DuckDB's vector (2,048 rows).
 ROW_GROUP_ROWS = 16_384
 
 
@@ -255,7 +254,7 @@ def open_file(
     except duckdb.Error as exc:
         if not is_lock_error(exc):
             raise ledger_file.open_error(path, exc) or exc from None
-    # tenacity only now: most opens succeed at once, and its import costs a CLI call ~20 ms.
+    # tenacity only now: most opens succeed at once, and its import costs a CLI call time.
     from tenacity import Retrying, retry_if_exception, stop_after_delay, wait_random_exponential
 
     retrying = Retrying(

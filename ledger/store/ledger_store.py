@@ -5,9 +5,8 @@ it only while nobody writes (https://duckdb.org/docs/stable/connect/concurrency)
 rule in two ways:
 
 - **One-shot** (the default, the CLI): every operation opens the file, does its
-  work in one transaction and closes it (about 10 ms for open + close, plus the
-  checkpoint DuckDB runs at close). An append projects its events in the same
-  transaction.
+  work in one transaction and closes it (with the checkpoint DuckDB runs at close).
+  An append projects its events in the same transaction.
 - **Kept open** (``hold_s`` > 0: a runner, a plan, the TUI, a Python API user
   appending in a loop): the first operation opens the file read-write and keeps
   it; an append is then one transaction holding only the events (the projections
@@ -92,8 +91,8 @@ from schemas import Event
 if TYPE_CHECKING:
     import pyarrow as pa
 
-#: A batch this large is turned into rows and stored with the cyclic GC off
-#: (``gc_pause``): 1,000 notes 45-47k -> 52-54k events per CPU second, idle.
+#: A batch this large is turned into rows and stored with the cyclic GC off (``gc_pause``):
+#: the collector walked the rows and models just made (docs/performance.md).
 GC_FREE_BATCH = 100
 
 _T = TypeVar("_T")
@@ -108,8 +107,8 @@ class LedgerStore:
             (tests pass a fixed clock for deterministic snapshots).
         lock_timeout_s: how long to retry when another process holds the file lock.
         hold_s: 0 (default): open and close the file for every operation (one-shot). Above
-            0: keep it open read-write across operations (a long-lived writer: appends cost
-            about one commit instead of ~25 ms) and let go when idle this many seconds, or
+            0: keep it open read-write across operations (a long-lived writer: an append costs
+            about one commit instead of an open and a close) and let go when idle this many seconds, or
             within ``HANDOFF_S`` when another process waits for the file. Other processes,
             and DuckDB's own shell, cannot open the file while it is held; ``close()``
             lets go at once, and interpreter exit does too.
@@ -229,7 +228,7 @@ class LedgerStore:
 
         For long-lived writers (runners, plans, a sync): a run of appends costs one open and
         one close instead of one each (a one-shot append opens, checkpoints and closes the
-        file: ~25 ms). The one-writer rule still holds: another process that waits for the
+        file). The one-writer rule still holds: another process that waits for the
         file gets it within ``HANDOFF_S``; ``close()`` or interpreter exit lets go at once.
         """
         return LedgerStore(
@@ -427,7 +426,7 @@ class LedgerStore:
     def _position(self, con: duckdb.DuckDBPyConnection, held: Held | None) -> tuple[int, int]:
         """(projected position, head ``seq``) for an append on ``con``: the kept-open writer's
         cached ones, else what ``_ensure_schema`` just read on this connection (one state
-        query a one-shot append instead of two: ~1.5-3 ms), else read now."""
+        query a one-shot append instead of two), else read now."""
         if held is not None:
             return held.projected, held.head
         checked, self._fresh_position = self._fresh_position, None
@@ -593,9 +592,8 @@ class LedgerStore:
 
         ``threads``: DuckDB's threads while the parts arrive (None: as configured), e.g. the
         cores the validation workers leave; the commit, after the last part, runs as
-        configured. On 2 cores one thread took 30 µs of CPU an event against 33.5 with two,
-        and no more wall time (100k events, load 4.2-4.7); with the parts projected as they
-        come, two threads cost ~10% more CPU and 0.1-0.3 s more wall time (idle).
+        configured: on 2 cores one thread took less CPU than two, and no more wall time
+        (docs/performance.md).
 
         Raises:
             LedgerBusy: as ``append``; whatever ``chunks`` raises.

@@ -46,9 +46,8 @@ CREATE TABLE IF NOT EXISTS events (
     correlation_id UUID,
     source         VARCHAR,
     host           JSON,
-    -- Zstandard for the payloads (most of a ledger's bytes): a 100k-event import compressed
-    -- them in 0.45 s of CPU against 0.9 s for DuckDB's default choice, into 51 MB against 84
-    -- (bench/bench_store.py --only import). Files made before keep DuckDB's default choice.
+    -- Zstandard for the payloads (most of a ledger's bytes): less CPU and fewer bytes than
+    -- DuckDB's default choice (docs/performance.md). Files made before keep DuckDB's choice.
     payload        JSON NOT NULL USING COMPRESSION ZSTD,
     occurred_at    TIMESTAMPTZ,
     UNIQUE (stream, stream_version)
@@ -108,8 +107,8 @@ COLUMNS = (
     "occurred_at",
 )
 
-# pyarrow is imported on first use, not at import: it is ~100 ms of CPU that a CLI append
-# (one event, no samples) never needs.
+# pyarrow is imported on first use, not at import: CPU that a CLI append (one event, no
+# samples) never needs.
 
 
 @functools.cache
@@ -173,8 +172,8 @@ def state(con: duckdb.DuckDBPyConnection) -> tuple[bool, int, int]:
     The head is looked for only at and after the projected position: DuckDB skips the
     row groups before it (zone maps), so the cost does not grow with the ledger.
     """
-    # Three plain queries, not one with correlated subqueries: on a fresh connection the
-    # one query took 4-6 ms to plan, these 1.5-3 ms together (each CLI append runs this).
+    # Three plain queries, not one with correlated subqueries: on a fresh connection they
+    # plan faster together than the one did (each CLI append runs this: docs/performance.md).
     try:
         meta = dict(
             con.execute(

@@ -1,9 +1,9 @@
 """Bulk import of JSON lines: validation in worker processes, one store transaction.
 
 ``tuneledger append < FILE`` with many JSON lines comes here. Where an event-by-event
-import spends its time (bench/bench_ledger.py): pydantic validation, most of it the cyclic
-garbage collector walking the models just made (41.5 us an event with GC, 11.5 without),
-then the store. So:
+import spends its time (bench/bench_ledger.py; the figures in docs/performance.md): pydantic
+validation, most of it the cyclic garbage collector walking the models just made, then the
+store. So:
 
 1. lines are validated in chunks (``CHUNK_LINES``) by worker processes (``workers``, default
    one per core, at most ``MAX_WORKERS``; inline below ``PARALLEL_MIN_LINES``), forked with
@@ -238,7 +238,7 @@ def _validated(
     global _LINES
     context = multiprocessing.get_context("fork")
     # The workers are forked with the lines in memory: a task names its chunk by position
-    # (pickling 20 MB of lines a chunk to a worker cost both sides ~5 us an event).
+    # (pickling a chunk's lines to a worker cost both sides more: docs/performance.md).
     _LINES = lines
     pool = ProcessPoolExecutor(
         max_workers=min(workers, len(chunks)), mp_context=context, initializer=_worker_setup
@@ -301,8 +301,7 @@ def _die_with_parent() -> None:
 def _keep_memory() -> None:
     """A worker keeps the memory it freed for its next chunk (glibc's ``mallopt``; elsewhere
     nothing): by default glibc hands large blocks back to the kernel at once and takes them
-    again for the next chunk, a page fault every 4 KB (~100 MB of faults a 10,000-line chunk,
-    ~5 us an event of kernel time)."""
+    again for the next chunk, a page fault every 4 KB (what that cost: docs/performance.md)."""
     import ctypes
     import ctypes.util
 

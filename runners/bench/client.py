@@ -21,21 +21,18 @@ default pool keeps only 20). The timed requests go through ``client_slots(c)``:
   about what a bare aiohttp client does (bench/bench_client.py; docs/performance.md).
   ``make_client`` (warm-up, other callers) still gives an ``httpx.AsyncClient``
   whose transport is ``httpx_aiohttp.AiohttpTransport`` over the same kind of session.
-  History of the figures: aiohttp's HTTP/1.1
-  parser is C (llhttp) and its pool hands a connection out in O(1). bench/bench_client.py
-  (2 shared cores, instant 4-chunk server, c=64): client CPU per request ~300 us with it,
-  ~830 us with plain httpx, ~145 us for a bare aiohttp client; requests/s 0.6-0.7 of
-  aiohttp's (0.15-0.3 before). What is left is httpx's own request/response model (URL,
-  headers, Request/Response objects, cookie and logging hooks: ~60 us of it is in
-  ``AsyncClient.send`` alone), not the wire. Two of its costs are cut here: the URL is parsed
+  aiohttp's HTTP/1.1 parser is C (llhttp) and its pool hands a connection out in O(1);
+  what is left of httpx's cost is its own request/response model (URL, headers,
+  Request/Response objects, cookie and logging hooks, much of it in ``AsyncClient.send``),
+  not the wire (the figures: docs/performance.md). Two of its costs are cut here: the URL is parsed
   once per target (``BenchTarget.httpx_url``) and the client keeps no cookies (``_NoCookies``).
   Streaming is chunk by chunk: the transport reads ``response.content.iter_chunked(16 KiB)``, which returns
   whatever bytes have arrived, so a chunk's timestamp is its arrival, not the body's end
   (tests/runners/test_bench_metrics.py checks TTFT and ITL against a server that paces its chunks).
 - ``httpx`` (fallback without the package, or ``transport="httpx"``): plain httpcore/h11/anyio.
   httpcore's pool scans every connection of its pool on each request and response (O(c) per
-  event, O(c^2) per wave): at c=64 one shared client spent ~2 ms of CPU per request in that
-  scan, ten times aiohttp's whole per-request cost. So the slots are spread over
+  event, O(c^2) per wave): at c=64 one shared client spent ten times aiohttp's whole
+  per-request cost in that scan. So the slots are spread over
   ``ClientShards``: several clients of at most ``SHARD_SIZE`` connections each.
 
 ``client_slots(c)`` returns whichever of the two applies; ``TRANSPORT`` names the default and
@@ -125,7 +122,7 @@ class BenchTarget:
 
     @property
     def httpx_url(self) -> httpx.URL:
-        """``api_url`` parsed once (httpx's pure-Python URL parser costs ~15 us a request)."""
+        """``api_url`` parsed once (httpx's pure-Python URL parser is a cost a request)."""
         text = self.api_url
         cached = self.__dict__.get("_httpx_url")
         if cached is None or cached[0] != text:
