@@ -857,10 +857,5 @@ def format_point(point: SweepPoint) -> str:
     )
 
 
-def main_sync(coro):  # pragma: no cover - thin wrapper used by the CLI
-    """Run a coroutine; a Ctrl-C propagates as KeyboardInterrupt after the loop's cleanup."""
-    return asyncio.run(coro)
-
-
 if __name__ == "__main__":  # pragma: no cover
     sys.exit("use `tuneledger run bench`")

@@ -80,11 +80,6 @@ def config_key(config: Mapping[str, Any]) -> str:
     return ",".join(str(int(config[k])) for k in CONFIG_KEYS)
 
 
-def config_from_key(key: str) -> Config:
-    """The inverse of ``config_key``."""
-    return dict(zip(CONFIG_KEYS, (int(x) for x in key.split(",")), strict=True))
-
-
 @dataclass(frozen=True)
 class MoeShape:
     """The shape of one MoE layer's expert GEMMs on one rank.
@@ -620,9 +615,3 @@ def roofline(
         "flops_fraction": flops / seconds / peak_flops if peak_flops else None,
         "arithmetic_intensity": flops / nbytes,
     }
-
-
-def expected_experts_touched(shape: MoeShape, M: int) -> float:
-    """Expected distinct experts hit by M tokens routed uniformly to top-k of E (for planning;
-    the tuner records the count it really drew): E x (1 - C(E-1, k)/C(E, k))^... = E x (1 - (1 - k/E)^M)."""
-    return shape.E * (1.0 - (1.0 - shape.topk / shape.E) ** M)

@@ -743,9 +743,3 @@ def _progress(enabled: bool, total: int):
     )
     p.start()
     return p, p.add_task("tune", total=total)
-
-
-def load_recorded(path: str | Path) -> dict[str, Any]:
-    """A recorded-timings file (``tests/fixtures/h200_moe_timings.json``): JSON as written by
-    ``bench/h200_moe_tune.py``."""
-    return json.loads(Path(path).read_text(encoding="utf-8"))
