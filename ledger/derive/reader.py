@@ -84,10 +84,13 @@ def prepare(
     ``needed``'s; ``made``: the views already made on ``con`` (a kept-open connection's;
     updated). Writes nothing to the file: every object made here is temporary.
     """
+    db = _quoted(con.execute("SELECT current_database()").fetchall()[0][0])
+    # DuckDB's functions before the file's catalog (a macro stored in it would win over a
+    # function of the same name); a writer's connection puts the path back after its read
+    # (``LedgerStore.connect``): tables are created in the first schema of the path.
+    path = f"temp.main,system.main,{db}.main".replace("'", "''")
+    con.execute(f"SET search_path = '{path}'")
     if _PREPARED not in made:  # the connection's first call: the tables it reads
-        db = _quoted(con.execute("SELECT current_database()").fetchall()[0][0])
-        path = f"temp.main,system.main,{db}.main".replace("'", "''")
-        con.execute(f"SET search_path = '{path}'")
         if not has_occurred_at:  # layout 1: the column came with layout 2
             con.execute(
                 "CREATE TEMP VIEW events AS SELECT *, NULL::TIMESTAMPTZ AS occurred_at "

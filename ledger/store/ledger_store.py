@@ -61,7 +61,7 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from contextlib import contextmanager, nullcontext
+from contextlib import contextmanager, nullcontext, suppress
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -212,13 +212,18 @@ class LedgerStore:
                 with self._connect_once(read_only, config or {}, views) as con:
                     yield con
                 return
+            path = None
             if read_only:
                 held.catch_up()
+                path = held.con.execute("SELECT current_setting('search_path')").fetchall()[0][0]
                 self._readable(held, views)
             held.last_used = time.monotonic()
             try:
                 yield held.con
             finally:
+                if path is not None:  # the writer's own statements create in its schema again
+                    with suppress(duckdb.Error):
+                        held.con.execute("SET search_path = ?", [path])
                 if not read_only:  # the caller may have written anything: re-read what is cached
                     held.refresh()
                 held.done()
