@@ -66,7 +66,7 @@ def list_views(ctx: Context) -> None:
     """List the derived views and their columns."""
     from ledger.derive.views import VIEW_NAMES
 
-    store = ctx.store()
-    for name in VIEW_NAMES:
-        cols = store.query_arrow(f"DESCRIBE {name}")
-        click.echo(f"{name}: " + ", ".join(cols.column("column_name").to_pylist()))
+    with ctx.store().connect() as con:  # one connection, every view made on it once
+        for name in VIEW_NAMES:
+            cols = [row[0] for row in con.execute(f"DESCRIBE {name}").fetchall()]
+            click.echo(f"{name}: " + ", ".join(cols))
