@@ -19,8 +19,12 @@ rule in two ways:
   at interpreter exit. So a view never answers from stale tables, through
   tuneledger or through DuckDB's own shell (which cannot open the file while it
   is held). Only a process killed while holding the file leaves projections
-  behind; the next tuneledger process to open the file catches them up before
-  anything reads them (a test kills one to check).
+  behind; the next writer catches them up, and a reader in between derives the
+  missing tail on its own connection, writing nothing (a test kills one to check).
+
+A read never writes the file and never runs SQL stored in it: it reads through the
+running code's views, made on its own connection (``connect``'s ``views``; the
+derivation's ``prepare_read``).
 
 An open that finds the file locked is retried with jittered exponential backoff
 (tenacity) until ``lock_timeout_s``. Around every connection tuneledger also
@@ -33,7 +37,7 @@ TUI's refresh can run side by side; none of them sees a lock error unless a lock
 is held longer than the timeout (``LedgerBusy``).
 
 Guarantees (each proven by a test in ``tests/store/test_store_contract.py``, run against
-one-shot and kept-open stores):
+one-shot and kept-open stores, and through every write path of ``ledger.write``):
 
 - append is idempotent by ``event_id``: a retry returns the original ``seq``;
   the same id with other content is ``EventIdReused``;
@@ -51,9 +55,11 @@ index), and stream heads come from the ``stream_heads`` projection plus the
 unprojected tail (zone maps skip the rest of the log).
 
 The modules: ``connection`` (opening, the sidecar lock, the kept-open hold and hand-off),
-``schema`` (tables, layout, migrations, the current-file check), ``encoding`` (events as
-rows and back), ``careful`` and ``columns`` (the write paths), ``reading`` (the read API),
-``results``; this one puts them together as ``LedgerStore``.
+``schema`` (tables, layout, migrations, the current-file check), ``encoding`` and
+``payloads`` (events as rows and back), ``careful`` and ``columns`` (the write paths),
+``reading`` (the read API), ``derived`` (the hook the derived tables come through),
+``results``; this one puts them together as ``LedgerStore``. The store only stores: the
+rules of what may be written are ``ledger.write``'s.
 """
 
 from __future__ import annotations
