@@ -61,6 +61,8 @@ def needed(wanted: Iterable[str] | None) -> list[str]:
 
 #: The mark, in ``made``, of a connection whose tables ``prepare`` has seen to.
 _PREPARED = ""
+#: The prefix, in ``made``, of the (quoted) name of the file's catalog on the connection.
+_CATALOG = "\0catalog="
 
 
 def _quoted(name: str) -> str:
@@ -84,7 +86,14 @@ def prepare(
     ``needed``'s; ``made``: the views already made on ``con`` (a kept-open connection's;
     updated). Writes nothing to the file: every object made here is temporary.
     """
-    db = _quoted(con.execute("SELECT current_database()").fetchall()[0][0])
+    # The file's catalog, read before the search path below changes what current_database()
+    # says (the first schema of the path: temp); kept in ``made`` for the calls after.
+    named = [m for m in made if m.startswith(_CATALOG)]
+    if named:
+        db = named[0][len(_CATALOG) :]
+    else:
+        db = _quoted(con.execute("SELECT current_database()").fetchall()[0][0])
+        made.add(_CATALOG + db)
     # DuckDB's functions before the file's catalog (a macro stored in it would win over a
     # function of the same name); a writer's connection puts the path back after its read
     # (``LedgerStore.connect``): tables are created in the first schema of the path.
