@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING, Any
 
 import duckdb
 
+import ledger.derive  # noqa: F401  (the store keeps the derived tables current)
 from ledger.errors import NotFound
 from schemas.envelope import Host
 
@@ -133,21 +134,25 @@ def event_log(
     return con.sql(sql, params=params).to_arrow_table()
 
 
-def event_rows(
-    con: duckdb.DuckDBPyConnection,
+def read_events(
+    store: LedgerStore,
     flt: EventFilter,
-    columns: Sequence[str],
     *,
     limit: int | None = None,
     newest_first: bool = False,
-) -> list[tuple[Any, ...]]:
-    """Raw ``events`` rows (``columns``) matching ``flt`` in ``seq`` order (``LedgerStore.read``)."""
+) -> list[Event]:
+    """The events matching ``flt`` in ``seq`` order (newest first when ``newest_first``), as
+    current models (``tuneledger events --format json``)."""
+    from ledger.store import COLUMNS, row_to_event
+
     where, params = flt.where()
     sql = (
-        f"SELECT {', '.join(columns)} FROM events WHERE {where} "
+        f"SELECT {', '.join(COLUMNS)} FROM events WHERE {where} "
         f"ORDER BY seq{' DESC' if newest_first else ''}{_limit(limit)}"
     )
-    return con.execute(sql, params).fetchall()
+    with store.connect(views=()) as con:
+        found = con.execute(sql, params).fetchall()
+    return [row_to_event(dict(zip(COLUMNS, row, strict=True))) for row in found]
 
 
 #: The timeline's columns: time as UTC text, the actor as ``kind:name``, a summary always.

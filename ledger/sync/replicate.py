@@ -13,7 +13,7 @@ after the hub's commit is simply pushed again: the hub returns the stored positi
 
 Pull: the hub events of other ledgers after this ledger's ``pulled_position``, up to the
 hub head read at the start, in hub order and batches of ``batch`` events; each batch is
-appended with ``LedgerStore.append_replicated`` (the bulk import's column path: one
+appended through ``ledger.write.replicated`` (its rules, then the store's column path: one
 ``INSERT ... SELECT``, seq and stream versions numbered in SQL) together with its
 ``sync_events`` rows and the new ``pulled_position``, in one local transaction. An interrupted pull (Ctrl-C,
 a dropped connection, SIGKILL) leaves a prefix of the hub's order and resumes after it.
@@ -48,6 +48,7 @@ from ledger.errors import EventIdReused, InvalidInput, NotFound
 from ledger.store import AppendResults, LedgerStore, columns_table
 from ledger.sync import hub
 from ledger.sync.remote import REMOTES_DDL, Remote
+from ledger.write import replicated
 
 #: How many events one pull transaction applies.
 PULL_BATCH = 50_000
@@ -554,8 +555,11 @@ def _apply_pulled(
 ) -> AppendResults:
     """Append one pulled batch with its bookkeeping; a reused id is named with the way out."""
     try:
-        return store.append_replicated(
-            _pull_table(rows), record=_recorder(remote, rows, position, hub_head, now, pending)
+        return replicated.append_pulled(
+            store,
+            _pull_table(rows),
+            record=_recorder(remote, rows, position, hub_head, now, pending),
+            where=f"rows pulled from {remote.name}",
         )
     except EventIdReused as error:
         if error.event_id is None:

@@ -142,85 +142,113 @@ def tool_argv(
 ) -> tuple[list[str], Path]:
     """(argv, the result file to import) of one tool run; see the module doc for the forms."""
     refuse_options(tool, w, concurrency=concurrency, request_rate=request_rate)
-    if tool == "guidellm":
-        backend = (
-            f"kind=openai_http,target={w.url},model={w.model},"
-            f"request_format={GUIDELLM_REQUEST_FORMATS[w.endpoint]}"
-        )
-        data = f"kind=synthetic_text,prompt_tokens={w.input_len}"
-        if w.ignore_eos:
-            data += f",output_tokens={w.output_len}"
-        else:
-            backend += f",max_tokens={w.output_len}"
-        profile = (
-            f"kind=poisson,rate={request_rate:g}"
-            if request_rate
-            else f"kind=concurrent,streams={concurrency or 1}"
-        )
-        if w.warmup:
-            # GuideLLM's warmup is the first N requests of the run, left out of its metrics
-            # (and of its request list's measured part): N more requests keep the count asked.
-            profile += f",warmup={w.warmup}"
-        result = out_dir / "benchmarks.json"
-        argv = [
-            *prefix,
-            "--backend",
-            backend,
-            "--profile",
-            profile,
-            "--constraint",
-            f"kind=max_requests,count={w.num_prompts + w.warmup}",
-            "--data",
-            data,
-            "--tokenizer",
-            f"kind=huggingface_auto,model={w.tokenizer or w.model}",
-            "--seed",
-            f"kind=static,value={w.seed}",
-            "--output",
-            f"kind=json,path={result}",
-            "--disable-progress",
-        ]
-        return argv, result
-    if tool == "aiperf":
-        argv = [
-            *prefix,
-            "--model",
-            w.model,
-            "--url",
-            w.url,
-            "--endpoint-type",
-            "completions" if w.endpoint == "completions" else "chat",
-            "--streaming",
-            "--request-count",
-            str(w.num_prompts),
-            "--isl",
-            str(w.input_len),
-            "--osl",
-            str(w.output_len),
-            "--random-seed",
-            str(w.seed),
-            "--artifact-dir",
-            str(out_dir),
-            "--export-level",
-            "records",
-            "--ui-type",
-            "none",
-        ]
-        if request_rate:
-            argv += ["--request-rate", f"{request_rate:g}"]
-            if concurrency:
-                argv += ["--concurrency", str(concurrency)]
-        else:
-            argv += ["--concurrency", str(concurrency or 1)]
-        if w.tokenizer:
-            argv += ["--tokenizer", w.tokenizer]
-        if w.warmup:
-            argv += ["--warmup-request-count", str(w.warmup)]
-        if w.ignore_eos:
-            argv += ["--extra-inputs", "ignore_eos:true"]
-        return argv, out_dir / "profile_export_aiperf.json"
-    if tool == "vllm":
-        return _vllm_argv(prefix, w, concurrency, request_rate, out_dir)
+    argv_of = {"guidellm": _guidellm_argv, "aiperf": _aiperf_argv, "vllm": _vllm_argv}
+    return argv_of.get(tool, _sglang_argv)(prefix, w, concurrency, request_rate, out_dir)
+
+
+def _guidellm_argv(
+    prefix: list[str],
+    w: ToolWorkload,
+    concurrency: int | None,
+    request_rate: float | None,
+    out_dir: Path,
+) -> tuple[list[str], Path]:
+    """GuideLLM's ``benchmark run`` argv and its ``benchmarks.json``."""
+    backend = (
+        f"kind=openai_http,target={w.url},model={w.model},"
+        f"request_format={GUIDELLM_REQUEST_FORMATS[w.endpoint]}"
+    )
+    data = f"kind=synthetic_text,prompt_tokens={w.input_len}"
+    if w.ignore_eos:
+        data += f",output_tokens={w.output_len}"
+    else:
+        backend += f",max_tokens={w.output_len}"
+    profile = (
+        f"kind=poisson,rate={request_rate:g}"
+        if request_rate
+        else f"kind=concurrent,streams={concurrency or 1}"
+    )
+    if w.warmup:
+        # GuideLLM's warmup is the first N requests of the run, left out of its metrics
+        # (and of its request list's measured part): N more requests keep the count asked.
+        profile += f",warmup={w.warmup}"
+    result = out_dir / "benchmarks.json"
+    argv = [
+        *prefix,
+        "--backend",
+        backend,
+        "--profile",
+        profile,
+        "--constraint",
+        f"kind=max_requests,count={w.num_prompts + w.warmup}",
+        "--data",
+        data,
+        "--tokenizer",
+        f"kind=huggingface_auto,model={w.tokenizer or w.model}",
+        "--seed",
+        f"kind=static,value={w.seed}",
+        "--output",
+        f"kind=json,path={result}",
+        "--disable-progress",
+    ]
+    return argv, result
+
+
+def _aiperf_argv(
+    prefix: list[str],
+    w: ToolWorkload,
+    concurrency: int | None,
+    request_rate: float | None,
+    out_dir: Path,
+) -> tuple[list[str], Path]:
+    """AIPerf's ``profile`` argv and its ``profile_export_aiperf.json``."""
+    argv = [
+        *prefix,
+        "--model",
+        w.model,
+        "--url",
+        w.url,
+        "--endpoint-type",
+        "completions" if w.endpoint == "completions" else "chat",
+        "--streaming",
+        "--request-count",
+        str(w.num_prompts),
+        "--isl",
+        str(w.input_len),
+        "--osl",
+        str(w.output_len),
+        "--random-seed",
+        str(w.seed),
+        "--artifact-dir",
+        str(out_dir),
+        "--export-level",
+        "records",
+        "--ui-type",
+        "none",
+    ]
+    if request_rate:
+        argv += ["--request-rate", f"{request_rate:g}"]
+        if concurrency:
+            argv += ["--concurrency", str(concurrency)]
+    else:
+        argv += ["--concurrency", str(concurrency or 1)]
+    if w.tokenizer:
+        argv += ["--tokenizer", w.tokenizer]
+    if w.warmup:
+        argv += ["--warmup-request-count", str(w.warmup)]
+    if w.ignore_eos:
+        argv += ["--extra-inputs", "ignore_eos:true"]
+    return argv, out_dir / "profile_export_aiperf.json"
+
+
+def _sglang_argv(
+    prefix: list[str],
+    w: ToolWorkload,
+    concurrency: int | None,
+    request_rate: float | None,
+    out_dir: Path,
+) -> tuple[list[str], Path]:
+    """SGLang's ``bench_serving`` argv and its result JSON lines."""
     backend = {"chat": "sglang-oai-chat", "completions": "sglang-oai"}.get(w.endpoint, "sglang")
     result = out_dir / "result.jsonl"
     argv = [

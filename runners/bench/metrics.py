@@ -98,13 +98,6 @@ def _granularity(results: Sequence[RequestResult]) -> Granularity | None:
     return from_requests((r.chunks, r.output_tokens) for r in results if r.ok)
 
 
-def chunks_per_token(results: Sequence[RequestResult]) -> float | None:
-    """Median over successful requests of (content chunks - 1) / (output tokens - 1): 1.0 when
-    every token came in a chunk of its own; None when no request had 2+ tokens counted."""
-    found = _granularity(results)
-    return found.ratio if found is not None else None
-
-
 def mask_coarse_streaming(
     results: Sequence[RequestResult], metrics: BenchMetrics, *, speculative: bool = False
 ) -> tuple[BenchMetrics, str | None]:

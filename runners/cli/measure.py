@@ -18,7 +18,7 @@ from typing import Any
 
 import click
 
-from ledger.cli.main import Context, pass_ctx
+from ledger.cli.context import Context, pass_ctx
 
 WARMUP_FAILED_EXIT = 13
 
@@ -246,21 +246,7 @@ def bench_command(
     imported (exit 11 when it is not installed, 13 when it fails). --tool vllm runs
     `vllm bench serve` of the Python given by --tool-path (the vLLM install's).
     """
-    from runners.bench.client import BenchTarget, format_point, sweep
-    from runners.bench.discovery import served_model
-    from runners.bench.metrics import prompts_warning
-    from runners.bench.workload import WorkloadSpec, build_workload
-
-    concurrencies: list[int | None] = list(_concurrencies(concurrency_text))
-    if request_rate is not None:
-        concurrencies = [concurrencies[0] if concurrencies else None]
-        if len(_concurrencies(concurrency_text)) > 1:
-            raise click.BadParameter("with --request-rate give at most one --concurrency (a cap)")
-    elif not concurrencies:
-        concurrencies = [1]
-    warning = prompts_warning(num_prompts, concurrencies) if request_rate is None else None
-    if warning:
-        click.echo(f"tuneledger: {warning}", err=True)
+    concurrencies = _bench_concurrencies(concurrency_text, request_rate, num_prompts)
     if shared_prefix_len >= input_len:
         raise click.BadParameter(
             f"--shared-prefix-len {shared_prefix_len} must be below --input-len {input_len}"
@@ -272,11 +258,7 @@ def bench_command(
 
         prefix = find_tool(tool, tool_path)  # a missing tool exits 11 before anything is asked
         if model is None and endpoint != "generate":
-            try:
-                model = served_model(url)  # the external tool needs the name the server answers to
-            except RuntimeError as exc:
-                click.echo(f"tuneledger: error: {exc}", err=True)
-                sys.exit(WARMUP_FAILED_EXIT)
+            model = _served_model_or_exit(url)  # the tool needs the name the server answers to
         _bench_with_tool(
             ctx,
             tool,
@@ -300,6 +282,63 @@ def bench_command(
             ignore_eos=ignore_eos,
         )
         return
+    _bench_builtin(
+        ctx,
+        concurrencies,
+        url=url,
+        endpoint=endpoint,
+        model=model,
+        input_len=input_len,
+        output_len=output_len,
+        num_prompts=num_prompts,
+        concurrency_text=concurrency_text,
+        request_rate=request_rate,
+        seed=seed,
+        warmup=warmup,
+        repeats=repeats,
+        config_name=config_name,
+        is_baseline=is_baseline,
+        tokenizer=tokenizer,
+        server_run_id=server_run_id,
+        ignore_eos=ignore_eos,
+        candidate_id=candidate_id,
+        no_progress=no_progress,
+        shared_prefix_len=shared_prefix_len,
+        server_metrics=server_metrics,
+    )
+
+
+def _bench_builtin(
+    ctx: Context,
+    concurrencies: list[int | None],
+    *,
+    url: str,
+    endpoint: str,
+    model: str | None,
+    input_len: int,
+    output_len: int,
+    num_prompts: int,
+    concurrency_text: str | None,
+    request_rate: float | None,
+    seed: int,
+    warmup: int,
+    repeats: int,
+    config_name: str,
+    is_baseline: bool | None,
+    tokenizer: str | None,
+    server_run_id: str | None,
+    ignore_eos: bool,
+    candidate_id: str | None,
+    no_progress: bool,
+    shared_prefix_len: int,
+    server_metrics: bool,
+) -> None:
+    """``run bench`` with the built-in client: the sweep, each run printed as it is recorded;
+    Ctrl-C exits 130, a failed warm-up 13."""
+    from runners.bench.client import BenchTarget, format_point, sweep
+    from runners.bench.discovery import served_model
+    from runners.bench.workload import WorkloadSpec, build_workload
+
     workload = build_workload(
         WorkloadSpec(input_len, output_len, num_prompts, seed, tokenizer, shared_prefix_len)
     )
@@ -358,6 +397,38 @@ def bench_command(
     except KeyboardInterrupt:
         click.echo(f"tuneledger: interrupted after {len(done)} recorded run(s)", err=True)
         sys.exit(130)
+    except RuntimeError as exc:
+        click.echo(f"tuneledger: error: {exc}", err=True)
+        sys.exit(WARMUP_FAILED_EXIT)
+
+
+def _bench_concurrencies(
+    concurrency_text: str | None, request_rate: float | None, num_prompts: int
+) -> list[int | None]:
+    """The concurrencies of a ``run bench``: as given (1 when none), or with ``--request-rate``
+    at most one (a cap); warns when the prompts are too few for them."""
+    from runners.bench.metrics import prompts_warning
+
+    concurrencies: list[int | None] = list(_concurrencies(concurrency_text))
+    if request_rate is not None:
+        concurrencies = [concurrencies[0] if concurrencies else None]
+        if len(_concurrencies(concurrency_text)) > 1:
+            raise click.BadParameter("with --request-rate give at most one --concurrency (a cap)")
+    elif not concurrencies:
+        concurrencies = [1]
+    warning = prompts_warning(num_prompts, concurrencies) if request_rate is None else None
+    if warning:
+        click.echo(f"tuneledger: {warning}", err=True)
+    return concurrencies
+
+
+def _served_model_or_exit(url: str) -> str:
+    """The model name the server at ``url`` answers to; exit 13 (the warm-up failed) when it
+    cannot say."""
+    from runners.bench.discovery import served_model
+
+    try:
+        return served_model(url)
     except RuntimeError as exc:
         click.echo(f"tuneledger: error: {exc}", err=True)
         sys.exit(WARMUP_FAILED_EXIT)

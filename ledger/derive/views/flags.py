@@ -1,0 +1,46 @@
+"""Flag verdicts: every verdict given on a flag (researched, or a finding), and the latest one."""
+
+from __future__ import annotations
+
+from ledger.derive.views.common import sql_list
+from schemas.vocab import NO_EFFECT_VERDICTS
+
+
+def flag_verdict_history() -> str:
+    """Every verdict ever given on a flag, with its basis."""
+    no_effect = sql_list(NO_EFFECT_VERDICTS)
+    return f"""
+WITH v AS (
+    SELECT (payload->>'flag') AS flag, NULL::VARCHAR AS value,
+           coalesce(payload->>'engine', host_engine) AS engine,
+           coalesce(payload->>'engine_version', host_engine_version) AS engine_version,
+           arch, (payload->>'verdict') AS verdict, 'researched' AS basis,
+           coalesce(payload->>'what_it_does', (payload->>'notes')) AS summary,
+           seq, event_id, session_id, recorded_at, sync_order
+    FROM live_control WHERE type = 'flag_researched'
+    UNION ALL
+    SELECT (payload->>'flag'), (payload->>'value'), coalesce(payload->>'engine', host_engine),
+           coalesce(payload->>'engine_version', host_engine_version),
+           arch, (payload->>'verdict'), (payload->>'basis'), (payload->>'message'),
+           seq, event_id, session_id, recorded_at, sync_order
+    FROM live_control
+    WHERE type = 'finding_recorded' AND (payload->>'flag') IS NOT NULL AND (payload->>'verdict') IS NOT NULL
+)
+SELECT flag, value, engine, engine_version, arch, verdict, basis,
+       verdict IN ({no_effect}) AS no_effect, summary,
+       event_id AS evidence_event_id, seq, session_id, recorded_at, sync_order
+FROM v"""
+
+
+def flag_verdicts() -> str:
+    """The latest verdict per flag (and value, for a verdict on one value), engine,
+    engine_version and arch."""
+    return """
+SELECT flag, value, flag || coalesce('=' || value, '') AS setting,
+       engine, engine_version, arch, verdict, basis, no_effect, summary,
+       evidence_event_id, seq, session_id, recorded_at,
+       count(*) OVER w AS findings, sync_order,
+       list(verdict || ' (' || basis || ')' ORDER BY sync_order) OVER w AS history
+FROM flag_verdict_history
+WINDOW w AS (PARTITION BY flag, value, engine, engine_version, arch)
+QUALIFY row_number() OVER (PARTITION BY flag, value, engine, engine_version, arch ORDER BY sync_order DESC) = 1"""
