@@ -157,7 +157,8 @@ WITH v AS (
     SELECT (payload->>'flag') AS flag, NULL::VARCHAR AS value,
            coalesce(payload->>'engine', host_engine) AS engine,
            coalesce(payload->>'engine_version', host_engine_version) AS engine_version,
-           arch, (payload->>'verdict') AS verdict, 'researched' AS basis,
+           coalesce(payload->>'arch', arch) AS arch, (payload->>'verdict') AS verdict,
+           coalesce(payload->>'basis', 'researched') AS basis,
            coalesce(payload->>'what_it_does', (payload->>'notes')) AS summary,
            seq, event_id, session_id, recorded_at, sync_order
     FROM live_control WHERE type = 'flag_researched'
@@ -706,7 +707,10 @@ SELECT flag, value, verdict, basis, engine, engine_version, arch, summary,
        CAST(evidence_event_id AS VARCHAR) AS evidence_event_id, seq
 FROM flag_verdicts
 WHERE no_effect AND list_contains(?::VARCHAR[], flag)
-  AND engine IS NOT DISTINCT FROM ? AND arch = ?
+  AND engine IS NOT DISTINCT FROM ?
+  -- dead code read from the source is dead on every arch; anything else holds for its arch
+  AND (arch = ?::VARCHAR OR (basis = 'source' AND verdict = 'dead-code'))
+  -- a verdict read from one version's source never stands for another version
   AND (?::VARCHAR IS NULL OR engine_version IS NULL OR engine_version = ?::VARCHAR)
   AND seq < coalesce((SELECT min(seq) FROM events WHERE event_id = ?::UUID), 9223372036854775807)
 ORDER BY flag, seq"""
@@ -727,9 +731,10 @@ def known_no_effect(
 
     ``before_event_id``: when that event (the run's ``server_started``) is already stored, only
     verdicts recorded before it count, so that re-importing a run adds nothing.
-    ``store`` is a ``LedgerStore`` (its ``query_arrow``). No arch, no flags or no ledger file: ``[]``.
+    ``store`` is a ``LedgerStore`` (its ``query_arrow``). No flags or no ledger file: ``[]``; no
+    arch: only the verdicts that hold on every arch (dead code read from the source).
     """
-    if not flags or not arch or not store.path.exists():
+    if not flags or not store.path.exists():
         return []
     table = store.query_arrow(
         KNOWN_NO_EFFECT_SQL,

@@ -3,7 +3,8 @@
 When a server run's flags include one that ``flag_verdicts`` already holds a no-effect verdict
 for (dead-code, no-op, not-activated, no-measurable-change) on the same engine, arch (and engine
 version, when the run's is known), ``known_no_effect_findings`` says so, citing the earlier
-verdict's event. The query is ``ledger.derive.views.known_no_effect``; the importer and the server
+verdict's event. A verdict ``tuneledger research`` read from the source (basis ``source``) holds
+for its engine version only; its dead code holds on every arch. The query is ``ledger.derive.views.known_no_effect``; the importer and the server
 runner both call ``remembered_findings``.
 """
 
@@ -50,6 +51,14 @@ def known_no_effect_findings(
             if row.get("engine_version")
             else row.get("engine") or "?"
         )
+        run_version = started.host.engine_version if started.host else None
+        if row.get("engine_version") and not run_version:
+            version += " (this run's engine version is not known)"
+        where = (
+            "every arch"
+            if row.get("basis") == "source" and row["verdict"] == "dead-code"
+            else row["arch"]
+        )
         summary = f": {row['summary']}" if row.get("summary") else ""
         out.append(
             FindingRecorded(
@@ -60,7 +69,7 @@ def known_no_effect_findings(
                 session_id=started.session_id,
                 engine=started.engine,
                 message=f"--{flag} {flags[flag]!r} is set, but the ledger already holds '{row['verdict']}' "
-                f"({row['basis']}) for it on {row['arch']}, {version}{summary}",
+                f"({row['basis']}) for it on {where}, {version}{summary}",
                 evidence=[
                     Evidence(
                         kind="event",
