@@ -175,6 +175,15 @@ class Expressions(InterpreterBase):
                 return Unknown(node)
         return Unknown(node)
 
+    def _e_Slice(self, node: ast.Slice, frame: Frame) -> Any:
+        parts = [
+            self.eval(p, frame) if p is not None else None
+            for p in (node.lower, node.upper, node.step)
+        ]
+        if any(not (p is None or isinstance(p, int)) for p in parts):
+            return Unknown(node)
+        return slice(*parts)
+
     def _e_Compare(self, node: ast.Compare, frame: Frame) -> Any:
         left = self.eval(node.left, frame)
         result: Any = True

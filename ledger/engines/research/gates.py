@@ -195,9 +195,9 @@ class GateEvaluator:
             value: bool | None
             if any(v == key for v in values if not isinstance(v, Unknown)):
                 value = True
-            elif all(not isinstance(v, Unknown) for v in values):
+            elif all(not isinstance(v, Unknown) and v is not None for v in values):
                 value = False
-            else:
+            else:  # unset (None): the engine picks one at run time
                 value = None
             text = f"{' or '.join(flags)} == {key!r} (registered by @{decorator.split('(')[0]})"
             site = Site(self.index.paths.get(scope.module, scope.module), 0)
@@ -231,6 +231,8 @@ class GateEvaluator:
         sites = self._importers(module)
         if not sites and not entry:
             return Reach(True)  # an entry point, or loaded by name: taken as loaded
+        if any(o.value is True for o in options):
+            return Reach(True)
         ordered = sorted(sites, key=lambda s: (bool(s.gates), s.function is not None))
         for site in ordered:
             reach = self.site_reach(site)

@@ -126,7 +126,13 @@ class Objects(Expressions):
 
     def flag_value(self, name: str) -> Any:
         value = self.state.values.get(name, Unknown(f"--{name.replace('_', '-')}"))
-        source = "given" if name in self.state.given else "default"
+        source = (
+            "resolved"
+            if name in self.state.changed
+            else "given"
+            if name in self.state.given
+            else "default"
+        )
         self.note(Fact(FLAG, name, f"{name}={show(value)} ({source})"))
         return value
 

@@ -30,6 +30,8 @@ if TYPE_CHECKING:
 
 
 class BuiltinFunction:
+    python: Callable[..., Any] | None = None  # the Python function it stands for, if one
+
     def __init__(
         self, name: str, run: Callable[[Interpreter, list[Any], dict[str, Any], ast.AST], Any]
     ) -> None:
@@ -105,6 +107,11 @@ def _b_isinstance(interp: Any, args: list[Any], keywords: dict[str, Any], node: 
     return Unknown("isinstance")
 
 
+def _python(value: Any) -> Any:
+    """The Python function a builtin stands for (``map(int, ...)``), else the value."""
+    return getattr(value, "python", value)
+
+
 def _plain(name: str, function: Callable[..., Any]) -> BuiltinFunction:
     def run(interp: Any, args: list[Any], keywords: dict[str, Any], node: ast.AST) -> Any:
         version = next((a for a in args if isinstance(a, CudaVersion)), None)
@@ -118,7 +125,9 @@ def _plain(name: str, function: Callable[..., Any]) -> BuiltinFunction:
             return Unknown(f"{name}()")
         return function(*args, **keywords)
 
-    return BuiltinFunction(name, run)
+    made = BuiltinFunction(name, run)
+    made.python = function
+    return made
 
 
 def _identity(interp: Any, args: list[Any], keywords: dict[str, Any], node: ast.AST) -> Any:
@@ -182,7 +191,7 @@ BUILTINS: dict[str, Any] = {
     "sorted": _plain("sorted", sorted),
     "dict": _plain("dict", dict),
     "round": _plain("round", round),
-    "map": _plain("map", lambda f, xs: list(map(f, xs))),
+    "map": _plain("map", lambda f, xs: list(map(_python(f), xs))),
     "staticmethod": BuiltinFunction("staticmethod", _identity),
     "classmethod": BuiltinFunction("classmethod", _identity),
     "property": BuiltinFunction("property", _identity),

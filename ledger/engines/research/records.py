@@ -103,6 +103,7 @@ class FlagState:
     def __init__(self, values: dict[str, Any], given: set[str]) -> None:
         self.values = values
         self.given = given
+        self.changed: set[str] = set()  # assigned by the engine's resolution
 
     def copy(self) -> dict[str, Any]:
         return dict(self.values)

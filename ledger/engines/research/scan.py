@@ -56,7 +56,11 @@ class Scanner:
         self._qualname: list[str] = []
         self._block: Sequence[ast.stmt] = ()
         self._fields = model.all_fields()
-        self._watched = frozenset(self._fields) | frozenset(model.distinctive)
+        self._watched = (
+            frozenset(self._fields)
+            | frozenset(model.distinctive)
+            | frozenset(attr for mapping in model.objects.values() for attr in mapping)
+        )
         self._line_hits: dict[int, bool] = {}
 
     # -- entry ---------------------------------------------------------------------------------

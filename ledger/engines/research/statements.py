@@ -424,6 +424,7 @@ class Statements(Calls):
         site = Site(self.world.path(module), getattr(node, "lineno", 0))
         function = self._function_name()
         self.state.values[name] = value
+        self.state.changed.add(name)
         self.changes.append(
             Change(
                 name,
