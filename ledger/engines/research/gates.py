@@ -6,6 +6,7 @@ of the module it imports).
 
 from __future__ import annotations
 
+import ast
 import re
 from dataclasses import dataclass, field
 from typing import Any
@@ -13,12 +14,14 @@ from typing import Any
 from .index import VersionIndex
 from .interpreter import Interpreter
 from .model import GateSpec, ImportSite, LocalDef, ReadSite, Scope, Site
-from .records import _MISSING, ArgsView, Budget, Frame
-from .values import MODEL, Fact, Proxy, Unknown, truth
+from .records import _MISSING, ArgsView, Budget, Frame, Refusal
+from .values import MODEL, ClassRef, Fact, FunctionRef, Proxy, Unknown, truth
 from .world import parse_expression
 
 #: Steps one condition may take to evaluate (its predicates followed into the engine).
 _GATE_STEPS = 20_000
+#: Steps a walk of a function that reads a flag may take.
+_PROBE_STEPS = 30_000
 _STRING_ARG = re.compile(r"""^[\w.]+\(\s*["']([\w\-.]+)["']""")
 
 
@@ -205,6 +208,48 @@ class GateEvaluator:
                 GateEval("registry", text, site, value, facts, None if value is not None else text)
             )
         return out
+
+    # -- what a reading function does next ------------------------------------------------------
+
+    def probe(self, read: ReadSite) -> Refusal | None:
+        """Walk the function that reads the flag (its parameters unknown, the flags resolved):
+        the first ``raise`` it reaches whatever its parameters are, if any. A check of the
+        target that the engine runs when it uses the value (``requires SM90 or SM10X``)."""
+        function = self._function_of(read.scope)
+        if function is None:
+            return None
+        interp = self.interp
+        saved = (interp.state.copy(), set(interp.state.changed), len(interp.changes))
+        before = len(interp.refusals)
+        interp.allow(_PROBE_STEPS)
+        try:
+            interp.call_function(function, [], {}, function.node)
+        except Budget:
+            pass
+        finally:
+            interp.state.values, interp.state.changed = saved[0], saved[1]
+            del interp.changes[saved[2] :]
+            found = interp.refusals[before:]
+            del interp.refusals[before:]
+        return next((r for r in found if r.certain and r.message), None)
+
+    def _function_of(self, scope: Scope) -> FunctionRef | None:
+        if scope.function == "<module>":
+            return None
+        parts = scope.function.split(".")
+        if len(parts) == 1:
+            value = self.interp.global_value(scope.module, parts[0])
+            return value if isinstance(value, FunctionRef) else None
+        if len(parts) == 2:
+            owner = self.interp.global_value(scope.module, parts[0])
+            if isinstance(owner, ClassRef):
+                for stmt in owner.node.body:
+                    if isinstance(stmt, ast.FunctionDef) and stmt.name == parts[1]:
+                        decorators = {ast.unparse(d) for d in stmt.decorator_list}
+                        if "property" in decorators or "staticmethod" in decorators:
+                            return None
+                        return FunctionRef(scope.module, scope.function, stmt, owner)
+        return None
 
     # -- modules -------------------------------------------------------------------------------
 

@@ -28,6 +28,9 @@ from .records import Change, Refusal
 from .resolve import Resolution
 from .values import ENV, FLAG, HARDWARE, MODEL, PARALLEL, Fact, Unknown, show
 
+#: Reads of a given flag whose functions are walked for a refusal, and reads looked at.
+_PROBED_READERS = 6
+_CLOSE_READERS = 24
 NO_EFFECT = ("dead-code", "not-activated", "no-op", "overridden")
 _RESOLUTION_METHODS = re.compile(
     r"^(_|__post_init__|check|validate|resolve|add_cli|from_cli|handle|create_\w*config)"
@@ -48,6 +51,8 @@ class ReaderResult:
     text: str
     strict: bool
     reach: Reach
+    raises: Refusal | None = None  # what the reading function certainly raises here
+    function: str = ""
 
 
 @dataclass
@@ -157,7 +162,10 @@ class Judge:
             report.evidence.append(Evidence(str(site), f"defined: --{definition.name}"))
         reads = self.index.reads.get(field_name, [])
         runtime = [r for r in reads if _is_runtime_read(r, self.index)]
-        report.readers = self.readers(runtime)
+        closely = is_given or self._depth > 0
+        report.readers = self.readers(runtime, every=closely)
+        if closely:
+            self._probe(report, runtime)
         report.overrides = self.overrides(field_name)
         report.couplings = self.coupled(field_name)
         report.refusals = [
@@ -166,13 +174,14 @@ class Judge:
         self.decide(report, runtime)
         return report
 
-    def readers(self, reads: list[ReadSite]) -> list[ReaderResult]:
-        """Each read's conditions; once one read is active the flag is, and the rest wait."""
+    def readers(self, reads: list[ReadSite], every: bool = False) -> list[ReaderResult]:
+        """Each read's conditions; once one read is active the flag is, and the rest wait
+        (``every``: a flag that is set, whose every read is looked at, up to a bound)."""
         out: list[ReaderResult] = []
         for read in sorted(reads, key=lambda r: (not r.strict, len(r.gates))):
             result = self.reader(read)
             out.append(result)
-            if result.reach.value is True:
+            if result.reach.value is True and (not every or len(out) >= _CLOSE_READERS):
                 break
         return out
 
@@ -365,9 +374,35 @@ class Judge:
         if not applied:
             report.conditions = [c for c in chosen.conditions if "unknown" in c]
 
+    def _probe(self, report: FlagReport, runtime: list[ReadSite]) -> None:
+        """For a flag that is set, walk the functions that read it: one that raises on this
+        target whatever its arguments refuses the setting when it runs."""
+        by_site = {r.site: r for r in runtime}
+        for reader in report.readers[:_PROBED_READERS]:
+            read = by_site.get(reader.site)
+            if reader.reach.value is not False and read is not None:
+                reader.raises = self.evaluator.probe(read)
+
     def _from_readers(self, report: FlagReport) -> None:
         name = f"--{report.flag}"
         readers = report.readers
+        raising = [r for r in readers if r.raises is not None and r.reach.value is not False]
+        if raising:
+            first = raising[0]
+            assert first.raises is not None
+            report.verdict = "incompatible" if first.reach.value is True else "conditional"
+            report.reason = (
+                f"{name} is read at {first.site} by {first.function}(), which raises here: "
+                f"{first.raises.message!r} ({first.raises.site})"
+            )
+            if first.reach.value is None:
+                report.conditions = [g.text for g in first.reach.deciding()][:8]
+                report.reason += " when " + "; ".join(report.conditions[:4])
+            report.evidence.append(Evidence(str(first.site), _reader_text(first)))
+            report.evidence.append(
+                Evidence(str(first.raises.site), f"raises {first.raises.message!r}")
+            )
+            return
         for reader in readers[:8]:
             report.evidence.append(Evidence(str(reader.site), _reader_text(reader)))
         for coupling in report.couplings[:4]:
