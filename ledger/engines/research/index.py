@@ -50,7 +50,14 @@ class VersionIndex:
         for definition in self.definitions.values():
             if any(option.lstrip("-") == wanted for option in definition.options):
                 return definition
-        return None
+        # argparse takes an unambiguous prefix of a long option (``--tp`` for ``--tp-size``)
+        matches = {
+            id(d): d
+            for d in self.definitions.values()
+            for option in d.options
+            if option.startswith("--") and option[2:].startswith(wanted)
+        }
+        return next(iter(matches.values())) if len(matches) == 1 else None
 
     def cli_flags(self) -> list[FlagDefinition]:
         return sorted((d for d in self.definitions.values() if d.cli), key=lambda d: d.name)
