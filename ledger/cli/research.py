@@ -170,9 +170,10 @@ def research_command(
     result = run(spec, everything)
     recorded = None
     if record:
+        from ledger.engines.research.events import researched_events
         from ledger.write import commands
 
-        events = lib.researched_events(result, actor=ctx.actor, session=ctx.session)
+        events = researched_events(result, actor=ctx.actor, session=ctx.session)
         recorded = commands.record_research(ctx.writable_store(), events)
     if as_json:
         payload = lib.to_json(result)

@@ -17,11 +17,19 @@ from .analysis import LISTED, Research, load_index, open_engine, research
 from .diff import VersionDiff, diff
 from .diff import to_json as diff_json
 from .diff import to_text as diff_text
-from .events import researched_event, researched_events
 from .flags_given import load_server_config, parse_flag_string
 from .report import to_json, to_text
 from .target import Target, load_model_config
 from .verdicts import FlagReport
+
+def __getattr__(name: str) -> object:
+    # The ledger events need the event models (pydantic): imported when a caller records.
+    if name in ("researched_event", "researched_events"):
+        from . import events
+
+        return getattr(events, name)
+    raise AttributeError(name)
+
 
 __all__ = [
     "LISTED",
@@ -38,8 +46,6 @@ __all__ = [
     "open_engine",
     "parse_flag_string",
     "research",
-    "researched_event",
-    "researched_events",
     "to_json",
     "to_text",
 ]
