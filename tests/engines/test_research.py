@@ -29,7 +29,7 @@ from ledger.engines.research.sources import EngineSource, open_wheel
 from ledger.engines.research.target import parse_arch
 from ledger.errors import InvalidInput, NotFound
 
-FIXTURES = Path(__file__).parent / "fixtures" / "research"
+FIXTURES = Path(__file__).parents[1] / "fixtures" / "research"
 MODELS = FIXTURES / "models"
 
 

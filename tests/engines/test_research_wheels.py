@@ -28,7 +28,7 @@ from ledger.engines.research.analysis import Research, download_wheel, find_whee
 
 pytestmark = pytest.mark.slow
 
-QWEN35_MOE = Path(__file__).parents[1] / "examples" / "models" / "qwen3_5_moe" / "config.json"
+QWEN35_MOE = Path(__file__).parents[2] / "examples" / "models" / "qwen3_5_moe" / "config.json"
 SEED_FLAGS = (
     "--tp 4 --attention-backend triton --enable-fused-moe-sum-all-reduce "
     "--enable-flashinfer-allreduce-fusion --triton-attention-reduce-in-fp32 "

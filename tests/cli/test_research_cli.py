@@ -12,9 +12,9 @@ import pytest
 from ledger.read.flag_memory import remembered_findings
 from ledger.store import LedgerStore
 from schemas import Host, ServerStarted
-from tests.cli_inprocess import invoke
+from tests.support.cli_inprocess import invoke
 
-FIXTURES = Path(__file__).parent / "fixtures" / "research"
+FIXTURES = Path(__file__).parents[1] / "fixtures" / "research"
 G1 = FIXTURES / "sglang_g1"
 MODEL = FIXTURES / "models" / "foo_moe_top8.json"
 
