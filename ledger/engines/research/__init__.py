@@ -22,6 +22,7 @@ from .report import to_json, to_text
 from .target import Target, load_model_config
 from .verdicts import FlagReport
 
+
 def __getattr__(name: str) -> object:
     # The ledger events need the event models (pydantic): imported when a caller records.
     if name in ("researched_event", "researched_events"):
