@@ -47,13 +47,13 @@ def test_json_for_agents() -> None:
 
 def test_text_names_version_target_and_unknown_flags() -> None:
     code, out, _ = research(
-        "--flags", "--enable-mixed-chunk --speculative-algorithm NEXTN --enable-topk-fusio"
+        "--flags", "--enable-mixed-chunk --speculative-algorithm NEXTN --enable-topk-fusoin"
     )
     assert code == 0
     assert out.startswith("sglang 0.0.1 (sha256 dir-")
     assert "on sm120, FooMoeForCausalLM, TP=4" in out.splitlines()[0]
     assert "--enable-mixed-chunk  overridden (given True)" in out
-    assert "--enable-topk-fusio  not defined in sglang 0.0.1 (nearest: --enable-topk-fusion" in out
+    assert "--enable-topk-fusoin  not defined in sglang 0.0.1 (nearest: --enable-topk-fusion" in out
 
 
 def test_record_answers_flag_verdicts_for_that_version(ledger_path: Path) -> None:

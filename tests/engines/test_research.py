@@ -243,9 +243,9 @@ def test_vllm_exact_and_at_least_capability(vllm: tuple[EngineSource, VersionInd
 
 
 def test_unknown_flag_gets_the_nearest_spelling(g1: tuple[EngineSource, VersionIndex]) -> None:
-    result = run(g1, "--enable-topk-fusio --no-such-thing-at-all")
+    result = run(g1, "--enable-topk-fusoin --no-such-thing-at-all")
     assert [(g.spelling, g.nearest[:1]) for g in result.unknown_flags] == [
-        ("enable-topk-fusio", ["enable-topk-fusion"]),
+        ("enable-topk-fusoin", ["enable-topk-fusion"]),
         ("no-such-thing-at-all", []),
     ]
 
