@@ -102,6 +102,11 @@ def _env_pairs(values: tuple[str, ...]) -> dict[str, str]:
     "--record", is_flag=True, help="Append one flag_researched per flag shown to the ledger."
 )
 @click.option(
+    "--propose",
+    is_flag=True,
+    help="Put the flags given that may take effect here on the board (candidates flag:NAME).",
+)
+@click.option(
     "--offline",
     is_flag=True,
     help="Never run pip download: the wheel must be in TUNELEDGER_WHEELS or the cache.",
@@ -127,6 +132,7 @@ def research_command(
     everything: bool,
     diff_specs: tuple[str, str] | None,
     record: bool,
+    propose: bool,
     offline: bool,
     no_cache: bool,
     as_json: bool,
@@ -168,6 +174,9 @@ def research_command(
             "give --engine (sglang==0.5.23, a wheel, a folder) or --diff OLD NEW"
         )
     result = run(spec, everything)
+    proposed: list[str] = []
+    if propose:
+        proposed = _propose(ctx, result)
     recorded = None
     if record:
         from ledger.engines.research.events import researched_events
@@ -182,11 +191,32 @@ def research_command(
                 {"event_id": str(r.event_id), "seq": r.seq, "duplicate": r.duplicate}
                 for r in recorded
             ]
+        if propose:
+            payload["proposed"] = proposed
         click.echo(json.dumps(payload, indent=2))
         return
     click.echo(lib.to_text(result))
+    if propose:
+        click.echo(f"\nproposed on the board: {', '.join(proposed) or 'none'}")
     if recorded is not None:
         new_events = sum(1 for r in recorded if not r.duplicate)
         click.echo(
             f"\nrecorded {new_events} flag_researched ({len(recorded) - new_events} already in the ledger)"
         )
+
+
+def _propose(ctx: Context, result: Any) -> list[str]:
+    """Propose each candidate; one already on the board (its stream exists) is left as it is."""
+    from ledger.engines.research.events import proposed_candidates
+    from ledger.errors import ConcurrencyConflict
+    from ledger.write import commands
+
+    store = ctx.writable_store()
+    done = []
+    for event in proposed_candidates(result, actor=ctx.actor, session=ctx.session):
+        try:
+            commands.propose_candidate(store, event)
+        except ConcurrencyConflict:
+            continue
+        done.append(event.candidate_id)
+    return done

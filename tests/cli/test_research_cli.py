@@ -122,3 +122,37 @@ def test_usage_and_input_errors(tmp_path: Path) -> None:
     assert done.returncode == 5 and "none.whl" in done.stderr
     done = invoke(["research", "--engine", G1, "--arch", "hopper"])
     assert done.returncode == 3 and "--arch 'hopper'" in done.stderr
+
+
+def test_propose_puts_what_may_take_effect_on_the_board(ledger_path: Path) -> None:
+    assert invoke(["init", "--ledger", ledger_path]).returncode == 0
+    flags = "--enable-topk-fusion --enable-arch-fusion --chunked-prefill-size 4096"
+    code, out, err = research("--flags", flags, "--propose", "--record", ledger=ledger_path)
+    assert code == 0, err
+    assert "proposed on the board: flag:chunked-prefill-size, flag:enable-topk-fusion" in out
+    board = (
+        LedgerStore(ledger_path)
+        .query_arrow(
+            "SELECT candidate_id, status, verdict, arch, engine_version FROM board ORDER BY candidate_id"
+        )
+        .to_pylist()
+    )
+    assert board == [
+        {
+            "candidate_id": "flag:chunked-prefill-size",
+            "status": "proposed",
+            "verdict": "effective",
+            "arch": "sm120",
+            "engine_version": "0.0.1",
+        },
+        {
+            "candidate_id": "flag:enable-topk-fusion",
+            "status": "proposed",
+            "verdict": "conditional",
+            "arch": "sm120",
+            "engine_version": "0.0.1",
+        },
+    ]
+    # again: already on the board, nothing proposed twice
+    code, out, _ = research("--flags", flags, "--propose", ledger=ledger_path)
+    assert code == 0 and "proposed on the board: none" in out

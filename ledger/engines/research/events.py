@@ -8,8 +8,9 @@ the flag, who and in which session), so recording the same research twice append
 from __future__ import annotations
 
 import uuid
+from typing import Any
 
-from schemas import Actor, Evidence, FlagResearched
+from schemas import Actor, CandidateProposed, Evidence, FlagResearched, Host
 
 from .analysis import Research
 from .verdicts import FlagReport
@@ -83,3 +84,36 @@ def researched_events(
     result: Research, *, actor: Actor | None = None, session: str | None = None
 ) -> list[FlagResearched]:
     return [researched_event(result, r, actor=actor, session=session) for r in result.reports]
+
+
+#: Verdicts worth a trial on the board: the source says it may take effect here.
+WORTH_TRYING = ("effective", "conditional")
+
+
+def proposed_candidates(
+    result: Research, *, actor: Actor | None = None, session: str | None = None
+) -> list[CandidateProposed]:
+    """A board candidate (``flag:NAME``) for each flag given that the source says may take
+    effect here; the flags it says do nothing are not proposed (their verdicts say why)."""
+    index, target = result.index, result.target
+    host = Host(compute_capability=target.arch, engine=index.engine, engine_version=index.version)
+    out = []
+    for report in result.reports:
+        if not report.is_given or report.verdict not in WORTH_TRYING:
+            continue
+        value = report.given if isinstance(report.given, str | int | float | bool) else None
+        fields: dict[str, Any] = {
+            "candidate_id": f"flag:{report.flag}",
+            "kind": "flag",
+            "title": f"--{report.flag} ({index.engine} {index.version}: {report.verdict})",
+            "flag": report.flag,
+            "value": value,
+            "hypothesis": report.reason,
+            "host": host,
+            "session_id": session,
+            "source": f"tuneledger research {index.engine}=={index.version}",
+        }
+        if actor is not None:
+            fields["actor"] = actor
+        out.append(CandidateProposed(**fields))
+    return out
