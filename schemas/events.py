@@ -220,11 +220,16 @@ class FlagResearched(Event):
     """What reading the engine's code or docs says about one server flag.
 
     ``flag`` is the CLI spelling without dashes (``enable-fused-moe-sum-all-reduce``).
-    ``engine``/``engine_version`` default to the envelope host's in the views.
+    ``engine``/``engine_version`` default to the envelope host's in the views, ``arch`` to the
+    host's compute capability. ``basis``: ``researched`` (a person or agent read code or docs)
+    or ``source`` (``tuneledger research`` read the engine's source for ``engine_version``,
+    ``arch``, ``model_architecture`` and ``tp_size``); ``conditions``: the conditions as
+    written that decide the verdict (the runtime values a ``conditional`` verdict depends on);
+    ``evidence``: ``source`` pointers (``sglang/srt/x.py:123``) with what is there.
     """
 
     type: Literal["flag_researched"] = "flag_researched"
-    schema_version: Literal[2] = 2
+    schema_version: Literal[3] = 3
     summary_sql: ClassVar[str] = (
         "p.flag || ': ' || p.verdict || coalesce(' - ' || coalesce(p.what_it_does, p.notes), '')"
     )
@@ -237,6 +242,11 @@ class FlagResearched(Event):
     arch_gating: str | None = None
     auto_enabled_for: str | None = None
     verdict: Verdict = "unknown"
+    basis: VerdictBasis = "researched"
+    arch: str | None = None
+    model_architecture: str | None = None
+    tp_size: int | None = None
+    conditions: list[str] = Field(default_factory=list)
     evidence: list[Evidence] = Field(default_factory=list)
     notes: str | None = None
     candidate_id: str | None = None

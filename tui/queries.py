@@ -14,6 +14,7 @@ terminal.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from typing import Any
@@ -82,6 +83,23 @@ def flag_matrix(
     for row in sorted(flags, key=lambda r: r["seq"]):
         matrix.setdefault(row["setting"], {})[(row["arch"], row["engine_version"])] = row
     return dict(sorted(matrix.items()))
+
+
+def evidence_refs(evidence: Any, limit: int = 4) -> list[str]:
+    """The ``file:line`` pointers of a verdict's evidence (a JSON list), at most ``limit``."""
+    if isinstance(evidence, str):
+        try:
+            evidence = json.loads(evidence)
+        except ValueError:
+            return []
+    refs = [
+        str(item["ref"])
+        for item in evidence or []
+        if isinstance(item, dict)
+        and item.get("ref")
+        and item.get("kind") in ("source", "log", "file")
+    ]
+    return refs[:limit] + ([f"+{len(refs) - limit} more"] if len(refs) > limit else [])
 
 
 # --- timeline ---------------------------------------------------------------------------

@@ -3,7 +3,8 @@
 When a server run's flags include one that ``flag_verdicts`` already holds a no-effect verdict
 for (dead-code, no-op, not-activated, no-measurable-change) on the same engine, arch (and engine
 version, when the run's is known), ``known_no_effect_findings`` says so, citing the earlier
-verdict's event. The query is ``known_no_effect`` (over the ``flag_verdicts`` view); the importer and the server
+verdict's event. A verdict ``tuneledger research`` read from the source (basis ``source``) holds
+for its engine version only; its dead code holds on every arch. The query is ``known_no_effect`` (over the ``flag_verdicts`` view); the importer and the server
 runner both call ``remembered_findings``.
 """
 
@@ -52,6 +53,14 @@ def known_no_effect_findings(
             if row.get("engine_version")
             else row.get("engine") or "?"
         )
+        run_version = started.host.engine_version if started.host else None
+        if row.get("engine_version") and not run_version:
+            version += " (this run's engine version is not known)"
+        where = (
+            "every arch"
+            if row.get("basis") == "source" and row["verdict"] == "dead-code"
+            else row["arch"]
+        )
         summary = f": {row['summary']}" if row.get("summary") else ""
         out.append(
             FindingRecorded(
@@ -62,7 +71,7 @@ def known_no_effect_findings(
                 session_id=started.session_id,
                 engine=started.engine,
                 message=f"--{flag} {flags[flag]!r} is set, but the ledger already holds '{row['verdict']}' "
-                f"({row['basis']}) for it on {row['arch']}, {version}{summary}",
+                f"({row['basis']}) for it on {where}, {version}{summary}",
                 evidence=[
                     Evidence(
                         kind="event",
@@ -84,7 +93,10 @@ SELECT flag, value, verdict, basis, engine, engine_version, arch, summary,
        CAST(evidence_event_id AS VARCHAR) AS evidence_event_id, seq
 FROM flag_verdicts
 WHERE no_effect AND list_contains(?::VARCHAR[], flag)
-  AND engine IS NOT DISTINCT FROM ? AND arch = ?
+  AND engine IS NOT DISTINCT FROM ?
+  -- dead code read from the source is dead on every arch; anything else holds for its arch
+  AND (arch = ?::VARCHAR OR (basis = 'source' AND verdict = 'dead-code'))
+  -- a verdict read from one version's source never stands for another version
   AND (?::VARCHAR IS NULL OR engine_version IS NULL OR engine_version = ?::VARCHAR)
   AND seq < coalesce((SELECT min(seq) FROM events WHERE event_id = ?::UUID), 9223372036854775807)
 ORDER BY flag, seq"""
@@ -105,9 +117,10 @@ def known_no_effect(
 
     ``before_event_id``: when that event (the run's ``server_started``) is already stored, only
     verdicts recorded before it count, so that re-importing a run adds nothing.
-    ``store`` is a ``LedgerStore`` (its ``query_arrow``). No arch, no flags or no ledger file: ``[]``.
+    ``store`` is a ``LedgerStore`` (its ``query_arrow``). No flags or no ledger file: ``[]``; no
+    arch: only the verdicts that hold on every arch (dead code read from the source).
     """
-    if not flags or not arch or not store.path.exists():
+    if not flags or not store.path.exists():
         return []
     table = store.query_arrow(
         KNOWN_NO_EFFECT_SQL,

@@ -264,7 +264,7 @@ def flag_verdicts(con: duckdb.DuckDBPyConnection) -> list[Row]:
     return rows(
         con,
         "SELECT flag, value, setting, engine, engine_version, arch, verdict, basis, no_effect, "
-        "summary, findings, seq "
+        "summary, evidence, findings, seq "
         "FROM flag_verdicts ORDER BY flag, value NULLS FIRST, arch, engine_version, engine, seq",
     )
 
@@ -428,8 +428,10 @@ def _session_report(con: duckdb.DuckDBPyConnection, session_id: str) -> SessionR
         r["arch"]
         for r in rows(
             con,
-            "SELECT DISTINCT arch FROM live_events WHERE session_id = ? AND arch IS NOT NULL "
-            "ORDER BY arch",
+            # research read from the source names its target arch in the payload, not the host
+            "SELECT DISTINCT arch FROM (SELECT coalesce(arch, CASE WHEN type = 'flag_researched' "
+            "THEN payload->>'arch' END) AS arch FROM live_events WHERE session_id = ?) "
+            "WHERE arch IS NOT NULL ORDER BY arch",
             one,
         )
     ]

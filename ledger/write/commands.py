@@ -39,6 +39,7 @@ from schemas import (
     Event,
     EventRetracted,
     FindingRecorded,
+    FlagResearched,
     Host,
     ServerFailed,
     ServerReady,
@@ -154,6 +155,18 @@ def record(store: LedgerStore, event: Event) -> AppendResult:
 
 #: Intents with no rule of their own, named as the front ends use them.
 add_note = record_decision = record_finding = record_comparison = record
+
+
+def record_research(store: LedgerStore, events: Sequence[FlagResearched]) -> list[AppendResult]:
+    """Append the ``flag_researched`` events of one ``tuneledger research`` run, all or none.
+
+    Their event ids are derived from what was researched (``ledger.engines.research.events``):
+    recording the same research again appends nothing (``duplicate: true``).
+
+    Raises:
+        as ``append``.
+    """
+    return append(store, list(events), where="research")
 
 
 def record_benchmark(

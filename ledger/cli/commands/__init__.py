@@ -14,6 +14,7 @@ from ledger.cli.commands.events import events, show
 from ledger.cli.commands.export import export
 from ledger.cli.commands.import_files import import_
 from ledger.cli.commands.init import init
+from ledger.cli.commands.research import research_command
 from ledger.cli.commands.resident import resident
 from ledger.cli.commands.sql import list_types, list_views, sql
 
@@ -29,4 +30,5 @@ COMMANDS: tuple[click.Command, ...] = (
     export,
     demo,
     resident,
+    research_command,
 )

@@ -14,20 +14,24 @@ WITH v AS (
     SELECT (payload->>'flag') AS flag, NULL::VARCHAR AS value,
            coalesce(payload->>'engine', host_engine) AS engine,
            coalesce(payload->>'engine_version', host_engine_version) AS engine_version,
-           arch, (payload->>'verdict') AS verdict, 'researched' AS basis,
-           coalesce(payload->>'what_it_does', (payload->>'notes')) AS summary,
+           coalesce(payload->>'arch', arch) AS arch, (payload->>'verdict') AS verdict,
+           coalesce(payload->>'basis', 'researched') AS basis,
+           -- research read from the source says why in notes; a person's reading says what it does
+           CASE WHEN payload->>'basis' = 'source' THEN payload->>'notes'
+                ELSE coalesce(payload->>'what_it_does', (payload->>'notes')) END AS summary,
+           (payload->'evidence') AS evidence,
            seq, event_id, session_id, recorded_at, sync_order
     FROM live_control WHERE type = 'flag_researched'
     UNION ALL
     SELECT (payload->>'flag'), (payload->>'value'), coalesce(payload->>'engine', host_engine),
            coalesce(payload->>'engine_version', host_engine_version),
            arch, (payload->>'verdict'), (payload->>'basis'), (payload->>'message'),
-           seq, event_id, session_id, recorded_at, sync_order
+           (payload->'evidence'), seq, event_id, session_id, recorded_at, sync_order
     FROM live_control
     WHERE type = 'finding_recorded' AND (payload->>'flag') IS NOT NULL AND (payload->>'verdict') IS NOT NULL
 )
 SELECT flag, value, engine, engine_version, arch, verdict, basis,
-       verdict IN ({no_effect}) AS no_effect, summary,
+       verdict IN ({no_effect}) AS no_effect, summary, evidence,
        event_id AS evidence_event_id, seq, session_id, recorded_at, sync_order
 FROM v"""
 
@@ -37,7 +41,7 @@ def flag_verdicts() -> str:
     engine_version and arch."""
     return """
 SELECT flag, value, flag || coalesce('=' || value, '') AS setting,
-       engine, engine_version, arch, verdict, basis, no_effect, summary,
+       engine, engine_version, arch, verdict, basis, no_effect, summary, evidence,
        evidence_event_id, seq, session_id, recorded_at,
        count(*) OVER w AS findings, sync_order,
        list(verdict || ' (' || basis || ')' ORDER BY sync_order) OVER w AS history
