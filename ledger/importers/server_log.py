@@ -18,6 +18,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from ledger.engines.gpu_arch import compute_capability_for
+from ledger.engines.runs import spec_trial
 from ledger.engines.sglang_log import (
     LogFormatError,
     LogLine,
@@ -34,6 +35,7 @@ from schemas import (
     FindingRecorded,
     Host,
     ServerStarted,
+    SpecDecodingTrialCompleted,
     StartupFacts,
     normalize_flag,
 )
@@ -166,8 +168,56 @@ def import_server_log(
         session_id=session_id,
         source_name=file.name,
     )
-    return server_run_events(
+    events = server_run_events(
         run, event_id=file.event_id, actor=actor, session_id=session_id, remember=remember
+    )
+    accepts = [b for b in facts.decode_batches if b.accept_len is not None]
+    trial = spec_event(
+        file,
+        ENGINE,
+        run_id,
+        args,
+        [b.accept_len for b in accepts if b.accept_len is not None],
+        [b.line for b in accepts],
+        host=log_host,
+        actor=actor,
+        session_id=session_id,
+    )
+    return events + ([trial] if trial is not None else [])
+
+
+def spec_event(
+    file: InputFile,
+    engine: str,
+    run_id: str,
+    args: dict[str, Any],
+    series: list[float],
+    lines: list[LogLine],
+    *,
+    host: Host,
+    actor: Actor,
+    session_id: str | None,
+) -> SpecDecodingTrialCompleted | None:
+    """The ``spec_decoding_trial_completed`` a log of a speculative run supports (the accept
+    length read on import, as ``run spec`` reads it from the decode lines), ``None`` when the
+    log logs no accept length. ``source``: the first line of the series; ``occurred_at``: the
+    time of its last."""
+    fields = spec_trial(engine, args, series)
+    if fields is None or not lines:
+        return None
+    last = next((line.timestamp for line in reversed(lines) if line.timestamp), None)
+    return SpecDecodingTrialCompleted(
+        event_id=file.event_id("spec_decoding_trial"),
+        trial_id=f"{run_id}:log",
+        server_run_id=run_id,
+        flags=cli_flags(args),
+        notes=f"accept length read from {len(series)} log line(s) of the server log on import",
+        source=f"{file.name}:{lines[0].number}",
+        session_id=session_id,
+        host=host,
+        actor=actor,
+        occurred_at=last.replace(tzinfo=UTC) if last else None,
+        **fields,
     )
 
 
