@@ -268,7 +268,10 @@ def run_tune(
             known[(ev.batch_size, config_key(ev.config), float(ev.budget_ms))] = ev.latency_us
     space = search_space()
     kept, pre_rejected = prune(
-        space, shared_memory_limit=int(facts["shared_memory_limit"]), shape=shape
+        space,
+        shared_memory_limit=int(facts["shared_memory_limit"]),
+        shape=shape,
+        arch=facts.get("compute_capability"),
     )
     classes = config_classes(kept)
     search = (
