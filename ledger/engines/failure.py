@@ -59,7 +59,6 @@ OOM_RE = re.compile(
 _TIMEOUT_RE = re.compile(
     r"watchdog timeout|Watchdog caught collective operation timeout|before timing out", re.I
 )
-_ARGV_RE = re.compile(r"^[\w.-]+: error: ")
 _PORT_RE = re.compile(r"(?:Port|Address) (?:is )?already in use|EADDRINUSE", re.I)
 
 #: Lines that say the server or one of its processes died, whatever else they say.
@@ -391,9 +390,7 @@ class FatalEvent:
             return "port-in-use"
         if _TIMEOUT_RE.search(self.text):
             return "timeout"
-        if _ARGV_RE.search(self.message):
-            return "other"  # the command line was refused: nothing ran
-        return "crash"
+        return "crash"  # argparse refusing the command line too: the process exited
 
 
 @dataclass(frozen=True)

@@ -64,6 +64,7 @@ _MOE_BACKEND_RE = re.compile(r"MoE backend|Experts MoE backend", re.I)
 _CG_RE = re.compile(r"""["']?cudagraph_capture_sizes["']?\s*[:=]\s*\[([\d,\s]*)\]""")
 _CG_CAP_RE = re.compile(r"Capping cudagraph capture sizes from max (\d+) to (\d+)")
 _KV_TOKENS_RE = re.compile(r"(?:GPU|CPU|XPU|TPU)? ?KV cache size: ([\d,]+) tokens")
+_MAX_CONCURRENCY_RE = re.compile(r"Maximum concurrency for [\d,]+ tokens per request: ([\d,.]+)x")
 _GPU_BLOCKS_RE = re.compile(r"# (?:GPU|CPU) blocks: (\d+)")
 _MAX_LEN_RE = re.compile(r"Using max model len (\d+)")
 _WEIGHTS_RE = re.compile(
@@ -111,6 +112,11 @@ class VllmLogFacts:
     accept_lengths: list[float] = field(default_factory=list)
     accept_lines: list[LogLine] = field(default_factory=list)
     cuda_graph_cap: tuple[int, int, LogLine] | None = None
+    #: Requests of ``max_model_len`` tokens the KV cache holds at once, as vLLM logs it on the
+    #: KV cache line (the CPU build's one-line form; ``None`` otherwise).
+    max_concurrency: float | None = None
+    #: ``--speculative-config`` as vLLM parsed it (``None``: no speculative decoding).
+    speculative_config: dict[str, object] | None = None
 
 
 def split_vllm_line(
@@ -257,6 +263,8 @@ def _read_line(out: VllmLogFacts, line: LogLine, seen_moe: set[str]) -> tuple[in
     if m := _KV_TOKENS_RE.search(msg):
         facts.kv_cache_tokens = int(m.group(1).replace(",", ""))
         facts.evidence["max_total_num_tokens"] = line
+        if m := _MAX_CONCURRENCY_RE.search(msg):
+            out.max_concurrency = float(m.group(1).replace(",", ""))
     if m := _MAX_LEN_RE.search(msg):
         facts.context_len = int(m.group(1))
     if (m := _WEIGHTS_RE.search(msg)) and facts.weight_load_s is None:
@@ -309,6 +317,8 @@ def _settle(out: VllmLogFacts, kv_blocks: tuple[int, LogLine] | None) -> None:
                 f"capped from {before}" + (f" to fit {reason.group(1)}" if reason else ""),
             )
         )
+    if isinstance(args.get("speculative_config"), dict):
+        out.speculative_config = args["speculative_config"]
     if args.get("enforce_eager") is True and facts.cuda_graph_bs is None:
         facts.cuda_graph_bs = []
 

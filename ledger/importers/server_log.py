@@ -18,7 +18,6 @@ from datetime import UTC, datetime
 from typing import Any
 
 from ledger.engines.gpu_arch import compute_capability_for
-from ledger.engines.runs import spec_trial
 from ledger.engines.sglang_log import (
     LogFormatError,
     LogLine,
@@ -27,6 +26,7 @@ from ledger.engines.sglang_log import (
     jsonable_args,
     parse_server_log,
 )
+from ledger.engines.speculative import spec_trial
 from ledger.errors import InvalidInput
 from ledger.write.commands import LoggedRun, server_run_events
 from schemas import (

@@ -1,52 +1,15 @@
-"""One entry point for any engine's log: the facts and the run's state, by engine name.
+"""A speculative run as its server log shows it: the settings and the accept length per window.
 
-SGLang and vLLM logs are read by their own grammars (``sglang_facts``, ``vllm_facts``); any
-other engine's (``transformers serve``, an OpenAI-compatible server) by the launchers' grammar
-alone (``lines``), which is enough for the failure model: tracebacks, fatal signals, device
-errors and out of memory read the same in every Python server. Such a run is never ``ready``
-from its log (no ready line is known): the runner's health check says so.
+Both engines log the accept length of speculative decoding as they serve: SGLang on each
+``Decode batch`` line (``accept len: 2.94``), vLLM on its ``SpecDecoding metrics:`` line (``Mean
+acceptance length: 2.50``); both count the bonus token. The importers record them as the
+``spec_decoding_trial_completed`` of the run (``run spec`` reads the same series live).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from statistics import fmean
 from typing import Any
-
-from .failure import assess
-from .lines import LogLine, Unwrapper
-from .sglang_facts import ServerLogFacts, keep_warnings, parse_server_log
-from .vllm_facts import parse_vllm_log
-
-
-def read_log(engine: str, lines: Iterable[str]) -> ServerLogFacts:
-    """The facts of a server log of ``engine`` (``sglang``, ``vllm``, anything else)."""
-    raw = [line.rstrip("\r\n") for line in lines]
-    if engine == "sglang":
-        return parse_server_log(raw)
-    if engine == "vllm":
-        return parse_vllm_log(raw).facts
-    unwrapper = Unwrapper()
-    unwrapper.learn(raw)
-    parsed = []
-    for number, text in enumerate(raw, start=1):
-        outer = unwrapper.unwrap(text)
-        parsed.append(
-            LogLine(number, text, outer.text.rstrip(), level=outer.level, wrapped=outer.wrapped)
-        )
-    facts = ServerLogFacts(line_count=len(parsed))
-    # no engine prefix: each line with a level starts a record, bare lines continue it
-    record: dict[int, int] = {}
-    current = 0
-    for line in parsed:
-        if line.level is not None or current == 0:
-            current = line.number
-        record[line.number] = current
-    facts.outcome = assess(parsed, is_ready=lambda _: False, record_of=lambda x: record[x.number])
-    facts.crash = facts.outcome.failure
-    keep_warnings(facts)
-    return facts
-
 
 #: Where each engine's server args keep the speculative decoding settings: (algorithm, steps,
 #: top-k, draft tokens, draft model). vLLM keeps them in ``speculative_config`` (a dict).
