@@ -231,6 +231,9 @@ _NAMED_EXCEPTION_RE = re.compile(
     r"^(?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception|Exit|Interrupt|OutOfResources)(?::|$)"
 )
 _TRACEBACK_RE = re.compile(r"Traceback \(most recent call last\):|Exception Group Traceback")
+_STOP_EXC_RE = re.compile(
+    r"^(?:[\w.]+\.)?(?:KeyboardInterrupt|SystemExit(?:: 0)?|CancelledError)\s*$"
+)
 _STOP_RE = re.compile(
     r"^Shutting down$|^Finished server process|Received SIGTERM|KeyboardInterrupt|"
     r"^\[shutdown\] .*(?:gracefully|complete)",
@@ -441,6 +444,10 @@ def assess(
             in_traceback[line.number] = tb
     handled_heads = set()
     for tb in tracebacks:
+        if tb.exceptions and all(_STOP_EXC_RE.match(text) for _, text in tb.exceptions):
+            # Ctrl-C or a clean exit unwinding: a stop, not a failure
+            outcome.stop_line = outcome.stop_line or tb.lines[0]
+            continue
         event = _traceback_event(tb)
         if event is not None:
             outcome.fatal.append(event)
@@ -537,4 +544,7 @@ def _settle(outcome: RunOutcome, lines: Sequence[LogLine]) -> None:
             after_ready=outcome.ready_line is not None,
         )
     elif outcome.ready_line is not None:
-        outcome.state = "stopped" if outcome.stop_line is not None else "ready"
+        stopped = (
+            outcome.stop_line is not None and outcome.stop_line.number > outcome.ready_line.number
+        )
+        outcome.state = "stopped" if stopped else "ready"

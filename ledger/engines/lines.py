@@ -122,8 +122,13 @@ class Unwrapper:
                 return
 
     def unwrap(self, raw: str) -> Unwrapped:
-        """``raw`` without its prefixes; see ``Unwrapped``."""
-        text, wrapped = strip_layers(raw.rstrip("\r\n"))
+        """``raw`` without its prefixes; see ``Unwrapped``. A line a progress bar redrew with
+        ``\r`` reads as a terminal shows it: its last frame."""
+        text = raw.rstrip("\r\n")
+        if "\r" in text:
+            frames = [frame for frame in text.split("\r") if frame.strip()]
+            text = frames[-1] if frames else ""
+        text, wrapped = strip_layers(text)
         if self.host is not None and (m := self.host.match(text)):
             text, wrapped = text[m.end() :], True
             text, again = strip_layers(text)

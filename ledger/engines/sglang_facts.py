@@ -519,10 +519,19 @@ def _override(r: _Reader, override: OverrideLine, line: LogLine) -> None:
         return
     r.seen_overrides.add(key)
     r.facts.overrides.append(override)
-    name = override.flag.replace("-", "_")
-    if name in _LIMIT_FLAGS and isinstance(override.effective, int):
-        setattr(r.facts, name, override.effective)  # the value in effect
-        r.facts.evidence[name] = line
+
+
+def _apply_caps(facts: ServerLogFacts) -> None:
+    """A limit a line capped (``max_running_requests is capped to 24 by the mamba state cache``)
+    holds the value in effect, whichever of the cap line and the limits line came first; the
+    requested value stays in ``server_args`` and the override."""
+    for override in facts.overrides:
+        name = (override.flag or "").replace("-", "_")
+        if name in _LIMIT_FLAGS and isinstance(override.effective, int):
+            current = getattr(facts, name)
+            if current is None or override.effective < current:
+                setattr(facts, name, override.effective)
+                facts.evidence[name] = override.line
 
 
 def _search(rx: re.Pattern[str]) -> Callable[[str], re.Match[str] | None]:
@@ -645,6 +654,7 @@ def parse_server_log(lines: Iterable[str], *, strict: bool = False) -> ServerLog
     facts.outcome = assess(all_lines, is_ready=is_ready_line, record_of=lambda x: record[x.number])
     facts.crash = facts.outcome.failure
     keep_warnings(facts)
+    _apply_caps(facts)
     _settle_piecewise(facts, reader.piecewise_begin, reader.piecewise_end)
     implied_overrides(facts)
     return facts

@@ -152,7 +152,11 @@ def import_server_log(
         )
         if facts.crash is not None
         else None,
+        stopped=stopped_fields(facts),
         sources={
+            "server_stopped": f"{file.name}:{facts.outcome.stop_line.number}"
+            if facts.outcome.stop_line
+            else file.name,
             "server_started": src("server_args"),
             "server_ready": src("ready"),
             "server_failed": f"{file.name}:{facts.crash.line.number}" if facts.crash else file.name,
@@ -184,6 +188,19 @@ def import_server_log(
         session_id=session_id,
     )
     return events + ([trial] if trial is not None else [])
+
+
+def stopped_fields(facts: ServerLogFacts) -> dict[str, Any] | None:
+    """The ``server_stopped`` fields of a run whose log shows a clean shutdown after readiness
+    (the failure model's ``stopped`` state: uvicorn's "Shutting down", a SIGTERM handled), with
+    the time of that line; ``None`` otherwise."""
+    line = facts.outcome.stop_line
+    if facts.outcome.state != "stopped" or line is None:
+        return None
+    return dict(
+        reason=f"the log shows a clean shutdown: {line.message.strip()[:200]}",
+        occurred_at=line.timestamp.replace(tzinfo=UTC) if line.timestamp else None,
+    )
 
 
 def spec_event(

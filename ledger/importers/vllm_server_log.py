@@ -14,7 +14,7 @@ from ledger.write.commands import LoggedRun, server_run_events
 from schemas import Host
 
 from .detect import ImportContext, Importer, InputFile, ReadResult, Sniffed
-from .server_log import cli_flags, spec_event
+from .server_log import cli_flags, spec_event, stopped_fields
 
 ENGINE = "vllm"
 
@@ -92,7 +92,11 @@ def _read(file: InputFile, ctx: ImportContext) -> ReadResult:
         )
         if facts.crash is not None
         else None,
+        stopped=stopped_fields(facts),
         sources={
+            "server_stopped": f"{file.name}:{facts.outcome.stop_line.number}"
+            if facts.outcome.stop_line
+            else file.name,
             "server_started": src("server_args"),
             "server_ready": src("ready") if facts.ready else file.name,
             "server_failed": f"{file.name}:{facts.crash.line.number}" if facts.crash else file.name,
