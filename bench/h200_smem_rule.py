@@ -75,7 +75,13 @@ def main() -> int:
     sys.path.insert(1, os.getcwd())
     os.makedirs(out, exist_ok=True)
 
-    from runners.moe.kernels import MoeProblem, check_config, device_facts, load_kernel, make_weights
+    from runners.moe.kernels import (
+        MoeProblem,
+        check_config,
+        device_facts,
+        load_kernel,
+        make_weights,
+    )
     from runners.moe.space import MoeShape, Rejected, prune, shared_memory_bytes
 
     facts = device_facts()

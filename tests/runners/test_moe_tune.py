@@ -155,7 +155,7 @@ def test_the_rule_is_what_triton_did_on_the_h200():
     config the pruning keeps ran; each it prunes was refused with Triton's "Required" equal to
     the rule's bytes: num_stages x stage for BLOCK_M >= 64 (wgmma), (num_stages - 1) x stage for
     BLOCK_M 16 and 32 (mma.sync)."""
-    rec = json.loads((Path(__file__).parent / "fixtures" / "h200_smem_rule.json").read_text())
+    rec = json.loads((Path(__file__).parents[1] / "fixtures" / "h200_smem_rule.json").read_text())
     limit = rec["facts"]["shared_memory_limit"]
     assert rec["facts"]["compute_capability"] == "sm90" and limit == 232_448
     branches = set()

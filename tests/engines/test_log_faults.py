@@ -1,5 +1,5 @@
-"""The server-log reader's fault kinds A-J of the last round's unseen logs, and point 4 (what the
-reader does not know it says): each test reads an input in the engine's real format, composed from
+"""The server-log reader on the kinds of log it read wrong (A-J below), and on what it does not
+know, which it says: each test reads an input in the engine's real format, composed from
 the engine's source (the format strings quoted, with their file) and from public reports (named),
 or a real log of the vLLM CPU build (tests/fixtures/vllm_cpu/, see the vllm branch's README there).
 Imported the way a user imports them (``import_file``), the rows read from a real ledger."""
@@ -23,7 +23,7 @@ from schemas import (
     SpecDecodingTrialCompleted,
 )
 
-VLLM_CPU = Path(__file__).parent / "fixtures" / "vllm_cpu"
+VLLM_CPU = Path(__file__).parents[1] / "fixtures" / "vllm_cpu"
 
 # SGLang 0.5.23's prefix ("[%(asctime)s TP0] %(message)s", srt/utils/common.py configure_logger)
 SG_START = [
