@@ -118,6 +118,7 @@ WEAK_FATAL_RE = re.compile(
             r"Timeout waiting for",
             r"\bunrecoverable\b",
             r"\bscheduler is dead\b",
+            r"\bexited during startup\b",
             r"^Server failed",
             r"WorkerProc failed",
             r"output_handler failed",

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import ast
 import re
+import warnings
 import zipfile
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -245,7 +246,9 @@ class _Finder(ast.NodeVisitor):
 def statements_of(path: str, source: str) -> list[Statement]:
     """The statements of one module's ``source`` (none when it does not parse)."""
     try:
-        tree = ast.parse(source, filename=path)
+        with warnings.catch_warnings():  # the engine's own invalid escapes are not our warnings
+            warnings.simplefilter("ignore")
+            tree = ast.parse(source, filename=path)
     except (SyntaxError, ValueError):
         return []
     finder = _Finder(path)
@@ -255,7 +258,9 @@ def statements_of(path: str, source: str) -> list[Statement]:
 
 def _imports(source: str, module: str, is_package: bool) -> set[str]:
     try:
-        tree = ast.parse(source)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            tree = ast.parse(source)
     except (SyntaxError, ValueError):
         return set()
     package = module if is_package else module.rpartition(".")[0]
