@@ -133,7 +133,7 @@ WEAK_FATAL_RE = re.compile(
 WRAPPER_RE = re.compile(
     r"Received sigquit|SIGQUIT received|\bhit an exception\b|(?:Controller|actor) .*terminated with|"
     r"See root cause above|"
-    r"See stack trace|EngineDeadError|EngineCore encountered|Force exiting|Fatal Python error: Aborted|"
+    r"See stack trace|check the stack trace above|EngineDeadError|EngineCore encountered|Force exiting|Fatal Python error: Aborted|"
     r"^Aborted|core dumped|^Killed$|terminate called after throwing|"
     r"Engine core initialization failed|EngineCore failed to start|Initialization failed|"
     r"Engine background task failed|WorkerProc (?:hit an exception|failed)|died unexpectedly|"
