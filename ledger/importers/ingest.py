@@ -171,18 +171,19 @@ def shared_memory_findings(
         device_arch = compute_capability_for(event.device_name)
         automatic = [a for a in (device_arch, host_arch) if a in SHARED_MEMORY_PER_BLOCK]
         for arch in dict.fromkeys([*archs, *automatic]):
-            for m, need, limit in moe_config_overruns(event.configs, arch, event.dtype):
+            for over in moe_config_overruns(event.configs, arch, event.dtype):
+                m, need, limit = over.m, over.need, over.limit
                 c = event.configs[m]
                 out.append(
                     FindingRecorded(
                         event_id=uuid.uuid5(event.event_id, f"shared-memory/{arch}/{m}"),
                         kind="moe-config-exceeds-shared-memory",
                         basis="researched",
-                        verdict="incompatible",
+                        verdict="incompatible" if over.certain else None,
                         message=(
                             f"{event.file_name}: M={m} ({c['BLOCK_SIZE_M']}/{c['BLOCK_SIZE_N']}/{c['BLOCK_SIZE_K']} "
-                            f"{c['num_stages']} stages) needs {need} B shared memory, {arch} has {limit} B per block: "
-                            "Triton raises OutOfResources at the first launch"
+                            f"{c['num_stages']} stages) needs {need} B shared memory ({over.rule}), "
+                            f"{arch} has {limit} B per block: {over.verdict}"
                         ),
                         evidence=[Evidence(kind="event", ref=str(event.event_id))],
                         host=Host(compute_capability=arch),

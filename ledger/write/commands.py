@@ -44,6 +44,7 @@ from schemas import (
     ServerFailed,
     ServerReady,
     ServerStarted,
+    ServerStopped,
     StartupFacts,
 )
 
@@ -310,6 +311,9 @@ class LoggedRun:
     failed: dict[str, Any] | None
     sources: dict[str, str]
     findings: list[FindingRecorded] = field(default_factory=list)
+    #: The fields of a ``ServerStopped`` when the log shows a clean shutdown after readiness
+    #: (its source is ``sources["server_stopped"]``); ``None`` otherwise.
+    stopped: dict[str, Any] | None = None
     finding_source: Callable[[FindingRecorded], str] = lambda f: ""
     finding_time: Callable[[FindingRecorded], datetime | None] = lambda f: None
 
@@ -323,7 +327,7 @@ def server_run_events(
     remember: Callable[[ServerStarted], list[FindingRecorded]] | None = None,
 ) -> list[Event]:
     """The events of one logged server run: ``server_started``, then ``server_ready`` and/or
-    ``server_failed``, then one ``finding_recorded`` per fact (a finding repeated with the same
+    ``server_failed`` (or ``server_stopped`` after a clean shutdown), then one ``finding_recorded`` per fact (a finding repeated with the same
     kind, flag and message is kept once). Ids come from ``event_id(label)`` (deterministic
     for a file: re-importing stores nothing twice). ``remember`` (``ledger.read.flag_memory.
     remembered_findings`` bound to the ledger) adds the ``known-no-effect`` findings of the
@@ -359,6 +363,15 @@ def server_run_events(
                 event_id=event_id("server_failed"),
                 source=run.sources["server_failed"],
                 **run.failed,
+                **common,
+            )
+        )
+    if run.stopped is not None and run.failed is None:
+        events.append(
+            ServerStopped(
+                event_id=event_id("server_stopped"),
+                source=run.sources.get("server_stopped"),
+                **run.stopped,
                 **common,
             )
         )

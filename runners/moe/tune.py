@@ -329,7 +329,10 @@ class _Tune:
                 )
         self.space = search_space()
         self.kept, self.pre_rejected = prune(
-            self.space, shared_memory_limit=int(self.facts["shared_memory_limit"]), shape=self.shape
+            self.space,
+            shared_memory_limit=int(self.facts["shared_memory_limit"]),
+            shape=self.shape,
+            arch=self.facts.get("compute_capability"),
         )
         self.classes = config_classes(self.kept)
         self.peak_bandwidth, self.peak_flops = _roof_peaks(spec, self.facts.get("gpu_name"))

@@ -90,6 +90,10 @@ class Recorded:
         self.checked.append((M, key))
         if key in self.rejected.get(M, {}):
             raise Rejected(self.rejected[M][key])
+        if key not in self.latency[M]:
+            # kept by the measured shared-memory rule (mma.sync holds num_stages - 1 stages), but
+            # the recording was made with the older estimate that pruned it: not timed there
+            raise Rejected("not in the H200 recording (test double)")
         if config["num_stages"] == self.reject_stages:
             raise Rejected("OutOfResources: out of resource: shared memory (test double)")
         return 1e-3
@@ -112,21 +116,72 @@ class Recorded:
 def test_search_space_is_sglangs_and_pruning_uses_the_devices_shared_memory():
     space = search_space()
     assert len(space) == 1920 and len({config_key(c) for c in space}) == 1920
-    kept, rejected = prune(space, shared_memory_limit=SHARED_MEMORY_PER_BLOCK["sm90"], shape=SHAPE)
-    assert len(kept) == 1248  # what the H200 run found (and probe_tune_cost.py before it)
-    assert all(shared_memory_bytes(c) <= 232_448 for c in kept)
-    # The seeds' crash on SM120: 64/128/128 with 3 stages wants 147,456 B of a 101,376 B part.
+    kept, rejected = prune(
+        space, shared_memory_limit=SHARED_MEMORY_PER_BLOCK["sm90"], shape=SHAPE, arch="sm90"
+    )
+    # 1,248 under the old num_stages x stage estimate (the recording's); the measured rule keeps
+    # the BLOCK_M 16 and 32 configs that hold num_stages - 1 stages too
+    assert len(kept) == 1304
+    assert all(shared_memory_bytes(c, 2, None, "sm90") <= 232_448 for c in kept)
+    # an arch whose pipeline is unknown: only what certainly overruns is pruned (Triton refuses
+    # the rest when tried)
+    unknown, _ = prune(space, shared_memory_limit=SHARED_MEMORY_PER_BLOCK["sm90"], shape=SHAPE)
+    assert len(unknown) == 1488
+    # The SM120 crash's "Required: 147456": 64/128/128 at 4 stages, (4 - 1) x 49,152 under
+    # mma.sync; at 3 stages the same tiles need 98,304 B and run.
     crash = dict(
         BLOCK_SIZE_M=64,
         BLOCK_SIZE_N=128,
         BLOCK_SIZE_K=128,
         GROUP_SIZE_M=1,
         num_warps=4,
-        num_stages=3,
+        num_stages=4,
     )
-    assert shared_memory_bytes(crash) == 147_456
-    _kept, rej = prune([crash], shared_memory_limit=SHARED_MEMORY_PER_BLOCK["sm120"], shape=SHAPE)
+    assert shared_memory_bytes(crash, 2, None, "sm120") == 147_456
+    _kept, rej = prune(
+        [crash], shared_memory_limit=SHARED_MEMORY_PER_BLOCK["sm120"], shape=SHAPE, arch="sm120"
+    )
     assert rej and "147456 B" in rej[0][1] and "101376" in rej[0][1]
+    fits = dict(crash, num_stages=3)
+    assert shared_memory_bytes(fits, 2, None, "sm120") == 98_304
+    assert prune(
+        [fits], shared_memory_limit=SHARED_MEMORY_PER_BLOCK["sm120"], shape=SHAPE, arch="sm120"
+    )[0] == [fits]
+
+
+def test_the_rule_is_what_triton_did_on_the_h200():
+    """tests/fixtures/h200_smem_rule.json: bench/h200_smem_rule.py on the H200 (Triton 3.6.0),
+    SGLang 0.5.23's kernel and tuneledger's reference kernel, through the tuner's own check. Each
+    config the pruning keeps ran; each it prunes was refused with Triton's "Required" equal to
+    the rule's bytes: num_stages x stage for BLOCK_M >= 64 (wgmma), (num_stages - 1) x stage for
+    BLOCK_M 16 and 32 (mma.sync)."""
+    rec = json.loads((Path(__file__).parents[1] / "fixtures" / "h200_smem_rule.json").read_text())
+    limit = rec["facts"]["shared_memory_limit"]
+    assert rec["facts"]["compute_capability"] == "sm90" and limit == 232_448
+    branches = set()
+    for row in rec["rows"]:
+        bm, bn, bk = (int(x) for x in row["config"].split()[0].split("/"))
+        stages = int(row["config"].split()[1][1:])
+        config = dict(
+            BLOCK_SIZE_M=bm,
+            BLOCK_SIZE_N=bn,
+            BLOCK_SIZE_K=bk,
+            GROUP_SIZE_M=1,
+            num_warps=4,
+            num_stages=stages,
+        )
+        need = shared_memory_bytes(config, 2, None, "sm90")
+        kept, _ = prune([config], shared_memory_limit=limit, shape=SHAPE, arch="sm90")
+        assert bool(kept) == row["ran"] == row["reference_ran"], row
+        if not row["ran"]:
+            assert row["required"] == row["reference_required"] == need, row
+            branches.add("wgmma" if bm >= 64 else "mma.sync")
+    stage = (32 * 256 + 256 * 256) * 2
+    assert {"wgmma", "mma.sync"} <= branches
+    # 32/256/256 at 2 stages ran although 2 x 147,456 B exceed the limit
+    assert (
+        any(r["config"] == "32/256/256 s2" and r["ran"] for r in rec["rows"]) and 2 * stage > limit
+    )
 
 
 def test_shape_from_a_model_config_and_tp():
@@ -200,8 +255,8 @@ def test_successive_halving_lands_within_2pct_of_the_exhaustive_best_in_a_tenth_
             [(10.8, 1228)], fresh=1248 if cold else 0, cached=0 if cold else 1248
         )
         assert _search_cost(rec, M, cold=cold) <= 0.1 * exhaustive, (cold, exhaustive)
-    # Its first rung: 63 configs (20% of the 312 GROUP_SIZE_M-folded classes, SGLang's default first).
-    assert rec.prepared == [(M, 63)]
+    # Its first rung: 66 configs (20% of the 326 GROUP_SIZE_M-folded classes, SGLang's default first).
+    assert rec.prepared == [(M, 66)]
 
 
 def test_the_search_cost_model_matches_the_recorded_h200_searches():
@@ -349,7 +404,9 @@ def test_a_killed_tune_resumes_without_measuring_anything_twice(ledger_path):
     # Rejected configs were recorded with their reason and not tried again on resume.
     rejected = [e for e in measured if e.rejected]
     assert rejected and all(
-        e.latency_us is None and "OutOfResources" in e.rejected for e in rejected
+        e.latency_us is None
+        and ("OutOfResources" in e.rejected or "not in the H200 recording" in e.rejected)
+        for e in rejected
     )
     rejected_first = {(e.batch_size, config_key(e.config)) for e in rejected if e.seq < cancel_seq}
     assert rejected_first
@@ -461,7 +518,7 @@ def test_kernel_tune_completed_holds_tuned_vs_default_and_roofline(tmp_path):
         0 < r["bandwidth_fraction"] < 1 and 0 < r["flops_fraction"] < 0.05
     )  # memory-bound at M = 64
     started = [e for e in read_jsonl(sink.path) if e.type == "kernel_tune_started"][0]
-    assert started.tune_key == tune_key_of(rec.kernel, SHAPE, rec.facts) and started.pruned == 672
+    assert started.tune_key == tune_key_of(rec.kernel, SHAPE, rec.facts) and started.pruned == 616
 
 
 def test_roofline_arithmetic():
@@ -531,16 +588,18 @@ def test_run_tune_rejects_a_bad_shape(tmp_path, capsys):
 
 
 def test_import_check_arch_flags_entries_sm120_cannot_launch(tmp_path, capsys):
-    """The seeds' crash caught at import: B200-tuned entries that need more than SM120's 101,376 B."""
+    """The seeds' crash caught at import: SGLang's shipped H200 file (wgmma tiles of up to
+    64/256/128 at 4 stages) checked against SM120, which has no wgmma: (num_stages - 1) stages of
+    up to 49,152 B against its 101,376 B, so Triton raises for those entries; checked against
+    sm100 (its pipeline not measured) nothing exceeds even num_stages x stage."""
     src = (
         Path(__file__).parents[1]
         / "fixtures"
         / "sglang"
         / "moe_configs"
-        / "triton_3_4_0"
-        / "E=256,N=256,device_name=NVIDIA_B200.json"
+        / "triton_3_1_0"
+        / "E=64,N=640,device_name=NVIDIA_H200.json"
     )
-    data = json.loads(src.read_text())
     ledger = str(tmp_path / "l.duckdb")
     with pytest.raises(SystemExit) as ok:
         main(
@@ -558,15 +617,19 @@ def test_import_check_arch_flags_entries_sm120_cannot_launch(tmp_path, capsys):
         )
     assert ok.value.code in (0, None)
     out = capsys.readouterr().out
-    from ledger.engines.gpu_arch import moe_config_shared_memory
-
-    expected = sorted(m for m, c in data.items() if moe_config_shared_memory(c) > 101_376)
-    assert expected  # the fixture has such entries
+    expected = ["1", "1024", "1536", "2048", "3072", "4096", "512", "8"]
     findings = LedgerStore(ledger).read(types=["finding_recorded"])
     assert sorted(f.message.split("M=")[1].split(" ")[0] for f in findings) == expected
     assert all(
-        f.kind == "moe-config-exceeds-shared-memory" and f.host.compute_capability == "sm120"
+        f.kind == "moe-config-exceeds-shared-memory"
+        and f.host.compute_capability == "sm120"
+        and f.verdict == "incompatible"
+        and "Triton raises OutOfResources" in f.message
         for f in findings
+    )
+    (m8,) = [f for f in findings if "M=8 " in f.message]
+    assert "110592 B shared memory ((num_stages - 1) x stage (mma.sync)), sm120 has 101376 B" in (
+        m8.message
     )
     assert out.count("finding: ") == len(expected)
     with pytest.raises(SystemExit) as exc:
