@@ -23,9 +23,6 @@ EXCEPTIONS: dict[str, str] = {
     # modules of their own); not this change's files to touch.
     "ledger/engines/sglang_log.py": "the SGLang log reader's split into grammar, facts, findings",
     "ledger/engines/sglang_log.py::parse_server_log": "the SGLang log reader's split",
-    # A plan run's identity as one value (a frozen dataclass carried from the plan to the
-    # benchmark to the events) reshapes the plan runner; not this change's file to touch.
-    "runners/plan.py": "a plan run's identity as one value reshapes it",
 }
 
 
