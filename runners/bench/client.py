@@ -22,7 +22,6 @@ import functools
 import json
 import sys
 import time
-import uuid
 from collections.abc import Callable, Coroutine, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -31,7 +30,6 @@ import httpx
 import numpy as np
 
 from ledger.store.gc_pause import no_cyclic_gc
-from ledger.write import commands
 from runners.bench.http import (
     _REQUEST_ERRORS,
     AiohttpClient,
@@ -43,25 +41,26 @@ from runners.bench.http import (
     make_client,
     transport_label,
 )
-from runners.bench.metrics import (
-    RequestResult,
-    mask_coarse_streaming,
-    samples_table,
-    summarize,
-    validity,
-)
+
+# Re-exported names (``X as X``): callers import a run's identity, result and event from here.
+from runners.bench.identity import RunIdentity as RunIdentity
+from runners.bench.identity import event_workload
+from runners.bench.identity import run_id_for as run_id_for
+from runners.bench.metrics import RequestResult
+from runners.bench.record import TOOL_NAME as TOOL_NAME
+from runners.bench.record import RunResult as RunResult
+from runners.bench.record import SweepPoint as SweepPoint
+from runners.bench.record import benchmark_event as benchmark_event
+from runners.bench.record import format_point as format_point
+from runners.bench.record import gate_run, record_run
 from runners.bench.server_metrics import MetricsWatch
 from runners.bench.workload import BuiltWorkload, Prompt
-from schemas import Actor, Host
-from schemas.events import BenchmarkCompleted, BenchMetrics, Workload
 
 ENDPOINT_PATHS = {
     "chat": "/v1/chat/completions",
     "completions": "/v1/completions",
     "generate": "/generate",
 }
-
-TOOL_NAME = "tuneledger-bench"
 
 
 @dataclass
@@ -106,17 +105,6 @@ class BenchTarget:
         if cached is None or cached[0] != text:
             cached = self.__dict__["_httpx_url"] = (text, httpx.URL(text))
         return cached[1]
-
-
-@dataclass
-class RunResult:
-    """One timed run: per-request results, duration in s, summary metrics, validity gate."""
-
-    results: list[RequestResult]
-    duration_s: float
-    metrics: BenchMetrics
-    valid: bool
-    notes: list[str] = field(default_factory=list)
 
 
 def make_payload(target: BenchTarget, prompt: Prompt, ignore_eos: bool) -> dict:
@@ -369,153 +357,87 @@ async def _send_all(
     return results, time.perf_counter() - t0
 
 
-def run_id_for(
-    config_name: str, concurrency: int | None, request_rate: float | None, repeat: int
-) -> str:
-    """A readable unique run id: ``<config>-c<c>|r<rate>-rep<r>-<8 hex>``."""
-    load = f"c{concurrency}" if request_rate is None else f"rate{request_rate:g}"
-    return f"{config_name}-{load}-rep{repeat}-{uuid.uuid4().hex[:8]}"
-
-
-def benchmark_event(
-    target: BenchTarget,
-    run: RunResult,
-    *,
-    config_name: str,
-    concurrency: int | None,
-    request_rate: float | None,
-    repeat: int,
-    ignore_eos: bool,
-    is_baseline: bool = False,
-    server_run_id: str | None = None,
-    session_id: str | None = None,
-    host: Host | None = None,
-    actor: Actor | None = None,
-    notes: str | None = None,
-    candidate_id: str | None = None,
-    source: str | None = None,
-) -> BenchmarkCompleted:
-    """The ``benchmark_completed`` summary event of one run (``candidate_id``: the board item it was run for)."""
-    wl = target.workload
-    return BenchmarkCompleted(
-        run_id=run_id_for(config_name, concurrency, request_rate, repeat),
-        config_name=config_name,
-        is_baseline=is_baseline,
-        server_run_id=server_run_id,
-        tool=TOOL_NAME,
-        workload=Workload(
-            dataset=wl.dataset,
-            input_len=wl.spec.input_len,
-            output_len=wl.spec.output_len,
-            range_ratio=1.0,
-            num_prompts=wl.spec.num_prompts,
-            load="closed-loop" if request_rate is None else "open-loop",
-            request_rate=request_rate,
-            seed=wl.spec.seed,
-            ignore_eos=ignore_eos,
-            endpoint=target.endpoint,
-            shared_prefix_len=wl.spec.shared_prefix_len or None,
-        ),
-        concurrency=concurrency,
-        repeat=repeat,
-        metrics=run.metrics,
-        valid=run.valid,
-        validity_notes=run.notes,
-        notes=notes,
-        candidate_id=candidate_id,
-        source=source,
-        session_id=session_id,
-        host=host,
-        actor=actor or Actor(kind="runner", name="bench"),
-    )
-
-
 @dataclass
-class SweepPoint:
-    """One finished run of a sweep and its event (not yet appended when ``store`` was None)."""
+class Measurement:
+    """What one timed run measured, before the gate: results, duration, the server's counters.
 
-    concurrency: int | None
-    request_rate: float | None
-    repeat: int
-    run: RunResult
-    event: BenchmarkCompleted
+    ``ignore_eos`` and ``length_enforced``: as the warmup left them (an engine that rejects
+    ``ignore_eos`` is sent none, and its output lengths are not gated from then on).
+    """
+
+    results: list[RequestResult]
+    duration_s: float
+    server_metrics: dict[str, Any]
+    ignore_eos: bool
+    length_enforced: bool
 
 
-def judged_run(
+async def measure_run(
     target: BenchTarget,
-    results: list[RequestResult],
-    duration: float,
+    identity: RunIdentity,
     *,
-    concurrency: int | None,
+    warmup_requests: int,
+    warmup_slots: int,
+    ignore_eos: bool,
     length_enforced: bool,
-    speculative: bool = False,
-) -> RunResult:
-    """A timed run's metrics and its validity gate (``metrics.validity``: ``concurrency`` the
-    closed loop's, None for an open loop), TPOT and ITL masked when the stream is too coarse
-    (``speculative``: the server accepted draft tokens), and a note when the prompts' lengths
-    are approximate."""
-    metrics = summarize(results, duration)
-    valid, notes = validity(
-        results,
-        metrics,
-        concurrency=concurrency,
-        output_len=target.workload.spec.output_len,
-        length_enforced=length_enforced,
+    bar: Any,
+) -> Measurement:
+    """Warm up, then time one run of every prompt at ``identity``'s load (``timed_run``).
+
+    Raises:
+        WarmupFailed: the warmup failed entirely (server down or wrong arguments).
+    """
+    prompts = target.workload.prompts
+    c = identity.concurrency
+    # A fresh client per warmup: a connection kept idle through the previous timed
+    # run can outlive the server's keep-alive and fail when reused (KEEPALIVE_S).
+    async with make_client(warmup_slots, target.timeout_s) as client:
+        ignore_eos, warm_notes = await warmup(client, target, warmup_requests, ignore_eos)
+    if warm_notes:
+        length_enforced = False
+    label = f"{identity.config_name} " + (
+        f"c={c}" if identity.request_rate is None else f"rate={identity.request_rate:g}/s"
     )
-    metrics, coarse = mask_coarse_streaming(results, metrics, speculative=speculative)
-    if coarse:
-        notes.append(coarse)
-    if not target.workload.exact_length:
-        notes.append(
-            "prompt lengths approximate: "
-            + (
-                "the tokenizer's decode/encode did not round-trip"
-                if target.workload.spec.tokenizer
-                else "no tokenizer, random words of ~1 token each"
-            )
+    task = bar.add_task(f"{label} rep {identity.repeat}", total=len(prompts))
+    watch = MetricsWatch(target.url) if target.server_metrics else None
+    if watch is not None:
+        await watch.start()
+    async with client_slots(c or len(prompts), target.timeout_s) as shards:
+        # A fresh set of connections per run: each run starts from the same state.
+        results, duration = await timed_run(
+            shards,
+            target,
+            concurrency=c,
+            request_rate=identity.request_rate,
+            seed=target.workload.spec.seed + identity.repeat,
+            ignore_eos=ignore_eos,
+            progress=functools.partial(bar.advance, task),
         )
-    return RunResult(results, duration, metrics, valid, notes)
-
-
-def with_server_metrics(
-    event: BenchmarkCompleted, server_metrics: dict[str, Any]
-) -> BenchmarkCompleted:
-    """The run's event with what the server's ``/metrics`` said over it (and the accept length
-    the engine counted, when it says one)."""
-    update: dict[str, Any] = {"server_metrics": server_metrics}
-    if "spec_accept_length" in server_metrics:
-        # the engine's own count over this run (vLLM: 1 + accepted / drafts)
-        update["metrics"] = event.metrics.model_copy(
-            update={"accept_length": server_metrics["spec_accept_length"]}
-        )
-    return event.model_copy(update=update)
+    bar.remove_task(task)
+    server_metrics = await watch.stop() if watch is not None else {}
+    return Measurement(results, duration, server_metrics, ignore_eos, length_enforced)
 
 
 async def sweep(
     target: BenchTarget,
+    identity: RunIdentity,
     *,
-    config_name: str,
     concurrencies: Sequence[int | None],
-    request_rate: float | None = None,
     repeats: Sequence[int] = (0,),
     warmup_requests: int = 1,
-    is_baseline: bool = False,
-    server_run_id: str | None = None,
-    session_id: str | None = None,
-    host: Host | None = None,
     store=None,
     progress: bool = True,
     on_point=None,
-    candidate_id: str | None = None,
-    source: str | None = None,
 ) -> list[SweepPoint]:
-    """Benchmark every (repeat, concurrency): warm up, time, gate, record one event per run.
+    """Benchmark every (repeat, concurrency) of ``identity``: measure, gate, record one event per run.
 
-    With a ``store`` (``ledger.store.LedgerStore``) each run's event and its per-request
-    samples are appended in one transaction as soon as the run ends, so an interrupted
-    sweep keeps what it finished. ``on_point`` is called with each ``SweepPoint``.
-    ``candidate_id`` is recorded on every run (the board item the runs were made for), and
-    ``source`` as its envelope source (what reproduces it: the command line, or the plan file).
+    ``identity`` names what every run is (configuration, request rate, baseline, candidate,
+    session, server run, host, source); each run's is it at its concurrency and repeat, with
+    the workload it sent. The steps of a run: ``measure_run`` (warm up, time),
+    ``runners.bench.record.gate_run`` (the validity gate), ``benchmark_event`` and, with a
+    ``store`` (``ledger.store.LedgerStore``), ``record_run``: the event and its per-request
+    samples in one transaction as soon as the run ends, so an interrupted sweep keeps what it
+    finished. ``on_point`` is called with each ``SweepPoint``.
 
     Raises:
         WarmupFailed: the warmup failed entirely (server down or wrong arguments).
@@ -524,7 +446,6 @@ async def sweep(
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     console = Console(stderr=True)
-    max_c = max([c for c in concurrencies if c] or [len(target.workload.prompts)])
     points: list[SweepPoint] = []
     ignore_eos = target.ignore_eos
     length_enforced = target.ignore_eos
@@ -539,93 +460,51 @@ async def sweep(
         transient=True,
         disable=not (progress and console.is_terminal),
     )
+    max_c = max([c for c in concurrencies if c] or [len(target.workload.prompts)])
     with bar:
         for repeat in repeats:
             for c in concurrencies:
-                # A fresh client per warmup: a connection kept idle through the previous timed
-                # run can outlive the server's keep-alive and fail when reused (KEEPALIVE_S).
-                async with make_client(
-                    max(1, min(warmup_requests, max_c)), target.timeout_s
-                ) as client:
-                    ignore_eos, warm_notes = await warmup(
-                        client, target, warmup_requests, ignore_eos
-                    )
-                if warm_notes:
-                    length_enforced = False
-                label = f"{config_name} " + (
-                    f"c={c}" if request_rate is None else f"rate={request_rate:g}/s"
-                )
-                task = bar.add_task(f"{label} rep {repeat}", total=len(target.workload.prompts))
-                slots = c or len(target.workload.prompts)
-                watch = MetricsWatch(target.url) if target.server_metrics else None
-                if watch is not None:
-                    await watch.start()
-                async with client_slots(slots, target.timeout_s) as shards:
-                    # A fresh set of connections per run: each run starts from the same state.
-                    results, duration = await timed_run(
-                        shards,
-                        target,
-                        concurrency=c,
-                        request_rate=request_rate,
-                        seed=target.workload.spec.seed + repeat,
-                        ignore_eos=ignore_eos,
-                        progress=functools.partial(bar.advance, task),
-                    )
-                bar.remove_task(task)
-                server_metrics = await watch.stop() if watch is not None else {}
-                run = judged_run(
+                run_identity = identity.at(c, repeat)
+                measured = await measure_run(
                     target,
-                    results,
-                    duration,
-                    concurrency=c if request_rate is None else None,
-                    length_enforced=length_enforced and ignore_eos,
-                    speculative=server_metrics.get("vllm:spec_decode_num_accepted_tokens", 0) > 0,
-                )
-                event = benchmark_event(
-                    target,
-                    run,
-                    config_name=config_name,
-                    concurrency=c,
-                    request_rate=request_rate,
-                    repeat=repeat,
+                    run_identity,
+                    warmup_requests=warmup_requests,
+                    warmup_slots=max(1, min(warmup_requests, max_c)),
                     ignore_eos=ignore_eos,
-                    is_baseline=is_baseline,
-                    server_run_id=server_run_id,
-                    session_id=session_id,
-                    host=host,
-                    candidate_id=candidate_id,
-                    source=source,
+                    length_enforced=length_enforced,
+                    bar=bar,
                 )
-                if server_metrics:
-                    event = with_server_metrics(event, server_metrics)
-                if store is not None:
-                    # Off the event loop: under load an append can wait on the ledger's lock.
-                    await asyncio.to_thread(
-                        commands.record_benchmark, store, event, samples_table(results)
+                ignore_eos, length_enforced = measured.ignore_eos, measured.length_enforced
+                run = gate_run(
+                    measured.results,
+                    measured.duration_s,
+                    run_identity,
+                    target.workload,
+                    length_enforced=length_enforced and ignore_eos,
+                    server_metrics=measured.server_metrics,
+                )
+                run_identity = run_identity.with_workload(
+                    event_workload(
+                        target.workload.spec,
+                        dataset=target.workload.dataset,
+                        endpoint=target.endpoint,
+                        ignore_eos=ignore_eos,
+                        request_rate=identity.request_rate,
                     )
-                point = SweepPoint(c, request_rate, repeat, run, event)
+                )
+                event = benchmark_event(run_identity, run, server_metrics=measured.server_metrics)
+                if store is not None:
+                    await record_run(store, event, run)
+                point = SweepPoint(c, identity.request_rate, repeat, run, event)
                 points.append(point)
                 if on_point is not None:
                     on_point(point)
     return points
 
 
-def format_point(point: SweepPoint) -> str:
-    """One line per run for the console: throughput, median TTFT/TPOT, validity."""
-    m = point.run.metrics
-    load = (
-        f"c={point.concurrency}" if point.request_rate is None else f"rate={point.request_rate:g}/s"
-    )
-
-    def f(x: float | None, spec: str = ".1f") -> str:
-        return "-" if x is None else format(x, spec)
-
-    gate = "valid" if point.run.valid else "INVALID: " + "; ".join(point.run.notes)
-    return (
-        f"{point.event.config_name} {load} rep {point.repeat}: {f(m.output_throughput)} tok/s out, "
-        f"{f(m.request_throughput, '.2f')} req/s, median TTFT {f(m.median_ttft_ms)} ms, "
-        f"median TPOT {f(m.median_tpot_ms, '.2f')} ms, concurrency {f(m.achieved_concurrency, '.2f')} [{gate}]"
-    )
+def main_sync(coro):  # pragma: no cover - thin wrapper used by the CLI
+    """Run a coroutine; a Ctrl-C propagates as KeyboardInterrupt after the loop's cleanup."""
+    return asyncio.run(coro)
 
 
 if __name__ == "__main__":  # pragma: no cover

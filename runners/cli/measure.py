@@ -335,7 +335,7 @@ def _bench_builtin(
 ) -> None:
     """``run bench`` with the built-in client: the sweep, each run printed as it is recorded;
     Ctrl-C exits 130, a failed warm-up 13."""
-    from runners.bench.client import BenchTarget, format_point, sweep
+    from runners.bench.client import BenchTarget, RunIdentity, format_point, sweep
     from runners.bench.discovery import served_model
     from runners.bench.workload import WorkloadSpec, build_workload
 
@@ -362,36 +362,39 @@ def _bench_builtin(
             ignore_eos=ignore_eos,
             server_metrics=server_metrics,
         )
+        identity = RunIdentity(
+            config_name=config_name,
+            request_rate=request_rate,
+            is_baseline=(config_name == "baseline") if is_baseline is None else is_baseline,
+            candidate_id=candidate_id,
+            session_id=ctx.session,
+            server_run_id=server_run_id,
+            source=_reproducing_command(
+                url,
+                endpoint,
+                model,
+                input_len,
+                output_len,
+                num_prompts,
+                concurrency_text,
+                request_rate,
+                seed,
+                warmup,
+                tokenizer,
+                ignore_eos,
+                config_name,
+            ),
+        )
         asyncio.run(
             sweep(
                 target,
-                config_name=config_name,
+                identity,
                 concurrencies=concurrencies,
-                request_rate=request_rate,
                 repeats=range(repeats),
                 warmup_requests=warmup,
-                is_baseline=(config_name == "baseline") if is_baseline is None else is_baseline,
-                server_run_id=server_run_id,
-                session_id=ctx.session,
                 store=store,
                 progress=not no_progress,
                 on_point=on_point,
-                candidate_id=candidate_id,
-                source=_reproducing_command(
-                    url,
-                    endpoint,
-                    model,
-                    input_len,
-                    output_len,
-                    num_prompts,
-                    concurrency_text,
-                    request_rate,
-                    seed,
-                    warmup,
-                    tokenizer,
-                    ignore_eos,
-                    config_name,
-                ),
             )
         )
     except KeyboardInterrupt:

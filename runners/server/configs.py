@@ -108,6 +108,14 @@ class ServerConfig(BaseModel):
             raise ValueError("command must name a program")
         return value
 
+    def with_flags(self, **changes: FlagValue) -> ServerConfig:
+        """A copy with flags added or changed (``None``/``False`` remove a flag from the argv).
+
+        ``runners.plan_grid`` makes a grid's configurations with it."""
+        flags = dict(self.flags)
+        flags.update({normalize_flag(k): v for k, v in changes.items()})
+        return self.model_copy(update={"flags": flags})
+
 
 def _merge(lower: Mapping[str, Any], upper: Mapping[str, Any]) -> dict[str, Any]:
     merged = dict(lower)
