@@ -264,5 +264,12 @@ def append(
     where = "options" if event_type not in (None, "-") else "<stdin>"
     from ledger.write import commands  # imported when a command writes (start-up time: see above)
 
+    warnings: list[str] = []
+    if event_type not in (None, "-") and event_id is None:  # a re-run, or no session: said
+        from ledger.write.append_warnings import append_warnings
+
+        warnings = append_warnings(ctx.store(), events)  # before: after, the event is its own twin
     results = commands.append(ctx.store(), events, expected_version=expected_version, where=where)
+    for warning in warnings:  # only once stored: a refusal stays one line
+        click.echo(f"tuneledger: warning: {warning}", err=True)
     _report_appended(results, events, as_json)
