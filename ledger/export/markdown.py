@@ -22,7 +22,6 @@ for us (``tabulate``'s ``github`` format, for one, leaves ``|`` unescaped).
 from __future__ import annotations
 
 import json
-from bisect import bisect_left
 from collections.abc import Iterable, Sequence
 from datetime import UTC
 from typing import TYPE_CHECKING, Any
@@ -66,36 +65,30 @@ _METRIC_ORDER = {name: index for index, (name, _, _) in enumerate(DELTA_METRICS)
 
 
 class ShortIds:
-    """Short event ids: the shortest prefix of the canonical id, 8 characters at least,
-    that no other event of the ledger shares (as git abbreviates hashes).
+    """Short event ids: one prefix length for the whole document, 8 characters at least, long
+    enough that no two events of the ledger share a prefix (as git abbreviates hashes).
 
     UUIDv7 ids begin with their millisecond time stamp, so the first 8 hex digits
     are the same for every event appended within about 65 s: a fixed 8-digit
-    prefix would be ambiguous. The prefix keeps the dashes, so ``tuneledger show``
-    (``LedgerStore.get``) accepts it as it is.
+    prefix would be ambiguous. One length for every id (issue 25.10: prefixes of uneven
+    length, each the shortest unique one, looked like typos). The prefix keeps the dashes,
+    so ``tuneledger show`` (``LedgerStore.get``) accepts it as it is.
     """
 
     MIN_CHARS = 8
 
     def __init__(self, event_ids: Iterable[Any]) -> None:
-        self._ids = sorted({str(event_id).lower() for event_id in event_ids})
+        ids = sorted({str(event_id).lower() for event_id in event_ids})
+        shared = max((_common_prefix(a, b) for a, b in zip(ids, ids[1:], strict=False)), default=0)
+        length = max(self.MIN_CHARS, shared + 1)
+        if ids and length < len(ids[0]) and ids[0][length - 1] == "-":
+            length += 1  # never end on a dash: the dashes sit at the same places in every id
+        self.length = length
 
     def __call__(self, event_id: Any) -> str:
         if event_id is None:
             return "?"
-        text = str(event_id).lower()
-        index = bisect_left(self._ids, text)
-        present = index < len(self._ids) and self._ids[index] == text
-        neighbours = [
-            self._ids[j]
-            for j in (index - 1, index + 1 if present else index)
-            if 0 <= j < len(self._ids)
-        ]
-        shared = max((_common_prefix(text, other) for other in neighbours), default=0)
-        length = max(self.MIN_CHARS, shared + 1)
-        if length < len(text) and text[length - 1] == "-":
-            length += 1
-        return text[:length]
+        return str(event_id).lower()[: self.length]
 
 
 def _common_prefix(a: str, b: str) -> int:

@@ -530,10 +530,11 @@ def test_short_ids_are_unique_prefixes_usable_by_get(small: LedgerStore) -> None
     )
     shorts = [short(i) for i in ids]
     assert len(set(shorts)) == len(shorts)
+    # issue 25.10: one length for every id of the document (uneven ones read as typos)
+    assert len({len(p) for p in shorts}) == 1 and short(_id(11)) == str(_id(11))[: short.length]
     for full, prefix in zip(ids, shorts, strict=True):
         assert len(prefix) >= 8 and full.startswith(prefix) and not prefix.endswith("-")
         assert str(small.get(prefix).event_id) == full
-    assert short(_id(11)) == "0000000b"
     timeline = _section(render_markdown(small, session_id=SID), "## Timeline")
     for prefix in shorts:
         assert f"`{prefix}`" in timeline

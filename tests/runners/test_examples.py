@@ -64,3 +64,28 @@ model = "/models/x"
     plan = load_plan(tmp_path / "p" / "plan.toml")
     assert plan.bench.tokenizer == str(tmp_path / "p" / "tok")
     assert plan.configs["a"].model == "Qwen/Qwen3-8B" and plan.configs["b"].model == "/models/x"
+
+
+def test_run_server_show_of_a_port_0_configuration_says_a_free_port(tmp_path: Path) -> None:
+    """Issue 25.10: `run server show` printed `--port 8000` (the engine's default) for `port = 0`."""
+    import json
+
+    from cli_inprocess import invoke
+
+    out = invoke(["run", "server", "show", "baseline", "--configs", EXAMPLES / "servers-cpu.toml"])
+    assert out.returncode == 0, out.stderr
+    argv = json.loads(out.stdout)["argv"]
+    assert argv[argv.index("--port") + 1] == "<a free port, picked at start>"
+    assert json.loads(out.stdout)["port"] == 0
+
+
+def test_the_plan_table_explains_its_tau_column() -> None:
+    """Issue 25.10: the plan table's tau column was unexplained."""
+    from rich.console import Console
+
+    from runners.plan import PlanResult, verdict_table
+
+    console = Console(width=200, record=True)
+    console.print(verdict_table(PlanResult(comparisons=[])))
+    text = console.export_text()
+    assert "tau: the noise threshold, max(the metric's noise floor, 2 x the CV" in text
