@@ -150,3 +150,28 @@ def test_the_cli_compares_and_draws_the_front(ledger: Path, tmp_path: Path) -> N
     invoke([*cli, "pareto", "--plot", again])
     assert again.read_bytes() == plot.read_bytes()
     assert invoke([*cli, "pareto", "--plot", tmp_path / "x.pdf"]).returncode == 3
+
+
+def test_the_decision_log_compares_the_configurations_and_links_the_plot(
+    ledger: Path, tmp_path: Path
+) -> None:
+    out_file = tmp_path / "report" / "s-decisions.md"
+    out = invoke(["--ledger", ledger, "export", "markdown", "--session", "s", "-o", out_file])
+    assert out.returncode == 0, out.stderr
+    text = out_file.read_text()
+    section = text.split("## Comparing the configurations")[1].split("\n## ")[0]
+    assert "What differs between `baseline`, `cb`, `cb-sdpa`" in section
+    assert "| flag | continuous-batching | not set | on | on |" in section
+    assert "| fact | max_running_requests | 64 | 64 | 48 |" in section
+    assert "| baseline | 64/8 tok random | c=1 | 3 | 82.0 ± 5.0 | 80.0 .. 84.0 | 2.4% |" in section
+    assert "Pareto front of output throughput against median_tpot_ms (ms)" in section
+    assert "| 64/8 tok random | cb-sdpa | c=16 | 664.0 | 15.45 | 2 |" in section
+    assert (
+        "![Pareto front: output throughput against median_tpot_ms (ms)](s-decisions-pareto.svg)"
+        in section
+    )
+    svg = (out_file.parent / "s-decisions-pareto.svg").read_text()
+    assert "<svg" in svg and "cb-sdpa" in svg
+    # to standard output: the tables, no picture to link
+    out = invoke(["--ledger", ledger, "export", "markdown", "--session", "s"])
+    assert "## Comparing the configurations" in out.stdout and "![" not in out.stdout

@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ledger.read.comparison import Diff, Pareto, RepeatGroup
+from ledger.read.model import SessionReport
 from schemas.metrics import unit_of
 
 #: Decimals per unit (as the decision log's metric tables).
@@ -134,3 +135,70 @@ def pareto_table(p: Pareto) -> TextTable:
         numeric=[False, False, False, True, True, True, False],
         note="on the front: no other arm of the workload has both more throughput and less latency",
     )
+
+
+# --- the decision log's section ------------------------------------------------------------
+
+
+def _markdown(t: TextTable) -> str:
+    from ledger.export.text import markdown_table
+
+    return markdown_table(t.headers, t.rows, align=["r" if n else "l" for n in t.numeric])
+
+
+def render_comparison(report: SessionReport, plot: str | None = None) -> list[str]:
+    """``## Comparing the configurations`` (none with fewer than two): what differs between
+    them, each arm's repeats with their noise band, the Pareto front and, with ``plot`` (a file
+    name next to the document), its picture."""
+    c = report.comparison
+    if c is None:
+        return []
+    what = diff_tables(c.diff)[0]
+    names = ", ".join(f"`{i.name}`" for i in c.diff.items)
+    lines = ["## Comparing the configurations", ""]
+    if what.rows:
+        same = f"; {c.diff.same} other flag(s) and fact(s) are the same" if c.diff.same else ""
+        lines += [
+            f"What differs between {names} (each configuration's latest server run{same}):",
+            "",
+            _markdown(what),
+            "",
+        ]
+    else:
+        lines += [f"{names}: no flag, environment or startup fact differs.", ""]
+    repeats = repeats_table(c.repeats)
+    lines += [
+        "Repeats of each arm (valid runs), output throughput: mean ± the 95% confidence interval "
+        "of the mean, the band a change has to clear.",
+        "",
+        _markdown(repeats),
+        "",
+    ]
+    p = c.pareto
+    front = [q for q in p.points if q.on_front]
+    if not front:
+        return lines[:-1]
+    table = pareto_table(Pareto(p.latency_metric, front))
+    beaten = len(p.points) - len(front)
+    lines += [
+        f"Pareto front of output throughput against {metric_label(p.latency_metric)}: the arms "
+        "no other arm beats on both"
+        + (
+            f" ({beaten} other arm(s) are beaten: `tuneledger compare pareto` lists them)"
+            if beaten
+            else ""
+        )
+        + ".",
+        "",
+        _markdown(
+            TextTable(
+                table.title, table.headers[:-1], [r[:-1] for r in table.rows], table.numeric[:-1]
+            )
+        ),
+    ]
+    if plot:
+        lines += [
+            "",
+            f"![Pareto front: output throughput against {metric_label(p.latency_metric)}]({plot})",
+        ]
+    return lines

@@ -12,6 +12,7 @@ fixed string): the export stays a pure function of the ledger.
 from __future__ import annotations
 
 import io
+from pathlib import Path
 from typing import Any
 
 from ledger.read.comparison import Pareto
@@ -114,3 +115,20 @@ def _axis_label(metric: str) -> str:
         "median_e2e_latency_ms": "median E2E latency (ms)",
     }
     return names.get(metric, metric)
+
+
+def write_session_plot(report: Any, markdown_path: Path) -> str | None:
+    """Draw the Pareto front of a one-session report next to its decision log
+    (``<log name>-pareto.svg``) and return that file's name for the document to link, or None
+    (several sessions, fewer than two configurations, no arm with a latency, no matplotlib)."""
+    sessions = getattr(report, "sessions", [])
+    if len(sessions) != 1 or sessions[0].comparison is None or not have_matplotlib():
+        return None
+    front = sessions[0].comparison.pareto
+    if not front.points:
+        return None
+    from ledger.store.safe_files import write_file
+
+    path = markdown_path.with_name(markdown_path.stem + "-pareto.svg")
+    write_file(path, pareto_figure(front, "svg"))
+    return path.name

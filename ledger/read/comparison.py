@@ -453,3 +453,30 @@ def read_pareto(
             p.dominated_by = f"{best.config_name} {best.load}"
     points.sort(key=lambda p: (p.workload, not p.on_front, p.latency, -p.throughput))
     return Pareto(latency_metric, points)
+
+
+# --- a session's configurations, for the decision log and the TUI --------------------------
+
+
+@dataclass
+class SessionComparison:
+    """A session's configurations compared: what differs, the repeats, the Pareto front."""
+
+    diff: Diff
+    repeats: list[RepeatGroup]
+    pareto: Pareto
+
+
+def read_session_comparison(
+    con: duckdb.DuckDBPyConnection, session_id: str
+) -> SessionComparison | None:
+    """The comparison of the session's benchmarked configurations (baseline first), or None
+    when it has fewer than two."""
+    items = read_configurations(con, session_id)
+    if len(items) < 2:
+        return None
+    return SessionComparison(
+        diff=diff(items),
+        repeats=read_repeat_groups(con, session_id),
+        pareto=read_pareto(con, session_id),
+    )
