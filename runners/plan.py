@@ -835,7 +835,7 @@ def verdict_table(result: PlanResult, metrics: Sequence[str] | None = None):
         for f in result.missing
     ]
     lines += [f"not compared: {text}" for text in dict.fromkeys(result.unmeasured)]
-    lines.append(TAU_FOOTNOTE)  # the column is unexplained otherwise (issue 25.10)
+    lines.append(TAU_FOOTNOTE)  # the column is unexplained otherwise
     caption = "\n".join(lines)
     table = Table(
         title="Plan verdicts (change = value / baseline - 1: + means the metric went up)",

@@ -1,4 +1,4 @@
-"""``tuneledger compare``: many runs at once (issue 25.9; registered through the
+"""``tuneledger compare``: many runs at once (registered through the
 ``tuneledger.commands`` entry points).
 
 ``compare diff A B [C...]``   server runs or configurations side by side: only the flags, environment

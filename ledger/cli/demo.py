@@ -140,8 +140,8 @@ def is_demo_ledger(store: LedgerStore) -> bool:
     """Whether the ledger at ``store`` is the demo's: empty, or holding demo events.
 
     A demo ledger the user has played in (a triage, a decision from the TUI) holds the demo
-    plus their own events: it is still the demo's, and ``make demo`` opens it again (issue
-    25.2: refusing it broke ``make demo`` for good). Only a ledger holding none of the demo's
+    plus their own events: it is still the demo's, and ``make demo`` opens it again (refusing
+    it broke ``make demo`` for good). Only a ledger holding none of the demo's
     events is someone's own work, and protected.
     """
     if store.path.stat().st_size == 0:

@@ -1,5 +1,5 @@
 """The comparisons of ``ledger.read.comparison`` as tables: headers and text cells, the same for
-the CLI (``tuneledger compare``), the TUI's Compare pane and the decision log (issue 25.9)."""
+the CLI (``tuneledger compare``), the TUI's Compare pane and the decision log."""
 
 from __future__ import annotations
 

@@ -64,7 +64,7 @@ def _short_config(config: Any) -> str:
 
 
 def _results_table(rows: list[dict[str, Any]], table: TableRenderer) -> str:
-    """Default, shipped and tuned side by side per batch size (issue 25.8: the shipped column the
+    """Default, shipped and tuned side by side per batch size (the shipped column the
     tune printed was missing), the changes against both, and where the kept config came from."""
     shipped = any(r.get("shipped_us") is not None for r in rows)
     headers = ["M", "SGLang default µs", *(["SGLang shipped µs"] if shipped else []), "tuned µs"]

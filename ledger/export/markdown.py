@@ -1,6 +1,6 @@
 """``export markdown``: the decision log a person reads, rendered from the ledger's views.
 
-It reads as a pull request's description (issue 25.6): one document per session, leading with
+It reads as a pull request's description: one document per session, leading with
 what was decided and what the measurements say, then the detail. In this order: a header (model,
 dtype, tensor parallel, hardware, engine), ``## Decisions``, ``## Verdicts`` (each configuration
 against the baseline; metrics carrying one change in one row), ``## Triage``, ``## Flag
@@ -65,7 +65,7 @@ __all__ = [
 ]
 
 #: Timelines up to this many events are listed event by event; longer ones are counted per
-#: type. 0: always counted (a decision log is not an event dump: issue 25.6).
+#: type. 0: always counted (a decision log is not an event dump).
 TIMELINE_MAX_ROWS = 0
 
 _HOST_FIELDS: tuple[tuple[str, str], ...] = (

@@ -23,7 +23,7 @@ from ledger.read.model import SessionReport
 _METRIC_ORDER = {name: index for index, (name, _, _) in enumerate(DELTA_METRICS)}
 
 #: Metrics that, over one run's duration, all carry the same change (tokens or requests over
-#: the same seconds): one row when their changes agree (issue 25.6: one change shown three times).
+#: the same seconds): one row when their changes agree (one change shown three times).
 _THROUGHPUTS = ("output_throughput", "request_throughput", "total_throughput")
 
 #: How close two changes must be (percentage points) to be the same change.
@@ -169,7 +169,7 @@ def _run_label(run: dict[str, Any]) -> str:
 
 def startup_facts(r: dict[str, Any]) -> str:
     """The facts a run's log showed, in one cell; what it did not show is left out (a row of
-    ``?`` cells told nothing: issue 25.6)."""
+    ``?`` cells told nothing)."""
     facts = [
         f"{name} {r[key]}"
         for key, name in (

@@ -1,4 +1,4 @@
-"""The Pareto front as an SVG (or PNG) drawn by matplotlib, for the decision log (issue 25.9).
+"""The Pareto front as an SVG (or PNG) drawn by matplotlib, for the decision log.
 
 matplotlib is an optional dependency (``pip install 'tuneledger[plot]'``; the ``dev`` extra
 carries it, so tests and CI draw): a plot is a picture in a document, and a plotting library

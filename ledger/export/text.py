@@ -28,7 +28,7 @@ class ShortIds:
 
     UUIDv7 ids begin with their millisecond time stamp, so the first 8 hex digits
     are the same for every event appended within about 65 s: a fixed 8-digit
-    prefix would be ambiguous. One length for every id (issue 25.10: prefixes of uneven
+    prefix would be ambiguous. One length for every id (prefixes of uneven
     length, each the shortest unique one, looked like typos). The prefix keeps the dashes,
     so ``tuneledger show`` (``LedgerStore.get``) accepts it as it is.
     """
@@ -67,7 +67,7 @@ def one_line(value: Any) -> str:
 
 def clip(value: Any, max_chars: int = TEXT_MAX_CHARS) -> str:
     """One line of free text, cut with an ellipsis past ``max_chars``, at a word's end (a
-    word cut in half reads as a typo: issue 25.6)."""
+    word cut in half reads as a typo)."""
     text = one_line(value)
     if len(text) <= max_chars:
         return text

@@ -1,4 +1,4 @@
-"""Comparing many runs the way users of experiment trackers ask for it (issue 25.9).
+"""Comparing many runs the way users of experiment trackers ask for it.
 
 MLflow's and W&B's most asked-for comparison is "diff only" (mlflow/mlflow#5896, #10477,
 #4819; W&B's Run Comparer has it), then repeats grouped with their spread, then Pareto fronts

@@ -1,4 +1,4 @@
-"""What an append from options should say before it stores (issue 25.7 and 25.3).
+"""What an append from options should say before it stores.
 
 Re-running a walkthrough block appended a second ``session_started`` and the same
 ``flag_researched`` again, silently; an append without a session landed in stream ``ledger``,

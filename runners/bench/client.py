@@ -529,7 +529,7 @@ async def sweep(
     ignore_eos = target.ignore_eos
     length_enforced = target.ignore_eos
     if progress and TRANSPORT != "aiohttp":
-        # only the degraded client is worth a line (issue 25.10: printed on every bench, it read as debug output)
+        # only the degraded client is worth a line (printed on every bench, it read as debug output)
         console.print(f"[dim]bench client: {transport_label()}[/dim]")
     bar = Progress(
         TextColumn("{task.description}"),

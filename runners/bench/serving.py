@@ -2,7 +2,7 @@
 
 ``tuneledger run bench`` used to record every server as ``baseline`` unless told otherwise, so a
 ``continuous-batching`` server started by ``run server start`` became the baseline and every
-later delta was computed against it (issue 25.1). The ledger knows better: the server runner
+later delta was computed against it. The ledger knows better: the server runner
 recorded which configuration it started on which port (``server_started.port``), and whether
 that run has ended (``server_runs.status``). This module looks that run up; the CLI takes its
 configuration name when none is given, and refuses a ``--config-name`` that contradicts it.

@@ -6,7 +6,7 @@ to file descriptor 2 from C++, and Python only sees ``RuntimeError: PassManager:
 SGLang's fused-MoE tuning space holds configs that hit such bugs on Hopper (BLOCK_SIZE_M 256
 with 4 warps: the ``TritonGPURemoveLayoutConversions`` dominance failure of
 triton-lang/triton#9809 and #9928, which vLLM's tuner also meets, vllm-project/vllm#39260), so a
-tune printed that flood for each of them at every batch size (issue 25.8).
+tune printed that flood for each of them at every batch size.
 
 ``captured_stderr`` redirects descriptor 2 itself (a ``sys.stderr`` swap would not see C++
 writes) into a temporary file around the compile; ``compile_failure`` keeps what a person needs

@@ -378,7 +378,7 @@ def check_config(kernel: KernelInfo, p: MoeProblem, config: Config) -> float:
             or the error exceeds ``tolerance(shape)`` (bf16 2e-2, fp8 6e-2).
     """
     # Triton writes a failed compile's MLIR reproducer to descriptor 2 from C++ (hundreds of
-    # lines a config): captured, and only its first diagnostic and failing pass kept (issue 25.8).
+    # lines a config): captured, and only its first diagnostic and failing pass kept.
     with captured_stderr() as compiler_output:
         try:
             p.out1.zero_()

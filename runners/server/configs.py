@@ -156,7 +156,7 @@ def relative_to(folder: Path | None, value: str | None) -> str | None:
     """``value`` (a model or tokenizer path) read relative to ``folder``, the file's own folder.
 
     A path written ``./x`` or ``../x``, or one that exists there, is resolved against the folder
-    that holds the TOML file (issue 25.7: a plan run from another folder found its ``servers``
+    that holds the TOML file (a plan run from another folder found its ``servers``
     file but not its model or tokenizer); anything else (an absolute path, a hub id such as
     ``Qwen/Qwen3-8B``, a path only the working directory has) is kept as written.
     """

@@ -205,7 +205,7 @@ def test_demo_refuses_a_ledger_holding_a_users_events(tmp_path: Path) -> None:
 
 
 def test_a_demo_ledger_played_in_still_opens_with_make_demo(tmp_path: Path) -> None:
-    """Issue 25.2: after a write from the TUI (a triage, a decision) `make demo` exited 2 for good.
+    """After a write from the TUI (a triage, a decision) `make demo` exited 2 for good.
     The demo plus the user's own events is still the demo's ledger: it opens, their events kept."""
     demo_path = tmp_path / "demo.duckdb"
     build_demo(demo_path)

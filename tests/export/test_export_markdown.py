@@ -303,7 +303,7 @@ def test_header_has_model_and_hardware(small: LedgerStore) -> None:
 
 
 def test_conflicting_host_observations_are_named_without_provenance(small: LedgerStore) -> None:
-    """Issue 25.6: the header listed each observation with its event, seq and source (a runner
+    """The header listed each observation with its event, seq and source (a runner
     fingerprint, a seed's message ids): internals, not a PR description's. A field the
     observations disagree on is not stated; it is named with its values."""
     small.append(
@@ -440,7 +440,7 @@ def test_server_runs_show_capacity_change(small: LedgerStore) -> None:
 
 
 def test_a_run_whose_log_showed_nothing_has_no_row_of_unknowns(small: LedgerStore) -> None:
-    """Issue 25.6: `? | ? | ? | ? | ?` rows for runs whose log showed no startup fact."""
+    """`? | ? | ? | ? | ?` rows for runs whose log showed no startup fact."""
     small.append(ServerStarted(run_id="srv-bare", engine="sglang", config_name="bare",
                                session_id=SID, host=HOST))  # fmt: skip
     section = _section(render_markdown(small, session_id=SID), "## Server runs")
@@ -451,7 +451,7 @@ def test_a_run_whose_log_showed_nothing_has_no_row_of_unknowns(small: LedgerStor
 def test_verdicts_lead_and_collapse_the_throughputs_that_carry_one_change(
     store: LedgerStore,
 ) -> None:
-    """Issue 25.6: output, request and total throughput repeated one change three times."""
+    """Output, request and total throughput repeated one change three times."""
     for config, scale, base in (("baseline", 1.0, True), ("cb", 0.7, False)):
         for repeat in range(2):
             store.append(
@@ -522,7 +522,7 @@ def test_all_sessions_in_order_of_first_event(small: LedgerStore) -> None:
 
 
 def test_long_timeline_is_counted_per_type(small: LedgerStore) -> None:
-    """Issue 25.6: a 51-row raw timeline followed the log; by default it is counted per type."""
+    """A 51-row raw timeline followed the log; by default it is counted per type."""
     section = _section(render_markdown(small, session_id=SID), "## Timeline")
     assert "20 events (seq 1 to 20); counts per type" in section
     assert "| benchmark_completed | 4 | 11 | 17 |" in section
@@ -539,7 +539,7 @@ def test_short_ids_are_unique_prefixes_usable_by_get(small: LedgerStore) -> None
     )
     shorts = [short(i) for i in ids]
     assert len(set(shorts)) == len(shorts)
-    # issue 25.10: one length for every id of the document (uneven ones read as typos)
+    # one length for every id of the document (uneven ones read as typos)
     assert len({len(p) for p in shorts}) == 1 and short(_id(11)) == str(_id(11))[: short.length]
     for full, prefix in zip(ids, shorts, strict=True):
         assert len(prefix) >= 8 and full.startswith(prefix) and not prefix.endswith("-")

@@ -107,7 +107,7 @@ def test_readme_first_session_runs_as_written(tmp_path: Path) -> None:
     assert bench[0]["source"].startswith("tuneledger run bench --url http://127.0.0.1:")
     assert bench[-1]["source"] == "examples/plan.toml"
     assert store.read(types=["server_stopped"]) and not store.read(types=["server_failed"])
-    # issue 25.6: the walkthrough records the triage and the decision its verdict supports, from
+    # the walkthrough records the triage and the decision its verdict supports, from
     # the CLI, citing the comparison at c=4; the export reads as a PR description
     verdict = store.query_arrow(
         "SELECT verdict FROM benchmark_deltas WHERE config_name = 'continuous-batching' "

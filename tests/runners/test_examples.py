@@ -35,7 +35,7 @@ def test_every_example_server_file_loads() -> None:
 def test_paths_in_a_plan_and_its_servers_file_are_read_relative_to_the_file(
     tmp_path: Path, monkeypatch
 ) -> None:
-    """Issue 25.7: `servers` was read relative to the plan, `tokenizer` and the configurations'
+    """`servers` was read relative to the plan, `tokenizer` and the configurations'
     `model` relative to the working directory: run from another folder, exit 3."""
     root = EXAMPLES.parent
     monkeypatch.chdir(tmp_path)  # another folder
@@ -67,10 +67,10 @@ model = "/models/x"
 
 
 def test_run_server_show_of_a_port_0_configuration_says_a_free_port(tmp_path: Path) -> None:
-    """Issue 25.10: `run server show` printed `--port 8000` (the engine's default) for `port = 0`."""
+    """`run server show` printed `--port 8000` (the engine's default) for `port = 0`."""
     import json
 
-    from cli_inprocess import invoke
+    from tests.support.cli_inprocess import invoke
 
     out = invoke(["run", "server", "show", "baseline", "--configs", EXAMPLES / "servers-cpu.toml"])
     assert out.returncode == 0, out.stderr
@@ -80,7 +80,7 @@ def test_run_server_show_of_a_port_0_configuration_says_a_free_port(tmp_path: Pa
 
 
 def test_the_plan_table_explains_its_tau_column() -> None:
-    """Issue 25.10: the plan table's tau column was unexplained."""
+    """The plan table's tau column was unexplained."""
     from rich.console import Console
 
     from runners.plan import PlanResult, verdict_table

@@ -664,9 +664,9 @@ def test_a_device_of_unknown_peaks_gets_no_roofline_and_says_so(tmp_path):
     assert any("no roofline (device peaks unknown)" in line for line in said), said
 
 
-# --- issue 25.8: a config Triton fails to compile is one line, not an MLIR reproducer flood ----------
+# --- a config Triton fails to compile is one line, not an MLIR reproducer flood ----------
 
-TRITON_FAILURE = Path(__file__).parent / "fixtures" / "triton" / "pass_failure_triton_3.6.txt"
+TRITON_FAILURE = Path(__file__).parents[1] / "fixtures" / "triton" / "pass_failure_triton_3.6.txt"
 
 
 def test_the_compilers_output_gives_the_first_diagnostic_and_the_failed_pass():
@@ -772,7 +772,7 @@ def test_a_tune_prints_one_line_per_config_that_fails_to_compile_and_records_why
 
 
 def test_the_decision_log_shows_default_shipped_and_tuned_side_by_side(tmp_path):
-    """Issue 25.8: the tune printed `shipped 493.9 µs`, the Markdown table had no such column."""
+    """The tune printed `shipped 493.9 µs`, the Markdown table had no such column."""
     from ledger.export.markdown import render_markdown
 
     store = LedgerStore(tmp_path / "l.duckdb")

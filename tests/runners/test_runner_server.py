@@ -150,7 +150,7 @@ def test_start_ready_with_startup_facts_then_stop(store: LedgerStore) -> None:
     stopped = runner.stop(run)
     assert stopped is not None and stopped.signal == "SIGINT" and stopped.exit_code == 0
     assert gone(run.pgid)
-    # issue 25.10: a draining server took ~26 s with nothing said; the stop says so first
+    # a draining server took ~26 s with nothing said; the stop says so first
     stopping = [i for i, line in enumerate(said) if line.startswith(f"stopping {run.run_id}…")]
     assert stopping and stopping[0] < next(
         i for i, x in enumerate(said) if x.startswith("stopped ")

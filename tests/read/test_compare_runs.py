@@ -1,4 +1,4 @@
-"""Issue 25.9: compare many runs as users of MLflow and W&B ask for — diff only, repeats grouped
+"""Compare many runs as users of MLflow and W&B ask for — diff only, repeats grouped
 with their noise band, the Pareto front of throughput against latency (text and a matplotlib
 plot) — in the CLI (`tuneledger compare`) and the decision log. (The TUI's pane: tests/test_tui_compare.py.)"""
 
@@ -10,7 +10,6 @@ import statistics
 from pathlib import Path
 
 import pytest
-from cli_inprocess import invoke
 
 from ledger.read.comparison import diff, load_items, pareto, repeat_groups
 from ledger.store import LedgerStore
@@ -18,6 +17,7 @@ from schemas import BenchmarkCompleted, ServerReady, ServerStarted
 from schemas.envelope import Host
 from schemas.events import BenchMetrics, StartupFacts, Workload
 from schemas.student_t import t975
+from tests.support.cli_inprocess import invoke
 
 HOST = Host(gpu_name="NVIDIA H200", compute_capability="sm90", engine="transformers")
 

@@ -1,14 +1,13 @@
-"""Issue 25.7: re-running the walkthrough's block appended a second session_started and the same
-flag_researched again, silently; 25.3: an append with no session landed in stream `ledger`,
+"""Re-running the walkthrough's block appended a second session_started and the same
+flag_researched again, silently; an append with no session landed in stream `ledger`,
 silently. Both are stored as before, and said on standard error with the way out."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from cli_inprocess import invoke
-
 from ledger.store import LedgerStore
+from tests.support.cli_inprocess import invoke
 
 
 def test_re_running_the_walkthroughs_appends_warns_and_an_event_id_stores_once(

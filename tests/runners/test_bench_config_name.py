@@ -1,4 +1,4 @@
-"""Issue 25.1: `run bench` without --config-name recorded any server as `baseline` (a
+"""`run bench` without --config-name recorded any server as `baseline` (a
 `continuous-batching` server started by `run server start` became the baseline, and every later
 delta was computed against it). The configuration serving the URL's port is in the ledger
 (`server_started.port`, `server_runs.status`): the bench takes its name, or refuses a
@@ -23,7 +23,7 @@ from runners.bench.serving import resolve_config_name, serving_runs, url_port
 from schemas import ServerStarted, ServerStopped
 from schemas.envelope import Host
 
-HERE = Path(__file__).parent
+HERE = Path(__file__).parents[1]
 TUNELEDGER = Path(sys.executable).parent / "tuneledger"
 THIS_HOST = Host(hostname=socket.gethostname())
 
@@ -155,7 +155,7 @@ flags = {{ delay-ms = 1 }}
                  "--input-len", "4", "--output-len", "4"]  # fmt: skip
         out = subprocess.run(bench, capture_output=True, text=True, env=env, timeout=120)
         assert out.returncode == 0, out.stderr
-        assert "bench client:" not in out.stderr  # issue 25.10: no debug line on every bench
+        assert "bench client:" not in out.stderr  # no debug line on every bench
         assert (
             f"measuring configuration 'continuous-batching': server run {ready['run_id']} serves port {port}"
             in out.stderr
