@@ -25,10 +25,12 @@ def append_warnings(store: LedgerStore, events: Sequence[Event]) -> list[str]:
     out: list[str] = []
     for event in events:
         if event.session_id is None:
-            out.append(
-                f"{event.type} has no session: it is stored in stream {event.stream or 'ledger'} and "
-                "no session's views or decision log will show it (give --session or set TUNELEDGER_SESSION)"
-            )
+            if (event.stream or event.default_stream()) == "ledger":
+                out.append(
+                    f"{event.type} has no session: it is stored in stream ledger, where no "
+                    "session's views or decision log show it (give --session or set "
+                    "TUNELEDGER_SESSION)"
+                )
             continue
         if not store.path.exists():
             continue

@@ -49,8 +49,8 @@ def test_an_append_without_a_session_says_where_it_went(tmp_path: Path) -> None:
     out = invoke(["--ledger", ledger, "append", "note_added", "-f", "text=x"], env={})
     assert out.returncode == 0
     assert out.stderr == (
-        "tuneledger: warning: note_added has no session: it is stored in stream ledger and no "
-        "session's views or decision log will show it (give --session or set TUNELEDGER_SESSION)\n"
+        "tuneledger: warning: note_added has no session: it is stored in stream ledger, where no "
+        "session's views or decision log show it (give --session or set TUNELEDGER_SESSION)\n"
     )
     rows = LedgerStore(ledger).query_arrow("SELECT stream, session_id FROM events").to_pylist()
     assert rows == [{"stream": "ledger", "session_id": None}]
