@@ -26,6 +26,7 @@ from ledger.errors import EventIdReused, WouldLoseData
 from ledger.store import LedgerStore
 from ledger.write import commands
 from ledger.write.jsonl import read_jsonl
+from schemas import Event
 
 #: The demo campaigns' event files are package data: ``ledger/demo_data`` is a link to the
 #: repository's ``data/`` (the design card's folder), followed when a wheel is built, so an
@@ -85,8 +86,8 @@ def build_demo(
             appended to, which stores nothing twice (fixed ids), also when the user has
             added events of their own to it (kept). Nothing is ever deleted: an existing
             ledger holding none of the demo's events is refused.
-        clock: stamps ``recorded_at`` on each event (all demo events lack it);
-            the store's default clock (now, UTC) when ``None``.
+        clock: stamps ``recorded_at`` on each event that lacks it; when ``None``, the
+            campaign's own clock (``campaign_times``), not the time of the build.
         campaign: a key of ``CAMPAIGNS`` (``seeds``: ``DEMO_FILE``; ``h200``).
 
     All events are validated before anything is written, then appended in one
@@ -101,6 +102,8 @@ def build_demo(
     """
     path = Path(ledger_path)
     events = [e for name in CAMPAIGNS[campaign][0] for e in read_jsonl(campaign_file(name))]
+    if clock is None:
+        events = campaign_times(events)
     store = LedgerStore(path, clock=clock)
     store.check_path()
     if path.exists() and not is_demo_ledger(store):
@@ -121,6 +124,31 @@ def build_demo(
             f"(or `make demo LEDGER={spare}`)"
         ) from None
     return store
+
+
+def campaign_times(events: list[Event]) -> list[Event]:
+    """The events with ``recorded_at`` on the campaign's clock where they lack one.
+
+    The seeds' write-ups give no times, their server logs do (``occurred_at``): an event is
+    stamped with its own log time, else with the last log time before it in the campaign's
+    order (the first ones with the first log time, never earlier than a time already passed). A demo built today then reads as the
+    campaign's day in the timeline, not as the minute of the build.
+    """
+    times = [e.occurred_at for e in events if e.occurred_at is not None]
+    if not times:
+        return events
+    last = times[0]
+    out = []
+    for event in events:
+        if event.occurred_at is not None:
+            last = max(last, event.occurred_at)  # the logs' lines are not in the campaign's order
+        stamp = event.occurred_at or last
+        out.append(
+            event
+            if event.recorded_at is not None
+            else event.model_copy(update={"recorded_at": stamp})
+        )
+    return out
 
 
 @functools.cache

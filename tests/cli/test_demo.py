@@ -469,3 +469,24 @@ def test_the_vllm_cpu_campaign_loads_with_its_verdicts(tmp_path: Path) -> None:
     assert not store.read(types=["decision_recorded"])
     ready = store.read(types=["server_ready"])
     assert ready and all(r.startup.kv_cache_tokens == 1_048_576 for r in ready)
+
+
+def test_a_demo_built_today_reads_on_the_campaigns_clock(tmp_path: Path) -> None:
+    """The demo's events all showed the minute of the build: they are stamped with the
+    campaign's own times (a server log line's, else the last one before it in the campaign)."""
+    store = build_demo(tmp_path / "demo.duckdb")
+    times = rows(
+        store,
+        "SELECT min(recorded_at) AS first, max(recorded_at) AS last, "
+        "bool_and(recorded_at >= occurred_at OR occurred_at IS NULL) AS after FROM events",
+    )[0]
+    assert times["first"].astimezone(UTC) == datetime(2026, 11, 20, 14, 2, 11, tzinfo=UTC)
+    assert times["last"].astimezone(UTC) == datetime(2026, 11, 20, 15, 12, 10, tzinfo=UTC)
+    logged = rows(
+        store, "SELECT recorded_at, occurred_at FROM events WHERE occurred_at IS NOT NULL"
+    )
+    assert all(r["recorded_at"] == r["occurred_at"] for r in logged)
+    in_order = [
+        r["recorded_at"] for r in rows(store, "SELECT recorded_at FROM events ORDER BY seq")
+    ]
+    assert in_order[0] == times["first"] and in_order[-1] == times["last"]
