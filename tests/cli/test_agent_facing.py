@@ -44,3 +44,26 @@ def test_show_format_json_is_one_document_with_the_links_inside(tmp_path: Path) 
     ]  # fmt: skip
     text = invoke(["--ledger", ledger, "show", note[:13]]).stdout
     assert "linked events" in text  # the default stays the text a person reads
+
+
+def test_with_json_output_asked_for_an_error_is_json_on_stderr(tmp_path: Path) -> None:
+    """An agent that asked for JSON got a text line when the command failed."""
+    import json
+
+    missing = tmp_path / "none.duckdb"
+    out = invoke(["--ledger", missing, "append", "note_added", "-f", "text=x", "--json"])
+    assert out.returncode == 5 and out.stdout == ""
+    assert json.loads(out.stderr) == {
+        "error": {"exit_code": 5, "message": f"no ledger at {missing} (create it with `tuneledger init`, or pass --create)"}
+    }  # fmt: skip
+    ledger = tmp_path / "l.duckdb"
+    invoke(["--ledger", ledger, "init"])
+    out = invoke(["--ledger", ledger, "sql", "DROP VIEW board", "--format", "json"])
+    assert out.returncode == 6 and json.loads(out.stderr)["error"]["exit_code"] == 6
+    out = invoke(["--ledger", ledger, "append", "note_added", "-f", "txt=x", "--json"])
+    assert (
+        out.returncode == 3 and "unknown field 'txt'" in json.loads(out.stderr)["error"]["message"]
+    )
+    # without JSON asked for: the one text line
+    out = invoke(["--ledger", missing, "append", "note_added", "-f", "text=x"])
+    assert out.stderr.startswith("tuneledger: error: no ledger at") and out.stderr.count("\n") == 1
