@@ -21,7 +21,7 @@ from typing import Any
 
 import click
 
-from ledger.cli.main import Context, ledger_option, pass_ctx
+from ledger.cli.context import Context, ledger_option, pass_ctx
 from ledger.errors import InvalidInput
 
 _FORMAT = click.option(

@@ -13,7 +13,7 @@ import json
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from ledger.write.input_checks import payload_json
+from ledger.store.payloads import payload_json
 from schemas import Event
 
 if TYPE_CHECKING:

@@ -34,6 +34,7 @@ from ledger.store.gc_pause import no_cyclic_gc
 from ledger.write import commands
 from runners.bench.http import (
     _REQUEST_ERRORS,
+    TRANSPORT,
     AiohttpClient,
     ClientShards,
     SharedClient,
