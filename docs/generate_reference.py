@@ -115,6 +115,7 @@ def events_reference() -> str:
 
 
 def views_reference() -> str:
+    import ledger.derive  # noqa: F401  (installs the derived tables the store builds)
     from ledger.store import LedgerStore
 
     with tempfile.TemporaryDirectory() as folder:

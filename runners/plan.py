@@ -651,6 +651,14 @@ def compare_and_record(store: LedgerStore, plan: Plan, result: PlanResult) -> No
             result.findings.append(finding)
 
 
+#: Under the verdict table: what its ``tau`` column is.
+TAU_FOOTNOTE = (
+    "tau: the noise threshold, max(the metric's noise floor, 2 x the CV of this ledger's "
+    "A-vs-A repeats); improved / regressed need the 95% CI beyond it, no-measurable-change "
+    "inside it (runners/compare.py)"
+)
+
+
 def verdict_table(result: PlanResult, metrics: Sequence[str] | None = None):
     """A rich Table of the comparisons, with the runs the plan could not make under it.
 
@@ -670,7 +678,8 @@ def verdict_table(result: PlanResult, metrics: Sequence[str] | None = None):
         for f in result.missing
     ]
     lines += [f"not compared: {text}" for text in dict.fromkeys(result.unmeasured)]
-    caption = "\n".join(lines) or None
+    lines.append(TAU_FOOTNOTE)  # the column is unexplained otherwise
+    caption = "\n".join(lines)
     table = Table(
         title="Plan verdicts (change = value / baseline - 1: + means the metric went up)",
         caption=caption,

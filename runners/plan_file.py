@@ -135,7 +135,7 @@ def load_plan(path: str | Path) -> Plan:
     Raises:
         InvalidInput: missing file, bad TOML, unknown keys, unknown configuration names.
     """
-    from runners.server.configs import load_configs, parse_configs
+    from runners.server.configs import load_configs, parse_configs, relative_to
 
     file = Path(path)
     data = read_toml(file, "plan", {"plan", "candidates", "bench", "defaults", "configs"})
@@ -150,10 +150,12 @@ def load_plan(path: str | Path) -> Plan:
         configs = load_configs(file.parent / section.servers)
     else:
         configs = parse_configs(
-            {k: v for k, v in data.items() if k in ("defaults", "configs")}, str(file)
+            {k: v for k, v in data.items() if k in ("defaults", "configs")}, str(file), file.parent
         )
     raw = expand_grids(list(data.get("candidates", [])), configs, section.baseline, str(file))
     candidates = validated(file, lambda: [CandidateSpec.model_validate(c) for c in raw])
+    # a local tokenizer is read relative to the plan file, as `servers` is
+    bench.tokenizer = relative_to(file.parent, bench.tokenizer)
     plan = Plan(section, candidates, bench, configs, str(file))
     if not candidates:
         raise InvalidInput(f"{file}: no [[candidates]]: nothing to compare against the baseline")

@@ -17,7 +17,7 @@ import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import click
 
@@ -250,6 +250,30 @@ def main(argv: list[str] | None = None) -> None:
         _main(argv, interrupted)
 
 
+def _wants_json(argv: list[str] | None) -> bool:
+    """Whether the command line asks for JSON output (``--json``, ``--format json``)."""
+    args = list(sys.argv[1:] if argv is None else argv)
+    return (
+        "--json" in args
+        or "--format=json" in args
+        or any(a == "--format" and b == "json" for a, b in zip(args, args[1:], strict=False))
+    )
+
+
+def _error(message: str, code: int, argv: list[str] | None) -> NoReturn:
+    """One line on stderr and the exit code; with JSON output asked for, the line is JSON
+    (``{"error": {"exit_code": N, "message": "..."}}``) so an agent parses errors as it parses
+    results."""
+    import json
+
+    text = _one_line(message)
+    if _wants_json(argv):
+        click.echo(json.dumps({"error": {"exit_code": code, "message": text}}), err=True)
+    else:
+        click.echo(f"tuneledger: error: {text}", err=True)
+    sys.exit(code)
+
+
 def _main(argv: list[str] | None, interrupted: list[bool]) -> None:
     """``main``'s body: each way a command ends, as an exit code and at most one line."""
     try:
@@ -264,14 +288,11 @@ def _main(argv: list[str] | None, interrupted: list[bool]) -> None:
         sys.exit(2)
     except click.UsageError as exc:
         hint = f" (see tuneledger {exc.ctx.command_path.split(' ', 1)[1] + ' ' if exc.ctx and ' ' in exc.ctx.command_path else ''}--help)"
-        click.echo(_one_line(f"tuneledger: error: {exc.format_message()}{hint}"), err=True)
-        sys.exit(2)
+        _error(f"{exc.format_message()}{hint}", 2, argv)
     except click.ClickException as exc:
-        click.echo(_one_line(f"tuneledger: error: {exc.format_message()}"), err=True)
-        sys.exit(exc.exit_code)
+        _error(exc.format_message(), exc.exit_code, argv)
     except LedgerError as exc:
-        click.echo(_one_line(f"tuneledger: error: {exc}"), err=True)
-        sys.exit(exc.exit_code)
+        _error(str(exc), exc.exit_code, argv)
     except BrokenPipeError:
         sys.exit(0)
     except Exception as exc:  # a full disk or read-only storage under DuckDB: one line, exit 15
@@ -286,8 +307,7 @@ def _main(argv: list[str] | None, interrupted: list[bool]) -> None:
         error = storage_error(exc)
         if error is None:
             raise
-        click.echo(_one_line(f"tuneledger: error: {error}"), err=True)
-        sys.exit(error.exit_code)
+        _error(str(error), error.exit_code, argv)
     sys.exit(0)
 
 

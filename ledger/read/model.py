@@ -363,6 +363,8 @@ class SessionReport:
         timeline: ``timeline`` rows (``seq, type, stream, summary, event_id, occurred_at``).
         kernel_tunes: ``kernel_tunes`` rows, each with ``results`` (``kernel_tune_results``).
         spec_trials: ``spec_trials`` rows.
+        comparison: the session's configurations compared (``ledger.read.comparison``: the
+            diff, repeats and Pareto front), ``None`` with fewer than two configurations.
     """
 
     session_id: str
@@ -378,6 +380,7 @@ class SessionReport:
     timeline: list[Row] = field(default_factory=list)
     kernel_tunes: list[Row] = field(default_factory=list)
     spec_trials: list[Row] = field(default_factory=list)
+    comparison: Any = None  # ledger.read.comparison.SessionComparison | None
 
 
 @dataclass
@@ -488,6 +491,9 @@ def _session_report(con: duckdb.DuckDBPyConnection, session_id: str) -> SessionR
     report.spec_trials = rows(
         con, "SELECT * FROM spec_trials WHERE session_id = ? ORDER BY seq", one
     )
+    from ledger.read.comparison import read_session_comparison  # it reads with ``rows`` above
+
+    report.comparison = read_session_comparison(con, session_id)
     return report
 
 

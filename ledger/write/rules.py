@@ -239,7 +239,9 @@ def check_events(
             and expected_version == 0
             and (event.stream or event.default_stream()) not in proposed
         )
-        if first:
+        # ... unless the ledger holds the candidate: then the version given is stale, someone
+        # else's change came first (exit 4 from the store, naming the version there), not a typo
+        if first and store.stream_version(event.stream or event.default_stream()) == 0:
             raise never_proposed(label(where, number, total), event.candidate_id)
     targets = [
         (label(where, number, total), event.retracted_event_id)

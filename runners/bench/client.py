@@ -32,6 +32,7 @@ import numpy as np
 from ledger.store.gc_pause import no_cyclic_gc
 from runners.bench.http import (
     _REQUEST_ERRORS,
+    TRANSPORT,
     AiohttpClient,
     ClientShards,
     SharedClient,
@@ -449,7 +450,8 @@ async def sweep(
     points: list[SweepPoint] = []
     ignore_eos = target.ignore_eos
     length_enforced = target.ignore_eos
-    if progress:
+    if progress and TRANSPORT != "aiohttp":
+        # only the degraded client is worth a line (printed on every bench, it read as debug output)
         console.print(f"[dim]bench client: {transport_label()}[/dim]")
     bar = Progress(
         TextColumn("{task.description}"),

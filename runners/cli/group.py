@@ -138,6 +138,10 @@ def start_command(
     click.echo(f"tuneledger: server {run.run_id} exited by itself", err=True)
 
 
+#: What ``run server show`` prints for the port of a ``port = 0`` configuration.
+FREE_PORT = "<a free port, picked at start>"
+
+
 @server_group.command("show")
 @click.argument("config_name", metavar="[CONFIG]", required=False)
 @_CONFIGS_OPTION
@@ -148,7 +152,11 @@ def show_command(config_name: str | None, configs_path: Path) -> None:
         configs = {config_name: load_config(configs_path, config_name)}
     for name, config in configs.items():
         adapter = adapter_for(config.engine)
-        argv = adapter.argv(config, config.port or adapter.default_port)
+        port = adapter.default_port if config.port is None else config.port
+        argv = adapter.argv(config, port)
+        if port == 0:  # `port = 0`: a free port picked at each start, not the engine's default
+            at = argv.index("--port") + 1
+            argv[at] = FREE_PORT
         click.echo(
             json.dumps(
                 {

@@ -158,9 +158,9 @@ def _raise_interrupt(_signum: int, _frame: Any) -> None:
 )
 @click.option(
     "--config-name",
-    default="baseline",
-    show_default=True,
-    help="Name of the server configuration measured.",
+    default=None,
+    help="Name of the server configuration measured (default: the configuration the ledger's "
+    "server run on the URL's port serves, else 'baseline'; one that contradicts the ledger is refused).",
 )
 @click.option(
     "--baseline/--no-baseline",
@@ -225,7 +225,7 @@ def bench_command(
     seed: int,
     warmup: int,
     repeats: int,
-    config_name: str,
+    config_name: str | None,
     is_baseline: bool | None,
     tokenizer: str | None,
     server_run_id: str | None,
@@ -246,6 +246,14 @@ def bench_command(
     imported (exit 11 when it is not installed, 13 when it fails). --tool vllm runs
     `vllm bench serve` of the Python given by --tool-path (the vLLM install's).
     """
+    from runners.bench.serving import resolve_config_name
+
+    # the configuration measured: the ledger knows which one serves the port
+    config_name, server_run_id, said = resolve_config_name(
+        ctx.store(), url, config_name, server_run_id
+    )
+    if said:
+        click.echo(f"tuneledger: {said}", err=True)
     concurrencies = _bench_concurrencies(concurrency_text, request_rate, num_prompts)
     if shared_prefix_len >= input_len:
         raise click.BadParameter(

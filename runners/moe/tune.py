@@ -40,6 +40,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from ledger.write import commands
+from runners.moe.compile_errors import is_compile_failure
 from runners.moe.peaks import known_devices, peaks_for
 from runners.moe.space import (
     CONFIG_KEYS,
@@ -322,6 +323,7 @@ class _Tune:
             host=_host(self.facts, self.kernel),
         )
         self.known: dict[tuple[int, str, float], float | None] = {}
+        self.compile_failures: set[str] = set()  # configs whose compile failure was printed
         for ev in sink.measured(self.tune_id):
             if ev.tune_key == self.key and ev.budget_ms is not None:
                 self.known[(ev.batch_size, config_key(ev.config), float(ev.budget_ms))] = (
@@ -402,6 +404,10 @@ class _Tune:
             self.report.rejected += 1
             self.sink.append(KernelConfigMeasured(latency_us=None, rejected=str(exc), **ev))
             self.known[(M, config_key(c), budget)] = None
+            if is_compile_failure(str(exc)) and config_key(c) not in self.compile_failures:
+                # one line per config, not per batch size (the events keep every one)
+                self.compile_failures.add(config_key(c))
+                self.say(f"M={M}: {short(c)} rejected: {exc}")
             raise
         self.report.measured += 1
         self.sink.append(KernelConfigMeasured(latency_us=lat, max_rel_error=err, **ev))

@@ -38,6 +38,7 @@ flags. Tests point it at a fake server script; people can point it at a wrapper.
 
 from __future__ import annotations
 
+import os
 import tomllib
 from collections.abc import Mapping
 from pathlib import Path
@@ -159,8 +160,30 @@ def _resolve(
     return _merge(_resolve(base, tables, source, (*seen, name)), own)
 
 
-def parse_configs(data: Mapping[str, Any], source: str = "<configs>") -> dict[str, ServerConfig]:
+def relative_to(folder: Path | None, value: str | None) -> str | None:
+    """``value`` (a model or tokenizer path) read relative to ``folder``, the file's own folder.
+
+    A path written ``./x`` or ``../x``, or one that exists there, is resolved against the folder
+    that holds the TOML file (a plan run from another folder found its ``servers``
+    file but not its model or tokenizer); anything else (an absolute path, a hub id such as
+    ``Qwen/Qwen3-8B``, a path only the working directory has) is kept as written.
+    """
+    if folder is None or not value or Path(value).is_absolute():
+        return value
+    # lexical, as the file reads (``examples/../models``): a linked folder is not followed
+    candidate = os.path.abspath(folder / value)
+    if value.startswith(("./", "../")) or os.path.exists(candidate):
+        return candidate
+    return value
+
+
+def parse_configs(
+    data: Mapping[str, Any], source: str = "<configs>", folder: Path | None = None
+) -> dict[str, ServerConfig]:
     """Resolve every configuration of an already-parsed TOML document.
+
+    ``folder``: the file's folder, against which a relative ``model`` path is read
+    (``relative_to``).
 
     Raises:
         ConfigError: no ``[configs.*]``, an unknown key, a missing or looping
@@ -187,6 +210,8 @@ def parse_configs(data: Mapping[str, Any], source: str = "<configs>") -> dict[st
     resolved = {}
     for name in tables:
         values = _merge(defaults, _resolve(name, tables, source))
+        if isinstance(values.get("model"), str):
+            values["model"] = relative_to(folder, values["model"])
         try:
             resolved[name] = ServerConfig.model_validate({**values, "name": name})
         except ValidationError as exc:
@@ -213,7 +238,7 @@ def load_configs(path: str | Path) -> dict[str, ServerConfig]:
         ) from None
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
         raise ConfigError(f"{file}: not valid TOML: {exc}") from None
-    return parse_configs(data, str(file))
+    return parse_configs(data, str(file), file.parent)
 
 
 def load_config(path: str | Path, name: str) -> ServerConfig:

@@ -634,6 +634,11 @@ class ServerRunner:
             # cause in the log): that is what happened, not a stop.
             self.exited(run)
             return None
+        if run.process.poll() is None:  # a draining server can take its time: say so first
+            self.say(
+                f"stopping {run.run_id}… (SIGINT; SIGTERM after {self.sigint_wait_s:g} s if it is "
+                "still draining)"
+            )
         with self._shielded() as interrupted:
             sig = self._terminate(run)
             run.ended = True

@@ -50,6 +50,9 @@ def test_the_walkthrough_has_every_step() -> None:
         "tuneledger run bench",
         "tuneledger run plan examples/plan.toml",
         "benchmark_deltas",
+        "tuneledger append candidate_triaged",
+        "tuneledger append decision_recorded",
+        "tuneledger compare diff",
         "tuneledger export markdown",
     ):
         assert step in script, step
@@ -103,6 +106,31 @@ def test_readme_first_session_runs_as_written(tmp_path: Path) -> None:
     bench = store.query_arrow("SELECT config_name, source FROM benchmarks ORDER BY seq").to_pylist()
     assert bench[0]["source"].startswith("tuneledger run bench --url http://127.0.0.1:")
     assert bench[-1]["source"] == "examples/plan.toml"
-    decisions = (tmp_path / "first-session-decisions.md").read_text()
-    assert "## Benchmark deltas" in decisions and "CPU" in decisions
     assert store.read(types=["server_stopped"]) and not store.read(types=["server_failed"])
+    # the walkthrough records the triage and the decision its verdict supports, from
+    # the CLI, citing the comparison at c=4; the export reads as a PR description
+    verdict = store.query_arrow(
+        "SELECT verdict FROM benchmark_deltas WHERE config_name = 'continuous-batching' "
+        "AND concurrency = 4 AND metric = 'output_throughput'"
+    ).to_pylist()[0]["verdict"]
+    status = {"improved": "accepted", "regressed": "rejected"}.get(verdict, "deferred")
+    (board,) = store.query_arrow(
+        "SELECT status, reason FROM board WHERE candidate_id = 'flag:continuous-batching'"
+    ).to_pylist()
+    assert board == {"status": status, "reason": f"output throughput at c=4: {verdict}"}
+    (decision,) = store.read(types=["decision_recorded"])
+    assert decision.decision == f"Continuous batching: {status}"
+    (cited,) = decision.evidence_event_ids
+    assert store.get(cited).type == "comparison_completed"
+    assert "continuous-batching" in out.stdout.split("what differs")[1]  # compare diff
+    decisions = (tmp_path / "first-session-decisions.md").read_text()
+    assert "CPU" in decisions
+    order = [
+        decisions.index(h) for h in ("## Decisions", "## Verdicts", "## Triage", "## Timeline")
+    ]
+    assert order == sorted(order)
+    assert f"### 1. Continuous batching: {status}" in decisions
+    assert "runner fingerprint" not in decisions and "host observations disagree" not in decisions
+    assert "| ? |" not in decisions and "counts per type" in decisions
+    assert "## Comparing the configurations" in decisions
+    assert (tmp_path / "first-session-decisions-pareto.svg").read_text().startswith("<?xml")

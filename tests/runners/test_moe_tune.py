@@ -725,3 +725,152 @@ def test_a_device_of_unknown_peaks_gets_no_roofline_and_says_so(tmp_path):
     assert r["bytes"] > 0 and r["tuned_us"] < r["default_us"]
     assert any(line.startswith("no roofline for NVIDIA L40S") for line in said), said
     assert any("no roofline (device peaks unknown)" in line for line in said), said
+
+
+# --- a config Triton fails to compile is one line, not an MLIR reproducer flood ----------
+
+TRITON_FAILURE = Path(__file__).parents[1] / "fixtures" / "triton" / "pass_failure_triton_3.6.txt"
+
+
+def test_the_compilers_output_gives_the_first_diagnostic_and_the_failed_pass():
+    from runners.moe.compile_errors import compile_failure, rejection_reason
+
+    text = TRITON_FAILURE.read_text()
+    assert len(text.splitlines()) > 30  # the flood
+    failure = compile_failure(text)
+    assert failure.failed_pass == "TritonGPURemoveLayoutConversions"
+    assert failure.first_line == (
+        "fused_moe_triton_kernels.py:512:24: operand #0 does not dominate this use"
+    )
+    reason = rejection_reason(RuntimeError("PassManager::run failed"), text)
+    assert reason == (
+        "Triton compile failed in pass TritonGPURemoveLayoutConversions: "
+        "fused_moe_triton_kernels.py:512:24: operand #0 does not dominate this use "
+        "(RuntimeError: PassManager::run failed)"
+    )
+    assert "\n" not in reason
+    # only MLIR's summary: it is the first line; no pass named: none claimed
+    summary_only = "\n".join(text.splitlines()[-2:-1])
+    assert compile_failure(summary_only).first_line.endswith(
+        "Failures have been detected while processing an MLIR pass pipeline"
+    )
+    assert compile_failure(summary_only).failed_pass is None
+    # nothing of a compile failure: the exception's own line, as before
+    assert compile_failure("") is None
+    oor = RuntimeError("out of resource: shared memory, Required: 327680, Hardware limit: 232448")
+    assert rejection_reason(oor, "") == (
+        "RuntimeError: out of resource: shared memory, Required: 327680, Hardware limit: 232448"
+    )
+
+
+def test_writes_to_descriptor_2_from_outside_python_are_captured_not_shown(capfd):
+    """Triton writes from C++: a swap of sys.stderr would not see it. A child process inherits
+    descriptor 2 as C++ code writes to it, so it stands for the compiler here."""
+    import subprocess
+    import sys
+
+    from runners.moe.compile_errors import captured_stderr
+
+    print("before", file=sys.stderr)
+    with captured_stderr() as out:
+        subprocess.run(
+            [
+                sys.executable,
+                "-c",
+                f"import os; os.write(2, open({str(TRITON_FAILURE)!r}, 'rb').read())",
+            ],
+            check=True,
+        )
+        os.write(2, b"direct write\n")
+    print("after", file=sys.stderr)
+    shown = capfd.readouterr().err
+    assert shown == "before\nafter\n"
+    assert out.text.startswith(TRITON_FAILURE.read_text())
+    assert out.text.endswith("direct write\n")
+
+
+class CompileFailures(Recorded):
+    """The H200 timings, with Triton 3.6's pass failure for BLOCK_SIZE_M 256 with 4 warps (the
+    configs SGLang's space holds that Triton 3.6 could not compile on the H200)."""
+
+    def check(self, M, config):
+        from runners.moe.compile_errors import rejection_reason
+
+        if config["BLOCK_SIZE_M"] == 256 and config["num_warps"] == 4:
+            reason = rejection_reason(
+                RuntimeError("PassManager::run failed"), TRITON_FAILURE.read_text()
+            )
+            raise Rejected(reason)
+        return super().check(M, config)
+
+
+def test_a_tune_prints_one_line_per_config_that_fails_to_compile_and_records_why(tmp_path):
+    from ledger.write.jsonl import read_jsonl
+
+    said: list[str] = []
+    sink = JsonlSink(tmp_path / "t.jsonl")
+    run_tune(
+        TuneSpec(shape=SHAPE, batch_sizes=[1, 64], rounds=1),
+        CompileFailures(),
+        sink,
+        say=said.append,
+    )
+    rejected = [
+        e
+        for e in read_jsonl(sink.path)
+        if e.type == "kernel_config_measured"
+        and e.rejected
+        and "not in the H200 recording" not in e.rejected  # the double's gap, not a compile
+    ]
+    failing = {config_key(e.config) for e in rejected}
+    assert failing and all(
+        e.config["BLOCK_SIZE_M"] == 256 and e.config["num_warps"] == 4 for e in rejected
+    )
+    # every rejection event keeps the first diagnostic and the pass
+    assert all(
+        "in pass TritonGPURemoveLayoutConversions" in e.rejected
+        and "operand #0 does not dominate this use" in e.rejected
+        for e in rejected
+    )
+    # the terminal: one line per failing config, not one per batch size, no reproducer
+    lines = [line for line in said if "Triton compile failed" in line]
+    assert len(lines) == len(failing) < len(rejected)
+    assert not any("mlir_reproducer" in line or "\n" in line for line in said)
+
+
+def test_the_decision_log_shows_default_shipped_and_tuned_side_by_side(tmp_path):
+    """The tune printed `shipped 493.9 µs`, the Markdown table had no such column."""
+    from ledger.export.markdown import render_markdown
+
+    store = LedgerStore(tmp_path / "l.duckdb")
+    store.init()
+    report = run_tune(
+        TuneSpec(
+            shape=SHAPE,
+            batch_sizes=[1, 64],
+            seed_configs={"1": Shipped.SHIPPED, "64": Shipped.SHIPPED},
+            rounds=3,
+            session_id="tune-md",
+        ),
+        Shipped(),
+        StoreSink(store),
+    )
+    text = render_markdown(store, session_id="tune-md")
+    section = text[text.index("## Kernel tunes") :]
+    header = next(line for line in section.splitlines() if line.startswith("| M |"))
+    assert header == (
+        "| M | SGLang default µs | SGLang shipped µs | tuned µs | tuned vs shipped | tuned vs default "
+        "| noise | tuned config (kept from) | of peak bandwidth | of peak FLOP/s |"
+    )
+    for M in (1, 64):
+        r = report.results[str(M)]
+        row = next(line for line in section.splitlines() if line.startswith(f"| {M} |"))
+        cells = [c.strip() for c in row.strip("|").split("|")]
+        assert cells[1:4] == [
+            f"{r['default_us']:.1f}",
+            f"{r['shipped_us']:.1f}",
+            f"{r['tuned_us']:.1f}",
+        ]
+        assert cells[4] == f"{100 * (r['tuned_us'] / r['shipped_us'] - 1):+.1f}%"
+        assert cells[5] == f"{100 * (r['tuned_us'] / r['default_us'] - 1):+.1f}%"
+        assert cells[7] == "32/128/64 G16 w8 s2 (shipped)"

@@ -197,6 +197,21 @@ def test_cli_triage_of_a_candidate_never_proposed_is_not_found(cli, ledger_path:
     assert _count(LedgerStore(ledger_path), "candidate_triaged") == 0
 
 
+def test_cli_triage_expecting_version_0_of_a_proposed_candidate_is_a_conflict(
+    cli, ledger_path: Path
+) -> None:
+    """`--expected-version 0` on a proposed candidate said "never proposed" (exit 5): the
+    candidate is there, the version given is stale: a conflict (exit 4) naming the version found.
+    A candidate nobody proposed stays exit 5."""
+    _propose(cli)
+    triage = ("append", "candidate_triaged", "-f", "status=accepted", "--expected-version", "0")
+    code, _, err = cli(*triage, "-f", "candidate_id=flag:x")
+    assert code == 4 and "expected version 0, found 1" in err, err
+    code, _, err = cli(*triage, "-f", "candidate_id=flag:nosuch")
+    assert code == 5 and "no candidate 'flag:nosuch' was proposed" in err
+    assert _count(LedgerStore(ledger_path), "candidate_triaged") == 0
+
+
 def test_cli_triage_in_a_batch_carries_its_own_stream_version(cli, ledger_path: Path) -> None:
     """A batch spans streams, so --expected-version cannot apply: each triage gives the
     version it must get (expected + 1) instead."""

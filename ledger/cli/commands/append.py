@@ -13,28 +13,11 @@ from pydantic import ValidationError
 
 from ledger.cli.context import Context, first_error, ledger_option, pass_ctx
 from ledger.errors import InvalidInput
-from ledger.write.input_checks import loads
 from ledger.write.jsonl import event_from_obj, read_stdin_events, read_stdin_text
 from schemas import EVENT_TYPES, Event, Host
 
 if TYPE_CHECKING:
     from ledger.store import AppendResult
-
-
-def _parse_value(text: str, key: str) -> Any:
-    try:
-        return loads(text, f"--field {key}")
-    except json.JSONDecodeError:
-        return text
-
-
-def _set_dotted(target: dict[str, Any], dotted: str, value: Any) -> None:
-    keys = dotted.split(".")
-    for key in keys[:-1]:
-        target = target.setdefault(key, {})
-        if not isinstance(target, dict):
-            raise InvalidInput(f"field '{dotted}': '{key}' is not an object")
-    target[keys[-1]] = value
 
 
 class _AppendCommand(click.Command):
@@ -244,12 +227,9 @@ def append(
                 )
             overrides["event_id"] = event_id
     else:
-        data: dict[str, Any] = {"type": event_type}
-        for item in fields:
-            key, sep, value = item.partition("=")
-            if not sep or not key:
-                raise InvalidInput(f"--field {item!r}: expected KEY=VALUE")
-            _set_dotted(data, key, _parse_value(value, key))
+        from ledger.write.fields import fields_object
+
+        data = fields_object(event_type, fields)  # read against TYPE's JSON Schema
         if event_id is not None:
             data["event_id"] = event_id
         events = [event_from_obj(data, "options")]
@@ -264,5 +244,12 @@ def append(
     where = "options" if event_type not in (None, "-") else "<stdin>"
     from ledger.write import commands  # imported when a command writes (start-up time: see above)
 
+    warnings: list[str] = []
+    if event_type not in (None, "-") and event_id is None:  # a re-run, or no session: said
+        from ledger.write.append_warnings import append_warnings
+
+        warnings = append_warnings(ctx.store(), events)  # before: after, the event is its own twin
     results = commands.append(ctx.store(), events, expected_version=expected_version, where=where)
+    for warning in warnings:  # only once stored: a refusal stays one line
+        click.echo(f"tuneledger: warning: {warning}", err=True)
     _report_appended(results, events, as_json)

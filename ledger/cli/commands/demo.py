@@ -36,7 +36,13 @@ def demo(ctx: Context, no_tui: bool, campaign: str) -> None:
     if opener is not None:
         opener(store.path, DEMO_SESSION)
         return
-    click.echo(f"built demo ledger {ctx.ledger}: {store.head()} events, session {DEMO_SESSION}\n")
+    from ledger.cli.demo import all_demo_ids, own_events
+
+    own = own_events(store, all_demo_ids())
+    mine = f" ({own} of them your own, kept)" if own else ""
+    click.echo(
+        f"built demo ledger {ctx.ledger}: {store.head()} events{mine}, session {DEMO_SESSION}\n"
+    )
     print_table(
         store.query_arrow(
             "SELECT candidate_id, status, verdict, priority, reason FROM board ORDER BY updated_seq"

@@ -73,17 +73,43 @@ def events(
 
 @click.command()
 @click.argument("event_id")
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["text", "json"]),
+    default="text",
+    show_default=True,
+    help="text: the event's JSON, then what links to it as lines; json: one JSON object, "
+    '{"event": {...}, "linked": [{"seq", "event_id", "relation", "type", "summary"}...]}.',
+)
 @ledger_option
 @pass_ctx
-def show(ctx: Context, event_id: str) -> None:
-    """Show one event as JSON (an 8+ character id prefix is enough), with what links to it."""
+def show(ctx: Context, event_id: str, fmt: str) -> None:
+    """Show one event (an 8+ character id prefix is enough), with what links to it."""
+    import json
+
     from ledger.read import model as read_model
 
     store = ctx.store()
     event = store.get(event_id)
-    click.echo(event_to_json(event, indent=2))
     with store.connect(views=("event_log", "all_events")) as con:
         linked = read_model.linked_events(con, event)
+    if fmt == "json":  # one document an agent parses whole: the links inside it
+        links = [
+            {
+                "seq": row["seq"],
+                "event_id": str(row["event_id"]),
+                "relation": row["relation"],
+                "type": row["type"],
+                "summary": row["summary"],
+            }
+            for row in linked
+        ]
+        click.echo(
+            json.dumps({"event": json.loads(event_to_json(event)), "linked": links}, indent=2)
+        )
+        return
+    click.echo(event_to_json(event, indent=2))
     if linked:
         click.echo("\nlinked events (its cause, what it cites, and events citing or caused by it):")
         for row in linked:

@@ -63,10 +63,20 @@ def list_types(event_type: str | None) -> None:
 @ledger_option
 @pass_ctx
 def list_views(ctx: Context) -> None:
-    """List the derived views and their columns."""
-    from ledger.derive.views import VIEW_NAMES
+    """List the derived views and their columns (no ledger needed: without one, a scratch
+    ledger's views are described, the same for every ledger of this version)."""
+    import tempfile
+    from pathlib import Path
 
-    with ctx.store().connect() as con:  # one connection, every view made on it once
-        for name in VIEW_NAMES:
-            cols = [row[0] for row in con.execute(f"DESCRIBE {name}").fetchall()]
-            click.echo(f"{name}: " + ", ".join(cols))
+    from ledger.derive.views import VIEW_NAMES
+    from ledger.store import LedgerStore
+
+    with tempfile.TemporaryDirectory() as scratch:
+        store = ctx.store()
+        if not ctx.ledger.exists():
+            store = LedgerStore(Path(scratch) / "views.duckdb")
+            store.init()
+        with store.connect() as con:  # one connection, every view made on it once
+            for name in VIEW_NAMES:
+                cols = [row[0] for row in con.execute(f"DESCRIBE {name}").fetchall()]
+                click.echo(f"{name}: " + ", ".join(cols))

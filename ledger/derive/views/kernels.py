@@ -33,6 +33,7 @@ def kernel_tune_results() -> str:
 SELECT t.seq, t.session_id, t.tune_id, t.kernel_source, t.E, t.N, t.K, t.topk, t.dtype, t.device_name, t.arch,
        CAST(r.key AS INTEGER) AS batch_size,
        CAST(r.value->>'default_us' AS DOUBLE) AS default_us, CAST(r.value->>'tuned_us' AS DOUBLE) AS tuned_us,
+       CAST(r.value->>'shipped_us' AS DOUBLE) AS shipped_us, (r.value->>'kept') AS kept,
        CAST(r.value->>'speedup' AS DOUBLE) AS speedup, CAST(r.value->>'noise_pct' AS DOUBLE) AS noise_pct,
        CAST(r.value->>'bandwidth_fraction' AS DOUBLE) AS bandwidth_fraction,
        CAST(r.value->>'flops_fraction' AS DOUBLE) AS flops_fraction,
