@@ -730,8 +730,8 @@ def export() -> None:
 @click.option(
     "-o",
     "--output",
-    type=click.Path(dir_okay=False, path_type=Path),
-    help="Write to FILE instead of standard output.",
+    type=click.Path(dir_okay=False, allow_dash=True, path_type=Path),
+    help="Write to FILE instead of standard output ('-': standard output; ./- for a file named '-').",
 )
 @ledger_option
 @pass_ctx
@@ -742,12 +742,13 @@ def export_markdown(ctx: Context, session_id: str | None, output: Path | None) -
     # An output file's missing folders are created (a report in a new folder loses nothing;
     # a ledger in a mistyped one would: that is refused, see ``writable_store``).
     text = render_markdown(ctx.store(), session_id=session_id)
-    if output is None:
+    if output is None or str(output) == "-":
         click.echo(text, nl=False)
     else:
         from ledger.store.safe_files import write_file
 
-        write_file(output, text)  # whole file; a symlink written through, a device in place
+        # never more than `> FILE` could do: see ledger/store/safe_files.py
+        write_file(output, text)
         click.echo(f"wrote {output}", err=True)
 
 
