@@ -562,7 +562,7 @@ def show(ctx: Context, event_id: str) -> None:
         for row in linked:
             click.echo(
                 f"  seq {row['seq']:>6}  {row['event_id']}  {row['relation']}: "
-                f"{row['type']}: {row['summary']}"
+                f"{row['type']}: {_shown(row['summary'])}"
             )
 
 
@@ -714,10 +714,10 @@ def import_(
         for row in summary:
             pair = f" (one run with {row['paired_with']})" if row["paired_with"] else ""
             click.echo(
-                f"{row['file']}: {row['kind']}, {row['new']} new, {row['duplicates']} already stored{pair}"
+                f"{_shown(row['file'])}: {row['kind']}, {row['new']} new, {row['duplicates']} already stored{_shown(pair)}"
             )
         for finding in done.findings:
-            click.echo(f"finding: {finding.message}")
+            click.echo(f"finding: {_shown(finding.message)}")
 
 
 @cli.group()
@@ -952,6 +952,14 @@ def _flush_stdio() -> None:
             stream.flush()
         except (BrokenPipeError, ValueError):  # reader gone, or stream closed: nothing to keep
             pass
+
+
+def _shown(text: object) -> str:
+    """Stored or user text on one line of human-readable output: control characters escaped
+    (``ledger.read.shown_text``), so a note or a file name cannot drive the terminal."""
+    from ledger.read.shown_text import escape_controls
+
+    return escape_controls(str(text), one_line=True)
 
 
 def _one_line(text: str) -> str:

@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 
 from ledger.derive.views import DELTA_METRICS
 from ledger.read.model import Report, SessionReport, read_report
+from ledger.read.shown_text import escape_controls
 from schemas.metrics import unit_of
 
 if TYPE_CHECKING:
@@ -718,6 +719,9 @@ def render_report(report: Report, *, timeline_max_rows: int = TIMELINE_MAX_ROWS)
     if not report.sessions:
         return f"# tuneledger decision log\n\n{NONE_RECORDED}\n"
     short = ShortIds(report.event_ids)
-    return "\n---\n\n".join(
+    text = "\n---\n\n".join(
         _render_session(session, short, timeline_max_rows) for session in report.sessions
     )
+    # Stored text is shown, never acted on: a note's ESC sequences would retitle or clear the
+    # terminal that shows the export (cat, less -R) and hide in a rendered page.
+    return escape_controls(text)
