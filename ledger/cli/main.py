@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 import click
 from pydantic import ValidationError
 
+from ledger.cli.option_types import bigint, seconds
 from ledger.errors import InvalidInput, LedgerError, NotFound
 from ledger.write import input_checks
 from ledger.write.input_checks import loads
@@ -104,6 +105,9 @@ def _require_folder(path: Path, what: str, remedy: str) -> None:
 
 
 pass_ctx = click.make_pass_decorator(Context)
+#: The context of the command running (one at a time per process: the resident serves calls
+#: one by one), so ``main`` can name the ledger in an error raised from deep inside DuckDB.
+_RUNNING: list[Context | None] = [None]
 
 
 def _ledger_override(ctx: click.Context, param: click.Parameter, value: Path | None) -> None:
@@ -202,6 +206,7 @@ def cli(ctx: click.Context, ledger: Path, actor: str, session: str | None) -> No
             param_hint="--actor",
         ) from None
     ctx.obj = Context(ledger, parsed_actor, session)
+    _RUNNING[0] = ctx.obj  # for the error handler of ``main`` (a damaged file's name)
 
 
 # --- init ---------------------------------------------------------------------------
@@ -378,7 +383,7 @@ def _bulk_eligible(
 )
 @click.option(
     "--expected-version",
-    type=int,
+    type=bigint(0),
     help="Fail with exit 4 unless the stream is at this version (0: new stream).",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
@@ -498,10 +503,8 @@ def append(
     type=click.DateTime(["%Y-%m-%d", "%Y-%m-%dT%H:%M:%S", "%Y-%m-%d %H:%M:%S"]),
     help="Only events recorded at or after this UTC time (2026-01-02 or 2026-01-02T03:04:05).",
 )
-@click.option("--after", "after_seq", type=int, default=0, help="Only events after this seq.")
-@click.option(
-    "--limit", type=click.IntRange(min=0), help="At most this many (the newest when --newest)."
-)
+@click.option("--after", "after_seq", type=bigint(0), default=0, help="Only events after this seq.")
+@click.option("--limit", type=bigint(0), help="At most this many (the newest when --newest).")
 @click.option("--newest", is_flag=True, help="Newest first.")
 @click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True)
 @ledger_option
@@ -572,14 +575,14 @@ def show(ctx: Context, event_id: str) -> None:
 @click.option(
     "--timeout",
     "timeout_s",
-    type=click.FloatRange(min=0),
+    type=seconds(),
     default=10.0,
     show_default=True,
     help="Stop the query, its fetching and printing after this many seconds (0: no limit); writers wait while it runs.",
 )
 @click.option(
     "--max-rows",
-    type=click.IntRange(min=1),
+    type=bigint(1),
     default=1000,
     show_default=True,
     help="Rows shown by --format table (csv and json stream every row).",
@@ -1020,15 +1023,22 @@ def _noting_interrupts() -> Iterator[list[bool]]:
     import threading
 
     seen: list[bool] = []
-    if (
-        threading.current_thread() is not threading.main_thread()
-        or signal.getsignal(signal.SIGINT) is not signal.default_int_handler
+    before = signal.getsignal(signal.SIGINT)
+    if threading.current_thread() is not threading.main_thread() or not (
+        before is signal.default_int_handler or getattr(before, "tuneledger_startup", False)
     ):
         yield seen
         return
 
     def on_interrupt(signum: int, frame: Any) -> None:
         seen.append(True)
+        if _importing(frame):
+            # Mid-import (a command's lazy imports: DuckDB, pyarrow): raising here can cross
+            # an extension module's init and abort the process (exit 134, no message). An
+            # import writes nothing of the ledger: end in one line, as an interrupt does.
+            _flush_stdio()
+            os.write(2, b"\ntuneledger: aborted\n")
+            os._exit(130)
         raise KeyboardInterrupt
 
     signal.signal(signal.SIGINT, on_interrupt)
@@ -1036,6 +1046,15 @@ def _noting_interrupts() -> Iterator[list[bool]]:
         yield seen
     finally:
         signal.signal(signal.SIGINT, signal.default_int_handler)
+
+
+def _importing(frame: Any) -> bool:
+    """Whether the interrupted code is inside an import (importlib's frames on the stack)."""
+    while frame is not None:
+        if frame.f_code.co_filename.startswith("<frozen importlib"):
+            return True
+        frame = frame.f_back
+    return False
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -1048,6 +1067,7 @@ def main(argv: list[str] | None = None) -> None:
 
 def _main(argv: list[str] | None, interrupted: list[bool]) -> None:
     """``main``'s body: each way a command ends, as an exit code and at most one line."""
+    _RUNNING[0] = None
     try:
         cli.main(args=argv, prog_name="tuneledger", standalone_mode=False)
     except click.exceptions.Exit as exc:
@@ -1077,9 +1097,12 @@ def _main(argv: list[str] | None, interrupted: list[bool]) -> None:
             # call it cut short stored nothing (one transaction)
             click.echo("tuneledger: aborted", err=True)
             sys.exit(130)
-        from ledger.store.ledger_file import storage_error
+        from ledger.store.ledger_file import query_damage, storage_error
 
-        error = storage_error(exc)
+        running = _RUNNING[0]
+        error = storage_error(exc) or (
+            query_damage(running.ledger, exc) if running is not None else None
+        )
         if error is None:
             raise
         click.echo(_one_line(f"tuneledger: error: {error}"), err=True)

@@ -397,23 +397,40 @@ def forward(argv: list[str], path: str, ident: str) -> int:
         sock.close()
 
 
+def _interrupted_starting(signum: int, frame: Any) -> None:
+    """SIGINT while the in-process CLI starts (imports only, nothing written yet): end at once,
+    in one line. A ``KeyboardInterrupt`` raised there printed an import traceback, and one
+    raised while an extension module (DuckDB's nanobind) was calling back into Python aborted
+    the process (exit 134). ``ledger.cli.main`` takes SIGINT over once the command runs."""
+    _write_all(2, b"\ntuneledger: aborted\n")
+    os._exit(130)
+
+
+_interrupted_starting.tuneledger_startup = True  # type: ignore[attr-defined]
+
+
 def run() -> None:
     """The ``tuneledger`` console script (see the module's docstring); never returns."""
     argv = sys.argv[1:]
-    if os.environ.get(ENV_SWITCH, "1") != "0" and forwardable(argv):
-        ident = identity()
-        folder = private_dir(runtime_dir(), create=True)
-        if folder is not None:
-            try:
-                code = forward(argv, socket_path(folder, ident), ident)
-            except _NoServer as no:
-                if no.start:
-                    start_server()
-            except KeyboardInterrupt:
-                _write_all(2, b"\ntuneledger: aborted\n")
-                os._exit(130)
-            else:
-                os._exit(code)
+    try:
+        if os.environ.get(ENV_SWITCH, "1") != "0" and forwardable(argv):
+            ident = identity()
+            folder = private_dir(runtime_dir(), create=True)
+            if folder is not None:
+                try:
+                    code = forward(argv, socket_path(folder, ident), ident)
+                except _NoServer as no:
+                    if no.start:
+                        start_server()
+                else:
+                    os._exit(code)
+        # ``_signal``, not ``signal``: the C module alone (``signal`` imports ``enum``).
+        import _signal  # type: ignore[import-not-found]
+
+        _signal.signal(_signal.SIGINT, _interrupted_starting)
+    except KeyboardInterrupt:
+        _write_all(2, b"\ntuneledger: aborted\n")
+        os._exit(130)
     from ledger.cli.main import run as run_in_process
 
     run_in_process()
