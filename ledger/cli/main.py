@@ -599,13 +599,16 @@ def sql(ctx: Context, query: str, fmt: str, timeout_s: float, max_rows: int) -> 
     when there are more); csv and json stream every row. --timeout covers the query,
     fetching and printing.
     """
-    from ledger.read.sql_sandbox import run_readonly, stream_readonly
+    from ledger.cli.sql_guard import hard_deadline, limit_memory
+    from ledger.read.sql_sandbox import run_readonly, stream_readonly, timeout_message
 
-    if fmt != "table":  # streamed: memory stays at one batch whatever the result's size
-        stream_rows(stream_readonly(ctx.store(), query, timeout_s=timeout_s or None), fmt)
-        return
-    table = run_readonly(ctx.store(), query, max_rows=max_rows + 1, timeout_s=timeout_s or None)
-    print_table(table.slice(0, max_rows), fmt)
+    limit_memory()
+    with hard_deadline(timeout_s, timeout_message(timeout_s)):
+        if fmt != "table":  # streamed: memory stays at one batch whatever the result's size
+            stream_rows(stream_readonly(ctx.store(), query, timeout_s=timeout_s or None), fmt)
+            return
+        table = run_readonly(ctx.store(), query, max_rows=max_rows + 1, timeout_s=timeout_s or None)
+        print_table(table.slice(0, max_rows), fmt)
     if table.num_rows > max_rows:
         click.echo(
             f"(the first {max_rows:,} rows; --max-rows N shows more, --format csv or json streams them all)"
@@ -912,6 +915,9 @@ def run() -> None:
     import threading
 
     _skip_pydantic_plugin_scan()
+    from ledger.cli.sql_guard import PROCESS_OWNED
+
+    PROCESS_OWNED[0] = True  # this process is the command's: `sql` may cap and end it
     try:
         main()
         code = 0

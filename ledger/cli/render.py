@@ -46,6 +46,12 @@ def _json_value(value: Any) -> Any:
     return _plain(value)
 
 
+#: The most characters a terminal table shows of one value (the rest is counted, and csv or
+#: json shows it): a ledger written before payloads were bounded may hold a 50 MB note, which
+#: rich laid out for minutes.
+MAX_CELL_CHARS = 2000
+
+
 def _cell(value: Any) -> str:
     if value is None:
         return ""
@@ -54,8 +60,12 @@ def _cell(value: Any) -> str:
     if isinstance(value, datetime):
         return value.strftime("%Y-%m-%d %H:%M:%S")
     if isinstance(value, (list, dict)):
-        return json.dumps(value, default=str)  # ensure_ascii: control characters escaped
-    return escape_controls(str(value))
+        text = json.dumps(value, default=str)  # ensure_ascii: control characters escaped
+    else:
+        text = str(value)
+    if len(text) > MAX_CELL_CHARS:
+        text = f"{text[:MAX_CELL_CHARS]}… (+{len(text) - MAX_CELL_CHARS:,} characters: --format csv or json shows all)"
+    return escape_controls(text)
 
 
 def _csv_value(value: Any) -> Any:

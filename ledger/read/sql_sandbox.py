@@ -35,7 +35,7 @@ _EXPLAIN_RE = re.compile(r"^\s*EXPLAIN\s+(?:\(\s*[^)]*\)\s*|ANALY[SZ]E\s+)?", re
 #: DuckDB's memory limit for a console query (its buffer pool: joins, sorts, aggregates).
 #: What DuckDB allocates outside it (a string a function builds, ``repeat('x', 2000000000)``)
 #: is bounded by the ``sql`` command's process limit (``ledger.cli.sql_guard``).
-SANDBOX_MEMORY_BYTES = 2 * 2**30
+SANDBOX_MEMORY_BYTES = 2**30
 
 #: Connection settings of the sandbox (DuckDB configuration options).
 SANDBOX_CONFIG = {
@@ -165,15 +165,18 @@ def stream_readonly(
                 timer.cancel()
 
 
+def timeout_message(timeout_s: float | None) -> str:
+    """The one line of a query stopped by its time limit."""
+    return f"query stopped after {timeout_s or 0:g} s: writers wait while it runs (sql --timeout to allow longer)"
+
+
 @contextmanager
 def _sql_errors(timeout_s: float | None, path: Path | None = None) -> Iterator[None]:
     """DuckDB's errors of a console query as one-line ledger errors."""
     try:
         yield
     except duckdb.InterruptException:
-        raise QueryTimeout(
-            f"query stopped after {timeout_s:g} s: writers wait while it runs (sql --timeout to allow longer)"
-        ) from None
+        raise QueryTimeout(timeout_message(timeout_s)) from None
     except duckdb.OutOfMemoryException as exc:
         raise QueryTimeout(
             f"query stopped: it needs more memory than the SQL console allows "

@@ -15,10 +15,12 @@ The store calls these from its open path (``LedgerStore.check_path``, ``_open``,
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
 import re
 import stat
+from collections.abc import Iterator
 from pathlib import Path
 
 import duckdb
@@ -160,6 +162,38 @@ def lock_error(lock_path: Path, exc: OSError) -> LedgerError:
     return storage_error(exc, lock_path) or InvalidInput(
         f"{lock_path}: cannot open the lock file: {exc.strerror}"
     )
+
+
+def nothing_stored(path: Path) -> bool:
+    """True when ``path`` holds no ledger yet: no file, or an empty one with no write-ahead log
+    (what an ``init`` cut short by a full disk left before this code removed it). An empty file
+    is removed here, so ``init`` creates the ledger instead of calling it damaged."""
+    try:
+        size = os.stat(path).st_size
+    except FileNotFoundError:
+        return True
+    except OSError:
+        return False  # check_path has said what is wrong with it
+    if size or os.path.exists(f"{path}.wal"):
+        return False
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(path)
+    return True
+
+
+@contextlib.contextmanager
+def removed_on_failure(path: Path, created: bool) -> Iterator[None]:
+    """Remove the ledger file (and its write-ahead log) that this ``init`` created, when the
+    init fails: a full disk left a partial file that the retry then called damaged. A file
+    that was there before is never touched."""
+    try:
+        yield
+    except BaseException:
+        if created:
+            for leftover in (path, Path(f"{path}.wal")):
+                with contextlib.suppress(OSError):
+                    leftover.unlink()
+        raise
 
 
 def _version(value: str | None, what: str, path: Path) -> int | None:

@@ -74,8 +74,15 @@ from uuid import UUID
 import duckdb
 
 from ledger.derive import projections, views
-from ledger.errors import ConcurrencyConflict, EventIdReused, InvalidInput, LedgerBusy, NotFound
-from ledger.store import ledger_file, sidecar_lock
+from ledger.errors import (
+    ConcurrencyConflict,
+    EventIdReused,
+    InvalidInput,
+    LedgerBusy,
+    NotFound,
+    StorageError,
+)
+from ledger.store import ledger_file, readonly_copy, sidecar_lock
 from ledger.store.gc_pause import no_cyclic_gc
 from ledger.write.input_checks import dumped_payload, host_json, no_secret_ids, payload_json
 from schemas import Event, parse_event
@@ -448,6 +455,11 @@ def _connect(path: Path, read_only: bool, config: dict[str, Any]) -> duckdb.Duck
     return con
 
 
+def _repair_copy(path: Path) -> None:
+    """Catch up the ledger copy at ``path`` as a writer (``ledger.store.readonly_copy``)."""
+    LedgerStore(path)._repair()
+
+
 def _lock_for(path: Path) -> threading.RLock:
     key = os.path.realpath(path)  # not Path.resolve(): it raises on a symlink loop (refused later)
     with _process_locks_guard:
@@ -699,7 +711,16 @@ class LedgerStore:
                 con.close()
                 sidecar_lock.release(locked)
                 fd = None
-                self._repair()
+                try:
+                    self._repair()
+                except StorageError:  # may not write here: catch up a private copy and read it
+                    copy = readonly_copy.repaired_copy(self.path, _repair_copy)
+                    try:
+                        with LedgerStore(copy)._connect_once(read_only, config) as copied:
+                            yield copied
+                    finally:
+                        readonly_copy.remove_copy(copy)
+                    return
                 con, fd = self._open_locked(read_only, config)
             yield con
         finally:
@@ -791,9 +812,12 @@ class LedgerStore:
         Returns True when the file was created by this call.
         """
         self.check_path()
-        created = not self.path.exists()
+        created = ledger_file.nothing_stored(self.path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        with self.connect(read_only=False) as con:
+        with (
+            ledger_file.removed_on_failure(self.path, created),
+            self.connect(read_only=False) as con,
+        ):
             self._ensure_schema(con)
         return created
 
@@ -1800,6 +1824,11 @@ def row_to_event(row: dict[str, Any]) -> Event:
     payload = json.loads(payload) if isinstance(payload, str) else payload
     host = row["host"]
     host = json.loads(host) if isinstance(host, str) else host
+    if not isinstance(payload, dict):  # `[1, 2]` from a hub that checked nothing (issue 26.2)
+        raise InvalidInput(
+            f"stored event seq {row['seq']} ({row['event_id']}, type {row['type']!r}) does not "
+            f"read: its payload is a JSON {type(payload).__name__}, not an object"
+        )
     data = {
         **payload,
         "type": row["type"],
