@@ -964,11 +964,13 @@ def _flush_stdio() -> None:
 
 
 def _shown(text: object) -> str:
-    """Stored or user text on one line of human-readable output: control characters escaped
-    (``ledger.read.shown_text``), so a note or a file name cannot drive the terminal."""
+    """Stored or user text on one line of human-readable output: secrets masked, control
+    characters escaped (``ledger.read.shown_text``), so a file name can neither show a token
+    nor drive the terminal."""
     from ledger.read.shown_text import escape_controls
+    from schemas.secrets import mask_text
 
-    return escape_controls(str(text), one_line=True)
+    return escape_controls(mask_text(str(text)), one_line=True)
 
 
 def _one_line(text: str) -> str:

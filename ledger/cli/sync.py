@@ -50,6 +50,8 @@ def remote_add(
     from ledger.sync import replicate as sync
 
     parsed = remote.parse_remote(name, url, schema)
+    if host_name:
+        sync.check_name(host_name)  # before anything is written
     store = ctx.store()
     sync.ensure_tables(store)
     remote.add_remote(store, parsed)

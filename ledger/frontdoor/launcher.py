@@ -259,11 +259,33 @@ def _remove_stale(path: str) -> None:
     os.close(fd)  # releases the lock
 
 
+#: The environment a resident process starts with: what the interpreter, the socket's folder
+#: and the server's own settings need, nothing else. Each call runs with the whole environment
+#: of its client swapped in, and the starting call's API keys and tokens (HF_TOKEN,
+#: OPENAI_API_KEY, a DATABASE_URL with a password) would otherwise stay in the long-lived
+#: process's /proc/PID/environ for anyone who may read it (issue 26, point 4).
+_RESIDENT_ENV_NAMES = frozenset(
+    {"PATH", "HOME", "USER", "LOGNAME", "SHELL", "LANG", "LANGUAGE", "TZ", "TMPDIR", "TMP", "TEMP"}
+    | {"VIRTUAL_ENV", "XDG_RUNTIME_DIR", "TERM", "COLUMNS", "LINES", "NO_COLOR"}
+)
+_RESIDENT_ENV_PREFIXES = ("LC_", "PYTHON", "PYDANTIC", "TUNELEDGER_")
+
+
+def resident_environment(environ: Mapping[str, str]) -> dict[str, str]:
+    """``environ`` less every variable a resident process does not need to start."""
+    return {
+        key: value
+        for key, value in environ.items()
+        if key in _RESIDENT_ENV_NAMES or key.startswith(_RESIDENT_ENV_PREFIXES)
+    }
+
+
 def start_server(environ: Mapping[str, str] | None = None) -> int | None:
     """Start a resident process, detached (a session of its own, stdio on /dev/null, ``-P``: no
-    working-directory module shadows the installed package); its pid, or None if it could not
-    start. It exits at once if another holds the lock."""
-    env = dict(os.environ if environ is None else environ)
+    working-directory module shadows the installed package), with only the environment it needs
+    (``resident_environment``); its pid, or None if it could not start. It exits at once if
+    another holds the lock."""
+    env = resident_environment(os.environ if environ is None else environ)
     devnull = "/dev/null"
     try:
         return os.posix_spawn(

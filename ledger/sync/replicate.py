@@ -49,6 +49,7 @@ from ledger.store import AppendResults, LedgerStore, columns_table
 from ledger.sync import hub
 from ledger.sync.pulled_rows import HeldRow, check_rows
 from ledger.sync.remote import REMOTES_DDL, Remote
+from ledger.write.input_checks import holds_secret
 
 #: How many events one pull transaction applies.
 PULL_BATCH = 50_000
@@ -162,9 +163,10 @@ def _identity_in(con: duckdb.DuckDBPyConnection) -> tuple[UUID, str]:
     )
     if "ledger_id" not in values:
         values["ledger_id"] = str(uuid7())
-        values.setdefault(
-            "ledger_name", os.environ.get("TUNELEDGER_HOST_NAME") or socket.gethostname()
-        )
+        if "ledger_name" not in values:
+            name = os.environ.get("TUNELEDGER_HOST_NAME") or socket.gethostname()
+            check_name(name, "TUNELEDGER_HOST_NAME (or the host name)")
+            values["ledger_name"] = name
         con.execute(
             "INSERT OR REPLACE INTO ledger_meta VALUES ('ledger_id', ?), ('ledger_name', ?)",
             [values["ledger_id"], values["ledger_name"]],
@@ -183,8 +185,27 @@ def identity(store: LedgerStore) -> tuple[UUID, str]:
         return _identity_in(con)
 
 
+def check_name(name: str, what: str = "--as") -> None:
+    """Refuse a ledger name that holds a secret: it goes to the hub and every host that pulls
+    (``ledgers.name``, ``sync_events.origin_name``), in clear.
+
+    Raises:
+        InvalidInput: names the option (exit 3).
+    """
+    if holds_secret(name):
+        raise InvalidInput(
+            f"{what}: the name holds a secret (a token or a password) and would be sent to the "
+            "hub and every host in clear: name this ledger otherwise"
+        )
+
+
 def set_name(store: LedgerStore, name: str) -> None:
-    """Name this ledger on hubs (only events pushed for the first time carry a new name)."""
+    """Name this ledger on hubs (only events pushed for the first time carry a new name).
+
+    Raises:
+        InvalidInput: the name holds a secret (``check_name``).
+    """
+    check_name(name)
     identity(store)
     with store.connect(read_only=False) as con:
         con.execute("INSERT OR REPLACE INTO ledger_meta VALUES ('ledger_name', ?)", [name])

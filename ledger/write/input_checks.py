@@ -167,10 +167,21 @@ def check_source(source: str | None, label: str) -> None:
 _CLEAN_IDS: dict[str, object] = {}
 
 
+#: Payload fields that identify something (a candidate, a configuration, a run, a trial):
+#: kept as given like the envelope's identifiers, so refused when they hold a secret.
+ID_FIELDS = ("candidate_id", "config_name", "run_id", "server_run_id", "trial_id")
+
+
+def holds_secret(value: str) -> bool:
+    """Whether ``value`` holds something ``mask_text`` would mask (a token, a password)."""
+    return secrets.may_hold_secret(value) and mask_text(value) != value
+
+
 def no_secret_ids(event: Event, where: str | None = None) -> None:
-    """Refuse an event whose identifiers hold a secret: ``session_id``, ``stream`` and the
-    actor's name are kept as given (masking them would merge every session named by a
-    token into one called ``***``), so a token or password there would be stored in clear.
+    """Refuse an event whose identifiers hold a secret: ``session_id``, ``stream``, the
+    actor's name and the payload's identifiers (``ID_FIELDS``) are kept as given (masking them
+    would merge every session named by a token into one called ``***``), so a token or
+    password there would be stored in clear.
 
     Raises:
         InvalidInput: names the field (exit 3).
@@ -182,10 +193,11 @@ def no_secret_ids(event: Event, where: str | None = None) -> None:
         ("session_id", event.session_id),
         ("stream", event.stream),
         ("actor.name", event.actor.name),
+        *((name, getattr(event, name, None)) for name in ID_FIELDS),
     ):
-        if not value or value in _CLEAN_IDS:
+        if not value or not isinstance(value, str) or value in _CLEAN_IDS:
             continue
-        if secrets.may_hold_secret(value) and mask_text(value) != value:
+        if holds_secret(value):
             origin = where or event.source
             raise InvalidInput(
                 f"{origin + ': ' if origin else ''}{event.type}: field '{field}' holds a "

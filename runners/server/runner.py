@@ -33,6 +33,7 @@ import os
 import re
 import signal
 import subprocess
+import sys
 import threading
 import time
 import uuid
@@ -78,6 +79,8 @@ from schemas import (
 
 #: Lines of the log a failure event keeps.
 LOG_TAIL_LINES = 40
+#: Seconds to wait, once a server has exited, for its log pump to write the last lines.
+PUMP_DRAIN_S = 10.0
 #: The actor of every runner event.
 RUNNER_ACTOR = Actor(kind="runner", name="tuneledger")
 #: Namespace of the deterministic finding ids.
@@ -104,6 +107,22 @@ class ServerStartFailed(LedgerError):
         self.event = event
 
 
+def start_log_pump(log_path: Path) -> subprocess.Popen[bytes] | None:
+    """The process that writes a server's output into ``log_path`` with secrets masked
+    (``runners.server.log_pump``), waiting on its standard input; None if it cannot start
+    (the server then writes the log directly, as before)."""
+    try:
+        return subprocess.Popen(
+            [sys.executable, "-m", "runners.server.log_pump", str(log_path)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,
+        )
+    except OSError:
+        return None
+
+
 @dataclass
 class ServerRun:
     """One server process lifetime, from ``start`` to ``stop``.
@@ -120,6 +139,8 @@ class ServerRun:
     log_path: Path
     log_ref: str
     process: subprocess.Popen[bytes]
+    #: The masking pump between the server's output and the log (None: the log written directly).
+    pump: subprocess.Popen[bytes] | None
     host: Host
     started_event_id: UUID
     last_event_id: UUID
@@ -349,23 +370,28 @@ class ServerRunner:
         run_id: str,
         fp: HostFingerprint,
     ) -> ServerRun:
-        """Popen in a new session with the log as stdout+stderr, then record ``server_started``."""
-        with open(log_path, "ab") as log:
-            try:
+        """Popen in a new session with its stdout+stderr into the log through the masking pump
+        (``runners.server.log_pump``), then record ``server_started``."""
+        pump = start_log_pump(log_path)
+        try:
+            with open(log_path, "ab") as log:
                 process = subprocess.Popen(
                     argv,
                     stdin=subprocess.DEVNULL,
-                    stdout=log,
+                    stdout=log if pump is None else pump.stdin,
                     stderr=subprocess.STDOUT,
                     env=adapter.env(config),
                     start_new_session=True,
                 )
-            except OSError as exc:
-                from runners.server.engines import MissingEngine
+        except OSError as exc:
+            from runners.server.engines import MissingEngine
 
-                raise MissingEngine(
-                    f"{config.engine}: cannot run {argv[0]!r}: {exc.strerror or exc}"
-                ) from None
+            raise MissingEngine(
+                f"{config.engine}: cannot run {argv[0]!r}: {exc.strerror or exc}"
+            ) from None
+        finally:
+            if pump is not None and pump.stdin is not None:
+                pump.stdin.close()  # the server holds the pipe now: its end is the pump's EOF
         started = ServerStarted(
             run_id=run_id,
             engine=adapter.name,
@@ -392,6 +418,7 @@ class ServerRunner:
             log_path=log_path,
             log_ref=str(log_path.relative_to(artifacts_dir(self.store.path))),
             process=process,
+            pump=pump,
             host=fp.host,
             started_event_id=started.event_id,
             last_event_id=started.event_id,
@@ -449,7 +476,7 @@ class ServerRunner:
                         log_size = size
                         if (
                             crash_seen_at is None
-                            and parse_server_log(read_lines(run.log_path)).crash is not None
+                            and parse_server_log(self._lines(run)).crash is not None
                         ):
                             crash_seen_at = time.monotonic()
                     now = time.monotonic()
@@ -496,7 +523,7 @@ class ServerRunner:
         return None
 
     def _record_ready(self, run: ServerRun, info: dict[str, Any] | None) -> None:
-        facts = parse_server_log(read_lines(run.log_path))
+        facts = parse_server_log(self._lines(run))
         startup = (
             merge_server_info(facts.to_startup_facts(), info)
             if run.adapter.sglang_log
@@ -561,13 +588,22 @@ class ServerRunner:
             return False
         return True
 
+    def _lines(self, run: ServerRun) -> list[str]:
+        """The log's lines; once the server has exited, after the pump wrote its last ones."""
+        if run.pump is not None and run.process.poll() is not None:
+            try:
+                run.pump.wait(timeout=PUMP_DRAIN_S)
+            except subprocess.TimeoutExpired:  # a worker that outlives the leader holds the pipe
+                pass
+        return read_lines(run.log_path)
+
     def check(self, run: ServerRun) -> list[FindingRecorded]:
         """Parse the whole log again and record findings that appeared since (e.g. decode batches
         above the captured CUDA graph sizes). Safe to call any time after ready."""
         if not run.ready:
             return []
         with self._shielded() as interrupted:
-            found = self._record_findings(run, parse_server_log(read_lines(run.log_path)), None)
+            found = self._record_findings(run, parse_server_log(self._lines(run)), None)
         if interrupted.is_set():
             raise KeyboardInterrupt
         return found
@@ -587,7 +623,7 @@ class ServerRunner:
 
     def _record_failure(self, run: ServerRun, timeout_s: float | None) -> ServerFailed:
         self._terminate(run)  # after a crash too: TP workers may outlive the leader
-        lines = read_lines(run.log_path)
+        lines = self._lines(run)
         facts = parse_server_log(lines)
         code = exit_status(run.process)
         tail = lines[-LOG_TAIL_LINES:]
@@ -629,7 +665,7 @@ class ServerRunner:
             failed = ServerFailed(
                 cause="interrupted",
                 message=f"interrupted (Ctrl-C) {when}; stopped with {sig or 'no signal'}",
-                log_tail=read_lines(run.log_path)[-LOG_TAIL_LINES:],
+                log_tail=self._lines(run)[-LOG_TAIL_LINES:],
                 exit_code=exit_status(run.process),
                 source=run.log_ref,
                 **self._common(run),
@@ -727,7 +763,7 @@ class ServerRunner:
                 f"stopped {run.run_id}: {sig or 'already exited'}, exit code {stopped.exit_code}"
             )
             if run.ready:
-                self._record_findings(run, parse_server_log(read_lines(run.log_path)), None)
+                self._record_findings(run, parse_server_log(self._lines(run)), None)
         if interrupted.is_set():
             raise KeyboardInterrupt  # Ctrl-C during the stop: it sped the stop up, now it stops the caller
         return stopped
@@ -764,7 +800,7 @@ class ServerRunner:
     def _record_exit(self, run: ServerRun) -> Event:
         self._terminate(run)  # workers may outlive the leader
         run.ended = True
-        lines = read_lines(run.log_path)
+        lines = self._lines(run)
         facts = parse_server_log(lines)
         code = run.process.returncode
         if facts.crash is not None:
