@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import base64
 import json
+import os
 import random
 import string
 from pathlib import Path
@@ -296,3 +297,30 @@ def test_the_resident_process_keeps_no_secret_of_the_starting_call(tmp_path: Pat
         assert resident.calls() == 1
     finally:
         resident.stop()
+
+
+def test_the_log_pump_masks_every_shape(tmp_path: Path) -> None:
+    """What the pump writes for a server that prints each shape (the slow test above runs it
+    between a real server process and its log)."""
+    from runners.server.log_pump import SYNC, pump
+
+    lines = [f"[2026-12-01 10:00:00] {text}\n" for _, text in SHAPES.values()]
+    lines.append("a line cut at EOF without its newline " + SHAPES["jwt"][1])
+    log = tmp_path / "server.log"
+    log.write_text("kept first line\n")
+    data = "".join(lines).encode()
+    # a sync request landing inside a line, and one split across two reads
+    data = data[:50] + SYNC + data[50:]
+    read_fd, write_fd = os.pipe()
+    answer_read, answer_write = os.pipe()
+    with os.fdopen(write_fd, "wb", buffering=0) as writer:
+        writer.write(data[:200] + SYNC[:7])
+        writer.write(SYNC[7:] + data[200:])
+    pump(read_fd, log, answer_write)
+    os.close(read_fd)
+    os.close(answer_write)
+    assert os.read(answer_read, 10) == b"\n\n"
+    written = log.read_text()
+    assert written.startswith("kept first line\n[2026-12-01 10:00:00] ")
+    assert written.count("\n") == len(SHAPES) + 1 and leaked(written) == []
+    assert "\x00" not in written

@@ -7,38 +7,73 @@ them in clear, though the ledger masked them. Now the server writes into a pipe 
 process writes each line to the log with ``schemas.secrets.mask_text`` applied, as the ledger
 stores text.
 
-Run as ``python -m runners.server.log_pump LOG`` with the server's output on standard input;
-it ends when the server and every process that shares its output (tensor-parallel workers)
-have closed it. It runs in a session of its own, like the server, so that neither a Ctrl-C in
-the terminal nor the runner's end stops it before the server's last lines are written.
+The runner reads the log while the server runs (start-up facts once it is healthy, findings
+later), so it must know when the log holds everything the server wrote so far: it writes
+``SYNC`` into the same pipe (after whatever the server wrote before it: a pipe keeps order;
+one write of a few bytes is atomic), and the pump, once every complete line before it is in
+the log, answers with one byte on its standard output (``ServerRunner._lines``). A ``SYNC``
+that lands inside a server's line is taken out and the line kept whole.
+
+Run as ``python -m runners.server.log_pump LOG``; it ends when every writer of the pipe (the
+server, its tensor-parallel workers, the runner) has closed it. It runs in a session of its
+own, like the server, so that a Ctrl-C in the terminal does not end it before the server's
+last lines are written.
 """
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
-from typing import BinaryIO
 
 from schemas.secrets import mask_text, may_hold_secret
 
-#: The longest piece written at once: a line without a newline for longer (a progress bar
-#: drawn with carriage returns) is written in pieces of this size.
+#: What the runner writes into the pipe to ask for an answer once the log has caught up.
+SYNC = b"\x00tuneledger-log-sync\x00"
+#: The most bytes of a line held back waiting for its end: a longer line without a newline
+#: (a progress bar drawn with carriage returns) is written in pieces of this size.
 MAX_LINE_BYTES = 1 << 20
 
 
-def pump(source: BinaryIO, log_path: Path) -> None:
-    """Copy ``source`` to the end of ``log_path`` line by line, secrets masked, each line
-    flushed as it comes (the runner reads the log while the server runs)."""
+def _masked(data: bytes) -> bytes:
+    text = data.decode("utf-8", "surrogateescape")
+    if may_hold_secret(text):
+        text = mask_text(text)
+    return text.encode("utf-8", "surrogateescape")
+
+
+def pump(source_fd: int, log_path: Path, answer_fd: int | None = None) -> None:
+    """Copy what ``source_fd`` delivers to the end of ``log_path`` line by line, secrets
+    masked, each line written as it completes; answer each ``SYNC`` on ``answer_fd``."""
+    pending = b""
     with open(log_path, "ab", buffering=0) as log:
         while True:
-            line = source.readline(MAX_LINE_BYTES)
-            if not line:
+            chunk = os.read(source_fd, 1 << 16)
+            if not chunk:
+                if pending:
+                    log.write(_masked(pending))
                 return
-            text = line.decode("utf-8", "surrogateescape")
-            if may_hold_secret(text):
-                text = mask_text(text)
-            log.write(text.encode("utf-8", "surrogateescape"))
+            pending += chunk
+            syncs = 0
+            while SYNC in pending:
+                before, after = pending.split(SYNC, 1)
+                pending = before + after  # a line the sync landed in stays whole
+                syncs += 1
+            # a sync's bytes split across two reads: keep the start of it for the next read
+            keep = next((n for n in range(len(SYNC) - 1, 0, -1) if pending.endswith(SYNC[:n])), 0)
+            body, held = (pending[:-keep], pending[-keep:]) if keep else (pending, b"")
+            cut = body.rfind(b"\n") + 1
+            if cut == 0 and len(body) > MAX_LINE_BYTES:
+                cut = len(body)
+            if cut:
+                log.write(_masked(body[:cut]))
+            pending = body[cut:] + held
+            if syncs and answer_fd is not None:
+                try:
+                    os.write(answer_fd, b"\n" * syncs)
+                except OSError:  # the runner is gone: the log goes on all the same
+                    answer_fd = None
 
 
 if __name__ == "__main__":
-    pump(sys.stdin.buffer, Path(sys.argv[1]))
+    pump(0, Path(sys.argv[1]), 1)

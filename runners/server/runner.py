@@ -81,6 +81,8 @@ from schemas import (
 LOG_TAIL_LINES = 40
 #: Seconds to wait, once a server has exited, for its log pump to write the last lines.
 PUMP_DRAIN_S = 10.0
+#: Seconds to wait for the log pump to catch up with what a running server wrote.
+PUMP_SYNC_S = 5.0
 #: The actor of every runner event.
 RUNNER_ACTOR = Actor(kind="runner", name="tuneledger")
 #: Namespace of the deterministic finding ids.
@@ -115,12 +117,43 @@ def start_log_pump(log_path: Path) -> subprocess.Popen[bytes] | None:
         return subprocess.Popen(
             [sys.executable, "-m", "runners.server.log_pump", str(log_path)],
             stdin=subprocess.PIPE,
-            stdout=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,  # its answers to ``SYNC`` (``ServerRunner._lines``)
             stderr=subprocess.DEVNULL,
             start_new_session=True,
         )
     except OSError:
         return None
+
+
+def _sync_pump(pump: subprocess.Popen[bytes]) -> None:
+    """Wait (``PUMP_SYNC_S`` at most) until the log holds every line the server wrote before
+    now: ``SYNC`` into the pipe, the pump's answer back (``runners.server.log_pump``)."""
+    import select
+
+    from runners.server.log_pump import SYNC
+
+    if pump.stdin is None or pump.stdin.closed or pump.stdout is None:
+        return
+    try:
+        os.write(pump.stdin.fileno(), SYNC)
+    except OSError:  # the pump is gone: the log is what it is
+        return
+    ready, _, _ = select.select([pump.stdout], [], [], PUMP_SYNC_S)
+    if ready:
+        os.read(pump.stdout.fileno(), 4096)  # this answer and any earlier ones left unread
+
+
+def _end_pump(pump: subprocess.Popen[bytes]) -> None:
+    """Let the pump end once the server's side of the pipe is closed, and wait for its last
+    lines (``PUMP_DRAIN_S`` at most: a worker that outlives the leader holds the pipe)."""
+    if pump.stdin is not None and not pump.stdin.closed:
+        pump.stdin.close()
+    try:
+        pump.wait(timeout=PUMP_DRAIN_S)
+    except subprocess.TimeoutExpired:
+        pass
+    if pump.stdout is not None and not pump.stdout.closed and pump.poll() is not None:
+        pump.stdout.close()
 
 
 @dataclass
@@ -389,9 +422,10 @@ class ServerRunner:
             raise MissingEngine(
                 f"{config.engine}: cannot run {argv[0]!r}: {exc.strerror or exc}"
             ) from None
-        finally:
-            if pump is not None and pump.stdin is not None:
-                pump.stdin.close()  # the server holds the pipe now: its end is the pump's EOF
+        except BaseException:
+            if pump is not None:
+                _end_pump(pump)
+            raise
         started = ServerStarted(
             run_id=run_id,
             engine=adapter.name,
@@ -589,12 +623,14 @@ class ServerRunner:
         return True
 
     def _lines(self, run: ServerRun) -> list[str]:
-        """The log's lines; once the server has exited, after the pump wrote its last ones."""
-        if run.pump is not None and run.process.poll() is not None:
-            try:
-                run.pump.wait(timeout=PUMP_DRAIN_S)
-            except subprocess.TimeoutExpired:  # a worker that outlives the leader holds the pipe
-                pass
+        """The log's lines, every one the server wrote so far: while it runs, after the pump
+        answered a ``SYNC`` (``runners.server.log_pump``); once it has exited, after the pump
+        wrote its last ones and ended."""
+        if run.pump is not None:
+            if run.process.poll() is None:
+                _sync_pump(run.pump)
+            else:
+                _end_pump(run.pump)
         return read_lines(run.log_path)
 
     def check(self, run: ServerRun) -> list[FindingRecorded]:
@@ -750,6 +786,8 @@ class ServerRunner:
             return None
         with self._shielded() as interrupted:
             sig = self._terminate(run)
+            if run.pump is not None:
+                _end_pump(run.pump)
             run.ended = True
             stopped = ServerStopped(
                 exit_code=exit_status(run.process),
