@@ -1,4 +1,4 @@
-"""Token shapes from a maintained rule set: Yelp's detect-secrets plugins (issue 26, point 4).
+"""Token shapes from a maintained rule set: Yelp's detect-secrets plugins (docs/reliability.md).
 
 Why detect-secrets: it is the widely used Python secret scanner (Apache-2.0, ~25 plugins:
 AWS, Azure, GitHub, GitLab, JWT, OpenAI, Stripe, Slack, Twilio, SendGrid, Mailchimp, npm,

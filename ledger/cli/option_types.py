@@ -4,7 +4,7 @@ click's ``FloatRange`` lets ``nan`` and ``inf`` through (``nan < 0`` is False; `
 is a float), and ``IntRange`` any integer: ``--timeout nan`` switched the limit off, ``--timeout
 inf`` made the timer thread die with a traceback, and ``--limit 99999999999999999999999``
 reached DuckDB as a LIMIT it cannot bind. These types refuse such values as usage errors
-(exit 2) naming the option (issue 26, point 6).
+(exit 2) naming the option (docs/reliability.md).
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Hard limits for the ``sql`` command's own process (issue 26, point 6).
+"""Hard limits for the ``sql`` command's own process (docs/reliability.md).
 
 The SQL console's fences inside DuckDB (``ledger.read.sql_sandbox``: read-only, no file
 access, DuckDB's memory limit, ``--timeout`` as an interrupt) leave two ways for one query to

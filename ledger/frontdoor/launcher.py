@@ -263,7 +263,7 @@ def _remove_stale(path: str) -> None:
 #: and the server's own settings need, nothing else. Each call runs with the whole environment
 #: of its client swapped in, and the starting call's API keys and tokens (HF_TOKEN,
 #: OPENAI_API_KEY, a DATABASE_URL with a password) would otherwise stay in the long-lived
-#: process's /proc/PID/environ for anyone who may read it (issue 26, point 4).
+#: process's /proc/PID/environ for anyone who may read it (docs/reliability.md).
 _RESIDENT_ENV_NAMES = frozenset(
     {"PATH", "HOME", "USER", "LOGNAME", "SHELL", "LANG", "LANGUAGE", "TZ", "TMPDIR", "TMP", "TEMP"}
     | {"VIRTUAL_ENV", "XDG_RUNTIME_DIR", "TERM", "COLUMNS", "LINES", "NO_COLOR"}

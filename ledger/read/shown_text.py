@@ -1,4 +1,4 @@
-"""Text as a person's terminal shows it: control characters escaped (issue 26, point 5).
+"""Text as a person's terminal shows it: control characters escaped (docs/reliability.md).
 
 Stored text is whatever an event carried: a note, a log line, a file name, a flag value. A
 terminal acts on some of it: ``ESC ] 0 ; … BEL`` sets the window title, ``ESC [ 2 J`` clears

@@ -1,4 +1,4 @@
-"""Reading a ledger that needs catching up where it cannot be written (issue 26, point 6).
+"""Reading a ledger that needs catching up where it cannot be written (docs/reliability.md).
 
 A writer killed mid-session leaves its write-ahead log beside the file and the projections
 (``ledger.derive.projections``) behind the log. The next reader normally brings the file up to

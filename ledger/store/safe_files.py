@@ -5,7 +5,7 @@ waiting (a FIFO with no writer does not hang) and refuses anything but a regular
 (``/dev/zero`` would be read without bound, a FIFO would block), following symlinks.
 
 ``write_file`` is how exports are written, with the rule that ``-o FILE`` may do nothing
-``> FILE`` could not (issue 26):
+``> FILE`` could not (docs/reliability.md):
 
 - a name for one of this process's open descriptors (``/dev/stdout``, ``/dev/stderr``,
   ``/dev/fd/N``, ``/proc/self/fd/N``) is written to that descriptor, at its offset and with

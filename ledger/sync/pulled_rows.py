@@ -1,4 +1,4 @@
-"""Hub rows checked as an append checks its input, before a pull stores them (issue 26, point 2).
+"""Hub rows checked as an append checks its input, before a pull stores them (docs/reliability.md).
 
 The hub is input like any other: any role with INSERT on it (another tool, plain SQL, a
 buggy or hostile client) can write rows no tuneledger would. Before this check a pull stored

@@ -27,7 +27,7 @@ from schemas.secrets import mask_json, mask_text
 
 #: The most an event's payload may hold, as stored (JSON, UTF-8): 1 MiB, a hundred times the
 #: largest event of the H200 campaign (10 KB). A 50 MB note was stored and then made
-#: ``events``, ``export`` and ``sql`` run past 100 s at 860 MB (issue 26, point 6): large text
+#: ``events``, ``export`` and ``sql`` run past 100 s at 860 MB (docs/reliability.md): large text
 #: belongs in a file an event names (``source``, an artifact path), not in the log.
 MAX_PAYLOAD_BYTES = 2**20
 #: The most characters an event's ``source`` may hold (a file:line, a URL, a message).

@@ -1,4 +1,4 @@
-"""A server's output into its artifacts log with secrets masked (issue 26, point 4).
+"""A server's output into its artifacts log with secrets masked (docs/reliability.md).
 
 A server prints its secrets: SGLang logs ``server_args=ServerArgs(... api_key='sk-proj-…')``
 at start-up, a crash can print its environment. The server runner gave the server the log

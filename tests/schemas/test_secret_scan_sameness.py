@@ -21,8 +21,8 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def reference(text: str) -> bool:
-    """The loop before the one-pass scan: one ``str.find`` chain per root (and, since issue 26,
-    the long-run test that sends a text to the library's token shapes)."""
+    """The loop before the one-pass scan: one ``str.find`` chain per root, and the long-run
+    test that sends a text to the library's token shapes (``schemas.secret_shapes``)."""
     if secrets._LONG_RUN.search(text):
         return True
     lower = text.lower()

@@ -1,4 +1,4 @@
-"""``export -o`` never does what ``> FILE`` could not (issue 26, point 1).
+"""``export -o`` never does what ``> FILE`` could not (docs/reliability.md).
 
 Real files, pipes, hard links and owners: ``-`` is standard output; ``/dev/stdout`` (and any
 name of an open descriptor) is written at the descriptor, so ``-o /dev/stdout >> log`` appends
@@ -20,14 +20,14 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
-from cli_inprocess import invoke
 
 from ledger.errors import StorageError
 from ledger.store import LedgerStore
 from ledger.store.safe_files import descriptor_of, write_file
 from schemas import NoteAdded
+from tests.support.cli_inprocess import invoke
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 CLI = [sys.executable, "-m", "ledger.cli.main"]
 NOBODY = 65534
 

@@ -1,4 +1,4 @@
-"""Stored text never drives the terminal that shows it (issue 26, point 5).
+"""Stored text never drives the terminal that shows it (docs/reliability.md).
 
 A note holding a title-setting OSC sequence, a clear-screen CSI, an 8-bit CSI (0x9B), a
 carriage return, a right-to-left override and rich markup is stored as given; every
@@ -14,11 +14,11 @@ import re
 from pathlib import Path
 
 import pytest
-from cli_inprocess import invoke
 
 from ledger.read.shown_text import escape_controls
 from ledger.store import LedgerStore
 from schemas import NoteAdded
+from tests.support.cli_inprocess import invoke
 
 HOSTILE = "hi \x1b]0;pwned\x07\x1b[2J\x9b31m over\rwritten \u202ereversed [link=https://evil.example]click[/link]"
 #: Any control character a terminal acts on (tab and newline are layout, not commands).

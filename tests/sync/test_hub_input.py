@@ -1,4 +1,4 @@
-"""The hub is input like any other (issue 26, point 2): a real PostgreSQL hub, rows inserted
+"""The hub is input like any other (docs/reliability.md): a real PostgreSQL hub, rows inserted
 into it directly, as any role with INSERT may (``tests/pg_cluster.py``).
 
 The property (hypothesis, over random mixes of valid rows and rows broken one way each): after
@@ -23,15 +23,15 @@ from uuid import UUID, uuid4
 
 import psycopg
 import pytest
-from cli_inprocess import invoke
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from pg_cluster import Cluster, hub_schema, make_hub, pg_server, writer_env  # noqa: F401
 from uuid6 import uuid7
 
 from ledger.store import LedgerStore
 from ledger.sync import replicate as sync
 from ledger.sync.remote import Remote, add_remote
+from tests.support.cli_inprocess import invoke
+from tests.support.pg_cluster import Cluster, make_hub
 
 #: A real PostgreSQL server: `make test` runs it, `make check` does not.
 pytestmark = pytest.mark.slow

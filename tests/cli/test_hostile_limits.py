@@ -1,4 +1,4 @@
-"""Tracebacks and hangs of hostile input and storage, each now one line (issue 26, point 6).
+"""Tracebacks and hangs of hostile input and storage, each now one line (docs/reliability.md).
 
 Real files and processes: a ledger damaged byte by byte (the header, and data blocks whose
 checksum DuckDB verifies only when a query reads them), payloads past the stored bound,
@@ -20,14 +20,14 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from cli_inprocess import invoke
 
 from ledger.cli.render import MAX_CELL_CHARS
 from ledger.store import LedgerStore
 from ledger.write.input_checks import MAX_PAYLOAD_BYTES
 from schemas import NoteAdded
+from tests.support.cli_inprocess import invoke
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def one_line(done: subprocess.CompletedProcess[str]) -> bool:

@@ -1,4 +1,4 @@
-"""Every token shape, in every place a secret can leak (issue 26, point 4).
+"""Every token shape, in every place a secret can leak (docs/reliability.md).
 
 Shapes: those of the maintained rule set (detect-secrets: JWT, GitLab ``glpat-``, Stripe
 ``sk_live_``, AWS ``AKIA``, Slack, OpenAI, …), ours (``github_pat_``, ``AIza…``, an AWS secret
@@ -17,17 +17,36 @@ import base64
 import json
 import os
 import random
+import shutil
 import string
 from pathlib import Path
 
 import pytest
-from cli_inprocess import invoke
-from test_secrets import stored_text
 
 from ledger.store import LedgerStore
 from schemas.secrets import mask_text, may_hold_secret, may_hold_secrets
+from tests.support.cli_inprocess import invoke
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def stored_text(path: Path) -> str:
+    """Every value of every column of every table in the ledger file, as text."""
+    import duckdb
+
+    con = duckdb.connect(str(path), read_only=True)
+    try:
+        tables = [
+            row[0]
+            for row in con.execute(
+                "SELECT table_name FROM information_schema.tables WHERE table_type = 'BASE TABLE'"
+            ).fetchall()
+        ]
+        return "\n".join(str(con.execute(f'SELECT * FROM "{t}"').fetchall()) for t in tables)
+    finally:
+        con.close()
+
+
 RNG = random.Random(26)
 ALNUM = string.ascii_letters + string.digits
 
@@ -258,7 +277,7 @@ def test_run_server_show_masks_every_secret_of_a_servers_file(tmp_path: Path) ->
 def test_the_artifacts_log_of_a_server_holds_no_secret(ledger: Path) -> None:
     """The fake SGLang server prints its api key in its server_args line, as SGLang does, and
     its argv; the log under <ledger>.artifacts/ is written through the masking pump."""
-    from test_runner_server import fake_config, make_runner
+    from tests.support.fake_sglang import fake_config, make_runner
 
     store = LedgerStore(ledger)
     runner = make_runner(store)
@@ -273,30 +292,57 @@ def test_the_artifacts_log_of_a_server_holds_no_secret(ledger: Path) -> None:
 
 @pytest.mark.slow
 def test_the_resident_process_keeps_no_secret_of_the_starting_call(tmp_path: Path) -> None:
-    from test_resident import Resident
+    """A resident process started from a shell holding API keys: its /proc environment does not
+    hold them, and a call forwarded to it still runs with its own client's environment."""
+    import subprocess
+    import sys
+    import tempfile
+    import time
 
-    folder = tmp_path / "rt"
-    folder.mkdir(mode=0o700)
-    resident = Resident(str(folder))
-    resident.env.update(
-        HF_TOKEN=SHAPES["huggingface"][0],
-        OPENAI_API_KEY=SHAPES["openai"][0],
-        DATABASE_URL="postgresql://u:" + SHAPES["url_password"][0] + "@db/x",
-    )
+    from ledger.frontdoor import launcher
+    from ledger.frontdoor.resident import ask_server
+
+    folder = tempfile.mkdtemp(prefix="tl-rt-")  # short: a socket's path is limited to 107 bytes
+    os.chmod(folder, 0o700)
+    env = {
+        **os.environ,
+        "TUNELEDGER_RESIDENT": "1",
+        "TUNELEDGER_RUNTIME_DIR": folder,
+        "TUNELEDGER_RESIDENT_IDLE_S": "300",
+        "HF_TOKEN": SHAPES["huggingface"][0],
+        "OPENAI_API_KEY": SHAPES["openai"][0],
+        "DATABASE_URL": "postgresql://u:" + SHAPES["url_password"][0] + "@db/x",
+    }
+    pid = launcher.start_server(env)
+    assert pid is not None
     try:
-        pid = resident.start()
+        deadline = time.monotonic() + 120
+        while ask_server("status", env) is None:
+            assert time.monotonic() < deadline, "no resident process answers"
+            time.sleep(0.2)
         environ = Path(f"/proc/{pid}/environ").read_bytes().decode("utf-8", "replace")
         assert "PATH=" in environ and f"TUNELEDGER_RUNTIME_DIR={folder}" in environ
         for name in ("HF_TOKEN", "OPENAI_API_KEY", "DATABASE_URL"):
             assert f"{name}=" not in environ
         assert leaked(environ) == []
-        # a call forwarded to it still sees its own client's environment
-        ledger = resident.init(tmp_path)
-        done = resident.run(["--ledger", str(ledger), "append", "note_added", "-f", "text=x"])
+        ledger = tmp_path / "l.duckdb"
+        LedgerStore(ledger).init()
+        tuneledger = str(Path(sys.executable).with_name("tuneledger"))
+        done = subprocess.run(
+            [tuneledger, "--ledger", str(ledger), "append", "note_added", "-f", "text=x"],
+            capture_output=True,
+            env=env,
+            timeout=120,
+        )
         assert done.returncode == 0, done.stderr
-        assert resident.calls() == 1
+        answer = ask_server("status", env)
+        assert answer is not None and answer[2] == 1  # the call was forwarded to it
     finally:
-        resident.stop()
+        ask_server("stop", env)
+        deadline = time.monotonic() + 30
+        while Path(f"/proc/{pid}").exists() and time.monotonic() < deadline:
+            time.sleep(0.2)
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 def test_the_log_pump_masks_every_shape(tmp_path: Path) -> None:
