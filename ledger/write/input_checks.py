@@ -167,9 +167,11 @@ def check_source(source: str | None, label: str) -> None:
 _CLEAN_IDS: dict[str, object] = {}
 
 
-#: Payload fields that identify something (a candidate, a configuration, a run, a trial):
-#: kept as given like the envelope's identifiers, so refused when they hold a secret.
-ID_FIELDS = ("candidate_id", "config_name", "run_id", "server_run_id", "trial_id")
+#: Payload fields that name something people choose (a candidate, a configuration): kept as
+#: given like the envelope's identifiers, so refused when they hold a secret. (Run and trial ids
+#: are made by the runners, from configuration names that are checked where they are read; a
+#: campaign repeats these two, so they are scanned once each: ``_CLEAN_IDS``.)
+ID_FIELDS = ("candidate_id", "config_name")
 
 
 def holds_secret(value: str) -> bool:
@@ -240,10 +242,13 @@ def stored_payloads(
     """
     n = len(payloads)
     for i, text in enumerate(payloads):
-        # characters first: a text of n characters is at most 4n bytes of UTF-8
+        # characters first: a text of n characters is at most 4n bytes of UTF-8 (``label`` only
+        # on a refusal: it costs a look at the input)
         if len(text) * 4 > MAX_PAYLOAD_BYTES and len(text.encode()) > MAX_PAYLOAD_BYTES:
             raise too_large(json.loads(text), len(text.encode()), label(i))
-        check_source(sources[i], label(i))
+        source = sources[i]
+        if source is not None and len(source) > MAX_SOURCE_CHARS:
+            check_source(source, label(i))
     joined = secrets.join_texts([*payloads, *sources])
     if _NINETEEN in joined.classes:  # (a run in a source only costs a closer look)
         for i, text in enumerate(payloads):
