@@ -18,6 +18,9 @@ A plan file (TOML, see ``examples/plan.toml``)::
     flag = "continuous-batching"      # a single-flag candidate: its measured verdict becomes a finding
     hypothesis = "batching raises throughput at c > 1"
 
+    [[candidates]]                    # a grid: one configuration per value (runners/plan_grid.py)
+    grid = { max-num-seqs = [1, 8, 32] }   # -> max-num-seqs-1, max-num-seqs-8, max-num-seqs-32
+
     [bench]                           # the workload, as `tuneledger run bench` takes it
     endpoint = "chat"
     input_len = 64
@@ -55,7 +58,7 @@ from pathlib import Path
 from typing import Any, Protocol
 from uuid import UUID
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from ledger.errors import ConcurrencyConflict, InvalidInput
 from ledger.store import LedgerStore
@@ -71,6 +74,8 @@ from runners.bench.client import (
 )
 from runners.bench.discovery import served_model
 from runners.bench.workload import WorkloadSpec, build_workload
+from runners.plan_grid import expand_grids
+from runners.plan_resume import finished_points
 from runners.server.runner import PortInUse, ServerStartFailed
 from schemas import Actor, Host
 from schemas.envelope import Evidence
@@ -143,6 +148,8 @@ class BenchSection(_Strict):
     input_len: int = Field(default=64, ge=1)
     output_len: int = Field(default=32, ge=1)
     num_prompts: int = Field(default=32, ge=1)
+    #: Tokens every prompt shares at its start (``runners.bench.workload``): prefix caching's case.
+    shared_prefix_len: int = Field(default=0, ge=0)
     #: When set, a run at concurrency c sends only the first ``min(num_prompts, max(min_prompts,
     #: prompts_per_concurrency x c))`` prompts: a closed loop needs about 5 c prompts to keep its
     #: achieved concurrency >= 0.9 c through the tail (the validity gate), and the same count at
@@ -154,6 +161,14 @@ class BenchSection(_Strict):
     seed: int = 0
     tokenizer: str | None = None
     ignore_eos: bool = True
+
+    @model_validator(mode="after")
+    def _prefix_inside_prompt(self) -> BenchSection:
+        if self.shared_prefix_len >= self.input_len:
+            raise ValueError(
+                f"shared_prefix_len ({self.shared_prefix_len}) must be below input_len ({self.input_len})"
+            )
+        return self
 
 
 @dataclass
@@ -211,11 +226,10 @@ def load_plan(path: str | Path) -> Plan:
 
     file = Path(path)
     data = read_toml(file, "plan", {"plan", "candidates", "bench", "defaults", "configs"})
-    section, candidates, bench = validated(
+    section, bench = validated(
         file,
         lambda: (
             PlanSection.model_validate(data.get("plan", {})),
-            [CandidateSpec.model_validate(c) for c in data.get("candidates", [])],
             BenchSection.model_validate(data.get("bench", {})),
         ),
     )
@@ -225,6 +239,8 @@ def load_plan(path: str | Path) -> Plan:
         configs = parse_configs(
             {k: v for k, v in data.items() if k in ("defaults", "configs")}, str(file)
         )
+    raw = expand_grids(list(data.get("candidates", [])), configs, section.baseline, str(file))
+    candidates = validated(file, lambda: [CandidateSpec.model_validate(c) for c in raw])
     plan = Plan(section, candidates, bench, configs, str(file))
     if not candidates:
         raise InvalidInput(f"{file}: no [[candidates]]: nothing to compare against the baseline")
@@ -357,8 +373,13 @@ def run_plan(
     progress: bool = True,
     request_options: dict[str, dict[str, Any]] | None = None,
     after_sweep: Callable[[str, Any, int], None] | None = None,
+    resume: bool = False,
 ) -> PlanResult:
     """Run the plan (see the module docstring); return its runs, comparisons and findings.
+
+    ``resume``: the runs this plan's session already holds (valid, same workload and tool, by
+    arm, repeat and load: ``runners.plan_resume``) are not measured again but compared with the
+    new ones; an arm with nothing left to measure is not started.
 
     A run that fails before measuring (the server does not start, every warmup request
     fails) is recorded as not valid with its cause and retried on a restarted server, up to
@@ -379,7 +400,9 @@ def run_plan(
     # The inputs first (a tokenizer path that does not exist is exit 3): a refused plan
     # leaves nothing in the ledger.
     workload = build_workload(
-        WorkloadSpec(b.input_len, b.output_len, b.num_prompts, b.seed, b.tokenizer)
+        WorkloadSpec(
+            b.input_len, b.output_len, b.num_prompts, b.seed, b.tokenizer, b.shared_prefix_len
+        )
     )
     store.init()
     _record_preamble(store, plan)
@@ -388,10 +411,17 @@ def run_plan(
         plan.plan.concurrency if plan.plan.request_rate is None else [None]
     )
     candidates = {spec.config: candidate_id(spec) for spec in plan.candidates}
+    done = finished_points(store, plan, loads) if resume else {}
+    result.points.extend(done.values())
+    if done:
+        say(f"resume: {len(done)} run(s) of this plan already in the ledger, not measured again")
     t0, budget = time.monotonic(), plan.plan.time_budget_s
     try:
         for repeat in range(plan.plan.repeats):
             for arm in plan.arms:
+                pending = [c for c in loads if (arm, repeat, c) not in done]
+                if not pending:
+                    continue
                 if budget and time.monotonic() - t0 > budget:
                     say(f"time budget {budget:g} s spent: {arm} repeat {repeat + 1} not run")
                     continue
@@ -402,7 +432,7 @@ def run_plan(
                     servers,
                     arm,
                     repeat,
-                    list(loads),
+                    pending,
                     workload,
                     result,
                     candidates.get(arm),
@@ -475,6 +505,7 @@ def _run_arm(
                 workload=workload,
                 ignore_eos=b.ignore_eos,
                 extra_body=extra_body or {},
+                server_metrics=config.engine == "vllm",
             )
             asyncio.run(
                 _sweep_levels(
@@ -594,6 +625,7 @@ def _record_failed_run(
             seed=b.seed,
             ignore_eos=b.ignore_eos,
             endpoint=b.endpoint,
+            shared_prefix_len=b.shared_prefix_len or None,
         ),
         concurrency=load,
         repeat=repeat,

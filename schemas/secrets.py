@@ -282,7 +282,7 @@ class JoinedTexts(NamedTuple):
 
 
 def join_texts(texts: Sequence[str | None]) -> JoinedTexts:
-    """``texts`` joined for ``may_hold_secrets`` (and ``input_checks.stored_payloads``'s BIGINT
+    """``texts`` joined for ``may_hold_secrets`` (and ``ledger.store.payloads.stored_payloads``'s BIGINT
     search in ``classes``: a newline is no digit, so no run crosses from one text to the next)."""
     joined = "\n".join(["", *(text or "" for text in texts), ""])
     if joined.isascii():

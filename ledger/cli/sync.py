@@ -20,7 +20,7 @@ import json
 import click
 
 # pyarrow and rich (``ledger.cli.render``) only when a table is printed: `--help` stays light.
-from ledger.cli.main import FORMATS, Context, ledger_option, pass_ctx, print_table
+from ledger.cli.context import FORMATS, Context, ledger_option, pass_ctx, print_table
 
 
 @click.group(name="remote")

@@ -15,17 +15,25 @@ findings and ``StartupFacts`` come out):
   ``Using Flash Attention backend on V1 engine.``, ``Using FlashInfer backend.``;
 - CUDA graph capture sizes: ``"cudagraph_capture_sizes":[512,...]`` in the engine's config
   line (``cuda_graph_bs``), or none under eager mode (``enforce_eager``);
-- KV cache capacity: ``GPU KV cache size: 1,205,376 tokens`` (0.6+) or ``# GPU blocks: N``
-  x the block size (older) -> ``kv_cache_tokens`` and ``max_total_num_tokens``;
+- KV cache capacity: ``GPU KV cache size: 1,205,376 tokens`` (0.6+; the CPU build logs ``CPU KV
+  cache size: ...``) or ``# GPU blocks: N`` x the block size (older) -> ``kv_cache_tokens`` and
+  ``max_total_num_tokens``; the same line's ``Maximum concurrency for 512 tokens per request:
+  2048.00x`` -> ``max_concurrency``;
+- the speculative decoding config: the ``speculative_config`` of the args (``None`` when absent);
   ``max_num_seqs`` (from the args) -> ``max_running_requests``; ``max_model_len`` ->
   ``context_len``; weight loading time;
 - the fused-MoE config lookups: ``Using configuration from PATH for MoE layer.`` (found) and
   ``Using default MoE config. Performance might be sub-optimal! Config file not found at ['PATH']``
   (default; each rank logs it, one lookup is kept per file);
-- readiness: ``Starting vLLM API server ... on http://...``, ``Application startup complete.``;
-- a crash: the root exception of the last traceback (vLLM's own ``Engine core
-  initialization failed. See root cause above`` points back to it), out of memory when
-  the log says so;
+- readiness, on the ready line only: ``Starting vLLM API server ... on http://...`` (0.32:
+  ``Starting vLLM server on http://...``, logged once the engine is up, as the HTTP server
+  starts), or uvicorn's own unprefixed ``Application startup complete.`` / ``Uvicorn running on``;
+- a crash: the root exception of the first traceback, whether bare or logged line by line under
+  the ERROR prefix (a worker's exception after readiness: ``RuntimeError: Unsupported CPU
+  attention configuration ...``; vLLM's own ``Engine core initialization failed. See root cause
+  above``, ``EngineCore encountered a fatal error`` and ``EngineDeadError`` point back to it),
+  out of memory when the log says so; a command line refused by argparse (``api_server.py:
+  error: unrecognized arguments: --x``), which prints no vLLM line at all;
 - warnings that switch a requested arg off (``disabl``/``not supported``/``overrid``/
   ``falling back``/``ignor`` on a line naming the arg) -> ``overridden``.
 """
@@ -62,7 +70,9 @@ _ATTN_RE = re.compile(
     r"^Using (?:AttentionBackendEnum\.)?(?P<name>[\w .-]+?) (?:attention )?backend(?: on V1 engine| out of potential backends.*)?\.?$"
 )
 _CG_RE = re.compile(r"""["']?cudagraph_capture_sizes["']?\s*[:=]\s*\[([\d,\s]*)\]""")
-_KV_TOKENS_RE = re.compile(r"GPU KV cache size: ([\d,]+) tokens")
+_KV_TOKENS_RE = re.compile(r"(?:GPU|CPU) KV cache size: ([\d,]+) tokens")
+_MAX_CONCURRENCY_RE = re.compile(r"Maximum concurrency for [\d,]+ tokens per request: ([\d,.]+)x")
+_ARGPARSE_ERROR_RE = re.compile(r"^[\w.-]+(?:\.py)?: error: (?P<msg>.+)$")
 _GPU_BLOCKS_RE = re.compile(r"# GPU blocks: (\d+)")
 _MAX_LEN_RE = re.compile(r"Using max model len (\d+)")
 _WEIGHTS_RE = re.compile(
@@ -73,7 +83,7 @@ _MOE_DEFAULT_RE = re.compile(
     r"Using default MoE config\..*?Config file not found at \[?'?(.+?\.json)"
 )
 _READY_RE = re.compile(
-    r"Starting vLLM API server\b.* on https?://|Application startup complete|Uvicorn running on"
+    r"Starting vLLM (?:API )?server\b.* on https?://|Application startup complete|Uvicorn running on"
 )
 _EXC_RE = re.compile(
     r"^(?P<cls>(?:[A-Za-z_]\w*\.)*\w*(?:Error|Exception|Interrupt|Exit))(?::\s*(?P<msg>.*))?$"
@@ -85,6 +95,9 @@ _GENERIC_CRASH = (
     "Engine core initialization failed",
     "EngineCore failed to start",
     "See root cause above",
+    "EngineCore encountered a fatal error",
+    "EngineDeadError",
+    "please check the stack trace above for the root cause",
 )
 _OVERRIDE_RE = re.compile(
     r"disabl|not supported|overrid|falling back|fall back|ignor|forcing", re.IGNORECASE
@@ -100,6 +113,7 @@ LOG_MARKERS: tuple[str, ...] = (
     "Starting vLLM API server",
     "Using default MoE config",
     "EngineCore failed to start",
+    "CPU KV cache size:",
 )
 
 
@@ -112,6 +126,10 @@ class VllmLogFacts:
     facts: ServerLogFacts
     engine_version: str | None = None
     overridden: dict[str, LogLine] = field(default_factory=dict)
+    #: Requests of ``max_model_len`` tokens the KV cache holds at once, as vLLM logs it.
+    max_concurrency: float | None = None
+    #: ``--speculative-config`` as vLLM parsed it (``None``: no speculative decoding).
+    speculative_config: dict[str, object] | None = None
 
 
 def split_vllm_line(number: int, raw: str, year: int = 1900) -> LogLine:
@@ -156,9 +174,16 @@ def parse_vllm_log(raw_lines: list[str]) -> VllmLogFacts:
             proc = _PROC_RE.search(line.raw)
             if proc and proc.group("proc").startswith("APIServer"):
                 facts.pid = int(proc.group("pid"))
+        if "Traceback (most recent call last)" in line.raw and crash_start is None:
+            crash_start = line  # bare, or a worker's traceback logged line by line at ERROR
         if not line.prefixed:
-            if "Traceback (most recent call last)" in line.raw and crash_start is None:
-                crash_start = line
+            m = _ARGPARSE_ERROR_RE.match(line.raw)
+            if m and crash_start is None:
+                crash_start = line  # the command line was refused before vLLM logged anything
+            if _READY_RE.search(msg) and not facts.ready:
+                # uvicorn's own logger: "INFO:     Application startup complete." (no timestamp)
+                facts.ready = True
+                facts.evidence["ready"] = line
             continue
         if line.level == "WARNING":
             facts.warnings.append(line)
@@ -187,6 +212,9 @@ def parse_vllm_log(raw_lines: list[str]) -> VllmLogFacts:
         if m:
             facts.kv_cache_tokens = int(m.group(1).replace(",", ""))
             facts.evidence["max_total_num_tokens"] = line
+            m = _MAX_CONCURRENCY_RE.search(msg)
+            if m:
+                out.max_concurrency = float(m.group(1).replace(",", ""))
         m = _GPU_BLOCKS_RE.search(msg)
         if m:
             kv_blocks = (int(m.group(1)), line)
@@ -223,6 +251,9 @@ def parse_vllm_log(raw_lines: list[str]) -> VllmLogFacts:
         facts.evidence["max_running_requests"] = facts.evidence.get("server_args")  # type: ignore[assignment]
     if facts.context_len is None and isinstance(args.get("max_model_len"), int):
         facts.context_len = args["max_model_len"]
+    spec = args.get("speculative_config")
+    if isinstance(spec, dict):
+        out.speculative_config = spec
     if args.get("enforce_eager") is True and facts.cuda_graph_bs is None:
         facts.cuda_graph_bs = []
     if crash_start is not None:

@@ -15,6 +15,11 @@ def _fmt(x: Any, spec: str = ".1f", suffix: str = "") -> str:
     return "-" if x is None else f"{x:{spec}}{suffix}"
 
 
+def _pct(fraction: float | None) -> float | None:
+    """A fraction as a percentage; None (no roofline: the device's peaks are unknown) stays."""
+    return None if fraction is None else 100 * fraction
+
+
 def render_kernel_tunes(tunes: list[dict[str, Any]], table: TableRenderer) -> list[str]:
     """``## Kernel tunes`` lines, or [] when the session has no completed tune. ``tunes``: the
     session's ``kernel_tunes`` rows, each with its ``results`` (``kernel_tune_results`` rows,
@@ -44,8 +49,8 @@ def render_kernel_tunes(tunes: list[dict[str, Any]], table: TableRenderer) -> li
                             _fmt(r["tuned_us"]),
                             _fmt(r["speedup"], ".2f", "x"),
                             _fmt(r["noise_pct"], ".1f", "%"),
-                            _fmt(100 * r["bandwidth_fraction"], ".0f", "%"),
-                            _fmt(100 * r["flops_fraction"], ".1f", "%"),
+                            _fmt(_pct(r["bandwidth_fraction"]), ".0f", "%"),
+                            _fmt(_pct(r["flops_fraction"]), ".1f", "%"),
                         ]
                         for r in rows
                     ],

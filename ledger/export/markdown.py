@@ -402,7 +402,17 @@ def _render_flag_verdicts(report: SessionReport, short: ShortIds) -> list[str]:
     else:
         lines += ["The session records no arch: verdicts without an arch.", ""]
     table = markdown_table(
-        ["Flag", "Engine", "Engine version", "Arch", "Verdict", "Basis", "History", "Summary"],
+        [
+            "Flag",
+            "Engine",
+            "Engine version",
+            "Arch",
+            "Verdict",
+            "Basis",
+            "History",
+            "Summary",
+            "Evidence",
+        ],
         [
             [
                 _code(r["setting"]),
@@ -413,11 +423,32 @@ def _render_flag_verdicts(report: SessionReport, short: ShortIds) -> list[str]:
                 r["basis"],
                 " → ".join(r["history"] or []),
                 f"{_clip(r['summary']) or '—'} ({_code(short(r['evidence_event_id']))})",
+                _source_refs(r.get("evidence")),
             ]
             for r in rows
         ],
     )
     return lines + [table]
+
+
+#: Source pointers shown per verdict (the event holds them all: ``tuneledger show ID``).
+_EVIDENCE_REFS = 3
+
+
+def _source_refs(evidence: Any) -> str:
+    """A verdict's evidence as ``file:line`` pointers (what research read), else "—"."""
+    items = _json(evidence) if isinstance(evidence, str) else evidence
+    refs = [
+        item["ref"]
+        for item in items or []
+        if isinstance(item, dict)
+        and item.get("ref")
+        and item.get("kind") in ("source", "log", "file")
+    ]
+    if not refs:
+        return "—"
+    more = f" (+{len(refs) - _EVIDENCE_REFS})" if len(refs) > _EVIDENCE_REFS else ""
+    return ", ".join(_code(ref) for ref in refs[:_EVIDENCE_REFS]) + more
 
 
 def _flag_changes(run: dict[str, Any]) -> list[str]:

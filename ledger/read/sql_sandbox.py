@@ -24,6 +24,7 @@ from pathlib import Path
 import duckdb
 import pyarrow as pa
 
+import ledger.derive  # noqa: F401  (the store keeps the derived tables current)
 from ledger.errors import InvalidInput, QueryTimeout, Refused
 from ledger.store import LedgerStore
 from ledger.store.ledger_file import open_error
@@ -133,7 +134,7 @@ def stream_readonly(
     """
     check_readonly(sql)
     deadline = time.monotonic() + timeout_s if timeout_s else None
-    with store.connect(read_only=True, config=SANDBOX_CONFIG) as con:
+    with store.connect(read_only=True, config=SANDBOX_CONFIG, views=sql) as con:
         timer = threading.Timer(timeout_s, con.interrupt) if timeout_s else None
         if timer is not None:
             timer.daemon = True

@@ -8,9 +8,9 @@ as a session id; ``show`` on one was a traceback. Each pulled row now passes wha
 
 - the event model of its type, at its schema version (upcast like a stored row): fields,
   types, vocabulary, actor kinds; the payload a JSON object without envelope fields;
-- the stored bounds (``input_checks``: 1 MiB of payload, a ``source`` of 4,096 characters,
+- the stored bounds (``ledger.store.payloads``: 1 MiB of payload, a ``source`` of 4,096 characters,
   integers within BIGINT);
-- identifiers free of secrets (``input_checks.no_secret_ids``: a token as a session id,
+- identifiers free of secrets (``ledger.store.payloads.no_secret_ids``: a token as a session id,
   stream or actor name is refused, never stored; secrets in text are masked by the store);
 - a retraction names an event this ledger holds (or one earlier in the batch) that is not
   itself a retraction;
@@ -34,14 +34,14 @@ from pydantic import ValidationError
 
 from ledger.errors import InvalidInput
 from ledger.read.shown_text import escape_controls
-from ledger.sync.hub import PULL_COLUMNS
-from ledger.write.input_checks import (
+from ledger.store.payloads import (
     MAX_PAYLOAD_BYTES,
     check_ints,
     check_source,
     no_secret_ids,
     too_large,
 )
+from ledger.sync.hub import PULL_COLUMNS
 from schemas import EventEnvelope, EventRetracted, parse_event
 from schemas.secrets import mask_text
 

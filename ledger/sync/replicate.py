@@ -13,7 +13,7 @@ after the hub's commit is simply pushed again: the hub returns the stored positi
 
 Pull: the hub events of other ledgers after this ledger's ``pulled_position``, up to the
 hub head read at the start, in hub order and batches of ``batch`` events; each batch is
-appended with ``LedgerStore.append_replicated`` (the bulk import's column path: one
+appended through ``ledger.write.replicated`` (its rules, then the store's column path: one
 ``INSERT ... SELECT``, seq and stream versions numbered in SQL) together with its
 ``sync_events`` rows and the new ``pulled_position``, in one local transaction. An interrupted pull (Ctrl-C,
 a dropped connection, SIGKILL) leaves a prefix of the hub's order and resumes after it.
@@ -46,10 +46,11 @@ from uuid6 import uuid7
 
 from ledger.errors import EventIdReused, InvalidInput, NotFound
 from ledger.store import AppendResults, LedgerStore, columns_table
+from ledger.store.payloads import holds_secret
 from ledger.sync import hub
 from ledger.sync.pulled_rows import HeldRow, check_rows
 from ledger.sync.remote import REMOTES_DDL, Remote
-from ledger.write.input_checks import holds_secret
+from ledger.write import replicated
 
 #: How many events one pull transaction applies.
 PULL_BATCH = 50_000
@@ -708,7 +709,9 @@ def _apply_pulled(
         remote, rows, position, pull.hub_head, pull.now, pull.pending, invalid, retried
     )
     try:
-        return pull.store.append_replicated(_pull_table(rows), record=record)
+        return replicated.append_pulled(
+            pull.store, _pull_table(rows), record=record, where=f"rows pulled from {remote.name}"
+        )
     except EventIdReused as error:
         if error.event_id is None:
             raise

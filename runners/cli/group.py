@@ -23,7 +23,7 @@ from typing import Any
 
 import click
 
-from ledger.cli.main import Context, pass_ctx
+from ledger.cli.context import Context, pass_ctx
 from runners.cli.measure import bench_command, plan_command
 from runners.server.configs import DEFAULT_HEALTH_TIMEOUT_S, load_config, load_configs
 from runners.server.engines import adapter_for

@@ -401,8 +401,8 @@ def capture(kernel: KernelInfo, p: MoeProblem, config: Config) -> torch.cuda.CUD
     """Both GEMMs with ``config`` captured as one CUDA graph (run once eagerly first).
 
     SGLang replays decode under CUDA graphs, and Python's launch cost (tens of µs per
-    ``invoke_fused_moe_kernel``) would otherwise be timed instead of the GPU: on the H200 it put a
-    floor of about 115 µs under every small-batch timing (seen 2026-11-30).
+    ``invoke_fused_moe_kernel``) would otherwise be timed instead of the GPU: it put a floor under
+    every small-batch timing (docs/performance.md).
     """
     run_config(kernel, p, config)
     torch.cuda.synchronize()

@@ -80,11 +80,6 @@ def config_key(config: Mapping[str, Any]) -> str:
     return ",".join(str(int(config[k])) for k in CONFIG_KEYS)
 
 
-def config_from_key(key: str) -> Config:
-    """The inverse of ``config_key``."""
-    return dict(zip(CONFIG_KEYS, (int(x) for x in key.split(",")), strict=True))
-
-
 @dataclass(frozen=True)
 class MoeShape:
     """The shape of one MoE layer's expert GEMMs on one rank.
@@ -585,19 +580,14 @@ def halving_rungs(
 # --- roofline ------------------------------------------------------------------------------
 
 
-#: The H200's datasheet peaks (NVIDIA H200 datasheet, SXM): HBM3e 4.8 TB/s, dense bf16 989 TFLOP/s,
-#: dense fp8 1,979 TFLOP/s.
-H200_PEAK = {"memory_bandwidth_Bps": 4.8e12, "bf16_flops": 989e12, "fp8_flops": 1979e12}
-
-
 def roofline(
     shape: MoeShape,
     M: int,
     experts_touched: int,
     latency_us: float,
-    peak_bandwidth_Bps: float,
-    peak_flops: float,
-) -> dict[str, float]:
+    peak_bandwidth_Bps: float | None,
+    peak_flops: float | None,
+) -> dict[str, Any]:
     """Bytes, FLOPs and fractions of the device's peaks for the two expert GEMMs at batch size M.
 
     Bytes (the least the kernels must move): weights of the experts touched, both GEMMs
@@ -606,7 +596,8 @@ def roofline(
     2 bytes (bf16). FLOPs: ``2 x M x topk x (2N x K + N x K)``. Achieved = amount / time; the
     fractions say which roof the kernel is nearer: memory-bound when ``bandwidth_fraction`` is
     far above ``flops_fraction``. Returns bytes, flops, achieved_Bps, achieved_flops,
-    bandwidth_fraction, flops_fraction, arithmetic_intensity (FLOP/byte).
+    bandwidth_fraction, flops_fraction, arithmetic_intensity (FLOP/byte); a fraction is None
+    when its peak is (a device whose peaks are unknown: ``runners.moe.peaks``).
     """
     N, K, t = shape.N, shape.K, shape.topk
     weights = experts_touched * (2 * N * K + K * N) * shape.element_bytes
@@ -620,13 +611,7 @@ def roofline(
         "flops": flops,
         "achieved_Bps": nbytes / seconds,
         "achieved_flops": flops / seconds,
-        "bandwidth_fraction": nbytes / seconds / peak_bandwidth_Bps,
-        "flops_fraction": flops / seconds / peak_flops,
+        "bandwidth_fraction": nbytes / seconds / peak_bandwidth_Bps if peak_bandwidth_Bps else None,
+        "flops_fraction": flops / seconds / peak_flops if peak_flops else None,
         "arithmetic_intensity": flops / nbytes,
     }
-
-
-def expected_experts_touched(shape: MoeShape, M: int) -> float:
-    """Expected distinct experts hit by M tokens routed uniformly to top-k of E (for planning;
-    the tuner records the count it really drew): E x (1 - C(E-1, k)/C(E, k))^... = E x (1 - (1 - k/E)^M)."""
-    return shape.E * (1.0 - (1.0 - shape.topk / shape.E) ** M)

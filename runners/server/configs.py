@@ -12,7 +12,8 @@ Format (see ``examples/servers.toml``)::
     host = "127.0.0.1"                 # address the server binds (and is polled on)
     port = 30000                       # default: the engine's (sglang 30000, vllm/transformers 8000);
                                        # 0: a free port, picked each time the server starts
-    python = "/opt/venv/bin/python"    # sglang only: interpreter that runs -m sglang.launch_server
+    python = "/opt/venv/bin/python"    # sglang, vllm: interpreter that runs -m sglang.launch_server
+                                       # (vllm: -m vllm.entrypoints.openai.api_server)
     health_timeout_s = 1800            # how long start waits for health (seconds; default 30 min)
 
     [configs.baseline]
@@ -30,7 +31,7 @@ derived configuration can switch off an inherited switch), a list gives several
 values (``cuda-graph-bs = [1, 2, 4]`` -> ``--cuda-graph-bs 1 2 4``), anything
 else is passed as its text. ``flags`` and ``env`` tables merge along the
 ``base`` chain; every other key is replaced. ``command`` (a list) replaces the
-engine's launch prefix (``python -m sglang.launch_server``, ``vllm serve``,
+engine's launch prefix (``python -m sglang.launch_server``, ``python -m vllm.entrypoints.openai.api_server``,
 ``transformers serve``): the adapter still appends the model, host, port and
 flags. Tests point it at a fake server script; people can point it at a wrapper.
 """
@@ -45,7 +46,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from ledger.errors import InvalidInput
-from ledger.write.input_checks import holds_secret
+from ledger.store.payloads import holds_secret
 from schemas import normalize_flag
 from schemas.events import FlagValue
 from schemas.secrets import add_secret_words, mask_text
@@ -107,12 +108,6 @@ class ServerConfig(BaseModel):
         if value is not None and not value:
             raise ValueError("command must name a program")
         return value
-
-    def with_flags(self, **changes: FlagValue) -> ServerConfig:
-        """A copy with flags added or changed (``None``/``False`` remove a flag from the argv)."""
-        flags = dict(self.flags)
-        flags.update({normalize_flag(k): v for k, v in changes.items()})
-        return self.model_copy(update={"flags": flags})
 
 
 def _merge(lower: Mapping[str, Any], upper: Mapping[str, Any]) -> dict[str, Any]:

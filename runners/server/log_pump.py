@@ -23,6 +23,8 @@ last lines are written.
 from __future__ import annotations
 
 import os
+import select
+import subprocess
 import sys
 from pathlib import Path
 
@@ -73,6 +75,55 @@ def pump(source_fd: int, log_path: Path, answer_fd: int | None = None) -> None:
                     os.write(answer_fd, b"\n" * syncs)
                 except OSError:  # the runner is gone: the log goes on all the same
                     answer_fd = None
+
+
+# --- the runner's side ------------------------------------------------------------------------
+
+#: Seconds to wait for the pump to catch up with what a running server wrote.
+SYNC_S = 5.0
+#: Seconds to wait, once a server has exited, for the pump to write the last lines.
+DRAIN_S = 10.0
+
+
+def start(log_path: Path) -> subprocess.Popen[bytes] | None:
+    """The pump for ``log_path``, waiting on its standard input (None if it cannot start: the
+    server then writes the log directly)."""
+    try:
+        return subprocess.Popen(
+            [sys.executable, "-m", "runners.server.log_pump", str(log_path)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,  # its answers to ``SYNC``
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,
+        )
+    except OSError:
+        return None
+
+
+def sync(pump: subprocess.Popen[bytes]) -> None:
+    """Wait (``SYNC_S`` at most) until the log holds every line the server wrote before now."""
+    if pump.stdin is None or pump.stdin.closed or pump.stdout is None:
+        return
+    try:
+        os.write(pump.stdin.fileno(), SYNC)
+    except OSError:  # the pump is gone: the log is what it is
+        return
+    ready, _, _ = select.select([pump.stdout], [], [], SYNC_S)
+    if ready:
+        os.read(pump.stdout.fileno(), 4096)  # this answer and any earlier ones left unread
+
+
+def end(pump: subprocess.Popen[bytes]) -> None:
+    """Let the pump end once the server's side of the pipe is closed, and wait for its last
+    lines (``DRAIN_S`` at most: a worker that outlives the leader holds the pipe)."""
+    if pump.stdin is not None and not pump.stdin.closed:
+        pump.stdin.close()
+    try:
+        pump.wait(timeout=DRAIN_S)
+    except subprocess.TimeoutExpired:
+        return
+    if pump.stdout is not None and not pump.stdout.closed:
+        pump.stdout.close()
 
 
 if __name__ == "__main__":

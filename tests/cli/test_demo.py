@@ -400,3 +400,44 @@ def test_the_h200_campaigns_part_1_verdicts_are_the_runners(tmp_path: Path) -> N
         (64, "baseline", "invalid"),
     ]
     assert all(r["verdict_rule"].startswith("statistical:") for r in rows)
+
+
+def test_the_vllm_cpu_campaign_loads_with_its_verdicts(tmp_path: Path) -> None:
+    """`demo --campaign vllm-cpu`: the real vLLM CPU campaign (docs/vllm-cpu.md): every flag
+    researched and triaged, the ngram trials' accept length from vLLM's own counters, and the
+    verdicts the measurements support on two busy cores: none decided (the baseline's own runs
+    varied by 39%), so every candidate stays deferred and no decision is recorded."""
+    store = build_demo(tmp_path / "vllm.duckdb", campaign="vllm-cpu")
+    researched = store.query_arrow(
+        "SELECT DISTINCT flag FROM flag_verdicts WHERE basis = 'researched'"
+    ).column("flag")
+    assert set(researched.to_pylist()) == {
+        "max-num-seqs",
+        "no-enable-prefix-caching",
+        "max-num-batched-tokens",
+        "enforce-eager",
+        "speculative-config",
+    }
+    verdicts = {
+        c.verdict
+        for c in store.read(types=["comparison_completed"])
+        if c.metric == "output_throughput"
+    }
+    assert verdicts <= {"too-noisy", "inconclusive"}
+    trials = store.query_arrow(
+        "SELECT trial_id, accept_length, accept_length_source FROM spec_trials ORDER BY trial_id"
+    ).to_pylist()
+    assert [t["trial_id"] for t in trials] == [
+        "vllm-cpu:ngram-1",
+        "vllm-cpu:ngram-3",
+        "vllm-cpu:ngram-5",
+    ]
+    assert all(t["accept_length_source"] == "metrics" for t in trials)
+    # accept length = 1 + accepted / drafts: above 1, at most num_speculative_tokens + 1
+    for t, k in zip(trials, (1, 3, 5), strict=True):
+        assert k < t["accept_length"] <= k + 1
+    board = store.query_arrow("SELECT candidate_id, status, reason FROM board").to_pylist()
+    assert len(board) == 8 and all(b["status"] == "deferred" and b["reason"] for b in board)
+    assert not store.read(types=["decision_recorded"])
+    ready = store.read(types=["server_ready"])
+    assert ready and all(r.startup.kv_cache_tokens == 1_048_576 for r in ready)

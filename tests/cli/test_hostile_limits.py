@@ -23,7 +23,7 @@ import pytest
 
 from ledger.cli.render import MAX_CELL_CHARS
 from ledger.store import LedgerStore
-from ledger.write.input_checks import MAX_PAYLOAD_BYTES
+from ledger.store.payloads import MAX_PAYLOAD_BYTES
 from schemas import NoteAdded
 from tests.support.cli_inprocess import invoke
 

@@ -44,6 +44,7 @@ def test_the_walkthrough_has_every_step() -> None:
     script = "\n".join(walkthrough_blocks((ROOT / "README.md").read_text()))
     for step in (
         "tuneledger init",
+        "tuneledger research --engine sglang==",
         "tuneledger append flag_researched",
         "tuneledger run server start",
         "tuneledger run bench",
@@ -90,7 +91,14 @@ def test_readme_first_session_runs_as_written(tmp_path: Path) -> None:
             "SELECT type, count(*) AS n FROM timeline GROUP BY type"
         ).to_pylist()
     }
-    assert types["session_started"] == 1 and types["flag_researched"] == 1
+    assert types["session_started"] == 1 and types["flag_researched"] > 1
+    # the research step: the flag given and the version's dead and inactive flags, from source
+    researched = store.query_arrow(
+        "SELECT flag, verdict FROM flag_verdicts WHERE basis = 'source' "
+        "AND engine_version = '0.5.23' AND arch = 'sm120'"
+    ).to_pylist()
+    assert {"flag": "enable-flashinfer-allreduce-fusion", "verdict": "incompatible"} in researched
+    assert {"flag": "num-continuous-decode-steps", "verdict": "dead-code"} in researched
     assert types["server_started"] == 1 + 2 * 3 and types["comparison_completed"] >= 6
     bench = store.query_arrow("SELECT config_name, source FROM benchmarks ORDER BY seq").to_pylist()
     assert bench[0]["source"].startswith("tuneledger run bench --url http://127.0.0.1:")

@@ -599,3 +599,66 @@ def test_sglangs_shipped_file_is_found_for_the_shape_and_gpu(tmp_path):
     assert path.parent.name == "triton_3_6_0" and configs == {"1": entry}
     assert find_shipped_config(SHAPE, "NVIDIA B200", "3.6.0", package_dir=pkg) is None
     assert find_shipped_config(SHAPE, "NVIDIA H200", "3.6.0", package_dir=tmp_path / "x") is None
+
+
+# --- GPU peaks by device ---------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("device", "bandwidth", "bf16", "fp8"),
+    [
+        ("NVIDIA H200", 4.8e12, 989e12, 1979e12),
+        ("NVIDIA_H200", 4.8e12, 989e12, 1979e12),  # SGLang's config file spelling
+        ("NVIDIA H200 NVL", 4.8e12, 835.5e12, 1670.5e12),
+        ("NVIDIA H100 80GB HBM3", 3.35e12, 989e12, 1979e12),  # the SXM part's device name
+        ("NVIDIA H100 PCIe", 2.0e12, 756.5e12, 1513e12),
+        ("NVIDIA H100 NVL", 3.9e12, 835.5e12, 1670.5e12),
+        ("NVIDIA B200", 8.0e12, 2.25e15, 4.5e15),
+        # its datasheet prints no dense BF16 or FP8 figure: bandwidth only
+        ("NVIDIA RTX PRO 6000 Blackwell Workstation Edition", 1.792e12, None, None),
+    ],
+)
+def test_peaks_come_from_the_device_table(device, bandwidth, bf16, fp8):
+    from runners.moe.peaks import peaks_for
+
+    peaks = peaks_for(device)
+    assert peaks is not None and peaks.source
+    assert (peaks.memory_bandwidth_Bps, peaks.peak_flops("bf16"), peaks.peak_flops("fp8")) == (
+        bandwidth,
+        bf16,
+        fp8,
+    )
+
+
+@pytest.mark.parametrize("device", ["NVIDIA A10", "NVIDIA GeForce RTX 4090", "", None])
+def test_a_device_not_in_the_table_has_no_peaks(device):
+    from runners.moe.peaks import peaks_for
+
+    assert peaks_for(device) is None
+
+
+def test_the_roofline_uses_the_device_s_peaks_at_the_shape_s_precision():
+    from runners.moe.tune import _roof_peaks
+
+    fp8 = MoeShape(E=64, N=640, K=3584, topk=8, dtype="fp8_w8a8", block_shape=(128, 128))
+    assert _roof_peaks(TuneSpec(shape=SHAPE), "NVIDIA H100 PCIe") == (2.0e12, 756.5e12)
+    assert _roof_peaks(TuneSpec(shape=fp8), "NVIDIA H200") == (4.8e12, 1979e12)
+    assert _roof_peaks(TuneSpec(shape=SHAPE), "NVIDIA L40S") == (None, None)
+    given = TuneSpec(shape=SHAPE, peak_bandwidth_Bps=1e12, peak_flops=2e14)
+    assert _roof_peaks(given, "NVIDIA L40S") == (1e12, 2e14)
+
+
+def test_a_device_of_unknown_peaks_gets_no_roofline_and_says_so(tmp_path):
+    sink = JsonlSink(tmp_path / "t.jsonl")
+    rec = Recorded()
+    rec.facts = {**rec.facts, "gpu_name": "NVIDIA L40S"}
+    said: list[str] = []
+    run_tune(TuneSpec(shape=SHAPE, batch_sizes=[64], rounds=3), rec, sink, say=said.append)
+    from ledger.write.jsonl import read_jsonl
+
+    done = [e for e in read_jsonl(sink.path) if e.type == "kernel_tune_completed"][0]
+    r = done.results["64"]
+    assert "bandwidth_fraction" not in r and "flops_fraction" not in r
+    assert r["bytes"] > 0 and r["tuned_us"] < r["default_us"]
+    assert any(line.startswith("no roofline for NVIDIA L40S") for line in said), said
+    assert any("no roofline (device peaks unknown)" in line for line in said), said

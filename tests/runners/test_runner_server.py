@@ -102,9 +102,12 @@ def test_flag_args_and_engine_argv() -> None:
     ]
     vllm = ServerConfig(name="v", engine="vllm", model="/m", flags={"tensor-parallel-size": 4})
     argv = adapter_for("vllm").argv(vllm, 8000)
-    assert Path(argv[0]).name == "vllm"  # on PATH, else beside our interpreter
+    # our interpreter (a configuration's `python` otherwise), the entry point that reads --model
+    assert argv[0] == sys.executable
     assert argv[1:] == [
-        "serve",
+        "-m",
+        "vllm.entrypoints.openai.api_server",
+        "--model",
         "/m",
         "--host",
         "127.0.0.1",
