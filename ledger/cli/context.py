@@ -147,3 +147,13 @@ def plugin(group: str) -> Any:
         except (ImportError, AttributeError):  # a plugin not built (yet) is simply absent
             return None
     return None
+
+
+def shown(text: object) -> str:
+    """Stored or user text on one line of human-readable output: secrets masked, control
+    characters escaped (``ledger.read.shown_text``), so a file name can neither show a token
+    nor drive the terminal."""
+    from ledger.read.shown_text import escape_controls
+    from schemas.secrets import mask_text
+
+    return escape_controls(mask_text(str(text)), one_line=True)

@@ -91,6 +91,12 @@ def cli(ctx: click.Context, ledger: Path, actor: str, session: str | None) -> No
             param_hint="--actor",
         ) from None
     ctx.obj = Context(ledger, parsed_actor, session)
+    _RUNNING[0] = ctx.obj  # for the error handler of ``main`` (a damaged file's name)
+
+
+#: The context of the command running (one at a time per process: the resident serves calls
+#: one by one), so ``main`` can name the ledger in an error raised from deep inside DuckDB.
+_RUNNING: list[Context | None] = [None]
 
 
 for _command in COMMANDS:
@@ -114,6 +120,9 @@ def run() -> None:
     import threading
 
     _skip_pydantic_plugin_scan()
+    from ledger.cli.sql_guard import PROCESS_OWNED
+
+    PROCESS_OWNED[0] = True  # this process is the command's: `sql` may cap and end it
     try:
         main()
         code = 0
@@ -224,15 +233,22 @@ def _noting_interrupts() -> Iterator[list[bool]]:
     import threading
 
     seen: list[bool] = []
-    if (
-        threading.current_thread() is not threading.main_thread()
-        or signal.getsignal(signal.SIGINT) is not signal.default_int_handler
+    before = signal.getsignal(signal.SIGINT)
+    if threading.current_thread() is not threading.main_thread() or not (
+        before is signal.default_int_handler or getattr(before, "tuneledger_startup", False)
     ):
         yield seen
         return
 
     def on_interrupt(signum: int, frame: Any) -> None:
         seen.append(True)
+        if _importing(frame):
+            # Mid-import (a command's lazy imports: DuckDB, pyarrow): raising here can cross
+            # an extension module's init and abort the process (exit 134, no message). An
+            # import writes nothing of the ledger: end in one line, as an interrupt does.
+            _flush_stdio()
+            os.write(2, b"\ntuneledger: aborted\n")
+            os._exit(130)
         raise KeyboardInterrupt
 
     signal.signal(signal.SIGINT, on_interrupt)
@@ -240,6 +256,15 @@ def _noting_interrupts() -> Iterator[list[bool]]:
         yield seen
     finally:
         signal.signal(signal.SIGINT, signal.default_int_handler)
+
+
+def _importing(frame: Any) -> bool:
+    """Whether the interrupted code is inside an import (importlib's frames on the stack)."""
+    while frame is not None:
+        if frame.f_code.co_filename.startswith("<frozen importlib"):
+            return True
+        frame = frame.f_back
+    return False
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -276,6 +301,7 @@ def _error(message: str, code: int, argv: list[str] | None) -> NoReturn:
 
 def _main(argv: list[str] | None, interrupted: list[bool]) -> None:
     """``main``'s body: each way a command ends, as an exit code and at most one line."""
+    _RUNNING[0] = None
     try:
         cli.main(args=argv, prog_name="tuneledger", standalone_mode=False)
     except click.exceptions.Exit as exc:
@@ -302,9 +328,12 @@ def _main(argv: list[str] | None, interrupted: list[bool]) -> None:
             # call it cut short stored nothing (one transaction)
             click.echo("tuneledger: aborted", err=True)
             sys.exit(130)
-        from ledger.store.ledger_file import storage_error
+        from ledger.store.ledger_file import query_damage, storage_error
 
-        error = storage_error(exc)
+        running = _RUNNING[0]
+        error = storage_error(exc) or (
+            query_damage(running.ledger, exc) if running is not None else None
+        )
         if error is None:
             raise
         _error(str(error), error.exit_code, argv)

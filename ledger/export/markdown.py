@@ -46,6 +46,7 @@ from ledger.export.text import (
     utc,
 )
 from ledger.read.model import Report, SessionReport, read_report
+from ledger.read.shown_text import escape_controls
 
 if TYPE_CHECKING:
     from ledger.store import LedgerStore
@@ -425,6 +426,9 @@ def render_report(
     short = ShortIds(report.event_ids)
     # one session's plot: with several sessions each front is a table (one file, one picture)
     plot = plot if len(report.sessions) == 1 else None
-    return "\n---\n\n".join(
+    text = "\n---\n\n".join(
         _render_session(session, short, timeline_max_rows, plot) for session in report.sessions
     )
+    # Stored text is shown, never acted on: a note's ESC sequences would retitle or clear the
+    # terminal that shows the export (cat, less -R) and hide in a rendered page.
+    return escape_controls(text)

@@ -117,18 +117,15 @@ def _axis_label(metric: str) -> str:
     return names.get(metric, metric)
 
 
-def write_session_plot(report: Any, markdown_path: Path) -> str | None:
-    """Draw the Pareto front of a one-session report next to its decision log
-    (``<log name>-pareto.svg``) and return that file's name for the document to link, or None
-    (several sessions, fewer than two configurations, no arm with a latency, no matplotlib)."""
+def session_plot(report: Any, markdown_path: Path) -> tuple[Path, bytes] | None:
+    """The Pareto front of a one-session report as an SVG to write next to its decision log
+    (``<log name>-pareto.svg``): its path and bytes, or None (several sessions, fewer than two
+    configurations, no arm with a latency, no matplotlib). The caller writes the log first, so
+    a log it may not write leaves no plot behind."""
     sessions = getattr(report, "sessions", [])
     if len(sessions) != 1 or sessions[0].comparison is None or not have_matplotlib():
         return None
     front = sessions[0].comparison.pareto
     if not front.points:
         return None
-    from ledger.store.safe_files import write_file
-
-    path = markdown_path.with_name(markdown_path.stem + "-pareto.svg")
-    write_file(path, pareto_figure(front, "svg"))
-    return path.name
+    return markdown_path.with_name(markdown_path.stem + "-pareto.svg"), pareto_figure(front, "svg")

@@ -129,11 +129,33 @@ def _remove_stale(path: str) -> None:
     os.close(fd)  # releases the lock
 
 
+#: The environment a resident process starts with: what the interpreter, the socket's folder
+#: and the server's own settings need, nothing else. Each call runs with the whole environment
+#: of its client swapped in, and the starting call's API keys and tokens (HF_TOKEN,
+#: OPENAI_API_KEY, a DATABASE_URL with a password) would otherwise stay in the long-lived
+#: process's /proc/PID/environ for anyone who may read it (docs/reliability.md).
+_RESIDENT_ENV_NAMES = frozenset(
+    {"PATH", "HOME", "USER", "LOGNAME", "SHELL", "LANG", "LANGUAGE", "TZ", "TMPDIR", "TMP", "TEMP"}
+    | {"VIRTUAL_ENV", "XDG_RUNTIME_DIR", "TERM", "COLUMNS", "LINES", "NO_COLOR"}
+)
+_RESIDENT_ENV_PREFIXES = ("LC_", "PYTHON", "PYDANTIC", "TUNELEDGER_")
+
+
+def resident_environment(environ: Mapping[str, str]) -> dict[str, str]:
+    """``environ`` less every variable a resident process does not need to start."""
+    return {
+        key: value
+        for key, value in environ.items()
+        if key in _RESIDENT_ENV_NAMES or key.startswith(_RESIDENT_ENV_PREFIXES)
+    }
+
+
 def start_server(environ: Mapping[str, str] | None = None) -> int | None:
     """Start a resident process, detached (a session of its own, stdio on /dev/null, ``-P``: no
-    working-directory module shadows the installed package); its pid, or None if it could not
-    start. It exits at once if another holds the lock."""
-    env = dict(os.environ if environ is None else environ)
+    working-directory module shadows the installed package), with only the environment it needs
+    (``resident_environment``); its pid, or None if it could not start. It exits at once if
+    another holds the lock."""
+    env = resident_environment(os.environ if environ is None else environ)
     devnull = "/dev/null"
     try:
         return os.posix_spawn(
@@ -267,23 +289,40 @@ def forward(argv: list[str], path: str, ident: str) -> int:
         sock.close()
 
 
+def _interrupted_starting(signum: int, frame: Any) -> None:
+    """SIGINT while the in-process CLI starts (imports only, nothing written yet): end at once,
+    in one line. A ``KeyboardInterrupt`` raised there printed an import traceback, and one
+    raised while an extension module (DuckDB's nanobind) was calling back into Python aborted
+    the process (exit 134). ``ledger.cli.main`` takes SIGINT over once the command runs."""
+    _write_all(2, b"\ntuneledger: aborted\n")
+    os._exit(130)
+
+
+_interrupted_starting.tuneledger_startup = True  # type: ignore[attr-defined]
+
+
 def run() -> None:
     """The ``tuneledger`` console script (see the module's docstring); never returns."""
     argv = sys.argv[1:]
-    if os.environ.get(ENV_SWITCH, "1") != "0" and forwardable(argv):
-        ident = identity()
-        folder = private_dir(runtime_dir(), create=True)
-        if folder is not None:
-            try:
-                code = forward(argv, socket_path(folder, ident), ident)
-            except _NoServer as no:
-                if no.start:
-                    start_server()
-            except KeyboardInterrupt:
-                _write_all(2, b"\ntuneledger: aborted\n")
-                os._exit(130)
-            else:
-                os._exit(code)
+    try:
+        if os.environ.get(ENV_SWITCH, "1") != "0" and forwardable(argv):
+            ident = identity()
+            folder = private_dir(runtime_dir(), create=True)
+            if folder is not None:
+                try:
+                    code = forward(argv, socket_path(folder, ident), ident)
+                except _NoServer as no:
+                    if no.start:
+                        start_server()
+                else:
+                    os._exit(code)
+        # ``_signal``, not ``signal``: the C module alone (``signal`` imports ``enum``).
+        import _signal  # type: ignore[import-not-found]
+
+        _signal.signal(_signal.SIGINT, _interrupted_starting)
+    except KeyboardInterrupt:
+        _write_all(2, b"\ntuneledger: aborted\n")
+        os._exit(130)
     from ledger.cli.main import run as run_in_process
 
     run_in_process()

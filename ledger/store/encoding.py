@@ -137,6 +137,11 @@ def row_to_event(row: dict[str, Any]) -> Event:
     payload = json.loads(payload) if isinstance(payload, str) else payload
     host = row["host"]
     host = json.loads(host) if isinstance(host, str) else host
+    if not isinstance(payload, dict):  # `[1, 2]` from a hub that checked nothing
+        raise InvalidInput(
+            f"stored event seq {row['seq']} ({row['event_id']}, type {row['type']!r}) does not "
+            f"read: its payload is a JSON {type(payload).__name__}, not an object"
+        )
     data = {
         **payload,
         "type": row["type"],

@@ -388,9 +388,12 @@ class LedgerStore:
         Returns True when the file was created by this call.
         """
         self.check_path()
-        created = not self.path.exists()
+        created = ledger_file.nothing_stored(self.path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        with self.connect(read_only=False) as con:
+        with (
+            ledger_file.removed_on_failure(self.path, created),
+            self.connect(read_only=False) as con,
+        ):
             self._ensure_schema(con)
         return created
 

@@ -20,6 +20,14 @@ from ledger.errors import InvalidInput
 from schemas import Event, EventEnvelope, secrets
 from schemas.secrets import mask_json, mask_text
 
+#: The most an event's payload may hold, as stored (JSON, UTF-8): 1 MiB, a hundred times the
+#: largest event of the H200 campaign (10 KB). A 50 MB note was stored and then made
+#: ``events``, ``export`` and ``sql`` run past 100 s at 860 MB (docs/reliability.md): large text
+#: belongs in a file an event names (``source``, an artifact path), not in the log.
+MAX_PAYLOAD_BYTES = 2**20
+#: The most characters an event's ``source`` may hold (a file:line, a URL, a message).
+MAX_SOURCE_CHARS = 4096
+
 #: BIGINT's range (DuckDB's and the views' integer type).
 INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
 #: Bytes to digits-as-"0", all else as " ": a run of 19 "0"s is the only way a JSON integer can
@@ -95,9 +103,37 @@ def payload_json(event: Event, where: str | None = None) -> str:
         label = where or event.source or event.type
         check_text(event.model_dump(exclude=_ENVELOPE), f"{label}: {event.type}")
         raise
+    if len(data) > MAX_PAYLOAD_BYTES:
+        raise too_large(event.model_dump(exclude=_ENVELOPE), len(data), where or event.type)
+    check_source(event.source, where or event.type)
     if _NINETEEN in data.translate(_DIGITS_TABLE):
-        _check_ints(data.decode(), f"{where or event.source or event.type}: {event.type}", "")
+        check_ints(data.decode(), f"{where or event.source or event.type}: {event.type}", "")
     return mask_json(data.decode())
+
+
+def too_large(payload: Any, size: int, label: str) -> InvalidInput:
+    """The refusal of a payload over ``MAX_PAYLOAD_BYTES``, naming its largest field."""
+    field = ""
+    if isinstance(payload, dict) and payload:
+        field = max(payload, key=lambda key: len(json.dumps(payload[key], default=str)))
+    return InvalidInput(
+        f"{label}: {'field ' + repr(field) + ': ' if field else ''}the event's payload is "
+        f"{size / 2**20:.1f} MiB, over the {MAX_PAYLOAD_BYTES // 2**20} MiB an event may hold "
+        "(keep large text in a file and name it in the event)"
+    )
+
+
+def check_source(source: str | None, label: str) -> None:
+    """Refuse a ``source`` over ``MAX_SOURCE_CHARS``.
+
+    Raises:
+        InvalidInput: names the input and the length.
+    """
+    if source is not None and len(source) > MAX_SOURCE_CHARS:
+        raise InvalidInput(
+            f"{label}: field 'source': {len(source):,} characters, over the "
+            f"{MAX_SOURCE_CHARS:,} a source may hold"
+        )
 
 
 #: Identifiers already found free of secrets (a batch's events share a few session ids and
@@ -105,10 +141,23 @@ def payload_json(event: Event, where: str | None = None) -> str:
 _CLEAN_IDS: dict[str, object] = {}
 
 
+#: Payload fields that name something people choose (a candidate, a configuration): kept as
+#: given like the envelope's identifiers, so refused when they hold a secret. (Run and trial ids
+#: are made by the runners, from configuration names that are checked where they are read; a
+#: campaign repeats these two, so they are scanned once each: ``_CLEAN_IDS``.)
+ID_FIELDS = ("candidate_id", "config_name")
+
+
+def holds_secret(value: str) -> bool:
+    """Whether ``value`` holds something ``mask_text`` would mask (a token, a password)."""
+    return secrets.may_hold_secret(value) and mask_text(value) != value
+
+
 def no_secret_ids(event: Event, where: str | None = None) -> None:
-    """Refuse an event whose identifiers hold a secret: ``session_id``, ``stream`` and the
-    actor's name are kept as given (masking them would merge every session named by a
-    token into one called ``***``), so a token or password there would be stored in clear.
+    """Refuse an event whose identifiers hold a secret: ``session_id``, ``stream``, the
+    actor's name and the payload's identifiers (``ID_FIELDS``) are kept as given (masking them
+    would merge every session named by a token into one called ``***``), so a token or
+    password there would be stored in clear.
 
     Raises:
         InvalidInput: names the field (exit 3).
@@ -120,10 +169,11 @@ def no_secret_ids(event: Event, where: str | None = None) -> None:
         ("session_id", event.session_id),
         ("stream", event.stream),
         ("actor.name", event.actor.name),
+        *((name, getattr(event, name, None)) for name in ID_FIELDS),
     ):
-        if not value or value in _CLEAN_IDS:
+        if not value or not isinstance(value, str) or value in _CLEAN_IDS:
             continue
-        if secrets.may_hold_secret(value) and mask_text(value) != value:
+        if holds_secret(value):
             origin = where or event.source
             raise InvalidInput(
                 f"{origin + ': ' if origin else ''}{event.type}: field '{field}' holds a "
@@ -165,10 +215,18 @@ def stored_payloads(
         InvalidInput: the first payload (in list order) with an integer beyond 64 bits.
     """
     n = len(payloads)
+    for i, text in enumerate(payloads):
+        # characters first: a text of n characters is at most 4n bytes of UTF-8 (``label`` only
+        # on a refusal: it costs a look at the input)
+        if len(text) * 4 > MAX_PAYLOAD_BYTES and len(text.encode()) > MAX_PAYLOAD_BYTES:
+            raise too_large(json.loads(text), len(text.encode()), label(i))
+        source = sources[i]
+        if source is not None and len(source) > MAX_SOURCE_CHARS:
+            check_source(source, label(i))
     joined = secrets.join_texts([*payloads, *sources])
     if _NINETEEN in joined.classes:  # (a run in a source only costs a closer look)
         for i, text in enumerate(payloads):
-            _check_ints(text, label(i), "")
+            check_ints(text, label(i), "")
     flags = secrets.may_hold_secrets(joined)
     for i, flag in enumerate(flags):
         if flag and i < n:
@@ -191,7 +249,7 @@ def host_json(event: Event, where: str | None = None) -> str | None:
         _HOSTS[""] = secrets._roots
     stored = _HOSTS.get(text)
     if stored is None:
-        _check_ints(text, f"{where or event.source or event.type}: {event.type}", "host.")
+        check_ints(text, f"{where or event.source or event.type}: {event.type}", "host.")
         stored = mask_json(text)
         if len(_HOSTS) >= 1024:  # a bound, not an LRU: a campaign has a handful of hosts
             _HOSTS.clear()
@@ -200,12 +258,17 @@ def host_json(event: Event, where: str | None = None) -> str | None:
 
 
 #: Host JSON as dumped -> as stored. Most events of a campaign carry one of a few hosts, and
-#: checking and masking each again was a tenth of a bulk import's conversion.
+#: checking and masking one costs ~7 us (a bulk import's events: ~10% of their conversion).
 #: Key "" holds the secret-word roots the entries were masked with.
 _HOSTS: dict[str, Any] = {}
 
 
-def _check_ints(text: str, label: str, prefix: str) -> None:
+def check_ints(text: str, label: str, prefix: str) -> None:
+    """Refuse JSON ``text`` holding an integer beyond BIGINT (a cheap digit-run test first).
+
+    Raises:
+        InvalidInput: ``label: field 'PREFIX.PATH': integer N is beyond 64 bits``.
+    """
     if _NINETEEN not in text.encode("utf-8", "surrogatepass").translate(_DIGITS_TABLE):
         return
     found = _big_int_path(json.loads(text))

@@ -146,7 +146,10 @@ FREE_PORT = "<a free port, picked at start>"
 @click.argument("config_name", metavar="[CONFIG]", required=False)
 @_CONFIGS_OPTION
 def show_command(config_name: str | None, configs_path: Path) -> None:
-    """Print resolved configurations and the argv each would launch (nothing starts)."""
+    """Print resolved configurations and the argv each would launch (nothing starts);
+    secrets masked as in the ledger (an env variable named by a secret word shown as ***)."""
+    from schemas.secrets import MASK, is_secret_name, mask_payload
+
     configs = load_configs(configs_path)
     if config_name is not None:
         configs = {config_name: load_config(configs_path, config_name)}
@@ -157,15 +160,15 @@ def show_command(config_name: str | None, configs_path: Path) -> None:
         if port == 0:  # `port = 0`: a free port picked at each start, not the engine's default
             at = argv.index("--port") + 1
             argv[at] = FREE_PORT
-        click.echo(
-            json.dumps(
-                {
-                    "name": name,
-                    **config.model_dump(exclude={"name"}, exclude_none=True),
-                    "argv": argv,
-                }
-            )
-        )
+        shown = config.model_dump(exclude={"name"}, exclude_none=True)
+        env = shown.pop("env", None)
+        masked = mask_payload({"name": name, **shown, "argv": argv})
+        if env is not None:  # shown, not dropped as the ledger does: the name is a fact
+            masked["env"] = {
+                key: MASK if is_secret_name(key) else mask_payload(value)
+                for key, value in env.items()
+            }
+        click.echo(json.dumps(masked))
 
 
 # --- the measurement commands -----------------------------------------------------------

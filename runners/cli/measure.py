@@ -93,6 +93,20 @@ def _raise_interrupt(_signum: int, _frame: Any) -> None:
     raise KeyboardInterrupt
 
 
+def _identifier(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+    """An identifier option (recorded as given): refused before anything runs when it holds a
+    secret, as the event would be refused after the measurement."""
+    from ledger.store.payloads import holds_secret
+
+    if value and holds_secret(value):
+        raise click.BadParameter(
+            "holds a secret (a token or a password) and would be recorded in clear: name it otherwise",
+            ctx=ctx,
+            param=param,
+        )
+    return value
+
+
 @click.command("bench")
 @click.option("--url", required=True, help="Server base URL, e.g. http://127.0.0.1:30000.")
 @click.option(
@@ -159,6 +173,7 @@ def _raise_interrupt(_signum: int, _frame: Any) -> None:
 @click.option(
     "--config-name",
     default=None,
+    callback=_identifier,
     help="Name of the server configuration measured (default: the configuration the ledger's "
     "server run on the URL's port serves, else 'baseline'; one that contradicts the ledger is refused).",
 )
@@ -173,7 +188,11 @@ def _raise_interrupt(_signum: int, _frame: Any) -> None:
     type=click.Path(exists=True),
     help="Local tokenizer (tokenizer.json or folder): exact prompt lengths.",
 )
-@click.option("--server-run-id", help="The server run measured (links the runs to server_runs).")
+@click.option(
+    "--server-run-id",
+    callback=_identifier,
+    help="The server run measured (links the runs to server_runs).",
+)
 @click.option(
     "--ignore-eos/--no-ignore-eos",
     default=True,
@@ -184,6 +203,7 @@ def _raise_interrupt(_signum: int, _frame: Any) -> None:
     "--candidate",
     "candidate_id",
     metavar="ID",
+    callback=_identifier,
     help="The board's candidate these runs are for (e.g. flag:enable-foo): the board links them to it.",
 )
 @click.option("--no-progress", is_flag=True, help="No progress bar on standard error.")

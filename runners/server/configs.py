@@ -47,9 +47,10 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from ledger.errors import InvalidInput
+from ledger.store.payloads import holds_secret
 from schemas import normalize_flag
 from schemas.events import FlagValue
-from schemas.secrets import add_secret_words
+from schemas.secrets import add_secret_words, mask_text
 
 EngineName = Literal["sglang", "vllm", "transformers"]
 
@@ -209,6 +210,11 @@ def parse_configs(
         raise ConfigError(f"{source}: {exc}") from None
     resolved = {}
     for name in tables:
+        if holds_secret(name):  # recorded as config_name and in run ids: never in clear
+            raise ConfigError(
+                f"{source}: [configs.{mask_text(name)}]: the name holds a secret (a token or a "
+                "password) and would be recorded in clear: name it otherwise"
+            )
         values = _merge(defaults, _resolve(name, tables, source))
         if isinstance(values.get("model"), str):
             values["model"] = relative_to(folder, values["model"])

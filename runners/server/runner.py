@@ -51,6 +51,7 @@ from ledger.store import LedgerStore
 from ledger.write import commands
 from runners.artifacts import artifacts_dir, safe_name, server_log_path
 from runners.host import HostFingerprint, fingerprint
+from runners.server import log_pump
 from runners.server.configs import DEFAULT_HEALTH_TIMEOUT_S, ServerConfig
 from runners.server.engines import EngineAdapter, adapter_for
 from runners.server.logs import ServerLog, read_log
@@ -256,6 +257,15 @@ class ServerRunner:
         self.say(f"started {run_id}: pid {run.pid}, port {port}, log {log_path}")
         return run
 
+    def _lines(self, run: ServerRun) -> list[str]:
+        """The log's lines, every one the server wrote so far (``runners.server.log_pump``)."""
+        if run.pump is not None:
+            if run.process.poll() is None:
+                log_pump.sync(run.pump)
+            else:
+                log_pump.end(run.pump)
+        return read_lines(run.log_path)
+
     def _spawn(
         self,
         config: ServerConfig,
@@ -285,22 +295,25 @@ class ServerRunner:
             actor=RUNNER_ACTOR,
             host=fp.host,
         )
-        with open(log_path, "ab") as log:
-            try:
+        pump = log_pump.start(log_path)  # the server's output to the log, secrets masked
+        try:
+            with open(log_path, "ab") as log:
                 process = subprocess.Popen(
                     argv,
                     stdin=subprocess.DEVNULL,
-                    stdout=log,
+                    stdout=log if pump is None else pump.stdin,
                     stderr=subprocess.STDOUT,
                     env=adapter.env(config),
                     start_new_session=True,
                 )
-            except OSError as exc:
-                from runners.server.engines import MissingEngine
+        except OSError as exc:
+            from runners.server.engines import MissingEngine
 
-                raise MissingEngine(
-                    f"{config.engine}: cannot run {argv[0]!r}: {exc.strerror or exc}"
-                ) from None
+            if pump is not None:
+                log_pump.end(pump)
+            raise MissingEngine(
+                f"{config.engine}: cannot run {argv[0]!r}: {exc.strerror or exc}"
+            ) from None
         started = started.model_copy(
             update={"pid": process.pid, "correlation_id": started.event_id}
         )
@@ -314,6 +327,7 @@ class ServerRunner:
             log_path=log_path,
             log_ref=str(log_path.relative_to(artifacts_dir(self.store.path))),
             process=process,
+            pump=pump,
             host=fp.host,
             started_event_id=started.event_id,
             last_event_id=started.event_id,
@@ -419,7 +433,7 @@ class ServerRunner:
 
     def read_log(self, run: ServerRun) -> ServerLog:
         """The run's log as it is now, read with its engine's grammar."""
-        return read_log(run.adapter.log_grammar, read_lines(run.log_path))
+        return read_log(run.adapter.log_grammar, self._lines(run))
 
     def _record_ready(self, run: ServerRun, info: dict[str, Any] | None) -> None:
         facts = self.read_log(run)
@@ -508,7 +522,7 @@ class ServerRunner:
 
     def _record_failure(self, run: ServerRun, timeout_s: float | None) -> ServerFailed:
         self._terminate(run)  # after a crash too: TP workers may outlive the leader
-        lines = read_lines(run.log_path)
+        lines = self._lines(run)
         facts = read_log(run.adapter.log_grammar, lines)
         code = exit_status(run.process)
         tail = lines[-LOG_TAIL_LINES:]
@@ -546,7 +560,7 @@ class ServerRunner:
             failed = ServerFailed(
                 cause="interrupted",
                 message=f"interrupted (Ctrl-C) {when}; stopped with {sig or 'no signal'}",
-                log_tail=read_lines(run.log_path)[-LOG_TAIL_LINES:],
+                log_tail=self._lines(run)[-LOG_TAIL_LINES:],
                 exit_code=exit_status(run.process),
                 source=run.log_ref,
                 **self._common(run),
@@ -641,6 +655,7 @@ class ServerRunner:
             )
         with self._shielded() as interrupted:
             sig = self._terminate(run)
+            self._lines(run)  # the pump's last lines written, and the pump ended
             run.ended = True
             stopped = ServerStopped(
                 exit_code=exit_status(run.process),
@@ -691,7 +706,7 @@ class ServerRunner:
     def _record_exit(self, run: ServerRun) -> Event:
         self._terminate(run)  # workers may outlive the leader
         run.ended = True
-        lines = read_lines(run.log_path)
+        lines = self._lines(run)
         facts = read_log(run.adapter.log_grammar, lines)
         code = run.process.returncode
         if facts.crash is not None:

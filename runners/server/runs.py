@@ -58,6 +58,8 @@ class ServerRun:
     last_event_id: UUID
     started_at: float
     ready: bool = False
+    #: The masking pump between the server's output and the log (None: written directly).
+    pump: subprocess.Popen[bytes] | None = None
     startup: StartupFacts | None = None
     finding_ids: set[UUID] = field(default_factory=set)
     ended: bool = False

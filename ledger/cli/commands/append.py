@@ -12,6 +12,7 @@ import click
 from pydantic import ValidationError
 
 from ledger.cli.context import Context, first_error, ledger_option, pass_ctx
+from ledger.cli.option_types import bigint
 from ledger.errors import InvalidInput
 from ledger.write.jsonl import event_from_obj, read_stdin_events, read_stdin_text
 from schemas import EVENT_TYPES, Event, Host
@@ -142,7 +143,7 @@ def _bulk_eligible(
 )
 @click.option(
     "--expected-version",
-    type=int,
+    type=bigint(0),
     help="Fail with exit 4 unless the stream is at this version (0: new stream).",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")

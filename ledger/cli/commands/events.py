@@ -6,7 +6,8 @@ from typing import TYPE_CHECKING
 
 import click
 
-from ledger.cli.context import FORMATS, Context, ledger_option, pass_ctx, print_table
+from ledger.cli.context import FORMATS, Context, ledger_option, pass_ctx, print_table, shown
+from ledger.cli.option_types import bigint
 from ledger.errors import InvalidInput
 from ledger.write.jsonl import event_to_json
 from schemas import EVENT_TYPES
@@ -25,10 +26,8 @@ if TYPE_CHECKING:
     type=click.DateTime(["%Y-%m-%d", "%Y-%m-%dT%H:%M:%S", "%Y-%m-%d %H:%M:%S"]),
     help="Only events recorded at or after this UTC time (2026-01-02 or 2026-01-02T03:04:05).",
 )
-@click.option("--after", "after_seq", type=int, default=0, help="Only events after this seq.")
-@click.option(
-    "--limit", type=click.IntRange(min=0), help="At most this many (the newest when --newest)."
-)
+@click.option("--after", "after_seq", type=bigint(0), default=0, help="Only events after this seq.")
+@click.option("--limit", type=bigint(0), help="At most this many (the newest when --newest).")
 @click.option("--newest", is_flag=True, help="Newest first.")
 @click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True)
 @ledger_option
@@ -115,5 +114,5 @@ def show(ctx: Context, event_id: str, fmt: str) -> None:
         for row in linked:
             click.echo(
                 f"  seq {row['seq']:>6}  {row['event_id']}  {row['relation']}: "
-                f"{row['type']}: {row['summary']}"
+                f"{row['type']}: {shown(row['summary'])}"
             )

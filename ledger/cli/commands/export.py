@@ -19,8 +19,8 @@ def export() -> None:
 @click.option(
     "-o",
     "--output",
-    type=click.Path(dir_okay=False, path_type=Path),
-    help="Write to FILE instead of standard output.",
+    type=click.Path(dir_okay=False, allow_dash=True, path_type=Path),
+    help="Write to FILE instead of standard output ('-': standard output; ./- for a file named '-').",
 )
 @ledger_option
 @pass_ctx
@@ -32,20 +32,25 @@ def export_markdown(ctx: Context, session_id: str | None, output: Path | None) -
     """
     from ledger.export.markdown import render_report
     from ledger.read.model import read_report
+    from ledger.store.safe_files import descriptor_of, write_file
 
     # An output file's missing folders are created (a report in a new folder loses nothing;
     # a ledger in a mistyped one would: that is refused, see ``writable_store``).
     report = read_report(ctx.store(), session_id)
+    to_stdout = output is None or str(output) == "-"
     plot = None
-    if output is not None and (output.is_file() or not output.exists()):  # not beside /dev/stdout
-        from ledger.export.plot import write_session_plot
+    regular = output is not None and (output.is_file() or not output.exists())
+    if output is not None and not to_stdout and regular and descriptor_of(output) is None:
+        from ledger.export.plot import session_plot
 
-        plot = write_session_plot(report, output)
-    text = render_report(report, plot=plot)
-    if output is None:
+        plot = session_plot(report, output)  # never beside /dev/stdout or /dev/fd/N
+    text = render_report(report, plot=None if plot is None else plot[0].name)
+    if output is None or to_stdout:
         click.echo(text, nl=False)
     else:
-        from ledger.store.safe_files import write_file
-
-        write_file(output, text)  # whole file; a symlink written through, a device in place
+        # never more than `> FILE` could do: see ledger/store/safe_files.py; the log first, so
+        # a log refused leaves no plot behind
+        write_file(output, text)
+        if plot is not None:
+            write_file(*plot)
         click.echo(f"wrote {output}", err=True)

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from ledger.cli.context import Context, first_error, ledger_option, pass_ctx
+from ledger.cli.context import Context, first_error, ledger_option, pass_ctx, shown
 from ledger.errors import InvalidInput
 from schemas import Host
 
@@ -92,7 +92,7 @@ def import_(
         for row in summary:
             pair = f" (one run with {row['paired_with']})" if row["paired_with"] else ""
             click.echo(
-                f"{row['file']}: {row['kind']}, {row['new']} new, {row['duplicates']} already stored{pair}"
+                f"{shown(row['file'])}: {row['kind']}, {row['new']} new, {row['duplicates']} already stored{shown(pair)}"
             )
         for finding in done.findings:
-            click.echo(f"finding: {finding.message}")
+            click.echo(f"finding: {shown(finding.message)}")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import click
 
 from ledger.cli.context import FORMATS, Context, ledger_option, pass_ctx, print_table, stream_rows
+from ledger.cli.option_types import bigint, seconds
 
 
 @click.command()
@@ -13,14 +14,14 @@ from ledger.cli.context import FORMATS, Context, ledger_option, pass_ctx, print_
 @click.option(
     "--timeout",
     "timeout_s",
-    type=click.FloatRange(min=0),
+    type=seconds(),
     default=10.0,
     show_default=True,
     help="Stop the query, its fetching and printing after this many seconds (0: no limit); writers wait while it runs.",
 )
 @click.option(
     "--max-rows",
-    type=click.IntRange(min=1),
+    type=bigint(1),
     default=1000,
     show_default=True,
     help="Rows shown by --format table (csv and json stream every row).",
@@ -37,13 +38,16 @@ def sql(ctx: Context, query: str, fmt: str, timeout_s: float, max_rows: int) -> 
     when there are more); csv and json stream every row. --timeout covers the query,
     fetching and printing.
     """
-    from ledger.read.sql_sandbox import run_readonly, stream_readonly
+    from ledger.cli.sql_guard import hard_deadline, limit_memory
+    from ledger.read.sql_sandbox import run_readonly, stream_readonly, timeout_message
 
-    if fmt != "table":  # streamed: memory stays at one batch whatever the result's size
-        stream_rows(stream_readonly(ctx.store(), query, timeout_s=timeout_s or None), fmt)
-        return
-    table = run_readonly(ctx.store(), query, max_rows=max_rows + 1, timeout_s=timeout_s or None)
-    print_table(table.slice(0, max_rows), fmt)
+    limit_memory()
+    with hard_deadline(timeout_s, timeout_message(timeout_s)):
+        if fmt != "table":  # streamed: memory stays at one batch whatever the result's size
+            stream_rows(stream_readonly(ctx.store(), query, timeout_s=timeout_s or None), fmt)
+            return
+        table = run_readonly(ctx.store(), query, max_rows=max_rows + 1, timeout_s=timeout_s or None)
+        print_table(table.slice(0, max_rows), fmt)
     if table.num_rows > max_rows:
         click.echo(
             f"(the first {max_rows:,} rows; --max-rows N shows more, --format csv or json streams them all)"
