@@ -50,6 +50,7 @@ def build_app(ledger: Path, actor: Actor, session_id: str | None) -> Any:
         raise MissingSdk(
             f"tuneledger mcp needs the MCP SDK: pip install 'tuneledger[mcp]' ({exc})"
         ) from None
+    from ledger.mcp.jobs import Jobs, add_job_tools
     from ledger.mcp.reads import add_read_tools
     from ledger.mcp.records import add_record_tools
     from ledger.mcp.resources import Library
@@ -63,7 +64,9 @@ def build_app(ledger: Path, actor: Actor, session_id: str | None) -> Any:
     add_read_tools(toolbox)
     for register in _plugins():
         register(toolbox, seat)
-    return McpApp(seat=seat, toolbox=toolbox, library=Library(), calls=Calls())
+    calls = Calls()
+    add_job_tools(toolbox, Jobs(toolbox, (calls.start, calls.end)))
+    return McpApp(seat=seat, toolbox=toolbox, library=Library(), calls=calls)
 
 
 def _plugins() -> list[Any]:

@@ -90,7 +90,7 @@ class Call:
     def check_cancelled(self) -> None:
         """Raise ``Cancelled`` if the client cancelled this call (call it where stopping is safe)."""
         if self.cancelled.is_set():
-            raise Cancelled
+            raise Cancelled("cancelled by the MCP client")
 
 
 Handler = Callable[[dict[str, Any], Call], dict[str, Any]]

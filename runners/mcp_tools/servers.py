@@ -51,7 +51,7 @@ class ServerPool:
         run = runner.start(config, port=args.port, health_timeout_s=args.health_timeout_s)
         if call.cancelled.is_set():  # the agent gave up while it started: nothing left running
             runner.stop(run, reason="start_server cancelled")
-            raise Cancelled
+            raise Cancelled("cancelled by the MCP client")
         with self._lock:
             self._running[run.run_id] = (runner, run)
         self._watch()
