@@ -307,3 +307,34 @@ async def test_a_decision_cites_stored_evidence_by_prefix(store: LedgerStore) ->
     stored = store.get(decided["event_id"])
     assert stored.evidence_event_ids == [UUID(note["event_id"])]
     assert stored.actor.kind == "agent" and store.head() == 2
+
+
+async def test_a_new_event_type_is_a_new_tool_with_no_mcp_code(store: LedgerStore) -> None:
+    from typing import ClassVar, Literal
+
+    from schemas import CURRENT_VERSIONS, Event
+    from schemas.jsonschema import schema_of
+
+    try:
+
+        class ThingMeasured(Event):
+            """A test-only event type."""
+
+            type: Literal["thing_measured"] = "thing_measured"
+            schema_version: Literal[1] = 1
+            summary_sql: ClassVar[str] = "'thing ' || p.name"
+            candidate_link: ClassVar[tuple[str, ...]] = ()
+            name: str
+            size_bytes: int | None = None
+
+        async with in_process(store.path, session="s1") as client:
+            tool = next(
+                t for t in (await client.list_tools()).tools if t.name == "record_thing_measured"
+            )
+            assert tool.input_schema == schema_of("thing_measured")
+            assert "size_bytes bytes" in (tool.description or "")
+            out = await call(client, "record_thing_measured", {"name": "a", "size_bytes": 3})
+        assert out["type"] == "thing_measured" and store.get(out["event_id"]).name == "a"  # type: ignore[attr-defined]
+    finally:
+        EVENT_TYPES.pop("thing_measured", None)
+        CURRENT_VERSIONS.pop("thing_measured", None)

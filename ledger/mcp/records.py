@@ -15,8 +15,7 @@ Returns where the event landed (``seq``, ``event_id``, ``stream``, ``stream_vers
 from __future__ import annotations
 
 import json
-from functools import cache
-from typing import Any
+from typing import Any, cast
 
 from pydantic import BaseModel
 
@@ -24,8 +23,7 @@ from ledger.errors import InvalidInput
 from ledger.mcp.toolbox import Call, Tool, Toolbox, schema_of
 from ledger.read.event_types import unit_of
 from ledger.write.jsonl import event_from_obj
-from schemas import EVENT_TYPES, Event
-from schemas.jsonschema import generate
+from schemas import EVENT_TYPES, Event, jsonschema
 
 
 class AppendedEvent(BaseModel):
@@ -51,10 +49,9 @@ def envelope(result: Any, event_type: str) -> dict[str, Any]:
     }
 
 
-@cache
-def event_schemas() -> dict[str, dict[str, Any]]:
-    """Each event type's JSON Schema, exactly as committed in ``schemas/json/<type>.json``."""
-    return {name.removesuffix(".json"): json.loads(text) for name, text in generate().items()}
+def event_schema(event_type: str) -> dict[str, Any]:
+    """The type's JSON Schema, exactly as committed in ``schemas/json/<type>.json``."""
+    return cast(dict[str, Any], json.loads(json.dumps(jsonschema.schema_of(event_type))))
 
 
 def with_defaults(event: Event, call: Call) -> Event:
@@ -128,7 +125,7 @@ def record_tool(event_type: str) -> Tool:
         name=name,
         title=f"Record {event_type.replace('_', ' ')}",
         description=_description(event_type),
-        input_schema=event_schemas()[event_type],
+        input_schema=event_schema(event_type),
         output_schema=schema_of(AppendedEvent),
         handler=handler,
     )
