@@ -17,11 +17,15 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
-from mcp import Client, StdioServerParameters
+import pytest
 
-from ledger.mcp.command import build_app
-from ledger.mcp.server import build_server
-from schemas import Actor
+pytest.importorskip("mcp", reason="the MCP SDK is the `mcp` extra (make installs it)")
+
+from mcp import Client, StdioServerParameters  # noqa: E402
+
+from ledger.mcp.command import build_app  # noqa: E402
+from ledger.mcp.server import build_server  # noqa: E402
+from schemas import Actor  # noqa: E402
 
 BIN = Path(sys.executable).parent
 

@@ -227,3 +227,19 @@ async def test_the_servers_still_running_stop_when_the_client_goes(store: Ledger
     assert not _alive(server["pid"])
     (stopped,) = store.read(types=["server_stopped"])
     assert stopped.reason == "the MCP server ended" and stopped.run_id == server["run_id"]
+
+
+async def test_over_stdio_the_servers_stop_when_the_client_closes(store: LedgerStore) -> None:
+    from mcp_client import over_stdio
+
+    _files(store.path.parent)
+    configs = str(store.path.parent / "servers.toml")
+    async with over_stdio(store.path, "--session", "s1") as client:
+        server = await call(client, "start_server", {"config": "baseline", "configs": configs})
+        assert _alive(server["pid"])
+    with anyio.fail_after(60):
+        while _alive(server["pid"]) or not store.read(types=["server_stopped"]):
+            await anyio.sleep(0.2)
+    (stopped,) = store.read(types=["server_stopped"])
+    assert stopped.reason == "the MCP server ended" and stopped.run_id == server["run_id"]
+    assert stopped.actor.kind == "runner"
