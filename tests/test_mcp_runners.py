@@ -243,3 +243,53 @@ async def test_over_stdio_the_servers_stop_when_the_client_closes(store: LedgerS
     (stopped,) = store.read(types=["server_stopped"])
     assert stopped.reason == "the MCP server ended" and stopped.run_id == server["run_id"]
     assert stopped.actor.kind == "runner"
+
+
+SPEC = f"""
+[spec]
+session = "spec-mcp"
+baseline = "baseline"
+repeats = 2
+concurrency = [1]
+stop_wait_s = 5
+
+[[trials]]
+name = "eagle-3-1-4"
+algorithm = "EAGLE"
+num_steps = 3
+eagle_topk = 1
+num_draft_tokens = 4
+flags = {{ fake-accept = 3.0 }}
+
+[bench]
+endpoint = "chat"
+model = "fake"
+input_len = 8
+output_len = 8
+num_prompts = 6
+warmup = 1
+
+[defaults]
+engine = "sglang"
+model = "fake"
+command = ["{sys.executable}", "{Path(__file__).parent / "fake_servers" / "sglang_spec_server.py"}"]
+port = 0
+health_timeout_s = 30
+
+[configs.baseline]
+flags = {{ delay-ms = 6 }}
+"""
+
+
+async def test_run_spec_returns_the_trials_with_their_accept_length(store: LedgerStore) -> None:
+    spec = store.path.parent / "spec.toml"
+    spec.write_text(SPEC)
+    async with in_process(store.path) as client:
+        out = await call(client, "run_spec", {"spec_file": str(spec)})
+    (trial,) = out["trials"]
+    assert trial["trial_id"] == "spec-mcp:eagle-3-1-4" and trial["algorithm"] == "EAGLE"
+    assert trial["accept_length"] == 3.0 and trial["accept_length_source"] == "server_info"
+    assert trial["output_throughput_change_pct"] > 0 and out["runs"] == 4
+    rows = store.query_arrow("SELECT trial_id, accept_length FROM spec_trials").to_pylist()
+    assert rows == [{"trial_id": "spec-mcp:eagle-3-1-4", "accept_length": 3.0}]
+    assert str(store.read(types=["spec_decoding_trial_completed"])[0].event_id) == trial["event_id"]

@@ -338,3 +338,24 @@ async def test_a_new_event_type_is_a_new_tool_with_no_mcp_code(store: LedgerStor
     finally:
         EVENT_TYPES.pop("thing_measured", None)
         CURRENT_VERSIONS.pop("thing_measured", None)
+
+
+async def test_run_tune_refuses_a_shape_and_a_machine_without_a_gpu(store: LedgerStore) -> None:
+    async with in_process(store.path) as client:
+        shape = await refused(client, "run_tune", {"experts": 64, "intermediate": 640})
+        assert shape["error"]["exit_code"] == 3 and "top-k" in shape["error"]["message"]
+        block = await refused(client, "run_tune", {"experts": 64, "intermediate": 640, "hidden": 3584,
+                                                   "topk": 8, "block_shape": [128, 128]})  # fmt: skip
+        assert block["error"]["exit_code"] == 3
+        try:
+            import torch
+
+            has_gpu = torch.cuda.is_available()
+        except ImportError:
+            has_gpu = False
+        if not has_gpu:
+            gpu = await refused(
+                client, "run_tune", {"experts": 64, "intermediate": 640, "hidden": 3584, "topk": 8}
+            )
+            assert gpu["error"]["exit_code"] == 11 and gpu["error"]["meaning"] == "not-installed"
+    assert store.head() == 0

@@ -87,7 +87,10 @@ def resolve_shape(req: TuneRequest) -> MoeShape:
                     block_shape=block,
                 )
         elif req.experts is None or req.inter is None or req.hidden is None or req.topk is None:
-            raise InvalidInput("give --model-config (and --tp), or all of -E, -N, -K and --topk")
+            raise InvalidInput(
+                "give a model config.json (--model-config, and --tp), or all of E, N, K and top-k "
+                "(-E, -N, -K, --topk)"
+            )
         else:
             shape = MoeShape(
                 E=req.experts,
