@@ -52,6 +52,8 @@ class ServerPool:
         if call.cancelled.is_set():  # the agent gave up while it started: nothing left running
             runner.stop(run, reason="start_server cancelled")
             raise Cancelled("cancelled by the MCP client")
+        # What the runner says later (a stop, a finding at exit) belongs to no call of this one.
+        runner.say = lambda _line: None
         with self._lock:
             self._running[run.run_id] = (runner, run)
         self._watch()
