@@ -92,6 +92,7 @@ _VERDICT_WORDS = "|".join(sorted(set(COMPARISON_VERDICTS) | set(VERDICTS), key=l
 _MASKS = [
     (re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"), "<id>"),
     (re.compile(r"`[0-9a-f]{6,12}`"), "`<id>`"),
+    (re.compile(r"-\d{8}T\d{6}-[0-9a-f]{6}\b"), "-<run>"),  # a server run id's time and suffix
     (re.compile(r"\d{4}-\d\d-\d\d[ T]\d\d:\d\d(:\d\d(\.\d+)?)?(Z|[+-]\d\d:\d\d)?"), "<time>"),
     (re.compile(rf"\b({_VERDICT_WORDS})\b"), "<verdict>"),
     (re.compile(r"[+-]?\d[\d,]*(\.\d+)?"), "<n>"),
@@ -218,6 +219,7 @@ async def test_an_agent_runs_the_first_session_through_mcp_tools(tmp_path: Path)
         uri = f"tuneledger://session/{SESSION}/decision-log"
         mcp_log = (await client.read_resource(uri)).contents[0].text  # type: ignore[union-attr]
 
+        (mcp_dir / "mcp-decisions.md").write_text(mcp_log)  # beside the CLI's, to compare by eye
         assert shape(mcp_log, mcp_dir) == shape(cli_log, cli_dir)
         throughput = [v for v in plan["verdicts"] if v["metric"] == "output_throughput"]
         assert [(v["config_name"], v["concurrency"]) for v in throughput] == [
