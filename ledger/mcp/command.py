@@ -110,8 +110,9 @@ def mcp_command(
     \b
     Register it with a client as the command: tuneledger mcp --ledger /abs/path/ledger.duckdb
     Tools: record_<event_type> for every event type, propose_candidate, triage_candidate,
-    record_decision, start_server/stop_server, run_bench, run_plan, run_spec, run_tune,
-    board, flag_verdicts, benchmark_deltas, server_runs, show, events_since, sql.
+    record_decision, start_server/stop_server, run_bench, run_plan, run_spec, run_tune
+    (or as jobs: start_job, job_status), board, flag_verdicts, benchmark_deltas,
+    server_runs, show, events_since, sql.
     Resources: tuneledger://board, tuneledger://session/{id}/decision-log, tuneledger://flag/{name}.
     The ledger is never held between calls: the CLI and the TUI use it alongside. See docs/mcp.md.
     """

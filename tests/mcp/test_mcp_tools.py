@@ -14,19 +14,14 @@ from pathlib import Path
 from uuid import UUID
 
 import pytest
-from cli_inprocess import invoke
-from mcp_client import call, in_process, refused
 
 from ledger.store import LedgerStore
 from schemas import EVENT_TYPES
 from schemas.jsonschema import JSON_DIR
+from tests.support.cli_inprocess import invoke
+from tests.support.mcp_client import call, in_process, refused
 
 pytestmark = pytest.mark.anyio
-
-
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
 
 
 async def test_every_event_type_has_its_record_tool_with_its_json_schema(ledger_path: Path) -> None:

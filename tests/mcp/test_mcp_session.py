@@ -30,23 +30,17 @@ pytest.importorskip("torch")
 pytest.importorskip("transformers")
 pytest.importorskip("fastapi")
 
-from mcp_client import call, over_stdio, refused  # noqa: E402
-
 from ledger.store import LedgerStore  # noqa: E402
 from schemas.vocab import COMPARISON_VERDICTS, VERDICTS  # noqa: E402
+from tests.support.mcp_client import call, over_stdio, refused  # noqa: E402
 
 #: Process-based on purpose (an MCP server process, real servers): `make test` runs it.
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent
 SESSION = "tiny-moe-cb"
 CB = "flag:continuous-batching"
-
-
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
 
 
 def _env() -> dict[str, str]:
@@ -145,7 +139,7 @@ def shape(markdown: str, folder: Path) -> dict[str, Any]:
 async def test_an_agent_runs_the_first_session_through_mcp_tools(tmp_path: Path) -> None:
     if shutil.which("transformers", path=str(BIN)) is None:
         pytest.skip("the `transformers` command is not installed next to this Python")
-    from tiny_model import build_tiny_model
+    from tests.support.tiny_model import build_tiny_model
 
     cli_dir, mcp_dir = tmp_path / "cli", tmp_path / "mcp"
     cli_dir.mkdir()

@@ -12,11 +12,11 @@ import json
 from pathlib import Path
 
 import pytest
-from cli_inprocess import invoke
 from mcp.shared.exceptions import MCPError
-from mcp_client import call, in_process, refused
 
 from ledger.store import LedgerStore
+from tests.support.cli_inprocess import invoke
+from tests.support.mcp_client import call, in_process, refused
 
 pytestmark = pytest.mark.anyio
 
@@ -32,11 +32,6 @@ SM90 = {
     "engine": "sglang",
     "engine_version": "0.5.9",
 }
-
-
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
 
 
 async def _flags(client) -> dict[str, str]:  # type: ignore[no-untyped-def]

@@ -14,14 +14,14 @@ from pathlib import Path
 
 import anyio
 import pytest
-from mcp_client import call, in_process, refused
 
 from ledger.store import LedgerStore
+from tests.support.mcp_client import call, in_process, refused
 
 #: Process-based on purpose (real servers started and stopped): `make test` runs it.
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 
-FAKE = Path(__file__).parent / "fake_servers" / "openai_stream.py"
+FAKE = Path(__file__).parents[1] / "fake_servers" / "openai_stream.py"
 
 SERVERS = f"""
 [defaults]
@@ -59,11 +59,6 @@ output_len = 6
 num_prompts = 16
 warmup = 1
 """
-
-
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
 
 
 def _files(folder: Path, *, delay: int = 8, repeats: int = 2) -> Path:
@@ -230,7 +225,7 @@ async def test_the_servers_still_running_stop_when_the_client_goes(store: Ledger
 
 
 async def test_over_stdio_the_servers_stop_when_the_client_closes(store: LedgerStore) -> None:
-    from mcp_client import over_stdio
+    from tests.support.mcp_client import over_stdio
 
     _files(store.path.parent)
     configs = str(store.path.parent / "servers.toml")
@@ -272,7 +267,7 @@ warmup = 1
 [defaults]
 engine = "sglang"
 model = "fake"
-command = ["{sys.executable}", "{Path(__file__).parent / "fake_servers" / "sglang_spec_server.py"}"]
+command = ["{sys.executable}", "{Path(__file__).parents[1] / "fake_servers" / "sglang_spec_server.py"}"]
 port = 0
 health_timeout_s = 30
 

@@ -17,23 +17,19 @@ from pathlib import Path
 
 import duckdb
 import pytest
-from mcp_client import call, over_stdio
-from test_tui_helpers import DEMO_SESSION, SIZE, make_demo, wait_for, wait_loaded
 
+from ledger.cli.demo import DEMO_SESSION
 from ledger.store import LedgerStore
 from ledger.write import commands
 from schemas import Actor, CandidateProposed
+from tests.support.mcp_client import call, over_stdio
+from tests.tui.pilot import SIZE, make_demo, wait_for, wait_loaded
 
 #: Process-based on purpose (an MCP server, CLI and store writers in other processes, the TUI).
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent
-
-
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
 
 
 def _env(**extra: str) -> dict[str, str]:
@@ -67,7 +63,12 @@ async def test_mcp_cli_and_kept_open_writers_keep_every_guarantee(tmp_path: Path
                           actor=Actor.parse("person:ana"), session_id="s1"),
     )  # fmt: skip
     go = tmp_path / "go"
-    writer = [sys.executable, str(ROOT / "tests" / "writer_process.py"), "append", str(store.path)]
+    writer = [
+        sys.executable,
+        str(ROOT / "tests" / "store" / "writer_process.py"),
+        "append",
+        str(store.path),
+    ]
     procs = [
         subprocess.Popen([*writer, "--writer", f"store{i}", "--count", "12", "--go", str(go)],
                          env=_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
