@@ -67,6 +67,29 @@ def run_json(point: Any) -> dict[str, Any]:
     )
 
 
+def event_run_json(event: Any) -> dict[str, Any]:
+    """One benchmark run imported from another tool (its ``benchmark_completed``)."""
+    m = event.metrics
+    return jsonable(
+        {
+            "event_id": str(event.event_id),
+            "config_name": event.config_name,
+            "concurrency": event.concurrency,
+            "request_rate": event.workload.request_rate if event.workload else None,
+            "repeat": event.repeat,
+            "valid": event.valid,
+            "notes": list(event.validity_notes),
+            "completed": m.completed,
+            "failed": m.failed,
+            "output_throughput": m.output_throughput,
+            "median_ttft_ms": m.median_ttft_ms,
+            "p99_ttft_ms": m.p99_ttft_ms,
+            "median_tpot_ms": m.median_tpot_ms,
+            "median_itl_ms": m.median_itl_ms,
+        }
+    )
+
+
 def verdict_rows(result: Any, metrics: tuple[str, ...] | None) -> list[dict[str, Any]]:
     """The plan's verdict table (``runners.plan.verdict_table``) as rows of numbers."""
     return [
@@ -156,6 +179,14 @@ class BenchArgs(Arguments):
     ignore_eos: bool = True
     candidate_id: str | None = Field(None, description="The board candidate the runs are for.")
     session_id: str | None = Field(None, description="Default: the server's --session.")
+    tool: Literal["builtin", "guidellm", "aiperf", "sglang"] = Field(
+        "builtin",
+        description="Measure with another tool, run as a subprocess, and import its result "
+        "(exit 11 when it is not installed, 13 when it fails).",
+    )
+    tool_path: str | None = Field(
+        None, description="The tool's program (for sglang: its Python). Default: PATH."
+    )
 
 
 class RunsOut(BaseModel):
@@ -164,12 +195,9 @@ class RunsOut(BaseModel):
     )
 
 
-def _bench(args: BenchArgs, call: Call) -> dict[str, Any]:
-    from runners.bench.client import BenchTarget, sweep
-    from runners.bench.discovery import served_model
+def _concurrencies(args: BenchArgs, call: Call) -> list[int | None]:
+    """The loads to run, as ``run bench`` reads --concurrency and --request-rate."""
     from runners.bench.metrics import prompts_warning
-    from runners.bench.reproduce import reproducing_command
-    from runners.bench.workload import WorkloadSpec, build_workload
 
     if any(c < 1 for c in args.concurrency):
         raise InvalidInput("run_bench: argument 'concurrency': every concurrency must be >= 1")
@@ -177,11 +205,19 @@ def _bench(args: BenchArgs, call: Call) -> dict[str, Any]:
     if args.request_rate is not None:
         if len(concurrencies) > 1:
             raise InvalidInput("run_bench: with request_rate give at most one concurrency (a cap)")
-        concurrencies = [concurrencies[0] if concurrencies else None]
-    elif not concurrencies:
-        concurrencies = [1]
-    if args.request_rate is None and (warning := prompts_warning(args.num_prompts, concurrencies)):
+        return [concurrencies[0] if concurrencies else None]
+    concurrencies = concurrencies or [1]
+    if warning := prompts_warning(args.num_prompts, concurrencies):
         call.progress(warning)
+    return concurrencies
+
+
+def _bench(args: BenchArgs, call: Call) -> dict[str, Any]:
+    concurrencies = _concurrencies(args, call)
+    if args.tool != "builtin":
+        return _bench_with_tool(args, call, concurrencies)
+    from runners.bench.workload import WorkloadSpec, build_workload
+
     spec = WorkloadSpec(
         args.input_len, args.output_len, args.num_prompts, args.seed, args.tokenizer
     )
@@ -201,56 +237,125 @@ def _bench(args: BenchArgs, call: Call) -> dict[str, Any]:
 
     try:
         store.init()
-        model = args.model
-        if model is None:
-            model = "default" if args.endpoint == "generate" else served_model(args.url)
-        target = BenchTarget(
-            url=args.url,
-            endpoint=args.endpoint,
-            model=model,
-            workload=workload,
-            ignore_eos=args.ignore_eos,
-        )
-        concurrency_text = ",".join(str(c) for c in args.concurrency) or None
-        asyncio.run(
-            sweep(
-                target,
-                config_name=args.config_name,
-                concurrencies=concurrencies,
-                request_rate=args.request_rate,
-                repeats=range(args.repeats),
-                warmup_requests=args.warmup,
-                is_baseline=(args.config_name == "baseline")
-                if args.is_baseline is None
-                else args.is_baseline,
-                server_run_id=args.server_run_id,
-                session_id=args.session_id or call.seat.session_id,
-                store=store,
-                progress=False,
-                on_point=on_point,
-                candidate_id=args.candidate_id,
-                source=reproducing_command(
-                    args.url,
-                    args.endpoint,
-                    model,
-                    args.input_len,
-                    args.output_len,
-                    args.num_prompts,
-                    concurrency_text,
-                    args.request_rate,
-                    args.seed,
-                    args.warmup,
-                    args.tokenizer,
-                    args.ignore_eos,
-                    args.config_name,
-                ),
-            )
-        )
+        _sweep(args, call, store, workload, concurrencies, on_point)
     except RuntimeError as exc:  # WarmupFailed, the model list unreadable: `run bench`'s exit 13
         raise BenchFailed(f"run_bench: {exc}") from None
     finally:
         store.close()
     return {"runs": [run_json(p) for p in done]}
+
+
+def _sweep(
+    args: BenchArgs,
+    call: Call,
+    store: Any,
+    workload: Any,
+    concurrencies: list[int | None],
+    on_point: Any,
+) -> None:
+    """``run bench``'s built-in client: ``runners.bench.client.sweep`` with the same source."""
+    from runners.bench.client import BenchTarget, sweep
+    from runners.bench.discovery import served_model
+    from runners.bench.reproduce import reproducing_command
+
+    model = args.model
+    if model is None:
+        model = "default" if args.endpoint == "generate" else served_model(args.url)
+    target = BenchTarget(
+        url=args.url,
+        endpoint=args.endpoint,
+        model=model,
+        workload=workload,
+        ignore_eos=args.ignore_eos,
+    )
+    concurrency_text = ",".join(str(c) for c in args.concurrency) or None
+    source = reproducing_command(
+        args.url,
+        args.endpoint,
+        model,
+        args.input_len,
+        args.output_len,
+        args.num_prompts,
+        concurrency_text,
+        args.request_rate,
+        args.seed,
+        args.warmup,
+        args.tokenizer,
+        args.ignore_eos,
+        args.config_name,
+    )
+    asyncio.run(
+        sweep(
+            target,
+            config_name=args.config_name,
+            concurrencies=concurrencies,
+            request_rate=args.request_rate,
+            repeats=range(args.repeats),
+            warmup_requests=args.warmup,
+            is_baseline=(args.config_name == "baseline")
+            if args.is_baseline is None
+            else args.is_baseline,
+            server_run_id=args.server_run_id,
+            session_id=args.session_id or call.seat.session_id,
+            store=store,
+            progress=False,
+            on_point=on_point,
+            candidate_id=args.candidate_id,
+            source=source,
+        )
+    )
+
+
+def _bench_with_tool(
+    args: BenchArgs, call: Call, concurrencies: list[int | None]
+) -> dict[str, Any]:
+    """``run bench --tool X`` (``runners.bench.external``): the tool measures, its result is imported."""
+    from runners.bench.discovery import served_model
+    from runners.bench.external import ToolWorkload, find_tool, run_tool_sweep
+
+    prefix = find_tool(args.tool, args.tool_path)  # a missing tool is exit 11 before anything runs
+    model = args.model
+    try:
+        if model is None and args.endpoint != "generate":
+            model = served_model(args.url)  # the tool needs the name the server answers to
+    except RuntimeError as exc:
+        raise BenchFailed(f"run_bench: {exc}") from None
+    workload = ToolWorkload(
+        url=args.url,
+        endpoint=args.endpoint,
+        model=model or "default",
+        input_len=args.input_len,
+        output_len=args.output_len,
+        num_prompts=args.num_prompts,
+        seed=args.seed,
+        warmup=args.warmup,
+        tokenizer=args.tokenizer,
+        ignore_eos=args.ignore_eos,
+    )
+    store = call.seat.store().kept_open()  # a run of appends; closed below
+    try:
+        store.init()
+        events = run_tool_sweep(
+            args.tool,
+            prefix,
+            workload,
+            store=store,
+            concurrencies=concurrencies,
+            request_rate=args.request_rate,
+            repeats=args.repeats,
+            config_name=args.config_name,
+            is_baseline=(args.config_name == "baseline")
+            if args.is_baseline is None
+            else args.is_baseline,
+            server_run_id=args.server_run_id,
+            session_id=args.session_id or call.seat.session_id,
+            actor=call.seat.actor,
+            say=lambda line: call.progress(line),
+            candidate_id=args.candidate_id,
+        )
+    finally:
+        store.close()
+    return {"runs": [event_run_json(e) for e in events]}
 
 
 # --- run_plan, run_spec ------------------------------------------------------------------------

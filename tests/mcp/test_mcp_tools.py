@@ -354,3 +354,19 @@ async def test_run_tune_refuses_a_shape_and_a_machine_without_a_gpu(store: Ledge
             )
             assert gpu["error"]["exit_code"] == 11 and gpu["error"]["meaning"] == "not-installed"
     assert store.head() == 0
+
+
+async def test_run_bench_with_a_tool_that_is_not_installed_is_exit_11(
+    tmp_path: Path, store: LedgerStore
+) -> None:
+    async with in_process(store.path) as client:
+        missing = await refused(client, "run_bench", {
+            "url": "http://127.0.0.1:9", "tool": "aiperf", "tool_path": str(tmp_path / "no-aiperf")})  # fmt: skip
+        caps = await refused(
+            client,
+            "run_bench",
+            {"url": "http://127.0.0.1:9", "request_rate": 2.0, "concurrency": [1, 4]},
+        )
+    assert missing["error"]["exit_code"] == 11 and "no-aiperf" in missing["error"]["message"]
+    assert caps["error"]["exit_code"] == 3 and "at most one concurrency" in caps["error"]["message"]
+    assert store.head() == 0
