@@ -16,6 +16,7 @@ Needs torch and transformers[serving] (the e2e extra), offline (the model is bui
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -85,7 +86,7 @@ def _cli_walkthrough(folder: Path) -> str:
 _VERDICT_WORDS = "|".join(sorted(set(COMPARISON_VERDICTS) | set(VERDICTS), key=len, reverse=True))
 _MASKS = [
     (re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"), "<id>"),
-    (re.compile(r"`[0-9a-f]{6,12}`"), "`<id>`"),
+    (re.compile(r"`[0-9a-f]{4,}(-[0-9a-f]+)?`"), "`<id>`"),  # the log's short event ids
     (re.compile(r"-\d{8}T\d{6}-[0-9a-f]{6}\b"), "-<run>"),  # a server run id's time and suffix
     (re.compile(r"\d{4}-\d\d-\d\d[ T]\d\d:\d\d(:\d\d(\.\d+)?)?(Z|[+-]\d\d:\d\d)?"), "<time>"),
     (re.compile(rf"\b({_VERDICT_WORDS})\b"), "<verdict>"),
@@ -123,7 +124,7 @@ def shape(markdown: str, folder: Path) -> dict[str, Any]:
             cells = [_masked(c, folder) for c in _cells(line)]
             if name == "Flag verdicts":
                 cells = cells[:1]  # the flags researched; a measured verdict changes the rest
-            elif name == "Timeline" and cells[:1] == ["finding_recorded"]:
+            elif name == "Timeline" and "finding_recorded" in cells:
                 continue
             elif name in ("Triage", "Server runs", "Benchmark deltas"):
                 cells = cells[:3]
@@ -153,7 +154,10 @@ async def test_an_agent_runs_the_first_session_through_mcp_tools(tmp_path: Path)
     async def on_progress(value: float, total: float | None, message: str | None) -> None:
         progress.append((value, total, message))
 
-    async with over_stdio(ledger, "--session", SESSION, cwd=mcp_dir, env=_env()) as client:
+    transcript: list[dict[str, Any]] = []  # written beside the ledger (docs/mcp.md's transcript)
+    async with over_stdio(
+        ledger, "--session", SESSION, cwd=mcp_dir, env=_env(), transcript=transcript
+    ) as client:
         # --- part 1: the README's first session, through tools ----------------------------
         assert (await call(client, "init_ledger"))["created"] is True
         await call(
@@ -296,6 +300,7 @@ async def test_an_agent_runs_the_first_session_through_mcp_tools(tmp_path: Path)
             "flag_researched"
         ]
         final_log = (await client.read_resource(uri)).contents[0].text  # type: ignore[union-attr]
+        (mcp_dir / "transcript.json").write_text(json.dumps(transcript, indent=1))
     assert "### 1. Serve with --continuous-batching at concurrency > 1" in final_log
     assert "comparison_completed" in final_log.split("## Triage")[0]
     exported = subprocess.run(

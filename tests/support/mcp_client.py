@@ -51,6 +51,7 @@ async def over_stdio(
     cwd: Path | None = None,
     env: Mapping[str, str] | None = None,
     timeout_s: float = 900,
+    transcript: list[dict[str, Any]] | None = None,
 ) -> AsyncIterator[Client]:
     params = StdioServerParameters(
         command=str(BIN / "tuneledger"),
@@ -59,7 +60,30 @@ async def over_stdio(
         env=dict(env) if env is not None else None,
     )
     async with Client(params, read_timeout_seconds=timeout_s) as client:
+        if transcript is not None:
+            _trace(client, transcript)
         yield client
+
+
+def _trace(client: Client, transcript: list[dict[str, Any]]) -> None:
+    """Record every tool call (arguments, result or error) into ``transcript``."""
+    call_tool = client.call_tool
+
+    async def traced(
+        name: str, arguments: dict[str, Any] | None = None, *args: Any, **kw: Any
+    ) -> Any:
+        result = await call_tool(name, arguments, *args, **kw)
+        transcript.append(
+            {
+                "tool": name,
+                "arguments": arguments,
+                "is_error": result.is_error,
+                "output": result.structured_content,
+            }
+        )
+        return result
+
+    client.call_tool = traced  # type: ignore[method-assign]
 
 
 async def call(
