@@ -49,9 +49,18 @@ def _cli(ledger: Path, *args: str) -> subprocess.CompletedProcess[str]:
 
 def _triage_race_cli(ledger: Path) -> subprocess.CompletedProcess[str]:
     return _cli(
-        ledger, "--actor", "person:ana", "append", "candidate_triaged",
-        "-f", "candidate_id=flag:race", "-f", "status=rejected", "--expected-version", "1",
-    )  # fmt: skip
+        ledger,
+        "--actor",
+        "person:ana",
+        "append",
+        "candidate_triaged",
+        "-f",
+        "candidate_id=flag:race",
+        "-f",
+        "status=rejected",
+        "--expected-version",
+        "1",
+    )
 
 
 async def test_mcp_cli_and_kept_open_writers_keep_every_guarantee(tmp_path: Path) -> None:
@@ -59,9 +68,15 @@ async def test_mcp_cli_and_kept_open_writers_keep_every_guarantee(tmp_path: Path
     store.init()
     commands.propose_candidate(
         store,
-        CandidateProposed(candidate_id="flag:race", kind="flag", title="race", flag="race",
-                          actor=Actor.parse("person:ana"), session_id="s1"),
-    )  # fmt: skip
+        CandidateProposed(
+            candidate_id="flag:race",
+            kind="flag",
+            title="race",
+            flag="race",
+            actor=Actor.parse("person:ana"),
+            session_id="s1",
+        ),
+    )
     go = tmp_path / "go"
     writer = [
         sys.executable,
@@ -70,18 +85,37 @@ async def test_mcp_cli_and_kept_open_writers_keep_every_guarantee(tmp_path: Path
         str(store.path),
     ]
     procs = [
-        subprocess.Popen([*writer, "--writer", f"store{i}", "--count", "12", "--go", str(go)],
-                         env=_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        subprocess.Popen(
+            [*writer, "--writer", f"store{i}", "--count", "12", "--go", str(go)],
+            env=_env(),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
         for i in range(2)
-    ]  # fmt: skip
+    ]
     # a long-lived writer that keeps the file open between its appends (a runner, the TUI's writes)
-    procs.append(subprocess.Popen(
-        [*writer, "--writer", "kept", "--count", "12", "--go", str(go)],
-        env=_env(TUNELEDGER_TEST_HOLD_S="2"), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))  # fmt: skip
+    procs.append(
+        subprocess.Popen(
+            [*writer, "--writer", "kept", "--count", "12", "--go", str(go)],
+            env=_env(TUNELEDGER_TEST_HOLD_S="2"),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+    )
     cli_loop = subprocess.Popen(
-        ["bash", "-c", f'for i in 1 2 3 4 5 6; do "{BIN}/tuneledger" --ledger "{store.path}" '
-         'append note_added -f text="cli $i" || exit $?; done'],
-        env=_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)  # fmt: skip
+        [
+            "bash",
+            "-c",
+            f'for i in 1 2 3 4 5 6; do "{BIN}/tuneledger" --ledger "{store.path}" '
+            'append note_added -f text="cli $i" || exit $?; done',
+        ],
+        env=_env(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     async with over_stdio(store.path, "--session", "s1", env=_env()) as client:
         go.touch()
         mine = [
@@ -91,9 +125,11 @@ async def test_mcp_cli_and_kept_open_writers_keep_every_guarantee(tmp_path: Path
         # the triage race: the agent and a person triage at the same expected version
         cli_race, agent_race = await asyncio.gather(
             asyncio.to_thread(_triage_race_cli, store.path),
-            client.call_tool("triage_candidate", {
-                "candidate_id": "flag:race", "status": "accepted", "expected_version": 1}),
-        )  # fmt: skip
+            client.call_tool(
+                "triage_candidate",
+                {"candidate_id": "flag:race", "status": "accepted", "expected_version": 1},
+            ),
+        )
         for proc in [*procs, cli_loop]:
             _, err = await asyncio.to_thread(proc.communicate, timeout=600)
             assert proc.returncode == 0, err
@@ -134,8 +170,9 @@ async def test_the_tui_shows_the_agents_events_live(tmp_path: Path) -> None:
     app = TuneLedgerApp(store.path, DEMO_SESSION, poll_s=60)
     async with app.run_test(size=SIZE) as pilot:
         await wait_loaded(pilot)
-        async with over_stdio(store.path, "--session", DEMO_SESSION, "--actor", "agent:claude",
-                              env=_env()) as client:  # fmt: skip
+        async with over_stdio(
+            store.path, "--session", DEMO_SESSION, "--actor", "agent:claude", env=_env()
+        ) as client:
             await call(client, "record_note_added", {"text": "written by the agent over MCP"})
             await wait_for(
                 pilot,
@@ -145,11 +182,24 @@ async def test_the_tui_shows_the_agents_events_live(tmp_path: Path) -> None:
                 timeout=10,
                 what="the agent's note in the timeline",
             )
-            await call(client, "triage_candidate", {
-                "candidate_id": "flag:cuda-graph-max-bs", "status": "accepted",
-                "expected_version": version})  # fmt: skip
-            await call(client, "propose_candidate", {"title": "try EAGLE", "kind": "spec-decoding",
-                                                     "candidate_id": "spec-decoding:eagle"})  # fmt: skip
+            await call(
+                client,
+                "triage_candidate",
+                {
+                    "candidate_id": "flag:cuda-graph-max-bs",
+                    "status": "accepted",
+                    "expected_version": version,
+                },
+            )
+            await call(
+                client,
+                "propose_candidate",
+                {
+                    "title": "try EAGLE",
+                    "kind": "spec-decoding",
+                    "candidate_id": "spec-decoding:eagle",
+                },
+            )
             await wait_for(
                 pilot,
                 lambda: (

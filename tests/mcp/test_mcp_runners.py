@@ -85,15 +85,31 @@ async def test_a_server_is_kept_between_calls_benchmarked_and_stopped(store: Led
         progress.append(message)
 
     async with in_process(store.path, session="s1") as client:
-        server = await call(client, "start_server", {"config": "baseline", "configs": configs},
-                            progress_callback=seen)  # fmt: skip
+        server = await call(
+            client,
+            "start_server",
+            {"config": "baseline", "configs": configs},
+            progress_callback=seen,
+        )
         assert any("ready" in (m or "") for m in progress)
-        bench = await call(client, "run_bench", {
-            "url": server["base_url"], "input_len": 8, "output_len": 6, "num_prompts": 16,
-            "concurrency": [1, 2], "config_name": "baseline", "server_run_id": server["run_id"]},
-            progress_callback=seen)  # fmt: skip
+        bench = await call(
+            client,
+            "run_bench",
+            {
+                "url": server["base_url"],
+                "input_len": 8,
+                "output_len": 6,
+                "num_prompts": 16,
+                "concurrency": [1, 2],
+                "config_name": "baseline",
+                "server_run_id": server["run_id"],
+            },
+            progress_callback=seen,
+        )
         assert [(r["concurrency"], r["completed"], r["valid"]) for r in bench["runs"]] == [
-            (1, 16, True), (2, 16, True)]  # fmt: skip
+            (1, 16, True),
+            (2, 16, True),
+        ]
         assert "run 2/2: c=2 repeat 0" in progress
         stopped = await call(client, "stop_server", {"run_id": server["run_id"], "reason": "done"})
         assert stopped["event_type"] == "server_stopped" and stopped["reason"] == "done"
@@ -132,8 +148,12 @@ async def test_run_plan_returns_the_verdict_table_with_progress(store: LedgerSto
         progress.append((value, total, message))
 
     async with in_process(store.path) as client:
-        out = await call(client, "run_plan", {"plan_file": str(plan), "all_metrics": True},
-                         progress_callback=seen)  # fmt: skip
+        out = await call(
+            client,
+            "run_plan",
+            {"plan_file": str(plan), "all_metrics": True},
+            progress_callback=seen,
+        )
     assert out["session_id"] == "mcp-plan" and out["runs"] == 2 * 2 * 2 and out["missing"] == []
     rows = {(v["concurrency"], v["metric"]): v for v in out["verdicts"]}
     tput = rows[(1, "output_throughput")]

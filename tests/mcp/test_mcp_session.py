@@ -136,171 +136,155 @@ def shape(markdown: str, folder: Path) -> dict[str, Any]:
 
 # --- the session -----------------------------------------------------------------------------
 
+Progress = list[tuple[float, float | None, str | None]]
 
-async def test_an_agent_runs_the_first_session_through_mcp_tools(tmp_path: Path) -> None:
-    if shutil.which("transformers", path=str(BIN)) is None:
-        pytest.skip("the `transformers` command is not installed next to this Python")
-    from tests.support.tiny_model import build_tiny_model
 
-    cli_dir, mcp_dir = tmp_path / "cli", tmp_path / "mcp"
-    cli_dir.mkdir()
-    mcp_dir.mkdir()
-    cli_log = _cli_walkthrough(cli_dir)
-    build_tiny_model(mcp_dir / "models" / "tiny-qwen3-moe")
-    (mcp_dir / "examples").symlink_to(ROOT / "examples")
-    ledger = mcp_dir / "first-session.duckdb"
-    progress: list[tuple[float, float | None, str | None]] = []
+async def _readme_session(client: Any, progress: Progress) -> dict[str, Any]:
+    """Part 1: the README's first session, through tools only; returns what part 2 cites."""
 
     async def on_progress(value: float, total: float | None, message: str | None) -> None:
         progress.append((value, total, message))
 
-    transcript: list[dict[str, Any]] = []  # written beside the ledger (docs/mcp.md's transcript)
-    async with over_stdio(
-        ledger, "--session", SESSION, cwd=mcp_dir, env=_env(), transcript=transcript
-    ) as client:
-        # --- part 1: the README's first session, through tools ----------------------------
-        assert (await call(client, "init_ledger"))["created"] is True
-        await call(
-            client,
-            "record_session_started",
-            {"title": "Continuous batching on a tiny MoE", "model": "models/tiny-qwen3-moe"},
-        )
-        researched = await call(
-            client,
-            "record_flag_researched",
-            {
-                "flag": "continuous-batching",
-                "verdict": "unknown",
-                "what_it_does": "transformers serve batches concurrent requests into one forward pass",
-            },
-        )
-        server = await call(
-            client, "start_server", {"config": "baseline", "configs": "examples/servers-cpu.toml"}
-        )
-        assert server["base_url"] == f"http://127.0.0.1:{server['port']}"
-        assert [s["run_id"] for s in (await call(client, "running_servers"))["servers"]] == [
-            server["run_id"]
-        ]
-        bench = await call(
-            client,
-            "run_bench",
-            {
-                "url": server["base_url"],
-                "input_len": 16,
-                "output_len": 8,
-                "num_prompts": 32,
-                "concurrency": [1],
-                "tokenizer": "models/tiny-qwen3-moe",
-                "config_name": "baseline",
-            },
-            progress_callback=on_progress,
-        )
-        assert [(r["config_name"], r["concurrency"], r["completed"]) for r in bench["runs"]] == [
-            ("baseline", 1, 32)
-        ]
-        stopped = await call(client, "stop_server", {"run_id": server["run_id"]})
-        assert stopped["event_type"] == "server_stopped" and stopped["already_ended"] is False
-        progress.clear()
-        plan = await call(
-            client, "run_plan", {"plan_file": "examples/plan.toml"}, progress_callback=on_progress
-        )
-        deltas = await call(
-            client,
-            "sql",
-            {
-                "query": (
-                    "SELECT config_name, concurrency, metric, round(change_pct, 1) AS change_pct, verdict "
-                    "FROM benchmark_deltas WHERE metric = 'output_throughput' ORDER BY concurrency"
-                )
-            },
-        )
-        uri = f"tuneledger://session/{SESSION}/decision-log"
-        mcp_log = (await client.read_resource(uri)).contents[0].text  # type: ignore[union-attr]
+    assert (await call(client, "init_ledger"))["created"] is True
+    await call(
+        client,
+        "record_session_started",
+        {"title": "Continuous batching on a tiny MoE", "model": "models/tiny-qwen3-moe"},
+    )
+    researched = await call(
+        client,
+        "record_flag_researched",
+        {
+            "flag": "continuous-batching",
+            "verdict": "unknown",
+            "what_it_does": "transformers serve batches concurrent requests into one forward pass",
+        },
+    )
+    server = await call(
+        client, "start_server", {"config": "baseline", "configs": "examples/servers-cpu.toml"}
+    )
+    assert server["base_url"] == f"http://127.0.0.1:{server['port']}"
+    running = (await call(client, "running_servers"))["servers"]
+    assert [s["run_id"] for s in running] == [server["run_id"]]
+    bench = await call(
+        client,
+        "run_bench",
+        {
+            "url": server["base_url"],
+            "input_len": 16,
+            "output_len": 8,
+            "num_prompts": 32,
+            "concurrency": [1],
+            "tokenizer": "models/tiny-qwen3-moe",
+            "config_name": "baseline",
+        },
+        progress_callback=on_progress,
+    )
+    assert [(r["config_name"], r["concurrency"], r["completed"]) for r in bench["runs"]] == [
+        ("baseline", 1, 32)
+    ]
+    stopped = await call(client, "stop_server", {"run_id": server["run_id"]})
+    assert stopped["event_type"] == "server_stopped" and stopped["already_ended"] is False
+    progress.clear()
+    plan = await call(
+        client, "run_plan", {"plan_file": "examples/plan.toml"}, progress_callback=on_progress
+    )
+    deltas = await call(
+        client,
+        "sql",
+        {
+            "query": (
+                "SELECT config_name, concurrency, metric, round(change_pct, 1) AS change_pct, verdict "
+                "FROM benchmark_deltas WHERE metric = 'output_throughput' ORDER BY concurrency"
+            )
+        },
+    )
+    throughput = [v for v in plan["verdicts"] if v["metric"] == "output_throughput"]
+    assert [(v["config_name"], v["concurrency"]) for v in throughput] == [
+        ("continuous-batching", 1),
+        ("continuous-batching", 4),
+    ]
+    assert all(
+        v["verdict"] in COMPARISON_VERDICTS and v["baseline_runs"] == v["runs"] == 3
+        for v in plan["verdicts"]
+    )
+    assert plan["runs"] == 12 and plan["missing"] == [] and plan["session_id"] == SESSION
+    assert [(d["concurrency"], d["verdict"]) for d in deltas["rows"]] == [
+        (v["concurrency"], v["verdict"]) for v in throughput
+    ]
+    # progress: one notification per step, values growing, the total the plan's arm sweeps
+    values = [p[0] for p in progress]
+    assert len(progress) >= 6 and values == sorted(values) and len(set(values)) == len(values)
+    assert any(p[1] == 6 for p in progress) and any("repeat 3/3" in (p[2] or "") for p in progress)
+    return {"server": server, "researched": researched, "throughput": throughput}
 
-        (mcp_dir / "mcp-decisions.md").write_text(mcp_log)  # beside the CLI's, to compare by eye
-        assert shape(mcp_log, mcp_dir) == shape(cli_log, cli_dir)
-        throughput = [v for v in plan["verdicts"] if v["metric"] == "output_throughput"]
-        assert [(v["config_name"], v["concurrency"]) for v in throughput] == [
-            ("continuous-batching", 1),
-            ("continuous-batching", 4),
-        ]
-        assert all(
-            v["verdict"] in COMPARISON_VERDICTS and v["baseline_runs"] == v["runs"] == 3
-            for v in plan["verdicts"]
-        )
-        assert plan["runs"] == 12 and plan["missing"] == [] and plan["session_id"] == SESSION
-        assert [(d["concurrency"], d["verdict"]) for d in deltas["rows"]] == [
-            (v["concurrency"], v["verdict"]) for v in throughput
-        ]
-        # progress: one notification per step, values growing, the total the plan's arm sweeps
-        values = [p[0] for p in progress]
-        assert len(progress) >= 6 and values == sorted(values) and len(set(values)) == len(values)
-        assert any(p[1] == 6 for p in progress) and any(
-            "repeat 3/3" in (p[2] or "") for p in progress
-        )
 
-        # --- part 2: the agent goes on --------------------------------------------------------
-        verdicts = (await call(client, "flag_verdicts", {"flag": "continuous-batching"}))["rows"]
-        assert {v["basis"] for v in verdicts} <= {"researched", "measured"}
-        read = next(r for r in (await call(client, "board"))["rows"] if r["candidate_id"] == CB)
-        person = subprocess.run(
-            [
-                str(BIN / "tuneledger"),
-                "--ledger",
-                str(ledger),
-                "--actor",
-                "person:ana",
-                "append",
-                "candidate_triaged",
-                "-f",
-                f"candidate_id={CB}",
-                "-f",
-                "status=deferred",
-                "-f",
-                "reason=let me look at TPOT first",
-                "--expected-version",
-                str(read["stream_version"]),
-            ],
-            env=_env(),
-            capture_output=True,
-            text=True,
-            timeout=120,
-        )
-        assert person.returncode == 0, person.stderr  # the MCP server does not hold the ledger
-        stale = await refused(
-            client,
-            "triage_candidate",
-            {"candidate_id": CB, "status": "accepted", "expected_version": read["stream_version"]},
-        )
-        assert stale["error"]["exit_code"] == 4 and stale["candidate"]["status"] == "deferred"
-        accepted = await call(
-            client,
-            "triage_candidate",
-            {
-                "candidate_id": CB,
-                "status": "accepted",
-                "reason": "throughput at c=4 decides it",
-                "expected_version": stale["candidate"]["stream_version"],
-            },
-        )
-        assert accepted["candidate"]["status"] == "accepted"
-        evidence = [v["event_id"] for v in throughput] + [researched["event_id"]]
-        decision = await call(
-            client,
-            "record_decision",
-            {
-                "decision": "Serve with --continuous-batching at concurrency > 1",
-                "rationale": "the plan's output throughput comparisons",
-                "candidate_id": CB,
-                "alternatives": ["no batching"],
-                "evidence_event_ids": [e[:12] for e in evidence],
-            },
-        )
-        assert [e["type"] for e in decision["evidence"]] == ["comparison_completed"] * 2 + [
-            "flag_researched"
-        ]
-        final_log = (await client.read_resource(uri)).contents[0].text  # type: ignore[union-attr]
-        (mcp_dir / "transcript.json").write_text(json.dumps(transcript, indent=1))
+async def _agent_goes_on(client: Any, ledger: Path, cited: dict[str, Any]) -> str:
+    """Part 2: the verdicts, a triage racing a person's, a decision; returns the final log."""
+    verdicts = (await call(client, "flag_verdicts", {"flag": "continuous-batching"}))["rows"]
+    assert {v["basis"] for v in verdicts} <= {"researched", "measured"}
+    read = next(r for r in (await call(client, "board"))["rows"] if r["candidate_id"] == CB)
+    person = subprocess.run(
+        [
+            str(BIN / "tuneledger"),
+            "--ledger",
+            str(ledger),
+            "--actor",
+            "person:ana",
+            "append",
+            "candidate_triaged",
+            "-f",
+            f"candidate_id={CB}",
+            "-f",
+            "status=deferred",
+            "-f",
+            "reason=let me look at TPOT first",
+            "--expected-version",
+            str(read["stream_version"]),
+        ],
+        env=_env(),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert person.returncode == 0, person.stderr  # the MCP server does not hold the ledger
+    stale = await refused(
+        client,
+        "triage_candidate",
+        {"candidate_id": CB, "status": "accepted", "expected_version": read["stream_version"]},
+    )
+    assert stale["error"]["exit_code"] == 4 and stale["candidate"]["status"] == "deferred"
+    accepted = await call(
+        client,
+        "triage_candidate",
+        {
+            "candidate_id": CB,
+            "status": "accepted",
+            "reason": "throughput at c=4 decides it",
+            "expected_version": stale["candidate"]["stream_version"],
+        },
+    )
+    assert accepted["candidate"]["status"] == "accepted"
+    evidence = [v["event_id"] for v in cited["throughput"]] + [cited["researched"]["event_id"]]
+    decision = await call(
+        client,
+        "record_decision",
+        {
+            "decision": "Serve with --continuous-batching at concurrency > 1",
+            "rationale": "the plan's output throughput comparisons",
+            "candidate_id": CB,
+            "alternatives": ["no batching"],
+            "evidence_event_ids": [e[:12] for e in evidence],
+        },
+    )
+    types = [e["type"] for e in decision["evidence"]]
+    assert types == ["comparison_completed"] * 2 + ["flag_researched"]
+    uri = f"tuneledger://session/{SESSION}/decision-log"
+    return str((await client.read_resource(uri)).contents[0].text)  # type: ignore[union-attr]
+
+
+def _check_ledger(ledger: Path, final_log: str, base_url: str) -> None:
+    """The events the session left, and the log as the CLI exports it."""
     assert "### 1. Serve with --continuous-batching at concurrency > 1" in final_log
     assert "comparison_completed" in final_log.split("## Triage")[0]
     exported = subprocess.run(
@@ -319,7 +303,6 @@ async def test_an_agent_runs_the_first_session_through_mcp_tools(tmp_path: Path)
         timeout=120,
     )
     assert exported.stdout == final_log
-
     store = LedgerStore(ledger)
     counts = {
         r["type"]: r["n"]
@@ -345,8 +328,34 @@ async def test_an_agent_runs_the_first_session_through_mcp_tools(tmp_path: Path)
     sources = (
         store.query_arrow("SELECT source FROM benchmarks ORDER BY seq").column("source").to_pylist()
     )
-    assert sources[0].startswith(f"tuneledger run bench --url {server['base_url']} ")
+    assert sources[0].startswith(f"tuneledger run bench --url {base_url} ")
     assert set(sources[1:]) == {"examples/plan.toml"}
-    assert store.query_arrow(
-        "SELECT count(*) AS n FROM server_runs WHERE status <> 'stopped'"
-    ).to_pylist() == [{"n": 0}]
+    left = store.query_arrow("SELECT count(*) AS n FROM server_runs WHERE status <> 'stopped'")
+    assert left.to_pylist() == [{"n": 0}]
+
+
+async def test_an_agent_runs_the_first_session_through_mcp_tools(tmp_path: Path) -> None:
+    if shutil.which("transformers", path=str(BIN)) is None:
+        pytest.skip("the `transformers` command is not installed next to this Python")
+    from tests.support.tiny_model import build_tiny_model
+
+    cli_dir, mcp_dir = tmp_path / "cli", tmp_path / "mcp"
+    cli_dir.mkdir()
+    mcp_dir.mkdir()
+    cli_log = _cli_walkthrough(cli_dir)
+    build_tiny_model(mcp_dir / "models" / "tiny-qwen3-moe")
+    (mcp_dir / "examples").symlink_to(ROOT / "examples")
+    ledger = mcp_dir / "first-session.duckdb"
+    progress: Progress = []
+    transcript: list[dict[str, Any]] = []  # written beside the ledger (docs/mcp.md's transcript)
+    async with over_stdio(
+        ledger, "--session", SESSION, cwd=mcp_dir, env=_env(), transcript=transcript
+    ) as client:
+        cited = await _readme_session(client, progress)
+        uri = f"tuneledger://session/{SESSION}/decision-log"
+        mcp_log = (await client.read_resource(uri)).contents[0].text  # type: ignore[union-attr]
+        (mcp_dir / "mcp-decisions.md").write_text(mcp_log)  # beside the CLI's, to compare by eye
+        assert shape(mcp_log, mcp_dir) == shape(cli_log, cli_dir)
+        final_log = await _agent_goes_on(client, ledger, cited)
+        (mcp_dir / "transcript.json").write_text(json.dumps(transcript, indent=1))
+    _check_ledger(ledger, final_log, cited["server"]["base_url"])

@@ -339,8 +339,17 @@ async def test_run_tune_refuses_a_shape_and_a_machine_without_a_gpu(store: Ledge
     async with in_process(store.path) as client:
         shape = await refused(client, "run_tune", {"experts": 64, "intermediate": 640})
         assert shape["error"]["exit_code"] == 3 and "top-k" in shape["error"]["message"]
-        block = await refused(client, "run_tune", {"experts": 64, "intermediate": 640, "hidden": 3584,
-                                                   "topk": 8, "block_shape": [128, 128]})  # fmt: skip
+        block = await refused(
+            client,
+            "run_tune",
+            {
+                "experts": 64,
+                "intermediate": 640,
+                "hidden": 3584,
+                "topk": 8,
+                "block_shape": [128, 128],
+            },
+        )
         assert block["error"]["exit_code"] == 3
         try:
             import torch
@@ -360,8 +369,15 @@ async def test_run_bench_with_a_tool_that_is_not_installed_is_exit_11(
     tmp_path: Path, store: LedgerStore
 ) -> None:
     async with in_process(store.path) as client:
-        missing = await refused(client, "run_bench", {
-            "url": "http://127.0.0.1:9", "tool": "aiperf", "tool_path": str(tmp_path / "no-aiperf")})  # fmt: skip
+        missing = await refused(
+            client,
+            "run_bench",
+            {
+                "url": "http://127.0.0.1:9",
+                "tool": "aiperf",
+                "tool_path": str(tmp_path / "no-aiperf"),
+            },
+        )
         caps = await refused(
             client,
             "run_bench",
