@@ -50,7 +50,7 @@ async def over_stdio(
     *args: str,
     cwd: Path | None = None,
     env: Mapping[str, str] | None = None,
-    timeout_s: float = 900,
+    timeout_s: float = 2400,  # a plan on a busy 2-core machine: the CLI walkthrough's bound
     transcript: list[dict[str, Any]] | None = None,
 ) -> AsyncIterator[Client]:
     params = StdioServerParameters(
