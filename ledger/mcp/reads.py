@@ -274,13 +274,13 @@ class EventsSinceOut(BaseModel):
 
 def _events_since(args: EventsSinceArgs, call: Call) -> dict[str, Any]:
     store = call.seat.store()
-    flt = read_model.EventFilter(
-        types=tuple(args.types),
+    events = store.read(
+        after_seq=args.after_seq,
+        types=args.types or None,
         session_id=args.session_id,
         stream=args.stream,
-        after_seq=args.after_seq,
+        limit=args.limit,
     )
-    events = store.read(flt, limit=args.limit)
     last = events[-1].seq if events else None
     return {
         "events": [event_json(e) for e in events],

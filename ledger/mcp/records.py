@@ -4,7 +4,7 @@ Nothing here names an event type: the tools are made from ``schemas.EVENT_TYPES`
 type's JSON Schema (``schemas.jsonschema``, the files committed in ``schemas/json``), so a new
 event type is a new tool with no MCP code. A call is ``tuneledger append TYPE`` with the event as
 JSON: the same validation (``ledger.write.jsonl.event_from_obj``), input checks
-(``ledger.write.input_checks``) and write rules (``ledger.write.commands.append``: a triage needs
+(``ledger.store.payloads``) and write rules (``ledger.write.commands.append``: a triage needs
 its ``stream_version``, a retraction names a stored event). The envelope defaults are the
 server's: ``actor`` its ``--actor`` (``agent:mcp``), ``session_id`` its ``--session``. Giving
 ``event_id`` makes a retry idempotent: the same event comes back with ``duplicate: true``.
@@ -74,12 +74,13 @@ def append_one(event: Event, call: Call, where: str, *, expected_version: int | 
         InvalidInput, NotFound, ConcurrencyConflict, EventIdReused, LedgerBusy, StorageError:
             as the CLI's ``append``.
     """
-    from ledger.write import commands, input_checks
+    from ledger.store import payloads
+    from ledger.write import commands
 
     store = call.seat.writable_store()
-    input_checks.check_text(event.model_dump(), where)
-    input_checks.payload_json(event, where)
-    input_checks.host_json(event, where)
+    payloads.check_text(event.model_dump(), where)
+    payloads.payload_json(event, where)
+    payloads.host_json(event, where)
     return commands.append(store, event, expected_version=expected_version, where=where)[0]
 
 
