@@ -254,7 +254,7 @@ def _sweep(
     on_point: Any,
 ) -> None:
     """``run bench``'s built-in client: ``runners.bench.client.sweep`` with the same source."""
-    from runners.bench.client import BenchTarget, sweep
+    from runners.bench.client import BenchTarget, RunIdentity, sweep
     from runners.bench.discovery import served_model
     from runners.bench.reproduce import reproducing_command
 
@@ -284,24 +284,27 @@ def _sweep(
         args.ignore_eos,
         args.config_name,
     )
+    identity = RunIdentity(
+        config_name=args.config_name,
+        request_rate=args.request_rate,
+        is_baseline=(args.config_name == "baseline")
+        if args.is_baseline is None
+        else args.is_baseline,
+        candidate_id=args.candidate_id,
+        session_id=args.session_id or call.seat.session_id,
+        server_run_id=args.server_run_id,
+        source=source,
+    )
     asyncio.run(
         sweep(
             target,
-            config_name=args.config_name,
+            identity,
             concurrencies=concurrencies,
-            request_rate=args.request_rate,
             repeats=range(args.repeats),
             warmup_requests=args.warmup,
-            is_baseline=(args.config_name == "baseline")
-            if args.is_baseline is None
-            else args.is_baseline,
-            server_run_id=args.server_run_id,
-            session_id=args.session_id or call.seat.session_id,
             store=store,
             progress=False,
             on_point=on_point,
-            candidate_id=args.candidate_id,
-            source=source,
         )
     )
 
