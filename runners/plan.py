@@ -87,13 +87,13 @@ from schemas import Actor, Host
 from schemas.envelope import Evidence
 from schemas.events import (
     BenchmarkCompleted,
-    BenchMetrics,
     CandidateProposed,
     ComparisonCompleted,
     FindingRecorded,
     NoteAdded,
     SessionStarted,
 )
+from schemas.parts import BenchMetrics
 
 from .compare import (
     METRIC_RULES,
