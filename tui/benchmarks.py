@@ -18,11 +18,13 @@ from typing import Any
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.containers import Vertical
 from textual.widgets import DataTable, Static
 
+from ledger.read import model as read_model
 from schemas.metrics import HEADLINE_METRICS
 
+from .pane import Pane
+from .parts import Part, Reading
 from .queries import BENCH_METRICS
 from .render import DELTA_STYLE, number, short_delta_verdict
 
@@ -43,8 +45,22 @@ def workload_text(row: dict[str, Any]) -> str:
     return " ".join(parts) or "—"
 
 
-class BenchmarksPane(Vertical):
+def _read(reading: Reading) -> list[dict[str, Any]]:
+    return read_model.benchmark_summary(reading.con, reading.session_id)
+
+
+class BenchmarksPane(Pane):
     """Benchmark results against the baseline."""
+
+    NAME = "bench"
+    TITLE = "Benchmarks"
+    KEYS = "2,f3"
+    FOCUS = "#bench-table"
+    PART = Part(
+        "bench", _read, dirtied_by=frozenset({"benchmark_completed", "comparison_completed"})
+    )
+    SUMMARY = "vs baseline, with a plot"
+    HELP_KEYS = (("m", "Benchmarks", "cycle the plotted metric"),)
 
     BINDINGS = [Binding("m", "cycle_metric", "Plot metric", id="bench.cycle_metric")]
 

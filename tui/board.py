@@ -12,9 +12,12 @@ from typing import Any
 
 from rich.text import Text
 from textual.app import ComposeResult
-from textual.containers import Horizontal, Vertical
+from textual.containers import Horizontal
 from textual.widgets import DataTable, Select, Static
 
+from . import queries
+from .pane import Pane
+from .parts import Part, Reading
 from .queries import STATUSES
 from .render import clip, pct_text, status_text, verdict_text
 
@@ -22,8 +25,38 @@ _FILTERS = (("arch", "arch"), ("engine_version", "engine version"), ("verdict", 
 _NONE = "(none)"
 
 
-class BoardPane(Vertical):
+def _read(reading: Reading) -> list[dict[str, Any]]:
+    return queries.board(reading.con, reading.session_id)
+
+
+class BoardPane(Pane):
     """The triage board of one session."""
+
+    NAME = "board"
+    TITLE = "Board"
+    KEYS = "1,f2"
+    FOCUS = "#board-table"
+    PART = Part(
+        "board",
+        _read,
+        # and any event naming a candidate: it can be the board's latest evidence
+        dirtied_by=frozenset(
+            {
+                "candidate_proposed",
+                "candidate_triaged",
+                "flag_researched",
+                "finding_recorded",
+                "server_started",
+                "benchmark_completed",
+                "comparison_completed",
+            }
+        ),
+        names_candidate=True,
+    )
+    SUMMARY = "triage"
+    #: The triage actions act on the selected candidate: shown (and run) on the board only.
+    ACTIONS = frozenset({"accept", "reject", "defer", "decision"})
+    COMMANDS = (("Board: clear filters", "Show every candidate of the session", "clear_filters"),)
 
     DEFAULT_CSS = """
     BoardPane #board-filters { height: 3; }
@@ -177,6 +210,12 @@ class BoardPane(Vertical):
         table.add_columns(*columns)
         if self.loaded:
             self._render_rows()
+
+    def action_clear_filters(self) -> None:
+        """Show every candidate on the board."""
+        for key, _ in _FILTERS:
+            self.query_one(f"#filter-{key}", Select).clear()
+        self.app.action_show_tab(self.NAME)  # type: ignore[attr-defined]
 
     def on_select_changed(self, event: Select.Changed) -> None:
         """A filter changed: redraw from the rows already read (no query)."""

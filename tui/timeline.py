@@ -9,22 +9,46 @@ events caused by or citing it); Enter on a link jumps to that event.
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 from rich.syntax import Syntax
 from rich.text import Text
+from textual import work
 from textual.app import ComposeResult
-from textual.containers import Horizontal, Vertical, VerticalScroll
-from textual.message import Message
+from textual.containers import Horizontal, VerticalScroll
 from textual.widgets import DataTable, OptionList, Select, Static
 from textual.widgets.option_list import Option
+from textual.worker import get_current_worker
 
-from .queries import EventDetail, EventFilter
+from ledger.errors import LedgerError
+
+from . import queries
+from .messages import EventDetailLoaded, TimelineReloaded
+from .pane import Pane
+from .parts import Part
+from .queries import EventDetail, EventFilter, TimelineData
 from .render import clip
 
 
-class TimelinePane(Vertical):
+class TimelinePane(Pane):
     """Events, oldest at the top, newest at the bottom, with a detail pane on the right."""
+
+    NAME = "timeline"
+    TITLE = "Timeline"
+    KEYS = "3,f4"
+    FOCUS = "#timeline-table"
+    #: Every new event is a row here: read first on a refresh (where a new event shows up).
+    PART = Part("timeline", queries.timeline, dirtied_by=None, latency_first=True)
+    SUMMARY = "live tail; Enter on a link opens that event"
+    HELP_KEYS = (("Enter", "Timeline links", "open the linked event"),)
+    COMMANDS = (
+        (
+            "Timeline: show all event types and sessions",
+            "Clear the timeline's filters",
+            "clear_filters",
+        ),
+    )
 
     DEFAULT_CSS = """
     TimelinePane #timeline-filters { height: 3; }
@@ -37,20 +61,6 @@ class TimelinePane(Vertical):
     TimelinePane #event-links { height: auto; max-height: 14; border: none; }
     """
 
-    class FilterChanged(Message):
-        """The user changed the type or session filter: the app rereads the timeline."""
-
-        def __init__(self, flt: EventFilter) -> None:
-            super().__init__()
-            self.filter = flt
-
-    class EventSelected(Message):
-        """The cursor rests on an event (or a link was chosen): the app loads its detail."""
-
-        def __init__(self, event_id: str) -> None:
-            super().__init__()
-            self.event_id = event_id
-
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.rows: list[dict[str, Any]] = []
@@ -58,6 +68,10 @@ class TimelinePane(Vertical):
         self.filter = EventFilter()
         self._options: dict[str, list[str]] = {}
         self._detail_id: str | None = None
+        #: seq -> wall-clock time when that event was shown (with ``record_visibility``; wall
+        #: clock, so a benchmark can compare it with another process's append time).
+        self.visible_wall: dict[int, float] = {}
+        self.record_visibility = False
 
     def compose(self) -> ComposeResult:
         with Horizontal(id="timeline-filters"):
@@ -73,6 +87,26 @@ class TimelinePane(Vertical):
                 yield OptionList(id="event-links")
 
     # --- data ---------------------------------------------------------------------------
+
+    def read_state(self) -> EventFilter:
+        """A refresh reads the events this filter shows."""
+        return self.filter
+
+    def show(self, data: TimelineData) -> None:
+        """Show a refresh's events (only the new ones unless ``data.reset``) and the filters'
+        choices; a refresh read for a filter the user has changed since is dropped (the
+        reload for the new filter follows)."""
+        if data.filter != self.filter:
+            return
+        self.set_choices(data.sessions, data.types)
+        if data.reset:
+            self.replace(data.rows)
+        else:
+            self.extend(data.rows)
+        if self.record_visibility:
+            now = time.time()
+            for row in data.rows:
+                self.visible_wall.setdefault(row["seq"], now)
 
     def set_choices(self, sessions: list[str], types: list[str]) -> None:
         """Offer the sessions and event types present in the ledger as filters."""
@@ -159,7 +193,39 @@ class TimelinePane(Vertical):
         self.filter = EventFilter(
             types=(values["type"],) if values["type"] else (), session_id=values["session"]
         )
-        self.post_message(self.FilterChanged(self.filter))
+        self._reload(self.filter)
+
+    @work(thread=True, exclusive=True, group="timeline", exit_on_error=False)
+    def _reload(self, flt: EventFilter) -> None:
+        rows = queries.load_timeline(self.app.store, flt)  # type: ignore[attr-defined]
+        if not get_current_worker().is_cancelled:
+            self.post_message(TimelineReloaded(rows))
+
+    def on_timeline_reloaded(self, message: TimelineReloaded) -> None:
+        """Show the timeline reread for the new filter."""
+        if not self.closing:
+            self.replace(message.rows)
+
+    @work(thread=True, exclusive=True, group="detail", exit_on_error=False)
+    def _load_detail(self, event_id: str) -> None:
+        try:
+            detail = queries.load_event_detail(self.app.store, event_id)  # type: ignore[attr-defined]
+        except LedgerError as exc:
+            self.app.call_from_thread(self.app.notify, str(exc), severity="error")
+            return
+        if not get_current_worker().is_cancelled:
+            self.post_message(EventDetailLoaded(detail))
+
+    def on_event_detail_loaded(self, message: EventDetailLoaded) -> None:
+        """Show the event's JSON and links."""
+        if not self.closing:
+            self.show_detail(message.detail)
+
+    def action_clear_filters(self) -> None:
+        """Show every event type and session."""
+        for key in ("type", "session"):
+            self.query_one(f"#timeline-{key}", Select).clear()
+        self.app.action_show_tab(self.NAME)  # type: ignore[attr-defined]
 
     def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
         """The cursor moved to an event: load its detail."""
@@ -167,7 +233,7 @@ class TimelinePane(Vertical):
         row = self.selected
         if row is not None and row["event_id"] != self._detail_id:
             self._detail_id = row["event_id"]
-            self.post_message(self.EventSelected(row["event_id"]))
+            self._load_detail(row["event_id"])
 
     def on_option_list_option_selected(self, event: OptionList.OptionSelected) -> None:
         """Enter on a link: show that event (and move the cursor to it when it is listed)."""
@@ -180,4 +246,4 @@ class TimelinePane(Vertical):
                 self.query_one("#timeline-table", DataTable).move_cursor(row=index)
                 break
         self._detail_id = event_id
-        self.post_message(self.EventSelected(event_id))
+        self._load_detail(event_id)
