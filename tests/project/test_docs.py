@@ -56,6 +56,16 @@ def test_every_exit_code_is_in_the_readme() -> None:
     assert {0, 2, 3, 4, 5, 130} <= listed
 
 
+def test_code_blocks_are_closed() -> None:
+    """Every fenced block ends: an unclosed one swallows the rest of the page."""
+    unclosed = [
+        str(doc.relative_to(ROOT))
+        for doc in DOCS
+        if sum(line.lstrip().startswith("```") for line in doc.read_text().splitlines()) % 2
+    ]
+    assert unclosed == []
+
+
 def test_relative_links_open_a_file() -> None:
     broken = []
     for doc in DOCS:
