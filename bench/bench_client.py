@@ -10,7 +10,7 @@ SSE chunks instantly (no delay) plus a usage chunk and ``[DONE]``, on ``/v1/chat
 ``--servers N`` starts N such processes on one port (SO_REUSEPORT) so the server is less of a
 bottleneck. Each client sends ``--requests`` requests closed-loop at each concurrency:
 
-- ``ours``: ``runners.bench.client.timed_run`` with ``runners.bench.client.client_slots`` — the exact
+- ``ours``: ``runners.bench.client.timed_run`` with ``runners.bench.http.client_slots`` — the exact
   code path of ``tuneledger run bench`` (slot semaphore, SSE parsing, per-chunk timestamps), on
   the client it picks (``--transport``: ``auto`` = aiohttp directly (``AiohttpClient``) when it
   is installed, else plain httpx sharded over ``ClientShards``);
@@ -43,7 +43,8 @@ import aiohttp
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from runners.bench.client import TRANSPORT, BenchTarget, client_slots, timed_run  # noqa: E402
+from runners.bench.client import BenchTarget, timed_run  # noqa: E402
+from runners.bench.http import TRANSPORT, client_slots  # noqa: E402
 from runners.bench.workload import WorkloadSpec, build_workload  # noqa: E402
 
 FAKE = ROOT / "tests" / "fake_servers" / "openai_stream.py"
@@ -68,7 +69,7 @@ def start_servers(count: int, chunks: int) -> tuple[list[subprocess.Popen], str]
     return procs, f"http://127.0.0.1:{port}"
 
 
-#: The transport of ``run_ours`` (None: ``runners.bench.client.TRANSPORT``); set by ``--transport``.
+#: The transport of ``run_ours`` (None: ``runners.bench.http.TRANSPORT``); set by ``--transport``.
 OURS_TRANSPORT: str | None = None
 
 

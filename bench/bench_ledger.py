@@ -59,7 +59,8 @@ import pyarrow as pa
 
 from ledger.derive import views as views_mod
 from ledger.store import LedgerStore
-from ledger.store import ledger_store as store_mod
+from ledger.store import encoding as store_encoding
+from ledger.store import schema as store_mod
 from ledger.write.jsonl import event_from_obj, iter_jsonl
 from schemas import Event, parse_event
 
@@ -1024,13 +1025,13 @@ class Bench:
         )
         dumped.clear()
         now = store.clock()
-        t_row, rows = _timed(lambda: [store_mod.event_row(e, now) for e in events])
+        t_row, rows = _timed(lambda: [store_encoding.event_row(e, now) for e in events])
         for i, r in enumerate(rows, start=1):
             r["seq"], r["stream_version"] = (
                 i,
                 i,
             )  # positions as the store assigns them (unique per row)
-        t_arrow, table = _timed(lambda: pa.Table.from_pylist(rows, schema=store_mod._ARROW_SCHEMA))
+        t_arrow, table = _timed(lambda: pa.Table.from_pylist(rows, schema=store_mod.arrow_schema()))
         insert_sql = (
             "INSERT INTO events SELECT seq, event_id::UUID, type, schema_version, stream, "
             "stream_version, recorded_at, actor_kind, actor_name, session_id, causation_id::UUID, "

@@ -176,7 +176,7 @@ def _process_cpu_s(pid: int) -> float:
 def _start_resident(env: dict[str, str]) -> int:
     """Start a resident process for ``env`` and wait until it answers; its pid."""
     from ledger.frontdoor.launcher import start_server
-    from ledger.frontdoor.resident import ask_server
+    from ledger.resident_socket import ask_server
 
     start_server(env)
     deadline = time.monotonic() + 120
@@ -197,7 +197,7 @@ def bench_cli(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
     """
     import duckdb
 
-    from ledger.frontdoor.resident import ask_server
+    from ledger.resident_socket import ask_server
 
     runtime = tempfile.mkdtemp(prefix="tl-bench-")  # short: a socket path is at most 107 bytes
     os.chmod(runtime, 0o700)
@@ -352,6 +352,7 @@ def bench_import(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
 
 
 def bench_handoff(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
+    import ledger.derive  # noqa: F401  (the store keeps the derived tables current)
     from ledger.store import HANDOFF_S, LedgerStore
 
     ledger = tmp / "handoff.duckdb"

@@ -321,7 +321,7 @@ def main_fp8(site: str, out: str, deadline: float, log, left) -> None:
     from pathlib import Path
 
     from runners.moe.kernels import FP8_TOLERANCE, GpuMeasurer
-    from runners.moe.space import H200_PEAK, MoeShape, default_config, nearest_config
+    from runners.moe.space import MoeShape, default_config, nearest_config
     from runners.moe.tune import JsonlSink, TuneSpec, run_tune, spread_pct, time_interleaved
 
     shipped_dir = os.path.join(site, "sglang/srt/layers/moe/moe_runner/triton_utils/configs")
@@ -384,8 +384,7 @@ def main_fp8(site: str, out: str, deadline: float, log, left) -> None:
             time_budget_s=max(20.0, min(90.0, left() - reserve - (80 if name == "Q" else 0))),
             output_dir=Path(out) / "moe_configs_fp8",
             session_id="h200-moe-tune-fp8",
-            peak_flops=H200_PEAK["fp8_flops"],
-        )
+        )  # the roofline: the device's fp8 peaks (runners/moe/peaks.py)
         try:
             rep = run_tune(spec, m, sink, say=log)
         except Exception as exc:

@@ -127,6 +127,7 @@ def events_reference() -> str:
 
 
 def views_reference() -> str:
+    import ledger.derive  # noqa: F401  (installs the derived tables the store builds)
     from ledger.store import LedgerStore
 
     with tempfile.TemporaryDirectory() as folder:
@@ -136,7 +137,9 @@ def views_reference() -> str:
             "SELECT v.view_name AS view, c.column_name AS col, c.data_type AS type "
             "FROM duckdb_views() v JOIN information_schema.columns c "
             "ON c.table_name = v.view_name AND c.table_schema = v.schema_name "
-            "WHERE NOT v.internal AND v.database_name = current_database() "
+            # the file's own views (a reader's connection makes the code's as temporary ones,
+            # and names the temporary catalog its current database)
+            "WHERE NOT v.internal AND NOT v.temporary AND v.database_name NOT IN ('system', 'temp') "
             "ORDER BY v.view_name, c.ordinal_position"
         ).to_pylist()
     views: dict[str, list[tuple[str, str]]] = {}

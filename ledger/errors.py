@@ -15,7 +15,7 @@ Exit codes (stable; coding agents branch on them):
 7     ledger busy: the file lock could not be had within the timeout
 8     event id reused with different content (also: on a sync hub)
 9     remote error: a sync hub unreachable, refusing the login, or not initialised
-14    a read-only query stopped by its ``--timeout`` (10–13 are the runners')
+14    a read-only query stopped by its ``--timeout`` or its memory limit (10–13 are the runners')
 15    storage error: disk full, read-only file system, I/O error (what was acknowledged is kept)
 ====  ======================================================================
 """

@@ -18,6 +18,9 @@ A plan file (TOML, see ``examples/plan.toml``)::
     flag = "continuous-batching"      # a single-flag candidate: its measured verdict becomes a finding
     hypothesis = "batching raises throughput at c > 1"
 
+    [[candidates]]                    # a grid: one configuration per value (runners/plan_grid.py)
+    grid = { max-num-seqs = [1, 8, 32] }   # -> max-num-seqs-1, max-num-seqs-8, max-num-seqs-32
+
     [bench]                           # the workload, as `tuneledger run bench` takes it
     endpoint = "chat"
     input_len = 64
@@ -48,29 +51,37 @@ from __future__ import annotations
 
 import asyncio
 import time
-import tomllib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
-from pathlib import Path
 from typing import Any, Protocol
 from uuid import UUID
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
-
-from ledger.errors import ConcurrencyConflict, InvalidInput
+from ledger.errors import ConcurrencyConflict
 from ledger.store import LedgerStore
 from ledger.write import commands
 from runners.bench.client import (
-    TOOL_NAME,
     BenchTarget,
+    RunIdentity,
     SweepPoint,
     WarmupFailed,
+    benchmark_event,
     format_point,
-    run_id_for,
     sweep,
 )
 from runners.bench.discovery import served_model
+from runners.bench.identity import event_workload
+from runners.bench.record import RunResult
 from runners.bench.workload import WorkloadSpec, build_workload
+
+# Re-exported (``X as X``): the plan file's models and reader live in runners/plan_file.py.
+from runners.plan_file import BenchSection as BenchSection
+from runners.plan_file import CandidateSpec as CandidateSpec
+from runners.plan_file import Plan as Plan
+from runners.plan_file import PlanSection as PlanSection
+from runners.plan_file import load_plan as load_plan
+from runners.plan_file import read_toml as read_toml
+from runners.plan_file import validated as validated
+from runners.plan_resume import finished_points
 from runners.server.runner import PortInUse, ServerStartFailed
 from schemas import Actor, Host
 from schemas.envelope import Evidence
@@ -82,7 +93,6 @@ from schemas.events import (
     FindingRecorded,
     NoteAdded,
     SessionStarted,
-    Workload,
 )
 
 from .compare import (
@@ -96,146 +106,6 @@ from .compare import (
 PLAN_ACTOR = Actor(kind="runner", name="plan")
 #: The metric whose verdict at every concurrency decides a flag's measured finding.
 FLAG_METRIC = "output_throughput"
-
-
-# --- the plan file -----------------------------------------------------------------------
-
-
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-
-class PlanSection(_Strict):
-    """``[plan]``: session, arms' names, repeats and load."""
-
-    session: str | None = None
-    session_title: str | None = None
-    baseline: str = "baseline"
-    repeats: int = Field(default=3, ge=1)
-    concurrency: list[int] = Field(default_factory=lambda: [1])
-    request_rate: float | None = Field(default=None, gt=0)
-    servers: str | None = None
-    #: Per arm and repeat: how many times a run that failed before measuring (the server did not
-    #: start, the warmup failed) is retried on a restarted server before the plan goes on without it.
-    retries: int = Field(default=1, ge=0)
-    #: Seconds a server may take to exit after SIGINT before SIGTERM (some engines ignore SIGINT).
-    stop_wait_s: float = Field(default=30.0, gt=0)
-    #: Seconds after which no further arm is started (the runs made so far are compared as usual):
-    #: a plan that must end inside a time limit (a lent GPU's call) ends with its comparisons
-    #: instead of being killed before it records any.
-    time_budget_s: float | None = Field(default=None, gt=0)
-
-
-class CandidateSpec(_Strict):
-    """``[[candidates]]``: a configuration to compare; ``flag`` when it differs by one flag."""
-
-    config: str
-    flag: str | None = None
-    title: str | None = None
-    hypothesis: str | None = None
-
-
-class BenchSection(_Strict):
-    """``[bench]``: the workload (lengths in tokens) and request shape."""
-
-    endpoint: str = "chat"
-    model: str | None = None
-    input_len: int = Field(default=64, ge=1)
-    output_len: int = Field(default=32, ge=1)
-    num_prompts: int = Field(default=32, ge=1)
-    #: When set, a run at concurrency c sends only the first ``min(num_prompts, max(min_prompts,
-    #: prompts_per_concurrency x c))`` prompts: a closed loop needs about 5 c prompts to keep its
-    #: achieved concurrency >= 0.9 c through the tail (the validity gate), and the same count at
-    #: c = 1 would serialise hundreds of requests for nothing. Both arms of a comparison get the
-    #: same count at each concurrency; each run's workload records the count it sent.
-    prompts_per_concurrency: int | None = Field(default=None, ge=1)
-    min_prompts: int = Field(default=1, ge=1)
-    warmup: int = Field(default=1, ge=0)
-    seed: int = 0
-    tokenizer: str | None = None
-    ignore_eos: bool = True
-
-
-@dataclass
-class Plan:
-    """A parsed plan: sections plus the resolved server configurations (``runners.server.configs.ServerConfig``)."""
-
-    plan: PlanSection
-    candidates: list[CandidateSpec]
-    bench: BenchSection
-    configs: dict[str, Any]
-    source: str = "<plan>"
-
-    @property
-    def arms(self) -> list[str]:
-        """Configuration names in run order: baseline first."""
-        return [self.plan.baseline, *(c.config for c in self.candidates)]
-
-
-def read_toml(file: Path, what: str, allowed: set[str]) -> dict[str, Any]:
-    """A plan-like TOML file's tables (``what`` names it in errors: ``plan``, ``spec``).
-
-    Raises:
-        InvalidInput: missing file, bad TOML, a top-level key not in ``allowed``.
-    """
-    try:
-        data = tomllib.loads(file.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise InvalidInput(f"no {what} file {file}") from None
-    except tomllib.TOMLDecodeError as exc:
-        raise InvalidInput(f"{file}: not valid TOML: {exc}") from None
-    extra = sorted(set(data) - allowed)
-    if extra:
-        raise InvalidInput(f"{file}: unknown top-level key(s) {', '.join(extra)}")
-    return data
-
-
-def validated(file: Path, build: Callable[[], Any]) -> Any:
-    """``build()``, its first pydantic ValidationError as ``InvalidInput`` naming file and field."""
-    try:
-        return build()
-    except ValidationError as exc:
-        err = exc.errors()[0]
-        raise InvalidInput(
-            f"{file}: {'.'.join(str(p) for p in err['loc'])}: {err['msg']}"
-        ) from None
-
-
-def load_plan(path: str | Path) -> Plan:
-    """Read a plan file; configurations from its ``[configs.*]`` or from ``plan.servers``.
-
-    Raises:
-        InvalidInput: missing file, bad TOML, unknown keys, unknown configuration names.
-    """
-    from runners.server.configs import load_configs, parse_configs
-
-    file = Path(path)
-    data = read_toml(file, "plan", {"plan", "candidates", "bench", "defaults", "configs"})
-    section, candidates, bench = validated(
-        file,
-        lambda: (
-            PlanSection.model_validate(data.get("plan", {})),
-            [CandidateSpec.model_validate(c) for c in data.get("candidates", [])],
-            BenchSection.model_validate(data.get("bench", {})),
-        ),
-    )
-    if section.servers:
-        configs = load_configs(file.parent / section.servers)
-    else:
-        configs = parse_configs(
-            {k: v for k, v in data.items() if k in ("defaults", "configs")}, str(file)
-        )
-    plan = Plan(section, candidates, bench, configs, str(file))
-    if not candidates:
-        raise InvalidInput(f"{file}: no [[candidates]]: nothing to compare against the baseline")
-    missing = [name for name in plan.arms if name not in configs]
-    if missing:
-        raise InvalidInput(
-            f"{file}: no configuration {', '.join(missing)}; known: {', '.join(sorted(configs))}"
-        )
-    if len(set(plan.arms)) != len(plan.arms):
-        raise InvalidInput(f"{file}: an arm is listed twice: {plan.arms}")
-    return plan
 
 
 # --- what the plan needs of the server runner ---------------------------------------------
@@ -357,8 +227,13 @@ def run_plan(
     progress: bool = True,
     request_options: dict[str, dict[str, Any]] | None = None,
     after_sweep: Callable[[str, Any, int], None] | None = None,
+    resume: bool = False,
 ) -> PlanResult:
     """Run the plan (see the module docstring); return its runs, comparisons and findings.
+
+    ``resume``: the runs this plan's session already holds (valid, same workload and tool, by
+    arm, repeat and load: ``runners.plan_resume``) are not measured again but compared with the
+    new ones; an arm with nothing left to measure is not started.
 
     A run that fails before measuring (the server does not start, every warmup request
     fails) is recorded as not valid with its cause and retried on a restarted server, up to
@@ -379,7 +254,9 @@ def run_plan(
     # The inputs first (a tokenizer path that does not exist is exit 3): a refused plan
     # leaves nothing in the ledger.
     workload = build_workload(
-        WorkloadSpec(b.input_len, b.output_len, b.num_prompts, b.seed, b.tokenizer)
+        WorkloadSpec(
+            b.input_len, b.output_len, b.num_prompts, b.seed, b.tokenizer, b.shared_prefix_len
+        )
     )
     store.init()
     _record_preamble(store, plan)
@@ -388,24 +265,38 @@ def run_plan(
         plan.plan.concurrency if plan.plan.request_rate is None else [None]
     )
     candidates = {spec.config: candidate_id(spec) for spec in plan.candidates}
+    done = finished_points(store, plan, loads) if resume else {}
+    result.points.extend(done.values())
+    if done:
+        say(f"resume: {len(done)} run(s) of this plan already in the ledger, not measured again")
     t0, budget = time.monotonic(), plan.plan.time_budget_s
     try:
         for repeat in range(plan.plan.repeats):
             for arm in plan.arms:
+                pending = [c for c in loads if (arm, repeat, c) not in done]
+                if not pending:
+                    continue
                 if budget and time.monotonic() - t0 > budget:
                     say(f"time budget {budget:g} s spent: {arm} repeat {repeat + 1} not run")
                     continue
                 say(f"repeat {repeat + 1}/{plan.plan.repeats}: {arm}")
+                identity = RunIdentity(
+                    config_name=arm,
+                    request_rate=plan.plan.request_rate,
+                    repeat=repeat,
+                    is_baseline=arm == plan.plan.baseline,
+                    candidate_id=candidates.get(arm),
+                    session_id=plan.plan.session,
+                    source=plan.source,
+                )
                 _run_arm(
                     plan,
                     store,
                     servers,
-                    arm,
-                    repeat,
-                    list(loads),
+                    identity,
+                    pending,
                     workload,
                     result,
-                    candidates.get(arm),
                     say=say,
                     progress=progress,
                     extra_body=(request_options or {}).get(arm, {}),
@@ -428,12 +319,10 @@ def _run_arm(
     plan: Plan,
     store: LedgerStore,
     servers: Servers,
-    arm: str,
-    repeat: int,
+    identity: RunIdentity,
     loads: list[int | None],
     workload: Any,
     result: PlanResult,
-    cand_id: str | None,
     *,
     say: Callable[[str], None],
     progress: bool,
@@ -445,8 +334,10 @@ def _run_arm(
     A run that fails before measuring is recorded (``benchmark_completed``, not valid, with the
     cause) and, within ``plan.retries``, retried on a restarted server for the loads still
     missing; past the budget the plan goes on without them (``PlanResult.missing``).
+    ``identity``: the arm's runs of this repeat (their server's run id and host are added here).
     """
     b = plan.bench
+    arm, repeat = identity.config_name, identity.repeat
     config = plan.configs[arm]
     pending = list(loads)
 
@@ -475,25 +366,19 @@ def _run_arm(
                 workload=workload,
                 ignore_eos=b.ignore_eos,
                 extra_body=extra_body or {},
+                server_metrics=config.engine == "vllm",
             )
             asyncio.run(
                 _sweep_levels(
                     b,
                     target,
-                    config_name=arm,
+                    identity.on_server(run.run_id, run.host),
                     concurrencies=list(pending),
-                    request_rate=plan.plan.request_rate,
                     repeats=[repeat],
                     warmup_requests=b.warmup,
-                    is_baseline=arm == plan.plan.baseline,
-                    server_run_id=run.run_id,
-                    session_id=plan.plan.session,
-                    host=run.host,
                     store=store,
                     progress=progress,
                     on_point=done,
-                    candidate_id=cand_id,
-                    source=plan.source,
                 )
             )
             if after_sweep is not None:
@@ -509,15 +394,11 @@ def _run_arm(
             failed = _record_failed_run(
                 store,
                 plan,
-                arm,
-                repeat,
+                identity.on_server(run.run_id if run else None, run.host if run else result.host),
                 pending,
-                cause,
-                attempt,
-                retried,
-                run.run_id if run else None,
-                run.host if run else result.host,
-                cand_id,
+                cause=cause,
+                attempt=attempt,
+                retried=retried,
             )
             result.failures.append(
                 FailedAttempt(arm, repeat, list(pending), attempt, cause, retried, failed)
@@ -536,13 +417,18 @@ def _run_arm(
 
 
 async def _sweep_levels(
-    b: BenchSection, target: BenchTarget, *, concurrencies: list[int | None], **kw: Any
+    b: BenchSection,
+    target: BenchTarget,
+    identity: RunIdentity,
+    *,
+    concurrencies: list[int | None],
+    **kw: Any,
 ) -> list[SweepPoint]:
     """``runners.bench.client.sweep``, one concurrency at a time with its own prompt count when
     ``b.prompts_per_concurrency`` is set (the first ``min(num_prompts, max(min_prompts,
     prompts_per_concurrency x c))`` prompts of the workload), else one sweep as it is."""
     if not b.prompts_per_concurrency:
-        return await sweep(target, concurrencies=concurrencies, **kw)
+        return await sweep(target, identity, concurrencies=concurrencies, **kw)
     points: list[SweepPoint] = []
     for c in concurrencies:
         n = (
@@ -555,57 +441,48 @@ async def _sweep_levels(
             target,
             workload=replace(w, spec=replace(w.spec, num_prompts=n), prompts=list(w.prompts[:n])),
         )
-        points += await sweep(level, concurrencies=[c], **kw)
+        points += await sweep(level, identity, concurrencies=[c], **kw)
     return points
 
 
 def _record_failed_run(
     store: LedgerStore,
     plan: Plan,
-    arm: str,
-    repeat: int,
+    identity: RunIdentity,
     loads: list[int | None],
+    *,
     cause: str,
     attempt: int,
     retried: bool,
-    server_run_id: str | None,
-    host: Host | None,
-    cand_id: str | None,
 ) -> BenchmarkCompleted:
-    """Record the run that failed before measuring: ``benchmark_completed``, not valid, with its cause."""
+    """Record the run that failed before measuring: ``benchmark_completed``, not valid, with its cause.
+
+    ``identity``: the arm's runs of this repeat, on the server that failed (if it started); the
+    run is recorded at the first of the ``loads`` left, with the plan's whole workload.
+    """
     b = plan.bench
-    load = loads[0] if loads else None
     then = "retried on a restarted server" if retried else "not retried: the retry budget is spent"
-    event = BenchmarkCompleted(
-        run_id=run_id_for(arm, load, plan.plan.request_rate, repeat),
-        config_name=arm,
-        is_baseline=arm == plan.plan.baseline,
-        server_run_id=server_run_id,
-        tool=TOOL_NAME,
-        candidate_id=cand_id,
-        workload=Workload(
+    spec = WorkloadSpec(
+        b.input_len, b.output_len, b.num_prompts, b.seed, b.tokenizer, b.shared_prefix_len
+    )
+    failed = identity.at(loads[0] if loads else None, identity.repeat).with_workload(
+        event_workload(
+            spec,
             dataset="random",
-            input_len=b.input_len,
-            output_len=b.output_len,
-            range_ratio=1.0,
-            num_prompts=b.num_prompts,
-            load="closed-loop" if plan.plan.request_rate is None else "open-loop",
-            request_rate=plan.plan.request_rate,
-            seed=b.seed,
-            ignore_eos=b.ignore_eos,
             endpoint=b.endpoint,
-        ),
-        concurrency=load,
-        repeat=repeat,
-        metrics=BenchMetrics(completed=0),
-        valid=False,
-        validity_notes=[f"run failed before measuring: {cause}"],
+            ignore_eos=b.ignore_eos,
+            request_rate=identity.request_rate,
+        )
+    )
+    not_measured = RunResult(
+        [], 0.0, BenchMetrics(completed=0), False, [f"run failed before measuring: {cause}"]
+    )
+    event = benchmark_event(
+        failed,
+        not_measured,
         notes=f"attempt {attempt + 1} of {plan.plan.retries + 1} (plan retries = {plan.plan.retries}); {then}; "
-        f"loads not measured: {', '.join(_load_text(x, plan.plan.request_rate) for x in loads)}",
-        session_id=plan.plan.session,
-        host=host,
+        f"loads not measured: {', '.join(_load_text(x, identity.request_rate) for x in loads)}",
         actor=PLAN_ACTOR,
-        source=plan.source,
     )
     commands.record_benchmark(store, event)
     return event
@@ -774,6 +651,14 @@ def compare_and_record(store: LedgerStore, plan: Plan, result: PlanResult) -> No
             result.findings.append(finding)
 
 
+#: Under the verdict table: what its ``tau`` column is.
+TAU_FOOTNOTE = (
+    "tau: the noise threshold, max(the metric's noise floor, 2 x the CV of this ledger's "
+    "A-vs-A repeats); improved / regressed need the 95% CI beyond it, no-measurable-change "
+    "inside it (runners/compare.py)"
+)
+
+
 def verdict_table(result: PlanResult, metrics: Sequence[str] | None = None):
     """A rich Table of the comparisons, with the runs the plan could not make under it.
 
@@ -793,7 +678,8 @@ def verdict_table(result: PlanResult, metrics: Sequence[str] | None = None):
         for f in result.missing
     ]
     lines += [f"not compared: {text}" for text in dict.fromkeys(result.unmeasured)]
-    caption = "\n".join(lines) or None
+    lines.append(TAU_FOOTNOTE)  # the column is unexplained otherwise
+    caption = "\n".join(lines)
     table = Table(
         title="Plan verdicts (change = value / baseline - 1: + means the metric went up)",
         caption=caption,

@@ -17,6 +17,12 @@ A spec file (TOML)::
     num_draft_tokens = 4             # --speculative-num-draft-tokens
     draft_model = "/models/eagle"    # --speculative-draft-model-path
 
+    [[trials]]                       # vLLM: --speculative-config '{"method": ..., ...}'
+    name = "ngram-3"
+    algorithm = "ngram"              # "method"
+    num_draft_tokens = 3             # "num_speculative_tokens"
+    speculative_config = { prompt_lookup_max = 3, prompt_lookup_min = 1 }   # any other keys
+
     [[trials]]                       # transformers serve: per-request generation options
     name = "prompt-lookup-10"
     algorithm = "prompt-lookup"
@@ -32,7 +38,11 @@ while its server still runs, the accept length is read from (docs/engines.md):
   a lifetime average since the server started — hence one trial per server start;
 - the server's log: ``Decode batch ... accept len: X, accept rate: Y`` lines, windowed: the series
   is kept and its mean taken;
-- ``POST /generate`` once: ``meta_info.spec_accept_length`` of one request (SGLang only).
+- ``POST /generate`` once: ``meta_info.spec_accept_length`` of one request (SGLang only);
+- vLLM: its own Prometheus counters over each benchmark run (``vllm:spec_decode_num_drafts``,
+  ``_num_draft_tokens``, ``_num_accepted_tokens``, kept in each run's ``server_metrics``):
+  accept length = 1 + accepted / drafts over all of the trial's runs, acceptance rate =
+  accepted / draft tokens (source ``metrics``).
 
 Then, per trial, one ``spec_decoding_trial_completed``: accept length (and its source), the
 change in output throughput (with its CI), median TPOT and median TTFT against the baseline at
@@ -41,6 +51,7 @@ the lowest concurrency, and a verdict from the throughput comparison.
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -90,15 +101,27 @@ class TrialSpec(BaseModel):
     eagle_topk: int | None = Field(default=None, ge=1)
     num_draft_tokens: int | None = Field(default=None, ge=1)
     draft_model: str | None = None
+    #: vLLM: more keys of ``--speculative-config`` (``prompt_lookup_max``, ``model``...).
+    speculative_config: dict[str, Any] = Field(default_factory=dict)
     flags: dict[str, Any] = Field(default_factory=dict)
     request_options: dict[str, Any] = Field(default_factory=dict)
     hypothesis: str | None = None
 
     def server_flags(self, engine: str) -> dict[str, Any]:
-        """SGLang's ``--speculative-*`` flags for this trial, plus its own ``flags``.
+        """SGLang's ``--speculative-*`` flags for this trial, or vLLM's ``--speculative-config``
+        JSON (``method`` = algorithm, ``num_speculative_tokens`` = num_draft_tokens, ``model`` =
+        draft_model, plus ``speculative_config``), plus its own ``flags``.
 
-        Engines other than SGLang get only ``flags`` (their speculation is per request)."""
+        Other engines get only ``flags`` (their speculation is per request)."""
         flags: dict[str, Any] = {}
+        if engine == "vllm":
+            config: dict[str, Any] = {"method": self.algorithm}
+            if self.num_draft_tokens is not None:
+                config["num_speculative_tokens"] = self.num_draft_tokens
+            if self.draft_model is not None:
+                config["model"] = self.draft_model
+            # as JSON text: what the flag takes, and a flag value the ledger's events hold
+            flags["speculative-config"] = json.dumps({**config, **self.speculative_config})
         if engine == "sglang":
             flags["speculative-algorithm"] = self.algorithm
             for key, value in (
@@ -260,8 +283,12 @@ def run_spec(
     *,
     say: Callable[[str], None] = lambda _l: None,
     progress: bool = True,
+    resume: bool = False,
 ) -> tuple[PlanResult, list[SpecDecodingTrialCompleted]]:
-    """Run the trials (module docstring); return the plan's result and the trial events recorded."""
+    """Run the trials (module docstring); return the plan's result and the trial events recorded.
+
+    ``resume``: as ``run_plan``'s (the runs the session holds are compared, not measured again;
+    a resumed trial's accept length comes from its runs' recorded engine counters)."""
     plan = spec.plan
     observed: dict[str, list[AcceptObservation]] = {}
     probe = "Repeat the following text exactly: " + " ".join(
@@ -280,6 +307,7 @@ def run_spec(
         progress=progress,
         request_options=spec.request_options,
         after_sweep=after_sweep,
+        resume=resume,
     )
     events = []
     for trial in spec.trials:
@@ -292,6 +320,17 @@ def run_spec(
             f"{_pct(event.output_throughput_change)} at c={event.concurrency}: {event.verdict}"
         )
     return result, events
+
+
+def _counted_acceptance(runs: list[dict[str, float]]) -> tuple[float, float | None] | None:
+    """(accept length, draft acceptance rate) from the engine's counters over the runs (vLLM's
+    ``server_metrics``): 1 + accepted / drafts, accepted / draft tokens; None without drafts."""
+    drafts = sum(m.get("vllm:spec_decode_num_drafts", 0.0) for m in runs)
+    tokens = sum(m.get("vllm:spec_decode_num_draft_tokens", 0.0) for m in runs)
+    accepted = sum(m.get("vllm:spec_decode_num_accepted_tokens", 0.0) for m in runs)
+    if drafts <= 0:
+        return None
+    return round(1.0 + accepted / drafts, 4), round(accepted / tokens, 4) if tokens > 0 else None
 
 
 def _pct(x: float | None) -> str:
@@ -316,7 +355,13 @@ def trial_event(
     rates = [x for o in observations for x in o.accept_rates]
     infos = [o.server_info for o in observations if o.server_info is not None]
     per_req = [o.per_request for o in observations if o.per_request is not None]
-    if infos:
+    counted = _counted_acceptance(
+        [p.event.server_metrics for p in result.points if p.event.config_name == trial.name]
+    )
+    if counted is not None:
+        accept, source = counted[0], "metrics"
+        rates = [counted[1]] if counted[1] is not None else rates
+    elif infos:
         accept, source = fmean(infos), "server_info"
     elif series:
         accept, source = fmean(series), "decode_log"

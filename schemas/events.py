@@ -220,11 +220,16 @@ class FlagResearched(Event):
     """What reading the engine's code or docs says about one server flag.
 
     ``flag`` is the CLI spelling without dashes (``enable-fused-moe-sum-all-reduce``).
-    ``engine``/``engine_version`` default to the envelope host's in the views.
+    ``engine``/``engine_version`` default to the envelope host's in the views, ``arch`` to the
+    host's compute capability. ``basis``: ``researched`` (a person or agent read code or docs)
+    or ``source`` (``tuneledger research`` read the engine's source for ``engine_version``,
+    ``arch``, ``model_architecture`` and ``tp_size``); ``conditions``: the conditions as
+    written that decide the verdict (the runtime values a ``conditional`` verdict depends on);
+    ``evidence``: ``source`` pointers (``sglang/srt/x.py:123``) with what is there.
     """
 
     type: Literal["flag_researched"] = "flag_researched"
-    schema_version: Literal[2] = 2
+    schema_version: Literal[3] = 3
     summary_sql: ClassVar[str] = (
         "p.flag || ': ' || p.verdict || coalesce(' - ' || coalesce(p.what_it_does, p.notes), '')"
     )
@@ -237,6 +242,11 @@ class FlagResearched(Event):
     arch_gating: str | None = None
     auto_enabled_for: str | None = None
     verdict: Verdict = "unknown"
+    basis: VerdictBasis = "researched"
+    arch: str | None = None
+    model_architecture: str | None = None
+    tp_size: int | None = None
+    conditions: list[str] = Field(default_factory=list)
     evidence: list[Evidence] = Field(default_factory=list)
     notes: str | None = None
     candidate_id: str | None = None
@@ -332,6 +342,16 @@ class StartupFacts(StrictModel):
     overrides: list[SettingOverride] = Field(
         default_factory=list,
         description="Requested settings a later log line overrode (effective value kept).",
+    )
+    max_concurrency: float | None = Field(
+        default=None,
+        description="Requests of the maximum model length the KV cache holds at once, as the "
+        "engine logs it (vLLM: 'Maximum concurrency for 512 tokens per request: 2048.00x').",
+    )
+    speculative_config: dict[str, Any] | None = Field(
+        default=None,
+        description="The speculative decoding configuration the engine was started with "
+        "(vLLM's --speculative-config as parsed); None: none, or not known.",
     )
 
 
@@ -441,6 +461,12 @@ class Workload(StrictModel):
     seed: int | None = None
     ignore_eos: bool | None = None
     endpoint: str | None = None
+    shared_prefix_len: int | None = Field(
+        default=None,
+        ge=0,
+        description="Tokens at the start of every prompt that all prompts share (a system "
+        "prompt: what prefix caching reuses); None or 0: every prompt random from its start.",
+    )
 
 
 _BENCH_METRICS_DOC = """Summary metrics of one run, named and defined as sglang bench_serving does.
@@ -531,6 +557,13 @@ class BenchmarkCompleted(Event):
     #: The board's candidate this run was made for (``flag:X``, ``config:NAME``), recorded by
     #: plans and ``run bench --candidate``; None for a baseline or an unattributed run.
     candidate_id: str | None = None
+    server_metrics: dict[str, float] = Field(
+        default_factory=dict,
+        description="The server's own Prometheus /metrics over the run: each counter's increase "
+        "(vllm:num_preemptions, vllm:spec_decode_num_drafts, ...), each gauge's maximum "
+        "(name:max), and spec_accept_length, spec_draft_acceptance_rate, prefix_cache_hit_rate "
+        "derived from them (runners/bench/server_metrics.py). Empty: not scraped or no /metrics.",
+    )
 
     def default_stream(self) -> str:
         return f"bench:{self.config_name}"

@@ -31,11 +31,15 @@ words with ``TUNELEDGER_SECRET_WORDS`` (comma-separated, read at start-up) or
 ``secret_words = [...]`` at the top of a servers TOML file (``runners/server/configs.py``),
 both through ``add_secret_words``.
 
-Why our own list rather than a library: detect-secrets (Yelp) and its kin scan
-source files and *report* findings; their keyword patterns target code
-assignments, not argv pairs, parsed argument dicts or environment names, and
-they do not redact. The rules here are few and each has a test
-(``tests/schemas/test_secrets.py``).
+- token *shapes* from a maintained rule set, detect-secrets' plugins (``schemas.secret_shapes``
+  says which and why), and the few it lacks (``github_pat_``, ``AIza…``, unlabelled AWS secret
+  keys), and "the password is …" in prose.
+
+Named values are our rules: detect-secrets targets code assignments, not argv pairs, parsed
+argument dicts or environment names, and does not redact. The library is asked only about
+texts the fast scan below flags as possibly holding a token (a known prefix, or a run of 20
+letters and digits, or of 40 base64 characters), so the common event never imports it. Every
+rule has a test (``tests/schemas/test_secrets.py``, ``tests/schemas/test_secret_shapes.py``).
 """
 
 from __future__ import annotations
@@ -47,6 +51,8 @@ from bisect import bisect_right
 from collections.abc import Iterable, Sequence
 from itertools import accumulate, pairwise
 from typing import Any, NamedTuple
+
+from schemas import secret_shapes
 
 try:
     import ahocorasick
@@ -115,8 +121,35 @@ _SHAPES_RE = re.compile(
 #: ``https://user:pw@host``): ``prefix`` keeps the scheme, user and colon.
 _URL_PASSWORD = re.compile(r"(?P<prefix>\b[A-Za-z][A-Za-z0-9+.-]*://[^\s:/@'\"]*:)[^\s/@'\"]+(?=@)")
 _URL_PASSWORD_BYTES = re.compile(_URL_PASSWORD.pattern.encode())
-#: Token shapes that start a secret wherever they appear (lower-case, as the scan sees them).
-_SHAPE_HINTS = ("sk-", "hf_", "gh", "akia", "xox")
+#: Token shapes that start a secret wherever they appear (lower-case, as the scan sees them):
+#: ours (``_SHAPES_RE``), then starts of detect-secrets' and ``secret_shapes.OWN_SHAPES``' shapes
+#: that a long run of letters and digits (``_LONG_RUN``) may miss (a ``-`` or ``_`` inside).
+_SHAPE_HINTS = (
+    "sk-",
+    "hf_",
+    "gh",
+    "akia",
+    "xox",
+    "eyj",
+    "github_pat_",
+    "glpat-",
+    "aiza",
+    "sk_live_",
+    "rk_live_",
+)
+#: Where a token without a known prefix may be: 20 letters and digits in a row, or 40 base64
+#: characters (an AWS secret key); such a text is also asked of ``secret_shapes``.
+_LONG_RUN = re.compile(r"[A-Za-z0-9]{20}|[A-Za-z0-9/+]{40}")
+#: "the password is …" in prose: the value after a secret word and ``is``/``was``.
+_PROSE_RE = re.compile(
+    r"(?i)\b(?:password|passwd|passphrase|passcode|secret|token|api[ _-]?key)\s+(?:is|was)\s+"
+    r"(?P<value>\"[^\"]*\"|'[^']*'|[^\s,;]+?)(?=[.!?]?(?:\s|$|[,;]))"
+)
+#: Words after "the password is" that describe it rather than being it.
+_PROSE_KEEP = frozenset(
+    "not a an the set empty missing required invalid valid wrong correct none null unset "
+    "ignored optional needed expired revoked".split()
+)
 _LOWER_RUN = re.compile(r"[a-z]+")
 _CAMEL_RUN = re.compile(r"[A-Za-z][a-z]*")
 _roots: tuple[str, ...] = ()
@@ -184,6 +217,14 @@ def _build_scan() -> tuple[str, ...]:
 
 
 _LETTERS_STR = {b: _LETTERS[b] for b in range(128)}
+#: Raw bytes to "x" for an ASCII letter, digit, "/" or "+", " " for the rest.
+_BASE64_X = bytes(
+    120 if (chr(b).isascii() and chr(b).isalnum()) or b in b"/+" else 32 for b in range(256)
+)
+
+
+#: 20 base64 characters in a row, in the ``_BASE64_X`` view.
+_RUN_20 = b"x" * 20
 _roots = _build_scan()
 
 
@@ -213,6 +254,8 @@ def may_hold_secret(text: str) -> bool:
     """
     if "://" in text and _URL_PASSWORD.search(text):
         return True
+    if _LONG_RUN.search(text):
+        return True
     lower = text.lower()
     if len(lower) != len(text):  # a few characters change length when lower-cased
         return True
@@ -239,7 +282,7 @@ class JoinedTexts(NamedTuple):
 
 
 def join_texts(texts: Sequence[str | None]) -> JoinedTexts:
-    """``texts`` joined for ``may_hold_secrets`` (and ``input_checks.stored_payloads``'s BIGINT
+    """``texts`` joined for ``may_hold_secrets`` (and ``ledger.store.payloads.stored_payloads``'s BIGINT
     search in ``classes``: a newline is no digit, so no run crosses from one text to the next)."""
     joined = "\n".join(["", *(text or "" for text in texts), ""])
     if joined.isascii():
@@ -281,6 +324,15 @@ def may_hold_secrets(texts: Sequence[str | None] | JoinedTexts) -> list[bool]:
     if b"://" in joined.raw:  # a URL's password: its own pattern, over the raw text
         for match in _URL_PASSWORD_BYTES.finditer(joined.raw):
             flagged.add(bisect_right(starts, match.start()) - 1)
+    # ``_LONG_RUN`` (20 letters and digits, or 40 base64 characters, in a row) needs 20 base64
+    # characters in a row: one translate and one search find the texts to ask (a newline is
+    # none, so no run crosses from one text to the next)
+    view = joined.raw.translate(_BASE64_X)
+    run = view.find(_RUN_20)
+    while run >= 0:  # (bytes.find: "x" is the view's commonest byte, no automaton skips it)
+        flagged.add(bisect_right(starts, run) - 1)
+        end = view.find(b" ", run)
+        run = view.find(_RUN_20, end) if end >= 0 else -1
     answers = [False] * len(joined.texts)
     for i in flagged:
         text = joined.texts[i]
@@ -349,10 +401,49 @@ def mask_text(text: str) -> str:
             match.group("value")
         )
 
+    def prose(match: re.Match[str]) -> str:
+        value = match.group("value")
+        if value.strip("'\"").lower() in _PROSE_KEEP:
+            return match.group(0)
+        return match.group(0)[: match.start("value") - match.start(0)] + _masked_value(value)
+
     text = _FLAG_RE.sub(named, text)
     text = _ASSIGN_RE.sub(named, text)
+    text = _PROSE_RE.sub(prose, text)
     text = _URL_PASSWORD.sub(lambda m: m.group("prefix") + MASK, text)
-    return _SHAPES_RE.sub(lambda m: (m.group("scheme") or "") + MASK, text)
+    text = _SHAPES_RE.sub(lambda m: (m.group("scheme") or "") + MASK, text)
+    if _may_hold_shape(text):
+        text = _masked_spans(text, secret_shapes.found_spans(text))
+    return text
+
+
+def _may_hold_shape(text: str) -> bool:
+    """Whether ``text`` may hold a shape only ``secret_shapes`` knows: a long run of token
+    characters, or a shape hint (which ``_SHAPES_RE`` has not masked away)."""
+    if _LONG_RUN.search(text):
+        return True
+    lower = text.lower()
+    return any(hint in lower for hint in _LIBRARY_HINTS)
+
+
+#: The hints of shapes ``_SHAPES_RE`` does not mask itself.
+_LIBRARY_HINTS = ("eyj", "github_pat_", "glpat-", "aiza", "sk_live_", "rk_live_", "xox")
+
+
+def _masked_spans(text: str, spans: list[tuple[int, int]]) -> str:
+    """``text`` with each of ``spans`` (overlapping ones merged) replaced by ``MASK``."""
+    if not spans:
+        return text
+    out, last = [], 0
+    for start, end in sorted(spans):
+        if end <= last:
+            continue
+        start = max(start, last)
+        out.append(text[last:start])
+        out.append(MASK)
+        last = end
+    out.append(text[last:])
+    return "".join(out)
 
 
 def _mask_argv(items: list[Any]) -> list[Any]:

@@ -13,6 +13,11 @@ History of the schemas:
 - ``flag_researched`` v1 had ``flag`` with its dashes (``--enable-x``), a
   single free-text ``finding`` and ``evidence`` as one string; v2 has the flag
   without dashes, ``what_it_does``, and ``evidence`` as a list of pointers.
+- ``flag_researched`` v2 had no ``basis`` (every research was a person's or agent's reading:
+  ``researched``), ``arch``, ``model_architecture``, ``tp_size`` nor ``conditions``; v3 has them
+  (``tuneledger research`` records ``basis: source`` with the arch and model it read the
+  source for). A v2 row reads as ``basis: researched`` and no arch of its own (the views fall
+  back to the envelope host's, as before).
 - ``comparison_completed`` v1 signed ``change``, ``ci_low`` and ``ci_high`` so that + was
   better (a 10% lower latency read +11.1%) and spelled three verdicts with spaces
   (``no measurable change``); v2 holds the metric's own change ``value / baseline - 1`` (the one
@@ -66,6 +71,13 @@ def _flag_v1_to_v2(payload: Payload) -> Payload:
         out["evidence"] = [{"kind": "text", "ref": None, "text": evidence}]
     elif evidence is None:
         out["evidence"] = []
+    return out
+
+
+def _flag_v2_to_v3(payload: Payload) -> Payload:
+    out = dict(payload)
+    out["basis"] = payload.get("basis") or "researched"
+    out.setdefault("conditions", [])
     return out
 
 
@@ -158,6 +170,14 @@ UPCASTERS: tuple[Upcaster, ...] = (
         "THEN json_array(json_object('kind', 'text', 'ref', NULL, 'text', payload->>'evidence')) "
         "WHEN (payload->'evidence') IS NULL OR json_type(payload, '$.evidence') = 'NULL' THEN json('[]') "
         "ELSE (payload->'evidence') END))",
+    ),
+    Upcaster(
+        "flag_researched",
+        2,
+        _flag_v2_to_v3,
+        "json_merge_patch(payload, json_object("
+        "'basis', coalesce(payload->>'basis', 'researched'), "
+        "'conditions', coalesce(payload->'conditions', json('[]'))))",
     ),
     Upcaster(
         "comparison_completed",

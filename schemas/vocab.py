@@ -15,7 +15,9 @@ from typing import Literal, get_args
 #: ``harmful``: it has side effects that cost performance or capacity;
 #: ``incompatible``: it crashes or is refused; ``already-default``: the engine
 #: already does this; ``no-measurable-change``: measured, change within noise;
-#: ``unknown``: not settled yet.
+#: ``overridden``: the engine replaces the value given (under some other setting, say);
+#: ``conditional``: whether it takes effect depends on a value known only at run time
+#: (the verdict names it); ``unknown``: not settled yet.
 Verdict = Literal[
     "effective",
     "no-op",
@@ -25,6 +27,8 @@ Verdict = Literal[
     "incompatible",
     "already-default",
     "no-measurable-change",
+    "overridden",
+    "conditional",
     "unknown",
 ]
 VERDICTS: tuple[str, ...] = get_args(Verdict)
@@ -37,8 +41,10 @@ NO_EFFECT_VERDICTS: tuple[str, ...] = (
     "no-measurable-change",
 )
 
-#: Where a verdict comes from: reading code/docs, a measurement, or the server log.
-VerdictBasis = Literal["researched", "measured", "log"]
+#: Where a verdict comes from: reading code/docs (a person or an agent), a measurement, the
+#: server log, or ``source``: the engine's own source read by ``tuneledger research``
+#: (``ledger.engines.research``), for one engine version, arch and model.
+VerdictBasis = Literal["researched", "measured", "log", "source"]
 
 #: Who appended an event.
 ActorKind = Literal["person", "agent", "runner"]

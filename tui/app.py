@@ -52,7 +52,7 @@ _PANE_ACTIONS = frozenset().union(*(p.ACTIONS for p in PANES))
 
 
 def _default_actor() -> Actor:
-    from ledger.cli.main import default_actor_text  # $TUNELEDGER_ACTOR, else person:<login name>
+    from ledger.cli.context import default_actor_text  # $TUNELEDGER_ACTOR, else person:<login name>
 
     text = default_actor_text()
     try:

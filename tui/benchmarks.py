@@ -57,7 +57,10 @@ class BenchmarksPane(Pane):
     KEYS = "2,f3"
     FOCUS = "#bench-table"
     PART = Part(
-        "bench", _read, dirtied_by=frozenset({"benchmark_completed", "comparison_completed"})
+        "bench",
+        _read,
+        ("benchmark_summary",),
+        dirtied_by=frozenset({"benchmark_completed", "comparison_completed"}),
     )
     SUMMARY = "vs baseline, with a plot"
     HELP_KEYS = (("m", "Benchmarks", "cycle the plotted metric"),)

@@ -39,6 +39,7 @@ class BoardPane(Pane):
     PART = Part(
         "board",
         _read,
+        ("board", "board_deltas"),
         # and any event naming a candidate: it can be the board's latest evidence
         dirtied_by=frozenset(
             {

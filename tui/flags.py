@@ -1,6 +1,7 @@
 """The flags pane: the ``flag_verdicts`` view as a matrix, flag by (arch, engine version).
 
-Each cell is the latest verdict on that flag there, coloured; verdicts that
+Each cell is the latest verdict on that flag there (a verdict read from one engine version's
+source is that version's column, never another's), coloured; verdicts that
 mean "changed nothing here" (no-op, dead code, not activated, no measurable
 change) are dim and marked ``∅``. The line above the matrix answers the
 question users ask most: which flags were no-ops on each arch.
@@ -18,7 +19,7 @@ from ledger.read import model as read_model
 
 from .pane import Pane
 from .parts import Part, Reading
-from .queries import flag_columns, flag_matrix
+from .queries import evidence_refs, flag_columns, flag_matrix
 from .render import NO_EFFECT_MARK, clip, verdict_text
 
 
@@ -33,7 +34,12 @@ class FlagsPane(Pane):
     TITLE = "Flags"
     KEYS = "4,f5"
     FOCUS = "#flags-table"
-    PART = Part("flags", _read, dirtied_by=frozenset({"flag_researched", "finding_recorded"}))
+    PART = Part(
+        "flags",
+        _read,
+        ("flag_verdicts",),
+        dirtied_by=frozenset({"flag_researched", "finding_recorded"}),
+    )
     SUMMARY = "verdict matrix"
 
     DEFAULT_CSS = """
@@ -95,7 +101,7 @@ class FlagsPane(Pane):
         self.query_one("#flags-summary", Static).update(text)
 
     def on_data_table_cell_highlighted(self, event: DataTable.CellHighlighted) -> None:
-        """Show the highlighted cell's verdict, basis, history and summary."""
+        """Show the highlighted cell's verdict, basis, summary and evidence (``file:line``)."""
         event.stop()
         detail = self.query_one("#flags-detail", Static)
         flags = list(self.matrix)
@@ -117,5 +123,8 @@ class FlagsPane(Pane):
             text.append_text(verdict_text(cell["verdict"]))
             text.append(f" ({cell['basis']}, {cell['findings']} finding(s)) ", style="dim")
             text.append(clip(cell["summary"], 220) + "\n")
+            refs = evidence_refs(cell.get("evidence"))
+            if refs:
+                text.append("  " + ", ".join(refs) + "\n", style="dim")
         text.rstrip()
         detail.update(text)

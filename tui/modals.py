@@ -22,7 +22,7 @@ _PRIORITIES = list(Priority.__args__)  # type: ignore[attr-defined]
 _FORM_CSS = """
 {name} {{ align: center middle; }}
 {name} > Vertical {{
-    width: 90; height: auto; max-height: 90%; padding: 1 2;
+    width: 90; max-width: 100%; height: auto; max-height: 100%; padding: 0 2;
     border: thick $primary; background: $surface;
 }}
 {name} .form-title {{ text-style: bold; margin-bottom: 1; }}
@@ -31,13 +31,26 @@ _FORM_CSS = """
 {name} .form-error {{ color: $error; height: auto; }}
 {name} .form-buttons {{ height: 3; margin-top: 1; align-horizontal: right; }}
 {name} Button {{ margin-left: 2; }}
+{name} Input > .input--placeholder {{ color: $text-disabled; text-style: italic; }}
+{name} .form-derived {{ color: $text-muted; height: auto; }}
 """
 
 
+def _hint(text: str) -> str:
+    """A placeholder that reads as an example, not as a value already typed."""
+    return f"e.g. {text}" if text else ""
+
+
 class _Form(ModalScreen[Any]):
-    """Base of the forms: Escape cancels, Enter in the last field (or OK) submits."""
+    """Base of the forms: Escape cancels, Enter in the last field (or OK) submits.
+
+    The first text field has the focus when a form opens (a Select or the scrolling container
+    took it, and the first keystrokes were lost); placeholders are hints (``e.g. …``, dim and
+    italic), never values that look typed.
+    """
 
     BINDINGS = [Binding("escape", "cancel", "Cancel", id="form.cancel")]
+    AUTO_FOCUS = "Input"
 
     def action_cancel(self) -> None:
         """Close without a result."""
@@ -105,7 +118,7 @@ class TextPrompt(_Form):
     def compose(self) -> ComposeResult:
         with Vertical():
             yield Static(self.title_text, classes="form-title")
-            yield Input(value=self.value, placeholder=self.placeholder, id="prompt-input")
+            yield Input(value=self.value, placeholder=_hint(self.placeholder), id="prompt-input")
             yield Static("", classes="form-error")
             yield from self._buttons()
 
@@ -135,15 +148,41 @@ class ProposeForm(_Form):
         yield Label("kind")
         yield Select([(k, k) for k in _KINDS], value="flag", allow_blank=False, id="kind")
         yield Label("title (what to try)")
-        yield Input(placeholder="Try --enable-foo", id="title")
+        yield Input(placeholder=_hint("Try --enable-foo"), id="title")
         yield Label("flag (for a flag candidate; without dashes is fine)")
-        yield Input(placeholder="enable-foo", id="flag")
+        yield Input(placeholder=_hint("enable-foo"), id="flag")
         yield Label("priority")
         yield Select([(p, p) for p in _PRIORITIES], prompt="(none)", id="priority")
         yield Label("hypothesis")
-        yield Input(placeholder="why it might help", id="hypothesis")
-        yield Label("candidate id (default: kind:flag or kind:title-slug)")
-        yield Input(placeholder="flag:enable-foo", id="candidate_id")
+        yield Input(placeholder=_hint("why it might help"), id="hypothesis")
+        yield Label("candidate id (empty: derived from kind and flag, else the title)")
+        yield Input(placeholder=_hint("flag:enable-foo"), id="candidate_id")
+        yield Static(self._derived_text(), id="derived-id", classes="form-derived")
+
+    def _derived_text(self) -> str:
+        """What the proposal will be recorded as, from the fields as they are now."""
+        from .writes import derived_candidate_id
+
+        if not self.is_mounted or not self.query("#candidate_id"):
+            return "id: flag:unnamed (derived)"
+        typed = self.query_one("#candidate_id", Input).value.strip()
+        if typed:
+            return f"id: {typed}"
+        kind = self.query_one("#kind", Select).value
+        derived = derived_candidate_id(
+            kind if isinstance(kind, str) else "flag",
+            self.query_one("#flag", Input).value.strip(),
+            self.query_one("#title", Input).value.strip(),
+        )
+        return f"id: {derived} (derived)"
+
+    def on_input_changed(self, event: Input.Changed) -> None:
+        """Show the id the proposal will get as the fields are typed."""
+        self.query_one("#derived-id", Static).update(self._derived_text())
+
+    def on_select_changed(self, event: Select.Changed) -> None:
+        if event.select.id == "kind":
+            self.query_one("#derived-id", Static).update(self._derived_text())
 
     def submit(self) -> None:
         """Dismiss with the form's fields (a title is required)."""
@@ -197,11 +236,11 @@ class DecisionForm(_Form):
 
     def _fields(self) -> ComposeResult:
         yield Label("decision")
-        yield Input(placeholder="Keep --enable-foo; benchmark at c=1..64", id="decision")
+        yield Input(placeholder=_hint("Keep --enable-foo; benchmark at c=1..64"), id="decision")
         yield Label("rationale")
-        yield Input(placeholder="why", id="rationale")
+        yield Input(placeholder=_hint("why: what the measurements say"), id="rationale")
         yield Label("alternatives (separated by ;)")
-        yield Input(placeholder="revert; tune the kernel instead", id="alternatives")
+        yield Input(placeholder=_hint("revert; tune the kernel instead"), id="alternatives")
         yield Label("candidate id")
         yield Input(value=self.candidate_id, id="candidate_id")
         yield Label("evidence: pick events from the timeline (each adds its id below)")

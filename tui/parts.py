@@ -2,7 +2,8 @@
 event types whose arrival make it stale, and the function that reads it in a worker.
 
 A pane (``tui.pane``) carries its ``Part``; ``tui.queries.iter_snapshot`` reads the parts
-that the new events made stale, in one open of the ledger. Keeping this module free of the
+that the new events made stale, in one open of the ledger that writes nothing and binds only
+the views of the parts it reads. Keeping this module free of the
 UI keeps every read testable without a terminal (``tests/tui/test_tui_queries.py``).
 """
 
@@ -35,7 +36,10 @@ class Reading:
 @dataclass(frozen=True)
 class Part:
     """A pane's data: ``name`` (the part, and the pane's tab id), ``read`` (called in a
-    worker with a ``Reading``; returns what the pane's ``show`` takes, plain Python values).
+    worker with a ``Reading``; returns what the pane's ``show`` takes, plain Python values),
+    ``views``: the views ``read`` reads (the refresh's connection binds only those, from this
+    code, as the part is read: the store's ``read_views``; a view left off would be the one
+    stored in the file, or none: ``tests/tui/test_tui_queries.py`` reads every part without).
 
     ``dirtied_by``: the event types whose arrival makes it stale (None: every new event);
     ``names_candidate``: any new event naming a candidate does too (the board's latest
@@ -45,6 +49,7 @@ class Part:
 
     name: str
     read: Callable[[Reading], Any]
+    views: tuple[str, ...]
     dirtied_by: frozenset[str] | None = frozenset()
     names_candidate: bool = False
     latency_first: bool = False

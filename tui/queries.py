@@ -14,6 +14,7 @@ terminal.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
@@ -86,6 +87,23 @@ def flag_matrix(
     return dict(sorted(matrix.items()))
 
 
+def evidence_refs(evidence: Any, limit: int = 4) -> list[str]:
+    """The ``file:line`` pointers of a verdict's evidence (a JSON list), at most ``limit``."""
+    if isinstance(evidence, str):
+        try:
+            evidence = json.loads(evidence)
+        except ValueError:
+            return []
+    refs = [
+        str(item["ref"])
+        for item in evidence or []
+        if isinstance(item, dict)
+        and item.get("ref")
+        and item.get("kind") in ("source", "log", "file")
+    ]
+    return refs[:limit] + ([f"+{len(refs) - limit} more"] if len(refs) > limit else [])
+
+
 # --- timeline ---------------------------------------------------------------------------
 
 
@@ -138,7 +156,7 @@ def timeline(reading: Reading, *, tail: int = TIMELINE_TAIL) -> TimelineData:
 
 def default_session(store: LedgerStore) -> str | None:
     """The session of the latest ``session_started`` (else of any event), or None."""
-    with store.connect() as con:
+    with store.connect(views=()) as con:
         return read_model.default_session(con)
 
 
@@ -157,13 +175,16 @@ def iter_snapshot(
     soon as it is read. ``since_seq`` 0 reads everything; ``states`` is each part's
     ``Reading.state`` by name.
     """
-    with store.connect() as con:
+    with store.connect(views=()) as con:
         head = con.execute("SELECT coalesce(max(seq), 0) FROM events").fetchall()[0][0]
         yield "head", head
         if head < since_seq:  # the file was replaced by a shorter one: start over
             since_seq = 0
         stale, full = stale_parts(parts, con, since_seq)
         for part in stale:
+            # only the views this part reads, bound as it comes (each costs its binding:
+            # docs/performance.md), so the first part shows before the others' are made
+            store.read_views(con, part.views)
             state = (states or {}).get(part.name)
             yield part.name, part.read(Reading(con, session_id, since_seq, full, state))
 
@@ -179,7 +200,7 @@ def load_timeline(
     store: LedgerStore, flt: TimelineFilter, *, tail: int = TIMELINE_TAIL
 ) -> list[dict[str, Any]]:
     """The last ``tail`` events matching ``flt``, oldest first (a filter change rereads)."""
-    with store.connect() as con:
+    with store.connect(views=("timeline",)) as con:
         return _timeline(con, flt, 0, tail)
 
 
@@ -212,7 +233,7 @@ def load_event_detail(store: LedgerStore, event_id: str) -> EventDetail:
     from ledger.write.jsonl import event_to_json
 
     event = store.get(event_id)
-    with store.connect() as con:
+    with store.connect(views=("event_log", "all_events")) as con:
         links = read_model.linked_events(con, event)
     return EventDetail(
         str(event.event_id), event.seq, event.type, event_to_json(event, indent=2), links

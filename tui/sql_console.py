@@ -120,6 +120,9 @@ class SqlPane(Pane):
         sql = event.value.strip()
         if sql:
             self.query_one(SqlInput).remember(sql)
+            self.query_one(
+                SqlInput
+            ).value = ""  # a new query is typed fresh; Up brings this one back
             self.query_one("#sql-status", Static).update("running…")
             self._run(sql)
 

@@ -92,12 +92,22 @@ def propose(store: LedgerStore, author: Author, fields: dict[str, Any]) -> Appen
     data = {k: v for k, v in fields.items() if v not in (None, "")}
     kind = data.get("kind", "flag")
     if "candidate_id" not in data:
-        base = normalize_flag(data["flag"]) if data.get("flag") else slug(data.get("title", ""))
-        data["candidate_id"] = f"{kind}:{base}"
+        data["candidate_id"] = derived_candidate_id(kind, data.get("flag"), data.get("title"))
     event = CandidateProposed.model_validate(
         {**data, "kind": kind, "actor": author.actor, "session_id": author.session_id}
     )
     return commands.propose_candidate(store, event)
+
+
+def derived_candidate_id(kind: str, flag: str | None, title: str | None) -> str:
+    """The id a proposal gets when none is typed: ``kind:flag`` (the flag as the ledger spells
+    it), else ``kind:`` + a slug of the title (the propose form shows it as it is typed)."""
+    if flag:
+        try:
+            return f"{kind}:{normalize_flag(flag)}"
+        except ValueError:
+            pass  # a flag that cannot be one: the form's check names it
+    return f"{kind}:{slug(title or '')}"
 
 
 def check_proposal(fields: dict[str, Any]) -> None:

@@ -1,6 +1,9 @@
 """Printing query results: a terminal table (rich), CSV, or JSON.
 
-Results are Arrow tables (what the store and the read-only console return).
+Results are Arrow tables (what the store and the read-only console return). Stored text is
+shown, never acted on: control characters are escaped in tables and CSV
+(``ledger.read.shown_text``; JSON escapes them itself) and a table cell is plain text, never
+rich markup (a note holding ``[link=…]`` was a live hyperlink, ``[bold]`` vanished).
 """
 
 from __future__ import annotations
@@ -19,6 +22,9 @@ from uuid import UUID
 import pyarrow as pa
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
+
+from ledger.read.shown_text import escape_controls
 
 FORMATS = ("table", "csv", "json")
 
@@ -40,6 +46,12 @@ def _json_value(value: Any) -> Any:
     return _plain(value)
 
 
+#: The most characters a terminal table shows of one value (the rest is counted, and csv or
+#: json shows it): a ledger written before payloads were bounded may hold a 50 MB note, which
+#: rich laid out for minutes.
+MAX_CELL_CHARS = 2000
+
+
 def _cell(value: Any) -> str:
     if value is None:
         return ""
@@ -48,8 +60,22 @@ def _cell(value: Any) -> str:
     if isinstance(value, datetime):
         return value.strftime("%Y-%m-%d %H:%M:%S")
     if isinstance(value, (list, dict)):
+        text = json.dumps(value, default=str)  # ensure_ascii: control characters escaped
+    else:
+        text = str(value)
+    if len(text) > MAX_CELL_CHARS:
+        text = f"{text[:MAX_CELL_CHARS]}… (+{len(text) - MAX_CELL_CHARS:,} characters: --format csv or json shows all)"
+    return escape_controls(text)
+
+
+def _csv_value(value: Any) -> Any:
+    if isinstance(value, (list, dict)):
         return json.dumps(value, default=str)
-    return str(value)
+    if value is None:
+        return ""
+    if isinstance(value, str):
+        return escape_controls(value)  # a quoted CSV field keeps its newlines and tabs
+    return _plain(value)
 
 
 def _json_rows(table: pa.Table | pa.RecordBatch) -> list[dict[str, Any]]:
@@ -57,15 +83,11 @@ def _json_rows(table: pa.Table | pa.RecordBatch) -> list[dict[str, Any]]:
 
 
 def _csv_rows(table: pa.Table | pa.RecordBatch) -> list[list[Any]]:
-    return [
-        [
-            json.dumps(v, default=str)
-            if isinstance(v, (list, dict))
-            else ("" if v is None else _plain(v))
-            for v in row.values()
-        ]
-        for row in table.to_pylist()
-    ]
+    return [[_csv_value(v) for v in row.values()] for row in table.to_pylist()]
+
+
+def _header(names: list[str]) -> list[str]:
+    return [escape_controls(name, one_line=True) for name in names]
 
 
 def to_json(table: pa.Table) -> str:
@@ -77,7 +99,7 @@ def to_csv(table: pa.Table) -> str:
     """The rows as CSV with a header line; lists and objects as JSON text."""
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")
-    writer.writerow(table.column_names)
+    writer.writerow(_header(table.column_names))
     writer.writerows(_csv_rows(table))
     return out.getvalue()
 
@@ -100,7 +122,7 @@ def stream_rows(batches: Iterable[pa.RecordBatch], fmt: str, out: TextIO | None 
     for batch in batches:
         if fmt == "csv":
             if not header:
-                writer.writerow(batch.schema.names)
+                writer.writerow(_header(batch.schema.names))
                 header = True
             writer.writerows(_csv_rows(batch))
             rows += batch.num_rows
@@ -136,10 +158,10 @@ def print_table(
         width = None if sys.stdout.isatty() else 240
         console = Console(soft_wrap=False, width=width)
     rich_table = Table(title=title, show_lines=False, header_style="bold")
-    for name in table.column_names:
-        rich_table.add_column(name, overflow="fold")
+    for name in _header(table.column_names):
+        rich_table.add_column(Text(name), overflow="fold")
     for row in table.to_pylist():
-        rich_table.add_row(*(_cell(v) for v in row.values()))
+        rich_table.add_row(*(Text(_cell(v)) for v in row.values()))
     console.print(rich_table)
     if table.num_rows == 0:
         console.print("(no rows)")

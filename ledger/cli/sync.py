@@ -4,7 +4,8 @@
 ``remote list``           the configured remotes (URLs masked)
 ``remote remove NAME``    forget one (no event is touched anywhere)
 ``remote init NAME``      create the hub's append-only schema; ``--grant ROLE`` lets a role write
-``sync [NAME]``           push what the hub lacks, then pull what the ledger lacks;
+``sync [NAME]``           push what the hub lacks, then pull what the ledger lacks (a hub row
+                          that fails an append's checks is held back, one stderr line each);
                           ``--dry-run`` prints the counts both ways and changes nothing;
                           ``--hold-back ID`` keeps an id's two versions apart (exit 8's way out)
 
@@ -19,7 +20,7 @@ import json
 import click
 
 # pyarrow and rich (``ledger.cli.render``) only when a table is printed: `--help` stays light.
-from ledger.cli.main import FORMATS, Context, ledger_option, pass_ctx, print_table
+from ledger.cli.context import FORMATS, Context, ledger_option, pass_ctx, print_table
 
 
 @click.group(name="remote")
@@ -49,6 +50,8 @@ def remote_add(
     from ledger.sync import replicate as sync
 
     parsed = remote.parse_remote(name, url, schema)
+    if host_name:
+        sync.check_name(host_name)  # before anything is written
     store = ctx.store()
     sync.ensure_tables(store)
     remote.add_remote(store, parsed)
@@ -195,12 +198,26 @@ def sync_command(
                     "applied": report.applied,
                     "position": report.position,
                     "held": list(report.held),
+                    "invalid": [
+                        {"position": row.position, "event_id": row.event_id, "reason": row.reason}
+                        for row in report.invalid
+                    ],
+                    "invalid_total": report.invalid_total,
                 }
             )
         )
     else:
         held = f"; held back: {', '.join(report.held)}" if report.held else ""
+        invalid = (
+            f"; {report.invalid_total} hub row(s) held back as invalid "
+            "(SELECT * FROM sync_invalid lists them; each sync tries them again)"
+            if report.invalid_total
+            else ""
+        )
         click.echo(
             f"{report.remote}: pushed {report.pushed} ({report.stored} new on the hub), "
-            f"pulled {report.pulled} ({report.applied} new here); hub position {report.position}{held}"
+            f"pulled {report.pulled} ({report.applied} new here); hub position {report.position}"
+            f"{held}{invalid}"
         )
+    for row in report.invalid:  # one line each, as they are held back (stderr: a warning)
+        click.echo(f"tuneledger: {row.line(report.remote)}", err=True)

@@ -34,6 +34,7 @@ from typing import Any
 
 import duckdb
 
+from ledger.store.schema import POSITION_KEY, set_position
 from schemas import CURRENT_VERSIONS, EVENT_TYPES
 from schemas.metrics import COMPARED_METRICS, INTEGER_METRICS, VIEW_METRICS
 from schemas.upcasting import sql_upcast_expression
@@ -160,8 +161,8 @@ def _summaries_sql(
     read from ``source`` (``apply_sql``).
 
     A batch's own types only: a CASE of every registered type and a struct of every field
-    their summaries name cost a 9,000-note catch-up 11 ms to evaluate, its own 5 ms (and
-    binding a smaller statement is cheaper for a one-event append too)."""
+    their summaries name cost a catch-up twice its own (docs/performance.md), and binding a
+    smaller statement is cheaper for a one-event append too."""
     upcast = sql_upcast_expression("e.payload") if upcast_payloads else "e.payload"
     return f"""INSERT INTO event_summaries
             SELECT e.seq, e.event_id, e.type, e.stream, e.recorded_at, e.session_id, e.actor_kind,
@@ -196,7 +197,7 @@ def apply_sql(upcast_payloads: bool = True, source: str = "events") -> tuple[str
     columns holding rows just inserted into it (``catch_up``'s ``source``).
     ``upcast_payloads`` False: the statements for a batch holding only current schema versions
     (every append of this code): they skip the upcasters, whose SQL costs CPU to bind on every
-    statement (~2 ms each at 4 upcasters, more than the rest of a small append's projection).
+    statement (more than the rest of a small append's projection).
     """
     upcast = sql_upcast_expression("e.payload") if upcast_payloads else "e.payload"
     bench = _bench_struct_type()
@@ -295,19 +296,11 @@ def rebuild(con: duckdb.DuckDBPyConnection) -> None:
     set_position(con, con.execute("SELECT coalesce(max(seq), 0) FROM events").fetchall()[0][0])
 
 
-#: The ``ledger_meta`` key holding the highest ``seq`` the projections include.
-POSITION_KEY = "projected_seq"
-
-
 def position(con: duckdb.DuckDBPyConnection) -> int:
-    """The stored position: every event with ``seq <=`` it is projected (0 when none is)."""
+    """The stored position (``ledger_meta``, the store's ``POSITION_KEY``): every event with
+    ``seq <=`` it is projected (0 when none is); ``set_position`` stores it."""
     rows = con.execute("SELECT value FROM ledger_meta WHERE key = ?", [POSITION_KEY]).fetchall()
     return int(rows[0][0]) if rows else 0
-
-
-def set_position(con: duckdb.DuckDBPyConnection, seq: int) -> None:
-    """Store the position (inside the transaction that projected up to ``seq``)."""
-    con.execute("INSERT OR REPLACE INTO ledger_meta VALUES (?, ?)", [POSITION_KEY, str(seq)])
 
 
 def catch_up(
@@ -324,8 +317,7 @@ def catch_up(
     ``source``: where the events after the position are read: ``events``, or (the bulk
     import's) a relation of ``events``' columns holding exactly the rows just inserted after
     the position, as inserted; reading them there spares decompressing and scanning the
-    transaction's own new rows again (the payloads read three times: ~0.3 s of CPU for a
-    100k-event import).
+    transaction's own new rows again (the payloads were read three times: docs/performance.md).
     """
     after = position(con) if after_seq is None else after_seq
     types, head, stale = con.execute(

@@ -14,6 +14,7 @@ Blackwell, ~99 KiB shared memory per block), ``sm89`` (Ada), ``sm80``/``sm86`` (
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from typing import Any
 
 # Ordered: the first pattern that matches wins, so longer / more specific names
@@ -92,26 +93,101 @@ SHARED_MEMORY_PER_BLOCK: dict[str, int] = {
 }
 
 
-def moe_config_shared_memory(entry: dict[str, Any], element_bytes: int = 2) -> int:
-    """Bytes of shared memory one fused-MoE Triton kernel block needs with ``entry``'s config:
-    ``num_stages x (BLOCK_SIZE_M x BLOCK_SIZE_K + BLOCK_SIZE_K x BLOCK_SIZE_N) x element_bytes``
-    (one A and one B tile per pipeline stage; Triton adds a little for barriers). The seeds' SM120
-    crash, "Required: 147456, Hardware limit: 101376", is 3 x (64x128 + 128x128) x 2."""
+#: Archs where Triton pipelines a tile with BLOCK_SIZE_M >= 64 through Hopper's asynchronous
+#: warp-group MMA (wgmma): there the loads of every stage are in flight at once and it holds
+#: ``num_stages`` A and B tiles; a smaller tile takes the mma.sync pipeline below.
+WGMMA_ARCHS = frozenset({"sm90"})
+#: Archs without wgmma (Ampere, Ada, consumer and workstation Blackwell): Triton's mma.sync
+#: pipeline holds ``num_stages - 1`` stages (the one being computed is read from registers).
+#: Measured for BLOCK_SIZE_M = 32 on the H200 (docs/engines.md); inferred for these archs, and it
+#: fits the public SM120 crash ("Required: 147456" = (4 - 1) x 49,152 for 64/128/128 at 4 stages).
+MMA_SYNC_ARCHS = frozenset({"sm80", "sm86", "sm89", "sm120", "sm121"})
+
+
+@dataclass(frozen=True)
+class SharedMemoryNeed:
+    """What one fused-MoE Triton kernel block needs in shared memory, in bytes: ``low`` and
+    ``high`` bound it (equal when the arch's pipeline is known), ``stage`` is one stage's A and
+    B tiles, ``rule`` says which count of stages applies."""
+
+    low: int
+    high: int
+    stage: int
+    rule: str
+
+    @property
+    def known(self) -> bool:
+        return self.low == self.high
+
+
+def moe_stage_bytes(entry: dict[str, Any], element_bytes: int = 2) -> int:
+    """One pipeline stage of a fused-MoE config: an A tile (BLOCK_SIZE_M x BLOCK_SIZE_K) and a B
+    tile (BLOCK_SIZE_K x BLOCK_SIZE_N), ``element_bytes`` each."""
     return (
-        int(entry["num_stages"])
-        * (
-            int(entry["BLOCK_SIZE_M"]) * int(entry["BLOCK_SIZE_K"])
-            + int(entry["BLOCK_SIZE_K"]) * int(entry["BLOCK_SIZE_N"])
-        )
-        * element_bytes
+        int(entry["BLOCK_SIZE_M"]) * int(entry["BLOCK_SIZE_K"])
+        + int(entry["BLOCK_SIZE_K"]) * int(entry["BLOCK_SIZE_N"])
+    ) * element_bytes
+
+
+def moe_shared_memory(
+    entry: dict[str, Any], arch: str | None, element_bytes: int = 2
+) -> SharedMemoryNeed:
+    """The shared memory Triton allocates for one fused-MoE config on ``arch`` (Triton 3.x, SGLang's
+    ``fused_moe_kernel``; measured on the H200 with Triton 3.6.0, docs/engines.md):
+
+    - ``arch`` in ``WGMMA_ARCHS`` and BLOCK_SIZE_M >= 64: ``num_stages x stage``
+      (128/256/128 at 3 stages: "Required: 294912" = 3 x 98,304);
+    - BLOCK_SIZE_M < 64 there, or ``arch`` in ``MMA_SYNC_ARCHS``: ``(num_stages - 1) x stage``
+      (32/256/256 at 2 stages runs on the H200 although 2 x 147,456 B exceed its 232,448 B);
+    - any other arch (datacenter Blackwell's tcgen05 pipeline, an unknown GPU): between the two.
+    """
+    stage = moe_stage_bytes(entry, element_bytes)
+    stages = int(entry["num_stages"])
+    many, fewer = stages * stage, max(stages - 1, 1) * stage
+    if arch in WGMMA_ARCHS and int(entry["BLOCK_SIZE_M"]) >= 64:
+        return SharedMemoryNeed(many, many, stage, "num_stages x stage (wgmma)")
+    if arch in WGMMA_ARCHS or arch in MMA_SYNC_ARCHS:
+        return SharedMemoryNeed(fewer, fewer, stage, "(num_stages - 1) x stage (mma.sync)")
+    return SharedMemoryNeed(
+        fewer, many, stage, "(num_stages - 1) to num_stages x stage (arch's pipeline unknown)"
     )
+
+
+def moe_config_shared_memory(
+    entry: dict[str, Any], element_bytes: int = 2, arch: str | None = None
+) -> int:
+    """Bytes of shared memory one fused-MoE block needs with ``entry``'s config on ``arch``
+    (``moe_shared_memory``); for an arch whose pipeline is not known, the larger count."""
+    return moe_shared_memory(entry, arch, element_bytes).high
+
+
+@dataclass(frozen=True)
+class Overrun:
+    """A config entry (batch size ``m``) that needs more shared memory than ``limit``: ``need``
+    bytes under the arch's rule; ``certain`` when every rule that may apply exceeds the limit
+    (Triton raises ``OutOfResources``), else it only may."""
+
+    m: Any
+    need: int
+    limit: int
+    certain: bool
+    rule: str
+
+    @property
+    def verdict(self) -> str:
+        return (
+            "Triton raises OutOfResources at the first launch"
+            if self.certain
+            else "it may exceed it (this arch's pipeline is not known: Triton raises OutOfResources "
+            "if it holds num_stages stages)"
+        )
 
 
 def moe_config_overruns(
     configs: dict[str, Any], arch: str, dtype: str | None = None
-) -> list[tuple[str, int, int]]:
-    """The entries of a tuned MoE config file (batch size -> config) that need more shared memory
-    than ``arch`` has: ``[(batch size, bytes needed, bytes per block)]``.
+) -> list[Overrun]:
+    """The entries of a tuned MoE config file (batch size -> config) that need, or may need, more
+    shared memory than ``arch`` has (``moe_shared_memory``).
 
     Raises:
         KeyError: an arch not in ``SHARED_MEMORY_PER_BLOCK``.
@@ -120,7 +196,10 @@ def moe_config_overruns(
     element_bytes = 1 if dtype and dtype.startswith(("fp8", "int8")) else 2
     out = []
     for m, entry in configs.items():
-        need = moe_config_shared_memory(entry, element_bytes)
-        if need > limit:
-            out.append((m, need, limit))
+        need = moe_shared_memory(entry, arch, element_bytes)
+        if need.high > limit:
+            certain = need.low > limit
+            out.append(
+                Overrun(str(m), need.low if certain else need.high, limit, certain, need.rule)
+            )
     return out

@@ -15,6 +15,11 @@ def _fmt(x: Any, spec: str = ".1f", suffix: str = "") -> str:
     return "-" if x is None else f"{x:{spec}}{suffix}"
 
 
+def _pct(fraction: float | None) -> float | None:
+    """A fraction as a percentage; None (no roofline: the device's peaks are unknown) stays."""
+    return None if fraction is None else 100 * fraction
+
+
 def render_kernel_tunes(tunes: list[dict[str, Any]], table: TableRenderer) -> list[str]:
     """``## Kernel tunes`` lines, or [] when the session has no completed tune. ``tunes``: the
     session's ``kernel_tunes`` rows, each with its ``results`` (``kernel_tune_results`` rows,
@@ -26,34 +31,70 @@ def render_kernel_tunes(tunes: list[dict[str, Any]], table: TableRenderer) -> li
         lines += [f"Tune `{t['tune_id']}`: {_tune_line(t)}.", ""]
         rows = t["results"]
         if rows:
-            lines += [
-                table(
-                    [
-                        "M",
-                        "default µs",
-                        "tuned µs",
-                        "speedup",
-                        "noise",
-                        "of peak bandwidth",
-                        "of peak FLOP/s",
-                    ],
-                    [
-                        [
-                            r["batch_size"],
-                            _fmt(r["default_us"]),
-                            _fmt(r["tuned_us"]),
-                            _fmt(r["speedup"], ".2f", "x"),
-                            _fmt(r["noise_pct"], ".1f", "%"),
-                            _fmt(100 * r["bandwidth_fraction"], ".0f", "%"),
-                            _fmt(100 * r["flops_fraction"], ".1f", "%"),
-                        ]
-                        for r in rows
-                    ],
-                    align=["r"] * 7,
-                ),
-                "",
-            ]
+            lines += [_results_table(rows, table), ""]
     return lines[:-1]
+
+
+def _change(value: Any, reference: Any) -> str:
+    """``value / reference - 1`` in % (the sign convention of every change: - is faster here)."""
+    if value is None or not reference:
+        return "-"
+    return f"{100 * (value / reference - 1):+.1f}%"
+
+
+def _short_config(config: Any) -> str:
+    """``16/64/128 G1 w4 s4`` (BLOCK_M/N/K, GROUP_M, warps, stages), as ``run tune`` prints it."""
+    import json
+
+    c = json.loads(config) if isinstance(config, str) else config
+    keys = (
+        "BLOCK_SIZE_M",
+        "BLOCK_SIZE_N",
+        "BLOCK_SIZE_K",
+        "GROUP_SIZE_M",
+        "num_warps",
+        "num_stages",
+    )
+    if not isinstance(c, dict) or any(k not in c for k in keys):
+        return "-"
+    return (
+        f"{c['BLOCK_SIZE_M']}/{c['BLOCK_SIZE_N']}/{c['BLOCK_SIZE_K']} G{c['GROUP_SIZE_M']} "
+        f"w{c['num_warps']} s{c['num_stages']}"
+    )
+
+
+def _results_table(rows: list[dict[str, Any]], table: TableRenderer) -> str:
+    """Default, shipped and tuned side by side per batch size (the shipped column the
+    tune printed was missing), the changes against both, and where the kept config came from."""
+    shipped = any(r.get("shipped_us") is not None for r in rows)
+    headers = ["M", "SGLang default µs", *(["SGLang shipped µs"] if shipped else []), "tuned µs"]
+    headers += [*(["tuned vs shipped"] if shipped else []), "tuned vs default", "noise"]
+    headers += ["tuned config (kept from)", "of peak bandwidth", "of peak FLOP/s"]
+    body = []
+    for r in rows:
+        kept = f" ({r['kept']})" if r.get("kept") else ""
+        body.append(
+            [
+                r["batch_size"],
+                _fmt(r["default_us"]),
+                *([_fmt(r.get("shipped_us"))] if shipped else []),
+                _fmt(r["tuned_us"]),
+                *([_change(r["tuned_us"], r.get("shipped_us"))] if shipped else []),
+                _change(r["tuned_us"], r["default_us"]),
+                _fmt(r["noise_pct"], ".1f", "%"),
+                _short_config(r.get("tuned_config")) + kept,
+                _fmt(
+                    None if r["bandwidth_fraction"] is None else 100 * r["bandwidth_fraction"],
+                    ".0f",
+                    "%",
+                ),
+                _fmt(
+                    None if r["flops_fraction"] is None else 100 * r["flops_fraction"], ".1f", "%"
+                ),
+            ]
+        )
+    align = ["r"] * (len(headers) - 3) + ["l", "r", "r"]
+    return table(headers, body, align=align)
 
 
 #: How the decision log names a tune's kernel (``kernel_tune_started.kernel_source``).

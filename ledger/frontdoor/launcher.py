@@ -22,9 +22,20 @@ stored, so the call is not run again here (retry with ``--event-id`` to make it 
 
 from __future__ import annotations
 
-import marshal
 import os
 import sys
+
+from ledger.resident_socket import (
+    ENV_SWITCH,
+    PROTOCOL,
+    identity,
+    peer_uid,
+    private_dir,
+    recv,
+    runtime_dir,
+    send,
+    socket_path,
+)
 
 # typing and collections.abc cost start-up time: annotations only (mypy reads this name).
 TYPE_CHECKING = False
@@ -32,22 +43,12 @@ if TYPE_CHECKING:
     from collections.abc import Mapping
     from typing import Any
 
-#: ``TUNELEDGER_RESIDENT=0`` turns the resident process off: no start, no forwarding.
-ENV_SWITCH = "TUNELEDGER_RESIDENT"
-#: The folder of the socket and its lock file (default ``$XDG_RUNTIME_DIR/tuneledger``, else
-#: ``/tmp/tuneledger-$UID``); it must be a folder of this user's with mode 0700.
-ENV_RUNTIME_DIR = "TUNELEDGER_RUNTIME_DIR"
-#: The protocol's version, sent with each call (a server of another version says "restart").
-PROTOCOL = 1
 #: Exit code when the server ended after accepting the call and before answering (README, exit codes).
 GONE_EXIT = 16
 #: The group options of ``tuneledger`` that take a value (``--ledger X`` or ``--ledger=X``).
 GROUP_VALUE_OPTIONS = ("--ledger", "--actor", "--session")
 #: The only command forwarded.
 FORWARDED = "append"
-#: Environment variables that change how an interpreter imports or validates: part of the
-#: identity, so a server started under other values never serves the call.
-_IDENTITY_ENV_PREFIXES = ("PYTHON", "PYDANTIC")
 
 
 def forwardable(argv: list[str]) -> bool:
@@ -67,137 +68,6 @@ def forwardable(argv: list[str]) -> bool:
             continue
         return word == FORWARDED
     return False
-
-
-def identity(environ: Mapping[str, str] | None = None) -> str:
-    """What a server and its client must share: the interpreter (version and path), where this
-    package is installed, and the ``PYTHON*`` / ``PYDANTIC*`` environment. A server refuses a
-    call from another identity (the client then runs in-process)."""
-    env = os.environ if environ is None else environ
-    settings = sorted((k, v) for k, v in env.items() if k.startswith(_IDENTITY_ENV_PREFIXES))
-    return "\n".join(
-        [sys.version, sys.executable, os.path.dirname(os.path.abspath(__file__))]
-        + [f"{k}={v}" for k, v in settings]
-    )
-
-
-def _digest(text: str) -> str:
-    """64-bit FNV-1a of ``text`` in hex: names the socket per identity (a collision only means
-    the server refuses the call: the identity itself is compared). No import needed (hashlib
-    costs ~2 ms of start-up)."""
-    h = 0xCBF29CE484222325
-    for byte in text.encode("utf-8", "surrogateescape"):
-        h = ((h ^ byte) * 0x100000001B3) & 0xFFFFFFFFFFFFFFFF
-    return f"{h:016x}"
-
-
-def runtime_dir(environ: Mapping[str, str] | None = None) -> str:
-    """The folder of the socket: ``$TUNELEDGER_RUNTIME_DIR``, else ``$XDG_RUNTIME_DIR/tuneledger``,
-    else ``/tmp/tuneledger-$UID``."""
-    env = os.environ if environ is None else environ
-    if env.get(ENV_RUNTIME_DIR):
-        return env[ENV_RUNTIME_DIR]
-    if env.get("XDG_RUNTIME_DIR"):
-        return os.path.join(env["XDG_RUNTIME_DIR"], "tuneledger")
-    return f"/tmp/tuneledger-{os.getuid()}"
-
-
-def private_dir(path: str, *, create: bool) -> str | None:
-    """``path`` if it is a folder owned by this user with mode 0700 (created so when ``create``
-    and missing), else None: a socket in a folder others can write to could be replaced by
-    theirs, so such a folder is refused (the call runs in-process)."""
-    try:
-        st = os.lstat(path)
-    except FileNotFoundError:
-        if not create:
-            return None
-        try:
-            os.makedirs(path, mode=0o700, exist_ok=True)
-            st = os.lstat(path)
-        except OSError:
-            return None
-    except OSError:
-        return None
-    return None if _unsafe(st) else path
-
-
-def _unsafe(st: os.stat_result) -> str | None:
-    """Why a folder with this ``lstat`` may not hold the socket, or None when it may."""
-    if (st.st_mode & 0o170000) != 0o040000:
-        return "is not a folder"
-    if st.st_uid != os.getuid():
-        return f"belongs to uid {st.st_uid}, not to you ({os.getuid()})"
-    if st.st_mode & 0o777 != 0o700:
-        return f"has mode {st.st_mode & 0o777:04o}, not 0700 (`chmod 700` it)"
-    return None
-
-
-def private_dir_problem(path: str) -> str | None:
-    """Why ``private_dir`` refuses ``path`` (one phrase, for ``resident status``), or None when
-    it is fine or missing (a missing folder is created by the next append)."""
-    try:
-        st = os.lstat(path)
-    except FileNotFoundError:
-        return None
-    except OSError as exc:
-        return f"cannot be read ({exc.strerror})"
-    return _unsafe(st)
-
-
-def socket_path(folder: str, ident: str) -> str:
-    """The socket of the server of ``ident`` in ``folder`` (its lock file: this + ``.lock``)."""
-    return os.path.join(folder, f"resident-{_digest(ident)}.sock")
-
-
-# --- framing: a 4-byte big-endian length, then a marshal'd tuple -------------------------
-# marshal, not pickle or JSON: builtin (no import cost), and it loads only plain values (no
-# code runs on load). Both ends are the same interpreter (the identity includes sys.version)
-# and the same user (SO_PEERCRED checked, socket in a 0700 folder).
-
-
-def send(sock: Any, message: tuple[Any, ...]) -> None:
-    """Send one framed ``message`` (plain values only: str, bytes, int, bool, None, tuples,
-    lists, dicts)."""
-    data = marshal.dumps(message)
-    sock.sendall(len(data).to_bytes(4, "big") + data)
-
-
-def _recv_exact(sock: Any, n: int) -> bytes | None:
-    chunks, got = [], 0
-    while got < n:
-        chunk = sock.recv(min(n - got, 1 << 20))
-        if not chunk:
-            return None
-        chunks.append(chunk)
-        got += len(chunk)
-    return b"".join(chunks)
-
-
-def recv(sock: Any) -> tuple[Any, ...] | None:
-    """One framed message, or None when the peer closed the connection first.
-
-    Raises:
-        ValueError: a frame that is not a marshal'd tuple.
-    """
-    head = _recv_exact(sock, 4)
-    if head is None:
-        return None
-    body = _recv_exact(sock, int.from_bytes(head, "big"))
-    if body is None:
-        return None
-    message = marshal.loads(body)
-    if not isinstance(message, tuple) or not message:
-        raise ValueError("not a message")
-    return message
-
-
-def peer_uid(sock: Any) -> int:
-    """The user id of the process at the other end of a Unix socket (``SO_PEERCRED``: pid, uid,
-    gid as three C ints)."""
-    import _socket
-
-    cred = sock.getsockopt(_socket.SOL_SOCKET, _socket.SO_PEERCRED, 12)
-    return int.from_bytes(cred[4:8], sys.byteorder)
 
 
 # --- the client ------------------------------------------------------------------------
@@ -259,11 +129,33 @@ def _remove_stale(path: str) -> None:
     os.close(fd)  # releases the lock
 
 
+#: The environment a resident process starts with: what the interpreter, the socket's folder
+#: and the server's own settings need, nothing else. Each call runs with the whole environment
+#: of its client swapped in, and the starting call's API keys and tokens (HF_TOKEN,
+#: OPENAI_API_KEY, a DATABASE_URL with a password) would otherwise stay in the long-lived
+#: process's /proc/PID/environ for anyone who may read it (docs/reliability.md).
+_RESIDENT_ENV_NAMES = frozenset(
+    {"PATH", "HOME", "USER", "LOGNAME", "SHELL", "LANG", "LANGUAGE", "TZ", "TMPDIR", "TMP", "TEMP"}
+    | {"VIRTUAL_ENV", "XDG_RUNTIME_DIR", "TERM", "COLUMNS", "LINES", "NO_COLOR"}
+)
+_RESIDENT_ENV_PREFIXES = ("LC_", "PYTHON", "PYDANTIC", "TUNELEDGER_")
+
+
+def resident_environment(environ: Mapping[str, str]) -> dict[str, str]:
+    """``environ`` less every variable a resident process does not need to start."""
+    return {
+        key: value
+        for key, value in environ.items()
+        if key in _RESIDENT_ENV_NAMES or key.startswith(_RESIDENT_ENV_PREFIXES)
+    }
+
+
 def start_server(environ: Mapping[str, str] | None = None) -> int | None:
     """Start a resident process, detached (a session of its own, stdio on /dev/null, ``-P``: no
-    working-directory module shadows the installed package); its pid, or None if it could not
-    start. It exits at once if another holds the lock."""
-    env = dict(os.environ if environ is None else environ)
+    working-directory module shadows the installed package), with only the environment it needs
+    (``resident_environment``); its pid, or None if it could not start. It exits at once if
+    another holds the lock."""
+    env = resident_environment(os.environ if environ is None else environ)
     devnull = "/dev/null"
     try:
         return os.posix_spawn(
@@ -397,23 +289,40 @@ def forward(argv: list[str], path: str, ident: str) -> int:
         sock.close()
 
 
+def _interrupted_starting(signum: int, frame: Any) -> None:
+    """SIGINT while the in-process CLI starts (imports only, nothing written yet): end at once,
+    in one line. A ``KeyboardInterrupt`` raised there printed an import traceback, and one
+    raised while an extension module (DuckDB's nanobind) was calling back into Python aborted
+    the process (exit 134). ``ledger.cli.main`` takes SIGINT over once the command runs."""
+    _write_all(2, b"\ntuneledger: aborted\n")
+    os._exit(130)
+
+
+_interrupted_starting.tuneledger_startup = True  # type: ignore[attr-defined]
+
+
 def run() -> None:
     """The ``tuneledger`` console script (see the module's docstring); never returns."""
     argv = sys.argv[1:]
-    if os.environ.get(ENV_SWITCH, "1") != "0" and forwardable(argv):
-        ident = identity()
-        folder = private_dir(runtime_dir(), create=True)
-        if folder is not None:
-            try:
-                code = forward(argv, socket_path(folder, ident), ident)
-            except _NoServer as no:
-                if no.start:
-                    start_server()
-            except KeyboardInterrupt:
-                _write_all(2, b"\ntuneledger: aborted\n")
-                os._exit(130)
-            else:
-                os._exit(code)
+    try:
+        if os.environ.get(ENV_SWITCH, "1") != "0" and forwardable(argv):
+            ident = identity()
+            folder = private_dir(runtime_dir(), create=True)
+            if folder is not None:
+                try:
+                    code = forward(argv, socket_path(folder, ident), ident)
+                except _NoServer as no:
+                    if no.start:
+                        start_server()
+                else:
+                    os._exit(code)
+        # ``_signal``, not ``signal``: the C module alone (``signal`` imports ``enum``).
+        import _signal  # type: ignore[import-not-found]
+
+        _signal.signal(_signal.SIGINT, _interrupted_starting)
+    except KeyboardInterrupt:
+        _write_all(2, b"\ntuneledger: aborted\n")
+        os._exit(130)
     from ledger.cli.main import run as run_in_process
 
     run_in_process()

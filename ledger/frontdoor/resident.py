@@ -2,7 +2,7 @@
 
 Started by the first ``tuneledger append`` that finds none (``python -P -m ledger.frontdoor.resident``,
 detached), it imports click, pydantic, the event models and DuckDB once, then answers calls on
-a Unix socket in the user's private runtime folder (``ledger.frontdoor.launcher.runtime_dir``): each call
+a Unix socket in the user's private runtime folder (``ledger.resident_socket.runtime_dir``): each call
 is ``ledger.cli.main(argv)`` run here with the client's stdin, working directory and
 environment swapped in, its stdout and stderr captured, so output and exit codes are the
 in-process ones (``call``; the tests' in-process CLI uses it too).
@@ -36,7 +36,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any
 
-from ledger.frontdoor import launcher
+from ledger import resident_socket
 
 #: Seconds without a call after which the server exits (env ``TUNELEDGER_RESIDENT_IDLE_S``).
 IDLE_S = 60.0
@@ -275,7 +275,7 @@ class Server:
 
     def __init__(self, folder: str, ident: str, idle_s: float) -> None:
         self.folder, self.ident, self.idle_s = folder, ident, idle_s
-        self.path = launcher.socket_path(folder, ident)
+        self.path = resident_socket.socket_path(folder, ident)
         self._lock_fd: int | None = None
         self._listener: Any = None
         #: Calls run so far (``status`` reports it: tests tell a forwarded call by it).
@@ -343,9 +343,9 @@ class Server:
         """One connection; False when the server is to exit."""
         conn.settimeout(REQUEST_TIMEOUT_S)
         try:
-            if launcher.peer_uid(conn) != os.getuid():
+            if resident_socket.peer_uid(conn) != os.getuid():
                 return True
-            message = launcher.recv(conn)
+            message = resident_socket.recv(conn)
         except (OSError, ValueError):
             return True
         if message is None:
@@ -360,7 +360,7 @@ class Server:
         request = message[1] if message[0] == "call" and len(message) > 1 else None
         if (
             not isinstance(request, dict)
-            or request.get("protocol") != launcher.PROTOCOL
+            or request.get("protocol") != resident_socket.PROTOCOL
             or request.get("identity") != self.ident
         ):
             _send_quietly(conn, ("refused",))
@@ -380,14 +380,14 @@ class Server:
         def ask() -> bytes:
             nonlocal handed_over
             try:
-                launcher.send(conn, ("stdin",))
+                resident_socket.send(conn, ("stdin",))
                 if not select.select([conn], [], [], STDIN_WAIT_S)[0]:
                     # A person typing, or a pipe that never closes: other calls must not wait
                     # behind this one. Hand the socket over (the next client starts a fresh
                     # server), finish this call, then exit.
                     self.release()
                     handed_over = True
-                answer = launcher.recv(conn)
+                answer = resident_socket.recv(conn)
             except (OSError, ValueError):
                 answer = None
             if answer is None or answer[0] != "stdin":
@@ -429,7 +429,7 @@ class Server:
 def _send_quietly(conn: Any, message: tuple[Any, ...]) -> bool:
     """Send; False if the client is gone (Ctrl-C): the call's outcome stands."""
     try:
-        launcher.send(conn, message)
+        resident_socket.send(conn, message)
     except OSError:
         return False
     return True
@@ -444,36 +444,14 @@ def idle_seconds() -> float:
     return value if value > 0 else IDLE_S
 
 
-def ask_server(message: str, environ: Mapping[str, str] | None = None) -> tuple[Any, ...] | None:
-    """Send ``status`` or ``stop`` to this user's server of this install (as ``environ``, default
-    this process's environment, names them); its answer (``("status", pid, calls)``,
-    ``("stopped", pid)``), or None if none answers."""
-    env = dict(os.environ if environ is None else environ)
-    folder = launcher.private_dir(launcher.runtime_dir(env), create=False)
-    if folder is None:
-        return None
-    import socket
-
-    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    sock.settimeout(REQUEST_TIMEOUT_S)
-    try:
-        sock.connect(launcher.socket_path(folder, launcher.identity(env)))
-        launcher.send(sock, (message,))
-        return launcher.recv(sock)
-    except (OSError, ValueError):
-        return None
-    finally:
-        sock.close()
-
-
 def main() -> None:
     """``python -m ledger.frontdoor.resident``: become this user's server, unless one runs already."""
-    if os.environ.get(launcher.ENV_SWITCH, "1") == "0":
+    if os.environ.get(resident_socket.ENV_SWITCH, "1") == "0":
         return
-    folder = launcher.private_dir(launcher.runtime_dir(), create=True)
+    folder = resident_socket.private_dir(resident_socket.runtime_dir(), create=True)
     if folder is None:
         return
-    server = Server(folder, launcher.identity(), idle_seconds())
+    server = Server(folder, resident_socket.identity(), idle_seconds())
     if not server.claim():
         return
     os.chdir("/")  # keep no client's folder busy (each call sets its own)

@@ -2,7 +2,7 @@
 
 ``import_file`` reads one file, detects its format by content (``detect.py``)
 and returns its events without writing anything: the caller
-(``ledger.write.commands.import_files``) appends the events of all files in one atomic batch. Event ids are deterministic (file content +
+(``ledger.importers.ingest.import_files``) appends the events of all files in one atomic batch. Event ids are deterministic (file content +
 position), so importing the same file again gives the same ids and the store
 treats them as idempotent duplicates.
 """
@@ -41,7 +41,7 @@ class ImportResult:
     ``vllm-bench-serve``, ``guidellm-benchmarks``; ``tuneledger import`` prints it),
     ``path``, ``events`` in append order, and per-request ``samples`` of bench runs
     that have them, keyed by the benchmark event's id (columns of ``bench_samples``
-    in ledger/store/ledger_store.py but the event id)."""
+    in ledger/store/schema.py but the event id)."""
 
     kind: str
     path: Path

@@ -127,8 +127,14 @@ class InputFile:
         return f"{engine}-{digest[:12]}"
 
     def lines(self) -> list[str]:
-        """The text split into lines (no line ends); line ``n`` is ``lines()[n - 1]``."""
-        return self.text.splitlines()
+        """The text split into lines at ``\n`` (no line ends, a ``\r`` before it dropped); line
+        ``n`` is ``lines()[n - 1]``, as an editor and ``sed -n Np`` number it. A bare ``\r`` (a
+        progress bar redrawing itself) stays inside its line: ``str.splitlines`` would split there
+        and shift every later line number."""
+        lines = self.text.split("\n")
+        if lines and lines[-1] == "":
+            lines.pop()
+        return [line[:-1] if line.endswith("\r") else line for line in lines]
 
 
 def read_input(path: str | Path) -> InputFile:

@@ -179,15 +179,15 @@ _ENDPOINTS = {
 }
 
 
-def _benchmark(
-    file: InputFile,
-    ctx: ImportContext,
+def _metrics(
     r: FieldReader,
-    index: int,
-    version: str | None,
-    data_description: str | None = None,
-    facts: dict[str, Any] | None = None,
-) -> tuple[BenchmarkCompleted, pa.Table | None]:
+) -> tuple[dict[str, Any], dict[str, Any], tuple[int | None, int | None, int | None]]:
+    """A benchmark's metrics as ours, GuideLLM's own beside them (``tool_metrics``), and its
+    request counts (completed, errored, incomplete).
+
+    Raises:
+        InvalidInput: a duration that is not above 0 (names the field).
+    """
     totals = (
         r.sub("request_totals")
         if "request_totals" in r.obj
@@ -242,6 +242,19 @@ def _benchmark(
     if not per_request_itl:
         tool_metrics["inter_token_latency_ms_mean"] = itl.number("mean")
         tool_metrics["inter_token_latency_ms_median"] = itl.number("median")
+    return metrics, tool_metrics, (completed, errored, incomplete)
+
+
+def _benchmark(
+    file: InputFile,
+    ctx: ImportContext,
+    r: FieldReader,
+    index: int,
+    version: str | None,
+    data_description: str | None = None,
+    facts: dict[str, Any] | None = None,
+) -> tuple[BenchmarkCompleted, pa.Table | None]:
+    metrics, tool_metrics, (completed, errored, incomplete) = _metrics(r)
     table, chunks, request_type = _samples(r, r.number("start_time") if "config" in r.obj else None)
     if table is not None and completed and sum(table.column("ok").to_pylist()) == completed:
         # every successful request is in the file: our statistics from them, exactly as ours

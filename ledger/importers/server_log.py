@@ -26,6 +26,7 @@ from ledger.engines.sglang_log import (
     jsonable_args,
     parse_server_log,
 )
+from ledger.engines.speculative import spec_trial
 from ledger.errors import InvalidInput
 from ledger.write.commands import LoggedRun, server_run_events
 from schemas import (
@@ -34,6 +35,7 @@ from schemas import (
     FindingRecorded,
     Host,
     ServerStarted,
+    SpecDecodingTrialCompleted,
     StartupFacts,
     normalize_flag,
 )
@@ -150,7 +152,11 @@ def import_server_log(
         )
         if facts.crash is not None
         else None,
+        stopped=stopped_fields(facts),
         sources={
+            "server_stopped": f"{file.name}:{facts.outcome.stop_line.number}"
+            if facts.outcome.stop_line
+            else file.name,
             "server_started": src("server_args"),
             "server_ready": src("ready"),
             "server_failed": f"{file.name}:{facts.crash.line.number}" if facts.crash else file.name,
@@ -166,8 +172,69 @@ def import_server_log(
         session_id=session_id,
         source_name=file.name,
     )
-    return server_run_events(
+    events = server_run_events(
         run, event_id=file.event_id, actor=actor, session_id=session_id, remember=remember
+    )
+    accepts = [b for b in facts.decode_batches if b.accept_len is not None]
+    trial = spec_event(
+        file,
+        ENGINE,
+        run_id,
+        args,
+        [b.accept_len for b in accepts if b.accept_len is not None],
+        [b.line for b in accepts],
+        host=log_host,
+        actor=actor,
+        session_id=session_id,
+    )
+    return events + ([trial] if trial is not None else [])
+
+
+def stopped_fields(facts: ServerLogFacts) -> dict[str, Any] | None:
+    """The ``server_stopped`` fields of a run whose log shows a clean shutdown after readiness
+    (the failure model's ``stopped`` state: uvicorn's "Shutting down", a SIGTERM handled), with
+    the time of that line; ``None`` otherwise."""
+    line = facts.outcome.stop_line
+    if facts.outcome.state != "stopped" or line is None:
+        return None
+    return dict(
+        reason=f"the log shows a clean shutdown: {line.message.strip()[:200]}",
+        occurred_at=line.timestamp.replace(tzinfo=UTC) if line.timestamp else None,
+    )
+
+
+def spec_event(
+    file: InputFile,
+    engine: str,
+    run_id: str,
+    args: dict[str, Any],
+    series: list[float],
+    lines: list[LogLine],
+    *,
+    host: Host,
+    actor: Actor,
+    session_id: str | None,
+) -> SpecDecodingTrialCompleted | None:
+    """The ``spec_decoding_trial_completed`` a log of a speculative run supports (the accept
+    length read on import, as ``run spec`` reads it from the decode lines), ``None`` when the
+    log logs no accept length. ``source``: the first line of the series; ``occurred_at``: the
+    time of its last."""
+    fields = spec_trial(engine, args, series)
+    if fields is None or not lines:
+        return None
+    last = next((line.timestamp for line in reversed(lines) if line.timestamp), None)
+    return SpecDecodingTrialCompleted(
+        event_id=file.event_id("spec_decoding_trial"),
+        trial_id=f"{run_id}:log",
+        server_run_id=run_id,
+        flags=cli_flags(args),
+        notes=f"accept length read from {len(series)} log line(s) of the server log on import",
+        source=f"{file.name}:{lines[0].number}",
+        session_id=session_id,
+        host=host,
+        actor=actor,
+        occurred_at=last.replace(tzinfo=UTC) if last else None,
+        **fields,
     )
 
 

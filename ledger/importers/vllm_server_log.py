@@ -14,7 +14,7 @@ from ledger.write.commands import LoggedRun, server_run_events
 from schemas import Host
 
 from .detect import ImportContext, Importer, InputFile, ReadResult, Sniffed
-from .server_log import cli_flags
+from .server_log import cli_flags, spec_event, stopped_fields
 
 ENGINE = "vllm"
 
@@ -72,13 +72,17 @@ def _read(file: InputFile, ctx: ImportContext) -> ReadResult:
             flags=cli_flags({k: v for k, v in args.items() if k not in ("model", "model_tag")}),
             port=port if isinstance(port, int) and not isinstance(port, bool) else None,
             pid=facts.pid,
+            # A run that neither became ready nor failed keeps what it showed while starting.
+            startup=facts.to_startup_facts()
+            if not (facts.ready or facts.crash) and facts.has_startup_facts
+            else None,
         ),
         ready=dict(
             ready_after_s=facts.ready_after_s,
             startup=facts.to_startup_facts(),
             warnings=[w.message for w in facts.warnings],
         )
-        if facts.ready or (facts.has_startup_facts and facts.crash is None)
+        if facts.ready
         else None,
         failed=dict(
             cause=facts.crash.cause,
@@ -88,7 +92,11 @@ def _read(file: InputFile, ctx: ImportContext) -> ReadResult:
         )
         if facts.crash is not None
         else None,
+        stopped=stopped_fields(facts),
         sources={
+            "server_stopped": f"{file.name}:{facts.outcome.stop_line.number}"
+            if facts.outcome.stop_line
+            else file.name,
             "server_started": src("server_args"),
             "server_ready": src("ready") if facts.ready else file.name,
             "server_failed": f"{file.name}:{facts.crash.line.number}" if facts.crash else file.name,
@@ -104,13 +112,25 @@ def _read(file: InputFile, ctx: ImportContext) -> ReadResult:
         source_name=file.name,
     )
     # ctx.remember: flags the ledger already knows do nothing (ledger/read/flag_memory.py)
-    return server_run_events(
+    events = server_run_events(
         run,
         event_id=file.event_id,
         actor=ctx.actor,
         session_id=ctx.session_id,
         remember=ctx.remember,
-    ), {}
+    )
+    trial = spec_event(
+        file,
+        ENGINE,
+        run_id,
+        args,
+        parsed.accept_lengths,
+        parsed.accept_lines,
+        host=host,
+        actor=ctx.actor,
+        session_id=ctx.session_id,
+    )
+    return events + ([trial] if trial is not None else []), {}
 
 
 IMPORTER = Importer(kind="vllm-server-log", description="vLLM server log", sniff=_sniff, read=_read)

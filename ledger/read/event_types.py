@@ -1,8 +1,9 @@
 """What each event type carries, for people typing events: ``tuneledger types [TYPE]`` and
 ``tuneledger append TYPE --help``.
 
-Read from the pydantic models (``schemas.EVENT_TYPES``), so it never drifts from what the
-ledger validates. Units follow the field-name conventions of the schemas: ``*_ms``
+Read from each type's JSON Schema (``schemas.jsonschema.event_schema``, the pydantic model's
+validation schema, the one ``append -f`` parses against: ``ledger.write.fields``), so it never
+drifts from what the ledger validates. Units follow the field-name conventions of the schemas: ``*_ms``
 milliseconds, ``*_s`` seconds, ``*_throughput`` tokens/s (``request_throughput``
 and ``request_rate`` requests/s), ``*_len`` and ``*_tokens`` tokens, ``*_bytes`` bytes, ``*_mib`` MiB, ``*_gb`` GB, ``*_pct`` percent; changes,
 CI bounds, CVs and thresholds of comparisons are fractions (0.05 = +5%).
@@ -10,17 +11,13 @@ CI bounds, CVs and thresholds of comparisons are fractions (0.05 = +5%).
 
 from __future__ import annotations
 
-import types
-import typing
-from typing import Any, Literal, get_args, get_origin
-
-from pydantic import BaseModel
-from pydantic.fields import FieldInfo
+from typing import Any
 
 import schemas.metrics
 from ledger.errors import InvalidInput
 from schemas import EVENT_TYPES
 from schemas.envelope import EventEnvelope
+from schemas.jsonschema import array_items, branches, event_schema, kinds, object_branch, resolve
 
 _FRACTIONS = {"change", "ci_low", "ci_high", "noise_threshold", "baseline_cv", "cv", "confidence"}
 
@@ -52,53 +49,87 @@ def unit_of(name: str) -> str:
     return ""
 
 
-def type_name(annotation: Any) -> str:
-    """A short readable form of a field's type: ``int | None``, ``one of a|b``, ``list[str]``."""
-    origin = get_origin(annotation)
-    if origin is Literal:
-        return "one of " + "|".join(str(a) for a in get_args(annotation))
-    if origin in (typing.Union, types.UnionType):
-        return " | ".join(type_name(a) for a in get_args(annotation))
-    if origin in (list, tuple, set):
-        inner = ", ".join(type_name(a) for a in get_args(annotation) if a is not Ellipsis)
-        return f"list[{inner}]"
-    if origin is dict:
-        key, value = get_args(annotation) or (Any, Any)
-        return f"object of {type_name(value)}"
-    if annotation is type(None):
-        return "null"
-    return getattr(annotation, "__name__", str(annotation).replace("typing.", ""))
+_KIND_ORDER = ("string", "integer", "number", "boolean", "array", "object", "null")
 
 
-def _model_of(annotation: Any) -> type[BaseModel] | None:
-    for arg in (annotation, *get_args(annotation)):
-        if isinstance(arg, type) and issubclass(arg, BaseModel):
-            return arg
-    return None
+def type_text(node: dict[str, Any], root: dict[str, Any]) -> str:
+    """A field's type in the JSON Schema's words: ``string | null``, ``one of a|b``,
+    ``list of string (uuid)``, ``object of integer``; ``any`` for a free value."""
+    alternatives = branches(node, root)
+    enum = [v for b in alternatives for v in b.get("enum", [b["const"]] if "const" in b else [])]
+    nullable = "null" in kinds(node, root)
+    if enum:
+        text = "one of " + "|".join(str(v) for v in enum if v is not None)
+        return text + (" | null" if nullable else "")
+    parts = []
+    for b in alternatives:
+        t = b.get("type")
+        if t == "null":
+            continue
+        if t == "array":
+            items = resolve(b.get("items") or {}, root)
+            inner = "object" if object_branch(items, root) is not None else type_text(items, root)
+            parts.append(f"list of {inner}")
+        elif t == "object" or "properties" in b:
+            extra = b.get("additionalProperties")
+            if isinstance(extra, dict) and "properties" not in b:
+                parts.append(f"object of {type_text(resolve(extra, root), root)}")
+            elif "properties" not in b:
+                parts.append("object of any")
+            else:
+                parts.append("object")
+        elif isinstance(t, str):
+            fmt = b.get("format")
+            parts.append(f"{t} ({fmt})" if fmt else t)
+    if not parts:
+        return "any"
+    text = " | ".join(dict.fromkeys(parts))
+    return text + (" | null" if nullable else "")
 
 
-def _rows(model: type[BaseModel], prefix: str = "") -> list[tuple[str, str, str, str]]:
+def _rows(
+    node: dict[str, Any], root: dict[str, Any], prefix: str = ""
+) -> list[tuple[str, str, str, str]]:
+    """(key as -f takes it, type, unit, notes) of every field under ``node``, nested ones after
+    their parent as dotted keys."""
     rows = []
-    for name, info in model.model_fields.items():
-        if not prefix and name in EventEnvelope.ENVELOPE_FIELDS:
+    required = set(node.get("required") or [])
+    for name, raw in (node.get("properties") or {}).items():
+        if not prefix and name in (*EventEnvelope.ENVELOPE_FIELDS, "type", "schema_version"):
             continue
+        prop = resolve(raw, root)
         key = prefix + name
-        nested = _model_of(info.annotation)
-        if nested is not None and nested is not model:
-            rows.append((key, "object", "", _describe(info, "see below")))
-            rows.extend(_rows(nested, key + "."))
+        notes = ["required"] if name in required else []
+        description = prop.get("description") or next(
+            (b.get("description") for b in branches(prop, root) if b.get("description")), None
+        )
+        items = array_items(prop, root)
+        nested = object_branch(items, root) if items is not None else object_branch(prop, root)
+        if nested is not None and nested.get("properties"):
+            if items is not None:
+                notes.append(
+                    f"a list: -f {key}.FIELD=... fills the first item, -f {key}.1.FIELD=... "
+                    f"the second (or -f {key}='[{{...}}]')"
+                )
+                kind = "list of object" + (" | null" if "null" in kinds(prop, root) else "")
+            else:
+                notes.append("see below")
+                kind = "object" + (" | null" if "null" in kinds(prop, root) else "")
+            if description and items is None:
+                notes.insert(len(notes) - 1, _first_line(description))
+            rows.append((key, kind, "", "; ".join(notes)))
+            rows.extend(_rows(nested, root, key + "."))
             continue
-        rows.append((key, type_name(info.annotation), unit_of(name), _describe(info)))
+        if description:
+            notes.append(_first_line(description))
+        if items is not None:
+            notes.append(f"JSON: -f {key}='[...]'")
+        rows.append((key, type_text(prop, root), unit_of(name), "; ".join(notes)))
     return rows
 
 
-def _describe(info: FieldInfo, extra: str = "") -> str:
-    parts = ["required" if info.is_required() else ""]
-    if info.description:
-        parts.append(info.description)
-    if extra:
-        parts.append(extra)
-    return "; ".join(p for p in parts if p)
+def _first_line(text: str) -> str:
+    return " ".join(text.strip().split("\n\n")[0].split()).rstrip(".")
 
 
 def field_rows(event_type: str) -> list[tuple[str, str, str, str]]:
@@ -113,7 +144,8 @@ def field_rows(event_type: str) -> list[tuple[str, str, str, str]]:
         raise InvalidInput(
             f"unknown event type {event_type!r} (known: {', '.join(sorted(EVENT_TYPES))})"
         )
-    return _rows(model)
+    root = event_schema(event_type)  # the schema the validator uses
+    return _rows(root, root)
 
 
 def describe_type(event_type: str) -> str:
@@ -127,7 +159,8 @@ def describe_type(event_type: str) -> str:
     doc = (model.__doc__ or "").strip().splitlines()
     head = [
         f"{event_type}: {doc[0] if doc else ''}".rstrip(),
-        "fields (-f KEY=VALUE; nested ones as dotted keys, e.g. -f metrics.output_throughput=1582.5):",
+        "fields (-f KEY=VALUE; a string field keeps the text as typed, other values are JSON; "
+        "nested ones as dotted keys, e.g. -f metrics.output_throughput=1582.5):",
     ]
     width = max(len(r[0]) for r in rows) if rows else 0
     twidth = min(40, max((len(r[1]) for r in rows), default=0))

@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING, Any
 
 import duckdb
 
+import ledger.derive  # noqa: F401  (the store keeps the derived tables current)
 from ledger.errors import NotFound
 from schemas.envelope import Host
 
@@ -133,21 +134,25 @@ def event_log(
     return con.sql(sql, params=params).to_arrow_table()
 
 
-def event_rows(
-    con: duckdb.DuckDBPyConnection,
+def read_events(
+    store: LedgerStore,
     flt: EventFilter,
-    columns: Sequence[str],
     *,
     limit: int | None = None,
     newest_first: bool = False,
-) -> list[tuple[Any, ...]]:
-    """Raw ``events`` rows (``columns``) matching ``flt`` in ``seq`` order (``LedgerStore.read``)."""
+) -> list[Event]:
+    """The events matching ``flt`` in ``seq`` order (newest first when ``newest_first``), as
+    current models (``tuneledger events --format json``)."""
+    from ledger.store import COLUMNS, row_to_event
+
     where, params = flt.where()
     sql = (
-        f"SELECT {', '.join(columns)} FROM events WHERE {where} "
+        f"SELECT {', '.join(COLUMNS)} FROM events WHERE {where} "
         f"ORDER BY seq{' DESC' if newest_first else ''}{_limit(limit)}"
     )
-    return con.execute(sql, params).fetchall()
+    with store.connect(views=()) as con:
+        found = con.execute(sql, params).fetchall()
+    return [row_to_event(dict(zip(COLUMNS, row, strict=True))) for row in found]
 
 
 #: The timeline's columns: time as UTC text, the actor as ``kind:name``, a summary always.
@@ -259,7 +264,7 @@ def flag_verdicts(con: duckdb.DuckDBPyConnection) -> list[Row]:
     return rows(
         con,
         "SELECT flag, value, setting, engine, engine_version, arch, verdict, basis, no_effect, "
-        "summary, findings, seq "
+        "summary, evidence, findings, seq "
         "FROM flag_verdicts ORDER BY flag, value NULLS FIRST, arch, engine_version, engine, seq",
     )
 
@@ -358,6 +363,8 @@ class SessionReport:
         timeline: ``timeline`` rows (``seq, type, stream, summary, event_id, occurred_at``).
         kernel_tunes: ``kernel_tunes`` rows, each with ``results`` (``kernel_tune_results``).
         spec_trials: ``spec_trials`` rows.
+        comparison: the session's configurations compared (``ledger.read.comparison``: the
+            diff, repeats and Pareto front), ``None`` with fewer than two configurations.
     """
 
     session_id: str
@@ -373,6 +380,7 @@ class SessionReport:
     timeline: list[Row] = field(default_factory=list)
     kernel_tunes: list[Row] = field(default_factory=list)
     spec_trials: list[Row] = field(default_factory=list)
+    comparison: Any = None  # ledger.read.comparison.SessionComparison | None
 
 
 @dataclass
@@ -423,8 +431,10 @@ def _session_report(con: duckdb.DuckDBPyConnection, session_id: str) -> SessionR
         r["arch"]
         for r in rows(
             con,
-            "SELECT DISTINCT arch FROM live_events WHERE session_id = ? AND arch IS NOT NULL "
-            "ORDER BY arch",
+            # research read from the source names its target arch in the payload, not the host
+            "SELECT DISTINCT arch FROM (SELECT coalesce(arch, CASE WHEN type = 'flag_researched' "
+            "THEN payload->>'arch' END) AS arch FROM live_events WHERE session_id = ?) "
+            "WHERE arch IS NOT NULL ORDER BY arch",
             one,
         )
     ]
@@ -481,6 +491,9 @@ def _session_report(con: duckdb.DuckDBPyConnection, session_id: str) -> SessionR
     report.spec_trials = rows(
         con, "SELECT * FROM spec_trials WHERE session_id = ? ORDER BY seq", one
     )
+    from ledger.read.comparison import read_session_comparison  # it reads with ``rows`` above
+
+    report.comparison = read_session_comparison(con, session_id)
     return report
 
 

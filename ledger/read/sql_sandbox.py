@@ -19,19 +19,31 @@ import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 
 import duckdb
 import pyarrow as pa
 
+import ledger.derive  # noqa: F401  (the store keeps the derived tables current)
 from ledger.errors import InvalidInput, QueryTimeout, Refused
 from ledger.store import LedgerStore
+from ledger.store.ledger_file import open_error
 
 _STATEMENT_NAMES = {duckdb.StatementType.LOAD: "INSTALL/LOAD"}
 _ALLOWED = {duckdb.StatementType.SELECT, duckdb.StatementType.EXPLAIN}
 _EXPLAIN_RE = re.compile(r"^\s*EXPLAIN\s+(?:\(\s*[^)]*\)\s*|ANALY[SZ]E\s+)?", re.IGNORECASE)
 
+#: DuckDB's memory limit for a console query (its buffer pool: joins, sorts, aggregates).
+#: What DuckDB allocates outside it (a string a function builds, ``repeat('x', 2000000000)``)
+#: is bounded by the ``sql`` command's process limit (``ledger.cli.sql_guard``).
+SANDBOX_MEMORY_BYTES = 2**30
+
 #: Connection settings of the sandbox (DuckDB configuration options).
-SANDBOX_CONFIG = {"enable_external_access": False, "lock_configuration": True}
+SANDBOX_CONFIG = {
+    "enable_external_access": False,
+    "memory_limit": f"{SANDBOX_MEMORY_BYTES // 2**20}MB",
+    "lock_configuration": True,
+}
 
 
 def check_readonly(sql: str) -> None:
@@ -122,13 +134,13 @@ def stream_readonly(
     """
     check_readonly(sql)
     deadline = time.monotonic() + timeout_s if timeout_s else None
-    with store.connect(read_only=True, config=SANDBOX_CONFIG) as con:
+    with store.connect(read_only=True, config=SANDBOX_CONFIG, views=sql) as con:
         timer = threading.Timer(timeout_s, con.interrupt) if timeout_s else None
         if timer is not None:
             timer.daemon = True
             timer.start()
         try:
-            with _sql_errors(timeout_s):
+            with _sql_errors(timeout_s, store.path):
                 relation = con.sql(sql)
                 if relation is None:
                     yield pa.RecordBatch.from_pylist([])
@@ -138,7 +150,7 @@ def stream_readonly(
                 reader = relation.to_arrow_reader(batch_rows)
             yielded = False
             while True:
-                with _sql_errors(timeout_s):
+                with _sql_errors(timeout_s, store.path):
                     if deadline is not None and time.monotonic() > deadline:
                         raise duckdb.InterruptException("timeout")
                     try:
@@ -154,14 +166,22 @@ def stream_readonly(
                 timer.cancel()
 
 
+def timeout_message(timeout_s: float | None) -> str:
+    """The one line of a query stopped by its time limit."""
+    return f"query stopped after {timeout_s or 0:g} s: writers wait while it runs (sql --timeout to allow longer)"
+
+
 @contextmanager
-def _sql_errors(timeout_s: float | None) -> Iterator[None]:
+def _sql_errors(timeout_s: float | None, path: Path | None = None) -> Iterator[None]:
     """DuckDB's errors of a console query as one-line ledger errors."""
     try:
         yield
     except duckdb.InterruptException:
+        raise QueryTimeout(timeout_message(timeout_s)) from None
+    except duckdb.OutOfMemoryException as exc:
         raise QueryTimeout(
-            f"query stopped after {timeout_s:g} s: writers wait while it runs (sql --timeout to allow longer)"
+            f"query stopped: it needs more memory than the SQL console allows "
+            f"({SANDBOX_MEMORY_BYTES / 2**30:g} GiB for DuckDB): {_first_line(exc)}"
         ) from None
     except duckdb.PermissionException as exc:
         raise Refused(f"the SQL console cannot touch files: {str(exc).splitlines()[0]}") from None
@@ -174,6 +194,18 @@ def _sql_errors(timeout_s: float | None) -> Iterator[None]:
             raise Refused(
                 "the ledger is read-only here: the statement writes (SELECT and EXPLAIN only)"
             ) from None
-        raise InvalidInput(f"query failed: {str(exc).splitlines()[0]}") from None
+        raise InvalidInput(f"query failed: {_first_line(exc)}") from None
     except duckdb.Error as exc:
-        raise InvalidInput(f"query failed: {str(exc).splitlines()[0]}") from None
+        damage = open_error(path, exc) if path is not None else None
+        if damage is not None:  # a checksum or a block that fails to read, met mid-query
+            raise damage from None
+        raise InvalidInput(f"query failed: {_first_line(exc)}") from None
+    except MemoryError:
+        raise QueryTimeout(
+            "query stopped: its result needs more memory than the SQL console allows"
+        ) from None
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__

@@ -1,24 +1,20 @@
 """The event store layer: one DuckDB file, many processes, one writer at a time.
 
 It stores and reads back; the rules of what may be written live in ``ledger.write``. Other
-layers import the store's public names from here, so the modules inside may be split freely.
+layers import the store's public names from here, so the modules inside may be split freely:
+``ledger_store`` (``LedgerStore``, which puts the others together), ``connection`` (opening,
+the sidecar lock, the kept-open hold and hand-off), ``schema`` (tables, layout, migrations),
+``encoding`` (events as rows and back), ``careful`` and ``columns`` (the write paths),
+``reading`` (the read API), ``results``.
 """
 
 from typing import Any
 
-from . import ledger_store
-from .ledger_store import (
-    COLUMNS,
-    HANDOFF_S,
-    LAYOUT_VERSION,
-    ROW_GROUP_ROWS,
-    WRITER_HOLD_S,
-    AppendResult,
-    AppendResults,
-    LedgerStore,
-    columns_table,
-    event_values,
-)
+from .connection import HANDOFF_S, ROW_GROUP_ROWS, WRITER_HOLD_S
+from .encoding import columns_table, event_values, row_to_event
+from .ledger_store import LedgerStore
+from .results import AppendResult, AppendResults
+from .schema import COLUMNS, LAYOUT_VERSION
 
 __all__ = [
     "COLUMNS",
@@ -31,11 +27,14 @@ __all__ = [
     "LedgerStore",
     "columns_table",
     "event_values",
+    "row_to_event",
 ]
 
 
 def __getattr__(name: str) -> Any:
-    """``BENCH_SAMPLES_SCHEMA``, built (and pyarrow imported) on first use, as in the module."""
+    """``BENCH_SAMPLES_SCHEMA``, built (and pyarrow imported) on first use."""
     if name == "BENCH_SAMPLES_SCHEMA":
-        return ledger_store.BENCH_SAMPLES_SCHEMA
+        from .schema import bench_samples_schema
+
+        return bench_samples_schema()
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

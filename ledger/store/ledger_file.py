@@ -15,9 +15,12 @@ The store calls these from its open path (``LedgerStore.check_path``, ``_open``,
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
 import re
+import stat
+from collections.abc import Iterator
 from pathlib import Path
 
 import duckdb
@@ -64,10 +67,29 @@ def check_name(path: Path) -> None:
             f"to use a file of that name give ./{name})"
         )
     try:
-        os.stat(path)
+        mode = os.stat(path).st_mode
     except OSError as exc:
         if exc.errno == errno.ELOOP:
             raise InvalidInput(f"{name}: symlink loop, not a ledger file") from None
+        return
+    # A device, a FIFO or a socket is no ledger: DuckDB would fail on it with a traceback
+    # (``--ledger /dev/null``: "Could not fsync"), and its lock file would go next to it
+    # (/dev/null.lock).
+    if not stat.S_ISREG(mode):
+        what = "a directory" if stat.S_ISDIR(mode) else _special_kind(mode)
+        raise InvalidInput(f"{name}: {what}, not a ledger file (a ledger is a regular file)")
+
+
+def _special_kind(mode: int) -> str:
+    if stat.S_ISCHR(mode):
+        return "a character device"
+    if stat.S_ISBLK(mode):
+        return "a block device"
+    if stat.S_ISFIFO(mode):
+        return "a FIFO"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
+    return "not a regular file"
 
 
 def open_error(path: Path, exc: duckdb.Error) -> LedgerError | None:
@@ -82,6 +104,26 @@ def open_error(path: Path, exc: duckdb.Error) -> LedgerError | None:
         return StorageError(f"{path}: {first}")
     if any(phrase in text for phrase in _DAMAGED):
         return InvalidInput(f"{path}: damaged or not a ledger file ({first})")
+    return None
+
+
+def query_damage(path: Path, exc: BaseException) -> LedgerError | None:
+    """``open_error`` for a DuckDB error met at any time, a query's included: a block whose
+    checksum fails is read only when a query reaches it, long after the file opened
+    ("Corrupt database file: computed checksum … does not match stored checksum … in block at
+    location …"); DuckDB's internal and serialisation errors while reading are reported as
+    possible damage, naming DuckDB's message, never as a traceback. None: not one of those."""
+    if not isinstance(exc, duckdb.Error):
+        return None
+    known = open_error(path, exc)
+    if known is not None:
+        return known
+    if isinstance(exc, (duckdb.InternalException, duckdb.SerializationException)):
+        text = str(exc).strip()
+        first = text.splitlines()[0] if text else type(exc).__name__
+        return InvalidInput(
+            f"{path}: DuckDB failed reading the ledger, it may be damaged ({first})"
+        )
     return None
 
 
@@ -120,6 +162,38 @@ def lock_error(lock_path: Path, exc: OSError) -> LedgerError:
     return storage_error(exc, lock_path) or InvalidInput(
         f"{lock_path}: cannot open the lock file: {exc.strerror}"
     )
+
+
+def nothing_stored(path: Path) -> bool:
+    """True when ``path`` holds no ledger yet: no file, or an empty one with no write-ahead log
+    (what an ``init`` cut short by a full disk left before this code removed it). An empty file
+    is removed here, so ``init`` creates the ledger instead of calling it damaged."""
+    try:
+        size = os.stat(path).st_size
+    except FileNotFoundError:
+        return True
+    except OSError:
+        return False  # check_path has said what is wrong with it
+    if size or os.path.exists(f"{path}.wal"):
+        return False
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(path)
+    return True
+
+
+@contextlib.contextmanager
+def removed_on_failure(path: Path, created: bool) -> Iterator[None]:
+    """Remove the ledger file (and its write-ahead log) that this ``init`` created, when the
+    init fails: a full disk left a partial file that the retry then called damaged. A file
+    that was there before is never touched."""
+    try:
+        yield
+    except BaseException:
+        if created:
+            for leftover in (path, Path(f"{path}.wal")):
+                with contextlib.suppress(OSError):
+                    leftover.unlink()
+        raise
 
 
 def _version(value: str | None, what: str, path: Path) -> int | None:

@@ -433,11 +433,46 @@ def pull(
         "e.actor_kind, e.actor_name, e.session_id, e.causation_id::text, e.correlation_id::text, e.source, "
         "e.host::text, e.payload::text, e.origin_ledger::text, l.name, e.origin_seq, e.seen_position, "
         "e.occurred_at "
-        "FROM {schema}.events e JOIN {schema}.ledgers l ON l.ledger_id = e.origin_ledger "
+        # LEFT JOIN: a row whose origin has no ledgers row (not written by a push) comes
+        # back with a null name, for the pull to hold back and name, never to skip unseen
+        "FROM {schema}.events e LEFT JOIN {schema}.ledgers l ON l.ledger_id = e.origin_ledger "
         "WHERE e.position > %s AND e.position <= %s AND e.origin_ledger <> %s ORDER BY e.position LIMIT %s"
     ).format(schema=_schema(remote))
     with _failing_as_remote_error(remote, "pull"), con.cursor(binary=True) as cur:
         cur.execute(query, [after, upto, ledger_id, limit])
+        return cur.fetchall()
+
+
+def own_positions(
+    con: psycopg.Connection, remote: Remote, ledger_id: UUID, after: int, upto: int
+) -> list[int]:
+    """Positions ``after < position <= upto`` of rows that name ``ledger_id`` as their origin
+    (the pull compares them with what this ledger pushed: one it never pushed is pulled)."""
+    query = sql.SQL(
+        "SELECT position FROM {}.events WHERE position > %s AND position <= %s "
+        "AND origin_ledger = %s ORDER BY position"
+    ).format(_schema(remote))
+    with _failing_as_remote_error(remote, "pull"), con.cursor(binary=True) as cur:
+        cur.execute(query, [after, upto, ledger_id])
+        return [row[0] for row in cur.fetchall()]
+
+
+def rows_at(
+    con: psycopg.Connection, remote: Remote, positions: Sequence[int]
+) -> list[tuple[Any, ...]]:
+    """The rows at ``positions`` (any origin), as ``pull`` returns them, in hub order."""
+    if not positions:
+        return []
+    query = sql.SQL(
+        "SELECT e.position, e.event_id::text, e.type, e.schema_version, e.stream, e.stream_version, e.recorded_at, "
+        "e.actor_kind, e.actor_name, e.session_id, e.causation_id::text, e.correlation_id::text, e.source, "
+        "e.host::text, e.payload::text, e.origin_ledger::text, l.name, e.origin_seq, e.seen_position, "
+        "e.occurred_at "
+        "FROM {schema}.events e LEFT JOIN {schema}.ledgers l ON l.ledger_id = e.origin_ledger "
+        "WHERE e.position = ANY(%s) ORDER BY e.position"
+    ).format(schema=_schema(remote))
+    with _failing_as_remote_error(remote, "pull"), con.cursor(binary=True) as cur:
+        cur.execute(query, [list(positions)])
         return cur.fetchall()
 
 

@@ -13,7 +13,7 @@ after the hub's commit is simply pushed again: the hub returns the stored positi
 
 Pull: the hub events of other ledgers after this ledger's ``pulled_position``, up to the
 hub head read at the start, in hub order and batches of ``batch`` events; each batch is
-appended with ``LedgerStore.append_replicated`` (the bulk import's column path: one
+appended through ``ledger.write.replicated`` (its rules, then the store's column path: one
 ``INSERT ... SELECT``, seq and stream versions numbered in SQL) together with its
 ``sync_events`` rows and the new ``pulled_position``, in one local transaction. An interrupted pull (Ctrl-C,
 a dropped connection, SIGKILL) leaves a prefix of the hub's order and resumes after it.
@@ -35,7 +35,7 @@ from __future__ import annotations
 import os
 import socket
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 from uuid import UUID
@@ -46,8 +46,11 @@ from uuid6 import uuid7
 
 from ledger.errors import EventIdReused, InvalidInput, NotFound
 from ledger.store import AppendResults, LedgerStore, columns_table
+from ledger.store.payloads import holds_secret
 from ledger.sync import hub
+from ledger.sync.pulled_rows import HeldRow, check_rows
 from ledger.sync.remote import REMOTES_DDL, Remote
+from ledger.write import replicated
 
 #: How many events one pull transaction applies.
 PULL_BATCH = 50_000
@@ -66,6 +69,14 @@ CREATE TABLE IF NOT EXISTS sync_held (
     event_id   UUID NOT NULL,
     held_at    TIMESTAMPTZ NOT NULL,
     PRIMARY KEY (remote, event_id)
+);
+CREATE TABLE IF NOT EXISTS sync_invalid (
+    remote     VARCHAR NOT NULL,
+    position   BIGINT NOT NULL,
+    event_id   VARCHAR NOT NULL,
+    reason     VARCHAR NOT NULL,
+    held_at    TIMESTAMPTZ NOT NULL,
+    PRIMARY KEY (remote, position)
 );
 """
 
@@ -108,6 +119,10 @@ class SyncReport:
     applied: int
     position: int
     held: tuple[str, ...] = ()
+    #: Hub rows held back by this sync because they fail an append's checks (``pulled_rows``).
+    invalid: tuple[HeldRow, ...] = ()
+    #: Hub rows held back as invalid in all (this sync's and earlier ones' still failing).
+    invalid_total: int = 0
 
 
 @dataclass(frozen=True)
@@ -149,9 +164,10 @@ def _identity_in(con: duckdb.DuckDBPyConnection) -> tuple[UUID, str]:
     )
     if "ledger_id" not in values:
         values["ledger_id"] = str(uuid7())
-        values.setdefault(
-            "ledger_name", os.environ.get("TUNELEDGER_HOST_NAME") or socket.gethostname()
-        )
+        if "ledger_name" not in values:
+            name = os.environ.get("TUNELEDGER_HOST_NAME") or socket.gethostname()
+            check_name(name, "TUNELEDGER_HOST_NAME (or the host name)")
+            values["ledger_name"] = name
         con.execute(
             "INSERT OR REPLACE INTO ledger_meta VALUES ('ledger_id', ?), ('ledger_name', ?)",
             [values["ledger_id"], values["ledger_name"]],
@@ -170,8 +186,27 @@ def identity(store: LedgerStore) -> tuple[UUID, str]:
         return _identity_in(con)
 
 
+def check_name(name: str, what: str = "--as") -> None:
+    """Refuse a ledger name that holds a secret: it goes to the hub and every host that pulls
+    (``ledgers.name``, ``sync_events.origin_name``), in clear.
+
+    Raises:
+        InvalidInput: names the option (exit 3).
+    """
+    if holds_secret(name):
+        raise InvalidInput(
+            f"{what}: the name holds a secret (a token or a password) and would be sent to the "
+            "hub and every host in clear: name this ledger otherwise"
+        )
+
+
 def set_name(store: LedgerStore, name: str) -> None:
-    """Name this ledger on hubs (only events pushed for the first time carry a new name)."""
+    """Name this ledger on hubs (only events pushed for the first time carry a new name).
+
+    Raises:
+        InvalidInput: the name holds a secret (``check_name``).
+    """
+    check_name(name)
     identity(store)
     with store.connect(read_only=False) as con:
         con.execute("INSERT OR REPLACE INTO ledger_meta VALUES ('ledger_name', ?)", [name])
@@ -347,6 +382,27 @@ class _Pushed:
         con.unregister("pushed")
 
 
+def _record_invalid(
+    con: duckdb.DuckDBPyConnection,
+    remote: Remote,
+    invalid: list[HeldRow],
+    applied: list[int],
+    now: datetime,
+) -> None:
+    """Rows held back as invalid recorded (with this sync's other bookkeeping, in its
+    transaction), and rows held back before that now applied, forgotten."""
+    if applied:
+        con.execute(
+            "DELETE FROM sync_invalid WHERE remote = ? AND position IN (SELECT unnest(?::BIGINT[]))",
+            [remote.name, applied],
+        )
+    if invalid:
+        con.executemany(
+            "INSERT OR REPLACE INTO sync_invalid VALUES (?, ?, ?, ?, ?)",
+            [[remote.name, row.position, row.event_id, row.reason, now] for row in invalid],
+        )
+
+
 def _recorder(
     remote: Remote,
     batch: list[tuple[Any, ...]],
@@ -354,12 +410,15 @@ def _recorder(
     hub_head: int,
     now: datetime,
     pushed: _Pushed | None,
+    invalid: list[HeldRow],
+    retried: bool,
 ) -> Callable[[duckdb.DuckDBPyConnection, AppendResults], None]:
     columns = dict(zip(hub.PULL_COLUMNS, zip(*batch, strict=True), strict=True))
 
     def record(con: duckdb.DuckDBPyConnection, results: AppendResults) -> None:
         if pushed is not None:
             pushed.record(con, remote)
+        _record_invalid(con, remote, invalid, list(columns["position"]) if retried else [], now)
         table = pa.table(
             {
                 "event_id": columns["event_id"],
@@ -498,64 +557,160 @@ def _sync(
         after = _pulled_position(con, remote)
         held = _held_in(con, remote)
         table = con.sql(_TO_PUSH, params=[str(ledger_id), held]).to_arrow_table()
+        invalid_before = [
+            row[0]
+            for row in con.execute(
+                "SELECT position FROM sync_invalid WHERE remote = ? ORDER BY position",
+                [remote.name],
+            ).fetchall()
+        ]
+    pull = _Pull(store, remote, now, set(held), ledger_id)
     with hub.connect(remote) as pg:
-        pending: _Pushed | None = None
         stored = 0
         if table.num_rows:
             columns = [table.column(name).to_pylist() for name in hub.COLUMNS]
             result = hub.push(pg, remote, ledger_id, ledger_name, zip(*columns, strict=True))
-            pending, stored = (
-                _Pushed(table, result.positions, ledger_id, ledger_name),
-                result.stored,
-            )
+            pull.pending = _Pushed(table, result.positions, ledger_id, ledger_name)
+            pull.pushed_positions = set(result.positions.values())
+            stored = result.stored
         if progress:
             progress("pushed", table.num_rows)
-        hub_head = hub.head(pg, remote)
+        pull.hub_head = hub.head(pg, remote)
         pg.commit()
-        pulled = applied = 0
-        while True:
-            rows = hub.pull(pg, remote, ledger_id, after, hub_head, batch)
+        if invalid_before:  # held back as invalid by an earlier sync: may read now (an upgrade)
+            pull.apply(hub.rows_at(pg, remote, invalid_before), after, retried=True)
             pg.commit()
+        while True:
+            rows = hub.pull(pg, remote, ledger_id, after, pull.hub_head, batch)
             last = len(rows) < batch
-            position = hub_head if last else rows[-1][0]
+            position = pull.hub_head if last else rows[-1][0]
+            rows = pull.with_unknown_own(pg, rows, after, position)
+            pg.commit()
             if not rows:
                 break
-            kept = [row for row in rows if row[1] not in held] if held else rows
-            if kept:
-                results = _apply_pulled(store, remote, kept, position, hub_head, now, pending)
-                applied += results.applied
-            else:  # every event of the batch is held back: only the position moves on
-                with store.connect(read_only=False) as con:
-                    if pending is not None:
-                        pending.record(con, remote)
-                    _save_state(con, remote, position, hub_head, now, pulled=len(rows))
-            pending = None
-            pulled += len(rows)
+            pull.apply(rows, position)
             if progress:
-                progress("pulled", pulled)
+                progress("pulled", pull.pulled)
             after = position
             if last:
                 break
     with store.connect(read_only=False) as con:
-        if pending is not None:
-            pending.record(con, remote)
-        _save_state(con, remote, hub_head, hub_head, now, pushed=table.num_rows, pulled=pulled)
-    return SyncReport(remote.name, table.num_rows, stored, pulled, applied, hub_head, tuple(held))
+        if pull.pending is not None:
+            pull.pending.record(con, remote)
+        _save_state(
+            con,
+            remote,
+            pull.hub_head,
+            pull.hub_head,
+            now,
+            pushed=table.num_rows,
+            pulled=pull.pulled,
+        )
+        invalid_total = con.execute(
+            "SELECT count(*) FROM sync_invalid WHERE remote = ?", [remote.name]
+        ).fetchall()[0][0]
+    return SyncReport(
+        remote.name,
+        table.num_rows,
+        stored,
+        pull.pulled,
+        pull.applied,
+        pull.hub_head,
+        tuple(held),
+        tuple(pull.invalid),
+        int(invalid_total),
+    )
+
+
+@dataclass
+class _Pull:
+    """One sync's pull: what it applied and held back so far, and what it must record with its
+    first batch (``pending``: the push's positions)."""
+
+    store: LedgerStore
+    remote: Remote
+    now: datetime
+    held: set[str]
+    ledger_id: UUID
+    hub_head: int = 0
+    pending: _Pushed | None = None
+    pushed_positions: set[int] = field(default_factory=set)
+    pulled: int = 0
+    applied: int = 0
+    invalid: list[HeldRow] = field(default_factory=list)
+
+    def with_unknown_own(
+        self, pg: Any, rows: list[tuple[Any, ...]], after: int, position: int
+    ) -> list[tuple[Any, ...]]:
+        """``rows`` and, in hub order among them, the rows after ``after`` up to ``position``
+        that name this ledger as their origin but that it never pushed (another writer's, or
+        this ledger's from before a restore): pulled like any other row, never skipped unseen."""
+        own = [
+            p
+            for p in hub.own_positions(pg, self.remote, self.ledger_id, after, position)
+            if p not in self.pushed_positions
+        ]
+        if not own:
+            return rows
+        with self.store.connect() as con:
+            known = {
+                row[0]
+                for row in con.execute(
+                    "SELECT position FROM sync_events WHERE remote = ? "
+                    "AND position IN (SELECT unnest(?::BIGINT[]))",
+                    [self.remote.name, own],
+                ).fetchall()
+            }
+        unknown = [p for p in own if p not in known]
+        if not unknown:
+            return rows
+        return sorted([*rows, *hub.rows_at(pg, self.remote, unknown)], key=lambda row: row[0])
+
+    def stored_types(self, ids: list[UUID]) -> dict[UUID, str]:
+        with self.store.connect() as con:
+            return {
+                UUID(event_id): kind
+                for event_id, kind in con.execute(
+                    "SELECT event_id::VARCHAR, type FROM events "
+                    "WHERE event_id IN (SELECT unnest(?::UUID[]))",
+                    [[str(i) for i in ids]],
+                ).fetchall()
+            }
+
+    def apply(self, rows: list[tuple[Any, ...]], position: int, *, retried: bool = False) -> None:
+        """Store one batch's valid rows and record the rest as held back, in one transaction,
+        with the pull's position (``retried``: rows held back before, tried again)."""
+        kept = [row for row in rows if row[1] not in self.held] if self.held else rows
+        kept, invalid = check_rows(kept, self.stored_types)
+        if kept:
+            self.applied += _apply_pulled(self, kept, position, invalid, retried).applied
+        else:  # nothing of the batch to store: the bookkeeping alone, in one transaction
+            with self.store.connect(read_only=False) as con:
+                if self.pending is not None:
+                    self.pending.record(con, self.remote)
+                _record_invalid(con, self.remote, invalid, [], self.now)
+                _save_state(con, self.remote, position, self.hub_head, self.now, pulled=len(rows))
+        self.pending = None
+        if not retried:  # (rows held back before and still failing are not news)
+            self.pulled += len(rows)
+            self.invalid.extend(invalid)
 
 
 def _apply_pulled(
-    store: LedgerStore,
-    remote: Remote,
+    pull: _Pull,
     rows: list[tuple[Any, ...]],
     position: int,
-    hub_head: int,
-    now: datetime,
-    pending: _Pushed | None,
+    invalid: list[HeldRow],
+    retried: bool,
 ) -> AppendResults:
     """Append one pulled batch with its bookkeeping; a reused id is named with the way out."""
+    remote = pull.remote
+    record = _recorder(
+        remote, rows, position, pull.hub_head, pull.now, pull.pending, invalid, retried
+    )
     try:
-        return store.append_replicated(
-            _pull_table(rows), record=_recorder(remote, rows, position, hub_head, now, pending)
+        return replicated.append_pulled(
+            pull.store, _pull_table(rows), record=record, where=f"rows pulled from {remote.name}"
         )
     except EventIdReused as error:
         if error.event_id is None:

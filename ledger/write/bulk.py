@@ -1,16 +1,16 @@
 """Bulk import of JSON lines: validation in worker processes, one store transaction.
 
 ``tuneledger append < FILE`` with many JSON lines comes here. Where an event-by-event
-import spends its time (bench/bench_ledger.py): pydantic validation, most of it the cyclic
-garbage collector walking the models just made (41.5 us an event with GC, 11.5 without),
-then the store. So:
+import spends its time (bench/bench_ledger.py; the figures in docs/performance.md): pydantic
+validation, most of it the cyclic garbage collector walking the models just made, then the
+store. So:
 
 1. lines are validated in chunks (``CHUNK_LINES``) by worker processes (``workers``, default
    one per core, at most ``MAX_WORKERS``; inline below ``PARALLEL_MIN_LINES``), forked with
    the lines in memory (a task names its chunk by position), each with the cyclic GC off
    while it validates and glibc told to keep freed memory (``_keep_memory``). A chunk's
    payloads are dumped as they are, then checked for integers beyond BIGINT and gated for
-   secrets all at once (``input_checks.stored_payloads``: one pass over the chunk's joined
+   secrets all at once (``ledger.store.payloads.stored_payloads``: one pass over the chunk's joined
    text, the rare payload with a hit looked at alone); each chunk comes back as one Arrow
    table of ``events`` columns (``ledger.store.columns_table``: no per-event object to unpickle);
 2. the store inserts each chunk as it arrives, in file order, while the workers validate the
@@ -32,18 +32,19 @@ nothing is written then: the transaction is rolled back.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from contextlib import contextmanager, suppress
 from datetime import datetime
 from itertools import chain, islice
 from typing import TYPE_CHECKING, Any
 
+import ledger.derive  # noqa: F401  (the store keeps the derived tables current)
 from ledger.errors import InvalidInput
 from ledger.store import COLUMNS, AppendResults, LedgerStore, columns_table, event_values
 from ledger.store.gc_pause import no_cyclic_gc
-from ledger.write import commands
-from ledger.write.input_checks import stored_payloads
+from ledger.store.payloads import stored_payloads
+from ledger.write import commands, rules
 from ledger.write.jsonl import iter_jsonl
 from schemas import Actor
 
@@ -146,38 +147,71 @@ def import_lines(
         InvalidInput: a bad line (nothing is written; the first bad line of the file).
         LedgerBusy, EventIdReused, ConcurrencyConflict, NotFound: as ``LedgerStore.append``.
     """
-    import pyarrow as pa
 
     if not lines:
         return AppendResults([], [], [], []), []
     if workers is None:
         workers = min(os.cpu_count() or 1, MAX_WORKERS)
-    tables: list[pa.Table] = []
+    parallel = workers > 1 and len(lines) >= PARALLEL_MIN_LINES
     with no_cyclic_gc(), _validated(lines, name, actor, session_id, workers) as parts:
-
-        def checked() -> Iterator[pa.Table]:
-            # The command layer's triage rule, chunk by chunk; its retraction rule is the
-            # store's (a target not stored before it is a doubt: the whole-batch path below).
-            for table in parts:
-                before = sum(t.num_rows for t in tables)
-                commands.refuse_untriaged(table, where=name, before=before, total=len(lines))
-                tables.append(table)
-                yield table
-
         # DuckDB gets the cores the validation workers leave (at least one)
-        parallel = workers > 1 and len(lines) >= PARALLEL_MIN_LINES
         threads = max(1, (os.cpu_count() or 1) - workers) if parallel else None
-        # The file is taken once the first chunk is valid: a bad first chunk never touches
-        # it, and a reader waiting for the file does not wait on that validation.
-        ready = checked()
-        first = list(islice(ready, 1))
-        results = store.append_column_chunks(chain(first, ready), threads=threads)
-        if results is None:  # a retry, a conflict or a retraction to look up: rows as a whole
-            for _ in checked():  # the parts not yet validated, in order, into ``tables``
-                pass
-            results = commands.append_table(store, pa.concat_tables(tables), where=name)
-        types = [t for table in tables for t in table.column("type").to_pylist()]
-        return results, types
+        return append_chunks(store, parts, where=name, total=len(lines), threads=threads)
+
+
+def append_chunks(
+    store: LedgerStore,
+    chunks: Iterable[pa.Table],
+    *,
+    where: str = "input",
+    total: int,
+    threads: int | None = None,
+) -> tuple[AppendResults, list[str]]:
+    """Append a batch of store rows that arrives in parts (tables of ``columns_table``'s
+    columns, in batch order) atomically: the chunked path. Each part gets the triage rule as
+    it comes (``rules.refuse_untriaged``) and the retraction rules inside the store's
+    transaction (``rules.part_is_clear``), and is inserted at once
+    (``LedgerStore.append_column_chunks``); a part in doubt (a retraction to look up across
+    the batch, a retry, a conflict) sends the whole batch to the column path
+    (``commands.append_table``: ``rules.check_table``, then the careful store path).
+    ``total``: the batch's events (for the messages' event numbers).
+
+    Returns the append results and the event type of each, in batch order.
+
+    Raises:
+        InvalidInput, NotFound: a rule refused the batch (nothing written).
+        LedgerBusy, EventIdReused, ConcurrencyConflict: as ``LedgerStore.append``; whatever
+        ``chunks`` raises (a bad line), after the rollback.
+    """
+    import pyarrow as pa
+
+    tables: list[pa.Table] = []
+
+    def taken() -> Iterator[pa.Table]:
+        for table in chunks:
+            before = sum(t.num_rows for t in tables)
+            rules.refuse_untriaged(table, where=where, before=before, total=total)
+            tables.append(table)
+            yield table
+
+    # The file is taken once the first part is ready (a bad first chunk never touches it,
+    # and a reader waiting for the file does not wait on its validation).
+    ready = taken()
+    first = list(islice(ready, 1))
+    results = store.append_column_chunks(
+        chain(first, ready), check=rules.part_is_clear, threads=threads
+    )
+    if results is None:  # a retry, a conflict or a retraction to look up: rows as a whole
+        for _ in ready:  # the parts not yet taken, in order, into ``tables``
+            pass
+        whole = pa.concat_tables(tables) if tables else None
+        results = (
+            commands.append_table(store, whole, where=where)
+            if whole is not None
+            else AppendResults([], [], [], [])
+        )
+    types = [t for table in tables for t in table.column("type").to_pylist()]
+    return results, types
 
 
 @contextmanager
@@ -204,7 +238,7 @@ def _validated(
     global _LINES
     context = multiprocessing.get_context("fork")
     # The workers are forked with the lines in memory: a task names its chunk by position
-    # (pickling 20 MB of lines a chunk to a worker cost both sides ~5 us an event).
+    # (pickling a chunk's lines to a worker cost both sides more: docs/performance.md).
     _LINES = lines
     pool = ProcessPoolExecutor(
         max_workers=min(workers, len(chunks)), mp_context=context, initializer=_worker_setup
@@ -267,8 +301,7 @@ def _die_with_parent() -> None:
 def _keep_memory() -> None:
     """A worker keeps the memory it freed for its next chunk (glibc's ``mallopt``; elsewhere
     nothing): by default glibc hands large blocks back to the kernel at once and takes them
-    again for the next chunk, a page fault every 4 KB (~100 MB of faults a 10,000-line chunk,
-    ~5 us an event of kernel time)."""
+    again for the next chunk, a page fault every 4 KB (what that cost: docs/performance.md)."""
     import ctypes
     import ctypes.util
 

@@ -11,35 +11,8 @@ requests/s: Poisson arrivals from a seeded generator, optionally capped by ``con
 ``duration`` runs from the first dispatch after warmup to the last completion. Metric
 definitions: ``runners.bench.metrics`` (identical to sglang bench_serving).
 
-Connections: one keep-alive connection per concurrency slot, so nothing churns (httpx's
-default pool keeps only 20). The timed requests go through ``client_slots(c)``:
-
-- ``aiohttp`` (default, when aiohttp and ``httpx-aiohttp`` are installed): ``SharedClient``
-  over an ``AiohttpClient``, aiohttp directly, one ``ClientSession`` with
-  ``TCPConnector(limit=c)``, lines read from ``response.content`` as sglang's bench_serving
-  does: httpx's own model was 27.5% of the client's CPU, and without it the client costs
-  about what a bare aiohttp client does (bench/bench_client.py; docs/performance.md).
-  ``make_client`` (warm-up, other callers) still gives an ``httpx.AsyncClient``
-  whose transport is ``httpx_aiohttp.AiohttpTransport`` over the same kind of session.
-  History of the figures: aiohttp's HTTP/1.1
-  parser is C (llhttp) and its pool hands a connection out in O(1). bench/bench_client.py
-  (2 shared cores, instant 4-chunk server, c=64): client CPU per request ~300 us with it,
-  ~830 us with plain httpx, ~145 us for a bare aiohttp client; requests/s 0.6-0.7 of
-  aiohttp's (0.15-0.3 before). What is left is httpx's own request/response model (URL,
-  headers, Request/Response objects, cookie and logging hooks: ~60 us of it is in
-  ``AsyncClient.send`` alone), not the wire. Two of its costs are cut here: the URL is parsed
-  once per target (``BenchTarget.httpx_url``) and the client keeps no cookies (``_NoCookies``).
-  Streaming is chunk by chunk: the transport reads ``response.content.iter_chunked(16 KiB)``, which returns
-  whatever bytes have arrived, so a chunk's timestamp is its arrival, not the body's end
-  (tests/runners/test_bench_metrics.py checks TTFT and ITL against a server that paces its chunks).
-- ``httpx`` (fallback without the package, or ``transport="httpx"``): plain httpcore/h11/anyio.
-  httpcore's pool scans every connection of its pool on each request and response (O(c) per
-  event, O(c^2) per wave): at c=64 one shared client spent ~2 ms of CPU per request in that
-  scan, ten times aiohttp's whole per-request cost. So the slots are spread over
-  ``ClientShards``: several clients of at most ``SHARD_SIZE`` connections each.
-
-``client_slots(c)`` returns whichever of the two applies; ``TRANSPORT`` names the default and
-``sweep`` says which one it uses in its progress output.
+Connections: one keep-alive connection per concurrency slot, through ``runners.bench.http``
+(``client_slots(c)``: aiohttp directly by default, httpx with sharded pools as the fallback).
 """
 
 from __future__ import annotations
@@ -49,43 +22,46 @@ import functools
 import json
 import sys
 import time
-import uuid
 from collections.abc import Callable, Coroutine, Sequence
-from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
-from http.cookiejar import CookieJar
 from typing import Any
 
 import httpx
 import numpy as np
 
-try:  # optional: an aiohttp transport under the httpx API (see the module docstring)
-    import aiohttp
-    from httpx_aiohttp import AiohttpTransport
-except ImportError:  # pragma: no cover - depends on the environment
-    aiohttp = None  # type: ignore[assignment]
-    AiohttpTransport = None  # type: ignore[assignment,misc]
-
 from ledger.store.gc_pause import no_cyclic_gc
-from ledger.write import commands
-from runners.bench.metrics import (
-    RequestResult,
-    mask_coarse_streaming,
-    samples_table,
-    summarize,
-    validity,
+from runners.bench.http import (
+    _REQUEST_ERRORS,
+    TRANSPORT,
+    AiohttpClient,
+    ClientShards,
+    SharedClient,
+    _AiohttpResponse,
+    aiohttp,
+    client_slots,
+    make_client,
+    transport_label,
 )
+
+# Re-exported names (``X as X``): callers import a run's identity, result and event from here.
+from runners.bench.identity import RunIdentity as RunIdentity
+from runners.bench.identity import event_workload
+from runners.bench.identity import run_id_for as run_id_for
+from runners.bench.metrics import RequestResult
+from runners.bench.record import TOOL_NAME as TOOL_NAME
+from runners.bench.record import RunResult as RunResult
+from runners.bench.record import SweepPoint as SweepPoint
+from runners.bench.record import benchmark_event as benchmark_event
+from runners.bench.record import format_point as format_point
+from runners.bench.record import gate_run, record_run
+from runners.bench.server_metrics import MetricsWatch
 from runners.bench.workload import BuiltWorkload, Prompt
-from schemas import Actor, Host
-from schemas.events import BenchmarkCompleted, BenchMetrics, Workload
 
 ENDPOINT_PATHS = {
     "chat": "/v1/chat/completions",
     "completions": "/v1/completions",
     "generate": "/generate",
 }
-
-TOOL_NAME = "tuneledger-bench"
 
 
 @dataclass
@@ -106,6 +82,9 @@ class BenchTarget:
     #: Fields added to every request body (per-request generation options, e.g. transformers'
     #: ``generation_config`` JSON for prompt-lookup speculation; ``runners.spec``).
     extra_body: dict = field(default_factory=dict)
+    #: Scrape the server's Prometheus ``/metrics`` around each timed run into the event's
+    #: ``server_metrics`` (``runners.bench.server_metrics``; vLLM exports it).
+    server_metrics: bool = False
 
     def __post_init__(self) -> None:
         if self.endpoint not in ENDPOINT_PATHS:
@@ -121,23 +100,12 @@ class BenchTarget:
 
     @property
     def httpx_url(self) -> httpx.URL:
-        """``api_url`` parsed once (httpx's pure-Python URL parser costs ~15 us a request)."""
+        """``api_url`` parsed once (httpx's pure-Python URL parser is a cost a request)."""
         text = self.api_url
         cached = self.__dict__.get("_httpx_url")
         if cached is None or cached[0] != text:
             cached = self.__dict__["_httpx_url"] = (text, httpx.URL(text))
         return cached[1]
-
-
-@dataclass
-class RunResult:
-    """One timed run: per-request results, duration in s, summary metrics, validity gate."""
-
-    results: list[RequestResult]
-    duration_s: float
-    metrics: BenchMetrics
-    valid: bool
-    notes: list[str] = field(default_factory=list)
 
 
 def make_payload(target: BenchTarget, prompt: Prompt, ignore_eos: bool) -> dict:
@@ -161,242 +129,6 @@ def make_payload(target: BenchTarget, prompt: Prompt, ignore_eos: bool) -> dict:
     if ignore_eos:
         body["ignore_eos"] = True
     return {**body, **target.extra_body} if target.extra_body else body
-
-
-#: Seconds an idle connection stays in the client's pool. Below the 5 s after which uvicorn (the
-#: HTTP server of SGLang, vLLM and transformers serve) closes an idle keep-alive connection: a
-#: connection the server may already have closed is never reused, even when the client's loop was
-#: too busy to read the server's FIN (a reused one fails "Can not write request body" / "Server
-#: disconnected"; tests/runners/test_bench_resilience.py). A closed-loop run reuses connections at once.
-KEEPALIVE_S = 2.0
-
-#: The transport ``make_client`` uses by default: ``"aiohttp"`` when httpx-aiohttp is installed.
-TRANSPORT = "aiohttp" if AiohttpTransport is not None else "httpx"
-
-#: What a failed request may raise, beyond httpx's own errors (the aiohttp transport maps most
-#: aiohttp errors to httpx ones, not all of them).
-_TRANSPORT_ERRORS: tuple[type[BaseException], ...] = (
-    (aiohttp.ClientError, TimeoutError) if aiohttp is not None else (TimeoutError,)
-)
-#: Everything one request may raise that makes it a failed request (recorded, not raised).
-_REQUEST_ERRORS: tuple[type[BaseException], ...] = (
-    httpx.HTTPError,
-    *_TRANSPORT_ERRORS,
-    json.JSONDecodeError,
-    ValueError,
-    KeyError,
-    TypeError,
-)
-
-
-class _NoCookies(CookieJar):
-    """A cookie jar that keeps nothing: a benchmark sends no cookies, and httpx's per-response
-    ``extract_cookies`` through ``http.cookiejar`` cost ~10% of a request's client CPU."""
-
-    def extract_cookies(self, response, request) -> None:
-        return None
-
-
-def transport_label(transport: str | None = None) -> str:
-    """A human-readable name of the transport, for the progress output."""
-    if (transport or TRANSPORT) == "aiohttp":
-        return "aiohttp (one shared session, its pool sized to the concurrency)"
-    return "plain httpx (httpx-aiohttp not installed; clients of 8 connections)"
-
-
-def make_client(
-    max_connections: int, timeout_s: float = 600.0, transport: str | None = None
-) -> httpx.AsyncClient:
-    """One AsyncClient for a whole run, its pool sized to the concurrency.
-
-    ``transport``: ``"aiohttp"`` (an ``aiohttp.TCPConnector(limit=max_connections)`` under the
-    httpx API), ``"httpx"`` (httpcore), or None for ``TRANSPORT``.
-    """
-    n = max(1, max_connections)
-    transport = transport or TRANSPORT
-    timeout = httpx.Timeout(timeout_s, connect=30.0)
-    if transport == "aiohttp":
-        if AiohttpTransport is None:
-            raise RuntimeError("the aiohttp transport needs the httpx-aiohttp package")
-
-        def session() -> aiohttp.ClientSession:
-            # Made on the first request, inside the running loop (aiohttp wants one); the transport
-            # closes it with the client. limit = concurrency: one connection per slot, kept alive
-            # between requests for KEEPALIVE_S (shorter than the server's keep-alive).
-            connector = aiohttp.TCPConnector(
-                limit=n, limit_per_host=0, keepalive_timeout=KEEPALIVE_S
-            )
-            return aiohttp.ClientSession(
-                connector=connector, trust_env=False, auto_decompress=False
-            )
-
-        return httpx.AsyncClient(
-            transport=AiohttpTransport(client=session),
-            timeout=timeout,  # passed to aiohttp per request (connect, read, pool)
-            trust_env=False,
-            cookies=_NoCookies(),
-        )
-    if transport != "httpx":
-        raise ValueError(f"transport must be 'aiohttp' or 'httpx', not {transport!r}")
-    return httpx.AsyncClient(
-        limits=httpx.Limits(
-            max_connections=n, max_keepalive_connections=n, keepalive_expiry=KEEPALIVE_S
-        ),
-        timeout=timeout,
-        trust_env=False,  # a proxy from the environment would sit between us and a local server
-        cookies=_NoCookies(),
-    )
-
-
-class AiohttpClient:
-    """The benchmark's requests straight on one ``aiohttp.ClientSession`` (``TCPConnector(limit=c)``),
-    behind the one method ``send_request`` uses: ``stream(method, url, json=...)``.
-
-    Why not httpx over the aiohttp transport: httpx's request/response model (URL, headers,
-    Request/Response objects, hooks) was 27.5% of the client's CPU, which kept it at 1.7-2.0x
-    a bare aiohttp client's CPU per request (bench/bench_client.py). Here a request is what
-    sglang's bench_serving does: the JSON body encoded once, ``session.post``, lines read from
-    ``response.content``. The session is made on the first request, inside the running loop.
-    """
-
-    def __init__(self, limit: int, timeout_s: float = 600.0) -> None:
-        self.limit = max(1, limit)
-        # per read, like httpx's Timeout (a long generation is not cut off as a whole)
-        self.timeout = aiohttp.ClientTimeout(total=None, connect=30.0, sock_read=timeout_s)
-        self.session: aiohttp.ClientSession | None = None
-
-    def _session(self) -> aiohttp.ClientSession:
-        if self.session is None:
-            # one connection per slot, all kept alive between requests (as make_client's)
-            connector = aiohttp.TCPConnector(
-                limit=self.limit, limit_per_host=0, keepalive_timeout=60.0
-            )
-            self.session = aiohttp.ClientSession(
-                connector=connector, trust_env=False, auto_decompress=False, timeout=self.timeout
-            )
-        return self.session
-
-    @asynccontextmanager
-    async def stream(self, method: str, url: object, *, json: dict):
-        """One request; yields a response with ``status_code``, ``aread()`` and ``lines()``."""
-        body = _json_bytes(json)
-        async with self._session().request(
-            method, str(url), data=body, headers=_JSON_HEADERS
-        ) as response:
-            yield _AiohttpResponse(response)
-
-    async def aclose(self) -> None:
-        if self.session is not None:
-            await self.session.close()
-
-
-_JSON_HEADERS = {"Content-Type": "application/json"}
-
-
-def _json_bytes(obj: dict) -> bytes:
-    return json.dumps(obj, separators=(",", ":")).encode()
-
-
-class _AiohttpResponse:
-    """The parts of an ``httpx.Response`` that ``send_request`` reads, over an aiohttp response."""
-
-    __slots__ = ("_response", "status_code")
-
-    def __init__(self, response: aiohttp.ClientResponse) -> None:
-        self._response = response
-        self.status_code = response.status
-
-    async def aread(self) -> bytes:
-        return await self._response.read()
-
-    async def lines(self):
-        """Non-empty lines as they arrive (aiohttp's StreamReader splits them, in C)."""
-        async for line in self._response.content:
-            line = line.strip()
-            if line:
-                yield line
-
-
-class SharedClient:
-    """``slots`` concurrency slots over one shared client (the aiohttp pool is O(1)).
-
-    With ``transport="aiohttp"`` the client is an ``AiohttpClient`` (aiohttp directly),
-    else one ``httpx.AsyncClient`` from ``make_client``. Same interface as
-    ``ClientShards``: ``async with slots.slot() as client`` waits for a free slot (the
-    closed loop's semaphore of c). Use as an async context manager (closes the client).
-    """
-
-    def __init__(self, slots: int, timeout_s: float = 600.0, transport: str | None = None) -> None:
-        self.slots = max(1, slots)
-        if (transport or TRANSPORT) == "aiohttp":
-            self.client: AiohttpClient | httpx.AsyncClient = AiohttpClient(self.slots, timeout_s)
-        else:
-            self.client = make_client(self.slots, timeout_s, transport)
-        self.clients = [self.client]
-        self._free = asyncio.Semaphore(self.slots)
-
-    async def __aenter__(self) -> SharedClient:
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        await self.client.aclose()
-
-    @asynccontextmanager
-    async def slot(self):
-        """Hold one slot; yields the shared client."""
-        async with self._free:
-            yield self.client
-
-
-#: Connections per httpx client: small enough that httpcore's per-event pool scan stays cheap.
-SHARD_SIZE = 8
-
-
-class ClientShards:
-    """``slots`` concurrency slots over ``ceil(slots / SHARD_SIZE)`` plain httpx clients (see the module docstring).
-
-    The fallback when httpx-aiohttp is missing: httpcore's pool costs O(connections) per event.
-
-    ``async with shards.slot() as client`` waits for a free slot (this is the closed loop's
-    semaphore of c) and yields the client that owns it; every slot keeps its connection alive.
-    Use as an async context manager (closes the clients).
-    """
-
-    def __init__(self, slots: int, timeout_s: float = 600.0) -> None:
-        slots = max(1, slots)
-        self.slots = slots
-        self.clients = [
-            make_client(min(SHARD_SIZE, slots - start), timeout_s, "httpx")
-            for start in range(0, slots, SHARD_SIZE)
-        ]
-        self._free: asyncio.Queue[httpx.AsyncClient] = asyncio.Queue()
-        for i in range(slots):
-            self._free.put_nowait(self.clients[i // SHARD_SIZE])
-
-    async def __aenter__(self) -> ClientShards:
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        for client in self.clients:
-            await client.aclose()
-
-    @asynccontextmanager
-    async def slot(self):
-        """Hold one slot; yields its client."""
-        client = await self._free.get()
-        try:
-            yield client
-        finally:
-            self._free.put_nowait(client)
-
-
-def client_slots(
-    slots: int, timeout_s: float = 600.0, transport: str | None = None
-) -> SharedClient | ClientShards:
-    """``slots`` concurrency slots: one ``SharedClient`` over aiohttp, else ``ClientShards`` of httpx clients."""
-    if (transport or TRANSPORT) == "aiohttp":
-        return SharedClient(slots, timeout_s, "aiohttp")
-    return ClientShards(slots, timeout_s)
 
 
 async def _lines(response: httpx.Response | _AiohttpResponse):
@@ -626,102 +358,87 @@ async def _send_all(
     return results, time.perf_counter() - t0
 
 
-def run_id_for(
-    config_name: str, concurrency: int | None, request_rate: float | None, repeat: int
-) -> str:
-    """A readable unique run id: ``<config>-c<c>|r<rate>-rep<r>-<8 hex>``."""
-    load = f"c{concurrency}" if request_rate is None else f"rate{request_rate:g}"
-    return f"{config_name}-{load}-rep{repeat}-{uuid.uuid4().hex[:8]}"
-
-
-def benchmark_event(
-    target: BenchTarget,
-    run: RunResult,
-    *,
-    config_name: str,
-    concurrency: int | None,
-    request_rate: float | None,
-    repeat: int,
-    ignore_eos: bool,
-    is_baseline: bool = False,
-    server_run_id: str | None = None,
-    session_id: str | None = None,
-    host: Host | None = None,
-    actor: Actor | None = None,
-    notes: str | None = None,
-    candidate_id: str | None = None,
-    source: str | None = None,
-) -> BenchmarkCompleted:
-    """The ``benchmark_completed`` summary event of one run (``candidate_id``: the board item it was run for)."""
-    wl = target.workload
-    return BenchmarkCompleted(
-        run_id=run_id_for(config_name, concurrency, request_rate, repeat),
-        config_name=config_name,
-        is_baseline=is_baseline,
-        server_run_id=server_run_id,
-        tool=TOOL_NAME,
-        workload=Workload(
-            dataset=wl.dataset,
-            input_len=wl.spec.input_len,
-            output_len=wl.spec.output_len,
-            range_ratio=1.0,
-            num_prompts=wl.spec.num_prompts,
-            load="closed-loop" if request_rate is None else "open-loop",
-            request_rate=request_rate,
-            seed=wl.spec.seed,
-            ignore_eos=ignore_eos,
-            endpoint=target.endpoint,
-        ),
-        concurrency=concurrency,
-        repeat=repeat,
-        metrics=run.metrics,
-        valid=run.valid,
-        validity_notes=run.notes,
-        notes=notes,
-        candidate_id=candidate_id,
-        source=source,
-        session_id=session_id,
-        host=host,
-        actor=actor or Actor(kind="runner", name="bench"),
-    )
-
-
 @dataclass
-class SweepPoint:
-    """One finished run of a sweep and its event (not yet appended when ``store`` was None)."""
+class Measurement:
+    """What one timed run measured, before the gate: results, duration, the server's counters.
 
-    concurrency: int | None
-    request_rate: float | None
-    repeat: int
-    run: RunResult
-    event: BenchmarkCompleted
+    ``ignore_eos`` and ``length_enforced``: as the warmup left them (an engine that rejects
+    ``ignore_eos`` is sent none, and its output lengths are not gated from then on).
+    """
+
+    results: list[RequestResult]
+    duration_s: float
+    server_metrics: dict[str, Any]
+    ignore_eos: bool
+    length_enforced: bool
+
+
+async def measure_run(
+    target: BenchTarget,
+    identity: RunIdentity,
+    *,
+    warmup_requests: int,
+    warmup_slots: int,
+    ignore_eos: bool,
+    length_enforced: bool,
+    bar: Any,
+) -> Measurement:
+    """Warm up, then time one run of every prompt at ``identity``'s load (``timed_run``).
+
+    Raises:
+        WarmupFailed: the warmup failed entirely (server down or wrong arguments).
+    """
+    prompts = target.workload.prompts
+    c = identity.concurrency
+    # A fresh client per warmup: a connection kept idle through the previous timed
+    # run can outlive the server's keep-alive and fail when reused (KEEPALIVE_S).
+    async with make_client(warmup_slots, target.timeout_s) as client:
+        ignore_eos, warm_notes = await warmup(client, target, warmup_requests, ignore_eos)
+    if warm_notes:
+        length_enforced = False
+    label = f"{identity.config_name} " + (
+        f"c={c}" if identity.request_rate is None else f"rate={identity.request_rate:g}/s"
+    )
+    task = bar.add_task(f"{label} rep {identity.repeat}", total=len(prompts))
+    watch = MetricsWatch(target.url) if target.server_metrics else None
+    if watch is not None:
+        await watch.start()
+    async with client_slots(c or len(prompts), target.timeout_s) as shards:
+        # A fresh set of connections per run: each run starts from the same state.
+        results, duration = await timed_run(
+            shards,
+            target,
+            concurrency=c,
+            request_rate=identity.request_rate,
+            seed=target.workload.spec.seed + identity.repeat,
+            ignore_eos=ignore_eos,
+            progress=functools.partial(bar.advance, task),
+        )
+    bar.remove_task(task)
+    server_metrics = await watch.stop() if watch is not None else {}
+    return Measurement(results, duration, server_metrics, ignore_eos, length_enforced)
 
 
 async def sweep(
     target: BenchTarget,
+    identity: RunIdentity,
     *,
-    config_name: str,
     concurrencies: Sequence[int | None],
-    request_rate: float | None = None,
     repeats: Sequence[int] = (0,),
     warmup_requests: int = 1,
-    is_baseline: bool = False,
-    server_run_id: str | None = None,
-    session_id: str | None = None,
-    host: Host | None = None,
     store=None,
     progress: bool = True,
     on_point=None,
-    candidate_id: str | None = None,
-    source: str | None = None,
 ) -> list[SweepPoint]:
-    """Benchmark every (repeat, concurrency): warm up, time, gate, record one event per run.
+    """Benchmark every (repeat, concurrency) of ``identity``: measure, gate, record one event per run.
 
-    With a ``store`` (``ledger.store.LedgerStore``) each run's event and its per-request
-    samples are appended in one transaction as soon as the run ends, so an interrupted
-    sweep keeps what it finished. ``on_point`` is called with each ``SweepPoint``.
-    ``candidate_id`` is recorded on every run (the board item the runs were made for), and
-    ``source`` as its envelope source (what reproduces it: the command line, or the plan file).
+    ``identity`` names what every run is (configuration, request rate, baseline, candidate,
+    session, server run, host, source); each run's is it at its concurrency and repeat, with
+    the workload it sent. The steps of a run: ``measure_run`` (warm up, time),
+    ``runners.bench.record.gate_run`` (the validity gate), ``benchmark_event`` and, with a
+    ``store`` (``ledger.store.LedgerStore``), ``record_run``: the event and its per-request
+    samples in one transaction as soon as the run ends, so an interrupted sweep keeps what it
+    finished. ``on_point`` is called with each ``SweepPoint``.
 
     Raises:
         WarmupFailed: the warmup failed entirely (server down or wrong arguments).
@@ -730,11 +447,11 @@ async def sweep(
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     console = Console(stderr=True)
-    max_c = max([c for c in concurrencies if c] or [len(target.workload.prompts)])
     points: list[SweepPoint] = []
     ignore_eos = target.ignore_eos
     length_enforced = target.ignore_eos
-    if progress:
+    if progress and TRANSPORT != "aiohttp":
+        # only the degraded client is worth a line (printed on every bench, it read as debug output)
         console.print(f"[dim]bench client: {transport_label()}[/dim]")
     bar = Progress(
         TextColumn("{task.description}"),
@@ -745,101 +462,46 @@ async def sweep(
         transient=True,
         disable=not (progress and console.is_terminal),
     )
+    max_c = max([c for c in concurrencies if c] or [len(target.workload.prompts)])
     with bar:
         for repeat in repeats:
             for c in concurrencies:
-                # A fresh client per warmup: a connection kept idle through the previous timed
-                # run can outlive the server's keep-alive and fail when reused (KEEPALIVE_S).
-                async with make_client(
-                    max(1, min(warmup_requests, max_c)), target.timeout_s
-                ) as client:
-                    ignore_eos, warm_notes = await warmup(
-                        client, target, warmup_requests, ignore_eos
-                    )
-                if warm_notes:
-                    length_enforced = False
-                label = f"{config_name} " + (
-                    f"c={c}" if request_rate is None else f"rate={request_rate:g}/s"
-                )
-                task = bar.add_task(f"{label} rep {repeat}", total=len(target.workload.prompts))
-                slots = c or len(target.workload.prompts)
-                async with client_slots(slots, target.timeout_s) as shards:
-                    # A fresh set of connections per run: each run starts from the same state.
-                    results, duration = await timed_run(
-                        shards,
-                        target,
-                        concurrency=c,
-                        request_rate=request_rate,
-                        seed=target.workload.spec.seed + repeat,
-                        ignore_eos=ignore_eos,
-                        progress=functools.partial(bar.advance, task),
-                    )
-                bar.remove_task(task)
-                metrics = summarize(results, duration)
-                gate_c = c if request_rate is None else None
-                valid, notes = validity(
-                    results,
-                    metrics,
-                    concurrency=gate_c,
-                    output_len=target.workload.spec.output_len,
-                    length_enforced=length_enforced and ignore_eos,
-                )
-                metrics, coarse = mask_coarse_streaming(results, metrics)
-                if coarse:
-                    notes.append(coarse)
-                if not target.workload.exact_length:
-                    notes.append(
-                        "prompt lengths approximate: "
-                        + (
-                            "the tokenizer's decode/encode did not round-trip"
-                            if target.workload.spec.tokenizer
-                            else "no tokenizer, random words of ~1 token each"
-                        )
-                    )
-                run = RunResult(results, duration, metrics, valid, notes)
-                event = benchmark_event(
+                run_identity = identity.at(c, repeat)
+                measured = await measure_run(
                     target,
-                    run,
-                    config_name=config_name,
-                    concurrency=c,
-                    request_rate=request_rate,
-                    repeat=repeat,
+                    run_identity,
+                    warmup_requests=warmup_requests,
+                    warmup_slots=max(1, min(warmup_requests, max_c)),
                     ignore_eos=ignore_eos,
-                    is_baseline=is_baseline,
-                    server_run_id=server_run_id,
-                    session_id=session_id,
-                    host=host,
-                    candidate_id=candidate_id,
-                    source=source,
+                    length_enforced=length_enforced,
+                    bar=bar,
                 )
-                if store is not None:
-                    # Off the event loop: under load an append can wait on the ledger's lock.
-                    await asyncio.to_thread(
-                        commands.record_benchmark, store, event, samples_table(results)
+                ignore_eos, length_enforced = measured.ignore_eos, measured.length_enforced
+                run = gate_run(
+                    measured.results,
+                    measured.duration_s,
+                    run_identity,
+                    target.workload,
+                    length_enforced=length_enforced and ignore_eos,
+                    server_metrics=measured.server_metrics,
+                )
+                run_identity = run_identity.with_workload(
+                    event_workload(
+                        target.workload.spec,
+                        dataset=target.workload.dataset,
+                        endpoint=target.endpoint,
+                        ignore_eos=ignore_eos,
+                        request_rate=identity.request_rate,
                     )
-                point = SweepPoint(c, request_rate, repeat, run, event)
+                )
+                event = benchmark_event(run_identity, run, server_metrics=measured.server_metrics)
+                if store is not None:
+                    await record_run(store, event, run)
+                point = SweepPoint(c, identity.request_rate, repeat, run, event)
                 points.append(point)
                 if on_point is not None:
                     on_point(point)
     return points
-
-
-def format_point(point: SweepPoint) -> str:
-    """One line per run for the console: throughput, median TTFT/TPOT, validity."""
-    m = point.run.metrics
-    load = (
-        f"c={point.concurrency}" if point.request_rate is None else f"rate={point.request_rate:g}/s"
-    )
-
-    def f(x: float | None, spec: str = ".1f") -> str:
-        return "-" if x is None else format(x, spec)
-
-    gate = "valid" if point.run.valid else "INVALID: " + "; ".join(point.run.notes)
-    return (
-        f"{point.event.config_name} {load} rep {point.repeat}: {f(m.output_throughput)} tok/s out, "
-        f"{f(m.request_throughput, '.2f')} req/s, median TTFT {f(m.median_ttft_ms)} ms, "
-        f"median TPOT {f(m.median_tpot_ms, '.2f')} ms, concurrency {f(m.achieved_concurrency, '.2f')} [{gate}]"
-    )
 
 
 def main_sync(coro):  # pragma: no cover - thin wrapper used by the CLI

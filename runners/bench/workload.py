@@ -10,6 +10,13 @@ way). Without a tokenizer the prompt is a seeded string of random words, about
 one token per word: ``exact_length`` is false and the workload's dataset says
 ``random-words-approx``, so nobody mistakes it for an exact-length workload.
 
+``shared_prefix_len`` = P > 0: every prompt starts with the same P tokens (words without a
+tokenizer), drawn once from the seed, and goes on with its own ``input_len - P``: a long system
+prompt shared by all requests, what prefix caching reuses (sglang's ``generated-shared-prefix``
+and vLLM's ``prefix_repetition`` datasets are of this kind). With a tokenizer the prompt's ids
+are the prefix's followed by random ones, decoded as one text, so the prefix's text is the same
+in every prompt (re-encoding may merge the one token pair at the boundary differently).
+
 Tokenization happens here, before any timing; the benchmark loop never tokenizes.
 """
 
@@ -57,6 +64,7 @@ class WorkloadSpec:
     num_prompts: int
     seed: int = 0
     tokenizer: str | None = None
+    shared_prefix_len: int = 0
 
 
 @dataclass(frozen=True)
@@ -152,10 +160,11 @@ def load_tokenizer(path: str | Path) -> _Tok:
 
 
 def _exact_prompt(
-    tok: _Tok, rng: random.Random, length: int, pool: list[int]
+    tok: _Tok, rng: random.Random, length: int, pool: list[int], head: Sequence[int] = ()
 ) -> tuple[str, int, bool]:
-    """Random ids decoded to text, re-encoded and trimmed until the text encodes to ``length`` tokens."""
-    ids = [rng.choice(pool) for _ in range(length)]
+    """``head`` then random ids, decoded to text, re-encoded and trimmed (at the end) until the
+    text encodes to ``length`` tokens."""
+    ids = list(head) + [rng.choice(pool) for _ in range(length - len(head))]
     text = tok.decode(ids)
     for _ in range(16):
         got = tok.encode(text)
@@ -179,6 +188,8 @@ def build_workload(spec: WorkloadSpec) -> BuiltWorkload:
     """
     if spec.input_len < 1 or spec.output_len < 1 or spec.num_prompts < 1:
         raise ValueError("input_len, output_len and num_prompts must be >= 1")
+    if not 0 <= spec.shared_prefix_len < spec.input_len:
+        raise ValueError("shared_prefix_len must be >= 0 and below input_len")
     rng = random.Random(spec.seed)
     if spec.tokenizer:
         tok = load_tokenizer(spec.tokenizer)
@@ -190,14 +201,16 @@ def build_workload(spec: WorkloadSpec) -> BuiltWorkload:
             if i not in tok.special_ids and "\ufffd" not in tok.decode([i])
         ]
         prompts, exact = [], True
+        head = [rng.choice(pool) for _ in range(spec.shared_prefix_len)]
         for _ in range(spec.num_prompts):
-            text, n, ok = _exact_prompt(tok, rng, spec.input_len, pool)
+            text, n, ok = _exact_prompt(tok, rng, spec.input_len, pool, head)
             exact = exact and ok
             prompts.append(Prompt(text, n, spec.output_len))
         return BuiltWorkload(spec, prompts, exact)
+    words = [rng.choice(_WORDS) for _ in range(spec.shared_prefix_len)]
     prompts = [
         Prompt(
-            " ".join(rng.choice(_WORDS) for _ in range(spec.input_len)),
+            " ".join(words + [rng.choice(_WORDS) for _ in range(spec.input_len - len(words))]),
             spec.input_len,
             spec.output_len,
         )

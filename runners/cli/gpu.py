@@ -11,10 +11,11 @@ import json
 import signal
 import sys
 from pathlib import Path
+from typing import Any
 
 import click
 
-from ledger.cli.main import Context, pass_ctx
+from ledger.cli.context import Context, pass_ctx
 from ledger.errors import InvalidInput
 from runners.server.engines import MissingEngine
 
@@ -164,54 +165,10 @@ def tune_command(
     Every measured config is recorded (kernel_config_measured); running the same command again
     resumes and measures only what is missing. Ends with one summary line.
     """
-    from runners.moe.space import (
-        INTERACTIVE_BATCH_SIZES,
-        SGLANG_BATCH_SIZES,
-        MoeShape,
-        kernel_refusal,
-        shape_from_model_config,
-    )
+    from runners.moe.space import INTERACTIVE_BATCH_SIZES, SGLANG_BATCH_SIZES
 
-    block = parse_block_shape(block_shape, dtype)
-    try:
-        if model_config is not None:
-            try:
-                data = json.loads(model_config.read_text(encoding="utf-8"))
-            except (OSError, ValueError) as exc:
-                raise InvalidInput(
-                    f"{model_config}: not a readable JSON model config ({exc})"
-                ) from None
-            shape = shape_from_model_config(data, tp, dtype)
-            if shape.dtype == "fp8_w8a8" and shape.block_shape is None and block is not None:
-                shape = MoeShape(
-                    E=shape.E, N=shape.N, K=shape.K, topk=shape.topk, dtype=dtype, block_shape=block
-                )
-        elif None in (experts, inter, hidden, topk):
-            raise InvalidInput("give --model-config (and --tp), or all of -E, -N, -K and --topk")
-        else:
-            shape = MoeShape(
-                E=experts,  # type: ignore[arg-type]
-                N=inter,  # type: ignore[arg-type]
-                K=hidden,  # type: ignore[arg-type]
-                topk=topk,  # type: ignore[arg-type]
-                dtype=dtype,
-                block_shape=block,
-            )
-    except ValueError as exc:
-        raise InvalidInput(f"{model_config or 'shape'}: {exc}") from None
-    refusal = kernel_refusal(kernel, shape)
-    if refusal:
-        raise InvalidInput(f"{shape.describe()}: {refusal}")
-    seeds: dict = {}
-    if seed_file is not None:
-        from ledger.importers.moe_config import validate_configs
-
-        try:
-            seeds = validate_configs(
-                json.loads(seed_file.read_text(encoding="utf-8")), str(seed_file)
-            )
-        except (OSError, ValueError) as exc:
-            raise InvalidInput(f"{seed_file}: not a readable MoE config file ({exc})") from None
+    shape = _tune_shape(model_config, tp, experts, inter, hidden, topk, dtype, block_shape, kernel)
+    seeds = _seed_configs(seed_file)
     sizes = (
         list(SGLANG_BATCH_SIZES)
         if all_batch_sizes
@@ -254,10 +211,6 @@ def tune_command(
         session_id=session_id or ctx.session,
         candidate_id=candidate_id,
     )
-    if shape.dtype == "fp8_w8a8":
-        from runners.moe.space import H200_PEAK
-
-        spec.peak_flops = H200_PEAK["fp8_flops"]  # the roofline's FLOP/s fraction: fp8 tensor cores
     signal.signal(signal.SIGTERM, _raise_interrupt)
     try:
         report = run_tune(
@@ -278,11 +231,83 @@ def tune_command(
     click.echo(report.summary)
 
 
+def _tune_shape(
+    model_config: Path | None,
+    tp: int,
+    experts: int | None,
+    inter: int | None,
+    hidden: int | None,
+    topk: int | None,
+    dtype: str,
+    block_shape: str | None,
+    kernel: str,
+) -> Any:
+    """The MoE shape ``run tune`` is asked for: from a model config (and ``--tp``) or given whole.
+
+    Raises:
+        InvalidInput: neither given, an unreadable config, or a shape the kernel refuses.
+    """
+    from runners.moe.space import MoeShape, kernel_refusal, shape_from_model_config
+
+    block = parse_block_shape(block_shape, dtype)
+    try:
+        if model_config is not None:
+            try:
+                data = json.loads(model_config.read_text(encoding="utf-8"))
+            except (OSError, ValueError) as exc:
+                raise InvalidInput(
+                    f"{model_config}: not a readable JSON model config ({exc})"
+                ) from None
+            shape = shape_from_model_config(data, tp, dtype)
+            if shape.dtype == "fp8_w8a8" and shape.block_shape is None and block is not None:
+                shape = MoeShape(
+                    E=shape.E, N=shape.N, K=shape.K, topk=shape.topk, dtype=dtype, block_shape=block
+                )
+        elif None in (experts, inter, hidden, topk):
+            raise InvalidInput("give --model-config (and --tp), or all of -E, -N, -K and --topk")
+        else:
+            shape = MoeShape(
+                E=experts,  # type: ignore[arg-type]
+                N=inter,  # type: ignore[arg-type]
+                K=hidden,  # type: ignore[arg-type]
+                topk=topk,  # type: ignore[arg-type]
+                dtype=dtype,
+                block_shape=block,
+            )
+    except ValueError as exc:
+        raise InvalidInput(f"{model_config or 'shape'}: {exc}") from None
+    refusal = kernel_refusal(kernel, shape)
+    if refusal:
+        raise InvalidInput(f"{shape.describe()}: {refusal}")
+    return shape
+
+
+def _seed_configs(seed_file: Path | None) -> dict:
+    """``--seed-file``'s configs by batch size ({} without one).
+
+    Raises:
+        InvalidInput: not a readable MoE config file.
+    """
+    if seed_file is None:
+        return {}
+    from ledger.importers.moe_config import validate_configs
+
+    try:
+        return validate_configs(json.loads(seed_file.read_text(encoding="utf-8")), str(seed_file))
+    except (OSError, ValueError) as exc:
+        raise InvalidInput(f"{seed_file}: not a readable MoE config file ({exc})") from None
+
+
 @click.command("spec")
 @click.argument("spec_file", type=click.Path(dir_okay=False, path_type=Path))
 @click.option("--no-progress", is_flag=True, help="No progress bar on standard error.")
+@click.option(
+    "--resume",
+    is_flag=True,
+    help="Measure only the runs this spec's session does not hold yet (as run plan --resume).",
+)
 @pass_ctx
-def spec_command(ctx: Context, spec_file: Path, no_progress: bool) -> None:
+def spec_command(ctx: Context, spec_file: Path, no_progress: bool, resume: bool) -> None:
     """Run SPEC_FILE: speculative-decoding trials against the no-speculation baseline (see runners/spec.py).
 
     Each trial is a server restart and a benchmark, interleaved with the baseline and repeated;
@@ -302,7 +327,9 @@ def spec_command(ctx: Context, spec_file: Path, no_progress: bool) -> None:
         store, session_id=spec.plan.plan.session, say=say, sigint_wait_s=spec.plan.plan.stop_wait_s
     )
     try:
-        _result, events = run_spec(spec, store, runner, say=say, progress=not no_progress)
+        _result, events = run_spec(
+            spec, store, runner, say=say, progress=not no_progress, resume=resume
+        )
     except KeyboardInterrupt:
         runner.close(reason="spec trials interrupted (Ctrl-C)")
         click.echo("tuneledger: interrupted: server stopped, completed runs recorded", err=True)

@@ -23,7 +23,7 @@ from typing import Any
 
 import click
 
-from ledger.cli.main import Context, pass_ctx
+from ledger.cli.context import Context, pass_ctx
 from runners.cli.measure import bench_command, plan_command
 from runners.server.configs import DEFAULT_HEALTH_TIMEOUT_S, load_config, load_configs
 from runners.server.engines import adapter_for
@@ -138,26 +138,37 @@ def start_command(
     click.echo(f"tuneledger: server {run.run_id} exited by itself", err=True)
 
 
+#: What ``run server show`` prints for the port of a ``port = 0`` configuration.
+FREE_PORT = "<a free port, picked at start>"
+
+
 @server_group.command("show")
 @click.argument("config_name", metavar="[CONFIG]", required=False)
 @_CONFIGS_OPTION
 def show_command(config_name: str | None, configs_path: Path) -> None:
-    """Print resolved configurations and the argv each would launch (nothing starts)."""
+    """Print resolved configurations and the argv each would launch (nothing starts);
+    secrets masked as in the ledger (an env variable named by a secret word shown as ***)."""
+    from schemas.secrets import MASK, is_secret_name, mask_payload
+
     configs = load_configs(configs_path)
     if config_name is not None:
         configs = {config_name: load_config(configs_path, config_name)}
     for name, config in configs.items():
         adapter = adapter_for(config.engine)
-        argv = adapter.argv(config, config.port or adapter.default_port)
-        click.echo(
-            json.dumps(
-                {
-                    "name": name,
-                    **config.model_dump(exclude={"name"}, exclude_none=True),
-                    "argv": argv,
-                }
-            )
-        )
+        port = adapter.default_port if config.port is None else config.port
+        argv = adapter.argv(config, port)
+        if port == 0:  # `port = 0`: a free port picked at each start, not the engine's default
+            at = argv.index("--port") + 1
+            argv[at] = FREE_PORT
+        shown = config.model_dump(exclude={"name"}, exclude_none=True)
+        env = shown.pop("env", None)
+        masked = mask_payload({"name": name, **shown, "argv": argv})
+        if env is not None:  # shown, not dropped as the ledger does: the name is a fact
+            masked["env"] = {
+                key: MASK if is_secret_name(key) else mask_payload(value)
+                for key, value in env.items()
+            }
+        click.echo(json.dumps(masked))
 
 
 # --- the measurement commands -----------------------------------------------------------

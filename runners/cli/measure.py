@@ -18,7 +18,7 @@ from typing import Any
 
 import click
 
-from ledger.cli.main import Context, pass_ctx
+from ledger.cli.context import Context, pass_ctx
 
 WARMUP_FAILED_EXIT = 13
 
@@ -93,6 +93,20 @@ def _raise_interrupt(_signum: int, _frame: Any) -> None:
     raise KeyboardInterrupt
 
 
+def _identifier(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+    """An identifier option (recorded as given): refused before anything runs when it holds a
+    secret, as the event would be refused after the measurement."""
+    from ledger.store.payloads import holds_secret
+
+    if value and holds_secret(value):
+        raise click.BadParameter(
+            "holds a secret (a token or a password) and would be recorded in clear: name it otherwise",
+            ctx=ctx,
+            param=param,
+        )
+    return value
+
+
 @click.command("bench")
 @click.option("--url", required=True, help="Server base URL, e.g. http://127.0.0.1:30000.")
 @click.option(
@@ -158,9 +172,10 @@ def _raise_interrupt(_signum: int, _frame: Any) -> None:
 )
 @click.option(
     "--config-name",
-    default="baseline",
-    show_default=True,
-    help="Name of the server configuration measured.",
+    default=None,
+    callback=_identifier,
+    help="Name of the server configuration measured (default: the configuration the ledger's "
+    "server run on the URL's port serves, else 'baseline'; one that contradicts the ledger is refused).",
 )
 @click.option(
     "--baseline/--no-baseline",
@@ -173,7 +188,11 @@ def _raise_interrupt(_signum: int, _frame: Any) -> None:
     type=click.Path(exists=True),
     help="Local tokenizer (tokenizer.json or folder): exact prompt lengths.",
 )
-@click.option("--server-run-id", help="The server run measured (links the runs to server_runs).")
+@click.option(
+    "--server-run-id",
+    callback=_identifier,
+    help="The server run measured (links the runs to server_runs).",
+)
 @click.option(
     "--ignore-eos/--no-ignore-eos",
     default=True,
@@ -184,19 +203,33 @@ def _raise_interrupt(_signum: int, _frame: Any) -> None:
     "--candidate",
     "candidate_id",
     metavar="ID",
+    callback=_identifier,
     help="The board's candidate these runs are for (e.g. flag:enable-foo): the board links them to it.",
 )
 @click.option("--no-progress", is_flag=True, help="No progress bar on standard error.")
 @click.option(
     "--tool",
-    type=click.Choice(["builtin", "guidellm", "aiperf", "sglang"]),
+    type=click.Choice(["builtin", "guidellm", "aiperf", "sglang", "vllm"]),
     default="builtin",
     show_default=True,
     help="Measure with another tool, run as a subprocess; its result is imported.",
 )
 @click.option(
     "--tool-path",
-    help="The tool's program (guidellm, aiperf; for sglang its Python). Default: PATH.",
+    help="The tool's program (guidellm, aiperf; for sglang and vllm its Python). Default: PATH.",
+)
+@click.option(
+    "--shared-prefix-len",
+    type=click.IntRange(min=0),
+    default=0,
+    show_default=True,
+    help="Tokens at the start of every prompt that all prompts share (prefix caching's case).",
+)
+@click.option(
+    "--server-metrics/--no-server-metrics",
+    default=False,
+    show_default=True,
+    help="Scrape the server's Prometheus /metrics around each run into the run (vLLM).",
 )
 @pass_ctx
 def bench_command(
@@ -212,7 +245,7 @@ def bench_command(
     seed: int,
     warmup: int,
     repeats: int,
-    config_name: str,
+    config_name: str | None,
     is_baseline: bool | None,
     tokenizer: str | None,
     server_run_id: str | None,
@@ -221,6 +254,8 @@ def bench_command(
     no_progress: bool,
     tool: str,
     tool_path: str | None,
+    shared_prefix_len: int,
+    server_metrics: bool,
 ) -> None:
     """Benchmark a running server; record one benchmark_completed per concurrency and repeat.
 
@@ -228,33 +263,30 @@ def bench_command(
     each run passes a validity gate (no failed request, achieved concurrency >= 0.9 c,
     output lengths as asked) recorded with the run. With --tool guidellm|aiperf|sglang
     that tool measures instead, with the same workload options, and its numbers are
-    imported (exit 11 when it is not installed, 13 when it fails).
+    imported (exit 11 when it is not installed, 13 when it fails). --tool vllm runs
+    `vllm bench serve` of the Python given by --tool-path (the vLLM install's).
     """
-    from runners.bench.client import BenchTarget, format_point, sweep
-    from runners.bench.discovery import served_model
-    from runners.bench.metrics import prompts_warning
-    from runners.bench.workload import WorkloadSpec, build_workload
+    from runners.bench.serving import resolve_config_name
 
-    concurrencies: list[int | None] = list(_concurrencies(concurrency_text))
-    if request_rate is not None:
-        concurrencies = [concurrencies[0] if concurrencies else None]
-        if len(_concurrencies(concurrency_text)) > 1:
-            raise click.BadParameter("with --request-rate give at most one --concurrency (a cap)")
-    elif not concurrencies:
-        concurrencies = [1]
-    warning = prompts_warning(num_prompts, concurrencies) if request_rate is None else None
-    if warning:
-        click.echo(f"tuneledger: {warning}", err=True)
+    # the configuration measured: the ledger knows which one serves the port
+    config_name, server_run_id, said = resolve_config_name(
+        ctx.store(), url, config_name, server_run_id
+    )
+    if said:
+        click.echo(f"tuneledger: {said}", err=True)
+    concurrencies = _bench_concurrencies(concurrency_text, request_rate, num_prompts)
+    if shared_prefix_len >= input_len:
+        raise click.BadParameter(
+            f"--shared-prefix-len {shared_prefix_len} must be below --input-len {input_len}"
+        )
     if tool != "builtin":
+        if shared_prefix_len:
+            raise click.BadParameter("--shared-prefix-len is for the built-in client only")
         from runners.bench.external import find_tool
 
         prefix = find_tool(tool, tool_path)  # a missing tool exits 11 before anything is asked
         if model is None and endpoint != "generate":
-            try:
-                model = served_model(url)  # the external tool needs the name the server answers to
-            except RuntimeError as exc:
-                click.echo(f"tuneledger: error: {exc}", err=True)
-                sys.exit(WARMUP_FAILED_EXIT)
+            model = _served_model_or_exit(url)  # the tool needs the name the server answers to
         _bench_with_tool(
             ctx,
             tool,
@@ -278,7 +310,66 @@ def bench_command(
             ignore_eos=ignore_eos,
         )
         return
-    workload = build_workload(WorkloadSpec(input_len, output_len, num_prompts, seed, tokenizer))
+    _bench_builtin(
+        ctx,
+        concurrencies,
+        url=url,
+        endpoint=endpoint,
+        model=model,
+        input_len=input_len,
+        output_len=output_len,
+        num_prompts=num_prompts,
+        concurrency_text=concurrency_text,
+        request_rate=request_rate,
+        seed=seed,
+        warmup=warmup,
+        repeats=repeats,
+        config_name=config_name,
+        is_baseline=is_baseline,
+        tokenizer=tokenizer,
+        server_run_id=server_run_id,
+        ignore_eos=ignore_eos,
+        candidate_id=candidate_id,
+        no_progress=no_progress,
+        shared_prefix_len=shared_prefix_len,
+        server_metrics=server_metrics,
+    )
+
+
+def _bench_builtin(
+    ctx: Context,
+    concurrencies: list[int | None],
+    *,
+    url: str,
+    endpoint: str,
+    model: str | None,
+    input_len: int,
+    output_len: int,
+    num_prompts: int,
+    concurrency_text: str | None,
+    request_rate: float | None,
+    seed: int,
+    warmup: int,
+    repeats: int,
+    config_name: str,
+    is_baseline: bool | None,
+    tokenizer: str | None,
+    server_run_id: str | None,
+    ignore_eos: bool,
+    candidate_id: str | None,
+    no_progress: bool,
+    shared_prefix_len: int,
+    server_metrics: bool,
+) -> None:
+    """``run bench`` with the built-in client: the sweep, each run printed as it is recorded;
+    Ctrl-C exits 130, a failed warm-up 13."""
+    from runners.bench.client import BenchTarget, RunIdentity, format_point, sweep
+    from runners.bench.discovery import served_model
+    from runners.bench.workload import WorkloadSpec, build_workload
+
+    workload = build_workload(
+        WorkloadSpec(input_len, output_len, num_prompts, seed, tokenizer, shared_prefix_len)
+    )
     store = ctx.store().kept_open()  # a long-lived writer: one open for a run of appends
     store.init()
     signal.signal(signal.SIGTERM, _raise_interrupt)
@@ -292,43 +383,83 @@ def bench_command(
         if model is None:
             model = "default" if endpoint == "generate" else served_model(url)
         target = BenchTarget(
-            url=url, endpoint=endpoint, model=model, workload=workload, ignore_eos=ignore_eos
+            url=url,
+            endpoint=endpoint,
+            model=model,
+            workload=workload,
+            ignore_eos=ignore_eos,
+            server_metrics=server_metrics,
+        )
+        identity = RunIdentity(
+            config_name=config_name,
+            request_rate=request_rate,
+            is_baseline=(config_name == "baseline") if is_baseline is None else is_baseline,
+            candidate_id=candidate_id,
+            session_id=ctx.session,
+            server_run_id=server_run_id,
+            source=_reproducing_command(
+                url,
+                endpoint,
+                model,
+                input_len,
+                output_len,
+                num_prompts,
+                concurrency_text,
+                request_rate,
+                seed,
+                warmup,
+                tokenizer,
+                ignore_eos,
+                config_name,
+            ),
         )
         asyncio.run(
             sweep(
                 target,
-                config_name=config_name,
+                identity,
                 concurrencies=concurrencies,
-                request_rate=request_rate,
                 repeats=range(repeats),
                 warmup_requests=warmup,
-                is_baseline=(config_name == "baseline") if is_baseline is None else is_baseline,
-                server_run_id=server_run_id,
-                session_id=ctx.session,
                 store=store,
                 progress=not no_progress,
                 on_point=on_point,
-                candidate_id=candidate_id,
-                source=_reproducing_command(
-                    url,
-                    endpoint,
-                    model,
-                    input_len,
-                    output_len,
-                    num_prompts,
-                    concurrency_text,
-                    request_rate,
-                    seed,
-                    warmup,
-                    tokenizer,
-                    ignore_eos,
-                    config_name,
-                ),
             )
         )
     except KeyboardInterrupt:
         click.echo(f"tuneledger: interrupted after {len(done)} recorded run(s)", err=True)
         sys.exit(130)
+    except RuntimeError as exc:
+        click.echo(f"tuneledger: error: {exc}", err=True)
+        sys.exit(WARMUP_FAILED_EXIT)
+
+
+def _bench_concurrencies(
+    concurrency_text: str | None, request_rate: float | None, num_prompts: int
+) -> list[int | None]:
+    """The concurrencies of a ``run bench``: as given (1 when none), or with ``--request-rate``
+    at most one (a cap); warns when the prompts are too few for them."""
+    from runners.bench.metrics import prompts_warning
+
+    concurrencies: list[int | None] = list(_concurrencies(concurrency_text))
+    if request_rate is not None:
+        concurrencies = [concurrencies[0] if concurrencies else None]
+        if len(_concurrencies(concurrency_text)) > 1:
+            raise click.BadParameter("with --request-rate give at most one --concurrency (a cap)")
+    elif not concurrencies:
+        concurrencies = [1]
+    warning = prompts_warning(num_prompts, concurrencies) if request_rate is None else None
+    if warning:
+        click.echo(f"tuneledger: {warning}", err=True)
+    return concurrencies
+
+
+def _served_model_or_exit(url: str) -> str:
+    """The model name the server at ``url`` answers to; exit 13 (the warm-up failed) when it
+    cannot say."""
+    from runners.bench.discovery import served_model
+
+    try:
+        return served_model(url)
     except RuntimeError as exc:
         click.echo(f"tuneledger: error: {exc}", err=True)
         sys.exit(WARMUP_FAILED_EXIT)
@@ -386,12 +517,25 @@ def _bench_with_tool(
     help="Show every compared metric in the verdict table (default: the headline ones: output throughput, median and p99 TTFT and TPOT).",
 )
 @click.option("--no-progress", is_flag=True, help="No progress bar on standard error.")
+@click.option(
+    "--resume",
+    is_flag=True,
+    help="Measure only the runs this plan's session does not hold yet (after a kill or Ctrl-C); compare all.",
+)
+@click.option(
+    "--dry-run",
+    is_flag=True,
+    help="Print the arms, the runs in order and a time estimate from the ledger's earlier runs; run nothing.",
+)
 @pass_ctx
-def plan_command(ctx: Context, plan_file: Path, all_metrics: bool, no_progress: bool) -> None:
+def plan_command(
+    ctx: Context, plan_file: Path, all_metrics: bool, no_progress: bool, resume: bool, dry_run: bool
+) -> None:
     """Run PLAN_FILE: baseline and candidates restarted and benchmarked interleaved, then compared.
 
     Prints the verdict table; everything is recorded (benchmark_deltas shows the verdicts).
-    Ctrl-C stops the running server and records a note of the completed runs (exit 130).
+    Ctrl-C stops the running server and records a note of the completed runs (exit 130);
+    --resume then measures only what is missing. --dry-run records nothing.
     """
     from rich.console import Console
 
@@ -406,6 +550,9 @@ def plan_command(ctx: Context, plan_file: Path, all_metrics: bool, no_progress: 
         click.echo(f"tuneledger: {plan_file}: [bench] num_prompts: {warning}", err=True)
     if plan.plan.session is None and ctx.session:
         plan.plan.session = ctx.session
+    if dry_run:
+        _dry_run(ctx, plan, resume)
+        return
     store = ctx.store().kept_open()  # a long-lived writer: one open for a run of appends
     store.init()
     signal.signal(signal.SIGTERM, _raise_interrupt)
@@ -414,7 +561,7 @@ def plan_command(ctx: Context, plan_file: Path, all_metrics: bool, no_progress: 
         store, session_id=plan.plan.session, say=say, sigint_wait_s=plan.plan.stop_wait_s
     )
     try:
-        result = run_plan(plan, store, runner, say=say, progress=not no_progress)
+        result = run_plan(plan, store, runner, say=say, progress=not no_progress, resume=resume)
     except KeyboardInterrupt:
         runner.close(reason="plan interrupted (Ctrl-C)")
         click.echo(
@@ -435,3 +582,22 @@ def plan_command(ctx: Context, plan_file: Path, all_metrics: bool, no_progress: 
     Console(width=160).print(verdict_table(result, shown))
     for finding in result.findings:
         click.echo(f"finding: --{finding.flag}: {finding.verdict} ({finding.message})")
+
+
+def _dry_run(ctx: Context, plan: Any, resume: bool) -> None:
+    """``run plan --dry-run``: the plan's starts and estimate (``runners.plan_resume``)."""
+    from rich.console import Console
+
+    from runners.plan_resume import dry_run_table, estimate
+
+    store = ctx.store()
+    known = store.path.exists()
+    arms = estimate(store if known else None, plan, resume=resume)
+    Console(width=160).print(dry_run_table(plan, arms))
+    from runners.server.engines import flag_args
+
+    for arm in plan.arms:
+        config = plan.configs[arm]
+        click.echo(
+            f"arm {arm} ({config.engine}, {config.model}): {' '.join(flag_args(config.flags))}"
+        )

@@ -22,6 +22,7 @@ from __future__ import annotations
 import inspect
 import math
 import os
+import sys
 from dataclasses import dataclass
 from typing import Any
 
@@ -30,6 +31,7 @@ import triton
 import triton.language as tl
 from triton.testing import do_bench
 
+from runners.moe.compile_errors import captured_stderr, rejection_reason
 from runners.moe.fp8_quant import FP8_MAX, dequantize_blocks, quantize_blocks, quantize_token_groups
 from runners.moe.space import Config, MoeShape, Rejected, config_key
 
@@ -375,14 +377,21 @@ def check_config(kernel: KernelInfo, p: MoeProblem, config: Config) -> float:
         Rejected: compile or launch failed (e.g. Triton's ``OutOfResources`` for shared memory),
             or the error exceeds ``tolerance(shape)`` (bf16 2e-2, fp8 6e-2).
     """
-    try:
-        p.out1.zero_()
-        p.out2.zero_()
-        run_config(kernel, p, config)
-        torch.cuda.synchronize()
-    except Exception as exc:
-        msg = " ".join(str(exc).split())[:240]
-        raise Rejected(f"{type(exc).__name__}: {msg}") from None
+    # Triton writes a failed compile's MLIR reproducer to descriptor 2 from C++ (hundreds of
+    # lines a config): captured, and only its first diagnostic and failing pass kept.
+    with captured_stderr() as compiler_output:
+        try:
+            p.out1.zero_()
+            p.out2.zero_()
+            run_config(kernel, p, config)
+            torch.cuda.synchronize()
+            failure = None
+        except Exception as exc:
+            failure = exc
+    if failure is not None:
+        raise Rejected(rejection_reason(failure, compiler_output.text)) from None
+    if compiler_output.text.strip():
+        sys.stderr.write(compiler_output.text)  # a compile that worked: its warnings are the user's
     t = p.shape.topk
     errs = []
     for out, ref in ((p.out1.view(p.M * t, -1), p.ref1), (p.out2.view(p.M * t, -1), p.ref2)):
@@ -401,8 +410,8 @@ def capture(kernel: KernelInfo, p: MoeProblem, config: Config) -> torch.cuda.CUD
     """Both GEMMs with ``config`` captured as one CUDA graph (run once eagerly first).
 
     SGLang replays decode under CUDA graphs, and Python's launch cost (tens of µs per
-    ``invoke_fused_moe_kernel``) would otherwise be timed instead of the GPU: on the H200 it put a
-    floor of about 115 µs under every small-batch timing (seen 2026-11-30).
+    ``invoke_fused_moe_kernel``) would otherwise be timed instead of the GPU: it put a floor under
+    every small-batch timing (docs/performance.md).
     """
     run_config(kernel, p, config)
     torch.cuda.synchronize()

@@ -8,11 +8,12 @@ timings (``tests/fixtures/h200_moe_timings.json``); ``runners.moe.kernels`` does
 - **Space** (``search_space``): SGLang's tuner's (docs/engines.md) —
   num_stages {2,3,4,5} x BLOCK_M {16..256} x BLOCK_K {64,128,256} x BLOCK_N {32..256} x
   warps {4,8} x GROUP_M {1,16,32,64} = 1,920 configs.
-- **Pruning** (``prune``): before anything runs, each config's shared memory
-  ``num_stages x (BLOCK_M x BLOCK_K + BLOCK_K x BLOCK_N) x element bytes`` (Triton's software
-  pipeline keeps one A and one B tile per stage) against the device's per-block limit
-  (Triton's ``max_shared_mem``: 232,448 B on the H200, 101,376 B on SM120). A config that still
-  fails to compile (Triton's own shared-memory count is a little larger) is rejected when tried.
+- **Pruning** (``prune``): before anything runs, each config's shared memory — one A and one
+  B tile ``(BLOCK_M x BLOCK_K + BLOCK_K x BLOCK_N) x element bytes`` per stage Triton keeps in
+  flight: ``num_stages`` under Hopper's wgmma (BLOCK_M >= 64), ``num_stages - 1`` under
+  mma.sync (``ledger.engines.gpu_arch.moe_shared_memory``, measured on the H200) — against the
+  device's per-block limit (Triton's ``max_shared_mem``: 232,448 B on the H200, 101,376 B on
+  SM120). A config that still fails to compile is rejected when tried.
 - **Search** (``successive_halving``): many configs at a small timing budget, the best
   ``1/eta`` at ``eta`` times the budget, until one is left — Jamieson & Talwalkar (2016),
   the inner loop of Hyperband (Li et al., 2018).
@@ -30,7 +31,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ledger.engines.gpu_arch import SHARED_MEMORY_PER_BLOCK, moe_config_shared_memory
+from ledger.engines.gpu_arch import SHARED_MEMORY_PER_BLOCK, moe_shared_memory
 
 __all__ = ["SHARED_MEMORY_PER_BLOCK"]  # re-exported: the tuner prunes by it
 
@@ -78,11 +79,6 @@ Config = dict[str, int]
 def config_key(config: Mapping[str, Any]) -> str:
     """A config's canonical text: its six fields in SGLang's order (``"16,32,64,1,4,3"``)."""
     return ",".join(str(int(config[k])) for k in CONFIG_KEYS)
-
-
-def config_from_key(key: str) -> Config:
-    """The inverse of ``config_key``."""
-    return dict(zip(CONFIG_KEYS, (int(x) for x in key.split(",")), strict=True))
 
 
 @dataclass(frozen=True)
@@ -184,18 +180,23 @@ def shared_memory_bytes(
     config: Mapping[str, Any],
     element_bytes: int = 2,
     block_shape: Sequence[int] | None = None,
+    arch: str | None = None,
+    *,
+    bound: str = "high",
 ) -> int:
-    """Bytes of shared memory one block needs (the estimate; Triton adds a little for barriers):
-    ``num_stages x (BLOCK_M x BLOCK_K + BLOCK_K x BLOCK_N) x element_bytes`` — see
-    ``ledger.engines.gpu_arch.moe_config_shared_memory`` — plus, for block-quantised fp8, the float32
-    scales each stage loads beside its tiles: BLOCK_M activation scales and, when BLOCK_N exceeds
-    block_n, BLOCK_N weight scales (one otherwise): ``num_stages x (BLOCK_M + BLOCK_N) x 4`` at
-    most, counted in full (an upper bound, under 1% of the tiles)."""
-    need = moe_config_shared_memory(dict(config), element_bytes)
+    """Bytes of shared memory one block needs on ``arch``: the stages Triton keeps in flight
+    (``ledger.engines.gpu_arch.moe_shared_memory``: ``num_stages`` under Hopper's wgmma for
+    BLOCK_M >= 64, ``num_stages - 1`` under mma.sync; ``bound`` ``low`` or ``high`` where the
+    arch's pipeline is not known) times one stage's A and B tiles — plus, for block-quantised
+    fp8, the float32 scales each stage loads beside its tiles: BLOCK_M activation scales and,
+    when BLOCK_N exceeds block_n, BLOCK_N weight scales (one otherwise), counted in full (an
+    upper bound, under 1% of the tiles)."""
+    need = moe_shared_memory(dict(config), arch, element_bytes)
+    total = need.low if bound == "low" else need.high
     if block_shape and all(block_shape):
         bn = int(config["BLOCK_SIZE_N"]) if int(config["BLOCK_SIZE_N"]) > int(block_shape[0]) else 1
-        need += int(config["num_stages"]) * (int(config["BLOCK_SIZE_M"]) + bn) * 4
-    return need
+        total += (total // need.stage) * (int(config["BLOCK_SIZE_M"]) + bn) * 4
+    return total
 
 
 def block_shape_fits(config: Mapping[str, Any], block_shape: Sequence[int] | None) -> str | None:
@@ -220,18 +221,24 @@ def block_shape_fits(config: Mapping[str, Any], block_shape: Sequence[int] | Non
 
 
 def prune(
-    space: Iterable[Config], *, shared_memory_limit: int, shape: MoeShape
+    space: Iterable[Config],
+    *,
+    shared_memory_limit: int,
+    shape: MoeShape,
+    arch: str | None = None,
 ) -> tuple[list[Config], list[tuple[Config, str]]]:
     """Split ``space`` into (kept, rejected-with-reason) before anything runs.
 
-    A config is rejected when its shared-memory estimate exceeds ``shared_memory_limit``
-    (bytes per block) or, for block-quantised fp8, when its tiles straddle quantisation groups
+    A config is rejected when the shared memory it needs on ``arch`` (``shared_memory_bytes``;
+    where the arch's pipeline is not known, the smaller count: a config that may fit is tried,
+    and Triton's own refusal rejects it then) exceeds ``shared_memory_limit`` (bytes per block),
+    or, for block-quantised fp8, when its tiles straddle quantisation groups
     (``block_shape_fits``).
     """
     kept: list[Config] = []
     rejected: list[tuple[Config, str]] = []
     for c in space:
-        need = shared_memory_bytes(c, shape.element_bytes, shape.block_shape)
+        need = shared_memory_bytes(c, shape.element_bytes, shape.block_shape, arch, bound="low")
         misfit = block_shape_fits(c, shape.block_shape)
         if need > shared_memory_limit:
             rejected.append(
@@ -585,19 +592,14 @@ def halving_rungs(
 # --- roofline ------------------------------------------------------------------------------
 
 
-#: The H200's datasheet peaks (NVIDIA H200 datasheet, SXM): HBM3e 4.8 TB/s, dense bf16 989 TFLOP/s,
-#: dense fp8 1,979 TFLOP/s.
-H200_PEAK = {"memory_bandwidth_Bps": 4.8e12, "bf16_flops": 989e12, "fp8_flops": 1979e12}
-
-
 def roofline(
     shape: MoeShape,
     M: int,
     experts_touched: int,
     latency_us: float,
-    peak_bandwidth_Bps: float,
-    peak_flops: float,
-) -> dict[str, float]:
+    peak_bandwidth_Bps: float | None,
+    peak_flops: float | None,
+) -> dict[str, Any]:
     """Bytes, FLOPs and fractions of the device's peaks for the two expert GEMMs at batch size M.
 
     Bytes (the least the kernels must move): weights of the experts touched, both GEMMs
@@ -606,7 +608,8 @@ def roofline(
     2 bytes (bf16). FLOPs: ``2 x M x topk x (2N x K + N x K)``. Achieved = amount / time; the
     fractions say which roof the kernel is nearer: memory-bound when ``bandwidth_fraction`` is
     far above ``flops_fraction``. Returns bytes, flops, achieved_Bps, achieved_flops,
-    bandwidth_fraction, flops_fraction, arithmetic_intensity (FLOP/byte).
+    bandwidth_fraction, flops_fraction, arithmetic_intensity (FLOP/byte); a fraction is None
+    when its peak is (a device whose peaks are unknown: ``runners.moe.peaks``).
     """
     N, K, t = shape.N, shape.K, shape.topk
     weights = experts_touched * (2 * N * K + K * N) * shape.element_bytes
@@ -620,13 +623,7 @@ def roofline(
         "flops": flops,
         "achieved_Bps": nbytes / seconds,
         "achieved_flops": flops / seconds,
-        "bandwidth_fraction": nbytes / seconds / peak_bandwidth_Bps,
-        "flops_fraction": flops / seconds / peak_flops,
+        "bandwidth_fraction": nbytes / seconds / peak_bandwidth_Bps if peak_bandwidth_Bps else None,
+        "flops_fraction": flops / seconds / peak_flops if peak_flops else None,
         "arithmetic_intensity": flops / nbytes,
     }
-
-
-def expected_experts_touched(shape: MoeShape, M: int) -> float:
-    """Expected distinct experts hit by M tokens routed uniformly to top-k of E (for planning;
-    the tuner records the count it really drew): E x (1 - C(E-1, k)/C(E, k))^... = E x (1 - (1 - k/E)^M)."""
-    return shape.E * (1.0 - (1.0 - shape.topk / shape.E) ** M)

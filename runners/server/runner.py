@@ -38,7 +38,6 @@ import time
 import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -46,15 +45,16 @@ from uuid import UUID
 
 import httpx
 
-from ledger.engines.sglang_log import ServerLogFacts, derive_findings, parse_server_log
 from ledger.errors import LedgerError, NotFound
 from ledger.read.flag_memory import remembered_findings
 from ledger.store import LedgerStore
 from ledger.write import commands
 from runners.artifacts import artifacts_dir, safe_name, server_log_path
 from runners.host import HostFingerprint, fingerprint
+from runners.server import log_pump
 from runners.server.configs import DEFAULT_HEALTH_TIMEOUT_S, ServerConfig
 from runners.server.engines import EngineAdapter, adapter_for
+from runners.server.logs import ServerLog, read_log
 from runners.server.process import (
     connect_host,
     exit_status,
@@ -64,11 +64,19 @@ from runners.server.process import (
     port_in_use,
     read_lines,
 )
+from runners.server.runs import (
+    FINDING_NS,
+    PortInUse,
+    ServerRun,
+    ServerStartFailed,
+    facts_summary,
+    finding_id,
+    merge_server_info,
+)
 from schemas import (
     Actor,
     Event,
     FindingRecorded,
-    Host,
     ServerFailed,
     ServerReady,
     ServerStarted,
@@ -80,99 +88,9 @@ from schemas import (
 LOG_TAIL_LINES = 40
 #: The actor of every runner event.
 RUNNER_ACTOR = Actor(kind="runner", name="tuneledger")
-#: Namespace of the deterministic finding ids.
-_FINDING_NS = uuid.UUID("6f1d3b52-3c61-4d8e-9a57-1b1f8e0c2a11")
-_NUMBER_RE = re.compile(r"\d+(?:\.\d+)?")
 _PORT_TAKEN_RE = re.compile(
     r"address already in use|Errno 98|port .* is (?:already )?in use", re.IGNORECASE
 )
-
-
-class PortInUse(LedgerError):
-    """The port is taken by another process (checked before launch: nothing started)."""
-
-    exit_code = 10
-
-
-class ServerStartFailed(LedgerError):
-    """The server did not become healthy; ``event`` is the recorded ``server_failed``."""
-
-    exit_code = 12
-
-    def __init__(self, message: str, event: ServerFailed) -> None:
-        super().__init__(message)
-        self.event = event
-
-
-@dataclass
-class ServerRun:
-    """One server process lifetime, from ``start`` to ``stop``.
-
-    ``pgid`` equals the leader's pid (its own session). Times are ``time.monotonic()`` seconds.
-    """
-
-    run_id: str
-    config: ServerConfig
-    adapter: EngineAdapter
-    argv: list[str]
-    port: int
-    base_url: str
-    log_path: Path
-    log_ref: str
-    process: subprocess.Popen[bytes]
-    host: Host
-    started_event_id: UUID
-    last_event_id: UUID
-    started_at: float
-    ready: bool = False
-    startup: StartupFacts | None = None
-    finding_ids: set[UUID] = field(default_factory=set)
-    ended: bool = False
-
-    @property
-    def pid(self) -> int:
-        """The leader's process id."""
-        return self.process.pid
-
-    @property
-    def pgid(self) -> int:
-        """The process group of the server and its workers."""
-        return self.process.pid
-
-
-def finding_id(run_id: str, finding: FindingRecorded) -> UUID:
-    """Deterministic id of a finding of a run: uuid5 of run, kind, flag and the message with its
-    numbers masked (counts in a message grow as the log grows; the finding stays the same)."""
-    masked = _NUMBER_RE.sub("#", finding.message)
-    return uuid.uuid5(_FINDING_NS, f"{run_id}|{finding.kind}|{finding.flag or ''}|{masked}")
-
-
-def merge_server_info(facts: StartupFacts, info: dict[str, Any] | None) -> StartupFacts:
-    """Fill what the log did not show from ``/server_info`` (the log wins where both have a value)."""
-    if not info:
-        return facts
-    states = info.get("internal_states") or [{}]
-    state = states[0] if isinstance(states, list) and states and isinstance(states[0], dict) else {}
-    candidates = {
-        "attention_backend": info.get("attention_backend"),
-        "max_total_num_tokens": info.get("max_total_num_tokens"),
-        "max_running_requests": state.get("effective_max_running_requests_per_dp")
-        or info.get("max_running_requests"),
-        "context_len": info.get("context_length")
-        if isinstance(info.get("context_length"), int)
-        else None,
-        "cuda_graph_bs": info.get("cuda_graph_bs"),
-        "chunked_prefill_size": info.get("chunked_prefill_size"),
-        "max_prefill_tokens": info.get("max_prefill_tokens"),
-    }
-    update = {k: v for k, v in candidates.items() if v is not None and getattr(facts, k) is None}
-    if not facts.server_args:
-        skip = {"internal_states", "status", "version", "max_total_num_tokens", "max_req_input_len"}
-        update["server_args"] = {k: v for k, v in info.items() if k not in skip}
-    try:
-        return facts.model_copy(update=update) if update else facts
-    except ValueError:
-        return facts
 
 
 # --- the runner ----------------------------------------------------------------------
@@ -260,7 +178,7 @@ class ServerRunner:
     def _observe_host(self, fp: HostFingerprint) -> None:
         """Record ``host_observed`` unless this session already has this fingerprint."""
         key = fp.key()
-        event_id = uuid.uuid5(_FINDING_NS, f"host|{self.session_id or ''}|{key}")
+        event_id = uuid.uuid5(FINDING_NS, f"host|{self.session_id or ''}|{key}")
         for seen in self.store.read(types=["host_observed"], session_id=self.session_id):
             if seen.event_id == event_id or (
                 seen.session_id == self.session_id
@@ -339,6 +257,15 @@ class ServerRunner:
         self.say(f"started {run_id}: pid {run.pid}, port {port}, log {log_path}")
         return run
 
+    def _lines(self, run: ServerRun) -> list[str]:
+        """The log's lines, every one the server wrote so far (``runners.server.log_pump``)."""
+        if run.pump is not None:
+            if run.process.poll() is None:
+                log_pump.sync(run.pump)
+            else:
+                log_pump.end(run.pump)
+        return read_lines(run.log_path)
+
     def _spawn(
         self,
         config: ServerConfig,
@@ -349,23 +276,10 @@ class ServerRunner:
         run_id: str,
         fp: HostFingerprint,
     ) -> ServerRun:
-        """Popen in a new session with the log as stdout+stderr, then record ``server_started``."""
-        with open(log_path, "ab") as log:
-            try:
-                process = subprocess.Popen(
-                    argv,
-                    stdin=subprocess.DEVNULL,
-                    stdout=log,
-                    stderr=subprocess.STDOUT,
-                    env=adapter.env(config),
-                    start_new_session=True,
-                )
-            except OSError as exc:
-                from runners.server.engines import MissingEngine
+        """Popen in a new session with the log as stdout+stderr, then record ``server_started``.
 
-                raise MissingEngine(
-                    f"{config.engine}: cannot run {argv[0]!r}: {exc.strerror or exc}"
-                ) from None
+        The event is built (and validated) before the process starts: a configuration the event
+        cannot hold is refused with nothing started, never a server the ledger does not know of."""
         started = ServerStarted(
             run_id=run_id,
             engine=adapter.name,
@@ -375,13 +289,34 @@ class ServerRunner:
             env=adapter.recorded_env(config),
             argv=argv,
             port=port,
-            pid=process.pid,
+            pid=os.getpid(),  # the server's, once it runs
             log_path=str(log_path),
             session_id=self.session_id,
             actor=RUNNER_ACTOR,
             host=fp.host,
         )
-        started = started.model_copy(update={"correlation_id": started.event_id})
+        pump = log_pump.start(log_path)  # the server's output to the log, secrets masked
+        try:
+            with open(log_path, "ab") as log:
+                process = subprocess.Popen(
+                    argv,
+                    stdin=subprocess.DEVNULL,
+                    stdout=log if pump is None else pump.stdin,
+                    stderr=subprocess.STDOUT,
+                    env=adapter.env(config),
+                    start_new_session=True,
+                )
+        except OSError as exc:
+            from runners.server.engines import MissingEngine
+
+            if pump is not None:
+                log_pump.end(pump)
+            raise MissingEngine(
+                f"{config.engine}: cannot run {argv[0]!r}: {exc.strerror or exc}"
+            ) from None
+        started = started.model_copy(
+            update={"pid": process.pid, "correlation_id": started.event_id}
+        )
         run = ServerRun(
             run_id=run_id,
             config=config,
@@ -392,6 +327,7 @@ class ServerRunner:
             log_path=log_path,
             log_ref=str(log_path.relative_to(artifacts_dir(self.store.path))),
             process=process,
+            pump=pump,
             host=fp.host,
             started_event_id=started.event_id,
             last_event_id=started.event_id,
@@ -434,24 +370,24 @@ class ServerRunner:
         timeout = timeout_s or run.config.health_timeout_s or self.health_timeout_s
         deadline = run.started_at + timeout
         crash_seen_at: float | None = None
-        log_size = -1
+        log_size, log_ready = -1, not run.adapter.ready_line
         try:
             with httpx.Client(timeout=5.0, trust_env=False) as client:
                 while True:
                     if run.process.poll() is not None:
                         return self._fail_start(run)
-                    if self._healthy(client, run):
-                        break
                     size = run.log_path.stat().st_size if run.log_path.exists() else 0
-                    if (
-                        size != log_size
-                    ):  # a hung server whose log shows a crash: give it a grace period
+                    if size != log_size:
                         log_size = size
-                        if (
-                            crash_seen_at is None
-                            and parse_server_log(read_lines(run.log_path)).crash is not None
-                        ):
+                        log = self.read_log(run)
+                        log_ready = log_ready or log.ready
+                        if crash_seen_at is None and log.crash is not None:
+                            # a hung server whose log shows a crash: give it a grace period
                             crash_seen_at = time.monotonic()
+                    # vLLM: healthy and its ready line printed (a health answer alone could come
+                    # from a process that is not this engine's finished HTTP server)
+                    if log_ready and self._healthy(client, run):
+                        break
                     now = time.monotonic()
                     if crash_seen_at is not None and now - crash_seen_at > self.crash_grace_s:
                         return self._fail_start(run)
@@ -495,14 +431,16 @@ class ServerRunner:
                 return body if isinstance(body, dict) else None
         return None
 
+    def read_log(self, run: ServerRun) -> ServerLog:
+        """The run's log as it is now, read with its engine's grammar."""
+        return read_log(run.adapter.log_grammar, self._lines(run))
+
     def _record_ready(self, run: ServerRun, info: dict[str, Any] | None) -> None:
-        facts = parse_server_log(read_lines(run.log_path))
-        startup = (
-            merge_server_info(facts.to_startup_facts(), info)
-            if run.adapter.sglang_log
-            else StartupFacts()
-        )
-        warnings = [w.message for w in facts.warnings]
+        facts = self.read_log(run)
+        startup = facts.startup()
+        if run.adapter.sglang_log:
+            startup = merge_server_info(startup, info)
+        warnings = facts.warnings()
         if run.adapter.sglang_log and info is None:
             warnings.append(
                 "/server_info and /get_server_info did not answer: startup facts from the log only"
@@ -517,18 +455,15 @@ class ServerRunner:
         previous = self.previous_startup(run.run_id)
         self._append(run, ready)
         run.ready, run.startup = True, startup
-        self.say(f"ready {run.run_id} after {ready.ready_after_s:.1f} s{_facts_summary(startup)}")
+        self.say(f"ready {run.run_id} after {ready.ready_after_s:.1f} s{facts_summary(startup)}")
         self._record_findings(run, facts, previous)
 
     def _record_findings(
-        self, run: ServerRun, facts: ServerLogFacts, previous: StartupFacts | None
+        self, run: ServerRun, facts: ServerLog, previous: StartupFacts | None
     ) -> list[FindingRecorded]:
         """Append the findings of ``facts`` not yet recorded for this run; return the new ones."""
-        if not run.adapter.sglang_log:
-            return []
         new = []
-        for finding in derive_findings(
-            facts,
+        for finding in facts.findings(
             host=run.host,
             previous=previous,
             run_id=run.run_id,
@@ -567,7 +502,7 @@ class ServerRunner:
         if not run.ready:
             return []
         with self._shielded() as interrupted:
-            found = self._record_findings(run, parse_server_log(read_lines(run.log_path)), None)
+            found = self._record_findings(run, self.read_log(run), None)
         if interrupted.is_set():
             raise KeyboardInterrupt
         return found
@@ -587,8 +522,8 @@ class ServerRunner:
 
     def _record_failure(self, run: ServerRun, timeout_s: float | None) -> ServerFailed:
         self._terminate(run)  # after a crash too: TP workers may outlive the leader
-        lines = read_lines(run.log_path)
-        facts = parse_server_log(lines)
+        lines = self._lines(run)
+        facts = read_log(run.adapter.log_grammar, lines)
         code = exit_status(run.process)
         tail = lines[-LOG_TAIL_LINES:]
         if timeout_s is not None and facts.crash is None:
@@ -603,11 +538,7 @@ class ServerRunner:
         else:
             cause, message = "crash", f"exited with code {code} before becoming healthy"
         # the startup facts the log showed before the failure survive it (issue 10)
-        startup = (
-            facts.to_startup_facts(run.log_ref)
-            if run.adapter.sglang_log and facts.has_startup_facts
-            else None
-        )
+        startup = facts.startup(run.log_ref) if facts.has_startup_facts else None
         failed = ServerFailed(
             cause=cause,
             message=message,
@@ -629,7 +560,7 @@ class ServerRunner:
             failed = ServerFailed(
                 cause="interrupted",
                 message=f"interrupted (Ctrl-C) {when}; stopped with {sig or 'no signal'}",
-                log_tail=read_lines(run.log_path)[-LOG_TAIL_LINES:],
+                log_tail=self._lines(run)[-LOG_TAIL_LINES:],
                 exit_code=exit_status(run.process),
                 source=run.log_ref,
                 **self._common(run),
@@ -712,8 +643,19 @@ class ServerRunner:
         """
         if run.ended:
             return None
+        if run.ready and run.process.poll() is not None:
+            # It ended by itself before the stop (an engine that died after readiness, its root
+            # cause in the log): that is what happened, not a stop.
+            self.exited(run)
+            return None
+        if run.process.poll() is None:  # a draining server can take its time: say so first
+            self.say(
+                f"stopping {run.run_id}… (SIGINT; SIGTERM after {self.sigint_wait_s:g} s if it is "
+                "still draining)"
+            )
         with self._shielded() as interrupted:
             sig = self._terminate(run)
+            self._lines(run)  # the pump's last lines written, and the pump ended
             run.ended = True
             stopped = ServerStopped(
                 exit_code=exit_status(run.process),
@@ -727,7 +669,7 @@ class ServerRunner:
                 f"stopped {run.run_id}: {sig or 'already exited'}, exit code {stopped.exit_code}"
             )
             if run.ready:
-                self._record_findings(run, parse_server_log(read_lines(run.log_path)), None)
+                self._record_findings(run, self.read_log(run), None)
         if interrupted.is_set():
             raise KeyboardInterrupt  # Ctrl-C during the stop: it sped the stop up, now it stops the caller
         return stopped
@@ -764,8 +706,8 @@ class ServerRunner:
     def _record_exit(self, run: ServerRun) -> Event:
         self._terminate(run)  # workers may outlive the leader
         run.ended = True
-        lines = read_lines(run.log_path)
-        facts = parse_server_log(lines)
+        lines = self._lines(run)
+        facts = read_log(run.adapter.log_grammar, lines)
         code = run.process.returncode
         if facts.crash is not None:
             event: Event = ServerFailed(
@@ -813,16 +755,3 @@ class ServerRunner:
                 self.check(run)
                 next_check = time.monotonic() + check_every_s
             time.sleep(self.poll_interval_s)
-
-
-def _facts_summary(startup: StartupFacts) -> str:
-    parts = [
-        f"{name}={getattr(startup, name)}"
-        for name in ("max_running_requests", "max_total_num_tokens", "context_len")
-        if getattr(startup, name) is not None
-    ]
-    if startup.piecewise_cuda_graph is not None:
-        parts.append(f"piecewise_cuda_graph={'on' if startup.piecewise_cuda_graph else 'off'}")
-    if startup.moe_kernel_config:
-        parts.append(f"moe_config={startup.moe_kernel_config}")
-    return f": {', '.join(parts)}" if parts else ""

@@ -450,7 +450,7 @@ def test_cli_behaviour_a_new_user_meets(tmp_path: Path) -> None:
     line = next(
         x for x in out.stdout.splitlines() if x.strip().startswith("metrics.median_ttft_ms")
     )
-    assert "float" in line and " ms" in line
+    assert "number" in line and " ms" in line
     assert "tok/s" in next(
         x for x in out.stdout.splitlines() if x.strip().startswith("metrics.output_throughput")
     )

@@ -5,6 +5,7 @@ cost, whether the B200 MoE config changed anything)."""
 from __future__ import annotations
 
 import json
+import re
 from datetime import UTC, datetime
 from pathlib import Path
 from uuid import UUID
@@ -177,7 +178,8 @@ def test_rebuilding_the_demo_appends_idempotently(tmp_path: Path) -> None:
 
 
 def test_demo_refuses_a_ledger_holding_a_users_events(tmp_path: Path) -> None:
-    """A regression: `demo --ledger L` on a user's ledger once replaced their events with the demo's."""
+    """A regression: `demo --ledger L` on a user's ledger once replaced their events with the
+    demo's. The refusal's advice names a path that works when followed."""
     path = tmp_path / "mine.duckdb"
     cli = ["--ledger", str(path)]
     assert invoke([*cli, "init"]).returncode == 0
@@ -190,13 +192,35 @@ def test_demo_refuses_a_ledger_holding_a_users_events(tmp_path: Path) -> None:
     assert "Traceback" not in out.stderr
     assert path.read_bytes() == before
     assert LedgerStore(path).head() == 18
-    # a demo ledger the user has since written to is theirs too
+    # the advice: a path beside it that does not exist yet, and following it works
+    advised = re.search(r"`tuneledger demo --ledger (\S+)`", out.stderr).group(1)
+    assert advised == str(tmp_path / "demo.duckdb") and f"make demo LEDGER={advised}" in out.stderr
+    assert invoke(["--ledger", advised, "demo", "--no-tui"]).returncode == 0
+    # the refused file is never advised, nor a file that exists (the demo's name taken: -2)
+    (tmp_path / "demo.duckdb").rename(tmp_path / "elsewhere.duckdb")
+    LedgerStore(tmp_path / "demo.duckdb").init()
+    LedgerStore(tmp_path / "demo.duckdb").append(NoteAdded(text="mine", session_id="s"))
+    out = invoke(["--ledger", str(tmp_path / "demo.duckdb"), "demo", "--no-tui"])
+    assert out.returncode == 2 and f"--ledger {tmp_path / 'demo-2.duckdb'}`" in out.stderr
+
+
+def test_a_demo_ledger_played_in_still_opens_with_make_demo(tmp_path: Path) -> None:
+    """After a write from the TUI (a triage, a decision) `make demo` exited 2 for good.
+    The demo plus the user's own events is still the demo's ledger: it opens, their events kept."""
     demo_path = tmp_path / "demo.duckdb"
     build_demo(demo_path)
     LedgerStore(demo_path).append(NoteAdded(text="my triage note", session_id=DEMO_SESSION))
-    with pytest.raises(WouldLoseData):
-        build_demo(demo_path)
-    assert LedgerStore(demo_path).head() == EVENT_COUNT + 1
+    store = build_demo(demo_path)  # no refusal, nothing stored twice, nothing lost
+    assert store.head() == EVENT_COUNT + 1
+    assert rows(
+        store,
+        "SELECT count(*) AS n FROM events WHERE type = 'note_added' "
+        "AND payload->>'text' = 'my triage note'",
+    ) == [{"n": 1}]
+    # `make demo` runs exactly this command line
+    out = invoke(["--ledger", str(demo_path), "demo", "--no-tui"])
+    assert out.returncode == 0, out.stderr
+    assert f"{EVENT_COUNT + 1} events (1 of them your own, kept)" in out.stdout
 
 
 # --- the views answer the seeds' questions ------------------------------------------------
@@ -374,8 +398,12 @@ def test_a_second_campaign_loads_beside_the_first(tmp_path: Path) -> None:
     }
     assert DEMO_SESSION in sessions and "h200-flags" in sessions
     store.append(NoteAdded(text="mine", session_id="s"))
+    assert build_demo(path, campaign="h200").head() == store.head()  # played in: still the demo's
+    mine = tmp_path / "mine.duckdb"
+    LedgerStore(mine).init()
+    LedgerStore(mine).append(NoteAdded(text="mine", session_id="s"))
     with pytest.raises(WouldLoseData):
-        build_demo(path, campaign="h200")
+        build_demo(mine, campaign="h200")
 
 
 def test_the_docs_state_the_h200_campaigns_event_count(tmp_path: Path) -> None:
@@ -400,3 +428,65 @@ def test_the_h200_campaigns_part_1_verdicts_are_the_runners(tmp_path: Path) -> N
         (64, "baseline", "invalid"),
     ]
     assert all(r["verdict_rule"].startswith("statistical:") for r in rows)
+
+
+def test_the_vllm_cpu_campaign_loads_with_its_verdicts(tmp_path: Path) -> None:
+    """`demo --campaign vllm-cpu`: the real vLLM CPU campaign (docs/vllm-cpu.md): every flag
+    researched and triaged, the ngram trials' accept length from vLLM's own counters, and the
+    verdicts the measurements support on two busy cores: none decided (the baseline's own runs
+    varied by 39%), so every candidate stays deferred and no decision is recorded."""
+    store = build_demo(tmp_path / "vllm.duckdb", campaign="vllm-cpu")
+    researched = store.query_arrow(
+        "SELECT DISTINCT flag FROM flag_verdicts WHERE basis = 'researched'"
+    ).column("flag")
+    assert set(researched.to_pylist()) == {
+        "max-num-seqs",
+        "no-enable-prefix-caching",
+        "max-num-batched-tokens",
+        "enforce-eager",
+        "speculative-config",
+    }
+    verdicts = {
+        c.verdict
+        for c in store.read(types=["comparison_completed"])
+        if c.metric == "output_throughput"
+    }
+    assert verdicts <= {"too-noisy", "inconclusive"}
+    trials = store.query_arrow(
+        "SELECT trial_id, accept_length, accept_length_source FROM spec_trials ORDER BY trial_id"
+    ).to_pylist()
+    assert [t["trial_id"] for t in trials] == [
+        "vllm-cpu:ngram-1",
+        "vllm-cpu:ngram-3",
+        "vllm-cpu:ngram-5",
+    ]
+    assert all(t["accept_length_source"] == "metrics" for t in trials)
+    # accept length = 1 + accepted / drafts: above 1, at most num_speculative_tokens + 1
+    for t, k in zip(trials, (1, 3, 5), strict=True):
+        assert k < t["accept_length"] <= k + 1
+    board = store.query_arrow("SELECT candidate_id, status, reason FROM board").to_pylist()
+    assert len(board) == 8 and all(b["status"] == "deferred" and b["reason"] for b in board)
+    assert not store.read(types=["decision_recorded"])
+    ready = store.read(types=["server_ready"])
+    assert ready and all(r.startup.kv_cache_tokens == 1_048_576 for r in ready)
+
+
+def test_a_demo_built_today_reads_on_the_campaigns_clock(tmp_path: Path) -> None:
+    """The demo's events all showed the minute of the build: they are stamped with the
+    campaign's own times (a server log line's, else the last one before it in the campaign)."""
+    store = build_demo(tmp_path / "demo.duckdb")
+    times = rows(
+        store,
+        "SELECT min(recorded_at) AS first, max(recorded_at) AS last, "
+        "bool_and(recorded_at >= occurred_at OR occurred_at IS NULL) AS after FROM events",
+    )[0]
+    assert times["first"].astimezone(UTC) == datetime(2026, 11, 20, 14, 2, 11, tzinfo=UTC)
+    assert times["last"].astimezone(UTC) == datetime(2026, 11, 20, 15, 12, 10, tzinfo=UTC)
+    logged = rows(
+        store, "SELECT recorded_at, occurred_at FROM events WHERE occurred_at IS NOT NULL"
+    )
+    assert all(r["recorded_at"] == r["occurred_at"] for r in logged)
+    in_order = [
+        r["recorded_at"] for r in rows(store, "SELECT recorded_at FROM events ORDER BY seq")
+    ]
+    assert in_order[0] == times["first"] and in_order[-1] == times["last"]

@@ -28,7 +28,7 @@ import duckdb
 import pytest
 
 from ledger.frontdoor import launcher
-from ledger.frontdoor.resident import ask_server
+from ledger.resident_socket import ask_server
 from ledger.write import jsonl
 
 TUNELEDGER = str(Path(sys.executable).with_name("tuneledger"))

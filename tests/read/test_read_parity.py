@@ -214,7 +214,7 @@ def assert_screens_equal_views(store: LedgerStore) -> None:
         # flags: the flag_verdicts rows
         flags = store.query_arrow(
             "SELECT flag, value, setting, engine, engine_version, arch, verdict, basis, no_effect, "
-            "summary, findings, seq FROM flag_verdicts"
+            "summary, evidence, findings, seq FROM flag_verdicts"
         ).to_pylist()
         assert sorted(snap["flags"], key=repr) == sorted(flags, key=repr)
     # timeline: the timeline view's tail, unfiltered and by session and by type

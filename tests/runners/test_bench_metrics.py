@@ -16,6 +16,7 @@ import pytest
 from runners.bench.client import (
     BenchTarget,
     ClientShards,
+    RunIdentity,
     make_client,
     send_request,
     sweep,
@@ -308,7 +309,7 @@ def test_ignore_eos_rejection_is_detected_and_noted(fake_server, tmp_path: Path)
 
     ignore, notes = asyncio.run(go())
     assert ignore is False and "rejected ignore_eos" in notes[0]
-    points = asyncio.run(sweep(target, config_name="x", concurrencies=[1], progress=False))
+    points = asyncio.run(sweep(target, RunIdentity("x"), concurrencies=[1], progress=False))
     ev = points[0].event
     assert ev.valid is True and ev.workload.ignore_eos is False
     assert any("not gated" in n for n in ev.validity_notes)
@@ -321,10 +322,9 @@ def test_sweep_records_events_and_samples(fake_server, store) -> None:
     points = asyncio.run(
         sweep(
             target,
-            config_name="baseline",
+            RunIdentity("baseline", is_baseline=True),
             concurrencies=[1, 2],
             repeats=[0, 1],
-            is_baseline=True,
             store=store,
             progress=False,
         )

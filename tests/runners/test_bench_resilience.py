@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from runners.bench.client import BenchTarget, make_client, send_request, warmup
+from runners.bench.client import BenchTarget, RunIdentity, make_client, send_request, warmup
 from runners.bench.workload import WorkloadSpec, build_workload
 
 #: Process-based on purpose (real servers that drop connections): `make test` runs it, `make check` does not.
@@ -149,7 +149,7 @@ def test_coarse_streaming_leaves_tpot_and_itl_unmeasured_with_the_reason(
     )
     store = LedgerStore(tmp_path / "l.duckdb")
     points = asyncio.run(
-        sweep(target, config_name="baseline", concurrencies=[1], store=store, progress=False)
+        sweep(target, RunIdentity("baseline"), concurrencies=[1], store=store, progress=False)
     )
     metrics, notes = points[0].run.metrics, points[0].run.notes
     assert (
@@ -172,7 +172,7 @@ def test_token_by_token_streaming_keeps_tpot(fine_server: str) -> None:
         model="fake",
         workload=build_workload(WorkloadSpec(8, 16, 4, seed=1)),
     )
-    points = asyncio.run(sweep(target, config_name="baseline", concurrencies=[1], progress=False))
+    points = asyncio.run(sweep(target, RunIdentity("baseline"), concurrencies=[1], progress=False))
     assert points[0].run.metrics.median_tpot_ms > 0
     assert not any("coarse" in n for n in points[0].run.notes)
 

@@ -60,7 +60,7 @@ def test_block_quant_space_keeps_tiles_inside_one_group():
     assert block_shape_fits(_c(16, 256, 128), (128, 128)) is None
     assert "BLOCK_SIZE_N 64" in (block_shape_fits(_c(16, 64, 128), (96, 128)) or "")
     assert block_shape_fits(_c(16, 64, 256), None) is None
-    kept, rejected = prune(search_space(), shared_memory_limit=H200_SMEM, shape=FP8)
+    kept, rejected = prune(search_space(), shared_memory_limit=H200_SMEM, shape=FP8, arch="sm90")
     assert {c["BLOCK_SIZE_K"] for c in kept} == {64, 128}
     assert all(c["BLOCK_SIZE_K"] != 256 for c in kept)
     assert len(kept) + len(rejected) == 1920
@@ -68,7 +68,7 @@ def test_block_quant_space_keeps_tiles_inside_one_group():
     assert len(kept) == 1280 - sum(
         1
         for c in search_space()
-        if c["BLOCK_SIZE_K"] != 256 and shared_memory_bytes(c, 1, (128, 128)) > H200_SMEM
+        if c["BLOCK_SIZE_K"] != 256 and shared_memory_bytes(c, 1, (128, 128), "sm90") > H200_SMEM
     )
     assert default_config(1, FP8) in kept
 

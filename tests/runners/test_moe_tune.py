@@ -90,6 +90,10 @@ class Recorded:
         self.checked.append((M, key))
         if key in self.rejected.get(M, {}):
             raise Rejected(self.rejected[M][key])
+        if key not in self.latency[M]:
+            # kept by the measured shared-memory rule (mma.sync holds num_stages - 1 stages), but
+            # the recording was made with the older estimate that pruned it: not timed there
+            raise Rejected("not in the H200 recording (test double)")
         if config["num_stages"] == self.reject_stages:
             raise Rejected("OutOfResources: out of resource: shared memory (test double)")
         return 1e-3
@@ -112,21 +116,72 @@ class Recorded:
 def test_search_space_is_sglangs_and_pruning_uses_the_devices_shared_memory():
     space = search_space()
     assert len(space) == 1920 and len({config_key(c) for c in space}) == 1920
-    kept, rejected = prune(space, shared_memory_limit=SHARED_MEMORY_PER_BLOCK["sm90"], shape=SHAPE)
-    assert len(kept) == 1248  # what the H200 run found (and probe_tune_cost.py before it)
-    assert all(shared_memory_bytes(c) <= 232_448 for c in kept)
-    # The seeds' crash on SM120: 64/128/128 with 3 stages wants 147,456 B of a 101,376 B part.
+    kept, rejected = prune(
+        space, shared_memory_limit=SHARED_MEMORY_PER_BLOCK["sm90"], shape=SHAPE, arch="sm90"
+    )
+    # 1,248 under the old num_stages x stage estimate (the recording's); the measured rule keeps
+    # the BLOCK_M 16 and 32 configs that hold num_stages - 1 stages too
+    assert len(kept) == 1304
+    assert all(shared_memory_bytes(c, 2, None, "sm90") <= 232_448 for c in kept)
+    # an arch whose pipeline is unknown: only what certainly overruns is pruned (Triton refuses
+    # the rest when tried)
+    unknown, _ = prune(space, shared_memory_limit=SHARED_MEMORY_PER_BLOCK["sm90"], shape=SHAPE)
+    assert len(unknown) == 1488
+    # The SM120 crash's "Required: 147456": 64/128/128 at 4 stages, (4 - 1) x 49,152 under
+    # mma.sync; at 3 stages the same tiles need 98,304 B and run.
     crash = dict(
         BLOCK_SIZE_M=64,
         BLOCK_SIZE_N=128,
         BLOCK_SIZE_K=128,
         GROUP_SIZE_M=1,
         num_warps=4,
-        num_stages=3,
+        num_stages=4,
     )
-    assert shared_memory_bytes(crash) == 147_456
-    _kept, rej = prune([crash], shared_memory_limit=SHARED_MEMORY_PER_BLOCK["sm120"], shape=SHAPE)
+    assert shared_memory_bytes(crash, 2, None, "sm120") == 147_456
+    _kept, rej = prune(
+        [crash], shared_memory_limit=SHARED_MEMORY_PER_BLOCK["sm120"], shape=SHAPE, arch="sm120"
+    )
     assert rej and "147456 B" in rej[0][1] and "101376" in rej[0][1]
+    fits = dict(crash, num_stages=3)
+    assert shared_memory_bytes(fits, 2, None, "sm120") == 98_304
+    assert prune(
+        [fits], shared_memory_limit=SHARED_MEMORY_PER_BLOCK["sm120"], shape=SHAPE, arch="sm120"
+    )[0] == [fits]
+
+
+def test_the_rule_is_what_triton_did_on_the_h200():
+    """tests/fixtures/h200_smem_rule.json: bench/h200_smem_rule.py on the H200 (Triton 3.6.0),
+    SGLang 0.5.23's kernel and tuneledger's reference kernel, through the tuner's own check. Each
+    config the pruning keeps ran; each it prunes was refused with Triton's "Required" equal to
+    the rule's bytes: num_stages x stage for BLOCK_M >= 64 (wgmma), (num_stages - 1) x stage for
+    BLOCK_M 16 and 32 (mma.sync)."""
+    rec = json.loads((Path(__file__).parents[1] / "fixtures" / "h200_smem_rule.json").read_text())
+    limit = rec["facts"]["shared_memory_limit"]
+    assert rec["facts"]["compute_capability"] == "sm90" and limit == 232_448
+    branches = set()
+    for row in rec["rows"]:
+        bm, bn, bk = (int(x) for x in row["config"].split()[0].split("/"))
+        stages = int(row["config"].split()[1][1:])
+        config = dict(
+            BLOCK_SIZE_M=bm,
+            BLOCK_SIZE_N=bn,
+            BLOCK_SIZE_K=bk,
+            GROUP_SIZE_M=1,
+            num_warps=4,
+            num_stages=stages,
+        )
+        need = shared_memory_bytes(config, 2, None, "sm90")
+        kept, _ = prune([config], shared_memory_limit=limit, shape=SHAPE, arch="sm90")
+        assert bool(kept) == row["ran"] == row["reference_ran"], row
+        if not row["ran"]:
+            assert row["required"] == row["reference_required"] == need, row
+            branches.add("wgmma" if bm >= 64 else "mma.sync")
+    stage = (32 * 256 + 256 * 256) * 2
+    assert {"wgmma", "mma.sync"} <= branches
+    # 32/256/256 at 2 stages ran although 2 x 147,456 B exceed the limit
+    assert (
+        any(r["config"] == "32/256/256 s2" and r["ran"] for r in rec["rows"]) and 2 * stage > limit
+    )
 
 
 def test_shape_from_a_model_config_and_tp():
@@ -200,8 +255,8 @@ def test_successive_halving_lands_within_2pct_of_the_exhaustive_best_in_a_tenth_
             [(10.8, 1228)], fresh=1248 if cold else 0, cached=0 if cold else 1248
         )
         assert _search_cost(rec, M, cold=cold) <= 0.1 * exhaustive, (cold, exhaustive)
-    # Its first rung: 63 configs (20% of the 312 GROUP_SIZE_M-folded classes, SGLang's default first).
-    assert rec.prepared == [(M, 63)]
+    # Its first rung: 66 configs (20% of the 326 GROUP_SIZE_M-folded classes, SGLang's default first).
+    assert rec.prepared == [(M, 66)]
 
 
 def test_the_search_cost_model_matches_the_recorded_h200_searches():
@@ -349,7 +404,9 @@ def test_a_killed_tune_resumes_without_measuring_anything_twice(ledger_path):
     # Rejected configs were recorded with their reason and not tried again on resume.
     rejected = [e for e in measured if e.rejected]
     assert rejected and all(
-        e.latency_us is None and "OutOfResources" in e.rejected for e in rejected
+        e.latency_us is None
+        and ("OutOfResources" in e.rejected or "not in the H200 recording" in e.rejected)
+        for e in rejected
     )
     rejected_first = {(e.batch_size, config_key(e.config)) for e in rejected if e.seq < cancel_seq}
     assert rejected_first
@@ -461,7 +518,7 @@ def test_kernel_tune_completed_holds_tuned_vs_default_and_roofline(tmp_path):
         0 < r["bandwidth_fraction"] < 1 and 0 < r["flops_fraction"] < 0.05
     )  # memory-bound at M = 64
     started = [e for e in read_jsonl(sink.path) if e.type == "kernel_tune_started"][0]
-    assert started.tune_key == tune_key_of(rec.kernel, SHAPE, rec.facts) and started.pruned == 672
+    assert started.tune_key == tune_key_of(rec.kernel, SHAPE, rec.facts) and started.pruned == 616
 
 
 def test_roofline_arithmetic():
@@ -531,16 +588,18 @@ def test_run_tune_rejects_a_bad_shape(tmp_path, capsys):
 
 
 def test_import_check_arch_flags_entries_sm120_cannot_launch(tmp_path, capsys):
-    """The seeds' crash caught at import: B200-tuned entries that need more than SM120's 101,376 B."""
+    """The seeds' crash caught at import: SGLang's shipped H200 file (wgmma tiles of up to
+    64/256/128 at 4 stages) checked against SM120, which has no wgmma: (num_stages - 1) stages of
+    up to 49,152 B against its 101,376 B, so Triton raises for those entries; checked against
+    sm100 (its pipeline not measured) nothing exceeds even num_stages x stage."""
     src = (
         Path(__file__).parents[1]
         / "fixtures"
         / "sglang"
         / "moe_configs"
-        / "triton_3_4_0"
-        / "E=256,N=256,device_name=NVIDIA_B200.json"
+        / "triton_3_1_0"
+        / "E=64,N=640,device_name=NVIDIA_H200.json"
     )
-    data = json.loads(src.read_text())
     ledger = str(tmp_path / "l.duckdb")
     with pytest.raises(SystemExit) as ok:
         main(
@@ -558,15 +617,19 @@ def test_import_check_arch_flags_entries_sm120_cannot_launch(tmp_path, capsys):
         )
     assert ok.value.code in (0, None)
     out = capsys.readouterr().out
-    from ledger.engines.gpu_arch import moe_config_shared_memory
-
-    expected = sorted(m for m, c in data.items() if moe_config_shared_memory(c) > 101_376)
-    assert expected  # the fixture has such entries
+    expected = ["1", "1024", "1536", "2048", "3072", "4096", "512", "8"]
     findings = LedgerStore(ledger).read(types=["finding_recorded"])
     assert sorted(f.message.split("M=")[1].split(" ")[0] for f in findings) == expected
     assert all(
-        f.kind == "moe-config-exceeds-shared-memory" and f.host.compute_capability == "sm120"
+        f.kind == "moe-config-exceeds-shared-memory"
+        and f.host.compute_capability == "sm120"
+        and f.verdict == "incompatible"
+        and "Triton raises OutOfResources" in f.message
         for f in findings
+    )
+    (m8,) = [f for f in findings if "M=8 " in f.message]
+    assert "110592 B shared memory ((num_stages - 1) x stage (mma.sync)), sm120 has 101376 B" in (
+        m8.message
     )
     assert out.count("finding: ") == len(expected)
     with pytest.raises(SystemExit) as exc:
@@ -599,3 +662,215 @@ def test_sglangs_shipped_file_is_found_for_the_shape_and_gpu(tmp_path):
     assert path.parent.name == "triton_3_6_0" and configs == {"1": entry}
     assert find_shipped_config(SHAPE, "NVIDIA B200", "3.6.0", package_dir=pkg) is None
     assert find_shipped_config(SHAPE, "NVIDIA H200", "3.6.0", package_dir=tmp_path / "x") is None
+
+
+# --- GPU peaks by device ---------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("device", "bandwidth", "bf16", "fp8"),
+    [
+        ("NVIDIA H200", 4.8e12, 989e12, 1979e12),
+        ("NVIDIA_H200", 4.8e12, 989e12, 1979e12),  # SGLang's config file spelling
+        ("NVIDIA H200 NVL", 4.8e12, 835.5e12, 1670.5e12),
+        ("NVIDIA H100 80GB HBM3", 3.35e12, 989e12, 1979e12),  # the SXM part's device name
+        ("NVIDIA H100 PCIe", 2.0e12, 756.5e12, 1513e12),
+        ("NVIDIA H100 NVL", 3.9e12, 835.5e12, 1670.5e12),
+        ("NVIDIA B200", 8.0e12, 2.25e15, 4.5e15),
+        # its datasheet prints no dense BF16 or FP8 figure: bandwidth only
+        ("NVIDIA RTX PRO 6000 Blackwell Workstation Edition", 1.792e12, None, None),
+    ],
+)
+def test_peaks_come_from_the_device_table(device, bandwidth, bf16, fp8):
+    from runners.moe.peaks import peaks_for
+
+    peaks = peaks_for(device)
+    assert peaks is not None and peaks.source
+    assert (peaks.memory_bandwidth_Bps, peaks.peak_flops("bf16"), peaks.peak_flops("fp8")) == (
+        bandwidth,
+        bf16,
+        fp8,
+    )
+
+
+@pytest.mark.parametrize("device", ["NVIDIA A10", "NVIDIA GeForce RTX 4090", "", None])
+def test_a_device_not_in_the_table_has_no_peaks(device):
+    from runners.moe.peaks import peaks_for
+
+    assert peaks_for(device) is None
+
+
+def test_the_roofline_uses_the_device_s_peaks_at_the_shape_s_precision():
+    from runners.moe.tune import _roof_peaks
+
+    fp8 = MoeShape(E=64, N=640, K=3584, topk=8, dtype="fp8_w8a8", block_shape=(128, 128))
+    assert _roof_peaks(TuneSpec(shape=SHAPE), "NVIDIA H100 PCIe") == (2.0e12, 756.5e12)
+    assert _roof_peaks(TuneSpec(shape=fp8), "NVIDIA H200") == (4.8e12, 1979e12)
+    assert _roof_peaks(TuneSpec(shape=SHAPE), "NVIDIA L40S") == (None, None)
+    given = TuneSpec(shape=SHAPE, peak_bandwidth_Bps=1e12, peak_flops=2e14)
+    assert _roof_peaks(given, "NVIDIA L40S") == (1e12, 2e14)
+
+
+def test_a_device_of_unknown_peaks_gets_no_roofline_and_says_so(tmp_path):
+    sink = JsonlSink(tmp_path / "t.jsonl")
+    rec = Recorded()
+    rec.facts = {**rec.facts, "gpu_name": "NVIDIA L40S"}
+    said: list[str] = []
+    run_tune(TuneSpec(shape=SHAPE, batch_sizes=[64], rounds=3), rec, sink, say=said.append)
+    from ledger.write.jsonl import read_jsonl
+
+    done = [e for e in read_jsonl(sink.path) if e.type == "kernel_tune_completed"][0]
+    r = done.results["64"]
+    assert "bandwidth_fraction" not in r and "flops_fraction" not in r
+    assert r["bytes"] > 0 and r["tuned_us"] < r["default_us"]
+    assert any(line.startswith("no roofline for NVIDIA L40S") for line in said), said
+    assert any("no roofline (device peaks unknown)" in line for line in said), said
+
+
+# --- a config Triton fails to compile is one line, not an MLIR reproducer flood ----------
+
+TRITON_FAILURE = Path(__file__).parents[1] / "fixtures" / "triton" / "pass_failure_triton_3.6.txt"
+
+
+def test_the_compilers_output_gives_the_first_diagnostic_and_the_failed_pass():
+    from runners.moe.compile_errors import compile_failure, rejection_reason
+
+    text = TRITON_FAILURE.read_text()
+    assert len(text.splitlines()) > 30  # the flood
+    failure = compile_failure(text)
+    assert failure.failed_pass == "TritonGPURemoveLayoutConversions"
+    assert failure.first_line == (
+        "fused_moe_triton_kernels.py:512:24: operand #0 does not dominate this use"
+    )
+    reason = rejection_reason(RuntimeError("PassManager::run failed"), text)
+    assert reason == (
+        "Triton compile failed in pass TritonGPURemoveLayoutConversions: "
+        "fused_moe_triton_kernels.py:512:24: operand #0 does not dominate this use "
+        "(RuntimeError: PassManager::run failed)"
+    )
+    assert "\n" not in reason
+    # only MLIR's summary: it is the first line; no pass named: none claimed
+    summary_only = "\n".join(text.splitlines()[-2:-1])
+    assert compile_failure(summary_only).first_line.endswith(
+        "Failures have been detected while processing an MLIR pass pipeline"
+    )
+    assert compile_failure(summary_only).failed_pass is None
+    # nothing of a compile failure: the exception's own line, as before
+    assert compile_failure("") is None
+    oor = RuntimeError("out of resource: shared memory, Required: 327680, Hardware limit: 232448")
+    assert rejection_reason(oor, "") == (
+        "RuntimeError: out of resource: shared memory, Required: 327680, Hardware limit: 232448"
+    )
+
+
+def test_writes_to_descriptor_2_from_outside_python_are_captured_not_shown(capfd):
+    """Triton writes from C++: a swap of sys.stderr would not see it. A child process inherits
+    descriptor 2 as C++ code writes to it, so it stands for the compiler here."""
+    import subprocess
+    import sys
+
+    from runners.moe.compile_errors import captured_stderr
+
+    print("before", file=sys.stderr)
+    with captured_stderr() as out:
+        subprocess.run(
+            [
+                sys.executable,
+                "-c",
+                f"import os; os.write(2, open({str(TRITON_FAILURE)!r}, 'rb').read())",
+            ],
+            check=True,
+        )
+        os.write(2, b"direct write\n")
+    print("after", file=sys.stderr)
+    shown = capfd.readouterr().err
+    assert shown == "before\nafter\n"
+    assert out.text.startswith(TRITON_FAILURE.read_text())
+    assert out.text.endswith("direct write\n")
+
+
+class CompileFailures(Recorded):
+    """The H200 timings, with Triton 3.6's pass failure for BLOCK_SIZE_M 256 with 4 warps (the
+    configs SGLang's space holds that Triton 3.6 could not compile on the H200)."""
+
+    def check(self, M, config):
+        from runners.moe.compile_errors import rejection_reason
+
+        if config["BLOCK_SIZE_M"] == 256 and config["num_warps"] == 4:
+            reason = rejection_reason(
+                RuntimeError("PassManager::run failed"), TRITON_FAILURE.read_text()
+            )
+            raise Rejected(reason)
+        return super().check(M, config)
+
+
+def test_a_tune_prints_one_line_per_config_that_fails_to_compile_and_records_why(tmp_path):
+    from ledger.write.jsonl import read_jsonl
+
+    said: list[str] = []
+    sink = JsonlSink(tmp_path / "t.jsonl")
+    run_tune(
+        TuneSpec(shape=SHAPE, batch_sizes=[1, 64], rounds=1),
+        CompileFailures(),
+        sink,
+        say=said.append,
+    )
+    rejected = [
+        e
+        for e in read_jsonl(sink.path)
+        if e.type == "kernel_config_measured"
+        and e.rejected
+        and "not in the H200 recording" not in e.rejected  # the double's gap, not a compile
+    ]
+    failing = {config_key(e.config) for e in rejected}
+    assert failing and all(
+        e.config["BLOCK_SIZE_M"] == 256 and e.config["num_warps"] == 4 for e in rejected
+    )
+    # every rejection event keeps the first diagnostic and the pass
+    assert all(
+        "in pass TritonGPURemoveLayoutConversions" in e.rejected
+        and "operand #0 does not dominate this use" in e.rejected
+        for e in rejected
+    )
+    # the terminal: one line per failing config, not one per batch size, no reproducer
+    lines = [line for line in said if "Triton compile failed" in line]
+    assert len(lines) == len(failing) < len(rejected)
+    assert not any("mlir_reproducer" in line or "\n" in line for line in said)
+
+
+def test_the_decision_log_shows_default_shipped_and_tuned_side_by_side(tmp_path):
+    """The tune printed `shipped 493.9 µs`, the Markdown table had no such column."""
+    from ledger.export.markdown import render_markdown
+
+    store = LedgerStore(tmp_path / "l.duckdb")
+    store.init()
+    report = run_tune(
+        TuneSpec(
+            shape=SHAPE,
+            batch_sizes=[1, 64],
+            seed_configs={"1": Shipped.SHIPPED, "64": Shipped.SHIPPED},
+            rounds=3,
+            session_id="tune-md",
+        ),
+        Shipped(),
+        StoreSink(store),
+    )
+    text = render_markdown(store, session_id="tune-md")
+    section = text[text.index("## Kernel tunes") :]
+    header = next(line for line in section.splitlines() if line.startswith("| M |"))
+    assert header == (
+        "| M | SGLang default µs | SGLang shipped µs | tuned µs | tuned vs shipped | tuned vs default "
+        "| noise | tuned config (kept from) | of peak bandwidth | of peak FLOP/s |"
+    )
+    for M in (1, 64):
+        r = report.results[str(M)]
+        row = next(line for line in section.splitlines() if line.startswith(f"| {M} |"))
+        cells = [c.strip() for c in row.strip("|").split("|")]
+        assert cells[1:4] == [
+            f"{r['default_us']:.1f}",
+            f"{r['shipped_us']:.1f}",
+            f"{r['tuned_us']:.1f}",
+        ]
+        assert cells[4] == f"{100 * (r['tuned_us'] / r['shipped_us'] - 1):+.1f}%"
+        assert cells[5] == f"{100 * (r['tuned_us'] / r['default_us'] - 1):+.1f}%"
+        assert cells[7] == "32/128/64 G16 w8 s2 (shipped)"

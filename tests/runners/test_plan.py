@@ -160,13 +160,14 @@ def test_plan_interleaves_records_and_compares(tmp_path: Path) -> None:
         line for line in md.split("## Server runs")[1].splitlines() if line.startswith("| Config")
     )
     assert "max_running_requests" not in runs_header and "MoE kernel config" not in runs_header
-    deltas = md.split("## Benchmark deltas")[1].split("## Timeline")[0]
+    deltas = md.split("## Verdicts")[1].split("\n## ")[0]
     fast = next(
         line
         for line in deltas.splitlines()
-        if line.startswith("| fast | c=2") and "output_throughput" in line
+        if line.startswith("| fast | c=2") and "throughput" in line
     )
-    assert "(CV " in fast and f"`tuneledger run plan {plan.source}`" in fast and "improved" in fast
+    assert "(CV " in fast and "improved" in fast
+    assert f"- `tuneledger run plan {plan.source}` (fast, baseline)" in deltas
 
 
 def test_plan_file_errors(tmp_path: Path) -> None:

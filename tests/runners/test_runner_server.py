@@ -102,9 +102,12 @@ def test_flag_args_and_engine_argv() -> None:
     ]
     vllm = ServerConfig(name="v", engine="vllm", model="/m", flags={"tensor-parallel-size": 4})
     argv = adapter_for("vllm").argv(vllm, 8000)
-    assert Path(argv[0]).name == "vllm"  # on PATH, else beside our interpreter
+    # our interpreter (a configuration's `python` otherwise), the entry point that reads --model
+    assert argv[0] == sys.executable
     assert argv[1:] == [
-        "serve",
+        "-m",
+        "vllm.entrypoints.openai.api_server",
+        "--model",
         "/m",
         "--host",
         "127.0.0.1",
@@ -139,13 +142,19 @@ def test_example_file_loads() -> None:
 
 
 def test_start_ready_with_startup_facts_then_stop(store: LedgerStore) -> None:
-    runner = make_runner(store)
+    said: list[str] = []
+    runner = make_runner(store, say=said.append)
     config = fake_config()
     run = runner.start(config)
     assert run.ready and httpx.get(run.base_url + "/health", trust_env=False).status_code == 200
     stopped = runner.stop(run)
     assert stopped is not None and stopped.signal == "SIGINT" and stopped.exit_code == 0
     assert gone(run.pgid)
+    # a draining server took ~26 s with nothing said; the stop says so first
+    stopping = [i for i, line in enumerate(said) if line.startswith(f"stopping {run.run_id}…")]
+    assert stopping and stopping[0] < next(
+        i for i, x in enumerate(said) if x.startswith("stopped ")
+    )
 
     events = store.read()
     assert [e.type for e in events] == [

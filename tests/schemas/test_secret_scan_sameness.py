@@ -21,7 +21,10 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def reference(text: str) -> bool:
-    """The loop before the one-pass scan: one ``str.find`` chain per root."""
+    """The loop before the one-pass scan: one ``str.find`` chain per root, and the long-run
+    test that sends a text to the library's token shapes (``schemas.secret_shapes``)."""
+    if secrets._LONG_RUN.search(text):
+        return True
     lower = text.lower()
     if len(lower) != len(text):
         return True
@@ -79,6 +82,14 @@ _PIECES = [
     "İ",
     "ß",
     "K",
+    "eyJ",
+    "github_pat_",
+    "glpat-",
+    "AIza",
+    "sk_live_",
+    "0123456789",
+    "abcdefghij",
+    "AB/+cd",
 ]
 _pieces = st.sampled_from(_PIECES)
 _glue = st.text(alphabet="aZ_-. :=\"'0\n", max_size=3)

@@ -1,4 +1,5 @@
-"""The event store's contract: one abstract suite run against every store configuration.
+"""The event store's contract: one abstract suite run against every store configuration and
+every write path of the write layer.
 
 In the style of the ``eventsourcing`` library's tests: ``StoreContract`` states each
 guarantee of ``ledger.store.LedgerStore`` (module docstring there; docs/architecture.md) as a
@@ -23,6 +24,7 @@ from typing import Any
 from uuid import UUID
 
 import duckdb
+import pyarrow as pa
 import pytest
 
 from ledger.errors import (
@@ -32,7 +34,9 @@ from ledger.errors import (
     LedgerBusy,
     NotFound,
 )
-from ledger.store import AppendResult, LedgerStore
+from ledger.store import COLUMNS, AppendResult, LedgerStore, columns_table, event_values
+from ledger.write import bulk, commands, replicated
+from schemas import Event
 from schemas.events import (
     DecisionRecorded,
     EventRetracted,
@@ -816,6 +820,112 @@ class TestKeptOpenStore(StoreContract):
 
     def make_store(self, path: Path, **overrides: Any) -> LedgerStore:
         return LedgerStore(path, **{"hold_s": self.hold_s, **overrides})
+
+
+# --- write paths --------------------------------------------------------------------------
+# The same guarantees through each path of the write layer (``ledger.write``): the careful
+# path (``commands.append``, events), the column path (``commands.append_table``: one Arrow
+# table of store rows), the chunked path (``bulk.append_chunks``: the bulk import's parts) and
+# the replicated path (``replicated.append_pulled``: rows pulled from a sync hub). Each class
+# below runs every test of the contract with ``append`` routed through its path.
+
+
+def _table(events: list[Event]) -> pa.Table:
+    """Events as the column paths take them (``columns_table`` of ``event_values``)."""
+    rows = [event_values(e) for e in events]
+    return columns_table(
+        dict(zip(COLUMNS, map(list, zip(*rows, strict=True)), strict=True)), len(rows)
+    )
+
+
+class WrittenThrough(LedgerStore):
+    """A store whose ``append`` goes through one write path of ``ledger.write`` (the path
+    gets a plain store on the same file and settings)."""
+
+    #: events per part on the chunked path (a batch of a few events spans parts)
+    part_events = 2
+
+    def __init__(self, path: Path, route: str, **options: Any) -> None:
+        super().__init__(path, **options)
+        self.route = route
+        self.plain = LedgerStore(path, **options)
+
+    def append(  # type: ignore[override]
+        self,
+        events: Event | list[Event],
+        *,
+        expected_version: int | None = None,
+        samples: Any = None,
+    ) -> list[AppendResult]:
+        batch = [events] if isinstance(events, Event) else list(events)
+        if self.route == "careful":
+            return commands.append(
+                self.plain, batch, expected_version=expected_version, samples=samples
+            )
+        if expected_version is not None or samples:
+            pytest.skip(f"the {self.route} path takes no expected version and no samples")
+        if not batch:
+            return []
+        if self.route == "column":
+            return list(commands.append_table(self.plain, _table(batch)))
+        if self.route == "chunked":
+            parts = [
+                _table(batch[i : i + self.part_events])
+                for i in range(0, len(batch), self.part_events)
+            ]
+            results, _ = bulk.append_chunks(self.plain, parts, total=len(batch))
+            return list(results)
+        if any(e.stream_version is not None for e in batch):
+            pytest.skip("the replicated path numbers stream versions itself (offline appends)")
+        return list(replicated.append_pulled(self.plain, _table(batch)))
+
+
+class WritePath(StoreContract):
+    """The contract through one write path (``route``), on the default configuration."""
+
+    route = "careful"
+
+    @pytest.fixture(autouse=True)
+    def _processes_run_on_the_store_classes(self, request: pytest.FixtureRequest) -> None:
+        if request.node.get_closest_marker("slow"):
+            pytest.skip("process-based: the configuration classes above run it")
+
+    def make_store(self, path: Path, **overrides: Any) -> LedgerStore:
+        return WrittenThrough(path, self.route, **overrides)
+
+
+class TestCarefulPath(WritePath):
+    route = "careful"
+
+
+class TestColumnPath(WritePath):
+    route = "column"
+
+
+class TestChunkedPath(WritePath):
+    route = "chunked"
+
+
+class TestReplicatedPath(WritePath):
+    route = "replicated"
+
+
+class TestKeptOpenChunkedPath(WritePath):
+    """The chunked path into a kept-open writer (a runner's, the TUI's)."""
+
+    route = "chunked"
+
+    def make_store(self, path: Path, **overrides: Any) -> LedgerStore:
+        return WrittenThrough(path, self.route, **{"hold_s": 0.2, **overrides})
+
+
+class TestKeptOpenReplicatedPath(WritePath):
+    """The replicated path into a kept-open writer (a sync's)."""
+
+    route = "replicated"
+
+    def make_store(self, path: Path, **overrides: Any) -> LedgerStore:
+        return WrittenThrough(path, self.route, **{"hold_s": 0.2, **overrides})
 
 
 def test_store_fixture_stamps_the_fixed_clock(store: LedgerStore) -> None:

@@ -115,7 +115,8 @@ def test_read_upcasts_v1_rows_to_the_current_models(old: LedgerStore) -> None:
         "v1 import",
     )
     assert isinstance(flag, FlagResearched)
-    assert flag.schema_version == 2
+    assert flag.schema_version == 3
+    assert flag.basis == "researched" and flag.arch is None and flag.conditions == []
     assert flag.flag == "enable-x"
     assert flag.what_it_does == "turns x on for decode"
     assert flag.evidence == [Evidence(kind="text", ref=None, text="a.py:12")]
@@ -160,6 +161,8 @@ def test_views_show_the_upcast_values(old: LedgerStore) -> None:
             "what_it_does": "turns x on for decode",
             "verdict": "no-op",
             "evidence": [{"kind": "text", "ref": None, "text": "a.py:12"}],
+            "basis": "researched",
+            "conditions": [],
         },
     ]
 
@@ -293,6 +296,16 @@ FLAG_V1_PAYLOADS = st.fixed_dictionaries(
         "candidate_id": st.none() | _text,
     },
 )
+FLAG_V2_PAYLOADS = st.fixed_dictionaries(
+    {"flag": _flag_name, "verdict": st.sampled_from(VERDICTS)},
+    optional={
+        "what_it_does": st.none() | _text,
+        "evidence": st.lists(_evidence_item, max_size=3),
+        "engine": st.none() | _text,
+        "engine_version": st.none() | _text,
+        "notes": st.none() | _text,
+    },
+)
 _change = st.none() | st.floats(min_value=-0.999, max_value=50, allow_nan=False)
 COMPARISON_V1_PAYLOADS = st.fixed_dictionaries(
     {
@@ -326,6 +339,7 @@ SPEC_V1_PAYLOADS = st.fixed_dictionaries(
 PAYLOADS = {
     ("note_added", 1): NOTE_V1_PAYLOADS,
     ("flag_researched", 1): FLAG_V1_PAYLOADS,
+    ("flag_researched", 2): FLAG_V2_PAYLOADS,
     ("comparison_completed", 1): COMPARISON_V1_PAYLOADS,
     ("spec_decoding_trial_completed", 1): SPEC_V1_PAYLOADS,
 }
@@ -375,7 +389,7 @@ def test_note_upcaster_examples(con: duckdb.DuckDBPyConnection, payload: dict[st
     ],
 )
 def test_flag_upcaster_examples(con: duckdb.DuckDBPyConnection, payload: dict[str, Any]) -> None:
-    (upcaster,) = [u for u in UPCASTERS if u.type == "flag_researched"]
+    (upcaster,) = [u for u in UPCASTERS if u.type == "flag_researched" and u.from_version == 1]
     assert_same(con, upcaster, payload)
 
 
@@ -384,7 +398,7 @@ def test_flag_upcasters_agree_on_surrounding_whitespace(
     con: duckdb.DuckDBPyConnection, flag: str
 ) -> None:
     """normalize_flag (Python) strips whitespace first; the SQL upcaster must too."""
-    (upcaster,) = [u for u in UPCASTERS if u.type == "flag_researched"]
+    (upcaster,) = [u for u in UPCASTERS if u.type == "flag_researched" and u.from_version == 1]
     payload = {"flag": flag, "verdict": "no-op"}
     assert (
         sql_upcast(con, upcaster.sql, payload)["flag"]

@@ -6,7 +6,10 @@ small synthetic corpus, wrapped as ``PreTrainedTokenizerFast`` with a ChatML cha
 ``Qwen3MoeConfig`` with small sizes (hidden 64, 2 layers, 8 experts, top-2): its text is noise
 but its serving path is the real one. Throughput is real too, on whatever device serves it.
 
-``python tests/support/tiny_model.py OUT_DIR`` writes a model folder ``transformers serve`` can load.
+``python tests/support/tiny_model.py OUT_DIR`` writes a model folder ``transformers serve`` can load;
+``--hidden 256 --text-tokens`` one vLLM's CPU build serves (its CPU attention needs head_dim >= 32,
+and greedy decoding of a random model repeats one token: with ``text_tokens`` that token is text,
+never a special token or a lone byte that streams nothing; scripts/install_vllm_cpu.sh).
 """
 
 from __future__ import annotations
@@ -35,8 +38,20 @@ def _corpus(lines: int = 2000, seed: int = 0) -> list[str]:
     ]
 
 
-def train_tokenizer_json(out_dir: str | Path, vocab_size: int = 512) -> Path:
-    """Train a byte-level BPE tokenizer; write ``tokenizer.json`` in ``out_dir``; return its path."""
+def _ascii_alphabet() -> list[str]:
+    """The byte-level symbols of printable ASCII, space and newline (GPT-2's byte-to-unicode map:
+    ``!``..``~`` are themselves, space is U+0120, newline U+010A)."""
+    return [chr(b) for b in range(33, 127)] + ["\u0120", "\u010a"]
+
+
+def train_tokenizer_json(
+    out_dir: str | Path, vocab_size: int = 512, *, ascii_only: bool = False
+) -> Path:
+    """Train a byte-level BPE tokenizer; write ``tokenizer.json`` in ``out_dir``; return its path.
+
+    ``ascii_only``: the base alphabet is printable ASCII instead of all 256 bytes, so every token
+    decodes to text on its own (a lone byte of a multi-byte character decodes to nothing while a
+    streaming detokenizer waits for the rest: a greedy model stuck on one streams no content)."""
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
 
     tok = Tokenizer(models.BPE())
@@ -45,7 +60,7 @@ def train_tokenizer_json(out_dir: str | Path, vocab_size: int = 512) -> Path:
     trainer = trainers.BpeTrainer(
         vocab_size=vocab_size,
         special_tokens=SPECIAL,
-        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+        initial_alphabet=_ascii_alphabet() if ascii_only else pre_tokenizers.ByteLevel.alphabet(),
         show_progress=False,
     )
     tok.train_from_iterator(_corpus(), trainer=trainer)
@@ -64,6 +79,7 @@ def build_tiny_model(
     layers: int = 2,
     experts: int = 8,
     stop_at_eos: bool = True,
+    text_tokens: bool = False,
 ) -> Path:
     """Write a random-weight Qwen3-MoE model, tokenizer and chat template to ``out_dir``; return it.
 
@@ -79,7 +95,7 @@ def build_tiny_model(
     from transformers import PreTrainedTokenizerFast, Qwen3MoeConfig, Qwen3MoeForCausalLM
 
     out = Path(out_dir)
-    tok_path = train_tokenizer_json(out)
+    tok_path = train_tokenizer_json(out, ascii_only=text_tokens)
     tokenizer = PreTrainedTokenizerFast(
         tokenizer_file=str(tok_path),
         eos_token="<|im_end|>",
@@ -109,6 +125,12 @@ def build_tiny_model(
         tie_word_embeddings=True,
     )
     model = Qwen3MoeForCausalLM(config).to(torch.float32)
+    if text_tokens:
+        # Special tokens' (tied) embedding rows zeroed: their logit is 0 while the largest of the
+        # others is positive, so greedy decoding never emits one (it would stream no text).
+        with torch.no_grad():
+            for token in SPECIAL:
+                model.get_input_embeddings().weight[tokenizer.convert_tokens_to_ids(token)] = 0.0
     model.generation_config.eos_token_id = config.eos_token_id if stop_at_eos else None
     model.generation_config.pad_token_id = config.pad_token_id
     if not stop_at_eos:
@@ -125,5 +147,23 @@ def build_tiny_model(
     return out
 
 
+def main(argv: list[str]) -> None:
+    """``python tests/tiny_model.py [OUT_DIR] [--hidden N] [--text-tokens]``."""
+    import argparse
+
+    parser = argparse.ArgumentParser(description="Build a tiny random-weight Qwen3-MoE offline.")
+    parser.add_argument("out_dir", nargs="?", default="tiny-qwen3-moe")
+    parser.add_argument(
+        "--hidden", type=int, default=64, help="hidden size (head_dim = hidden / 4)"
+    )
+    parser.add_argument(
+        "--text-tokens",
+        action="store_true",
+        help="every token decodes to text on its own (greedy output always streams text)",
+    )
+    args = parser.parse_args(argv)
+    print(build_tiny_model(args.out_dir, hidden=args.hidden, text_tokens=args.text_tokens))
+
+
 if __name__ == "__main__":
-    print(build_tiny_model(sys.argv[1] if len(sys.argv) > 1 else "tiny-qwen3-moe"))
+    main(sys.argv[1:])

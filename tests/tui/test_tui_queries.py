@@ -154,6 +154,41 @@ def test_incremental_snapshot_reads_only_new_timeline_rows(tmp_path: Path) -> No
     assert timeline.rows[0]["summary"] == "note: one more"
 
 
+def test_a_refresh_binds_only_the_views_its_parts_declare_and_writes_nothing(
+    tmp_path: Path,
+) -> None:
+    """Each part reads through the views its ``Part`` declares, made from this code on the
+    reader's own connection: with the views stored in the file dropped, every part still
+    reads, and one that leaves a view off fails loudly (with the stored views there it would
+    have read SQL stored in the file). A refresh leaves the file byte for byte."""
+    import dataclasses
+    import hashlib
+
+    import duckdb
+
+    store = make_demo(tmp_path)
+    with duckdb.connect(str(store.path)) as con:
+        stored = [
+            r[0]
+            for r in con.execute(
+                "SELECT view_name FROM duckdb_views() WHERE NOT internal AND NOT temporary"
+            ).fetchall()
+        ]
+        assert {"board", "board_deltas", "timeline", "benchmark_summary", "flag_verdicts"} <= set(
+            stored
+        )
+        for name in stored:
+            con.execute(f'DROP VIEW IF EXISTS "{name}" CASCADE')
+    digest = hashlib.sha256(store.path.read_bytes()).hexdigest()
+    for part in panes.PARTS:
+        assert part.views, part.name
+        assert set(queries.load_snapshot(store, DEMO_SESSION, [part])) == {"head", part.name}
+    assert hashlib.sha256(store.path.read_bytes()).hexdigest() == digest
+    board = next(p for p in panes.PARTS if p.name == "board")
+    with pytest.raises(duckdb.CatalogException, match="board"):
+        queries.load_snapshot(store, DEMO_SESSION, [dataclasses.replace(board, views=())])
+
+
 def test_a_new_pane_is_one_class_and_one_line() -> None:
     """Every pane declares what the app builds from it, and names its part after itself."""
     names = [p.NAME for p in panes.PANES]

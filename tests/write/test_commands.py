@@ -1,10 +1,11 @@
-"""The command layer (``ledger/write/commands.py``): every writer appends through it, and its rules
-hold through every front end that can break them.
+"""The write layer (``ledger/write/``: commands, the bulk import, replicated rows): every writer
+appends through it, and its rules (``ledger/write/rules.py``) hold through every front end that
+can break them.
 
 Front ends of each rule and where they are tested:
 
 - a retraction names a stored event: CLI ``append`` (options, stdin, the bulk path), and
-  ``commands.retract`` (here); replicated rows are checked by the store (test_sync.py);
+  ``commands.retract`` (here); replicated rows by ``ledger.write.replicated`` (test_sync.py);
 - a triage passes the candidate stream's expected version: CLI ``append`` (here, and
   tests/tui/test_tui_live.py passes it from another process), the TUI's triage action
   (tests/tui/test_tui_actions.py: ``test_accept_and_defer_append_triage_with_expected_version``,
@@ -26,6 +27,7 @@ from uuid import UUID
 import pytest
 
 from ledger.errors import ConcurrencyConflict, NotFound
+from ledger.importers.ingest import import_files
 from ledger.store import LedgerStore
 from ledger.write import commands
 from schemas import Actor, CandidateProposed, NoteAdded, ServerReady, StartupFacts
@@ -38,18 +40,24 @@ if not CASES.exists():  # the worktree's ../shared
 CAPACITY_CASE = CASES / "sglang-pr29927-spec-capacity-drop"
 ME = Actor(kind="agent", name="test")
 
-# --- no writer goes around the command layer -------------------------------------------
+# --- no writer goes around the write layer ----------------------------------------------
 
-#: Modules that may call the store's append methods themselves, and why.
+#: Modules that may call the store's append methods themselves, and why: the store, and the
+#: write layer's paths (each applies ``ledger.write.rules``).
 ALLOWED = {
     "ledger/store/ledger_store.py": "the store itself",
-    "ledger/write/commands.py": "the command layer",
-    # Rows pulled from a sync hub were accepted by the commands of the ledger that wrote them;
-    # two offline triages at one version are both kept by design (sync_conflicts shows them).
-    "ledger/sync/replicate.py": "replication of events already accepted elsewhere",
+    "ledger/write/commands.py": "the careful and column paths (events, rows, one table)",
+    "ledger/write/bulk.py": "the chunked path (the bulk import)",
+    "ledger/write/replicated.py": "the replicated path (rows pulled from a sync hub)",
 }
-#: The store's write methods.
-APPEND_METHODS = {"append", "append_rows", "append_columns", "append_replicated"}
+#: The store's write methods: every public method of ``LedgerStore`` that appends.
+APPEND_METHODS = {
+    "append",
+    "append_rows",
+    "append_columns",
+    "append_column_chunks",
+    "append_replicated",
+}
 #: A receiver that is a ledger store by the package's naming (``store``, ``self.store``,
 #: ``ctx.store()``, ``LedgerStore(...)``); a list's ``.append`` is not.
 STORE_RECEIVER = re.compile(r"(^|\.|_)store(\(\))?$|^LedgerStore\(")
@@ -96,6 +104,12 @@ def test_no_module_outside_the_command_layer_appends_directly() -> None:
     assert offenders == [], "append through ledger.write.commands instead:\n" + "\n".join(offenders)
 
 
+def test_the_check_lists_every_write_method_of_the_store() -> None:
+    public = {name for name in vars(LedgerStore) if not name.startswith("_")}
+    writes = {name for name in public if name.startswith("append")}
+    assert writes == APPEND_METHODS
+
+
 def test_the_check_sees_the_forms_it_must(tmp_path: Path) -> None:
     """The guard itself: each way a module could reach the store's append is caught."""
     code = tmp_path / "m.py"
@@ -104,10 +118,10 @@ def test_the_check_sees_the_forms_it_must(tmp_path: Path) -> None:
         "asyncio.to_thread(store.append, e)\nx.append_rows(r)\nLedgerStore(p).append(e)\n"
         "events.append(e)\nrestore.append(e)\ncommands.append(store, e)\n"
         "def f(s: LedgerStore, out: list):\n    s.append(e)\n    out.append(e)\n"
-        "ledger = LedgerStore(p)\nledger.append(e)\n"
+        "ledger = LedgerStore(p)\nledger.append(e)\nstore.append_column_chunks(parts)\n"
     )
     lines = sorted(int(hit.split(":")[1]) for hit in _direct_appends(code, tmp_path))
-    assert lines == [1, 2, 3, 4, 5, 6, 11, 14]
+    assert lines == [1, 2, 3, 4, 5, 6, 11, 14, 15]
 
 
 # --- the CLI, in process -------------------------------------------------------------------
@@ -183,6 +197,21 @@ def test_cli_triage_of_a_candidate_never_proposed_is_not_found(cli, ledger_path:
     assert _count(LedgerStore(ledger_path), "candidate_triaged") == 0
 
 
+def test_cli_triage_expecting_version_0_of_a_proposed_candidate_is_a_conflict(
+    cli, ledger_path: Path
+) -> None:
+    """`--expected-version 0` on a proposed candidate said "never proposed" (exit 5): the
+    candidate is there, the version given is stale: a conflict (exit 4) naming the version found.
+    A candidate nobody proposed stays exit 5."""
+    _propose(cli)
+    triage = ("append", "candidate_triaged", "-f", "status=accepted", "--expected-version", "0")
+    code, _, err = cli(*triage, "-f", "candidate_id=flag:x")
+    assert code == 4 and "expected version 0, found 1" in err, err
+    code, _, err = cli(*triage, "-f", "candidate_id=flag:nosuch")
+    assert code == 5 and "no candidate 'flag:nosuch' was proposed" in err
+    assert _count(LedgerStore(ledger_path), "candidate_triaged") == 0
+
+
 def test_cli_triage_in_a_batch_carries_its_own_stream_version(cli, ledger_path: Path) -> None:
     """A batch spans streams, so --expected-version cannot apply: each triage gives the
     version it must get (expected + 1) instead."""
@@ -232,7 +261,7 @@ def test_cli_retraction_of_an_event_earlier_in_the_same_batch(cli, ledger_path: 
 
 def _bulk_lines(extra: dict) -> str:
     """Enough JSON lines for the CLI's bulk path (ledger.write.bulk), ``extra`` last."""
-    from ledger.cli.main import BULK_MIN_LINES
+    from ledger.cli.commands.append import BULK_MIN_LINES
 
     notes = [json.dumps({"type": "note_added", "text": f"n{i}"}) for i in range(BULK_MIN_LINES)]
     return "\n".join([*notes, json.dumps(extra)]) + "\n"
@@ -364,10 +393,10 @@ def _capacity(store: LedgerStore) -> list[str]:
 def test_import_compares_with_the_previous_run_in_one_call_or_two(tmp_path: Path) -> None:
     run1, run2 = CAPACITY_CASE / "run1_no_spec.log", CAPACITY_CASE / "run2_eagle.log"
     together = LedgerStore(tmp_path / "one.duckdb")
-    commands.import_files(together, [run1, run2], session_id="s", actor=ME)
+    import_files(together, [run1, run2], session_id="s", actor=ME)
     apart = LedgerStore(tmp_path / "two.duckdb")
-    commands.import_files(apart, [run1], session_id="s", actor=ME)
-    commands.import_files(apart, [run2], session_id="s", actor=ME)
+    import_files(apart, [run1], session_id="s", actor=ME)
+    import_files(apart, [run2], session_id="s", actor=ME)
     expected = ["max_total_num_tokens 405504 -> 110592 (-73%) against the previous run"]
     assert _capacity(together) == _capacity(apart) == expected
     # The view pairs the same two runs.

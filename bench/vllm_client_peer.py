@@ -1,0 +1,101 @@
+"""Our benchmark client beside vLLM's own (`vllm bench serve`), interleaved on one vLLM server.
+
+    python bench/vllm_client_peer.py [--repeats 4] [--concurrency 4] [--ledger L]
+
+Starts the baseline of data/vllm_cpu_plan.toml's engine (.venv-vllm, ``make vllm-cpu``; eager)
+once, then per repeat runs ``tuneledger run bench`` (ours) and ``tuneledger run bench --tool
+vllm`` (theirs, imported) with the same workload, alternating which goes first, and prints per
+client the mean and CV of output throughput and median TTFT over the repeats, and the difference
+of the means against the noise (2 x the larger CV, as ``runners.compare``'s tau). Everything is
+recorded in the ledger (``config_name`` ``ours`` / ``vllm-bench-serve``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from ledger.store import LedgerStore  # noqa: E402
+from runners.server.configs import parse_configs  # noqa: E402
+from runners.server.runner import ServerRunner  # noqa: E402
+
+PYTHON = ROOT / ".venv-vllm" / "bin" / "python"
+MODEL = ROOT / ".venv-vllm" / "models" / "tiny-qwen3-moe"
+TUNELEDGER = Path(sys.executable).parent / "tuneledger"
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--repeats", type=int, default=4)
+    ap.add_argument("--concurrency", type=int, default=4)
+    ap.add_argument("--num-prompts", type=int, default=32)
+    ap.add_argument("--ledger", default="vllm-peer.duckdb")
+    args = ap.parse_args()
+    config = parse_configs(
+        {
+            "configs": {
+                "baseline": {
+                    "engine": "vllm",
+                    "python": str(PYTHON),
+                    "model": str(MODEL),
+                    "port": 0,
+                    "env": {"VLLM_CPU_KVCACHE_SPACE": "1", "HF_HUB_OFFLINE": "1"},
+                    "flags": {"max-model-len": 512, "dtype": "bfloat16", "enforce-eager": True},
+                }
+            }
+        }
+    )["baseline"]
+    store = LedgerStore(args.ledger)
+    store.init()
+    common = [
+        "--endpoint", "completions", "--input-len", "64", "--output-len", "32",
+        "--num-prompts", str(args.num_prompts), "--concurrency", str(args.concurrency),
+        "--tokenizer", str(MODEL), "--warmup", "2", "--no-progress",
+    ]  # fmt: skip
+    with ServerRunner(store, session_id="vllm-peer", say=print) as runner:
+        run = runner.start(config, health_timeout_s=900)
+        base = [str(TUNELEDGER), "--ledger", args.ledger, "--session", "vllm-peer", "run", "bench"]
+        ours = [*base, "--url", run.base_url, *common, "--config-name", "ours"]
+        theirs = [
+            *base, "--url", run.base_url, *common, "--config-name", "vllm-bench-serve",
+            "--tool", "vllm", "--tool-path", str(PYTHON),
+        ]  # fmt: skip
+        for r in range(args.repeats):
+            for cmd in (ours, theirs) if r % 2 == 0 else (theirs, ours):
+                subprocess.run(cmd, check=True, capture_output=True, text=True, timeout=900)
+            print(f"repeat {r + 1}/{args.repeats} done")
+        runner.stop(run, reason="peer comparison done")
+    rows = store.query_arrow(
+        "SELECT config_name, output_throughput, median_ttft_ms FROM benchmarks "
+        "WHERE session_id = 'vllm-peer' ORDER BY seq"
+    ).to_pylist()
+    print("\n| client | runs | output tok/s (CV) | median TTFT ms (CV) |\n|---|---|---|---|")
+    stats = {}
+    for name in ("ours", "vllm-bench-serve"):
+        thr = [r["output_throughput"] for r in rows if r["config_name"] == name]
+        ttft = [r["median_ttft_ms"] for r in rows if r["config_name"] == name]
+        stats[name] = (thr, ttft)
+        print(
+            f"| {name} | {len(thr)} | {statistics.fmean(thr):.1f} ({_cv(thr):.1%}) | "
+            f"{statistics.fmean(ttft):.1f} ({_cv(ttft):.1%}) |"
+        )
+    for i, metric in enumerate(("output throughput", "median TTFT")):
+        a, b = stats["ours"][i], stats["vllm-bench-serve"][i]
+        diff = statistics.fmean(a) / statistics.fmean(b) - 1
+        noise = 2 * max(_cv(a), _cv(b))
+        within = "within" if abs(diff) <= noise else "OUTSIDE"
+        print(f"{metric}: ours / vllm - 1 = {diff:+.1%}, noise 2 x CV = {noise:.1%}: {within}")
+
+
+def _cv(values: list[float]) -> float:
+    return statistics.stdev(values) / statistics.fmean(values) if len(values) > 1 else 0.0
+
+
+if __name__ == "__main__":
+    main()

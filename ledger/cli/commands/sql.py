@@ -1,0 +1,86 @@
+"""``tuneledger sql``, ``types`` and ``views``: one read-only query, the event types, the views."""
+
+from __future__ import annotations
+
+import click
+
+from ledger.cli.context import FORMATS, Context, ledger_option, pass_ctx, print_table, stream_rows
+from ledger.cli.option_types import bigint, seconds
+
+
+@click.command()
+@click.argument("query")
+@click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True)
+@click.option(
+    "--timeout",
+    "timeout_s",
+    type=seconds(),
+    default=10.0,
+    show_default=True,
+    help="Stop the query, its fetching and printing after this many seconds (0: no limit); writers wait while it runs.",
+)
+@click.option(
+    "--max-rows",
+    type=bigint(1),
+    default=1000,
+    show_default=True,
+    help="Rows shown by --format table (csv and json stream every row).",
+)
+@ledger_option
+@pass_ctx
+def sql(ctx: Context, query: str, fmt: str, timeout_s: float, max_rows: int) -> None:
+    """Run one read-only SQL query over the ledger and its views.
+
+    \b
+    Example: tuneledger sql "SELECT flag, verdict FROM flag_verdicts WHERE arch = 'sm120' AND no_effect"
+    Statements that write, attach, set options or touch files are refused (exit 6);
+    a query stopped by --timeout exits 14. A table shows --max-rows rows (with a notice
+    when there are more); csv and json stream every row. --timeout covers the query,
+    fetching and printing.
+    """
+    from ledger.cli.sql_guard import hard_deadline, limit_memory
+    from ledger.read.sql_sandbox import run_readonly, stream_readonly, timeout_message
+
+    limit_memory()
+    with hard_deadline(timeout_s, timeout_message(timeout_s)):
+        if fmt != "table":  # streamed: memory stays at one batch whatever the result's size
+            stream_rows(stream_readonly(ctx.store(), query, timeout_s=timeout_s or None), fmt)
+            return
+        table = run_readonly(ctx.store(), query, max_rows=max_rows + 1, timeout_s=timeout_s or None)
+        print_table(table.slice(0, max_rows), fmt)
+    if table.num_rows > max_rows:
+        click.echo(
+            f"(the first {max_rows:,} rows; --max-rows N shows more, --format csv or json streams them all)"
+        )
+
+
+@click.command(name="types")
+@click.argument("event_type", required=False, metavar="[TYPE]")
+def list_types(event_type: str | None) -> None:
+    """List the event types, or TYPE's fields with their types, units and meaning."""
+    from ledger.read.event_types import describe_all, describe_type
+
+    click.echo(describe_type(event_type) if event_type else describe_all())
+
+
+@click.command(name="views")
+@ledger_option
+@pass_ctx
+def list_views(ctx: Context) -> None:
+    """List the derived views and their columns (no ledger needed: without one, a scratch
+    ledger's views are described, the same for every ledger of this version)."""
+    import tempfile
+    from pathlib import Path
+
+    from ledger.derive.views import VIEW_NAMES
+    from ledger.store import LedgerStore
+
+    with tempfile.TemporaryDirectory() as scratch:
+        store = ctx.store()
+        if not ctx.ledger.exists():
+            store = LedgerStore(Path(scratch) / "views.duckdb")
+            store.init()
+        with store.connect() as con:  # one connection, every view made on it once
+            for name in VIEW_NAMES:
+                cols = [row[0] for row in con.execute(f"DESCRIBE {name}").fetchall()]
+                click.echo(f"{name}: " + ", ".join(cols))

@@ -1,0 +1,194 @@
+"""The line grammar shared by every engine log: what launchers put around a line, and its level.
+
+An engine's line reaches a log file through layers, each adding its own prefix; this module takes
+them off, outermost first, and says which level the line was logged at when any layer says so:
+
+- ANSI colour codes (a terminal capture, ``docker logs`` of a TTY container);
+- docker compose's ``name  | `` column (``sglang-1  | [2025-10-29 11:25:58 TP3] ...``);
+- systemd's journal (``Mar 07 23:50:27 host python[811]: ...``, short or ISO time);
+- a host program re-logging the engine's output with its own prefix (a Python logger's
+  ``2025-03-07 23:50:27,531 - __main__ - INFO - ``, a launcher's
+  ``2026-06-09 14:01:54.604 [Info] (Process) ``): its shape is learned from a line that holds
+  an engine line inside, then taken off every line of that shape, traceback lines included;
+- torch's rank prefix ``[rank0]:`` and its C++ (glog) header ``[E1201 02:07:08.408271257 123
+  ProcessGroupNCCL.cpp:607]`` (level from the letter: E error, W warning, I info, F fatal);
+- uvicorn's ``ERROR:    `` / ``INFO:     `` level column.
+
+The engines' own prefixes (SGLang's ``[ts TPn]``, vLLM's ``LEVEL MM-DD hh:mm:ss [file.py:N]`` and
+process tag) are read by ``sglang_facts`` and ``vllm_facts``; both give a ``LogLine``.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from datetime import datetime
+
+#: Levels as this package names them (``None``: the line carries none, as SGLang's own format).
+LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
+
+_ANSI_RE = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07]*\x07")
+# docker compose pads the service name (``name-1``, ``name_1``) to a column, then "| ".
+_COMPOSE_RE = re.compile(r"^(?P<wrap>[A-Za-z0-9][\w.-]{0,80}\s+\|(?: |$))")
+_MONTH = r"(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec)"
+_JOURNAL_RE = re.compile(
+    rf"^(?P<wrap>(?:{_MONTH} [ \d]\d \d\d:\d\d:\d\d|\d{{4}}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:[+-]\d\d:?\d\d|Z)?)"
+    r" [\w.-]+ [\w.@/-]+(?:\[\d+\])?: )"
+)
+_TORCH_RANK_RE = re.compile(r"^(?P<wrap>(?:\[\d+\] )?\[rank\d+\]:)")
+_GLOG_RE = re.compile(r"^\[(?P<letter>[EWIF])\d{4} \d\d:\d\d:\d\d\.\d+(?: +\d+)? [\w./-]+:\d+\] ?")
+_GLOG_LEVEL = {"E": "ERROR", "W": "WARNING", "I": "INFO", "F": "CRITICAL"}
+_UVICORN_RE = re.compile(r"^(?P<level>DEBUG|INFO|WARNING|ERROR|CRITICAL):\s+")
+# "[2025-03-07 23:50:27][ERROR]: msg" and "[ERROR] msg": a bracketed level before the message.
+_BRACKET_LEVEL_RE = re.compile(
+    r"^(?:\[\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(?:[.,]\d+)?\])?\[(?P<level>DEBUG|INFO|WARN|WARNING|ERROR|CRITICAL)\]:? "
+)
+
+#: Where an engine line starts inside a host program's line: SGLang's "[YYYY-mm-dd HH:MM:SS" or
+#: vLLM's "LEVEL MM-DD hh:mm:ss" (its process tag first when there is one).
+ENGINE_START_RE = re.compile(
+    r"\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:[.,]\d{1,6})?(?: [A-Z][A-Z_]*\d+)*\] "
+    r"|(?:\([\w.-]+(?: rank=\d+)? pid=\d+\) )?(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) \d\d-\d\d \d\d:\d\d:\d\d"
+)
+# What a host prefix looks like: a time of day, a level word or a "|" column, in at most 200
+# characters without a "[" of its own (but a pid's "[811]", a bracketed level "[Info]").
+_HOST_WRAP_RE = re.compile(
+    r"^(?P<wrap>(?:[^\[]|\[\d+\]|\[(?:[Ii]nfo|INFO|[Ww]arn(?:ing)?|WARN(?:ING)?|[Ee]rror|ERROR|[Dd]ebug|DEBUG)\]){1,200}?"
+    r"(?:\d{1,2}:\d\d:\d\d|\b(?:DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL|Info|Warning|Error|Debug)\b|\|)"
+    r"(?:[^\[]|\[\d+\]|\[(?:[Ii]nfo|INFO|[Ww]arn(?:ing)?|WARN(?:ING)?|[Ee]rror|ERROR|[Dd]ebug|DEBUG)\]){0,120}?)$"
+)
+_LEVEL_WORDS = r"(?:DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL|Info|Warning|Warn|Error|Debug|Critical)"
+
+
+@dataclass(frozen=True)
+class LogLine:
+    """One line of a log: 1-based ``number``, the ``raw`` text, and what its prefixes said.
+
+    ``message`` is the text after every prefix (the raw text, stripped, for a line without
+    one); ``timestamp`` naive local time as the engine printed it; ``ranks`` maps ``TP`` / ``DP``
+    / ``EP`` / ``PP`` (SGLang) or ``rank`` (torch) to its number; ``level`` the level a prefix
+    stated (``None``: none did, as in SGLang's default format); ``wrapped``: a launcher or host
+    program's own prefix was taken off; ``process`` vLLM's process tag (``EngineCore_DP0``).
+    """
+
+    number: int
+    raw: str
+    message: str
+    timestamp: datetime | None = None
+    ranks: dict[str, int] = field(default_factory=dict)
+    level: str | None = None
+    wrapped: bool = False
+    process: str | None = None
+
+    @property
+    def prefixed(self) -> bool:
+        """True when the line carries the engine's own timestamped prefix."""
+        return self.timestamp is not None
+
+
+@dataclass(frozen=True)
+class Unwrapped:
+    """A raw line without its launchers' prefixes: ``text``, whether any was taken off, the
+    level a launcher layer stated (glog, uvicorn, a bracketed level) and torch's rank."""
+
+    text: str
+    wrapped: bool = False
+    level: str | None = None
+    rank: int | None = None
+
+
+class Unwrapper:
+    """Takes launcher prefixes off the lines of one log (see the module doc).
+
+    A host program's prefix has no fixed form: it is learned from the first line that holds an
+    engine line after a prefix of host shape (a time of day, a level word or a ``|`` column),
+    as a pattern with its digits and level words free, and then taken off every line that starts
+    with that pattern, continuation lines included (so a traceback keeps its exception).
+    """
+
+    def __init__(self) -> None:
+        self.host: re.Pattern[str] | None = None
+
+    def learn(self, lines: list[str], scan: int = 5000) -> None:
+        """Learn a host prefix from the first ``scan`` lines (no-op when none has one)."""
+        for raw in lines[:scan]:
+            text = strip_layers(raw.rstrip("\r\n"))[0]
+            inner = ENGINE_START_RE.search(text)
+            if inner is None or inner.start() == 0:
+                continue
+            head = text[: inner.start()]
+            if _HOST_WRAP_RE.match(head):
+                self.host = _shape_of(head)
+                return
+
+    def unwrap(self, raw: str) -> Unwrapped:
+        """``raw`` without its prefixes; see ``Unwrapped``. A line a progress bar redrew with
+        ``\r`` reads as a terminal shows it: its last frame."""
+        text = raw.rstrip("\r\n")
+        if "\r" in text:
+            frames = [frame for frame in text.split("\r") if frame.strip()]
+            text = frames[-1] if frames else ""
+        text, wrapped = strip_layers(text)
+        if self.host is not None and (m := self.host.match(text)):
+            text, wrapped = text[m.end() :], True
+            text, again = strip_layers(text)
+            wrapped = wrapped or again
+        rank = None
+        if m := _TORCH_RANK_RE.match(text):
+            rank = int(re.findall(r"rank(\d+)", m.group("wrap"))[0])
+            text, wrapped = text[m.end() :], True
+        level, text = inner_level(text)
+        return Unwrapped(text, wrapped, level, rank)
+
+
+def strip_layers(text: str) -> tuple[str, bool]:
+    """``text`` without ANSI codes, docker compose's column and the journal's prefix (repeated
+    while one is found: a journal of a compose service has both)."""
+    wrapped = False
+    if "\x1b" in text:
+        text = _ANSI_RE.sub("", text)
+    while True:
+        m = _COMPOSE_RE.match(text) or _JOURNAL_RE.match(text)
+        if m is None:
+            return text, wrapped
+        text, wrapped = text[m.end() :], True
+
+
+def _shape_of(head: str) -> re.Pattern[str]:
+    """A pattern for host prefixes like ``head``: digit runs and level words free, the rest as is,
+    runs of spaces of any width (columns padded to the level's length)."""
+    parts = re.split(rf"(\d+|{_LEVEL_WORDS}\b| +)", head)
+    out = []
+    for part in parts:
+        if not part:
+            continue
+        if part.isdigit():
+            out.append(r"\d+")
+        elif re.fullmatch(_LEVEL_WORDS, part):
+            out.append(_LEVEL_WORDS)
+        elif part.isspace():
+            out.append(r" +")
+        else:
+            out.append(re.escape(part))
+    return re.compile("^" + "".join(out))
+
+
+_FILE_LEVEL_RE = re.compile(r"^(?P<level>DEBUG|INFO|WARNING|ERROR|CRITICAL) [\w./-]+\.py:\d+: ")
+
+
+def inner_level(message: str) -> tuple[str | None, str]:
+    """(level, message) of an engine line's message that starts with a level of its own: some
+    SGLang builds' ``LEVEL file.py:NNN: ``, uvicorn's ``INFO:     ``, a bracketed ``[ERROR]``,
+    torch's C++ ``[E1201 ...]`` header. ``(None, message)`` when it starts with none."""
+    for rx in (_FILE_LEVEL_RE, _UVICORN_RE, _BRACKET_LEVEL_RE):
+        if m := rx.match(message):
+            word = m.group("level")
+            return ("WARNING" if word == "WARN" else word), message[m.end() :]
+    if m := _GLOG_RE.match(message):
+        return _GLOG_LEVEL[m.group("letter")], message[m.end() :]
+    return None, message
+
+
+#: The exception line of a Python traceback, by shape: a dotted class name, then ": message"
+#: or nothing (``KeyboardInterrupt``).
+EXCEPTION_LINE_RE = re.compile(r"^(?P<cls>(?:[A-Za-z_]\w*\.)*[A-Z]\w*)(?::\s?(?P<msg>.*))?$")

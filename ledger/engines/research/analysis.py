@@ -1,0 +1,202 @@
+"""The research of one engine version for one target: the library call behind
+``tuneledger research``.
+
+``open_engine`` finds the source (a wheel, a folder, the installed package, or
+``sglang==0.5.23``: a wheel from the wheel folders, else ``pip download --no-deps``);
+``load_index`` analyses it, or reads the analysis back from the cache; ``research`` evaluates
+it for an arch, a model, a TP size and the flags given.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ledger.errors import InvalidInput, LedgerError, NotFound
+
+from . import cache, sglang_defs
+from .access import AccessModel
+from .definitions import FlagDefinition
+from .flags_given import GivenFlag, match_flags
+from .gates import GateEvaluator
+from .index import VersionIndex, build_index
+from .resolve import Resolution, new_interpreter, walk
+from .sources import ENGINES, EngineSource, installed_package, open_folder, open_wheel
+from .target import Target
+from .verdicts import FlagReport, Judge
+from .world import World
+
+#: The flags listed (and recorded) without being given: those that do nothing here whatever
+#: else is set. A flag read only behind another flag (``no-op``) is listed when given.
+LISTED = ("dead-code", "not-activated", "overridden")
+
+_SPEC = re.compile(r"^([A-Za-z][\w\-]*)==([\w.+\-]+)$")
+
+
+class DownloadFailed(LedgerError):
+    """``pip download`` could not fetch the engine's wheel (offline, or no such version)."""
+
+    exit_code = 5
+
+
+def wheel_dirs() -> list[Path]:
+    configured = os.environ.get("TUNELEDGER_WHEELS")
+    dirs = [Path(p) for p in configured.split(os.pathsep) if p] if configured else []
+    return [*dirs, cache.cache_dir() / "wheels"]
+
+
+def find_wheel(distribution: str, version: str, dirs: list[Path]) -> Path | None:
+    stem = distribution.replace("-", "_").lower()
+    for directory in dirs:
+        if not directory.is_dir():
+            continue
+        for wheel in sorted(directory.glob("*.whl")):
+            name, _, rest = wheel.name.partition("-")
+            if name.lower() == stem and rest.split("-")[0] == version:
+                return wheel
+    return None
+
+
+def download_wheel(distribution: str, version: str, directory: Path) -> Path:
+    directory.mkdir(parents=True, exist_ok=True)
+    command = [
+        sys.executable,
+        "-m",
+        "pip",
+        "download",
+        "--no-deps",
+        "--only-binary=:all:",
+        "--quiet",
+        "--dest",
+        str(directory),
+        f"{distribution}=={version}",
+    ]
+    done = subprocess.run(command, capture_output=True, text=True, check=False)
+    wheel = find_wheel(distribution, version, [directory])
+    if done.returncode != 0 or wheel is None:
+        last = (done.stderr.strip().splitlines() or ["no wheel"])[-1]
+        raise DownloadFailed(f"{distribution}=={version}: pip download failed: {last}")
+    return wheel
+
+
+def open_engine(spec: str, engine: str | None = None, download: bool = True) -> EngineSource:
+    """An engine's source from ``sglang==0.5.23``, a wheel, a folder, or an installed name."""
+    match = _SPEC.match(spec.strip())
+    if match:
+        distribution, version = match.groups()
+        if distribution.lower().replace("_", "-") not in ENGINES:
+            raise InvalidInput(f"{spec}: unknown engine (known: {', '.join(sorted(ENGINES))})")
+        dirs = wheel_dirs()
+        wheel = find_wheel(distribution, version, dirs)
+        if wheel is None:
+            if not download:
+                raise NotFound(f"{spec}: no wheel in {', '.join(map(str, dirs))} (and --offline)")
+            wheel = download_wheel(distribution, version, dirs[-1])
+        return open_wheel(wheel, distribution)
+    path = Path(spec)
+    if path.suffix == ".whl":
+        return open_wheel(path, engine)
+    if path.is_dir():
+        guessed = engine or next(
+            (name for name in ("sglang", "vllm") if (path / name).is_dir() or path.name == name),
+            None,
+        )
+        if guessed is None:
+            raise InvalidInput(
+                f"{spec}: say which engine this folder holds (--engine-name sglang|vllm)"
+            )
+        return open_folder(path, guessed)
+    if spec.lower() in ENGINES:
+        return installed_package(spec)
+    raise InvalidInput(f"{spec}: not ENGINE==VERSION, a wheel, a folder or an installed engine")
+
+
+def read_definitions(source: EngineSource) -> tuple[dict[str, FlagDefinition], AccessModel]:
+    if source.engine == "sglang":
+        return sglang_defs.read_definitions(source)
+    if source.engine == "vllm":
+        from .vllm_defs import read_definitions as vllm_definitions
+
+        return vllm_definitions(source)
+    raise InvalidInput(f"{source.origin}: no flag reader for {source.engine}")
+
+
+def load_index(
+    source: EngineSource, use_cache: bool = True, workers: int | None = None
+) -> VersionIndex:
+    if use_cache:
+        cached = cache.load(source.engine, source.version, source.key)
+        if cached is not None:
+            return cached
+    definitions, access = read_definitions(source)
+    index = build_index(source, definitions, access, workers)
+    if source.engine == "vllm":
+        from .vllm_defs import model_registry
+
+        index.entry_classes.update(model_registry(source))
+    if use_cache:
+        cache.store(index)
+    return index
+
+
+@dataclass
+class Research:
+    index: VersionIndex
+    target: Target
+    given: list[GivenFlag]
+    resolution: Resolution
+    reports: list[FlagReport] = field(default_factory=list)
+
+    @property
+    def unknown_flags(self) -> list[GivenFlag]:
+        return [g for g in self.given if g.definition is None]
+
+
+def research(
+    source: EngineSource,
+    index: VersionIndex,
+    target: Target,
+    given: list[tuple[str, object]] | None = None,
+    only: list[str] | None = None,
+    everything: bool = False,
+) -> Research:
+    """Verdicts for the flags given plus every flag with no effect here (or all: ``everything``)."""
+    matched = match_flags(index, list(given or []))
+    tp_field = index.flag("tp-size")
+    if (
+        target.tp is not None
+        and tp_field is not None
+        and not any(f.definition is tp_field for f in matched)
+    ):
+        target.flags[tp_field.field] = target.tp
+    for flag in matched:
+        if flag.definition is not None:
+            target.flags[flag.definition.field] = flag.value
+    world = World(source.read_or_none, index.paths, index.tables)
+    interp = new_interpreter(world, index, target)
+    resolution = walk(interp, index)
+    evaluator = GateEvaluator(interp, index)
+    judge = Judge(index, evaluator, resolution)
+    wanted: list[str]
+    if only:
+        wanted = []
+        for name in only:
+            definition = index.flag(name)
+            if definition is None:
+                raise NotFound(
+                    f"--flag {name}: {index.engine} {index.version} defines no such flag"
+                )
+            wanted.append(definition.field)
+    else:
+        wanted = [d.field for d in index.cli_flags()]
+    given_fields = {f.definition.field for f in matched if f.definition is not None}
+    result = Research(index, target, matched, resolution)
+    for field_name in wanted:
+        report = judge.report(field_name)
+        if only or everything or field_name in given_fields or report.verdict in LISTED:
+            result.reports.append(report)
+    return result

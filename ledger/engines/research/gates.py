@@ -1,0 +1,335 @@
+"""Whether a read of a flag happens on the target: its own conditions, the backend registry
+that selects its function, the model architecture its file serves, and whether its module is
+imported at all (an import inside ``if server_args.enable_double_sparsity:`` gates every read
+of the module it imports).
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from .index import VersionIndex
+from .interpreter import Interpreter
+from .model import GateSpec, ImportSite, LocalDef, ReadSite, Scope, Site
+from .records import _MISSING, ArgsView, Budget, Frame, Refusal
+from .values import MODEL, ClassRef, Fact, FunctionRef, Proxy, Unknown, truth
+from .world import parse_expression
+
+#: Steps one condition may take to evaluate (its predicates followed into the engine).
+_GATE_STEPS = 20_000
+#: Steps a walk of a function that reads a flag may take.
+_PROBE_STEPS = 30_000
+_STRING_ARG = re.compile(r"""^[\w.]+\(\s*["']([\w\-.]+)["']""")
+
+
+@dataclass(frozen=True)
+class GateEval:
+    """One condition, as written, and what it comes to on the target."""
+
+    kind: str
+    text: str
+    site: Site
+    value: bool | None
+    facts: frozenset[Fact]
+    why: str | None = None  # what an unknown condition depends on
+
+    def describe(self) -> str:
+        state = {True: "holds", False: "does not hold", None: "unknown"}[self.value]
+        basis = "; ".join(sorted(f.text for f in self.facts))
+        extra = f" ({basis})" if basis else ""
+        if self.value is None and self.why:
+            extra += f" [depends on {self.why}]"
+        return f"{self.text}: {state}{extra}"
+
+
+@dataclass
+class Reach:
+    """All the conditions for one read (or one module) and their conjunction."""
+
+    value: bool | None
+    gates: list[GateEval] = field(default_factory=list)
+
+    def deciding(self) -> list[GateEval]:
+        """The conditions that decide it: the false ones, else the unknown ones."""
+        if self.value is False:
+            return [g for g in self.gates if g.value is False]
+        if self.value is None:
+            return [g for g in self.gates if g.value is None]
+        return []
+
+
+def conjunction(gates: list[GateEval]) -> bool | None:
+    if any(g.value is False for g in gates):
+        return False
+    if any(g.value is None for g in gates):
+        return None
+    return True
+
+
+class _SelfProxy(Proxy):
+    """``self`` in a method of the engine: its attributes as assigned in the class, if once."""
+
+    def __init__(self, scope: Scope, evaluator: GateEvaluator) -> None:
+        self.scope = scope
+        self.evaluator = evaluator
+
+    def attribute(self, interp: Any, name: str) -> Any:
+        holder = interp.holder(name)
+        if holder is not None:
+            return holder
+        local = self.scope.self_attrs.get(name)
+        if local is None:
+            return Unknown(f"self.{name}")
+        return self.evaluator.local_value(local, f"self.{name}", self.scope)
+
+
+class GateEvaluator:
+    def __init__(self, interp: Interpreter, index: VersionIndex) -> None:
+        self.interp = interp
+        self.index = index
+        self._reach: dict[str, Reach] = {}
+        self._in_progress: set[str] = set()
+        self._choice_flags: dict[str, list[str]] = {}
+        for definition in index.definitions.values():
+            for choice in definition.choices:
+                self._choice_flags.setdefault(choice, []).append(definition.field)
+
+    # -- one read ------------------------------------------------------------------------------
+
+    def read_reach(self, read: ReadSite) -> Reach:
+        # The read's own conditions, innermost last; the first that fails decides: the rest
+        # are not evaluated (they would not change the answer, only cost time).
+        gates: list[GateEval] = []
+        for spec in read.gates:
+            gates.append(self.gate(spec, read.scope))
+            if gates[-1].value is False:
+                return Reach(False, gates)
+        gates.extend(self.registry_gates(read.scope))
+        module_reach = self.module_reach(
+            read.scope.module, inside=read.scope.function != "<module>"
+        )
+        if module_reach.value is not True:
+            gates.extend(module_reach.deciding() or module_reach.gates)
+        value = conjunction(gates)
+        if module_reach.value is False:
+            value = False
+        elif module_reach.value is None and value is True:
+            value = None
+        return Reach(value, gates)
+
+    def gate(self, spec: GateSpec, scope: Scope) -> GateEval:
+        if spec.kind == "type-checking":
+            return GateEval(spec.kind, "typing.TYPE_CHECKING", spec.site, False, frozenset())
+        if spec.source is None:
+            why = {"except": "an exception being raised", "case": "a match case"}.get(
+                spec.kind, spec.kind
+            )
+            return GateEval(spec.kind, why, spec.site, None, frozenset(), why)
+        try:
+            expr = parse_expression(spec.source)
+        except SyntaxError:
+            return GateEval(spec.kind, spec.text, spec.site, None, frozenset(), spec.text)
+        frame = self.frame(scope)
+        self.interp.allow(_GATE_STEPS)
+        try:
+            value, facts = self.interp.with_facts(lambda: self.interp.eval(expr, frame))
+        except Budget:
+            value, facts = Unknown(f"{spec.text} (too deep to follow)"), frozenset()
+        t = truth(value)
+        if t is not None and spec.negate:
+            t = not t
+        text = f"not ({spec.text})" if spec.negate else spec.text
+        depends = value.why if isinstance(value, Unknown) else None
+        return GateEval(spec.kind, text, spec.site, t, facts, depends)
+
+    def frame(self, scope: Scope) -> Frame:
+        access = self.index.access
+        interp = self.interp
+
+        def resolve(name: str) -> Any:
+            if name == "self":
+                if scope.class_name in access.self_classes:
+                    return interp.args
+                return _SelfProxy(scope, self)
+            holder = interp.holder(name)
+            if holder is not None:
+                return holder
+            local = scope.locals.get(name)
+            if local is None:
+                return _MISSING
+            return self.local_value(local, name, scope)
+
+        return Frame(scope.module, {}, scope.function, resolve)
+
+    def local_value(self, local: LocalDef, name: str, scope: Scope) -> Any:
+        if local.kind == "param":
+            default = f", default {local.source}" if local.source else ""
+            return Unknown(f"parameter {name}{default}")
+        if local.source is None:
+            return Unknown(name)
+        try:
+            expr = parse_expression(local.source)
+        except SyntaxError:
+            return Unknown(name)
+        value = self.interp.eval(expr, self.frame(scope))
+        if isinstance(value, list | dict | set):  # filled in later, most likely
+            return Unknown(name)
+        return value
+
+    def registry_gates(self, scope: Scope) -> list[GateEval]:
+        """``@register_attention_backend("triton")``: the read runs when a flag chooses it."""
+        out: list[GateEval] = []
+        for decorator in scope.decorators:
+            match = _STRING_ARG.match(decorator)
+            if not match:
+                continue
+            key = match.group(1)
+            flags = self._choice_flags.get(key)
+            if not flags:
+                continue
+            values = [self.interp.flag_value(flag) for flag in flags]
+            facts = frozenset(
+                Fact("flag", flag, f"{flag}={value!r}")
+                for flag, value in zip(flags, values, strict=True)
+            )
+            value: bool | None
+            if any(v == key for v in values if not isinstance(v, Unknown)):
+                value = True
+            elif all(not isinstance(v, Unknown) and v is not None for v in values):
+                value = False
+            else:  # unset (None): the engine picks one at run time
+                value = None
+            text = f"{' or '.join(flags)} == {key!r} (registered by @{decorator.split('(')[0]})"
+            site = Site(self.index.paths.get(scope.module, scope.module), 0)
+            out.append(
+                GateEval("registry", text, site, value, facts, None if value is not None else text)
+            )
+        return out
+
+    # -- what a reading function does next ------------------------------------------------------
+
+    def probe(self, read: ReadSite) -> Refusal | None:
+        """Walk the function that reads the flag (its parameters unknown, the flags resolved):
+        the first ``raise`` it reaches whatever its parameters are, if any. A check of the
+        target that the engine runs when it uses the value (``requires SM90 or SM10X``)."""
+        function = self._function_of(read.scope)
+        if function is None:
+            return None
+        interp = self.interp
+        saved = (interp.state.copy(), set(interp.state.changed), len(interp.changes))
+        before = len(interp.refusals)
+        interp.allow(_PROBE_STEPS)
+        try:
+            interp.call_function(function, [], {}, function.node)
+        except Budget:
+            pass
+        finally:
+            interp.state.values, interp.state.changed = saved[0], saved[1]
+            del interp.changes[saved[2] :]
+            found = interp.refusals[before:]
+            del interp.refusals[before:]
+        return next((r for r in found if r.certain and r.message), None)
+
+    def _function_of(self, scope: Scope) -> FunctionRef | None:
+        if scope.function == "<module>":
+            return None
+        parts = scope.function.split(".")
+        if len(parts) == 1:
+            value = self.interp.global_value(scope.module, parts[0])
+            return value if isinstance(value, FunctionRef) else None
+        if len(parts) == 2:
+            owner = self.interp.global_value(scope.module, parts[0])
+            if isinstance(owner, ClassRef):
+                for stmt in owner.node.body:
+                    if isinstance(stmt, ast.FunctionDef) and stmt.name == parts[1]:
+                        decorators = {ast.unparse(d) for d in stmt.decorator_list}
+                        if "property" in decorators or "staticmethod" in decorators:
+                            return None
+                        return FunctionRef(scope.module, scope.function, stmt, owner)
+        return None
+
+    # -- modules -------------------------------------------------------------------------------
+
+    def module_reach(self, module: str, inside: bool = True) -> Reach:
+        """Whether the module is loaded (and, for a model's file, its classes used) here."""
+        key = f"{module}|{inside}"
+        if key in self._reach:
+            return self._reach[key]
+        if key in self._in_progress:
+            return Reach(True)  # an import cycle: loaded with the rest
+        self._in_progress.add(key)
+        try:
+            result = self._module_reach(module, inside)
+        finally:
+            self._in_progress.discard(key)
+        self._reach[key] = result
+        return result
+
+    def _module_reach(self, module: str, inside: bool) -> Reach:
+        options: list[Reach] = []
+        entry = self.index.entry_classes.get(module)
+        if entry and inside:
+            options.append(self.architecture_gate(module, entry))
+        sites = self._importers(module)
+        if not sites and not entry:
+            return Reach(True)  # an entry point, or loaded by name: taken as loaded
+        if any(o.value is True for o in options):
+            return Reach(True)
+        ordered = sorted(sites, key=lambda s: (bool(s.gates), s.function is not None))
+        for site in ordered:
+            reach = self.site_reach(site)
+            if reach.value is True:
+                return Reach(True)
+            options.append(reach)
+        if not options:
+            return Reach(True)
+        if all(o.value is False for o in options):
+            return Reach(False, [g for o in options for g in o.deciding()])
+        return Reach(None, [g for o in options if o.value is None for g in o.deciding() or o.gates])
+
+    def _importers(self, module: str) -> list[ImportSite]:
+        sites = [s for s in self.index.importers.get(module, []) if _module_of(s) != module]
+        return sites
+
+    def site_reach(self, site: ImportSite) -> Reach:
+        gates = [self.gate(spec, site.scope) for spec in site.gates] if site.scope else []
+        if site.scope is not None:
+            gates.extend(self.registry_gates(site.scope))
+        importer = _module_of(site)
+        upstream = self.module_reach(importer, inside=site.function is not None)
+        value = conjunction(gates)
+        if upstream.value is False:
+            return Reach(False, upstream.deciding())
+        if upstream.value is None:
+            return Reach(None if value is not False else False, gates + upstream.deciding())
+        return Reach(value, gates)
+
+    def architecture_gate(self, module: str, entry: tuple[str, ...]) -> Reach:
+        path = self.index.paths.get(module, module)
+        text = f"model architecture in {list(entry)} (the classes {path} registers)"
+        site = Site(path, 0)
+        model = self.interp.target.model
+        if model is None or model.architecture is None:
+            return Reach(
+                None,
+                [
+                    GateEval(
+                        "model", text, site, None, frozenset(), "the model (give --model-config)"
+                    )
+                ],
+            )
+        value = model.architecture in entry
+        fact = Fact(MODEL, "architecture", f"model architecture {model.architecture}")
+        return Reach(value, [GateEval("model", text, site, value, frozenset({fact}))])
+
+
+def _module_of(site: ImportSite) -> str:
+    from .pysource import module_name
+
+    return module_name(site.site.path)
+
+
+__all__ = ["ArgsView", "GateEval", "GateEvaluator", "Reach"]

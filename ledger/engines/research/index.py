@@ -1,0 +1,131 @@
+"""The analysis of one engine build that does not depend on the arch, model or flags: every
+flag's definition, every read and change of a flag with its conditions, the import graph.
+
+Built once per wheel (minutes of CPU spread over worker processes), then cached by the wheel's
+hash (``cache``); evaluating it for an arch and a model (``verdicts``) takes seconds.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass, field
+
+from .access import AccessModel
+from .definitions import FlagDefinition
+from .model import ImportSite, ModuleSummary, ReadSite, Site, StoreSite
+from .pysource import module_name, scan_imports
+from .scan import scan_source
+from .sources import EngineSource
+from .world import BindingSpec
+
+#: Bump when what the index holds changes: older cache entries are then ignored.
+INDEX_FORMAT = 7
+
+
+@dataclass
+class VersionIndex:
+    engine: str
+    version: str
+    key: str  # the source's identity (the wheel's sha256)
+    definitions: dict[str, FlagDefinition]
+    access: AccessModel
+    paths: dict[str, str] = field(default_factory=dict)  # module -> path
+    reads: dict[str, list[ReadSite]] = field(default_factory=dict)
+    stores: dict[str, list[StoreSite]] = field(default_factory=dict)
+    mentions: dict[str, list[Site]] = field(default_factory=dict)
+    importers: dict[str, list[ImportSite]] = field(default_factory=dict)
+    entry_classes: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    tables: dict[str, dict[str, list[BindingSpec]]] = field(default_factory=dict)
+    errors: dict[str, str] = field(default_factory=dict)
+    format: int = INDEX_FORMAT
+
+    def flag(self, name: str) -> FlagDefinition | None:
+        """A flag by CLI spelling (``--tp-size``, ``tp-size``) or field name (``tp_size``)."""
+        wanted = name.strip().lstrip("-")
+        as_field = wanted.replace("-", "_")
+        if as_field in self.definitions:
+            return self.definitions[as_field]
+        for definition in self.definitions.values():
+            if any(option.lstrip("-") == wanted for option in definition.options):
+                return definition
+        # argparse takes an unambiguous prefix of a long option (``--tp`` for ``--tp-size``)
+        matches = {
+            id(d): d
+            for d in self.definitions.values()
+            for option in d.options
+            if option.startswith("--") and option[2:].startswith(wanted)
+        }
+        return next(iter(matches.values())) if len(matches) == 1 else None
+
+    def cli_flags(self) -> list[FlagDefinition]:
+        return sorted((d for d in self.definitions.values() if d.cli), key=lambda d: d.name)
+
+
+def markers(model: AccessModel) -> list[bytes]:
+    """Byte strings at least one of which a file must hold to read a flag."""
+    words = set(model.distinctive) | set(model.names) | {s for s, _ in model.suffixes}
+    words |= {name + "(" for name in model.getters} | set(model.dict_suffixes)
+    return sorted(word.encode() for word in words if word)
+
+
+def _scan_chunk(items: list[tuple[str, bytes]], model: AccessModel) -> list[ModuleSummary]:
+    import ahocorasick_rs  # a project dependency; imported in the worker
+
+    finder = ahocorasick_rs.BytesAhoCorasick(markers(model))
+    out = []
+    for path, data in items:
+        if model.in_arg_layer(path) or finder.find_matches_as_indexes(data):
+            out.append(scan_source(path, data, model))
+        else:
+            out.append(scan_imports(path, data))
+    return out
+
+
+def _chunks(items: list[tuple[str, bytes]], count: int) -> list[list[tuple[str, bytes]]]:
+    # Big files first, dealt round-robin, so the workers finish together.
+    ordered = sorted(items, key=lambda item: len(item[1]), reverse=True)
+    return [ordered[i::count] for i in range(count)]
+
+
+def scan_all(
+    source: EngineSource, model: AccessModel, workers: int | None = None
+) -> list[ModuleSummary]:
+    items = [(path, source.read(path)) for path in source.paths()]
+    count = max(1, min(workers or os.cpu_count() or 1, 8))
+    if count == 1 or len(items) < 200:
+        return _scan_chunk(items, model)
+    with ProcessPoolExecutor(max_workers=count) as pool:
+        futures = [pool.submit(_scan_chunk, chunk, model) for chunk in _chunks(items, count * 4)]
+        return [summary for future in futures for summary in future.result()]
+
+
+def build_index(
+    source: EngineSource,
+    definitions: dict[str, FlagDefinition],
+    model: AccessModel,
+    workers: int | None = None,
+) -> VersionIndex:
+    index = VersionIndex(source.engine, source.version, source.key, definitions, model)
+    add_summaries(index, scan_all(source, model, workers))
+    index.paths = {module_name(path): path for path in source.paths()}
+    return index
+
+
+def add_summaries(index: VersionIndex, summaries: Iterable[ModuleSummary]) -> None:
+    for summary in summaries:
+        if summary.error:
+            index.errors[summary.path] = summary.error
+        for read in summary.reads:
+            index.reads.setdefault(read.flag, []).append(read)
+        for store in summary.stores:
+            index.stores.setdefault(store.flag, []).append(store)
+        for flag, sites in summary.mentions.items():
+            index.mentions.setdefault(flag, []).extend(sites)
+        for site in summary.imports:
+            index.importers.setdefault(site.target, []).append(site)
+        if summary.table is not None:
+            index.tables[summary.module] = summary.table
+        if summary.entry_classes:
+            index.entry_classes[summary.module] = summary.entry_classes

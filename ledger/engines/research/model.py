@@ -1,0 +1,116 @@
+"""The facts the research analysis works with: plain, picklable records.
+
+A ``Site`` is a place in the engine's source (``sglang/srt/x.py:12``); a ``GateSpec`` one
+condition that encloses a read, as written, with what is needed to evaluate it later against an
+arch, a model and the flags given (the analysis of a version is cached; the evaluation is not).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass(frozen=True, slots=True)
+class Site:
+    path: str
+    line: int
+
+    def __str__(self) -> str:
+        return f"{self.path}:{self.line}"
+
+
+@dataclass(frozen=True, slots=True)
+class GateSpec:
+    """One condition that must hold for a read to matter.
+
+    ``kind``: ``if`` (an enclosing ``if``/``elif``/ternary/``while``/comprehension test),
+    ``and`` / ``or`` (the other operands of a boolean expression), ``guard`` (an earlier
+    ``if C: return`` in the same block), ``except`` (the read is in an exception handler),
+    ``type-checking`` (only under ``typing.TYPE_CHECKING``: never at run time).
+    ``negate``: the read needs the test to be false.
+    """
+
+    kind: str
+    source: str | None  # the expression exactly as written (parsed again to evaluate it)
+    negate: bool
+    site: Site
+    text: str  # the expression on one line, for people
+
+
+@dataclass(frozen=True, slots=True)
+class LocalDef:
+    """What a local name used in a gate stands for: an assignment's value or a parameter."""
+
+    kind: str  # "assign" | "param"
+    source: str | None  # the value assigned, or the parameter's default, as written
+    line: int
+
+
+@dataclass
+class Scope:
+    """The function (or module) a read is in: for evaluating its gates' names."""
+
+    module: str
+    function: str  # qualified name, "<module>" at top level
+    class_name: str | None
+    locals: dict[str, LocalDef] = field(default_factory=dict)
+    decorators: tuple[str, ...] = ()
+    self_attrs: dict[str, LocalDef] = field(default_factory=dict)
+
+
+@dataclass(slots=True)
+class ReadSite:
+    """A place that reads a flag's value, and the conditions around it."""
+
+    flag: str  # the field (dest) name
+    site: Site
+    form: str  # the access form, e.g. "server_args.X", "get_global_server_args().X"
+    text: str  # the source line, stripped
+    gates: tuple[GateSpec, ...]
+    scope: Scope
+    handling: bool  # in the argument layer (definition, resolution, validation)
+    strict: bool  # the object read is the server arguments (not a same-named attribute)
+    #: what the value is used for: "value" (anything), "validation" (a raise, an assert, a
+    #: log message), "self" (deciding or computing the flag's own new value)
+    use: str = "value"
+
+
+@dataclass(slots=True)
+class StoreSite:
+    """A place that changes a flag's value (an override), with its conditions and warning."""
+
+    flag: str
+    site: Site
+    value_text: str
+    text: str
+    gates: tuple[GateSpec, ...]
+    scope: Scope
+    handling: bool
+    warning: str | None
+
+
+@dataclass(slots=True)
+class ImportSite:
+    """``importer`` imports ``target`` at ``site`` under ``gates`` (inside ``function`` if lazy)."""
+
+    target: str
+    site: Site
+    gates: tuple[GateSpec, ...]
+    function: str | None
+    scope: Scope | None  # kept only when there are gates to evaluate
+
+
+@dataclass
+class ModuleSummary:
+    path: str
+    module: str
+    reads: list[ReadSite] = field(default_factory=list)
+    stores: list[StoreSite] = field(default_factory=list)
+    imports: list[ImportSite] = field(default_factory=list)
+    mentions: dict[str, list[Site]] = field(default_factory=dict)
+    entry_classes: tuple[str, ...] = ()
+    registries: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    #: the module's top-level names and what they are bound to (``world.BindingSpec``)
+    table: dict[str, list[Any]] | None = None
+    error: str | None = None

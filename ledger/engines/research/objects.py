@@ -1,0 +1,311 @@
+"""The engine's objects: attributes of the server arguments, the model config, modules, classes and enums, instances; module globals picked by their top-level conditions."""
+
+from __future__ import annotations
+
+import ast
+from typing import Any
+
+from .access import ARGS
+from .expressions import Expressions
+from .primitives import ABSENT_ATTRIBUTES, CALLS, CudaVersion, external_value
+from .pybuiltins import BuiltinFunction
+from .records import (
+    _ABSENT,
+    _MISSING,
+    _SAFE_METHODS,
+    MODEL_CONFIG_CALLS,
+    ArgsView,
+    Frame,
+    KindView,
+    _assigned_names,
+    _bases,
+    _ModelConfigGetter,
+    _same,
+    _TextConfigGetter,
+)
+from .values import (
+    FLAG,
+    MODEL,
+    BoundMethod,
+    ClassRef,
+    ConfigObject,
+    DeviceCapability,
+    EnumMember,
+    External,
+    Fact,
+    FunctionRef,
+    Instance,
+    ModelConfigObject,
+    ModuleRef,
+    Proxy,
+    Unknown,
+    show,
+    truth,
+)
+from .world import Binding
+
+
+class Objects(Expressions):
+    def attribute(self, base: Any, name: str) -> Any:
+        if isinstance(base, Proxy):
+            return base.attribute(self, name)
+        holder = self.holder(name)
+        if holder is not None and not isinstance(base, ConfigObject):
+            return holder
+        if isinstance(base, ArgsView):
+            return self.args_attribute(name)
+        if isinstance(base, Unknown):
+            if base.alternatives:
+                results = [self.attribute(option, name) for option in base.alternatives]
+                if all(_same(results[0], r) for r in results):
+                    return results[0]
+            return Unknown(f"{base.why}.{name}")
+        if isinstance(base, ConfigObject):
+            return self.config_attr(base, name)
+        if isinstance(base, ModelConfigObject):
+            return self.model_config_attr(base, name)
+        if isinstance(base, ModuleRef):
+            return self.module_attribute(base, name)
+        if isinstance(base, External):
+            return external_value(self, f"{base.dotted}.{name}")
+        if isinstance(base, ClassRef):
+            return self.class_attribute(base, name, receiver=base)
+        if isinstance(base, EnumMember):
+            if name == "name":
+                return base.name
+            if name == "value":
+                return base.value
+            cls = self._enum_class(base)
+            return self.class_attribute(cls, name, receiver=base) if cls else Unknown(name)
+        if isinstance(base, Instance):
+            if name in base.attrs:
+                return base.attrs[name]
+            found = self.class_attribute(base.cls, name, receiver=base)
+            if isinstance(found, Unknown) and not name.startswith("__"):
+                fallback = self.class_attribute(base.cls, "__getattr__", receiver=base)
+                if isinstance(fallback, BoundMethod):
+                    return self.call(fallback, [name], {}, fallback.function.node, None)
+            return found
+        if isinstance(base, FunctionRef):
+            if name in ("__name__", "__qualname__"):
+                return base.qualname.split(".")[-1] if name == "__name__" else base.qualname
+            return Unknown(name)
+        if isinstance(base, DeviceCapability):
+            return getattr(base, name) if name in ("major", "minor") else Unknown(name)
+        if isinstance(base, CudaVersion):
+            version = base
+            return BuiltinFunction(name, lambda interp, args, keywords, node: version)
+        methods = _SAFE_METHODS.get(type(base), frozenset())
+        if name in methods:
+            return getattr(base, name)
+        return Unknown(name)
+
+    def holder(self, name: str) -> Any:
+        """``x.server_args``, ``x.cache_config``: by the engine's naming, the object that holds
+        flags (the server arguments, a vLLM config), whatever ``x`` is; None for other names."""
+        kind = self.access.kind_by_name(name)
+        if kind is None:
+            return None
+        if kind == ARGS:
+            return self.args
+        return KindView(kind)
+
+    def args_attribute(self, name: str) -> Any:
+        if name in self.state.values:
+            return self.flag_value(name)
+        if (ARGS, name) in self.access.subobjects:
+            return self.args
+        if name in MODEL_CONFIG_CALLS:
+            return _ModelConfigGetter()
+        owner = self._self_class()
+        if owner is not None:
+            found = self.class_attribute(owner, name, receiver=self.args)
+            if not isinstance(found, Unknown):
+                return found
+        return Unknown(f"server_args.{name}")
+
+    def flag_value(self, name: str) -> Any:
+        value = self.state.values.get(name, Unknown(f"--{name.replace('_', '-')}"))
+        source = (
+            "resolved"
+            if name in self.state.changed
+            else "given"
+            if name in self.state.given
+            else "default"
+        )
+        self.note(Fact(FLAG, name, f"{name}={show(value)} ({source})"))
+        return value
+
+    def _self_class(self) -> ClassRef | None:
+        """The arguments' own class (``ServerArgs``): its methods are the arguments' methods."""
+        if self._self_ref is False:
+            node = self.world.find_class(self.self_module, self.self_class)
+            self._self_ref = (
+                ClassRef(self.self_module, self.self_class, node, _bases(node)) if node else None
+            )
+        return self._self_ref if isinstance(self._self_ref, ClassRef) else None
+
+    def config_attr(self, base: ConfigObject, name: str) -> Any:
+        if name in base.data:
+            value = base.data[name]
+            self.note(Fact(MODEL, name, f"model {base.path}.{name} = {show(value)}"))
+            if isinstance(value, dict):
+                return ConfigObject(value, f"{base.path}.{name}")
+            return value
+        if name in ("get_text_config", "text_config") and "text_config" in base.data:
+            return (
+                self.config_attr(base, "text_config")
+                if name == "text_config"
+                else _TextConfigGetter(base)
+            )
+        return Unknown(f"model config {name}")
+
+    def model_config_attr(self, base: ModelConfigObject, name: str) -> Any:
+        if base.hf is None:
+            return Unknown("the model (give --model-config)")
+        if name in ("hf_config", "hf_text_config"):
+            if name == "hf_text_config" and isinstance(base.hf.data.get("text_config"), dict):
+                return ConfigObject(base.hf.data["text_config"], "config.text_config")
+            return base.hf
+        return Unknown(f"model_config.{name}")
+
+    def module_attribute(self, base: ModuleRef, name: str) -> Any:
+        dotted = f"{base.name}.{name}"
+        if base.external:
+            if dotted in ABSENT_ATTRIBUTES:
+                return _ABSENT
+            return external_value(self, dotted)
+        value = self.global_value(base.name, name)
+        if value is _MISSING or isinstance(value, Unknown):
+            if self.world.has_module(dotted):
+                return ModuleRef(dotted, False)
+        return Unknown(dotted) if value is _MISSING else value
+
+    def class_attribute(self, cls: ClassRef, name: str, receiver: Any) -> Any:
+        for klass in self._mro(cls):
+            for stmt in klass.node.body:
+                if isinstance(stmt, ast.FunctionDef | ast.AsyncFunctionDef) and stmt.name == name:
+                    function = FunctionRef(klass.module, f"{klass.name}.{name}", stmt, klass)
+                    decorators = {ast.unparse(d) for d in stmt.decorator_list}
+                    if "staticmethod" in decorators:
+                        return function
+                    if "property" in decorators or "cached_property" in decorators:
+                        return self.call(BoundMethod(function, receiver), [], {}, stmt, None)
+                    if "classmethod" in decorators:
+                        return BoundMethod(function, klass)
+                    return BoundMethod(function, receiver) if receiver is not klass else function
+                targets = _assigned_names(stmt)
+                if name in targets and isinstance(stmt, ast.Assign | ast.AnnAssign):
+                    if klass.is_enum:
+                        return self.enum_member(klass, name)
+                    value = stmt.value
+                    if value is None:
+                        continue
+                    return self.eval(value, Frame(klass.module))
+        return Unknown(f"{cls.name}.{name}")
+
+    def _mro(self, cls: ClassRef, depth: int = 0) -> list[ClassRef]:
+        out = [cls]
+        if depth > 6:
+            return out
+        for base in cls.node.bases:
+            resolved = self.eval(base, Frame(cls.module))
+            if isinstance(resolved, ClassRef):
+                out.extend(self._mro(resolved, depth + 1))
+        return out
+
+    def enum_member(self, cls: ClassRef, name: str) -> Any:
+        for stmt in cls.node.body:
+            if name in _assigned_names(stmt) and isinstance(stmt, ast.Assign):
+                value = self.eval(stmt.value, Frame(cls.module))
+                return EnumMember(f"{cls.module}.{cls.name}", name, value)
+        return Unknown(f"{cls.name}[{name!r}]")
+
+    def _enum_class(self, member: EnumMember) -> ClassRef | None:
+        module, _, name = member.owner.rpartition(".")
+        node = self.world.find_class(module, name)
+        return ClassRef(module, name, node, _bases(node)) if node is not None else None
+
+    def global_value(self, module: str, name: str) -> Any:
+        key = (module, name)
+        if key in self._globals:
+            value, facts = self._globals[key]
+            self._merge_facts(facts)
+            return value
+        if key in self._resolving:
+            return Unknown(name)
+        table = self.world.bindings(module)
+        bindings = table.get(name)
+        if not bindings:
+            if not name.startswith("_"):
+                for star in table.get("*", []):
+                    if star.target and self.world.has_module(star.target) and star.target != module:
+                        value = self.global_value(star.target, name)
+                        if value is not _MISSING:
+                            return value
+            return _MISSING
+        self._resolving.add(key)
+        try:
+            value, facts = self.with_facts(lambda: self._pick_binding(bindings, name))
+        finally:
+            self._resolving.discard(key)
+        self._globals[key] = (value, facts)
+        self._merge_facts(facts)
+        return value
+
+    def _pick_binding(self, bindings: list[Binding], name: str) -> Any:
+        for binding in reversed(bindings):
+            verdict: bool | None = True
+            for condition in binding.conditions:
+                if condition.expr is None:  # an except block: the import above it worked
+                    verdict = False
+                    break
+                t = truth(self.eval(condition.expr, Frame(binding.module)))
+                if t is None:
+                    verdict = None
+                    break
+                if t is condition.negate:
+                    verdict = False
+                    break
+            if verdict is False:
+                continue
+            if verdict is None:
+                return Unknown(name)
+            return self._binding_value(binding, name)
+        return Unknown(name)
+
+    def _binding_value(self, binding: Binding, name: str) -> Any:
+        node = binding.node
+        if binding.kind == "assign" and isinstance(node, ast.expr):
+            return self.eval(node, Frame(binding.module))
+        if binding.kind == "def" and isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            return FunctionRef(binding.module, node.name, node)
+        if binding.kind == "class" and isinstance(node, ast.ClassDef):
+            return ClassRef(binding.module, node.name, node, _bases(node))
+        if binding.kind == "import" and binding.target is not None:
+            return self.import_value(binding.target, binding.attribute)
+        return Unknown(name)
+
+    def import_value(self, target: str, attribute: str | None) -> Any:
+        package = self.world.package
+        if attribute is None:
+            external = target.split(".")[0] != package
+            return ModuleRef(target, external)
+        if target.split(".")[0] != package:
+            dotted = f"{target}.{attribute}"
+            if dotted in ABSENT_ATTRIBUTES:
+                return _ABSENT
+            return external_value(self, dotted)
+        dotted = f"{target}.{attribute}"
+        if any(name.startswith(dotted + ".") for name in CALLS):
+            return External(dotted)  # an object the primitives answer for (current_platform)
+        if self.world.has_module(target):
+            value = self.global_value(target, attribute)
+            if value is not _MISSING and not isinstance(value, Unknown):
+                return value
+            if self.world.has_module(f"{target}.{attribute}"):
+                return ModuleRef(f"{target}.{attribute}", False)
+            return Unknown(f"{target}.{attribute}") if value is _MISSING else value
+        if self.world.has_module(f"{target}.{attribute}"):
+            return ModuleRef(f"{target}.{attribute}", False)
+        return Unknown(f"{target}.{attribute}")

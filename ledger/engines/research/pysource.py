@@ -1,0 +1,204 @@
+"""Small readings of Python source shared by the scanner: names, text, a function's own
+statements and local bindings, and the imports of a file read without parsing it."""
+
+from __future__ import annotations
+
+import ast
+import re
+from collections.abc import Iterable, Iterator, Sequence
+from typing import NamedTuple
+
+from .model import (
+    ImportSite,
+    ModuleSummary,
+    Site,
+)
+from .world import absolute_module
+
+_IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+_TERMINAL = (ast.Return, ast.Raise, ast.Continue, ast.Break)
+
+
+_LOG_METHODS = frozenset({"warning", "warn", "info", "error", "debug", "critical"})
+
+
+_MAX_TEXT = 240
+
+
+def module_name(path: str) -> str:
+    stem = path[:-3] if path.endswith(".py") else path
+    if stem.endswith("/__init__"):
+        stem = stem[: -len("/__init__")]
+    return stem.replace("/", ".")
+
+
+def squeeze(text: str | None, limit: int = _MAX_TEXT) -> str:
+    one_line = " ".join((text or "").split())
+    return one_line if len(one_line) <= limit else one_line[: limit - 1] + "…"
+
+
+def terminal(body: Sequence[ast.stmt]) -> bool:
+    return bool(body) and isinstance(body[-1], _TERMINAL)
+
+
+def call_name(node: ast.expr) -> str | None:
+    """The name a call's function is known by: ``f`` for ``f()`` and ``a.b.f()``."""
+    if isinstance(node, ast.Name):
+        return node.id
+    if isinstance(node, ast.Attribute):
+        return node.attr
+    return None
+
+
+def names_in(node: ast.AST) -> Iterator[str]:
+    for sub in ast.walk(node):
+        if isinstance(sub, ast.Name):
+            yield sub.id
+
+
+class RawGate(NamedTuple):
+    """A condition as met while walking: made a ``GateSpec`` only when a read is recorded."""
+
+    kind: str
+    expr: ast.expr | None
+    negate: bool
+    line: int
+
+
+class _FunctionInfo:
+    """Per function: its parameters, single assignments and the names that hold the args."""
+
+    def __init__(self, node: ast.AST, outer_aliases: dict[str, str]) -> None:
+        self.params: dict[str, ast.expr | None] = {}
+        self.assigned: dict[str, list[ast.Assign | ast.AnnAssign]] = {}
+        self.rebound: set[str] = set()  # bound some other way too: a loop, ``with``, ``+=``...
+        self.aliases: dict[str, str] = dict(outer_aliases)
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda):
+            self._params(node.args)
+        body = (
+            node.body
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.Module)
+            else []
+        )
+        self.statements = list(_own_statements(body))
+        for stmt in self.statements:
+            self.rebound.update(_other_bindings(stmt))
+            if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1:
+                target = stmt.targets[0]
+                if isinstance(target, ast.Name):
+                    self.assigned.setdefault(target.id, []).append(stmt)
+            elif isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name):
+                if stmt.value is not None:
+                    self.assigned.setdefault(stmt.target.id, []).append(stmt)
+
+    def _params(self, args: ast.arguments) -> None:
+        positional = [*args.posonlyargs, *args.args]
+        defaults: list[ast.expr | None] = [None] * (len(positional) - len(args.defaults))
+        defaults += list(args.defaults)
+        for arg, default in zip(positional, defaults, strict=True):
+            self.params[arg.arg] = default
+        for arg, kw_default in zip(args.kwonlyargs, args.kw_defaults, strict=True):
+            self.params[arg.arg] = kw_default
+        if args.vararg:
+            self.params[args.vararg.arg] = None
+        if args.kwarg:
+            self.params[args.kwarg.arg] = None
+
+
+def _other_bindings(stmt: ast.stmt) -> Iterator[str]:
+    """Names a statement binds other than by a plain ``x = value``."""
+    targets: list[ast.expr] = []
+    if isinstance(stmt, ast.For | ast.AsyncFor):
+        targets.append(stmt.target)
+    elif isinstance(stmt, ast.With | ast.AsyncWith):
+        targets.extend(item.optional_vars for item in stmt.items if item.optional_vars is not None)
+    elif isinstance(stmt, ast.AugAssign):
+        targets.append(stmt.target)
+    elif isinstance(stmt, ast.Assign):
+        targets.extend(t for t in stmt.targets if not isinstance(t, ast.Name))
+    elif isinstance(stmt, ast.Global | ast.Nonlocal):
+        yield from stmt.names
+    elif isinstance(stmt, ast.Import | ast.ImportFrom):
+        for alias in stmt.names:
+            yield (alias.asname or alias.name).split(".")[0]
+    elif isinstance(stmt, ast.Try | ast.TryStar):
+        yield from (h.name for h in stmt.handlers if h.name)
+    for target in targets:
+        for node in ast.walk(target):
+            if isinstance(node, ast.Name):
+                yield node.id
+    for node in (
+        ast.walk(stmt)
+        if not isinstance(stmt, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef)
+        else ()
+    ):
+        if isinstance(node, ast.NamedExpr):
+            yield node.target.id
+        elif isinstance(node, ast.Subscript | ast.Attribute) and isinstance(node.ctx, ast.Store):
+            base = node.value
+            if isinstance(base, ast.Name):  # ``d[k] = v`` / ``d.x = v`` changes what d holds
+                yield base.id
+
+
+def _own_statements(body: Iterable[ast.stmt]) -> Iterator[ast.stmt]:
+    """Every statement of a body, nested blocks included, nested functions and classes not."""
+    for stmt in body:
+        yield stmt
+        if isinstance(stmt, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            continue
+        for name in ("body", "orelse", "finalbody"):
+            yield from _own_statements(getattr(stmt, name, []) or [])
+        for handler in getattr(stmt, "handlers", []) or []:
+            yield from _own_statements(handler.body)
+        for case in getattr(stmt, "cases", []) or []:
+            yield from _own_statements(case.body)
+
+
+def _is_type_checking(test: ast.expr) -> bool:
+    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
+        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
+    )
+
+
+_IMPORT_LINE = re.compile(
+    rb"^([ \t]*)(?:from[ \t]+(\.*[\w.]*)[ \t]+import[ \t]+(\([^)]*\)|[^\n#]*)|import[ \t]+([^\n#]+))",
+    re.MULTILINE,
+)
+
+
+def scan_imports(path: str, data: bytes) -> ModuleSummary:
+    """The imports of a file that names no flag, without parsing it (most files).
+
+    Only the import graph needs such a file. An indented import is taken as lazy but
+    unconditional: the conditions around it are not read, which can only make a module look
+    reachable where it is not, never the reverse.
+    """
+    summary = ModuleSummary(path=path, module=module_name(path))
+    package = summary.module.split(".")[0]
+    for match in _IMPORT_LINE.finditer(data):
+        indent, source_module, names, plain = match.groups()
+        line = data.count(b"\n", 0, match.start()) + 1
+        function = "?" if indent else None
+        targets: list[str] = []
+        if plain is not None:
+            for part in plain.decode("utf-8", "replace").split(","):
+                name = part.strip().split(" as ")[0].strip()
+                if name and re.fullmatch(r"[\w.]+", name):
+                    targets.append(name)
+        else:
+            text = source_module.decode()
+            level = len(text) - len(text.lstrip("."))
+            base = absolute_module(summary.module, path, text.lstrip(".") or None, level)
+            if base is None:
+                continue
+            targets.append(base)
+            for part in names.decode("utf-8", "replace").strip("() \t\r\n").split(","):
+                name = part.strip().split(" as ")[0].strip()
+                if name and name != "*" and re.fullmatch(r"\w+", name):
+                    targets.append(f"{base}.{name}")
+        for target in targets:
+            if target.split(".")[0] == package:
+                summary.imports.append(ImportSite(target, Site(path, line), (), function, None))
+    return summary

