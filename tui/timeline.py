@@ -31,6 +31,16 @@ from .queries import EventDetail, EventFilter, TimelineData
 from .render import clip
 
 
+class EventTable(DataTable[Any]):
+    """The timeline's table: a change of its width refits the summary column."""
+
+    def on_resize(self, event: Any) -> None:
+        for node in self.ancestors:
+            if isinstance(node, TimelinePane):
+                node.refit()
+                break
+
+
 class TimelinePane(Pane):
     """Events, oldest at the top, newest at the bottom, with a detail pane on the right."""
 
@@ -50,13 +60,21 @@ class TimelinePane(Pane):
         ),
     )
 
+    #: Below this width the event's detail goes under the table instead of beside it: beside
+    #: it, at 100 columns, it took half the width and left the summaries none.
+    STACK_BELOW = 130
+
     DEFAULT_CSS = """
     TimelinePane #timeline-filters { height: 3; }
-    TimelinePane #timeline-filters Select { width: 36; }
-    TimelinePane #timeline-status { padding: 1 2; color: $text-muted; width: 1fr; }
+    TimelinePane #timeline-filters Select { width: 1fr; max-width: 36; }
+    TimelinePane #timeline-status { padding: 1 1; color: $text-muted; width: 1fr; }
     TimelinePane #timeline-body { height: 1fr; }
     TimelinePane #timeline-table { width: 1fr; height: 1fr; }
-    TimelinePane #timeline-detail { width: 58; height: 1fr; border-left: solid $primary-darken-2; }
+    TimelinePane #timeline-detail { width: 40%; max-width: 64; height: 1fr; border-left: solid $primary-darken-2; }
+    TimelinePane.-stacked #timeline-body { layout: vertical; }
+    TimelinePane.-stacked #timeline-detail {
+        width: 1fr; max-width: 100%; height: 40%; border-left: none; border-top: solid $primary-darken-2;
+    }
     TimelinePane #event-json { height: auto; }
     TimelinePane #event-links { height: auto; max-height: 14; border: none; }
     """
@@ -72,6 +90,8 @@ class TimelinePane(Pane):
         #: clock, so a benchmark can compare it with another process's append time).
         self.visible_wall: dict[int, float] = {}
         self.record_visibility = False
+        #: How many cells of a summary the table shows (the rest of the table's width).
+        self.summary_width = 64
 
     def compose(self) -> ComposeResult:
         with Horizontal(id="timeline-filters"):
@@ -79,8 +99,8 @@ class TimelinePane(Pane):
             yield Select[str]([], prompt="session: all", id="timeline-session")
             yield Static("", id="timeline-status")
         with Horizontal(id="timeline-body"):
-            table: DataTable[Any] = DataTable(id="timeline-table", cursor_type="row")
-            table.add_columns("seq", "UTC", "type", "summary")
+            table = EventTable(id="timeline-table", cursor_type="row")
+            self._add_columns(table)
             yield table
             with VerticalScroll(id="timeline-detail"):
                 yield Static("Select an event to see its JSON.", id="event-json")
@@ -124,7 +144,8 @@ class TimelinePane(Pane):
     def replace(self, rows: list[dict[str, Any]]) -> None:
         """Show these rows instead of the current ones (first load, filter change, retraction)."""
         table = self.query_one("#timeline-table", DataTable)
-        table.clear()
+        table.clear(columns=True)
+        self._add_columns(table)
         self.rows = []
         self.last_seq = 0
         self.extend(rows, follow=True)
@@ -135,17 +156,12 @@ class TimelinePane(Pane):
         if follow is None:  # follow the tail only if the cursor is on the last row
             follow = not self.rows or table.cursor_row >= len(self.rows) - 1
         fresh = [r for r in rows if r["seq"] > self.last_seq]
-        for row in fresh:
-            table.add_row(
-                Text(str(row["seq"]), style="dim"),
-                Text(
-                    row["recorded_at"][5:], style="dim"
-                ),  # MM-DD HH:MM:SS; the year is in the JSON
-                row["type"],
-                clip(row["summary"], 64),
-                key=str(row["seq"]),
-            )
         self.rows.extend(fresh)
+        if self._fit():
+            self._fill(table)  # a wider seq or type column: every summary is clipped anew
+        else:
+            for row in fresh:
+                self._add(table, row)
         if fresh:
             self.last_seq = fresh[-1]["seq"]
         if follow and self.rows:
@@ -153,6 +169,54 @@ class TimelinePane(Pane):
         self.query_one("#timeline-status", Static).update(
             f"{len(self.rows)} events shown, last seq {self.last_seq}"
         )
+
+    @staticmethod
+    def _add_columns(table: DataTable[Any]) -> None:
+        table.add_columns("seq", "UTC", "type", "summary")
+
+    def _add(self, table: DataTable[Any], row: dict[str, Any]) -> None:
+        table.add_row(
+            Text(str(row["seq"]), style="dim"),
+            Text(row["recorded_at"][5:], style="dim"),  # MM-DD HH:MM:SS; the year is in the JSON
+            row["type"],  # whole: the summary gives way, never the type
+            clip(row["summary"], self.summary_width),
+            key=str(row["seq"]),
+        )
+
+    def _fill(self, table: DataTable[Any]) -> None:
+        """Show ``self.rows`` again (the summary width changed), keeping the cursor."""
+        cursor = table.cursor_row
+        table.clear(columns=True)  # a column keeps the width of the widest cell it ever had
+        self._add_columns(table)
+        for row in self.rows:
+            self._add(table, row)
+        if self.rows:
+            table.move_cursor(row=min(max(cursor, 0), len(self.rows) - 1), animate=False)
+
+    def _fit(self) -> bool:
+        """Give the summary column what the table's width leaves (seq, time and the longest
+        type shown whole, one cell of padding a side each, a scrollbar); True if it changed."""
+        table = self.query_one("#timeline-table", DataTable)
+        width = table.size.width
+        if not width:
+            return False
+        seq = len(str(self.rows[-1]["seq"])) if self.rows else 3
+        kind = max((len(r["type"]) for r in self.rows), default=4)
+        room = max(width - 2 - (max(seq, 3) + 2) - (14 + 2) - (max(kind, 4) + 2) - 2, 12)
+        if room == self.summary_width:
+            return False
+        self.summary_width = room
+        return True
+
+    def on_resize(self, event: Any) -> None:
+        """Put the detail under the table on a narrow terminal (the table's own resize then
+        refits the summaries)."""
+        self.set_class(event.size.width < self.STACK_BELOW, "-stacked")
+
+    def refit(self) -> None:
+        """Fit the summaries to the table's width, as it is now."""
+        if self.is_attached and self._fit() and self.rows:
+            self._fill(self.query_one("#timeline-table", DataTable))
 
     def show_detail(self, detail: EventDetail) -> None:
         """Show one event's JSON and its links (each link an option; Enter opens it)."""
