@@ -113,6 +113,8 @@ class BenchmarksPane(Pane):
         self.plot_mounted = False
         #: The plot's title as last drawn ("... no data ..." when there is nothing to plot).
         self.plot_title = ""
+        #: What the plot drew: per line, its measured (concurrency, value) points, in order.
+        self.plot_series: dict[str, list[tuple[int, float]]] = {}
         self._columns: tuple[str, ...] = self.ALL_COLUMNS
 
     def compose(self) -> ComposeResult:
@@ -213,6 +215,9 @@ class BenchmarksPane(Pane):
             if row["concurrency"] is not None and row[metric] is not None:
                 name = row["config_name"] + (f" {workload_text(row)}" if several else "")
                 series.setdefault(name, []).append((row["concurrency"], row[metric]))
+        for points in series.values():
+            points.sort()
+        self.plot_series = series
         self.plot_title = f"{label} against concurrency" if series else self._no_data(label)
         plt.title(self.plot_title)
         plt.xlabel("concurrency (log scale)")
@@ -221,7 +226,6 @@ class BenchmarksPane(Pane):
             xs = sorted({c for points in series.values() for c, _ in points})
             plt.xticks([math.log2(x) for x in xs], [str(x) for x in xs])
             for index, (name, points) in enumerate(series.items()):
-                points.sort()
                 xs_log = [math.log2(p[0]) for p in points]
                 ys = [p[1] for p in points]
                 color = _COLORS[index % len(_COLORS)]

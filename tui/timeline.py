@@ -167,7 +167,7 @@ class TimelinePane(Pane):
         if follow and self.rows:
             table.move_cursor(row=len(self.rows) - 1)
         self.query_one("#timeline-status", Static).update(
-            f"{len(self.rows)} events shown, last seq {self.last_seq}"
+            f"{len(self.rows)} events, last seq {self.last_seq}"
         )
 
     @staticmethod
