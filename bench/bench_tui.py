@@ -151,7 +151,7 @@ def append_to_visible(path: Path, session: str, notes: int, rate: float) -> list
 
     async def run() -> list[float]:
         app = TuneLedgerApp(path, session, poll_s=2.0)
-        app.record_visibility = True
+        app.timeline.record_visibility = True
         async with app.run_test(size=(160, 45)) as pilot:
             head = app.store.head()
             while app.last_seq < head or app.refreshing:
@@ -179,7 +179,7 @@ def append_to_visible(path: Path, session: str, notes: int, rate: float) -> list
             for row in app.timeline.rows:
                 if row["summary"].startswith("note: bench-append "):
                     stamp = float(row["summary"].rsplit("t=", 1)[1])
-                    latencies.append(app.visible_wall[row["seq"]] - stamp)
+                    latencies.append(app.timeline.visible_wall[row["seq"]] - stamp)
             return latencies
 
     return asyncio.run(run())

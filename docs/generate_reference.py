@@ -29,10 +29,22 @@ HEADER = (
 
 
 def _root() -> click.Group:
-    """The ``tuneledger`` command group, wherever its module is."""
-    from ledger.cli import main
+    """The ``tuneledger`` command group (``cli``), in whichever module of ``ledger.cli`` it
+    is defined (``main`` today)."""
+    import importlib
+    import pkgutil
 
-    return main.cli
+    import ledger.cli
+
+    names = [
+        "ledger.cli.main",
+        *(f"ledger.cli.{m.name}" for m in pkgutil.iter_modules(ledger.cli.__path__)),
+    ]
+    for name in names:
+        group = getattr(importlib.import_module(name), "cli", None)
+        if isinstance(group, click.Group):
+            return group
+    raise RuntimeError("no `cli` command group in ledger.cli")
 
 
 def command_paths() -> list[list[str]]:

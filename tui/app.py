@@ -13,7 +13,10 @@ Threading rules (the UI thread never blocks):
   steady stream of appends can neither queue refreshes nor starve them;
 - a refresh reads only what the new events can change (``seq > last seen``):
   the timeline gets just the new rows, the board/benchmarks/flags are reread
-  only when an event of their kind arrived.
+  only when an event of their kind arrived (each pane's ``Part``, ``tui.parts``).
+
+The panes are built from one list (``tui.panes.PANES``): tabs, tab keys, focus, what a
+refresh reads for each, the help's lines and the palette's pane commands (``tui.pane``).
 """
 
 from __future__ import annotations
@@ -33,36 +36,19 @@ from ledger.store import WRITER_HOLD_S, LedgerStore
 from schemas.envelope import Actor
 
 from . import queries, writes
-from .benchmarks import BenchmarksPane
 from .board import BoardPane
 from .commands import LedgerCommands
-from .flags import FlagsPane
-from .messages import (
-    Appended,
-    AppendFailed,
-    EventDetailLoaded,
-    LedgerChanged,
-    PartLoaded,
-    SqlFinished,
-    TimelineReloaded,
-)
+from .messages import Appended, AppendFailed, LedgerChanged, PartLoaded
 from .modals import DecisionForm, ProposeForm, TextPrompt
-from .sql_console import MAX_ROWS, SqlPane
+from .pane import Pane
+from .panes import PANES, PARTS
 from .timeline import TimelinePane
 
-TABS: tuple[tuple[str, str], ...] = (
-    ("board", "Board"),
-    ("bench", "Benchmarks"),
-    ("timeline", "Timeline"),
-    ("flags", "Flags"),
-    ("sql", "SQL"),
-)
-
-#: Actions that act on the board's selected candidate (shown in the footer on the board only).
 #: Seconds between refreshes of the header's sync status (it asks the hub what is pending).
 SYNC_STATUS_S = 30.0
 
-_BOARD_ACTIONS = {"accept", "reject", "defer", "decision"}
+#: App actions some pane offers only while it is shown (``Pane.ACTIONS``).
+_PANE_ACTIONS = frozenset().union(*(p.ACTIONS for p in PANES))
 
 
 def _default_actor() -> Actor:
@@ -148,11 +134,10 @@ class TuneLedgerApp(App[None]):
             show=False,
             tooltip="Reread everything",
         ),
-        Binding("1,f2", "show_tab('board')", "Board", id="tab.board", show=False),
-        Binding("2,f3", "show_tab('bench')", "Benchmarks", id="tab.bench", show=False),
-        Binding("3,f4", "show_tab('timeline')", "Timeline", id="tab.timeline", show=False),
-        Binding("4,f5", "show_tab('flags')", "Flags", id="tab.flags", show=False),
-        Binding("5,f6", "show_tab('sql')", "SQL", id="tab.sql", show=False),
+        *(
+            Binding(p.KEYS, f"show_tab('{p.NAME}')", p.TITLE, id=f"tab.{p.NAME}", show=False)
+            for p in PANES
+        ),
         Binding("f1,question_mark", "help", "Help", id="app.help"),
         Binding("q", "quit", "Quit", id="app.quit"),
     ]
@@ -186,12 +171,8 @@ class TuneLedgerApp(App[None]):
         self.dirty = False
         self.full_pending = True
         self.started = time.perf_counter()
-        #: perf_counter when the board first showed rows (the benchmark reads it).
-        self.first_board_at: float | None = None
-        #: seq -> wall-clock time when that event reached the timeline (with ``record_visibility``;
-        #: wall clock, so a benchmark can compare it with another process's append time).
-        self.visible_wall: dict[int, float] = {}
-        self.record_visibility = False
+        #: part -> perf_counter when its pane first showed rows (the benchmark reads the board's).
+        self.first_shown_at: dict[str, float] = {}
         #: The sync status shown in the header (None: the ledger has no remote).
         self.sync_line: str | None = None
 
@@ -199,23 +180,25 @@ class TuneLedgerApp(App[None]):
 
     def compose(self) -> ComposeResult:
         yield Header(show_clock=False)  # no wall-clock time: snapshots stay deterministic
-        with TabbedContent(initial="board", id="tabs"):
-            with TabPane("Board", id="board"):
-                yield BoardPane(id="board-pane")
-            with TabPane("Benchmarks", id="bench"):
-                yield BenchmarksPane(id="bench-pane")
-            with TabPane("Timeline", id="timeline"):
-                yield TimelinePane(id="timeline-pane")
-            with TabPane("Flags", id="flags"):
-                yield FlagsPane(id="flags-pane")
-            with TabPane("SQL", id="sql"):
-                yield SqlPane(id="sql-pane")
+        with TabbedContent(initial=PANES[0].NAME, id="tabs"):
+            for pane in PANES:
+                with TabPane(pane.TITLE, id=pane.NAME):
+                    yield pane(id=f"{pane.NAME}-pane")
         yield Footer()
 
     @property
     def main_screen(self) -> Any:
         """The screen holding the panes (queries must not hit a modal form on top of it)."""
         return self.screen_stack[0]
+
+    def pane(self, name: str) -> Pane:
+        """The pane named ``name`` (``Pane.NAME``)."""
+        return self.main_screen.query_one(f"#{name}-pane", Pane)
+
+    @property
+    def first_board_at(self) -> float | None:
+        """perf_counter when the board first showed rows (bench/bench_tui.py reads it)."""
+        return self.first_shown_at.get("board")
 
     @property
     def board(self) -> BoardPane:
@@ -251,7 +234,7 @@ class TuneLedgerApp(App[None]):
     def on_mount(self) -> None:
         """Start the first (full) refresh, the file watcher and the fallback poll."""
         self._set_titles()
-        self.main_screen.query_one("#board-table").focus()
+        self._focus_tab(PANES[0].NAME)
         self.request_refresh(full=True)
         if self.watch_enabled:
             self.watch_ledger()
@@ -314,10 +297,11 @@ class TuneLedgerApp(App[None]):
         self.refreshing = True
         self.dirty = False
         full, self.full_pending = self.full_pending, False
-        self._refresh_worker(0 if full else self.last_seq, self.timeline.filter)
+        states = {p.NAME: self.pane(p.NAME).read_state() for p in PANES if p.PART is not None}
+        self._refresh_worker(0 if full else self.last_seq, states)
 
     @work(thread=True, exclusive=True, group="refresh", exit_on_error=False)
-    def _refresh_worker(self, since_seq: int, flt: queries.TimelineFilter) -> None:
+    def _refresh_worker(self, since_seq: int, states: dict[str, Any]) -> None:
         """Read what changed since ``since_seq`` and post it part by part; the head goes last,
         so a refresh that fails half-way is redone in full by the next one."""
         worker = get_current_worker()
@@ -326,14 +310,14 @@ class TuneLedgerApp(App[None]):
             self.call_from_thread(self._set_titles)
         head = None
         for part, data in queries.iter_snapshot(
-            self.store, self.session_id, since_seq=since_seq, timeline_filter=flt
+            self.store, self.session_id, PARTS, since_seq=since_seq, states=states
         ):
             if worker.is_cancelled:
                 return
             if part == "head":
                 head = data
             else:
-                self.post_message(PartLoaded(part, data if part != "timeline" else (*data, flt)))
+                self.post_message(PartLoaded(part, data))
         self.post_message(PartLoaded("head", head))
 
     def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
@@ -354,116 +338,13 @@ class TuneLedgerApp(App[None]):
         """Hand a freshly read part to its pane."""
         if self.closing:  # a worker's late message
             return
-        part, data = message.part, message.data
-        if part == "head":
-            if data is not None:
-                self.last_seq = data
-        elif part == "board":
-            self.board.show(data)
-            if self.first_board_at is None and data:
-                self.first_board_at = time.perf_counter()
-        elif part == "bench":
-            self.main_screen.query_one(BenchmarksPane).show(data)
-        elif part == "flags":
-            self.main_screen.query_one(FlagsPane).show(data)
-        elif part == "meta":
-            self.timeline.set_choices(*data)
-        elif part == "timeline":
-            rows, reset, flt = data
-            if flt != self.timeline.filter:
-                return  # read for a filter the user has changed since: a reload follows
-            if reset:
-                self.timeline.replace(rows)
-            else:
-                self.timeline.extend(rows)
-            if self.record_visibility:
-                now = time.time()
-                for row in rows:
-                    self.visible_wall.setdefault(row["seq"], now)
-
-    # --- timeline -----------------------------------------------------------------------
-
-    @on(TimelinePane.FilterChanged)
-    def _timeline_filter(self, message: TimelinePane.FilterChanged) -> None:
-        self._load_timeline(message.filter)
-
-    @work(thread=True, exclusive=True, group="timeline", exit_on_error=False)
-    def _load_timeline(self, flt: queries.TimelineFilter) -> None:
-        rows = queries.load_timeline(self.store, flt)
-        if not get_current_worker().is_cancelled:
-            self.post_message(TimelineReloaded(rows))
-
-    def on_timeline_reloaded(self, message: TimelineReloaded) -> None:
-        """Show the timeline reread for the new filter."""
-        if self.closing:  # a worker's late message
+        if message.part == "head":
+            if message.data is not None:
+                self.last_seq = message.data
             return
-        self.timeline.replace(message.rows)
-
-    @on(TimelinePane.EventSelected)
-    def _event_selected(self, message: TimelinePane.EventSelected) -> None:
-        self._load_detail(message.event_id)
-
-    @work(thread=True, exclusive=True, group="detail", exit_on_error=False)
-    def _load_detail(self, event_id: str) -> None:
-        try:
-            detail = queries.load_event_detail(self.store, event_id)
-        except LedgerError as exc:
-            self.call_from_thread(self.notify, str(exc), severity="error")
-            return
-        if not get_current_worker().is_cancelled:
-            self.post_message(EventDetailLoaded(detail))
-
-    def on_event_detail_loaded(self, message: EventDetailLoaded) -> None:
-        """Show the event's JSON and links."""
-        if self.closing:  # a worker's late message
-            return
-        self.timeline.show_detail(message.detail)
-
-    def action_clear_timeline_filter(self) -> None:
-        """Show every event type and session in the timeline."""
-        from textual.widgets import Select
-
-        for key in ("type", "session"):
-            self.main_screen.query_one(f"#timeline-{key}", Select).clear()
-        self.action_show_tab("timeline")
-
-    def action_clear_board_filter(self) -> None:
-        """Show every candidate on the board."""
-        from textual.widgets import Select
-
-        for key in ("arch", "engine_version", "verdict"):
-            self.main_screen.query_one(f"#filter-{key}", Select).clear()
-        self.action_show_tab("board")
-
-    # --- SQL ----------------------------------------------------------------------------
-
-    @on(SqlPane.Run)
-    def _sql_run(self, message: SqlPane.Run) -> None:
-        self._run_sql(message.sql)
-
-    @work(thread=True, exclusive=True, group="sql", exit_on_error=False)
-    def _run_sql(self, sql: str) -> None:
-        from ledger.read.sql_sandbox import run_readonly
-
-        started = time.perf_counter()
-        try:
-            table = run_readonly(self.store, sql, max_rows=MAX_ROWS)
-        except LedgerError as exc:
-            self.post_message(
-                SqlFinished(
-                    sql, None, f"{type(exc).__name__}: {exc}", time.perf_counter() - started
-                )
-            )
-            return
-        self.post_message(SqlFinished(sql, table, None, time.perf_counter() - started))
-
-    async def on_sql_finished(self, message: SqlFinished) -> None:
-        """Show the query's result or its error."""
-        if self.closing:  # a worker's late message
-            return
-        await self.main_screen.query_one(SqlPane).show_result(
-            message.sql, message.table, message.error, message.elapsed_s
-        )
+        self.pane(message.part).show(message.data)
+        if message.data and message.part not in self.first_shown_at:
+            self.first_shown_at[message.part] = time.perf_counter()
 
     # --- writing ------------------------------------------------------------------------
 
@@ -664,14 +545,8 @@ class TuneLedgerApp(App[None]):
         self._focus_tab(tab)
 
     def _focus_tab(self, tab: str) -> None:
-        target = {
-            "board": "#board-table",
-            "bench": "#bench-table",
-            "timeline": "#timeline-table",
-            "flags": "#flags-table",
-            "sql": "#sql-input",
-        }[tab]
-        self.main_screen.query_one(target).focus()
+        pane = self.pane(tab)
+        pane.query_one(pane.FOCUS).focus()
 
     @on(TabbedContent.TabActivated)
     def _tab_activated(self, event: TabbedContent.TabActivated) -> None:
@@ -680,18 +555,20 @@ class TuneLedgerApp(App[None]):
             self._focus_tab(event.pane.id)
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        """Board-only actions show in the footer (and run) only on the board.
+        """A pane's own actions (``Pane.ACTIONS``: the board's triage) show in the footer, and
+        run, only while that pane is shown.
 
         Before the app is mounted, or before its tabs are composed, every action is offered:
         the DOM is not queried then (``App.is_mounted`` is a method taking a widget, so the
         test for it was always true, and a blanket ``except`` hid what failed).
         """
-        if action not in _BOARD_ACTIONS or not self.is_running or not self.screen_stack:
+        if action not in _PANE_ACTIONS or not self.is_running or not self.screen_stack:
             return True
         tabs = self.main_screen.query("#tabs")
         if not tabs:  # mounted, tabs not composed yet
             return True
-        return str(tabs.first(TabbedContent).active) == "board"
+        active = str(tabs.first(TabbedContent).active)
+        return any(action in p.ACTIONS for p in PANES if p.NAME == active)
 
     def action_reload(self) -> None:
         """Reread everything from the ledger."""
@@ -701,7 +578,7 @@ class TuneLedgerApp(App[None]):
         """Show the keys and actions."""
         from .help import HelpScreen  # Markdown is imported on first use, not at start
 
-        self.push_screen(HelpScreen([b for b in self.BINDINGS if isinstance(b, Binding)]))
+        self.push_screen(HelpScreen([b for b in self.BINDINGS if isinstance(b, Binding)], PANES))
 
 
 def export_path(ledger: Path, session_id: str | None) -> Path:

@@ -5,9 +5,10 @@ The table shows the ``benchmark_summary`` view's rows as they are: one per arm
 and TPOT (median and p99) a change is computed from and, for non-baseline
 configurations, the change against the baseline from ``benchmark_deltas``,
 coloured by its verdict (green improved, red regressed, dim
-no-measurable-change, yellow inconclusive / insufficient-data). The plot (plotext) draws one
-line per configuration (and workload, where the session ran several) against
-concurrency; ``m`` cycles the plotted metric.
+no-measurable-change, yellow inconclusive / insufficient-data). The plot (plotext) draws each
+configuration (and workload, where the session ran several) against concurrency on a log
+axis: a marker on each measured point and straight lines between them, nothing else;
+``m`` cycles the plotted metric.
 """
 
 from __future__ import annotations
@@ -18,13 +19,18 @@ from typing import Any
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.containers import Vertical
 from textual.widgets import DataTable, Static
 
+from ledger.read import model as read_model
 from schemas.metrics import HEADLINE_METRICS
 
+from .pane import Pane
+from .parts import Part, Reading
 from .queries import BENCH_METRICS
 from .render import DELTA_STYLE, number, short_delta_verdict
+
+#: The plot's colours, one per line (plotext names).
+_COLORS = ("cyan", "orange", "green", "magenta", "yellow", "blue", "red", "white")
 
 #: Metrics the plot can show, cycled with ``m``.
 PLOT_METRICS: tuple[tuple[str, str], ...] = tuple((m.name, m.title) for m in HEADLINE_METRICS)
@@ -43,8 +49,36 @@ def workload_text(row: dict[str, Any]) -> str:
     return " ".join(parts) or "—"
 
 
-class BenchmarksPane(Vertical):
+def runs_text(row: dict[str, Any]) -> str:
+    """The runs the row's output throughput is over (``output_throughput_runs``), with the
+    arm's valid runs stored beside it where they differ: a comparison that counted a run the
+    validity gate marked invalid (``2 (1 valid)``), throughput missing from some runs
+    (``1 of 2``)."""
+    n, stored = row.get("output_throughput_runs"), row["runs"]
+    if n is None or n == stored or not n:
+        return str(stored)
+    return f"{n} ({stored} valid)" if n > stored else f"{n} of {stored}"
+
+
+def _read(reading: Reading) -> list[dict[str, Any]]:
+    return read_model.benchmark_summary(reading.con, reading.session_id)
+
+
+class BenchmarksPane(Pane):
     """Benchmark results against the baseline."""
+
+    NAME = "bench"
+    TITLE = "Benchmarks"
+    KEYS = "2,f3"
+    FOCUS = "#bench-table"
+    PART = Part(
+        "bench",
+        _read,
+        ("benchmark_summary",),
+        dirtied_by=frozenset({"benchmark_completed", "comparison_completed"}),
+    )
+    SUMMARY = "vs baseline, with a plot"
+    HELP_KEYS = (("m", "Benchmarks", "cycle the plotted metric"),)
 
     BINDINGS = [Binding("m", "cycle_metric", "Plot metric", id="bench.cycle_metric")]
 
@@ -79,6 +113,8 @@ class BenchmarksPane(Vertical):
         self.plot_mounted = False
         #: The plot's title as last drawn ("... no data ..." when there is nothing to plot).
         self.plot_title = ""
+        #: What the plot drew: per line, its measured (concurrency, value) points, in order.
+        self.plot_series: dict[str, list[tuple[int, float]]] = {}
         self._columns: tuple[str, ...] = self.ALL_COLUMNS
 
     def compose(self) -> ComposeResult:
@@ -131,8 +167,10 @@ class BenchmarksPane(Vertical):
                 ),
                 "workload": workload_text(row),
                 "c": str(row["concurrency"] or ""),
-                "runs": str(row["runs"]),
+                "runs": runs_text(row),
             }
+            # a metric over another number of runs than the runs column's says so in its cell
+            shown_runs = row.get("output_throughput_runs") or row["runs"]
             for metric, label in BENCH_METRICS:
                 cells[label] = self._cell(
                     row[metric],
@@ -140,6 +178,9 @@ class BenchmarksPane(Vertical):
                     row[f"{metric}_verdict"],
                     row["is_baseline"],
                 )
+                n = row.get(f"{metric}_runs")
+                if row[metric] is not None and n and n != shown_runs:
+                    cells[label].append(f" n={n}", style="dim")
             table.add_row(*(cells[name] for name in self._columns))
         if rows:
             table.move_cursor(row=min(max(cursor, 0), len(rows) - 1))
@@ -174,26 +215,36 @@ class BenchmarksPane(Vertical):
             if row["concurrency"] is not None and row[metric] is not None:
                 name = row["config_name"] + (f" {workload_text(row)}" if several else "")
                 series.setdefault(name, []).append((row["concurrency"], row[metric]))
-        self.plot_title = (
-            f"{label} against concurrency"
-            if series
-            else f"{label}: no data (no benchmark at a fixed concurrency in this session yet)"
-        )
+        for points in series.values():
+            points.sort()
+        self.plot_series = series
+        self.plot_title = f"{label} against concurrency" if series else self._no_data(label)
         plt.title(self.plot_title)
         plt.xlabel("concurrency (log scale)")
         if series:
             # concurrency doubles (1, 2, 4 ... 64): plot against log2 so the points spread evenly
             xs = sorted({c for points in series.values() for c, _ in points})
             plt.xticks([math.log2(x) for x in xs], [str(x) for x in xs])
-            for name, points in series.items():
-                points.sort()
-                plt.plot(
-                    [math.log2(p[0]) for p in points],
-                    [p[1] for p in points],
-                    label=name,
-                    marker="braille",
-                )
+            for index, (name, points) in enumerate(series.items()):
+                xs_log = [math.log2(p[0]) for p in points]
+                ys = [p[1] for p in points]
+                color = _COLORS[index % len(_COLORS)]
+                # straight segments between measured points only, and a marker on each point:
+                # nothing drawn between them reads as a measurement
+                if len(points) > 1:
+                    plt.plot(xs_log, ys, marker="braille", color=color)
+                plt.scatter(xs_log, ys, marker="●", color=color, label=name)
         widget.refresh()
+
+    def _no_data(self, label: str) -> str:
+        """Why there is nothing to plot: no benchmark at a fixed concurrency, or benchmarks
+        that did not report this metric (a tool without streaming gives no TTFT)."""
+        fixed = sum(row["concurrency"] is not None for row in self.rows)
+        if not fixed:
+            return f"{label}: no data (no benchmark at a fixed concurrency in this session yet)"
+        return (
+            f"{label}: not reported by the {fixed} arm(s) at a fixed concurrency (m: next metric)"
+        )
 
     def on_resize(self, event: Any) -> None:
         """Keep the columns that fit: drop the low-value ones first on a narrow terminal."""

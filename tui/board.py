@@ -12,9 +12,12 @@ from typing import Any
 
 from rich.text import Text
 from textual.app import ComposeResult
-from textual.containers import Horizontal, Vertical
+from textual.containers import Horizontal
 from textual.widgets import DataTable, Select, Static
 
+from . import queries
+from .pane import Pane
+from .parts import Part, Reading
 from .queries import STATUSES
 from .render import clip, pct_text, status_text, verdict_text
 
@@ -22,13 +25,60 @@ _FILTERS = (("arch", "arch"), ("engine_version", "engine version"), ("verdict", 
 _NONE = "(none)"
 
 
-class BoardPane(Vertical):
+def _read(reading: Reading) -> list[dict[str, Any]]:
+    return queries.board(reading.con, reading.session_id)
+
+
+def delta_cell(row: dict[str, Any], room: int, most: int) -> Text:
+    """The Δ column's cell: the change, then ``c=N`` and the configuration it was measured
+    with, each as far as ``room`` cells allow (the detail below has them whole); the
+    configuration's name at most ``most`` cells."""
+    if not row.get("delta_config"):
+        return Text("")
+    cell = pct_text(row["delta_pct"], row["delta_verdict"])
+    concurrency = f" c={row['delta_concurrency']}"
+    if cell.cell_len + len(concurrency) <= room:
+        cell.append(concurrency, style="dim")
+    left = min(room - cell.cell_len - 1, most)
+    if left >= 6:  # fewer cells than that name nothing
+        cell.append(" " + clip(row["delta_config"], left), style="dim")
+    return cell
+
+
+class BoardPane(Pane):
     """The triage board of one session."""
+
+    NAME = "board"
+    TITLE = "Board"
+    KEYS = "1,f2"
+    FOCUS = "#board-table"
+    PART = Part(
+        "board",
+        _read,
+        ("board", "board_deltas"),
+        # and any event naming a candidate: it can be the board's latest evidence
+        dirtied_by=frozenset(
+            {
+                "candidate_proposed",
+                "candidate_triaged",
+                "flag_researched",
+                "finding_recorded",
+                "server_started",
+                "benchmark_completed",
+                "comparison_completed",
+            }
+        ),
+        names_candidate=True,
+    )
+    SUMMARY = "triage"
+    #: The triage actions act on the selected candidate: shown (and run) on the board only.
+    ACTIONS = frozenset({"accept", "reject", "defer", "decision"})
+    COMMANDS = (("Board: clear filters", "Show every candidate of the session", "clear_filters"),)
 
     DEFAULT_CSS = """
     BoardPane #board-filters { height: 3; }
-    BoardPane #board-filters Select { width: 28; }
-    BoardPane #board-counts { padding: 1 2; width: 1fr; color: $text-muted; }
+    BoardPane #board-filters Select { width: 1fr; max-width: 28; }
+    BoardPane #board-counts { height: 1; padding: 0 1; color: $text-muted; }
     BoardPane #board-table { height: 1fr; }
     BoardPane #board-detail { height: auto; max-height: 8; padding: 0 1; border-top: solid $primary-darken-2; }
     """
@@ -51,7 +101,8 @@ class BoardPane(Vertical):
         with Horizontal(id="board-filters"):
             for key, label in _FILTERS:
                 yield Select[str]([], prompt=f"{label}: all", id=f"filter-{key}", allow_blank=True)
-            yield Static("", id="board-counts")
+        # a line of its own: beside the filters it was cut below ~150 columns
+        yield Static("", id="board-counts")
         table: DataTable[Any] = DataTable(id="board-table", cursor_type="row", zebra_stripes=True)
         table.add_columns(*self._columns)
         yield table
@@ -94,26 +145,23 @@ class BoardPane(Vertical):
         ]
         table.clear()
         cursor = 0
+        narrow = "priority" not in self._columns
+        cells_by_row = []
         for index, row in enumerate(self.shown):
             if row["candidate_id"] == keep:
                 cursor = index
-            delta = Text("")
-            if row.get("delta_config"):
-                delta = pct_text(row["delta_pct"], row["delta_verdict"])
-                delta.append(
-                    f" {clip(row['delta_config'], 18 if 'priority' in self._columns else 14)} "
-                    f"c={row['delta_concurrency']}",
-                    style="dim",
-                )
-            narrow = "priority" not in self._columns
-            cells = {
-                "status": status_text(row["status"]),
-                "candidate": clip(row["candidate_id"], 34 if narrow else 44),
-                "verdict": verdict_text(row["verdict"]),
-                "Δ out tok/s": delta,
-                "priority": row["priority"] or "",
-                "reason": clip(row.get("conflict") or row["reason"], 40),
-            }
+            cells_by_row.append(
+                {
+                    "status": status_text(row["status"]),
+                    "candidate": clip(row["candidate_id"], self._candidate_width()),
+                    "verdict": verdict_text(row["verdict"]),
+                    "priority": row["priority"] or "",
+                    "reason": clip(row.get("conflict") or row["reason"], 40),
+                }
+            )
+        room = self._delta_room(cells_by_row)
+        for row, cells in zip(self.shown, cells_by_row, strict=True):
+            cells["Δ out tok/s"] = delta_cell(row, room, 24 if not narrow else 18)
             table.add_row(*(cells[name] for name in self._columns), key=row["candidate_id"])
         if self.shown:
             table.move_cursor(row=cursor)
@@ -126,6 +174,25 @@ class BoardPane(Vertical):
             + (f"   (filtered: {len(self.shown)} of {len(self.rows)})" if filters else "")
         )
         self._render_detail()
+
+    def _candidate_width(self) -> int:
+        """How much of a candidate id the table shows (the detail below has it whole)."""
+        width = self.size.width
+        return 44 if "priority" in self._columns else 34 if width >= 100 else 28
+
+    def _delta_room(self, cells_by_row: list[dict[str, Any]]) -> int:
+        """The cells the Δ column can take without cutting: the table's width less the other
+        columns' (each padded by one cell a side) and a scrollbar."""
+        used = 2
+        for name in self._columns:
+            if name == "Δ out tok/s":
+                continue
+            widths = [Text.from_markup(name).cell_len] + [
+                c[name].cell_len if isinstance(c[name], Text) else len(str(c[name]))
+                for c in cells_by_row
+            ]
+            used += max(widths) + 2
+        return max(self.size.width - used - 2, len("Δ out tok/s"))
 
     @property
     def selected(self) -> dict[str, Any] | None:
@@ -158,6 +225,14 @@ class BoardPane(Vertical):
         if row["reason"] and row["reason"] != row["latest_evidence"]:
             text.append("\nreason: ", style="dim")
             text.append(clip(row["reason"], 300))
+        if row.get("delta_config"):
+            text.append("\nΔ out tok/s: ", style="dim")
+            text.append_text(pct_text(row["delta_pct"], row["delta_verdict"]))
+            text.append(
+                f" {row['delta_verdict'] or ''}  {row['delta_config']} at "
+                f"c={row['delta_concurrency']} against its baseline",
+                style="dim",
+            )
         if row["latest_evidence"]:
             text.append(f"\nlatest ({row['latest_evidence_type']}): ", style="dim")
             text.append(clip(row["latest_evidence"], 300))
@@ -169,14 +244,19 @@ class BoardPane(Vertical):
         """Keep the columns that fit: drop the low-value ones first on a narrow terminal."""
         width = event.size.width
         columns = tuple(c for c in self.ALL_COLUMNS if width >= self.DROP_BELOW.get(c, 0))
-        if columns == self._columns:
-            return
-        self._columns = columns
-        table = self.query_one("#board-table", DataTable)
-        table.clear(columns=True)
-        table.add_columns(*columns)
-        if self.loaded:
+        if columns != self._columns:
+            self._columns = columns
+            table = self.query_one("#board-table", DataTable)
+            table.clear(columns=True)
+            table.add_columns(*columns)
+        if self.loaded:  # the Δ column takes what the others leave
             self._render_rows()
+
+    def action_clear_filters(self) -> None:
+        """Show every candidate on the board."""
+        for key, _ in _FILTERS:
+            self.query_one(f"#filter-{key}", Select).clear()
+        self.app.action_show_tab(self.NAME)  # type: ignore[attr-defined]
 
     def on_select_changed(self, event: Select.Changed) -> None:
         """A filter changed: redraw from the rows already read (no query)."""

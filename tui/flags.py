@@ -13,15 +13,34 @@ from typing import Any
 
 from rich.text import Text
 from textual.app import ComposeResult
-from textual.containers import Vertical
 from textual.widgets import DataTable, Static
 
+from ledger.read import model as read_model
+
+from .pane import Pane
+from .parts import Part, Reading
 from .queries import evidence_refs, flag_columns, flag_matrix
 from .render import NO_EFFECT_MARK, clip, verdict_text
 
 
-class FlagsPane(Vertical):
+def _read(reading: Reading) -> list[dict[str, Any]]:
+    return read_model.flag_verdicts(reading.con)
+
+
+class FlagsPane(Pane):
     """Which flags did what, where."""
+
+    NAME = "flags"
+    TITLE = "Flags"
+    KEYS = "4,f5"
+    FOCUS = "#flags-table"
+    PART = Part(
+        "flags",
+        _read,
+        ("flag_verdicts",),
+        dirtied_by=frozenset({"flag_researched", "finding_recorded"}),
+    )
+    SUMMARY = "verdict matrix"
 
     DEFAULT_CSS = """
     FlagsPane #flags-summary { height: auto; padding: 0 1 1 1; }

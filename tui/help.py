@@ -1,12 +1,17 @@
-"""The help screen (F1 or ?): what each key does, on every pane, read from the bindings."""
+"""The help screen (F1 or ?): what each key does, on every pane, read from the bindings and
+the panes (``tui.panes.PANES``: each pane's summary and keys of its own)."""
 
 from __future__ import annotations
+
+from collections.abc import Sequence
 
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Markdown
+
+from .pane import Pane
 
 _INTRO = """\
 # tuneledger
@@ -16,25 +21,14 @@ action **appends an event** (triage, note, proposal, decision), and every pane
 is derived from the log. Changes written by other processes (the CLI, a runner,
 an agent) appear within a second, with no key pressed.
 
-**Panes:** Board (triage), Benchmarks (vs baseline, with a plot), Timeline (live
-tail; Enter on a link opens that event), Flags (verdict matrix), SQL (read-only).
-Ctrl+P opens the command palette: every action is there too.
 """
 
-_PANE_KEYS = """
-## Keys inside a pane
-
-| key | where | what |
-|---|---|---|
-| ↑ ↓ | tables | move the cursor |
-| Tab / Shift+Tab | everywhere | move between filters, table and detail |
-| m | Benchmarks | cycle the plotted metric |
-| Enter | SQL | run the query |
-| Escape | SQL input | leave the query line (then 1-5 and q work again; F2-F6 always switch panes) |
-| ↑ ↓ | SQL input | query history |
-| Enter | Timeline links | open the linked event |
-| Escape | forms | cancel |
-"""
+#: Keys that work in every pane: (key, where, what); the panes' own come between these.
+_COMMON_KEYS = (
+    ("↑ ↓", "tables", "move the cursor"),
+    ("Tab / Shift+Tab", "everywhere", "move between filters, table and detail"),
+)
+_FORM_KEYS = (("Escape", "forms", "cancel"),)
 
 
 class HelpScreen(ModalScreen[None]):
@@ -49,9 +43,10 @@ class HelpScreen(ModalScreen[None]):
     HelpScreen > VerticalScroll { width: 96; height: 90%; border: thick $primary; background: $surface; padding: 0 1; }
     """
 
-    def __init__(self, bindings: list[Binding]) -> None:
+    def __init__(self, bindings: list[Binding], panes: Sequence[type[Pane]] = ()) -> None:
         super().__init__()
         self.app_bindings = bindings
+        self.panes = panes
 
     def compose(self) -> ComposeResult:
         rows = ["| key | action | binding id |", "|---|---|---|"]
@@ -59,7 +54,18 @@ class HelpScreen(ModalScreen[None]):
             if binding.description:
                 keys = ", ".join(_key_label(k) for k in binding.key.split(","))
                 rows.append(f"| {keys} | {binding.description} | `{binding.id or ''}` |")
-        text = _INTRO + "\n## Keys\n\n" + "\n".join(rows) + "\n" + _PANE_KEYS
+        panes = ", ".join(f"{p.TITLE} ({p.SUMMARY})" for p in self.panes)
+        intro = (
+            _INTRO
+            + f"**Panes:** {panes}.\nCtrl+P opens the command palette: every action is there too.\n"
+        )
+        own = [k for p in self.panes for k in p.HELP_KEYS]
+        pane_keys = "\n## Keys inside a pane\n\n| key | where | what |\n|---|---|---|\n"
+        pane_keys += "".join(
+            f"| {key} | {where} | {what} |\n"
+            for key, where, what in (*_COMMON_KEYS, *own, *_FORM_KEYS)
+        )
+        text = intro + "\n## Keys\n\n" + "\n".join(rows) + "\n" + pane_keys
         text += "\nKeymaps: bind keys to the binding ids above (Textual's `App.set_keymap`).\n"
         with VerticalScroll():
             yield Markdown(text)

@@ -27,8 +27,8 @@ class LedgerChanged(Message):
 
 
 class PartLoaded(Message):
-    """One part of a refresh was read: ``part`` is ``head``, ``timeline``, ``board``,
-    ``bench``, ``flags`` or ``meta`` (see ``tui.queries.iter_snapshot``)."""
+    """One part of a refresh was read: ``part`` is ``head`` or a pane's name, ``data`` what its
+    ``Part.read`` returned (see ``tui.queries.iter_snapshot``)."""
 
     def __init__(self, part: str, data: Any) -> None:
         super().__init__()

@@ -3,7 +3,7 @@
 Every function opens the ledger through the store's short-lived connections
 (``LedgerStore.connect``), so the TUI never holds the DuckDB file: a CLI append
 or a runner that writes meanwhile only waits for one query, never fails.
-``load_snapshot`` reads everything the panes show in ONE open of the file.
+``iter_snapshot`` reads what the panes' parts (``tui.parts``) show in ONE open of the file.
 
 Every row is read through ``ledger.read.model`` (the views' rows as they are: the same
 functions the CLI, the export and the runners read through); this module only chooses
@@ -15,7 +15,7 @@ terminal.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -25,6 +25,8 @@ from ledger.read import model as read_model
 from ledger.read.model import EventFilter
 from ledger.store import LedgerStore
 from schemas.metrics import HEADLINE_METRICS
+
+from .parts import Part, Reading, stale_parts
 
 #: The board's statuses in display order (the ``board`` view's ``status`` values).
 STATUSES: tuple[str, ...] = ("proposed", "accepted", "rejected", "deferred", "done")
@@ -119,27 +121,37 @@ def _timeline(
 
 # --- the snapshot -----------------------------------------------------------------------
 
-#: The parts of a refresh, in the order they are read (the timeline first: it is
-#: where a new event shows up, so its latency matters most).
-PARTS: tuple[str, ...] = ("timeline", "board", "bench", "flags", "meta")
 
-#: Event types that can change each part (besides any event naming a candidate,
-#: which can change the board's latest evidence, and retractions, which change all).
-_PART_TYPES: dict[str, frozenset[str]] = {
-    "board": frozenset(
-        {
-            "candidate_proposed",
-            "candidate_triaged",
-            "flag_researched",
-            "finding_recorded",
-            "server_started",
-            "benchmark_completed",
-            "comparison_completed",
-        }
-    ),
-    "bench": frozenset({"benchmark_completed", "comparison_completed"}),
-    "flags": frozenset({"flag_researched", "finding_recorded"}),
-}
+def board(con: duckdb.DuckDBPyConnection, session_id: str | None) -> list[dict[str, Any]]:
+    """The board pane's rows (``_board``)."""
+    return _board(con, session_id)
+
+
+@dataclass(frozen=True)
+class TimelineData:
+    """What the timeline shows after a refresh: ``rows`` (only the new events unless
+    ``reset``), the sessions and event types its filters offer, and the filter it was read
+    for (a pane whose filter changed since drops it: a reload follows)."""
+
+    rows: list[dict[str, Any]]
+    reset: bool
+    sessions: list[str]
+    types: list[str]
+    filter: EventFilter
+
+
+def timeline(reading: Reading, *, tail: int = TIMELINE_TAIL) -> TimelineData:
+    """The timeline's part: the new events (all of the tail when the read is full) and its
+    filters' choices."""
+    flt = reading.state if isinstance(reading.state, EventFilter) else EventFilter()
+    rows = _timeline(reading.con, flt, 0 if reading.full else reading.since_seq, tail)
+    return TimelineData(
+        rows,
+        reading.full,
+        read_model.sessions(reading.con),
+        read_model.event_types(reading.con),
+        flt,
+    )
 
 
 def default_session(store: LedgerStore) -> str | None:
@@ -148,82 +160,40 @@ def default_session(store: LedgerStore) -> str | None:
         return read_model.default_session(con)
 
 
-def changed_parts(con: duckdb.DuckDBPyConnection, since_seq: int) -> set[str]:
-    """Which parts the events after ``since_seq`` can change (all of them when ``since_seq`` is 0)."""
-    if since_seq <= 0:
-        return set(PARTS)
-    rows = con.execute(
-        "SELECT DISTINCT type, (payload->>'candidate_id') IS NOT NULL FROM events WHERE seq > ?",
-        [since_seq],
-    ).fetchall()
-    if not rows:
-        return set()
-    types = {t for t, _ in rows}
-    if "event_retracted" in types:
-        return set(PARTS)
-    parts = {"timeline", "meta"}
-    for part, part_types in _PART_TYPES.items():
-        if types & part_types:
-            parts.add(part)
-    if any(named for _, named in rows):
-        parts.add("board")
-    return parts
-
-
-#: The views each part of the snapshot reads.
-_PART_VIEWS: dict[str, tuple[str, ...]] = {
-    "board": ("board", "board_deltas"),
-    "timeline": ("timeline",),
-    "bench": ("benchmark_summary",),
-    "flags": ("flag_verdicts",),
-    "meta": (),
-}
-
-
 def iter_snapshot(
     store: LedgerStore,
     session_id: str | None,
+    parts: Sequence[Part],
     *,
     since_seq: int = 0,
-    timeline_filter: TimelineFilter | None = None,
-    tail: int = TIMELINE_TAIL,
+    states: Mapping[str, Any] | None = None,
 ) -> Iterator[tuple[str, Any]]:
     """Read what changed since ``since_seq`` in one open of the ledger, part by part.
 
-    Yields ``("head", seq)`` first, then ``(part, data)`` for each part of
-    ``PARTS`` that the new events can change, so the caller can show each part
-    as soon as it is read. ``since_seq`` 0 reads everything. The timeline part
-    is ``(rows, reset)``: ``reset`` false means ``rows`` are only the new events
-    (a retraction forces a reset, since it hides an older row).
+    Yields ``("head", seq)`` first, then ``(part name, data)`` for each of ``parts`` that the
+    new events made stale (``tui.parts.stale_parts``), so the caller can show each part as
+    soon as it is read. ``since_seq`` 0 reads everything; ``states`` is each part's
+    ``Reading.state`` by name.
     """
-    flt = timeline_filter or EventFilter()
     with store.connect(views=()) as con:
         head = con.execute("SELECT coalesce(max(seq), 0) FROM events").fetchall()[0][0]
         yield "head", head
         if head < since_seq:  # the file was replaced by a shorter one: start over
             since_seq = 0
-        parts = changed_parts(con, since_seq)
-        # only the views of the parts read this time (each costs its binding: docs/performance.md)
-        read = parts | ({"board"} if since_seq == 0 else set())
-        store.read_views(con, [v for part in read for v in _PART_VIEWS.get(part, ())])
-        if since_seq == 0:  # first paint: the board is what the user sees first
-            yield "board", _board(con, session_id)
-        if "timeline" in parts:
-            reset = since_seq == 0 or "board" in parts and "bench" in parts and "flags" in parts
-            yield "timeline", (_timeline(con, flt, 0 if reset else since_seq, tail), reset)
-        if "board" in parts and since_seq != 0:
-            yield "board", _board(con, session_id)
-        if "bench" in parts:
-            yield "bench", read_model.benchmark_summary(con, session_id)
-        if "flags" in parts:
-            yield "flags", read_model.flag_verdicts(con)
-        if "meta" in parts:
-            yield "meta", (read_model.sessions(con), read_model.event_types(con))
+        stale, full = stale_parts(parts, con, since_seq)
+        for part in stale:
+            # only the views this part reads, bound as it comes (each costs its binding:
+            # docs/performance.md), so the first part shows before the others' are made
+            store.read_views(con, part.views)
+            state = (states or {}).get(part.name)
+            yield part.name, part.read(Reading(con, session_id, since_seq, full, state))
 
 
-def load_snapshot(store: LedgerStore, session_id: str | None, **kwargs: Any) -> dict[str, Any]:
+def load_snapshot(
+    store: LedgerStore, session_id: str | None, parts: Sequence[Part], **kwargs: Any
+) -> dict[str, Any]:
     """Everything ``iter_snapshot`` yields, as one dict (for tests and the benchmark)."""
-    return dict(iter_snapshot(store, session_id, **kwargs))
+    return dict(iter_snapshot(store, session_id, parts, **kwargs))
 
 
 def load_timeline(

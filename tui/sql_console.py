@@ -9,15 +9,20 @@ query history; errors (``Refused``, ``InvalidInput``) show inline, in red.
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 import pyarrow as pa
 from rich.text import Text
+from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.containers import Vertical
-from textual.message import Message
 from textual.widgets import Input, Static
+
+from ledger.errors import LedgerError
+
+from .messages import SqlFinished
+from .pane import Pane
 
 #: The query the console starts with: the question users ask most.
 DEFAULT_QUERY = (
@@ -61,8 +66,23 @@ class SqlInput(Input):
         self.cursor_position = len(self.value)
 
 
-class SqlPane(Vertical):
+class SqlPane(Pane):
     """Query line, status line (row count, time, or the error), result table."""
+
+    NAME = "sql"
+    TITLE = "SQL"
+    KEYS = "5,f6"
+    FOCUS = "#sql-input"
+    SUMMARY = "read-only"
+    HELP_KEYS = (
+        ("Enter", "SQL", "run the query"),
+        (
+            "Escape",
+            "SQL input",
+            "leave the query line (then 1-5 and q work again; F2-F6 always switch panes)",
+        ),
+        ("↑ ↓", "SQL input", "query history"),
+    )
 
     DEFAULT_CSS = """
     SqlPane #sql-input { margin: 0 0; }
@@ -73,13 +93,6 @@ class SqlPane(Vertical):
 
     #: Show how long a query took (snapshot tests turn it off: it varies run to run).
     show_timings = True
-
-    class Run(Message):
-        """The user asked to run ``sql``: the app runs it in a worker."""
-
-        def __init__(self, sql: str) -> None:
-            super().__init__()
-            self.sql = sql
 
     def compose(self) -> ComposeResult:
         yield SqlInput(
@@ -111,7 +124,25 @@ class SqlPane(Vertical):
                 SqlInput
             ).value = ""  # a new query is typed fresh; Up brings this one back
             self.query_one("#sql-status", Static).update("running…")
-            self.post_message(self.Run(sql))
+            self._run(sql)
+
+    @work(thread=True, exclusive=True, group="sql", exit_on_error=False)
+    def _run(self, sql: str) -> None:
+        from ledger.read.sql_sandbox import run_readonly
+
+        started = time.perf_counter()
+        try:
+            table = run_readonly(self.app.store, sql, max_rows=MAX_ROWS)  # type: ignore[attr-defined]
+        except LedgerError as exc:
+            error = f"{type(exc).__name__}: {exc}"
+            self.post_message(SqlFinished(sql, None, error, time.perf_counter() - started))
+            return
+        self.post_message(SqlFinished(sql, table, None, time.perf_counter() - started))
+
+    async def on_sql_finished(self, message: SqlFinished) -> None:
+        """Show the query's result or its error."""
+        if not self.closing:
+            await self.show_result(message.sql, message.table, message.error, message.elapsed_s)
 
     async def show_result(
         self, sql: str, table: pa.Table | None, error: str | None, elapsed_s: float

@@ -51,7 +51,8 @@ from schemas.metrics import (
 )
 from schemas.vocab import COMPARISON_VERDICTS, VERDICTS
 from tui.benchmarks import PLOT_METRICS, BenchmarksPane
-from tui.queries import BENCH_METRICS, load_snapshot
+from tui.panes import snapshot as load_snapshot
+from tui.queries import BENCH_METRICS
 from tui.render import DELTA_STYLE
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -33,7 +33,7 @@ from schemas.events import (
     SessionStarted,
     Workload,
 )
-from tui import queries
+from tui import panes, queries
 
 
 def _ledger(path: Path, events: list[Any]) -> LedgerStore:
@@ -87,7 +87,7 @@ def test_board_engine_version_is_the_views_in_the_tui(tmp_path: Path) -> None:
     )
     view = store.query_arrow("SELECT engine_version FROM board").to_pylist()
     assert view == [{"engine_version": "0.5.9"}]
-    (tui_row,) = queries.load_snapshot(store, "s")["board"]
+    (tui_row,) = panes.snapshot(store, "s")["board"]
     assert tui_row["engine_version"] == "0.5.9"
 
 
@@ -109,7 +109,7 @@ def test_benchmarks_pane_keeps_two_workloads_apart(tmp_path: Path) -> None:
         ).to_pylist()
     }
     assert view == {64: (10.0, "improved"), 1024: (-20.0, "regressed")}
-    pane = [r for r in queries.load_snapshot(store, "s")["bench"] if r["config_name"] == "tuned"]
+    pane = [r for r in panes.snapshot(store, "s")["bench"] if r["config_name"] == "tuned"]
     assert {
         r["input_len"]: (
             round(r["output_throughput_change_pct"], 6),
@@ -186,7 +186,7 @@ def assert_screens_equal_views(store: LedgerStore) -> None:
     summary_view = store.query_arrow("SELECT * FROM benchmark_summary").to_pylist()
     deltas_view = store.query_arrow("SELECT * FROM benchmark_deltas").to_pylist()
     for session in [None, *sessions.to_pylist()]:
-        snap = queries.load_snapshot(store, session)
+        snap = panes.snapshot(store, session)
         # board: each row is the view's row, column for column
         expected = {k: r for k, r in board_view.items() if session in (None, r["session_id"])}
         assert {r["candidate_id"] for r in snap["board"]} == set(expected)

@@ -356,7 +356,7 @@ async def test_timeline_filter_and_detail_links(demo: LedgerStore) -> None:
         await pilot.press("enter")
         await wait_for(pilot, lambda: app.timeline._detail_id == target, what="the linked event")
         # clearing the filters (a palette command) shows everything again
-        await app.run_action("clear_timeline_filter")
+        await app.run_action("clear_filters", app.timeline)
         await wait_for(
             pilot, lambda: len(app.timeline.rows) == demo.head(), what="the unfiltered timeline"
         )
@@ -557,19 +557,20 @@ async def test_late_results_during_shutdown_are_dropped(demo: LedgerStore) -> No
 
     def post_results() -> None:
         while not stop.is_set():
-            for message in (EventDetailLoaded(results[0]), PartLoaded("board", results[1])):
-                app.post_message(message)
+            results[2].post_message(EventDetailLoaded(results[0]))
+            app.post_message(PartLoaded("board", results[1]))
             stop.wait(0.0005)
 
     def at_unmount(message) -> None:
         if isinstance(message, events.Unmount) and results:
-            app.post_message(EventDetailLoaded(results[0]))
+            app.post_message(PartLoaded("board", results[1]))
 
     async with app.run_test(size=SIZE, message_hook=at_unmount) as pilot:
         await wait_loaded(pilot)
         results += [
             queries.load_event_detail(app.store, app.timeline.rows[-1]["event_id"]),
             list(app.board.shown),
+            app.timeline,
         ]
         for pane, name in ((app.timeline, "show_detail"), (app.board, "show")):
             shown = getattr(pane, name)

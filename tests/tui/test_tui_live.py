@@ -56,10 +56,12 @@ async def test_note_from_another_process_appears_without_a_key(tmp_path: Path, m
     async with app.run_test(size=SIZE) as pilot:
         await wait_loaded(pilot)
         proc = _append_note(store.path, f"written by another process ({mode})")
-        took = await wait_for(
+        # no key is pressed: only the file watcher (or the poll) can bring it in; how fast is
+        # bench/bench_tui.py's to measure (here the writer's own start-up dominates, seconds on
+        # a loaded machine)
+        await wait_for(
             pilot,
             lambda: _shown(app, f"written by another process ({mode})"),
-            timeout=8,
             what="the note in the timeline",
         )
         out, err = proc.communicate(timeout=30)
@@ -67,8 +69,6 @@ async def test_note_from_another_process_appears_without_a_key(tmp_path: Path, m
         await wait_for(
             pilot, lambda: app.last_seq == store.head() == 81, what="the head to advance"
         )
-        # generous bound for loaded CI machines; bench/bench_tui.py measures the real latency
-        assert took < 6
 
 
 async def test_board_follows_a_triage_from_another_process(tmp_path: Path) -> None:
@@ -110,7 +110,6 @@ async def test_board_follows_a_triage_from_another_process(tmp_path: Path) -> No
                 r["candidate_id"] == "flag:cuda-graph-max-bs" and r["status"] == "accepted"
                 for r in app.board.rows
             ),
-            timeout=8,
             what="the board to follow",
         )
 
@@ -129,7 +128,7 @@ async def test_writers_never_fail_while_the_tui_refreshes(tmp_path: Path) -> Non
         for proc in procs:
             _, err = proc.communicate(timeout=60)
             assert proc.returncode == 0, err
-        await wait_for(pilot, lambda: app.timeline.last_seq == 90, timeout=8, what="all ten notes")
+        await wait_for(pilot, lambda: app.timeline.last_seq == 90, what="all ten notes")
         seqs = [row["seq"] for row in app.timeline.rows]
         assert seqs == sorted(set(seqs)) == list(range(1, 91))
 
@@ -154,6 +153,5 @@ async def test_retraction_rereads_the_timeline(tmp_path: Path) -> None:
                 and note.event_id not in {row["event_id"] for row in app.timeline.rows}
                 and str(note.event_id) not in {row["event_id"] for row in app.timeline.rows}
             ),
-            timeout=8,
             what="the retracted note to leave the timeline",
         )

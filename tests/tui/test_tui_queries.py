@@ -14,7 +14,8 @@ from ledger.store import LedgerStore
 from schemas.envelope import Actor
 from schemas.events import NoteAdded
 from tests.tui.pilot import make_demo
-from tui import queries, writes
+from tui import panes, queries, writes
+from tui.parts import stale_parts
 
 AUTHOR = writes.Author(Actor(kind="agent", name="test"), DEMO_SESSION)
 
@@ -46,7 +47,7 @@ def _runs(session: str, config: str, concurrency: int, value: float, **extra: An
 def _board_deltas(store: LedgerStore, session: str | None) -> dict[str, tuple[Any, ...]]:
     return {
         r["candidate_id"]: (r["delta_config"], r["delta_concurrency"], r["delta_pct"])
-        for r in queries.load_snapshot(store, session)["board"]
+        for r in panes.snapshot(store, session)["board"]
     }
 
 
@@ -114,34 +115,89 @@ def test_link_rule_prefers_the_candidate_a_run_was_recorded_for(tmp_path: Path) 
     assert deltas["kernel-tune:moe"] == ("b200-config", 64, pytest.approx(-1.0))
 
 
-def test_changed_parts_follow_the_new_event_types(tmp_path: Path) -> None:
+def _stale(con, since_seq: int) -> set[str]:
+    stale, _ = stale_parts(panes.PARTS, con, since_seq)
+    return {p.name for p in stale}
+
+
+def test_stale_parts_follow_the_new_event_types(tmp_path: Path) -> None:
     store = make_demo(tmp_path)
     head = store.head()
+    every = {p.NAME for p in panes.PANES if p.PART is not None}
     with store.connect() as con:
-        assert queries.changed_parts(con, head) == set()
-        assert queries.changed_parts(con, 0) == set(queries.PARTS)
+        assert _stale(con, head) == set()
+        assert _stale(con, 0) == every == {"board", "bench", "timeline", "flags"}
     store.append(NoteAdded(text="plain", session_id=DEMO_SESSION))
     with store.connect() as con:
-        assert queries.changed_parts(con, head) == {"timeline", "meta"}
+        assert _stale(con, head) == {"timeline"}
     store.append(
         NoteAdded(text="about one", candidate_id="flag:cuda-graph-max-bs", session_id=DEMO_SESSION)
     )
     with store.connect() as con:
-        assert queries.changed_parts(con, head + 1) == {"timeline", "meta", "board"}
+        assert _stale(con, head + 1) == {"timeline", "board"}
+        # the timeline is read first on a refresh: that is where a new event shows up
+        assert [p.name for p in stale_parts(panes.PARTS, con, head)[0]] == ["timeline", "board"]
 
 
 def test_incremental_snapshot_reads_only_new_timeline_rows(tmp_path: Path) -> None:
     store = make_demo(tmp_path)
     head = store.head()
-    full = queries.load_snapshot(store, DEMO_SESSION)
-    assert set(full) == {"head", *queries.PARTS}
-    assert len(full["timeline"][0]) == head and full["timeline"][1] is True
+    full = panes.snapshot(store, DEMO_SESSION)
+    assert set(full) == {"head", *(p.name for p in panes.PARTS)}
+    assert len(full["timeline"].rows) == head and full["timeline"].reset is True
+    assert DEMO_SESSION in full["timeline"].sessions and "note_added" in full["timeline"].types
     store.append(NoteAdded(text="one more", session_id=DEMO_SESSION))
-    part = queries.load_snapshot(store, DEMO_SESSION, since_seq=head)
-    assert set(part) == {"head", "timeline", "meta"}
-    rows, reset = part["timeline"]
-    assert not reset and [r["seq"] for r in rows] == [head + 1]
-    assert rows[0]["summary"] == "note: one more"
+    part = panes.snapshot(store, DEMO_SESSION, since_seq=head)
+    assert set(part) == {"head", "timeline"}
+    timeline = part["timeline"]
+    assert not timeline.reset and [r["seq"] for r in timeline.rows] == [head + 1]
+    assert timeline.rows[0]["summary"] == "note: one more"
+
+
+def test_a_refresh_binds_only_the_views_its_parts_declare_and_writes_nothing(
+    tmp_path: Path,
+) -> None:
+    """Each part reads through the views its ``Part`` declares, made from this code on the
+    reader's own connection: with the views stored in the file dropped, every part still
+    reads, and one that leaves a view off fails loudly (with the stored views there it would
+    have read SQL stored in the file). A refresh leaves the file byte for byte."""
+    import dataclasses
+    import hashlib
+
+    import duckdb
+
+    store = make_demo(tmp_path)
+    with duckdb.connect(str(store.path)) as con:
+        stored = [
+            r[0]
+            for r in con.execute(
+                "SELECT view_name FROM duckdb_views() WHERE NOT internal AND NOT temporary"
+            ).fetchall()
+        ]
+        assert {"board", "board_deltas", "timeline", "benchmark_summary", "flag_verdicts"} <= set(
+            stored
+        )
+        for name in stored:
+            con.execute(f'DROP VIEW IF EXISTS "{name}" CASCADE')
+    digest = hashlib.sha256(store.path.read_bytes()).hexdigest()
+    for part in panes.PARTS:
+        assert part.views, part.name
+        assert set(queries.load_snapshot(store, DEMO_SESSION, [part])) == {"head", part.name}
+    assert hashlib.sha256(store.path.read_bytes()).hexdigest() == digest
+    board = next(p for p in panes.PARTS if p.name == "board")
+    with pytest.raises(duckdb.CatalogException, match="board"):
+        queries.load_snapshot(store, DEMO_SESSION, [dataclasses.replace(board, views=())])
+
+
+def test_a_new_pane_is_one_class_and_one_line() -> None:
+    """Every pane declares what the app builds from it, and names its part after itself."""
+    names = [p.NAME for p in panes.PANES]
+    assert len(set(names)) == len(names)
+    keys = [k for p in panes.PANES for k in p.KEYS.split(",")]
+    assert len(set(keys)) == len(keys)
+    for pane in panes.PANES:
+        assert pane.TITLE and pane.FOCUS and pane.SUMMARY
+        assert pane.PART is None or pane.PART.name == pane.NAME
 
 
 def test_timeline_tail_and_filters(demo: LedgerStore) -> None:
@@ -155,7 +211,7 @@ def test_timeline_tail_and_filters(demo: LedgerStore) -> None:
 
 
 def test_flag_matrix_columns_and_latest_cell(demo: LedgerStore) -> None:
-    flags = queries.load_snapshot(demo, DEMO_SESSION)["flags"]
+    flags = panes.snapshot(demo, DEMO_SESSION)["flags"]
     assert queries.flag_columns(flags) == [("sm120", None)]
     matrix = queries.flag_matrix(flags)
     assert matrix["triton-attention-reduce-in-fp32"][("sm120", None)]["verdict"] == "no-op"
@@ -182,7 +238,7 @@ def test_event_detail_links_both_ways(demo: LedgerStore) -> None:
 
 def test_writes_append_one_event_each(tmp_path: Path) -> None:
     store = make_demo(tmp_path)
-    board = {r["candidate_id"]: r for r in queries.load_snapshot(store, DEMO_SESSION)["board"]}
+    board = {r["candidate_id"]: r for r in panes.snapshot(store, DEMO_SESSION)["board"]}
     row = board["flag:cuda-graph-max-bs"]
     result = writes.triage(store, AUTHOR, row, "accepted", "try again")
     assert (
@@ -227,7 +283,7 @@ def test_core_stays_free_of_textual_and_tui() -> None:
 
 def test_benchmarks_pane_shows_the_values_its_changes_are_computed_from(demo: LedgerStore) -> None:
     """Each compared cell shows benchmark_deltas' value, and a baseline row the baseline value."""
-    snap = queries.load_snapshot(demo, DEMO_SESSION)
+    snap = panes.snapshot(demo, DEMO_SESSION)
     arm = ("config_name", "dataset", "input_len", "output_len", "concurrency", "request_rate")
     view = {
         (*(r[k] for k in arm), r["metric"]): r
@@ -286,9 +342,7 @@ def test_benchmarks_pane_agrees_with_the_view_when_a_config_ran_two_workloads(
         "WHERE metric = 'output_throughput'"
     ).to_pylist()
     assert view == [{"baseline_value": 100.0, "value": 200.0, "change_pct": 100.0}]
-    rows = {
-        (r["config_name"], r["input_len"]): r for r in queries.load_snapshot(store, "s")["bench"]
-    }
+    rows = {(r["config_name"], r["input_len"]): r for r in panes.snapshot(store, "s")["bench"]}
     assert rows["tuned", 64]["output_throughput"] == pytest.approx(200.0)
     assert rows["baseline", 64]["output_throughput"] == pytest.approx(100.0)
     # the other workload is a row of its own (the pane once merged workloads)

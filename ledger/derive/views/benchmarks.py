@@ -180,7 +180,10 @@ def benchmark_summary() -> str:
     """The benchmarks pane: one row per arm (ARM_KEY: session, configuration, workload,
     concurrency, request rate), per compared metric the value a change is computed from
     (benchmark_deltas' value; for a baseline arm the baseline value its latest comparison
-    used; else the mean of the valid runs), the change and its verdict."""
+    used; else the mean of the valid runs), the change, its verdict and ``<metric>_runs``: the
+    number of runs that value is over (a comparison's count; it can differ from ``runs``, the
+    arm's valid runs stored: a comparison that counted a run the gate marked invalid, a metric
+    some runs did not report)."""
     metrics = _METRICS
     arm_cols = ", ".join(ARM_KEY)
     base_arm_cols = ", ".join("baseline_config" if c == "config_name" else c for c in ARM_KEY)
@@ -189,21 +192,32 @@ def benchmark_summary() -> str:
     run_means = ", ".join(
         f"CASE WHEN count({m}) > 1 AND bool_and({m} > 0) "
         f"THEN exp(avg(ln(CASE WHEN {m} > 0 THEN {m} END))) "
-        f"ELSE avg({m}) END AS {m}_mean"
+        f"ELSE avg({m}) END AS {m}_mean, count({m}) AS {m}_n"
         for m in metrics
     )
     compared_cols = ", ".join(
         f"max({col}) FILTER (WHERE metric = '{m}') AS {m}_{alias}"
         for m in metrics
-        for col, alias in (("value", "value"), ("change_pct", "change_pct"), ("verdict", "verdict"))
+        for col, alias in (
+            ("value", "value"),
+            ("change_pct", "change_pct"),
+            ("verdict", "verdict"),
+            ("runs", "runs"),
+        )
     )
     as_baseline_cols = ", ".join(
-        f"max(baseline_value) FILTER (WHERE metric = '{m}') AS {m}_value" for m in metrics
+        f"max(baseline_value) FILTER (WHERE metric = '{m}') AS {m}_value, "
+        f"max(baseline_runs) FILTER (WHERE metric = '{m}') AS {m}_runs"
+        for m in metrics
     )
     r_arm_cols = ", ".join(f"r.{c}" for c in ARM_KEY)
+    # each value with the number of runs it is over, taken from where the value is
     summary_cols = ",\n       ".join(
         f"coalesce(c.{m}_value, CASE WHEN r.is_baseline THEN b.{m}_value END, r.{m}_mean) AS {m}, "
-        f"c.{m}_change_pct, c.{m}_verdict"
+        f"c.{m}_change_pct, c.{m}_verdict, "
+        f"CASE WHEN c.{m}_value IS NOT NULL THEN c.{m}_runs "
+        f"WHEN r.is_baseline AND b.{m}_value IS NOT NULL THEN b.{m}_runs "
+        f"ELSE r.{m}_n END AS {m}_runs"
         for m in metrics
     )
     join_c = " AND ".join(f"c.{k} IS NOT DISTINCT FROM r.{k}" for k in ARM_KEY)
