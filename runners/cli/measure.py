@@ -45,7 +45,7 @@ def _raise_interrupt(_signum: int, _frame: Any) -> None:
 def _identifier(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
     """An identifier option (recorded as given): refused before anything runs when it holds a
     secret, as the event would be refused after the measurement."""
-    from ledger.store.payloads import holds_secret
+    from schemas.secrets import holds_secret
 
     if value and holds_secret(value):
         raise click.BadParameter(
