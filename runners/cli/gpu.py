@@ -7,7 +7,6 @@ a tune run again resumes where it stopped).
 
 from __future__ import annotations
 
-import json
 import signal
 import sys
 from pathlib import Path
@@ -15,6 +14,7 @@ from pathlib import Path
 import click
 
 from ledger.cli.context import Context, pass_ctx
+from ledger.cli.json_output import json_option, print_json
 
 
 def _raise_interrupt(_signum, _frame) -> None:
@@ -218,12 +218,16 @@ def tune_command(
     is_flag=True,
     help="Measure only the runs this spec's session does not hold yet (as run plan --resume).",
 )
+@json_option
 @pass_ctx
-def spec_command(ctx: Context, spec_file: Path, no_progress: bool, resume: bool) -> None:
+def spec_command(
+    ctx: Context, spec_file: Path, no_progress: bool, resume: bool, as_json: bool
+) -> None:
     """Run SPEC_FILE: speculative-decoding trials against the no-speculation baseline (see runners/spec.py).
 
     Each trial is a server restart and a benchmark, interleaved with the baseline and repeated;
-    one spec_decoding_trial_completed per trial (the spec_trials view).
+    one spec_decoding_trial_completed per trial (the spec_trials view). Prints a line per
+    trial; --json: one object, run plan's {"verdicts", ...} with "trials": [...].
     """
     from runners.server.runner import ServerRunner
     from runners.spec import load_spec, run_spec
@@ -239,7 +243,7 @@ def spec_command(ctx: Context, spec_file: Path, no_progress: bool, resume: bool)
         store, session_id=spec.plan.plan.session, say=say, sigint_wait_s=spec.plan.plan.stop_wait_s
     )
     try:
-        _result, events = run_spec(
+        result, events = run_spec(
             spec, store, runner, say=say, progress=not no_progress, resume=resume
         )
     except KeyboardInterrupt:
@@ -248,15 +252,15 @@ def spec_command(ctx: Context, spec_file: Path, no_progress: bool, resume: bool)
         sys.exit(130)
     finally:
         runner.close(reason="spec trials ended")
+    if as_json:
+        from runners.results_json import spec_json
+
+        print_json(spec_json(result, events, spec.plan.plan.session))
+        return
     for e in events:
+        change = e.output_throughput_change
+        accept = "unknown" if e.accept_length is None else f"{e.accept_length:.2f}"
         click.echo(
-            json.dumps(
-                {
-                    "trial": e.trial_id,
-                    "accept_length": e.accept_length,
-                    "source": e.accept_length_source,
-                    "output_throughput_change": e.output_throughput_change,
-                    "verdict": e.verdict,
-                }
-            )
+            f"trial {e.trial_id}: accept length {accept} ({e.accept_length_source}), output "
+            f"throughput {'unknown' if change is None else f'{change:+.1%}'}: {e.verdict}"
         )
