@@ -1,5 +1,6 @@
-"""The measuring commands' results as JSON: ``tuneledger run bench|plan|spec --json`` and the
-MCP tools ``run_bench``, ``run_plan``, ``run_spec`` return the same objects, built here once.
+"""The measuring commands' results as JSON: ``tuneledger run bench|plan|spec|tune --json`` and
+the MCP tools ``run_bench``, ``run_plan``, ``run_spec``, ``run_tune`` return the same objects,
+built here once.
 
 A run: event id, configuration, load, repeat, validity with its notes, the headline metrics.
 The verdict table: per candidate configuration, load and metric, the geometric means,
@@ -151,3 +152,21 @@ def spec_json(result: Any, trials: list[Any], session_id: str | None) -> dict[st
             for t in trials
         ],
     }
+
+
+def tune_json(report: Any) -> dict[str, Any]:
+    """A kernel tune's report (``runners.moe.tune.run_tune``): its outcome, the config file
+    written, what was measured, reused and rejected, and the tuned results."""
+    return jsonable(
+        {
+            "tune_id": report.tune_id,
+            "outcome": report.outcome,
+            "summary": report.summary,
+            "output_file": str(report.output_file) if report.output_file else None,
+            "measured": report.measured,
+            "reused": report.reused,
+            "rejected": report.rejected,
+            "seconds": report.seconds,
+            "results": report.results,
+        }
+    )

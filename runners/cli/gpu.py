@@ -133,6 +133,7 @@ def _int_list(text: str) -> list[int]:
     help="The board's candidate this tune answers (e.g. kernel-tune:fused-moe).",
 )
 @click.option("--no-progress", is_flag=True, help="No progress bar on standard error.")
+@json_option
 @pass_ctx
 def tune_command(
     ctx: Context,
@@ -156,11 +157,13 @@ def tune_command(
     session_id: str | None,
     candidate_id: str | None,
     no_progress: bool,
+    as_json: bool,
 ) -> None:
     """Tune SGLang's fused-MoE Triton kernel for one shape on this GPU and write SGLang's config file.
 
     Every measured config is recorded (kernel_config_measured); running the same command again
-    resumes and measures only what is missing. Ends with one summary line.
+    resumes and measures only what is missing. Ends with one summary line (--json: one object,
+    the summary with the outcome, the config file written and the tuned results).
     """
     from runners.moe.request import TuneRequest, prepare
 
@@ -207,6 +210,11 @@ def tune_command(
         sys.exit(130)
     finally:
         measurer.close()
+    if as_json:
+        from runners.results_json import tune_json
+
+        print_json(tune_json(report))
+        return
     click.echo(report.summary)
 
 
