@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import click
 
 from ledger.cli.context import FORMATS, Context, ledger_option, pass_ctx, print_table, stream_rows
@@ -89,7 +91,7 @@ def list_views(ctx: Context, as_json: bool) -> None:
     from ledger.derive.views import VIEW_NAMES
     from ledger.store import LedgerStore
 
-    views = []
+    views: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory() as scratch:
         store = ctx.store()
         if not ctx.ledger.exists():
@@ -105,4 +107,4 @@ def list_views(ctx: Context, as_json: bool) -> None:
         print_json(views)
         return
     for view in views:
-        click.echo(f"{view['view']}: " + ", ".join(c["name"] for c in view["columns"]))
+        click.echo(f"{view['view']}: " + ", ".join(column["name"] for column in view["columns"]))
