@@ -304,7 +304,9 @@ async def test_run_spec_returns_the_trials_with_their_accept_length(store: Ledge
     (trial,) = out["trials"]
     assert trial["trial_id"] == "spec-mcp:eagle-3-1-4" and trial["algorithm"] == "EAGLE"
     assert trial["accept_length"] == 3.0 and trial["accept_length_source"] == "server_info"
-    assert trial["output_throughput_change_pct"] > 0 and out["runs"] == 4
+    # the change's size is timing on a shared machine (tests/runners/test_spec.py checks the
+    # verdict's arithmetic); here: it is there, as a number, over the four runs
+    assert isinstance(trial["output_throughput_change_pct"], float) and out["runs"] == 4
     rows = store.query_arrow("SELECT trial_id, accept_length FROM spec_trials").to_pylist()
     assert rows == [{"trial_id": "spec-mcp:eagle-3-1-4", "accept_length": 3.0}]
     assert str(store.read(types=["spec_decoding_trial_completed"])[0].event_id) == trial["event_id"]
