@@ -11,11 +11,11 @@ E2E ?= 1
 $(BIN)/tuneledger: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	$(BIN)/python -m pip install --quiet -e '.[dev,mcp]'
 	@touch $@
 
 $(VENV)/.e2e: $(BIN)/tuneledger
-	@if [ "$(E2E)" = 1 ]; then $(BIN)/python -m pip install --quiet -e '.[dev,e2e]' && touch $@; fi
+	@if [ "$(E2E)" = 1 ]; then $(BIN)/python -m pip install --quiet -e '.[dev,mcp,e2e]' && touch $@; fi
 
 ## Build the demo ledger from data/demo_campaign.jsonl and open it (NO_TUI=1 prints a summary).
 demo: $(BIN)/tuneledger

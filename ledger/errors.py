@@ -22,6 +22,28 @@ Exit codes (stable; coding agents branch on them):
 
 from __future__ import annotations
 
+#: What each exit code means, as one word (the MCP server's tool errors carry it beside the
+#: code, ``ledger.mcp``). 10-13 are the runners' (``tuneledger run``), 16 the front door's.
+EXIT_MEANINGS: dict[int, str] = {
+    1: "internal-error",
+    2: "usage",
+    3: "invalid-input",
+    4: "conflict",
+    5: "not-found",
+    6: "refused",
+    7: "busy",
+    8: "event-id-reused",
+    9: "remote-error",
+    10: "port-in-use",
+    11: "not-installed",
+    12: "server-failed",
+    13: "benchmark-failed",
+    14: "timeout",
+    15: "storage-error",
+    16: "outcome-unknown",
+    130: "interrupted",
+}
+
 
 class LedgerError(Exception):
     """Base of every error the ledger reports to a user; ``exit_code`` is the CLI's status."""

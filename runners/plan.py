@@ -87,13 +87,13 @@ from schemas import Actor, Host
 from schemas.envelope import Evidence
 from schemas.events import (
     BenchmarkCompleted,
-    BenchMetrics,
     CandidateProposed,
     ComparisonCompleted,
     FindingRecorded,
     NoteAdded,
     SessionStarted,
 )
+from schemas.parts import BenchMetrics
 
 from .compare import (
     METRIC_RULES,
@@ -302,8 +302,8 @@ def run_plan(
                     extra_body=(request_options or {}).get(arm, {}),
                     after_sweep=after_sweep,
                 )
-    except KeyboardInterrupt:
-        _record_interrupted(store, plan, result)
+    except KeyboardInterrupt as exc:
+        _record_interrupted(store, plan, result, interruption(exc))
         raise
     compare_and_record(store, plan, result)
     return result
@@ -384,8 +384,8 @@ def _run_arm(
             if after_sweep is not None:
                 after_sweep(arm, run, repeat)
             return
-        except KeyboardInterrupt:
-            reason = "plan interrupted (Ctrl-C)"
+        except KeyboardInterrupt as exc:
+            reason = f"plan interrupted ({interruption(exc)})"
             raise
         except _RETRYABLE as exc:
             cause = str(exc).splitlines()[0][:500] if str(exc) else type(exc).__name__
@@ -492,10 +492,16 @@ def _load_text(concurrency: int | None, request_rate: float | None) -> str:
     return f"c={concurrency}" if concurrency is not None else f"rate={request_rate:g}/s"
 
 
-def _record_interrupted(store: LedgerStore, plan: Plan, result: PlanResult) -> None:
+def interruption(exc: KeyboardInterrupt) -> str:
+    """What interrupted a run: a ``KeyboardInterrupt``'s message when it has one (the MCP
+    server's cancellation says so), else Ctrl-C."""
+    return str(exc) or "Ctrl-C"
+
+
+def _record_interrupted(store: LedgerStore, plan: Plan, result: PlanResult, why: str) -> None:
     done = [f"{p.event.config_name} c={p.concurrency} rep {p.repeat}" for p in result.points]
     text = (
-        f"plan {plan.source} interrupted (Ctrl-C) after {len(done)} completed run(s)"
+        f"plan {plan.source} interrupted ({why}) after {len(done)} completed run(s)"
         + (": " + ", ".join(done) if done else "")
         + "; no comparison recorded"
     )

@@ -18,13 +18,10 @@ from .events import (
     EVENT_CLASSES,
     EVENT_TYPES,
     AnyEvent,
-    BenchMetrics,
     Event,
-    SettingOverride,
-    StartupFacts,
-    Workload,
     normalize_flag,
 )
+from .parts import BenchMetrics, SettingOverride, StartupFacts, Workload
 from .upcasting import UpcastError, upcast
 from .vocab import NO_EFFECT_VERDICTS, VERDICTS
 

@@ -17,14 +17,20 @@ from .events import EVENT_TYPES
 JSON_DIR = Path(__file__).with_name("json")
 
 
+def schema_of(name: str) -> dict[str, Any]:
+    """The JSON Schema of the registered event type ``name`` (what ``schemas/json/<name>.json``
+    holds; the MCP server's ``record_<name>`` tool takes it as its input schema)."""
+    schema = EVENT_TYPES[name].model_json_schema(mode="validation")
+    schema["$id"] = f"https://tuneledger.dev/schemas/{name}.json"
+    return schema
+
+
 def generate() -> dict[str, str]:
     """Return ``{file name: JSON text}`` for every event type, deterministic and sorted."""
-    out: dict[str, str] = {}
-    for name, cls in sorted(EVENT_TYPES.items()):
-        schema = cls.model_json_schema(mode="validation")
-        schema["$id"] = f"https://tuneledger.dev/schemas/{name}.json"
-        out[f"{name}.json"] = json.dumps(schema, indent=2, sort_keys=True) + "\n"
-    return out
+    return {
+        f"{name}.json": json.dumps(schema_of(name), indent=2, sort_keys=True) + "\n"
+        for name in sorted(EVENT_TYPES)
+    }
 
 
 def write(directory: Path = JSON_DIR) -> list[Path]:

@@ -103,7 +103,11 @@ _FLAG_RE = re.compile(
 )
 #: ``name=value``, ``name: value``, ``"name": "value"``, ``name='value'``.
 _ASSIGN_RE = re.compile(
-    r"""(?P<lead>(?P<q>["']?)(?P<name>[A-Za-z_][A-Za-z0-9_.-]*)(?P=q)[ \t]*[:=][ \t]*)"""
+    # A name starts after a non-word character and is at most 128 long: unanchored, a long
+    # run of name characters with no ':' or '=' was scanned again from each of its letters
+    # (quadratic: a 1 MB note took hours).
+    r"""(?P<lead>(?P<q>["']?)(?<![A-Za-z0-9_])(?P<name>[A-Za-z_][A-Za-z0-9_.-]{0,127})(?P=q)"""
+    r"""[ \t]*[:=][ \t]*)"""
     r"""(?P<value>"[^"]*"|'[^']*'|(?:(?:Bearer|Basic|Token|Digest)[ \t]+)?[^\s,;()\]}'"]+)"""
 )
 #: Credentials after an HTTP auth scheme, and token shapes that are secrets wherever they are.

@@ -18,7 +18,6 @@ from ledger.write import commands
 from schemas.envelope import Actor, Host
 from schemas.events import (
     BenchmarkCompleted,
-    BenchMetrics,
     CandidateProposed,
     CandidateTriaged,
     Event,
@@ -27,6 +26,7 @@ from schemas.events import (
     ServerStarted,
     SessionStarted,
 )
+from schemas.parts import BenchMetrics
 
 SESSION = "synthetic"
 _HOST = Host(

@@ -15,7 +15,7 @@ from dataclasses import dataclass, replace
 
 from runners.bench.workload import WorkloadSpec
 from schemas import Host
-from schemas.events import Workload
+from schemas.parts import Workload
 from schemas.vocab import LoadKind
 
 

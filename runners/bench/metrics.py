@@ -30,8 +30,8 @@ import pyarrow as pa
 from ledger.derive.distribution import distribution_ms
 from ledger.derive.streaming import PER_TOKEN_METRICS, Granularity, from_requests
 from ledger.store import BENCH_SAMPLES_SCHEMA as SAMPLES_SCHEMA
-from schemas.events import BenchMetrics
 from schemas.metrics import tpot
+from schemas.parts import BenchMetrics
 
 
 @dataclass

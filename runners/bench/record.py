@@ -24,7 +24,8 @@ from runners.bench.metrics import (
 )
 from runners.bench.workload import BuiltWorkload
 from schemas import Actor
-from schemas.events import BenchmarkCompleted, BenchMetrics
+from schemas.events import BenchmarkCompleted
+from schemas.parts import BenchMetrics
 
 TOOL_NAME = "tuneledger-bench"
 

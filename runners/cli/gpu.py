@@ -11,13 +11,10 @@ import json
 import signal
 import sys
 from pathlib import Path
-from typing import Any
 
 import click
 
 from ledger.cli.context import Context, pass_ctx
-from ledger.errors import InvalidInput
-from runners.server.engines import MissingEngine
 
 
 def _raise_interrupt(_signum, _frame) -> None:
@@ -165,54 +162,36 @@ def tune_command(
     Every measured config is recorded (kernel_config_measured); running the same command again
     resumes and measures only what is missing. Ends with one summary line.
     """
-    from runners.moe.space import INTERACTIVE_BATCH_SIZES, SGLANG_BATCH_SIZES
+    from runners.moe.request import TuneRequest, prepare
 
-    shape = _tune_shape(model_config, tp, experts, inter, hidden, topk, dtype, block_shape, kernel)
-    seeds = _seed_configs(seed_file)
-    sizes = (
-        list(SGLANG_BATCH_SIZES)
-        if all_batch_sizes
-        else (_int_list(batch_sizes) if batch_sizes else list(INTERACTIVE_BATCH_SIZES))
-    )
-    try:
-        import torch
-
-        from runners.moe.kernels import GpuMeasurer, KernelUnavailable
-    except ImportError as exc:
-        raise MissingEngine(f"run tune needs torch and triton with a GPU ({exc})") from None
-    if not torch.cuda.is_available():
-        raise MissingEngine("run tune needs a CUDA GPU: torch sees none here")
-    from runners.moe.tune import StoreSink, TuneSpec, run_tune
-
-    store = ctx.store().kept_open()  # a long-lived writer: one open for a run of appends
-    store.init()
-    try:
-        measurer = GpuMeasurer(kernel, shape, workers=workers)
-    except KernelUnavailable as exc:
-        raise MissingEngine(str(exc)) from None
-    if seed_file is None and kernel == "sglang":
-        from runners.moe.tune import find_shipped_config
-
-        shipped = find_shipped_config(
-            shape, measurer.facts["gpu_name"], measurer.facts["triton_version"]
-        )
-        if shipped is not None:
-            seeds = shipped[1]
-            click.echo(f"seeded with SGLang's shipped file {shipped[0]}", err=True)
-    out = output_dir or Path(str(store.path) + ".artifacts") / "moe_configs"
-    spec = TuneSpec(
-        shape=shape,
-        batch_sizes=sizes,
+    request = TuneRequest(
+        model_config=model_config,
+        tp=tp,
+        experts=experts,
+        inter=inter,
+        hidden=hidden,
+        topk=topk,
+        dtype=dtype,
+        block_shape=parse_block_shape(block_shape, dtype),
+        batch_sizes=_int_list(batch_sizes) if batch_sizes else None,
+        all_batch_sizes=all_batch_sizes,
+        kernel=kernel,
         search=search,
         sample=sample,
+        seed_file=seed_file,
         time_budget_s=time_budget_s,
-        seed_configs=seeds,
-        output_dir=out,
+        workers=workers,
+        output_dir=output_dir,
         session_id=session_id or ctx.session,
         candidate_id=candidate_id,
     )
+    store = ctx.store().kept_open()  # a long-lived writer: one open for a run of appends
+    spec, measurer = prepare(request, store.path, say=lambda line: click.echo(line, err=True))
+    from runners.moe.tune import StoreSink, run_tune
+
     signal.signal(signal.SIGTERM, _raise_interrupt)
     try:
+        store.init()
         report = run_tune(
             spec,
             measurer,
@@ -229,73 +208,6 @@ def tune_command(
     finally:
         measurer.close()
     click.echo(report.summary)
-
-
-def _tune_shape(
-    model_config: Path | None,
-    tp: int,
-    experts: int | None,
-    inter: int | None,
-    hidden: int | None,
-    topk: int | None,
-    dtype: str,
-    block_shape: str | None,
-    kernel: str,
-) -> Any:
-    """The MoE shape ``run tune`` is asked for: from a model config (and ``--tp``) or given whole.
-
-    Raises:
-        InvalidInput: neither given, an unreadable config, or a shape the kernel refuses.
-    """
-    from runners.moe.space import MoeShape, kernel_refusal, shape_from_model_config
-
-    block = parse_block_shape(block_shape, dtype)
-    try:
-        if model_config is not None:
-            try:
-                data = json.loads(model_config.read_text(encoding="utf-8"))
-            except (OSError, ValueError) as exc:
-                raise InvalidInput(
-                    f"{model_config}: not a readable JSON model config ({exc})"
-                ) from None
-            shape = shape_from_model_config(data, tp, dtype)
-            if shape.dtype == "fp8_w8a8" and shape.block_shape is None and block is not None:
-                shape = MoeShape(
-                    E=shape.E, N=shape.N, K=shape.K, topk=shape.topk, dtype=dtype, block_shape=block
-                )
-        elif None in (experts, inter, hidden, topk):
-            raise InvalidInput("give --model-config (and --tp), or all of -E, -N, -K and --topk")
-        else:
-            shape = MoeShape(
-                E=experts,  # type: ignore[arg-type]
-                N=inter,  # type: ignore[arg-type]
-                K=hidden,  # type: ignore[arg-type]
-                topk=topk,  # type: ignore[arg-type]
-                dtype=dtype,
-                block_shape=block,
-            )
-    except ValueError as exc:
-        raise InvalidInput(f"{model_config or 'shape'}: {exc}") from None
-    refusal = kernel_refusal(kernel, shape)
-    if refusal:
-        raise InvalidInput(f"{shape.describe()}: {refusal}")
-    return shape
-
-
-def _seed_configs(seed_file: Path | None) -> dict:
-    """``--seed-file``'s configs by batch size ({} without one).
-
-    Raises:
-        InvalidInput: not a readable MoE config file.
-    """
-    if seed_file is None:
-        return {}
-    from ledger.importers.moe_config import validate_configs
-
-    try:
-        return validate_configs(json.loads(seed_file.read_text(encoding="utf-8")), str(seed_file))
-    except (OSError, ValueError) as exc:
-        raise InvalidInput(f"{seed_file}: not a readable MoE config file ({exc})") from None
 
 
 @click.command("spec")

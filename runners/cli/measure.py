@@ -19,6 +19,7 @@ from typing import Any
 import click
 
 from ledger.cli.context import Context, pass_ctx
+from runners.bench.reproduce import reproducing_command
 
 WARMUP_FAILED_EXIT = 13
 
@@ -35,58 +36,6 @@ def _concurrencies(text: str | None) -> list[int]:
     if any(v < 1 for v in values):
         raise click.BadParameter("concurrency must be >= 1")
     return values
-
-
-def _reproducing_command(
-    url: str,
-    endpoint: str,
-    model: str,
-    input_len: int,
-    output_len: int,
-    num_prompts: int,
-    concurrency_text: str | None,
-    request_rate: float | None,
-    seed: int,
-    warmup: int,
-    tokenizer: str | None,
-    ignore_eos: bool,
-    config_name: str,
-) -> str:
-    """The ``tuneledger run bench`` command line that repeats a run (recorded as its source)."""
-    import shlex
-
-    parts = [
-        "tuneledger",
-        "run",
-        "bench",
-        "--url",
-        url,
-        "--endpoint",
-        endpoint,
-        "--model",
-        model,
-        "--input-len",
-        str(input_len),
-        "--output-len",
-        str(output_len),
-        "--num-prompts",
-        str(num_prompts),
-        "--seed",
-        str(seed),
-        "--warmup",
-        str(warmup),
-        "--config-name",
-        config_name,
-    ]
-    if concurrency_text:
-        parts += ["--concurrency", concurrency_text.replace(" ", "")]
-    if request_rate is not None:
-        parts += ["--request-rate", f"{request_rate:g}"]
-    if tokenizer:
-        parts += ["--tokenizer", tokenizer]
-    if not ignore_eos:
-        parts.append("--no-ignore-eos")
-    return shlex.join(parts)
 
 
 def _raise_interrupt(_signum: int, _frame: Any) -> None:
@@ -397,7 +346,7 @@ def _bench_builtin(
             candidate_id=candidate_id,
             session_id=ctx.session,
             server_run_id=server_run_id,
-            source=_reproducing_command(
+            source=reproducing_command(
                 url,
                 endpoint,
                 model,

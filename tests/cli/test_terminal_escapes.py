@@ -17,7 +17,7 @@ import pytest
 
 from ledger.read.shown_text import escape_controls
 from ledger.store import LedgerStore
-from schemas import NoteAdded
+from schemas import NoteAdded, SessionStarted
 from tests.support.cli_inprocess import invoke
 
 HOSTILE = "hi \x1b]0;pwned\x07\x1b[2J\x9b31m over\rwritten \u202ereversed [link=https://evil.example]click[/link]"
@@ -52,7 +52,6 @@ def test_the_stored_text_is_kept_as_given(ledger: Path) -> None:
         ("sql", "SELECT payload->>'text' AS text FROM events", "--format", "csv"),
         ("sql", "SELECT payload->>'text' AS \"\x1b[2Jcol\" FROM events", "--format", "csv"),
         ("sql", "SELECT payload->>'text' AS text FROM events", "--format", "json"),
-        ("export", "markdown"),
         ("events", "--format", "json"),
     ],
 )
@@ -92,3 +91,12 @@ def test_escape_controls() -> None:
     assert escape_controls("a\nb", one_line=True) == "a\\nb"
     assert escape_controls("\x1b[2J\x07\x7f\x9b\u202e") == "\\x1b[2J\\x07\\x7f\\x9b\\u202e"
     assert escape_controls("naïve 日本 ✓") == "naïve 日本 ✓"
+
+
+def test_the_decision_log_escapes_what_it_shows(tmp_path: Path) -> None:
+    # a note is only counted in the decision log; a session's title is shown
+    path = tmp_path / "l.duckdb"
+    LedgerStore(path).append(SessionStarted(title=HOSTILE, session_id="s1"))
+    out = cli(path, "export", "markdown")
+    assert RAW_CONTROL.search(out) is None, repr(out)
+    assert "pwned" in out

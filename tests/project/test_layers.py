@@ -74,7 +74,7 @@ def test_the_cycle_finder_finds_one() -> None:
 def _oversized() -> dict[str, int]:
     """``path`` (file over the bound) or ``path::function`` -> its length in lines."""
     found = {}
-    for package in ("ledger", "runners"):
+    for package in ("ledger", "runners", "schemas", "tui"):
         for path in sorted((ROOT / package).rglob("*.py")):
             name = path.relative_to(ROOT).as_posix()
             text = path.read_text(encoding="utf-8")

@@ -15,7 +15,7 @@ from ledger.read.comparison import diff, load_items, pareto, repeat_groups
 from ledger.store import LedgerStore
 from schemas import BenchmarkCompleted, ServerReady, ServerStarted
 from schemas.envelope import Host
-from schemas.events import BenchMetrics, StartupFacts, Workload
+from schemas.parts import BenchMetrics, StartupFacts, Workload
 from schemas.student_t import t975
 from tests.support.cli_inprocess import invoke
 

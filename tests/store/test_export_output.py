@@ -24,7 +24,7 @@ import pytest
 from ledger.errors import StorageError
 from ledger.store import LedgerStore
 from ledger.store.safe_files import descriptor_of, write_file
-from schemas import NoteAdded
+from schemas import SessionStarted
 from tests.support.cli_inprocess import invoke
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -35,7 +35,8 @@ NOBODY = 65534
 @pytest.fixture
 def ledger(tmp_path: Path) -> Path:
     path = tmp_path / "l.duckdb"
-    LedgerStore(path).append(NoteAdded(text="hello from the ledger", session_id="s1"))
+    # the session's title is what the decision log shows of it (a note is only counted)
+    LedgerStore(path).append(SessionStarted(title="hello from the ledger", session_id="s1"))
     return path
 
 

@@ -1,0 +1,136 @@
+"""``tuneledger mcp``: serve one ledger to an MCP client (a coding agent) over stdio.
+
+Found by the core CLI through the ``tuneledger.commands`` entry point, like the TUI's and the
+runners' commands. The SDK (``mcp``, the ``mcp`` extra) is imported only when the command runs.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import click
+
+from ledger.errors import LedgerError
+from schemas import Actor
+
+#: The actor of what the server writes unless ``--actor`` says otherwise.
+DEFAULT_ACTOR = "agent:mcp"
+#: The entry point group through which other packages (the runners) contribute tools.
+TOOLS_GROUP = "tuneledger.mcp_tools"
+
+
+class MissingSdk(LedgerError):
+    """The ``mcp`` package is not installed (exit 11, as a missing engine or tool)."""
+
+    exit_code = 11
+
+
+def _actor(text: str) -> Actor:
+    try:
+        return Actor.parse(text)
+    except ValueError:
+        raise click.BadParameter(
+            f"{text!r}: expected KIND:NAME with KIND person, agent or runner (e.g. agent:claude)",
+            param_hint="--actor",
+        ) from None
+
+
+def build_app(ledger: Path, actor: Actor, session_id: str | None) -> Any:
+    """The server's ``McpApp``: the generated record tools, the verbs, the reads and the tools of
+    every ``tuneledger.mcp_tools`` plugin (the runners' long-running tools).
+
+    Raises:
+        MissingSdk: the ``mcp`` package is not installed.
+    """
+    try:
+        from ledger.mcp.server import Calls, McpApp
+    except ImportError as exc:
+        raise MissingSdk(
+            f"tuneledger mcp needs the MCP SDK: pip install 'tuneledger[mcp]' ({exc})"
+        ) from None
+    from ledger.mcp.jobs import Jobs, add_job_tools
+    from ledger.mcp.reads import add_read_tools
+    from ledger.mcp.records import add_record_tools
+    from ledger.mcp.resources import Library
+    from ledger.mcp.toolbox import Seat, Toolbox
+    from ledger.mcp.verbs import add_verbs
+
+    seat = Seat(ledger=ledger, actor=actor, session_id=session_id)
+    toolbox = Toolbox()
+    add_verbs(toolbox)
+    add_record_tools(toolbox)
+    add_read_tools(toolbox)
+    for register in _plugins():
+        register(toolbox, seat)
+    calls = Calls()
+    add_job_tools(toolbox, Jobs(toolbox, (calls.start, calls.end)))
+    return McpApp(seat=seat, toolbox=toolbox, library=Library(), calls=calls)
+
+
+def _plugins() -> list[Any]:
+    """The ``register(toolbox, seat)`` functions of the ``tuneledger.mcp_tools`` entry points
+    (a plugin whose imports fail, e.g. the runners without their dependencies, is left out)."""
+    from importlib.metadata import entry_points
+
+    found = []
+    for entry in sorted(entry_points(group=TOOLS_GROUP), key=lambda e: e.name):
+        try:
+            found.append(entry.load())
+        except (ImportError, AttributeError):
+            continue
+    return found
+
+
+def tool_listing(app: Any) -> list[dict[str, Any]]:
+    """The tools as ``tools/list`` returns them (name, title, description, schemas)."""
+    return [t.model_dump(mode="json", by_alias=True, exclude_none=True) for t in app.tool_list()]
+
+
+@click.command("mcp")
+@click.option(
+    "--actor",
+    "actor_text",
+    default=None,
+    metavar="KIND:NAME",
+    help=f"Who the agent's events are by (default: {DEFAULT_ACTOR}; TUNELEDGER_ACTOR is not read: "
+    "the agent is not the person whose shell started it).",
+)
+@click.option("--session", "session_id", help="Default session of the agent's events.")
+@click.option(
+    "--list-tools", is_flag=True, help="Print the tools with their JSON Schemas and exit."
+)
+@click.pass_context
+def mcp_command(
+    ctx: click.Context, actor_text: str | None, session_id: str | None, list_tools: bool
+) -> None:
+    """Serve the ledger to an MCP client (Claude Code, Cursor, Codex...) over stdio.
+
+    \b
+    Register it with a client as the command: tuneledger mcp --ledger /abs/path/ledger.duckdb
+    Tools: record_<event_type> for every event type, propose_candidate, triage_candidate,
+    record_decision, start_server/stop_server, run_bench, run_plan, run_spec, run_tune
+    (or as jobs: start_job, job_status), board, flag_verdicts, benchmark_deltas,
+    server_runs, show, events_since, sql.
+    Resources: tuneledger://board, tuneledger://session/{id}/decision-log, tuneledger://flag/{name}.
+    The ledger is never held between calls: the CLI and the TUI use it alongside. See docs/mcp.md.
+    """
+    root = ctx.find_root()
+    ledger = Path(root.obj.ledger)
+    if (
+        actor_text is None
+        and root.get_parameter_source("actor") == click.core.ParameterSource.COMMANDLINE
+    ):
+        actor_text = root.params["actor"]  # `tuneledger --actor agent:x mcp`
+    actor = _actor(actor_text or DEFAULT_ACTOR)
+    from ledger.store import LedgerStore
+
+    LedgerStore(ledger).check_path()  # an impossible name now, not at the agent's first call
+    app = build_app(ledger.resolve(), actor, session_id or root.obj.session)
+    if list_tools:
+        click.echo(json.dumps(tool_listing(app), indent=2))
+        return
+    from ledger.mcp.server import serve_stdio
+
+    serve_stdio(app)

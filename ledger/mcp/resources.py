@@ -1,0 +1,208 @@
+"""The resources and the prompt of ``tuneledger mcp``.
+
+Resources (read-only, read at the moment they are asked for):
+
+- ``tuneledger://board``: the board of the server's session (every session's without one), JSON.
+- ``tuneledger://session/{id}/decision-log``: the session's decision log, the Markdown of
+  ``tuneledger export markdown --session ID`` (``ledger.export.markdown``), byte for byte.
+- ``tuneledger://flag/{name}``: a flag's verdict history on every engine, version and arch,
+  each verdict with its basis and the event that gave it (type, summary, source), JSON.
+
+The prompt ``next_step`` lays out a session for the agent: the board, the open candidates and
+what the evidence says about them (flag verdicts, benchmark deltas, the last server runs'
+changes), and asks for the next step.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import mcp_types as types
+from mcp.shared.exceptions import MCPError
+from mcp.shared.uri_template import UriTemplate
+
+from ledger.errors import LedgerError
+from ledger.mcp.errors import error_payload
+from ledger.mcp.reads import board_rows
+from ledger.mcp.toolbox import Call, Seat
+from ledger.mcp.values import jsonable
+from ledger.read import model as read_model
+
+BOARD_URI = "tuneledger://board"
+DECISION_LOG = "tuneledger://session/{id}/decision-log"
+FLAG = "tuneledger://flag/{name}"
+PROMPT = "next_step"
+
+Reader = Callable[[Seat, dict[str, str]], tuple[str, str]]
+
+
+def _read_error(uri: str, exc: LedgerError) -> MCPError:
+    """A resource read that failed, as a JSON-RPC error carrying the CLI's exit code."""
+    text, structured = error_payload(exc)
+    return MCPError(code=types.INVALID_PARAMS, message=text, data={"uri": uri, **structured})
+
+
+def board_json(seat: Seat, _params: dict[str, str]) -> tuple[str, str]:
+    rows = board_rows(Call(seat), seat.session_id)
+    return json.dumps({"session_id": seat.session_id, "rows": rows}), "application/json"
+
+
+def decision_log(seat: Seat, params: dict[str, str]) -> tuple[str, str]:
+    from ledger.export.markdown import render_markdown
+
+    return render_markdown(seat.store(), session_id=params["id"]), "text/markdown"
+
+
+_FLAG_HISTORY_SQL = """
+SELECT h.engine, h.engine_version, h.arch, h.verdict, h.basis, h.no_effect, h.summary,
+       h.session_id, h.seq, h.recorded_at, h.evidence_event_id::VARCHAR AS evidence_event_id,
+       e.type AS evidence_type, e.summary AS evidence_summary, e.source AS evidence_source
+FROM flag_verdict_history h LEFT JOIN event_log e ON e.event_id = h.evidence_event_id
+WHERE h.flag = ? ORDER BY h.seq
+"""
+
+
+def flag_history(seat: Seat, params: dict[str, str]) -> tuple[str, str]:
+    from schemas import normalize_flag
+
+    flag = normalize_flag(params["name"])
+    with seat.store().connect() as con:
+        history = read_model.rows(con, _FLAG_HISTORY_SQL, [flag])
+        latest = read_model.rows(
+            con,
+            "SELECT * EXCLUDE (sync_order) FROM flag_verdicts WHERE flag = ? "
+            "ORDER BY value NULLS FIRST, arch, engine_version, engine",
+            [flag],
+        )
+    body = {"flag": flag, "latest": jsonable(latest), "history": jsonable(history)}
+    return json.dumps(body), "application/json"
+
+
+@dataclass(frozen=True)
+class _Template:
+    template: UriTemplate
+    name: str
+    description: str
+    mime_type: str
+    read: Reader
+
+
+class Library:
+    """What the server lists and reads besides its tools: resources, templates, the prompt."""
+
+    def __init__(self) -> None:
+        self._templates = [
+            _Template(
+                UriTemplate.parse(DECISION_LOG),
+                "decision-log",
+                "A session's decision log (Markdown), as `tuneledger export markdown --session ID`.",
+                "text/markdown",
+                decision_log,
+            ),
+            _Template(
+                UriTemplate.parse(FLAG),
+                "flag",
+                "A flag's verdict history with the evidence of each verdict (JSON).",
+                "application/json",
+                flag_history,
+            ),
+        ]
+
+    def resources(self, seat: Seat) -> list[types.Resource]:
+        """The board, and each session's decision log."""
+        listed = [
+            types.Resource(
+                uri=BOARD_URI,
+                name="board",
+                description="The triage board of this server's session (JSON).",
+                mime_type="application/json",
+            )
+        ]
+        if seat.ledger.exists():
+            with seat.store().connect() as con:
+                sessions = read_model.sessions(con)
+            listed += [
+                types.Resource(
+                    uri=self._templates[0].template.expand({"id": session}),
+                    name=f"decision-log {session}",
+                    mime_type="text/markdown",
+                )
+                for session in sessions
+            ]
+        return listed
+
+    def templates(self) -> list[types.ResourceTemplate]:
+        return [
+            types.ResourceTemplate(
+                uri_template=str(t.template),
+                name=t.name,
+                description=t.description,
+                mime_type=t.mime_type,
+            )
+            for t in self._templates
+        ]
+
+    def read(self, seat: Seat, uri: str) -> types.ReadResourceResult:
+        """Read ``uri``.
+
+        Raises:
+            MCPError: no such resource, or the read was refused (exit code in its data).
+        """
+        reader: Reader | None = board_json if uri == BOARD_URI else None
+        params: dict[str, str] = {}
+        for template in self._templates:
+            if reader is not None:
+                break
+            matched = template.template.match(uri)
+            if matched is not None:
+                reader = template.read
+                params = {k: str(v) for k, v in matched.items()}
+        if reader is None:
+            raise MCPError(code=types.INVALID_PARAMS, message=f"no resource {uri}")
+        try:
+            text, mime = reader(seat, params)
+        except LedgerError as exc:
+            raise _read_error(uri, exc) from None
+        return types.ReadResourceResult(
+            contents=[types.TextResourceContents(uri=uri, text=text, mime_type=mime)]
+        )
+
+    def prompts(self) -> list[types.Prompt]:
+        return [
+            types.Prompt(
+                name=PROMPT,
+                title="Next step of this session",
+                description="The board, the open candidates and what the evidence says, then: "
+                "what should be done next?",
+                arguments=[
+                    types.PromptArgument(
+                        name="session_id",
+                        description="The session (default: the server's --session).",
+                        required=False,
+                    )
+                ],
+            )
+        ]
+
+    def prompt(self, seat: Seat, name: str, arguments: dict[str, str]) -> types.GetPromptResult:
+        """The ``next_step`` prompt.
+
+        Raises:
+            MCPError: another prompt name, or the ledger could not be read.
+        """
+        if name != PROMPT:
+            raise MCPError(code=types.INVALID_PARAMS, message=f"no prompt {name!r} (next_step is)")
+        from ledger.mcp.next_step import next_step_text
+
+        try:
+            text = next_step_text(seat, arguments.get("session_id") or seat.session_id)
+        except LedgerError as exc:
+            raise _read_error(f"prompt:{name}", exc) from None
+        return types.GetPromptResult(
+            description="Next step of this session",
+            messages=[
+                types.PromptMessage(role="user", content=types.TextContent(type="text", text=text))
+            ],
+        )

@@ -1,0 +1,265 @@
+"""The MCP server: the toolbox, the resources and the prompt over the SDK's low-level ``Server``.
+
+Why the low-level ``Server`` and not ``MCPServer`` (v1's ``FastMCP``): ``MCPServer`` derives a
+tool's input schema from a Python signature, and the ``record_<type>`` tools must publish the
+event type's own JSON Schema unchanged. With the low-level server every tool is listed from
+the ``Toolbox`` as it is (input schema, output schema, annotations) and called through one
+dispatcher: arguments to the handler in a worker thread, its dict back as structured content
+(and as JSON text, for clients that read only text), a refusal as a tool error
+(``ledger.mcp.errors``).
+
+Progress: a handler's ``call.progress(message, done, total)`` becomes a
+``notifications/progress`` when the client gave a progress token. Its ``progress`` value grows
+with every notification, as the protocol requires: ``done`` (runs completed, say) plus a
+fraction that grows with each message sent since ``done`` last changed.
+
+Cancellation: a cancelled call returns at once; its worker thread is told
+(``Call.cancelled``) and stops at its next safe point as on Ctrl-C (a runner stops the server it
+started and records what completed). When the client goes, every call still running is
+cancelled and waited for (``Calls.shut_down``), then the ``Seat.on_exit`` hooks run.
+
+The ledger is never held between calls: every tool opens it one-shot (``Seat.store``), and a
+long-running tool that keeps it open for its appends closes it before it returns.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import signal
+import sys
+import threading
+from collections.abc import Callable, Coroutine
+from dataclasses import dataclass
+from typing import Any
+
+import anyio
+import anyio.from_thread
+import anyio.to_thread
+import mcp_types as types
+from mcp.server import Server
+from mcp.server.context import ServerRequestContext
+from mcp.server.stdio import stdio_server
+
+from ledger.errors import LedgerError
+from ledger.mcp.errors import Refusal, error_payload, unknown_tool
+from ledger.mcp.resources import Library
+from ledger.mcp.toolbox import Call, Seat, Tool, Toolbox
+
+log = logging.getLogger("tuneledger.mcp")
+
+#: How long the server waits, once the client has gone, for cancelled calls to unwind (a plan
+#: stopping its server: SIGINT, then SIGTERM after the configuration's wait), in seconds.
+SHUTDOWN_WAIT_S = 120.0
+
+
+class Calls:
+    """The calls running in worker threads, so that a server going away can cancel and wait."""
+
+    def __init__(self) -> None:
+        self._running: set[Call] = set()
+        self._idle = threading.Condition()
+
+    def start(self, call: Call) -> None:
+        with self._idle:
+            self._running.add(call)
+
+    def end(self, call: Call) -> None:
+        with self._idle:
+            self._running.discard(call)
+            self._idle.notify_all()
+
+    def shut_down(self, wait_s: float = SHUTDOWN_WAIT_S) -> bool:
+        """Cancel every running call and wait up to ``wait_s`` for them to end; whether all did."""
+        with self._idle:
+            for call in self._running:
+                call.cancelled.set()
+            return self._idle.wait_for(lambda: not self._running, timeout=wait_s)
+
+
+class _Progress:
+    """A call's progress reporter: from its worker thread to the client, increasing values."""
+
+    def __init__(
+        self, send: Callable[[float, float | None, str], Coroutine[Any, Any, None]]
+    ) -> None:
+        self._send = send
+        self._done = 0.0
+        self._since = 0
+
+    def __call__(self, message: str, done: float | None, total: float | None) -> None:
+        if done is not None and done > self._done:
+            self._done, self._since = done, 0
+        self._since += 1
+        value = self._done + 1 - 0.5**self._since  # below done + 1: the next ``done`` is larger
+        try:
+            anyio.from_thread.run(self._send, value, total, message)
+        except Exception:  # the client went away mid-call: the work goes on, unreported
+            log.debug("progress not delivered: %s", message)
+
+
+@dataclass
+class McpApp:
+    """The seat, the tools, the resources and the running calls of one server."""
+
+    seat: Seat
+    toolbox: Toolbox
+    library: Library
+    calls: Calls
+
+    def tool_list(self) -> list[types.Tool]:
+        return [mcp_tool(tool) for tool in self.toolbox]
+
+    async def call(
+        self, ctx: ServerRequestContext[Any, Any], name: str, arguments: dict[str, Any]
+    ) -> types.CallToolResult:
+        tool = self.toolbox.get(name)
+        if tool is None:
+            return error_result(unknown_tool(name))
+        session = ctx.session
+
+        async def send(value: float, total: float | None, message: str) -> None:
+            await session.report_progress(value, total, message)
+
+        call = Call(self.seat, report=_Progress(send))
+        self.calls.start(call)
+
+        def work() -> dict[str, Any]:
+            try:
+                return tool.handler(arguments, call)
+            finally:
+                self.calls.end(call)
+
+        try:
+            output = await anyio.to_thread.run_sync(work, abandon_on_cancel=True)
+        except anyio.get_cancelled_exc_class():
+            call.cancelled.set()  # the worker stops at its next safe point (module doc)
+            raise
+        except (Exception, KeyboardInterrupt) as exc:  # a refusal, or Call.check_cancelled
+            return error_result(exc)
+        return types.CallToolResult(
+            content=[types.TextContent(type="text", text=json.dumps(output))],
+            structured_content=output,
+        )
+
+
+def mcp_tool(tool: Tool) -> types.Tool:
+    """A ``Tool`` as the protocol lists it."""
+    return types.Tool(
+        name=tool.name,
+        title=tool.title,
+        description=tool.description,
+        input_schema=tool.input_schema,
+        output_schema=tool.output_schema,
+        annotations=types.ToolAnnotations(
+            title=tool.title,
+            read_only_hint=tool.read_only,
+            destructive_hint=tool.destructive,
+            idempotent_hint=tool.idempotent,
+            open_world_hint=tool.long_running,
+        ),
+    )
+
+
+def error_result(exc: Exception | KeyboardInterrupt) -> types.CallToolResult:
+    """The tool error for ``exc`` (``ledger.mcp.errors.error_payload``); an unexpected exception's
+    traceback goes to the server's standard error, its type and message to the client."""
+    if not isinstance(exc, LedgerError | Refusal | KeyboardInterrupt):
+        log.error("tool failed unexpectedly", exc_info=exc)
+    text, structured = error_payload(exc)
+    return types.CallToolResult(
+        content=[types.TextContent(type="text", text=text)],
+        structured_content=structured,
+        is_error=True,
+    )
+
+
+def build_server(app: McpApp) -> Server[Any]:
+    """The SDK server answering tools, resources and prompts from ``app``."""
+    from importlib.metadata import version
+
+    async def list_tools(
+        ctx: ServerRequestContext[Any, Any], params: types.PaginatedRequestParams | None
+    ) -> types.ListToolsResult:
+        return types.ListToolsResult(tools=app.tool_list())
+
+    async def call_tool(
+        ctx: ServerRequestContext[Any, Any], params: types.CallToolRequestParams
+    ) -> types.CallToolResult:
+        return await app.call(ctx, params.name, dict(params.arguments or {}))
+
+    async def list_resources(
+        ctx: ServerRequestContext[Any, Any], params: types.PaginatedRequestParams | None
+    ) -> types.ListResourcesResult:
+        resources = await anyio.to_thread.run_sync(app.library.resources, app.seat)
+        return types.ListResourcesResult(resources=resources)
+
+    async def list_templates(
+        ctx: ServerRequestContext[Any, Any], params: types.PaginatedRequestParams | None
+    ) -> types.ListResourceTemplatesResult:
+        return types.ListResourceTemplatesResult(resource_templates=app.library.templates())
+
+    async def read_resource(
+        ctx: ServerRequestContext[Any, Any], params: types.ReadResourceRequestParams
+    ) -> types.ReadResourceResult:
+        uri = str(params.uri)
+        return await anyio.to_thread.run_sync(app.library.read, app.seat, uri)
+
+    async def list_prompts(
+        ctx: ServerRequestContext[Any, Any], params: types.PaginatedRequestParams | None
+    ) -> types.ListPromptsResult:
+        return types.ListPromptsResult(prompts=app.library.prompts())
+
+    async def get_prompt(
+        ctx: ServerRequestContext[Any, Any], params: types.GetPromptRequestParams
+    ) -> types.GetPromptResult:
+        arguments = dict(params.arguments or {})
+        return await anyio.to_thread.run_sync(app.library.prompt, app.seat, params.name, arguments)
+
+    return Server(
+        "tuneledger",
+        version=version("tuneledger"),
+        title="tuneledger",
+        instructions=INSTRUCTIONS,
+        on_list_tools=list_tools,
+        on_call_tool=call_tool,
+        on_list_resources=list_resources,
+        on_list_resource_templates=list_templates,
+        on_read_resource=read_resource,
+        on_list_prompts=list_prompts,
+        on_get_prompt=get_prompt,
+    )
+
+
+INSTRUCTIONS = (
+    "tuneledger: the event-sourced ledger of an inference-server tuning session. Record what you "
+    "learn with record_<event_type> (one tool per event type) or the verbs propose_candidate, "
+    "triage_candidate, record_decision; run servers, benchmarks and plans with start_server, "
+    "run_bench, run_plan (they record everything themselves); read the board, flag_verdicts, "
+    "benchmark_deltas, server_runs, show, events_since and sql. Errors carry the CLI's exit "
+    "codes: 3 invalid input, 4 conflict (the new state comes with it), 5 not found."
+)
+
+
+def serve_stdio(app: McpApp) -> None:
+    """Serve ``app`` on standard input and output until the client closes them; then cancel
+    and wait for the calls still running and run the seat's exit hooks."""
+    server = build_server(app)
+
+    async def main() -> None:
+        async with stdio_server() as (read_stream, write_stream):
+            await server.run(read_stream, write_stream, server.create_initialization_options())
+
+    def stop(_signum: int, _frame: Any) -> None:
+        raise KeyboardInterrupt  # a client's SIGTERM: unwind through the finally below
+
+    signal.signal(signal.SIGTERM, stop)
+    try:
+        anyio.run(main)
+    except KeyboardInterrupt:
+        pass
+    finally:
+        if not app.calls.shut_down():
+            print("tuneledger mcp: calls still running at exit were abandoned", file=sys.stderr)
+        for hook in reversed(app.seat.on_exit):
+            hook()

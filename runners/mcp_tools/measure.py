@@ -1,0 +1,532 @@
+"""``run_bench``, ``run_plan``, ``run_spec``: the measuring tools, with progress and verdicts.
+
+Each does what its ``tuneledger run`` command does, through the same library calls
+(``runners.bench.client.sweep``, ``runners.plan.run_plan``, ``runners.spec.run_spec``, the
+server runner), and returns as structured output what the command prints: the runs with
+their metrics and validity; the plan's verdict table as rows (change = value / baseline - 1,
+its 95% CI, tau, runs per arm, verdict), with the findings and what is missing. Progress
+lines (a server starting, a run done) become MCP progress notifications. The ledger is kept
+open for the call's appends (a plan appends hundreds) and closed when it returns. A cancelled
+call stops at its next run or step as on Ctrl-C: the running server is stopped and what
+completed is recorded.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field
+
+from ledger.errors import InvalidInput, LedgerError
+from ledger.mcp.toolbox import Arguments, Call, Toolbox, tool_from_models
+from ledger.mcp.values import jsonable
+
+#: The headline metrics of the verdict table (``run plan`` without ``--all-metrics``).
+_SHOWN_METRICS = (
+    "output_throughput",
+    "median_ttft_ms",
+    "p99_ttft_ms",
+    "median_tpot_ms",
+    "p99_tpot_ms",
+)
+
+
+class BenchFailed(LedgerError):
+    """Every warmup request failed, or the server could not be asked which model it serves
+    (exit 13, as ``run bench``)."""
+
+    exit_code = 13
+
+
+def _pct(x: float | None) -> float | None:
+    return None if x is None else 100 * x
+
+
+def run_json(point: Any) -> dict[str, Any]:
+    """One benchmark run (a ``SweepPoint``) as the tools return it."""
+    m = point.event.metrics
+    return jsonable(
+        {
+            "event_id": str(point.event.event_id),
+            "config_name": point.event.config_name,
+            "concurrency": point.concurrency,
+            "request_rate": point.request_rate,
+            "repeat": point.repeat,
+            "valid": point.run.valid,
+            "notes": list(point.run.notes),
+            "completed": m.completed,
+            "failed": m.failed,
+            "output_throughput": m.output_throughput,
+            "median_ttft_ms": m.median_ttft_ms,
+            "p99_ttft_ms": m.p99_ttft_ms,
+            "median_tpot_ms": m.median_tpot_ms,
+            "median_itl_ms": m.median_itl_ms,
+        }
+    )
+
+
+def event_run_json(event: Any) -> dict[str, Any]:
+    """One benchmark run imported from another tool (its ``benchmark_completed``)."""
+    m = event.metrics
+    return jsonable(
+        {
+            "event_id": str(event.event_id),
+            "config_name": event.config_name,
+            "concurrency": event.concurrency,
+            "request_rate": event.workload.request_rate if event.workload else None,
+            "repeat": event.repeat,
+            "valid": event.valid,
+            "notes": list(event.validity_notes),
+            "completed": m.completed,
+            "failed": m.failed,
+            "output_throughput": m.output_throughput,
+            "median_ttft_ms": m.median_ttft_ms,
+            "p99_ttft_ms": m.p99_ttft_ms,
+            "median_tpot_ms": m.median_tpot_ms,
+            "median_itl_ms": m.median_itl_ms,
+        }
+    )
+
+
+def verdict_rows(result: Any, metrics: tuple[str, ...] | None) -> list[dict[str, Any]]:
+    """The plan's verdict table (``runners.plan.verdict_table``) as rows of numbers."""
+    return [
+        jsonable(
+            {
+                "config_name": c.config_name,
+                "concurrency": c.concurrency,
+                "request_rate": c.request_rate,
+                "metric": c.metric,
+                "baseline_mean": c.baseline_mean,
+                "mean": c.mean,
+                "baseline_cv_pct": _pct(c.baseline_cv),
+                "cv_pct": _pct(c.cv),
+                "change_pct": _pct(c.change),
+                "ci_low_pct": _pct(c.ci_low),
+                "ci_high_pct": _pct(c.ci_high),
+                "tau_pct": _pct(c.noise_threshold),
+                "baseline_runs": c.baseline_runs,
+                "runs": c.runs,
+                "verdict": c.verdict,
+                "runs_needed": c.runs_needed,
+                "event_id": str(c.event_id),
+            }
+        )
+        for c in result.comparisons
+        if not metrics or c.metric in metrics
+    ]
+
+
+def plan_json(result: Any, session_id: str | None, all_metrics: bool) -> dict[str, Any]:
+    """A ``PlanResult`` as ``PlanOut``."""
+    return {
+        "session_id": session_id,
+        "verdicts": verdict_rows(result, None if all_metrics else _SHOWN_METRICS),
+        "findings": [
+            jsonable(
+                {
+                    "event_id": str(f.event_id),
+                    "flag": f.flag,
+                    "verdict": f.verdict,
+                    "message": f.message,
+                }
+            )
+            for f in result.findings
+        ],
+        "missing": [
+            {
+                "config_name": f.config_name,
+                "repeat": f.repeat,
+                "loads": f.loads,
+                "attempts": f.attempt + 1,
+                "cause": f.cause,
+            }
+            for f in result.missing
+        ],
+        "not_compared": list(dict.fromkeys(result.unmeasured)),
+        "runs": len(result.points),
+    }
+
+
+# --- run_bench -----------------------------------------------------------------------------
+
+
+class BenchArgs(Arguments):
+    url: str = Field(description="The server's base URL, e.g. a start_server's base_url.")
+    endpoint: Literal["chat", "completions", "generate"] = "chat"
+    model: str | None = Field(
+        None, description="Sent in requests (default: the one model the server lists)."
+    )
+    input_len: int = Field(64, ge=1, description="Prompt length, tokens.")
+    output_len: int = Field(32, ge=1, description="Output length asked, tokens.")
+    num_prompts: int = Field(64, ge=1, description="Requests per run.")
+    concurrency: list[int] = Field(
+        default_factory=list,
+        description="Closed-loop concurrencies (default [1]; with request_rate: at most one, a cap).",
+    )
+    request_rate: float | None = Field(None, gt=0, description="Open loop: Poisson req/s.")
+    seed: int = 0
+    warmup: int = Field(1, ge=0, description="Uncounted requests before each run.")
+    repeats: int = Field(1, ge=1, description="Runs per concurrency.")
+    config_name: str = Field("baseline", description="The server configuration measured.")
+    is_baseline: bool | None = Field(
+        None, description="Mark the runs as the baseline (default: config_name == 'baseline')."
+    )
+    tokenizer: str | None = Field(None, description="A local tokenizer: exact prompt lengths.")
+    server_run_id: str | None = Field(None, description="The server run measured.")
+    ignore_eos: bool = True
+    candidate_id: str | None = Field(None, description="The board candidate the runs are for.")
+    session_id: str | None = Field(None, description="Default: the server's --session.")
+    tool: Literal["builtin", "guidellm", "aiperf", "sglang"] = Field(
+        "builtin",
+        description="Measure with another tool, run as a subprocess, and import its result "
+        "(exit 11 when it is not installed, 13 when it fails).",
+    )
+    tool_path: str | None = Field(
+        None, description="The tool's program (for sglang: its Python). Default: PATH."
+    )
+
+
+class RunsOut(BaseModel):
+    runs: list[dict[str, Any]] = Field(
+        description="One per run: event_id, concurrency, repeat, valid and notes, metrics."
+    )
+
+
+def _concurrencies(args: BenchArgs, call: Call) -> list[int | None]:
+    """The loads to run, as ``run bench`` reads --concurrency and --request-rate."""
+    from runners.bench.metrics import prompts_warning
+
+    if any(c < 1 for c in args.concurrency):
+        raise InvalidInput("run_bench: argument 'concurrency': every concurrency must be >= 1")
+    concurrencies: list[int | None] = list(args.concurrency)
+    if args.request_rate is not None:
+        if len(concurrencies) > 1:
+            raise InvalidInput("run_bench: with request_rate give at most one concurrency (a cap)")
+        return [concurrencies[0] if concurrencies else None]
+    concurrencies = concurrencies or [1]
+    if warning := prompts_warning(args.num_prompts, concurrencies):
+        call.progress(warning)
+    return concurrencies
+
+
+def _bench(args: BenchArgs, call: Call) -> dict[str, Any]:
+    concurrencies = _concurrencies(args, call)
+    if args.tool != "builtin":
+        return _bench_with_tool(args, call, concurrencies)
+    from runners.bench.workload import WorkloadSpec, build_workload
+
+    spec = WorkloadSpec(
+        args.input_len, args.output_len, args.num_prompts, args.seed, args.tokenizer
+    )
+    workload = build_workload(spec)
+    store = call.seat.store().kept_open()  # a run of appends; closed below
+    done: list[Any] = []
+    total = len(concurrencies) * args.repeats
+
+    def on_point(point: Any) -> None:
+        done.append(point)
+        call.progress(
+            f"run {len(done)}/{total}: c={point.concurrency} repeat {point.repeat}",
+            len(done),
+            total,
+        )
+        call.check_cancelled()
+
+    try:
+        store.init()
+        _sweep(args, call, store, workload, concurrencies, on_point)
+    except RuntimeError as exc:  # WarmupFailed, the model list unreadable: `run bench`'s exit 13
+        raise BenchFailed(f"run_bench: {exc}") from None
+    finally:
+        store.close()
+    return {"runs": [run_json(p) for p in done]}
+
+
+def _sweep(
+    args: BenchArgs,
+    call: Call,
+    store: Any,
+    workload: Any,
+    concurrencies: list[int | None],
+    on_point: Any,
+) -> None:
+    """``run bench``'s built-in client: ``runners.bench.client.sweep`` with the same source."""
+    from runners.bench.client import BenchTarget, RunIdentity, sweep
+    from runners.bench.discovery import served_model
+    from runners.bench.reproduce import reproducing_command
+
+    model = args.model
+    if model is None:
+        model = "default" if args.endpoint == "generate" else served_model(args.url)
+    target = BenchTarget(
+        url=args.url,
+        endpoint=args.endpoint,
+        model=model,
+        workload=workload,
+        ignore_eos=args.ignore_eos,
+    )
+    concurrency_text = ",".join(str(c) for c in args.concurrency) or None
+    source = reproducing_command(
+        args.url,
+        args.endpoint,
+        model,
+        args.input_len,
+        args.output_len,
+        args.num_prompts,
+        concurrency_text,
+        args.request_rate,
+        args.seed,
+        args.warmup,
+        args.tokenizer,
+        args.ignore_eos,
+        args.config_name,
+    )
+    identity = RunIdentity(
+        config_name=args.config_name,
+        request_rate=args.request_rate,
+        is_baseline=(args.config_name == "baseline")
+        if args.is_baseline is None
+        else args.is_baseline,
+        candidate_id=args.candidate_id,
+        session_id=args.session_id or call.seat.session_id,
+        server_run_id=args.server_run_id,
+        source=source,
+    )
+    asyncio.run(
+        sweep(
+            target,
+            identity,
+            concurrencies=concurrencies,
+            repeats=range(args.repeats),
+            warmup_requests=args.warmup,
+            store=store,
+            progress=False,
+            on_point=on_point,
+        )
+    )
+
+
+def _bench_with_tool(
+    args: BenchArgs, call: Call, concurrencies: list[int | None]
+) -> dict[str, Any]:
+    """``run bench --tool X`` (``runners.bench.external``): the tool measures, its result is imported."""
+    from runners.bench.discovery import served_model
+    from runners.bench.external import ToolWorkload, find_tool, run_tool_sweep
+
+    prefix = find_tool(args.tool, args.tool_path)  # a missing tool is exit 11 before anything runs
+    model = args.model
+    try:
+        if model is None and args.endpoint != "generate":
+            model = served_model(args.url)  # the tool needs the name the server answers to
+    except RuntimeError as exc:
+        raise BenchFailed(f"run_bench: {exc}") from None
+    workload = ToolWorkload(
+        url=args.url,
+        endpoint=args.endpoint,
+        model=model or "default",
+        input_len=args.input_len,
+        output_len=args.output_len,
+        num_prompts=args.num_prompts,
+        seed=args.seed,
+        warmup=args.warmup,
+        tokenizer=args.tokenizer,
+        ignore_eos=args.ignore_eos,
+    )
+    store = call.seat.store().kept_open()  # a run of appends; closed below
+    try:
+        store.init()
+        events = run_tool_sweep(
+            args.tool,
+            prefix,
+            workload,
+            store=store,
+            concurrencies=concurrencies,
+            request_rate=args.request_rate,
+            repeats=args.repeats,
+            config_name=args.config_name,
+            is_baseline=(args.config_name == "baseline")
+            if args.is_baseline is None
+            else args.is_baseline,
+            server_run_id=args.server_run_id,
+            session_id=args.session_id or call.seat.session_id,
+            actor=call.seat.actor,
+            say=lambda line: call.progress(line),
+            candidate_id=args.candidate_id,
+        )
+    finally:
+        store.close()
+    return {"runs": [event_run_json(e) for e in events]}
+
+
+# --- run_plan, run_spec ------------------------------------------------------------------------
+
+
+class PlanArgs(Arguments):
+    plan_file: str = Field(
+        description="The plan TOML (format: examples/plan.toml), relative to "
+        "the MCP server's working directory."
+    )
+    all_metrics: bool = Field(
+        False, description="Every compared metric in verdicts (default: the headline ones)."
+    )
+    session_id: str | None = Field(
+        None, description="The session when the plan names none (default: the server's --session)."
+    )
+
+
+class PlanOut(BaseModel):
+    session_id: str | None
+    verdicts: list[dict[str, Any]] = Field(
+        description="The verdict table: per candidate config, load and metric: baseline_mean, "
+        "mean (geometric means), change_pct = value / baseline - 1 with its 95% CI, tau_pct, "
+        "runs per arm, verdict (runs_needed when inconclusive), the comparison's event_id."
+    )
+    findings: list[dict[str, Any]] = Field(description="Measured flag verdicts recorded.")
+    missing: list[dict[str, Any]] = Field(description="Runs the plan could not make, and why.")
+    not_compared: list[str] = Field(description="Metrics no run measured.")
+    runs: int = Field(description="Benchmark runs recorded.")
+
+
+def _say(call: Call, done: list[int], total: int | None) -> Any:
+    """A plan's ``say``: each line a progress notification (``done[0]`` arms run of ``total``),
+    and a point where a cancelled call stops."""
+
+    def say(line: str) -> None:
+        call.progress(line, done[0], total)
+        call.check_cancelled()
+
+    return say
+
+
+def _run_plan_like(call: Call, plan: Any, run: Any) -> Any:
+    """Run ``run(store, runner)`` (a plan or spec trials) with the ledger kept open and a server
+    runner, stopping its server however it ends (``run plan``'s exit 13 for a warmup failure)."""
+    from runners.server.runner import ServerRunner
+
+    store = call.seat.store().kept_open()  # a run of appends; closed below
+    runner = ServerRunner(
+        store,
+        session_id=plan.plan.session,
+        say=lambda line: call.progress(line),
+        sigint_wait_s=plan.plan.stop_wait_s,
+    )
+    try:
+        store.init()
+        return run(store, runner)
+    except RuntimeError as exc:  # every warmup failed past the retries
+        raise BenchFailed(str(exc)) from None
+    finally:
+        runner.close(reason="plan ended")
+        store.close()
+
+
+def _plan(args: PlanArgs, call: Call) -> dict[str, Any]:
+    from runners.plan import load_plan, run_plan
+
+    plan = load_plan(Path(args.plan_file))
+    if plan.plan.session is None:
+        plan.plan.session = args.session_id or call.seat.session_id
+    done = [0]  # arm sweeps finished (one server start and its benchmarks each)
+
+    def after_sweep(_arm: str, _run: Any, _repeat: int) -> None:
+        done[0] += 1
+
+    def run(store: Any, runner: Any) -> Any:
+        total = plan.plan.repeats * len(plan.arms)
+        say = _say(call, done, total)
+        return run_plan(plan, store, runner, say=say, progress=False, after_sweep=after_sweep)
+
+    result = _run_plan_like(call, plan, run)
+    return plan_json(result, plan.plan.session, args.all_metrics)
+
+
+class SpecArgs(Arguments):
+    spec_file: str = Field(
+        description="The spec TOML (format: runners/spec.py, examples/h200-spec.toml)."
+    )
+    session_id: str | None = Field(
+        None, description="The session when the file names none (default: the server's --session)."
+    )
+
+
+class SpecOut(PlanOut):
+    trials: list[dict[str, Any]] = Field(
+        description="One per trial: accept length and its source, throughput change, verdict."
+    )
+
+
+def _spec(args: SpecArgs, call: Call) -> dict[str, Any]:
+    from runners.spec import load_spec, run_spec
+
+    spec = load_spec(Path(args.spec_file))
+    plan = spec.plan
+    if plan.plan.session is None:
+        plan.plan.session = args.session_id or call.seat.session_id
+
+    def run(store: Any, runner: Any) -> Any:
+        return run_spec(spec, store, runner, say=_say(call, [0], None), progress=False)
+
+    result, trials = _run_plan_like(call, plan, run)
+    return {
+        **plan_json(result, plan.plan.session, False),
+        "trials": [
+            jsonable(
+                {
+                    "event_id": str(t.event_id),
+                    "trial_id": t.trial_id,
+                    "algorithm": t.algorithm,
+                    "accept_length": t.accept_length,
+                    "accept_length_source": t.accept_length_source,
+                    "output_throughput_change_pct": _pct(t.output_throughput_change),
+                    "verdict": t.verdict,
+                }
+            )
+            for t in trials
+        ],
+    }
+
+
+def add_measure_tools(toolbox: Toolbox) -> None:
+    toolbox.add(
+        tool_from_models(
+            "run_bench",
+            "Benchmark a running server as `tuneledger run bench`: closed loop per concurrency (or "
+            "open loop), warmup, repeats; TTFT, TPOT, ITL, E2E and throughputs as sglang's "
+            "bench_serving defines them; a validity gate per run. One benchmark_completed per "
+            "run (with its samples); returns the runs. Exit 13 when every warmup request fails.",
+            BenchArgs,
+            RunsOut,
+            _bench,
+            long_running=True,
+        )
+    )
+    toolbox.add(
+        tool_from_models(
+            "run_plan",
+            "Run a plan file as `tuneledger run plan`: the baseline and each candidate "
+            "configuration restarted and benchmarked interleaved (A B A B) `repeats` times, then "
+            "compared with the statistical rule (Welch CI of the log ratio against a noise "
+            "threshold). Records everything (benchmark_deltas and flag_verdicts show it); returns "
+            "the verdict table as rows, the measured flag findings and what is missing. Takes "
+            "minutes: progress notifications say which run it is on.",
+            PlanArgs,
+            PlanOut,
+            _plan,
+            long_running=True,
+        )
+    )
+    toolbox.add(
+        tool_from_models(
+            "run_spec",
+            "Run speculative-decoding trials as `tuneledger run spec`: each trial a restart and "
+            "a benchmark against the no-speculation baseline, interleaved and repeated; the accept "
+            "length read from the server. Returns the trials and the verdict table.",
+            SpecArgs,
+            SpecOut,
+            _spec,
+            long_running=True,
+        )
+    )
