@@ -133,15 +133,10 @@ def dry_run_table(plan: Any, arms: list[PlannedArm]):
     table = Table(title=f"Plan {plan.source}: {len(plan.arms)} arms x {plan.plan.repeats} repeats")
     for col in ("#", "arm", "repeat", "flags", "loads to run", "finished", "start s", "bench s"):
         table.add_column(col, justify="right" if col in ("#", "repeat") else "left")
-    total, unknown = 0.0, 0
+    total, unknown = _estimate_s(arms)
     for i, a in enumerate(arms, start=1):
         config = plan.configs[a.arm]
         flags = " ".join(f"{k}={v}" for k, v in config.flags.items()) or "-"
-        if a.loads:
-            if a.start_s is None or a.bench_s is None:
-                unknown += 1
-            else:
-                total += a.start_s + a.bench_s + STOP_S
         table.add_row(
             str(i),
             a.arm,
@@ -160,6 +155,51 @@ def dry_run_table(plan: Any, arms: list[PlannedArm]):
         caption += f" ({unknown} start(s) with no earlier run to go by: not counted)"
     table.caption = caption
     return table
+
+
+def _estimate_s(arms: list[PlannedArm]) -> tuple[float, int]:
+    """The seconds the starts that run are estimated to take, and how many have no estimate."""
+    total, unknown = 0.0, 0
+    for a in arms:
+        if a.loads:
+            if a.start_s is None or a.bench_s is None:
+                unknown += 1
+            else:
+                total += a.start_s + a.bench_s + STOP_S
+    return total, unknown
+
+
+def dry_run_json(plan: Any, arms: list[PlannedArm]) -> dict[str, Any]:
+    """``run plan --dry-run --json``: what ``dry_run_table`` shows, as one object (``loads``:
+    the concurrencies to run, null for the open loop; times in seconds, null when unknown)."""
+    total, unknown = _estimate_s(arms)
+    return {
+        "plan": str(plan.source),
+        "repeats": plan.plan.repeats,
+        "arms": [
+            {
+                "arm": arm,
+                "engine": plan.configs[arm].engine,
+                "model": plan.configs[arm].model,
+                "flags": dict(plan.configs[arm].flags),
+            }
+            for arm in plan.arms
+        ],
+        "starts": [
+            {
+                "arm": a.arm,
+                "repeat": a.repeat,
+                "loads": list(a.loads),
+                "finished": list(a.done),
+                "start_s": a.start_s,
+                "bench_s": a.bench_s,
+            }
+            for a in arms
+        ],
+        "server_starts": sum(1 for a in arms if a.loads),
+        "estimate_s": total,
+        "starts_without_estimate": unknown,
+    }
 
 
 def _load(c: int | None) -> str:

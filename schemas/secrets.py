@@ -421,6 +421,12 @@ def mask_text(text: str) -> str:
     return text
 
 
+def holds_secret(value: str) -> bool:
+    """Whether ``value`` holds something ``mask_text`` would mask (a token, a password): an
+    identifier that does is refused, since identifiers are stored as given."""
+    return may_hold_secret(value) and mask_text(value) != value
+
+
 def _may_hold_shape(text: str) -> bool:
     """Whether ``text`` may hold a shape only ``secret_shapes`` knows: a long run of token
     characters, or a shape hint (which ``_SHAPES_RE`` has not masked away)."""

@@ -15,22 +15,19 @@ ledger; 3 for a plot with nothing to draw or an unknown format.
 from __future__ import annotations
 
 import dataclasses
-import json
 from pathlib import Path
 from typing import Any
 
 import click
 
 from ledger.cli.context import Context, ledger_option, pass_ctx
+from ledger.cli.json_output import json_format_options, print_json
 from ledger.errors import InvalidInput
 
-_FORMAT = click.option(
-    "--format",
-    "fmt",
-    type=click.Choice(["table", "json"]),
-    default="table",
-    show_default=True,
-    help="A terminal table, or JSON (one object, the same keys as the tables).",
+_FORMAT = json_format_options(
+    ("table", "json"),
+    "table",
+    "A terminal table, or JSON (one object, the same keys as the tables).",
 )
 _SESSION = click.option(
     "--session", "session_id", help="Only this session (default: the global --session, else all)."
@@ -61,7 +58,7 @@ def _print(tables: list[Any]) -> None:
 
 
 def _json(value: Any) -> None:
-    click.echo(json.dumps(value, default=str, ensure_ascii=False))
+    print_json(value)
 
 
 @compare_group.command(name="diff")

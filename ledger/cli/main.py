@@ -275,28 +275,28 @@ def main(argv: list[str] | None = None) -> None:
         _main(argv, interrupted)
 
 
-def _wants_json(argv: list[str] | None) -> bool:
-    """Whether the command line asks for JSON output (``--json``, ``--format json``)."""
-    args = list(sys.argv[1:] if argv is None else argv)
-    return (
-        "--json" in args
-        or "--format=json" in args
-        or any(a == "--format" and b == "json" for a, b in zip(args, args[1:], strict=False))
-    )
-
-
 def _error(message: str, code: int, argv: list[str] | None) -> NoReturn:
-    """One line on stderr and the exit code; with JSON output asked for, the line is JSON
-    (``{"error": {"exit_code": N, "message": "..."}}``) so an agent parses errors as it parses
-    results."""
-    import json
+    """One line on stderr and the exit code; with JSON output asked for, the line is the JSON
+    error object (``ledger.cli.json_output``: the MCP tool errors' shape) so an agent parses
+    errors as it parses results."""
+    from ledger.cli.json_output import error_json, wants_json
 
     text = _one_line(message)
-    if _wants_json(argv):
-        click.echo(json.dumps({"error": {"exit_code": code, "message": text}}), err=True)
+    if wants_json(sys.argv[1:] if argv is None else argv):
+        click.echo(error_json(text, code), err=True)
     else:
         click.echo(f"tuneledger: error: {text}", err=True)
     sys.exit(code)
+
+
+def _aborted(argv: list[str] | None) -> NoReturn:
+    """An interrupted call: ``tuneledger: aborted``, or its JSON error object; exit 130."""
+    from ledger.cli.json_output import wants_json
+
+    if wants_json(sys.argv[1:] if argv is None else argv):
+        _error("aborted", 130, argv)
+    click.echo("tuneledger: aborted", err=True)
+    sys.exit(130)
 
 
 def _main(argv: list[str] | None, interrupted: list[bool]) -> None:
@@ -307,8 +307,7 @@ def _main(argv: list[str] | None, interrupted: list[bool]) -> None:
     except click.exceptions.Exit as exc:
         sys.exit(exc.exit_code)
     except (click.Abort, KeyboardInterrupt):
-        click.echo("tuneledger: aborted", err=True)
-        sys.exit(130)
+        _aborted(argv)
     except _NoArgsIsHelp as exc:  # `tuneledger`, `tuneledger run`: the help, as click shows it
         click.echo(exc.format_message(), err=True)
         sys.exit(2)
@@ -326,8 +325,7 @@ def _main(argv: list[str] | None, interrupted: list[bool]) -> None:
             # Ctrl-C inside a DuckDB query comes back as DuckDB's own error ("Query
             # interrupted", a failed Arrow scan): an interrupt all the same, and the store
             # call it cut short stored nothing (one transaction)
-            click.echo("tuneledger: aborted", err=True)
-            sys.exit(130)
+            _aborted(argv)
         from ledger.store.ledger_file import query_damage, storage_error
 
         running = _RUNNING[0]

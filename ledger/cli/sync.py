@@ -15,12 +15,11 @@ cannot be reached, refuses the login, or is not initialised.
 
 from __future__ import annotations
 
-import json
-
 import click
 
 # pyarrow and rich (``ledger.cli.render``) only when a table is printed: `--help` stays light.
 from ledger.cli.context import FORMATS, Context, ledger_option, pass_ctx, print_table
+from ledger.cli.json_output import json_format_options, json_option, print_json
 
 
 @click.group(name="remote")
@@ -64,7 +63,7 @@ def remote_add(
 
 
 @remote_group.command(name="list")
-@click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True)
+@json_format_options(FORMATS, "table")
 @ledger_option
 @pass_ctx
 def remote_list(ctx: Context, fmt: str) -> None:
@@ -140,7 +139,7 @@ def remote_init(ctx: Context, name: str, grants: tuple[str, ...], user: str | No
     help="Keep this event's two versions apart for good (the exit-8 case): it is neither pushed "
     "to nor pulled from NAME again; the rest syncs. Repeatable.",
 )
-@click.option("--json", "as_json", is_flag=True, help="Print the result as one JSON object.")
+@json_option
 @ledger_option
 @pass_ctx
 def sync_command(
@@ -164,15 +163,13 @@ def sync_command(
     if dry_run:
         counts = sync.counts(store, item)
         if as_json:
-            click.echo(
-                json.dumps(
-                    {
-                        "remote": item.name,
-                        "to_push": counts.to_push,
-                        "to_pull": counts.to_pull,
-                        "refused": list(counts.refused),
-                    }
-                )
+            print_json(
+                {
+                    "remote": item.name,
+                    "to_push": counts.to_push,
+                    "to_pull": counts.to_pull,
+                    "refused": list(counts.refused),
+                }
             )
         else:
             refused = (
@@ -188,23 +185,21 @@ def sync_command(
         return
     report = sync.sync(store, item)
     if as_json:
-        click.echo(
-            json.dumps(
-                {
-                    "remote": report.remote,
-                    "pushed": report.pushed,
-                    "stored": report.stored,
-                    "pulled": report.pulled,
-                    "applied": report.applied,
-                    "position": report.position,
-                    "held": list(report.held),
-                    "invalid": [
-                        {"position": row.position, "event_id": row.event_id, "reason": row.reason}
-                        for row in report.invalid
-                    ],
-                    "invalid_total": report.invalid_total,
-                }
-            )
+        print_json(
+            {
+                "remote": report.remote,
+                "pushed": report.pushed,
+                "stored": report.stored,
+                "pulled": report.pulled,
+                "applied": report.applied,
+                "position": report.position,
+                "held": list(report.held),
+                "invalid": [
+                    {"position": row.position, "event_id": row.event_id, "reason": row.reason}
+                    for row in report.invalid
+                ],
+                "invalid_total": report.invalid_total,
+            }
         )
     else:
         held = f"; held back: {', '.join(report.held)}" if report.held else ""

@@ -165,11 +165,13 @@ def _event(
     num_prompts = None
     if metrics.completed is not None and metrics.failed is not None:
         num_prompts = metrics.completed + metrics.failed
+    dataset = line.text("dataset_name")
+    input_len, output_len, range_ratio = _lengths(line, dataset)
     workload = Workload(
-        dataset=line.text("dataset_name"),
-        input_len=line.number("random_input_len", integer=True),
-        output_len=line.number("random_output_len", integer=True),
-        range_ratio=line.number("random_range_ratio"),
+        dataset=dataset,
+        input_len=input_len,
+        output_len=output_len,
+        range_ratio=range_ratio,
         num_prompts=num_prompts,
         load=load,
         request_rate=rate,
@@ -241,6 +243,33 @@ def _granularity(
         if found is not None:
             return found
     return "the line keeps no per-request gaps (--output-details) and no mean E2E, TTFT and ITL"
+
+
+#: Datasets whose prompts bench_serving makes from ``--random-input-len`` /
+#: ``--random-output-len`` (and ``--random-range-ratio``): sglang 0.5.23's
+#: ``benchmark/datasets/random.py`` and ``image.py``; ``random-ids`` and later ``random-*`` too.
+_RANDOM_LENGTH_DATASETS = ("random", "image")
+#: Datasets of recorded conversations: their prompts have their own lengths, and the output is
+#: ``--sharegpt-output-len`` when given, else each conversation's own.
+_RECORDED_DATASETS = frozenset({"sharegpt", "custom", "openai", "longbench_v2", "agentic-trace"})
+
+
+def _lengths(line: _Line, dataset: str | None) -> tuple[int | None, int | None, float | None]:
+    """(input_len, output_len, range_ratio) the run asked for. bench_serving writes
+    ``random_input_len``, ``random_output_len`` and ``random_range_ratio`` on every line (their
+    defaults when unused), so they are the workload's only for the datasets that read them; a
+    ShareGPT run's fixed output length is ``sharegpt_output_len``; else the lengths are unknown."""
+    if dataset is not None and dataset.startswith(_RANDOM_LENGTH_DATASETS):
+        return (
+            line.number("random_input_len", integer=True),
+            line.number("random_output_len", integer=True),
+            line.number("random_range_ratio"),
+        )
+    if dataset == "mmmu":  # images and questions from the data set, the output length asked
+        return None, line.number("random_output_len", integer=True), None
+    if dataset in _RECORDED_DATASETS:
+        return None, line.number("sharegpt_output_len", integer=True), None
+    return None, None, None
 
 
 def _request_rate(line: _Line) -> float | None:

@@ -185,3 +185,26 @@ def describe_all() -> str:
     return "\n".join(
         lines + ["", "`tuneledger types TYPE` lists a type's fields with their types and units."]
     )
+
+
+def type_json(event_type: str) -> dict[str, Any]:
+    """``tuneledger types TYPE --json``: TYPE's JSON Schema, the validator's
+    (``schemas.jsonschema.schema_of``, what ``schemas/json/TYPE.json`` holds).
+
+    Raises:
+        InvalidInput: an unknown event type (the message lists the known ones).
+    """
+    from schemas.jsonschema import schema_of
+
+    if event_type not in EVENT_TYPES:
+        field_rows(event_type)  # raises, naming the known types
+    return schema_of(event_type)
+
+
+def types_json() -> list[dict[str, Any]]:
+    """``tuneledger types --json``: every type, its docstring's first line and its JSON Schema."""
+    rows = []
+    for name in sorted(EVENT_TYPES):
+        doc = (EVENT_TYPES[name].__doc__ or "").strip().splitlines()
+        rows.append({"type": name, "description": doc[0] if doc else "", "schema": type_json(name)})
+    return rows

@@ -18,7 +18,7 @@ from pydantic_core import PydanticSerializationError
 
 from ledger.errors import InvalidInput
 from schemas import Event, EventEnvelope, secrets
-from schemas.secrets import mask_json, mask_text
+from schemas.secrets import holds_secret, mask_json, mask_text
 
 #: The most an event's payload may hold, as stored (JSON, UTF-8): 1 MiB, a hundred times the
 #: largest event of the H200 campaign (10 KB). A 50 MB note was stored and then made
@@ -146,11 +146,6 @@ _CLEAN_IDS: dict[str, object] = {}
 #: are made by the runners, from configuration names that are checked where they are read; a
 #: campaign repeats these two, so they are scanned once each: ``_CLEAN_IDS``.)
 ID_FIELDS = ("candidate_id", "config_name")
-
-
-def holds_secret(value: str) -> bool:
-    """Whether ``value`` holds something ``mask_text`` would mask (a token, a password)."""
-    return secrets.may_hold_secret(value) and mask_text(value) != value
 
 
 def no_secret_ids(event: Event, where: str | None = None) -> None:

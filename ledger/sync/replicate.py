@@ -46,11 +46,11 @@ from uuid6 import uuid7
 
 from ledger.errors import EventIdReused, InvalidInput, NotFound
 from ledger.store import AppendResults, LedgerStore, columns_table
-from ledger.store.payloads import holds_secret
 from ledger.sync import hub
 from ledger.sync.pulled_rows import HeldRow, check_rows
 from ledger.sync.remote import REMOTES_DDL, Remote
 from ledger.write import replicated
+from schemas.secrets import holds_secret
 
 #: How many events one pull transaction applies.
 PULL_BATCH = 50_000

@@ -7,7 +7,6 @@ a tune run again resumes where it stopped).
 
 from __future__ import annotations
 
-import json
 import signal
 import sys
 from pathlib import Path
@@ -15,6 +14,7 @@ from pathlib import Path
 import click
 
 from ledger.cli.context import Context, pass_ctx
+from ledger.cli.json_output import json_option, print_json
 
 
 def _raise_interrupt(_signum, _frame) -> None:
@@ -133,6 +133,7 @@ def _int_list(text: str) -> list[int]:
     help="The board's candidate this tune answers (e.g. kernel-tune:fused-moe).",
 )
 @click.option("--no-progress", is_flag=True, help="No progress bar on standard error.")
+@json_option
 @pass_ctx
 def tune_command(
     ctx: Context,
@@ -156,11 +157,13 @@ def tune_command(
     session_id: str | None,
     candidate_id: str | None,
     no_progress: bool,
+    as_json: bool,
 ) -> None:
     """Tune SGLang's fused-MoE Triton kernel for one shape on this GPU and write SGLang's config file.
 
     Every measured config is recorded (kernel_config_measured); running the same command again
-    resumes and measures only what is missing. Ends with one summary line.
+    resumes and measures only what is missing. Ends with one summary line (--json: one object,
+    the summary with the outcome, the config file written and the tuned results).
     """
     from runners.moe.request import TuneRequest, prepare
 
@@ -207,6 +210,11 @@ def tune_command(
         sys.exit(130)
     finally:
         measurer.close()
+    if as_json:
+        from runners.results_json import tune_json
+
+        print_json(tune_json(report))
+        return
     click.echo(report.summary)
 
 
@@ -218,12 +226,16 @@ def tune_command(
     is_flag=True,
     help="Measure only the runs this spec's session does not hold yet (as run plan --resume).",
 )
+@json_option
 @pass_ctx
-def spec_command(ctx: Context, spec_file: Path, no_progress: bool, resume: bool) -> None:
+def spec_command(
+    ctx: Context, spec_file: Path, no_progress: bool, resume: bool, as_json: bool
+) -> None:
     """Run SPEC_FILE: speculative-decoding trials against the no-speculation baseline (see runners/spec.py).
 
     Each trial is a server restart and a benchmark, interleaved with the baseline and repeated;
-    one spec_decoding_trial_completed per trial (the spec_trials view).
+    one spec_decoding_trial_completed per trial (the spec_trials view). Prints a line per
+    trial; --json: one object, run plan's {"verdicts", ...} with "trials": [...].
     """
     from runners.server.runner import ServerRunner
     from runners.spec import load_spec, run_spec
@@ -239,7 +251,7 @@ def spec_command(ctx: Context, spec_file: Path, no_progress: bool, resume: bool)
         store, session_id=spec.plan.plan.session, say=say, sigint_wait_s=spec.plan.plan.stop_wait_s
     )
     try:
-        _result, events = run_spec(
+        result, events = run_spec(
             spec, store, runner, say=say, progress=not no_progress, resume=resume
         )
     except KeyboardInterrupt:
@@ -248,15 +260,15 @@ def spec_command(ctx: Context, spec_file: Path, no_progress: bool, resume: bool)
         sys.exit(130)
     finally:
         runner.close(reason="spec trials ended")
+    if as_json:
+        from runners.results_json import spec_json
+
+        print_json(spec_json(result, events, spec.plan.plan.session))
+        return
     for e in events:
+        change = e.output_throughput_change
+        accept = "unknown" if e.accept_length is None else f"{e.accept_length:.2f}"
         click.echo(
-            json.dumps(
-                {
-                    "trial": e.trial_id,
-                    "accept_length": e.accept_length,
-                    "source": e.accept_length_source,
-                    "output_throughput_change": e.output_throughput_change,
-                    "verdict": e.verdict,
-                }
-            )
+            f"trial {e.trial_id}: accept length {accept} ({e.accept_length_source}), output "
+            f"throughput {'unknown' if change is None else f'{change:+.1%}'}: {e.verdict}"
         )

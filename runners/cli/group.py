@@ -24,6 +24,7 @@ from typing import Any
 import click
 
 from ledger.cli.context import Context, pass_ctx
+from ledger.cli.json_output import error_json, json_option, print_json
 from runners.cli.measure import bench_command, plan_command
 from runners.server.configs import DEFAULT_HEALTH_TIMEOUT_S, load_config, load_configs
 from runners.server.engines import adapter_for
@@ -75,6 +76,7 @@ def _raise_interrupt(_signum: int, _frame: Any) -> None:
 @click.option(
     "--session", "session_id", help="Session of the events (default: the global --session)."
 )
+@json_option
 @pass_ctx
 def start_command(
     ctx: Context,
@@ -84,11 +86,13 @@ def start_command(
     health_timeout_s: float | None,
     follow: bool,
     session_id: str | None,
+    as_json: bool,
 ) -> None:
     """Start CONFIG, wait until healthy, then keep it running until Ctrl-C.
 
     Progress goes to standard error; on ready, one JSON line with the run id, port,
-    pid and log path goes to standard output (for scripts and agents).
+    pid and log path goes to standard output (for scripts and agents). --json: the same
+    line, and an error (the server failing, dying) as the JSON error object on stderr.
     """
     from runners.server.runner import ServerRunner  # httpx: only when a server starts
 
@@ -130,9 +134,9 @@ def start_command(
             pass  # a second Ctrl-C only hurried the stop on (SIGTERM, SIGKILL); it is recorded
         return
     if ended is not None and ended.type == "server_failed":
+        message = f"server {run.run_id} died: {getattr(ended, 'message', '')}"
         click.echo(
-            f"tuneledger: error: server {run.run_id} died: {getattr(ended, 'message', '')}",
-            err=True,
+            error_json(message, 12) if as_json else f"tuneledger: error: {message}", err=True
         )
         sys.exit(12)
     click.echo(f"tuneledger: server {run.run_id} exited by itself", err=True)
@@ -145,14 +149,18 @@ FREE_PORT = "<a free port, picked at start>"
 @server_group.command("show")
 @click.argument("config_name", metavar="[CONFIG]", required=False)
 @_CONFIGS_OPTION
-def show_command(config_name: str | None, configs_path: Path) -> None:
+@json_option
+def show_command(config_name: str | None, configs_path: Path, as_json: bool) -> None:
     """Print resolved configurations and the argv each would launch (nothing starts);
-    secrets masked as in the ledger (an env variable named by a secret word shown as ***)."""
+    secrets masked as in the ledger (an env variable named by a secret word shown as ***).
+
+    A JSON line per configuration; --json: one array of them (CONFIG given: one object)."""
     from schemas.secrets import MASK, is_secret_name, mask_payload
 
     configs = load_configs(configs_path)
     if config_name is not None:
         configs = {config_name: load_config(configs_path, config_name)}
+    shown_configs = []
     for name, config in configs.items():
         adapter = adapter_for(config.engine)
         port = adapter.default_port if config.port is None else config.port
@@ -168,6 +176,11 @@ def show_command(config_name: str | None, configs_path: Path) -> None:
                 key: MASK if is_secret_name(key) else mask_payload(value)
                 for key, value in env.items()
             }
+        shown_configs.append(masked)
+    if as_json:
+        print_json(shown_configs[0] if config_name is not None else shown_configs)
+        return
+    for masked in shown_configs:
         click.echo(json.dumps(masked))
 
 

@@ -19,9 +19,9 @@ from typing import Any
 import click
 
 from ledger.cli.context import Context, pass_ctx
+from ledger.cli.json_output import json_option, print_json
+from runners.bench.errors import BenchFailed
 from runners.bench.reproduce import reproducing_command
-
-WARMUP_FAILED_EXIT = 13
 
 
 def _concurrencies(text: str | None) -> list[int]:
@@ -45,7 +45,7 @@ def _raise_interrupt(_signum: int, _frame: Any) -> None:
 def _identifier(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
     """An identifier option (recorded as given): refused before anything runs when it holds a
     secret, as the event would be refused after the measurement."""
-    from ledger.store.payloads import holds_secret
+    from schemas.secrets import holds_secret
 
     if value and holds_secret(value):
         raise click.BadParameter(
@@ -180,6 +180,7 @@ def _identifier(ctx: click.Context, param: click.Parameter, value: str | None) -
     show_default=True,
     help="Scrape the server's Prometheus /metrics around each run into the run (vLLM).",
 )
+@json_option
 @pass_ctx
 def bench_command(
     ctx: Context,
@@ -205,6 +206,7 @@ def bench_command(
     tool_path: str | None,
     shared_prefix_len: int,
     server_metrics: bool,
+    as_json: bool,
 ) -> None:
     """Benchmark a running server; record one benchmark_completed per concurrency and repeat.
 
@@ -214,6 +216,7 @@ def bench_command(
     that tool measures instead, with the same workload options, and its numbers are
     imported (exit 11 when it is not installed, 13 when it fails). --tool vllm runs
     `vllm bench serve` of the Python given by --tool-path (the vLLM install's).
+    --json: one object {"runs": [...]} once all are recorded (each run's line on stderr).
     """
     from runners.bench.serving import resolve_config_name
 
@@ -257,6 +260,7 @@ def bench_command(
             warmup=warmup,
             tokenizer=tokenizer,
             ignore_eos=ignore_eos,
+            as_json=as_json,
         )
         return
     _bench_builtin(
@@ -282,6 +286,7 @@ def bench_command(
         no_progress=no_progress,
         shared_prefix_len=shared_prefix_len,
         server_metrics=server_metrics,
+        as_json=as_json,
     )
 
 
@@ -309,6 +314,7 @@ def _bench_builtin(
     no_progress: bool,
     shared_prefix_len: int,
     server_metrics: bool,
+    as_json: bool,
 ) -> None:
     """``run bench`` with the built-in client: the sweep, each run printed as it is recorded;
     Ctrl-C exits 130, a failed warm-up 13."""
@@ -326,7 +332,7 @@ def _bench_builtin(
 
     def on_point(point: Any) -> None:
         done.append(point)
-        click.echo(format_point(point))
+        click.echo(format_point(point), err=as_json)  # with --json: progress, on stderr
 
     try:
         if model is None:
@@ -378,8 +384,11 @@ def _bench_builtin(
         click.echo(f"tuneledger: interrupted after {len(done)} recorded run(s)", err=True)
         sys.exit(130)
     except RuntimeError as exc:
-        click.echo(f"tuneledger: error: {exc}", err=True)
-        sys.exit(WARMUP_FAILED_EXIT)
+        raise BenchFailed(str(exc)) from None  # exit 13: the core CLI says it (text or JSON)
+    if as_json:
+        from runners.results_json import run_json
+
+        print_json({"runs": [run_json(p) for p in done]})
 
 
 def _bench_concurrencies(
@@ -410,8 +419,7 @@ def _served_model_or_exit(url: str) -> str:
     try:
         return served_model(url)
     except RuntimeError as exc:
-        click.echo(f"tuneledger: error: {exc}", err=True)
-        sys.exit(WARMUP_FAILED_EXIT)
+        raise BenchFailed(str(exc)) from None
 
 
 def _bench_with_tool(
@@ -425,6 +433,7 @@ def _bench_with_tool(
     is_baseline: bool | None,
     server_run_id: str | None,
     candidate_id: str | None,
+    as_json: bool = False,
     **workload: Any,
 ) -> None:
     """``run bench --tool X``: see ``runners/bench/external.py``."""
@@ -449,6 +458,11 @@ def _bench_with_tool(
         say=say,
         candidate_id=candidate_id,
     )
+    if as_json:
+        from runners.results_json import event_run_json
+
+        print_json({"runs": [event_run_json(e) for e in events]})
+        return
     for event in events:
         m = event.metrics
         click.echo(
@@ -476,15 +490,24 @@ def _bench_with_tool(
     is_flag=True,
     help="Print the arms, the runs in order and a time estimate from the ledger's earlier runs; run nothing.",
 )
+@json_option
 @pass_ctx
 def plan_command(
-    ctx: Context, plan_file: Path, all_metrics: bool, no_progress: bool, resume: bool, dry_run: bool
+    ctx: Context,
+    plan_file: Path,
+    all_metrics: bool,
+    no_progress: bool,
+    resume: bool,
+    dry_run: bool,
+    as_json: bool,
 ) -> None:
     """Run PLAN_FILE: baseline and candidates restarted and benchmarked interleaved, then compared.
 
     Prints the verdict table; everything is recorded (benchmark_deltas shows the verdicts).
     Ctrl-C stops the running server and records a note of the completed runs (exit 130);
     --resume then measures only what is missing. --dry-run records nothing.
+    --json: one object, {"session_id", "verdicts": [...], "findings", "missing",
+    "not_compared", "runs"} (with --dry-run: the starts and the estimate).
     """
     from rich.console import Console
 
@@ -500,7 +523,7 @@ def plan_command(
     if plan.plan.session is None and ctx.session:
         plan.plan.session = ctx.session
     if dry_run:
-        _dry_run(ctx, plan, resume)
+        _dry_run(ctx, plan, resume, as_json)
         return
     store = ctx.store().kept_open()  # a long-lived writer: one open for a run of appends
     store.init()
@@ -521,27 +544,31 @@ def plan_command(
     except ServerStartFailed:
         raise  # a LedgerError: the core CLI prints it and exits 12
     except RuntimeError as exc:
-        click.echo(f"tuneledger: error: {exc}", err=True)
-        sys.exit(WARMUP_FAILED_EXIT)
+        raise BenchFailed(str(exc)) from None  # exit 13: the core CLI says it (text or JSON)
     finally:
         runner.close(reason="plan ended")
-    from schemas.metrics import HEADLINE_METRICS
+    from runners.results_json import SHOWN_METRICS, plan_json
 
-    shown = None if all_metrics else tuple(m.name for m in HEADLINE_METRICS)
-    Console(width=160).print(verdict_table(result, shown))
+    if as_json:
+        print_json(plan_json(result, plan.plan.session, all_metrics))
+        return
+    Console(width=160).print(verdict_table(result, None if all_metrics else SHOWN_METRICS))
     for finding in result.findings:
         click.echo(f"finding: --{finding.flag}: {finding.verdict} ({finding.message})")
 
 
-def _dry_run(ctx: Context, plan: Any, resume: bool) -> None:
+def _dry_run(ctx: Context, plan: Any, resume: bool, as_json: bool) -> None:
     """``run plan --dry-run``: the plan's starts and estimate (``runners.plan_resume``)."""
     from rich.console import Console
 
-    from runners.plan_resume import dry_run_table, estimate
+    from runners.plan_resume import dry_run_json, dry_run_table, estimate
 
     store = ctx.store()
     known = store.path.exists()
     arms = estimate(store if known else None, plan, resume=resume)
+    if as_json:
+        print_json(dry_run_json(plan, arms))
+        return
     Console(width=160).print(dry_run_table(plan, arms))
     from runners.server.engines import flag_args
 

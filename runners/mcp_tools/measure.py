@@ -19,136 +19,10 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
-from ledger.errors import InvalidInput, LedgerError
+from ledger.errors import InvalidInput
 from ledger.mcp.toolbox import Arguments, Call, Toolbox, tool_from_models
-from ledger.mcp.values import jsonable
-
-#: The headline metrics of the verdict table (``run plan`` without ``--all-metrics``).
-_SHOWN_METRICS = (
-    "output_throughput",
-    "median_ttft_ms",
-    "p99_ttft_ms",
-    "median_tpot_ms",
-    "p99_tpot_ms",
-)
-
-
-class BenchFailed(LedgerError):
-    """Every warmup request failed, or the server could not be asked which model it serves
-    (exit 13, as ``run bench``)."""
-
-    exit_code = 13
-
-
-def _pct(x: float | None) -> float | None:
-    return None if x is None else 100 * x
-
-
-def run_json(point: Any) -> dict[str, Any]:
-    """One benchmark run (a ``SweepPoint``) as the tools return it."""
-    m = point.event.metrics
-    return jsonable(
-        {
-            "event_id": str(point.event.event_id),
-            "config_name": point.event.config_name,
-            "concurrency": point.concurrency,
-            "request_rate": point.request_rate,
-            "repeat": point.repeat,
-            "valid": point.run.valid,
-            "notes": list(point.run.notes),
-            "completed": m.completed,
-            "failed": m.failed,
-            "output_throughput": m.output_throughput,
-            "median_ttft_ms": m.median_ttft_ms,
-            "p99_ttft_ms": m.p99_ttft_ms,
-            "median_tpot_ms": m.median_tpot_ms,
-            "median_itl_ms": m.median_itl_ms,
-        }
-    )
-
-
-def event_run_json(event: Any) -> dict[str, Any]:
-    """One benchmark run imported from another tool (its ``benchmark_completed``)."""
-    m = event.metrics
-    return jsonable(
-        {
-            "event_id": str(event.event_id),
-            "config_name": event.config_name,
-            "concurrency": event.concurrency,
-            "request_rate": event.workload.request_rate if event.workload else None,
-            "repeat": event.repeat,
-            "valid": event.valid,
-            "notes": list(event.validity_notes),
-            "completed": m.completed,
-            "failed": m.failed,
-            "output_throughput": m.output_throughput,
-            "median_ttft_ms": m.median_ttft_ms,
-            "p99_ttft_ms": m.p99_ttft_ms,
-            "median_tpot_ms": m.median_tpot_ms,
-            "median_itl_ms": m.median_itl_ms,
-        }
-    )
-
-
-def verdict_rows(result: Any, metrics: tuple[str, ...] | None) -> list[dict[str, Any]]:
-    """The plan's verdict table (``runners.plan.verdict_table``) as rows of numbers."""
-    return [
-        jsonable(
-            {
-                "config_name": c.config_name,
-                "concurrency": c.concurrency,
-                "request_rate": c.request_rate,
-                "metric": c.metric,
-                "baseline_mean": c.baseline_mean,
-                "mean": c.mean,
-                "baseline_cv_pct": _pct(c.baseline_cv),
-                "cv_pct": _pct(c.cv),
-                "change_pct": _pct(c.change),
-                "ci_low_pct": _pct(c.ci_low),
-                "ci_high_pct": _pct(c.ci_high),
-                "tau_pct": _pct(c.noise_threshold),
-                "baseline_runs": c.baseline_runs,
-                "runs": c.runs,
-                "verdict": c.verdict,
-                "runs_needed": c.runs_needed,
-                "event_id": str(c.event_id),
-            }
-        )
-        for c in result.comparisons
-        if not metrics or c.metric in metrics
-    ]
-
-
-def plan_json(result: Any, session_id: str | None, all_metrics: bool) -> dict[str, Any]:
-    """A ``PlanResult`` as ``PlanOut``."""
-    return {
-        "session_id": session_id,
-        "verdicts": verdict_rows(result, None if all_metrics else _SHOWN_METRICS),
-        "findings": [
-            jsonable(
-                {
-                    "event_id": str(f.event_id),
-                    "flag": f.flag,
-                    "verdict": f.verdict,
-                    "message": f.message,
-                }
-            )
-            for f in result.findings
-        ],
-        "missing": [
-            {
-                "config_name": f.config_name,
-                "repeat": f.repeat,
-                "loads": f.loads,
-                "attempts": f.attempt + 1,
-                "cause": f.cause,
-            }
-            for f in result.missing
-        ],
-        "not_compared": list(dict.fromkeys(result.unmeasured)),
-        "runs": len(result.points),
-    }
-
+from runners.bench.errors import BenchFailed
+from runners.results_json import event_run_json, plan_json, run_json, spec_json
 
 # --- run_bench -----------------------------------------------------------------------------
 
@@ -470,23 +344,7 @@ def _spec(args: SpecArgs, call: Call) -> dict[str, Any]:
         return run_spec(spec, store, runner, say=_say(call, [0], None), progress=False)
 
     result, trials = _run_plan_like(call, plan, run)
-    return {
-        **plan_json(result, plan.plan.session, False),
-        "trials": [
-            jsonable(
-                {
-                    "event_id": str(t.event_id),
-                    "trial_id": t.trial_id,
-                    "algorithm": t.algorithm,
-                    "accept_length": t.accept_length,
-                    "accept_length_source": t.accept_length_source,
-                    "output_throughput_change_pct": _pct(t.output_throughput_change),
-                    "verdict": t.verdict,
-                }
-            )
-            for t in trials
-        ],
-    }
+    return spec_json(result, trials, plan.plan.session)
 
 
 def add_measure_tools(toolbox: Toolbox) -> None:

@@ -14,7 +14,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field
 
 from ledger.mcp.toolbox import Arguments, Call, Toolbox, tool_from_models
-from ledger.mcp.values import jsonable
+from runners.results_json import tune_json
 
 
 class TuneArgs(Arguments):
@@ -105,19 +105,7 @@ def _tune(args: TuneArgs, call: Call) -> dict[str, Any]:
     finally:
         measurer.close()
         store.close()
-    return jsonable(
-        {
-            "tune_id": report.tune_id,
-            "outcome": report.outcome,
-            "summary": report.summary,
-            "output_file": str(report.output_file) if report.output_file else None,
-            "measured": report.measured,
-            "reused": report.reused,
-            "rejected": report.rejected,
-            "seconds": report.seconds,
-            "results": report.results,
-        }
-    )
+    return tune_json(report)
 
 
 def add_tune_tool(toolbox: Toolbox) -> None:

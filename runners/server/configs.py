@@ -47,10 +47,9 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from ledger.errors import InvalidInput
-from ledger.store.payloads import holds_secret
 from schemas import normalize_flag
 from schemas.events import FlagValue
-from schemas.secrets import add_secret_words, mask_text
+from schemas.secrets import add_secret_words, holds_secret, mask_text
 
 EngineName = Literal["sglang", "vllm", "transformers"]
 

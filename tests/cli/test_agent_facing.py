@@ -54,7 +54,7 @@ def test_with_json_output_asked_for_an_error_is_json_on_stderr(tmp_path: Path) -
     out = invoke(["--ledger", missing, "append", "note_added", "-f", "text=x", "--json"])
     assert out.returncode == 5 and out.stdout == ""
     assert json.loads(out.stderr) == {
-        "error": {"exit_code": 5, "message": f"no ledger at {missing} (create it with `tuneledger init`, or pass --create)"}
+        "error": {"exit_code": 5, "meaning": "not-found", "message": f"no ledger at {missing} (create it with `tuneledger init`, or pass --create)"}
     }  # fmt: skip
     ledger = tmp_path / "l.duckdb"
     invoke(["--ledger", ledger, "init"])

@@ -74,7 +74,7 @@ def test_append_from_options_with_dotted_fields(ledger: Path) -> None:
         }
     ]
     shown = run(ledger, "events", "--format", "json")
-    event = json.loads(shown.stdout.splitlines()[0])
+    event = json.loads(shown.stdout)[0]  # one JSON array of full events
     assert event["actor"] == {"kind": "agent", "name": "test"}
 
 
@@ -195,8 +195,8 @@ def test_events_formats_and_filters(ledger: Path) -> None:
         )
     )
     assert [row["type"] for row in as_csv] == ["session_started"]
-    as_json = run(ledger, "events", "--format", "json", "--type", "note_added").stdout.splitlines()
-    assert [json.loads(line)["text"] for line in as_json] == ["a"]
+    as_json = json.loads(run(ledger, "events", "--format", "json", "--type", "note_added").stdout)
+    assert [event["text"] for event in as_json] == ["a"]
     bad = run(ledger, "events", "--type", "nope")
     assert bad.returncode == 3 and "unknown event type" in bad.stderr
 

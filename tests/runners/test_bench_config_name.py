@@ -153,9 +153,16 @@ flags = {{ delay-ms = 1 }}
         assert ready["port"] == port
         bench = [TUNELEDGER, "run", "bench", "--url", f"http://127.0.0.1:{port}", "--num-prompts", "8",
                  "--input-len", "4", "--output-len", "4"]  # fmt: skip
-        out = subprocess.run(bench, capture_output=True, text=True, env=env, timeout=120)
+        out = subprocess.run(
+            [*bench, "--json"], capture_output=True, text=True, env=env, timeout=120
+        )
         assert out.returncode == 0, out.stderr
         assert "bench client:" not in out.stderr  # no debug line on every bench
+        # --json: one object on stdout, the run's line on stderr (docs/cli.md: Output for programs)
+        (run,) = json.loads(out.stdout)["runs"]
+        assert run["config_name"] == "continuous-batching" and run["concurrency"] == 1
+        assert run["valid"] and run["completed"] == 8 and run["output_throughput"] > 0
+        assert "continuous-batching c=1 rep 0:" in out.stderr and "rep 0:" not in out.stdout
         assert (
             f"measuring configuration 'continuous-batching': server run {ready['run_id']} serves port {port}"
             in out.stderr

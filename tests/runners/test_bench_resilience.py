@@ -211,6 +211,9 @@ def test_a_bad_tokenizer_is_one_line_exit_3_and_tokenizer_json_needs_no_transfor
             "--tokenizer",
             str(bad),
             "--no-progress",
+            # named, so the only stderr line is the error (not the notice of the name taken)
+            "--config-name",
+            "baseline",
         ],
         capture_output=True,
         text=True,

@@ -3,6 +3,7 @@ killed midway and resumed measuring only what is missing, and a dry run with its
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import socket
@@ -16,6 +17,7 @@ import pytest
 from ledger.errors import InvalidInput
 from ledger.store import LedgerStore
 from runners.plan import load_plan
+from runners.results_json import SHOWN_METRICS
 
 FAKE = Path(__file__).parents[1] / "fake_servers" / "openai_stream.py"
 TUNELEDGER = Path(sys.executable).parent / "tuneledger"
@@ -202,7 +204,7 @@ def test_a_killed_plan_resumes_measuring_only_what_is_missing(tmp_path: Path) ->
     )  # a dry run records nothing
 
     out = subprocess.run(
-        [str(TUNELEDGER), "run", "plan", str(plan), "--no-progress", "--resume"],
+        [str(TUNELEDGER), "run", "plan", str(plan), "--no-progress", "--resume", "--json"],
         env=env,
         capture_output=True,
         text=True,
@@ -210,6 +212,13 @@ def test_a_killed_plan_resumes_measuring_only_what_is_missing(tmp_path: Path) ->
     )
     assert out.returncode == 0, out.stderr
     assert f"resume: {len(before)} run(s) of this plan already in the ledger" in out.stderr
+    # --json: the verdict table as one object on stdout (docs/cli.md: Output for programs)
+    result = json.loads(out.stdout)
+    assert set(result) == {"session_id", "verdicts", "findings", "missing", "not_compared", "runs"}
+    assert result["missing"] == [] and result["runs"] == 4  # the resumed runs count too
+    verdict = next(v for v in result["verdicts"] if v["metric"] == "output_throughput")
+    assert verdict["config_name"] == "fast" and verdict["runs"] == verdict["baseline_runs"] == 2
+    assert {v["metric"] for v in result["verdicts"]} <= set(SHOWN_METRICS)
     after = store.read(types=["benchmark_completed"])
     keys = [(e.config_name, e.repeat) for e in after if e.valid]
     assert sorted(keys) == sorted(
@@ -218,5 +227,6 @@ def test_a_killed_plan_resumes_measuring_only_what_is_missing(tmp_path: Path) ->
     comparisons = store.read(types=["comparison_completed"])
     thr = [c for c in comparisons if c.metric == "output_throughput"]
     assert len(thr) == 1 and thr[0].baseline_runs == 2 and thr[0].runs == 2
+    assert verdict["event_id"] == str(thr[0].event_id)
     assert set(thr[0].benchmark_event_ids) == {e.event_id for e in after if e.valid}
     assert sys.executable  # the same interpreter ran every step

@@ -125,6 +125,14 @@ def test_spec_trials_restart_benchmark_and_record_accept_length(tmp_path):
     ngram = by_name["ngram-per-request"]
     # No server flag for this trial: it is the baseline's server with per-request options.
     assert "speculative-algorithm" in ngram.flags and ngram.request_options
+    # `run spec --json` (and the MCP tool run_spec): the trials and verdicts as one object
+    from runners.results_json import spec_json
+
+    out = json.loads(json.dumps(spec_json(result, events, "spec-test")))
+    assert [t["trial_id"] for t in out["trials"]] == [e.trial_id for e in events]
+    eagle = next(t for t in out["trials"] if t["trial_id"].endswith("eagle-3-1-4"))
+    assert eagle["accept_length"] == 3.0 and eagle["output_throughput_change_pct"] > 0
+    assert out["session_id"] == "spec-test" and out["verdicts"] and out["missing"] == []
     rows = store.query_arrow(
         "SELECT trial_id, accept_length, accept_length_source, output_throughput_change_pct, "
         "verdict FROM spec_trials ORDER BY trial_id"

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import io
-import json
 import sys
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
@@ -12,6 +11,7 @@ import click
 from pydantic import ValidationError
 
 from ledger.cli.context import Context, first_error, ledger_option, pass_ctx
+from ledger.cli.json_output import json_option, print_json
 from ledger.cli.option_types import bigint
 from ledger.errors import InvalidInput
 from ledger.write.jsonl import event_from_obj, read_stdin_events, read_stdin_text
@@ -89,7 +89,7 @@ def _report_appended(
     types: list[str] | None = None,
 ) -> None:
     if as_json:
-        click.echo(json.dumps([_result_json(r) for r in results]))
+        print_json([_result_json(r) for r in results], indent=None)  # a line per call
         return
     names = types if types is not None else [event.type for event in events]
     click.echo(
@@ -146,7 +146,7 @@ def _bulk_eligible(
     type=bigint(0),
     help="Fail with exit 4 unless the stream is at this version (0: new stream).",
 )
-@click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
+@json_option
 @click.option(
     "--create", is_flag=True, help="Create the ledger if it does not exist (else: exit 5)."
 )

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 import click
 
 from ledger.cli.context import FORMATS, Context, ledger_option, pass_ctx, print_table, shown
+from ledger.cli.json_output import json_format_options, print_json, print_json_array
 from ledger.cli.option_types import bigint
 from ledger.errors import InvalidInput
 from ledger.write.jsonl import event_to_json
@@ -29,7 +30,7 @@ if TYPE_CHECKING:
 @click.option("--after", "after_seq", type=bigint(0), default=0, help="Only events after this seq.")
 @click.option("--limit", type=bigint(0), help="At most this many (the newest when --newest).")
 @click.option("--newest", is_flag=True, help="Newest first.")
-@click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True)
+@json_format_options(FORMATS, "table", "json: one array of full events (envelope and payload).")
 @ledger_option
 @pass_ctx
 def events(
@@ -44,7 +45,7 @@ def events(
     newest: bool,
     fmt: str,
 ) -> None:
-    """List events (retracted ones too, marked); json prints full events as JSON lines."""
+    """List events (retracted ones too, marked); json prints the full events as one JSON array."""
     from ledger.read import model as read_model
 
     unknown = [t for t in types if t not in EVENT_TYPES]
@@ -61,9 +62,9 @@ def events(
         after_seq=after_seq,
     )
     store = ctx.store()
-    if fmt == "json":
-        for event in read_model.read_events(store, flt, limit=limit, newest_first=newest):
-            click.echo(event_to_json(event))
+    if fmt == "json":  # one array, streamed: an event per line
+        found = read_model.read_events(store, flt, limit=limit, newest_first=newest)
+        print_json_array(event_to_json(event) for event in found)
         return
     with store.connect(views=("event_log",)) as con:
         table = read_model.event_log(con, flt, limit=limit, newest_first=newest)
@@ -72,13 +73,10 @@ def events(
 
 @click.command()
 @click.argument("event_id")
-@click.option(
-    "--format",
-    "fmt",
-    type=click.Choice(["text", "json"]),
-    default="text",
-    show_default=True,
-    help="text: the event's JSON, then what links to it as lines; json: one JSON object, "
+@json_format_options(
+    ("text", "json"),
+    "text",
+    "text: the event's JSON, then what links to it as lines; json: one JSON object, "
     '{"event": {...}, "linked": [{"seq", "event_id", "relation", "type", "summary"}...]}.',
 )
 @ledger_option
@@ -104,9 +102,7 @@ def show(ctx: Context, event_id: str, fmt: str) -> None:
             }
             for row in linked
         ]
-        click.echo(
-            json.dumps({"event": json.loads(event_to_json(event)), "linked": links}, indent=2)
-        )
+        print_json({"event": json.loads(event_to_json(event)), "linked": links})
         return
     click.echo(event_to_json(event, indent=2))
     if linked:

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import click
 
 from ledger.cli.context import Context, first_error, ledger_option, pass_ctx, shown
+from ledger.cli.json_output import json_option, print_json
 from ledger.errors import InvalidInput
 from schemas import Host
 
@@ -18,7 +18,7 @@ from schemas import Host
 @click.option(
     "--config-name", help="Configuration name for imported benchmark runs (default: the file name)."
 )
-@click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
+@json_option
 @click.option(
     "--check-arch",
     "check_arch",
@@ -87,7 +87,7 @@ def import_(
             }
         )
     if as_json:
-        click.echo(json.dumps(summary))
+        print_json(summary)
     else:
         for row in summary:
             pair = f" (one run with {row['paired_with']})" if row["paired_with"] else ""

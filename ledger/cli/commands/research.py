@@ -9,7 +9,6 @@ config, server config, arch), 5 a wheel, folder or file not found (or ``pip down
 
 from __future__ import annotations
 
-import json
 import shutil
 import subprocess
 from pathlib import Path
@@ -18,6 +17,7 @@ from typing import Any
 import click
 
 from ledger.cli.context import Context, ledger_option, pass_ctx
+from ledger.cli.json_output import json_option, print_json
 
 
 def _host_arch() -> str | None:
@@ -114,7 +114,7 @@ def _env_pairs(values: tuple[str, ...]) -> dict[str, str]:
 @click.option(
     "--no-cache", is_flag=True, help="Analyse again even if this wheel was analysed before."
 )
-@click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
+@json_option
 @ledger_option
 @pass_ctx
 def research_command(
@@ -164,9 +164,10 @@ def research_command(
     if diff_specs:
         old, new = (run(spec, True) for spec in diff_specs)
         changes = lib.diff(old, new)
-        click.echo(
-            json.dumps(lib.diff_json(changes), indent=2) if as_json else lib.diff_text(changes)
-        )
+        if as_json:
+            print_json(lib.diff_json(changes))
+        else:
+            click.echo(lib.diff_text(changes))
         return
     spec = engine_spec or config_engine
     if spec is None:
@@ -193,7 +194,7 @@ def research_command(
             ]
         if propose:
             payload["proposed"] = proposed
-        click.echo(json.dumps(payload, indent=2))
+        print_json(payload)
         return
     click.echo(lib.to_text(result))
     if propose:

@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import click
 
 from ledger.cli.context import FORMATS, Context, ledger_option, pass_ctx, print_table, stream_rows
+from ledger.cli.json_output import json_format_options, json_option, print_json
 from ledger.cli.option_types import bigint, seconds
 
 
 @click.command()
 @click.argument("query")
-@click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True)
+@json_format_options(FORMATS, "table", "json: one array of row objects, streamed.")
 @click.option(
     "--timeout",
     "timeout_s",
@@ -56,25 +59,39 @@ def sql(ctx: Context, query: str, fmt: str, timeout_s: float, max_rows: int) -> 
 
 @click.command(name="types")
 @click.argument("event_type", required=False, metavar="[TYPE]")
-def list_types(event_type: str | None) -> None:
-    """List the event types, or TYPE's fields with their types, units and meaning."""
-    from ledger.read.event_types import describe_all, describe_type
+@json_option
+def list_types(event_type: str | None, as_json: bool) -> None:
+    """List the event types, or TYPE's fields with their types, units and meaning.
 
+    \b
+    --json: TYPE's JSON Schema (the one the validator uses, schemas/json/TYPE.json) as one
+    object; without TYPE, one array of {"type", "description", "schema"}.
+    """
+    from ledger.read.event_types import describe_all, describe_type, type_json, types_json
+
+    if as_json:
+        print_json(type_json(event_type) if event_type else types_json())
+        return
     click.echo(describe_type(event_type) if event_type else describe_all())
 
 
 @click.command(name="views")
+@json_option
 @ledger_option
 @pass_ctx
-def list_views(ctx: Context) -> None:
+def list_views(ctx: Context, as_json: bool) -> None:
     """List the derived views and their columns (no ledger needed: without one, a scratch
-    ledger's views are described, the same for every ledger of this version)."""
+    ledger's views are described, the same for every ledger of this version).
+
+    --json: one array of {"view", "columns": [{"name", "type"}...]}.
+    """
     import tempfile
     from pathlib import Path
 
     from ledger.derive.views import VIEW_NAMES
     from ledger.store import LedgerStore
 
+    views: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory() as scratch:
         store = ctx.store()
         if not ctx.ledger.exists():
@@ -82,5 +99,12 @@ def list_views(ctx: Context) -> None:
             store.init()
         with store.connect() as con:  # one connection, every view made on it once
             for name in VIEW_NAMES:
-                cols = [row[0] for row in con.execute(f"DESCRIBE {name}").fetchall()]
-                click.echo(f"{name}: " + ", ".join(cols))
+                described = con.execute(f"DESCRIBE {name}").fetchall()
+                views.append(
+                    {"view": name, "columns": [{"name": r[0], "type": r[1]} for r in described]}
+                )
+    if as_json:
+        print_json(views)
+        return
+    for view in views:
+        click.echo(f"{view['view']}: " + ", ".join(column["name"] for column in view["columns"]))
