@@ -13,6 +13,7 @@ from ledger.store import LedgerStore
 from . import queries
 from .benchmarks import BenchmarksPane
 from .board import BoardPane
+from .compare import ComparePane
 from .flags import FlagsPane
 from .pane import Pane
 from .parts import Part
@@ -25,6 +26,7 @@ PANES: tuple[type[Pane], ...] = (
     TimelinePane,
     FlagsPane,
     SqlPane,
+    ComparePane,
 )
 
 #: What a refresh reads: the parts of the panes that read one, in tab order.

@@ -126,7 +126,7 @@ def test_stale_parts_follow_the_new_event_types(tmp_path: Path) -> None:
     every = {p.NAME for p in panes.PANES if p.PART is not None}
     with store.connect() as con:
         assert _stale(con, head) == set()
-        assert _stale(con, 0) == every == {"board", "bench", "timeline", "flags"}
+        assert _stale(con, 0) == every == {"board", "bench", "timeline", "flags", "compare"}
     store.append(NoteAdded(text="plain", session_id=DEMO_SESSION))
     with store.connect() as con:
         assert _stale(con, head) == {"timeline"}

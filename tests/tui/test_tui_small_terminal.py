@@ -54,8 +54,10 @@ async def test_propose_dialog_scrolls_to_each_field_and_keeps_its_buttons(
         )
         for field in ("kind", "title", "flag", "priority", "hypothesis", "candidate_id"):
             form.query_one(f"#{field}").focus()
-            await pilot.pause()
-            assert _on_screen(app, form.query_one(f"#{field}")), field
+            # the scroll to the focused field is animated: wait for it to end (a hang bound)
+            await wait_for(
+                pilot, lambda f=field: _on_screen(app, form.query_one(f"#{f}")), what=field
+            )
             assert _on_screen(app, form.query_one("#ok", Button)), field
         # a validation error names the field, focuses it, and keeps what was typed
         form.query_one("#flag", Input).value = "enable-foo"
