@@ -56,6 +56,14 @@ RESEARCH: dict[str, dict[str, str]] = {
         "prefill, the chunk size a long prompt's prefill is cut into",
         "activation_condition": "prefills larger than the budget, or many requests at once",
     },
+    "no-enable-chunked-prefill": {
+        "what_it_does": "turns off chunked prefill (on by default in the V1 engine): a prompt's "
+        "prefill is scheduled whole, never cut to the step's remaining max-num-batched-tokens; "
+        "vLLM warns the model 'does not officially support disabling chunked prefill', and the "
+        "step budget is raised to at least max-model-len",
+        "activation_condition": "prefills that do not fit the step's remaining token budget "
+        "(2048 tokens by default on the CPU API server)",
+    },
     "enforce-eager": {
         "what_it_does": "always eager PyTorch: the log says 'Enforce eager set, disabling "
         "torch.compile, CUDAGraphs, and JIT kernel warmup'; off, the CPU build compiles the "
@@ -116,24 +124,25 @@ def triage(events: list, host) -> list:
         + ([c.event_id for c in comps.get(spec.config, []) if c.metric in OUTCOME_METRICS],)
         for spec in plan.candidates
     ]
-    for e in events:
-        if e.type == "spec_decoding_trial_completed":
-            verdict = {"effective": "effective", "harmful": "harmful"}.get(e.verdict, e.verdict)
-            summary = (
-                f"accept length {e.accept_length} ({e.accept_length_source}), output throughput "
-                f"{100 * (e.output_throughput_change or 0):+.0f}% "
-                f"[{', '.join(f'{100 * x:+.0f}%' for x in e.output_throughput_ci or [])}] at "
-                f"c={e.concurrency}, median TPOT {100 * (e.median_tpot_change or 0):+.0f}%: {e.verdict}"
+    # A spec resumed with more repeats records its trials again: the last one of each holds them all.
+    trials = {e.trial_id: e for e in events if e.type == "spec_decoding_trial_completed"}
+    for e in trials.values():
+        verdict = {"effective": "effective", "harmful": "harmful"}.get(e.verdict, e.verdict)
+        summary = (
+            f"accept length {e.accept_length} ({e.accept_length_source}), output throughput "
+            f"{100 * (e.output_throughput_change or 0):+.0f}% "
+            f"[{', '.join(f'{100 * x:+.0f}%' for x in e.output_throughput_ci or [])}] at "
+            f"c={e.concurrency}, median TPOT {100 * (e.median_tpot_change or 0):+.0f}%: {e.verdict}"
+        )
+        items.append(
+            (
+                e.candidate_id,
+                f"ngram speculation {e.trial_id.split(':')[-1]}",
+                verdict,
+                summary,
+                list(e.benchmark_event_ids),
             )
-            items.append(
-                (
-                    e.candidate_id,
-                    f"ngram speculation {e.trial_id.split(':')[-1]}",
-                    verdict,
-                    summary,
-                    list(e.benchmark_event_ids),
-                )
-            )
+        )
     planned = {candidate_id(spec) for spec in plan.candidates}
     for e in events:
         if (
@@ -147,9 +156,8 @@ def triage(events: list, host) -> list:
                     candidate_id=e.candidate_id,
                     status="deferred",
                     verdict="unknown",
-                    reason="proposed by the campaign's first start, dropped before it was measured: "
-                    "at a load of 15-20 one eager start took 2.5-4 minutes, and the campaign was cut "
-                    "to 2 repeats and four flags (data/vllm_cpu_plan.toml)",
+                    reason="proposed in this session but not a candidate of data/vllm_cpu_plan.toml: "
+                    "not measured",
                     **common,
                 )
             )
