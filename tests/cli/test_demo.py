@@ -468,9 +468,15 @@ def test_the_vllm_cpu_campaign_loads_with_its_verdicts(tmp_path: Path) -> None:
         "SELECT trial_id, accept_length, accept_length_source, verdict, runs FROM spec_trials "
         "ORDER BY seq"
     ).to_pylist()
-    # the spec was resumed from 3 to 5 repeats: each trial recorded twice, the last with all runs
+    # the spec was resumed from 3 to 5 repeats: each trial recorded twice, the view shows the
+    # last (over all five runs), events keep both
     last = {t["trial_id"]: t for t in trials}
     assert list(last) == ["vllm-cpu:ngram-1", "vllm-cpu:ngram-3", "vllm-cpu:ngram-5"]
+    assert len(trials) == 3 and all(t["runs"] == 5 for t in trials), trials
+    recorded = store.query_arrow(
+        "SELECT count(*) AS n FROM events WHERE type = 'spec_decoding_trial_completed'"
+    ).to_pylist()
+    assert recorded == [{"n": 6}]
     assert all(t["accept_length_source"] == "metrics" for t in trials)
     # accept length = 1 + accepted / drafts: above 1, at most num_speculative_tokens + 1
     for t, k in zip(last.values(), (1, 3, 5), strict=True):

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 
 def spec_trials() -> str:
-    """Speculative-decoding trials (runners/spec.py): one row per trial; the *_change_pct
-    columns are value / baseline - 1 as every change (a shorter TPOT or TTFT is negative)."""
+    """Speculative-decoding trials (runners/spec.py): one row per trial and concurrency, its
+    latest result (a spec resumed with more repeats records the trial again, over all its
+    runs: the earlier result is superseded, still in ``events``); the *_change_pct columns are
+    value / baseline - 1 as every change (a shorter TPOT or TTFT is negative)."""
     return """
 SELECT seq, session_id, recorded_at, (payload->>'trial_id') AS trial_id, (payload->>'algorithm') AS algorithm,
        CAST(payload->>'num_steps' AS INTEGER) AS num_steps, CAST(payload->>'eagle_topk' AS INTEGER) AS eagle_topk,
@@ -23,4 +25,7 @@ SELECT seq, session_id, recorded_at, (payload->>'trial_id') AS trial_id, (payloa
        CAST(payload->>'runs' AS INTEGER) AS runs, (payload->>'verdict') AS verdict,
        CAST(payload->'request_options' AS VARCHAR) AS request_options, CAST(payload->'flags' AS VARCHAR) AS flags,
        (payload->>'candidate_id') AS candidate_id, arch, event_id
-FROM live_control WHERE type = 'spec_decoding_trial_completed'"""
+FROM live_control WHERE type = 'spec_decoding_trial_completed'
+QUALIFY row_number() OVER (
+    PARTITION BY session_id, payload->>'trial_id', payload->>'concurrency' ORDER BY seq DESC
+) = 1"""
