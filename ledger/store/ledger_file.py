@@ -26,6 +26,7 @@ from pathlib import Path
 import duckdb
 
 from ledger.errors import InvalidInput, LedgerError, StorageError
+from ledger.store.safe_files import file_kind
 
 #: ``scheme:`` prefixes: DuckDB reads ``md:``/``motherduck:`` as MotherDuck and ``http(s)://``,
 #: ``s3://``, ``gcs://``, ``hf://``… through extensions it would try to install and load.
@@ -76,20 +77,8 @@ def check_name(path: Path) -> None:
     # (``--ledger /dev/null``: "Could not fsync"), and its lock file would go next to it
     # (/dev/null.lock).
     if not stat.S_ISREG(mode):
-        what = "a directory" if stat.S_ISDIR(mode) else _special_kind(mode)
+        what = "a directory" if stat.S_ISDIR(mode) else file_kind(mode)
         raise InvalidInput(f"{name}: {what}, not a ledger file (a ledger is a regular file)")
-
-
-def _special_kind(mode: int) -> str:
-    if stat.S_ISCHR(mode):
-        return "a character device"
-    if stat.S_ISBLK(mode):
-        return "a block device"
-    if stat.S_ISFIFO(mode):
-        return "a FIFO"
-    if stat.S_ISSOCK(mode):
-        return "a socket"
-    return "not a regular file"
 
 
 def open_error(path: Path, exc: duckdb.Error) -> LedgerError | None:

@@ -66,7 +66,8 @@ def describe_os_error(
     return InvalidInput(f"{path}: cannot {doing}: {cause}")
 
 
-def _kind(mode: int) -> str:
+def file_kind(mode: int) -> str:
+    """What a file that is not a regular one is, in words ("a FIFO")."""
     if stat.S_ISFIFO(mode):
         return "a FIFO"
     if stat.S_ISCHR(mode):
@@ -100,7 +101,7 @@ def read_regular(path: str | Path) -> bytes:
         os.close(fd)
         if stat.S_ISDIR(mode):
             raise InvalidInput(f"{path}: is a directory, not a file")
-        raise InvalidInput(f"{path}: not a regular file ({_kind(mode)})")
+        raise InvalidInput(f"{path}: not a regular file ({file_kind(mode)})")
     with os.fdopen(fd, "rb") as handle:
         os.set_blocking(fd, True)
         try:
