@@ -53,6 +53,7 @@ def build_app(ledger: Path, actor: Actor, session_id: str | None) -> Any:
     from ledger.mcp.jobs import Jobs, add_job_tools
     from ledger.mcp.reads import add_read_tools
     from ledger.mcp.records import add_record_tools
+    from ledger.mcp.research import add_research_tool
     from ledger.mcp.resources import Library
     from ledger.mcp.toolbox import Seat, Toolbox
     from ledger.mcp.verbs import add_verbs
@@ -62,6 +63,7 @@ def build_app(ledger: Path, actor: Actor, session_id: str | None) -> Any:
     add_verbs(toolbox)
     add_record_tools(toolbox)
     add_read_tools(toolbox)
+    add_research_tool(toolbox)
     for register in _plugins():
         register(toolbox, seat)
     calls = Calls()

@@ -111,7 +111,8 @@ def next_step_text(seat: Seat, session_id: str | None) -> str:
         "",
         "## What next?",
         "Given this, what is the next step of the session? Options: research a flag before "
-        "starting anything (record_flag_researched); propose a candidate (propose_candidate); "
+        "starting anything (research_flags reads the engine's source; record_flag_researched "
+        "for what you found elsewhere); propose a candidate (propose_candidate); "
         "triage one (triage_candidate, at the stream_version above); measure (start_server and "
         "run_bench, or run_plan for a baseline-vs-candidate comparison with verdicts); or "
         "record a decision citing the evidence's event ids (record_decision). Say which, and why, "

@@ -155,11 +155,18 @@ def research_command(
     model = lib.load_model_config(model_config) if model_config is not None else None
     env = _env_pairs(env_items)
 
+    target = lib.Target.make(arch=arch, model=model, tp=tp, cuda=cuda, env=env)
+
     def run(spec: str, every: bool) -> lib.Research:
-        source = lib.open_engine(spec, download=not offline)
-        index = lib.load_index(source, use_cache=not no_cache)
-        target = lib.Target.make(arch=arch, model=model, tp=tp, cuda=cuda, env=env)
-        return lib.research(source, index, target, given, only=list(only) or None, everything=every)
+        return lib.research_spec(
+            spec,
+            target,
+            given,
+            only=list(only) or None,
+            everything=every,
+            download=not offline,
+            use_cache=not no_cache,
+        )
 
     if diff_specs:
         old, new = (run(spec, True) for spec in diff_specs)
@@ -175,16 +182,20 @@ def research_command(
             "give --engine (sglang==0.5.23, a wheel, a folder) or --diff OLD NEW"
         )
     result = run(spec, everything)
-    proposed: list[str] = []
-    if propose:
-        proposed = _propose(ctx, result)
     recorded = None
-    if record:
-        from ledger.engines.research.events import researched_events
-        from ledger.write import commands
+    proposed: list[str] = []
+    if record or propose:
+        from ledger.write.research import record_research_result
 
-        events = researched_events(result, actor=ctx.actor, session=ctx.session)
-        recorded = commands.record_research(ctx.writable_store(), events)
+        done = record_research_result(
+            ctx.writable_store(),
+            result,
+            actor=ctx.actor,
+            session=ctx.session,
+            record=record,
+            propose=propose,
+        )
+        recorded, proposed = done.researched, done.proposed
     if as_json:
         payload = lib.to_json(result)
         if recorded is not None:
@@ -204,20 +215,3 @@ def research_command(
         click.echo(
             f"\nrecorded {new_events} flag_researched ({len(recorded) - new_events} already in the ledger)"
         )
-
-
-def _propose(ctx: Context, result: Any) -> list[str]:
-    """Propose each candidate; one already on the board (its stream exists) is left as it is."""
-    from ledger.engines.research.events import proposed_candidates
-    from ledger.errors import ConcurrencyConflict
-    from ledger.write import commands
-
-    store = ctx.writable_store()
-    done = []
-    for event in proposed_candidates(result, actor=ctx.actor, session=ctx.session):
-        try:
-            commands.propose_candidate(store, event)
-        except ConcurrencyConflict:
-            continue
-        done.append(event.candidate_id)
-    return done

@@ -13,7 +13,7 @@ Nothing here imports or runs the engine (``ast`` only, CPU only). See docs/resea
 
 from __future__ import annotations
 
-from .analysis import LISTED, Research, load_index, open_engine, research
+from .analysis import LISTED, Research, load_index, open_engine, research, research_spec
 from .diff import VersionDiff, diff
 from .diff import to_json as diff_json
 from .diff import to_text as diff_text
@@ -47,6 +47,7 @@ __all__ = [
     "open_engine",
     "parse_flag_string",
     "research",
+    "research_spec",
     "to_json",
     "to_text",
 ]

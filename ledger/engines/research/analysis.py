@@ -200,3 +200,20 @@ def research(
         if only or everything or field_name in given_fields or report.verdict in LISTED:
             result.reports.append(report)
     return result
+
+
+def research_spec(
+    spec: str,
+    target: Target,
+    given: list[tuple[str, object]] | None = None,
+    *,
+    only: list[str] | None = None,
+    everything: bool = False,
+    download: bool = True,
+    use_cache: bool = True,
+) -> Research:
+    """``open_engine``, ``load_index`` and ``research`` in one call: what ``tuneledger
+    research`` and the MCP server's ``research_flags`` run for one engine version."""
+    source = open_engine(spec, download=download)
+    index = load_index(source, use_cache=use_cache)
+    return research(source, index, target, given, only=only, everything=everything)
