@@ -110,14 +110,17 @@ def shape(markdown: str, folder: Path) -> dict[str, Any]:
     and its tables' header and leading cells (the rows' identity: config, load, metric...).
     Measured outcomes are left out where they add or remove lines: a measured flag verdict
     (a row of Flag verdicts, a finding in the timeline's counts) exists only when the plan's
-    verdicts agree at every concurrency, which noise decides."""
+    verdicts agree at every concurrency, metrics of one change are one verdict row only when
+    their changes agree (an invalid run keeps them apart), and which arms are on the Pareto
+    front is what the measurements say: noise decides all three."""
     sections: dict[str, Any] = {}
     name = "header"
+    pareto = False
     for line in markdown.splitlines():
         if "-pareto.svg" in line:  # the picture beside an `export -o` file: no resource has one
             continue
         if line.startswith("## "):
-            name = line[3:]
+            name, pareto = line[3:], False
             continue
         if not line.strip():
             continue
@@ -128,10 +131,16 @@ def shape(markdown: str, folder: Path) -> dict[str, Any]:
                 cells = cells[:1]  # the flags researched; a measured verdict changes the rest
             elif name == "Timeline" and "finding_recorded" in cells:
                 continue
+            elif name == "Verdicts":
+                cells = cells[:2]  # the arm and its load
             elif name in ("Triage", "Server runs", "Benchmark deltas"):
                 cells = cells[:3]
+            if pareto or cells in section["rows"]:
+                continue
             section["rows"].append(cells)
         else:
+            pareto = line.startswith("Pareto front")
+            line = re.sub(r" \(\d+ other arm\(s\) are beaten[^)]*\)", "", line)
             section["text"].append(_masked(line, folder))
     return sections
 
