@@ -58,6 +58,7 @@ async def test_compare_shows_what_differs_repeats_and_the_pareto_front(tmp_path:
             "max-num-seqs-1",
             "no-prefix-caching",
             "batched-tokens-128",
+            "no-chunked-prefill",
             "compiled",
             "ngram-1",
             "ngram-3",
@@ -67,18 +68,17 @@ async def test_compare_shows_what_differs_repeats_and_the_pareto_front(tmp_path:
         assert [c.label.plain for c in shown.columns.values()] == ["what", "name", *names]
         # diff only: the flags that differ (enforce-eager is off for `compiled` alone)
         rows = {r[1]: r[2:] for r in _cells(shown)}
-        assert rows["enforce-eager"] == ["on", "on", "on", "on", "off", "on", "on", "on"]
+        assert rows["enforce-eager"] == ["on", "on", "on", "on", "on", "off", "on", "on", "on"]
         assert rows["max-num-seqs"][1] == "1" and rows["max-num-batched-tokens"][3] == "128"
-        assert "6 row(s) differ" in str(app.query_one("#compare-differs-note", Static).render())
-        # repeats: the baseline at c=4 over its 4 valid runs, with its 95% band
+        assert "7 row(s) differ" in str(app.query_one("#compare-differs-note", Static).render())
+        # repeats: the baseline at c=8 over its 5 valid runs, with its 95% band
         repeats = {(r[0], r[2]): r for r in _cells(app.query_one("#compare-repeats", DataTable))}
-        assert repeats[("baseline", "c=4")][3:5] == ["4", "206.2 ± 127.7"]
-        # the front per workload: batched-tokens-128 beats the baseline at c=4
+        assert repeats[("baseline", "c=8")][3:5] == ["5", "817.7 ± 253.3"]
+        # the front per workload: the compiled engine beats the baseline at c=8, ngram-5 at c=1
         front = {(r[0], r[1]): r[-1] for r in _cells(app.query_one("#compare-pareto", DataTable))}
-        assert front[("256/32 tok random-ids", "batched-tokens-128")] == "yes"
-        assert (
-            front[("256/32 tok random-ids", "baseline")] == "no (beaten by batched-tokens-128 c=4)"
-        )
+        assert front[("384/32 tok random-ids", "compiled")] == "yes"
+        assert front[("384/32 tok random-ids", "baseline")] == "no (beaten by compiled c=8)"
+        assert front[("64/96 tok random-ids", "baseline")] == "no (beaten by ngram-5 c=1)"
 
 
 async def test_compare_says_why_there_is_nothing_to_compare(tmp_path: Path) -> None:
