@@ -300,7 +300,7 @@ def test_the_resident_process_keeps_no_secret_of_the_starting_call(tmp_path: Pat
     import time
 
     from ledger.frontdoor import launcher
-    from ledger.frontdoor.resident import ask_server
+    from ledger.resident_socket import ask_server
 
     folder = tempfile.mkdtemp(prefix="tl-rt-")  # short: a socket's path is limited to 107 bytes
     os.chmod(folder, 0o700)
