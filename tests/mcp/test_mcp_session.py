@@ -90,6 +90,9 @@ _MASKS = [
     (re.compile(r"-\d{8}T\d{6}-[0-9a-f]{6}\b"), "-<run>"),  # a server run id's time and suffix
     (re.compile(r"\d{4}-\d\d-\d\d[ T]\d\d:\d\d(:\d\d(\.\d+)?)?(Z|[+-]\d\d:\d\d)?"), "<time>"),
     (re.compile(rf"\b({_VERDICT_WORDS})\b"), "<verdict>"),
+    # the triage status and the decision follow the verdict at c=4 (the README's `case`), so
+    # noise decides them too: two runs of one session may accept and defer
+    (re.compile(r"\b(accepted|rejected|deferred)\b"), "<status>"),
     (re.compile(r"[+-]?\d[\d,]*(\.\d+)?"), "<n>"),
 ]
 
