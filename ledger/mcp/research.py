@@ -65,13 +65,9 @@ def _research(args: ResearchArgs, call: Call) -> dict[str, Any]:
     from ledger.errors import InvalidInput
     from ledger.write.research import record_research_result
 
-    given: list[tuple[str, Any]] = []
-    spec = args.engine
-    if args.config is not None:
-        config_engine, given = lib.load_server_config(Path(args.config), args.config_name)
-        spec = spec or config_engine
-    if args.flags:
-        given.extend(lib.parse_flag_string(args.flags))
+    config = Path(args.config) if args.config is not None else None
+    config_engine, given = lib.given_flags(config, args.config_name, args.flags)
+    spec = args.engine or config_engine
     if spec is None:
         raise InvalidInput("research_flags: give engine (sglang==0.5.23, a wheel, a folder)")
     model = lib.load_model_config(Path(args.model_config_path)) if args.model_config_path else None
@@ -96,10 +92,7 @@ def _research(args: ResearchArgs, call: Call) -> dict[str, Any]:
             propose=args.propose,
         )
         if done.researched is not None:
-            out["recorded"] = [
-                {"event_id": str(r.event_id), "seq": r.seq, "duplicate": r.duplicate}
-                for r in done.researched
-            ]
+            out["recorded"] = done.appends_json()
         out["proposed"] = done.proposed
     keys = ResearchOut.model_fields
     shown: dict[str, Any] = jsonable({k: v for k, v in out.items() if k in keys})

@@ -23,6 +23,13 @@ class Recorded:
     researched: list[AppendResult] | None = None
     proposed: list[str] = field(default_factory=list)
 
+    def appends_json(self) -> list[dict[str, object]]:
+        """The ``flag_researched`` appends as the CLI's ``--json`` and the MCP tool show them."""
+        return [
+            {"event_id": str(r.event_id), "seq": r.seq, "duplicate": r.duplicate}
+            for r in self.researched or []
+        ]
+
 
 def record_research_result(
     store: LedgerStore,

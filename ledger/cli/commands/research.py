@@ -12,7 +12,6 @@ from __future__ import annotations
 import shutil
 import subprocess
 from pathlib import Path
-from typing import Any
 
 import click
 
@@ -146,12 +145,7 @@ def research_command(
     arch = arch or _host_arch()
     if arch is None:
         raise click.UsageError("give --arch (sm90, sm100, sm120...): this host has no GPU to ask")
-    given: list[tuple[str, Any]] = []
-    config_engine = None
-    if server_config is not None:
-        config_engine, given = lib.load_server_config(server_config, config_name)
-    if flag_text:
-        given.extend(lib.parse_flag_string(flag_text))
+    config_engine, given = lib.given_flags(server_config, config_name, flag_text)
     model = lib.load_model_config(model_config) if model_config is not None else None
     env = _env_pairs(env_items)
 
@@ -182,8 +176,7 @@ def research_command(
             "give --engine (sglang==0.5.23, a wheel, a folder) or --diff OLD NEW"
         )
     result = run(spec, everything)
-    recorded = None
-    proposed: list[str] = []
+    done = None
     if record or propose:
         from ledger.write.research import record_research_result
 
@@ -195,14 +188,12 @@ def research_command(
             record=record,
             propose=propose,
         )
-        recorded, proposed = done.researched, done.proposed
+    recorded = done.researched if done is not None else None
+    proposed = done.proposed if done is not None else []
     if as_json:
         payload = lib.to_json(result)
-        if recorded is not None:
-            payload["recorded"] = [
-                {"event_id": str(r.event_id), "seq": r.seq, "duplicate": r.duplicate}
-                for r in recorded
-            ]
+        if done is not None and done.researched is not None:
+            payload["recorded"] = done.appends_json()
         if propose:
             payload["proposed"] = proposed
         print_json(payload)

@@ -17,7 +17,7 @@ from .analysis import LISTED, Research, load_index, open_engine, research, resea
 from .diff import VersionDiff, diff
 from .diff import to_json as diff_json
 from .diff import to_text as diff_text
-from .flags_given import load_server_config, parse_flag_string
+from .flags_given import given_flags, load_server_config, parse_flag_string
 from .report import to_json, to_text
 from .target import Target, load_model_config
 from .verdicts import FlagReport
@@ -44,6 +44,7 @@ __all__ = [
     "load_index",
     "load_model_config",
     "load_server_config",
+    "given_flags",
     "open_engine",
     "parse_flag_string",
     "research",

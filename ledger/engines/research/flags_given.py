@@ -97,6 +97,18 @@ def load_server_config(path: Path, name: str | None) -> tuple[str | None, list[t
     return engine, [(key, value) for key, value in flags.items() if value is not False]
 
 
+def given_flags(
+    config: Path | None, config_name: str | None, flag_text: str | None
+) -> tuple[str | None, list[tuple[str, Any]]]:
+    """The engine of a server config (None without one) and the flags meant to be set: the
+    config's, then those of a ``--flags`` command line (``tuneledger research`` and the MCP
+    server's ``research_flags`` take the same two inputs)."""
+    engine, given = load_server_config(config, config_name) if config is not None else (None, [])
+    if flag_text:
+        given.extend(parse_flag_string(flag_text))
+    return engine, given
+
+
 def match_flags(index: VersionIndex, given: list[tuple[str, Any]]) -> list[GivenFlag]:
     options = sorted({o.lstrip("-") for d in index.definitions.values() for o in d.options})
     out: list[GivenFlag] = []
