@@ -325,13 +325,25 @@ async def _agent_goes_on(client: Any, ledger: Path, cited: dict[str, Any]) -> st
             "rationale": "the plan's output throughput comparisons",
             "candidate_id": CB,
             "alternatives": ["no batching"],
-            "evidence_event_ids": [e[:12] for e in evidence],
+            "evidence_event_ids": [_unique_prefix(e, ledger) for e in evidence],
         },
     )
     types = [e["type"] for e in decision["evidence"]]
     assert types == ["comparison_completed"] * 2 + ["flag_researched"]
     uri = f"tuneledger://session/{SESSION}/decision-log"
     return str((await client.read_resource(uri)).contents[0].text)  # type: ignore[union-attr]
+
+
+def _unique_prefix(event_id: str, ledger: Path) -> str:
+    """The shortest prefix of ``event_id`` (12 characters at least) that no other event shares:
+    UUIDv7 ids begin with their millisecond, so events recorded together share 12 characters
+    and the tool rightly refuses such a prefix as ambiguous."""
+    ids = LedgerStore(ledger).query_arrow("SELECT CAST(event_id AS VARCHAR) AS id FROM events")
+    others = [i for i in ids.column("id").to_pylist() if i != event_id]
+    n = 12
+    while any(i.startswith(event_id[:n]) for i in others):
+        n += 1
+    return event_id[:n]
 
 
 def _check_ledger(ledger: Path, final_log: str, base_url: str) -> None:
