@@ -611,8 +611,6 @@ def parse_server_log(lines: Iterable[str], *, strict: bool = False) -> ServerLog
     raw_lines = [raw.rstrip("\r\n") for raw in lines]
     unwrapper = Unwrapper()
     unwrapper.learn(raw_lines)
-    reader = _Reader(strict)
-    facts = reader.facts
     all_lines: list[LogLine] = []
     record: dict[int, int] = {}
     current = 0
@@ -636,13 +634,19 @@ def parse_server_log(lines: Iterable[str], *, strict: bool = False) -> ServerLog
                 f"SGLang line after an unrecognised prefix "
                 f"{line.message[: inner.start()].strip()[:60]!r}; not read in part",
             )
+    # An excerpt pasted without SGLang's prefix (the tail around an error, copied from a
+    # terminal): every line is read as a line of its own, leniently (a pasted line may be cut).
+    bare = not any(line.prefixed for line in all_lines)
+    reader = _Reader(strict and not bare)
+    facts = reader.facts
+    for line in all_lines:
         if line.wrapped and line.prefixed:
             facts.wrapped_lines += 1
         if line.timestamp:
             facts.last_timestamp = line.timestamp
             if facts.first_timestamp is None:
                 facts.first_timestamp = line.timestamp
-        if line.prefixed and line.message:
+        if (line.prefixed or bare) and line.message and not line.message[:1].isspace():
             reader.read(line)
     facts.line_count = len(all_lines)
     if facts.attention_backend is None and isinstance(
@@ -651,7 +655,11 @@ def parse_server_log(lines: Iterable[str], *, strict: bool = False) -> ServerLog
         facts.attention_backend = facts.server_args["attention_backend"]
         if "server_args" in facts.evidence:
             facts.evidence["attention_backend"] = facts.evidence["server_args"]
-    facts.outcome = assess(all_lines, is_ready=is_ready_line, record_of=lambda x: record[x.number])
+    facts.outcome = assess(
+        all_lines,
+        is_ready=(lambda x: _READY in x.message) if bare else is_ready_line,
+        record_of=lambda x: record[x.number],
+    )
     facts.crash = facts.outcome.failure
     keep_warnings(facts)
     _apply_caps(facts)

@@ -208,6 +208,8 @@ def parse_vllm_log(raw_lines: list[str]) -> VllmLogFacts:
     out = VllmLogFacts(facts=facts)
     kv_blocks: tuple[int, LogLine] | None = None
     seen_moe: set[str] = set()
+    # An excerpt pasted without vLLM's prefix: every line is read as a line of its own.
+    bare = not any(line.prefixed for line in lines)
     for line in lines:
         if line.wrapped and line.prefixed:
             facts.wrapped_lines += 1
@@ -217,7 +219,7 @@ def parse_vllm_log(raw_lines: list[str]) -> VllmLogFacts:
         if is_ready_line(line) and not facts.ready:
             facts.ready, facts.ready_timestamp = True, facts.last_timestamp
             facts.evidence["ready"] = line
-        if not line.prefixed:
+        if not line.prefixed and not (bare and line.message and not line.message[:1].isspace()):
             continue
         facts.first_timestamp = facts.first_timestamp or line.timestamp
         facts.last_timestamp = line.timestamp

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 from uuid import UUID, uuid5
 
+from ledger.engines.identify import LOOKED_FOR, identify
 from ledger.engines.sglang_log import looks_like_server_log
 from ledger.errors import InvalidInput
 from ledger.store.safe_files import read_regular
@@ -73,7 +74,7 @@ BENCH_KEYS = frozenset(
 )
 
 MOE_NAME_RE = re.compile(r"^E=\d+,N=\d+,device_name=")
-_LOG_PREFIX_RE = re.compile(r"^\[\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}")
+_JSON_ARRAY_RE = re.compile(r"^\[\s*(?:[\[{\"\]]|$)")
 
 
 @dataclass(frozen=True)
@@ -250,10 +251,14 @@ class Sniffed:
 
     @property
     def claims_json(self) -> bool:
-        """The text starts like JSON: ``{``, or a ``[`` that is not an SGLang log prefix."""
-        return self.stripped.startswith("{") or (
-            self.stripped.startswith("[") and not _LOG_PREFIX_RE.match(self.stripped)
-        )
+        """The text starts like JSON: ``{``, or a ``[`` that opens an array of objects, arrays or
+        strings (a log line's ``[2025-...``, ``[rank0]:`` or ``[23:17:01 TP7]`` does not)."""
+        return self.stripped.startswith("{") or bool(_JSON_ARRAY_RE.match(self.stripped))
+
+    @cached_property
+    def engine(self) -> str | None:
+        """The engine whose lines the text shows, for a log excerpt (``ledger.engines.identify``)."""
+        return identify(self.file.lines()).engine
 
     @cached_property
     def _whole(self) -> tuple[Any, json.JSONDecodeError | None]:
@@ -387,8 +392,12 @@ def is_server_log(text: str, scan_lines: int = 5000) -> bool:
 
 
 def unknown_format(file: InputFile) -> InvalidInput:
-    """The error of a file no importer claims: it names the file and the kinds tried."""
-    return InvalidInput(f"{file.label}: not a known format (tried: {kinds_tried()})")
+    """The error of a file no importer claims: it names the file and the kinds tried, and for
+    text that is not JSON what a log excerpt was searched for."""
+    looked = (
+        "" if Sniffed(file).claims_json else f"; no engine log line in it (looked for {LOOKED_FOR})"
+    )
+    return InvalidInput(f"{file.label}: not a known format (tried: {kinds_tried()}){looked}")
 
 
 def kinds_tried() -> str:

@@ -18,6 +18,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from ledger.engines.gpu_arch import compute_capability_for
+from ledger.engines.identify import identify
 from ledger.engines.sglang_log import (
     LogFormatError,
     LogLine,
@@ -97,7 +98,13 @@ def import_server_log(
         facts = parse_server_log(file.lines(), strict=True)
     except LogFormatError as exc:
         raise InvalidInput(f"{file.label}:{exc.line}: field {exc.field}: {exc.problem}") from None
-    if not (facts.server_args or facts.has_startup_facts or facts.ready or facts.crash):
+    if not (
+        facts.server_args
+        or facts.has_startup_facts
+        or facts.ready
+        or facts.crash
+        or identify(file.lines()).engine == ENGINE
+    ):
         raise InvalidInput(
             f"{file.label}: no SGLang server facts found (server_args, startup lines, ready or crash)"
         )
@@ -260,7 +267,12 @@ def _line_time(facts: ServerLogFacts, ref: str) -> datetime | None:
 
 
 def _sniff(sniffed: Sniffed) -> float:
-    return 0.9 if not sniffed.claims_json and is_server_log(sniffed.text) else 0.0
+    if sniffed.claims_json:
+        return 0.0
+    if is_server_log(sniffed.text):
+        return 0.9
+    # an excerpt (the tail around an error, no start line): claimed when its lines name SGLang
+    return 0.5 if sniffed.engine == ENGINE else 0.0
 
 
 def _read(file: InputFile, ctx: ImportContext) -> ReadResult:

@@ -8,6 +8,7 @@ log's (``ledger.write.commands.server_run_events``), with engine ``vllm``: deter
 from __future__ import annotations
 
 from ledger.engines.gpu_arch import compute_capability_for
+from ledger.engines.identify import identify
 from ledger.engines.vllm_log import is_vllm_log, parse_vllm_log, vllm_findings
 from ledger.errors import InvalidInput
 from ledger.write.commands import LoggedRun, server_run_events
@@ -35,7 +36,12 @@ def _host(gpu_name: str | None, tp: object, version: str | None, given: Host | N
 
 
 def _sniff(sniffed: Sniffed) -> float:
-    return 0.9 if not sniffed.claims_json and is_vllm_log(sniffed.text) else 0.0
+    if sniffed.claims_json:
+        return 0.0
+    if is_vllm_log(sniffed.text):
+        return 0.9
+    # an excerpt (the tail around an error, no start line): claimed when its lines name vLLM
+    return 0.5 if sniffed.engine == ENGINE else 0.0
 
 
 def _read(file: InputFile, ctx: ImportContext) -> ReadResult:
@@ -47,6 +53,7 @@ def _read(file: InputFile, ctx: ImportContext) -> ReadResult:
         or facts.ready
         or facts.crash
         or parsed.engine_version
+        or identify(file.lines()).engine == ENGINE
     ):
         raise InvalidInput(
             f"{file.label}: no vLLM server facts found (args, startup lines, ready or crash)"

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from ledger.engines.identify import LOOKED_FOR
 from ledger.engines.sglang_log import parse_server_log
 from ledger.errors import InvalidInput, NotFound
 from ledger.importers import SAMPLES_SCHEMA, import_file, registered_importers
@@ -425,7 +426,10 @@ def test_unknown_format(tmp_path: Path) -> None:
     with pytest.raises(InvalidInput) as exc:
         import_file(path)
     kinds = [importer.kind for importer in registered_importers()]
-    assert single_line(exc) == f"{path}: not a known format (tried: {', '.join(kinds)})"
+    assert single_line(exc) == (
+        f"{path}: not a known format (tried: {', '.join(kinds)}); "
+        f"no engine log line in it (looked for {LOOKED_FOR})"
+    )
     assert {"sglang-bench-serving", "sglang-moe-config", "sglang-server-log"} <= set(kinds)
 
 

@@ -12,6 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from ledger.engines.identify import LOOKED_FOR
 from ledger.errors import InvalidInput
 from ledger.importers import import_file, registered_importers
 from ledger.store import LedgerStore
@@ -82,10 +83,10 @@ def test_other_files_are_refused_naming_the_kinds_tried(path: Path) -> None:
         import_file(path)
     message = str(exc.value)
     assert "\n" not in message
-    assert (
-        message
-        == f"{path}: not a known format (tried: {', '.join(i.kind for i in registered_importers())})"
+    tried = (
+        f"{path}: not a known format (tried: {', '.join(i.kind for i in registered_importers())})"
     )
+    assert message in (tried, f"{tried}; no engine log line in it (looked for {LOOKED_FOR})")
 
 
 def test_registry_kinds_are_unique_and_described() -> None:

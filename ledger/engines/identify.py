@@ -1,0 +1,118 @@
+"""Which engine wrote a log excerpt, from any line that names it.
+
+What users paste into an issue, a chat or a ticket is the tail around an error: no start line, often
+no engine prefix at all. The engine still shows in the text: a traceback's frames are files of its
+package (``.../sglang/srt/managers/scheduler.py``), its processes are named (vLLM's
+``(EngineCore_DP0 pid=1)``, SGLang's ``[... TP0]``), it dumps its arguments
+(``server_args=ServerArgs(``, ``non-default args:``), it prints its own messages
+(``Scheduler hit an exception``, ``Engine core initialization failed``) and the user typed its
+command (``python -m sglang.launch_server``, ``vllm serve``).
+
+Each such line is a *sign* with a weight; the engine with the larger total wrote the excerpt. A
+traceback frame weighs least, and less for vLLM than for SGLang: older SGLang imports vLLM's layers
+(its tracebacks pass through ``vllm/model_executor/...``), while vLLM never imports SGLang. An excerpt
+with no sign of either is refused by the importers, naming what was looked for (``LOOKED_FOR``).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from .lines import strip_layers
+
+# (engine, weight, pattern): each pattern is searched in a line with its launcher layers taken off.
+_SIGNS: tuple[tuple[str, int, re.Pattern[str]], ...] = (
+    # prefixes: SGLang's "[2025-01-01 10:00:00 TP0]" (or the old time-only "[23:17:01 TP7]"),
+    # vLLM's process tag and "LEVEL MM-DD hh:mm:ss [file.py:N]"
+    (
+        "sglang",
+        3,
+        re.compile(r"\[(?:\d{4}-\d\d-\d\d )?\d\d:\d\d:\d\d(?:[.,]\d+)? (?:TP|DP|EP|PP)\d+"),
+    ),
+    (
+        "vllm",
+        3,
+        re.compile(
+            r"\((?:EngineCore(?:_DP\d+)?|APIServer|VllmWorker(?:Process)?|Worker(?:_\w+)?|"
+            r"RayWorkerWrapper|ApiServer_\d+|EngineCoreProc)(?: rank=\d+)? pid=\d+\)"
+        ),
+    ),
+    (
+        "vllm",
+        3,
+        re.compile(
+            r"(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) \d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)? \[[\w.]+\.py:\d+\]"
+        ),
+    ),
+    # the command line the user typed, the argument dumps, the engines' own messages
+    (
+        "sglang",
+        3,
+        re.compile(
+            r"\bsglang\.launch_server\b|\bsglang serve\b|server_args=ServerArgs\(|"
+            r"Scheduler hit an exception|Received sigquit from a child proces|"
+            r"The server is fired up and ready to roll|\bTpModelWorker(?:Client)?\b|"
+            r"\bsgl[-_]kernel\b|sglang\.srt\b"
+        ),
+    ),
+    (
+        "vllm",
+        3,
+        re.compile(
+            r"\bvllm serve\b|vllm\.entrypoints|non-default args:|vLLM API server version|"
+            r"Initializing an? (?:V1 )?LLM engine|Engine core initialization failed|"
+            r"EngineCore (?:failed to start|encountered)|\bEngineDeadError\b|"
+            r"Starting vLLM (?:API )?server|\bVLLM_[A-Z_]+="
+        ),
+    ),
+    # the name alone: a client or a wrapper may say it too
+    ("sglang", 1, re.compile(r"\bSGLang\b")),
+    ("vllm", 1, re.compile(r"\bvLLM\b")),
+    # a traceback's frames: files of the engine's package
+    ("sglang", 2, re.compile(r"[/\\]sglang[/\\](?:srt|python|launch_server)|[/\\]sgl_kernel[/\\]")),
+    (
+        "vllm",
+        1,
+        re.compile(
+            r"[/\\]vllm[/\\](?:v1|engine|entrypoints|worker|executor|model_executor|config|platforms|distributed|attention)\b"
+        ),
+    ),
+)
+
+#: The least total weight that identifies an engine: one frame of vLLM's or its name alone does not.
+MIN_WEIGHT = 2
+
+#: What the importers say they looked for when an excerpt shows no engine.
+LOOKED_FOR = (
+    "an SGLang or vLLM line prefix, a traceback frame in sglang/ or vllm/, an argument dump "
+    "(server_args=ServerArgs, non-default args), a launch command (sglang.launch_server, vllm serve) "
+    "or an engine's own message"
+)
+
+
+@dataclass(frozen=True)
+class Identified:
+    """The engine of an excerpt (``None``: no sign of either), its signs' total ``weight`` and the
+    1-based number of the first ``line`` that showed it."""
+
+    engine: str | None
+    weight: int = 0
+    line: int | None = None
+
+
+def identify(lines: list[str], scan: int = 20000) -> Identified:
+    """The engine whose signs weigh most in the first ``scan`` lines (see the module doc); on a tie
+    neither (an excerpt that names both as much is not read as either's log)."""
+    totals = {"sglang": 0, "vllm": 0}
+    first: dict[str, int] = {}
+    for number, raw in enumerate(lines[:scan], start=1):
+        text = strip_layers(raw)[0]
+        for engine, weight, rx in _SIGNS:
+            if rx.search(text):
+                totals[engine] += weight
+                first.setdefault(engine, number)
+    best = max(totals, key=lambda e: totals[e])
+    if totals[best] < MIN_WEIGHT or totals["sglang"] == totals["vllm"]:
+        return Identified(None)
+    return Identified(best, totals[best], first[best])
