@@ -53,11 +53,15 @@ OOM_RE = re.compile(
     r"Cuda failure '?out of memory|\bruns? out of memory\b|\b(?:Prefill|Decode) out of memory|"
     r"^Out of memory\.|Not enough memory\. Please|No available memory for the cache blocks|"
     r"not enough memory available for the KV cache|Insufficient memory|"
-    r"out of memory occurred when warming up",
+    r"out of memory occurred when warming up|"
+    r"\b(?:NPU|XPU|MPS|HPU|GPU|[Dd]evice) out of memory|"
+    r"Free memory on device .* is less than desired GPU memory utilization",
     re.IGNORECASE,
 )
 _TIMEOUT_RE = re.compile(
-    r"watchdog timeout|Watchdog caught collective operation timeout|before timing out", re.I
+    r"watchdog timeout|Watchdog caught collective operation timeout|before timing out|"
+    r"Engine iteration timed out",
+    re.I,
 )
 _PORT_RE = re.compile(r"(?:Port|Address) (?:is )?already in use|EADDRINUSE", re.I)
 
@@ -77,6 +81,7 @@ STRONG_FATAL_RE = re.compile(
             r"watchdog thread terminated with exception",
             r"ran for \d+ milliseconds before timing out",
             r"EngineDeadError",
+            r"Engine iteration timed out",
             r"EngineCore encountered (?:a fatal error|an issue)",
             r"Engine background task failed",
             r"Engine core initialization failed",
@@ -232,12 +237,18 @@ _NAMED_EXCEPTION_RE = re.compile(
     r"^(?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception|Exit|Interrupt|OutOfResources)(?::|$)"
 )
 _TRACEBACK_RE = re.compile(r"Traceback \(most recent call last\):|Exception Group Traceback")
+#: A traceback's frame line: a paste of the tail around an error often starts among the frames,
+#: without the "Traceback" header, and a paste may lose the indentation.
+_FRAME_RE = re.compile(r'^\s*(?:\|\s*)?File "[^"]+",? (?:line \d+|in \w)')
+#: Lines that are Python source shown by a traceback, never a message of their own: a
+#: ``raise X("CUDA error: ...")`` quotes the failure before the exception line says it.
+_SOURCE_RE = re.compile(r'^\s*(?:File "|raise\b|assert\b|[~^]{3,}|\^)')
 _STOP_EXC_RE = re.compile(
     r"^(?:[\w.]+\.)?(?:KeyboardInterrupt|SystemExit(?:: 0)?|CancelledError)\s*$"
 )
 _STOP_RE = re.compile(
     r"^Shutting down$|^Finished server process|Received SIGTERM|SIGTERM received|KeyboardInterrupt|"
-    r"^\[shutdown\] .*(?:gracefully|complete)",
+    r"^\[shutdown\] .*(?:gracefully|complete|received signal=SIG(?:INT|TERM)|shutdown (?:signal|triggered))",
 )
 
 
@@ -310,7 +321,9 @@ def find_tracebacks(
     out: list[Traceback] = []
     taken: set[int] = set()
     for i, line in enumerate(lines):
-        if line.number in taken or not _TRACEBACK_RE.search(line.message):
+        if line.number in taken or not (
+            _TRACEBACK_RE.search(line.message) or _FRAME_RE.match(line.message)
+        ):
             continue
         start_record = record_of(line)
         block = [line]
@@ -353,7 +366,7 @@ def _chained(block: list[LogLine]) -> bool:
 
 def _read_block(block: list[LogLine], head: LogLine | None) -> Traceback:
     tb = Traceback(lines=block, head=head)
-    in_frames, current = False, None
+    in_frames, current, after_frame = False, None, False
     for line in block:
         body = _body(line)
         stripped = body.strip()
@@ -363,9 +376,15 @@ def _read_block(block: list[LogLine], head: LogLine | None) -> Traceback:
         if not stripped or _CHAIN_RE.match(stripped):
             current = None
             continue
-        if body[:1].isspace() or stripped.startswith("^") or stripped.startswith("~"):
-            in_frames = True
+        if (
+            body[:1].isspace()
+            or stripped.startswith(("^", "~", 'File "'))
+            or (after_frame and not _NAMED_EXCEPTION_RE.match(stripped))
+        ):
+            # a frame, or the source line under a frame whose indentation a paste lost
+            in_frames, after_frame = True, stripped.startswith('File "')
             continue
+        after_frame = False
         if (in_frames and EXCEPTION_LINE_RE.match(stripped)) or _NAMED_EXCEPTION_RE.match(stripped):
             tb.exceptions.append((line, stripped))
             current, in_frames = len(tb.exceptions) - 1, False
@@ -434,9 +453,15 @@ def assess(
     *,
     is_ready: Callable[[LogLine], bool],
     record_of: Callable[[LogLine], int],
+    excerpt: bool = False,
 ) -> RunOutcome:
     """Run the state machine over a log's ``lines`` (see the module doc). ``is_ready`` says
-    whether a line is the engine's ready line; ``record_of`` which log record a line belongs to."""
+    whether a line is the engine's ready line; ``record_of`` which log record a line belongs to.
+
+    An ``excerpt`` (a paste with no engine prefix: the tail around an error) is read as what the
+    user saw: a traceback it shows is the failure unless a harmless or warning line logged it (a
+    level-less "Exception in X:" head does not make it handled), and a clean shutdown is a stop
+    even when the ready line is not in it."""
     outcome = RunOutcome()
     tracebacks = find_tracebacks(lines, record_of)
     in_traceback: dict[int, Traceback] = {}
@@ -445,11 +470,18 @@ def assess(
             in_traceback[line.number] = tb
     handled_heads = set()
     for tb in tracebacks:
-        if tb.exceptions and all(_STOP_EXC_RE.match(text) for _, text in tb.exceptions):
+        fatal_head = (
+            tb.head is not None and classify(tb.head.message, tb.head.level).kind == "fatal"
+        )
+        if (
+            tb.exceptions
+            and all(_STOP_EXC_RE.match(text) for _, text in tb.exceptions)
+            and not fatal_head
+        ):
             # Ctrl-C or a clean exit unwinding: a stop, not a failure
             outcome.stop_line = outcome.stop_line or tb.lines[0]
             continue
-        event = _traceback_event(tb)
+        event = _traceback_event(tb, excerpt)
         if event is not None:
             outcome.fatal.append(event)
         elif tb.head is not None:
@@ -459,9 +491,11 @@ def assess(
             _on_ready(outcome, line)
             continue
         block = in_traceback.get(line.number)
-        if block is not None and line is not block.head:
+        if (block is not None and line is not block.head) or _SOURCE_RE.match(line.message):
             continue
         verdict = classify(line.message, line.level)
+        if block is None and not line.prefixed and verdict.kind != "fatal":
+            verdict = _lone_exception(line, verdict)
         if verdict.kind == "fatal":
             if line.number in handled_heads:
                 continue
@@ -477,7 +511,7 @@ def assess(
             outcome.handled.append(line)
         elif verdict.kind == "ignored":
             outcome.ignored.append((line, verdict.reason or ""))
-        elif outcome.ready_line is not None and _STOP_RE.search(line.message.strip()):
+        elif (outcome.ready_line is not None or excerpt) and _STOP_RE.search(line.message.strip()):
             outcome.stop_line = outcome.stop_line or line
     outcome.fatal.sort(key=lambda e: e.line.number)
     _settle(outcome, lines)
@@ -495,17 +529,26 @@ def _on_ready(outcome: RunOutcome, line: LogLine) -> None:
     outcome.fatal = [e for e in outcome.fatal if e.line.number > line.number]
 
 
-def _traceback_event(tb: Traceback) -> FatalEvent | None:
+def _lone_exception(line: LogLine, verdict: Verdict) -> Verdict:
+    """A Python exception line outside any traceback and any engine prefix (``ValueError: ...``
+    whose frames the paste cut, a process's last words on stderr) is fatal, unless the engine
+    says it carries on."""
+    text = line.message.strip()
+    if _NAMED_EXCEPTION_RE.match(text) and not HARMLESS[0][1].search(text):
+        return Verdict("fatal", wraps=bool(WRAPPER_RE.search(text)))
+    return verdict
+
+
+def _traceback_event(tb: Traceback, excerpt: bool = False) -> FatalEvent | None:
     """The fatal event of a traceback, or ``None`` when a harmless line logged it and no
     exception of its chain is fatal on its own (out of memory, a device error)."""
     chain = "\n".join(text for _, text in tb.exceptions)
+    handled = ("harmless", "warning") if excerpt else ("harmless", "warning", "handled")
     if tb.head is not None:
         # A traceback logged with a line the engine handled (harmless, a warning, a level-less
         # problem it went on from) is handled too, unless its chain is fatal on its own.
         verdict = classify(tb.head.message, tb.head.level)
-        if verdict.kind in ("harmless", "warning", "handled") and not (
-            OOM_RE.search(chain) or STRONG_FATAL_RE.search(chain)
-        ):
+        if verdict.kind in handled and not (OOM_RE.search(chain) or STRONG_FATAL_RE.search(chain)):
             return None
     root = tb.root
     if root is None:

@@ -24,7 +24,7 @@ from .lines import strip_layers
 # (engine, weight, pattern): each pattern is searched in a line with its launcher layers taken off.
 _SIGNS: tuple[tuple[str, int, re.Pattern[str]], ...] = (
     # prefixes: SGLang's "[2025-01-01 10:00:00 TP0]" (or the old time-only "[23:17:01 TP7]"),
-    # vLLM's process tag and "LEVEL MM-DD hh:mm:ss [file.py:N]"
+    # vLLM's process tag and "LEVEL MM-DD hh:mm:ss [v1/engine/core.py:N]" ("core.py:N]" before 0.8)
     (
         "sglang",
         3,
@@ -42,7 +42,8 @@ _SIGNS: tuple[tuple[str, int, re.Pattern[str]], ...] = (
         "vllm",
         3,
         re.compile(
-            r"(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) \d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)? \[[\w.]+\.py:\d+\]"
+            r"(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) \d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)? "
+            r"\[?[\w./-]+\.py:\d+\]"
         ),
     ),
     # the command line the user typed, the argument dumps, the engines' own messages
@@ -53,7 +54,10 @@ _SIGNS: tuple[tuple[str, int, re.Pattern[str]], ...] = (
             r"\bsglang\.launch_server\b|\bsglang serve\b|server_args=ServerArgs\(|"
             r"Scheduler hit an exception|Received sigquit from a child proces|"
             r"The server is fired up and ready to roll|\bTpModelWorker(?:Client)?\b|"
-            r"\bsgl[-_]kernel\b|sglang\.srt\b"
+            r"\bsgl[-_]kernel\b|sglang\.srt\b|scheduler died during initialization|"
+            r"\bModelRpc(?:Client|Server)\b|\b(?:Tokenizer|Detokenizer)Manager\b|"
+            r"Load weight (?:begin|end)|KV Cache is allocated|Capture cuda graph (?:begin|end)|"
+            r"max_total_num_tokens=\d|\b(?:Decode|Prefill) batch[.,]|--mem-fraction-static"
         ),
     ),
     (
@@ -63,9 +67,15 @@ _SIGNS: tuple[tuple[str, int, re.Pattern[str]], ...] = (
             r"\bvllm serve\b|vllm\.entrypoints|non-default args:|vLLM API server version|"
             r"Initializing an? (?:V1 )?LLM engine|Engine core initialization failed|"
             r"EngineCore (?:failed to start|encountered)|\bEngineDeadError\b|"
-            r"Starting vLLM (?:API )?server|\bVLLM_[A-Z_]+="
+            r"Starting vLLM (?:API )?server|\bVLLM_[A-Z_]+=|"
+            r"\b(?:AsyncLLMEngine|MQLLMEngine|EngineCoreProc)\b|# (?:GPU|cuda|CPU) blocks: \d|"
+            r"\b(?:GPU|CPU) KV cache size: |Maximum concurrency for [\d,]+ tokens|gpu_memory_utilization"
         ),
     ),
+    # SGLang's main process prints its date with no rank ("[2025-11-19 14:41:27] "), as other
+    # programs may; its own wording of the sampling defaults is SGLang's
+    ("sglang", 1, re.compile(r"^\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:[.,]\d+)?\] ")),
+    ("sglang", 2, re.compile(r"Using default chat sampling params from model generation config")),
     # the name alone: a client or a wrapper may say it too
     ("sglang", 1, re.compile(r"\bSGLang\b")),
     ("vllm", 1, re.compile(r"\bvLLM\b")),
@@ -75,7 +85,8 @@ _SIGNS: tuple[tuple[str, int, re.Pattern[str]], ...] = (
         "vllm",
         1,
         re.compile(
-            r"[/\\]vllm[/\\](?:v1|engine|entrypoints|worker|executor|model_executor|config|platforms|distributed|attention)\b"
+            r"[/\\]vllm[/\\](?:v1|engine|entrypoints|worker|executor|model_executor|config|"
+            r"platforms|distributed|attention)\b"
         ),
     ),
 )

@@ -28,6 +28,23 @@ from datetime import datetime
 LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
 
 _ANSI_RE = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07]*\x07")
+# A colour code whose ESC byte a paste dropped (GitHub shows "[1;36m(EngineCore_DP0 pid=1)[0;0m").
+_BARE_SGR_RE = re.compile(r"\[(?:\d{1,3}(?:;\d{1,3})*)?m(?=\S|$)")
+# CI runners and log collectors put a time first: GitHub Actions' and kubectl --timestamps'
+# RFC 3339 time ("2024-05-01T12:34:56.1234567Z "), Buildkite's bracketed one
+# ("[2024-05-01T12:34:56Z] "), kubectl --prefix's "[pod/name/container] ".
+_CI_TIME_RE = re.compile(
+    r"^(?P<wrap>\[?\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)\]? )"
+)
+_KUBECTL_PREFIX_RE = re.compile(r"^(?P<wrap>\[pod/[\w.-]+/[\w.-]+\] )")
+# What a paste into an issue adds: a Markdown code fence or inline-code backticks around a line,
+# GitHub's phone-number autolink of a timestamp ("[[2025-11-19 14](tel:2025-11-19 14):41:27]"),
+# a terminal's echo of Ctrl-C before the next line ("^C(EngineCore pid=1) INFO ...").
+_FENCE_RE = re.compile(r"^\s*(?:```|~~~)[\w+-]*\s*$")
+_TEL_LINK_RE = re.compile(r"\[([^\[\]]*)\]\(tel:[^)]*\)")
+_CTRL_ECHO_RE = re.compile(r"^(?P<wrap>(?:\^[CZ\\])+)")
+# A gutter with no name before it: Buildkite's and many CI viewers' "  | ", a quoted paste's "> ".
+_GUTTER_RE = re.compile(r"^(?P<wrap> {0,8}\| |> )")
 # docker compose pads the service name (``name-1``, ``name_1``) to a column, then "| ".
 _COMPOSE_RE = re.compile(r"^(?P<wrap>[A-Za-z0-9][\w.-]{0,80}\s+\|(?: |$))")
 _MONTH = r"(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec)"
@@ -143,13 +160,30 @@ class Unwrapper:
 
 
 def strip_layers(text: str) -> tuple[str, bool]:
-    """``text`` without ANSI codes, docker compose's column and the journal's prefix (repeated
-    while one is found: a journal of a compose service has both)."""
+    """``text`` without ANSI codes (with or without their ESC byte), a CI runner's or kubectl's
+    time or pod prefix, docker compose's column, the journal's prefix and a bare ``| `` gutter
+    (repeated while one is found: a journal of a compose service has both)."""
     wrapped = False
     if "\x1b" in text:
         text = _ANSI_RE.sub("", text)
+    if "m" in text and "[" in text:
+        text = _BARE_SGR_RE.sub("", text)
+    if "`" in text or "~~~" in text:
+        if _FENCE_RE.match(text):
+            return "", True
+        if text.startswith("`") and text.rstrip().endswith("`") and len(text.strip()) > 1:
+            text, wrapped = text.strip().strip("`"), True
+    if "](tel:" in text:
+        text, wrapped = _TEL_LINK_RE.sub(r"\1", text), True
     while True:
-        m = _COMPOSE_RE.match(text) or _JOURNAL_RE.match(text)
+        m = (
+            _CI_TIME_RE.match(text)
+            or _CTRL_ECHO_RE.match(text)
+            or _KUBECTL_PREFIX_RE.match(text)
+            or _COMPOSE_RE.match(text)
+            or _JOURNAL_RE.match(text)
+            or _GUTTER_RE.match(text)
+        )
         if m is None:
             return text, wrapped
         text, wrapped = text[m.end() :], True

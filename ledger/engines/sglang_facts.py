@@ -587,6 +587,9 @@ _RULES: tuple[tuple[Callable[[str], Any], Callable[[_Reader, Any, LogLine], None
 )
 
 
+_UVICORN_READY = "Application startup complete."
+
+
 def is_ready_line(line: LogLine) -> bool:
     """SGLang's own ready line (``The server is fired up and ready to roll!``)."""
     return line.prefixed and _READY in line.message
@@ -655,12 +658,21 @@ def parse_server_log(lines: Iterable[str], *, strict: bool = False) -> ServerLog
         facts.attention_backend = facts.server_args["attention_backend"]
         if "server_args" in facts.evidence:
             facts.evidence["attention_backend"] = facts.evidence["server_args"]
+    # SGLang's own ready line; where the log does not show it (a paste that stops at uvicorn's
+    # start), uvicorn's "Application startup complete." (its HTTP server is serving).
+    fired_up = any(_READY in line.message for line in all_lines)
     facts.outcome = assess(
         all_lines,
-        is_ready=(lambda x: _READY in x.message) if bare else is_ready_line,
+        is_ready=lambda x: (
+            (x.prefixed or bare)
+            and (_READY in x.message if fired_up else x.message.strip() == _UVICORN_READY)
+        ),
         record_of=lambda x: record[x.number],
+        excerpt=bare,
     )
     facts.crash = facts.outcome.failure
+    if facts.outcome.ready_line is not None and not facts.ready:
+        _ready(reader, None, facts.outcome.ready_line)  # uvicorn's line, where SGLang's is not seen
     keep_warnings(facts)
     _apply_caps(facts)
     _settle_piecewise(facts, reader.piecewise_begin, reader.piecewise_end)

@@ -25,9 +25,13 @@ from .lines import LogLine, Unwrapper, inner_level
 
 _TS = r"\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}"
 _RANKS = r"(?: [A-Z][A-Z_]*\d+)*"
+# Old SGLang (0.3 and before) printed the time of day only, always with a rank: "[23:17:01 TP7] ".
 PREFIX_RE = re.compile(
-    rf"^\[(?P<ts>{_TS})(?:[.,](?P<frac>\d{{1,6}}))?(?P<ranks>{_RANKS})\] ?(?P<msg>.*)$"
+    rf"^\[(?:(?P<ts>{_TS})(?:[.,](?P<frac>\d{{1,6}}))?(?P<ranks>{_RANKS})"
+    rf"|(?P<time>\d{{2}}:\d{{2}}:\d{{2}})(?P<tranks>(?: [A-Z][A-Z_]*\d+)+))\] ?(?P<msg>.*)$"
 )
+#: The date a time-only prefix is read on (its day is unknown): importers give such lines no time.
+UNDATED = datetime(1900, 1, 1)
 #: SGLang's prefix anywhere in a line (a line glued after a progress bar's last frame).
 INNER_RE = re.compile(rf"\[{_TS}(?:[.,]\d{{1,6}})?{_RANKS}\] ")
 _RANK_RE = re.compile(r"([A-Z][A-Z_]*?)(\d+)")
@@ -94,17 +98,19 @@ def split_line(
             level=outer.level,
             wrapped=outer.wrapped,
         )
+    stamp_text = match.group("ts") or f"{UNDATED:%Y-%m-%d} {match.group('time')}"
     try:
-        stamp = datetime.strptime(match.group("ts"), "%Y-%m-%d %H:%M:%S")
+        stamp = datetime.strptime(stamp_text, "%Y-%m-%d %H:%M:%S")
     except ValueError as exc:
         if strict:
             raise LogFormatError(
-                number, "timestamp", f"{match.group('ts')!r} is not a date and time ({exc})"
+                number, "timestamp", f"{stamp_text!r} is not a date and time ({exc})"
             ) from None
         return LogLine(number, raw.rstrip("\r\n"), text.rstrip(), wrapped=outer.wrapped)
     if match.group("frac"):
         stamp = stamp.replace(microsecond=int(match.group("frac").ljust(6, "0")))
-    ranks.update({kind: int(n) for kind, n in _RANK_RE.findall(match.group("ranks"))})
+    rank_text = match.group("ranks") or match.group("tranks") or ""
+    ranks.update({kind: int(n) for kind, n in _RANK_RE.findall(rank_text)})
     level, message = inner_level(match.group("msg"))
     return LogLine(
         number,

@@ -226,7 +226,9 @@ def parse_vllm_log(raw_lines: list[str]) -> VllmLogFacts:
         kv_blocks = _read_line(out, line, seen_moe) or kv_blocks
     _settle(out, kv_blocks)
     records = _records(lines, raws)
-    facts.outcome = assess(lines, is_ready=is_ready_line, record_of=lambda x: records[x.number])
+    facts.outcome = assess(
+        lines, is_ready=is_ready_line, record_of=lambda x: records[x.number], excerpt=bare
+    )
     facts.crash = facts.outcome.failure
     keep_warnings(facts)
     if not out.overridden:

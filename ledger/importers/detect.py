@@ -17,6 +17,7 @@ import importlib
 import io
 import json
 import re
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -138,19 +139,47 @@ class InputFile:
         return [line[:-1] if line.endswith("\r") else line for line in lines]
 
 
+#: The most a paste on standard input (``tuneledger import -``) may hold.
+MAX_STDIN_BYTES = 256 * 1024 * 1024
+#: The name standard input goes by in ``source`` references and messages.
+STDIN_NAME = "stdin"
+
+
+#: The standard input read so far and its bytes: one import reads its inputs twice (pairing,
+#: then importing), and a stream reads once. Keyed by the stream object itself (a test or the
+#: resident process gives each call a stream of its own).
+_stdin_read: tuple[object, bytes] | None = None
+
+
+def _read_stdin() -> bytes:
+    global _stdin_read
+    stream = sys.stdin.buffer
+    if _stdin_read is not None and _stdin_read[0] is stream:
+        return _stdin_read[1]
+    data = stream.read(MAX_STDIN_BYTES + 1)
+    if len(data) > MAX_STDIN_BYTES:
+        raise InvalidInput(f"{STDIN_NAME}: more than {MAX_STDIN_BYTES // 2**20} MiB; import a file")
+    _stdin_read = (stream, data)
+    return data
+
+
 def read_input(path: str | Path) -> InputFile:
-    """Read ``path`` as UTF-8 text.
+    """Read ``path`` as UTF-8 text; ``-`` reads standard input (a paste: the same text gives the
+    same events as the file, named ``stdin``).
 
     Raises:
         NotFound: no such file.
         InvalidInput: a directory, a FIFO, a device or anything but a regular file, an empty file, or bytes that are not UTF-8 text
             (named with the line of the first bad byte).
     """
-    path = Path(path)
-    try:
-        data = read_regular(path)  # a FIFO or /dev/zero is refused at once, never read
-    except InvalidInput as exc:
-        raise InvalidInput(f"{exc} ({expected()})") from None
+    if str(path) == "-":
+        path, data = Path(STDIN_NAME), _read_stdin()
+    else:
+        path = Path(path)
+        try:
+            data = read_regular(path)  # a FIFO or /dev/zero is refused at once, never read
+        except InvalidInput as exc:
+            raise InvalidInput(f"{exc} ({expected()})") from None
     if not data.strip():
         raise InvalidInput(f"{path}: empty file ({expected()})")
     # A UTF-8 byte-order mark (Windows editors, PowerShell's Tee-Object) is not content: drop it

@@ -19,6 +19,7 @@ from typing import Any
 
 from ledger.engines.gpu_arch import compute_capability_for
 from ledger.engines.identify import identify
+from ledger.engines.sglang_lines import UNDATED
 from ledger.engines.sglang_log import (
     LogFormatError,
     LogLine,
@@ -44,6 +45,14 @@ from schemas import (
 from .detect import ImportContext, Importer, InputFile, ReadResult, Sniffed, is_server_log
 
 ENGINE = "sglang"
+
+
+def utc(stamp: datetime | None) -> datetime | None:
+    """A log line's time as UTC (the log's clock, naive); ``None`` for none, and for a time-only
+    prefix of old SGLang, which names no day."""
+    if stamp is None or stamp.date() == UNDATED.date():
+        return None
+    return stamp.replace(tzinfo=UTC)
 
 
 def host_from_log(facts: ServerLogFacts, host: Host | None) -> Host:
@@ -116,12 +125,10 @@ def import_server_log(
         return f"{file.name}:{line.number}" if line else file.name
 
     def at(line: LogLine | None) -> datetime | None:
-        return line.timestamp.replace(tzinfo=UTC) if line is not None and line.timestamp else None
+        return utc(line.timestamp) if line is not None else None
 
     startup = facts.to_startup_facts(file.name)
-    started_at = at(facts.evidence.get("server_args")) or (
-        facts.first_timestamp.replace(tzinfo=UTC) if facts.first_timestamp else None
-    )
+    started_at = at(facts.evidence.get("server_args")) or utc(facts.first_timestamp)
 
     args = facts.server_args
     port = args.get("port")
@@ -154,8 +161,7 @@ def import_server_log(
             message=facts.crash.message,
             log_tail=facts.crash.tail,
             startup=startup if facts.has_startup_facts or facts.server_args else None,
-            occurred_at=at(facts.crash.line)
-            or (facts.last_timestamp.replace(tzinfo=UTC) if facts.last_timestamp else None),
+            occurred_at=at(facts.crash.line) or utc(facts.last_timestamp),
         )
         if facts.crash is not None
         else None,
@@ -206,7 +212,7 @@ def stopped_fields(facts: ServerLogFacts) -> dict[str, Any] | None:
         return None
     return dict(
         reason=f"the log shows a clean shutdown: {line.message.strip()[:200]}",
-        occurred_at=line.timestamp.replace(tzinfo=UTC) if line.timestamp else None,
+        occurred_at=utc(line.timestamp),
     )
 
 
@@ -240,7 +246,7 @@ def spec_event(
         session_id=session_id,
         host=host,
         actor=actor,
-        occurred_at=last.replace(tzinfo=UTC) if last else None,
+        occurred_at=utc(last),
         **fields,
     )
 
@@ -262,7 +268,7 @@ def _line_time(facts: ServerLogFacts, ref: str) -> datetime | None:
         *(o.line for o in facts.overrides),
     ]:
         if line.number == int(number) and line.timestamp:
-            return line.timestamp.replace(tzinfo=UTC)
+            return utc(line.timestamp)
     return None
 
 

@@ -464,8 +464,18 @@ def test_missing_file(tmp_path: Path) -> None:
         import_file(tmp_path / "nope.jsonl")
 
 
-def test_log_without_server_facts(tmp_path: Path) -> None:
+def test_log_without_server_facts_is_an_excerpt_of_a_starting_run(tmp_path: Path) -> None:
+    # One line SGLang writes, and nothing it can tell: a run seen starting, its facts left empty.
     path = tmp_path / "plain.log"
     path.write_text("[2026-05-01 10:00:00] Prefill batch, garbage\n")
-    with pytest.raises(InvalidInput, match=r"plain.log: no SGLang server facts found"):
+    events = import_file(path).events
+    assert [e.type for e in events] == ["server_started"]
+    started = events[0]
+    assert isinstance(started, ServerStarted) and started.flags == {} and started.startup is None
+
+
+def test_log_with_no_engine_line_is_refused_naming_what_was_looked_for(tmp_path: Path) -> None:
+    path = tmp_path / "plain.log"
+    path.write_text("[2026-05-01 10:00:00] something else entirely\n")
+    with pytest.raises(InvalidInput, match=r"plain.log: not a known format .* \(looked for "):
         import_file(path)
