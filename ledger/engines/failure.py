@@ -469,6 +469,9 @@ def assess(
         for line in tb.lines:
             in_traceback[line.number] = tb
     handled_heads = set()
+    # heads whose traceback gave the failure: "Error in inspecting model architecture" above a
+    # traceback reports the exception at its end, which is the cause
+    reporting_heads: set[int] = set()
     for tb in tracebacks:
         fatal_head = (
             tb.head is not None and classify(tb.head.message, tb.head.level).kind == "fatal"
@@ -484,6 +487,8 @@ def assess(
         event = _traceback_event(tb, excerpt)
         if event is not None:
             outcome.fatal.append(event)
+            if tb.head is not None and event.line is not tb.head:
+                reporting_heads.add(tb.head.number)
         elif tb.head is not None:
             handled_heads.add(tb.head.number)
     for line in lines:
@@ -500,9 +505,8 @@ def assess(
             if line.number in handled_heads:
                 continue
             if not any(e.line is line for e in outcome.fatal):
-                outcome.fatal.append(
-                    FatalEvent(line, line.message.strip(), line.message, verdict.wraps)
-                )
+                wraps = verdict.wraps or line.number in reporting_heads
+                outcome.fatal.append(FatalEvent(line, line.message.strip(), line.message, wraps))
         elif verdict.kind == "harmless":
             outcome.harmless.append((line, verdict.reason or ""))
         elif verdict.kind == "error":
@@ -514,7 +518,7 @@ def assess(
         elif (outcome.ready_line is not None or excerpt) and _STOP_RE.search(line.message.strip()):
             outcome.stop_line = outcome.stop_line or line
     outcome.fatal.sort(key=lambda e: e.line.number)
-    _settle(outcome, lines)
+    _settle(outcome, lines, excerpt)
     return outcome
 
 
@@ -571,7 +575,7 @@ def _traceback_event(tb: Traceback, excerpt: bool = False) -> FatalEvent | None:
     )
 
 
-def _settle(outcome: RunOutcome, lines: Sequence[LogLine]) -> None:
+def _settle(outcome: RunOutcome, lines: Sequence[LogLine], excerpt: bool = False) -> None:
     if outcome.fatal:
         causal = [e for e in outcome.fatal if not e.wraps]
         root = (causal or outcome.fatal)[0]
@@ -592,3 +596,7 @@ def _settle(outcome: RunOutcome, lines: Sequence[LogLine]) -> None:
             outcome.stop_line is not None and outcome.stop_line.number > outcome.ready_line.number
         )
         outcome.state = "stopped" if stopped else "ready"
+    elif excerpt and outcome.stop_line is not None:
+        outcome.state = (
+            "stopped"  # a paste of a clean shutdown: the server ran, its start not shown
+        )

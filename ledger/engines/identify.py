@@ -8,7 +8,8 @@ package (``.../sglang/srt/managers/scheduler.py``), its processes are named (vLL
 (``Scheduler hit an exception``, ``Engine core initialization failed``) and the user typed its
 command (``python -m sglang.launch_server``, ``vllm serve``).
 
-Each such line is a *sign* with a weight; the engine with the larger total wrote the excerpt. A
+Each kind of such line is a *sign* with a weight, counted once however often it shows; the engine
+with the larger total wrote the excerpt. A
 traceback frame weighs least, and less for vLLM than for SGLang: older SGLang imports vLLM's layers
 (its tracebacks pass through ``vllm/model_executor/...``), while vLLM never imports SGLang. An excerpt
 with no sign of either is refused by the importers, naming what was looked for (``LOOKED_FOR``).
@@ -117,12 +118,18 @@ def identify(lines: list[str], scan: int = 20000) -> Identified:
     neither (an excerpt that names both as much is not read as either's log)."""
     totals = {"sglang": 0, "vllm": 0}
     first: dict[str, int] = {}
+    seen: set[int] = (
+        set()
+    )  # each sign counts once: a wrapper's own "[date] ..." on every line is one sign
     for number, raw in enumerate(lines[:scan], start=1):
         text = strip_layers(raw)[0]
-        for engine, weight, rx in _SIGNS:
-            if rx.search(text):
+        for i, (engine, weight, rx) in enumerate(_SIGNS):
+            if i not in seen and rx.search(text):
+                seen.add(i)
                 totals[engine] += weight
                 first.setdefault(engine, number)
+        if len(seen) == len(_SIGNS):
+            break
     best = max(totals, key=lambda e: totals[e])
     if totals[best] < MIN_WEIGHT or totals["sglang"] == totals["vllm"]:
         return Identified(None)

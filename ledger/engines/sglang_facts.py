@@ -668,7 +668,7 @@ def parse_server_log(lines: Iterable[str], *, strict: bool = False) -> ServerLog
             and (_READY in x.message if fired_up else x.message.strip() == _UVICORN_READY)
         ),
         record_of=lambda x: record[x.number],
-        excerpt=bare,
+        excerpt=bare or not facts.server_args,  # the log's start is not in it: a paste of its tail
     )
     facts.crash = facts.outcome.failure
     if facts.outcome.ready_line is not None and not facts.ready:

@@ -227,7 +227,11 @@ def parse_vllm_log(raw_lines: list[str]) -> VllmLogFacts:
     _settle(out, kv_blocks)
     records = _records(lines, raws)
     facts.outcome = assess(
-        lines, is_ready=is_ready_line, record_of=lambda x: records[x.number], excerpt=bare
+        lines,
+        is_ready=is_ready_line,
+        record_of=lambda x: records[x.number],
+        # the log's start is not in it: a paste of its tail
+        excerpt=bare or not (facts.server_args or out.engine_version),
     )
     facts.crash = facts.outcome.failure
     keep_warnings(facts)

@@ -75,7 +75,7 @@ BENCH_KEYS = frozenset(
 )
 
 MOE_NAME_RE = re.compile(r"^E=\d+,N=\d+,device_name=")
-_JSON_ARRAY_RE = re.compile(r"^\[\s*(?:[\[{\"\]]|$)")
+_JSON_ARRAY_RE = re.compile(r"^\[\s*(?:[{\"\]]|\[\s*[\[{\"\]]|$)")
 
 
 @dataclass(frozen=True)

@@ -48,9 +48,9 @@ ENGINE = "sglang"
 
 
 def utc(stamp: datetime | None) -> datetime | None:
-    """A log line's time as UTC (the log's clock, naive); ``None`` for none, and for a time-only
-    prefix of old SGLang, which names no day."""
-    if stamp is None or stamp.date() == UNDATED.date():
+    """A log line's time as UTC (the log's clock, naive); ``None`` for none, and for a prefix that
+    names no day or no year (old SGLang's time only, vLLM's month and day: read in 1900)."""
+    if stamp is None or stamp.year <= UNDATED.year:
         return None
     return stamp.replace(tzinfo=UTC)
 
