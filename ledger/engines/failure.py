@@ -344,7 +344,9 @@ def find_tracebacks(
                 break  # its process moved on to another record
         taken.update(b.number for b in block)
         head = None
-        if (
+        if not _TRACEBACK_RE.search(line.message):
+            pass  # a tail that starts among the frames: the line above is a cut frame's source
+        elif (
             i > 0
             and record_of(lines[i - 1]) == start_record
             and lines[i - 1].process == line.process

@@ -20,7 +20,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from .lines import strip_layers
+from .lines import strip_layers, unflatten
 
 # (engine, weight, pattern): each pattern is searched in a line with its launcher layers taken off.
 _SIGNS: tuple[tuple[str, int, re.Pattern[str]], ...] = (
@@ -121,7 +121,7 @@ def identify(lines: list[str], scan: int = 20000) -> Identified:
     seen: set[int] = (
         set()
     )  # each sign counts once: a wrapper's own "[date] ..." on every line is one sign
-    for number, raw in enumerate(lines[:scan], start=1):
+    for number, raw in enumerate(unflatten(lines[:scan]), start=1):
         text = strip_layers(raw)[0]
         for i, (engine, weight, rx) in enumerate(_SIGNS):
             if i not in seen and rx.search(text):

@@ -189,6 +189,40 @@ def strip_layers(text: str) -> tuple[str, bool]:
         text, wrapped = text[m.end() :], True
 
 
+#: Where a record starts inside a line that lost its newlines (a log pasted as one paragraph):
+#: an engine prefix, a traceback's header, frame or chain line, an exception line.
+_RECORD_START_RE = re.compile(
+    r"(?P<prefix> )(?=\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d"
+    r"|\((?:EngineCore|APIServer|VllmWorker|Worker)\w* (?:rank=\d+ )?pid=\d+\)"
+    r"|(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) \d\d-\d\d \d\d:\d\d:\d\d)"
+    # a traceback's lines, unless right after a prefix (vLLM repeats its prefix on each of them)
+    r"|(?<!\]) (?=Traceback \(most recent call last\):|File \"[^\"]+\", line \d+"
+    r"|The above exception was|During handling of the above"
+    r"|(?:[a-z_]\w*\.)*[A-Z]\w*(?:Error|Exception): )"
+)
+#: A line this long with this many record starts is a flattened paste, not one record.
+FLATTENED_LEN, FLATTENED_STARTS = 300, 3
+
+
+def unflatten(lines: list[str]) -> list[str]:
+    """``lines`` with each flattened line (a log that lost its newlines: a record boundary is a
+    prefix or a timestamp, not a newline) split at its records' starts; a frame line gets the
+    indentation Python gave it. Lines are then numbered as split (the paste had no lines)."""
+    out: list[str] = []
+    for line in lines:
+        found = list(_RECORD_START_RE.finditer(line))
+        starts = [m.end() for m in found]
+        prefixes = sum(1 for m in found if m.group("prefix"))  # an engine prefix inside the line
+        if not (len(line) > FLATTENED_LEN and len(starts) >= FLATTENED_STARTS) and prefixes < 2:
+            out.append(line)
+            continue
+        for begin, end in zip([0, *starts], [*starts, len(line)], strict=True):
+            part = line[begin:end].rstrip()
+            if part.strip():
+                out.append(f"  {part}" if part.startswith('File "') else part)
+    return out
+
+
 def _shape_of(head: str) -> re.Pattern[str]:
     """A pattern for host prefixes like ``head``: digit runs and level words free, the rest as is,
     runs of spaces of any width (columns padded to the level's length)."""

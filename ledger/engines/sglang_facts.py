@@ -21,7 +21,7 @@ from typing import Any
 from schemas import SettingOverride, StartupFacts
 
 from .failure import TAIL_LINES, CrashInfo, RunOutcome, assess, classify
-from .lines import LogLine, Unwrapper
+from .lines import LogLine, Unwrapper, unflatten
 from .sglang_lines import (
     INNER_RE,
     LogFormatError,
@@ -611,7 +611,7 @@ def parse_server_log(lines: Iterable[str], *, strict: bool = False) -> ServerLog
     no launcher rule knows. Without it (the runner, reading a live log) such lines are skipped
     and it never raises.
     """
-    raw_lines = [raw.rstrip("\r\n") for raw in lines]
+    raw_lines = unflatten([raw.rstrip("\r\n") for raw in lines])
     unwrapper = Unwrapper()
     unwrapper.learn(raw_lines)
     all_lines: list[LogLine] = []

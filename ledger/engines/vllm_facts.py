@@ -43,7 +43,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from .failure import assess
-from .lines import LogLine, Unwrapper, inner_level
+from .lines import LogLine, Unwrapper, inner_level, unflatten
 from .sglang_facts import MoeConfigLine, ServerLogFacts, keep_warnings
 from .sglang_lines import parse_server_args
 from .sglang_overrides import OverrideLine
@@ -200,7 +200,7 @@ def _records(lines: list[LogLine], raws: list[str]) -> dict[int, int]:
 
 def parse_vllm_log(raw_lines: list[str]) -> VllmLogFacts:
     """Facts of a vLLM log (see the module doc). Never raises on odd lines: they are skipped."""
-    raws = [raw.rstrip("\r\n") for raw in raw_lines]
+    raws = unflatten([raw.rstrip("\r\n") for raw in raw_lines])
     unwrapper = Unwrapper()
     unwrapper.learn(raws)
     lines = [split_vllm_line(n, raw, unwrapper=unwrapper) for n, raw in enumerate(raws, start=1)]
