@@ -9,10 +9,10 @@ package (``.../sglang/srt/managers/scheduler.py``), its processes are named (vLL
 command (``python -m sglang.launch_server``, ``vllm serve``).
 
 Each kind of such line is a *sign* with a weight, counted once however often it shows; the engine
-with the larger total wrote the excerpt. A
-traceback frame weighs least, and less for vLLM than for SGLang: older SGLang imports vLLM's layers
-(its tracebacks pass through ``vllm/model_executor/...``), while vLLM never imports SGLang. An excerpt
-with no sign of either is refused by the importers, naming what was looked for (``LOOKED_FOR``).
+with the larger total wrote the excerpt. A traceback's frames weigh less for vLLM than for SGLang:
+older SGLang imports vLLM's layers (its tracebacks pass through ``vllm/model_executor/...``), while
+vLLM never imports SGLang. An excerpt with no sign of either is refused by the importers, naming
+what was looked for (``LOOKED_FOR``).
 """
 
 from __future__ import annotations
@@ -81,10 +81,10 @@ _SIGNS: tuple[tuple[str, int, re.Pattern[str]], ...] = (
     ("sglang", 1, re.compile(r"\bSGLang\b")),
     ("vllm", 1, re.compile(r"\bvLLM\b")),
     # a traceback's frames: files of the engine's package
-    ("sglang", 2, re.compile(r"[/\\]sglang[/\\](?:srt|python|launch_server)|[/\\]sgl_kernel[/\\]")),
+    ("sglang", 3, re.compile(r"[/\\]sglang[/\\](?:srt|python|launch_server)|[/\\]sgl_kernel[/\\]")),
     (
         "vllm",
-        1,
+        2,
         re.compile(
             r"[/\\]vllm[/\\](?:v1|engine|entrypoints|worker|executor|model_executor|config|"
             r"platforms|distributed|attention)\b"
