@@ -11,8 +11,10 @@ exception as its message. ``python -m ledger.engines.coverage WHEEL...`` prints 
 
 from __future__ import annotations
 
+import re
 import sys
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -111,6 +113,50 @@ def judge(engine: str, statement: Statement) -> tuple[str, str]:
     if outcome.ignored:
         return "ignored", shown
     return "missed", shown
+
+
+def _tail(engine: str, lines: list[str]) -> list[str]:
+    """The lines as a user pastes the tail around an error: no traceback header (the paste starts
+    among the frames) and, for SGLang, no prefix (copied from the terminal's scrollback)."""
+    out = [line for line in lines if not line.endswith("Traceback (most recent call last):")]
+    if engine == "sglang":
+        out = [re.sub(r"^\[2026-05-01 10:00:00 TP0\] ", "", line) for line in out]
+    return out or lines
+
+
+#: What a statement's lines go through on their way to a user, besides the engine's own format:
+#: a launcher's and a CI runner's prefixes, torch's rank prefix, a pasted tail with no start.
+SURROUNDINGS: dict[str, Callable[[str, list[str]], list[str]]] = {
+    "launcher and CI prefixes": lambda engine, lines: [
+        f"2026-05-01T10:00:00.1234567Z server-1  | {line}" for line in lines
+    ],
+    "rank prefix": lambda engine, lines: [f"[rank0]: {line}" for line in lines],
+    "a tail with no start": _tail,
+}
+
+
+def reading(engine: str, lines: list[str]) -> tuple[str, str | None, str | None]:
+    """(the run's state, the failure's cause, its message) the reader gives ``lines``."""
+    facts = _read(engine, lines)
+    crash = facts.crash
+    return facts.outcome.state, crash.cause if crash else None, crash.message if crash else None
+
+
+def surroundings_agreement(engine: str, statements: list[Statement]) -> dict[str, tuple[int, int]]:
+    """Per surrounding, (agreeing, tested): of the error-level and raised statements the reader
+    fails the run on as logged, how many read the same (state, cause, message) in it."""
+    agree = {name: [0, 0] for name in SURROUNDINGS}
+    for st in statements:
+        if st.dynamic or (st.kind != "raise" and st.level != "error"):
+            continue
+        lines = synthesize(engine, st)
+        ideal = reading(engine, lines)
+        if ideal[0] != "failed":
+            continue
+        for name, surround in SURROUNDINGS.items():
+            agree[name][1] += 1
+            agree[name][0] += reading(engine, surround(engine, lines)) == ideal
+    return {name: (a, n) for name, (a, n) in agree.items()}
 
 
 def engine_coverage(engine: str, version: str, statements: list[Statement]) -> Coverage:

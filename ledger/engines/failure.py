@@ -140,7 +140,7 @@ WRAPPER_RE = re.compile(
     r"See root cause above|"
     r"See stack trace|check the stack trace above|EngineDeadError|EngineCore encountered|Force exiting|Fatal Python error: Aborted|"
     r"^Aborted|core dumped|^Killed$|terminate called after throwing|"
-    r"Engine core initialization failed|EngineCore failed to start|Initialization failed|"
+    r"Engine core initialization failed|EngineCore failed to start|^Initialization failed|"
     r"Engine background task failed|WorkerProc (?:hit an exception|failed)|died unexpectedly|"
     r"shutting down|Exception occurred while running API servers|Server failed",
     re.IGNORECASE,
@@ -344,7 +344,9 @@ def find_tracebacks(
                 break  # its process moved on to another record
         taken.update(b.number for b in block)
         head = None
-        if not _TRACEBACK_RE.search(line.message):
+        if not _TRACEBACK_RE.search(line.message) and (
+            i == 0 or lines[i - 1].message[:1].isspace() or _SOURCE_RE.match(lines[i - 1].message)
+        ):
             pass  # a tail that starts among the frames: the line above is a cut frame's source
         elif (
             i > 0
@@ -456,14 +458,16 @@ def assess(
     is_ready: Callable[[LogLine], bool],
     record_of: Callable[[LogLine], int],
     excerpt: bool = False,
+    bare: bool = False,
 ) -> RunOutcome:
     """Run the state machine over a log's ``lines`` (see the module doc). ``is_ready`` says
     whether a line is the engine's ready line; ``record_of`` which log record a line belongs to.
 
-    An ``excerpt`` (a paste with no engine prefix: the tail around an error) is read as what the
-    user saw: a traceback it shows is the failure unless a harmless or warning line logged it (a
-    level-less "Exception in X:" head does not make it handled), and a clean shutdown is a stop
-    even when the ready line is not in it."""
+    An ``excerpt`` (a log whose start is not in it: the tail around an error) is read as what the
+    user saw: a clean shutdown is a stop even when the ready line is not in it; and when it is
+    ``bare`` too (no engine prefix on any line: copied from a terminal), a traceback it shows is
+    the failure unless a harmless or warning line logged it (a level-less "Exception in X:" head
+    does not make it handled)."""
     outcome = RunOutcome()
     tracebacks = find_tracebacks(lines, record_of)
     in_traceback: dict[int, Traceback] = {}
@@ -486,7 +490,7 @@ def assess(
             # Ctrl-C or a clean exit unwinding: a stop, not a failure
             outcome.stop_line = outcome.stop_line or tb.lines[0]
             continue
-        event = _traceback_event(tb, excerpt)
+        event = _traceback_event(tb, bare)
         if event is not None:
             outcome.fatal.append(event)
             if tb.head is not None and event.line is not tb.head:
@@ -501,7 +505,12 @@ def assess(
         if (block is not None and line is not block.head) or _SOURCE_RE.match(line.message):
             continue
         verdict = classify(line.message, line.level)
-        if block is None and not line.prefixed and verdict.kind != "fatal":
+        if (
+            block is None
+            and not line.prefixed
+            and verdict.kind != "fatal"
+            and (bare or record_of(line) == line.number)  # not the next line of a logged record
+        ):
             verdict = _lone_exception(line, verdict)
         if verdict.kind == "fatal":
             if line.number in handled_heads:
@@ -545,11 +554,11 @@ def _lone_exception(line: LogLine, verdict: Verdict) -> Verdict:
     return verdict
 
 
-def _traceback_event(tb: Traceback, excerpt: bool = False) -> FatalEvent | None:
+def _traceback_event(tb: Traceback, bare: bool = False) -> FatalEvent | None:
     """The fatal event of a traceback, or ``None`` when a harmless line logged it and no
     exception of its chain is fatal on its own (out of memory, a device error)."""
     chain = "\n".join(text for _, text in tb.exceptions)
-    handled = ("harmless", "warning") if excerpt else ("harmless", "warning", "handled")
+    handled = ("harmless", "warning") if bare else ("harmless", "warning", "handled")
     if tb.head is not None:
         # A traceback logged with a line the engine handled (harmless, a warning, a level-less
         # problem it went on from) is handled too, unless its chain is fatal on its own.

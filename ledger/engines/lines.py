@@ -29,7 +29,7 @@ LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
 
 _ANSI_RE = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07]*\x07")
 # A colour code whose ESC byte a paste dropped (GitHub shows "[1;36m(EngineCore_DP0 pid=1)[0;0m").
-_BARE_SGR_RE = re.compile(r"\[(?:\d{1,3}(?:;\d{1,3})*)?m(?=\S|$)")
+_BARE_SGR_RE = re.compile(r"\[\d{1,3}(?:;\d{1,3})*m")
 # CI runners and log collectors put a time first: GitHub Actions' and kubectl --timestamps'
 # RFC 3339 time ("2024-05-01T12:34:56.1234567Z "), Buildkite's bracketed one
 # ("[2024-05-01T12:34:56Z] "), kubectl --prefix's "[pod/name/container] ".
@@ -52,7 +52,7 @@ _JOURNAL_RE = re.compile(
     rf"^(?P<wrap>(?:{_MONTH} [ \d]\d \d\d:\d\d:\d\d|\d{{4}}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:[+-]\d\d:?\d\d|Z)?)"
     r" [\w.-]+ [\w.@/-]+(?:\[\d+\])?: )"
 )
-_TORCH_RANK_RE = re.compile(r"^(?P<wrap>(?:\[\d+\] )?\[rank\d+\]:)")
+_TORCH_RANK_RE = re.compile(r"^(?P<wrap>(?:\[\d+\] )?\[rank\d+\]: ?)")
 _GLOG_RE = re.compile(r"^\[(?P<letter>[EWIF])\d{4} \d\d:\d\d:\d\d\.\d+(?: +\d+)? [\w./-]+:\d+\] ?")
 _GLOG_LEVEL = {"E": "ERROR", "W": "WARNING", "I": "INFO", "F": "CRITICAL"}
 _UVICORN_RE = re.compile(r"^(?P<level>DEBUG|INFO|WARNING|ERROR|CRITICAL):\s+")
@@ -193,13 +193,15 @@ def strip_layers(text: str) -> tuple[str, bool]:
 #: an engine prefix, a traceback's header, frame or chain line, an exception line.
 _RECORD_START_RE = re.compile(
     r"(?P<prefix> )(?=\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d"
-    r"|\((?:EngineCore|APIServer|VllmWorker|Worker)\w* (?:rank=\d+ )?pid=\d+\)"
-    r"|(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) \d\d-\d\d \d\d:\d\d:\d\d)"
+    r"|\((?:EngineCore|APIServer|VllmWorker|Worker)\w* (?:rank=\d+ )?pid=\d+\))"
+    # vLLM's level and time, unless right after its process tag (one prefix, not two)
+    r"|(?P<level> )(?=(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) \d\d-\d\d \d\d:\d\d:\d\d)"
     # a traceback's lines, unless right after a prefix (vLLM repeats its prefix on each of them)
     r"|(?<!\]) (?=Traceback \(most recent call last\):|File \"[^\"]+\", line \d+"
     r"|The above exception was|During handling of the above"
     r"|(?:[a-z_]\w*\.)*[A-Z]\w*(?:Error|Exception): )"
 )
+_PROC_TAG_END_RE = re.compile(r"pid=\d+\)$")
 #: A line this long with this many record starts is a flattened paste, not one record.
 FLATTENED_LEN, FLATTENED_STARTS = 300, 3
 
@@ -210,9 +212,15 @@ def unflatten(lines: list[str]) -> list[str]:
     indentation Python gave it. Lines are then numbered as split (the paste had no lines)."""
     out: list[str] = []
     for line in lines:
-        found = list(_RECORD_START_RE.finditer(line))
+        found = [
+            m
+            for m in _RECORD_START_RE.finditer(line)
+            if not (m.group("level") and _PROC_TAG_END_RE.search(line, 0, m.start()))
+        ]
         starts = [m.end() for m in found]
-        prefixes = sum(1 for m in found if m.group("prefix"))  # an engine prefix inside the line
+        prefixes = sum(
+            1 for m in found if m.group("prefix") or m.group("level")
+        )  # an engine prefix inside the line
         if not (len(line) > FLATTENED_LEN and len(starts) >= FLATTENED_STARTS) and prefixes < 2:
             out.append(line)
             continue

@@ -669,6 +669,7 @@ def parse_server_log(lines: Iterable[str], *, strict: bool = False) -> ServerLog
         ),
         record_of=lambda x: record[x.number],
         excerpt=bare or not facts.server_args,  # the log's start is not in it: a paste of its tail
+        bare=bare,
     )
     facts.crash = facts.outcome.failure
     if facts.outcome.ready_line is not None and not facts.ready:

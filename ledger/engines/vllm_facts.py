@@ -232,6 +232,7 @@ def parse_vllm_log(raw_lines: list[str]) -> VllmLogFacts:
         record_of=lambda x: records[x.number],
         # the log's start is not in it: a paste of its tail
         excerpt=bare or not (facts.server_args or out.engine_version),
+        bare=bare,
     )
     facts.crash = facts.outcome.failure
     keep_warnings(facts)

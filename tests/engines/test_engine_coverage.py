@@ -18,8 +18,9 @@ from pathlib import Path
 
 import pytest
 
-from ledger.engines.coverage import Coverage, wheel_coverage
+from ledger.engines.coverage import Coverage, surroundings_agreement, wheel_coverage
 from ledger.engines.failure import HARMLESS
+from ledger.engines.statements import engine_statements, wheel_sources
 
 pytestmark = pytest.mark.slow
 
@@ -75,6 +76,21 @@ def test_no_warning_is_read_as_a_failure_and_every_exception_is_its_cause(
     assert cov.share("raise") == 1.0  # each raised message is the failure's message, exactly
     assert cov.share("error") >= 0.97
     assert cov.tested("error") > 100 and cov.tested("warning") > 700  # the source was read
+
+
+@pytest.mark.parametrize("key", list(WHEELS))
+def test_a_failure_reads_the_same_in_what_surrounds_it_on_its_way_to_a_user(key: str) -> None:
+    """Each statement the run fails on, as logged, read again under a launcher's and a CI
+    runner's prefixes, torch's rank prefix, and as a pasted tail with no start (no traceback
+    header; SGLang's lines without their prefix): the same state, cause and message."""
+    given = os.environ.get("TUNELEDGER_ENGINE_WHEELS")
+    folder = Path(given) if given else Path.home() / ".cache" / "tuneledger" / "engine-wheels"
+    engine = "sglang" if key == "sglang" else "vllm"
+    statements = engine_statements(engine, wheel_sources(_wheel(WHEELS[key], folder)))
+    agreement = surroundings_agreement(engine, statements)
+    for name, (agree, tested) in agreement.items():
+        assert tested > 1000, name  # the source was read
+        assert agree / tested >= 0.999, f"{name}: {agree}/{tested}"
 
 
 def test_the_harmless_rules_are_few_and_give_their_reason() -> None:
