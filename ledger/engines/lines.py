@@ -30,11 +30,12 @@ LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
 _ANSI_RE = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07]*\x07")
 # A colour code whose ESC byte a paste dropped (GitHub shows "[1;36m(EngineCore_DP0 pid=1)[0;0m").
 _BARE_SGR_RE = re.compile(r"\[\d{1,3}(?:;\d{1,3})*m")
-# CI runners and log collectors put a time first: GitHub Actions' and kubectl --timestamps'
+# CI runners and log collectors put a time first (a cloud log viewer's export its severity before
+# it: "ERROR 2025-04-07T19:13:52.3178Z "): GitHub Actions' and kubectl --timestamps'
 # RFC 3339 time ("2024-05-01T12:34:56.1234567Z "), Buildkite's bracketed one
 # ("[2024-05-01T12:34:56Z] "), kubectl --prefix's "[pod/name/container] ".
 _CI_TIME_RE = re.compile(
-    r"^(?P<wrap>\[?\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)\]? )"
+    r"^(?P<wrap>(?:(?:DEFAULT|DEBUG|INFO|NOTICE|WARNING|ERROR|CRITICAL) )?\[?\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)\]? )"
 )
 _KUBECTL_PREFIX_RE = re.compile(r"^(?P<wrap>\[pod/[\w.-]+/[\w.-]+\] )")
 # What a paste into an issue adds: a Markdown code fence or inline-code backticks around a line,
@@ -206,10 +207,30 @@ _PROC_TAG_END_RE = re.compile(r"pid=\d+\)$")
 FLATTENED_LEN, FLATTENED_STARTS = 300, 3
 
 
+_LEADING_TIME_RE = re.compile(
+    r"^(?:`{3})?(?:(?:DEFAULT|DEBUG|INFO|NOTICE|WARNING|ERROR|CRITICAL) )?\[?"
+    r"(\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:[.,]\d+)?)"
+)
+
+
+def oldest_first(lines: list[str]) -> list[str]:
+    """``lines`` in the order they were written: a cloud log viewer exports newest first, which
+    shows as leading times that never rise and fall at least once; such a log is turned round."""
+    times = [m.group(1).replace(" ", "T") for line in lines if (m := _LEADING_TIME_RE.match(line))]
+    if len(times) < 5 or len(times) < len([x for x in lines if x.strip()]) * 0.8:
+        return lines
+    pairs = list(zip(times, times[1:], strict=False))
+    if any(b > a for a, b in pairs) or not any(b < a for a, b in pairs):
+        return lines
+    return lines[::-1]
+
+
 def unflatten(lines: list[str]) -> list[str]:
-    """``lines`` with each flattened line (a log that lost its newlines: a record boundary is a
-    prefix or a timestamp, not a newline) split at its records' starts; a frame line gets the
-    indentation Python gave it. Lines are then numbered as split (the paste had no lines)."""
+    """``lines`` oldest first (``oldest_first``), with each flattened line (a log that lost its
+    newlines: a record boundary is a prefix or a timestamp, not a newline) split at its records'
+    starts; a frame line gets the indentation Python gave it. Lines are then numbered as split
+    or turned (the paste had no lines of its own)."""
+    lines = oldest_first(lines)
     out: list[str] = []
     for line in lines:
         found = [

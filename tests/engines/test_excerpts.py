@@ -237,3 +237,17 @@ def test_an_excerpt_on_stdin_is_the_same_run_as_the_file(tmp_path: Path) -> None
         rows.append(invoke(["--ledger", ledger, "sql", "--format", "csv", sql]).stdout)
     assert rows[0] == rows[1]
     assert "sglang,failed,crash,AssertionError: FlashAttention v3" in rows[0]
+
+
+def test_a_cloud_viewers_newest_first_export_is_read_oldest_first() -> None:
+    rows = [
+        "Traceback (most recent call last):",
+        SG_FRAME.strip(),
+        "x = y[name]",
+        "KeyError: 'model.layers.55.mlp.gate_up_proj.input_scale'",
+        "[2025-04-07 19:13:52] Received sigquit from a child process. It usually means the child failed.",
+    ]
+    export = [f"ERROR 2025-04-07T19:13:52.3178{60 + i}Z {row}" for i, row in enumerate(rows)]
+    state, cause, message = _sglang_failure(export[::-1])
+    assert (state, cause) == ("failed", "crash")
+    assert message == "KeyError: 'model.layers.55.mlp.gate_up_proj.input_scale'"
