@@ -93,6 +93,7 @@ class GateEvaluator:
         self._reach: dict[str, Reach] = {}
         self._in_progress: set[str] = set()
         self._choice_flags: dict[str, list[str]] = {}
+        self._scope: ModelScope | None | bool = False  # False: not computed yet
         for definition in index.definitions.values():
             for choice in definition.choices:
                 self._choice_flags.setdefault(choice, []).append(definition.field)
@@ -268,9 +269,20 @@ class GateEvaluator:
         self._reach[key] = result
         return result
 
+    def model_scope(self) -> ModelScope | None:
+        """The model files the target's architecture runs (None: no model, or none serves it)."""
+        if self._scope is False:
+            self._scope = model_scope(self.index, self.interp.target)
+        return self._scope if isinstance(self._scope, ModelScope) else None
+
     def _module_reach(self, module: str, inside: bool) -> Reach:
         options: list[Reach] = []
         entry = self.index.entry_classes.get(module)
+        scope = self.model_scope() if inside else None
+        if scope is not None and scope.excludes(module):
+            # Another model's file: its classes never run for this model, whoever imports
+            # the module (the model registry imports every model file).
+            return Reach(False, [scope.gate(module, self.index.paths.get(module, module))])
         if entry and inside:
             options.append(self.architecture_gate(module, entry))
         sites = self._importers(module)
@@ -324,6 +336,81 @@ class GateEvaluator:
         value = model.architecture in entry
         fact = Fact(MODEL, "architecture", f"model architecture {model.architecture}")
         return Reach(value, [GateEval("model", text, site, value, frozenset({fact}))])
+
+
+#: Modules a model scope follows from the selected model files (a bound: the walk stays fast).
+_SCOPE_MODULES = 400
+
+
+@dataclass
+class ModelScope:
+    """The model files (modules of a package holding ``EntryClass`` files, or vLLM's registry)
+    that the target's architecture loads: the files registering it and what they import."""
+
+    architecture: str
+    packages: tuple[str, ...]  # the model packages, ``sglang.srt.models``
+    selected: frozenset[str]  # the files registering the architecture
+    loaded: frozenset[str]  # those and every module they import, transitively
+
+    def is_model_file(self, module: str) -> bool:
+        return any(module.startswith(package + ".") for package in self.packages)
+
+    def excludes(self, module: str) -> bool:
+        return self.is_model_file(module) and module not in self.loaded
+
+    def gate(self, module: str, path: str) -> GateEval:
+        fact = Fact(MODEL, "architecture", f"model architecture {self.architecture}")
+        text = f"{path} is another model's file ({self.architecture} loads {', '.join(sorted(self.selected))})"
+        return GateEval("model", text, Site(path, 0), False, frozenset({fact}))
+
+
+def model_scope(index: VersionIndex, target: Any) -> ModelScope | None:
+    model = target.model
+    if model is None or not model.architecture:
+        return None
+    entries = index.entry_classes
+    selected = {module for module, classes in entries.items() if model.architecture in classes}
+    if not selected:
+        return None  # an architecture no file registers: nothing is excluded
+    packages: dict[str, int] = {}
+    for module in entries:
+        parent = module.rpartition(".")[0]
+        packages[parent] = packages.get(parent, 0) + 1
+    model_packages = [
+        p for p, n in packages.items() if n >= 3 or any(s.startswith(p + ".") for s in selected)
+    ]
+    packages_found = tuple(sorted(model_packages))
+
+    def is_model(module: str) -> bool:
+        return any(module.startswith(package + ".") for package in packages_found)
+
+    forward: dict[str, set[str]] = {}
+    shared: set[str] = set()  # model-package helpers that code outside the models imports
+    for target_module, sites in index.importers.items():
+        if target_module not in index.paths or not is_model(target_module):
+            continue
+        for site in sites:
+            importer = _module_of(site)
+            if is_model(importer):
+                forward.setdefault(importer, set()).add(target_module)
+            elif ".test" not in importer and target_module not in entries:
+                shared.add(target_module)
+    # Model files import each other's classes (Qwen3.5 builds on Qwen2-MoE's blocks): those
+    # run too. An import by code outside the models (a helper, a type) runs no model class.
+    loaded = set(selected)
+    queue = sorted(selected)
+    while queue and len(loaded) < _SCOPE_MODULES:
+        current = queue.pop()
+        for imported in sorted(forward.get(current, ())):
+            if imported not in loaded:
+                loaded.add(imported)
+                queue.append(imported)
+    return ModelScope(
+        model.architecture,
+        packages_found,
+        frozenset(selected),
+        frozenset(loaded | shared),
+    )
 
 
 def _module_of(site: ImportSite) -> str:

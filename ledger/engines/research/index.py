@@ -21,7 +21,7 @@ from .sources import EngineSource
 from .world import BindingSpec
 
 #: Bump when what the index holds changes: older cache entries are then ignored.
-INDEX_FORMAT = 7
+INDEX_FORMAT = 8
 
 
 @dataclass
