@@ -14,14 +14,20 @@ from dataclasses import dataclass, field
 
 from .access import AccessModel
 from .definitions import FlagDefinition
-from .model import ImportSite, ModuleSummary, ReadSite, Site, StoreSite
+from .model import CallSite, ImportSite, ModuleSummary, ReadSite, Site, StoreSite
 from .pysource import module_name, scan_imports
 from .scan import scan_source
 from .sources import EngineSource
 from .world import BindingSpec
 
+#: A name defined more often than this in the package: its calls are not told apart (nor kept).
+MAX_HOMONYMS = 3
+
+#: Callers followed up from a read (a function's caller's caller...).
+CALL_DEPTH = 3
+
 #: Bump when what the index holds changes: older cache entries are then ignored.
-INDEX_FORMAT = 8
+INDEX_FORMAT = 9
 
 
 @dataclass
@@ -39,6 +45,11 @@ class VersionIndex:
     entry_classes: dict[str, tuple[str, ...]] = field(default_factory=dict)
     tables: dict[str, dict[str, list[BindingSpec]]] = field(default_factory=dict)
     errors: dict[str, str] = field(default_factory=dict)
+    #: who calls (or names as a value) each function or class of the package, by its name
+    calls: dict[str, list[CallSite]] = field(default_factory=dict)
+    #: how many functions and classes of the package have each name (a call by a name defined
+    #: many times cannot be told apart)
+    defined: dict[str, int] = field(default_factory=dict)
     format: int = INDEX_FORMAT
 
     def flag(self, name: str) -> FlagDefinition | None:
@@ -114,7 +125,11 @@ def build_index(
 
 
 def add_summaries(index: VersionIndex, summaries: Iterable[ModuleSummary]) -> None:
+    calls: list[CallSite] = []
     for summary in summaries:
+        for name in summary.defined:
+            index.defined[name] = index.defined.get(name, 0) + 1
+        calls.extend(summary.calls)
         if summary.error:
             index.errors[summary.path] = summary.error
         for read in summary.reads:
@@ -129,3 +144,34 @@ def add_summaries(index: VersionIndex, summaries: Iterable[ModuleSummary]) -> No
             index.tables[summary.module] = summary.table
         if summary.entry_classes:
             index.entry_classes[summary.module] = summary.entry_classes
+    keep_calls(index, calls)
+
+
+def _names_of(module_function: tuple[str, str | None]) -> set[str]:
+    function, class_name = module_function
+    names = {class_name} if class_name else set()
+    if function != "<module>":
+        names.add(function.split(".")[-1])
+    return names
+
+
+def keep_calls(index: VersionIndex, calls: list[CallSite]) -> None:
+    """Keep the calls a read's path may go through: of the functions and classes that read a
+    flag, of their callers, up to ``CALL_DEPTH`` callers up (the rest is never asked about)."""
+    by_callee: dict[str, list[CallSite]] = {}
+    for call in calls:  # a name defined many times cannot be told apart: not kept
+        if 0 < index.defined.get(call.callee, 0) <= MAX_HOMONYMS:
+            by_callee.setdefault(call.callee, []).append(call)
+    wanted: set[str] = set()
+    for reads in index.reads.values():
+        for read in reads:
+            wanted |= _names_of((read.scope.function, read.scope.class_name))
+    frontier = wanted
+    for _ in range(CALL_DEPTH):
+        found: set[str] = set()
+        for name in frontier:
+            for call in by_callee.get(name, ()):
+                found |= _names_of((call.function, call.class_name))
+        frontier = found - wanted
+        wanted |= found
+    index.calls = {name: by_callee[name] for name in sorted(wanted) if name in by_callee}
