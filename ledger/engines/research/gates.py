@@ -509,7 +509,7 @@ class ModelScope:
     def gate(self, module: str, path: str) -> GateEval:
         fact = Fact(MODEL, "architecture", f"model architecture {self.architecture}")
         text = f"{path} is another model's file ({self.architecture} loads {', '.join(sorted(self.selected))})"
-        return GateEval("model", text, Site(path, 0), False, frozenset({fact}))
+        return GateEval("model-scope", text, Site(path, 0), False, frozenset({fact}))
 
 
 def model_scope(index: VersionIndex, target: Any) -> ModelScope | None:

@@ -450,6 +450,8 @@ class Scanner:
             exprs = [node.subject]
         elif isinstance(node, ast.Try | ast.TryStar | ast.Import | ast.ImportFrom):
             exprs = []
+        elif isinstance(node, ast.AnnAssign):  # an annotation builds nothing
+            exprs = [node.value] if node.value is not None else []
         else:
             exprs = [c for c in ast.iter_child_nodes(node) if isinstance(c, ast.expr)]
         for expr in exprs:
@@ -477,6 +479,8 @@ class Scanner:
             name = call_name(node.func)
             if name is not None and name not in _NOT_CALLEES:
                 self._record_call(name, node, gates)
+            if name in ("isinstance", "issubclass", "cast"):
+                return  # a class named as a type builds nothing
             if isinstance(node.func, ast.Attribute):
                 self._calls(node.func.value, gates, depth + 1)
             for arg in node.args:
@@ -487,6 +491,17 @@ class Scanner:
         if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
             if node.id[:1].isupper() and not node.id.isupper():  # a class as a value
                 self._record_call(node.id, node, gates)
+            return
+        if isinstance(node, ast.Attribute):  # ``Cls.attr``: the class itself is not built
+            if not isinstance(node.value, ast.Name):
+                self._calls(node.value, gates, depth + 1)
+            return
+        if isinstance(node, ast.Subscript):  # ``Optional[Cls]``: a type, not a value
+            self._calls(node.value, gates, depth + 1)
+            if not isinstance(node.value, ast.Name | ast.Attribute):
+                self._calls(node.slice, gates, depth + 1)
+            elif not isinstance(node.slice, ast.Name | ast.Tuple | ast.Subscript):
+                self._calls(node.slice, gates, depth + 1)
             return
         for child in ast.iter_child_nodes(node):
             if isinstance(child, ast.expr):

@@ -84,6 +84,11 @@ class FlagReport:
     couplings: list[OverrideResult] = dataclasses.field(default_factory=list)
     refusals: list[Refusal] = dataclasses.field(default_factory=list)
     evidence: list[Evidence] = dataclasses.field(default_factory=list)
+    #: ``proven`` (every path to every read followed, every condition decided), ``likely``
+    #: (decided on paths partly followed), ``unknown`` (the analysis cannot tell)
+    confidence: str = "unknown"
+    #: the paths not followed or the conditions taken as run-time values, for people
+    unresolved: list[str] = dataclasses.field(default_factory=list)
 
     @property
     def no_effect(self) -> bool:
@@ -172,7 +177,47 @@ class Judge:
             r for r in self.resolution.refusals if field_name in r.flags_read() and r.certain
         ]
         self.decide(report, runtime)
+        report.confidence = self.confidence(report)
         return report
+
+    def confidence(self, report: FlagReport) -> str:
+        """How far the verdict can be trusted: ``proven`` only where every path to it was
+        followed and every condition deciding it was decided from the source."""
+        complete = self.resolution.complete
+        verdict = report.verdict
+        for reader in report.readers:
+            for note in reader.reach.unresolved:
+                if note not in report.unresolved:
+                    report.unresolved.append(note)
+        if report.confidence != "unknown" and verdict != "unknown":
+            return report.confidence  # set where the verdict was made (a translated flag)
+        if verdict == "unknown":
+            return "unknown"
+        if verdict == "dead-code":
+            return "proven"  # no read, no string use, nothing derived: holds on any path
+        if verdict == "overridden" or (verdict == "incompatible" and report.refusals):
+            return "proven" if complete else "likely"
+        if verdict == "incompatible":
+            return "likely"  # a reading function that raises, walked with unknown arguments
+        if verdict == "conditional":
+            named = [c for c in report.conditions if "too deep" not in c]
+            return "likely" if named or report.reason else "unknown"
+        readers = report.readers
+        if verdict == "effective":
+            active = [r for r in readers if r.reach.value is True]
+            if not active:
+                return "likely"  # effective through the argument resolution's settings
+            return "proven" if not active[0].reach.unresolved and complete else "likely"
+        # not-activated, no-op: every read found is off; callers matched by name, or the
+        # model files a scope left out, may be wrong where the gates a read's own are not
+        caller = any(
+            g.kind in ("caller", "model-scope") and g.value is False
+            for r in readers
+            for g in r.reach.gates
+        )
+        if not readers or caller or any(r.reach.unresolved for r in readers):
+            return "likely"
+        return "proven"
 
     def readers(self, reads: list[ReadSite], every: bool = False) -> list[ReaderResult]:
         """Each read's conditions; once one read is active the flag is, and the rest wait
@@ -349,6 +394,7 @@ class Judge:
             )
             return
         report.verdict = inner.verdict
+        report.confidence = inner.confidence
         report.conditions = inner.conditions
         report.reason = (
             f"the engine turns --{report.flag} into {coupling.value} ({coupling.site}); "
