@@ -172,13 +172,13 @@ class GateEvaluator:
             return GateEval(spec.kind, why, spec.site, None, frozenset(), why)
         try:
             expr = parse_expression(spec.source)
-        except SyntaxError:
+        except (SyntaxError, RecursionError, MemoryError):
             return GateEval(spec.kind, spec.text, spec.site, None, frozenset(), spec.text)
         frame = self.frame(scope)
         self.interp.allow(_GATE_STEPS)
         try:
             value, facts = self.interp.with_facts(lambda: self.interp.eval(expr, frame))
-        except Budget:
+        except (Budget, RecursionError):
             value, facts = Unknown(f"{spec.text} (too deep to follow)"), frozenset()
         t = truth(value)
         if t is not None and spec.negate:

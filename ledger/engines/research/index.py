@@ -27,7 +27,7 @@ MAX_HOMONYMS = 3
 CALL_DEPTH = 3
 
 #: Bump when what the index holds changes: older cache entries are then ignored.
-INDEX_FORMAT = 10
+INDEX_FORMAT = 11
 
 
 @dataclass

@@ -71,7 +71,8 @@ class ReadSite:
     scope: Scope
     handling: bool  # in the argument layer (definition, resolution, validation)
     strict: bool  # the object read is the server arguments (not a same-named attribute)
-    #: what the value is used for: "value" (anything), "validation" (a raise, an assert, a
+    #: what the value is used for: "value" (anything), "log" (written to the log: an echo, not
+    #: a use), "validation" (a raise, an assert, a
     #: log message), "self" (deciding or computing the flag's own new value)
     use: str = "value"
 
