@@ -8,7 +8,7 @@ hash (``cache``); evaluating it for an arch and a model (``verdicts``) takes sec
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 
@@ -26,8 +26,11 @@ MAX_HOMONYMS = 3
 #: Callers followed up from a read (a function's caller's caller...).
 CALL_DEPTH = 3
 
+#: Rounds of parsing, for their calls, the files that name a function on a read's path.
+CALL_PASSES = 2
+
 #: Bump when what the index holds changes: older cache entries are then ignored.
-INDEX_FORMAT = 11
+INDEX_FORMAT = 12
 
 
 @dataclass
@@ -100,16 +103,78 @@ def _chunks(items: list[tuple[str, bytes]], count: int) -> list[list[tuple[str, 
     return [ordered[i::count] for i in range(count)]
 
 
+def _parse_chunk(items: list[tuple[str, bytes]], model: AccessModel) -> list[ModuleSummary]:
+    return [scan_source(path, data, model) for path, data in items]
+
+
+def _run(
+    chunk_function: Callable[[list[tuple[str, bytes]], AccessModel], list[ModuleSummary]],
+    items: list[tuple[str, bytes]],
+    model: AccessModel,
+    workers: int | None,
+) -> list[ModuleSummary]:
+    count = max(1, min(workers or os.cpu_count() or 1, 8))
+    if count == 1 or len(items) < 200:
+        return chunk_function(items, model)
+    with ProcessPoolExecutor(max_workers=count) as pool:
+        futures = [pool.submit(chunk_function, chunk, model) for chunk in _chunks(items, count * 4)]
+        return [summary for future in futures for summary in future.result()]
+
+
 def scan_all(
     source: EngineSource, model: AccessModel, workers: int | None = None
 ) -> list[ModuleSummary]:
+    """Every file: parsed where it names a flag, its imports only elsewhere; then parsed too,
+    for its calls, a file that names a function or class on a read's path (a factory that
+    returns the class reading the flag names no flag itself)."""
     items = [(path, source.read(path)) for path in source.paths()]
-    count = max(1, min(workers or os.cpu_count() or 1, 8))
-    if count == 1 or len(items) < 200:
-        return _scan_chunk(items, model)
-    with ProcessPoolExecutor(max_workers=count) as pool:
-        futures = [pool.submit(_scan_chunk, chunk, model) for chunk in _chunks(items, count * 4)]
-        return [summary for future in futures for summary in future.result()]
+    summaries = _run(_scan_chunk, items, model, workers)
+    for _ in range(CALL_PASSES):
+        wanted = path_names(summaries)
+        if not wanted:
+            break
+        import ahocorasick_rs
+
+        finder = ahocorasick_rs.BytesAhoCorasick(sorted(name.encode() for name in wanted))
+        by_path = {s.path: i for i, s in enumerate(summaries)}
+        again = [
+            (path, data)
+            for path, data in items
+            if summaries[by_path[path]].table is None
+            and not summaries[by_path[path]].error
+            and finder.find_matches_as_indexes(data)
+        ]
+        if not again:
+            break
+        for summary in _run(_parse_chunk, again, model, workers):
+            summaries[by_path[summary.path]] = summary
+    return summaries
+
+
+def path_names(summaries: list[ModuleSummary]) -> set[str]:
+    """The functions and classes that read a flag, and their callers ``CALL_DEPTH`` up, whose
+    name is defined a few times at most (the rest cannot be told apart by name)."""
+    defined: dict[str, int] = {}
+    calls: list[CallSite] = []
+    wanted: set[str] = set()
+    for summary in summaries:
+        for name in summary.defined:
+            defined[name] = defined.get(name, 0) + 1
+        calls.extend(summary.calls)
+        for read in summary.reads:
+            wanted |= _names_of((read.scope.function, read.scope.class_name))
+    by_callee: dict[str, list[CallSite]] = {}
+    for call in calls:
+        by_callee.setdefault(call.callee, []).append(call)
+    frontier = set(wanted)
+    for _ in range(CALL_DEPTH):
+        found: set[str] = set()
+        for name in frontier:
+            for call in by_callee.get(name, ()):
+                found |= _names_of((call.function, call.class_name))
+        frontier = found - wanted
+        wanted |= found
+    return {name for name in wanted if defined.get(name, 0) <= MAX_HOMONYMS and len(name) > 3}
 
 
 def build_index(

@@ -15,6 +15,7 @@ from typing import Any
 
 from .index import VersionIndex
 from .interpreter import Interpreter
+from .model import Site
 from .records import Budget, Change, FlagState, Frame, Refusal, _bases
 from .target import Target
 from .values import ClassRef, Unknown
@@ -25,6 +26,9 @@ ENTRY_POINTS: dict[str, tuple[str, str, tuple[str, ...]]] = {
     "sglang": ("sglang.srt.server_args", "ServerArgs", ("__post_init__", "resolve_once")),
     "vllm": ("vllm.engine.arg_utils", "EngineArgs", ("create_engine_config",)),
 }
+
+#: Flags given up to which a refusal no flag's read explains is tried without each in turn.
+_ONE_BY_ONE = 6
 
 #: A value for the model path when none is given: resolution branches on "dummy" models.
 _MODEL_PLACEHOLDER = "/models/model"
@@ -122,8 +126,19 @@ def attribute_refusals(
         }
         if not readers and len(given) == 1:
             readers = set(given)
+        if not readers and len(given) <= _ONE_BY_ONE:
+            readers = {
+                name
+                for name in sorted(given)
+                if refusal.site not in _reached_without(world, index, target, name)
+            }
         for name in readers:
             resolution.caused.setdefault(name, []).append(refusal)
+
+
+def _reached_without(world: World, index: VersionIndex, target: Target, name: str) -> set[Site]:
+    bare = replace(target, flags={k: v for k, v in target.flags.items() if k != name})
+    return {r.site for r in walk(new_interpreter(world, index, bare), index).refusals}
 
 
 def _enclosing_function(world: World, path: str, line: int) -> str | None:
