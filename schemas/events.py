@@ -227,7 +227,8 @@ class FlagResearched(Event):
     ``arch``, ``model_architecture`` and ``tp_size``); ``conditions``: the conditions as
     written that decide the verdict (the runtime values a ``conditional`` verdict depends on);
     ``evidence``: ``source`` pointers (``sglang/srt/x.py:123``) with what is there;
-    ``confidence`` (basis ``source``): ``proven``, ``likely`` or ``unknown`` (None: not stated).
+    ``verdict_confidence`` (basis ``source``): ``proven``, ``likely`` or ``unknown`` (None: not
+    stated).
     """
 
     type: Literal["flag_researched"] = "flag_researched"
@@ -251,7 +252,7 @@ class FlagResearched(Event):
     conditions: list[str] = Field(default_factory=list)
     evidence: list[Evidence] = Field(default_factory=list)
     notes: str | None = None
-    confidence: Confidence | None = None
+    verdict_confidence: Confidence | None = None
     candidate_id: str | None = None
 
     @field_validator("flag")

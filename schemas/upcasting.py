@@ -18,7 +18,7 @@ History of the schemas:
   (``tuneledger research`` records ``basis: source`` with the arch and model it read the
   source for). A v2 row reads as ``basis: researched`` and no arch of its own (the views fall
   back to the envelope host's, as before).
-- ``flag_researched`` v3 had no ``confidence``; v4 has it (``tuneledger research`` states how
+- ``flag_researched`` v3 had no ``verdict_confidence``; v4 has it (``tuneledger research`` states how
   far each verdict read off the source can be trusted). A v3 row reads with no confidence
   (None: not stated), its payload unchanged.
 - ``comparison_completed`` v1 signed ``change``, ``ci_low`` and ``ci_high`` so that + was
@@ -85,7 +85,7 @@ def _flag_v2_to_v3(payload: Payload) -> Payload:
 
 
 def _flag_v3_to_v4(payload: Payload) -> Payload:
-    return dict(payload)  # ``confidence`` absent: the model's None
+    return dict(payload)  # ``verdict_confidence`` absent: the model's None
 
 
 def _flip(x: Any) -> float | None:

@@ -185,7 +185,7 @@ def test_confidence_in_json_text_and_the_recorded_event(
     assert sum(payload["confidence_counts"].values()) == len(payload["flags"])
     assert "--hashed-only-knob  dead-code (proven) (given 1)" in to_text(result)
     event = researched_event(result, report(result, "aiter-fusion-knob"))
-    assert (event.schema_version, event.confidence) == (4, "likely")
+    assert (event.schema_version, event.verdict_confidence) == (4, "likely")
 
 
 # --- 6. input --------------------------------------------------------------------------------
