@@ -1,5 +1,5 @@
-"""The kinds of path issue 31 found the research getting wrong, each on the synthetic tree
-tests/fixtures/research/sglang_kinds (SGLang's dataclass generation): which model files run,
+"""The kinds of path the research got wrong on flags read by hand (docs/research.md), each on
+the synthetic tree tests/fixtures/research/sglang_kinds (SGLang's dataclass generation): which model files run,
 the conditions of a read's callers, refusals anywhere on the start path, what is not a read,
 and the confidence each verdict carries. Each flag there is one kind; none is special-cased."""
 
