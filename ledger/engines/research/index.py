@@ -11,6 +11,7 @@ import os
 from collections.abc import Callable, Iterable
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
+from typing import Any
 
 from .access import AccessModel
 from .definitions import FlagDefinition
@@ -26,11 +27,14 @@ MAX_HOMONYMS = 3
 #: Callers followed up from a read (a function's caller's caller...).
 CALL_DEPTH = 3
 
-#: Rounds of parsing, for their calls, the files that name a function on a read's path.
-CALL_PASSES = 2
+#: Callers up from a read whose names make a file that names no flag parsed for its calls (the
+#: reading function's callers, and theirs: a factory and who calls the factory).
+CALL_PASS_DEPTH = 1
+#: A name found in more files that name no flag than this does not make them parsed.
+CALL_PASS_FILES = 8
 
 #: Bump when what the index holds changes: older cache entries are then ignored.
-INDEX_FORMAT = 12
+INDEX_FORMAT = 13
 
 
 @dataclass
@@ -129,31 +133,53 @@ def scan_all(
     returns the class reading the flag names no flag itself)."""
     items = [(path, source.read(path)) for path in source.paths()]
     summaries = _run(_scan_chunk, items, model, workers)
-    for _ in range(CALL_PASSES):
-        wanted = path_names(summaries)
-        if not wanted:
-            break
-        import ahocorasick_rs
+    wanted = path_names(summaries, CALL_PASS_DEPTH)
+    if not wanted:
+        return summaries
+    import ahocorasick_rs
 
-        finder = ahocorasick_rs.BytesAhoCorasick(sorted(name.encode() for name in wanted))
-        by_path = {s.path: i for i, s in enumerate(summaries)}
-        again = [
-            (path, data)
-            for path, data in items
-            if summaries[by_path[path]].table is None
-            and not summaries[by_path[path]].error
-            and finder.find_matches_as_indexes(data)
-        ]
-        if not again:
-            break
-        for summary in _run(_parse_chunk, again, model, workers):
-            summaries[by_path[summary.path]] = summary
+    finder = ahocorasick_rs.BytesAhoCorasick(
+        sorted(name.encode() for name in wanted),
+        matchkind=ahocorasick_rs.MATCHKIND_LEFTMOST_LONGEST,
+    )
+    by_path = {s.path: i for i, s in enumerate(summaries)}
+    named: list[tuple[str, bytes, set[int]]] = []
+    files_naming: dict[int, int] = {}
+    for path, data in items:
+        summary = summaries[by_path[path]]
+        if summary.table is not None or summary.error:
+            continue
+        found = _words(finder, data)
+        if found:
+            named.append((path, data, found))
+            for name in found:
+                files_naming[name] = files_naming.get(name, 0) + 1
+    # A name in many files (``launch``, ``ForwardBatch`` in signatures) is everyone's: parsing
+    # them all would double the scan for calls that cannot be told apart anyway.
+    again = [
+        (path, data)
+        for path, data, found in named
+        if any(files_naming[name] <= CALL_PASS_FILES for name in found)
+    ]
+    for summary in _run(_parse_chunk, again, model, workers):
+        summaries[by_path[summary.path]] = summary
     return summaries
 
 
-def path_names(summaries: list[ModuleSummary]) -> set[str]:
-    """The functions and classes that read a flag, and their callers ``CALL_DEPTH`` up, whose
-    name is defined a few times at most (the rest cannot be told apart by name)."""
+def _words(finder: Any, data: bytes) -> set[int]:
+    """The finder's names in ``data`` as whole identifiers (by their index)."""
+    found: set[int] = set()
+    for name, start, end in finder.find_matches_as_indexes(data):
+        before = data[start - 1 : start] if start else b" "
+        after = data[end : end + 1] or b" "
+        if not (before.isalnum() or before == b"_" or after.isalnum() or after == b"_"):
+            found.add(name)
+    return found
+
+
+def path_names(summaries: list[ModuleSummary], depth: int = CALL_DEPTH) -> set[str]:
+    """The functions and classes that read a flag, and their callers ``depth`` up, whose name
+    is defined a few times at most (the rest cannot be told apart by name)."""
     defined: dict[str, int] = {}
     calls: list[CallSite] = []
     wanted: set[str] = set()
@@ -167,14 +193,14 @@ def path_names(summaries: list[ModuleSummary]) -> set[str]:
     for call in calls:
         by_callee.setdefault(call.callee, []).append(call)
     frontier = set(wanted)
-    for _ in range(CALL_DEPTH):
+    for _ in range(depth):
         found: set[str] = set()
         for name in frontier:
             for call in by_callee.get(name, ()):
                 found |= _names_of((call.function, call.class_name))
         frontier = found - wanted
         wanted |= found
-    return {name for name in wanted if defined.get(name, 0) <= MAX_HOMONYMS and len(name) > 3}
+    return {name for name in wanted if 0 < defined.get(name, 0) <= MAX_HOMONYMS and len(name) > 5}
 
 
 def build_index(

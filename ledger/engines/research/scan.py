@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ast
 import re
+import warnings
 from collections.abc import Callable, Sequence
 
 from .access import ARGS, AccessModel
@@ -700,7 +701,9 @@ def scan_source(path: str, data: bytes, model: AccessModel) -> ModuleSummary:
     """The summary of one file; a file that does not parse is reported, not fatal."""
     try:
         source = data.decode("utf-8")
-        tree = ast.parse(source, filename=path)
+        with warnings.catch_warnings():  # the engine's invalid escapes are not ours to report
+            warnings.simplefilter("ignore")
+            tree = ast.parse(source, filename=path)
         return Scanner(path, source, model).run(tree)
     except (SyntaxError, UnicodeDecodeError, ValueError, RecursionError, MemoryError) as exc:
         # RecursionError, MemoryError: code nested deeper than the parser or the walk goes
