@@ -109,6 +109,18 @@ def test_a_factory_branch_is_conditional_never_effective(
     assert "self.is_ngram()" in found.conditions
 
 
+def test_a_class_built_only_by_the_backend_a_registry_selects(
+    kinds: tuple[EngineSource, VersionIndex],
+) -> None:
+    triton = run(kinds, "--attention-backend triton --flashinfer-workspace-mb 256")
+    found = report(triton, "flashinfer-workspace-mb")
+    assert found.verdict == "no-op" and "attention_backend='triton'" in found.reason
+    chosen = run(kinds, "--attention-backend flashinfer --flashinfer-workspace-mb 256")
+    assert report(chosen, "flashinfer-workspace-mb").verdict == "effective"
+    unset = report(run(kinds, "--flashinfer-workspace-mb 256"), "flashinfer-workspace-mb")
+    assert unset.verdict == "conditional"  # the engine picks a backend at run time
+
+
 def test_a_capability_table_keyed_by_the_major_version(
     kinds: tuple[EngineSource, VersionIndex],
 ) -> None:

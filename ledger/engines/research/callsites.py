@@ -119,6 +119,6 @@ class CallRecorder:
                 scope.module,
                 scope.function,
                 scope.class_name,
-                scope if made else None,
+                scope if made or scope.decorators else None,  # a registry's decorator gates
             )
         )

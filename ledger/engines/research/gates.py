@@ -337,6 +337,13 @@ class GateEvaluator:
             gates.append(dataclasses.replace(evaluated, kind="caller", text=text))
             if evaluated.value is False:
                 return Reach(False, gates[-1:])
+        if site.scope is not None:  # built in a function a backend registry selects
+            for registry in self.registry_gates(site.scope):
+                gates.append(
+                    dataclasses.replace(registry, text=f"{registry.text} (caller {site.site})")
+                )
+                if registry.value is False:
+                    return Reach(False, gates[-1:])
         module = self.module_reach(site.module, inside=site.function != "<module>")
         if module.value is False:
             return Reach(False, module.deciding())

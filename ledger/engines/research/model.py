@@ -113,7 +113,7 @@ class CallSite:
     module: str
     function: str  # qualified name, "<module>" at top level
     class_name: str | None
-    scope: Scope | None  # kept only when there are gates to evaluate
+    scope: Scope | None  # kept only when there are gates (or registry decorators) to evaluate
 
 
 @dataclass
