@@ -80,6 +80,15 @@ def test_another_models_file_never_decides(kinds: tuple[EngineSource, VersionInd
     assert oss.reason.startswith("--attention-backend is read at sglang/srt/models/other_oss.py:")
 
 
+def test_a_flag_only_another_model_reads(kinds: tuple[EngineSource, VersionIndex]) -> None:
+    foo = report(run(kinds, "--oss-sinks-knob 1"), "oss-sinks-knob")
+    assert (foo.verdict, foo.confidence) == ("not-activated", "likely")
+    assert "model architecture FooMoeForCausalLM" in foo.reason
+    assert "sglang/srt/models/other_oss.py is another model's file" in foo.reason
+    oss = report(run(kinds, "--oss-sinks-knob 1", model="other_oss"), "oss-sinks-knob")
+    assert oss.verdict == "effective"
+
+
 # --- 2. interprocedural gates --------------------------------------------------------------
 
 
