@@ -20,6 +20,7 @@ from .parts import BenchMetrics, StartupFacts, Workload
 from .vocab import (
     CandidateKind,
     ComparisonVerdict,
+    Confidence,
     FailureCause,
     FindingKind,
     Priority,
@@ -225,11 +226,13 @@ class FlagResearched(Event):
     or ``source`` (``tuneledger research`` read the engine's source for ``engine_version``,
     ``arch``, ``model_architecture`` and ``tp_size``); ``conditions``: the conditions as
     written that decide the verdict (the runtime values a ``conditional`` verdict depends on);
-    ``evidence``: ``source`` pointers (``sglang/srt/x.py:123``) with what is there.
+    ``evidence``: ``source`` pointers (``sglang/srt/x.py:123``) with what is there;
+    ``verdict_confidence`` (basis ``source``): ``proven``, ``likely`` or ``unknown`` (None: not
+    stated).
     """
 
     type: Literal["flag_researched"] = "flag_researched"
-    schema_version: Literal[3] = 3
+    schema_version: Literal[4] = 4
     summary_sql: ClassVar[str] = (
         "p.flag || ': ' || p.verdict || coalesce(' - ' || coalesce(p.what_it_does, p.notes), '')"
     )
@@ -249,6 +252,7 @@ class FlagResearched(Event):
     conditions: list[str] = Field(default_factory=list)
     evidence: list[Evidence] = Field(default_factory=list)
     notes: str | None = None
+    verdict_confidence: Confidence | None = None
     candidate_id: str | None = None
 
     @field_validator("flag")

@@ -18,6 +18,9 @@ History of the schemas:
   (``tuneledger research`` records ``basis: source`` with the arch and model it read the
   source for). A v2 row reads as ``basis: researched`` and no arch of its own (the views fall
   back to the envelope host's, as before).
+- ``flag_researched`` v3 had no ``verdict_confidence``; v4 has it (``tuneledger research`` states how
+  far each verdict read off the source can be trusted). A v3 row reads with no confidence
+  (None: not stated), its payload unchanged.
 - ``comparison_completed`` v1 signed ``change``, ``ci_low`` and ``ci_high`` so that + was
   better (a 10% lower latency read +11.1%) and spelled three verdicts with spaces
   (``no measurable change``); v2 holds the metric's own change ``value / baseline - 1`` (the one
@@ -79,6 +82,10 @@ def _flag_v2_to_v3(payload: Payload) -> Payload:
     out["basis"] = payload.get("basis") or "researched"
     out.setdefault("conditions", [])
     return out
+
+
+def _flag_v3_to_v4(payload: Payload) -> Payload:
+    return dict(payload)  # ``verdict_confidence`` absent: the model's None
 
 
 def _flip(x: Any) -> float | None:
@@ -179,6 +186,7 @@ UPCASTERS: tuple[Upcaster, ...] = (
         "'basis', coalesce(payload->>'basis', 'researched'), "
         "'conditions', coalesce(payload->'conditions', json('[]'))))",
     ),
+    Upcaster("flag_researched", 3, _flag_v3_to_v4, "payload"),
     Upcaster(
         "comparison_completed",
         1,

@@ -33,6 +33,13 @@ Verdict = Literal[
 ]
 VERDICTS: tuple[str, ...] = get_args(Verdict)
 
+#: How far a verdict read off the source can be trusted (``tuneledger research``):
+#: ``proven``: every path to every read was followed and every condition decided;
+#: ``likely``: decided, but on paths partly followed (a caller not found, a run-time value);
+#: ``unknown``: the analysis could not tell (docs/research.md gives each level's precision).
+Confidence = Literal["proven", "likely", "unknown"]
+CONFIDENCES: tuple[str, ...] = get_args(Confidence)
+
 #: Verdicts meaning "the flag changed nothing or was not in effect" (``no_effect``).
 NO_EFFECT_VERDICTS: tuple[str, ...] = (
     "no-op",

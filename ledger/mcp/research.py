@@ -49,7 +49,8 @@ class ResearchOut(BaseModel):
     target: dict[str, Any]
     counts: dict[str, int] = Field(description="Flags shown per verdict.")
     flags: list[dict[str, Any]] = Field(
-        description="Per flag: verdict, reason, definition and evidence (file:line)."
+        description="Per flag: verdict, confidence (proven, likely, unknown), reason, "
+        "definition and evidence (file:line)."
     )
     unknown_flags: list[dict[str, Any]] = Field(
         description="Flags given that this version does not define, with the nearest spelling."

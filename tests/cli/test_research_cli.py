@@ -52,7 +52,7 @@ def test_text_names_version_target_and_unknown_flags() -> None:
     assert code == 0
     assert out.startswith("sglang 0.0.1 (sha256 dir-")
     assert "on sm120, FooMoeForCausalLM, TP=4" in out.splitlines()[0]
-    assert "--enable-mixed-chunk  overridden (given True)" in out
+    assert "--enable-mixed-chunk  overridden (proven) (given True)" in out
     assert "--enable-topk-fusoin  not defined in sglang 0.0.1 (nearest: --enable-topk-fusion" in out
 
 

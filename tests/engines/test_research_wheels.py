@@ -126,6 +126,18 @@ def test_seeds_answers_on_the_newest_release(v0523: tuple[object, object]) -> No
     assert kind == "overridden" and "adjusted to speculative_num_steps + 1" in reason
 
 
+def test_qwen35_triton_backend_is_not_refused_by_another_models_file(
+    v0523: tuple[object, object],
+) -> None:
+    # models/gpt_oss.py reads the backend beside an assert on its own layer types; Qwen3.5 never
+    # loads that file (a generic quantization layer imports it for a type)
+    result = run(v0523, "--attention-backend triton")
+    (found,) = [r for r in result.reports if r.flag == "attention-backend"]
+    assert found.verdict != "incompatible", found.reason
+    assert "gpt_oss.py" not in found.reason
+    assert found.confidence in ("proven", "likely", "unknown")
+
+
 def test_unknown_flag_on_the_first_qwen35_release(wheels: Path, cache: Path) -> None:
     v059 = engine("sglang", "0.5.9", wheels, cache)
     result = run(v059, SEED_FLAGS)

@@ -115,7 +115,7 @@ def test_read_upcasts_v1_rows_to_the_current_models(old: LedgerStore) -> None:
         "v1 import",
     )
     assert isinstance(flag, FlagResearched)
-    assert flag.schema_version == 3
+    assert flag.schema_version == 4
     assert flag.basis == "researched" and flag.arch is None and flag.conditions == []
     assert flag.flag == "enable-x"
     assert flag.what_it_does == "turns x on for decode"
@@ -306,6 +306,14 @@ FLAG_V2_PAYLOADS = st.fixed_dictionaries(
         "notes": st.none() | _text,
     },
 )
+FLAG_V3_PAYLOADS = st.fixed_dictionaries(
+    {"flag": _flag_name, "verdict": st.sampled_from(VERDICTS), "basis": st.just("source")},
+    optional={
+        "arch": st.none() | st.just("sm120"),
+        "conditions": st.lists(_text, max_size=2),
+        "notes": st.none() | _text,
+    },
+)
 _change = st.none() | st.floats(min_value=-0.999, max_value=50, allow_nan=False)
 COMPARISON_V1_PAYLOADS = st.fixed_dictionaries(
     {
@@ -340,6 +348,7 @@ PAYLOADS = {
     ("note_added", 1): NOTE_V1_PAYLOADS,
     ("flag_researched", 1): FLAG_V1_PAYLOADS,
     ("flag_researched", 2): FLAG_V2_PAYLOADS,
+    ("flag_researched", 3): FLAG_V3_PAYLOADS,
     ("comparison_completed", 1): COMPARISON_V1_PAYLOADS,
     ("spec_decoding_trial_completed", 1): SPEC_V1_PAYLOADS,
 }

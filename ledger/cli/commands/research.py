@@ -4,7 +4,9 @@ server starts (registered through the ``tuneledger.commands`` entry points).
 Options -> one library call (``ledger.engines.research``) -> print; ``--record`` appends one
 ``flag_researched`` per flag shown through the write layer; ``--json`` for agents.
 Exit codes as ``ledger.errors``: 2 no ``--arch`` and no GPU to ask, 3 a bad input (model
-config, server config, arch), 5 a wheel, folder or file not found (or ``pip download`` failed).
+config, server config, arch, a wheel whose version is not the one asked for or whose argument
+files do not parse; with ``--strict``, a flag given that the version does not define: without
+it that flag is a finding and the exit is 0), 5 a wheel, folder or file not found (or ``pip download`` failed).
 """
 
 from __future__ import annotations
@@ -113,6 +115,11 @@ def _env_pairs(values: tuple[str, ...]) -> dict[str, str]:
 @click.option(
     "--no-cache", is_flag=True, help="Analyse again even if this wheel was analysed before."
 )
+@click.option(
+    "--strict",
+    is_flag=True,
+    help="A flag given that this version does not define is an error (exit 3), not a finding.",
+)
 @json_option
 @ledger_option
 @pass_ctx
@@ -134,6 +141,7 @@ def research_command(
     propose: bool,
     offline: bool,
     no_cache: bool,
+    strict: bool,
     as_json: bool,
 ) -> None:
     """Read an engine version's source (never importing it) and say, for the flags you give
@@ -176,6 +184,16 @@ def research_command(
             "give --engine (sglang==0.5.23, a wheel, a folder) or --diff OLD NEW"
         )
     result = run(spec, everything)
+    if strict and result.unknown_flags:
+        from ledger.errors import InvalidInput
+
+        first = result.unknown_flags[0]
+        near = f" (nearest: --{first.nearest[0]})" if first.nearest else ""
+        others = len(result.unknown_flags) - 1
+        raise InvalidInput(
+            f"--{first.spelling}: not a flag of {result.index.engine} {result.index.version}"
+            f"{near}" + (f"; and {others} more" if others else "")
+        )
     done = None
     if record or propose:
         from ledger.write.research import record_research_result

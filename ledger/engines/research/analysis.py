@@ -24,7 +24,7 @@ from .definitions import FlagDefinition
 from .flags_given import GivenFlag, match_flags
 from .gates import GateEvaluator
 from .index import VersionIndex, build_index
-from .resolve import Resolution, new_interpreter, walk
+from .resolve import Resolution, attribute_refusals, new_interpreter, walk
 from .sources import ENGINES, EngineSource, installed_package, open_folder, open_wheel
 from .target import Target
 from .verdicts import FlagReport, Judge
@@ -96,7 +96,12 @@ def open_engine(spec: str, engine: str | None = None, download: bool = True) -> 
             if not download:
                 raise NotFound(f"{spec}: no wheel in {', '.join(map(str, dirs))} (and --offline)")
             wheel = download_wheel(distribution, version, dirs[-1])
-        return open_wheel(wheel, distribution)
+        source = open_wheel(wheel, distribution)
+        if source.version != version:
+            raise InvalidInput(
+                f"{spec}: {wheel} says it is version {source.version} (its METADATA), not {version}"
+            )
+        return source
     path = Path(spec)
     if path.suffix == ".whl":
         return open_wheel(path, engine)
@@ -116,12 +121,25 @@ def open_engine(spec: str, engine: str | None = None, download: bool = True) -> 
 
 
 def read_definitions(source: EngineSource) -> tuple[dict[str, FlagDefinition], AccessModel]:
-    if source.engine == "sglang":
-        return sglang_defs.read_definitions(source)
-    if source.engine == "vllm":
-        from .vllm_defs import read_definitions as vllm_definitions
+    """The flags of the engine's argument files; one that is missing or does not parse is a
+    bad input, said in one line (never a traceback)."""
+    try:
+        if source.engine == "sglang":
+            return sglang_defs.read_definitions(source)
+        if source.engine == "vllm":
+            from .vllm_defs import read_definitions as vllm_definitions
 
-        return vllm_definitions(source)
+            return vllm_definitions(source)
+    except LedgerError:
+        raise
+    except SyntaxError as exc:
+        raise InvalidInput(
+            f"{source.origin}: {exc.filename or 'its argument file'} does not parse "
+            f"(line {exc.lineno}: {exc.msg})"
+        ) from None
+    except Exception as exc:  # any other shape the reader does not know: one line, no trace
+        text = str(exc).splitlines()[0][:300] if str(exc) else type(exc).__name__
+        raise InvalidInput(f"{source.origin}: cannot read its flags: {text}") from None
     raise InvalidInput(f"{source.origin}: no flag reader for {source.engine}")
 
 
@@ -179,6 +197,7 @@ def research(
     world = World(source.read_or_none, index.paths, index.tables)
     interp = new_interpreter(world, index, target)
     resolution = walk(interp, index)
+    attribute_refusals(resolution, world, index, target)
     evaluator = GateEvaluator(interp, index)
     judge = Judge(index, evaluator, resolution)
     wanted: list[str]

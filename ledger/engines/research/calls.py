@@ -163,6 +163,21 @@ class Calls(Objects):
             and _size(init.function.node) < _SMALL_INIT
         ):
             self.call(init, args, keywords, node, None)
+        elif _is_dataclass(cls.node) and len(self._stack) < _MAX_DEPTH // 2:
+            # a config dataclass: its fields from the arguments, then its ``__post_init__``
+            # (where vLLM's configs refuse a combination)
+            fields = [
+                stmt.target.id
+                for stmt in cls.node.body
+                if isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name)
+            ]
+            for name, value in zip(fields, args, strict=False):
+                instance.attrs[name] = value
+            for name, value in keywords.items():
+                instance.attrs[name] = value
+            post = self.class_attribute(cls, "__post_init__", receiver=instance)
+            if isinstance(post, BoundMethod) and _size(post.function.node) < _SMALL_INIT:
+                self.call(post, [], {}, node, None)
         return instance
 
     def call_function(
@@ -274,3 +289,12 @@ class Calls(Objects):
                 frame.locals[arg.arg] = Unknown(f"parameter {arg.arg}")
         if spec.kwarg:
             frame.locals[spec.kwarg.arg] = dict(keywords)
+
+
+def _is_dataclass(node: ast.ClassDef) -> bool:
+    for decorator in node.decorator_list:
+        target = decorator.func if isinstance(decorator, ast.Call) else decorator
+        name = target.attr if isinstance(target, ast.Attribute) else getattr(target, "id", "")
+        if name == "dataclass":
+            return True
+    return False

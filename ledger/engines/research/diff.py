@@ -42,6 +42,7 @@ def to_json(d: VersionDiff) -> dict[str, Any]:
         return {
             "version": report.version,
             "verdict": report.verdict,
+            "confidence": report.confidence,
             "reason": report.reason,
             "evidence": [{"ref": e.ref, "text": e.text} for e in report.evidence],
         }
@@ -64,12 +65,17 @@ def to_text(d: VersionDiff) -> str:
         f"{len(d.changed)} with another verdict"
     ]
     for report in d.added:
-        lines.append(f"+ --{report.flag}  {report.verdict} in {d.new}: {report.reason}")
+        lines.append(
+            f"+ --{report.flag}  {report.verdict} ({report.confidence}) in {d.new}: {report.reason}"
+        )
     for report, renamed in d.removed:
         hint = f" (renamed to {', '.join('--' + n for n in renamed)}?)" if renamed else ""
         lines.append(f"- --{report.flag}{hint}")
     for a, b in d.changed:
-        lines.append(f"~ --{a.flag}  {a.verdict} in {d.old} -> {b.verdict} in {d.new}")
+        lines.append(
+            f"~ --{a.flag}  {a.verdict} ({a.confidence}) in {d.old} -> "
+            f"{b.verdict} ({b.confidence}) in {d.new}"
+        )
         lines.append(f"    {d.old}: {a.reason}")
         if a.evidence:
             lines.append(f"      {a.evidence[-1].ref}  {a.evidence[-1].text}")

@@ -71,6 +71,7 @@ def researched_event(
         "conditions": list(report.conditions),
         "evidence": [Evidence(kind="source", ref=e.ref, text=e.text) for e in report.evidence],
         "notes": report.reason,
+        "verdict_confidence": report.confidence,
         "session_id": session,
         "source": f"tuneledger research {result.index.engine}=={result.index.version} "
         f"(sha256 {result.index.key[:16]})",

@@ -7,21 +7,40 @@ of the module it imports).
 from __future__ import annotations
 
 import ast
+import dataclasses
 import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from .index import VersionIndex
+from .index import CALL_DEPTH, MAX_HOMONYMS, VersionIndex
 from .interpreter import Interpreter
-from .model import GateSpec, ImportSite, LocalDef, ReadSite, Scope, Site
+from .model import CallSite, GateSpec, ImportSite, LocalDef, ReadSite, Scope, Site
 from .records import _MISSING, ArgsView, Budget, Frame, Refusal
-from .values import MODEL, ClassRef, Fact, FunctionRef, Proxy, Unknown, truth
+from .values import (
+    ENV,
+    FLAG,
+    HARDWARE,
+    MODEL,
+    PARALLEL,
+    ClassRef,
+    Fact,
+    FunctionRef,
+    Proxy,
+    Unknown,
+    truth,
+)
 from .world import parse_expression
 
 #: Steps one condition may take to evaluate (its predicates followed into the engine).
 _GATE_STEPS = 20_000
 #: Steps a walk of a function that reads a flag may take.
 _PROBE_STEPS = 30_000
+#: Call sites of one function followed (ungated first), per function on a path.
+_PATH_SITES = 12
+#: What a caller's condition may depend on for it to decide a verdict (else: a run-time value).
+_DECIDING = frozenset({ENV, FLAG, HARDWARE, MODEL, PARALLEL})
+#: Methods that run when their object is built: their callers are the builders.
+_CONSTRUCTION = frozenset({"__init__", "__post_init__", "__new__"})
 _STRING_ARG = re.compile(r"""^[\w.]+\(\s*["']([\w\-.]+)["']""")
 
 
@@ -47,10 +66,15 @@ class GateEval:
 
 @dataclass
 class Reach:
-    """All the conditions for one read (or one module) and their conjunction."""
+    """All the conditions for one read (or one module) and their conjunction.
+
+    ``unresolved``: the paths to it this analysis could not follow (a function called only
+    through a table, by a name defined many times, or further up than ``CALL_DEPTH``): the
+    value holds for the paths followed; the verdict is then not ``proven``."""
 
     value: bool | None
     gates: list[GateEval] = field(default_factory=list)
+    unresolved: list[str] = field(default_factory=list)
 
     def deciding(self) -> list[GateEval]:
         """The conditions that decide it: the false ones, else the unknown ones."""
@@ -59,6 +83,14 @@ class Reach:
         if self.value is None:
             return [g for g in self.gates if g.value is None]
         return []
+
+
+def conjunction_of(reaches: list[Reach]) -> bool | None:
+    if any(r.value is False for r in reaches):
+        return False
+    if any(r.value is None for r in reaches):
+        return None
+    return True
 
 
 def conjunction(gates: list[GateEval]) -> bool | None:
@@ -93,6 +125,10 @@ class GateEvaluator:
         self._reach: dict[str, Reach] = {}
         self._in_progress: set[str] = set()
         self._choice_flags: dict[str, list[str]] = {}
+        self._scope: ModelScope | None | bool = False  # False: not computed yet
+        self._paths: dict[tuple[str, str], Reach] = {}
+        self._forward: dict[str, set[str]] | None = None
+        self._paths_in_progress: set[tuple[str, str]] = set()
         for definition in index.definitions.values():
             for choice in definition.choices:
                 self._choice_flags.setdefault(choice, []).append(definition.field)
@@ -115,10 +151,16 @@ class GateEvaluator:
             gates.extend(module_reach.deciding() or module_reach.gates)
         value = conjunction(gates)
         if module_reach.value is False:
-            value = False
-        elif module_reach.value is None and value is True:
+            return Reach(False, gates)
+        if module_reach.value is None and value is True:
             value = None
-        return Reach(value, gates)
+        if value is False:
+            return Reach(False, gates)
+        path = self.path_reach(read.scope.module, read.scope.function, read.scope.class_name)
+        if path.value is not True:
+            gates.extend(path.deciding())
+            value = False if path.value is False else (None if value is True else value)
+        return Reach(value, gates, path.unresolved)
 
     def gate(self, spec: GateSpec, scope: Scope) -> GateEval:
         if spec.kind == "type-checking":
@@ -130,13 +172,13 @@ class GateEvaluator:
             return GateEval(spec.kind, why, spec.site, None, frozenset(), why)
         try:
             expr = parse_expression(spec.source)
-        except SyntaxError:
+        except (SyntaxError, RecursionError, MemoryError):
             return GateEval(spec.kind, spec.text, spec.site, None, frozenset(), spec.text)
         frame = self.frame(scope)
         self.interp.allow(_GATE_STEPS)
         try:
             value, facts = self.interp.with_facts(lambda: self.interp.eval(expr, frame))
-        except Budget:
+        except (Budget, RecursionError):
             value, facts = Unknown(f"{spec.text} (too deep to follow)"), frozenset()
         t = truth(value)
         if t is not None and spec.negate:
@@ -209,6 +251,120 @@ class GateEvaluator:
             )
         return out
 
+    # -- who calls the reading function -------------------------------------------------------
+
+    def path_reach(
+        self, module: str, function: str, class_name: str | None, depth: int = 0
+    ) -> Reach:
+        """Whether the function is called here: the conditions of its callers (and theirs, up
+        to ``CALL_DEPTH``), one of the call paths enough; a method also needs its object built."""
+        if function == "<module>":
+            return Reach(True)
+        key = (module, function)
+        known = self._paths.get(key)
+        if known is not None:
+            return known
+        if key in self._paths_in_progress:
+            return Reach(True)  # a cycle: the path through it is the one being followed
+        self._paths_in_progress.add(key)
+        try:
+            parts = function.split(".")
+            name = parts[-1]
+            needs: list[Reach] = []
+            if class_name and len(parts) >= 2 and parts[-2] == class_name:
+                if name not in _CONSTRUCTION:
+                    needs.append(self._callers(name, function, module, depth, class_name))
+                needs.append(self._callers(class_name, function, module, depth, None))
+            else:
+                needs.append(self._callers(name, function, module, depth, None))
+            value = conjunction_of(needs)
+            gates = [g for r in needs if r.value is not True for g in r.deciding()]
+            result = Reach(value, gates, [u for r in needs for u in r.unresolved])
+        finally:
+            self._paths_in_progress.discard(key)
+        self._paths[key] = result
+        return result
+
+    def _callers(
+        self, callee: str, function: str, module: str, depth: int, method_of: str | None
+    ) -> Reach:
+        index = self.index
+        what = f"{callee}()" if callee[:1].islower() else f"{callee} (built)"
+        defined = index.defined.get(callee, 0)
+        if defined > MAX_HOMONYMS:
+            return Reach(True, [], [f"{what}: {defined} definitions of the name"])
+        sites = [
+            c for c in index.calls.get(callee, []) if (c.module, c.function) != (module, function)
+        ]
+        if defined > 1 and method_of is None:
+            # a name defined more than once: only callers that can see this one
+            sites = [c for c in sites if c.module == module or self._imports(c.module, module)]
+        if not sites:
+            return Reach(True, [], [f"{what}: no call found (called through a table or by name)"])
+        if depth + 1 > CALL_DEPTH:
+            return Reach(True, [], [f"{what}: callers beyond {CALL_DEPTH} levels"])
+        options: list[Reach] = []
+        for site in sorted(sites, key=lambda c: (len(c.gates), c.site.path, c.site.line))[
+            :_PATH_SITES
+        ]:
+            reach = self._call_site(site, depth)
+            if reach.value is True and not reach.unresolved:
+                return reach
+            options.append(reach)
+        unresolved = [u for o in options for u in o.unresolved]
+        if len(sites) > _PATH_SITES:
+            unresolved.append(f"{what}: {len(sites) - _PATH_SITES} more callers not followed")
+        if any(o.value is True for o in options):
+            return Reach(True, [], unresolved)
+        if options and all(o.value is False for o in options):
+            return Reach(False, [g for o in options for g in o.deciding()][:6], unresolved)
+        gates = [g for o in options if o.value is None for g in o.deciding()][:6]
+        return Reach(None, gates, unresolved)
+
+    def _call_site(self, site: CallSite, depth: int) -> Reach:
+        gates: list[GateEval] = []
+        runtime: list[str] = []
+        for spec in site.gates:
+            evaluated = self.gate(spec, site.scope) if site.scope is not None else None
+            if evaluated is None:
+                continue
+            text = f"{evaluated.text} (caller {site.site})"
+            if evaluated.value is None and not any(f.kind in _DECIDING for f in evaluated.facts):
+                # A caller's condition on a run-time value (a parameter, the process's state):
+                # the path is taken as followed, and the verdict is not ``proven``.
+                runtime.append(f"{text}: a run-time value")
+                continue
+            gates.append(dataclasses.replace(evaluated, kind="caller", text=text))
+            if evaluated.value is False:
+                return Reach(False, gates[-1:])
+        if site.scope is not None:  # built in a function a backend registry selects
+            for registry in self.registry_gates(site.scope):
+                gates.append(
+                    dataclasses.replace(registry, text=f"{registry.text} (caller {site.site})")
+                )
+                if registry.value is False:
+                    return Reach(False, gates[-1:])
+        module = self.module_reach(site.module, inside=site.function != "<module>")
+        if module.value is False:
+            return Reach(False, module.deciding())
+        upstream = self.path_reach(site.module, site.function, site.class_name, depth + 1)
+        value = conjunction_of([Reach(conjunction(gates), gates), module, upstream])
+        deciding = [g for g in gates if g.value is not True]
+        if module.value is None:
+            deciding += module.deciding()
+        if upstream.value is not True:
+            deciding += upstream.deciding()
+        return Reach(value, deciding, runtime + upstream.unresolved)
+
+    def _imports(self, importer: str, module: str) -> bool:
+        if self._forward is None:
+            self._forward = {}
+            for target, sites in self.index.importers.items():
+                for site in sites:
+                    self._forward.setdefault(_module_of(site), set()).add(target)
+        targets = self._forward.get(importer, set())
+        return module in targets or any(t.startswith(module + ".") for t in targets)
+
     # -- what a reading function does next ------------------------------------------------------
 
     def probe(self, read: ReadSite) -> Refusal | None:
@@ -268,9 +424,20 @@ class GateEvaluator:
         self._reach[key] = result
         return result
 
+    def model_scope(self) -> ModelScope | None:
+        """The model files the target's architecture runs (None: no model, or none serves it)."""
+        if self._scope is False:
+            self._scope = model_scope(self.index, self.interp.target)
+        return self._scope if isinstance(self._scope, ModelScope) else None
+
     def _module_reach(self, module: str, inside: bool) -> Reach:
         options: list[Reach] = []
         entry = self.index.entry_classes.get(module)
+        scope = self.model_scope() if inside else None
+        if scope is not None and scope.excludes(module):
+            # Another model's file: its classes never run for this model, whoever imports
+            # the module (the model registry imports every model file).
+            return Reach(False, [scope.gate(module, self.index.paths.get(module, module))])
         if entry and inside:
             options.append(self.architecture_gate(module, entry))
         sites = self._importers(module)
@@ -324,6 +491,81 @@ class GateEvaluator:
         value = model.architecture in entry
         fact = Fact(MODEL, "architecture", f"model architecture {model.architecture}")
         return Reach(value, [GateEval("model", text, site, value, frozenset({fact}))])
+
+
+#: Modules a model scope follows from the selected model files (a bound: the walk stays fast).
+_SCOPE_MODULES = 400
+
+
+@dataclass
+class ModelScope:
+    """The model files (modules of a package holding ``EntryClass`` files, or vLLM's registry)
+    that the target's architecture loads: the files registering it and what they import."""
+
+    architecture: str
+    packages: tuple[str, ...]  # the model packages, ``sglang.srt.models``
+    selected: frozenset[str]  # the files registering the architecture
+    loaded: frozenset[str]  # those and every module they import, transitively
+
+    def is_model_file(self, module: str) -> bool:
+        return any(module.startswith(package + ".") for package in self.packages)
+
+    def excludes(self, module: str) -> bool:
+        return self.is_model_file(module) and module not in self.loaded
+
+    def gate(self, module: str, path: str) -> GateEval:
+        fact = Fact(MODEL, "architecture", f"model architecture {self.architecture}")
+        text = f"{path} is another model's file ({self.architecture} loads {', '.join(sorted(self.selected))})"
+        return GateEval("model-scope", text, Site(path, 0), False, frozenset({fact}))
+
+
+def model_scope(index: VersionIndex, target: Any) -> ModelScope | None:
+    model = target.model
+    if model is None or not model.architecture:
+        return None
+    entries = index.entry_classes
+    selected = {module for module, classes in entries.items() if model.architecture in classes}
+    if not selected:
+        return None  # an architecture no file registers: nothing is excluded
+    packages: dict[str, int] = {}
+    for module in entries:
+        parent = module.rpartition(".")[0]
+        packages[parent] = packages.get(parent, 0) + 1
+    model_packages = [
+        p for p, n in packages.items() if n >= 3 or any(s.startswith(p + ".") for s in selected)
+    ]
+    packages_found = tuple(sorted(model_packages))
+
+    def is_model(module: str) -> bool:
+        return any(module.startswith(package + ".") for package in packages_found)
+
+    forward: dict[str, set[str]] = {}
+    shared: set[str] = set()  # model-package helpers that code outside the models imports
+    for target_module, sites in index.importers.items():
+        if target_module not in index.paths or not is_model(target_module):
+            continue
+        for site in sites:
+            importer = _module_of(site)
+            if is_model(importer):
+                forward.setdefault(importer, set()).add(target_module)
+            elif ".test" not in importer and target_module not in entries:
+                shared.add(target_module)
+    # Model files import each other's classes (Qwen3.5 builds on Qwen2-MoE's blocks): those
+    # run too. An import by code outside the models (a helper, a type) runs no model class.
+    loaded = set(selected)
+    queue = sorted(selected)
+    while queue and len(loaded) < _SCOPE_MODULES:
+        current = queue.pop()
+        for imported in sorted(forward.get(current, ())):
+            if imported not in loaded:
+                loaded.add(imported)
+                queue.append(imported)
+    return ModelScope(
+        model.architecture,
+        packages_found,
+        frozenset(selected),
+        frozenset(loaded | shared),
+    )
 
 
 def _module_of(site: ImportSite) -> str:

@@ -8,20 +8,33 @@ hash (``cache``); evaluating it for an arch and a model (``verdicts``) takes sec
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
+from typing import Any
 
 from .access import AccessModel
 from .definitions import FlagDefinition
-from .model import ImportSite, ModuleSummary, ReadSite, Site, StoreSite
+from .model import CallSite, ImportSite, ModuleSummary, ReadSite, Site, StoreSite
 from .pysource import module_name, scan_imports
 from .scan import scan_source
 from .sources import EngineSource
 from .world import BindingSpec
 
+#: A name defined more often than this in the package: its calls are not told apart (nor kept).
+MAX_HOMONYMS = 3
+
+#: Callers followed up from a read (a function's caller's caller...).
+CALL_DEPTH = 3
+
+#: Callers up from a read whose names make a file that names no flag parsed for its calls (the
+#: reading function's callers, and theirs: a factory and who calls the factory).
+CALL_PASS_DEPTH = 1
+#: A name found in more files that name no flag than this does not make them parsed.
+CALL_PASS_FILES = 8
+
 #: Bump when what the index holds changes: older cache entries are then ignored.
-INDEX_FORMAT = 7
+INDEX_FORMAT = 14
 
 
 @dataclass
@@ -39,6 +52,11 @@ class VersionIndex:
     entry_classes: dict[str, tuple[str, ...]] = field(default_factory=dict)
     tables: dict[str, dict[str, list[BindingSpec]]] = field(default_factory=dict)
     errors: dict[str, str] = field(default_factory=dict)
+    #: who calls (or names as a value) each function or class of the package, by its name
+    calls: dict[str, list[CallSite]] = field(default_factory=dict)
+    #: how many functions and classes of the package have each name (a call by a name defined
+    #: many times cannot be told apart)
+    defined: dict[str, int] = field(default_factory=dict)
     format: int = INDEX_FORMAT
 
     def flag(self, name: str) -> FlagDefinition | None:
@@ -89,16 +107,100 @@ def _chunks(items: list[tuple[str, bytes]], count: int) -> list[list[tuple[str, 
     return [ordered[i::count] for i in range(count)]
 
 
+def _parse_chunk(items: list[tuple[str, bytes]], model: AccessModel) -> list[ModuleSummary]:
+    return [scan_source(path, data, model) for path, data in items]
+
+
+def _run(
+    chunk_function: Callable[[list[tuple[str, bytes]], AccessModel], list[ModuleSummary]],
+    items: list[tuple[str, bytes]],
+    model: AccessModel,
+    workers: int | None,
+) -> list[ModuleSummary]:
+    count = max(1, min(workers or os.cpu_count() or 1, 8))
+    if count == 1 or len(items) < 200:
+        return chunk_function(items, model)
+    with ProcessPoolExecutor(max_workers=count) as pool:
+        futures = [pool.submit(chunk_function, chunk, model) for chunk in _chunks(items, count * 4)]
+        return [summary for future in futures for summary in future.result()]
+
+
 def scan_all(
     source: EngineSource, model: AccessModel, workers: int | None = None
 ) -> list[ModuleSummary]:
+    """Every file: parsed where it names a flag, its imports only elsewhere; then parsed too,
+    for its calls, a file that names a function or class on a read's path (a factory that
+    returns the class reading the flag names no flag itself)."""
     items = [(path, source.read(path)) for path in source.paths()]
-    count = max(1, min(workers or os.cpu_count() or 1, 8))
-    if count == 1 or len(items) < 200:
-        return _scan_chunk(items, model)
-    with ProcessPoolExecutor(max_workers=count) as pool:
-        futures = [pool.submit(_scan_chunk, chunk, model) for chunk in _chunks(items, count * 4)]
-        return [summary for future in futures for summary in future.result()]
+    summaries = _run(_scan_chunk, items, model, workers)
+    wanted = path_names(summaries, CALL_PASS_DEPTH)
+    if not wanted:
+        return summaries
+    import ahocorasick_rs
+
+    finder = ahocorasick_rs.BytesAhoCorasick(
+        sorted(name.encode() for name in wanted),
+        matchkind=ahocorasick_rs.MATCHKIND_LEFTMOST_LONGEST,
+    )
+    by_path = {s.path: i for i, s in enumerate(summaries)}
+    named: list[tuple[str, bytes, set[int]]] = []
+    files_naming: dict[int, int] = {}
+    for path, data in items:
+        summary = summaries[by_path[path]]
+        if summary.table is not None or summary.error:
+            continue
+        found = _words(finder, data)
+        if found:
+            named.append((path, data, found))
+            for name in found:
+                files_naming[name] = files_naming.get(name, 0) + 1
+    # A name in many files (``launch``, ``ForwardBatch`` in signatures) is everyone's: parsing
+    # them all would double the scan for calls that cannot be told apart anyway.
+    again = [
+        (path, data)
+        for path, data, found in named
+        if any(files_naming[name] <= CALL_PASS_FILES for name in found)
+    ]
+    for summary in _run(_parse_chunk, again, model, workers):
+        summaries[by_path[summary.path]] = summary
+    return summaries
+
+
+def _words(finder: Any, data: bytes) -> set[int]:
+    """The finder's names in ``data`` as whole identifiers (by their index)."""
+    found: set[int] = set()
+    for name, start, end in finder.find_matches_as_indexes(data):
+        before = data[start - 1 : start] if start else b" "
+        after = data[end : end + 1] or b" "
+        if not (before.isalnum() or before == b"_" or after.isalnum() or after == b"_"):
+            found.add(name)
+    return found
+
+
+def path_names(summaries: list[ModuleSummary], depth: int = CALL_DEPTH) -> set[str]:
+    """The functions and classes that read a flag, and their callers ``depth`` up, whose name
+    is defined a few times at most (the rest cannot be told apart by name)."""
+    defined: dict[str, int] = {}
+    calls: list[CallSite] = []
+    wanted: set[str] = set()
+    for summary in summaries:
+        for name in summary.defined:
+            defined[name] = defined.get(name, 0) + 1
+        calls.extend(summary.calls)
+        for read in summary.reads:
+            wanted |= _names_of((read.scope.function, read.scope.class_name))
+    by_callee: dict[str, list[CallSite]] = {}
+    for call in calls:
+        by_callee.setdefault(call.callee, []).append(call)
+    frontier = set(wanted)
+    for _ in range(depth):
+        found: set[str] = set()
+        for name in frontier:
+            for call in by_callee.get(name, ()):
+                found |= _names_of((call.function, call.class_name))
+        frontier = found - wanted
+        wanted |= found
+    return {name for name in wanted if 0 < defined.get(name, 0) <= MAX_HOMONYMS and len(name) > 5}
 
 
 def build_index(
@@ -114,7 +216,11 @@ def build_index(
 
 
 def add_summaries(index: VersionIndex, summaries: Iterable[ModuleSummary]) -> None:
+    calls: list[CallSite] = []
     for summary in summaries:
+        for name in summary.defined:
+            index.defined[name] = index.defined.get(name, 0) + 1
+        calls.extend(summary.calls)
         if summary.error:
             index.errors[summary.path] = summary.error
         for read in summary.reads:
@@ -129,3 +235,34 @@ def add_summaries(index: VersionIndex, summaries: Iterable[ModuleSummary]) -> No
             index.tables[summary.module] = summary.table
         if summary.entry_classes:
             index.entry_classes[summary.module] = summary.entry_classes
+    keep_calls(index, calls)
+
+
+def _names_of(module_function: tuple[str, str | None]) -> set[str]:
+    function, class_name = module_function
+    names = {class_name} if class_name else set()
+    if function != "<module>":
+        names.add(function.split(".")[-1])
+    return names
+
+
+def keep_calls(index: VersionIndex, calls: list[CallSite]) -> None:
+    """Keep the calls a read's path may go through: of the functions and classes that read a
+    flag, of their callers, up to ``CALL_DEPTH`` callers up (the rest is never asked about)."""
+    by_callee: dict[str, list[CallSite]] = {}
+    for call in calls:  # a name defined many times cannot be told apart: not kept
+        if 0 < index.defined.get(call.callee, 0) <= MAX_HOMONYMS:
+            by_callee.setdefault(call.callee, []).append(call)
+    wanted: set[str] = set()
+    for reads in index.reads.values():
+        for read in reads:
+            wanted |= _names_of((read.scope.function, read.scope.class_name))
+    frontier = wanted
+    for _ in range(CALL_DEPTH):
+        found: set[str] = set()
+        for name in frontier:
+            for call in by_callee.get(name, ()):
+                found |= _names_of((call.function, call.class_name))
+        frontier = found - wanted
+        wanted |= found
+    index.calls = {name: by_callee[name] for name in sorted(wanted) if name in by_callee}

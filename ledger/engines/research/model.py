@@ -71,7 +71,8 @@ class ReadSite:
     scope: Scope
     handling: bool  # in the argument layer (definition, resolution, validation)
     strict: bool  # the object read is the server arguments (not a same-named attribute)
-    #: what the value is used for: "value" (anything), "validation" (a raise, an assert, a
+    #: what the value is used for: "value" (anything), "log" (written to the log: an echo, not
+    #: a use), "validation" (a raise, an assert, a
     #: log message), "self" (deciding or computing the flag's own new value)
     use: str = "value"
 
@@ -101,6 +102,20 @@ class ImportSite:
     scope: Scope | None  # kept only when there are gates to evaluate
 
 
+@dataclass(slots=True)
+class CallSite:
+    """``callee(...)`` (or a class named as a value: ``return NGRAMWorker``) at ``site``,
+    inside ``function`` of ``module``, under ``gates`` (as a read's)."""
+
+    callee: str
+    site: Site
+    gates: tuple[GateSpec, ...]
+    module: str
+    function: str  # qualified name, "<module>" at top level
+    class_name: str | None
+    scope: Scope | None  # kept only when there are gates (or registry decorators) to evaluate
+
+
 @dataclass
 class ModuleSummary:
     path: str
@@ -111,6 +126,9 @@ class ModuleSummary:
     mentions: dict[str, list[Site]] = field(default_factory=dict)
     entry_classes: tuple[str, ...] = ()
     registries: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    calls: list[CallSite] = field(default_factory=list)
+    #: the functions and classes the module defines, by their own name
+    defined: list[str] = field(default_factory=list)
     #: the module's top-level names and what they are bound to (``world.BindingSpec``)
     table: dict[str, list[Any]] | None = None
     error: str | None = None

@@ -168,6 +168,19 @@ _IMPORT_LINE = re.compile(
 )
 
 
+#: ``EntryClass = X`` / ``EntryClass = [X, Y]`` at the start of a line (SGLang's model files).
+_ENTRY_CLASS = re.compile(rb"^EntryClass[ \t]*=[ \t]*(\[[^\]]*\]|\([^)]*\)|[^\n#]*)", re.MULTILINE)
+
+
+def entry_classes_of(data: bytes) -> tuple[str, ...]:
+    """The model classes a file serves, read off its text (a model file may name no flag)."""
+    match = _ENTRY_CLASS.search(data)
+    if match is None:
+        return ()
+    text = match.group(1).decode("utf-8", "replace")
+    return tuple(re.findall(r"[A-Za-z_]\w*", text))
+
+
 def scan_imports(path: str, data: bytes) -> ModuleSummary:
     """The imports of a file that names no flag, without parsing it (most files).
 
@@ -176,6 +189,7 @@ def scan_imports(path: str, data: bytes) -> ModuleSummary:
     reachable where it is not, never the reverse.
     """
     summary = ModuleSummary(path=path, module=module_name(path))
+    summary.entry_classes = entry_classes_of(data)
     package = summary.module.split(".")[0]
     for match in _IMPORT_LINE.finditer(data):
         indent, source_module, names, plain = match.groups()

@@ -29,6 +29,7 @@ def flag_json(report: FlagReport) -> dict[str, Any]:
         "flag": report.flag,
         "field": report.field,
         "verdict": report.verdict,
+        "confidence": report.confidence,
         "reason": report.reason,
         "given": report.is_given,
         "value_given": _value(report.given) if report.is_given else None,
@@ -41,6 +42,7 @@ def flag_json(report: FlagReport) -> dict[str, Any]:
         "namespace": definition.namespace,
         "options": list(definition.options),
         "evidence": [{"ref": e.ref, "text": e.text} for e in report.evidence],
+        "unresolved": list(report.unresolved),
         "overrides": [
             {
                 "ref": str(o.site),
@@ -86,6 +88,7 @@ def to_json(result: Research) -> dict[str, Any]:
         },
         "flags_defined": len(index.cli_flags()),
         "counts": dict(Counter(r.verdict for r in result.reports)),
+        "confidence_counts": dict(Counter(r.confidence for r in result.reports)),
         "flags": [flag_json(r) for r in result.reports],
         "unknown_flags": [{"flag": g.spelling, "nearest": g.nearest} for g in result.unknown_flags],
         "unparsed_files": sorted(index.errors),
@@ -108,8 +111,11 @@ def to_text(result: Research, evidence: int = TEXT_EVIDENCE) -> str:
         given = f" (given {show(report.given)})" if report.is_given else ""
         deprecated = " [deprecated]" if report.definition.deprecated else ""
         lines.append("")
-        lines.append(f"--{report.flag}  {report.verdict}{given}{deprecated}")
+        lines.append(f"--{report.flag}  {report.verdict} ({report.confidence}){given}{deprecated}")
         lines.append(f"    {report.reason}")
+        if report.unresolved:
+            more = f" (+{len(report.unresolved) - 1} more)" if len(report.unresolved) > 1 else ""
+            lines.append(f"    not followed: {report.unresolved[0]}{more}")
         for item in report.evidence[:evidence]:
             lines.append(f"    {item.ref}  {item.text}")
         if len(report.evidence) > evidence:

@@ -10,11 +10,12 @@ SGLang resolves in ``ServerArgs.__post_init__`` (its ``_handle_*`` steps) or, fr
 from __future__ import annotations
 
 import ast
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from .index import VersionIndex
 from .interpreter import Interpreter
+from .model import Site
 from .records import Budget, Change, FlagState, Frame, Refusal, _bases
 from .target import Target
 from .values import ClassRef, Unknown
@@ -25,6 +26,9 @@ ENTRY_POINTS: dict[str, tuple[str, str, tuple[str, ...]]] = {
     "sglang": ("sglang.srt.server_args", "ServerArgs", ("__post_init__", "resolve_once")),
     "vllm": ("vllm.engine.arg_utils", "EngineArgs", ("create_engine_config",)),
 }
+
+#: Flags given up to which a refusal no flag's read explains is tried without each in turn.
+_ONE_BY_ONE = 6
 
 #: A value for the model path when none is given: resolution branches on "dummy" models.
 _MODEL_PLACEHOLDER = "/models/model"
@@ -37,6 +41,9 @@ class Resolution:
     refusals: list[Refusal]
     complete: bool  # False when the walk stopped on its step budget
     entry: str | None  # what was walked, for the report
+    #: refusals the flags given cause (the walk without them does not reach them) whose
+    #: conditions name no flag (a value computed through a view or a local): per flag field
+    caused: dict[str, list[Refusal]] = field(default_factory=dict)
 
 
 def initial_state(index: VersionIndex, target: Target, interp: Interpreter) -> FlagState:
@@ -90,3 +97,69 @@ def walk(interp: Interpreter, index: VersionIndex) -> Resolution:
                 break
     entry = ", ".join(walked) or None
     return Resolution(interp.state, interp.changes, interp.refusals, not interp.exhausted, entry)
+
+
+def attribute_refusals(
+    resolution: Resolution, world: World, index: VersionIndex, target: Target
+) -> None:
+    """A certain refusal whose conditions name no flag given, that the same walk without the
+    flags given does not reach, is the flags given refused: it goes to the given flags read in
+    the function that raises (else, with one flag given, to that flag)."""
+    given = set(resolution.state.given) - {"tp_size"}
+    loose = [r for r in resolution.refusals if r.certain and not (r.flags_read() & given)]
+    if not given or not loose:
+        return
+    bare = replace(target, flags={k: v for k, v in target.flags.items() if k not in given})
+    baseline = walk(new_interpreter(world, index, bare), index)
+    reached = {r.site for r in baseline.refusals}
+    for refusal in loose:
+        if refusal.site in reached:
+            continue
+        function = _enclosing_function(world, refusal.site.path, refusal.site.line)
+        readers = {
+            name
+            for name in given
+            for read in index.reads.get(name, [])
+            if read.site.path == refusal.site.path
+            and function is not None
+            and read.scope.function == function
+        }
+        if not readers and len(given) == 1:
+            readers = set(given)
+        if not readers and len(given) <= _ONE_BY_ONE:
+            readers = {
+                name
+                for name in sorted(given)
+                if refusal.site not in _reached_without(world, index, target, name)
+            }
+        for name in readers:
+            resolution.caused.setdefault(name, []).append(refusal)
+
+
+def _reached_without(world: World, index: VersionIndex, target: Target, name: str) -> set[Site]:
+    bare = replace(target, flags={k: v for k, v in target.flags.items() if k != name})
+    return {r.site for r in walk(new_interpreter(world, index, bare), index).refusals}
+
+
+def _enclosing_function(world: World, path: str, line: int) -> str | None:
+    from .pysource import module_name
+
+    tree = world.tree(module_name(path))
+    if tree is None:
+        return None
+    best: tuple[int, str] | None = None
+
+    def visit(body: list[ast.stmt], prefix: str) -> None:
+        nonlocal best
+        for stmt in body:
+            if isinstance(stmt, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+                end = getattr(stmt, "end_lineno", stmt.lineno) or stmt.lineno
+                if not stmt.lineno <= line <= end:
+                    continue
+                name = f"{prefix}{stmt.name}"
+                if not isinstance(stmt, ast.ClassDef):
+                    best = (stmt.lineno, name)
+                visit(stmt.body, name + ".")
+
+    visit(tree.body, "")
+    return best[1] if best else None

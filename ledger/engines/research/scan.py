@@ -9,9 +9,12 @@ arch, the model and the flags given, and happens later (``evaluate``).
 from __future__ import annotations
 
 import ast
+import re
+import warnings
 from collections.abc import Callable, Sequence
 
 from .access import ARGS, AccessModel
+from .callsites import CallRecorder
 from .model import (
     GateSpec,
     ImportSite,
@@ -36,8 +39,12 @@ from .pysource import (
 from .pysource import scan_imports as scan_imports
 from .world import absolute_module, binding_table
 
+#: An object path that is a model's configuration (``config.text_config``, ``hf_config``): an
+#: attribute there that shares a flag's name is the model's, not the flag (``mamba_ssm_dtype``).
+_MODEL_CONFIG = re.compile(r"(^|\.)(\w*_)?(config|text_config|hf_config|hf_text_config)(\.|$)")
 
-class Scanner:
+
+class Scanner(CallRecorder):
     def __init__(self, path: str, source: str, model: AccessModel) -> None:
         self.path = path
         self.source = source
@@ -308,6 +315,7 @@ class Scanner:
         self._block = stmts
         try:
             for stmt in stmts:
+                self.calls_of(stmt, tuple(current))
                 self.stmt(stmt, tuple(current))
                 guard = self._guard(stmt)
                 if guard is not None:
@@ -426,12 +434,16 @@ class Scanner:
     def simple(self, node: ast.stmt, gates: tuple[RawGate, ...]) -> None:
         if not self.interesting(node):
             return
-        if isinstance(node, ast.Raise | ast.Assert) or (
+        if isinstance(node, ast.Raise | ast.Assert):
+            self.with_use("validation", frozenset(), lambda: self._simple(node, gates))
+            return
+        if (
             isinstance(node, ast.Expr)
             and isinstance(node.value, ast.Call)
-            and call_name(node.value.func) in _LOG_METHODS
+            and call_name(node.value.func) in _LOG_METHODS | {"print"}
         ):
-            self.with_use("validation", frozenset(), lambda: self._simple(node, gates))
+            # a value written to the log (the arguments echoed) is not a use of it
+            self.with_use("log", frozenset(), lambda: self._simple(node, gates))
             return
         if isinstance(node, ast.Assign) and len(node.targets) == 1:
             flag = self._stored_flag(node.targets[0])
@@ -605,7 +617,11 @@ class Scanner:
             self.record_read(flag, node, gates, self.form_of(node.value) + "." + node.attr, True)
             return
         loose = self.model.distinctive.get(node.attr)
-        if loose is not None and not self._is_definition_default(node):
+        if (
+            loose is not None
+            and not self._is_definition_default(node)
+            and not _MODEL_CONFIG.search(self.form_of(node.value))
+        ):
             self.record_read(loose, node, gates, "<object>." + node.attr, False)
 
     def _is_definition_default(self, node: ast.Attribute) -> bool:
@@ -685,9 +701,12 @@ def scan_source(path: str, data: bytes, model: AccessModel) -> ModuleSummary:
     """The summary of one file; a file that does not parse is reported, not fatal."""
     try:
         source = data.decode("utf-8")
-        tree = ast.parse(source, filename=path)
-    except (SyntaxError, UnicodeDecodeError, ValueError) as exc:
+        with warnings.catch_warnings():  # the engine's invalid escapes are not ours to report
+            warnings.simplefilter("ignore")
+            tree = ast.parse(source, filename=path)
+        return Scanner(path, source, model).run(tree)
+    except (SyntaxError, UnicodeDecodeError, ValueError, RecursionError, MemoryError) as exc:
+        # RecursionError, MemoryError: code nested deeper than the parser or the walk goes
         summary = ModuleSummary(path=path, module=module_name(path))
-        summary.error = f"{type(exc).__name__}: {exc}"
+        summary.error = f"{type(exc).__name__}: {str(exc)[:200]}"
         return summary
-    return Scanner(path, source, model).run(tree)

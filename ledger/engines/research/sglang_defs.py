@@ -17,6 +17,8 @@ from __future__ import annotations
 import ast
 import dataclasses
 
+from ledger.errors import InvalidInput
+
 from .access import ARGS, AccessModel, distinctive_names
 from .definitions import (
     FlagDefinition,
@@ -52,7 +54,7 @@ def definition_files(source: EngineSource) -> list[str]:
 def read_definitions(source: EngineSource) -> tuple[dict[str, FlagDefinition], AccessModel]:
     """Every field of SGLang's server arguments (CLI flags and the rest) and how code reads them."""
     if SERVER_ARGS not in source:
-        raise ValueError(f"{source.origin}: no {SERVER_ARGS}: not an SGLang server")
+        raise InvalidInput(f"{source.origin}: no {SERVER_ARGS}: not an SGLang server")
     fields: dict[str, FlagDefinition] = {}
     regs: list[tuple[Registration, str]] = []
     namespaces: set[str] = set()

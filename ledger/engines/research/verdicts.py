@@ -84,14 +84,28 @@ class FlagReport:
     couplings: list[OverrideResult] = dataclasses.field(default_factory=list)
     refusals: list[Refusal] = dataclasses.field(default_factory=list)
     evidence: list[Evidence] = dataclasses.field(default_factory=list)
+    #: ``proven`` (every path to every read followed, every condition decided), ``likely``
+    #: (decided on paths partly followed), ``unknown`` (the analysis cannot tell)
+    confidence: str = "unknown"
+    #: the paths not followed or the conditions taken as run-time values, for people
+    unresolved: list[str] = dataclasses.field(default_factory=list)
 
     @property
     def no_effect(self) -> bool:
         return self.verdict in NO_EFFECT
 
 
+#: Functions whose reads are not uses: a hash of the configuration, its printed form.
+_NOT_USES = frozenset(
+    {"compute_hash", "__hash__", "__repr__", "__str__", "__rich_repr__", "__eq__", "__format__"}
+)
+
+
 def _is_runtime_read(read: ReadSite, index: VersionIndex) -> bool:
-    """A read outside argument resolution: what the server does with the value."""
+    """A read outside argument resolution: what the server does with the value (a hash of it,
+    its printed form or a log line echoing it are not)."""
+    if read.use == "log" or read.scope.function.split(".")[-1] in _NOT_USES:
+        return False
     if not read.handling:
         return True
     scope = read.scope
@@ -112,6 +126,7 @@ class Judge:
         self.resolution = resolution
         self.couplings = self._static_couplings()
         self._depth = 0
+        self._store_functions: dict[Site, tuple[str, str]] | None = None
         self._changes_reading: dict[str, list[Change]] = {}
         for change in resolution.changes:
             for name in change.flags_read():
@@ -170,9 +185,49 @@ class Judge:
         report.couplings = self.coupled(field_name)
         report.refusals = [
             r for r in self.resolution.refusals if field_name in r.flags_read() and r.certain
-        ]
+        ] + self.resolution.caused.get(field_name, [])
         self.decide(report, runtime)
+        report.confidence = self.confidence(report)
         return report
+
+    def confidence(self, report: FlagReport) -> str:
+        """How far the verdict can be trusted: ``proven`` only where every path to it was
+        followed and every condition deciding it was decided from the source."""
+        complete = self.resolution.complete
+        verdict = report.verdict
+        for reader in report.readers:
+            for note in reader.reach.unresolved:
+                if note not in report.unresolved:
+                    report.unresolved.append(note)
+        if report.confidence != "unknown" and verdict != "unknown":
+            return report.confidence  # set where the verdict was made (a translated flag)
+        if verdict == "unknown":
+            return "unknown"
+        if verdict == "dead-code":
+            return "proven"  # no read, no string use, nothing derived: holds on any path
+        if verdict == "overridden" or (verdict == "incompatible" and report.refusals):
+            return "proven" if complete else "likely"
+        if verdict == "incompatible":
+            return "likely"  # a reading function that raises, walked with unknown arguments
+        if verdict == "conditional":
+            named = [c for c in report.conditions if "too deep" not in c]
+            return "likely" if named or report.reason else "unknown"
+        readers = report.readers
+        if verdict == "effective":
+            active = [r for r in readers if r.reach.value is True]
+            if not active:
+                return "likely"  # effective through the argument resolution's settings
+            return "proven" if not active[0].reach.unresolved and complete else "likely"
+        # not-activated, no-op: every read found is off; callers matched by name, or the
+        # model files a scope left out, may be wrong where the gates a read's own are not
+        caller = any(
+            g.kind in ("caller", "model-scope") and g.value is False
+            for r in readers
+            for g in r.reach.gates
+        )
+        if not readers or caller or any(r.reach.unresolved for r in readers):
+            return "likely"
+        return "proven"
 
     def readers(self, reads: list[ReadSite], every: bool = False) -> list[ReaderResult]:
         """Each read's conditions; once one read is active the flag is, and the rest wait
@@ -349,6 +404,7 @@ class Judge:
             )
             return
         report.verdict = inner.verdict
+        report.confidence = inner.confidence
         report.conditions = inner.conditions
         report.reason = (
             f"the engine turns --{report.flag} into {coupling.value} ({coupling.site}); "
@@ -362,6 +418,17 @@ class Judge:
         for coupling in report.couplings:
             report.evidence.append(Evidence(str(coupling.site), _override_text(coupling)))
         if not live:
+            consumed = self._consumed_beyond_couplings(report)
+            if consumed is not None:
+                # read where the resolution does more than set flags (a write through a local
+                # helper into a derived config, say): what that does is not followed
+                report.verdict = "unknown"
+                report.reason = (
+                    f"{name} is read by the argument resolution at {consumed.site} "
+                    f"({consumed.text}), which does more there than set flags; not followed"
+                )
+                report.evidence.append(Evidence(str(consumed.site), consumed.text))
+                return
             report.verdict = "no-op"
             report.reason = (
                 f"{name} is only read to set other flags, and none of those settings applies here"
@@ -373,6 +440,22 @@ class Judge:
         report.reason = f"{name} is read only by the argument resolution, which then sets {chosen.value} ({chosen.site})"
         if not applied:
             report.conditions = [c for c in chosen.conditions if "unknown" in c]
+
+    def _consumed_beyond_couplings(self, report: FlagReport) -> ReadSite | None:
+        """A read by the argument layer used as a value (not a check, not only to set flags)
+        whose function sets none of the flags coupled to it."""
+        if self._store_functions is None:
+            self._store_functions = {
+                store.site: (store.site.path, store.scope.function)
+                for stores in self.index.stores.values()
+                for store in stores
+            }
+        setting = {self._store_functions.get(c.site, (c.site.path, "?")) for c in report.couplings}
+        for read in self.index.reads.get(report.field, []):
+            where = (read.site.path, read.scope.function)
+            if read.handling and read.use == "value" and where not in setting:
+                return read
+        return None
 
     def _probe(self, report: FlagReport, runtime: list[ReadSite]) -> None:
         """For a flag that is set, walk the functions that read it: one that raises on this

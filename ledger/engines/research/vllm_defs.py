@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import ast
 
+from ledger.errors import InvalidInput
+
 from .access import AccessModel, distinctive_names
 from .definitions import (
     FlagDefinition,
@@ -127,13 +129,13 @@ def model_registry(source: EngineSource) -> dict[str, tuple[str, ...]]:
 
 def read_definitions(source: EngineSource) -> tuple[dict[str, FlagDefinition], AccessModel]:
     if ARG_UTILS not in source:
-        raise ValueError(f"{source.origin}: no {ARG_UTILS}: not a vLLM engine")
+        raise InvalidInput(f"{source.origin}: no {ARG_UTILS}: not a vLLM engine")
     tree, text = _parse(source, ARG_UTILS)
     engine_args = next(
         (n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == "EngineArgs"), None
     )
     if engine_args is None:
-        raise ValueError(f"{source.origin}: {ARG_UTILS} has no class EngineArgs")
+        raise InvalidInput(f"{source.origin}: {ARG_UTILS} has no class EngineArgs")
     configs = _config_classes(source)
     docs = {name: _attribute_docs(node) for name, (_, node, _) in configs.items()}
     module = module_name(ARG_UTILS)

@@ -103,7 +103,7 @@ class World:
             text = self.text(module)
             try:
                 self._trees[module] = ast.parse(text, filename=self.path(module)) if text else None
-            except (SyntaxError, ValueError):
+            except (SyntaxError, ValueError, RecursionError, MemoryError):
                 self._trees[module] = None
         return self._trees[module]
 
@@ -148,10 +148,12 @@ class World:
         # indented one (under a top-level ``if``) parse with its columns unchanged.
         try:
             wrapper = ast.parse("\n" * (spec.start - 2) + "if True:\n" + snippet)
+        except (RecursionError, MemoryError):
+            return None
         except SyntaxError:
             try:
                 wrapper = ast.parse("\n" * (spec.start - 1) + snippet)
-            except SyntaxError:
+            except (SyntaxError, RecursionError, MemoryError):
                 return None
             return wrapper.body[0] if wrapper.body else None
         first = wrapper.body[0]

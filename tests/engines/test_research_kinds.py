@@ -1,0 +1,288 @@
+"""The kinds of path the research got wrong on flags read by hand (docs/research.md), each on
+the synthetic tree tests/fixtures/research/sglang_kinds (SGLang's dataclass generation): which model files run,
+the conditions of a read's callers, refusals anywhere on the start path, what is not a read,
+and the confidence each verdict carries. Each flag there is one kind; none is special-cased."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import zipfile
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from ledger.engines.research import (
+    Target,
+    load_index,
+    load_model_config,
+    open_engine,
+    parse_flag_string,
+    research,
+    to_json,
+    to_text,
+)
+from ledger.engines.research.analysis import Research
+from ledger.engines.research.index import VersionIndex
+from ledger.engines.research.sources import EngineSource
+from ledger.errors import InvalidInput
+from tests.support.cli_inprocess import invoke
+
+FIXTURES = Path(__file__).parents[1] / "fixtures" / "research"
+KINDS = FIXTURES / "sglang_kinds"
+MODELS = FIXTURES / "models"
+FUSED = "sglang/srt/layers/fused.py"
+SCHEDULER = "sglang/srt/managers/scheduler.py"
+
+
+@pytest.fixture(scope="module")
+def kinds() -> tuple[EngineSource, VersionIndex]:
+    source = open_engine(str(KINDS), "sglang")
+    return source, load_index(source, use_cache=False, workers=1)
+
+
+def run(
+    engine: tuple[EngineSource, VersionIndex],
+    flags: str = "",
+    *,
+    arch: str = "sm120",
+    model: str = "foo_moe_top8",
+) -> Research:
+    source, index = engine
+    target = Target.make(arch=arch, model=load_model_config(MODELS / f"{model}.json"), tp=4)
+    return research(source, index, target, parse_flag_string(flags), everything=True)
+
+
+def report(result: Research, flag: str) -> Any:
+    (found,) = [r for r in result.reports if r.flag == flag]
+    return found
+
+
+def line_of(path: str, needle: str) -> str:
+    lines = (KINDS / path).read_text().splitlines()
+    return f"{path}:{next(i for i, line in enumerate(lines, 1) if needle in line)}"
+
+
+# --- 1. model scope ------------------------------------------------------------------------
+
+
+def test_another_models_file_never_decides(kinds: tuple[EngineSource, VersionIndex]) -> None:
+    # other_oss.py reads the backend next to an assert on its own layer types, and a generic
+    # layer imports that file for a type: for FooMoe it is another model's file.
+    found = report(run(kinds, "--attention-backend triton"), "attention-backend")
+    assert found.verdict == "effective"
+    assert found.reason.startswith("--attention-backend is read at sglang/srt/models/foo_moe.py:")
+    other = [e for e in found.evidence if e.ref.startswith("sglang/srt/models/other_oss.py")]
+    assert other and "is another model's file" in other[0].text
+    # for the model that file serves, its read is the model's own
+    oss = report(run(kinds, "--attention-backend triton", model="other_oss"), "attention-backend")
+    assert oss.reason.startswith("--attention-backend is read at sglang/srt/models/other_oss.py:")
+
+
+def test_a_flag_only_another_model_reads(kinds: tuple[EngineSource, VersionIndex]) -> None:
+    foo = report(run(kinds, "--oss-sinks-knob 1"), "oss-sinks-knob")
+    assert (foo.verdict, foo.confidence) == ("not-activated", "likely")
+    assert "model architecture FooMoeForCausalLM" in foo.reason
+    assert "sglang/srt/models/other_oss.py is another model's file" in foo.reason
+    oss = report(run(kinds, "--oss-sinks-knob 1", model="other_oss"), "oss-sinks-knob")
+    assert oss.verdict == "effective"
+
+
+# --- 2. interprocedural gates --------------------------------------------------------------
+
+
+def test_the_only_callers_condition_gates_the_read(
+    kinds: tuple[EngineSource, VersionIndex],
+) -> None:
+    found = report(run(kinds), "aiter-fusion-knob")
+    assert (found.verdict, found.confidence) == ("not-activated", "likely")
+    caller = line_of(FUSED, "return _fused_add_aiter(x)")
+    assert f"_use_aiter and x is not None (caller {caller})" in found.reason
+
+
+def test_an_object_built_only_under_a_flag(kinds: tuple[EngineSource, VersionIndex]) -> None:
+    off = report(run(kinds, "--eplb-rebalance-iters 10"), "eplb-rebalance-iters")
+    assert off.verdict == "no-op" and "enable_eplb=False" in off.reason
+    assert f"(caller {line_of(SCHEDULER, 'EPLBManager(server_args) if')})" in off.reason
+    on = report(run(kinds, "--eplb-rebalance-iters 10 --enable-eplb"), "eplb-rebalance-iters")
+    assert on.verdict == "effective"
+
+
+def test_a_factory_branch_is_conditional_never_effective(
+    kinds: tuple[EngineSource, VersionIndex],
+) -> None:
+    # ``elif self.is_ngram(): return NgramWorker`` in a file that names no flag
+    found = report(run(kinds, "--ngram-corpus-max-tokens 8"), "ngram-corpus-max-tokens")
+    assert found.verdict == "conditional"
+    assert "self.is_ngram()" in found.conditions
+
+
+def test_a_class_built_only_by_the_backend_a_registry_selects(
+    kinds: tuple[EngineSource, VersionIndex],
+) -> None:
+    triton = run(kinds, "--attention-backend triton --flashinfer-workspace-mb 256")
+    found = report(triton, "flashinfer-workspace-mb")
+    assert found.verdict == "no-op" and "attention_backend='triton'" in found.reason
+    chosen = run(kinds, "--attention-backend flashinfer --flashinfer-workspace-mb 256")
+    assert report(chosen, "flashinfer-workspace-mb").verdict == "effective"
+    unset = report(run(kinds, "--flashinfer-workspace-mb 256"), "flashinfer-workspace-mb")
+    assert unset.verdict == "conditional"  # the engine picks a backend at run time
+
+
+def test_a_capability_table_keyed_by_the_major_version(
+    kinds: tuple[EngineSource, VersionIndex],
+) -> None:
+    sm120 = report(run(kinds, "--symm-mem-max-size 32"), "symm-mem-max-size")
+    assert (sm120.verdict, sm120.confidence) == ("not-activated", "proven")
+    assert "sm120: compute capability 12.0" in sm120.reason and "sizes is None" in sm120.reason
+    hopper = report(run(kinds, "--symm-mem-max-size 32", arch="sm90"), "symm-mem-max-size")
+    assert hopper.verdict != "not-activated"
+
+
+# --- 3. refusals anywhere on the start path; what is not a read -----------------------------
+
+
+def test_a_validation_hooks_raise_through_a_view(kinds: tuple[EngineSource, VersionIndex]) -> None:
+    found = report(run(kinds, "--enable-aux-capture"), "enable-aux-capture")
+    assert (found.verdict, found.confidence) == ("incompatible", "proven")
+    assert "--enable-aux-capture needs --speculative-algorithm EAGLE3" in found.reason
+    assert line_of("sglang/srt/arg_groups/validation_hook.py", "raise ValueError") in found.reason
+    fine = run(kinds, "--enable-aux-capture --speculative-algorithm EAGLE3")
+    assert report(fine, "enable-aux-capture").verdict != "incompatible"
+
+
+def test_a_config_dataclass_post_init_raise(kinds: tuple[EngineSource, VersionIndex]) -> None:
+    for flags in ("--redundant-experts 2", "--redundant-experts 2 --attention-backend triton"):
+        found = report(run(kinds, flags), "redundant-experts")
+        assert found.verdict == "incompatible", flags
+        assert "redundant experts need EPLB" in found.reason
+    with_eplb = run(kinds, "--redundant-experts 2 --enable-eplb")
+    assert report(with_eplb, "redundant-experts").verdict != "incompatible"
+
+
+def test_hash_and_log_echo_are_not_reads(kinds: tuple[EngineSource, VersionIndex]) -> None:
+    result = run(kinds, "--hashed-only-knob 3 --echo-only-knob 3")
+    for flag in ("hashed-only-knob", "echo-only-knob"):
+        found = report(result, flag)
+        assert (found.verdict, found.confidence) == ("dead-code", "proven"), flag
+
+
+# --- 5. writes and reads of the wrong kind -------------------------------------------------
+
+
+def test_a_write_through_a_local_helper_is_not_a_no_op(
+    kinds: tuple[EngineSource, VersionIndex],
+) -> None:
+    # the only coupling found does not apply (TP <= 8); the _set(...) write is not followed
+    found = report(run(kinds, "--disable-prefill-graph"), "disable-prefill-graph")
+    assert (found.verdict, found.confidence) == ("unknown", "unknown")
+    assert "does more there than set flags" in found.reason
+
+
+def test_a_model_config_attribute_sharing_the_flags_name_is_not_its_reader(
+    kinds: tuple[EngineSource, VersionIndex],
+) -> None:
+    found = report(run(kinds, "--mamba-ssm-dtype float32"), "mamba-ssm-dtype")
+    assert found.verdict == "dead-code"
+    assert not any(e.ref.startswith("sglang/srt/models/") for e in found.evidence)
+
+
+# --- 4. confidence in every output ---------------------------------------------------------
+
+
+def test_confidence_in_json_text_and_the_recorded_event(
+    kinds: tuple[EngineSource, VersionIndex],
+) -> None:
+    from ledger.engines.research import researched_event
+
+    result = run(kinds, "--aiter-fusion-knob --hashed-only-knob 1")
+    payload = json.loads(json.dumps(to_json(result)))
+    flags = {f["flag"]: f for f in payload["flags"]}
+    assert flags["aiter-fusion-knob"]["confidence"] == "likely"
+    assert flags["hashed-only-knob"]["confidence"] == "proven"
+    assert all(f["confidence"] in ("proven", "likely", "unknown") for f in payload["flags"])
+    assert isinstance(flags["ngram-corpus-max-tokens"]["unresolved"], list)
+    assert sum(payload["confidence_counts"].values()) == len(payload["flags"])
+    assert "--hashed-only-knob  dead-code (proven) (given 1)" in to_text(result)
+    event = researched_event(result, report(result, "aiter-fusion-knob"))
+    assert (event.schema_version, event.verdict_confidence) == (4, "likely")
+
+
+# --- 6. input --------------------------------------------------------------------------------
+
+
+def test_unknown_flag_exit_0_and_strict_exit_3(tmp_path: Path) -> None:
+    argv: list[str | Path] = ["research", "--engine", KINDS, "--arch", "sm120", "--tp", "4"]
+    argv += ["--model-config", MODELS / "foo_moe_top8.json", "--flags", "--enable-eplbb"]
+    env = {"TUNELEDGER_RESEARCH_CACHE": str(tmp_path / "cache")}
+    plain = invoke(argv, env=env)
+    assert plain.returncode == 0 and "--enable-eplbb  not defined" in plain.stdout
+    strict = invoke([*argv, "--strict"], env=env)
+    assert strict.returncode == 3
+    assert strict.stderr.strip().splitlines() == [
+        "tuneledger: error: --enable-eplbb: not a flag of sglang 0.0.4 (nearest: --enable-eplb)"
+    ]
+
+
+def _wheel(folder: Path, out: Path, version: str) -> Path:
+    wheel = out / f"sglang-{version}-py3-none-any.whl"
+    with zipfile.ZipFile(wheel, "w") as archive:
+        for path in sorted(folder.rglob("*")):
+            if path.is_file():
+                archive.write(path, path.relative_to(folder).as_posix())
+    return wheel
+
+
+def test_a_wheel_whose_metadata_is_another_version_is_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _wheel(KINDS, tmp_path, "0.5.23")  # named 0.5.23, its METADATA says 0.0.4
+    monkeypatch.setenv("TUNELEDGER_WHEELS", str(tmp_path))
+    monkeypatch.setenv("TUNELEDGER_RESEARCH_CACHE", str(tmp_path / "cache"))
+    with pytest.raises(InvalidInput, match=r"sglang==0\.5\.23: .* says it is version 0\.0\.4"):
+        open_engine("sglang==0.5.23", download=False)
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        ("missing", "no sglang/srt/server_args.py: not an SGLang server"),
+        ("broken", "sglang/srt/server_args.py does not parse (line 1"),
+    ],
+)
+def test_unreadable_argument_files_are_one_line_errors(
+    tmp_path: Path, change: str, message: str
+) -> None:
+    copy = tmp_path / "tree"
+    shutil.copytree(KINDS, copy)
+    args = copy / "sglang" / "srt" / "server_args.py"
+    if change == "missing":
+        args.unlink()
+    else:
+        args.write_text("def (:\n")
+    done = invoke(
+        ["research", "--engine", copy, "--arch", "sm120", "--flags", "--tp 2"],
+        env={"TUNELEDGER_RESEARCH_CACHE": str(tmp_path / "cache")},
+    )
+    assert done.returncode == 3
+    (line,) = done.stderr.strip().splitlines()
+    assert message in line and "Traceback" not in done.stderr
+
+
+def test_overdeep_files_land_in_unparsed_files(tmp_path: Path) -> None:
+    copy = tmp_path / "tree"
+    shutil.copytree(KINDS, copy)
+    deep = "x = " + "(" * 5000 + "get_global_server_args().enable_eplb" + ")" * 5000 + "\n"
+    (copy / "sglang" / "srt" / "deep.py").write_text(deep)
+    source = open_engine(str(copy), "sglang")
+    index = load_index(source, use_cache=False, workers=1)
+    assert list(index.errors) == ["sglang/srt/deep.py"]
+    assert index.errors["sglang/srt/deep.py"].split(":")[0] in (
+        "RecursionError",
+        "MemoryError",
+        "SyntaxError",
+    )
+    payload = to_json(run((source, index), "--enable-eplb"))
+    assert payload["unparsed_files"] == ["sglang/srt/deep.py"]
+    assert {f["flag"]: f["verdict"] for f in payload["flags"]}["enable-eplb"] == "effective"
