@@ -490,6 +490,12 @@ def _bench_with_tool(
     is_flag=True,
     help="Print the arms, the runs in order and a time estimate from the ledger's earlier runs; run nothing.",
 )
+@click.option(
+    "--threshold",
+    "threshold_pct",
+    type=click.FloatRange(0, 100, min_open=True, max_open=True),
+    help="The practical threshold in percent: the smallest change the comparisons call one, every metric (default: [plan] threshold, else 5%, 10% for p99; docs/comparison.md).",
+)
 @json_option
 @pass_ctx
 def plan_command(
@@ -499,6 +505,7 @@ def plan_command(
     no_progress: bool,
     resume: bool,
     dry_run: bool,
+    threshold_pct: float | None,
     as_json: bool,
 ) -> None:
     """Run PLAN_FILE: baseline and candidates restarted and benchmarked interleaved, then compared.
@@ -522,6 +529,8 @@ def plan_command(
         click.echo(f"tuneledger: {plan_file}: [bench] num_prompts: {warning}", err=True)
     if plan.plan.session is None and ctx.session:
         plan.plan.session = ctx.session
+    if threshold_pct is not None:
+        plan.plan.threshold = threshold_pct / 100
     if dry_run:
         _dry_run(ctx, plan, resume, as_json)
         return
