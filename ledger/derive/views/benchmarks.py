@@ -128,7 +128,8 @@ simple AS (
                                          THEN least(baseline_runs, runs) + 2 ELSE needed END
            END::BIGINT AS runs_needed,
            'statistical, here: Welch CI of the log ratio vs the default threshold (no current comparison event)' AS verdict_rule,
-           seq, 100 * baseline_cv AS baseline_cv_pct, 100 * cv AS cv_pct
+           seq, 100 * baseline_cv AS baseline_cv_pct, 100 * cv AS cv_pct,
+           NULL::UUID AS comparison_event_id
     FROM needs
 ),
 """
@@ -136,9 +137,9 @@ simple AS (
 
 def benchmark_deltas() -> str:
     """Each configuration against the session's baseline, per concurrency and metric: the
-    latest statistical comparison (``comparison_completed``) while no run came after it,
-    else the same Welch rule over all the arms' runs with the metric's default threshold as
-    threshold (``_welch_rule``)."""
+    latest statistical comparison (``comparison_completed``, its ``comparison_event_id``) while
+    no run came after it, else the same Welch rule over all the arms' valid runs with the
+    metric's default threshold (``_welch_rule``, ``comparison_event_id`` NULL)."""
     # one delta row of an arm (ARM_KEY) and metric against another (t: a comparison, s: the rule's)
     same_arm = " AND ".join(f"t.{k} IS NOT DISTINCT FROM s.{k}" for k in (*ARM_KEY, "metric"))
     return (
@@ -160,7 +161,8 @@ def benchmark_deltas() -> str:
            100 * (payload->>'noise_threshold')::DOUBLE AS noise_threshold_pct,
            (payload->>'verdict') AS verdict, (payload->>'runs_needed')::BIGINT AS runs_needed,
            'statistical: Welch CI of the log ratio vs noise threshold' AS verdict_rule, seq,
-           100 * (payload->>'baseline_cv')::DOUBLE AS baseline_cv_pct, 100 * (payload->>'cv')::DOUBLE AS cv_pct
+           100 * (payload->>'baseline_cv')::DOUBLE AS baseline_cv_pct, 100 * (payload->>'cv')::DOUBLE AS cv_pct,
+           event_id AS comparison_event_id
     FROM live_control WHERE type = 'comparison_completed'
     QUALIFY row_number() OVER (
         PARTITION BY session_id, payload->>'config_name', payload->>'baseline_config', payload->>'metric',
