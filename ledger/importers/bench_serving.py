@@ -298,11 +298,13 @@ def samples_from_details(line: _Line) -> pa.Table | None:
     input_lens = line.array("input_lens") or [None] * n
     output_lens = line.array("output_lens") or [None] * n
     errors = line.array("errors") or [""] * n
+    texts = line.array("generated_texts") or [None] * n
     for key, values in (
         ("itls", itls),
         ("input_lens", input_lens),
         ("output_lens", output_lens),
         ("errors", errors),
+        ("generated_texts", texts),
     ):
         if len(values) != n:
             raise line.error(key, f"has {len(values)} entries, ttfts has {n}")
@@ -317,6 +319,10 @@ def samples_from_details(line: _Line) -> pa.Table | None:
         gaps = itls[i] if isinstance(itls[i], list) else None
         if gaps is None:
             raise line.error(f"itls[{i}]", "expected a list of seconds")
+        if ok and no_output(ttft, gaps, texts[i]):
+            # sglang counts such a request a success (with the output tokens it asked for),
+            # but nothing was streamed: its TTFT of 0.0 is not a measurement
+            ok, error = False, NO_OUTPUT
         gaps_ms = [_gap(line, f"itls[{i}][{j}]", g) * scale for j, g in enumerate(gaps)]
         out = _int(line, f"output_lens[{i}]", output_lens[i])
         ttft_ms = ttft * scale if ok and ttft is not None else None
@@ -332,6 +338,17 @@ def samples_from_details(line: _Line) -> pa.Table | None:
         rows["itl_ms"].append(gaps_ms)
         rows["error"].append(error or None)
     return pa.table(rows, schema=SAMPLES_SCHEMA)
+
+
+#: The error a request that streamed nothing gets (``no_output``), as our own runs' failures.
+NO_OUTPUT = "no output streamed (TTFT 0.0, no ITL, empty text): not a measurement"
+
+
+def no_output(ttft: float | None, gaps: list[Any], text: Any) -> bool:
+    """Whether a request the tool counted a success streamed nothing: a TTFT of 0 (or none),
+    no gap, and an empty text where the file keeps the text (our runner fails such a request:
+    "the stream carried no content")."""
+    return (ttft is None or ttft == 0) and not gaps and (text is None or text == "")
 
 
 def _ttft_scale(line: _Line, ttfts: list[Any], errors: list[Any]) -> float:
