@@ -286,9 +286,10 @@ def samples_from_details(line: _Line) -> pa.Table | None:
 
     ``ttfts`` and ``itls`` are seconds in sglang's output (converted to ms here);
     if a file's mean TTFT matches ``mean_ttft_ms`` only without the x1000, the
-    arrays are taken as ms already. E2E is not in the details: it is
-    reconstructed as TTFT + sum(ITLs), which misses the time after the last
-    chunk (in the fixture ~4% below ``mean_e2e_latency_ms``); TPOT follows from it.
+    arrays are taken as ms already. E2E is each request's ``latencies`` entry where the file
+    keeps one (vLLM's ``--save-detailed``), else reconstructed as TTFT + sum(ITLs), which
+    misses the time after the last chunk (in the fixture ~4% below ``mean_e2e_latency_ms``);
+    TPOT follows from it.
     """
     ttfts = line.array("ttfts")
     if ttfts is None:
@@ -299,12 +300,15 @@ def samples_from_details(line: _Line) -> pa.Table | None:
     output_lens = line.array("output_lens") or [None] * n
     errors = line.array("errors") or [""] * n
     texts = line.array("generated_texts") or [None] * n
+    # vLLM's --save-detailed keeps each request's own E2E (seconds): used where present
+    latencies = line.array("latencies") or [None] * n
     for key, values in (
         ("itls", itls),
         ("input_lens", input_lens),
         ("output_lens", output_lens),
         ("errors", errors),
         ("generated_texts", texts),
+        ("latencies", latencies),
     ):
         if len(values) != n:
             raise line.error(key, f"has {len(values)} entries, ttfts has {n}")
@@ -326,7 +330,13 @@ def samples_from_details(line: _Line) -> pa.Table | None:
         gaps_ms = [_gap(line, f"itls[{i}][{j}]", g) * scale for j, g in enumerate(gaps)]
         out = _int(line, f"output_lens[{i}]", output_lens[i])
         ttft_ms = ttft * scale if ok and ttft is not None else None
-        e2e_ms = ttft_ms + sum(gaps_ms) if ttft_ms is not None else None
+        latency = _num(line, f"latencies[{i}]", latencies[i])
+        if ttft_ms is None:
+            e2e_ms = None
+        elif latency is not None:
+            e2e_ms = latency * scale
+        else:
+            e2e_ms = ttft_ms + sum(gaps_ms)
         tpot_ms = tpot(ttft_ms, e2e_ms, out)
         rows["request_index"].append(i)
         rows["ok"].append(ok)
