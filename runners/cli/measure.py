@@ -134,7 +134,9 @@ def _identifier(ctx: click.Context, param: click.Parameter, value: str | None) -
 )
 @click.option(
     "--tokenizer",
-    type=click.Path(exists=True),
+    # made absolute against the caller's cwd: a tool runs in the artifacts folder, where a
+    # relative path would not exist (and a tool would read it as a hub repo id)
+    type=click.Path(exists=True, resolve_path=True),
     help="Local tokenizer (tokenizer.json or folder): exact prompt lengths.",
 )
 @click.option(
@@ -232,8 +234,15 @@ def bench_command(
             f"--shared-prefix-len {shared_prefix_len} must be below --input-len {input_len}"
         )
     if tool != "builtin":
-        if shared_prefix_len:
-            raise click.BadParameter("--shared-prefix-len is for the built-in client only")
+        # every option reaches the tool or is refused: these are the built-in client's only
+        for given, option in (
+            (shared_prefix_len, "--shared-prefix-len"),
+            (server_metrics, "--server-metrics"),
+        ):
+            if given:
+                raise click.BadParameter(
+                    f"{option} is for the built-in client only (--tool {tool})"
+                )
         from runners.bench.external import find_tool
 
         prefix = find_tool(tool, tool_path)  # a missing tool exits 11 before anything is asked
