@@ -497,7 +497,7 @@ def _bench_with_tool(
 @click.option(
     "--dry-run",
     is_flag=True,
-    help="Print the arms, the runs in order and a time estimate from the ledger's earlier runs; run nothing.",
+    help="Print the arms, the runs in order and a time estimate from the ledger's earlier runs (where it has none: the model's size and the workload, said so); run nothing.",
 )
 @click.option(
     "--threshold",
