@@ -300,7 +300,8 @@ def _count_disagrees(doc: dict[str, Any], config: dict[str, Any], count: int | N
     phase = doc.get("benchmark_phase") or doc.get("phase")
     if isinstance(phase, str) and phase != "profiling":
         return f"a {phase} phase, not the profiling run"
-    phases = config.get("phases") if isinstance(config.get("phases"), list) else []
+    listed = config.get("phases")
+    phases: list[Any] = listed if isinstance(listed, list) else []
     asked = next(
         (
             p.get("requests")
