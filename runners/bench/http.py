@@ -149,9 +149,10 @@ class AiohttpClient:
 
     def _session(self) -> aiohttp.ClientSession:
         if self.session is None:
-            # one connection per slot, all kept alive between requests (as make_client's)
+            # one connection per slot, kept alive between requests for KEEPALIVE_S as
+            # make_client's: below uvicorn's 5 s, so no connection the server closed is reused
             connector = aiohttp.TCPConnector(
-                limit=self.limit, limit_per_host=0, keepalive_timeout=60.0
+                limit=self.limit, limit_per_host=0, keepalive_timeout=KEEPALIVE_S
             )
             self.session = aiohttp.ClientSession(
                 connector=connector, trust_env=False, auto_decompress=False, timeout=self.timeout
