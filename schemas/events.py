@@ -451,7 +451,7 @@ class ComparisonCompleted(Event):
     ``better_direction`` (+1: higher is better, -1: lower is better; when absent, the metric
     table's). v1 events signed the change so that + was better: the upcaster converts them.
     ``noise_threshold`` is tau, the practical threshold (the user's, else the metric's
-    default; events before issue 32 hold max(floor, 2 * CV of A-vs-A repeats)), as a
+    default; events written before the practical threshold hold max(floor, 2 * CV of A-vs-A repeats)), as a
     fraction. ``verdict``: ``schemas.vocab.ComparisonVerdict`` (``runs_needed`` per arm
     when inconclusive or too-noisy). Changes and CI bounds are fractions (0.05 = +5%).
     ``baseline_mean`` and ``mean`` are the central values the change compares: geometric

@@ -155,7 +155,7 @@ def test_bench_failed_requests_make_the_run_invalid(tmp_path: Path) -> None:
 
 
 def test_bench_zero_output_requests_are_not_measurements(tmp_path: Path) -> None:
-    """Issue 32: sglang's real c1.jsonl had 3 of 16 requests with TTFT 0.0, no ITL and empty
+    """sglang's real c1.jsonl had 3 of 16 requests with TTFT 0.0, no ITL and empty
     text that sglang counted successes (with 32 output tokens): not measurements, so the run
     is not valid and those rows are failures, as our runner fails a stream with no content."""
     raw = json.loads((BENCH / "with_details.jsonl").read_text())

@@ -197,7 +197,7 @@ def test_vllm_append_result_jsonl(tmp_path: Path) -> None:
 
 
 def test_vllm_append_result_per_request_latencies_are_used(tmp_path: Path) -> None:
-    """Issue 32: vLLM's --save-detailed lines keep each request's own E2E (``latencies``,
+    """vLLM's --save-detailed lines keep each request's own E2E (``latencies``,
     seconds) while the summary has no E2E statistics: E2E and TPOT come from them (not TTFT +
     the ITL sum, which misses the tail after the last chunk)."""
     raw = json.loads(
@@ -661,7 +661,7 @@ def test_aiperf_real_run_json_csv_and_records_agree() -> None:
 
 
 def test_aiperf_request_count_against_its_own_command(tmp_path: Path) -> None:
-    """Issue 32: AIPerf's warm-up phase file imported as a valid 1-request benchmark although
+    """AIPerf's warm-up phase file imported as a valid 1-request benchmark although
     the tool's own configuration asked for 8: a count other than the profiling phase's
     ``requests`` is not the run asked for (not valid, and the note says which counts)."""
     raw = json.loads((AIPERF_RUN / "profile_export_aiperf.json").read_text())

@@ -189,7 +189,7 @@ def _gm(values: list[float]) -> float:
 
 
 def test_every_reader_shows_one_baseline_number(tmp_path: Path) -> None:
-    """Issue 32: a standalone baseline run recorded before a plan joined `compare diff` and the
+    """A standalone baseline run recorded before a plan joined `compare diff` and the
     TUI (4 runs) while the verdict table showed the plan's comparison (3 runs), and repeats used
     the arithmetic mean. Now the verdict table (benchmark_deltas, benchmark_summary), diff,
     repeats and Pareto (the TUI's Compare pane and the decision log read these) show the

@@ -79,7 +79,7 @@ def test_hand_made_timeline_exact_values() -> None:
 
 
 def test_a_burst_request_gives_no_tpot_or_itl() -> None:
-    """Issue 32: a request whose tokens arrived in one burst (fewer than 0.5 chunks per token,
+    """A request whose tokens arrived in one burst (fewer than 0.5 chunks per token,
     ledger.derive.streaming's rule, per request) is not a TPOT or ITL measurement: the run's
     TPOT and ITL are the other requests', and the run says how many were left out."""
     paced = [

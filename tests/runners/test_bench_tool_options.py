@@ -1,4 +1,4 @@
-"""``run bench --tool X``'s options as the shell gives them (issue 32): relative paths resolve
+"""``run bench --tool X``'s options as the shell gives them: relative paths resolve
 against the caller's cwd, not the artifacts folder the tool runs in; an option the tool cannot
 take is refused; what the tool's own file records wins over what was asked, and a disagreement
 is noted. In-process CLI, a real (failing) program as the tool."""

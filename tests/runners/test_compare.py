@@ -57,7 +57,7 @@ def test_shown_means_agree_with_the_change_despite_an_outlier() -> None:
 
 
 def test_a_threefold_drop_is_decided_at_three_runs() -> None:
-    """Issue 32: every candidate run (249-297 tok/s) below every baseline run (603-1,324), 3
+    """A measured case: every candidate run (249-297 tok/s) below every baseline run (603-1,324), 3
     runs per arm: the old rule (tau = 2 x the baseline's CV, 81%) said too-noisy, "need ~42
     runs/arm"; the CI of the change excludes -5% by far, so it is regressed."""
     c = compare("output_throughput", [603.0, 1324.0, 800.0], [249.0, 297.0, 270.0])

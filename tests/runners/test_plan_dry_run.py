@@ -1,4 +1,4 @@
-"""``run plan --dry-run`` on a fresh ledger (issue 32: "0.0 min" for a 30-start plan): the
+"""``run plan --dry-run`` on a fresh ledger (it said "0.0 min" for a 30-start plan): the
 estimate comes from the model's size and the workload, and says so."""
 
 from __future__ import annotations

@@ -83,7 +83,7 @@ async def test_compare_shows_what_differs_repeats_and_the_pareto_front(tmp_path:
 
 
 async def test_compare_shows_runs_that_carry_no_validity(tmp_path: Path) -> None:
-    """The seeds' benchmarks carry no validity (no gate ran; issue 32: the demo's Compare was
+    """The seeds' benchmarks carry no validity (no gate ran; the demo's Compare was
     empty): a run not marked invalid is compared, as benchmark_deltas compares it."""
     app = _app(tmp_path, "seeds")
     async with app.run_test(size=(100, 30)) as pilot:
