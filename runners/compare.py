@@ -225,28 +225,7 @@ def compare(
     elif better_low >= -tau and better_high <= tau:
         verdict = "no-measurable-change"
     else:
-        # The pooled SD of the ln values: the per-run spread the CI narrows from.
-        log_sd = math.sqrt((np.var(la, ddof=1) + np.var(lb, ddof=1)) / 2)
-        needed = runs_needed(log_sd, decision_distance(signed, tau))
-        if needed is not None and needed <= min(len(a), len(b)):
-            # Welch's df and scipy's t of the runs at hand are wider than the plan's 2n - 2.
-            needed = min(len(a), len(b)) + 2
-            notes = "the change sits near the threshold: more runs narrow the CI"
-        elif needed is None:
-            notes = (
-                f"the change sits at the {tau:.0%} threshold: more than {MAX_RUNS_PER_ARM} runs "
-                "per arm to decide"
-            )
-        at_zero = runs_needed(log_sd, decision_distance(0.0, tau))
-        if _beyond_practical(needed) and _beyond_practical(at_zero):
-            verdict = "too-noisy"
-            notes = (
-                f"per-run spread {log_sd:.0%}: even no change would need "
-                f"{'more than ' + str(MAX_RUNS_PER_ARM) if at_zero is None else at_zero} runs per "
-                f"arm to be told from a {tau:.0%} change; quiet the machine (or raise the threshold)"
-            )
-        else:
-            verdict = "inconclusive"
+        verdict, needed, notes = _undecided(la, lb, signed, tau)
     return Comparison(
         **base,
         change=math.exp(d) - 1,
@@ -256,6 +235,36 @@ def compare(
         runs_needed=needed,
         notes=notes,
     )
+
+
+def _undecided(
+    la: np.ndarray, lb: np.ndarray, signed: float, tau: float
+) -> tuple[ComparisonVerdict, int | None, str | None]:
+    """The verdict, runs needed per arm and note of a CI that decides nothing (module doc, 6-7)."""
+    # The pooled SD of the ln values: the per-run spread the CI narrows from.
+    log_sd = math.sqrt((np.var(la, ddof=1) + np.var(lb, ddof=1)) / 2)
+    needed = runs_needed(log_sd, decision_distance(signed, tau))
+    notes = None
+    have = min(len(la), len(lb))
+    if needed is not None and needed <= have:
+        # Welch's df and scipy's t of the runs at hand are wider than the plan's 2n - 2.
+        needed = have + 2
+        notes = "the change sits near the threshold: more runs narrow the CI"
+    elif needed is None:
+        notes = (
+            f"the change sits at the {tau:.0%} threshold: more than {MAX_RUNS_PER_ARM} runs "
+            "per arm to decide"
+        )
+    at_zero = runs_needed(log_sd, decision_distance(0.0, tau))
+    if _beyond_practical(needed) and _beyond_practical(at_zero):
+        return (
+            "too-noisy",
+            needed,
+            f"per-run spread {log_sd:.0%}: even no change would need "
+            f"{'more than ' + str(MAX_RUNS_PER_ARM) if at_zero is None else at_zero} runs per "
+            f"arm to be told from a {tau:.0%} change; quiet the machine (or raise the threshold)",
+        )
+    return "inconclusive", needed, notes
 
 
 #: A flag's measured verdict (``finding_recorded``) from its throughput verdicts at every concurrency.
