@@ -363,6 +363,10 @@ def _vllm_argv(
         "--result-filename",
         "result.json",
         "--disable-tqdm",
+        # vLLM's result keeps no seed: as metadata the file records it (runs of two seeds are
+        # two workloads, not repeats of one)
+        "--metadata",
+        f"seed={w.seed}",
     ]
     if concurrency:
         argv += ["--max-concurrency", str(concurrency)]

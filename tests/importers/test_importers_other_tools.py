@@ -228,6 +228,21 @@ def test_vllm_append_result_per_request_latencies_are_used(tmp_path: Path) -> No
     ]
 
 
+def test_vllm_seed_from_its_metadata(tmp_path: Path) -> None:
+    """vLLM's result keeps no seed; ``--metadata seed=N`` (which `run bench --tool vllm` passes)
+    writes it as a string key: each line's workload records its own seed."""
+    line = json.loads((VLLM_RESULT / "min_vllm_result.json").read_text())
+    path = tmp_path / "seeds.jsonl"
+    path.write_text(
+        json.dumps(line | {"seed": "0"}) + "\n" + json.dumps(line | {"seed": "1"}) + "\n"
+    )
+    _, events = _one(path)
+    assert [e.workload.seed for e in events] == [0, 1]
+    path.write_text(json.dumps(line | {"seed": "abc"}) + "\n")
+    with pytest.raises(InvalidInput, match=r"seeds.jsonl:1: field 'seed': expected an integer"):
+        import_file(path)
+
+
 def test_vllm_result_breaking_its_rules_names_line_and_field(tmp_path: Path) -> None:
     raw = json.loads((VLLM_RESULT / "min_vllm_result.json").read_text())
     raw["mean_e2el_ms"] = "slow"
