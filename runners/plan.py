@@ -634,7 +634,7 @@ def compare_and_record(store: LedgerStore, plan: Plan, result: PlanResult) -> No
 
 #: Under the verdict table: what its ``tau`` column is.
 TAU_FOOTNOTE = (
-    "tau: the practical threshold (--threshold, [plan] threshold, else the metric's default); "
+    "tau: the practical threshold (--threshold, the plan file's threshold, else the metric's default); "
     "improved / regressed need the 95% CI of the change beyond it, no-measurable-change "
     "inside it; runs: the runs per arm that would decide (docs/comparison.md)"
 )
