@@ -98,12 +98,6 @@ WHERE CASE WHEN l.ids IS NULL THEN b.valid IS DISTINCT FROM false
            ELSE list_contains(l.ids, CAST(b.event_id AS VARCHAR)) END
 )"""
 
-#: What ``COMPARED_RUNS`` includes, for the tables' notes.
-RUNS_NOTE = (
-    "values: geometric means over the runs benchmark_deltas compares (a standing comparison's "
-    "runs, else every valid run; runs not marked invalid count as valid)"
-)
-
 
 def workload_label(row: Row) -> str:
     """``16/8 tok random`` (input/output tokens and dataset), the workload of an arm."""
