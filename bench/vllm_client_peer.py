@@ -6,7 +6,8 @@ Starts the baseline of data/vllm_cpu_plan.toml's engine (.venv-vllm, ``make vllm
 once, then per repeat runs ``tuneledger run bench`` (ours) and ``tuneledger run bench --tool
 vllm`` (theirs, imported) with the same workload, alternating which goes first, and prints per
 client the mean and CV of output throughput and median TTFT over the repeats, and the difference
-of the means against the noise (2 x the larger CV, as ``runners.compare``'s tau). Everything is
+of ours against vLLM's by the comparison rule (``runners.compare``: the 95% CI of the change
+against the 5% parity threshold; "no-measurable-change" is parity). Everything is
 recorded in the ledger (``config_name`` ``ours`` / ``vllm-bench-serve``).
 """
 
@@ -85,12 +86,13 @@ def main() -> None:
             f"| {name} | {len(thr)} | {statistics.fmean(thr):.1f} ({_cv(thr):.1%}) | "
             f"{statistics.fmean(ttft):.1f} ({_cv(ttft):.1%}) |"
         )
-    for i, metric in enumerate(("output throughput", "median TTFT")):
-        a, b = stats["ours"][i], stats["vllm-bench-serve"][i]
-        diff = statistics.fmean(a) / statistics.fmean(b) - 1
-        noise = 2 * max(_cv(a), _cv(b))
-        within = "within" if abs(diff) <= noise else "OUTSIDE"
-        print(f"{metric}: ours / vllm - 1 = {diff:+.1%}, noise 2 x CV = {noise:.1%}: {within}")
+    from runners.compare import compare
+
+    for i, metric in enumerate(("output_throughput", "median_ttft_ms")):
+        ours, theirs = stats["ours"][i], stats["vllm-bench-serve"][i]
+        c = compare(metric, theirs, ours, threshold=0.05)
+        ci = "" if c.ci_low is None else f" [{c.ci_low:+.1%}, {c.ci_high:+.1%}]"
+        print(f"{metric}: ours / vllm - 1 = {c.change:+.1%}{ci}, 5% threshold: {c.verdict}")
 
 
 def _cv(values: list[float]) -> float:

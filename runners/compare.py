@@ -9,15 +9,18 @@ concurrency, with arm A (baseline) and arm B (candidate) of runs:
    the log values and Welch-Satterthwaite degrees of freedom; ``t = scipy.stats.t.ppf(0.975, df)``;
 4. ``change = e^d - 1`` with CI ``e^(d +- t SE) - 1``: the metric's own change, ``value /
    baseline - 1`` ("+" means it went up: the one sign convention, ``schemas.metrics``);
-5. ``tau = max(floor, 2 * CV of A-vs-A repeats)`` (floors: the metric table ``schemas.metrics``);
+5. ``tau``: the practical threshold, the smallest change worth calling one: the caller's
+   (``threshold``: a plan's ``[plan] threshold``, ``run plan --threshold``), else the metric
+   table's default (``schemas.metrics``: 5%, 10% for p99). It does not depend on the noise:
+   the noise is in the CI, which narrows as runs are added, so power grows with runs;
 6. judged in the better direction (``direction`` +1: higher is better, -1: latencies), the
    better-signed change ``e^(direction * d) - 1``: improved if its CI low > tau; regressed if
    its CI high < -tau; no-measurable-change if its whole CI lies inside +-tau; else
-   inconclusive, with runs needed per arm
-   ``n ~ 2 (1.96 + 0.84)^2 (CV / tau)^2`` (80% power at the 5% level to see a change of tau);
-7. too-noisy, instead of no-measurable-change or inconclusive, when tau > ``MAX_NOISE_THRESHOLD``
-   (25%): on a machine that noisy "no change" would hide effects up to tau. Its runs needed
-   are those to see a change of 25% at the measured CV.
+   inconclusive, with the runs needed per arm from the same rule: the fewest n whose CI
+   half-width ``(t_.975 + t_.80) s sqrt(2/n)`` (s the pooled SD of the log values, 80% power)
+   fits between d and the nearest threshold (``schemas.student_t.runs_needed``);
+7. too-noisy, instead of inconclusive, when neither the observed change nor no change at all
+   would be decided within ``MAX_PRACTICAL_RUNS`` (30) runs per arm at this spread.
 
 All changes, CI bounds and tau are fractions (0.05 = +5%). ``baseline_mean`` and ``mean``
 are geometric means (``e^mean(ln x)``): the central values the change compares, so that
@@ -36,20 +39,15 @@ import numpy as np
 from scipy import stats
 
 from schemas.metrics import COMPARED_METRICS
-from schemas.student_t import Z_SUM_80
+from schemas.student_t import MAX_PRACTICAL_RUNS, MAX_RUNS_PER_ARM, runs_needed
 from schemas.vocab import FLAG_VERDICT_OF_COMPARISON, ComparisonVerdict
 
-#: metric -> (direction, noise floor), from the metric table so views and runner agree.
+#: metric -> (direction, default practical threshold), from the metric table so views and runner agree.
 METRIC_RULES: dict[str, tuple[int, float]] = {
     m.name: (m.direction, m.noise_floor) for m in COMPARED_METRICS if m.noise_floor is not None
 }
 
 CONFIDENCE = 0.95
-#: Above this noise threshold tau (a fraction) a comparison does not claim "no measurable
-#: change": the verdict is "too-noisy" (a 225% tau would call anything under 3x no change).
-MAX_NOISE_THRESHOLD = 0.25
-#: z_{0.975} + z_{0.80}: two-sided 5% test with 80% power (shared with benchmark_deltas' SQL).
-_Z_SUM = Z_SUM_80
 
 
 @dataclass(frozen=True)
@@ -84,10 +82,11 @@ def central_value(values: Sequence[float]) -> float | None:
     return float(np.mean(arr))
 
 
-def runs_for(cv: float, effect: float) -> int:
-    """Runs per arm to see a change of ``effect`` at a per-run CV ``cv`` (both fractions):
-    ``n ~ 2 (1.96 + 0.84)^2 (cv / effect)^2``, at least 3 (80% power, two-sided 5% level)."""
-    return max(3, math.ceil(2 * _Z_SUM**2 * (cv / effect) ** 2))
+def decision_distance(d: float, tau: float) -> float:
+    """How far the better-signed log change ``d`` is from the nearest of the thresholds
+    ``ln(1 + tau)`` and ``ln(1 - tau)``: the CI half-width below which the rule decides."""
+    up, down = math.log1p(tau), math.log1p(-tau)
+    return min(abs(d - up), abs(d - down))
 
 
 def coefficient_of_variation(values: Sequence[float]) -> float | None:
@@ -101,21 +100,24 @@ def coefficient_of_variation(values: Sequence[float]) -> float | None:
     return float(np.std(arr, ddof=1) / abs(mean))
 
 
-def noise_threshold(
-    metric: str, aa_cv: float | None, floor: float | None = None
-) -> tuple[float, str]:
-    """``tau = max(floor, 2 * CV of A-vs-A repeats)`` and a note saying which one won.
+def _beyond_practical(runs: int | None) -> bool:
+    return runs is None or runs > MAX_PRACTICAL_RUNS
+
+
+def practical_threshold(metric: str, threshold: float | None = None) -> tuple[float, str]:
+    """``tau``, the smallest change worth calling one, and a note saying where it came from:
+    the caller's ``threshold`` (a fraction), else the metric table's default.
 
     Raises:
-        KeyError: a metric without a floor and none given.
+        KeyError: a metric without a default and none given.
+        ValueError: a threshold outside (0, 1).
     """
-    base = METRIC_RULES[metric][1] if floor is None else floor
-    if aa_cv is None or 2 * aa_cv <= base:
-        detail = f"floor {base:.0%}" + (
-            "" if aa_cv is None else f" (2 x A-vs-A CV = {2 * aa_cv:.2%})"
-        )
-        return base, detail
-    return 2 * aa_cv, f"2 x A-vs-A CV = {2 * aa_cv:.2%} (floor {base:.0%})"
+    if threshold is None:
+        tau = METRIC_RULES[metric][1]
+        return tau, f"threshold {tau:.0%} (default for {metric})"
+    if not 0 < threshold < 1:
+        raise ValueError(f"threshold {threshold} is not a fraction in (0, 1)")
+    return threshold, f"threshold {threshold:.1%} (set)"
 
 
 def welch(log_a: np.ndarray, log_b: np.ndarray) -> tuple[float, float, float]:
@@ -136,24 +138,23 @@ def compare(
     candidate: Sequence[float],
     *,
     direction: int | None = None,
-    aa_cv: float | None = None,
-    floor: float | None = None,
+    threshold: float | None = None,
     valid: bool = True,
     invalid_reason: str | None = None,
 ) -> Comparison:
     """Compare candidate runs against baseline runs on ``metric`` (see the module docstring).
 
-    ``direction`` and ``floor`` default to the metric's row of the metric table;
-    ``aa_cv`` is the coefficient of variation of A-vs-A repeats (None: floor only);
-    ``valid`` false (a run failed its gate, or the workloads differ) gives ``invalid``; a run
-    whose value is missing (None) or not positive gives ``insufficient-data``.
+    ``direction`` and ``threshold`` (tau, a fraction) default to the metric's row of the
+    metric table; ``valid`` false (a run failed its gate, or the workloads differ) gives
+    ``invalid``; a run whose value is missing (None) or not positive gives ``insufficient-data``.
 
     Raises:
-        KeyError: an unknown metric without ``direction`` and ``floor``.
+        KeyError: an unknown metric without ``direction`` and ``threshold``.
+        ValueError: a threshold outside (0, 1).
     """
     if direction is None:
         direction = METRIC_RULES[metric][0]
-    tau, source = noise_threshold(metric, aa_cv, floor)
+    tau, source = practical_threshold(metric, threshold)
     a = [float(x) for x in baseline if x is not None]
     b = [float(x) for x in candidate if x is not None]
     base: dict[str, Any] = dict(
@@ -214,7 +215,7 @@ def compare(
     signed = direction * d
     better_low = math.exp(signed - t * se) - 1
     better_high = math.exp(signed + t * se) - 1
-    runs_needed = None
+    needed: int | None = None
     notes = None
     verdict: ComparisonVerdict
     if better_low > tau:
@@ -224,32 +225,46 @@ def compare(
     elif better_low >= -tau and better_high <= tau:
         verdict = "no-measurable-change"
     else:
-        verdict = "inconclusive"
-        # The pooled SD of ln values approximates the per-run CV.
-        cv = math.sqrt((np.var(la, ddof=1) + np.var(lb, ddof=1)) / 2)
-        runs_needed = runs_for(cv, tau)
-        if runs_needed <= min(len(a), len(b)):
-            runs_needed = min(len(a), len(b)) + 2
-            notes = "the change sits near the noise threshold: more runs narrow the CI"
-    if tau > MAX_NOISE_THRESHOLD and verdict in ("no-measurable-change", "inconclusive"):
-        # tau = 2 x the A-vs-A CV here (floors are far below 25%): that CV is the machine's noise.
-        noise_cv = max(tau / 2, math.sqrt((np.var(la, ddof=1) + np.var(lb, ddof=1)) / 2))
-        verdict = "too-noisy"
-        runs_needed = runs_for(noise_cv, MAX_NOISE_THRESHOLD)
-        notes = (
-            f"noise threshold {tau:.0%} (per-run CV {noise_cv:.0%}) is above {MAX_NOISE_THRESHOLD:.0%}: "
-            f"too noisy to tell a change under {tau:.0%} from none; ~{runs_needed} runs per arm would "
-            f"resolve a {MAX_NOISE_THRESHOLD:.0%} change at this CV (or quiet the machine)"
-        )
+        verdict, needed, notes = _undecided(la, lb, signed, tau)
     return Comparison(
         **base,
         change=math.exp(d) - 1,
         ci_low=math.exp(d - t * se) - 1,
         ci_high=math.exp(d + t * se) - 1,
         verdict=verdict,
-        runs_needed=runs_needed,
+        runs_needed=needed,
         notes=notes,
     )
+
+
+def _undecided(
+    la: np.ndarray, lb: np.ndarray, signed: float, tau: float
+) -> tuple[ComparisonVerdict, int | None, str | None]:
+    """The verdict, runs needed per arm and note of a CI that decides nothing (module doc, 6-7)."""
+    # The pooled SD of the ln values: the per-run spread the CI narrows from.
+    log_sd = math.sqrt((np.var(la, ddof=1) + np.var(lb, ddof=1)) / 2)
+    needed = runs_needed(log_sd, decision_distance(signed, tau))
+    notes = None
+    have = min(len(la), len(lb))
+    if needed is not None and needed <= have:
+        # Welch's df and scipy's t of the runs at hand are wider than the plan's 2n - 2.
+        needed = have + 2
+        notes = "the change sits near the threshold: more runs narrow the CI"
+    elif needed is None:
+        notes = (
+            f"the change sits at the {tau:.0%} threshold: more than {MAX_RUNS_PER_ARM} runs "
+            "per arm to decide"
+        )
+    at_zero = runs_needed(log_sd, decision_distance(0.0, tau))
+    if _beyond_practical(needed) and _beyond_practical(at_zero):
+        return (
+            "too-noisy",
+            needed,
+            f"per-run spread {log_sd:.0%}: even no change would need "
+            f"{'more than ' + str(MAX_RUNS_PER_ARM) if at_zero is None else at_zero} runs per "
+            f"arm to be told from a {tau:.0%} change; quiet the machine (or raise the threshold)",
+        )
+    return "inconclusive", needed, notes
 
 
 #: A flag's measured verdict (``finding_recorded``) from its throughput verdicts at every concurrency.

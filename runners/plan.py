@@ -12,6 +12,7 @@ A plan file (TOML, see ``examples/plan.toml``)::
     # stop_wait_s = 30                # seconds from SIGINT to SIGTERM when a server is stopped
     # retries = 1                     # a run failing before it measures: restarts of its server
     # time_budget_s = 440             # start no arm after this many seconds; compare what ran
+    # threshold = 0.05                # the smallest change called one (default: per metric, 5%)
 
     [[candidates]]
     config = "cb"
@@ -41,7 +42,8 @@ it. So arms alternate A B A B and drift hits both. A run that fails before measu
 recorded (not valid, with its cause) and retried on a restarted server within ``retries``;
 past that budget the plan goes on and its table lists what is missing. Then, per candidate, concurrency and
 compared metric of the metric table (``schemas.metrics``): one ``comparison_completed`` (``runners.compare``),
-tau from the baseline's repeats in the ledger; a single-flag candidate whose throughput
+tau the practical threshold (``[plan] threshold`` or ``run plan --threshold``, else the metric's
+default); a single-flag candidate whose throughput
 verdict agrees at every concurrency gets a ``finding_recorded`` (basis ``measured``).
 Decisions are left to people. Ctrl-C stops the running server (recorded by the server
 runner) and records a ``note_added`` listing the runs completed.
@@ -98,7 +100,6 @@ from schemas.parts import BenchMetrics
 from .compare import (
     METRIC_RULES,
     Comparison,
-    coefficient_of_variation,
     compare,
     flag_verdict,
 )
@@ -517,31 +518,6 @@ def _record_interrupted(store: LedgerStore, plan: Plan, result: PlanResult, why:
     )
 
 
-def aa_cv(
-    store: LedgerStore, plan: Plan, metric: str, concurrency: int | None
-) -> tuple[float | None, int]:
-    """CV of the baseline's valid repeats in the ledger with this workload and load (A-vs-A noise)."""
-    b = plan.bench
-    rows = (
-        store.query_arrow(
-            f"SELECT {metric} AS v FROM benchmarks WHERE config_name = ? AND valid IS DISTINCT FROM false "
-            "AND session_id IS NOT DISTINCT FROM ? AND input_len = ? AND output_len = ? "
-            "AND concurrency IS NOT DISTINCT FROM ? AND request_rate IS NOT DISTINCT FROM ? AND v > 0",
-            [
-                plan.plan.baseline,
-                plan.plan.session,
-                b.input_len,
-                b.output_len,
-                concurrency,
-                plan.plan.request_rate,
-            ],
-        )
-        .column("v")
-        .to_pylist()
-    )
-    return coefficient_of_variation(rows), len(rows)  # n_aa: how many repeats the CV rests on
-
-
 def _comparison_event(
     plan: Plan,
     arm: str,
@@ -606,7 +582,6 @@ def compare_and_record(store: LedgerStore, plan: Plan, result: PlanResult) -> No
                     for p in invalid[:3]
                 )
             for metric in METRIC_RULES:
-                cv, n_aa = aa_cv(store, plan, metric, load)
                 values_a = [getattr(p.run.metrics, metric) for p in base_pts]
                 values_b = [getattr(p.run.metrics, metric) for p in cand_pts]
                 if all(v is None for v in values_a + values_b) and base_pts and cand_pts:
@@ -617,13 +592,13 @@ def compare_and_record(store: LedgerStore, plan: Plan, result: PlanResult) -> No
                     )
                     continue
                 cmp = compare(
-                    metric, values_a, values_b, aa_cv=cv, valid=not invalid, invalid_reason=reason
+                    metric,
+                    values_a,
+                    values_b,
+                    threshold=plan.plan.threshold,
+                    valid=not invalid,
+                    invalid_reason=reason,
                 )
-                if cv is not None:
-                    cmp = replace(
-                        cmp,
-                        noise_source=f"{cmp.noise_source}; A-vs-A: {n_aa} baseline runs in the ledger",
-                    )
                 event = _comparison_event(
                     plan, spec.config, load, cmp, base_pts, cand_pts, result.host
                 )
@@ -659,9 +634,9 @@ def compare_and_record(store: LedgerStore, plan: Plan, result: PlanResult) -> No
 
 #: Under the verdict table: what its ``tau`` column is.
 TAU_FOOTNOTE = (
-    "tau: the noise threshold, max(the metric's noise floor, 2 x the CV of this ledger's "
-    "A-vs-A repeats); improved / regressed need the 95% CI beyond it, no-measurable-change "
-    "inside it (runners/compare.py)"
+    "tau: the practical threshold (--threshold, the plan file's threshold, else the metric's default); "
+    "improved / regressed need the 95% CI of the change beyond it, no-measurable-change "
+    "inside it; runs: the runs per arm that would decide (docs/comparison.md)"
 )
 
 

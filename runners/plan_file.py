@@ -42,6 +42,9 @@ class PlanSection(_Strict):
     #: a plan that must end inside a time limit (a lent GPU's call) ends with its comparisons
     #: instead of being killed before it records any.
     time_budget_s: float | None = Field(default=None, gt=0)
+    #: The practical threshold (a fraction: 0.05 = 5%): the smallest change the comparisons call
+    #: one, for every metric (docs/comparison.md); unset: the metric table's defaults.
+    threshold: float | None = Field(default=None, gt=0, lt=1)
 
 
 class CandidateSpec(_Strict):

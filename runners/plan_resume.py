@@ -10,13 +10,21 @@ recorded. An arm whose loads are all finished is not started at all.
 Dry run: the arms (configuration, flags), the runs in the order they would run, and an estimate of
 the time from this ledger's earlier runs: the mean ``ready_after_s`` of the configuration's
 earlier server starts (else of every start of the engine, else unknown), plus the mean duration of
-its earlier benchmark runs at that load with this workload, plus a stop. Nothing is recorded.
+its earlier benchmark runs at that load with this workload, plus a stop. Where the ledger has no
+such run (a fresh ledger), the estimate comes from the model's size and the workload
+(``prior_estimate``): loading reads the weights at ``LOAD_BYTES_PER_S`` after ``START_BASE_S``;
+a run decodes ceil(prompts / c) waves of ``output_len`` steps, each step reading the weights once
+at ``DECODE_BYTES_PER_S`` (decode is memory-bound; a batch of c shares the read). Each start says
+which it used (``basis``); nothing is recorded.
 """
 
 from __future__ import annotations
 
+import math
+import os
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from statistics import fmean
 from typing import Any
 
@@ -26,6 +34,17 @@ from schemas.events import BenchmarkCompleted
 
 #: Seconds a stop takes when the ledger knows of none (vLLM's CPU build: ~3 s after SIGINT).
 STOP_S = 5.0
+
+#: The prior of a fresh ledger (deliberately round, an order of magnitude: the ledger's own runs
+#: replace it after the first plan): an engine's start before it reads the weights, the rate it
+#: reads them at, and the rate a decode step reads them at (a CPU's memory bandwidth; a GPU's is
+#: ~100x, so on a GPU the prior overestimates the benchmark part).
+START_BASE_S = 30.0
+LOAD_BYTES_PER_S = 0.5e9
+DECODE_BYTES_PER_S = 20e9
+#: The model's size when neither a folder nor the Hugging Face cache has its weights.
+UNKNOWN_MODEL_BYTES = 2e9
+_WEIGHTS = (".safetensors", ".bin", ".pt", ".gguf")
 
 
 def _workload_filter(plan: Any) -> tuple[str, list[Any]]:
@@ -82,6 +101,8 @@ class PlannedArm:
     start_s: float | None
     bench_s: float | None
     done: list[int | None]
+    #: Where the estimate came from: "ledger" (earlier runs) or the prior's description.
+    basis: str = "ledger"
 
 
 def _mean(values: list[Any]) -> float | None:
@@ -122,8 +143,54 @@ def estimate(store: LedgerStore | None, plan: Any, *, resume: bool = False) -> l
                 for c in pending
             ]
             bench_s = None if any(x is None for x in bench) else sum(x or 0.0 for x in bench)
-            out.append(PlannedArm(arm, repeat, pending, start, bench_s, finished))
+            basis = "ledger"
+            if start is None or bench_s is None:
+                prior_start, prior_bench, basis = prior_estimate(plan, arm, pending)
+                start = prior_start if start is None else start
+                bench_s = prior_bench if bench_s is None else bench_s
+            out.append(PlannedArm(arm, repeat, pending, start, bench_s, finished, basis))
     return out
+
+
+def model_bytes(model: str | None) -> float | None:
+    """The bytes of a model's weight files: a local folder's, else its Hugging Face cache
+    snapshot's (``HF_HOME``/hub, ``HF_HUB_CACHE``); None when neither holds it."""
+    if not model:
+        return None
+    folders = [Path(model)]
+    if "/" in model and not Path(model).exists():
+        hub = os.environ.get("HF_HUB_CACHE") or os.path.join(
+            os.environ.get("HF_HOME") or os.path.expanduser("~/.cache/huggingface"), "hub"
+        )
+        snapshots = Path(hub) / f"models--{model.replace('/', '--')}" / "snapshots"
+        folders = sorted(snapshots.glob("*"))[-1:] if snapshots.is_dir() else []
+    for folder in folders:
+        if folder.is_dir():
+            sizes = [os.path.getsize(f) for f in folder.rglob("*") if f.suffix in _WEIGHTS]
+            if sizes:
+                return float(sum(sizes))
+    return None
+
+
+def prior_estimate(plan: Any, arm: str, loads: list[int | None]) -> tuple[float, float, str]:
+    """(start s, bench s, basis) from the model's size and the workload (module doc)."""
+    config = plan.configs[arm]
+    size = model_bytes(config.model)
+    known = size is not None
+    size = size if size is not None else UNKNOWN_MODEL_BYTES
+    b = plan.bench
+    start = START_BASE_S + size / LOAD_BYTES_PER_S
+    step = size / DECODE_BYTES_PER_S
+    bench = 0.0
+    for c in loads:
+        width = c or 1
+        prompts = b.num_prompts
+        if b.prompts_per_concurrency and c is not None:
+            prompts = min(b.num_prompts, max(b.min_prompts, b.prompts_per_concurrency * c))
+        waves = math.ceil(prompts / width) + (b.warmup > 0)
+        bench += waves * b.output_len * step
+    what = f"model {size / 1e9:.1f} GB" if known else "model size unknown (2 GB assumed)"
+    return start, bench, f"{what}, {b.output_len} output tokens, no earlier run"
 
 
 def dry_run_table(plan: Any, arms: list[PlannedArm]):
@@ -148,9 +215,16 @@ def dry_run_table(plan: Any, arms: list[PlannedArm]):
             "-" if a.bench_s is None else f"{a.bench_s:.0f}",
         )
     starts = sum(1 for a in arms if a.loads)
-    caption = (
-        f"{starts} server starts; estimate {total / 60:.1f} min from this ledger's earlier runs"
+    priors = sorted({a.basis for a in arms if a.loads and a.basis != "ledger"})
+    source = (
+        "this ledger's earlier runs"
+        if not priors
+        else ("" if all(a.basis != "ledger" for a in arms if a.loads) else "earlier runs and ")
+        + "the model's size and the workload ("
+        + "; ".join(priors)
+        + ")"
     )
+    caption = f"{starts} server starts; estimate {total / 60:.1f} min from {source}"
     if unknown:
         caption += f" ({unknown} start(s) with no earlier run to go by: not counted)"
     table.caption = caption
@@ -193,6 +267,7 @@ def dry_run_json(plan: Any, arms: list[PlannedArm]) -> dict[str, Any]:
                 "finished": list(a.done),
                 "start_s": a.start_s,
                 "bench_s": a.bench_s,
+                "basis": a.basis,
             }
             for a in arms
         ],

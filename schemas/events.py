@@ -454,7 +454,8 @@ class ComparisonCompleted(Event):
     up, the one sign convention of ``schemas.metrics``); whether that is better is
     ``better_direction`` (+1: higher is better, -1: lower is better; when absent, the metric
     table's). v1 events signed the change so that + was better: the upcaster converts them.
-    ``noise_threshold`` is tau = max(floor, 2 * CV of A-vs-A repeats), as a
+    ``noise_threshold`` is tau, the practical threshold (the user's, else the metric's
+    default; events written before the practical threshold hold max(floor, 2 * CV of A-vs-A repeats)), as a
     fraction. ``verdict``: ``schemas.vocab.ComparisonVerdict`` (``runs_needed`` per arm
     when inconclusive or too-noisy). Changes and CI bounds are fractions (0.05 = +5%).
     ``baseline_mean`` and ``mean`` are the central values the change compares: geometric
@@ -489,7 +490,8 @@ class ComparisonCompleted(Event):
     confidence: float = 0.95
     noise_threshold: float
     noise_source: str | None = Field(
-        default=None, description="Where tau came from: the floor, or the A-vs-A runs used."
+        default=None,
+        description="Where tau came from: the metric's default threshold or the user's (older events: the floor, or the A-vs-A runs used).",
     )
     verdict: ComparisonVerdict
     runs_needed: int | None = None

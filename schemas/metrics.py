@@ -1,14 +1,14 @@
 """The metric table: every benchmark metric the ledger knows, once.
 
 One row per metric (``Metric``): its name (a ``BenchMetrics`` field, spelled as sglang
-``bench_serving`` spells it), unit, better direction, noise floor, label, and whether it is an
+``bench_serving`` spells it), unit, better direction, default practical threshold, label, and whether it is an
 integer. Everything that lists metrics derives its list from here: the event model
 (``schemas.events.BenchMetrics`` is built from ``METRICS``), the projections and views
 (``bench_runs`` columns: ``VIEW_METRICS``; the ``benchmark_deltas`` rules: ``COMPARED_METRICS``),
 the comparison runner (``runners.compare``), the importers (integer fields), the TUI's panes, the
 CLI's tables and the Markdown export (units and labels). Definitions: docs/metrics.md
-(TTFT, TPOT, ITL, E2E); the noise floors: docs/comparison.md (2% throughput and median TPOT, 5% median
-TTFT, 10% p99).
+(TTFT, TPOT, ITL, E2E); the default practical thresholds (the smallest change a comparison calls one, ``noise_floor``):
+docs/comparison.md (5%, 10% for p99).
 
 The sign convention of a change (one for every name, everywhere: the ``comparison_completed``
 event, the ``benchmark_deltas`` view, the plan table, the TUI and the export):
@@ -32,8 +32,8 @@ class Metric:
 
     ``name``: the ``BenchMetrics`` field and ``bench_runs`` column; ``unit``: ``ms``, ``s``,
     ``tok/s``, ``req/s``, ``tokens``, ``requests``; ``direction``: see ``Direction``;
-    ``noise_floor``: the smallest change (a fraction) a comparison may call real, None for a
-    metric that is not compared; ``label``: how people name it ("median TTFT"); ``short``: a
+    ``noise_floor``: the default practical threshold, the smallest change (a fraction) a
+    comparison calls one (docs/comparison.md), None for a metric that is not compared; ``label``: how people name it ("median TTFT"); ``short``: a
     column header ("TTFT med"); ``integer``: a count (BIGINT); ``view``: a column of
     ``bench_runs``/``benchmarks``; ``headline``: shown by default (TUI panes, plan table, CLI).
     """
@@ -83,9 +83,9 @@ _VIEW_STATS = {
 _FLOORS = {
     ("ttft", "median"): 0.05,
     ("ttft", "p99"): 0.10,
-    ("tpot", "median"): 0.02,
+    ("tpot", "median"): 0.05,
     ("tpot", "p99"): 0.10,
-    ("itl", "median"): 0.02,
+    ("itl", "median"): 0.05,
     ("e2e_latency", "median"): 0.05,
 }
 _HEADLINE = {("ttft", "median"), ("ttft", "p99"), ("tpot", "median"), ("tpot", "p99")}
@@ -119,7 +119,7 @@ METRICS: tuple[Metric, ...] = (
     Metric("total_input_tokens", "tokens", 0, "input tokens", "in", integer=True),
     Metric("total_output_tokens", "tokens", 0, "output tokens", "out", integer=True),
     Metric(
-        "request_throughput", "req/s", 1, "request throughput", "req", noise_floor=0.02, view=True
+        "request_throughput", "req/s", 1, "request throughput", "req", noise_floor=0.05, view=True
     ),
     Metric("input_throughput", "tok/s", 1, "input throughput", "in", view=True),
     Metric(
@@ -128,12 +128,12 @@ METRICS: tuple[Metric, ...] = (
         1,
         "output throughput",
         "out",
-        noise_floor=0.02,
+        noise_floor=0.05,
         view=True,
         headline=True,
     ),
     Metric(
-        "total_throughput", "tok/s", 1, "total throughput", "total", noise_floor=0.02, view=True
+        "total_throughput", "tok/s", 1, "total throughput", "total", noise_floor=0.05, view=True
     ),
     Metric("achieved_concurrency", "requests", 0, "achieved concurrency", "conc", view=True),
     Metric("max_output_tokens_per_s", "tok/s", 1, "peak output throughput", "out max"),

@@ -15,14 +15,21 @@ expression (``t975_sql``) and as Python (``t975``, for tests), within 0.08% of s
 
 from __future__ import annotations
 
+import functools
 import math
 
 #: z_{0.975}: the normal quantile the expansion starts from (df infinite).
 Z_975 = 1.959963984540054
 
-#: z_{0.975} + z_{0.80}: a two-sided 5% test with 80% power (runs needed per arm,
-#: ``n ~ 2 (Z_SUM_80)^2 (CV / tau)^2``).
-Z_SUM_80 = 1.96 + 0.84
+#: z_{0.80}: the one-sided quantile of 80% power (the runs a comparison needs, ``runs_needed``).
+Z_80 = 0.8416212335729143
+
+#: The most runs per arm ``runs_needed`` counts up to; beyond it a comparison says "more than".
+MAX_RUNS_PER_ARM = 200
+
+#: Above this many runs per arm to tell no change from a change of tau, a comparison that has
+#: not decided is "too-noisy": the machine's spread, not the run count, is what to fix.
+MAX_PRACTICAL_RUNS = 30
 
 #: Points of the interpolation: 1/df = k/16 for k = 1..16.
 GRID = 16
@@ -74,6 +81,48 @@ def t975(df: float) -> float:
     k = min(int(x), GRID - 1)
     w = x - k
     return math.exp((1 - w) * math.log(T_975[k - 1]) + w * math.log(T_975[k]))
+
+
+def _cf80(df: float) -> float:
+    """t_{0.80, df} by the same Cornish-Fisher expansion as ``t975`` (within 0.1% of scipy's
+    for df >= 2, the smallest df of 2 runs per arm)."""
+    z = Z_80
+    g1 = (z**3 + z) / 4
+    g2 = (5 * z**5 + 16 * z**3 + 3 * z) / 96
+    g3 = (3 * z**7 + 19 * z**5 + 17 * z**3 - 15 * z) / 384
+    return z + g1 / df + g2 / df**2 + g3 / df**3
+
+
+@functools.cache
+def runs_factor(n: int) -> float:
+    """``(t_{0.975, 2n-2} + t_{0.80, 2n-2}) sqrt(2 / n)``: the CI half-width, in per-run log SDs,
+    that n runs per arm leave with 80% power (both arms of n runs and one spread: Welch's df is
+    2n - 2). A comparison decides once that half-width fits between its change and the nearest
+    threshold (docs/comparison.md)."""
+    df = 2 * n - 2
+    return (t975(df) + _cf80(df)) * math.sqrt(2 / n)
+
+
+def runs_needed(log_sd: float, distance: float) -> int | None:
+    """The fewest runs per arm (2..``MAX_RUNS_PER_ARM``) whose ``runs_factor`` x ``log_sd`` fits
+    in ``distance`` (the log change's distance to the nearest threshold); None beyond the cap."""
+    if distance <= 0:
+        return None
+    if log_sd <= 0:
+        return 2
+    for n in range(2, MAX_RUNS_PER_ARM + 1):
+        if runs_factor(n) * log_sd <= distance:
+            return n
+    return None
+
+
+def runs_needed_sql(log_sd: str, distance: str) -> str:
+    """``runs_needed`` as an SQL scalar subquery over the DOUBLE expressions given."""
+    factors = ", ".join(f"({n}, {runs_factor(n)!r})" for n in range(2, MAX_RUNS_PER_ARM + 1))
+    return (
+        f"(SELECT min(f.n) FROM (VALUES {factors}) f(n, k) "
+        f"WHERE ({distance}) > 0 AND f.k * ({log_sd}) <= ({distance}))"
+    )
 
 
 def t975_sql(df: str) -> str:

@@ -97,11 +97,11 @@ LoadKind = Literal["closed-loop", "open-loop"]
 #: Outcome of comparing a configuration against the baseline on one metric (``comparison_completed``,
 #: the ``benchmark_deltas`` view, the plan table, the TUI and the export all use these words; they
 #: are spelled like the flag verdicts above, so ``no-measurable-change`` is one word in both).
-#: ``improved`` / ``regressed``: the CI clears the noise threshold tau; ``no-measurable-change``: the
-#: whole CI lies within +-tau; ``inconclusive``: neither (more runs needed); ``insufficient-data``:
+#: ``improved`` / ``regressed``: the CI clears the practical threshold tau; ``no-measurable-change``:
+#: the whole CI lies within +-tau; ``inconclusive``: neither (more runs needed); ``insufficient-data``:
 #: fewer than 2 runs in an arm (or a metric without a value); ``invalid``: a run failed its validity
-#: gate; ``too-noisy``: tau itself is above ``runners.compare.MAX_NOISE_THRESHOLD`` (25%), so "no
-#: change" would hide effects up to that size: the machine is too noisy to decide.
+#: gate; ``too-noisy``: undecided, and at the runs' spread neither the change seen nor no change
+#: would be decided within ``schemas.student_t.MAX_PRACTICAL_RUNS`` runs per arm (docs/comparison.md).
 ComparisonVerdict = Literal[
     "improved",
     "regressed",

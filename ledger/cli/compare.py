@@ -3,7 +3,8 @@
 
 ``compare diff A B [C...]``   server runs or configurations side by side: only the flags, environment
                               and startup facts that differ, and the metrics with their changes
-``compare repeats``           each arm's valid runs grouped: mean ± 95% CI, min..max, CV
+``compare repeats``           each arm's runs grouped (those benchmark_deltas compares): geometric
+                              mean [95% CI], min..max, CV
 ``compare pareto``            throughput against latency per arm, the front marked; ``--plot FILE``
                               draws it (SVG or PNG, matplotlib)
 
@@ -110,7 +111,11 @@ def diff_command(
 @ledger_option
 @pass_ctx
 def repeats_command(ctx: Context, metric: str, session_id: str | None, fmt: str) -> None:
-    """Each arm's valid runs grouped: mean ± the 95% CI of the mean, min..max and CV."""
+    """Each arm's runs grouped: geometric mean [its 95% CI], min..max and CV.
+
+    The runs are those benchmark_deltas compares (a standing comparison's, else every valid
+    run), so the mean is the verdict table's, diff's and the Pareto front's.
+    """
     from ledger.export.comparison import repeats_table
     from ledger.read.comparison import repeat_groups
 

@@ -9,7 +9,10 @@ chunks' gaps: neither times tokens. One rule for tuneledger's own runner
 - per request, chunks per token = (content chunks - 1) / (output tokens - 1), the gaps after the
   first token; the run's figure is the median over successful requests with 2+ output tokens;
 - below ``MIN_CHUNKS_PER_TOKEN`` the stream is coarse: TPOT and ITL are not measurable and are
-  left empty, with a note saying so (TTFT, E2E and throughputs do not depend on the chunking).
+  left empty, with a note saying so (TTFT, E2E and throughputs do not depend on the chunking);
+- the same threshold per request (``request_streamed``): in a run that is not coarse as a whole,
+  a request whose tokens came in fewer chunks than that (a burst: one read carrying the whole
+  answer) gives no TPOT and no ITL, and the run's note counts them.
 
 A result file that keeps no per-request chunk counts may still tell the figure from its means
 (``from_means``); one that tells nothing leaves TPOT and ITL not measurable, with the reason.
@@ -61,6 +64,23 @@ class Granularity:
             f"request ({self.basis}), {ratio} chunks per token < {MIN_CHUNKS_PER_TOKEN}: "
             "TPOT and ITL not measurable (left empty)"
         )
+
+
+def request_streamed(chunks: float | None, tokens: int | None) -> bool | None:
+    """Whether one request's tokens came in enough chunks to time them, (chunks - 1) /
+    (tokens - 1) >= ``MIN_CHUNKS_PER_TOKEN``; None when it cannot tell (no count, or fewer
+    than 2 output tokens: no gap to time)."""
+    if chunks is None or tokens is None or tokens < 2 or chunks <= 0:
+        return None
+    return (chunks - 1) / (tokens - 1) >= MIN_CHUNKS_PER_TOKEN
+
+
+def burst_note(bursts: int, requests: int) -> str:
+    """The run's note when ``bursts`` of its ``requests`` had their TPOT and ITL left out."""
+    return (
+        f"{bursts} of {requests} requests streamed in fewer than {MIN_CHUNKS_PER_TOKEN} chunks "
+        "per token (a burst): their TPOT and ITL not measured (left out of the run's)"
+    )
 
 
 def from_requests(

@@ -78,17 +78,22 @@ def diff_tables(d: Diff) -> list[TextTable]:
             for m in d.metrics
         ],
         numeric=[False, False, False] + [True] * len(names),
-        note="geometric means of the valid runs" if d.metrics else "no valid benchmark run",
+        note=(
+            "geometric means over the runs benchmark_deltas compares (a standing comparison's, "
+            "else every valid run); runs: how many"
+            if d.metrics
+            else "no valid benchmark run"
+        ),
     )
     return [what, metrics]
 
 
 def repeats_table(groups: list[RepeatGroup]) -> TextTable:
-    """One row per arm: runs, mean ± the 95% CI of the mean, min..max, CV."""
+    """One row per arm: runs, geometric mean [its 95% CI], min..max, CV."""
     metric = groups[0].metric if groups else "output_throughput"
     return TextTable(
         title=f"repeats grouped: {metric_label(metric)}",
-        headers=["configuration", "workload", "load", "runs", "mean ± 95% CI", "min .. max", "CV"],
+        headers=["configuration", "workload", "load", "runs", "mean [95% CI]", "min .. max", "CV"],
         rows=[
             [
                 g.config_name,
@@ -96,14 +101,21 @@ def repeats_table(groups: list[RepeatGroup]) -> TextTable:
                 g.load,
                 str(len(g.values)),
                 number(metric, g.mean)
-                + (f" ± {number(metric, g.ci_half)}" if g.ci_half is not None else " (one run)"),
+                + (
+                    f" [{number(metric, g.ci_low)}, {number(metric, g.ci_high)}]"
+                    if g.ci_low is not None and g.ci_high is not None
+                    else " (one run)"
+                ),
                 f"{number(metric, g.low)} .. {number(metric, g.high)}",
                 "-" if g.cv_pct is None else f"{g.cv_pct:.1f}%",
             ]
             for g in groups
         ],
         numeric=[False, False, False, True, True, True, True],
-        note="the band a change must clear to be told from noise: mean ± t(0.975, n-1) x s / sqrt(n)",
+        note=(
+            "geometric mean of the runs benchmark_deltas compares (a standing comparison's, else "
+            "every valid run), with its 95% CI e^(mean ln x ± t(0.975, n-1) s_ln / sqrt n)"
+        ),
     )
 
 
@@ -133,7 +145,10 @@ def pareto_table(p: Pareto) -> TextTable:
             for q in p.points
         ],
         numeric=[False, False, False, True, True, True, False],
-        note="on the front: no other arm of the workload has both more throughput and less latency",
+        note=(
+            "on the front: no other arm of the workload has both more throughput and less "
+            "latency; geometric means over the runs benchmark_deltas compares"
+        ),
     )
 
 

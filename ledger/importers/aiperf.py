@@ -285,7 +285,42 @@ def _json_run(file: InputFile, ctx: ImportContext, records: Records | None) -> R
     )
     model = models[0].get("name") if models and isinstance(models[0], dict) else None
     event = event.model_copy(update={"notes": f"model {model}" if model else None})
+    disagreement = _count_disagrees(doc, config, event.workload.num_prompts)
+    if disagreement:
+        event = event.model_copy(
+            update={"valid": False, "validity_notes": [*event.validity_notes, disagreement]}
+        )
     return [event], ({event.event_id: records.table} if records is not None else {})
+
+
+def _count_disagrees(doc: dict[str, Any], config: dict[str, Any], count: int | None) -> str | None:
+    """Why the run is not the one the tool was asked for, or None: a file of another phase than
+    profiling (a warm-up's), or a request count other than the profiling phase's own
+    ``requests`` (AIPerf's command line, as its ``input_config`` records it)."""
+    phase = doc.get("benchmark_phase") or doc.get("phase")
+    if isinstance(phase, str) and phase != "profiling":
+        return f"a {phase} phase, not the profiling run"
+    listed = config.get("phases")
+    phases: list[Any] = listed if isinstance(listed, list) else []
+    asked = next(
+        (
+            p.get("requests")
+            for p in phases
+            if isinstance(p, dict) and p.get("kind", "profiling") == "profiling"
+        ),
+        None,
+    )
+    if (
+        isinstance(asked, int)
+        and not isinstance(asked, bool)
+        and count is not None
+        and count != asked
+    ):
+        return (
+            f"{count} request(s) in the file, {asked} in the tool's own profiling phase "
+            "(input_config.phases): a warm-up phase or a cut-short run, not the run asked for"
+        )
+    return None
 
 
 # --- CSV ------------------------------------------------------------------------------

@@ -286,9 +286,10 @@ def samples_from_details(line: _Line) -> pa.Table | None:
 
     ``ttfts`` and ``itls`` are seconds in sglang's output (converted to ms here);
     if a file's mean TTFT matches ``mean_ttft_ms`` only without the x1000, the
-    arrays are taken as ms already. E2E is not in the details: it is
-    reconstructed as TTFT + sum(ITLs), which misses the time after the last
-    chunk (in the fixture ~4% below ``mean_e2e_latency_ms``); TPOT follows from it.
+    arrays are taken as ms already. E2E is each request's ``latencies`` entry where the file
+    keeps one (vLLM's ``--save-detailed``), else reconstructed as TTFT + sum(ITLs), which
+    misses the time after the last chunk (in the fixture ~4% below ``mean_e2e_latency_ms``);
+    TPOT follows from it.
     """
     ttfts = line.array("ttfts")
     if ttfts is None:
@@ -298,11 +299,16 @@ def samples_from_details(line: _Line) -> pa.Table | None:
     input_lens = line.array("input_lens") or [None] * n
     output_lens = line.array("output_lens") or [None] * n
     errors = line.array("errors") or [""] * n
+    texts = line.array("generated_texts") or [None] * n
+    # vLLM's --save-detailed keeps each request's own E2E (seconds): used where present
+    latencies = line.array("latencies") or [None] * n
     for key, values in (
         ("itls", itls),
         ("input_lens", input_lens),
         ("output_lens", output_lens),
         ("errors", errors),
+        ("generated_texts", texts),
+        ("latencies", latencies),
     ):
         if len(values) != n:
             raise line.error(key, f"has {len(values)} entries, ttfts has {n}")
@@ -317,10 +323,20 @@ def samples_from_details(line: _Line) -> pa.Table | None:
         gaps = itls[i] if isinstance(itls[i], list) else None
         if gaps is None:
             raise line.error(f"itls[{i}]", "expected a list of seconds")
+        if ok and no_output(ttft, gaps, texts[i]):
+            # sglang counts such a request a success (with the output tokens it asked for),
+            # but nothing was streamed: its TTFT of 0.0 is not a measurement
+            ok, error = False, NO_OUTPUT
         gaps_ms = [_gap(line, f"itls[{i}][{j}]", g) * scale for j, g in enumerate(gaps)]
         out = _int(line, f"output_lens[{i}]", output_lens[i])
         ttft_ms = ttft * scale if ok and ttft is not None else None
-        e2e_ms = ttft_ms + sum(gaps_ms) if ttft_ms is not None else None
+        latency = _num(line, f"latencies[{i}]", latencies[i])
+        if ttft_ms is None:
+            e2e_ms = None
+        elif latency is not None:
+            e2e_ms = latency * scale
+        else:
+            e2e_ms = ttft_ms + sum(gaps_ms)
         tpot_ms = tpot(ttft_ms, e2e_ms, out)
         rows["request_index"].append(i)
         rows["ok"].append(ok)
@@ -332,6 +348,17 @@ def samples_from_details(line: _Line) -> pa.Table | None:
         rows["itl_ms"].append(gaps_ms)
         rows["error"].append(error or None)
     return pa.table(rows, schema=SAMPLES_SCHEMA)
+
+
+#: The error a request that streamed nothing gets (``no_output``), as our own runs' failures.
+NO_OUTPUT = "no output streamed (TTFT 0.0, no ITL, empty text): not a measurement"
+
+
+def no_output(ttft: float | None, gaps: list[Any], text: Any) -> bool:
+    """Whether a request the tool counted a success streamed nothing: a TTFT of 0 (or none),
+    no gap, and an empty text where the file keeps the text (our runner fails such a request:
+    "the stream carried no content")."""
+    return (ttft is None or ttft == 0) and not gaps and (text is None or text == "")
 
 
 def _ttft_scale(line: _Line, ttfts: list[Any], errors: list[Any]) -> float:

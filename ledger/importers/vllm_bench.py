@@ -185,6 +185,7 @@ def _event(file: InputFile, ctx: ImportContext, r: FieldReader, number: int, tab
     if num_prompts is None and completed is not None and failed is not None:
         num_prompts = completed + failed
     workload = Workload(
+        seed=_seed(r),
         dataset=r.text("dataset_name"),
         num_prompts=num_prompts,
         load="open-loop"
@@ -239,6 +240,18 @@ def _event(file: InputFile, ctx: ImportContext, r: FieldReader, number: int, tab
         streaming=streaming,
         lengths=lengths,
     )
+
+
+def _seed(r: FieldReader) -> int | None:
+    """The run's seed where the line records one: vLLM's result keeps none of its own, but
+    ``--metadata seed=N`` (``run bench --tool vllm`` passes it) writes it as a key."""
+    value = r.obj.get("seed")
+    if isinstance(value, bool) or value is None:
+        return None
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        raise r.error("seed", f"expected an integer, got {str(value)[:40]!r}") from None
 
 
 #: ``vllm bench serve --backend`` -> the endpoint it measures (``ASYNC_REQUEST_FUNCS`` of

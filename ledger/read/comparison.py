@@ -7,14 +7,19 @@ MLflow's and W&B's most asked-for comparison is "diff only" (mlflow/mlflow#5896,
 - ``diff``: N server runs or configurations side by side, only the flags, environment and
   startup facts that differ, and the headline metrics per workload and concurrency with the
   change of each against the first (value / first - 1, the one sign convention).
-- ``repeat_groups``: the valid runs of each arm (configuration x workload x concurrency x rate)
-  grouped, with mean, the 95% confidence interval of the mean (Student t: the noise band a
-  comparison has to clear), min, max and CV.
+- ``repeat_groups``: the runs of each arm (configuration x workload x concurrency x rate)
+  grouped, with the geometric mean, its 95% confidence interval (Student t on log values, as
+  the comparison rule), min, max and CV.
 - ``pareto``: every arm as a point of throughput against latency, per workload; the front is the
   points no other point beats on both (higher output throughput and lower latency).
 
-A configuration's metrics are the geometric means of its valid runs (what ``benchmark_deltas``
-compares); a server run's are those of the valid runs recorded against it (``server_run_id``).
+One number per question: a configuration's metrics at a workload and load are the geometric
+means of the runs ``benchmark_deltas`` compares there (``COMPARED_RUNS``): the standing
+comparison's runs where one covers the arm (a plan's interleaved runs; a run recorded outside
+the plan before it does not join), else every valid run, a run whose import knew nothing of its
+validity (``valid`` absent) counting as valid. The verdict table, ``compare``, the TUI's Compare
+pane and the decision log all read them, and each says how many runs a value is over. A server
+run's metrics are those of the valid runs recorded against it (``server_run_id``).
 """
 
 from __future__ import annotations
@@ -61,6 +66,37 @@ NOT_SET = "not set"
 NOT_RECORDED = "not recorded"
 
 _ARM_COLUMNS = "config_name, dataset, input_len, output_len, concurrency, request_rate"
+
+#: The runs each arm's numbers are over, as ``benchmark_deltas`` compares them: where a standing
+#: comparison covers the arm (as candidate, or as baseline: its latest), the runs it compared;
+#: else every run not marked invalid. A subquery with ``benchmarks``' columns.
+COMPARED_RUNS = """(
+WITH standing AS (
+    SELECT session_id, config_name AS arm, dataset, input_len, output_len, concurrency,
+           request_rate, comparison_event_id, seq
+    FROM benchmark_deltas WHERE metric = 'output_throughput' AND comparison_event_id IS NOT NULL
+    UNION ALL
+    SELECT session_id, baseline_config, dataset, input_len, output_len, concurrency,
+           request_rate, comparison_event_id, seq
+    FROM benchmark_deltas WHERE metric = 'output_throughput' AND comparison_event_id IS NOT NULL
+),
+latest AS (
+    SELECT s.*, from_json(e.payload->'benchmark_event_ids', '["VARCHAR"]') AS ids
+    FROM standing s JOIN live_control e ON e.event_id = s.comparison_event_id
+    QUALIFY row_number() OVER (
+        PARTITION BY s.session_id, s.arm, s.dataset, s.input_len, s.output_len, s.concurrency,
+                     s.request_rate ORDER BY s.seq DESC) = 1
+)
+SELECT b.* FROM benchmarks b
+LEFT JOIN latest l
+  ON l.session_id IS NOT DISTINCT FROM b.session_id AND l.arm = b.config_name
+ AND l.dataset IS NOT DISTINCT FROM b.dataset AND l.input_len IS NOT DISTINCT FROM b.input_len
+ AND l.output_len IS NOT DISTINCT FROM b.output_len
+ AND l.concurrency IS NOT DISTINCT FROM b.concurrency
+ AND l.request_rate IS NOT DISTINCT FROM b.request_rate
+WHERE CASE WHEN l.ids IS NULL THEN b.valid IS DISTINCT FROM false
+           ELSE list_contains(l.ids, CAST(b.event_id AS VARCHAR)) END
+)"""
 
 
 def workload_label(row: Row) -> str:
@@ -158,7 +194,7 @@ def _resolve(con: duckdb.DuckDBPyConnection, name: str, session_id: str | None) 
             else Item(name, "configuration", None, None, None)
         )
         item.name, item.kind = name, "configuration"
-        item.metrics = _metrics(con, "config_name = ?" + scope, [name, *params])
+        item.metrics = _metrics(con, "config_name = ?" + scope, [name, *params], COMPARED_RUNS)
         return item
     runs = rows(
         con, "SELECT run_id FROM server_runs WHERE starts_with(run_id, ?)" + scope, [name, *params]
@@ -186,7 +222,9 @@ def _server_run_item(con: duckdb.DuckDBPyConnection, run_id: str) -> Item:
         flags=_object(run["flags"]),
         env=_object(run["env"]),
         facts={f: run.get(f) for f in FACTS},
-        metrics=_metrics(con, "server_run_id = ?", [run_id]),
+        metrics=_metrics(
+            con, "server_run_id = ? AND valid IS DISTINCT FROM false", [run_id], "benchmarks"
+        ),
     )
 
 
@@ -196,12 +234,12 @@ def _object(value: Any) -> dict[str, Any]:
 
 
 def _metrics(
-    con: duckdb.DuckDBPyConnection, where: str, params: Sequence[Any]
+    con: duckdb.DuckDBPyConnection, where: str, params: Sequence[Any], source: str
 ) -> dict[tuple[str, str], dict[str, tuple[float | None, int]]]:
     runs = rows(
         con,
-        f"SELECT {_ARM_COLUMNS}, {', '.join(DIFF_METRICS)} FROM benchmarks "
-        f"WHERE valid AND {where} ORDER BY seq",
+        f"SELECT {_ARM_COLUMNS}, {', '.join(DIFF_METRICS)} FROM {source} AS r "
+        f"WHERE {where} ORDER BY seq",
         params,
     )
     grouped: dict[tuple[str, str], list[Row]] = {}
@@ -229,7 +267,8 @@ def read_configurations(con: duckdb.DuckDBPyConnection, session_id: str) -> list
     """The session's benchmarked configurations as diff items, the baseline first."""
     names = rows(
         con,
-        "SELECT config_name FROM benchmarks WHERE session_id = ? AND valid GROUP BY config_name "
+        "SELECT config_name FROM benchmarks WHERE session_id = ? AND valid IS DISTINCT FROM false "
+        "GROUP BY config_name "
         "ORDER BY bool_or(is_baseline) DESC, min(seq)",
         [session_id],
     )
@@ -301,8 +340,9 @@ class RepeatGroup:
     load: str
     metric: str
     values: list[float]
-    mean: float
-    ci_half: float | None  # 95% CI of the mean (None: one run)
+    mean: float  # geometric (all values positive), as benchmark_deltas compares; else arithmetic
+    ci_low: float | None  # 95% CI of that mean (None: one run)
+    ci_high: float | None
     low: float
     high: float
     cv_pct: float | None
@@ -324,6 +364,20 @@ def repeat_groups(
         return read_repeat_groups(con, session_id, metric)
 
 
+def _mean_ci(values: Sequence[float]) -> tuple[float, float | None, float | None]:
+    """The mean ``benchmark_deltas`` compares and its 95% CI: geometric, e^(mean ln x +-
+    t(0.975, n-1) s_ln / sqrt n), when every value is positive; else arithmetic, mean +- t s / sqrt n."""
+    n = len(values)
+    positive = all(v > 0 for v in values)
+    xs = [math.log(v) for v in values] if positive else list(values)
+    centre = statistics.fmean(xs)
+    half = t975(n - 1) * statistics.stdev(xs) / math.sqrt(n) if n > 1 else None
+    back = math.exp if positive else (lambda x: x)
+    if half is None:
+        return back(centre), None, None
+    return back(centre), back(centre - half), back(centre + half)
+
+
 def read_repeat_groups(
     con: duckdb.DuckDBPyConnection, session_id: str | None, metric: str = "output_throughput"
 ) -> list[RepeatGroup]:
@@ -333,8 +387,8 @@ def read_repeat_groups(
     scope = "" if session_id is None else " AND session_id = ?"
     runs = rows(
         con,
-        f"SELECT {_ARM_COLUMNS}, {metric} AS value FROM benchmarks "
-        f"WHERE valid AND {metric} IS NOT NULL{scope} ORDER BY seq",
+        f"SELECT {_ARM_COLUMNS}, {metric} AS value FROM {COMPARED_RUNS} AS r "
+        f"WHERE {metric} IS NOT NULL{scope} ORDER BY seq",
         [] if session_id is None else [session_id],
     )
     grouped: dict[tuple[str, str, str], list[float]] = {}
@@ -345,8 +399,8 @@ def read_repeat_groups(
     out = []
     for (config, workload, load), values in grouped.items():
         n = len(values)
-        mean = statistics.fmean(values)
         sd = statistics.stdev(values) if n > 1 else None
+        mean, ci_low, ci_high = _mean_ci(values)
         out.append(
             RepeatGroup(
                 config_name=config,
@@ -355,10 +409,13 @@ def read_repeat_groups(
                 metric=metric,
                 values=values,
                 mean=mean,
-                ci_half=None if sd is None else t975(n - 1) * sd / math.sqrt(n),
+                ci_low=ci_low,
+                ci_high=ci_high,
                 low=min(values),
                 high=max(values),
-                cv_pct=None if sd is None or not mean else 100 * sd / mean,
+                cv_pct=None
+                if sd is None or not statistics.fmean(values)
+                else 100 * sd / statistics.fmean(values),
             )
         )
     return sorted(out, key=lambda g: (g.workload, _load_order((g.workload, g.load)), g.config_name))
@@ -414,8 +471,8 @@ def read_pareto(
     scope = "" if session_id is None else " AND session_id = ?"
     runs = rows(
         con,
-        f"SELECT {_ARM_COLUMNS}, output_throughput, {', '.join(LATENCY_AXES)} FROM benchmarks "
-        f"WHERE valid AND output_throughput IS NOT NULL{scope} ORDER BY seq",
+        f"SELECT {_ARM_COLUMNS}, output_throughput, {', '.join(LATENCY_AXES)} "
+        f"FROM {COMPARED_RUNS} AS r WHERE output_throughput IS NOT NULL{scope} ORDER BY seq",
         [] if session_id is None else [session_id],
     )
     arms: dict[tuple[str, str, str], list[Row]] = {}

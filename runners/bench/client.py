@@ -132,13 +132,14 @@ def make_payload(target: BenchTarget, prompt: Prompt, ignore_eos: bool) -> dict:
 
 
 async def _lines(response: httpx.Response | _AiohttpResponse):
-    """Non-empty lines of a streamed body, split on ``\\n`` without text decoding overhead."""
-    if isinstance(response, _AiohttpResponse):
-        async for line in response.lines():
-            yield line
-        return
+    """``(line, arrival)`` for the non-empty lines of a streamed body, split on ``\\n`` without
+    text decoding; ``arrival`` is the ``perf_counter`` of the network read that completed the
+    line, the same for every line of one read (lines that came together have no gap between
+    them: the streaming rule counts them as one chunk)."""
+    reads = response.reads() if isinstance(response, _AiohttpResponse) else response.aiter_bytes()
     buf = b""
-    async for chunk in response.aiter_bytes():
+    async for chunk in reads:
+        arrival = time.perf_counter()
         buf += chunk
         if b"\n" not in buf:
             continue
@@ -146,9 +147,9 @@ async def _lines(response: httpx.Response | _AiohttpResponse):
         for line in complete:
             line = line.strip()
             if line:
-                yield line
+                yield line, arrival
     if buf.strip():
-        yield buf.strip()
+        yield buf.strip(), time.perf_counter()
 
 
 async def send_request(
@@ -177,8 +178,7 @@ async def send_request(
                 body = (await response.aread()).decode("utf-8", "replace")
                 out.error = f"HTTP {response.status_code}: {body[:500]}"
                 return out
-            async for raw in _lines(response):
-                now = time.perf_counter()
+            async for raw, now in _lines(response):
                 latency = now - st
                 if not raw.startswith(b"data:"):
                     continue  # SSE comments / event names
@@ -201,7 +201,7 @@ async def send_request(
                         if new <= 0:
                             continue  # no new token: sglang ignores such a chunk (keeps the previous stamp)
                         out.itl.extend([(now - last) / new] * new)
-                    out.chunks += 1
+                    out.chunks += now != last or out.chunks == 0
                     last = now
                     tokens_seen = count
                     continue
@@ -215,7 +215,8 @@ async def send_request(
                 )
                 if not text:
                     continue
-                out.chunks += 1
+                # a chunk is a read that carried content: lines of one read came as one burst
+                out.chunks += now != last or out.chunks == 0
                 if out.ttft is None:
                     out.ttft = now - st
                 else:

@@ -112,9 +112,10 @@ def find_tool(tool: str, tool_path: str | None) -> list[str]:
     if tool not in TOOLS:
         raise InvalidInput(f"--tool: {tool!r} is not one of {', '.join(TOOLS)}")
     if tool_path:
-        if not (os.path.isfile(tool_path) and os.access(tool_path, os.X_OK)):
+        # against the caller's cwd, as the shell gave it: the tool runs in the artifacts folder
+        program = os.path.abspath(tool_path)
+        if not (os.path.isfile(program) and os.access(program, os.X_OK)):
             raise ToolNotFound(f"--tool-path {tool_path}: not an executable file")
-        program = tool_path
     elif tool in ("sglang", "vllm"):
         program = sys.executable
     else:
@@ -362,6 +363,10 @@ def _vllm_argv(
         "--result-filename",
         "result.json",
         "--disable-tqdm",
+        # vLLM's result keeps no seed: as metadata the file records it (runs of two seeds are
+        # two workloads, not repeats of one)
+        "--metadata",
+        f"seed={w.seed}",
     ]
     if concurrency:
         argv += ["--max-concurrency", str(concurrency)]
@@ -447,19 +452,10 @@ def run_tool_sweep(
                     f"{tool}: exit {proc.returncode}, no result {result_path.name} ({last}; output in {log})"
                 )
             event, samples = _import(tool, result_path, session_id=session_id, actor=actor)
-            # What we asked the tool for is known here, whatever its file kept (vllm bench
-            # serve's result keeps the per-request lengths only: the lengths where it says none).
-            lengths = {"input_len": w.input_len, "output_len": w.output_len}
-            workload = event.workload.model_copy(
-                update={
-                    "seed": w.seed,
-                    "ignore_eos": w.ignore_eos,
-                    "endpoint": w.endpoint,
-                    **{k: v for k, v in lengths.items() if getattr(event.workload, k) is None},
-                }
-            )
+            workload, disagreements = recorded_workload(event.workload, w)
             event = event.model_copy(
                 update={
+                    "validity_notes": [*event.validity_notes, *disagreements],
                     "config_name": config_name,
                     "is_baseline": is_baseline,
                     "server_run_id": server_run_id,
@@ -472,6 +468,30 @@ def run_tool_sweep(
             commands.record_benchmark(store, event, samples)
             recorded.append(event)
     return recorded
+
+
+def recorded_workload(recorded: Any, w: ToolWorkload) -> tuple[Any, list[str]]:
+    """The run's workload: what the tool's own file recorded wins; what it does not record is
+    what we asked (vllm bench serve's result keeps no lengths, most keep no seed). A value the
+    file records other than the one asked is a finding, returned as notes."""
+    asked = {
+        "seed": w.seed,
+        "ignore_eos": w.ignore_eos,
+        "endpoint": w.endpoint,
+        "input_len": w.input_len,
+        "output_len": w.output_len,
+    }
+    update: dict[str, Any] = {}
+    notes = []
+    for key, value in asked.items():
+        own = getattr(recorded, key)
+        if own is None:
+            update[key] = value
+        elif own != value:
+            notes.append(
+                f"the tool's file records {key} {own!r}, {value!r} was asked: the file's kept"
+            )
+    return recorded.model_copy(update=update), notes
 
 
 def _import(tool: str, path: Path, *, session_id: str | None, actor: Any) -> tuple[Any, Any]:

@@ -149,9 +149,10 @@ class AiohttpClient:
 
     def _session(self) -> aiohttp.ClientSession:
         if self.session is None:
-            # one connection per slot, all kept alive between requests (as make_client's)
+            # one connection per slot, kept alive between requests for KEEPALIVE_S as
+            # make_client's: below uvicorn's 5 s, so no connection the server closed is reused
             connector = aiohttp.TCPConnector(
-                limit=self.limit, limit_per_host=0, keepalive_timeout=60.0
+                limit=self.limit, limit_per_host=0, keepalive_timeout=KEEPALIVE_S
             )
             self.session = aiohttp.ClientSession(
                 connector=connector, trust_env=False, auto_decompress=False, timeout=self.timeout
@@ -191,12 +192,12 @@ class _AiohttpResponse:
     async def aread(self) -> bytes:
         return await self._response.read()
 
-    async def lines(self):
-        """Non-empty lines as they arrive (aiohttp's StreamReader splits them, in C)."""
-        async for line in self._response.content:
-            line = line.strip()
-            if line:
-                yield line
+    async def reads(self):
+        """The body's data as it arrives, one ``bytes`` per network read (aiohttp's
+        ``iter_any``): lines that came in one read came together, which the streaming rule
+        must see (a burst of tokens is one chunk, not one per line)."""
+        async for data in self._response.content.iter_any():
+            yield data
 
 
 class SharedClient:

@@ -28,7 +28,13 @@ import numpy as np
 import pyarrow as pa
 
 from ledger.derive.distribution import distribution_ms
-from ledger.derive.streaming import PER_TOKEN_METRICS, Granularity, from_requests
+from ledger.derive.streaming import (
+    PER_TOKEN_METRICS,
+    Granularity,
+    burst_note,
+    from_requests,
+    request_streamed,
+)
 from ledger.store import BENCH_SAMPLES_SCHEMA as SAMPLES_SCHEMA
 from schemas.metrics import tpot
 from schemas.parts import BenchMetrics
@@ -112,7 +118,7 @@ def mask_coarse_streaming(
     """
     found = _granularity(results)
     if found is None or not found.coarse:
-        return metrics, None
+        return _without_bursts(results, metrics, speculative=speculative)
     if speculative:
         itl = [name for name in PER_TOKEN_METRICS if name.endswith("_itl_ms")]
         note = found.note().replace(
@@ -121,6 +127,28 @@ def mask_coarse_streaming(
         )
         return metrics.model_copy(update={name: None for name in itl}), note
     return metrics.model_copy(update={name: None for name in PER_TOKEN_METRICS}), found.note()
+
+
+def _without_bursts(
+    results: Sequence[RequestResult], metrics: BenchMetrics, *, speculative: bool
+) -> tuple[BenchMetrics, str | None]:
+    """A run fine as a whole whose requests include bursts (``request_streamed`` false): TPOT
+    and ITL over the other requests only, and the note counting the bursts. A speculative run
+    keeps its TPOT (several tokens per chunk are its decode steps) and loses the bursts' ITL."""
+    ok = [r for r in results if r.ok]
+    bursts = [r for r in ok if request_streamed(r.chunks, r.output_tokens) is False]
+    if not bursts:
+        return metrics, None
+    kept = [r for r in ok if request_streamed(r.chunks, r.output_tokens) is not False]
+    update: dict[str, float | None] = {name: None for name in PER_TOKEN_METRICS}
+    itls = [gap for r in kept for gap in r.itl]
+    update.update(distribution_ms(itls, "itl"))
+    update["max_itl_ms"] = float(np.max(itls)) * 1000.0 if itls else None
+    if speculative:
+        update = {k: v for k, v in update.items() if "_tpot_" not in k}
+    else:
+        update.update(distribution_ms([t for t in (r.tpot for r in kept) if t is not None], "tpot"))
+    return metrics.model_copy(update=update), burst_note(len(bursts), len(ok))
 
 
 #: Closed-loop runs want at least this many requests per concurrency slot (num_prompts / c): the

@@ -134,7 +134,9 @@ def _identifier(ctx: click.Context, param: click.Parameter, value: str | None) -
 )
 @click.option(
     "--tokenizer",
-    type=click.Path(exists=True),
+    # made absolute against the caller's cwd: a tool runs in the artifacts folder, where a
+    # relative path would not exist (and a tool would read it as a hub repo id)
+    type=click.Path(exists=True, resolve_path=True),
     help="Local tokenizer (tokenizer.json or folder): exact prompt lengths.",
 )
 @click.option(
@@ -232,8 +234,15 @@ def bench_command(
             f"--shared-prefix-len {shared_prefix_len} must be below --input-len {input_len}"
         )
     if tool != "builtin":
-        if shared_prefix_len:
-            raise click.BadParameter("--shared-prefix-len is for the built-in client only")
+        # every option reaches the tool or is refused: these are the built-in client's only
+        for given, option in (
+            (shared_prefix_len, "--shared-prefix-len"),
+            (server_metrics, "--server-metrics"),
+        ):
+            if given:
+                raise click.BadParameter(
+                    f"{option} is for the built-in client only (--tool {tool})"
+                )
         from runners.bench.external import find_tool
 
         prefix = find_tool(tool, tool_path)  # a missing tool exits 11 before anything is asked
@@ -488,7 +497,13 @@ def _bench_with_tool(
 @click.option(
     "--dry-run",
     is_flag=True,
-    help="Print the arms, the runs in order and a time estimate from the ledger's earlier runs; run nothing.",
+    help="Print the arms, the runs in order and a time estimate from the ledger's earlier runs (where it has none: the model's size and the workload, said so); run nothing.",
+)
+@click.option(
+    "--threshold",
+    "threshold_pct",
+    type=click.FloatRange(0, 100, min_open=True, max_open=True),
+    help="The practical threshold in percent: the smallest change the comparisons call one, every metric (default: [plan] threshold, else 5%, 10% for p99; docs/comparison.md).",
 )
 @json_option
 @pass_ctx
@@ -499,6 +514,7 @@ def plan_command(
     no_progress: bool,
     resume: bool,
     dry_run: bool,
+    threshold_pct: float | None,
     as_json: bool,
 ) -> None:
     """Run PLAN_FILE: baseline and candidates restarted and benchmarked interleaved, then compared.
@@ -522,6 +538,8 @@ def plan_command(
         click.echo(f"tuneledger: {plan_file}: [bench] num_prompts: {warning}", err=True)
     if plan.plan.session is None and ctx.session:
         plan.plan.session = ctx.session
+    if threshold_pct is not None:
+        plan.plan.threshold = threshold_pct / 100
     if dry_run:
         _dry_run(ctx, plan, resume, as_json)
         return

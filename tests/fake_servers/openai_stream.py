@@ -35,6 +35,7 @@ def make_app(
     reject_unknown: bool = False,
     fail_posts: int = 0,
     openai_tokens_per_chunk: int = 1,
+    burst: bool = False,
 ) -> web.Application:
     """The aiohttp application (see the module docstring)."""
     failures_left = [fail_posts]
@@ -61,14 +62,19 @@ def make_app(
         chat = request.path.endswith("chat/completions")
         resp = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
         await resp.prepare(request)
+        events = []
         for i in range(0, n, openai_tokens_per_chunk):
-            if delay_s:
+            if delay_s and not (burst and events):
                 await asyncio.sleep(delay_s)
             text = "".join(f"t{j} " for j in range(i, min(n, i + openai_tokens_per_chunk)))
             choice = (
                 {"index": 0, "delta": {"content": text}} if chat else {"index": 0, "text": text}
             )
-            await resp.write(b"data: " + json.dumps({"choices": [choice]}).encode() + b"\n\n")
+            events.append(b"data: " + json.dumps({"choices": [choice]}).encode() + b"\n\n")
+            if not burst:
+                await resp.write(events.pop())
+        if burst:  # every content event in one write: the client reads them as one burst
+            await resp.write(b"".join(events))
         usage = {"prompt_tokens": 1, "completion_tokens": n, "total_tokens": n + 1}
         await resp.write(b"data: " + json.dumps({"choices": [], "usage": usage}).encode() + b"\n\n")
         await resp.write(b"data: [DONE]\n\n")
@@ -121,6 +127,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--fail-posts", type=int, default=0)
     parser.add_argument("--openai-tokens-per-chunk", type=int, default=1)
     parser.add_argument("--fail-marker")
+    parser.add_argument("--burst", action="store_true", help="all content events in one write")
     args = parser.parse_args(argv)
     sock = socket.socket()
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -142,6 +149,7 @@ def main(argv: list[str] | None = None) -> None:
         args.reject_unknown,
         fail_posts,
         args.openai_tokens_per_chunk,
+        args.burst,
     )
     web.run_app(
         app,

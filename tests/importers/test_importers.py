@@ -155,6 +155,23 @@ def test_bench_failed_requests_make_the_run_invalid(tmp_path: Path) -> None:
     assert row["ok"] is False and row["ttft_ms"] is None and row["error"] == "HTTP 500: boom"
 
 
+def test_bench_zero_output_requests_are_not_measurements(tmp_path: Path) -> None:
+    """sglang's real c1.jsonl had 3 of 16 requests with TTFT 0.0, no ITL and empty
+    text that sglang counted successes (with 32 output tokens): not measurements, so the run
+    is not valid and those rows are failures, as our runner fails a stream with no content."""
+    raw = json.loads((BENCH / "with_details.jsonl").read_text())
+    for i in (1, 5):
+        raw["ttfts"][i], raw["itls"][i], raw["generated_texts"][i] = 0.0, [], ""
+    path = tmp_path / "zero.jsonl"
+    path.write_text(json.dumps(raw) + "\n")
+    result = import_file(path)
+    (event,) = result.events
+    assert event.valid is False and event.metrics.failed == 2
+    assert event.validity_notes[0].startswith("2 request(s) failed: no output streamed")
+    rows = result.samples[event.event_id].to_pylist()
+    assert [r["ok"] for r in rows].count(False) == 2 and rows[1]["ttft_ms"] is None
+
+
 def test_bench_samples_and_events_go_into_the_store(store) -> None:
     result = import_file(BENCH / "with_details.jsonl", session_id="s1")
     first = store.append(result.events, samples=result.samples)

@@ -197,6 +197,53 @@ def test_vllm_append_result_jsonl(tmp_path: Path) -> None:
     assert [e.source for e in events] == ["appended.jsonl:1", "appended.jsonl:2"]
 
 
+def test_vllm_append_result_per_request_latencies_are_used(tmp_path: Path) -> None:
+    """vLLM's --save-detailed lines keep each request's own E2E (``latencies``,
+    seconds) while the summary has no E2E statistics: E2E and TPOT come from them (not TTFT +
+    the ITL sum, which misses the tail after the last chunk)."""
+    raw = json.loads(
+        (Path(__file__).parents[1] / "fixtures/other_tools/vllm_run/vllm_short.json").read_text()
+    )
+    assert "median_e2el_ms" not in raw  # the default --percentile-metrics: ttft,tpot,itl
+    # a 5 ms tail after the last chunk (the stream's end), which TTFT + sum(ITL) cannot see
+    raw["latencies"] = [x + 0.005 for x in raw["latencies"]]
+    path = tmp_path / "appended.jsonl"
+    path.write_text(json.dumps(raw) + "\n" + json.dumps(raw | {"max_concurrency": 4}) + "\n")
+    result, events = _one(path)
+    assert len(events) == 2
+    ok = [i for i, e in enumerate(raw["errors"]) if not e]
+    e2e = [raw["latencies"][i] * 1000 for i in ok]
+    tpots = [
+        (raw["latencies"][i] - raw["ttfts"][i]) * 1000 / (raw["output_lens"][i] - 1)
+        if raw["output_lens"][i] > 1
+        else None
+        for i in ok
+    ]
+    m = events[0].metrics
+    assert m.median_e2e_latency_ms == pytest.approx(float(np.median(e2e)))
+    assert m.mean_e2e_latency_ms == pytest.approx(statistics.mean(e2e))
+    samples = result.samples[events[0].event_id].to_pylist()
+    assert [r["e2e_ms"] for r in samples if r["ok"]] == pytest.approx(e2e)
+    assert [r["tpot_ms"] for r in samples if r["ok"]] == [
+        pytest.approx(t) if t is not None else None for t in tpots
+    ]
+
+
+def test_vllm_seed_from_its_metadata(tmp_path: Path) -> None:
+    """vLLM's result keeps no seed; ``--metadata seed=N`` (which `run bench --tool vllm` passes)
+    writes it as a string key: each line's workload records its own seed."""
+    line = json.loads((VLLM_RESULT / "min_vllm_result.json").read_text())
+    path = tmp_path / "seeds.jsonl"
+    path.write_text(
+        json.dumps(line | {"seed": "0"}) + "\n" + json.dumps(line | {"seed": "1"}) + "\n"
+    )
+    _, events = _one(path)
+    assert [e.workload.seed for e in events] == [0, 1]
+    path.write_text(json.dumps(line | {"seed": "abc"}) + "\n")
+    with pytest.raises(InvalidInput, match=r"seeds.jsonl:1: field 'seed': expected an integer"):
+        import_file(path)
+
+
 def test_vllm_result_breaking_its_rules_names_line_and_field(tmp_path: Path) -> None:
     raw = json.loads((VLLM_RESULT / "min_vllm_result.json").read_text())
     raw["mean_e2el_ms"] = "slow"
@@ -627,6 +674,28 @@ def test_aiperf_real_run_json_csv_and_records_agree() -> None:
     assert records.metrics.std_e2e_latency_ms == pytest.approx(raw["request_latency"]["std"])
     # transformers serve sent each answer in one chunk: TPOT not measurable (docs/importers.md)
     assert records.metrics.mean_tpot_ms is None and "coarse streaming" in records.validity_notes[0]
+
+
+def test_aiperf_request_count_against_its_own_command(tmp_path: Path) -> None:
+    """AIPerf's warm-up phase file imported as a valid 1-request benchmark although
+    the tool's own configuration asked for 8: a count other than the profiling phase's
+    ``requests`` is not the run asked for (not valid, and the note says which counts)."""
+    raw = json.loads((AIPERF_RUN / "profile_export_aiperf.json").read_text())
+    (real,) = _one(AIPERF_RUN / "profile_export_aiperf.json")[1]
+    assert real.valid is True  # 8 requests, 8 asked
+    raw["request_count"]["avg"] = 1.0
+    path = tmp_path / "profile_export_aiperf.json"
+    path.write_text(json.dumps(raw))
+    (warmup,) = import_file(path).events
+    assert warmup.valid is False
+    assert (
+        "1 request(s) in the file, 8 in the tool's own profiling phase" in warmup.validity_notes[-1]
+    )
+    raw["request_count"]["avg"] = 8.0
+    raw["benchmark_phase"] = "warmup"
+    path.write_text(json.dumps(raw))
+    (phase,) = import_file(path).events
+    assert phase.valid is False and "a warmup phase" in phase.validity_notes[-1]
 
 
 def test_aiperf_records_with_a_broken_line_name_it(tmp_path: Path) -> None:

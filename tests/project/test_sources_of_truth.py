@@ -83,8 +83,8 @@ def test_projections_views_and_rules_derive_from_the_table() -> None:
     assert projections.DELTA_METRICS == tuple(
         (m.name, m.direction, m.noise_floor) for m in COMPARED_METRICS
     )
-    # the floors of docs/comparison.md
-    assert metric("output_throughput").noise_floor == 0.02
+    # the default practical thresholds of docs/comparison.md
+    assert metric("output_throughput").noise_floor == 0.05
     assert metric("median_ttft_ms").noise_floor == 0.05
     assert metric("p99_tpot_ms").noise_floor == 0.10
     assert {m.direction for m in COMPARED_METRICS} == {1, -1}

@@ -98,11 +98,15 @@ def test_diff_only_shows_what_differs_with_the_metric_deltas(ledger: Path) -> No
 
 
 def test_repeats_grouped_with_the_95_percent_band(ledger: Path) -> None:
+    """The mean is the geometric one benchmark_deltas and diff compare, its CI on log values."""
     groups = {(g.config_name, g.load): g for g in repeat_groups(LedgerStore(ledger), "s")}
     g = groups[("baseline", "c=1")]
     values = [80.0, 84.0, 82.0]
-    assert g.values == values and g.mean == pytest.approx(82.0)
-    assert g.ci_half == pytest.approx(t975(2) * statistics.stdev(values) / math.sqrt(3))
+    logs = [math.log(v) for v in values]
+    half = t975(2) * statistics.stdev(logs) / math.sqrt(3)
+    assert g.values == values and g.mean == pytest.approx((80.0 * 84.0 * 82.0) ** (1 / 3))
+    assert g.ci_low == pytest.approx(g.mean * math.exp(-half))
+    assert g.ci_high == pytest.approx(g.mean * math.exp(half))
     assert (g.low, g.high) == (80.0, 84.0)
     assert g.cv_pct == pytest.approx(100 * statistics.stdev(values) / 82.0)
 
@@ -163,7 +167,10 @@ def test_the_decision_log_compares_the_configurations_and_links_the_plot(
     assert "What differs between `baseline`, `cb`, `cb-sdpa`" in section
     assert "| flag | continuous-batching | not set | on | on |" in section
     assert "| fact | max_running_requests | 64 | 64 | 48 |" in section
-    assert "| baseline | 64/8 tok random | c=1 | 3 | 82.0 ± 5.0 | 80.0 .. 84.0 | 2.4% |" in section
+    assert (
+        "| baseline | 64/8 tok random | c=1 | 3 | 82.0 [77.2, 87.1] | 80.0 .. 84.0 | 2.4% |"
+        in section
+    )
     assert "Pareto front of output throughput against median_tpot_ms (ms)" in section
     assert "| 64/8 tok random | cb-sdpa | c=16 | 664.0 | 15.45 | 2 |" in section
     assert (
@@ -175,3 +182,74 @@ def test_the_decision_log_compares_the_configurations_and_links_the_plot(
     # to standard output: the tables, no picture to link
     out = invoke(["--ledger", ledger, "export", "markdown", "--session", "s"])
     assert "## Comparing the configurations" in out.stdout and "![" not in out.stdout
+
+
+def _gm(values: list[float]) -> float:
+    return math.exp(statistics.fmean(math.log(v) for v in values))
+
+
+def test_every_reader_shows_one_baseline_number(tmp_path: Path) -> None:
+    """A standalone baseline run recorded before a plan joined `compare diff` and the
+    TUI (4 runs) while the verdict table showed the plan's comparison (3 runs), and repeats used
+    the arithmetic mean. Now the verdict table (benchmark_deltas, benchmark_summary), diff,
+    repeats and Pareto (the TUI's Compare pane and the decision log read these) show the
+    comparison's runs and their geometric mean; runs whose import knew nothing of validity
+    (``valid`` absent, as the demo's) count."""
+    from ledger.read.comparison import read_session_comparison
+    from runners.compare import compare
+    from schemas import ComparisonCompleted
+
+    def run(config: str, thr: float, repeat: int, valid: bool | None = True) -> BenchmarkCompleted:
+        return BenchmarkCompleted(
+            run_id=f"{config}-{repeat}-{thr}", config_name=config, is_baseline=config == "base",
+            workload=Workload(dataset="random", input_len=64, output_len=8), concurrency=1,
+            repeat=repeat, valid=valid, session_id="w",
+            metrics=BenchMetrics(output_throughput=thr, median_ttft_ms=20.0, median_tpot_ms=9.0),
+        )  # fmt: skip
+
+    standalone = run("base", 16.5, 0)
+    base = [run("base", v, i) for i, v in enumerate((12.4, 12.9, 12.8))]
+    cand = [run("tuned", v, i, valid=None) for i, v in enumerate((11.0, 11.4, 11.2))]
+    outcome = compare("output_throughput", [12.4, 12.9, 12.8], [11.0, 11.4, 11.2])
+    comparison = ComparisonCompleted(
+        session_id="w", config_name="tuned", baseline_config="base", metric="output_throughput",
+        concurrency=1, dataset="random", input_len=64, output_len=8, baseline_runs=3, runs=3,
+        baseline_mean=outcome.baseline_mean, mean=outcome.mean, change=outcome.change,
+        ci_low=outcome.ci_low, ci_high=outcome.ci_high, noise_threshold=0.05,
+        verdict=outcome.verdict, benchmark_event_ids=[e.event_id for e in base + cand],
+    )  # fmt: skip
+    store = LedgerStore(tmp_path / "w.duckdb")
+    store.init()
+    store.append([standalone, *[e for pair in zip(base, cand, strict=True) for e in pair]])
+    store.append(comparison)
+    expected = _gm([12.4, 12.9, 12.8])
+    assert outcome.baseline_mean == pytest.approx(expected)
+    (delta,) = store.query_arrow(
+        "SELECT baseline_value, baseline_runs FROM benchmark_deltas "
+        "WHERE metric = 'output_throughput'"
+    ).to_pylist()
+    assert delta == {"baseline_value": pytest.approx(expected), "baseline_runs": 3}
+    (summary,) = store.query_arrow(
+        "SELECT output_throughput, output_throughput_runs FROM benchmark_summary "
+        "WHERE config_name = 'base'"
+    ).to_pylist()
+    assert summary == {"output_throughput": pytest.approx(expected), "output_throughput_runs": 3}
+    with store.connect() as con:
+        session = read_session_comparison(con, "w")
+    assert session is not None
+    thr = next(m for m in session.diff.metrics if m.metric == "output_throughput")
+    assert thr.values[0] == pytest.approx(expected) and thr.runs == [3, 3]
+    assert thr.values[1] == pytest.approx(_gm([11.0, 11.4, 11.2]))  # valid absent: counted
+    repeats = {g.config_name: g for g in session.repeats}
+    assert repeats["base"].mean == pytest.approx(expected) and len(repeats["base"].values) == 3
+    points = {q.config_name: q for q in session.pareto.points}
+    assert points["base"].throughput == pytest.approx(expected) and points["base"].runs == 3
+    # no comparison: every run not marked invalid, the standalone one included
+    store.append(run("base", 12.0, 9, valid=False))
+    bare = LedgerStore(tmp_path / "bare.duckdb")
+    bare.init()
+    bare.append([standalone, *base, *cand])
+    with bare.connect() as con:
+        no_comparison = read_session_comparison(con, "w")
+    assert no_comparison is not None
+    assert {g.config_name: len(g.values) for g in no_comparison.repeats} == {"base": 4, "tuned": 3}

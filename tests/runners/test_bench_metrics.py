@@ -23,7 +23,13 @@ from runners.bench.client import (
     timed_run,
     warmup,
 )
-from runners.bench.metrics import RequestResult, samples_table, summarize, validity
+from runners.bench.metrics import (
+    RequestResult,
+    mask_coarse_streaming,
+    samples_table,
+    summarize,
+    validity,
+)
 from runners.bench.workload import Prompt, WorkloadSpec, build_workload
 
 FIXTURE = Path(__file__).parents[1] / "fixtures" / "sglang" / "bench_serving"
@@ -70,6 +76,35 @@ def test_hand_made_timeline_exact_values() -> None:
     assert m.max_itl_ms == pytest.approx(40.0, abs=1e-9)
     assert m.mean_e2e_latency_ms == pytest.approx(460 / 3, abs=1e-9)
     assert m.p99_e2e_latency_ms == pytest.approx(160 + 0.98 * 90, abs=1e-9)
+
+
+def test_a_burst_request_gives_no_tpot_or_itl() -> None:
+    """A request whose tokens arrived in one burst (fewer than 0.5 chunks per token,
+    ledger.derive.streaming's rule, per request) is not a TPOT or ITL measurement: the run's
+    TPOT and ITL are the other requests', and the run says how many were left out."""
+    paced = [
+        RequestResult(ok=True, ttft=0.1, itl=[0.01] * 7, latency=0.17, output_tokens=8, chunks=8)
+        for _ in range(3)
+    ]
+    burst = RequestResult(ok=True, ttft=0.1, itl=[0.0] * 7, latency=0.1, output_tokens=8, chunks=1)
+    metrics, note = mask_coarse_streaming(paced + [burst], summarize(paced + [burst], 1.0))
+    assert metrics.median_tpot_ms == pytest.approx(10.0) and metrics.mean_tpot_ms == pytest.approx(
+        10.0
+    )
+    assert metrics.median_itl_ms == pytest.approx(10.0) and metrics.mean_itl_ms == pytest.approx(
+        10.0
+    )
+    assert note is not None and note.startswith("1 of 4 requests streamed in fewer than 0.5 chunks")
+    assert metrics.median_ttft_ms == pytest.approx(100.0)  # TTFT does not depend on the chunking
+    # every request a burst: the run-level rule (coarse streaming), TPOT and ITL empty
+    metrics, note = mask_coarse_streaming([burst] * 3, summarize([burst] * 3, 1.0))
+    assert metrics.median_tpot_ms is None and metrics.median_itl_ms is None
+    assert note is not None and note.startswith("coarse streaming")
+    # a speculative run keeps the bursts' TPOT (its decode steps), not their ITL
+    metrics, _ = mask_coarse_streaming(
+        paced + [burst], summarize(paced + [burst], 1.0), speculative=True
+    )
+    assert metrics.mean_tpot_ms == pytest.approx(7.5) and metrics.mean_itl_ms == pytest.approx(10.0)
 
 
 def test_tpot_only_when_more_than_one_token() -> None:
@@ -241,6 +276,27 @@ def test_openai_stream_parsing(fake_server, endpoint: str) -> None:
     assert r.ttft >= 0.004 and all(gap >= 0 for gap in r.itl)
     assert r.ttft + sum(r.itl) >= 5 * 0.005 - 1e-3
     assert r.latency >= r.ttft + sum(r.itl) - 1e-9
+
+
+@pytest.mark.slow  # a real (fake-engine) server process
+@pytest.mark.parametrize("transport", ["httpx", "aiohttp"])
+def test_lines_of_one_read_are_one_chunk(fake_server, transport: str) -> None:
+    """Six content events the server writes at once reach the client in one read: one chunk,
+    no gap between them, so the streaming rule sees the burst (per-line stamps counted six
+    chunks and made a TPOT of 0.01 ms out of it)."""
+    from runners.bench.client import SharedClient
+
+    url = fake_server("--chunks", "6", "--delay-ms", "20", "--burst")
+
+    async def go():
+        async with SharedClient(1, transport=transport) as slots, slots.slot() as client:
+            return await send_request(client, _target(url, "chat"), Prompt("hi", 1, 6), True)
+
+    r = asyncio.run(go())
+    assert r.ok, r.error
+    assert r.output_tokens == 6 and r.chunks == 1 and r.itl == [0.0] * 5
+    metrics, note = mask_coarse_streaming([r], summarize([r], 1.0))
+    assert metrics.median_tpot_ms is None and note is not None
 
 
 @pytest.mark.slow  # a real (fake-engine) server process

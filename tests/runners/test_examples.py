@@ -88,4 +88,7 @@ def test_the_plan_table_explains_its_tau_column() -> None:
     console = Console(width=200, record=True)
     console.print(verdict_table(PlanResult(comparisons=[])))
     text = console.export_text()
-    assert "tau: the noise threshold, max(the metric's noise floor, 2 x the CV" in text
+    assert (
+        "tau: the practical threshold (--threshold, the plan file's threshold, else the metric's"
+        in text
+    )

@@ -142,6 +142,7 @@ def test_vllm_bench_serve_runs_as_its_own_parser_and_main(tmp_path: Path) -> Non
     assert pairs["--max-concurrency"] == "4" and pairs["--temperature"] == "0"
     assert pairs["--random-input-len"] == "64" and pairs["--num-warmups"] == "1"
     assert "--ignore-eos" in args and "--save-result" in args
+    assert pairs["--metadata"] == "seed=0"  # the result then records the seed (it keeps none)
     compile(VLLM_BENCH_SERVE, "<vllm bench serve>", "exec")  # the program is valid Python
 
 

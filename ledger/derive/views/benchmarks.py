@@ -4,7 +4,7 @@ the latest statistical comparison, else the same Welch rule in SQL), and one row
 from __future__ import annotations
 
 from ledger.derive.projections import ARM_KEY, BENCH_METRICS, DELTA_METRICS
-from schemas.student_t import Z_SUM_80, t975_sql
+from schemas.student_t import MAX_PRACTICAL_RUNS, runs_needed_sql, t975_sql
 
 #: The compared metrics (``DELTA_METRICS``' names), in their order.
 _METRICS = [name for name, _, _ in DELTA_METRICS]
@@ -22,20 +22,24 @@ FROM bench_runs b ANTI JOIN retractions r ON r.event_id = b.event_id"""
 
 def _welch_rule() -> str:
     """``benchmark_deltas``' first CTEs, up to ``simple``: every arm against its session's
-    baseline by runners.compare's rule (the Welch CI of the log ratio, the metric's noise
-    floor as threshold)."""
+    baseline by runners.compare's rule (the Welch CI of the log ratio against the metric's
+    default practical threshold)."""
     delta_rows = ",\n            ".join(
         f"('{name}', {direction}, {floor}::DOUBLE)" for name, direction, floor in DELTA_METRICS
     )
     delta_metric_cols = ", ".join(_METRICS)
     t975 = t975_sql("df")
-    z_sum = Z_SUM_80
+    signed = "direction * d"
+    distance = f"least(abs({signed} - ln(1 + tau)), abs({signed} - ln(1 - tau)))"
+    needed = runs_needed_sql("pooled_log_sd", distance)
+    at_zero = runs_needed_sql("pooled_log_sd", "ln(1 + tau)")
+    max_runs = MAX_PRACTICAL_RUNS
     return f"""
 WITH metric_rules(metric, direction, noise_floor) AS (
     VALUES {delta_rows}
 ),
 -- Arms no comparison event covers are judged here by runners.compare's rule with the
--- metric's noise floor as tau (no A-vs-A runs): the Welch CI of the log ratio, t from
+-- metric's default practical threshold as tau: the Welch CI of the log ratio, t from
 -- schemas.student_t (within 0.08% of scipy's).
 arm_values AS (
     SELECT session_id, config_name, is_baseline, dataset, input_len, output_len, concurrency,
@@ -95,6 +99,14 @@ bounds AS (
            exp(direction * d + ({t975}) * se) - 1 AS better_high
     FROM welch
 ),
+needs AS (
+    -- runs per arm to decide (runners.compare's rule, schemas.student_t.runs_needed): at the
+    -- observed change (its distance to the nearest threshold), and at no change (too-noisy)
+    SELECT *, {needed} AS needed, {at_zero} AS at_zero,
+           judged AND NOT (better_low > tau OR better_high < -tau
+                           OR (better_low >= -tau AND better_high <= tau)) AS undecided
+    FROM bounds
+),
 simple AS (
     SELECT session_id, config_name, baseline_config, dataset, input_len, output_len, concurrency,
            request_rate, metric, baseline_value, value, baseline_runs, runs,
@@ -108,27 +120,26 @@ simple AS (
                WHEN better_low > tau THEN 'improved'
                WHEN better_high < -tau THEN 'regressed'
                WHEN better_low >= -tau AND better_high <= tau THEN 'no-measurable-change'
+               WHEN coalesce(needed > {max_runs}, true) AND coalesce(at_zero > {max_runs}, true)
+                    THEN 'too-noisy'
                ELSE 'inconclusive'
            END AS verdict,
-           CASE WHEN judged AND NOT (better_low > tau OR better_high < -tau
-                                     OR (better_low >= -tau AND better_high <= tau))
-                THEN CASE WHEN greatest(3, ceil({z_sum} ^ 2 * 2 * (pooled_log_sd / tau) ^ 2))
-                               <= least(baseline_runs, runs)
-                          THEN least(baseline_runs, runs) + 2
-                          ELSE greatest(3, ceil({z_sum} ^ 2 * 2 * (pooled_log_sd / tau) ^ 2)) END
+           CASE WHEN undecided THEN CASE WHEN needed <= least(baseline_runs, runs)
+                                         THEN least(baseline_runs, runs) + 2 ELSE needed END
            END::BIGINT AS runs_needed,
-           'statistical, here: Welch CI of the log ratio vs the noise floor (no current comparison event)' AS verdict_rule,
-           seq, 100 * baseline_cv AS baseline_cv_pct, 100 * cv AS cv_pct
-    FROM bounds
+           'statistical, here: Welch CI of the log ratio vs the default threshold (no current comparison event)' AS verdict_rule,
+           seq, 100 * baseline_cv AS baseline_cv_pct, 100 * cv AS cv_pct,
+           NULL::UUID AS comparison_event_id
+    FROM needs
 ),
 """
 
 
 def benchmark_deltas() -> str:
     """Each configuration against the session's baseline, per concurrency and metric: the
-    latest statistical comparison (``comparison_completed``) while no run came after it,
-    else the same Welch rule over all the arms' runs with the metric's noise floor as
-    threshold (``_welch_rule``)."""
+    latest statistical comparison (``comparison_completed``, its ``comparison_event_id``) while
+    no run came after it, else the same Welch rule over all the arms' valid runs with the
+    metric's default threshold (``_welch_rule``, ``comparison_event_id`` NULL)."""
     # one delta row of an arm (ARM_KEY) and metric against another (t: a comparison, s: the rule's)
     same_arm = " AND ".join(f"t.{k} IS NOT DISTINCT FROM s.{k}" for k in (*ARM_KEY, "metric"))
     return (
@@ -150,7 +161,8 @@ def benchmark_deltas() -> str:
            100 * (payload->>'noise_threshold')::DOUBLE AS noise_threshold_pct,
            (payload->>'verdict') AS verdict, (payload->>'runs_needed')::BIGINT AS runs_needed,
            'statistical: Welch CI of the log ratio vs noise threshold' AS verdict_rule, seq,
-           100 * (payload->>'baseline_cv')::DOUBLE AS baseline_cv_pct, 100 * (payload->>'cv')::DOUBLE AS cv_pct
+           100 * (payload->>'baseline_cv')::DOUBLE AS baseline_cv_pct, 100 * (payload->>'cv')::DOUBLE AS cv_pct,
+           event_id AS comparison_event_id
     FROM live_control WHERE type = 'comparison_completed'
     QUALIFY row_number() OVER (
         PARTITION BY session_id, payload->>'config_name', payload->>'baseline_config', payload->>'metric',
