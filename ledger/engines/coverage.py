@@ -118,7 +118,8 @@ def judge(engine: str, statement: Statement) -> tuple[str, str]:
 def _tail(engine: str, lines: list[str]) -> list[str]:
     """The lines as a user pastes the tail around an error: no traceback header (the paste starts
     among the frames) and, for SGLang, no prefix (copied from the terminal's scrollback)."""
-    out = [line for line in lines if not line.endswith("Traceback (most recent call last):")]
+    cut = [line.replace("Traceback (most recent call last):", "").rstrip() for line in lines]
+    out = [line for line in cut if not re.fullmatch(r"(?:\(.*?\) \S+ \S+ \S+ \[\S+\])?\s*", line)]
     if engine == "sglang":
         out = [re.sub(r"^\[2026-05-01 10:00:00 TP0\] ", "", line) for line in out]
     return out or lines

@@ -298,6 +298,8 @@ class Traceback:
     lines: list[LogLine]
     head: LogLine | None
     exceptions: list[tuple[LogLine, str]] = field(default_factory=list)
+    #: a tail that starts among the frames: the line above may be its head or a line before it
+    headless: bool = False
 
     @property
     def root(self) -> tuple[LogLine, str] | None:
@@ -356,7 +358,9 @@ def find_tracebacks(
             head = lines[i - 1]
         elif not line.message.startswith("Traceback"):
             head = line  # "Scheduler hit an exception: Traceback (most recent call last):"
-        out.append(_read_block(block, head))
+        tb = _read_block(block, head)
+        tb.headless = not _TRACEBACK_RE.search(line.message)
+        out.append(tb)
     return out
 
 
@@ -559,9 +563,10 @@ def _traceback_event(tb: Traceback, bare: bool = False) -> FatalEvent | None:
     exception of its chain is fatal on its own (out of memory, a device error)."""
     chain = "\n".join(text for _, text in tb.exceptions)
     handled = ("harmless", "warning") if bare else ("harmless", "warning", "handled")
-    if tb.head is not None:
+    if tb.head is not None and not tb.headless:
         # A traceback logged with a line the engine handled (harmless, a warning, a level-less
-        # problem it went on from) is handled too, unless its chain is fatal on its own.
+        # problem it went on from) is handled too, unless its chain is fatal on its own. (Not
+        # for a tail cut among the frames: the line above it may not be the line that logged it.)
         verdict = classify(tb.head.message, tb.head.level)
         if verdict.kind in handled and not (OOM_RE.search(chain) or STRONG_FATAL_RE.search(chain)):
             return None
