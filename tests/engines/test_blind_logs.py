@@ -15,7 +15,24 @@ from ledger.importers import import_file
 from schemas import ServerFailed
 
 SETS = Path(__file__).parents[1] / "fixtures" / "blind_logs"
-CASES = sorted(p for p in SETS.glob("*/*") if (p / "answer.json").is_file())
+#: What the second set, measured once, showed the reader does not yet read (docs/engines.md):
+#: kept as expected failures, by kind, so that mending one shows here.
+KNOWN_MISSES = {
+    "set_b/08-vllm-cli-unrecognized-omni": "vLLM's command-line refusal pasted alone",
+    "set_b/18-sglang-in-verl-raylet-oom": "SGLang's lines inside a Ray actor's (WorkerDict pid=N) prefix",
+    "set_b/31-sglang-v04-ready-then-serving": "an SGLang 0.4 paste serving with neither ready line",
+}
+CASES = [
+    pytest.param(
+        p,
+        id=f"{p.parent.name}/{p.name}",
+        marks=[pytest.mark.xfail(reason=why, strict=True)]
+        if (why := KNOWN_MISSES.get(f"{p.parent.name}/{p.name}"))
+        else [],
+    )
+    for p in sorted(SETS.glob("*/*"))
+    if (p / "answer.json").is_file()
+]
 
 
 def _norm(text: str | None) -> str:
@@ -49,7 +66,7 @@ def read_as_imported(path: Path) -> dict[str, object]:
     }
 
 
-@pytest.mark.parametrize("case", CASES, ids=lambda p: f"{p.parent.name}/{p.name}")
+@pytest.mark.parametrize("case", CASES)
 def test_a_pasted_log_reads_as_its_blind_answer(case: Path) -> None:
     want = json.loads((case / "answer.json").read_text())
     got = read_as_imported(case / "input.log")
