@@ -29,15 +29,23 @@ class MissingSdk(LedgerError):
 
 def _actor(text: str) -> Actor:
     try:
-        return Actor.parse(text)
+        actor = Actor.parse(text)
     except ValueError:
         raise click.BadParameter(
-            f"{text!r}: expected KIND:NAME with KIND person, agent or runner (e.g. agent:claude)",
+            f"{text!r}: expected KIND:NAME with KIND person or agent (e.g. agent:claude)",
             param_hint="--actor",
         ) from None
+    if actor.kind == "runner":
+        raise click.BadParameter(
+            f"{text!r}: runner actors are the runners' own (an agent writes as agent:NAME)",
+            param_hint="--actor",
+        )
+    return actor
 
 
-def build_app(ledger: Path, actor: Actor, session_id: str | None) -> Any:
+def build_app(
+    ledger: Path, actor: Actor, session_id: str | None, *, actor_given: bool = False
+) -> Any:
     """The server's ``McpApp``: the generated record tools, the verbs, the reads and the tools of
     every ``tuneledger.mcp_tools`` plugin (the runners' long-running tools).
 
@@ -58,7 +66,7 @@ def build_app(ledger: Path, actor: Actor, session_id: str | None) -> Any:
     from ledger.mcp.toolbox import Seat, Toolbox
     from ledger.mcp.verbs import add_verbs
 
-    seat = Seat(ledger=ledger, actor=actor, session_id=session_id)
+    seat = Seat(ledger=ledger, actor=actor, session_id=session_id, actor_given=actor_given)
     toolbox = Toolbox()
     add_verbs(toolbox)
     add_record_tools(toolbox)
@@ -96,8 +104,9 @@ def tool_listing(app: Any) -> list[dict[str, Any]]:
     "actor_text",
     default=None,
     metavar="KIND:NAME",
-    help=f"Who the agent's events are by (default: {DEFAULT_ACTOR}; TUNELEDGER_ACTOR is not read: "
-    "the agent is not the person whose shell started it).",
+    help="Who the agent's events are by (default: agent:<the client's declared name>, else "
+    f"{DEFAULT_ACTOR}; TUNELEDGER_ACTOR is not read: the agent is not the person whose shell "
+    "started it). Never a runner.",
 )
 @click.option("--session", "session_id", help="Default session of the agent's events.")
 @click.option(
@@ -126,10 +135,13 @@ def mcp_command(
     ):
         actor_text = root.params["actor"]  # `tuneledger --actor agent:x mcp`
     actor = _actor(actor_text or DEFAULT_ACTOR)
+    actor_given = actor_text is not None
     from ledger.store import LedgerStore
 
     LedgerStore(ledger).check_path()  # an impossible name now, not at the agent's first call
-    app = build_app(ledger.resolve(), actor, session_id or root.obj.session)
+    app = build_app(
+        ledger.resolve(), actor, session_id or root.obj.session, actor_given=actor_given
+    )
     if list_tools:
         click.echo(json.dumps(tool_listing(app), indent=2))
         return

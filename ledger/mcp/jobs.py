@@ -58,7 +58,9 @@ class Jobs:
         self._jobs: dict[str, Job] = {}
         self._lock = threading.Lock()
 
-    def start(self, seat: Seat, tool_name: str, arguments: dict[str, Any]) -> Job:
+    def start(
+        self, seat: Seat, tool_name: str, arguments: dict[str, Any], actor: Any = None
+    ) -> Job:
         """Start ``tool_name`` with ``arguments`` in a thread of its own.
 
         Raises:
@@ -70,7 +72,7 @@ class Jobs:
             raise InvalidInput(
                 f"start_job: {tool_name!r} is not a long-running tool (these are: {', '.join(long)})"
             )
-        job = Job(id=uuid.uuid4().hex[:12], tool=tool_name, call=Call(seat))
+        job = Job(id=uuid.uuid4().hex[:12], tool=tool_name, call=Call(seat, actor=actor))
 
         def report(message: str, done: float | None, total: float | None) -> None:
             with self._lock:
@@ -153,7 +155,7 @@ def add_job_tools(toolbox: Toolbox, jobs: Jobs) -> None:
     """``start_job``, ``job_status``, ``cancel_job``."""
 
     def start(args: StartJobArgs, call: Call) -> dict[str, Any]:
-        return jobs.status(jobs.start(call.seat, args.tool, args.arguments))
+        return jobs.status(jobs.start(call.seat, args.tool, args.arguments, call.actor))
 
     def status(args: JobStatusArgs, call: Call) -> dict[str, Any]:
         job = jobs.get(args.job_id)

@@ -86,7 +86,7 @@ def _research(args: ResearchArgs, call: Call) -> dict[str, Any]:
         done = record_research_result(
             call.seat.writable_store(),
             result,
-            actor=call.seat.actor,
+            actor=call.writer.actor,
             session=call.seat.session_id,
             record=args.record,
             propose=args.propose,

@@ -26,6 +26,7 @@ from mcp.shared.uri_template import UriTemplate
 from ledger.errors import LedgerError
 from ledger.mcp.errors import error_payload
 from ledger.mcp.reads import board_rows
+from ledger.mcp.records import SCHEMA_URI, event_schema
 from ledger.mcp.toolbox import Call, Seat
 from ledger.mcp.values import jsonable
 from ledger.read import model as read_model
@@ -47,6 +48,16 @@ def _read_error(uri: str, exc: LedgerError) -> MCPError:
 def board_json(seat: Seat, _params: dict[str, str]) -> tuple[str, str]:
     rows = board_rows(Call(seat), seat.session_id)
     return json.dumps({"session_id": seat.session_id, "rows": rows}), "application/json"
+
+
+def type_schema(_seat: Seat, params: dict[str, str]) -> tuple[str, str]:
+    """An event type's committed JSON Schema (``record``'s ``fields``)."""
+    from ledger.errors import NotFound
+    from schemas import EVENT_TYPES
+
+    if params["type"] not in EVENT_TYPES:
+        raise NotFound(f"no event type {params['type']!r} (record's type enum lists them)")
+    return json.dumps(event_schema(params["type"]), indent=1), "application/schema+json"
 
 
 def decision_log(seat: Seat, params: dict[str, str]) -> tuple[str, str]:
@@ -100,6 +111,13 @@ class Library:
                 "A session's decision log (Markdown), as `tuneledger export markdown --session ID`.",
                 "text/markdown",
                 decision_log,
+            ),
+            _Template(
+                UriTemplate.parse(SCHEMA_URI),
+                "event-schema",
+                "An event type's JSON Schema: the fields the record tool takes for that type.",
+                "application/schema+json",
+                type_schema,
             ),
             _Template(
                 UriTemplate.parse(FLAG),

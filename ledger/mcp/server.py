@@ -29,8 +29,9 @@ import logging
 import signal
 import sys
 import threading
+import time
 from collections.abc import Callable, Coroutine
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import anyio
@@ -41,10 +42,11 @@ from mcp.server import Server
 from mcp.server.context import ServerRequestContext
 from mcp.server.stdio import stdio_server
 
-from ledger.errors import LedgerError
+from ledger.errors import LedgerBusy, LedgerError
 from ledger.mcp.errors import Refusal, error_payload, unknown_tool
 from ledger.mcp.resources import Library
 from ledger.mcp.toolbox import Call, Seat, Tool, Toolbox
+from schemas import Actor
 
 log = logging.getLogger("tuneledger.mcp")
 
@@ -98,14 +100,45 @@ class _Progress:
             log.debug("progress not delivered: %s", message)
 
 
+#: The longest client name kept in an actor (``agent:<name>``).
+MAX_CLIENT_NAME = 64
+#: How many times a call that met a storage error it did not expect (another connection's file
+#: handle, a lock the store did not see) is run again, and the first pause between, seconds.
+RETRIES, RETRY_PAUSE_S = 4, 0.05
+
+
+def client_actor(ctx: ServerRequestContext[Any, Any], seat: Seat) -> Actor:
+    """Who a call writes as: the seat's ``--actor`` when the operator gave one, else
+    ``agent:<the client's declared name>`` (``initialize``'s ``clientInfo.name``), else the
+    seat's default. Never the call's arguments."""
+    if seat.actor_given:
+        return seat.actor
+    params = ctx.session.client_params
+    name = params.client_info.name if params is not None and params.client_info else ""
+    name = "-".join(name.split())[:MAX_CLIENT_NAME]
+    if not name or not name.isprintable():
+        return seat.actor
+    try:
+        return Actor.parse(f"agent:{name}")
+    except ValueError:
+        return seat.actor
+
+
 @dataclass
 class McpApp:
-    """The seat, the tools, the resources and the running calls of one server."""
+    """The seat, the tools, the resources and the running calls of one server.
+
+    ``writes``: the one-writer queue. DuckDB lets one process write a file at a time; the calls
+    that append (every tool that is not read-only, bar the long-running ones, which keep the
+    store open through its own hold and hand-off) take it in turn, in arrival order, while reads
+    run beside them on connections of their own.
+    """
 
     seat: Seat
     toolbox: Toolbox
     library: Library
     calls: Calls
+    writes: threading.Lock = field(default_factory=threading.Lock)
 
     def tool_list(self) -> list[types.Tool]:
         return [mcp_tool(tool) for tool in self.toolbox]
@@ -121,12 +154,16 @@ class McpApp:
         async def send(value: float, total: float | None, message: str) -> None:
             await session.report_progress(value, total, message)
 
-        call = Call(self.seat, report=_Progress(send))
+        call = Call(self.seat, report=_Progress(send), actor=client_actor(ctx, self.seat))
         self.calls.start(call)
+        queued = not tool.read_only and not tool.long_running
 
         def work() -> dict[str, Any]:
             try:
-                return tool.handler(arguments, call)
+                if queued:
+                    with self.writes:
+                        return _retried(tool, arguments, call)
+                return _retried(tool, arguments, call)
             finally:
                 self.calls.end(call)
 
@@ -141,6 +178,29 @@ class McpApp:
             content=[types.TextContent(type="text", text=json.dumps(output))],
             structured_content=output,
         )
+
+
+def _retried(tool: Tool, arguments: dict[str, Any], call: Call) -> dict[str, Any]:
+    """``tool``'s handler, run again (a few times, pausing longer each time) when DuckDB raised
+    an error the store did not turn into one of its own: a connection of this process on the
+    file in another configuration, a lock. Still failing: exit 7 with a retry hint. A
+    long-running tool is never re-run (it may have started a server)."""
+    import duckdb
+
+    pause = RETRY_PAUSE_S
+    for attempt in range(RETRIES + 1):
+        try:
+            return tool.handler(arguments, call)
+        except duckdb.Error as exc:
+            if tool.long_running or attempt == RETRIES:
+                raise LedgerBusy(
+                    f"{tool.name}: the ledger was busy ({type(exc).__name__}: "
+                    f"{str(exc).splitlines()[0] if str(exc) else ''}); retry the call"
+                    + ("" if tool.read_only else " (give event_id to make the retry idempotent)")
+                ) from None
+            time.sleep(pause)
+            pause *= 2
+    raise AssertionError("unreachable")
 
 
 def mcp_tool(tool: Tool) -> types.Tool:

@@ -24,6 +24,7 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
+from ledger.app import Writer
 from ledger.errors import InvalidInput, NotFound
 from ledger.store import LedgerStore
 from schemas import Actor
@@ -44,6 +45,9 @@ class Seat:
     actor: Actor
     session_id: str | None
     on_exit: list[Callable[[], None]] = field(default_factory=list)
+    #: Whether ``actor`` is the operator's ``--actor`` (then it is every call's), or the default
+    #: the client's declared name replaces (``ledger.mcp.server.client_actor``).
+    actor_given: bool = False
 
     def store(self) -> LedgerStore:
         """The one-shot store: each operation opens the file and closes it, so the MCP server
@@ -79,11 +83,19 @@ class Cancelled(KeyboardInterrupt):
 
 @dataclass(eq=False)  # each call is itself (kept in a set while it runs)
 class Call:
-    """One tool call: the server's seat, its progress reporter and its cancellation."""
+    """One tool call: the server's seat, who it writes as, its progress reporter and its
+    cancellation. ``actor``: set by the server from the client's declared name (or the
+    seat's ``--actor``), never from the call's arguments; None: the seat's."""
 
     seat: Seat
     report: ProgressFn = lambda _message, _done, _total: None
     cancelled: threading.Event = field(default_factory=threading.Event)
+    actor: Actor | None = None
+
+    @property
+    def writer(self) -> Writer:
+        """The application layer's ``Writer`` of this call: its actor, the seat's session."""
+        return Writer(self.actor or self.seat.actor, self.seat.session_id)
 
     def progress(self, message: str, done: float | None = None, total: float | None = None) -> None:
         """Tell the client how far the call is (an MCP progress notification; nothing when

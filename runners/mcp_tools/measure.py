@@ -44,7 +44,12 @@ class BenchArgs(Arguments):
     seed: int = 0
     warmup: int = Field(1, ge=0, description="Uncounted requests before each run.")
     repeats: int = Field(1, ge=1, description="Runs per concurrency.")
-    config_name: str = Field("baseline", description="The server configuration measured.")
+    config_name: str | None = Field(
+        None,
+        description="The server configuration measured. Default: the configuration of the "
+        "server run the ledger sees serving the URL's port, else 'baseline' (a name that "
+        "contradicts the serving run is refused, exit 3).",
+    )
     is_baseline: bool | None = Field(
         None, description="Mark the runs as the baseline (default: config_name == 'baseline')."
     )
@@ -86,7 +91,30 @@ def _concurrencies(args: BenchArgs, call: Call) -> list[int | None]:
     return concurrencies
 
 
+def _resolved(args: BenchArgs, call: Call) -> BenchArgs:
+    """``args`` with the configuration and server run measured, by ``run bench``'s one rule
+    (``runners.bench.serving.resolve_config_name``: the ledger knows which run serves the port)."""
+    from runners.bench.serving import resolve_config_name
+
+    store = call.seat.store()
+    store.init()
+    config_name, server_run_id, said = resolve_config_name(
+        store, args.url, args.config_name, args.server_run_id
+    )
+    if said:
+        call.progress(said)
+    return args.model_copy(update={"config_name": config_name, "server_run_id": server_run_id})
+
+
+def _config(args: BenchArgs) -> str:
+    """The configuration measured, once ``_resolved`` named it."""
+    if args.config_name is None:
+        raise AssertionError("run_bench: config_name is resolved before the runs")
+    return args.config_name
+
+
 def _bench(args: BenchArgs, call: Call) -> dict[str, Any]:
+    args = _resolved(args, call)
     concurrencies = _concurrencies(args, call)
     if args.tool != "builtin":
         return _bench_with_tool(args, call, concurrencies)
@@ -156,10 +184,10 @@ def _sweep(
         args.warmup,
         args.tokenizer,
         args.ignore_eos,
-        args.config_name,
+        _config(args),
     )
     identity = RunIdentity(
-        config_name=args.config_name,
+        config_name=_config(args),
         request_rate=args.request_rate,
         is_baseline=(args.config_name == "baseline")
         if args.is_baseline is None
@@ -220,13 +248,13 @@ def _bench_with_tool(
             concurrencies=concurrencies,
             request_rate=args.request_rate,
             repeats=args.repeats,
-            config_name=args.config_name,
+            config_name=_config(args),
             is_baseline=(args.config_name == "baseline")
             if args.is_baseline is None
             else args.is_baseline,
             server_run_id=args.server_run_id,
             session_id=args.session_id or call.seat.session_id,
-            actor=call.seat.actor,
+            actor=call.writer.actor,
             say=lambda line: call.progress(line),
             candidate_id=args.candidate_id,
         )

@@ -310,3 +310,36 @@ async def test_run_spec_returns_the_trials_with_their_accept_length(store: Ledge
     rows = store.query_arrow("SELECT trial_id, accept_length FROM spec_trials").to_pylist()
     assert rows == [{"trial_id": "spec-mcp:eagle-3-1-4", "accept_length": 3.0}]
     assert str(store.read(types=["spec_decoding_trial_completed"])[0].event_id) == trial["event_id"]
+
+
+async def test_run_bench_names_the_configuration_serving_the_port_as_the_cli_does(
+    store: LedgerStore,
+) -> None:
+    """Issue 33: ``run_bench`` defaulted ``config_name`` to "baseline" and skipped the CLI's
+    rule, so an agent benchmarking a candidate recorded baseline runs. One rule now
+    (``runners.bench.serving.resolve_config_name``) for both front ends."""
+    _files(store.path.parent)
+    configs = str(store.path.parent / "servers.toml")
+    progress: list[str | None] = []
+
+    async def seen(_value: float, _total: float | None, message: str | None) -> None:
+        progress.append(message)
+
+    bench = {"input_len": 8, "output_len": 6, "num_prompts": 8, "concurrency": [1]}
+    async with in_process(store.path, session="s1") as client:
+        server = await call(client, "start_server", {"config": "fast", "configs": configs})
+        out = await call(
+            client, "run_bench", {"url": server["base_url"], **bench}, progress_callback=seen
+        )
+        contradicted = await refused(
+            client, "run_bench", {"url": server["base_url"], "config_name": "baseline", **bench}
+        )
+        await call(client, "stop_server", {"run_id": server["run_id"]})
+    assert [r["config_name"] for r in out["runs"]] == ["fast"]
+    assert any("measuring configuration 'fast'" in (m or "") for m in progress)
+    assert contradicted["error"]["exit_code"] == 3
+    assert "contradicts the ledger" in contradicted["error"]["message"]
+    rows = store.query_arrow("SELECT config_name, is_baseline, server_run_id FROM benchmarks")
+    assert rows.to_pylist() == [
+        {"config_name": "fast", "is_baseline": False, "server_run_id": server["run_id"]}
+    ]
