@@ -29,7 +29,6 @@ import logging
 import signal
 import sys
 import threading
-import time
 from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, field
 from typing import Any
@@ -181,26 +180,33 @@ class McpApp:
 
 
 def _retried(tool: Tool, arguments: dict[str, Any], call: Call) -> dict[str, Any]:
-    """``tool``'s handler, run again (a few times, pausing longer each time) when DuckDB raised
-    an error the store did not turn into one of its own: a connection of this process on the
-    file in another configuration, a lock. Still failing: exit 7 with a retry hint. A
-    long-running tool is never re-run (it may have started a server)."""
+    """``tool``'s handler, run again (a few times, with jittered backoff) when DuckDB raised an
+    error the store did not turn into one of its own (another connection of this process on the
+    file, a lock); still failing: exit 7 with a retry hint. A long-running tool is never re-run
+    (it may have started a server)."""
     import duckdb
+    from tenacity import (
+        RetryError,
+        Retrying,
+        retry_if_exception_type,
+        stop_after_attempt,
+        wait_random_exponential,
+    )
 
-    pause = RETRY_PAUSE_S
-    for attempt in range(RETRIES + 1):
-        try:
-            return tool.handler(arguments, call)
-        except duckdb.Error as exc:
-            if tool.long_running or attempt == RETRIES:
-                raise LedgerBusy(
-                    f"{tool.name}: the ledger was busy ({type(exc).__name__}: "
-                    f"{str(exc).splitlines()[0] if str(exc) else ''}); retry the call"
-                    + ("" if tool.read_only else " (give event_id to make the retry idempotent)")
-                ) from None
-            time.sleep(pause)
-            pause *= 2
-    raise AssertionError("unreachable")
+    retrying = Retrying(
+        retry=retry_if_exception_type(duckdb.Error),
+        wait=wait_random_exponential(multiplier=RETRY_PAUSE_S, max=1.0),
+        stop=stop_after_attempt(1 if tool.long_running else RETRIES + 1),
+    )
+    try:
+        return retrying(tool.handler, arguments, call)
+    except RetryError as exc:
+        error = exc.last_attempt.exception()
+        first = str(error).splitlines()[0] if str(error) else ""
+        raise LedgerBusy(
+            f"{tool.name}: the ledger was busy ({type(error).__name__}: {first}); retry the call"
+            + ("" if tool.read_only else " (give event_id to make the retry idempotent)")
+        ) from None
 
 
 def mcp_tool(tool: Tool) -> types.Tool:
