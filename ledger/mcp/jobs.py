@@ -128,7 +128,7 @@ class StartJobArgs(Arguments):
 
 
 class JobStatusArgs(Arguments):
-    job_id: str
+    job_id: str = Field(description="The job id start_job answered with.")
     wait_s: float = Field(
         0, ge=0, le=MAX_WAIT_S, description="Wait up to this long for the job to end."
     )
@@ -138,7 +138,7 @@ class JobStatusArgs(Arguments):
 
 
 class JobIdArgs(Arguments):
-    job_id: str
+    job_id: str = Field(description="The job id start_job answered with.")
 
 
 class JobOut(BaseModel):

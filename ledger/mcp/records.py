@@ -24,8 +24,6 @@ from ledger.app import Record, agent_types, record
 from ledger.mcp.toolbox import Call, Tool, Toolbox, schema_of
 from schemas import EVENT_TYPES, jsonschema
 
-#: The resource template of an event type's JSON Schema (``ledger.mcp.resources``).
-SCHEMA_URI = "tuneledger://schema/{type}"
 #: The types a verb writes, with its checks (a proposal once, a triage at a version, a decision
 #: citing stored events): ``record`` points to the verb instead (one way to do each thing).
 VERB_OF = {
@@ -43,12 +41,12 @@ def record_types() -> tuple[str, ...]:
 class AppendedEvent(BaseModel):
     """Where an appended event landed (``tuneledger append --json``'s object)."""
 
-    event_id: str = Field(description="The event's id (cite it in a decision's evidence).")
-    type: str = Field(description="The event type.")
-    seq: int = Field(description="Its position in the ledger, gapless.")
-    stream: str = Field(description="The stream it went to (candidate:ID, session:ID...).")
-    stream_version: int = Field(description="Its position in that stream.")
-    duplicate: bool = Field(description="true: a retry of a stored event_id; nothing new written.")
+    event_id: str
+    type: str
+    seq: int
+    stream: str
+    stream_version: int
+    duplicate: bool = Field(description="A retry of a stored event_id: nothing new written.")
 
 
 def envelope(result: Any, event_type: str) -> dict[str, Any]:

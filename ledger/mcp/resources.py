@@ -25,11 +25,10 @@ from mcp.shared.uri_template import UriTemplate
 
 from ledger.errors import LedgerError
 from ledger.mcp.errors import error_payload
-from ledger.mcp.reads import board_rows
-from ledger.mcp.records import SCHEMA_URI, event_schema
 from ledger.mcp.toolbox import Call, Seat
-from ledger.mcp.values import jsonable
-from ledger.read import model as read_model
+
+#: The resource template of an event type's JSON Schema (``record``'s ``fields``).
+SCHEMA_URI = "tuneledger://schema/{type}"
 
 BOARD_URI = "tuneledger://board"
 DECISION_LOG = "tuneledger://session/{id}/decision-log"
@@ -46,6 +45,8 @@ def _read_error(uri: str, exc: LedgerError) -> MCPError:
 
 
 def board_json(seat: Seat, _params: dict[str, str]) -> tuple[str, str]:
+    from ledger.mcp.reads import board_rows
+
     rows = board_rows(Call(seat), seat.session_id)
     return json.dumps({"session_id": seat.session_id, "rows": rows}), "application/json"
 
@@ -53,6 +54,7 @@ def board_json(seat: Seat, _params: dict[str, str]) -> tuple[str, str]:
 def type_schema(_seat: Seat, params: dict[str, str]) -> tuple[str, str]:
     """An event type's committed JSON Schema (``record``'s ``fields``)."""
     from ledger.errors import NotFound
+    from ledger.mcp.records import event_schema
     from schemas import EVENT_TYPES
 
     if params["type"] not in EVENT_TYPES:
@@ -76,6 +78,8 @@ WHERE h.flag = ? ORDER BY h.seq
 
 
 def flag_history(seat: Seat, params: dict[str, str]) -> tuple[str, str]:
+    from ledger.mcp.values import jsonable
+    from ledger.read import model as read_model
     from schemas import normalize_flag
 
     flag = normalize_flag(params["name"])
@@ -139,6 +143,8 @@ class Library:
             )
         ]
         if seat.ledger.exists():
+            from ledger.read import model as read_model
+
             with seat.store().connect() as con:
                 sessions = read_model.sessions(con)
             listed += [

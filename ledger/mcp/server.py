@@ -44,7 +44,7 @@ from mcp.server.stdio import stdio_server
 from ledger.errors import LedgerBusy, LedgerError
 from ledger.mcp.errors import Refusal, error_payload, unknown_tool
 from ledger.mcp.resources import Library
-from ledger.mcp.toolbox import Call, Seat, Tool, Toolbox
+from ledger.mcp.toolbox import Call, LazyToolbox, Seat, Tool, Toolbox
 from schemas import Actor
 
 log = logging.getLogger("tuneledger.mcp")
@@ -218,7 +218,6 @@ def mcp_tool(tool: Tool) -> types.Tool:
         input_schema=tool.input_schema,
         output_schema=tool.output_schema,
         annotations=types.ToolAnnotations(
-            title=tool.title,
             read_only_hint=tool.read_only,
             destructive_hint=tool.destructive,
             idempotent_hint=tool.idempotent,
@@ -311,6 +310,8 @@ def serve_stdio(app: McpApp) -> None:
     """Serve ``app`` on standard input and output until the client closes them; then cancel
     and wait for the calls still running and run the seat's exit hooks."""
     server = build_server(app)
+    if isinstance(app.toolbox, LazyToolbox):  # the tools' imports, while the client initializes
+        threading.Thread(target=app.toolbox.ready, name="mcp-tools", daemon=True).start()
 
     async def main() -> None:
         async with stdio_server() as (read_stream, write_stream):

@@ -29,7 +29,9 @@ from runners.results_json import event_run_json, plan_json, run_json, spec_json
 
 class BenchArgs(Arguments):
     url: str = Field(description="The server's base URL, e.g. a start_server's base_url.")
-    endpoint: Literal["chat", "completions", "generate"] = "chat"
+    endpoint: Literal["chat", "completions", "generate"] = Field(
+        "chat", description="OpenAI chat or completions, or SGLang's native /generate."
+    )
     model: str | None = Field(
         None, description="Sent in requests (default: the one model the server lists)."
     )
@@ -41,7 +43,7 @@ class BenchArgs(Arguments):
         description="Closed-loop concurrencies (default [1]; with request_rate: at most one, a cap).",
     )
     request_rate: float | None = Field(None, gt=0, description="Open loop: Poisson req/s.")
-    seed: int = 0
+    seed: int = Field(0, description="Seed of the prompts drawn (the same seed: the same prompts).")
     warmup: int = Field(1, ge=0, description="Uncounted requests before each run.")
     repeats: int = Field(1, ge=1, description="Runs per concurrency.")
     config_name: str | None = Field(
@@ -55,7 +57,7 @@ class BenchArgs(Arguments):
     )
     tokenizer: str | None = Field(None, description="A local tokenizer: exact prompt lengths.")
     server_run_id: str | None = Field(None, description="The server run measured.")
-    ignore_eos: bool = True
+    ignore_eos: bool = Field(True, description="Ask for exactly output_len tokens per request.")
     candidate_id: str | None = Field(None, description="The board candidate the runs are for.")
     session_id: str | None = Field(None, description="Default: the server's --session.")
     tool: Literal["builtin", "guidellm", "aiperf", "sglang"] = Field(
