@@ -532,6 +532,8 @@ def plan_command(
     runner = ServerRunner(
         store, session_id=plan.plan.session, say=say, sigint_wait_s=plan.plan.stop_wait_s
     )
+    if resume:
+        _refuse_a_second_server(store, plan.plan.session)
     try:
         result = run_plan(plan, store, runner, say=say, progress=not no_progress, resume=resume)
     except KeyboardInterrupt:
@@ -555,6 +557,25 @@ def plan_command(
     Console(width=160).print(verdict_table(result, None if all_metrics else SHOWN_METRICS))
     for finding in result.findings:
         click.echo(f"finding: --{finding.flag}: {finding.verdict} ({finding.message})")
+
+
+def _refuse_a_second_server(store: Any, session_id: str | None) -> None:
+    """``--resume`` while a server of this session still runs for a live owner (the plan being
+    resumed was not dead, or another one runs): exit 10 before anything starts, never a second
+    server beside it (the runner recorded and stopped the orphans already)."""
+    import socket
+
+    from runners.server.runs import PortInUse
+    from runners.server.supervise import served
+
+    busy = served(store, socket.gethostname(), session_id)
+    if busy:
+        run = busy[0]
+        raise PortInUse(
+            f"run plan --resume: server run {run['run_id']} of session {session_id!r} is still "
+            f"served (pid {run['pid']}, port {run['port']}) by a live owner: stop it (or the "
+            "plan running it) first; nothing was started"
+        )
 
 
 def _dry_run(ctx: Context, plan: Any, resume: bool, as_json: bool) -> None:

@@ -30,7 +30,7 @@ import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from runners.server.process import group_alive
 
@@ -191,24 +191,39 @@ def _same_server(pid: int, argv0: str | None) -> bool:
     return argv0 is None or (bool(cmdline) and cmdline[0].decode(errors="replace") == argv0)
 
 
+_LIVE_RUNS = """
+SELECT r.run_id, r.session_id, (s.payload->>'pid')::BIGINT AS pid,
+       (s.payload->>'port')::BIGINT AS port, s.payload->'argv'->>0 AS argv0
+FROM server_runs r
+JOIN (SELECT payload, payload->>'run_id' AS run_id, host->>'hostname' AS hostname
+      FROM live_control WHERE type = 'server_started') s USING (run_id)
+WHERE r.status IN ('starting', 'ready') AND lower(s.hostname) = lower(?)
+ORDER BY r.started_seq
+"""
+
+
+def _live_runs(store: LedgerStore, hostname: str) -> list[dict[str, Any]]:
+    if not store.path.exists() or not Path("/proc").is_dir():
+        return []
+    return store.query_arrow(_LIVE_RUNS, [hostname]).to_pylist()
+
+
+def served(store: LedgerStore, hostname: str, session_id: str | None) -> list[dict[str, Any]]:
+    """The runs of ``session_id`` on ``hostname`` that a live owner still serves (their
+    watchdog runs): ``run_id``, ``pid``, ``port``. ``run plan --resume`` refuses to start a
+    second server beside them."""
+    return [
+        row
+        for row in _live_runs(store, hostname)
+        if row["session_id"] == session_id and _watchdog_alive(row["run_id"])
+    ]
+
+
 def sweep(store: LedgerStore, hostname: str, say: Callable[[str], None]) -> list[str]:
     """Record (and stop, if alive) the ``starting``/``ready`` runs of ``hostname`` whose
     watchdog is gone; returns their run ids."""
-    if not store.path.exists() or not Path("/proc").is_dir():
-        return []
-    rows = store.query_arrow(
-        """
-        SELECT r.run_id, r.session_id, (s.payload->>'pid')::BIGINT AS pid,
-               s.payload->'argv'->>0 AS argv0
-        FROM server_runs r
-        JOIN (SELECT payload, payload->>'run_id' AS run_id, host->>'hostname' AS hostname
-              FROM live_control WHERE type = 'server_started') s USING (run_id)
-        WHERE r.status IN ('starting', 'ready') AND lower(s.hostname) = lower(?)
-        """,
-        [hostname],
-    ).to_pylist()
     orphans = []
-    for row in rows:
+    for row in _live_runs(store, hostname):
         if _watchdog_alive(row["run_id"]):
             continue  # owned: its owner (an MCP server, a plan) is alive
         sent = None

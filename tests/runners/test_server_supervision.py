@@ -120,12 +120,17 @@ def test_sigkill_of_the_cli_mid_plan_stops_its_server_and_records_the_stop(
     (stop,) = [s for s in stops if s.run_id == serving["run_id"]]  # type: ignore[attr-defined]
     assert "its owner process died without stopping it" in stop.reason  # type: ignore[attr-defined]
     assert stop.actor == RUNNER_ACTOR and stop.signal == "SIGTERM"  # type: ignore[attr-defined]
-    # no watchdog left behind either
-    assert not [
-        p
-        for p in Path("/proc").iterdir()
-        if p.name.isdigit() and _is_watchdog(p, str(serving["run_id"]))
-    ]
+    # no watchdog left behind either (it exits once the stop is recorded)
+    _until(
+        lambda: (
+            not [
+                p
+                for p in Path("/proc").iterdir()
+                if p.name.isdigit() and _is_watchdog(p, str(serving["run_id"]))
+            ]
+        ),
+        "the watchdog to exit",
+    )
 
 
 def _is_watchdog(proc: Path, run_id: str) -> bool:
@@ -189,3 +194,36 @@ def test_the_next_runner_records_an_orphaned_run_and_stops_it_if_still_its_serve
             if proc.poll() is None:
                 proc.kill()
                 proc.wait()
+
+
+@pytest.mark.slow
+def test_resume_never_starts_a_second_server_beside_one_still_served(tmp_path: Path) -> None:
+    (tmp_path / "servers.toml").write_text(SERVERS)
+    (tmp_path / "plan.toml").write_text(PLAN)
+    ledger = tmp_path / "l.duckdb"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TUNELEDGER_")}
+    env.update({"TUNELEDGER_LEDGER": str(ledger), "TUNELEDGER_SESSION": "s"})
+    env["TUNELEDGER_RESIDENT"] = "0"
+    owner = subprocess.Popen(
+        [TUNELEDGER, "run", "server", "start", "baseline", "--configs", tmp_path / "servers.toml"],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+    )
+    try:
+        assert owner.stdout is not None and owner.stdout.readline()  # one JSON line once ready
+        resumed = subprocess.run(
+            [TUNELEDGER, "run", "plan", tmp_path / "plan.toml", "--resume"],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+        assert resumed.returncode == 10, resumed.stderr
+        assert "is still served" in resumed.stderr and "nothing was started" in resumed.stderr
+        assert len(_runs(ledger)) == 1  # no second server
+    finally:
+        owner.send_signal(signal.SIGINT)
+        owner.wait(timeout=60)
+    assert [r["status"] for r in _runs(ledger)] == ["stopped"]
