@@ -120,7 +120,7 @@ class Jobs:
 
 class StartJobArgs(Arguments):
     tool: str = Field(
-        description="A long-running tool: run_plan, run_bench, run_spec, run_tune, start_server."
+        description="A long-running tool: run_plan, run_bench, run_spec, run_tune, start_server, research_flags."
     )
     arguments: dict[str, Any] = Field(
         default_factory=dict, description="Its arguments, as the tool takes them."
@@ -170,7 +170,7 @@ def add_job_tools(toolbox: Toolbox, jobs: Jobs) -> None:
     toolbox.add(
         tool_from_models(
             "start_job",
-            "Run a long-running tool (run_plan, run_bench, run_spec, run_tune, start_server) in the "
+            "Run a long-running tool (run_plan, run_bench, run_spec, run_tune, start_server, research_flags) in the "
             "background and answer at once with a job id: for clients whose tool calls time out "
             "before a plan ends. Poll job_status for its progress and result.",
             StartJobArgs,

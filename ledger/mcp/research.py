@@ -112,5 +112,7 @@ def add_research_tool(toolbox: Toolbox) -> None:
             ResearchArgs,
             ResearchOut,
             _research,
+            # a cold cache downloads and reads a wheel (a minute and more): start_job runs it
+            long_running=True,
         )
     )
