@@ -13,7 +13,6 @@ completed is recorded.
 
 from __future__ import annotations
 
-import asyncio
 from pathlib import Path
 from typing import Any, Literal
 
@@ -76,59 +75,32 @@ class RunsOut(BaseModel):
     )
 
 
-def _concurrencies(args: BenchArgs, call: Call) -> list[int | None]:
-    """The loads to run, as ``run bench`` reads --concurrency and --request-rate."""
-    from runners.bench.metrics import prompts_warning
+def _request(args: BenchArgs, call: Call) -> Any:
+    """The tool's arguments as the use case's ``BenchRequest`` (the CLI builds the same)."""
+    from runners.usecases import BenchRequest
 
-    if any(c < 1 for c in args.concurrency):
-        raise InvalidInput("run_bench: argument 'concurrency': every concurrency must be >= 1")
-    concurrencies: list[int | None] = list(args.concurrency)
-    if args.request_rate is not None:
-        if len(concurrencies) > 1:
-            raise InvalidInput("run_bench: with request_rate give at most one concurrency (a cap)")
-        return [concurrencies[0] if concurrencies else None]
-    concurrencies = concurrencies or [1]
-    if warning := prompts_warning(args.num_prompts, concurrencies):
-        call.progress(warning)
-    return concurrencies
-
-
-def _resolved(args: BenchArgs, call: Call) -> BenchArgs:
-    """``args`` with the configuration and server run measured, by ``run bench``'s one rule
-    (``runners.bench.serving.resolve_config_name``: the ledger knows which run serves the port)."""
-    from runners.bench.serving import resolve_config_name
-
-    store = call.seat.store()
-    store.init()
-    config_name, server_run_id, said = resolve_config_name(
-        store, args.url, args.config_name, args.server_run_id
-    )
-    if said:
-        call.progress(said)
-    return args.model_copy(update={"config_name": config_name, "server_run_id": server_run_id})
-
-
-def _config(args: BenchArgs) -> str:
-    """The configuration measured, once ``_resolved`` named it."""
-    if args.config_name is None:
-        raise AssertionError("run_bench: config_name is resolved before the runs")
-    return args.config_name
+    fields = args.model_dump(exclude={"tool", "tool_path", "session_id"})
+    return BenchRequest(**fields, session_id=args.session_id or call.seat.session_id)
 
 
 def _bench(args: BenchArgs, call: Call) -> dict[str, Any]:
-    args = _resolved(args, call)
-    concurrencies = _concurrencies(args, call)
-    if args.tool != "builtin":
-        return _bench_with_tool(args, call, concurrencies)
-    from runners.bench.workload import WorkloadSpec, build_workload
+    from runners.usecases import resolve, run_bench
 
-    spec = WorkloadSpec(
-        args.input_len, args.output_len, args.num_prompts, args.seed, args.tokenizer
-    )
-    workload = build_workload(spec)
+    request = _request(args, call)
+    store = call.seat.store()
+    store.init()
+    try:
+        measured = resolve(store, request, call.progress)
+    except InvalidInput as exc:
+        raise InvalidInput(f"run_bench: {exc}") from None
+    if args.tool != "builtin":
+        resolved = args.model_copy(
+            update={"config_name": measured.config_name, "server_run_id": measured.server_run_id}
+        )
+        return _bench_with_tool(resolved, call, measured.concurrencies)
     store = call.seat.store().kept_open()  # a run of appends; closed below
     done: list[Any] = []
-    total = len(concurrencies) * args.repeats
+    total = len(measured.concurrencies) * args.repeats
 
     def on_point(point: Any) -> None:
         done.append(point)
@@ -140,8 +112,7 @@ def _bench(args: BenchArgs, call: Call) -> dict[str, Any]:
         call.check_cancelled()
 
     try:
-        store.init()
-        _sweep(args, call, store, workload, concurrencies, on_point)
+        run_bench(store, request, measured, on_point=on_point)
     except RuntimeError as exc:  # WarmupFailed, the model list unreadable: `run bench`'s exit 13
         raise BenchFailed(f"run_bench: {exc}") from None
     finally:
@@ -149,68 +120,11 @@ def _bench(args: BenchArgs, call: Call) -> dict[str, Any]:
     return {"runs": [run_json(p) for p in done]}
 
 
-def _sweep(
-    args: BenchArgs,
-    call: Call,
-    store: Any,
-    workload: Any,
-    concurrencies: list[int | None],
-    on_point: Any,
-) -> None:
-    """``run bench``'s built-in client: ``runners.bench.client.sweep`` with the same source."""
-    from runners.bench.client import BenchTarget, RunIdentity, sweep
-    from runners.bench.discovery import served_model
-    from runners.bench.reproduce import reproducing_command
-
-    model = args.model
-    if model is None:
-        model = "default" if args.endpoint == "generate" else served_model(args.url)
-    target = BenchTarget(
-        url=args.url,
-        endpoint=args.endpoint,
-        model=model,
-        workload=workload,
-        ignore_eos=args.ignore_eos,
-    )
-    concurrency_text = ",".join(str(c) for c in args.concurrency) or None
-    source = reproducing_command(
-        args.url,
-        args.endpoint,
-        model,
-        args.input_len,
-        args.output_len,
-        args.num_prompts,
-        concurrency_text,
-        args.request_rate,
-        args.seed,
-        args.warmup,
-        args.tokenizer,
-        args.ignore_eos,
-        _config(args),
-    )
-    identity = RunIdentity(
-        config_name=_config(args),
-        request_rate=args.request_rate,
-        is_baseline=(args.config_name == "baseline")
-        if args.is_baseline is None
-        else args.is_baseline,
-        candidate_id=args.candidate_id,
-        session_id=args.session_id or call.seat.session_id,
-        server_run_id=args.server_run_id,
-        source=source,
-    )
-    asyncio.run(
-        sweep(
-            target,
-            identity,
-            concurrencies=concurrencies,
-            repeats=range(args.repeats),
-            warmup_requests=args.warmup,
-            store=store,
-            progress=False,
-            on_point=on_point,
-        )
-    )
+def _config(args: BenchArgs) -> str:
+    """The configuration measured, once ``resolve`` named it."""
+    if args.config_name is None:
+        raise AssertionError("run_bench: config_name is resolved before the runs")
+    return args.config_name
 
 
 def _bench_with_tool(

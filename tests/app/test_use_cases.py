@@ -1,4 +1,4 @@
-"""One application layer under the CLI and the MCP server (issue 33, point 1).
+"""One application layer under the CLI and the MCP server.
 
 ``tuneledger propose | triage | decide`` and the MCP's ``propose_candidate``,
 ``triage_candidate``, ``record_decision`` call the same use cases (``ledger.app``) with the

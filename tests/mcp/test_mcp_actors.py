@@ -1,4 +1,4 @@
-"""Actors are who they are (issue 33, point 4): what the MCP server writes is by
+"""Actors are who they are: what the MCP server writes is by
 ``agent:<the client's declared name>`` (or the operator's ``--actor``), never by an actor the
 call's arguments name; the runners' event types are not the agent's to write; the store stamps
 ``recorded_at``; control characters and times out of bounds are refused, one line, nothing

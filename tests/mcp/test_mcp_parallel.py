@@ -1,4 +1,4 @@
-"""Parallel tool calls (issue 33, point 3): agents send several calls at once, and one MCP
+"""Parallel tool calls: agents send several calls at once, and one MCP
 server answers them all. Writes take the server's one-writer queue in turn (DuckDB lets one
 writer at a time), reads run beside them on their own connections; a call that still meets a
 busy file answers exit 7 with a retry hint, never exit 1. Here: 20 writes and 40 reads at once,

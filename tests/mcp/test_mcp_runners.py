@@ -315,7 +315,7 @@ async def test_run_spec_returns_the_trials_with_their_accept_length(store: Ledge
 async def test_run_bench_names_the_configuration_serving_the_port_as_the_cli_does(
     store: LedgerStore,
 ) -> None:
-    """Issue 33: ``run_bench`` defaulted ``config_name`` to "baseline" and skipped the CLI's
+    """Before: ``run_bench`` defaulted ``config_name`` to "baseline" and skipped the CLI's
     rule, so an agent benchmarking a candidate recorded baseline runs. One rule now
     (``runners.bench.serving.resolve_config_name``) for both front ends."""
     _files(store.path.parent)
@@ -363,7 +363,7 @@ def _watchdog_parent(run_id: str) -> int | None:
 async def test_sigkill_of_the_mcp_server_stops_its_servers_and_records_it(
     store: LedgerStore,
 ) -> None:
-    """Issue 33: the client left (the SDK's SIGTERM interrupted the shutdown) and the engine
+    """Before: the client left (the SDK's SIGTERM interrupted the shutdown) and the engine
     servers kept running, the ledger saying ``ready``. SIGKILL is the worst case of it."""
     from tests.support.mcp_client import over_stdio
 

@@ -1,4 +1,4 @@
-"""Tool sets an agent can hold (issue 33, point 5): at most 30 tools and 40 KB of
+"""Tool sets an agent can hold: at most 30 tools and 40 KB of
 ``tools/list`` by default, every parameter described, verbs with enums, subsets by
 ``--tools``/``TUNELEDGER_MCP_TOOLS``, ``sql`` results capped in bytes, and the tools' imports
 deferred past ``initialize``."""

@@ -1,4 +1,4 @@
-"""Servers die with their owner (issue 33, point 2).
+"""Servers die with their owner.
 
 An engine server runs in a session of its own, so nothing stopped it when the process that
 started it died without stopping it: SIGKILL of ``run plan`` left the server running and its
