@@ -105,3 +105,15 @@ async def test_control_characters_and_times_out_of_bounds_are_refused(
     assert out["error"]["exit_code"] == 3 and named in out["error"]["message"]
     assert title["error"]["exit_code"] == 3 and "U+0007" in title["error"]["message"]
     assert store.head() == 1 and store.get(kept["event_id"]).text == "tabs\tand\nlines are text"  # type: ignore[attr-defined]
+
+
+async def test_a_client_name_that_is_no_name_falls_back_and_runner_actors_are_refused(
+    store: LedgerStore,
+) -> None:
+    from tests.support.cli_inprocess import invoke
+
+    async with in_process(store.path, session="s1", client_name="bad\x1bname") as client:
+        out = await call(client, "record", _note("x"))
+    assert store.get(out["event_id"]).actor.model_dump() == {"kind": "agent", "name": "mcp"}
+    runner = invoke(["--ledger", store.path, "mcp", "--actor", "runner:tuneledger", "--list-tools"])
+    assert runner.returncode == 2 and "runner actors are the runners' own" in runner.stderr
