@@ -54,12 +54,6 @@ def board_rows(call: Call, session_id: str | None) -> list[Row]:
         return [jsonable(r) for r in read_model.board(con, session_id)]
 
 
-def board_row(call: Call, candidate_id: str) -> Row | None:
-    """One candidate's board row, or None when it is not on the board."""
-    found = [r for r in board_rows(call, None) if r["candidate_id"] == candidate_id]
-    return found[0] if found else None
-
-
 def _board(args: BoardArgs, call: Call) -> dict[str, Any]:
     return {"rows": board_rows(call, args.session_id or call.seat.session_id)}
 
