@@ -29,15 +29,50 @@ class MissingSdk(LedgerError):
 
 def _actor(text: str) -> Actor:
     try:
-        return Actor.parse(text)
+        actor = Actor.parse(text)
     except ValueError:
         raise click.BadParameter(
-            f"{text!r}: expected KIND:NAME with KIND person, agent or runner (e.g. agent:claude)",
+            f"{text!r}: expected KIND:NAME with KIND person or agent (e.g. agent:claude)",
             param_hint="--actor",
         ) from None
+    if actor.kind == "runner":
+        raise click.BadParameter(
+            f"{text!r}: runner actors are the runners' own (an agent writes as agent:NAME)",
+            param_hint="--actor",
+        )
+    return actor
 
 
-def build_app(ledger: Path, actor: Actor, session_id: str | None) -> Any:
+#: The tool sets a client may ask for (``--tools``, ``TUNELEDGER_MCP_TOOLS``): ``core`` the
+#: ledger's (record, propose/triage/decide, the reads, research), ``runners`` the runners'
+#: (servers, bench, plan, spec, tune, and the jobs that run them); ``all`` both.
+TOOL_SETS = ("core", "runners", "all")
+
+
+def tool_sets(text: str) -> frozenset[str]:
+    """``core``, ``runners``, ``all`` or a comma-separated mix, as the set of ``core``/``runners``.
+
+    Raises:
+        click.BadParameter: another name.
+    """
+    names = {n.strip() for n in text.split(",") if n.strip()}
+    unknown = sorted(names - set(TOOL_SETS))
+    if unknown or not names:
+        raise click.BadParameter(
+            f"{text!r}: expected {', '.join(TOOL_SETS)} (or a comma-separated mix)",
+            param_hint="--tools",
+        )
+    return frozenset({"core", "runners"} if "all" in names else names)
+
+
+def build_app(
+    ledger: Path,
+    actor: Actor,
+    session_id: str | None,
+    *,
+    actor_given: bool = False,
+    tools: frozenset[str] = frozenset({"core", "runners"}),
+) -> Any:
     """The server's ``McpApp``: the generated record tools, the verbs, the reads and the tools of
     every ``tuneledger.mcp_tools`` plugin (the runners' long-running tools).
 
@@ -50,25 +85,30 @@ def build_app(ledger: Path, actor: Actor, session_id: str | None) -> Any:
         raise MissingSdk(
             f"tuneledger mcp needs the MCP SDK: pip install 'tuneledger[mcp]' ({exc})"
         ) from None
-    from ledger.mcp.jobs import Jobs, add_job_tools
-    from ledger.mcp.reads import add_read_tools
-    from ledger.mcp.records import add_record_tools
-    from ledger.mcp.research import add_research_tool
     from ledger.mcp.resources import Library
-    from ledger.mcp.toolbox import Seat, Toolbox
-    from ledger.mcp.verbs import add_verbs
+    from ledger.mcp.toolbox import LazyToolbox, Seat, Toolbox
 
-    seat = Seat(ledger=ledger, actor=actor, session_id=session_id)
-    toolbox = Toolbox()
-    add_verbs(toolbox)
-    add_record_tools(toolbox)
-    add_read_tools(toolbox)
-    add_research_tool(toolbox)
-    for register in _plugins():
-        register(toolbox, seat)
+    seat = Seat(ledger=ledger, actor=actor, session_id=session_id, actor_given=actor_given)
     calls = Calls()
-    add_job_tools(toolbox, Jobs(toolbox, (calls.start, calls.end)))
-    return McpApp(seat=seat, toolbox=toolbox, library=Library(), calls=calls)
+
+    def fill(toolbox: Toolbox) -> None:
+        from ledger.mcp.jobs import Jobs, add_job_tools
+        from ledger.mcp.reads import add_read_tools
+        from ledger.mcp.records import add_record_tools
+        from ledger.mcp.research import add_research_tool
+        from ledger.mcp.verbs import add_verbs
+
+        if "core" in tools:
+            add_verbs(toolbox)
+            add_record_tools(toolbox)
+            add_read_tools(toolbox)
+            add_research_tool(toolbox)
+        if "runners" in tools:
+            for register in _plugins():
+                register(toolbox, seat)
+            add_job_tools(toolbox, Jobs(toolbox, (calls.start, calls.end)))
+
+    return McpApp(seat=seat, toolbox=LazyToolbox(fill), library=Library(), calls=calls)
 
 
 def _plugins() -> list[Any]:
@@ -96,26 +136,43 @@ def tool_listing(app: Any) -> list[dict[str, Any]]:
     "actor_text",
     default=None,
     metavar="KIND:NAME",
-    help=f"Who the agent's events are by (default: {DEFAULT_ACTOR}; TUNELEDGER_ACTOR is not read: "
-    "the agent is not the person whose shell started it).",
+    help="Who the agent's events are by (default: agent:<the client's declared name>, else "
+    f"{DEFAULT_ACTOR}; TUNELEDGER_ACTOR is not read: the agent is not the person whose shell "
+    "started it). Never a runner.",
 )
 @click.option("--session", "session_id", help="Default session of the agent's events.")
+@click.option(
+    "--tools",
+    "tools_text",
+    default="all",
+    show_default=True,
+    envvar="TUNELEDGER_MCP_TOOLS",
+    metavar="SET",
+    help="The tools served: core (record, propose/triage/decide, reads, research), runners "
+    "(servers, bench, plan, spec, tune, jobs) or all; a comma-separated mix works. Env "
+    "TUNELEDGER_MCP_TOOLS.",
+)
 @click.option(
     "--list-tools", is_flag=True, help="Print the tools with their JSON Schemas and exit."
 )
 @click.pass_context
 def mcp_command(
-    ctx: click.Context, actor_text: str | None, session_id: str | None, list_tools: bool
+    ctx: click.Context,
+    actor_text: str | None,
+    session_id: str | None,
+    tools_text: str,
+    list_tools: bool,
 ) -> None:
     """Serve the ledger to an MCP client (Claude Code, Cursor, Codex...) over stdio.
 
     \b
     Register it with a client as the command: tuneledger mcp --ledger /abs/path/ledger.duckdb
-    Tools: record_<event_type> for every event type, propose_candidate, triage_candidate,
-    record_decision, start_server/stop_server, run_bench, run_plan, run_spec, run_tune
-    (or as jobs: start_job, job_status), board, flag_verdicts, benchmark_deltas,
-    server_runs, show, events_since, sql.
-    Resources: tuneledger://board, tuneledger://session/{id}/decision-log, tuneledger://flag/{name}.
+    Tools: record (type, fields), propose_candidate, triage_candidate, record_decision,
+    research_flags, board, flag_verdicts, benchmark_deltas, server_runs, show, events_since,
+    sql (--tools core); start_server/stop_server, run_bench, run_plan, run_spec, run_tune (or
+    as jobs: start_job, job_status) (--tools runners).
+    Resources: tuneledger://board, tuneledger://session/{id}/decision-log, tuneledger://flag/{name},
+    tuneledger://schema/{type}.
     The ledger is never held between calls: the CLI and the TUI use it alongside. See docs/mcp.md.
     """
     root = ctx.find_root()
@@ -126,10 +183,18 @@ def mcp_command(
     ):
         actor_text = root.params["actor"]  # `tuneledger --actor agent:x mcp`
     actor = _actor(actor_text or DEFAULT_ACTOR)
+    actor_given = actor_text is not None
+    tools = tool_sets(tools_text)
     from ledger.store import LedgerStore
 
     LedgerStore(ledger).check_path()  # an impossible name now, not at the agent's first call
-    app = build_app(ledger.resolve(), actor, session_id or root.obj.session)
+    app = build_app(
+        ledger.resolve(),
+        actor,
+        session_id or root.obj.session,
+        actor_given=actor_given,
+        tools=tools,
+    )
     if list_tools:
         click.echo(json.dumps(tool_listing(app), indent=2))
         return

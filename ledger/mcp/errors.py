@@ -51,6 +51,8 @@ def error_payload(exc: BaseException) -> tuple[str, dict[str, Any]]:
         code, message = 130, "interrupted: the call was cancelled; what completed is recorded"
     else:
         code, message = 1, f"internal error: {type(exc).__name__}: {exc}"
+    if code == 7 and "retry" not in message:  # busy: the agent's next move is to call again
+        message += " (retry the call)"
     message = one_line(message)
     meaning = EXIT_MEANINGS.get(code, "error")
     error = {"exit_code": code, "meaning": meaning, "message": message}

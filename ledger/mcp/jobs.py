@@ -58,7 +58,9 @@ class Jobs:
         self._jobs: dict[str, Job] = {}
         self._lock = threading.Lock()
 
-    def start(self, seat: Seat, tool_name: str, arguments: dict[str, Any]) -> Job:
+    def start(
+        self, seat: Seat, tool_name: str, arguments: dict[str, Any], actor: Any = None
+    ) -> Job:
         """Start ``tool_name`` with ``arguments`` in a thread of its own.
 
         Raises:
@@ -70,7 +72,7 @@ class Jobs:
             raise InvalidInput(
                 f"start_job: {tool_name!r} is not a long-running tool (these are: {', '.join(long)})"
             )
-        job = Job(id=uuid.uuid4().hex[:12], tool=tool_name, call=Call(seat))
+        job = Job(id=uuid.uuid4().hex[:12], tool=tool_name, call=Call(seat, actor=actor))
 
         def report(message: str, done: float | None, total: float | None) -> None:
             with self._lock:
@@ -118,7 +120,7 @@ class Jobs:
 
 class StartJobArgs(Arguments):
     tool: str = Field(
-        description="A long-running tool: run_plan, run_bench, run_spec, run_tune, start_server."
+        description="A long-running tool: run_plan, run_bench, run_spec, run_tune, start_server, research_flags."
     )
     arguments: dict[str, Any] = Field(
         default_factory=dict, description="Its arguments, as the tool takes them."
@@ -126,7 +128,7 @@ class StartJobArgs(Arguments):
 
 
 class JobStatusArgs(Arguments):
-    job_id: str
+    job_id: str = Field(description="The job id start_job answered with.")
     wait_s: float = Field(
         0, ge=0, le=MAX_WAIT_S, description="Wait up to this long for the job to end."
     )
@@ -136,7 +138,7 @@ class JobStatusArgs(Arguments):
 
 
 class JobIdArgs(Arguments):
-    job_id: str
+    job_id: str = Field(description="The job id start_job answered with.")
 
 
 class JobOut(BaseModel):
@@ -153,7 +155,7 @@ def add_job_tools(toolbox: Toolbox, jobs: Jobs) -> None:
     """``start_job``, ``job_status``, ``cancel_job``."""
 
     def start(args: StartJobArgs, call: Call) -> dict[str, Any]:
-        return jobs.status(jobs.start(call.seat, args.tool, args.arguments))
+        return jobs.status(jobs.start(call.seat, args.tool, args.arguments, call.actor))
 
     def status(args: JobStatusArgs, call: Call) -> dict[str, Any]:
         job = jobs.get(args.job_id)
@@ -168,7 +170,7 @@ def add_job_tools(toolbox: Toolbox, jobs: Jobs) -> None:
     toolbox.add(
         tool_from_models(
             "start_job",
-            "Run a long-running tool (run_plan, run_bench, run_spec, run_tune, start_server) in the "
+            "Run a long-running tool (run_plan, run_bench, run_spec, run_tune, start_server, research_flags) in the "
             "background and answer at once with a job id: for clients whose tool calls time out "
             "before a plan ends. Poll job_status for its progress and result.",
             StartJobArgs,

@@ -25,6 +25,9 @@ Row = dict[str, Any]
 MAX_ROWS = 10_000
 #: The longest ``sql`` timeout a call may ask for, seconds (writers wait while a query runs).
 MAX_TIMEOUT_S = 60.0
+#: JSON bytes of ``sql`` rows by default and at most: a client reads a result whole into the
+#: model's context, and a 100 MB value once held the server for minutes.
+DEFAULT_SQL_BYTES, MAX_SQL_BYTES = 256_000, 4_000_000
 
 
 def _rows(call: Call, sql: str, params: list[Any]) -> list[Row]:
@@ -49,12 +52,6 @@ def board_rows(call: Call, session_id: str | None) -> list[Row]:
     """The board (with each candidate's latest benchmark delta) of ``session_id`` (None: all)."""
     with call.seat.store().connect() as con:
         return [jsonable(r) for r in read_model.board(con, session_id)]
-
-
-def board_row(call: Call, candidate_id: str) -> Row | None:
-    """One candidate's board row, or None when it is not on the board."""
-    found = [r for r in board_rows(call, None) if r["candidate_id"] == candidate_id]
-    return found[0] if found else None
 
 
 def _board(args: BoardArgs, call: Call) -> dict[str, Any]:
@@ -295,12 +292,45 @@ class SqlArgs(Arguments):
     timeout_s: float = Field(
         10.0, gt=0, le=MAX_TIMEOUT_S, description="Stop the query after this many seconds."
     )
+    max_bytes: int = Field(
+        DEFAULT_SQL_BYTES,
+        ge=1024,
+        le=MAX_SQL_BYTES,
+        description="JSON bytes of rows returned at most: the rows past it are left out, a "
+        "longer text value is cut (truncated: true).",
+    )
 
 
 class SqlOut(BaseModel):
-    columns: list[str]
-    rows: list[dict[str, Any]]
-    truncated: bool = Field(description="More rows than max_rows matched.")
+    columns: list[str] = Field(description="The result's column names, in order.")
+    rows: list[dict[str, Any]] = Field(description="The rows, keyed by column name.")
+    truncated: bool = Field(
+        description="More rows than max_rows matched, or the rows passed max_bytes."
+    )
+
+
+def capped(rows: list[Row], max_bytes: int) -> tuple[list[Row], bool]:
+    """``rows`` up to ``max_bytes`` of JSON, and whether any was left out or cut. A first row
+    longer than the whole budget is kept with its text values cut, so the answer still shows
+    what the query found (a ``sql`` result is read whole by the client and the model)."""
+    kept: list[Row] = []
+    used = 2  # the array's brackets
+    for row in rows:
+        size = len(json.dumps(row)) + 1
+        if used + size <= max_bytes:
+            kept.append(row)
+            used += size
+            continue
+        if not kept:
+            share = max(16, (max_bytes - used) // max(1, len(row)) - 16)
+            kept.append(
+                {
+                    k: v[:share] + "…" if isinstance(v, str) and len(v) > share else v
+                    for k, v in row.items()
+                }
+            )
+        return kept, True
+    return kept, False
 
 
 def _sql(args: SqlArgs, call: Call) -> dict[str, Any]:
@@ -309,10 +339,11 @@ def _sql(args: SqlArgs, call: Call) -> dict[str, Any]:
     table = run_readonly(
         call.seat.store(), args.query, max_rows=args.max_rows + 1, timeout_s=args.timeout_s
     )
+    rows, cut = capped(rows_of(table.slice(0, args.max_rows)), args.max_bytes)
     return {
         "columns": table.column_names,
-        "rows": rows_of(table.slice(0, args.max_rows)),
-        "truncated": table.num_rows > args.max_rows,
+        "rows": rows,
+        "truncated": cut or table.num_rows > args.max_rows,
     }
 
 

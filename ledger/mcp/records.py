@@ -1,15 +1,16 @@
-"""``record_<event_type>``: one tool per registered event type, generated from the registry.
+"""``record``: one tool for every event type a person or an agent records, by ``type``.
 
-Nothing here names an event type: the tools are made from ``schemas.EVENT_TYPES`` and each
-type's JSON Schema (``schemas.jsonschema``, the files committed in ``schemas/json``), so a new
-event type is a new tool with no MCP code. A call is ``tuneledger append TYPE`` with the event as
-JSON: the same validation (``ledger.write.jsonl.event_from_obj``), input checks
-(``ledger.store.payloads``) and write rules (``ledger.write.commands.append``: a triage needs
-its ``stream_version``, a retraction names a stored event). The envelope defaults are the
-server's: ``actor`` its ``--actor`` (``agent:mcp``), ``session_id`` its ``--session``. Giving
-``event_id`` makes a retry idempotent: the same event comes back with ``duplicate: true``.
-Returns where the event landed (``seq``, ``event_id``, ``stream``, ``stream_version``,
-``duplicate``), as ``append --json`` prints it.
+Nothing here names an event type: the type enum is the registry less the runners' types
+(``ledger.app.agent_types``), and each type's JSON Schema (``schemas.jsonschema``, the files
+committed in ``schemas/json``) is the resource ``tuneledger://schema/{type}``, so a new event
+type is a new enum value with no MCP code, and ``tools/list`` stays small (one tool, not one
+per type: an agent's client holds a few dozen tools at most).
+
+A call is ``ledger.app.record`` (``tuneledger append``'s validation, input checks and write
+rules) as the client's writer: the actor is ``agent:<client name>``, never a field; the store
+stamps ``recorded_at``; a runner's event type, a control character or a time out of bounds is
+refused. Giving ``event_id`` makes a retry idempotent. Returns where the event landed (``seq``,
+``event_id``, ``stream``, ``stream_version``, ``duplicate``), as ``append --json`` prints it.
 """
 
 from __future__ import annotations
@@ -17,13 +18,24 @@ from __future__ import annotations
 import json
 from typing import Any, cast
 
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
-from ledger.errors import InvalidInput
+from ledger.app import Record, agent_types, record
 from ledger.mcp.toolbox import Call, Tool, Toolbox, schema_of
-from ledger.read.event_types import unit_of
-from ledger.write.jsonl import event_from_obj
-from schemas import EVENT_TYPES, Event, jsonschema
+from schemas import EVENT_TYPES, jsonschema
+
+#: The types a verb writes, with its checks (a proposal once, a triage at a version, a decision
+#: citing stored events): ``record`` points to the verb instead (one way to do each thing).
+VERB_OF = {
+    "candidate_proposed": "propose_candidate",
+    "candidate_triaged": "triage_candidate",
+    "decision_recorded": "record_decision",
+}
+
+
+def record_types() -> tuple[str, ...]:
+    """The types ``record`` writes: the agent's, less the verbs'."""
+    return tuple(t for t in agent_types() if t not in VERB_OF)
 
 
 class AppendedEvent(BaseModel):
@@ -34,7 +46,7 @@ class AppendedEvent(BaseModel):
     seq: int
     stream: str
     stream_version: int
-    duplicate: bool
+    duplicate: bool = Field(description="A retry of a stored event_id: nothing new written.")
 
 
 def envelope(result: Any, event_type: str) -> dict[str, Any]:
@@ -54,85 +66,73 @@ def event_schema(event_type: str) -> dict[str, Any]:
     return cast(dict[str, Any], json.loads(json.dumps(jsonschema.schema_of(event_type))))
 
 
-def with_defaults(event: Event, call: Call) -> Event:
-    """``event`` with the server's actor and session where the caller left them unset
-    (``tuneledger append``'s ``--actor`` and ``--session`` defaults)."""
-    update: dict[str, Any] = {}
-    if "actor" not in event.model_fields_set:
-        update["actor"] = call.seat.actor
-    if event.session_id is None and call.seat.session_id:
-        update["session_id"] = call.seat.session_id
-    if not update:
-        return event
-    return type(event).model_validate({**event.model_dump(), **update})
+def _first_sentence(event_type: str) -> str:
+    doc = " ".join((EVENT_TYPES[event_type].__doc__ or event_type).split())
+    return doc.split(". ")[0].rstrip(".")
 
 
-def append_one(event: Event, call: Call, where: str, *, expected_version: int | None = None) -> Any:
-    """Check and append one event as ``tuneledger append`` does; return its ``AppendResult``.
-
-    Raises:
-        InvalidInput, NotFound, ConcurrencyConflict, EventIdReused, LedgerBusy, StorageError:
-            as the CLI's ``append``.
-    """
-    from ledger.store import payloads
-    from ledger.write import commands
-
-    store = call.seat.writable_store()
-    payloads.check_text(event.model_dump(), where)
-    payloads.payload_json(event, where)
-    payloads.host_json(event, where)
-    return commands.append(store, event, expected_version=expected_version, where=where)[0]
-
-
-def _units(model: type[BaseModel], prefix: str = "") -> list[str]:
-    """``field unit`` for every field (nested models' too) whose unit is known."""
-    out: list[str] = []
-    for name, info in model.model_fields.items():
-        annotation = info.annotation
-        nested = annotation if isinstance(annotation, type) else None
-        if nested is not None and issubclass(nested, BaseModel):
-            out += _units(nested, f"{prefix}{name}.")
-            continue
-        unit = unit_of(name)
-        if unit and name not in ("seq",):
-            out.append(f"{prefix}{name} {unit}")
-    return out
+def record_input_schema() -> dict[str, Any]:
+    """``record``'s input: ``type`` (an enum of the agent's types) and ``fields`` (an object)."""
+    types = record_types()
+    return {
+        "type": "object",
+        "properties": {
+            "type": {
+                "type": "string",
+                "enum": list(types),
+                "description": "The event type: "
+                + "; ".join(f"{t}: {_first_sentence(t)}" for t in types)
+                + ".",
+            },
+            "fields": {
+                "type": "object",
+                "description": "The event's fields, as the type's JSON Schema (resource "
+                "tuneledger://schema/{type}) says: its payload, and event_id (a retry with it "
+                "is idempotent), session_id (default: the server's), occurred_at (from 2000 to "
+                "a day ahead), causation_id, correlation_id, host, source. actor, recorded_at, "
+                "seq, stream and stream_version are the ledger's: refused.",
+            },
+        },
+        "required": ["type", "fields"],
+        "additionalProperties": False,
+    }
 
 
-def _description(event_type: str) -> str:
-    model = EVENT_TYPES[event_type]
-    doc = " ".join((model.__doc__ or event_type).split())
-    units = _units(model)
-    return (
-        f"Append one {event_type} event. {doc}"
-        + (f" Units: {', '.join(units)}." if units else "")
-        + " Envelope defaults: actor and session_id of this server. Give event_id to make a"
-        " retry idempotent (duplicate: true). Refusals are tool errors with the CLI's exit code."
-    )
+def _handler(arguments: dict[str, Any], call: Call) -> dict[str, Any]:
+    from ledger.errors import InvalidInput
+
+    extra = sorted(set(arguments) - {"type", "fields"})
+    if extra:
+        raise InvalidInput(f"record: '{extra[0]}' is not an argument of record (type, fields)")
+    event_type = arguments.get("type")
+    fields = arguments.get("fields", {})
+    if not isinstance(event_type, str):
+        raise InvalidInput("record: argument 'type' is required (an event type)")
+    if not isinstance(fields, dict):
+        raise InvalidInput("record: argument 'fields' must be an object")
+    where = f"record {event_type}"
+    if event_type in VERB_OF:
+        raise InvalidInput(f"{where}: use the {VERB_OF[event_type]} tool (it checks the board)")
+    result = record(call.seat.writable_store(), Record(event_type, fields), call.writer, where)
+    return envelope(result, event_type)
 
 
-def record_tool(event_type: str) -> Tool:
-    """The ``record_<event_type>`` tool."""
-    name = f"record_{event_type}"
-
-    def handler(arguments: dict[str, Any], call: Call) -> dict[str, Any]:
-        given = arguments.get("type", event_type)
-        if given != event_type:
-            raise InvalidInput(f"{name}: field 'type' must be {event_type!r}, got {given!r}")
-        event = with_defaults(event_from_obj({**arguments, "type": event_type}, name), call)
-        return envelope(append_one(event, call, name), event_type)
-
+def record_tool() -> Tool:
+    """The ``record`` tool."""
     return Tool(
-        name=name,
-        title=f"Record {event_type.replace('_', ' ')}",
-        description=_description(event_type),
-        input_schema=event_schema(event_type),
+        name="record",
+        title="Record an event",
+        description="Append one event of `type` with its `fields` (the type's JSON Schema is "
+        "the resource tuneledger://schema/{type}). What you learn: a note, a finding, a flag "
+        "researched, a host, a session, a patch, a retraction. Measurements (servers, "
+        "benchmarks, comparisons, tuning, spec trials) are the runners': run_bench, run_plan, "
+        "start_server record them. Refusals are tool errors with the CLI's exit code.",
+        input_schema=record_input_schema(),
         output_schema=schema_of(AppendedEvent),
-        handler=handler,
+        handler=_handler,
     )
 
 
 def add_record_tools(toolbox: Toolbox) -> None:
-    """One ``record_<event_type>`` tool per registered event type, in name order."""
-    for event_type in sorted(EVENT_TYPES):
-        toolbox.add(record_tool(event_type))
+    """The ``record`` tool."""
+    toolbox.add(record_tool())

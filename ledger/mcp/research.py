@@ -87,7 +87,7 @@ def _research(args: ResearchArgs, call: Call) -> dict[str, Any]:
         done = record_research_result(
             call.seat.writable_store(),
             result,
-            actor=call.seat.actor,
+            actor=call.writer.actor,
             session=call.seat.session_id,
             record=args.record,
             propose=args.propose,
@@ -113,5 +113,7 @@ def add_research_tool(toolbox: Toolbox) -> None:
             ResearchArgs,
             ResearchOut,
             _research,
+            # a cold cache downloads and reads a wheel (a minute and more): start_job runs it
+            long_running=True,
         )
     )

@@ -25,10 +25,10 @@ from mcp.shared.uri_template import UriTemplate
 
 from ledger.errors import LedgerError
 from ledger.mcp.errors import error_payload
-from ledger.mcp.reads import board_rows
 from ledger.mcp.toolbox import Call, Seat
-from ledger.mcp.values import jsonable
-from ledger.read import model as read_model
+
+#: The resource template of an event type's JSON Schema (``record``'s ``fields``).
+SCHEMA_URI = "tuneledger://schema/{type}"
 
 BOARD_URI = "tuneledger://board"
 DECISION_LOG = "tuneledger://session/{id}/decision-log"
@@ -45,8 +45,21 @@ def _read_error(uri: str, exc: LedgerError) -> MCPError:
 
 
 def board_json(seat: Seat, _params: dict[str, str]) -> tuple[str, str]:
+    from ledger.mcp.reads import board_rows
+
     rows = board_rows(Call(seat), seat.session_id)
     return json.dumps({"session_id": seat.session_id, "rows": rows}), "application/json"
+
+
+def type_schema(_seat: Seat, params: dict[str, str]) -> tuple[str, str]:
+    """An event type's committed JSON Schema (``record``'s ``fields``)."""
+    from ledger.errors import NotFound
+    from ledger.mcp.records import event_schema
+    from schemas import EVENT_TYPES
+
+    if params["type"] not in EVENT_TYPES:
+        raise NotFound(f"no event type {params['type']!r} (record's type enum lists them)")
+    return json.dumps(event_schema(params["type"]), indent=1), "application/schema+json"
 
 
 def decision_log(seat: Seat, params: dict[str, str]) -> tuple[str, str]:
@@ -65,6 +78,8 @@ WHERE h.flag = ? ORDER BY h.seq
 
 
 def flag_history(seat: Seat, params: dict[str, str]) -> tuple[str, str]:
+    from ledger.mcp.values import jsonable
+    from ledger.read import model as read_model
     from schemas import normalize_flag
 
     flag = normalize_flag(params["name"])
@@ -102,6 +117,13 @@ class Library:
                 decision_log,
             ),
             _Template(
+                UriTemplate.parse(SCHEMA_URI),
+                "event-schema",
+                "An event type's JSON Schema: the fields the record tool takes for that type.",
+                "application/schema+json",
+                type_schema,
+            ),
+            _Template(
                 UriTemplate.parse(FLAG),
                 "flag",
                 "A flag's verdict history with the evidence of each verdict (JSON).",
@@ -121,6 +143,8 @@ class Library:
             )
         ]
         if seat.ledger.exists():
+            from ledger.read import model as read_model
+
             with seat.store().connect() as con:
                 sessions = read_model.sessions(con)
             listed += [

@@ -30,7 +30,7 @@ import signal
 import sys
 import threading
 from collections.abc import Callable, Coroutine
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import anyio
@@ -41,10 +41,11 @@ from mcp.server import Server
 from mcp.server.context import ServerRequestContext
 from mcp.server.stdio import stdio_server
 
-from ledger.errors import LedgerError
+from ledger.errors import LedgerBusy, LedgerError
 from ledger.mcp.errors import Refusal, error_payload, unknown_tool
 from ledger.mcp.resources import Library
-from ledger.mcp.toolbox import Call, Seat, Tool, Toolbox
+from ledger.mcp.toolbox import Call, LazyToolbox, Seat, Tool, Toolbox
+from schemas import Actor
 
 log = logging.getLogger("tuneledger.mcp")
 
@@ -98,14 +99,45 @@ class _Progress:
             log.debug("progress not delivered: %s", message)
 
 
+#: The longest client name kept in an actor (``agent:<name>``).
+MAX_CLIENT_NAME = 64
+#: How many times a call that met a storage error it did not expect (another connection's file
+#: handle, a lock the store did not see) is run again, and the first pause between, seconds.
+RETRIES, RETRY_PAUSE_S = 4, 0.05
+
+
+def client_actor(ctx: ServerRequestContext[Any, Any], seat: Seat) -> Actor:
+    """Who a call writes as: the seat's ``--actor`` when the operator gave one, else
+    ``agent:<the client's declared name>`` (``initialize``'s ``clientInfo.name``), else the
+    seat's default. Never the call's arguments."""
+    if seat.actor_given:
+        return seat.actor
+    params = ctx.session.client_params
+    name = params.client_info.name if params is not None and params.client_info else ""
+    name = "-".join(name.split())[:MAX_CLIENT_NAME]
+    if not name or not name.isprintable():
+        return seat.actor
+    try:
+        return Actor.parse(f"agent:{name}")
+    except ValueError:
+        return seat.actor
+
+
 @dataclass
 class McpApp:
-    """The seat, the tools, the resources and the running calls of one server."""
+    """The seat, the tools, the resources and the running calls of one server.
+
+    ``writes``: the one-writer queue. DuckDB lets one process write a file at a time; the calls
+    that append (every tool that is not read-only, bar the long-running ones, which keep the
+    store open through its own hold and hand-off) take it in turn, in arrival order, while reads
+    run beside them on connections of their own.
+    """
 
     seat: Seat
     toolbox: Toolbox
     library: Library
     calls: Calls
+    writes: threading.Lock = field(default_factory=threading.Lock)
 
     def tool_list(self) -> list[types.Tool]:
         return [mcp_tool(tool) for tool in self.toolbox]
@@ -121,12 +153,16 @@ class McpApp:
         async def send(value: float, total: float | None, message: str) -> None:
             await session.report_progress(value, total, message)
 
-        call = Call(self.seat, report=_Progress(send))
+        call = Call(self.seat, report=_Progress(send), actor=client_actor(ctx, self.seat))
         self.calls.start(call)
+        queued = not tool.read_only and not tool.long_running
 
         def work() -> dict[str, Any]:
             try:
-                return tool.handler(arguments, call)
+                if queued:
+                    with self.writes:
+                        return _retried(tool, arguments, call)
+                return _retried(tool, arguments, call)
             finally:
                 self.calls.end(call)
 
@@ -143,6 +179,36 @@ class McpApp:
         )
 
 
+def _retried(tool: Tool, arguments: dict[str, Any], call: Call) -> dict[str, Any]:
+    """``tool``'s handler, run again (a few times, with jittered backoff) when DuckDB raised an
+    error the store did not turn into one of its own (another connection of this process on the
+    file, a lock); still failing: exit 7 with a retry hint. A long-running tool is never re-run
+    (it may have started a server)."""
+    import duckdb
+    from tenacity import (
+        RetryError,
+        Retrying,
+        retry_if_exception_type,
+        stop_after_attempt,
+        wait_random_exponential,
+    )
+
+    retrying = Retrying(
+        retry=retry_if_exception_type(duckdb.Error),
+        wait=wait_random_exponential(multiplier=RETRY_PAUSE_S, max=1.0),
+        stop=stop_after_attempt(1 if tool.long_running else RETRIES + 1),
+    )
+    try:
+        return retrying(tool.handler, arguments, call)
+    except RetryError as exc:
+        error = exc.last_attempt.exception()
+        first = str(error).splitlines()[0] if str(error) else ""
+        raise LedgerBusy(
+            f"{tool.name}: the ledger was busy ({type(error).__name__}: {first}); retry the call"
+            + ("" if tool.read_only else " (give event_id to make the retry idempotent)")
+        ) from None
+
+
 def mcp_tool(tool: Tool) -> types.Tool:
     """A ``Tool`` as the protocol lists it."""
     return types.Tool(
@@ -152,7 +218,6 @@ def mcp_tool(tool: Tool) -> types.Tool:
         input_schema=tool.input_schema,
         output_schema=tool.output_schema,
         annotations=types.ToolAnnotations(
-            title=tool.title,
             read_only_hint=tool.read_only,
             destructive_hint=tool.destructive,
             idempotent_hint=tool.idempotent,
@@ -245,6 +310,8 @@ def serve_stdio(app: McpApp) -> None:
     """Serve ``app`` on standard input and output until the client closes them; then cancel
     and wait for the calls still running and run the seat's exit hooks."""
     server = build_server(app)
+    if isinstance(app.toolbox, LazyToolbox):  # the tools' imports, while the client initializes
+        threading.Thread(target=app.toolbox.ready, name="mcp-tools", daemon=True).start()
 
     async def main() -> None:
         async with stdio_server() as (read_stream, write_stream):

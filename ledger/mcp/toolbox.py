@@ -20,13 +20,16 @@ import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
+from ledger.app import Writer
 from ledger.errors import InvalidInput, NotFound
-from ledger.store import LedgerStore
 from schemas import Actor
+
+if TYPE_CHECKING:  # DuckDB is imported when a tool first opens the ledger, not at start-up
+    from ledger.store import LedgerStore
 
 #: ``Call.progress``: (message, done, total), sent as an MCP progress notification.
 ProgressFn = Callable[[str, float | None, float | None], None]
@@ -44,12 +47,16 @@ class Seat:
     actor: Actor
     session_id: str | None
     on_exit: list[Callable[[], None]] = field(default_factory=list)
+    #: Whether ``actor`` is the operator's ``--actor`` (then it is every call's), or the default
+    #: the client's declared name replaces (``ledger.mcp.server.client_actor``).
+    actor_given: bool = False
 
     def store(self) -> LedgerStore:
         """The one-shot store: each operation opens the file and closes it, so the MCP server
         never holds the ledger between calls (a CLI writer or the TUI gets it at once); with
         the derived tables it keeps current (``ledger.derive``), as the CLI's."""
         import ledger.derive  # noqa: F401
+        from ledger.store import LedgerStore
 
         return LedgerStore(self.ledger)
 
@@ -79,11 +86,19 @@ class Cancelled(KeyboardInterrupt):
 
 @dataclass(eq=False)  # each call is itself (kept in a set while it runs)
 class Call:
-    """One tool call: the server's seat, its progress reporter and its cancellation."""
+    """One tool call: the server's seat, who it writes as, its progress reporter and its
+    cancellation. ``actor``: set by the server from the client's declared name (or the
+    seat's ``--actor``), never from the call's arguments; None: the seat's."""
 
     seat: Seat
     report: ProgressFn = lambda _message, _done, _total: None
     cancelled: threading.Event = field(default_factory=threading.Event)
+    actor: Actor | None = None
+
+    @property
+    def writer(self) -> Writer:
+        """The application layer's ``Writer`` of this call: its actor, the seat's session."""
+        return Writer(self.actor or self.seat.actor, self.seat.session_id)
 
     def progress(self, message: str, done: float | None = None, total: float | None = None) -> None:
         """Tell the client how far the call is (an MCP progress notification; nothing when
@@ -145,6 +160,36 @@ class Toolbox:
         return len(self._tools)
 
 
+class LazyToolbox(Toolbox):
+    """A ``Toolbox`` filled by ``fill`` when first used: the server answers ``initialize``
+    before the tools' modules (the runners, DuckDB, the read model) are imported, and
+    ``serve_stdio`` fills it in the background meanwhile."""
+
+    def __init__(self, fill: Callable[[Toolbox], None]) -> None:
+        super().__init__()
+        self._fill: Callable[[Toolbox], None] | None = fill
+        self._filling = threading.RLock()  # a plugin looking a tool up while filling
+
+    def ready(self) -> None:
+        """Fill the toolbox if not yet done (once, whichever thread asks first)."""
+        with self._filling:
+            if self._fill is not None:
+                fill, self._fill = self._fill, None
+                fill(self)
+
+    def get(self, name: str) -> Tool | None:
+        self.ready()
+        return super().get(name)
+
+    def __iter__(self) -> Iterator[Tool]:
+        self.ready()
+        return super().__iter__()
+
+    def __len__(self) -> int:
+        self.ready()
+        return super().__len__()
+
+
 class Arguments(BaseModel):
     """Base of the hand-written tools' argument models: unknown arguments are refused (a
     misspelt argument silently ignored would be a wrong fact)."""
@@ -153,10 +198,47 @@ class Arguments(BaseModel):
 
 
 def schema_of(model: type[BaseModel]) -> dict[str, Any]:
-    """The JSON Schema of ``model`` as a tool's input or output schema."""
-    schema = model.model_json_schema(mode="validation")
-    schema.pop("title", None)
-    return schema
+    """The JSON Schema of ``model`` as a tool's input or output schema, without pydantic's
+    generated titles ("Candidate Id" beside ``candidate_id``): a client reads ``tools/list``
+    whole into the model's context, and those titles were a quarter of its bytes."""
+    return cast(dict[str, Any], _untitled(model.model_json_schema(mode="validation")))
+
+
+def input_schema_of(model: type[BaseModel]) -> dict[str, Any]:
+    """``schema_of`` for arguments: an optional argument is its type, its default ``null``
+    (pydantic spells it ``anyOf: [T, {"type": "null"}]``, a third of an argument's bytes; a
+    client leaves the argument out rather than sending null, and the server takes both)."""
+    return cast(dict[str, Any], _optional(schema_of(model)))
+
+
+def _optional(node: Any) -> Any:
+    if isinstance(node, list):
+        return [_optional(item) for item in node]
+    if not isinstance(node, dict):
+        return node
+    out = {key: _optional(value) for key, value in node.items()}
+    choices = out.get("anyOf")
+    if isinstance(choices, list) and len(choices) == 2 and {"type": "null"} in choices:
+        (kept,) = [c for c in choices if c != {"type": "null"}]
+        del out["anyOf"]
+        out = {**kept, **out}
+        if out.get("default", 0) is None:  # left out is null: no need to say it
+            del out["default"]
+    return out
+
+
+def _untitled(node: Any, *, names: bool = False) -> Any:
+    """``node`` without its schemas' ``title`` keywords (``names``: ``node`` maps property
+    names to schemas, where a property may be called ``title``)."""
+    if isinstance(node, list):
+        return [_untitled(item) for item in node]
+    if not isinstance(node, dict):
+        return node
+    return {
+        key: _untitled(value, names=key in ("properties", "$defs") and not names)
+        for key, value in node.items()
+        if names or not (key == "title" and isinstance(value, str))
+    }
 
 
 def parse_arguments(model: type[M], arguments: dict[str, Any], tool: str) -> M:
@@ -194,7 +276,7 @@ def tool_from_models(
     return Tool(
         name=name,
         description=description,
-        input_schema=schema_of(arguments),
+        input_schema=input_schema_of(arguments),
         output_schema=schema_of(output),
         handler=handler,
         **hints,

@@ -1,7 +1,7 @@
 """The verbs an agent runs a session with: create the ledger, propose, triage, decide.
 
-Each is one event through the command layer (``ledger.write.commands``, the rules every front
-end shares), made for an agent:
+Each is one call of the application layer (``ledger.app``: the same use cases as the CLI's
+``propose``, ``triage`` and ``decide``), as the client's writer:
 
 - ``propose_candidate`` opens the candidate's stream (``candidate_id`` defaults to
   ``kind:flag``); a candidate already on the board is a conflict (exit 4) that comes back with
@@ -19,39 +19,21 @@ end shares), made for an agent:
 
 from __future__ import annotations
 
-from typing import Any, TypeVar
+from typing import Any
 from uuid import UUID
 
-from pydantic import BaseModel, Field, ValidationError
+from pydantic import BaseModel, Field
 
-from ledger.errors import ConcurrencyConflict, InvalidInput, NotFound
+from ledger import app
+from ledger.errors import NotFound
 from ledger.mcp.errors import Refusal
-from ledger.mcp.reads import board_row
-from ledger.mcp.records import AppendedEvent, append_one, envelope, with_defaults
+from ledger.mcp.records import AppendedEvent, envelope
 from ledger.mcp.toolbox import Arguments, Call, Toolbox, tool_from_models
-from ledger.mcp.values import jsonable
-from ledger.write.jsonl import describe_validation_error
-from schemas import CandidateProposed, CandidateTriaged, DecisionRecorded, normalize_flag
-from schemas.vocab import VERDICTS
+from schemas.vocab import CandidateKind, Priority, TriageStatus, Verdict
 
 _EVENT_ID = Field(
     None, description="Give the event id to make a retry idempotent (duplicate: true)."
 )
-
-
-E = TypeVar("E", bound=BaseModel)
-
-
-def _validated(model: type[E], data: dict[str, Any], tool: str) -> E:
-    """``data`` as a ``model`` event (the server's defaults not yet applied).
-
-    Raises:
-        InvalidInput: the first field the event model refuses, named (exit 3).
-    """
-    try:
-        return model.model_validate(data)
-    except ValidationError as exc:
-        raise InvalidInput(f"{tool}: {describe_validation_error(exc)}") from None
 
 
 # --- init ---------------------------------------------------------------------------------
@@ -86,11 +68,11 @@ def _init(args: InitArgs, call: Call) -> dict[str, Any]:
 
 class ProposeArgs(Arguments):
     title: str = Field(description="What to try, in a few words.")
-    kind: str = Field("flag", description="flag, config, kernel-tune, spec-decoding, other...")
+    kind: CandidateKind = Field("flag", description="What the candidate changes.")
     flag: str | None = Field(None, description="The server flag (without dashes) for kind flag.")
     value: Any = Field(None, description="The flag's value to try (true for a bare switch).")
     hypothesis: str | None = Field(None, description="What should change, and why.")
-    priority: str | None = Field(None, description="high, medium or low.")
+    priority: Priority | None = Field(None, description="How soon to try it.")
     candidate_id: str | None = Field(
         None, description="Stable id (default: kind:flag, e.g. flag:enable-foo)."
     )
@@ -104,44 +86,23 @@ class CandidateOut(AppendedEvent):
     )
 
 
+def _refusal(exc: app.CandidateConflict) -> Refusal:
+    return Refusal(exc, candidate=exc.candidate)
+
+
+def _written(written: app.Written) -> dict[str, Any]:
+    return {**envelope(written.result, written.event.type), "candidate": written.candidate}
+
+
 def _propose(args: ProposeArgs, call: Call) -> dict[str, Any]:
-    candidate_id = args.candidate_id
-    if candidate_id is None:
-        if not args.flag:
-            raise InvalidInput("propose_candidate: give candidate_id, or a flag to name it by")
-        candidate_id = f"{args.kind}:{normalize_flag(args.flag)}"
-    data = args.model_dump(exclude_none=True, exclude={"candidate_id"})
-    event = with_defaults(
-        _validated(CandidateProposed, {**data, "candidate_id": candidate_id}, "propose_candidate"),
-        call,
-    )
-    store = call.seat.writable_store()
-    existing = board_row(call, candidate_id)
-    stream = event.stream or event.default_stream()
-    if existing is not None and not _stored(call, args.event_id):
-        raise Refusal(
-            ConcurrencyConflict(stream, 0, int(existing["stream_version"])),
-            candidate=existing,
+    proposal = app.Proposal(**args.model_dump())
+    try:
+        written = app.propose(
+            call.seat.writable_store(), proposal, call.writer, "propose_candidate"
         )
-    # A candidate whose proposal was retracted is off the board but its stream goes on: a new
-    # proposal expects the stream where it is (``commands.propose_candidate``).
-    expected = None if existing is not None else store.stream_version(stream)
-    try:
-        result = append_one(event, call, "propose_candidate", expected_version=expected)
-    except ConcurrencyConflict as exc:  # proposed by someone else since it was read
-        raise Refusal(exc, candidate=board_row(call, candidate_id)) from None
-    return {**envelope(result, event.type), "candidate": board_row(call, candidate_id)}
-
-
-def _stored(call: Call, event_id: UUID | None) -> bool:
-    """Whether ``event_id`` is stored (a retry of a call that went through)."""
-    if event_id is None:
-        return False
-    try:
-        call.seat.store().get(event_id)
-    except NotFound:
-        return False
-    return True
+    except app.CandidateConflict as exc:
+        raise _refusal(exc) from None
+    return _written(written)
 
 
 # --- triage ---------------------------------------------------------------------------------
@@ -149,11 +110,9 @@ def _stored(call: Call, event_id: UUID | None) -> bool:
 
 class TriageArgs(Arguments):
     candidate_id: str = Field(description="The board's candidate_id, e.g. flag:enable-foo.")
-    status: str = Field(description="accepted, rejected, deferred or done.")
+    status: TriageStatus = Field(description="The candidate's new status.")
     reason: str | None = Field(None, description="Why (shown on the board and in the log).")
-    verdict: str | None = Field(
-        None, description=f"The flag's verdict, one of {', '.join(VERDICTS)}."
-    )
+    verdict: Verdict | None = Field(None, description="The flag's verdict, if this settles it.")
     expected_version: int | None = Field(
         None,
         ge=1,
@@ -164,24 +123,12 @@ class TriageArgs(Arguments):
 
 
 def _triage(args: TriageArgs, call: Call) -> dict[str, Any]:
-    call.seat.writable_store()
-    row = board_row(call, args.candidate_id)
-    if row is None:
-        raise NotFound(
-            f"triage_candidate: no candidate {args.candidate_id!r} on the board "
-            "(the board tool lists them; propose_candidate adds one)"
-        )
-    expected = args.expected_version or int(row["stream_version"])
-    data = args.model_dump(exclude_none=True, exclude={"expected_version"})
-    session = row.get("session_id") or call.seat.session_id
-    event = with_defaults(
-        _validated(CandidateTriaged, {**data, "session_id": session}, "triage_candidate"), call
-    )
+    request = app.Triage(**args.model_dump())
     try:
-        result = append_one(event, call, "triage_candidate", expected_version=expected)
-    except ConcurrencyConflict as exc:
-        raise Refusal(exc, candidate=board_row(call, args.candidate_id)) from None
-    return {**envelope(result, event.type), "candidate": board_row(call, args.candidate_id)}
+        written = app.triage(call.seat.writable_store(), request, call.writer, "triage_candidate")
+    except app.CandidateConflict as exc:
+        raise _refusal(exc) from None
+    return _written(written)
 
 
 # --- decide ---------------------------------------------------------------------------------
@@ -208,31 +155,9 @@ class DecisionOut(AppendedEvent):
 
 
 def _decide(args: DecisionArgs, call: Call) -> dict[str, Any]:
-    store = call.seat.writable_store()
-    cited = [store.get(ref) for ref in args.evidence_event_ids]  # NotFound names the id
-    data = args.model_dump(exclude_none=True, exclude={"evidence_event_ids"})
-    event = with_defaults(
-        _validated(
-            DecisionRecorded,
-            {**data, "evidence_event_ids": [e.event_id for e in cited]},
-            "record_decision",
-        ),
-        call,
-    )
-    result = append_one(event, call, "record_decision")
-    with store.connect() as con:
-        summaries = dict(
-            con.execute(
-                "SELECT event_id::VARCHAR, coalesce(summary, type) FROM event_log "
-                "WHERE event_id::VARCHAR IN (SELECT unnest(?::VARCHAR[]))",
-                [[str(e.event_id) for e in cited] or [""]],
-            ).fetchall()
-        )
-    evidence = [
-        {"event_id": str(e.event_id), "type": e.type, "summary": summaries.get(str(e.event_id))}
-        for e in cited
-    ]
-    return {**envelope(result, event.type), "evidence": jsonable(evidence)}
+    decision = app.Decision(**args.model_dump())
+    written = app.decide(call.seat.writable_store(), decision, call.writer, "record_decision")
+    return {**envelope(written.result, written.event.type), "evidence": written.evidence}
 
 
 def add_verbs(toolbox: Toolbox) -> None:

@@ -10,7 +10,6 @@ Progress goes to standard error, results to standard output. Exit codes: the led
 
 from __future__ import annotations
 
-import asyncio
 import signal
 import sys
 from pathlib import Path
@@ -21,7 +20,6 @@ import click
 from ledger.cli.context import Context, pass_ctx
 from ledger.cli.json_output import json_option, print_json
 from runners.bench.errors import BenchFailed
-from runners.bench.reproduce import reproducing_command
 
 
 def _concurrencies(text: str | None) -> list[int]:
@@ -220,19 +218,34 @@ def bench_command(
     `vllm bench serve` of the Python given by --tool-path (the vLLM install's).
     --json: one object {"runs": [...]} once all are recorded (each run's line on stderr).
     """
-    from runners.bench.serving import resolve_config_name
+    from runners.usecases import BenchRequest, resolve
 
-    # the configuration measured: the ledger knows which one serves the port
-    config_name, server_run_id, said = resolve_config_name(
-        ctx.store(), url, config_name, server_run_id
+    # one request, one rule for the configuration measured (``runners.usecases``, as the MCP's)
+    request = BenchRequest(
+        url=url,
+        endpoint=endpoint,
+        model=model,
+        input_len=input_len,
+        output_len=output_len,
+        num_prompts=num_prompts,
+        concurrency=_concurrencies(concurrency_text),
+        request_rate=request_rate,
+        seed=seed,
+        warmup=warmup,
+        repeats=repeats,
+        config_name=config_name,
+        is_baseline=is_baseline,
+        tokenizer=tokenizer,
+        server_run_id=server_run_id,
+        ignore_eos=ignore_eos,
+        candidate_id=candidate_id,
+        session_id=ctx.session,
+        shared_prefix_len=shared_prefix_len,
+        server_metrics=server_metrics,
     )
-    if said:
-        click.echo(f"tuneledger: {said}", err=True)
-    concurrencies = _bench_concurrencies(concurrency_text, request_rate, num_prompts)
-    if shared_prefix_len >= input_len:
-        raise click.BadParameter(
-            f"--shared-prefix-len {shared_prefix_len} must be below --input-len {input_len}"
-        )
+    measured = resolve(
+        ctx.store(), request, lambda line: click.echo(f"tuneledger: {line}", err=True)
+    )
     if tool != "builtin":
         # every option reaches the tool or is refused: these are the built-in client's only
         for given, option in (
@@ -252,12 +265,12 @@ def bench_command(
             ctx,
             tool,
             prefix,
-            concurrencies,
+            measured.concurrencies,
             request_rate,
             repeats,
-            config_name,
+            measured.config_name,
             is_baseline,
-            server_run_id,
+            measured.server_run_id,
             candidate_id,
             url=url,
             endpoint=endpoint,
@@ -272,68 +285,17 @@ def bench_command(
             as_json=as_json,
         )
         return
-    _bench_builtin(
-        ctx,
-        concurrencies,
-        url=url,
-        endpoint=endpoint,
-        model=model,
-        input_len=input_len,
-        output_len=output_len,
-        num_prompts=num_prompts,
-        concurrency_text=concurrency_text,
-        request_rate=request_rate,
-        seed=seed,
-        warmup=warmup,
-        repeats=repeats,
-        config_name=config_name,
-        is_baseline=is_baseline,
-        tokenizer=tokenizer,
-        server_run_id=server_run_id,
-        ignore_eos=ignore_eos,
-        candidate_id=candidate_id,
-        no_progress=no_progress,
-        shared_prefix_len=shared_prefix_len,
-        server_metrics=server_metrics,
-        as_json=as_json,
-    )
+    _bench_builtin(ctx, request, measured, no_progress=no_progress, as_json=as_json)
 
 
 def _bench_builtin(
-    ctx: Context,
-    concurrencies: list[int | None],
-    *,
-    url: str,
-    endpoint: str,
-    model: str | None,
-    input_len: int,
-    output_len: int,
-    num_prompts: int,
-    concurrency_text: str | None,
-    request_rate: float | None,
-    seed: int,
-    warmup: int,
-    repeats: int,
-    config_name: str,
-    is_baseline: bool | None,
-    tokenizer: str | None,
-    server_run_id: str | None,
-    ignore_eos: bool,
-    candidate_id: str | None,
-    no_progress: bool,
-    shared_prefix_len: int,
-    server_metrics: bool,
-    as_json: bool,
+    ctx: Context, request: Any, measured: Any, *, no_progress: bool, as_json: bool
 ) -> None:
-    """``run bench`` with the built-in client: the sweep, each run printed as it is recorded;
-    Ctrl-C exits 130, a failed warm-up 13."""
-    from runners.bench.client import BenchTarget, RunIdentity, format_point, sweep
-    from runners.bench.discovery import served_model
-    from runners.bench.workload import WorkloadSpec, build_workload
+    """``run bench`` with the built-in client (``runners.usecases.run_bench``), each run printed
+    as it is recorded; Ctrl-C exits 130, a failed warm-up 13."""
+    from runners.bench.client import format_point
+    from runners.usecases import run_bench
 
-    workload = build_workload(
-        WorkloadSpec(input_len, output_len, num_prompts, seed, tokenizer, shared_prefix_len)
-    )
     store = ctx.store().kept_open()  # a long-lived writer: one open for a run of appends
     store.init()
     signal.signal(signal.SIGTERM, _raise_interrupt)
@@ -344,80 +306,18 @@ def _bench_builtin(
         click.echo(format_point(point), err=as_json)  # with --json: progress, on stderr
 
     try:
-        if model is None:
-            model = "default" if endpoint == "generate" else served_model(url)
-        target = BenchTarget(
-            url=url,
-            endpoint=endpoint,
-            model=model,
-            workload=workload,
-            ignore_eos=ignore_eos,
-            server_metrics=server_metrics,
-        )
-        identity = RunIdentity(
-            config_name=config_name,
-            request_rate=request_rate,
-            is_baseline=(config_name == "baseline") if is_baseline is None else is_baseline,
-            candidate_id=candidate_id,
-            session_id=ctx.session,
-            server_run_id=server_run_id,
-            source=reproducing_command(
-                url,
-                endpoint,
-                model,
-                input_len,
-                output_len,
-                num_prompts,
-                concurrency_text,
-                request_rate,
-                seed,
-                warmup,
-                tokenizer,
-                ignore_eos,
-                config_name,
-            ),
-        )
-        asyncio.run(
-            sweep(
-                target,
-                identity,
-                concurrencies=concurrencies,
-                repeats=range(repeats),
-                warmup_requests=warmup,
-                store=store,
-                progress=not no_progress,
-                on_point=on_point,
-            )
-        )
+        run_bench(store, request, measured, on_point=on_point, progress=not no_progress)
     except KeyboardInterrupt:
         click.echo(f"tuneledger: interrupted after {len(done)} recorded run(s)", err=True)
         sys.exit(130)
     except RuntimeError as exc:
         raise BenchFailed(str(exc)) from None  # exit 13: the core CLI says it (text or JSON)
+    finally:
+        store.close()
     if as_json:
         from runners.results_json import run_json
 
         print_json({"runs": [run_json(p) for p in done]})
-
-
-def _bench_concurrencies(
-    concurrency_text: str | None, request_rate: float | None, num_prompts: int
-) -> list[int | None]:
-    """The concurrencies of a ``run bench``: as given (1 when none), or with ``--request-rate``
-    at most one (a cap); warns when the prompts are too few for them."""
-    from runners.bench.metrics import prompts_warning
-
-    concurrencies: list[int | None] = list(_concurrencies(concurrency_text))
-    if request_rate is not None:
-        concurrencies = [concurrencies[0] if concurrencies else None]
-        if len(_concurrencies(concurrency_text)) > 1:
-            raise click.BadParameter("with --request-rate give at most one --concurrency (a cap)")
-    elif not concurrencies:
-        concurrencies = [1]
-    warning = prompts_warning(num_prompts, concurrencies) if request_rate is None else None
-    if warning:
-        click.echo(f"tuneledger: {warning}", err=True)
-    return concurrencies
 
 
 def _served_model_or_exit(url: str) -> str:
@@ -550,6 +450,8 @@ def plan_command(
     runner = ServerRunner(
         store, session_id=plan.plan.session, say=say, sigint_wait_s=plan.plan.stop_wait_s
     )
+    if resume:
+        _refuse_a_second_server(store, plan.plan.session)
     try:
         result = run_plan(plan, store, runner, say=say, progress=not no_progress, resume=resume)
     except KeyboardInterrupt:
@@ -573,6 +475,25 @@ def plan_command(
     Console(width=160).print(verdict_table(result, None if all_metrics else SHOWN_METRICS))
     for finding in result.findings:
         click.echo(f"finding: --{finding.flag}: {finding.verdict} ({finding.message})")
+
+
+def _refuse_a_second_server(store: Any, session_id: str | None) -> None:
+    """``--resume`` while a server of this session still runs for a live owner (the plan being
+    resumed was not dead, or another one runs): exit 10 before anything starts, never a second
+    server beside it (the runner recorded and stopped the orphans already)."""
+    import socket
+
+    from runners.server.runs import PortInUse
+    from runners.server.supervise import served
+
+    busy = served(store, socket.gethostname(), session_id)
+    if busy:
+        run = busy[0]
+        raise PortInUse(
+            f"run plan --resume: server run {run['run_id']} of session {session_id!r} is still "
+            f"served (pid {run['pid']}, port {run['port']}) by a live owner: stop it (or the "
+            "plan running it) first; nothing was started"
+        )
 
 
 def _dry_run(ctx: Context, plan: Any, resume: bool, as_json: bool) -> None:

@@ -13,7 +13,6 @@ completed is recorded.
 
 from __future__ import annotations
 
-import asyncio
 from pathlib import Path
 from typing import Any, Literal
 
@@ -29,7 +28,9 @@ from runners.results_json import event_run_json, plan_json, run_json, spec_json
 
 class BenchArgs(Arguments):
     url: str = Field(description="The server's base URL, e.g. a start_server's base_url.")
-    endpoint: Literal["chat", "completions", "generate"] = "chat"
+    endpoint: Literal["chat", "completions", "generate"] = Field(
+        "chat", description="OpenAI chat or completions, or SGLang's native /generate."
+    )
     model: str | None = Field(
         None, description="Sent in requests (default: the one model the server lists)."
     )
@@ -41,16 +42,21 @@ class BenchArgs(Arguments):
         description="Closed-loop concurrencies (default [1]; with request_rate: at most one, a cap).",
     )
     request_rate: float | None = Field(None, gt=0, description="Open loop: Poisson req/s.")
-    seed: int = 0
+    seed: int = Field(0, description="Seed of the prompts drawn (the same seed: the same prompts).")
     warmup: int = Field(1, ge=0, description="Uncounted requests before each run.")
     repeats: int = Field(1, ge=1, description="Runs per concurrency.")
-    config_name: str = Field("baseline", description="The server configuration measured.")
+    config_name: str | None = Field(
+        None,
+        description="The server configuration measured. Default: the configuration of the "
+        "server run the ledger sees serving the URL's port, else 'baseline' (a name that "
+        "contradicts the serving run is refused, exit 3).",
+    )
     is_baseline: bool | None = Field(
         None, description="Mark the runs as the baseline (default: config_name == 'baseline')."
     )
     tokenizer: str | None = Field(None, description="A local tokenizer: exact prompt lengths.")
     server_run_id: str | None = Field(None, description="The server run measured.")
-    ignore_eos: bool = True
+    ignore_eos: bool = Field(True, description="Ask for exactly output_len tokens per request.")
     candidate_id: str | None = Field(None, description="The board candidate the runs are for.")
     session_id: str | None = Field(None, description="Default: the server's --session.")
     tool: Literal["builtin", "guidellm", "aiperf", "sglang"] = Field(
@@ -69,36 +75,32 @@ class RunsOut(BaseModel):
     )
 
 
-def _concurrencies(args: BenchArgs, call: Call) -> list[int | None]:
-    """The loads to run, as ``run bench`` reads --concurrency and --request-rate."""
-    from runners.bench.metrics import prompts_warning
+def _request(args: BenchArgs, call: Call) -> Any:
+    """The tool's arguments as the use case's ``BenchRequest`` (the CLI builds the same)."""
+    from runners.usecases import BenchRequest
 
-    if any(c < 1 for c in args.concurrency):
-        raise InvalidInput("run_bench: argument 'concurrency': every concurrency must be >= 1")
-    concurrencies: list[int | None] = list(args.concurrency)
-    if args.request_rate is not None:
-        if len(concurrencies) > 1:
-            raise InvalidInput("run_bench: with request_rate give at most one concurrency (a cap)")
-        return [concurrencies[0] if concurrencies else None]
-    concurrencies = concurrencies or [1]
-    if warning := prompts_warning(args.num_prompts, concurrencies):
-        call.progress(warning)
-    return concurrencies
+    fields = args.model_dump(exclude={"tool", "tool_path", "session_id"})
+    return BenchRequest(**fields, session_id=args.session_id or call.seat.session_id)
 
 
 def _bench(args: BenchArgs, call: Call) -> dict[str, Any]:
-    concurrencies = _concurrencies(args, call)
-    if args.tool != "builtin":
-        return _bench_with_tool(args, call, concurrencies)
-    from runners.bench.workload import WorkloadSpec, build_workload
+    from runners.usecases import resolve, run_bench
 
-    spec = WorkloadSpec(
-        args.input_len, args.output_len, args.num_prompts, args.seed, args.tokenizer
-    )
-    workload = build_workload(spec)
+    request = _request(args, call)
+    store = call.seat.store()
+    store.init()
+    try:
+        measured = resolve(store, request, call.progress)
+    except InvalidInput as exc:
+        raise InvalidInput(f"run_bench: {exc}") from None
+    if args.tool != "builtin":
+        resolved = args.model_copy(
+            update={"config_name": measured.config_name, "server_run_id": measured.server_run_id}
+        )
+        return _bench_with_tool(resolved, call, measured.concurrencies)
     store = call.seat.store().kept_open()  # a run of appends; closed below
     done: list[Any] = []
-    total = len(concurrencies) * args.repeats
+    total = len(measured.concurrencies) * args.repeats
 
     def on_point(point: Any) -> None:
         done.append(point)
@@ -110,8 +112,7 @@ def _bench(args: BenchArgs, call: Call) -> dict[str, Any]:
         call.check_cancelled()
 
     try:
-        store.init()
-        _sweep(args, call, store, workload, concurrencies, on_point)
+        run_bench(store, request, measured, on_point=on_point)
     except RuntimeError as exc:  # WarmupFailed, the model list unreadable: `run bench`'s exit 13
         raise BenchFailed(f"run_bench: {exc}") from None
     finally:
@@ -119,68 +120,11 @@ def _bench(args: BenchArgs, call: Call) -> dict[str, Any]:
     return {"runs": [run_json(p) for p in done]}
 
 
-def _sweep(
-    args: BenchArgs,
-    call: Call,
-    store: Any,
-    workload: Any,
-    concurrencies: list[int | None],
-    on_point: Any,
-) -> None:
-    """``run bench``'s built-in client: ``runners.bench.client.sweep`` with the same source."""
-    from runners.bench.client import BenchTarget, RunIdentity, sweep
-    from runners.bench.discovery import served_model
-    from runners.bench.reproduce import reproducing_command
-
-    model = args.model
-    if model is None:
-        model = "default" if args.endpoint == "generate" else served_model(args.url)
-    target = BenchTarget(
-        url=args.url,
-        endpoint=args.endpoint,
-        model=model,
-        workload=workload,
-        ignore_eos=args.ignore_eos,
-    )
-    concurrency_text = ",".join(str(c) for c in args.concurrency) or None
-    source = reproducing_command(
-        args.url,
-        args.endpoint,
-        model,
-        args.input_len,
-        args.output_len,
-        args.num_prompts,
-        concurrency_text,
-        args.request_rate,
-        args.seed,
-        args.warmup,
-        args.tokenizer,
-        args.ignore_eos,
-        args.config_name,
-    )
-    identity = RunIdentity(
-        config_name=args.config_name,
-        request_rate=args.request_rate,
-        is_baseline=(args.config_name == "baseline")
-        if args.is_baseline is None
-        else args.is_baseline,
-        candidate_id=args.candidate_id,
-        session_id=args.session_id or call.seat.session_id,
-        server_run_id=args.server_run_id,
-        source=source,
-    )
-    asyncio.run(
-        sweep(
-            target,
-            identity,
-            concurrencies=concurrencies,
-            repeats=range(args.repeats),
-            warmup_requests=args.warmup,
-            store=store,
-            progress=False,
-            on_point=on_point,
-        )
-    )
+def _config(args: BenchArgs) -> str:
+    """The configuration measured, once ``resolve`` named it."""
+    if args.config_name is None:
+        raise AssertionError("run_bench: config_name is resolved before the runs")
+    return args.config_name
 
 
 def _bench_with_tool(
@@ -220,13 +164,13 @@ def _bench_with_tool(
             concurrencies=concurrencies,
             request_rate=args.request_rate,
             repeats=args.repeats,
-            config_name=args.config_name,
+            config_name=_config(args),
             is_baseline=(args.config_name == "baseline")
             if args.is_baseline is None
             else args.is_baseline,
             server_run_id=args.server_run_id,
             session_id=args.session_id or call.seat.session_id,
-            actor=call.seat.actor,
+            actor=call.writer.actor,
             say=lambda line: call.progress(line),
             candidate_id=args.candidate_id,
         )

@@ -26,7 +26,9 @@ class TuneArgs(Arguments):
     intermediate: int | None = Field(None, ge=1, description="N, the per-rank intermediate size.")
     hidden: int | None = Field(None, ge=1, description="K, the hidden size.")
     topk: int | None = Field(None, ge=1, description="Experts per token.")
-    dtype: Literal["bf16", "fp16", "fp8_w8a8"] = "bf16"
+    dtype: Literal["bf16", "fp16", "fp8_w8a8"] = Field(
+        "bf16", description="Weights and activations; fp8_w8a8: fp8 e4m3 with block scales."
+    )
     block_shape: list[int] | None = Field(
         None,
         min_length=2,
@@ -35,9 +37,18 @@ class TuneArgs(Arguments):
     )
     batch_sizes: list[int] | None = Field(None, description="M values (default 1..64).")
     all_batch_sizes: bool = Field(False, description="SGLang's tuner's 18 batch sizes, 1..4096.")
-    kernel: Literal["sglang", "reference"] = "sglang"
-    search: Literal["halving", "exhaustive"] = "halving"
-    sample: float = Field(0.2, ge=0.001, le=1.0)
+    kernel: Literal["sglang", "reference"] = Field(
+        "sglang", description="SGLang's fused_moe_kernel, or tuneledger's own Triton kernel."
+    )
+    search: Literal["halving", "exhaustive"] = Field(
+        "halving", description="Successive halving over the pruned space, or every config."
+    )
+    sample: float = Field(
+        0.2,
+        ge=0.001,
+        le=1.0,
+        description="The first rung's share of the pruned space's GROUP_SIZE_M-folded classes.",
+    )
     seed_file: str | None = Field(None, description="A MoE config file to seed and beat.")
     time_budget_s: float | None = Field(None, ge=1, description="Stop cleanly after this long.")
     workers: int = Field(0, ge=0, description="Processes compiling configs in parallel.")

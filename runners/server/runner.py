@@ -32,6 +32,7 @@ from __future__ import annotations
 import os
 import re
 import signal
+import socket
 import subprocess
 import threading
 import time
@@ -51,7 +52,7 @@ from ledger.store import LedgerStore
 from ledger.write import commands
 from runners.artifacts import artifacts_dir, safe_name, server_log_path
 from runners.host import HostFingerprint, fingerprint
-from runners.server import log_pump
+from runners.server import log_pump, supervise
 from runners.server.configs import DEFAULT_HEALTH_TIMEOUT_S, ServerConfig
 from runners.server.engines import EngineAdapter, adapter_for
 from runners.server.logs import ServerLog, read_log
@@ -137,6 +138,16 @@ class ServerRunner:
         self._hurry = threading.Event()
         self._shields: list[threading.Event] = []
         self.runs: list[ServerRun] = []
+        try:  # the runs a dead owner left: stopped and recorded before anything starts
+            supervise.sweep(store, socket.gethostname(), self.say)
+        except LedgerError as exc:  # a ledger not created yet, busy: the next runner looks again
+            self.say(f"orphaned runs not checked: {exc}")
+
+    def _end(self, run: ServerRun) -> None:
+        """The run is over: its watchdog may go."""
+        run.ended = True
+        supervise.release(run.watchdog_fd)
+        run.watchdog_fd = None
 
     # --- context manager: nothing left running -------------------------------------
 
@@ -335,10 +346,14 @@ class ServerRunner:
         )
         self.runs.append(run)
         try:
+            # before the ledger knows of it: a recorded run always has a watchdog (supervise)
+            run.watchdog_fd = supervise.watch(
+                self.store.path, run_id, process.pid, self.session_id, log_path
+            )
             commands.record(self.store, started)
         except BaseException:
             self._terminate(run)  # a server the ledger does not know of must not keep running
-            run.ended = True
+            self._end(run)
             raise
         self._remember(run, started)
         return run
@@ -548,7 +563,7 @@ class ServerRunner:
             source=run.log_ref,
             **self._common(run),
         )
-        run.ended = True
+        self._end(run)
         self._append(run, failed)
         return failed
 
@@ -556,7 +571,7 @@ class ServerRunner:
         """Stop the server and record ``server_failed`` cause ``interrupted`` (a further Ctrl-C only hurries)."""
         with self._shielded():
             sig = self._terminate(run)
-            run.ended = True
+            self._end(run)
             failed = ServerFailed(
                 cause="interrupted",
                 message=f"interrupted (Ctrl-C) {when}; stopped with {sig or 'no signal'}",
@@ -656,7 +671,7 @@ class ServerRunner:
         with self._shielded() as interrupted:
             sig = self._terminate(run)
             self._lines(run)  # the pump's last lines written, and the pump ended
-            run.ended = True
+            self._end(run)
             stopped = ServerStopped(
                 exit_code=exit_status(run.process),
                 signal=sig,
@@ -705,7 +720,7 @@ class ServerRunner:
 
     def _record_exit(self, run: ServerRun) -> Event:
         self._terminate(run)  # workers may outlive the leader
-        run.ended = True
+        self._end(run)
         lines = self._lines(run)
         facts = read_log(run.adapter.log_grammar, lines)
         code = run.process.returncode

@@ -63,6 +63,9 @@ class ServerRun:
     startup: StartupFacts | None = None
     finding_ids: set[UUID] = field(default_factory=set)
     ended: bool = False
+    #: The owner's end of the watchdog's pipe (``runners.server.supervise``): open while the
+    #: runner owns the server; closed when the run ends.
+    watchdog_fd: int | None = None
 
     @property
     def pid(self) -> int:

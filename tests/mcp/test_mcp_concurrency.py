@@ -119,7 +119,11 @@ async def test_mcp_cli_and_kept_open_writers_keep_every_guarantee(tmp_path: Path
     async with over_stdio(store.path, "--session", "s1", env=_env()) as client:
         go.touch()
         mine = [
-            (await call(client, "record_note_added", {"text": f"agent {i}"}))["seq"]
+            (
+                await call(
+                    client, "record", {"type": "note_added", "fields": {"text": f"agent {i}"}}
+                )
+            )["seq"]
             for i in range(12)
         ]
         # the triage race: the agent and a person triage at the same expected version
@@ -133,7 +137,7 @@ async def test_mcp_cli_and_kept_open_writers_keep_every_guarantee(tmp_path: Path
         for proc in [*procs, cli_loop]:
             _, err = await asyncio.to_thread(proc.communicate, timeout=600)
             assert proc.returncode == 0, err
-        last = await call(client, "record_note_added", {"text": "after"})
+        last = await call(client, "record", {"type": "note_added", "fields": {"text": "after"}})
         # the MCP server holds nothing between calls: DuckDB itself opens the file read-write
         con = duckdb.connect(str(store.path))
         con.close()
@@ -173,7 +177,11 @@ async def test_the_tui_shows_the_agents_events_live(tmp_path: Path) -> None:
         async with over_stdio(
             store.path, "--session", DEMO_SESSION, "--actor", "agent:claude", env=_env()
         ) as client:
-            await call(client, "record_note_added", {"text": "written by the agent over MCP"})
+            await call(
+                client,
+                "record",
+                {"type": "note_added", "fields": {"text": "written by the agent over MCP"}},
+            )
             await wait_for(
                 pilot,
                 lambda: any(

@@ -10,11 +10,15 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 from mcp.shared.exceptions import MCPError
 
+from ledger.app import RUNNER_TYPES
 from ledger.store import LedgerStore
+from ledger.write import commands
+from ledger.write.jsonl import event_from_obj
 from tests.support.cli_inprocess import invoke
 from tests.support.mcp_client import call, in_process, refused
 
@@ -34,6 +38,27 @@ SM90 = {
 }
 
 
+async def _record(
+    client, event_type: str, fields: dict[str, Any], store: LedgerStore | None = None
+) -> dict[str, Any]:  # type: ignore[no-untyped-def]
+    """Record through the ``record`` tool; a runner's event type (not the agent's to write) is
+    appended by the command layer as a runner would, in the server's session."""
+    if event_type not in RUNNER_TYPES:
+        return await call(client, "record", {"type": event_type, "fields": fields})
+    assert store is not None
+    event = event_from_obj(
+        {
+            "type": event_type,
+            "session_id": "s1",
+            "actor": {"kind": "runner", "name": "test"},
+            **fields,
+        },
+        "test",
+    )
+    (result,) = commands.append(store, event)
+    return {"event_id": str(result.event_id), "seq": result.seq}
+
+
 async def _flags(client) -> dict[str, str]:  # type: ignore[no-untyped-def]
     ids = {}
     for flag, verdict, host in (
@@ -42,8 +67,8 @@ async def _flags(client) -> dict[str, str]:  # type: ignore[no-untyped-def]
         ("triton-attention-reduce-in-fp32", "no-op", SM120),
         ("cuda-graph-max-bs", "already-default", SM120),
     ):
-        out = await call(
-            client, "record_flag_researched", {"flag": flag, "verdict": verdict, "host": host}
+        out = await _record(
+            client, "flag_researched", {"flag": flag, "verdict": verdict, "host": host}
         )
         ids[f"{flag}@{host['compute_capability']}"] = out["event_id"]
     return ids
@@ -86,9 +111,9 @@ async def test_flag_verdicts_answer_which_flags_were_no_ops_on_sm120(store: Ledg
 async def test_the_flag_resource_is_its_verdict_history_with_evidence(store: LedgerStore) -> None:
     async with in_process(store.path, session="s1") as client:
         ids = await _flags(client)
-        later = await call(
+        later = await _record(
             client,
-            "record_finding_recorded",
+            "finding_recorded",
             {
                 "kind": "flag-not-in-effect",
                 "basis": "log",
@@ -124,9 +149,9 @@ async def test_server_runs_returns_only_what_differs(store: LedgerStore) -> None
             ("r1", {"tp": 4}, 48),
             ("r2", {"tp": 4, "enable-flashinfer-allreduce-fusion": True}, 26),
         ):
-            await call(
+            await _record(
                 client,
-                "record_server_started",
+                "server_started",
                 {
                     "run_id": run,
                     "engine": "sglang",
@@ -134,10 +159,11 @@ async def test_server_runs_returns_only_what_differs(store: LedgerStore) -> None
                     "flags": flags,
                     "host": SM120,
                 },
+                store,
             )
-            await call(
+            await _record(
                 client,
-                "record_server_ready",
+                "server_ready",
                 {
                     "run_id": run,
                     "host": SM120,
@@ -147,6 +173,7 @@ async def test_server_runs_returns_only_what_differs(store: LedgerStore) -> None
                         "piecewise_cuda_graph": run == "r1",
                     },
                 },
+                store,
             )
         listing = (await call(client, "server_runs"))["runs"]
         diff = await call(client, "server_runs", {"run_b": "r2"})
@@ -167,7 +194,7 @@ async def test_server_runs_returns_only_what_differs(store: LedgerStore) -> None
 
 async def test_benchmark_deltas_board_and_next_step(store: LedgerStore) -> None:
     async with in_process(store.path, session="s1") as client:
-        await call(client, "record_session_started", {"title": "CB on a tiny MoE", "model": "tiny"})
+        await _record(client, "session_started", {"title": "CB on a tiny MoE", "model": "tiny"})
         await call(
             client,
             "propose_candidate",
@@ -178,9 +205,9 @@ async def test_benchmark_deltas_board_and_next_step(store: LedgerStore) -> None:
             },
         )
         for config, tput in (("baseline", 100.0), ("continuous-batching", 160.0)):
-            await call(
+            await _record(
                 client,
-                "record_benchmark_completed",
+                "benchmark_completed",
                 {
                     "run_id": config,
                     "config_name": config,
@@ -189,6 +216,7 @@ async def test_benchmark_deltas_board_and_next_step(store: LedgerStore) -> None:
                     "workload": {"input_len": 16, "output_len": 8},
                     "metrics": {"completed": 32, "output_throughput": tput},
                 },
+                store,
             )
         deltas = (await call(client, "benchmark_deltas", {"metric": "output_throughput"}))["rows"]
         board = (await call(client, "board"))["rows"]
@@ -211,10 +239,8 @@ async def test_benchmark_deltas_board_and_next_step(store: LedgerStore) -> None:
 
 async def test_show_and_events_since_poll_the_tail(store: LedgerStore) -> None:
     async with in_process(store.path, session="s1") as client:
-        note = await call(client, "record_note_added", {"text": "first"})
-        cite = await call(
-            client, "record_note_added", {"text": "second", "refs": [note["event_id"]]}
-        )
+        note = await _record(client, "note_added", {"text": "first"})
+        cite = await _record(client, "note_added", {"text": "second", "refs": [note["event_id"]]})
         page = await call(client, "events_since", {"after_seq": 0, "limit": 1})
         rest = await call(client, "events_since", {"after_seq": page["next_after_seq"]})
         empty = await call(client, "events_since", {"after_seq": rest["next_after_seq"]})
@@ -236,7 +262,7 @@ async def test_show_and_events_since_poll_the_tail(store: LedgerStore) -> None:
 async def test_sql_is_the_same_read_only_bounded_sandbox(store: LedgerStore) -> None:
     async with in_process(store.path) as client:
         for i in range(5):
-            await call(client, "record_note_added", {"text": f"n{i}"})
+            await _record(client, "note_added", {"text": f"n{i}"})
         some = await call(
             client, "sql", {"query": "SELECT seq, type FROM events ORDER BY seq", "max_rows": 3}
         )
@@ -256,8 +282,8 @@ async def test_sql_is_the_same_read_only_bounded_sandbox(store: LedgerStore) -> 
 
 async def test_the_decision_log_resource_is_the_cli_export(store: LedgerStore) -> None:
     async with in_process(store.path, session="s1") as client:
-        await call(client, "record_session_started", {"title": "CB", "model": "tiny"})
-        note = await call(client, "record_note_added", {"text": "baseline measured"})
+        await _record(client, "session_started", {"title": "CB", "model": "tiny"})
+        note = await _record(client, "note_added", {"text": "baseline measured"})
         await call(
             client,
             "record_decision",
@@ -276,7 +302,11 @@ async def test_the_decision_log_resource_is_the_cli_export(store: LedgerStore) -
     assert log.mime_type == "text/markdown" and log.text == exported.stdout
     assert "### 1. keep it" in log.text and "by agent:mcp" in log.text
     assert listed == ["tuneledger://board", "tuneledger://session/s1/decision-log"]
-    assert templates == {"tuneledger://session/{id}/decision-log", "tuneledger://flag/{name}"}
+    assert templates == {
+        "tuneledger://session/{id}/decision-log",
+        "tuneledger://flag/{name}",
+        "tuneledger://schema/{type}",
+    }
     assert "exit 5" in unknown_session.value.error.message
 
 
@@ -294,7 +324,7 @@ async def test_list_tools_prints_what_tools_list_returns(store: LedgerStore) -> 
 async def test_a_legacy_handshake_client_is_served(store: LedgerStore) -> None:
     async with in_process(store.path, session="s1", mode="legacy") as client:
         assert client.protocol_version < "2026-07-28"
-        out = await call(client, "record_note_added", {"text": "from an older client"})
+        out = await _record(client, "note_added", {"text": "from an older client"})
         assert (await refused(client, "sql", {"query": "DROP TABLE events"}))["error"][
             "exit_code"
         ] == 6

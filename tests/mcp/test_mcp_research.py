@@ -76,3 +76,24 @@ async def test_research_flags_refusals_carry_the_exit_codes(tmp_path: Path) -> N
     assert bad_arch["error"]["exit_code"] == 3
     assert no_engine["error"]["exit_code"] == 3 and "engine" in no_engine["error"]["message"]
     assert LedgerStore(path).head() == 0
+
+
+async def test_research_flags_runs_as_a_job_and_a_retry_appends_nothing_new(
+    tmp_path: Path,
+) -> None:
+    """A cold cache downloads and reads a wheel for a minute and more: start_job runs it in the
+    background, and a retried research (the same arguments) appends no new event."""
+    path = tmp_path / "l.duckdb"
+    assert invoke(["init", "--ledger", path]).returncode == 0
+    async with in_process(path, session="s1") as client:
+        outs = []
+        for _ in range(2):
+            job = await call(client, "start_job", {"tool": "research_flags", "arguments": ARGS})
+            done = await call(client, "job_status", {"job_id": job["job_id"], "wait_s": 50})
+            assert done["state"] == "done", done
+            outs.append(done["result"])
+    first, retry = outs
+    assert first["recorded"] and not any(r["duplicate"] for r in first["recorded"])
+    assert [r["event_id"] for r in retry["recorded"]] == [r["event_id"] for r in first["recorded"]]
+    assert all(r["duplicate"] for r in retry["recorded"])
+    assert LedgerStore(path).head() == len(first["recorded"])

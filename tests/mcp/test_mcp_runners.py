@@ -310,3 +310,84 @@ async def test_run_spec_returns_the_trials_with_their_accept_length(store: Ledge
     rows = store.query_arrow("SELECT trial_id, accept_length FROM spec_trials").to_pylist()
     assert rows == [{"trial_id": "spec-mcp:eagle-3-1-4", "accept_length": 3.0}]
     assert str(store.read(types=["spec_decoding_trial_completed"])[0].event_id) == trial["event_id"]
+
+
+async def test_run_bench_names_the_configuration_serving_the_port_as_the_cli_does(
+    store: LedgerStore,
+) -> None:
+    """Before: ``run_bench`` defaulted ``config_name`` to "baseline" and skipped the CLI's
+    rule, so an agent benchmarking a candidate recorded baseline runs. One rule now
+    (``runners.bench.serving.resolve_config_name``) for both front ends."""
+    _files(store.path.parent)
+    configs = str(store.path.parent / "servers.toml")
+    progress: list[str | None] = []
+
+    async def seen(_value: float, _total: float | None, message: str | None) -> None:
+        progress.append(message)
+
+    bench = {"input_len": 8, "output_len": 6, "num_prompts": 8, "concurrency": [1]}
+    async with in_process(store.path, session="s1") as client:
+        server = await call(client, "start_server", {"config": "fast", "configs": configs})
+        out = await call(
+            client, "run_bench", {"url": server["base_url"], **bench}, progress_callback=seen
+        )
+        contradicted = await refused(
+            client, "run_bench", {"url": server["base_url"], "config_name": "baseline", **bench}
+        )
+        await call(client, "stop_server", {"run_id": server["run_id"]})
+    assert [r["config_name"] for r in out["runs"]] == ["fast"]
+    assert any("measuring configuration 'fast'" in (m or "") for m in progress)
+    assert contradicted["error"]["exit_code"] == 3
+    assert "contradicts the ledger" in contradicted["error"]["message"]
+    rows = store.query_arrow("SELECT config_name, is_baseline, server_run_id FROM benchmarks")
+    assert rows.to_pylist() == [
+        {"config_name": "fast", "is_baseline": False, "server_run_id": server["run_id"]}
+    ]
+
+
+def _watchdog_parent(run_id: str) -> int | None:
+    """The process that owns ``run_id``'s server: its watchdog's parent."""
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit():
+            continue
+        try:
+            argv = (proc / "cmdline").read_bytes().split(b"\0")
+            status = (proc / "status").read_text()
+        except OSError:
+            continue
+        if b"runners.server.supervise" in argv and run_id.encode() in argv:
+            return int(next(ln for ln in status.splitlines() if ln.startswith("PPid:")).split()[1])
+    return None
+
+
+async def test_sigkill_of_the_mcp_server_stops_its_servers_and_records_it(
+    store: LedgerStore,
+) -> None:
+    """Before: the client left (the SDK's SIGTERM interrupted the shutdown) and the engine
+    servers kept running, the ledger saying ``ready``. SIGKILL is the worst case of it."""
+    from tests.support.mcp_client import over_stdio
+
+    _files(store.path.parent)
+    configs = str(store.path.parent / "servers.toml")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TUNELEDGER_")}
+    server: dict[str, object] = {}
+    try:
+        async with over_stdio(store.path, "--session", "s1", env=env, timeout_s=120) as client:
+            server = await call(client, "start_server", {"config": "baseline", "configs": configs})
+            owner = _watchdog_parent(str(server["run_id"]))
+            assert owner is not None and owner != os.getpid()
+            os.kill(owner, signal.SIGKILL)
+            with anyio.fail_after(120):
+                while _alive(int(server["pid"])):  # type: ignore[call-overload]
+                    await anyio.sleep(0.2)
+    except Exception:  # the client's streams end with the server: not what is tested here
+        pass
+    assert server and not _alive(int(server["pid"]))  # type: ignore[call-overload]
+    deadline = time.monotonic() + 60
+    while not store.read(types=["server_stopped"]) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    (stopped,) = store.read(types=["server_stopped"])
+    assert stopped.run_id == server["run_id"]  # type: ignore[attr-defined]
+    assert "its owner process died" in stopped.reason  # type: ignore[attr-defined]
+    status = store.query_arrow("SELECT status FROM server_runs").to_pylist()
+    assert status == [{"status": "stopped"}]

@@ -162,8 +162,14 @@ async def _readme_session(client: Any, progress: Progress) -> dict[str, Any]:
     assert (await call(client, "init_ledger"))["created"] is True
     await call(
         client,
-        "record_session_started",
-        {"title": "Continuous batching on a tiny MoE", "model": "models/tiny-qwen3-moe"},
+        "record",
+        {
+            "type": "session_started",
+            "fields": {
+                "title": "Continuous batching on a tiny MoE",
+                "model": "models/tiny-qwen3-moe",
+            },
+        },
     )
     research = await call(
         client,
@@ -180,11 +186,14 @@ async def _readme_session(client: Any, progress: Progress) -> dict[str, Any]:
     assert fusion["verdict"] == "incompatible" and research["recorded"]
     researched = await call(
         client,
-        "record_flag_researched",
+        "record",
         {
-            "flag": "continuous-batching",
-            "verdict": "unknown",
-            "what_it_does": "transformers serve batches concurrent requests into one forward pass",
+            "type": "flag_researched",
+            "fields": {
+                "flag": "continuous-batching",
+                "verdict": "unknown",
+                "what_it_does": "transformers serve batches concurrent requests into one forward pass",
+            },
         },
     )
     server = await call(
@@ -263,7 +272,7 @@ async def _readme_session(client: Any, progress: Progress) -> dict[str, Any]:
         {
             "decision": f"Continuous batching: {status}",
             "candidate_id": CB,
-            "rationale": f"The plan's output-throughput verdict at concurrency 4 is {at4['verdict']}.",
+            "rationale": f"The triage: output throughput at c=4: {at4['verdict']}.",
             "evidence_event_ids": [at4["event_id"]],
         },
     )

@@ -15,6 +15,7 @@ from uuid import UUID
 
 import pytest
 
+from ledger.app import RUNNER_TYPES
 from ledger.store import LedgerStore
 from schemas import EVENT_TYPES
 from schemas.jsonschema import JSON_DIR
@@ -24,24 +25,40 @@ from tests.support.mcp_client import call, in_process, refused
 pytestmark = pytest.mark.anyio
 
 
-async def test_every_event_type_has_its_record_tool_with_its_json_schema(ledger_path: Path) -> None:
+async def test_one_record_tool_takes_every_agent_type_with_its_schema_as_a_resource(
+    ledger_path: Path,
+) -> None:
     async with in_process(ledger_path) as client:
         tools = {t.name: t for t in (await client.list_tools()).tools}
-    for event_type in EVENT_TYPES:
-        tool = tools[f"record_{event_type}"]
-        committed = json.loads((JSON_DIR / f"{event_type}.json").read_text())
-        assert tool.input_schema == committed, event_type
-        assert tool.output_schema is not None
-        assert set(tool.output_schema["required"]) >= {
-            "seq",
-            "event_id",
-            "stream_version",
-            "duplicate",
+        templates = {
+            str(t.uri_template) for t in (await client.list_resource_templates()).resource_templates
         }
-    record_tools = {
-        name for name in tools if name.startswith("record_") and name != "record_decision"
+        schemas = {
+            t: json.loads((await client.read_resource(f"tuneledger://schema/{t}")).contents[0].text)  # type: ignore[union-attr]
+            for t in EVENT_TYPES
+        }
+    assert "tuneledger://schema/{type}" in templates
+    for event_type in EVENT_TYPES:  # the committed JSON Schema of each type, unchanged
+        committed = json.loads((JSON_DIR / f"{event_type}.json").read_text())
+        assert schemas[event_type] == committed, event_type
+    record = tools["record"]
+    enum = record.input_schema["properties"]["type"]["enum"]
+    # the runners' types and the verbs' are not offered: one way to write each thing
+    assert set(enum) == set(EVENT_TYPES) - RUNNER_TYPES - {
+        "candidate_proposed",
+        "candidate_triaged",
+        "decision_recorded",
     }
-    assert record_tools == {f"record_{t}" for t in EVENT_TYPES}
+    assert "benchmark_completed" not in enum and "server_started" not in enum
+    assert "note_added" in enum and "flag_researched" in enum
+    assert not [n for n in tools if n.startswith("record_") and n != "record_decision"]
+    assert record.output_schema is not None
+    assert set(record.output_schema["required"]) >= {
+        "seq",
+        "event_id",
+        "stream_version",
+        "duplicate",
+    }
     for name in (
         "propose_candidate",
         "triage_candidate",
@@ -76,7 +93,7 @@ async def test_a_record_tool_stores_what_append_stores(tmp_path: Path, store: Le
         "evidence": [{"kind": "source", "ref": "sglang/srt/server_args.py:1200"}],
     }
     async with in_process(store.path, session="s1", actor="agent:claude") as client:
-        out = await call(client, "record_flag_researched", event)
+        out = await call(client, "record", {"type": "flag_researched", "fields": event})
     assert out["seq"] == 1 and out["type"] == "flag_researched" and out["duplicate"] is False
     cli_ledger = LedgerStore(tmp_path / "cli.duckdb")
     cli_ledger.init()
@@ -107,9 +124,11 @@ async def test_event_id_makes_a_retry_idempotent_and_other_content_is_refused(
 ) -> None:
     event_id = "01900000-0000-7000-8000-0000000000aa"
     async with in_process(store.path, session="s1") as client:
-        first = await call(client, "record_note_added", {"text": "once", "event_id": event_id})
-        again = await call(client, "record_note_added", {"text": "once", "event_id": event_id})
-        other = await refused(client, "record_note_added", {"text": "twice", "event_id": event_id})
+        once = {"type": "note_added", "fields": {"text": "once", "event_id": event_id}}
+        first = await call(client, "record", once)
+        again = await call(client, "record", once)
+        twice = {"type": "note_added", "fields": {"text": "twice", "event_id": event_id}}
+        other = await refused(client, "record", twice)
     assert first["duplicate"] is False and again["duplicate"] is True
     assert again["seq"] == first["seq"] == 1 and again["event_id"] == event_id
     assert other["error"]["exit_code"] == 8 and other["error"]["meaning"] == "event-id-reused"
@@ -118,46 +137,63 @@ async def test_event_id_makes_a_retry_idempotent_and_other_content_is_refused(
 
 async def test_refusals_carry_the_cli_exit_codes(tmp_path: Path, store: LedgerStore) -> None:
     async with in_process(tmp_path / "none.duckdb") as client:
-        missing = await refused(client, "record_note_added", {"text": "x"})
+        missing = await refused(client, "record", {"type": "note_added", "fields": {"text": "x"}})
     assert missing["error"]["exit_code"] == 5 and "init_ledger" in missing["error"]["message"]
     assert not (tmp_path / "none.duckdb").exists()
     async with in_process(store.path) as client:
-        bad = await refused(client, "record_note_added", {"txt": "x"})
+        bad = await refused(client, "record", {"type": "note_added", "fields": {"txt": "x"}})
         assert (
             bad["error"]["exit_code"] == 3 and "field 'text' is required" in bad["error"]["message"]
         )
         typed = await refused(
             client,
-            "record_benchmark_completed",
-            {"run_id": "r1", "config_name": "b", "concurrency": "lots"},
+            "record",
+            {"type": "session_started", "fields": {"title": "t", "model": "m", "tp": "lots"}},
         )
-        assert typed["error"]["exit_code"] == 3 and "concurrency" in typed["error"]["message"]
-        untriaged = await refused(
-            client, "record_candidate_triaged", {"candidate_id": "flag:x", "status": "accepted"}
+        assert typed["error"]["exit_code"] == 3 and "tp" in typed["error"]["message"]
+        verb = await refused(
+            client,
+            "record",
+            {
+                "type": "candidate_triaged",
+                "fields": {"candidate_id": "flag:x", "status": "accepted"},
+            },
         )
-        assert (
-            untriaged["error"]["exit_code"] == 3
-            and "expected version" in untriaged["error"]["message"]
-        )
+        assert verb["error"]["exit_code"] == 3 and "triage_candidate" in verb["error"]["message"]
         gone = await refused(
             client,
-            "record_event_retracted",
-            {"retracted_event_id": "01900000-0000-7000-8000-0000000000ff", "reason": "typo"},
+            "record",
+            {
+                "type": "event_retracted",
+                "fields": {
+                    "retracted_event_id": "01900000-0000-7000-8000-0000000000ff",
+                    "reason": "typo",
+                },
+            },
         )
         assert gone["error"]["exit_code"] == 5
         wrong_type = await refused(
-            client, "record_note_added", {"type": "session_started", "text": "x"}
+            client,
+            "record",
+            {"type": "note_added", "fields": {"type": "session_started", "text": "x"}},
         )
         assert wrong_type["error"]["exit_code"] == 3
-        unknown = await refused(client, "record_nothing", {})
+        unknown = await refused(client, "record", {"type": "nothing", "fields": {}})
         assert unknown["error"]["exit_code"] == 3
+        no_tool = await refused(client, "record_note_added", {"text": "x"})
+        assert no_tool["error"]["exit_code"] == 3
     assert store.head() == 0  # nothing half-written
 
 
 async def test_a_secret_is_masked_as_append_masks_it(store: LedgerStore) -> None:
     async with in_process(store.path) as client:
         out = await call(
-            client, "record_note_added", {"text": "token hf_abcdefghijklmnopqrstuvwxyzABCDEF12"}
+            client,
+            "record",
+            {
+                "type": "note_added",
+                "fields": {"text": "token hf_abcdefghijklmnopqrstuvwxyzABCDEF12"},
+            },
         )
     assert store.get(out["event_id"]).text == "token ***"
 
@@ -274,7 +310,9 @@ async def test_verbs_are_idempotent_with_an_event_id(store: LedgerStore) -> None
 
 async def test_a_decision_cites_stored_evidence_by_prefix(store: LedgerStore) -> None:
     async with in_process(store.path, session="s1") as client:
-        note = await call(client, "record_note_added", {"text": "c=4: +60% throughput"})
+        note = await call(
+            client, "record", {"type": "note_added", "fields": {"text": "c=4: +60% throughput"}}
+        )
         decided = await call(
             client,
             "record_decision",
@@ -304,7 +342,7 @@ async def test_a_decision_cites_stored_evidence_by_prefix(store: LedgerStore) ->
     assert stored.actor.kind == "agent" and store.head() == 2
 
 
-async def test_a_new_event_type_is_a_new_tool_with_no_mcp_code(store: LedgerStore) -> None:
+async def test_a_new_event_type_is_a_new_record_type_with_no_mcp_code(store: LedgerStore) -> None:
     from typing import ClassVar, Literal
 
     from schemas import CURRENT_VERSIONS, Event
@@ -323,12 +361,12 @@ async def test_a_new_event_type_is_a_new_tool_with_no_mcp_code(store: LedgerStor
             size_bytes: int | None = None
 
         async with in_process(store.path, session="s1") as client:
-            tool = next(
-                t for t in (await client.list_tools()).tools if t.name == "record_thing_measured"
-            )
-            assert tool.input_schema == schema_of("thing_measured")
-            assert "size_bytes bytes" in (tool.description or "")
-            out = await call(client, "record_thing_measured", {"name": "a", "size_bytes": 3})
+            tool = next(t for t in (await client.list_tools()).tools if t.name == "record")
+            assert "thing_measured" in tool.input_schema["properties"]["type"]["enum"]
+            schema = await client.read_resource("tuneledger://schema/thing_measured")
+            assert json.loads(schema.contents[0].text) == schema_of("thing_measured")  # type: ignore[union-attr]
+            fields = {"name": "a", "size_bytes": 3}
+            out = await call(client, "record", {"type": "thing_measured", "fields": fields})
         assert out["type"] == "thing_measured" and store.get(out["event_id"]).name == "a"  # type: ignore[attr-defined]
     finally:
         EVENT_TYPES.pop("thing_measured", None)

@@ -42,6 +42,8 @@ def walkthrough_blocks(readme: str) -> list[str]:
 
 def test_the_walkthrough_has_every_step() -> None:
     script = "\n".join(walkthrough_blocks((ROOT / "README.md").read_text()))
+    # the triage and the decision are verbs: no SQL piped through tail and tr, no shell case
+    assert "| tail" not in script and "tr ," not in script and "case " not in script
     for step in (
         "tuneledger init",
         "tuneledger research --engine sglang==",
@@ -50,8 +52,8 @@ def test_the_walkthrough_has_every_step() -> None:
         "tuneledger run bench",
         "tuneledger run plan examples/plan.toml",
         "benchmark_deltas",
-        "tuneledger append candidate_triaged",
-        "tuneledger append decision_recorded",
+        "tuneledger triage flag:continuous-batching --by-verdict",
+        "tuneledger decide",
         "tuneledger compare diff",
         "tuneledger export markdown",
     ):

@@ -22,6 +22,7 @@ import pytest
 pytest.importorskip("mcp", reason="the MCP SDK is the `mcp` extra (make installs it)")
 
 from mcp import Client, StdioServerParameters  # noqa: E402
+from mcp_types import Implementation  # noqa: E402
 
 from ledger.mcp.command import build_app  # noqa: E402
 from ledger.mcp.server import build_server  # noqa: E402
@@ -32,11 +33,26 @@ BIN = Path(sys.executable).parent
 
 @asynccontextmanager
 async def in_process(
-    ledger: Path, *, session: str | None = None, actor: str = "agent:mcp", mode: str = "auto"
+    ledger: Path,
+    *,
+    session: str | None = None,
+    actor: str | None = None,
+    mode: str = "auto",
+    client_name: str = "mcp",
 ) -> AsyncIterator[Client]:
-    app = build_app(ledger, Actor.parse(actor), session)
+    """``actor``: the server's ``--actor`` (every call's actor); None: ``agent:<client_name>``,
+    the name the client declares in ``initialize``."""
+    app = build_app(
+        ledger, Actor.parse(actor or "agent:mcp"), session, actor_given=actor is not None
+    )
+    info = Implementation(name=client_name, version="0")
     try:
-        async with Client(build_server(app), mode=mode, raise_exceptions=True) as client:  # type: ignore[arg-type]
+        async with Client(
+            build_server(app),  # type: ignore[arg-type]
+            mode=mode,
+            raise_exceptions=True,
+            client_info=info,
+        ) as client:
             yield client
     finally:
         app.calls.shut_down(wait_s=60)

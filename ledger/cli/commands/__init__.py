@@ -9,6 +9,7 @@ from __future__ import annotations
 import click
 
 from ledger.cli.commands.append import append
+from ledger.cli.commands.board_verbs import decide, propose, triage
 from ledger.cli.commands.demo import demo
 from ledger.cli.commands.events import events, show
 from ledger.cli.commands.export import export
@@ -21,6 +22,9 @@ from ledger.cli.commands.sql import list_types, list_views, sql
 COMMANDS: tuple[click.Command, ...] = (
     init,
     append,
+    propose,
+    triage,
+    decide,
     events,
     show,
     sql,

@@ -1,0 +1,120 @@
+"""Triage by the measured verdict, and the decision that follows a triage.
+
+What the README walkthrough did with ``sql | tail | tr`` and a shell ``case``, as two use cases:
+
+- ``triage_by_verdict``: the candidate's configuration's comparison against the baseline for a
+  metric at a concurrency (``benchmark_deltas``) sets the status (``STATUS_OF_VERDICT``:
+  improved -> accepted, regressed -> rejected, anything else -> deferred: noise is no reason to
+  drop or adopt), the reason names the measurement, and the triage is caused by (cites) the
+  comparison event.
+- ``follow_triage``: the decision on a candidate that its latest triage took: ``"TEXT: status"``,
+  the triage's reason as rationale unless one is given, and the triage's cause (the comparison)
+  as evidence.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any
+
+from ledger.app.candidates import Decision, Triage, Written, decide, triage
+from ledger.app.checks import Writer
+from ledger.errors import InvalidInput, NotFound
+
+if TYPE_CHECKING:
+    from ledger.store import LedgerStore
+
+#: A measured verdict's triage status (``benchmark_deltas.verdict`` -> ``candidate_triaged``).
+STATUS_OF_VERDICT = {"improved": "accepted", "regressed": "rejected"}
+
+_DELTA_SQL = """
+SELECT d.verdict, d.config_name, d.concurrency, t.event_id::VARCHAR AS event_id
+FROM board b JOIN board_deltas bd USING (candidate_id)
+JOIN benchmark_deltas d ON d.config_name = bd.delta_config
+     AND d.session_id IS NOT DISTINCT FROM b.session_id
+JOIN timeline t ON t.seq = d.seq
+WHERE b.candidate_id = ? AND d.metric = ?
+  AND d.concurrency IS NOT DISTINCT FROM coalesce(?::BIGINT, bd.delta_concurrency)
+ORDER BY d.seq DESC LIMIT 1
+"""
+
+
+def measured_delta(
+    store: LedgerStore, candidate_id: str, metric: str, concurrency: int | None, where: str
+) -> dict[str, Any]:
+    """The comparison of ``candidate_id``'s configuration with the baseline for ``metric`` at
+    ``concurrency`` (None: the board's, its highest): ``verdict``, ``config_name``,
+    ``concurrency``, ``event_id`` (of the comparison).
+
+    Raises:
+        NotFound: no such comparison (the candidate measured by no plan, another metric).
+    """
+    with store.connect() as con:
+        row = con.execute(_DELTA_SQL, [candidate_id, metric, concurrency]).fetchone()
+    if row is None:
+        at = f" at c={concurrency}" if concurrency is not None else ""
+        raise NotFound(
+            f"{where}: no {metric} comparison{at} for candidate {candidate_id!r} "
+            "(benchmark_deltas; run a plan with it first)"
+        )
+    return dict(zip(("verdict", "config_name", "concurrency", "event_id"), row, strict=True))
+
+
+def triage_by_verdict(
+    store: LedgerStore,
+    candidate_id: str,
+    metric: str,
+    concurrency: int | None,
+    writer: Writer,
+    where: str,
+    *,
+    expected_version: int | None = None,
+) -> Written:
+    """Triage ``candidate_id`` as its measured verdict says (module doc).
+
+    Raises:
+        NotFound: no such candidate or comparison (exit 5).
+        CandidateConflict: triaged since ``expected_version`` (exit 4).
+    """
+    from uuid import UUID
+
+    delta = measured_delta(store, candidate_id, metric, concurrency, where)
+    verdict = delta["verdict"] or "unknown"
+    at = f" at c={delta['concurrency']}" if delta["concurrency"] is not None else ""
+    request = Triage(
+        candidate_id=candidate_id,
+        status=STATUS_OF_VERDICT.get(verdict, "deferred"),
+        reason=f"{metric.replace('_', ' ')}{at}: {verdict}",
+        expected_version=expected_version,
+        causation_id=UUID(delta["event_id"]),
+    )
+    return triage(store, request, writer, where)
+
+
+def follow_triage(store: LedgerStore, decision: Decision, writer: Writer, where: str) -> Written:
+    """Record ``decision`` as the candidate's latest triage took it (module doc).
+
+    Raises:
+        InvalidInput: no candidate named (exit 3).
+        NotFound: the candidate was never triaged (exit 5).
+    """
+    if decision.candidate_id is None:
+        raise InvalidInput(f"{where}: following a triage needs the candidate (--candidate)")
+    with store.connect() as con:
+        row = con.execute(
+            "SELECT payload->>'status', payload->>'reason', causation_id::VARCHAR FROM live_control "
+            "WHERE type = 'candidate_triaged' AND payload->>'candidate_id' = ? "
+            "ORDER BY sync_order DESC LIMIT 1",
+            [decision.candidate_id],
+        ).fetchone()
+    if row is None:
+        raise NotFound(f"{where}: candidate {decision.candidate_id!r} was never triaged")
+    status, reason, cause = row
+    evidence = list(decision.evidence_event_ids) or ([cause] if cause else [])
+    followed = replace(
+        decision,
+        decision=f"{decision.decision}: {status}",
+        rationale=decision.rationale or (f"The triage: {reason}." if reason else None),
+        evidence_event_ids=evidence,
+    )
+    return decide(store, followed, writer, where)

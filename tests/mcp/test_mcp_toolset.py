@@ -1,0 +1,116 @@
+"""Tool sets an agent can hold: at most 30 tools and 40 KB of
+``tools/list`` by default, every parameter described, verbs with enums, subsets by
+``--tools``/``TUNELEDGER_MCP_TOOLS``, ``sql`` results capped in bytes, and the tools' imports
+deferred past ``initialize``."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from ledger.store import LedgerStore
+from tests.support.cli_inprocess import invoke
+from tests.support.mcp_client import call, in_process
+
+pytestmark = pytest.mark.anyio
+
+
+def _params(schema: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    return dict(schema.get("properties", {}))
+
+
+async def test_the_default_tool_list_fits_an_agents_context(ledger_path: Path) -> None:
+    async with in_process(ledger_path) as client:
+        listed = await client.list_tools()
+    tools = listed.tools
+    wire = json.dumps(listed.model_dump(mode="json", by_alias=True, exclude_none=True))
+    assert len(tools) <= 30
+    assert len(wire.encode()) <= 40_000, len(wire.encode())
+    undescribed = [
+        f"{t.name}.{name}"
+        for t in tools
+        for name, schema in _params(t.input_schema).items()
+        if not schema.get("description")
+    ]
+    assert undescribed == []
+    by_name = {t.name: t for t in tools}
+    triage = _params(by_name["triage_candidate"].input_schema)
+    assert triage["status"]["enum"] == ["accepted", "rejected", "deferred", "done"]
+    assert "effective" in triage["verdict"]["enum"]
+    assert "high" in _params(by_name["propose_candidate"].input_schema)["priority"]["enum"]
+    assert "note_added" in _params(by_name["record"].input_schema)["type"]["enum"]
+
+
+def test_tools_profiles_serve_a_subset(ledger_path: Path) -> None:
+    def names(*args: str, env: dict[str, str] | None = None) -> set[str]:
+        out = invoke(["--ledger", ledger_path, "mcp", "--list-tools", *args], env=env)
+        assert out.returncode == 0, out.stderr
+        return {t["name"] for t in json.loads(out.stdout)}
+
+    everything, core, runners = names(), names("--tools", "core"), names("--tools", "runners")
+    assert "record" in core and "board" in core and "run_plan" not in core
+    assert "run_plan" in runners and "start_job" in runners and "record" not in runners
+    assert core | runners == everything and not core & runners
+    assert names(env={"TUNELEDGER_MCP_TOOLS": "core"}) == core
+    assert names("--tools", "core,runners") == everything
+    bad = invoke(["--ledger", ledger_path, "mcp", "--tools", "most"])
+    assert bad.returncode == 2 and "'most': expected core, runners, all" in bad.stderr
+
+
+async def test_sql_results_are_capped_in_bytes_with_a_flag(store: LedgerStore) -> None:
+    async with in_process(store.path) as client:
+        big = await call(
+            client,
+            "sql",
+            {"query": "SELECT repeat('x', 5000000) AS v", "max_bytes": 10_000},
+        )
+        many = await call(
+            client,
+            "sql",
+            {"query": "SELECT range AS n, repeat('y', 100) AS pad FROM range(1000)"},
+        )
+        few = await call(client, "sql", {"query": "SELECT 1 AS one"})
+    (row,) = big["rows"]
+    assert big["truncated"] is True and 1000 < len(row["v"]) <= 10_000 and row["v"].endswith("…")
+    assert many["truncated"] is False and len(many["rows"]) == 1000
+    assert few == {"columns": ["one"], "rows": [{"one": 1}], "truncated": False}
+    async with in_process(store.path) as client:
+        capped = await call(
+            client,
+            "sql",
+            {
+                "query": "SELECT range AS n, repeat('y', 100) AS pad FROM range(1000)",
+                "max_bytes": 5000,
+            },
+        )
+    assert capped["truncated"] is True and 0 < len(capped["rows"]) < 1000
+    assert len(json.dumps(capped["rows"])) <= 5000
+    assert [r["n"] for r in capped["rows"]] == list(range(len(capped["rows"])))
+
+
+def test_the_tools_imports_wait_until_after_initialize(tmp_path: Path) -> None:
+    """Building the server imports neither DuckDB nor the runners: ``initialize`` is answered
+    with the SDK alone, the tools are filled in the background (``LazyToolbox``)."""
+    code = (
+        "import sys; from pathlib import Path; from schemas import Actor;"
+        "from ledger.mcp.command import build_app; from ledger.mcp.server import build_server;"
+        f"app = build_app(Path({str(tmp_path / 'l.duckdb')!r}), Actor.parse('agent:x'), None);"
+        "build_server(app);"
+        "print(sorted(m for m in ('duckdb', 'pyarrow', 'runners.server.runner', 'ledger.store') if m in sys.modules));"
+        "print(len(app.toolbox) > 20)"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        env=dict(os.environ),
+        timeout=120,
+    )
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.splitlines() == ["[]", "True"]
