@@ -355,7 +355,6 @@ def bench_import(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
 
 
 def bench_handoff(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
-    import ledger.derive  # noqa: F401  (the store keeps the derived tables current)
     from ledger.store import HANDOFF_S, LedgerStore
 
     ledger = tmp / "handoff.duckdb"

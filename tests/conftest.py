@@ -18,7 +18,6 @@ from pathlib import Path
 
 import pytest
 
-import ledger.derive  # noqa: F401  (the store keeps the derived tables current)
 from ledger.store import LedgerStore
 from tests.support import needs, pg_cluster
 

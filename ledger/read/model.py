@@ -34,7 +34,6 @@ from typing import TYPE_CHECKING, Any
 
 import duckdb
 
-import ledger.derive  # noqa: F401  (the store keeps the derived tables current)
 from ledger.errors import NotFound
 from schemas.envelope import Host
 

@@ -39,7 +39,6 @@ from datetime import datetime
 from itertools import chain, islice
 from typing import TYPE_CHECKING, Any
 
-import ledger.derive  # noqa: F401  (the store keeps the derived tables current)
 from ledger.errors import InvalidInput
 from ledger.store import COLUMNS, AppendResults, LedgerStore, columns_table, event_values
 from ledger.store.gc_pause import no_cyclic_gc
