@@ -4,6 +4,11 @@ CLI append and the hand-off time. Numbers for docs/performance.md, not tests.
 Run (``make bench`` runs it with the defaults)::
 
     .venv/bin/python bench/bench_store.py [--rounds 3] [--singles 300] [--batches 5] [--json OUT]
+    .venv/bin/python bench/bench_store.py --smoke --json OUT   # every step, tiny: a check, no figures
+
+``--smoke`` runs every step at a tiny size (one round, a few calls, 2,000 imported events) and
+tuneledger's store alone (the peers' venv needs the network): it shows that the script runs to
+its JSON (tests/project/test_bench_runs.py runs it), its figures mean nothing.
 
 Each round runs every store's series (``bench/store_peers.py``) in a fresh process and a fresh
 folder, in a shuffled order, so that the machine's load (other people's work on the 2 cores)
@@ -113,11 +118,9 @@ def run_series(
 
 
 def bench_stores(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
-    pythons = {
-        "tuneledger": Path(sys.executable),
-        "mlflow": peers_python(),
-        "optuna": peers_python(),
-    }
+    pythons = {"tuneledger": Path(sys.executable)}
+    if not args.smoke:
+        pythons |= {"mlflow": peers_python(), "optuna": peers_python()}
     rounds: dict[str, list[dict[str, Any]]] = {name: [] for name in pythons}
     rng = random.Random(13)
     for round_ in range(args.rounds):
@@ -352,7 +355,6 @@ def bench_import(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
 
 
 def bench_handoff(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
-    import ledger.derive  # noqa: F401  (the store keeps the derived tables current)
     from ledger.store import HANDOFF_S, LedgerStore
 
     ledger = tmp / "handoff.duckdb"
@@ -361,7 +363,7 @@ def bench_handoff(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
     writer = subprocess.Popen(
         [
             sys.executable,
-            str(ROOT / "tests" / "writer_process.py"),
+            str(ROOT / "tests" / "store" / "writer_process.py"),
             "append",
             str(ledger),
             "--count",
@@ -406,9 +408,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--import-events", type=int, default=100_000)
     parser.add_argument("--only", choices=["stores", "cli", "import", "handoff"], action="append")
     parser.add_argument("--json", type=Path, help="also write the results here")
+    parser.add_argument(
+        "--smoke",
+        action="store_true",
+        help="every step at a tiny size, without the peers: that the script runs, no figures",
+    )
     args = parser.parse_args(argv)
+    if args.smoke:
+        args.rounds, args.singles, args.batches, args.batch_size = 1, 20, 1, 100
+        args.cli, args.handoffs, args.import_events = 2, 3, 2_000
     only = set(args.only or ["stores", "cli", "import", "handoff"])
-    results: dict[str, Any] = {"cpus": os.cpu_count()}
+    results: dict[str, Any] = {"cpus": os.cpu_count(), "smoke": args.smoke}
     with tempfile.TemporaryDirectory(prefix="tuneledger-bench-store-") as name:
         tmp = Path(name)
         if "stores" in only:

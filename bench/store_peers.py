@@ -42,7 +42,6 @@ def _series(
 
 def tuneledger(workdir: Path, singles: int, batches: int, size: int) -> dict[str, Any]:
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-    import ledger.derive  # noqa: F401  (the store keeps the derived tables current)
     from ledger.store import LedgerStore
     from schemas.events import NoteAdded
 

@@ -127,7 +127,6 @@ def events_reference() -> str:
 
 
 def views_reference() -> str:
-    import ledger.derive  # noqa: F401  (installs the derived tables the store builds)
     from ledger.store import LedgerStore
 
     with tempfile.TemporaryDirectory() as folder:

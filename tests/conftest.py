@@ -9,18 +9,50 @@ from __future__ import annotations
 
 import itertools
 import os
+import signal
+import sys
+import threading
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
 
-import ledger.derive  # noqa: F401  (the store keeps the derived tables current)
 from ledger.store import LedgerStore
-from tests.support import pg_cluster
+from tests.support import needs, pg_cluster
 
 #: The time stamped on events without ``recorded_at`` by the ``store`` fixture.
 FIXED_NOW = datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC)
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _ctrl_c_as_in_a_terminal() -> Iterator[None]:
+    """SIGINT raises ``KeyboardInterrupt`` in the test process, and its children start with
+    SIGINT's default, as in a terminal's foreground job, whatever the suite was started from:
+    a shell starts a background job (``make test &``) with SIGINT ignored, CI runners may do the
+    same, and an ignored signal stays ignored across ``exec`` (a caught one is reset to its
+    default), so the Ctrl-C tests' SIGINT reached processes that ignored it."""
+    before = signal.getsignal(signal.SIGINT)
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        yield
+    finally:
+        if before is not None:
+            signal.signal(signal.SIGINT, before)
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    """Name the daemon threads still running when the session ends, and where each is: Python
+    3.11 ends one that takes the GIL back during the interpreter's shutdown with
+    ``pthread_exit``, whose unwinding through a C++ extension's ``catch (...)`` (DuckDB's, when
+    the thread was in a query) aborts the process after the summary (``FATAL: exception not
+    rethrown``, exit 134)."""
+    frames = sys._current_frames()
+    left = [t for t in threading.enumerate() if t.daemon and t.is_alive()]
+    for thread in left:
+        frame = frames.get(thread.ident or -1)
+        where = f"{frame.f_code.co_filename}:{frame.f_lineno}" if frame else "?"
+        terminalreporter.write_line(f"daemon thread left running: {thread.name} at {where}")
 
 
 @pytest.fixture(autouse=True)
@@ -54,10 +86,10 @@ _schemas = itertools.count(1)
 def pg_server() -> Iterator[pg_cluster.Cluster]:
     """One throwaway PostgreSQL server for the session, with a ``writer`` login role.
 
-    Skips when PostgreSQL is not installed (``.ci/run`` installs it).
+    Skips when PostgreSQL is not installed, fails where every test must run (``tests/support/needs.py``).
     """
     if not pg_cluster.available():
-        pytest.skip("PostgreSQL (initdb, pg_ctl) is not installed")
+        needs.absent("PostgreSQL (initdb, pg_ctl) is not installed (.ci/run installs it)")
     import psycopg
 
     cluster = pg_cluster.start()

@@ -41,7 +41,7 @@ def workload_text(row: dict[str, Any]) -> str:
     random, the request rate when one was set (``1024/128 sharegpt 4 req/s``)."""
     parts = []
     if row["input_len"] is not None or row["output_len"] is not None:
-        parts.append(f"{row['input_len'] or '?'}/{row['output_len'] or '?'}")
+        parts.append(f"{row['input_len'] or '—'}/{row['output_len'] or '—'}")
     if row["dataset"] and row["dataset"] != "random":
         parts.append(row["dataset"])
     if row["request_rate"] is not None:

@@ -215,10 +215,9 @@ class BoardPane(Pane):
         text.append(f"  [{row['kind']}]", style="dim")
         if row["flag"]:
             text.append(f"  --{row['flag']}", style="cyan")
-        if row["arch"] or row["engine_version"]:
-            text.append(
-                f"  {row['arch'] or '?'} / {row['engine_version'] or 'engine ?'}", style="dim"
-            )
+        if row["arch"] or row["engine_version"]:  # what was recorded: never None or ? on screen
+            where = " / ".join(part for part in (row["arch"], row["engine_version"]) if part)
+            text.append(f"  {where}", style="dim")
         if row["hypothesis"]:
             text.append("\nhypothesis: ", style="dim")
             text.append(clip(row["hypothesis"], 300))

@@ -23,6 +23,19 @@ from .queries import evidence_refs, flag_columns, flag_matrix
 from .render import NO_EFFECT_MARK, clip, verdict_text
 
 
+def column_label(arch: str | None, version: str | None) -> str:
+    """A column's heading: what is known of its arch and engine version; a dash when neither
+    is (never ``None`` or ``?`` on screen)."""
+    return " · ".join(part for part in (arch, version) if part) or "—"
+
+
+def cell_title(cell: dict[str, Any]) -> str:
+    """``--flag on ARCH / ENGINE VERSION``, saying only what was recorded."""
+    engine = " ".join(part for part in (cell["engine"], cell["engine_version"]) if part)
+    where = " / ".join(part for part in (cell["arch"], engine) if part)
+    return f"--{cell['flag']}" + (f" on {where}" if where else "")
+
+
 def _read(reading: Reading) -> list[dict[str, Any]]:
     return read_model.flag_verdicts(reading.con)
 
@@ -69,7 +82,7 @@ class FlagsPane(Pane):
         table.clear(columns=True)
         table.add_column("flag", key="flag")
         for arch, version in self.columns:
-            table.add_column(f"{arch or 'arch ?'} · {version or 'version ?'}")
+            table.add_column(column_label(arch, version))
         for flag, cells in self.matrix.items():
             row: list[Any] = [Text(f"--{flag}", style="cyan")]
             for key in self.columns:
@@ -85,9 +98,9 @@ class FlagsPane(Pane):
         for flag, cells in self.matrix.items():
             for (arch, _), cell in cells.items():
                 if cell["no_effect"]:
-                    by_arch.setdefault(arch or "arch ?", [])
-                    if flag not in by_arch[arch or "arch ?"]:
-                        by_arch[arch or "arch ?"].append(flag)
+                    names = by_arch.setdefault(f"on {arch.upper()}" if arch else "(no arch)", [])
+                    if flag not in names:
+                        names.append(flag)
         text = Text()
         if not by_arch:
             text.append(
@@ -95,7 +108,7 @@ class FlagsPane(Pane):
                 style="dim",
             )
         for arch, names in sorted(by_arch.items()):
-            text.append(f"{NO_EFFECT_MARK} no effect on {arch.upper()}: ", style="bold")
+            text.append(f"{NO_EFFECT_MARK} no effect {arch}: ", style="bold")
             text.append(", ".join(f"--{n}" for n in sorted(names)) + "\n")
         text.rstrip()
         self.query_one("#flags-summary", Static).update(text)
@@ -116,10 +129,7 @@ class FlagsPane(Pane):
             cell = cells.get(key)
             if not cell:
                 continue
-            text.append(
-                f"--{cell['flag']} on {cell['arch'] or '?'} / {cell['engine']} {cell['engine_version'] or '?'}: ",
-                style="bold",
-            )
+            text.append(f"{cell_title(cell)}: ", style="bold")
             text.append_text(verdict_text(cell["verdict"]))
             text.append(f" ({cell['basis']}, {cell['findings']} finding(s)) ", style="dim")
             text.append(clip(cell["summary"], 220) + "\n")

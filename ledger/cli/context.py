@@ -56,7 +56,6 @@ class Context:
     def store(self) -> LedgerStore:
         """The ledger store at ``--ledger`` (DuckDB imported here: `--help` and `types` need none),
         with the derived tables it keeps current (``ledger.derive``)."""
-        import ledger.derive  # noqa: F401
         from ledger.store import LedgerStore
 
         return LedgerStore(self.ledger)

@@ -2,8 +2,9 @@
 views over them and the log (one module per view family), and what a reader's connection gets
 (``reader``: this code's views, never the file's SQL).
 
-Importing this package installs the derivation into the store (``ledger.store.derived``): the
-store keeps these tables current inside its own transactions without knowing what they are.
+``DERIVATION`` is what the store keeps current inside its own transactions without knowing
+what they are (``ledger.store.derived``: the store loads it by name when it first needs it;
+importing this package installs nothing).
 """
 
 from __future__ import annotations
@@ -13,7 +14,6 @@ from collections.abc import Iterable
 import duckdb
 
 from ledger.derive import projections, reader, views
-from ledger.store import derived
 
 
 class _Derivation:
@@ -57,4 +57,5 @@ class _Derivation:
         )
 
 
-derived.install(_Derivation())
+#: This project's derived tables (``ledger.store.derived.DEFAULT`` names it).
+DERIVATION = _Derivation()

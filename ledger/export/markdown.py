@@ -262,9 +262,9 @@ def _render_flag_verdicts(report: SessionReport, short: ShortIds) -> list[str]:
     archs, rows = report.archs, report.flag_verdicts
     lines = ["## Flag verdicts", ""]
     if archs:
-        lines += [f"For {', '.join(archs)}.", ""]
+        lines += [f"The session's flags, on {', '.join(archs)} or on no arch in particular.", ""]
     else:
-        lines += ["The session records no arch: verdicts without an arch.", ""]
+        lines += ["The session's flags; it records no arch: verdicts without an arch.", ""]
     table = markdown_table(
         [
             "Flag",

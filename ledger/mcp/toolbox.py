@@ -55,7 +55,6 @@ class Seat:
         """The one-shot store: each operation opens the file and closes it, so the MCP server
         never holds the ledger between calls (a CLI writer or the TUI gets it at once); with
         the derived tables it keeps current (``ledger.derive``), as the CLI's."""
-        import ledger.derive  # noqa: F401
         from ledger.store import LedgerStore
 
         return LedgerStore(self.ledger)

@@ -34,7 +34,6 @@ from typing import TYPE_CHECKING, Any
 
 import duckdb
 
-import ledger.derive  # noqa: F401  (the store keeps the derived tables current)
 from ledger.errors import NotFound
 from schemas.envelope import Host
 
@@ -356,7 +355,8 @@ class SessionReport:
         evidence: ``event_log`` rows of the events the decisions cite, by lower-case id.
         triage: ``board`` rows by first proposal, with ``first_seq``.
         archs: the archs (``smNN``) the session's events name.
-        flag_verdicts: ``flag_verdicts`` rows for those archs (or without an arch).
+        flag_verdicts: ``flag_verdicts`` rows of the session's own flags (its candidates',
+            those it gave a verdict on) for those archs or without an arch.
         server_runs: ``server_runs`` rows by first start, with ``first_seq``.
         deltas: ``benchmark_deltas`` rows with ``config_seq`` (first seq of the configuration).
         sources: the ``source`` of the benchmark runs per (config, concurrency, request rate).
@@ -438,19 +438,18 @@ def _session_report(con: duckdb.DuckDBPyConnection, session_id: str) -> SessionR
             one,
         )
     ]
-    if report.archs:
-        report.flag_verdicts = rows(
-            con,
-            "SELECT * FROM flag_verdicts WHERE arch IN (SELECT unnest(?::VARCHAR[])) "
-            "ORDER BY flag, engine NULLS FIRST, engine_version NULLS FIRST, arch, seq",
-            [report.archs],
-        )
-    else:  # no arch known: the verdicts that name no arch are the only ones that can apply
-        report.flag_verdicts = rows(
-            con,
-            "SELECT * FROM flag_verdicts WHERE arch IS NULL "
-            "ORDER BY flag, engine NULLS FIRST, engine_version NULLS FIRST, seq",
-        )
+    # The session's own flags (its candidates', decided or not, and those it gave a verdict on:
+    # research, findings), on the session's archs or on none (a verdict that names no arch
+    # applies anywhere): not every flag the ledger knows on those archs.
+    report.flag_verdicts = rows(
+        con,
+        "SELECT * FROM flag_verdicts WHERE flag IN ("
+        "  SELECT flag FROM board WHERE session_id = ? AND flag IS NOT NULL"
+        "  UNION SELECT flag FROM flag_verdict_history WHERE session_id = ?)"
+        " AND (arch IS NULL OR arch IN (SELECT unnest(?::VARCHAR[])))"
+        " ORDER BY flag, engine NULLS FIRST, engine_version NULLS FIRST, arch NULLS FIRST, seq",
+        [session_id, session_id, report.archs],
+    )
     report.server_runs = rows(
         con,
         "SELECT r.*, (SELECT min(e.seq) FROM live_control e WHERE e.type = 'server_started' "

@@ -24,7 +24,6 @@ from pathlib import Path
 import duckdb
 import pyarrow as pa
 
-import ledger.derive  # noqa: F401  (the store keeps the derived tables current)
 from ledger.errors import InvalidInput, QueryTimeout, Refused
 from ledger.store import LedgerStore
 from ledger.store.ledger_file import open_error

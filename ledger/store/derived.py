@@ -3,15 +3,19 @@
 The store keeps them current inside its own transactions (a one-shot append projects its
 events before it commits; a kept-open writer catches up in batches and before it lets go;
 a file made by other code is rebuilt when it is opened for writing), but what they are is not
-the store's business: ``ledger.derive`` defines them and installs itself here when it is
-imported (the modules of ``ledger.read`` and ``ledger.write`` that touch a ledger import it, as
-the CLI's store does). A store used before anything is installed refuses to open the file,
-rather than leave derived tables behind the log. Readers get this code's views through it too
-(``prepare_read``): never the SQL stored in the file.
+the store's business: ``ledger.derive`` defines them (``ledger.derive.DERIVATION``), and the
+store loads that by name (``DEFAULT``) the first time it needs one, unless the program
+installed another (``install``). So ``LedgerStore(path).init()`` works from the store's own
+import (a script, a notebook), and no module imports ``ledger.derive`` for a side effect. By
+name, not by an import statement: the store is the layer below ``ledger.derive``
+(pyproject.toml's import contracts), and the dependency runs through the ``Derivation``
+protocol. Readers get this code's views through it too (``prepare_read``): never the SQL
+stored in the file.
 """
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Iterable
 from typing import Protocol
 
@@ -64,6 +68,9 @@ class Derivation(Protocol):
         ...
 
 
+#: The module whose ``DERIVATION`` a store keeps current when the program installed none.
+DEFAULT = "ledger.derive"
+
 _installed: list[Derivation] = []
 
 
@@ -73,14 +80,8 @@ def install(derivation: Derivation) -> None:
 
 
 def installed() -> Derivation:
-    """The installed derivation.
-
-    Raises:
-        RuntimeError: none is (a program that uses the store without ``ledger.derive``).
-    """
+    """The installed derivation: ``DEFAULT``'s, loaded now, when the program installed none."""
     if not _installed:
-        raise RuntimeError(
-            "the ledger store has no derived tables installed: import ledger.derive "
-            "(ledger.read and ledger.write do) before using LedgerStore"
-        )
+        derivation: Derivation = importlib.import_module(DEFAULT).DERIVATION
+        install(derivation)
     return _installed[0]

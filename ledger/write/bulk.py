@@ -32,6 +32,7 @@ nothing is written then: the transaction is rolled back.
 from __future__ import annotations
 
 import os
+import signal
 from collections.abc import Iterable, Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from contextlib import contextmanager, suppress
@@ -39,7 +40,6 @@ from datetime import datetime
 from itertools import chain, islice
 from typing import TYPE_CHECKING, Any
 
-import ledger.derive  # noqa: F401  (the store keeps the derived tables current)
 from ledger.errors import InvalidInput
 from ledger.store import COLUMNS, AppendResults, LedgerStore, columns_table, event_values
 from ledger.store.gc_pause import no_cyclic_gc
@@ -244,10 +244,18 @@ def _validated(
         max_workers=min(workers, len(chunks)), mp_context=context, initializer=_worker_setup
     )
     try:
-        futures = [
-            pool.submit(_table_of_chunk, first, len(chunk), name, now, actor, session_id)
-            for chunk, first in chunks
-        ]
+        # The workers are forked at the first submit: a SIGINT during a fork raised
+        # KeyboardInterrupt inside an at-fork hook (logging's), where Python prints it and goes
+        # on, and the interrupted import then committed. Held until the forks are done, it is
+        # raised here instead.
+        held = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+        try:
+            futures = [
+                pool.submit(_table_of_chunk, first, len(chunk), name, now, actor, session_id)
+                for chunk, first in chunks
+            ]
+        finally:
+            signal.pthread_sigmask(signal.SIG_SETMASK, held)
 
         def results() -> Iterator[pa.Table]:
             for future in futures:
@@ -272,6 +280,7 @@ def _chunk_bounds(total: int) -> list[tuple[int, int]]:
 def _worker_setup() -> None:
     """A validation worker's start: it dies with its parent, keeps its freed memory, and
     yields the CPU to the storing process (``WORKER_NICENESS``)."""
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})  # held while it was forked
     _die_with_parent()
     _keep_memory()
     with suppress(OSError):

@@ -29,7 +29,6 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 from uuid import UUID
 
-import ledger.derive  # noqa: F401  (the store keeps the derived tables current)
 from ledger.errors import ConcurrencyConflict
 from ledger.write import rules
 from schemas import (

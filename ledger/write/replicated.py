@@ -13,7 +13,6 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-import ledger.derive  # noqa: F401  (the store keeps the derived tables current)
 from ledger.write import rules
 
 if TYPE_CHECKING:

@@ -113,7 +113,6 @@ def record_stop(
 ) -> bool:
     """Record ``server_stopped`` for ``run_id`` unless its end is recorded already; whether it
     was recorded."""
-    import ledger.derive  # noqa: F401  (the derived tables kept current)
     from ledger.store import LedgerStore
     from ledger.write import commands
     from runners.host import fingerprint

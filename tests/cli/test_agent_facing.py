@@ -3,6 +3,7 @@ one); the answer is the same for every ledger of this version, so none is needed
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from tests.support.cli_inprocess import invoke
@@ -67,3 +68,23 @@ def test_with_json_output_asked_for_an_error_is_json_on_stderr(tmp_path: Path) -
     # without JSON asked for: the one text line
     out = invoke(["--ledger", missing, "append", "note_added", "-f", "text=x"])
     assert out.stderr.startswith("tuneledger: error: no ledger at") and out.stderr.count("\n") == 1
+
+
+def test_show_help_says_a_prefix_must_be_unique_and_where_the_random_part_is(
+    tmp_path: Path,
+) -> None:
+    """UUIDv7's first 12 hex digits are its millisecond: events appended in one call share a
+    prefix of 8, which is then refused as ambiguous (exit 3), as the help says."""
+    help_text = " ".join(invoke(["show", "--help"]).stdout.split())
+    assert "unique prefix" in help_text and "is enough" not in help_text
+    assert "first 12 hex digits are the millisecond" in help_text
+    ledger = tmp_path / "l.duckdb"
+    lines = "".join(f'{{"type": "note_added", "text": "n{i}"}}\n' for i in range(20))
+    assert invoke(["--ledger", ledger, "append", "--create"], stdin=lines).returncode == 0
+    ids = invoke(["--ledger", ledger, "events", "--json"]).stdout
+    first = json.loads(ids)[0]["event_id"]
+    shared = [e["event_id"] for e in json.loads(ids) if e["event_id"][:8] == first[:8]]
+    if len(shared) > 1:  # recorded within the same ~65 s: the time digits are shared
+        out = invoke(["--ledger", ledger, "show", first[:8]])
+        assert out.returncode == 3 and "ambiguous" in out.stderr
+    assert invoke(["--ledger", ledger, "show", first]).returncode == 0

@@ -123,7 +123,6 @@ def test_plugin_commands_still_run_and_are_listed(tmp_path: Path) -> None:
 #: entry point, which ends with ``os._exit``.
 KEPT_OPEN_THEN_EXIT = """
 import sys
-import ledger.derive  # the store needs the derived tables installed, as the CLI does
 from ledger.cli.main import run
 from ledger.store import LedgerStore
 from schemas.events import NoteAdded

@@ -401,7 +401,7 @@ def test_triage_row_shows_status_verdict_reason(small: LedgerStore) -> None:
 
 def test_flag_verdicts_for_the_session_arch(small: LedgerStore) -> None:
     section = _section(render_markdown(small, session_id=SID), "## Flag verdicts")
-    assert "For sm120." in section
+    assert "The session's flags, on sm120 or on no arch in particular." in section
     rows = {_cells(r)[0]: _cells(r) for r in _table_rows(section)[2:]}
     dead = rows["`num-continuous-decode-steps`"]
     # Engine and Engine version in columns of their own (versions only under "Engine version")
@@ -414,6 +414,46 @@ def test_flag_verdicts_for_the_session_arch(small: LedgerStore) -> None:
         "dead-code (researched)",
     ]
     assert rows["`enable-flashinfer-allreduce-fusion`"][4] == "harmful"
+
+
+def test_flag_verdicts_are_the_sessions_own_flags(small: LedgerStore) -> None:
+    """Another session's flag on the same arch is not this session's; a verdict of this
+    session's that names no arch (a CPU run's finding) is, as is a verdict given elsewhere on a
+    flag this session's board holds."""
+    small.append(
+        [
+            FlagResearched(
+                event_id=_id(41),
+                session_id="another-session",
+                host=HOST,
+                flag="enable-elsewhere",
+                verdict="dead-code",
+                what_it_does="never read",
+            ),
+            FindingRecorded(
+                event_id=_id(42),
+                session_id=SID,
+                kind="other",
+                basis="measured",
+                flag="continuous-batching",
+                verdict="effective",
+                message="on the CPU: more throughput at c=4",
+            ),
+            FlagResearched(
+                event_id=_id(43),
+                session_id="another-session",
+                host=HOST,
+                flag="num-continuous-decode-steps",
+                verdict="dead-code",
+                what_it_does="still never read",
+            ),
+        ]
+    )
+    section = _section(render_markdown(small, session_id=SID), "## Flag verdicts")
+    flags = [_cells(r)[0] for r in _table_rows(section)[2:]]
+    assert "`enable-elsewhere`" not in flags
+    assert "`continuous-batching`" in flags  # no arch: applies anywhere
+    assert "`num-continuous-decode-steps`" in flags  # a candidate of this session
 
 
 def test_server_runs_show_capacity_change(small: LedgerStore) -> None:

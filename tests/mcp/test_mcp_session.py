@@ -19,7 +19,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -27,9 +26,10 @@ from typing import Any
 
 import pytest
 
-pytest.importorskip("torch")
-pytest.importorskip("transformers")
-pytest.importorskip("fastapi")
+from tests.support import needs  # noqa: E402 (first: the skips decide)
+
+for _name in ("torch", "transformers", "fastapi"):
+    needs.module(_name, "the e2e extra: make")
 
 from ledger.store import LedgerStore  # noqa: E402
 from schemas.vocab import COMPARISON_VERDICTS, VERDICTS  # noqa: E402
@@ -412,8 +412,7 @@ def _check_ledger(ledger: Path, final_log: str, base_url: str) -> None:
 
 
 async def test_an_agent_runs_the_first_session_through_mcp_tools(tmp_path: Path) -> None:
-    if shutil.which("transformers", path=str(BIN)) is None:
-        pytest.skip("the `transformers` command is not installed next to this Python")
+    needs.program("transformers", BIN)
     from tests.support.tiny_model import build_tiny_model
 
     cli_dir, mcp_dir = tmp_path / "cli", tmp_path / "mcp"

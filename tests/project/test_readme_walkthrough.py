@@ -12,16 +12,16 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-pytest.importorskip("torch")
-pytest.importorskip("transformers")
-pytest.importorskip("fastapi")
+from tests.support import needs  # noqa: E402 (first: the skips decide)
+
+for _name in ("torch", "transformers", "fastapi"):
+    needs.module(_name, "the e2e extra: make")
 
 from ledger.store import LedgerStore  # noqa: E402
 
@@ -61,8 +61,7 @@ def test_the_walkthrough_has_every_step() -> None:
 
 
 def test_readme_first_session_runs_as_written(tmp_path: Path) -> None:
-    if shutil.which("transformers", path=str(Path(sys.executable).parent)) is None:
-        pytest.skip("the `transformers` command is not installed next to this Python")
+    needs.program("transformers", Path(sys.executable).parent)
     blocks = walkthrough_blocks((ROOT / "README.md").read_text())
     make_lines = [
         line for block in blocks for line in block.splitlines() if line.startswith("make ")

@@ -3,14 +3,14 @@ a plan with two real configurations (continuous batching off / on) at two concur
 3 interleaved repeats, run through the real CLI; then the ledger is checked: server events,
 benchmark events with samples, statistical comparisons feeding benchmark_deltas.
 
-Needs torch and transformers[serving] (CI installs them; skipped cleanly without them).
+Needs torch and transformers[serving] (CI installs them; skipped without them, failed where every
+test must run: tests/support/needs.py).
 Offline: the model and tokenizer are built locally (tests/support/tiny_model.py), HF_HUB_OFFLINE=1.
 """
 
 from __future__ import annotations
 
 import os
-import shutil
 import socket
 import subprocess
 import sys
@@ -18,10 +18,10 @@ from pathlib import Path
 
 import pytest
 
-pytest.importorskip("torch")
-pytest.importorskip("transformers")
-pytest.importorskip("fastapi")
-pytest.importorskip("uvicorn")
+from tests.support import needs  # noqa: E402 (first: the skips decide)
+
+for _name in ("torch", "transformers", "fastapi", "uvicorn"):
+    needs.module(_name, "the e2e extra: make")
 
 from ledger.store import LedgerStore  # noqa: E402
 from runners.compare import flag_verdict  # noqa: E402
@@ -94,8 +94,7 @@ flags = {{ continuous-batching = true }}
 
 
 def test_plan_against_transformers_serve(tmp_path: Path, tiny_model: Path) -> None:
-    if shutil.which("transformers", path=str(BIN)) is None:
-        pytest.skip("the `transformers` command is not installed next to this Python")
+    needs.program("transformers", BIN)
     ledger = tmp_path / "e2e.duckdb"
     env = {
         **os.environ,

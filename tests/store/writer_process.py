@@ -32,7 +32,6 @@ import time
 from pathlib import Path
 from uuid import uuid4
 
-import ledger.derive  # noqa: F401  (the store keeps the derived tables current)
 from ledger.errors import ConcurrencyConflict, LedgerError
 from ledger.store import LedgerStore
 from schemas.events import NoteAdded

@@ -17,9 +17,9 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
-import pytest
+from tests.support import needs  # noqa: E402 (first: the skip decides)
 
-pytest.importorskip("mcp", reason="the MCP SDK is the `mcp` extra (make installs it)")
+needs.module("mcp", "the MCP SDK is the `mcp` extra: make installs it")
 
 from mcp import Client, StdioServerParameters  # noqa: E402
 from mcp_types import Implementation  # noqa: E402

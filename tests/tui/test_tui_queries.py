@@ -348,3 +348,18 @@ def test_benchmarks_pane_agrees_with_the_view_when_a_config_ran_two_workloads(
     # the other workload is a row of its own (the pane once merged workloads)
     assert rows["baseline", 1024]["output_throughput"] == pytest.approx(300.0)
     assert set(rows) == {("tuned", 64), ("baseline", 64), ("baseline", 1024)}
+
+
+def test_the_flags_pane_says_only_what_was_recorded() -> None:
+    """No ``None`` or ``?`` on screen: a missing arch, engine or version is left out (a dash
+    when nothing is known)."""
+    from tui.flags import cell_title, column_label
+
+    assert column_label("sm120", None) == "sm120"
+    assert column_label("sm120", "0.5.5") == "sm120 · 0.5.5"
+    assert column_label(None, None) == "—"
+    cell = {"flag": "enable-x", "arch": None, "engine": None, "engine_version": None}
+    assert cell_title(cell) == "--enable-x"
+    cell |= {"arch": "sm120", "engine": "sglang"}
+    assert cell_title(cell) == "--enable-x on sm120 / sglang"
+    assert cell_title(cell | {"engine_version": "0.5.5"}) == "--enable-x on sm120 / sglang 0.5.5"

@@ -34,10 +34,9 @@ from schemas import Actor, CandidateProposed, NoteAdded, ServerReady, StartupFac
 from tests.support.cli_inprocess import invoke
 
 ROOT = Path(__file__).resolve().parents[2]
-CASES = ROOT.parent / "shared" / "cases"
-if not CASES.exists():  # the worktree's ../shared
-    CASES = Path("/work/shared/cases")
-CAPACITY_CASE = CASES / "sglang-pr29927-spec-capacity-drop"
+#: The case's copy in the repository (tests/fixtures/MANIFEST.md): a fast test reads no folder
+#: outside it (tests/project/test_any_machine.py).
+CAPACITY_CASE = ROOT / "tests" / "fixtures" / "cases" / "sglang-pr29927-spec-capacity-drop"
 ME = Actor(kind="agent", name="test")
 
 # --- no writer goes around the write layer ----------------------------------------------
@@ -389,7 +388,6 @@ def _capacity(store: LedgerStore) -> list[str]:
     )["m"].to_pylist()
 
 
-@pytest.mark.skipif(not CAPACITY_CASE.exists(), reason="needs ../shared/cases")
 def test_import_compares_with_the_previous_run_in_one_call_or_two(tmp_path: Path) -> None:
     run1, run2 = CAPACITY_CASE / "run1_no_spec.log", CAPACITY_CASE / "run2_eagle.log"
     together = LedgerStore(tmp_path / "one.duckdb")

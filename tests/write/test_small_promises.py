@@ -11,7 +11,6 @@ from pathlib import Path
 
 import pytest
 
-import ledger.derive  # noqa: F401  (the spawned writers keep the derived tables current)
 from ledger.cli.main import main
 from ledger.store import LedgerStore
 

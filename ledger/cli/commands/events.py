@@ -82,7 +82,13 @@ def events(
 @ledger_option
 @pass_ctx
 def show(ctx: Context, event_id: str, fmt: str) -> None:
-    """Show one event (an 8+ character id prefix is enough), with what links to it."""
+    """Show one event (its id, or a unique prefix of it), with what links to it.
+
+    A prefix is 8 hex digits or more, and must name one event of the ledger: a UUIDv7's first
+    12 hex digits are the millisecond it was recorded, so events recorded together share them;
+    the digits after the version digit (the 13th, a 7) are random. An ambiguous prefix is
+    refused (exit 3): give more digits.
+    """
     import json
 
     from ledger.read import model as read_model
