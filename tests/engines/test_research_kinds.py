@@ -89,6 +89,20 @@ def test_a_flag_only_another_model_reads(kinds: tuple[EngineSource, VersionIndex
     assert oss.verdict == "effective"
 
 
+def test_a_model_no_file_of_the_version_serves_refuses_every_flag(
+    kinds: tuple[EngineSource, VersionIndex],
+) -> None:
+    # An architecture no EntryClass (or registry table) names: the engine refuses the model at
+    # start, so no flag takes effect; the flag's own reading stays in the reason.
+    result = run(kinds, "--attention-backend triton", model="bar_unserved")
+    found = report(result, "attention-backend")
+    assert (found.verdict, found.confidence) == ("incompatible", "likely")
+    assert found.reason.startswith("sglang")
+    assert "serves no BarUnservedForCausalLM" in found.reason
+    assert "(the flag itself: effective;" in found.reason
+    assert all(r.verdict in ("incompatible", "dead-code") for r in result.reports)
+
+
 # --- 2. interprocedural gates --------------------------------------------------------------
 
 

@@ -218,7 +218,38 @@ def research(
         report = judge.report(field_name)
         if only or everything or field_name in given_fields or report.verdict in LISTED:
             result.reports.append(report)
+    unserved = unserved_architecture(index, target)
+    if unserved is not None:
+        for report in result.reports:
+            refuse_for_the_model(report, unserved)
     return result
+
+
+def unserved_architecture(index: VersionIndex, target: Target) -> str | None:
+    """Why the engine refuses the target's model, when no model file of this version registers
+    its architecture (SGLang's ``EntryClass``, vLLM's registry tables) while others do; ``None``
+    when one does, or when no model or no registry is known."""
+    model = target.model
+    if model is None or not model.architecture or not index.entry_classes:
+        return None
+    if any(model.architecture in classes for classes in index.entry_classes.values()):
+        return None
+    return (
+        f"{index.engine} {index.version} serves no {model.architecture}: no model file registers "
+        "it, so the engine refuses the model at start"
+    )
+
+
+def refuse_for_the_model(report: FlagReport, why: str) -> None:
+    """``report``'s verdict when the engine refuses the model itself: ``incompatible`` (nothing
+    takes effect on a server that does not start), the flag's own reading kept in the reason.
+    A flag nothing reads stays ``dead-code``: that holds whatever the model."""
+    if report.verdict in ("dead-code", "incompatible"):
+        return
+    report.reason = f"{why} (the flag itself: {report.verdict}; {report.reason})"
+    report.verdict = "incompatible"
+    # the registry is read whole, but a fallback (vLLM's Transformers backend) may still serve it
+    report.confidence = "likely"
 
 
 def research_spec(
