@@ -82,7 +82,9 @@ def build_moe(run: Path) -> None:
     exh_path = run / "h200_moe_exhaustive.jsonl"
     exh = read_jsonl(exh_path) if exh_path.exists() else []
     comp = json.loads((run / "h200_moe_compare.json").read_text())
-    out = [_strip(e) for e in ev + exh]  # in the order they were measured
+    # in the order they were measured; the tune's own moe_config_recorded are replaced by the
+    # ones below (which say which bench run wrote the files)
+    out = [_strip(e) for e in ev + exh if e.type != "moe_config_recorded"]
     completed = {e.tune_id: e for e in ev if e.type == "kernel_tune_completed"}
     for name, shape in comp["shapes"].items():
         tune = completed[shape["tune_id"]]
@@ -167,7 +169,7 @@ def build_moe_fp8(run: Path) -> None:
     kept = [e for e in read_jsonl(MOE) if e.session_id != FP8_SESSION] if MOE.exists() else []
     ev = read_jsonl(run / "h200_moe_fp8_tune.jsonl")
     comp = json.loads((run / "h200_moe_fp8_compare.json").read_text())
-    out = [_strip(e) for e in ev]
+    out = [_strip(e) for e in ev if e.type != "moe_config_recorded"]  # replaced below
     completed = {getattr(e, "tune_id", None): e for e in ev if e.type == "kernel_tune_completed"}
     host = next(e.host for e in ev if e.host is not None)
     lines = []

@@ -83,6 +83,11 @@ def _int_list(text: str) -> list[int]:
 )
 @click.option("--all-batch-sizes", is_flag=True, help="SGLang's tuner's 18 batch sizes, 1..4096.")
 @click.option(
+    "--one-config",
+    is_flag=True,
+    help="One config for both expert GEMMs (no _down file) instead of a config each.",
+)
+@click.option(
     "--kernel",
     type=click.Choice(["sglang", "reference"]),
     default="sglang",
@@ -147,6 +152,7 @@ def tune_command(
     block_shape: str | None,
     batch_sizes: str | None,
     all_batch_sizes: bool,
+    one_config: bool,
     kernel: str,
     search: str,
     sample: float,
@@ -178,6 +184,7 @@ def tune_command(
         block_shape=parse_block_shape(block_shape, dtype),
         batch_sizes=_int_list(batch_sizes) if batch_sizes else None,
         all_batch_sizes=all_batch_sizes,
+        split=not one_config,
         kernel=kernel,
         search=search,
         sample=sample,
