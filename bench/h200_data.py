@@ -622,7 +622,9 @@ def build_pair(runs: list[Path]) -> None:
         summary = json.loads((run / "summary.json").read_text())
         for name, shape in summary["shapes"].items():
             (PAIR / f"{name}_summary.json").write_text(json.dumps(shape, indent=1) + "\n")
-        (PAIR / ("_".join(summary["shapes"]) + "_log.txt")).write_text((run / "log.txt").read_text())
+        (PAIR / ("_".join(summary["shapes"]) + "_log.txt")).write_text(
+            (run / "log.txt").read_text()
+        )
         with tarfile.open(run / "cfgs.tgz") as tar:
             for m in tar.getmembers():
                 target = PAIR / Path(m.name).name
@@ -647,7 +649,11 @@ def _pair_fixture(ev: list) -> None:
         g = e.gemm or "both"
         slot = probe if e.label == "early-stop" else lat
         row = slot.setdefault(str(e.batch_size), {}).setdefault(g, {})
-        key = config_key(e.config) if e.label == "early-stop" else f"{config_key(e.config)}@{e.budget_ms}"
+        key = (
+            config_key(e.config)
+            if e.label == "early-stop"
+            else f"{config_key(e.config)}@{e.budget_ms}"
+        )
         row[key] = e.latency_us if e.rejected is None else e.rejected
     done = next(e for e in ev if e.type == "kernel_tune_completed")
     start = next(e for e in ev if e.type == "kernel_tune_started")
