@@ -197,3 +197,34 @@ def test_the_roofline_bound_never_exceeds_a_measured_time():
                     SHAPE, int(m), touched, {"BLOCK_SIZE_M": bm}, gemm, 4.8e12, 989e12
                 )
                 assert bound <= lat, (m, gemm, key)
+
+
+def test_the_decision_log_shows_default_one_config_and_the_pair_side_by_side(tmp_path):
+    from ledger.export.markdown import render_markdown
+    from ledger.store import LedgerStore
+    from runners.moe.tune import StoreSink
+
+    store = LedgerStore(tmp_path / "l.duckdb")
+    store.init()
+    spec = TuneSpec(shape=SHAPE, batch_sizes=[1, 2048], split=True, session_id="pair-md")
+    report = run_tune(spec, PairRecorded(), StoreSink(store))
+    rows = store.query_arrow(
+        "SELECT batch_size, one_config_us, two_config_us, up_us, down_us, down_config "
+        "FROM kernel_tune_results ORDER BY batch_size"
+    ).to_pylist()
+    assert [r["batch_size"] for r in rows] == [1, 2048]
+    first = rows[0]
+    assert (first["one_config_us"], first["two_config_us"]) == (
+        report.results["1"]["one_config_us"],
+        report.results["1"]["two_config_us"],
+    )
+    assert first["up_us"] is not None and first["down_us"] is not None
+    assert json.loads(first["down_config"]) == report.results["1"]["down_config"]
+    text = render_markdown(store, session_id="pair-md")
+    section = text[text.index("## Kernel tunes") :]
+    header = next(line for line in section.splitlines() if line.startswith("| M |"))
+    assert header.startswith(
+        "| M | SGLang default µs | one config µs | two configs µs | tuned µs |"
+    )
+    row = next(line for line in section.splitlines() if line.startswith("| 1 |"))
+    assert " + down 16/" in row and "(two-config)" in row
