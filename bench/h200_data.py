@@ -82,7 +82,9 @@ def build_moe(run: Path) -> None:
     exh_path = run / "h200_moe_exhaustive.jsonl"
     exh = read_jsonl(exh_path) if exh_path.exists() else []
     comp = json.loads((run / "h200_moe_compare.json").read_text())
-    out = [_strip(e) for e in ev + exh]  # in the order they were measured
+    # in the order they were measured; the tune's own moe_config_recorded are replaced by the
+    # ones below (which say which bench run wrote the files)
+    out = [_strip(e) for e in ev + exh if e.type != "moe_config_recorded"]
     completed = {e.tune_id: e for e in ev if e.type == "kernel_tune_completed"}
     for name, shape in comp["shapes"].items():
         tune = completed[shape["tune_id"]]
@@ -167,7 +169,7 @@ def build_moe_fp8(run: Path) -> None:
     kept = [e for e in read_jsonl(MOE) if e.session_id != FP8_SESSION] if MOE.exists() else []
     ev = read_jsonl(run / "h200_moe_fp8_tune.jsonl")
     comp = json.loads((run / "h200_moe_fp8_compare.json").read_text())
-    out = [_strip(e) for e in ev]
+    out = [_strip(e) for e in ev if e.type != "moe_config_recorded"]  # replaced below
     completed = {getattr(e, "tune_id", None): e for e in ev if e.type == "kernel_tune_completed"}
     host = next(e.host for e in ev if e.host is not None)
     lines = []
@@ -591,8 +593,84 @@ def flag_table() -> None:
             )
 
 
+PAIR_SESSION = "h200-moe-pair"
+PAIR = ROOT / "data" / "h200_moe_pair"
+PAIR_FIXTURE = ROOT / "tests" / "fixtures" / "h200_moe_pair_timings.json"
+
+
+def build_pair(runs: list[Path]) -> None:
+    """Adds runs of ``bench/h200_moe_pair.py`` to data/: each tune's start, completion (its per-M
+    results: default, shipped, one config, two configs) and files to data/h200_moe_tune.jsonl
+    (session ``h200-moe-pair``; an earlier build's replaced), the summaries, logs and files to
+    data/h200_moe_pair/, and the seeds' shape's bf16 timings (every (M, GEMM, config, window))
+    to tests/fixtures/h200_moe_pair_timings.json, which the CPU tests replay."""
+    import tarfile
+
+    kept = [e for e in read_jsonl(MOE) if e.session_id != PAIR_SESSION] if MOE.exists() else []
+    out = []
+    PAIR.mkdir(exist_ok=True)
+    for run in runs:
+        for f in sorted(run.glob("*.jsonl")):
+            ev = read_jsonl(f)
+            out += [
+                _strip(e)
+                for e in ev
+                if e.type in ("kernel_tune_started", "kernel_tune_completed", "moe_config_recorded")
+            ]
+            if f.stem == "q":
+                _pair_fixture(ev)
+        summary = json.loads((run / "summary.json").read_text())
+        for name, shape in summary["shapes"].items():
+            (PAIR / f"{name}_summary.json").write_text(json.dumps(shape, indent=1) + "\n")
+        (PAIR / ("_".join(summary["shapes"]) + "_log.txt")).write_text(
+            (run / "log.txt").read_text()
+        )
+        with tarfile.open(run / "cfgs.tgz") as tar:
+            for m in tar.getmembers():
+                target = PAIR / Path(m.name).name
+                # the first run's file stays: a later exhaustive run of the same shape writes
+                # one for M = 1 and 64 alone
+                if m.isfile() and m.name.endswith(".json") and not target.exists():
+                    target.write_bytes(tar.extractfile(m).read())
+    MOE.write_text("".join(event_to_json(e) + "\n" for e in kept + out), encoding="utf-8")
+    print(f"{MOE}: {len(kept)} events kept, {len(out)} added")
+
+
+def _pair_fixture(ev: list) -> None:
+    """The replayable timings of one split tune: latency by M, GEMM (``both`` for one config on
+    both), config key and window; the early stops' probe figures apart; the facts and results."""
+    from runners.moe.space import config_key
+
+    lat: dict = {}
+    probe: dict = {}
+    for e in ev:
+        if e.type != "kernel_config_measured":
+            continue
+        g = e.gemm or "both"
+        slot = probe if e.label == "early-stop" else lat
+        row = slot.setdefault(str(e.batch_size), {}).setdefault(g, {})
+        key = (
+            config_key(e.config)
+            if e.label == "early-stop"
+            else f"{config_key(e.config)}@{e.budget_ms}"
+        )
+        row[key] = e.latency_us if e.rejected is None else e.rejected
+    done = next(e for e in ev if e.type == "kernel_tune_completed")
+    start = next(e for e in ev if e.type == "kernel_tune_started")
+    facts = {
+        "gpu_name": start.device_name,
+        "compute_capability": start.host.compute_capability,
+        "shared_memory_limit": start.shared_memory_limit,
+        "triton_version": start.triton_version,
+    }
+    data = {"facts": facts, "latency_us": lat, "probe_us": probe, "results": done.results}
+    PAIR_FIXTURE.write_text(json.dumps(data, separators=(",", ":")) + "\n")
+
+
 if __name__ == "__main__":
-    if sys.argv[1:2] == ["build-moe"]:
+    if sys.argv[1:2] == ["build-pair"]:
+        build_pair([Path(p) for p in sys.argv[2:]])
+    elif sys.argv[1:2] == ["build-moe"]:
         build_moe(Path(sys.argv[2]))
     elif sys.argv[1:2] == ["build-moe-fp8"]:
         build_moe_fp8(Path(sys.argv[2]))

@@ -155,7 +155,7 @@ def spec_json(result: Any, trials: list[Any], session_id: str | None) -> dict[st
 
 
 def tune_json(report: Any) -> dict[str, Any]:
-    """A kernel tune's report (``runners.moe.tune.run_tune``): its outcome, the config file
+    """A kernel tune's report (``runners.moe.tune.run_tune``): its outcome, the config files
     written, what was measured, reused and rejected, and the tuned results."""
     return jsonable(
         {
@@ -163,6 +163,8 @@ def tune_json(report: Any) -> dict[str, Any]:
             "outcome": report.outcome,
             "summary": report.summary,
             "output_file": str(report.output_file) if report.output_file else None,
+            # the _down file of a two-config tune (None for one config)
+            "down_file": str(report.down_file) if getattr(report, "down_file", None) else None,
             "measured": report.measured,
             "reused": report.reused,
             "rejected": report.rejected,

@@ -587,6 +587,9 @@ class KernelConfigMeasured(_TuneEvent):
     #: rounds interleaved with the other labels of the same batch size.
     label: str | None = None
     samples_us: list[float] = Field(default_factory=list)
+    #: The expert GEMM timed: ``up`` (up/gate), ``down``, or None for both with one config
+    #: (every measurement recorded before the tuner tuned them separately).
+    gemm: Literal["up", "down"] | None = None
 
 
 class KernelTuneCompleted(_TuneEvent):

@@ -67,7 +67,9 @@ def _results_table(rows: list[dict[str, Any]], table: TableRenderer) -> str:
     """Default, shipped and tuned side by side per batch size (the shipped column the
     tune printed was missing), the changes against both, and where the kept config came from."""
     shipped = any(r.get("shipped_us") is not None for r in rows)
-    headers = ["M", "SGLang default µs", *(["SGLang shipped µs"] if shipped else []), "tuned µs"]
+    pair = any(r.get("two_config_us") is not None for r in rows)
+    headers = ["M", "SGLang default µs", *(["SGLang shipped µs"] if shipped else [])]
+    headers += [*(["one config µs", "two configs µs"] if pair else []), "tuned µs"]
     headers += [*(["tuned vs shipped"] if shipped else []), "tuned vs default", "noise"]
     headers += ["tuned config (kept from)", "of peak bandwidth", "of peak FLOP/s"]
     body = []
@@ -78,11 +80,20 @@ def _results_table(rows: list[dict[str, Any]], table: TableRenderer) -> str:
                 r["batch_size"],
                 _fmt(r["default_us"]),
                 *([_fmt(r.get("shipped_us"))] if shipped else []),
+                *([_fmt(r.get("one_config_us")), _fmt(r.get("two_config_us"))] if pair else []),
                 _fmt(r["tuned_us"]),
                 *([_change(r["tuned_us"], r.get("shipped_us"))] if shipped else []),
                 _change(r["tuned_us"], r["default_us"]),
                 _fmt(r["noise_pct"], ".1f", "%"),
-                _short_config(r.get("tuned_config")) + kept,
+                _short_config(r.get("tuned_config"))
+                + (
+                    f" + down {_short_config(r.get('down_config'))}"
+                    if pair
+                    and r.get("down_config")
+                    and r.get("down_config") != r.get("tuned_config")
+                    else ""
+                )
+                + kept,
                 _fmt(
                     None if r["bandwidth_fraction"] is None else 100 * r["bandwidth_fraction"],
                     ".0f",

@@ -10,6 +10,7 @@ from __future__ import annotations
 import signal
 import sys
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -19,6 +20,61 @@ from ledger.cli.json_output import json_option, print_json
 
 def _raise_interrupt(_signum, _frame) -> None:
     raise KeyboardInterrupt
+
+
+def _offline(ctx: Context, request: Any, arch: str) -> None:
+    """``run tune --arch``: the offline file pair (``runners.moe.tune_offline``), recorded."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    from ledger.write import commands
+    from runners.moe.request import resolve_shape, seed_file_configs
+    from runners.moe.space import INTERACTIVE_BATCH_SIZES, SGLANG_BATCH_SIZES
+    from runners.moe.tune_offline import describe, offline_configs, shipped_for, write_offline
+
+    shape = resolve_shape(request)
+    sizes = (
+        list(SGLANG_BATCH_SIZES)
+        if request.all_batch_sizes
+        else request.batch_sizes or list(INTERACTIVE_BATCH_SIZES)
+    )
+    shipped: dict[str, Any]
+    if request.seed_file is not None:
+        shipped = {
+            "up": seed_file_configs(request.seed_file),
+            "down": {},
+            "from": [str(request.seed_file)],
+        }
+    else:
+        shipped = shipped_for(shape, arch)
+    try:
+        triton_version = version("triton")
+    except PackageNotFoundError:
+        triton_version = "3.6.0"  # SGLang 0.5.23's newest folder with SM120 files
+    res = offline_configs(shape, arch, sizes, shipped["up"] or None, shipped["down"] or None)
+    store = ctx.store()
+    store.init()
+    seeded = (
+        "seeded from " + ", ".join(Path(p).name for p in shipped["from"])
+        if shipped["from"]
+        else "seeded from SGLang's default (SGLang ships no file for this shape on that GPU)"
+    )
+    out = request.output_dir or Path(str(store.path) + ".artifacts") / "moe_configs"
+    write_offline(
+        res,
+        shape,
+        arch,
+        out,
+        triton_version,
+        session_id=request.session_id,
+        record=lambda event: commands.record(store, event),
+        seeded_from=seeded,
+    )
+    for line in describe(res):
+        click.echo(line, err=True)
+    click.echo(
+        f"{arch}: wrote {res.files[0]} and {res.files[1].name} ({seeded}); not measured on this "
+        "arch: tune on that GPU to replace them"
+    )
 
 
 def parse_block_shape(text: str | None, dtype: str) -> tuple[int, int] | None:
@@ -82,6 +138,18 @@ def _int_list(text: str) -> list[int]:
     "--batch-sizes", default=None, help="Comma-separated M values (default 1,2,4,8,16,24,32,48,64)."
 )
 @click.option("--all-batch-sizes", is_flag=True, help="SGLang's tuner's 18 batch sizes, 1..4096.")
+@click.option(
+    "--arch",
+    type=click.Choice(["sm120"]),
+    help="Configs for a GPU that is not here (sm120: RTX PRO 6000 Blackwell) without running "
+    "anything: SGLang's shipped files for it as seeds, pruned by its shared memory and stage rule; "
+    "recorded as not measured on that arch.",
+)
+@click.option(
+    "--one-config",
+    is_flag=True,
+    help="One config for both expert GEMMs (no _down file) instead of a config each.",
+)
 @click.option(
     "--kernel",
     type=click.Choice(["sglang", "reference"]),
@@ -147,6 +215,8 @@ def tune_command(
     block_shape: str | None,
     batch_sizes: str | None,
     all_batch_sizes: bool,
+    one_config: bool,
+    arch: str | None,
     kernel: str,
     search: str,
     sample: float,
@@ -178,6 +248,7 @@ def tune_command(
         block_shape=parse_block_shape(block_shape, dtype),
         batch_sizes=_int_list(batch_sizes) if batch_sizes else None,
         all_batch_sizes=all_batch_sizes,
+        split=not one_config,
         kernel=kernel,
         search=search,
         sample=sample,
@@ -188,6 +259,9 @@ def tune_command(
         session_id=session_id or ctx.session,
         candidate_id=candidate_id,
     )
+    if arch is not None:
+        _offline(ctx, request, arch)
+        return
     store = ctx.store().kept_open()  # a long-lived writer: one open for a run of appends
     spec, measurer = prepare(request, store.path, say=lambda line: click.echo(line, err=True))
     from runners.moe.tune import StoreSink, run_tune

@@ -7,8 +7,9 @@ kernels are imported, ``sglang.kernels.ops.moe.fused_moe_triton_kernels``, 0.5.2
 ``invoke_fused_moe_kernel``). Imported only where a GPU is; ``runners.moe.tune`` drives it through
 the ``Measurer`` protocol, which tests replay from recorded H200 timings.
 
-What is timed: one MoE layer's two expert GEMMs with the same config, as SGLang runs them when no
-``_down`` file exists — up/gate ``[M, K] x [E, 2N, K] -> [M, topk, 2N]``, then down
+What is timed: one MoE layer's two expert GEMMs — with one config, as SGLang runs them when no
+``_down`` file exists, with a config each (the ``_down`` file's for the second), or one GEMM
+alone when the tuner tunes them separately (``gemm``: ``both``, ``up``, ``down``) — up/gate ``[M, K] x [E, 2N, K] -> [M, topk, 2N]``, then down
 ``[M x topk, N] x [E, K, N] -> [M, topk, K]`` scaled by the routing weights. The activation between
 them (SiLU and multiply) and the final sum are not timed: they do not depend on the config. Tokens
 are aligned to BLOCK_SIZE_M in torch (SGLang's ``moe_align_block_size`` is a CUDA op that may not
@@ -282,28 +283,61 @@ def make_weights(shape: MoeShape, seed: int = 0) -> tuple[torch.Tensor, ...]:
     return w1, w2
 
 
-def run_config(kernel: KernelInfo, p: MoeProblem, config: Config) -> None:
-    """Launch both GEMMs of problem ``p`` with ``config``."""
+#: Which expert GEMMs a launch runs: ``both`` (one config for both, or ``down_config`` for the
+#: second: SGLang's ``_down`` file), ``up`` (up/gate alone) or ``down`` (down alone).
+GEMMS = ("both", "up", "down")
+
+
+def run_config(
+    kernel: KernelInfo,
+    p: MoeProblem,
+    config: Config,
+    gemm: str = "both",
+    down_config: Config | None = None,
+) -> None:
+    """Launch the GEMMs ``gemm`` names of problem ``p`` with ``config`` (the down GEMM with
+    ``down_config`` when given). Tokens are aligned once, to ``config``'s BLOCK_SIZE_M, for both
+    GEMMs: SGLang 0.5.23 sorts once and forces the ``_down`` config's BLOCK_SIZE_M to the up
+    config's (``try_get_optimal_moe_config``)."""
     sid, eid, ntp = p.aligned(int(config["BLOCK_SIZE_M"]))
+    down = dict(down_config or config, BLOCK_SIZE_M=int(config["BLOCK_SIZE_M"]))
+    if gemm in ("both", "up"):
+        _launch(kernel, p, config, first=True, aligned=(sid, eid, ntp))
+    if gemm in ("both", "down"):
+        _launch(kernel, p, down, first=False, aligned=(sid, eid, ntp))
+
+
+def _launch(
+    kernel: KernelInfo,
+    p: MoeProblem,
+    config: Config,
+    *,
+    first: bool,
+    aligned: tuple[torch.Tensor, torch.Tensor, torch.Tensor],
+) -> None:
+    """One expert GEMM: up/gate (``first``) ``[M, K] x [E, 2N, K]``, else down
+    ``[M x topk, N] x [E, K, N]`` scaled by the routing weights."""
+    sid, eid, ntp = aligned
     t = p.shape.topk
+    a, w, out = (p.a, p.w1, p.out1) if first else (p.inter, p.w2, p.out2)
     if kernel.source == "sglang":
         ct = tl.bfloat16 if p.out1.dtype == torch.bfloat16 else tl.float16
         block = list(p.shape.block_shape) if p.fp8 and p.shape.block_shape else None
         kernel.invoke(
-            p.a,
-            p.w1,
+            a,
+            w,
             None,
-            p.out1,
-            p.a_scale,
-            p.w1_scale,
+            out,
+            p.a_scale if first else p.inter_scale,
+            p.w1_scale if first else p.w2_scale,
             None,
             p.topk_weights,
             p.topk_ids,
             sid,
             eid,
             ntp,
-            False,
-            t,
+            not first,
+            t if first else 1,
             config,
             ct,
             p.fp8,
@@ -313,63 +347,34 @@ def run_config(kernel: KernelInfo, p: MoeProblem, config: Config) -> None:
             False,
             block,
         )
-        kernel.invoke(
-            p.inter,
-            p.w2,
-            None,
-            p.out2,
-            p.inter_scale,
-            p.w2_scale,
-            None,
-            p.topk_weights,
-            p.topk_ids,
-            sid,
-            eid,
-            ntp,
-            True,
-            1,
-            config,
-            ct,
-            p.fp8,
-            False,
-            False,
-            False,
-            False,
-            block,
+        return
+    if p.fp8:
+        raise KernelUnavailable(
+            "the reference kernel has no fp8 path: tune fp8_w8a8 with --kernel sglang"
         )
-    else:
-        if p.fp8:
-            raise KernelUnavailable(
-                "the reference kernel has no fp8 path: tune fp8_w8a8 with --kernel sglang"
-            )
-        M, N, K = p.M, p.shape.N, p.shape.K
-        w = p.topk_weights.view(-1)
-        kernel.invoke(
-            p.a,
-            p.w1,
-            p.out1.view(M * t, 2 * N),
-            w,
-            sid,
-            eid,
-            top_k=t,
-            mul_weight=False,
-            config=config,
-        )
-        kernel.invoke(
-            p.inter,
-            p.w2,
-            p.out2.view(M * t, K),
-            w,
-            sid,
-            eid,
-            top_k=1,
-            mul_weight=True,
-            config=config,
-        )
+    M, N, K = p.M, p.shape.N, p.shape.K
+    kernel.invoke(
+        a,
+        w,
+        out.view(M * t, 2 * N if first else K),
+        p.topk_weights.view(-1),
+        sid,
+        eid,
+        top_k=t if first else 1,
+        mul_weight=not first,
+        config=config,
+    )
 
 
-def check_config(kernel: KernelInfo, p: MoeProblem, config: Config) -> float:
-    """Run ``config`` once and compare both outputs with the torch references.
+def check_config(
+    kernel: KernelInfo,
+    p: MoeProblem,
+    config: Config,
+    gemm: str = "both",
+    down_config: Config | None = None,
+) -> float:
+    """Run ``config`` once (the GEMMs ``gemm`` names, ``run_config``) and compare their outputs
+    with the torch references.
 
     Returns the larger relative error (max |out - ref| / max |ref|).
 
@@ -383,7 +388,7 @@ def check_config(kernel: KernelInfo, p: MoeProblem, config: Config) -> float:
         try:
             p.out1.zero_()
             p.out2.zero_()
-            run_config(kernel, p, config)
+            run_config(kernel, p, config, gemm, down_config)
             torch.cuda.synchronize()
             failure = None
         except Exception as exc:
@@ -394,7 +399,8 @@ def check_config(kernel: KernelInfo, p: MoeProblem, config: Config) -> float:
         sys.stderr.write(compiler_output.text)  # a compile that worked: its warnings are the user's
     t = p.shape.topk
     errs = []
-    for out, ref in ((p.out1.view(p.M * t, -1), p.ref1), (p.out2.view(p.M * t, -1), p.ref2)):
+    pairs = ((p.out1.view(p.M * t, -1), p.ref1), (p.out2.view(p.M * t, -1), p.ref2))
+    for out, ref in pairs[1:] if gemm == "down" else pairs[:1] if gemm == "up" else pairs:
         errs.append(float((out.float() - ref).abs().max() / ref.abs().max().clamp_min(1e-12)))
     err = max(errs)
     tol = tolerance(p.shape)
@@ -406,18 +412,25 @@ def check_config(kernel: KernelInfo, p: MoeProblem, config: Config) -> float:
     return err
 
 
-def capture(kernel: KernelInfo, p: MoeProblem, config: Config) -> torch.cuda.CUDAGraph:
-    """Both GEMMs with ``config`` captured as one CUDA graph (run once eagerly first).
+def capture(
+    kernel: KernelInfo,
+    p: MoeProblem,
+    config: Config,
+    gemm: str = "both",
+    down_config: Config | None = None,
+) -> torch.cuda.CUDAGraph:
+    """The GEMMs ``gemm`` names (``run_config``) captured as one CUDA graph (run once eagerly
+    first).
 
     SGLang replays decode under CUDA graphs, and Python's launch cost (tens of µs per
     ``invoke_fused_moe_kernel``) would otherwise be timed instead of the GPU: it put a floor under
     every small-batch timing (docs/performance.md).
     """
-    run_config(kernel, p, config)
+    run_config(kernel, p, config, gemm, down_config)
     torch.cuda.synchronize()
     graph = torch.cuda.CUDAGraph()
     with torch.cuda.graph(graph):
-        run_config(kernel, p, config)
+        run_config(kernel, p, config, gemm, down_config)
     torch.cuda.synchronize()
     return graph
 
@@ -478,15 +491,24 @@ def warm_up(kernel: KernelInfo, shape: MoeShape, weights: tuple[torch.Tensor, ..
         pass  # the default cannot run here: the tune records that when it reaches it
 
 
-def _worker_check(M: int, config: Config) -> tuple[str, float | None, str | None]:
+def _worker_check(
+    M: int, config: Config, gemm: str = "both"
+) -> tuple[str, float | None, str | None]:
     problems = _WORKER["problems"]
     if M not in problems:
         problems.clear()
         problems[M] = MoeProblem(_WORKER["shape"], M, _WORKER["weights"], _WORKER["seed"])
+    key = launch_key(config, gemm)
     try:
-        return config_key(config), check_config(_WORKER["kernel"], problems[M], config), None
+        return key, check_config(_WORKER["kernel"], problems[M], config, gemm), None
     except Rejected as exc:
-        return config_key(config), None, str(exc)
+        return key, None, str(exc)
+
+
+def launch_key(config: Config, gemm: str = "both", down_config: Config | None = None) -> str:
+    """What one launch runs: the GEMMs, the config, the down GEMM's config when it has its own."""
+    down = f"|{config_key(down_config)}" if down_config is not None else ""
+    return f"{gemm}|{config_key(config)}{down}"
 
 
 class GpuMeasurer:
@@ -540,21 +562,26 @@ class GpuMeasurer:
     def experts_touched(self, M: int) -> int:
         return self.problem(M).experts_touched
 
-    def prepare(self, M: int, configs: list[Config]) -> None:
-        """Compile and check ``configs`` at M (in the pool when there is one)."""
-        todo = [c for c in configs if (M, config_key(c)) not in self._checked]
+    def prepare(self, M: int, configs: list[Config], gemm: str = "both") -> None:
+        """Compile and check ``configs`` at M for ``gemm`` (in the pool when there is one)."""
+        todo = [c for c in configs if (M, launch_key(c, gemm)) not in self._checked]
         if self._pool is not None and len(todo) > 1:
             for key, err, reason in self._pool.map(
-                _worker_check, [M] * len(todo), todo, chunksize=1
+                _worker_check, [M] * len(todo), todo, [gemm] * len(todo), chunksize=1
             ):
                 self._checked[(M, key)] = (err, reason)
 
-    def check(self, M: int, config: Config) -> float:
-        """Relative error against torch (checked once per config and M); raises ``Rejected``."""
-        key = (M, config_key(config))
+    def check(
+        self, M: int, config: Config, gemm: str = "both", down_config: Config | None = None
+    ) -> float:
+        """Relative error against torch (checked once per launch and M); raises ``Rejected``."""
+        key = (M, launch_key(config, gemm, down_config))
         if key not in self._checked:
             try:
-                self._checked[key] = (check_config(self.kernel, self.problem(M), config), None)
+                self._checked[key] = (
+                    check_config(self.kernel, self.problem(M), config, gemm, down_config),
+                    None,
+                )
             except Rejected as exc:
                 self._checked[key] = (None, str(exc))
         err, reason = self._checked[key]
@@ -562,12 +589,37 @@ class GpuMeasurer:
             raise Rejected(reason)
         return err  # type: ignore[return-value]
 
-    def time(self, M: int, config: Config, budget_ms: float) -> float:
+    def probe(
+        self, M: int, config: Config, gemm: str = "both", down_config: Config | None = None
+    ) -> float:
+        """Mean of three CUDA-graph replays in µs, the L2 left warm: a quick figure at or under
+        what ``time`` would measure (its windows start from a cleared L2), so a probe above the
+        best so far means the config cannot win (the tuner's early stop)."""
+        p = self.problem(M)
+        key = launch_key(config, gemm, down_config)
+        if key not in self._graphs:
+            self._graphs[key] = capture(self.kernel, p, config, gemm, down_config)
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        for _ in range(3):
+            self._graphs[key].replay()
+        end.record()
+        end.synchronize()
+        return float(start.elapsed_time(end)) * 1000.0 / 3
+
+    def time(
+        self,
+        M: int,
+        config: Config,
+        budget_ms: float,
+        gemm: str = "both",
+        down_config: Config | None = None,
+    ) -> float:
         p = self.problem(M)
         try:
-            key = config_key(config)
+            key = launch_key(config, gemm, down_config)
             if key not in self._graphs:
-                self._graphs[key] = capture(self.kernel, p, config)
+                self._graphs[key] = capture(self.kernel, p, config, gemm, down_config)
             return time_config(self.kernel, p, config, budget_ms, self._graphs[key])
         except Exception as exc:  # a launch that compiled in a worker can still fail here
             raise Rejected(f"{type(exc).__name__}: {' '.join(str(exc).split())[:240]}") from None

@@ -58,6 +58,9 @@ class TuneRequest:
     output_dir: Path | None = None
     session_id: str | None = None
     candidate_id: str | None = None
+    #: Two configs per shape (the up/gate and down GEMMs tuned separately, SGLang's file pair);
+    #: False: one config for both GEMMs.
+    split: bool = True
 
 
 def resolve_shape(req: TuneRequest) -> MoeShape:
@@ -164,6 +167,14 @@ def prepare(req: TuneRequest, ledger: Path, *, say: Callable[[str], None]) -> tu
         if shipped is not None:
             seeds = shipped[1]
             say(f"seeded with SGLang's shipped file {shipped[0]}")
+    seeds_down: dict[str, Any] = {}
+    if req.split and req.seed_file is None and req.kernel == "sglang":
+        shipped_down = find_shipped_config(
+            shape, measurer.facts["gpu_name"], measurer.facts["triton_version"], down=True
+        )
+        if shipped_down is not None:
+            seeds_down = shipped_down[1]
+            say(f"seeded the down GEMM with SGLang's shipped file {shipped_down[0]}")
     spec = TuneSpec(
         shape=shape,
         batch_sizes=sizes,
@@ -171,6 +182,8 @@ def prepare(req: TuneRequest, ledger: Path, *, say: Callable[[str], None]) -> tu
         sample=req.sample,
         time_budget_s=req.time_budget_s,
         seed_configs=seeds,
+        seed_down_configs=seeds_down,
+        split=req.split and req.kernel == "sglang",
         output_dir=req.output_dir or Path(str(ledger) + ".artifacts") / "moe_configs",
         session_id=req.session_id,
         candidate_id=req.candidate_id,

@@ -627,3 +627,25 @@ def roofline(
         "flops_fraction": flops / seconds / peak_flops if peak_flops else None,
         "arithmetic_intensity": flops / nbytes,
     }
+
+
+def gemm_lower_bound_us(
+    shape: MoeShape,
+    M: int,
+    experts_touched: int,
+    config: Mapping[str, Any],
+    gemm: str,
+    peak_bandwidth_Bps: float,
+    peak_flops: float,
+) -> float:
+    """The least time (µs) ``config`` can take on ``gemm`` (``up``, ``down`` or ``both``) at
+    batch size M: the larger of the weights' bytes at peak bandwidth and the padded FLOPs at peak
+    FLOP/s. Padded rows: every touched expert's rows rounded up to BLOCK_SIZE_M, so at least
+    ``BLOCK_SIZE_M x max(experts touched, ceil(M x topk / BLOCK_SIZE_M))`` — a bound whatever the
+    routing. A config whose bound is over a time already measured cannot beat it."""
+    bm = int(config["BLOCK_SIZE_M"])
+    rows = bm * max(experts_touched, math.ceil(M * shape.topk / bm))
+    N, K = shape.N, shape.K
+    per_row = {"up": 2 * N * K, "down": N * K, "both": 3 * N * K}[gemm]
+    weights = experts_touched * per_row * shape.element_bytes
+    return 1e6 * max(weights / peak_bandwidth_Bps, 2.0 * rows * per_row / peak_flops)

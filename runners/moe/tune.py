@@ -15,6 +15,10 @@ Flow, per batch size M (``INTERACTIVE_BATCH_SIZES`` 1..64 by default):
    those references beyond that re-timing's noise; roofline fractions are computed from the bytes
    and FLOPs the GEMMs must move and do.
 
+``TuneSpec.split`` (the CLI's default): up/gate and down GEMMs searched apart, SGLang's file pair
+(``runners.moe.tune_split``); a roofline bound drops configs before they compile (``_bound_prune``)
+and a probe stops a first-rung config that cannot win (``_measure``).
+
 Every timing and every rejection is a ``kernel_config_measured`` event keyed by (kernel, shape,
 dtype, device, Triton version) — the ``tune_key`` — in the stream ``tune:<id>`` where the id
 derives from that key: a killed or timed-out tune run again finds them and measures only what is
@@ -29,7 +33,6 @@ events go to a ``Sink`` (the ledger, or a JSONL file on a machine without DuckDB
 from __future__ import annotations
 
 import hashlib
-import json
 import math
 import os
 import statistics
@@ -43,17 +46,16 @@ from ledger.write import commands
 from runners.moe.compile_errors import is_compile_failure
 from runners.moe.peaks import known_devices, peaks_for
 from runners.moe.space import (
-    CONFIG_KEYS,
     INTERACTIVE_BATCH_SIZES,
     Config,
     MoeShape,
     Rejected,
     block_m_cap,
     config_classes,
-    config_file_content,
     config_file_name,
     config_key,
     default_config,
+    gemm_lower_bound_us,
     group_siblings,
     nearest_config,
     prune,
@@ -62,8 +64,25 @@ from runners.moe.space import (
     search_space,
     successive_halving,
 )
+from runners.moe.tune_files import (
+    SGLANG_CONFIG_DIR as SGLANG_CONFIG_DIR,  # re-exported: callers find the shipped files here
+)
+from runners.moe.tune_files import (
+    _file_event,
+    _progress,
+    _write,
+    sglang_file_name,
+)
+from runners.moe.tune_files import (
+    find_shipped_config as find_shipped_config,
+)
 from schemas import Actor, Host
-from schemas.events import Event, KernelConfigMeasured, KernelTuneCompleted, KernelTuneStarted
+from schemas.events import (
+    Event,
+    KernelConfigMeasured,
+    KernelTuneCompleted,
+    KernelTuneStarted,
+)
 
 TUNE_ACTOR = Actor(kind="runner", name="moe-tune")
 
@@ -168,6 +187,14 @@ class TuneSpec:
     #: at the shape's precision (``runners.moe.peaks``), no roofline for a device not there.
     peak_bandwidth_Bps: float | None = None
     peak_flops: float | None = None
+    #: Two configs per shape: the up/gate and the down GEMM tuned separately (SGLang's file and
+    #: its ``_down`` file), against the best one config for both and the references.
+    split: bool = False
+    #: SGLang's shipped ``_down`` file for this shape and GPU, when it ships one (``split``).
+    seed_down_configs: dict[str, Config] = field(default_factory=dict)
+    #: Early stop: a first-rung config whose quick probe (``Measurer.probe``) is over this
+    #: multiple of the rung's best so far is not timed in full (it cannot win).
+    early_stop: float | None = 1.5
 
 
 @dataclass
@@ -180,6 +207,10 @@ class TuneReport:
     best: dict[int, Config] = field(default_factory=dict)
     results: dict[str, dict[str, Any]] = field(default_factory=dict)
     output_file: Path | None = None
+    down_file: Path | None = None
+    best_down: dict[int, Config] = field(default_factory=dict)
+    bound_pruned: int = 0
+    early_stopped: int = 0
     measured: int = 0
     reused: int = 0
     rejected: int = 0
@@ -322,13 +353,14 @@ class _Tune:
             actor=TUNE_ACTOR,
             host=_host(self.facts, self.kernel),
         )
-        self.known: dict[tuple[int, str, float], float | None] = {}
+        # (M, config key, window ms, gemm) -> latency; gemm "both" for one config on both GEMMs
+        self.known: dict[tuple[int, str, float, str], float | None] = {}
         self.compile_failures: set[str] = set()  # configs whose compile failure was printed
         for ev in sink.measured(self.tune_id):
             if ev.tune_key == self.key and ev.budget_ms is not None:
-                self.known[(ev.batch_size, config_key(ev.config), float(ev.budget_ms))] = (
-                    ev.latency_us
-                )
+                key = (ev.batch_size, config_key(ev.config), float(ev.budget_ms), ev.gemm or "both")
+                if ev.label is None:
+                    self.known[key] = ev.latency_us
         self.space = search_space()
         self.kept, self.pre_rejected = prune(
             self.space,
@@ -394,16 +426,45 @@ class _Tune:
             return True
         return False
 
-    def _measure(self, M: int, c: Config, budget: float) -> float:
-        """Time ``c`` at batch size ``M`` within ``budget`` ms and record it (a rejection too)."""
-        ev = dict(batch_size=M, config=dict(c), tune_key=self.key, budget_ms=budget, **self.common)
+    def _launch(self, gemm: str) -> dict[str, Any]:
+        """The measurer's keyword arguments for ``gemm`` (none for both: a one-config measurer
+        need not know of GEMMs)."""
+        return {} if gemm == "both" else {"gemm": gemm}
+
+    def _measure(
+        self, M: int, c: Config, budget: float, gemm: str = "both", cutoff: float | None = None
+    ) -> float:
+        """Time ``c`` at batch size ``M`` within ``budget`` ms on ``gemm`` and record it (a
+        rejection too). With ``cutoff`` (µs) and a measurer that probes, a config whose quick
+        probe is already over it is recorded at the probe's figure (label ``early-stop``) and
+        not timed in full: it cannot win this rung."""
+        ev = dict(
+            batch_size=M,
+            config=dict(c),
+            tune_key=self.key,
+            budget_ms=budget,
+            gemm=None if gemm == "both" else gemm,
+            **self.common,
+        )
+        kw = self._launch(gemm)
+        probe = getattr(self.measurer, "probe", None)
         try:
-            err = self.measurer.check(M, c)
-            lat = self.measurer.time(M, c, budget)
+            err = self.measurer.check(M, c, **kw)
+            if cutoff is not None and probe is not None:
+                quick = float(probe(M, c, **kw))
+                if quick > cutoff:
+                    self.report.early_stopped += 1
+                    self.sink.append(
+                        KernelConfigMeasured(
+                            latency_us=quick, max_rel_error=err, label="early-stop", **ev
+                        )
+                    )
+                    return quick
+            lat = self.measurer.time(M, c, budget, **kw)
         except Rejected as exc:
             self.report.rejected += 1
             self.sink.append(KernelConfigMeasured(latency_us=None, rejected=str(exc), **ev))
-            self.known[(M, config_key(c), budget)] = None
+            self.known[(M, config_key(c), budget, gemm)] = None
             if is_compile_failure(str(exc)) and config_key(c) not in self.compile_failures:
                 # one line per config, not per batch size (the events keep every one)
                 self.compile_failures.add(config_key(c))
@@ -411,22 +472,33 @@ class _Tune:
             raise
         self.report.measured += 1
         self.sink.append(KernelConfigMeasured(latency_us=lat, max_rel_error=err, **ev))
-        self.known[(M, config_key(c), budget)] = lat
+        self.known[(M, config_key(c), budget, gemm)] = lat
         return lat
 
-    def _candidates(self, M: int, references: dict[str, Config]) -> tuple[list[Config], float]:
-        """The configs the search at ``M`` starts from and its first budget (ms)."""
+    def _candidates(
+        self,
+        M: int,
+        references: dict[str, Config],
+        kept: list[Config] | None = None,
+        previous: dict[int, Config] | None = None,
+        sample: float | None = None,
+    ) -> tuple[list[Config], float]:
+        """The configs the search at ``M`` starts from (of ``kept``, the pruned space by
+        default) and its first budget (ms)."""
         spec = self.spec
-        seeds = [*references.values()] + ([self.report.best[self.done[-1]]] if self.done else [])
+        kept = self.kept if kept is None else kept
+        previous = self.report.best if previous is None else previous
+        seeds = [*references.values()] + ([previous[self.done[-1]]] if self.done else [])
         if spec.search == "exhaustive":
-            return list(self.kept), spec.max_budget_ms
+            return list(kept), spec.max_budget_ms
         import random
 
-        n = max(1, math.ceil(len(self.classes) * spec.sample))
+        classes = self.classes if kept is self.kept else config_classes(kept)
+        n = max(1, math.ceil(len(classes) * (sample or spec.sample)))
         # Seeded without M: every batch size with the same BLOCK_M cap draws the same
         # sample, so its kernels compile once (Triton's cache) for the whole tune.
         configs = sample_configs(
-            self.kept,
+            kept,
             M=M,
             shape=self.shape,
             n=n,
@@ -435,15 +507,28 @@ class _Tune:
         )
         return configs, spec.min_budget_ms
 
-    def _search(self, M: int, configs: list[Config], lo: float) -> tuple[Any, list[Any]]:
-        """Successive halving over ``configs`` at ``M``, then the winner's GROUP_SIZE_M
-        siblings; (the result, every timing). Reused timings are counted in the report."""
+    def _search(
+        self, M: int, configs: list[Config], lo: float, gemm: str = "both"
+    ) -> tuple[Any, list[Any]]:
+        """Successive halving over ``configs`` at ``M`` on ``gemm``, then the winner's
+        GROUP_SIZE_M siblings; (the result, every timing). Reused timings are counted in the
+        report. At the first rung a config whose probe is over ``early_stop`` x the best so far
+        is not timed in full (``_measure``)."""
         spec = self.spec
+        best_at: dict[float, float] = {}
 
         def measure(c: Config, budget: float) -> float:
-            return self._measure(M, c, budget)
+            cutoff = None
+            if spec.early_stop and budget == lo and budget in best_at:
+                cutoff = best_at[budget] * spec.early_stop
+            lat = self._measure(M, c, budget, gemm, cutoff)
+            best_at[budget] = min(lat, best_at.get(budget, math.inf))
+            return lat
 
-        known_m = {(k, b): v for (m, k, b), v in self.known.items() if m == M}
+        def known() -> dict[tuple[str, float], float | None]:
+            return {(k, b): v for (m, k, b, g), v in self.known.items() if m == M and g == gemm}
+
+        known_m = known()
         res = successive_halving(
             configs,
             measure,
@@ -456,13 +541,14 @@ class _Tune:
         timings = list(res.measured)
         if res.best is not None and spec.search != "exhaustive" and not self.stop():
             # The first rung folded GROUP_SIZE_M away: the winner's siblings, at the top window.
+            kept = self.kept if gemm != "down" else self._down_kept(res.best["BLOCK_SIZE_M"])
             sibs = successive_halving(
-                group_siblings(res.best, self.kept) or [res.best],
+                group_siblings(res.best, kept) or [res.best],
                 measure,
                 eta=spec.eta,
                 min_budget=spec.max_budget_ms,
                 max_budget=spec.max_budget_ms,
-                known={(k, b): v for (m, k, b), v in self.known.items() if m == M},
+                known=known(),
                 stop=self.stop,
             )
             timings += sibs.measured
@@ -471,6 +557,43 @@ class _Tune:
             res.rejected.update(sibs.rejected)
         self.report.reused += sum(1 for k, b, _ in timings if (k, b) in known_m)
         return res, timings
+
+    def _down_kept(self, block_m: int) -> list[Config]:
+        """The down GEMM's space: the pruned configs with the up config's BLOCK_SIZE_M (SGLang
+        0.5.23 sorts tokens once, to the up config's BLOCK_SIZE_M, and forces the ``_down``
+        config's to it)."""
+        return [c for c in self.kept if c["BLOCK_SIZE_M"] == block_m]
+
+    def _bound_prune(
+        self, M: int, configs: list[Config], references: dict[str, Config], gemm: str
+    ) -> list[Config]:
+        """Drop the configs whose roofline bound (``space.gemm_lower_bound_us``: the least time
+        their padded FLOPs and the weights' bytes take at the device's peaks) is over the fastest
+        reference's time at the first window: they cannot win, and are never compiled. Needs the
+        device's peaks; the references are timed first (their timings are the search's too)."""
+        if self.peak_bandwidth is None or self.peak_flops is None or self.spec.search != "halving":
+            return configs
+        best = math.inf
+        for c in references.values():
+            try:
+                best = min(best, self._measure(M, c, self.spec.min_budget_ms, gemm))
+            except Rejected:
+                continue
+        if not math.isfinite(best):
+            return configs
+        touched = self.measurer.experts_touched(M)
+        seeds = {config_key(c) for c in references.values()}
+        keep = [
+            c
+            for c in configs
+            if config_key(c) in seeds
+            or gemm_lower_bound_us(
+                self.shape, M, touched, c, gemm, self.peak_bandwidth, self.peak_flops
+            )
+            <= best
+        ]
+        self.report.bound_pruned += len(configs) - len(keep)
+        return keep
 
     def _final(
         self, M: int, best: Config, references: dict[str, Config]
@@ -516,6 +639,10 @@ class _Tune:
 
     def batch(self, M: int) -> bool:
         """Tune batch size ``M``; False when no config ran."""
+        if self.spec.split:
+            from runners.moe.tune_split import batch_split
+
+            return batch_split(self, M)
         spec, clock, report = self.spec, self.clock, self.report
         t_m = clock()
         default = default_config(M, self.shape)
@@ -624,10 +751,17 @@ def _complete(
             if kernel.source == "sglang"
             else "reference-kernel_" + config_file_name(spec.shape, facts["gpu_name"])
         )
-        report.output_file = folder / name
-        tmp = report.output_file.with_name(report.output_file.name + ".tmp")
-        tmp.write_text(config_file_content(report.best), encoding="utf-8")
-        tmp.replace(report.output_file)
+        report.output_file = _write(folder / name, report.best)
+        if report.best_down:
+            report.down_file = _write(
+                folder / name.replace(".json", "_down.json"), report.best_down
+            )
+        for path, configs in (
+            (report.output_file, report.best),
+            (report.down_file, report.best_down),
+        ):
+            if path is not None:
+                sink.append(_file_event(spec, facts, path, configs, common))
     speedups = [r["speedup"] for r in report.results.values()]
     report.summary = (
         f"tune {report.tune_id} {report.outcome} in {report.seconds:.0f} s: {len(done)}/{len(spec.batch_sizes)} batch sizes, "
@@ -638,6 +772,13 @@ def _complete(
             else ""
         )
         + (f"; wrote {report.output_file}" if report.output_file else "")
+        + (f" and {report.down_file.name}" if report.down_file else "")
+        + (
+            f"; {report.bound_pruned} configs pruned by the roofline bound, "
+            f"{report.early_stopped} stopped early"
+            if report.bound_pruned or report.early_stopped
+            else ""
+        )
         + ("" if kernel.source == "sglang" else " (tuneledger's reference kernel, not SGLang's)")
     )
     sink.append(
@@ -657,98 +798,3 @@ def _complete(
             **common,
         )
     )
-
-
-def sglang_file_name(shape: MoeShape, device_name: str) -> str:
-    """SGLang's own ``get_config_file_name`` when importable (it needs sgl_kernel), else ours
-    (``tune_space.config_file_name``, the same documented format)."""
-    try:
-        from sglang.srt.layers.moe.moe_runner.triton_utils.fused_moe_triton_config import (
-            get_config_file_name,
-        )
-
-        block = list(shape.block_shape) if shape.block_shape else None
-        return str(get_config_file_name(shape.E, shape.N, shape.file_dtype, block))
-    except Exception:
-        return config_file_name(shape, device_name)
-
-
-#: Where SGLang's wheel keeps its tuned fused-MoE files (0.5.23), under the ``sglang`` package.
-SGLANG_CONFIG_DIR = ("srt", "layers", "moe", "moe_runner", "triton_utils", "configs")
-
-
-def _version_key(folder: str) -> tuple[int, ...]:
-    return tuple(int(x) for x in folder.removeprefix("triton_").split("_") if x.isdigit())
-
-
-def find_shipped_config(
-    shape: MoeShape, device_name: str, triton_version: str, package_dir: Path | None = None
-) -> tuple[Path, dict[str, Config]] | None:
-    """SGLang's shipped tuned file for this shape and GPU, when the installed sglang has one.
-
-    Looks in ``<sglang>/srt/layers/moe/moe_runner/triton_utils/configs/triton_X_Y_Z/`` for the
-    file SGLang would load (``tune_space.config_file_name``): the folder of this Triton version
-    first, else the newest folder that has it (the H200 files of sglang 0.5.23 are under
-    triton_3_1_0 and triton_3_7_1). ``package_dir`` defaults to where ``sglang`` would be imported
-    from (found without importing it: its import chain needs CUDA extensions). Returns (path,
-    entries) or None; a file that is not a valid MoE config file is ignored (None).
-    """
-    if package_dir is None:
-        import importlib.util
-
-        try:
-            spec = importlib.util.find_spec("sglang")
-        except (ImportError, ValueError):
-            return None
-        if spec is None or not spec.submodule_search_locations:
-            return None
-        package_dir = Path(next(iter(spec.submodule_search_locations)))
-    root = package_dir.joinpath(*SGLANG_CONFIG_DIR)
-    if not root.is_dir():
-        return None
-    name = config_file_name(shape, device_name)
-    mine = "triton_" + triton_version.split("+")[0].replace(".", "_")
-    folders = sorted(
-        (d.name for d in root.iterdir() if d.is_dir() and d.name.startswith("triton_")),
-        key=lambda f: (f == mine, _version_key(f)),
-        reverse=True,
-    )
-    for folder in folders:
-        path = root / folder / name
-        if path.is_file():
-            try:
-                data = json.loads(path.read_text("utf-8"))
-                return path, {
-                    str(int(m)): {k: int(c[k]) for k in CONFIG_KEYS} for m, c in data.items()
-                }
-            except (OSError, ValueError, TypeError, KeyError, AttributeError):
-                return None
-    return None
-
-
-def _progress(enabled: bool, total: int):
-    """A rich progress bar with ETA on standard error (None when disabled)."""
-    if not enabled:
-        return None
-    from rich.console import Console
-    from rich.progress import (
-        BarColumn,
-        MofNCompleteColumn,
-        Progress,
-        TextColumn,
-        TimeElapsedColumn,
-        TimeRemainingColumn,
-    )
-
-    p = Progress(
-        TextColumn("tune"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TextColumn("batch sizes"),
-        TimeElapsedColumn(),
-        TextColumn("ETA"),
-        TimeRemainingColumn(),
-        console=Console(stderr=True),
-    )
-    p.start()
-    return p, p.add_task("tune", total=total)

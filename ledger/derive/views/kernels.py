@@ -28,7 +28,10 @@ WHERE c.type = 'kernel_tune_completed'"""
 
 def kernel_tune_results() -> str:
     """Per tuned batch size of a kernel tune (``kernel_tunes``): the default-vs-tuned
-    latency (µs), speedup, noise and roofline fractions."""
+    latency (µs), speedup, noise and roofline fractions; for a tune of two configs (the up/gate
+    and down GEMMs tuned separately) the best one config and the pair on the whole layer, each
+    GEMM's search time alone and its config (one-config tunes: the one config for both, the
+    GEMM times NULL)."""
     return """
 SELECT t.seq, t.session_id, t.tune_id, t.kernel_source, t.E, t.N, t.K, t.topk, t.dtype, t.device_name, t.arch,
        CAST(r.key AS INTEGER) AS batch_size,
@@ -37,7 +40,11 @@ SELECT t.seq, t.session_id, t.tune_id, t.kernel_source, t.E, t.N, t.K, t.topk, t
        CAST(r.value->>'speedup' AS DOUBLE) AS speedup, CAST(r.value->>'noise_pct' AS DOUBLE) AS noise_pct,
        CAST(r.value->>'bandwidth_fraction' AS DOUBLE) AS bandwidth_fraction,
        CAST(r.value->>'flops_fraction' AS DOUBLE) AS flops_fraction,
-       CAST(r.value->>'configs_timed' AS INTEGER) AS configs_timed, (r.value->'tuned_config') AS tuned_config
+       CAST(r.value->>'configs_timed' AS INTEGER) AS configs_timed, (r.value->'tuned_config') AS tuned_config,
+       CAST(r.value->>'one_config_us' AS DOUBLE) AS one_config_us,
+       CAST(r.value->>'two_config_us' AS DOUBLE) AS two_config_us,
+       CAST(r.value->>'up_us' AS DOUBLE) AS up_us, CAST(r.value->>'down_us' AS DOUBLE) AS down_us,
+       coalesce(r.value->'down_config', r.value->'tuned_config') AS down_config
 FROM kernel_tunes t
 JOIN live_control c ON c.event_id = t.event_id,
      json_each(c.payload->'results') r"""
