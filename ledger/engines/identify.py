@@ -53,6 +53,7 @@ _SIGNS: tuple[tuple[str, int, re.Pattern[str]], ...] = (
         3,
         re.compile(
             r"\bsglang\.launch_server\b|\bsglang serve\b|server_args=ServerArgs\(|"
+            r"^usage: (?:python3? -m )?sglang|^launch_server\.py: error: |"
             r"Scheduler hit an exception|Received sigquit from a child proces|"
             r"The server is fired up and ready to roll|\bTpModelWorker(?:Client)?\b|"
             r"\bsgl[-_]kernel\b|sglang\.srt\b|scheduler died during initialization|"
@@ -66,6 +67,7 @@ _SIGNS: tuple[tuple[str, int, re.Pattern[str]], ...] = (
         3,
         re.compile(
             r"\bvllm serve\b|vllm\.entrypoints|non-default args:|vLLM API server version|"
+            r"^usage: vllm\b|^vllm: error: |^api_server\.py: error: |"
             r"Initializing an? (?:V1 )?LLM engine|Engine core initialization failed|"
             r"EngineCore (?:failed to start|encountered)|\bEngineDeadError\b|"
             r"Starting vLLM (?:API )?server|\bVLLM_[A-Z_]+=|"

@@ -68,12 +68,14 @@ ENGINE_START_RE = re.compile(
     r"\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:[.,]\d{1,6})?(?: [A-Z][A-Z_]*\d+)*\] "
     r"|(?:\([\w.-]+(?: rank=\d+)? pid=\d+\) )?(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) \d\d-\d\d \d\d:\d\d:\d\d"
 )
-# What a host prefix looks like: a time of day, a level word or a "|" column, in at most 200
+# What a host prefix looks like: a time of day, a level word, a "|" column or Ray's actor tag
+# ("(WorkerDict pid=281552) ", ", ip=..." on another node), in at most 200
 # characters without a "[" of its own (but a pid's "[811]", a bracketed level "[Info]"). The
 # mark may open the prefix: Python's default logging format is "INFO:__main__:" before the line.
 _HOST_WRAP_RE = re.compile(
     r"^(?P<wrap>(?:[^\[]|\[\d+\]|\[(?:[Ii]nfo|INFO|[Ww]arn(?:ing)?|WARN(?:ING)?|[Ee]rror|ERROR|[Dd]ebug|DEBUG)\]){0,200}?"
-    r"(?:\d{1,2}:\d\d:\d\d|\b(?:DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL|Info|Warning|Error|Debug)\b|\|)"
+    r"(?:\d{1,2}:\d\d:\d\d|\b(?:DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL|Info|Warning|Error|Debug)\b|\||"
+    r"\bpid=\d+(?:, ip=[\d.]+)?\))"
     r"(?:[^\[]|\[\d+\]|\[(?:[Ii]nfo|INFO|[Ww]arn(?:ing)?|WARN(?:ING)?|[Ee]rror|ERROR|[Dd]ebug|DEBUG)\]){0,120}?)$"
 )
 _LEVEL_WORDS = r"(?:DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL|Info|Warning|Warn|Error|Debug|Critical)"

@@ -587,7 +587,8 @@ _RULES: tuple[tuple[Callable[[str], Any], Callable[[_Reader, Any, LogLine], None
 )
 
 
-_UVICORN_READY = "Application startup complete."
+# uvicorn's own word that it serves: "Application startup complete." / "Uvicorn running on http://..."
+_UVICORN_READY_RE = re.compile(r"Application startup complete\.$|Uvicorn running on https?://")
 
 
 def is_ready_line(line: LogLine) -> bool:
@@ -665,7 +666,11 @@ def parse_server_log(lines: Iterable[str], *, strict: bool = False) -> ServerLog
         all_lines,
         is_ready=lambda x: (
             (x.prefixed or bare)
-            and (_READY in x.message if fired_up else x.message.strip() == _UVICORN_READY)
+            and (
+                _READY in x.message
+                if fired_up
+                else bool(_UVICORN_READY_RE.match(x.message.strip()))
+            )
         ),
         record_of=lambda x: record[x.number],
         excerpt=bare or not facts.server_args,  # the log's start is not in it: a paste of its tail

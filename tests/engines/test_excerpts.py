@@ -251,3 +251,30 @@ def test_a_cloud_viewers_newest_first_export_is_read_oldest_first() -> None:
     state, cause, message = _sglang_failure(export[::-1])
     assert (state, cause) == ("failed", "crash")
     assert message == "KeyError: 'model.layers.55.mlp.gate_up_proj.input_scale'"
+
+
+def test_a_command_line_refusal_pasted_alone_is_the_engines_failure() -> None:
+    lines = [
+        "usage: vllm [-h] [-v] {chat,complete,serve,bench,collect-env,run-batch} ...",
+        "vllm: error: unrecognized arguments: --omni",
+    ]
+    assert identify(lines).engine == "vllm"
+    crash = parse_vllm_log(lines).facts.crash
+    assert crash is not None and crash.message == "vllm: error: unrecognized arguments: --omni"
+
+
+def test_sglang_inside_a_ray_actors_prefix() -> None:
+    lines = [
+        "(WorkerDict pid=281552) torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 3.84 GiB.",
+        "(WorkerDict pid=281552) [2025-04-23 19:23:11] Received sigquit from a child process. It usually means the child failed.",
+    ]
+    assert _sglang_failure(lines)[:2] == ("failed", "out-of-memory")
+
+
+def test_uvicorns_running_line_is_sglangs_readiness_where_its_own_is_not_shown() -> None:
+    lines = [
+        "[2024-12-09 16:10:09] INFO:     Uvicorn running on http://0.0.0.0:8008 (Press CTRL+C to quit)",
+        '[2024-12-09 16:10:51] INFO:     10.0.0.1:46322 - "POST /v1/chat/completions HTTP/1.1" 200 OK',
+    ]
+    facts = parse_server_log(lines)
+    assert facts.outcome.state == "ready" and facts.ready
