@@ -415,11 +415,14 @@ class FatalEvent:
 
     @property
     def cause(self) -> str:
-        if OOM_RE.search(self.text):
+        # a terminal or a paste may wrap a line mid-word ("CUDA out of mem" / "ory."): the
+        # record's lines are searched as written and re-joined
+        texts = (self.text, self.text.replace("\n", ""))
+        if any(OOM_RE.search(t) for t in texts):
             return "out-of-memory"
-        if _PORT_RE.search(self.text):
+        if any(_PORT_RE.search(t) for t in texts):
             return "port-in-use"
-        if _TIMEOUT_RE.search(self.text):
+        if any(_TIMEOUT_RE.search(t) for t in texts):
             return "timeout"
         return "crash"  # argparse refusing the command line too: the process exited
 

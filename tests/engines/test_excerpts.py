@@ -278,3 +278,15 @@ def test_uvicorns_running_line_is_sglangs_readiness_where_its_own_is_not_shown()
     ]
     facts = parse_server_log(lines)
     assert facts.outcome.state == "ready" and facts.ready
+
+
+def test_a_line_wrapped_mid_word_keeps_its_cause() -> None:
+    lines = [
+        "Traceback (most recent call last):",
+        SG_FRAME,
+        "torch.OutOfMemoryError: CUDA out of mem",
+        "ory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of 79.10 GiB",
+    ]
+    state, cause, message = _sglang_failure(lines)
+    assert (state, cause) == ("failed", "out-of-memory")
+    assert message == "torch.OutOfMemoryError: CUDA out of mem"
