@@ -29,7 +29,6 @@ events go to a ``Sink`` (the ledger, or a JSONL file on a machine without DuckDB
 from __future__ import annotations
 
 import hashlib
-import json
 import math
 import os
 import statistics
@@ -39,6 +38,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
+from ledger.errors import LedgerError
+from ledger.input_files import load_json
 from ledger.write import commands
 from runners.moe.compile_errors import is_compile_failure
 from runners.moe.peaks import known_devices, peaks_for
@@ -717,11 +718,11 @@ def find_shipped_config(
         path = root / folder / name
         if path.is_file():
             try:
-                data = json.loads(path.read_text("utf-8"))
+                data = load_json(path)  # a regular file of at most 1 MiB
                 return path, {
                     str(int(m)): {k: int(c[k]) for k in CONFIG_KEYS} for m, c in data.items()
                 }
-            except (OSError, ValueError, TypeError, KeyError, AttributeError):
+            except (LedgerError, ValueError, TypeError, KeyError, AttributeError):
                 return None
     return None
 
