@@ -211,7 +211,9 @@ def _read_stdin() -> bytes:
         return b""
     buffer = getattr(stream, "buffer", None)
     try:
-        from ledger.input_files import LIMITS  # (only json and tomllib: no start-up cost to speak of)
+        from ledger.input_files import (
+            LIMITS,
+        )  # (only json and tomllib: no start-up cost to speak of)
 
         # At most one byte past the bound: the server then refuses it as too large, in one line.
         limit = LIMITS["result"] + 1

@@ -125,7 +125,9 @@ def test_standard_input_past_the_bound_is_one_line(tmp_path: Path) -> None:
     with open("/dev/zero", "rb") as zero:
         done = run_limited(tmp_path, "append", stdin=zero.fileno())
     assert done.returncode == 3
-    assert one_line(done).endswith("<stdin>: too large: a result file is read up to 256.0 MiB (docs/reliability.md)")
+    assert one_line(done).endswith(
+        "<stdin>: too large: a result file is read up to 256.0 MiB (docs/reliability.md)"
+    )
 
 
 def test_the_helper_holds_at_most_the_bound(tmp_path: Path) -> None:
