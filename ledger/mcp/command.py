@@ -37,7 +37,9 @@ def _actor(text: str) -> Actor:
         ) from None
 
 
-def build_app(ledger: Path, actor: Actor, session_id: str | None) -> Any:
+def build_app(
+    ledger: Path, actor: Actor, session_id: str | None, *, allow_run: bool = False
+) -> Any:
     """The server's ``McpApp``: the generated record tools, the verbs, the reads and the tools of
     every ``tuneledger.mcp_tools`` plugin (the runners' long-running tools).
 
@@ -64,11 +66,24 @@ def build_app(ledger: Path, actor: Actor, session_id: str | None) -> Any:
     add_record_tools(toolbox)
     add_read_tools(toolbox)
     add_research_tool(toolbox)
-    for register in _plugins():
+    for register in process_tools(allow_run):
         register(toolbox, seat)
     calls = Calls()
     add_job_tools(toolbox, Jobs(toolbox, (calls.start, calls.end)))
     return McpApp(seat=seat, toolbox=toolbox, library=Library(), calls=calls)
+
+
+#: ``tuneledger mcp --allow-run`` as an environment variable (a client's profile that sets it).
+ALLOW_RUN_ENV = "TUNELEDGER_MCP_ALLOW_RUN"
+
+
+def process_tools(allow_run: bool) -> list[Any]:
+    """The gate of the tools that start processes: the ``tuneledger.mcp_tools`` plugins
+    (``start_server``, ``run_bench``, ``run_plan``, ``run_spec``, ``run_tune``: they run the
+    program a servers TOML, a plan or ``--tool-path`` names, with the server's user rights;
+    docs/reliability.md), served only when the server was started with ``--allow-run``
+    (or ``TUNELEDGER_MCP_ALLOW_RUN=1``). Without it the agent records and reads; nothing runs."""
+    return _plugins() if allow_run else []
 
 
 def _plugins() -> list[Any]:
@@ -103,9 +118,20 @@ def tool_listing(app: Any) -> list[dict[str, Any]]:
 @click.option(
     "--list-tools", is_flag=True, help="Print the tools with their JSON Schemas and exit."
 )
+@click.option(
+    "--allow-run",
+    is_flag=True,
+    envvar=ALLOW_RUN_ENV,
+    help="Serve the tools that start processes (start_server, run_bench, run_plan, run_spec, "
+    "run_tune): they run what a servers TOML, a plan or --tool-path names. Off by default.",
+)
 @click.pass_context
 def mcp_command(
-    ctx: click.Context, actor_text: str | None, session_id: str | None, list_tools: bool
+    ctx: click.Context,
+    actor_text: str | None,
+    session_id: str | None,
+    list_tools: bool,
+    allow_run: bool,
 ) -> None:
     """Serve the ledger to an MCP client (Claude Code, Cursor, Codex...) over stdio.
 
@@ -113,7 +139,7 @@ def mcp_command(
     Register it with a client as the command: tuneledger mcp --ledger /abs/path/ledger.duckdb
     Tools: record_<event_type> for every event type, propose_candidate, triage_candidate,
     record_decision, start_server/stop_server, run_bench, run_plan, run_spec, run_tune
-    (or as jobs: start_job, job_status), board, flag_verdicts, benchmark_deltas,
+    (with --allow-run only; or as jobs: start_job, job_status), board, flag_verdicts, benchmark_deltas,
     server_runs, show, events_since, sql.
     Resources: tuneledger://board, tuneledger://session/{id}/decision-log, tuneledger://flag/{name}.
     The ledger is never held between calls: the CLI and the TUI use it alongside. See docs/mcp.md.
@@ -129,7 +155,7 @@ def mcp_command(
     from ledger.store import LedgerStore
 
     LedgerStore(ledger).check_path()  # an impossible name now, not at the agent's first call
-    app = build_app(ledger.resolve(), actor, session_id or root.obj.session)
+    app = build_app(ledger.resolve(), actor, session_id or root.obj.session, allow_run=allow_run)
     if list_tools:
         click.echo(json.dumps(tool_listing(app), indent=2))
         return

@@ -32,9 +32,14 @@ BIN = Path(sys.executable).parent
 
 @asynccontextmanager
 async def in_process(
-    ledger: Path, *, session: str | None = None, actor: str = "agent:mcp", mode: str = "auto"
+    ledger: Path,
+    *,
+    session: str | None = None,
+    actor: str = "agent:mcp",
+    mode: str = "auto",
+    allow_run: bool = True,
 ) -> AsyncIterator[Client]:
-    app = build_app(ledger, Actor.parse(actor), session)
+    app = build_app(ledger, Actor.parse(actor), session, allow_run=allow_run)
     try:
         async with Client(build_server(app), mode=mode, raise_exceptions=True) as client:  # type: ignore[arg-type]
             yield client
@@ -55,7 +60,7 @@ async def over_stdio(
 ) -> AsyncIterator[Client]:
     params = StdioServerParameters(
         command=str(BIN / "tuneledger"),
-        args=["mcp", "--ledger", str(ledger), *args],
+        args=["mcp", "--ledger", str(ledger), "--allow-run", *args],
         cwd=str(cwd) if cwd else None,
         env=dict(env) if env is not None else None,
     )
