@@ -300,20 +300,19 @@ class SqlArgs(Arguments):
 class SqlOut(BaseModel):
     columns: list[str]
     rows: list[dict[str, Any]]
-    truncated: bool = Field(description="More rows than max_rows matched.")
+    truncated: bool = Field(
+        description="Rows left out: more than max_rows matched, or the answer passed 8 MiB."
+    )
 
 
 def _sql(args: SqlArgs, call: Call) -> dict[str, Any]:
-    from ledger.read.sql_sandbox import run_readonly
+    from ledger.read.sql_sandbox import run_readonly_capped
 
-    table = run_readonly(
-        call.seat.store(), args.query, max_rows=args.max_rows + 1, timeout_s=args.timeout_s
+    # capped in rows and bytes before the answer is built (a 100 MB value held the server)
+    table, truncated = run_readonly_capped(
+        call.seat.store(), args.query, max_rows=args.max_rows, timeout_s=args.timeout_s
     )
-    return {
-        "columns": table.column_names,
-        "rows": rows_of(table.slice(0, args.max_rows)),
-        "truncated": table.num_rows > args.max_rows,
-    }
+    return {"columns": table.column_names, "rows": rows_of(table), "truncated": truncated}
 
 
 def add_read_tools(toolbox: Toolbox) -> None:

@@ -11,7 +11,7 @@ import pytest
 
 from ledger.store import LedgerStore
 from tests.support.cli_inprocess import invoke
-from tests.support.mcp_client import in_process, refused
+from tests.support.mcp_client import call, in_process, refused
 
 pytestmark = pytest.mark.anyio
 
@@ -52,3 +52,26 @@ async def test_a_device_named_by_an_agent_is_one_line(
         error = (await refused(client, tool, arguments))["error"]
     assert error["exit_code"] == 3
     assert error["message"].endswith("not a regular file (a character device)")
+
+
+async def test_sql_answers_are_capped_in_bytes_before_they_are_built(ledger: Path) -> None:
+    """A 100 MB value held the server for minutes (20 MB: 23 s); now the answer is cut at
+    ``MAX_ANSWER_BYTES`` as it is fetched, and says so; the server answers the next call."""
+    from ledger.read.sql_sandbox import MAX_ANSWER_BYTES
+
+    async with in_process(ledger) as client:
+        one = await call(client, "sql", {"query": "SELECT repeat('x', 100000000) AS v"})
+        assert one["rows"] == [] and one["truncated"] is True and one["columns"] == ["v"]
+        many = await call(
+            client,
+            "sql",
+            {
+                "query": "SELECT i, repeat('y', 10000) AS v FROM range(10000) r(i)",
+                "max_rows": 10000,
+            },
+        )
+        assert many["truncated"] is True
+        assert 0 < len(many["rows"]) * 10000 <= MAX_ANSWER_BYTES
+        assert [row["i"] for row in many["rows"]] == list(range(len(many["rows"])))
+        small = await call(client, "sql", {"query": "SELECT 1 AS one"})
+        assert small == {"columns": ["one"], "rows": [{"one": 1}], "truncated": False}
