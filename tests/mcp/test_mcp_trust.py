@@ -75,3 +75,36 @@ async def test_sql_answers_are_capped_in_bytes_before_they_are_built(ledger: Pat
         assert [row["i"] for row in many["rows"]] == list(range(len(many["rows"])))
         small = await call(client, "sql", {"query": "SELECT 1 AS one"})
         assert small == {"columns": ["one"], "rows": [{"one": 1}], "truncated": False}
+
+
+def test_malformed_and_over_deep_messages_get_a_json_rpc_error(ledger: Path) -> None:
+    """Each line that is no JSON-RPC message is answered (id null, -32700 or -32600), and the
+    server goes on answering: before, it dropped them in silence."""
+    import os
+    import subprocess
+    import sys
+
+    lines = [
+        "not json",
+        "[" * 100_000 + "]" * 100_000,
+        '{"jsonrpc": "2.0", "id": 7, "method": "ping"}',
+        "[1, 2]",
+        '{"jsonrpc": "2.0", "id": 8, "method": "ping"}',
+    ]
+    done = subprocess.run(
+        [sys.executable, "-m", "ledger.cli", "--ledger", str(ledger), "mcp"],
+        input="\n".join(lines) + "\n",
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "TUNELEDGER_RESIDENT": "0"},
+    )
+    answers = [json.loads(line) for line in done.stdout.splitlines()]
+    assert [(a["id"], a.get("error", {}).get("code")) for a in answers] == [
+        (None, -32700),
+        (None, -32700),
+        (7, None),
+        (None, -32600),
+        (8, None),
+    ], done.stdout
+    assert "Traceback" not in done.stderr
