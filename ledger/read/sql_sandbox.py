@@ -17,7 +17,7 @@ from __future__ import annotations
 import re
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -240,6 +240,7 @@ def run_readonly_capped(
     truncated = False
     schema = None
     batches = stream_readonly(store, sql, max_rows=max_rows + 1, timeout_s=timeout_s, batch_rows=64)
+    assert isinstance(batches, Generator)  # closed below: the ledger's lock is let go at once
     try:
         for batch in batches:
             schema = batch.schema
