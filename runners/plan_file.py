@@ -7,7 +7,6 @@ plan names are read by ``runners.server.configs``, grids of candidates expanded 
 
 from __future__ import annotations
 
-import tomllib
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -15,7 +14,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from ledger.errors import InvalidInput
+from ledger.errors import InvalidInput, NotFound
+from ledger.input_files import load_toml
 from runners.plan_grid import expand_grids
 
 
@@ -110,11 +110,10 @@ def read_toml(file: Path, what: str, allowed: set[str]) -> dict[str, Any]:
         InvalidInput: missing file, bad TOML, a top-level key not in ``allowed``.
     """
     try:
-        data = tomllib.loads(file.read_text(encoding="utf-8"))
-    except FileNotFoundError:
+        # a regular file of at most 1 MiB (/dev/zero is refused at once), nesting bounded
+        data = load_toml(file, "config")
+    except NotFound:
         raise InvalidInput(f"no {what} file {file}") from None
-    except tomllib.TOMLDecodeError as exc:
-        raise InvalidInput(f"{file}: not valid TOML: {exc}") from None
     extra = sorted(set(data) - allowed)
     if extra:
         raise InvalidInput(f"{file}: unknown top-level key(s) {', '.join(extra)}")

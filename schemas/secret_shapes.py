@@ -17,9 +17,12 @@ Google API keys (``AIza…``) and AWS secret access keys with no ``aws…key`` l
 (40 characters of base64 with upper and lower case and digits, and the entropy of a random
 key, by the library's own Shannon-entropy function).
 
-Three of its plugins are left out: the hex and base64 high-entropy ones (they take any quoted
+Four of its plugins are left out: the hex and base64 high-entropy ones (they take any quoted
 digest or id for a secret: a kernel config hash, an event id, a model revision would be
-masked, a wrong fact) and the public-IP one (a server's address is a fact of the run).
+masked, a wrong fact), the public-IP one (a server's address is a fact of the run) and the
+keyword one: its regular expressions backtrack quadratically on a run of secret words
+(``"PGPASSWORD" * 2000``, 20 KB, took 89 s; a 1 MB note would have taken days), and what it
+finds — ``password = "…"`` assignments — is what ``schemas.secrets``' named rules mask.
 
 Importing detect-secrets costs ~0.3 s (it brings ``requests``), so it is imported on first
 need: only for a text ``schemas.secrets`` flags as possibly holding a token shape (a known
@@ -33,13 +36,14 @@ from typing import Any
 
 #: detect-secrets plugins not used (see the module docstring).
 EXCLUDED_PLUGINS = frozenset(
-    {"HexHighEntropyString", "Base64HighEntropyString", "IPPublicDetector"}
+    {"HexHighEntropyString", "Base64HighEntropyString", "IPPublicDetector", "KeywordDetector"}
 )
 
 #: Shapes of our own (see the module docstring), whole matches masked.
 OWN_SHAPES = re.compile(
-    r"\bgithub_pat_[A-Za-z0-9_]{22,255}"
-    r"|\bAIza[0-9A-Za-z_-]{35}(?![0-9A-Za-z_-])"
+    # after any character but a letter or digit (``\b`` saw no boundary after "_")
+    r"(?<![A-Za-z0-9])github_pat_[A-Za-z0-9_]{22,255}"
+    r"|(?<![A-Za-z0-9])AIza[0-9A-Za-z_-]{35}(?![0-9A-Za-z])"
 )
 #: A bare AWS secret access key candidate: 40 characters of base64, not part of a longer run.
 _AWS_SECRET = re.compile(r"(?<![A-Za-z0-9/+=])[A-Za-z0-9/+]{40}(?![A-Za-z0-9/+=])")
@@ -80,9 +84,39 @@ def _spans_of(text: str, secret: str) -> list[tuple[int, int]]:
     return spans
 
 
+#: The library's rules are asked about windows of this many characters, each overlapping the
+#: next by ``_OVERLAP`` (a token is far shorter: a fine-grained GitHub token is 93, a JWT a few
+#: hundred), so a rule that backtracks quadratically costs a bounded amount per window and the
+#: whole text stays linear (OpenAI's rule took 8 s on "sk-" * 20,000, 60 KB).
+_WINDOW = 8192
+_OVERLAP = 2048
+
+
 def found_spans(text: str) -> list[tuple[int, int]]:
     """Where ``text`` holds a token shape (detect-secrets' rules and ``OWN_SHAPES``), as
     ``(start, end)`` spans, each widened to the whole run of token characters around it."""
+    if len(text) <= _WINDOW:
+        spans = _found(text)
+    else:
+        spans = []
+        for start in range(0, len(text), _WINDOW - _OVERLAP):
+            window = text[start : start + _WINDOW]
+            spans.extend((s + start, e + start) for s, e in _found(window))
+            if start + _WINDOW >= len(text):
+                break
+    widened: list[tuple[int, int]] = []
+    reach = -1
+    for start, end in sorted(set(spans)):
+        if end <= reach:  # inside a span already widened: widening again rescans its run
+            continue
+        wide = _widened(text, start, end)
+        widened.append(wide)
+        reach = max(reach, wide[1])
+    return widened
+
+
+def _found(text: str) -> list[tuple[int, int]]:
+    """The spans of ``found_spans`` before widening."""
     spans: list[tuple[int, int]] = []
     for plugin in _load():
         denylist = getattr(plugin, "denylist", None)
@@ -103,7 +137,7 @@ def found_spans(text: str) -> list[tuple[int, int]]:
             and _entropy(key) >= _AWS_ENTROPY
         ):
             spans.append(match.span())
-    return [_widened(text, start, end) for start, end in spans]
+    return spans
 
 
 def _regex_analyze(plugin: Any) -> Any:

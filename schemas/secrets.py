@@ -93,6 +93,23 @@ _PAIRS: set[tuple[str, str]] = {
     ("secret", "key"),
 }
 
+#: Environment names that hold a secret with no secret word whole in them, and that the patterns
+#: below miss: kept by hand from the tools' own docs (libpq's ``PGPASSWORD``, MySQL's
+#: ``MYSQL_PWD``, Sentry's ``SENTRY_DSN``, which carries its key).
+SECRET_ENV_NAMES: frozenset[str] = frozenset({"PGPASSWORD", "MYSQL_PWD", "SENTRY_DSN"})
+#: An environment name (upper case, as the shell writes one) holds a secret when it matches
+#: ``*PASSWORD*``, ``*PASSWD*``, ``*SECRET*``, ``*TOKEN*``, ``*PWD``, ``*_KEY`` (``AZURE_OPENAI_KEY``,
+#: ``ANTHROPIC_KEY``). Not ``*TOKENS*`` nor ``*TOKENIZER*`` (a count: ``SGLANG_MAX_TOKENS``;
+#: ``TOKENIZERS_PARALLELISM`` is in every Hugging Face environment) and not the shell's ``PWD``.
+_ENV_SECRET = re.compile(r"PASSWORD|PASSWD|SECRET|TOKEN(?!IZER|S(?:$|_))|PWD$|_KEY$")
+_ENV_KEEP = frozenset({"PWD", "OLDPWD"})
+_UPPER_TAIL = re.compile(r"[A-Z][A-Z0-9_]*$")
+#: Where a text may hold an upper-case environment name ``_ENV_SECRET`` matches (the gate).
+_ENV_HINT = re.compile(r"PASSWORD|PASSWD|SECRET|TOKEN|PWD|_KEY|SENTRY_DSN")
+_ENV_HINT_BYTES = re.compile(_ENV_HINT.pattern.encode())
+#: ``-u user:pw`` and ``api-key VALUE`` in the many-texts gate (``may_hold_secrets``).
+_USER_OR_KEY_BYTES = re.compile(rb"(?:-u|--user|--proxy-user)[ \t=]|(?i:api[-_]?key)[ \t]")
+
 _SPLIT = re.compile(r"[^A-Za-z0-9]+|(?<=[a-z0-9])(?=[A-Z])")
 _KEEP = (None, "", "None", "null", "none", "''", '""')
 
@@ -112,24 +129,48 @@ _ASSIGN_RE = re.compile(
 )
 #: Credentials after an HTTP auth scheme, and token shapes that are secrets wherever they are.
 _SHAPES_RE = re.compile(
-    r"(?P<scheme>\bBearer[ \t]+)[A-Za-z0-9._~+/=-]{8,}"
-    r"|\bsk-(?:proj-|ant-)?[A-Za-z0-9_-]{16,}"
-    r"|\bhf_[A-Za-z0-9]{20,}"
-    r"|\bgh[pousr]_[A-Za-z0-9]{20,}"
-    r"|\bAKIA[0-9A-Z]{16}\b"
-    r"|\bxox[abprs]-[A-Za-z0-9-]{10,}"
+    # A shape starts after any character but a letter or digit: ``\b`` saw no boundary after
+    # "_", so ``bench_sk-proj-…`` (a file name, and the config name derived from it) was kept.
+    r"(?P<scheme>(?<![A-Za-z0-9])Bearer[ \t]+)[A-Za-z0-9._~+/=-]{8,}"
+    r"|(?<![A-Za-z0-9])sk-(?:proj-|ant-)?[A-Za-z0-9_-]{16,}"
+    r"|(?<![A-Za-z0-9])hf_[A-Za-z0-9]{20,}"
+    r"|(?<![A-Za-z0-9])gh[pousr]_[A-Za-z0-9]{20,}"
+    r"|(?<![A-Za-z0-9])npm_[A-Za-z0-9]{36}(?![A-Za-z0-9])"
+    r"|(?<![A-Za-z0-9])AKIA[0-9A-Z]{16}(?![A-Za-z0-9])"
+    r"|(?<![A-Za-z0-9])xox[abprs]-[A-Za-z0-9-]{10,}"
     r"|-----BEGIN [A-Z ]*PRIVATE KEY-----.*?(?:-----END [A-Z ]*PRIVATE KEY-----|$)",
     re.DOTALL,
 )
+#: ``Authorization: Basic|Bearer|Token|Digest VALUE`` anywhere (a log line's
+#: ``X=Authorization: Basic …``, a header quoted in a note): the scheme kept, the value masked.
+_AUTH_HEADER_RE = re.compile(
+    r"(?i)(?P<lead>(?<![A-Za-z0-9])(?:proxy-)?authorization(?:\\?[\"'])?[ \t]*[:=][ \t]*(?:\\?[\"'])?"
+    r"(?:Basic|Bearer|Token|Digest)[ \t]+)(?P<value>[^\s\"',;]+)"
+)
+#: ``-u user:pw`` / ``--user user:pw`` (curl, wget): the part after the colon.
+_USER_PASSWORD_RE = re.compile(
+    r"(?P<lead>(?<![\w-])(?:-u|--user|--proxy-user)(?:[ \t]+|=)[\"']?[^\s:\"']+:)(?P<value>[^\s\"']+)"
+)
+#: ``api-key VALUE`` (a secret name and its value with only a space between, as an HTTP header
+#: is written in prose or a shell's ``-H api-key VALUE``): a value that is not a plain word.
+_NAME_SPACE_VALUE_RE = re.compile(
+    r"(?i)(?<![\w-])(?P<lead>(?:x-)?api[-_]?key[ \t]+)(?P<value>[^\s,;]*[0-9_\-+/=][^\s,;]*)"
+)
 #: The password of a URL's user info (``postgresql://tuner:hunter2@db/x``,
 #: ``https://user:pw@host``): ``prefix`` keeps the scheme, user and colon.
-_URL_PASSWORD = re.compile(r"(?P<prefix>\b[A-Za-z][A-Za-z0-9+.-]*://[^\s:/@'\"]*:)[^\s/@'\"]+(?=@)")
+_URL_PASSWORD = re.compile(
+    # Each part bounded: an unbounded scheme was scanned again from each word start of a long
+    # run ("sk-" * 20,000 took 1 s, quadratic); a scheme is at most 32 characters (RFC 3986
+    # sets none; the registered ones are under 30), a user and a password at most 256.
+    r"(?P<prefix>\b[A-Za-z][A-Za-z0-9+.-]{0,31}://[^\s:/@'\"]{0,256}:)[^\s/@'\"]{1,256}(?=@)"
+)
 _URL_PASSWORD_BYTES = re.compile(_URL_PASSWORD.pattern.encode())
 #: Token shapes that start a secret wherever they appear (lower-case, as the scan sees them):
 #: ours (``_SHAPES_RE``), then starts of detect-secrets' and ``secret_shapes.OWN_SHAPES``' shapes
 #: that a long run of letters and digits (``_LONG_RUN``) may miss (a ``-`` or ``_`` inside).
 _SHAPE_HINTS = (
     "sk-",
+    "npm_",
     "hf_",
     "gh",
     "akia",
@@ -258,7 +299,11 @@ def may_hold_secret(text: str) -> bool:
     """
     if "://" in text and _URL_PASSWORD.search(text):
         return True
-    if _LONG_RUN.search(text):
+    if _LONG_RUN.search(text) or _ENV_HINT.search(text):
+        return True
+    if ("-u" in text or "--" in text or "key" in text.lower()) and (
+        _USER_PASSWORD_RE.search(text) or _NAME_SPACE_VALUE_RE.search(text)
+    ):
         return True
     lower = text.lower()
     if len(lower) != len(text):  # a few characters change length when lower-cased
@@ -325,6 +370,9 @@ def may_hold_secrets(texts: Sequence[str | None] | JoinedTexts) -> list[bool]:
         flagged.add(bisect_right(starts, start + 1) - 1)  # the word starts after the " "
     for _, hump, _ in _HUMP.find_matches_as_indexes(joined.classes):
         flagged.add(bisect_right(starts, hump + 1) - 1)
+    for pattern in (_ENV_HINT_BYTES, _USER_OR_KEY_BYTES):  # env names, ``-u u:pw``, ``api-key V``
+        for match in pattern.finditer(joined.raw):
+            flagged.add(bisect_right(starts, match.start()) - 1)
     if b"://" in joined.raw:  # a URL's password: its own pattern, over the raw text
         for match in _URL_PASSWORD_BYTES.finditer(joined.raw):
             flagged.add(bisect_right(starts, match.start()) - 1)
@@ -381,6 +429,26 @@ def is_secret_name(name: str) -> bool:
     return any(pair in _PAIRS for pair in pairwise(parts))
 
 
+def is_secret_env_name(name: str) -> bool:
+    """True when an environment variable's name carries a secret: ``is_secret_name``'s words,
+    ``SECRET_ENV_NAMES``, or the patterns of ``_ENV_SECRET`` (``PGPASSWORD``, ``MYSQL_PWD``,
+    ``AZURE_OPENAI_KEY``, ``ANTHROPIC_KEY``, ``GH_TOKEN``)."""
+    upper = name.upper()
+    if upper in _ENV_KEEP:
+        return False
+    return is_secret_name(name) or upper in SECRET_ENV_NAMES or bool(_ENV_SECRET.search(upper))
+
+
+def _is_secret_key(name: str) -> bool:
+    """A name anywhere (a flag, a key, ``NAME=value`` in text): ``is_secret_name``, and when it
+    is written in upper case as an environment name is, ``is_secret_env_name`` too."""
+    if is_secret_name(name):
+        return True
+    # the upper-case tail, as an environment name is written: ``x_PGPASSWORD``, ``MYSQL_PWD``
+    tail = _UPPER_TAIL.search(name)
+    return tail is not None and is_secret_env_name(tail.group())
+
+
 _NUMBER = re.compile(r"[-+]?\d+(?:\.\d+)?")
 
 
@@ -399,7 +467,13 @@ def mask_text(text: str) -> str:
         return text
 
     def named(match: re.Match[str]) -> str:
-        if not is_secret_name(match.group("name")):
+        if not _is_secret_key(match.group("name")):
+            value = match.group("value")
+            if len(value) > 2 and value[0] in "'\"" and may_hold_secret(value[1:-1]):
+                # a quoted text under a plain name (``"cmd": "PGPASSWORD=x psql"``) is text too:
+                # masked on its own (no quote of its kind inside, so at most two levels deep)
+                lead = match.group(0)[: match.start("value") - match.start(0)]
+                return lead + value[0] + mask_text(value[1:-1]) + value[-1]
             return match.group(0)
         return match.group(0)[: match.start("value") - match.start(0)] + _masked_value(
             match.group("value")
@@ -415,6 +489,11 @@ def mask_text(text: str) -> str:
     text = _ASSIGN_RE.sub(named, text)
     text = _PROSE_RE.sub(prose, text)
     text = _URL_PASSWORD.sub(lambda m: m.group("prefix") + MASK, text)
+    text = _AUTH_HEADER_RE.sub(lambda m: m.group("lead") + _masked_value(m.group("value")), text)
+    text = _USER_PASSWORD_RE.sub(lambda m: m.group("lead") + _masked_value(m.group("value")), text)
+    text = _NAME_SPACE_VALUE_RE.sub(
+        lambda m: m.group("lead") + _masked_value(m.group("value")), text
+    )
     text = _SHAPES_RE.sub(lambda m: (m.group("scheme") or "") + MASK, text)
     if _may_hold_shape(text):
         text = _masked_spans(text, secret_shapes.found_spans(text))
@@ -492,7 +571,7 @@ def mask_payload(value: Any, *, env: bool = False) -> Any:
         out: dict[Any, Any] = {}
         changed = False
         for key, item in value.items():
-            if isinstance(key, str) and is_secret_name(key):
+            if isinstance(key, str) and (is_secret_env_name(key) if env else _is_secret_key(key)):
                 if env:
                     changed = True
                     continue

@@ -85,7 +85,10 @@ def remote_list(ctx: Context, fmt: str) -> None:
                 "last_sync_at": state.last_sync_at,
                 "hub_position": state.pulled_position,
                 "to_push": state.to_push,
-                "held_back": state.held,
+                # ids held back by `sync --hold-back` and hub rows held back as invalid, until
+                # a sync applies them (they were named once, then shown as 0)
+                "held_back": state.held + len(state.invalid_positions),
+                "held_back_hub_positions": ",".join(map(str, state.invalid_positions)),
             }
         )
     table = pa.Table.from_pylist(rows) if rows else pa.table({"name": pa.array([], pa.string())})

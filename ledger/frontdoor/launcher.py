@@ -211,7 +211,13 @@ def _read_stdin() -> bytes:
         return b""
     buffer = getattr(stream, "buffer", None)
     try:
-        data = buffer.read() if buffer is not None else stream.read().encode("utf-8")
+        from ledger.input_files import (
+            LIMITS,
+        )  # (only json and tomllib: no start-up cost to speak of)
+
+        # At most one byte past the bound: the server then refuses it as too large, in one line.
+        limit = LIMITS["result"] + 1
+        data = buffer.read(limit) if buffer is not None else stream.read(limit).encode("utf-8")
     except (OSError, ValueError):  # an unreadable or closed stdin reads as empty
         return b""
     return bytes(data)

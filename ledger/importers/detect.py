@@ -29,7 +29,7 @@ from uuid import UUID, uuid5
 from ledger.engines.identify import LOOKED_FOR, identify
 from ledger.engines.sglang_log import looks_like_server_log
 from ledger.errors import InvalidInput
-from ledger.store.safe_files import read_regular
+from ledger.input_files import read_regular
 from ledger.write.input_checks import loads
 from schemas import Actor, FindingRecorded, Host, ServerStarted, StartupFacts
 
@@ -177,7 +177,9 @@ def read_input(path: str | Path) -> InputFile:
     else:
         path = Path(path)
         try:
-            data = read_regular(path)  # a FIFO or /dev/zero is refused at once, never read
+            data = read_regular(
+                path, "result"
+            )  # a FIFO or /dev/zero is refused at once, never read
         except InvalidInput as exc:
             raise InvalidInput(f"{exc} ({expected()})") from None
     if not data.strip():

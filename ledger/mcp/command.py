@@ -72,6 +72,7 @@ def build_app(
     *,
     actor_given: bool = False,
     tools: frozenset[str] = frozenset({"core", "runners"}),
+    allow_run: bool = False,
 ) -> Any:
     """The server's ``McpApp``: the generated record tools, the verbs, the reads and the tools of
     every ``tuneledger.mcp_tools`` plugin (the runners' long-running tools).
@@ -104,11 +105,24 @@ def build_app(
             add_read_tools(toolbox)
             add_research_tool(toolbox)
         if "runners" in tools:
-            for register in _plugins():
+            for register in process_tools(allow_run):
                 register(toolbox, seat)
             add_job_tools(toolbox, Jobs(toolbox, (calls.start, calls.end)))
 
     return McpApp(seat=seat, toolbox=LazyToolbox(fill), library=Library(), calls=calls)
+
+
+#: ``tuneledger mcp --allow-run`` as an environment variable (a client's profile that sets it).
+ALLOW_RUN_ENV = "TUNELEDGER_MCP_ALLOW_RUN"
+
+
+def process_tools(allow_run: bool) -> list[Any]:
+    """The gate of the tools that start processes: the ``tuneledger.mcp_tools`` plugins
+    (``start_server``, ``run_bench``, ``run_plan``, ``run_spec``, ``run_tune``: they run the
+    program a servers TOML, a plan or ``--tool-path`` names, with the server's user rights;
+    docs/reliability.md), served only when the server was started with ``--allow-run``
+    (or ``TUNELEDGER_MCP_ALLOW_RUN=1``). Without it the agent records and reads; nothing runs."""
+    return _plugins() if allow_run else []
 
 
 def _plugins() -> list[Any]:
@@ -155,6 +169,13 @@ def tool_listing(app: Any) -> list[dict[str, Any]]:
 @click.option(
     "--list-tools", is_flag=True, help="Print the tools with their JSON Schemas and exit."
 )
+@click.option(
+    "--allow-run",
+    is_flag=True,
+    envvar=ALLOW_RUN_ENV,
+    help="Serve the tools that start processes (start_server, run_bench, run_plan, run_spec, "
+    "run_tune): they run what a servers TOML, a plan or --tool-path names. Off by default.",
+)
 @click.pass_context
 def mcp_command(
     ctx: click.Context,
@@ -162,6 +183,7 @@ def mcp_command(
     session_id: str | None,
     tools_text: str,
     list_tools: bool,
+    allow_run: bool,
 ) -> None:
     """Serve the ledger to an MCP client (Claude Code, Cursor, Codex...) over stdio.
 
@@ -170,7 +192,7 @@ def mcp_command(
     Tools: record (type, fields), propose_candidate, triage_candidate, record_decision,
     research_flags, board, flag_verdicts, benchmark_deltas, server_runs, show, events_since,
     sql (--tools core); start_server/stop_server, run_bench, run_plan, run_spec, run_tune (or
-    as jobs: start_job, job_status) (--tools runners).
+    as jobs: start_job, job_status) (--tools runners, and only with --allow-run).
     Resources: tuneledger://board, tuneledger://session/{id}/decision-log, tuneledger://flag/{name},
     tuneledger://schema/{type}.
     The ledger is never held between calls: the CLI and the TUI use it alongside. See docs/mcp.md.
@@ -194,6 +216,7 @@ def mcp_command(
         session_id or root.obj.session,
         actor_given=actor_given,
         tools=tools,
+        allow_run=allow_run,
     )
     if list_tools:
         click.echo(json.dumps(tool_listing(app), indent=2))

@@ -305,7 +305,8 @@ class SqlOut(BaseModel):
     columns: list[str] = Field(description="The result's column names, in order.")
     rows: list[dict[str, Any]] = Field(description="The rows, keyed by column name.")
     truncated: bool = Field(
-        description="More rows than max_rows matched, or the rows passed max_bytes."
+        description="More rows than max_rows matched, or the rows passed max_bytes (or 8 MiB "
+        "while they were fetched)."
     )
 
 
@@ -334,17 +335,14 @@ def capped(rows: list[Row], max_bytes: int) -> tuple[list[Row], bool]:
 
 
 def _sql(args: SqlArgs, call: Call) -> dict[str, Any]:
-    from ledger.read.sql_sandbox import run_readonly
+    from ledger.read.sql_sandbox import run_readonly_capped
 
-    table = run_readonly(
-        call.seat.store(), args.query, max_rows=args.max_rows + 1, timeout_s=args.timeout_s
+    # capped in rows and bytes before the answer is built (a 100 MB value held the server)
+    table, truncated = run_readonly_capped(
+        call.seat.store(), args.query, max_rows=args.max_rows, timeout_s=args.timeout_s
     )
-    rows, cut = capped(rows_of(table.slice(0, args.max_rows)), args.max_bytes)
-    return {
-        "columns": table.column_names,
-        "rows": rows,
-        "truncated": cut or table.num_rows > args.max_rows,
-    }
+    rows, cut = capped(rows_of(table), args.max_bytes)
+    return {"columns": table.column_names, "rows": rows, "truncated": cut or truncated}
 
 
 def add_read_tools(toolbox: Toolbox) -> None:

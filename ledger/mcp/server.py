@@ -40,6 +40,9 @@ import mcp_types as types
 from mcp.server import Server
 from mcp.server.context import ServerRequestContext
 from mcp.server.stdio import stdio_server
+from mcp.shared._context_streams import create_context_streams
+from mcp.shared.message import SessionMessage
+from pydantic import ValidationError
 
 from ledger.errors import LedgerBusy, LedgerError
 from ledger.mcp.errors import Refusal, error_payload, unknown_tool
@@ -306,6 +309,33 @@ INSTRUCTIONS = (
 )
 
 
+def malformed_answer(exc: Exception) -> SessionMessage:
+    """The JSON-RPC error for a line that is no JSON-RPC message: -32700 when it is not JSON
+    (or nested past the parser's depth limit), -32600 when it is JSON of another shape. Its
+    ``id`` is null, as JSON-RPC 2.0 says when the request's id cannot be read."""
+    kinds = {e.get("type") for e in exc.errors()} if isinstance(exc, ValidationError) else set()
+    parse = "json_invalid" in kinds or "recursion_loop" in kinds or not kinds
+    code, words = (-32700, "Parse error") if parse else (-32600, "Invalid Request")
+    if isinstance(exc, ValidationError) and exc.errors():
+        detail = str(exc.errors()[0].get("msg", ""))[:200]
+    else:
+        detail = (str(exc).splitlines() or [type(exc).__name__])[0][:200]
+    error = types.ErrorData(code=code, message=f"{words}: {detail}")
+    return SessionMessage(types.JSONRPCError(jsonrpc="2.0", id=None, error=error))
+
+
+async def answer_malformed(wire: Any, checked: Any, write_stream: Any) -> None:
+    """Pass the messages read off the wire on to the server, and answer each line that does not
+    read as one (the SDK hands it over as an exception, and its server dropped it in silence:
+    an agent waited for an answer that never came) with a JSON-RPC error."""
+    async with checked:
+        async for item in wire:
+            if isinstance(item, Exception):
+                await write_stream.send(malformed_answer(item))
+                continue
+            await checked.send(item)
+
+
 def serve_stdio(app: McpApp) -> None:
     """Serve ``app`` on standard input and output until the client closes them; then cancel
     and wait for the calls still running and run the seat's exit hooks."""
@@ -314,8 +344,11 @@ def serve_stdio(app: McpApp) -> None:
         threading.Thread(target=app.toolbox.ready, name="mcp-tools", daemon=True).start()
 
     async def main() -> None:
-        async with stdio_server() as (read_stream, write_stream):
-            await server.run(read_stream, write_stream, server.create_initialization_options())
+        async with stdio_server() as (wire, write_stream), anyio.create_task_group() as group:
+            checked_writer, checked = create_context_streams[SessionMessage | Exception](0)
+            group.start_soon(answer_malformed, wire, checked_writer, write_stream)
+            await server.run(checked, write_stream, server.create_initialization_options())
+            group.cancel_scope.cancel()
 
     def stop(_signum: int, _frame: Any) -> None:
         raise KeyboardInterrupt  # a client's SIGTERM: unwind through the finally below

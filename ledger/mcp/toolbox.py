@@ -251,6 +251,8 @@ def parse_arguments(model: type[M], arguments: dict[str, Any], tool: str) -> M:
     except ValidationError as exc:
         first = exc.errors()[0]
         where = ".".join(str(part) for part in first.get("loc", ())) or "(arguments)"
+        # an agent's argument name, shown in one line (a newline in it split the error: fuzz)
+        where = "".join(c if c.isprintable() else repr(c)[1:-1] for c in where[:200])
         if first.get("type") == "missing":
             raise InvalidInput(f"{tool}: argument '{where}' is required") from None
         if first.get("type") == "extra_forbidden":

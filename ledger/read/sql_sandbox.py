@@ -17,7 +17,7 @@ from __future__ import annotations
 import re
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -208,3 +208,64 @@ def _sql_errors(timeout_s: float | None, path: Path | None = None) -> Iterator[N
 def _first_line(exc: BaseException) -> str:
     text = str(exc).strip()
     return text.splitlines()[0] if text else type(exc).__name__
+
+
+#: The most bytes of values (Arrow's count) one capped answer holds: an MCP ``sql`` result is
+#: built into JSON and checked against its schema in the server's one process, so a 100 MB
+#: value held it for minutes and no other call was answered meanwhile (docs/reliability.md).
+MAX_ANSWER_BYTES = 8 << 20
+
+
+def run_readonly_capped(
+    store: LedgerStore,
+    sql: str,
+    *,
+    max_rows: int,
+    max_bytes: int = MAX_ANSWER_BYTES,
+    timeout_s: float | None = DEFAULT_TIMEOUT_S,
+) -> tuple[pa.Table, bool]:
+    """``run_readonly`` capped in rows *and* bytes before the answer is built: the result and
+    whether rows were left out (more than ``max_rows``, or past ``max_bytes``).
+
+    Fetched in small batches, the bytes counted as they come; the batch that passes the cap is
+    cut to the rows that fit (a single row past it: none), and the query is closed there. The
+    one place both the MCP server and the CLI cap an answer.
+
+    Raises:
+        as ``stream_readonly``.
+    """
+    kept: list[pa.RecordBatch] = []
+    total = rows = 0
+    truncated = False
+    schema = None
+    batches = stream_readonly(store, sql, max_rows=max_rows + 1, timeout_s=timeout_s, batch_rows=64)
+    assert isinstance(batches, Generator)  # closed below: the ledger's lock is let go at once
+    try:
+        for batch in batches:
+            schema = batch.schema
+            if rows + batch.num_rows > max_rows:
+                batch, truncated = batch.slice(0, max_rows - rows), True
+            if total + batch.nbytes > max_bytes:
+                batch, truncated = _fitting(batch, max_bytes - total), True
+            kept.append(batch)
+            total += batch.nbytes
+            rows += batch.num_rows
+            if truncated:
+                break
+    finally:
+        batches.close()
+    if not kept:
+        return pa.Table.from_batches([], schema=schema or pa.schema([])), truncated
+    return pa.Table.from_batches(kept), truncated
+
+
+def _fitting(batch: pa.RecordBatch, room: int) -> pa.RecordBatch:
+    """The longest head of ``batch`` within ``room`` bytes (a binary search on its slices)."""
+    low, high = 0, batch.num_rows
+    while low < high:
+        middle = (low + high + 1) // 2
+        if batch.slice(0, middle).nbytes <= room:
+            low = middle
+        else:
+            high = middle - 1
+    return batch.slice(0, low)

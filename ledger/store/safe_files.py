@@ -1,8 +1,7 @@
 """Reading and writing the user's files without replacing special files or hanging on them.
 
-``read_regular`` is how importers and JSONL loaders read a file: it opens without
-waiting (a FIFO with no writer does not hang) and refuses anything but a regular file
-(``/dev/zero`` would be read without bound, a FIFO would block), following symlinks.
+``read_regular`` (``ledger.input_files``, kept here by name) is how importers and JSONL loaders
+read a file: a regular file only, bounded by its kind.
 
 ``write_file`` is how exports are written, with the rule that ``-o FILE`` may do nothing
 ``> FILE`` could not (docs/reliability.md):
@@ -41,74 +40,10 @@ import sys
 from contextlib import suppress
 from pathlib import Path
 
-from ledger.errors import InvalidInput, NotFound, StorageError
+from ledger.errors import InvalidInput
+from ledger.input_files import describe_os_error, file_kind, read_regular
 
-#: errno values that are about the file system, not about the input (exit 15).
-_STORAGE_ERRNOS = frozenset(
-    {errno.ENOSPC, errno.EROFS, errno.EDQUOT, errno.EIO, errno.EFBIG, errno.EACCES, errno.EPERM}
-)
-
-
-def describe_os_error(
-    path: str | Path, exc: OSError, doing: str
-) -> InvalidInput | NotFound | StorageError:
-    """The one-line ledger error for an ``OSError`` met while ``doing`` something to ``path``.
-
-    ``doing`` is a verb phrase ("read", "write"); the message is ``PATH: cannot DOING: CAUSE``.
-    """
-    cause = exc.strerror or str(exc)
-    if exc.errno == errno.ENOENT:
-        return NotFound(f"{path}: no such file")
-    if exc.errno == errno.ELOOP:
-        return InvalidInput(f"{path}: cannot {doing}: symlink loop")
-    if exc.errno in _STORAGE_ERRNOS:
-        return StorageError(f"{path}: cannot {doing}: {cause}")
-    return InvalidInput(f"{path}: cannot {doing}: {cause}")
-
-
-def file_kind(mode: int) -> str:
-    """What a file that is not a regular one is, in words ("a FIFO")."""
-    if stat.S_ISFIFO(mode):
-        return "a FIFO"
-    if stat.S_ISCHR(mode):
-        return "a character device"
-    if stat.S_ISBLK(mode):
-        return "a block device"
-    if stat.S_ISSOCK(mode):
-        return "a socket"
-    return "not a regular file"
-
-
-def read_regular(path: str | Path) -> bytes:
-    """The bytes of the regular file at ``path`` (symlinks followed).
-
-    Raises:
-        NotFound: no such file.
-        InvalidInput: a directory, a FIFO, a device, a socket ("not a regular file"),
-            a symlink loop, or a file we may not open.
-        StorageError: an I/O error while reading.
-    """
-    try:
-        # O_NONBLOCK: opening a FIFO must not wait for a writer; the fstat below refuses it.
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
-    except OSError as exc:
-        if exc.errno == errno.EACCES:
-            raise InvalidInput(f"{path}: cannot read: permission denied") from None
-        raise describe_os_error(path, exc, "read") from None
-    # fstat before fdopen: fdopen refuses a directory with an OSError of its own.
-    mode = os.fstat(fd).st_mode
-    if not stat.S_ISREG(mode):
-        os.close(fd)
-        if stat.S_ISDIR(mode):
-            raise InvalidInput(f"{path}: is a directory, not a file")
-        raise InvalidInput(f"{path}: not a regular file ({file_kind(mode)})")
-    with os.fdopen(fd, "rb") as handle:
-        os.set_blocking(fd, True)
-        try:
-            return handle.read()
-        except OSError as exc:
-            raise describe_os_error(path, exc, "read") from None
-
+__all__ = ["describe_os_error", "descriptor_of", "file_kind", "read_regular", "write_file"]
 
 #: ``/proc/PID/fd`` or ``/proc/PID/task/TID/fd``: the folder of a process's open descriptors.
 _FD_FOLDER = re.compile(r"/proc/(?P<pid>\d+)(?:/task/\d+)?/fd")

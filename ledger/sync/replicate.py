@@ -135,6 +135,9 @@ class SyncStatus:
     pulled_position: int
     to_push: int
     held: int = 0
+    #: Hub positions held back as invalid and not yet applied (``sync_invalid``): counted and
+    #: listed by ``remote list`` until a sync applies them.
+    invalid_positions: tuple[int, ...] = ()
 
 
 def _ensure_in(con: duckdb.DuckDBPyConnection) -> None:
@@ -333,6 +336,14 @@ def status(store: LedgerStore, remote: Remote) -> SyncStatus:
             else []
         )
         held = _held_in(con, remote)
+        invalid = (
+            con.execute(
+                "SELECT position FROM sync_invalid WHERE remote = ? ORDER BY position",
+                [remote.name],
+            ).fetchall()
+            if "sync_invalid" in tables
+            else []
+        )
     last, position = rows[0] if rows else (None, 0)
     return SyncStatus(
         remote.name,
@@ -341,6 +352,7 @@ def status(store: LedgerStore, remote: Remote) -> SyncStatus:
         position,
         count_to_push(store, remote),
         len(held),
+        tuple(int(row[0]) for row in invalid),
     )
 
 

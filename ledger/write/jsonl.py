@@ -109,10 +109,10 @@ def read_jsonl(path: str | Path) -> list[Event]:
         InvalidInput: a bad line (named ``file:line``), or bytes that are not UTF-8 text.
         NotFound: the file does not exist.
     """
-    from ledger.store.safe_files import read_regular
+    from ledger.input_files import read_regular
 
     path = Path(path)
-    data = read_regular(path)  # NotFound; a FIFO or device is refused, never read
+    data = read_regular(path, "result")  # NotFound; a FIFO, a device, past 256 MiB: refused
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -124,11 +124,14 @@ def read_stdin_text(stream: TextIO, name: str = "<stdin>") -> str:
     """All of standard input as text, decoded as UTF-8 from its bytes (not the locale's codec).
 
     Raises:
-        InvalidInput: bytes that are not UTF-8, naming the line and the byte offset.
+        InvalidInput: bytes that are not UTF-8, naming the line and the byte offset; more
+            than ``ledger.input_files.LIMITS["result"]``.
     """
-    raw = stream.buffer.read() if hasattr(stream, "buffer") else stream.read()
-    if not isinstance(raw, bytes):
-        return raw
+    from ledger.input_files import read_stream
+
+    if not hasattr(stream, "buffer"):
+        return stream.read()
+    raw = read_stream(stream.buffer, name)  # bounded as a file is: /dev/zero | append is one line
     try:
         return raw.decode("utf-8")
     except UnicodeDecodeError as exc:

@@ -155,7 +155,7 @@ def show_command(config_name: str | None, configs_path: Path, as_json: bool) -> 
     secrets masked as in the ledger (an env variable named by a secret word shown as ***).
 
     A JSON line per configuration; --json: one array of them (CONFIG given: one object)."""
-    from schemas.secrets import MASK, is_secret_name, mask_payload
+    from schemas.secrets import MASK, is_secret_env_name, mask_payload
 
     configs = load_configs(configs_path)
     if config_name is not None:
@@ -173,7 +173,7 @@ def show_command(config_name: str | None, configs_path: Path, as_json: bool) -> 
         masked = mask_payload({"name": name, **shown, "argv": argv})
         if env is not None:  # shown, not dropped as the ledger does: the name is a fact
             masked["env"] = {
-                key: MASK if is_secret_name(key) else mask_payload(value)
+                key: MASK if is_secret_env_name(key) else mask_payload(value)
                 for key, value in env.items()
             }
         shown_configs.append(masked)

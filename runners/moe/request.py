@@ -10,13 +10,13 @@ or the kernel).
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from ledger.errors import InvalidInput, LedgerError
+from ledger.input_files import load_json
 from runners.moe.space import (
     INTERACTIVE_BATCH_SIZES,
     SGLANG_BATCH_SIZES,
@@ -74,7 +74,7 @@ def resolve_shape(req: TuneRequest) -> MoeShape:
     try:
         if req.model_config is not None:
             try:
-                data = json.loads(req.model_config.read_text(encoding="utf-8"))
+                data = load_json(req.model_config)  # a regular file of at most 1 MiB
             except (OSError, ValueError) as exc:
                 raise InvalidInput(
                     f"{req.model_config}: not a readable JSON model config ({exc})"
@@ -123,7 +123,8 @@ def seed_file_configs(path: Path | None) -> dict[str, Any]:
 
     try:
         configs: dict[str, Any] = validate_configs(
-            json.loads(path.read_text(encoding="utf-8")), str(path)
+            load_json(path),
+            str(path),  # a regular file of at most 1 MiB
         )
     except (OSError, ValueError) as exc:
         raise InvalidInput(f"{path}: not a readable MoE config file ({exc})") from None

@@ -4,10 +4,11 @@ progress bar."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
+from ledger.errors import LedgerError
+from ledger.input_files import load_json
 from runners.moe.space import CONFIG_KEYS, Config, MoeShape, config_file_content, config_file_name
 from schemas.events import MoeConfigRecorded
 
@@ -109,11 +110,11 @@ def find_shipped_config(
         path = root / folder / name
         if path.is_file():
             try:
-                data = json.loads(path.read_text("utf-8"))
+                data = load_json(path)  # a regular file of at most 1 MiB
                 return path, {
                     str(int(m)): {k: int(c[k]) for k in CONFIG_KEYS} for m, c in data.items()
                 }
-            except (OSError, ValueError, TypeError, KeyError, AttributeError):
+            except (LedgerError, ValueError, TypeError, KeyError, AttributeError):
                 return None
     return None
 

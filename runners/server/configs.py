@@ -39,14 +39,14 @@ flags. Tests point it at a fake server script; people can point it at a wrapper.
 from __future__ import annotations
 
 import os
-import tomllib
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from ledger.errors import InvalidInput
+from ledger.errors import InvalidInput, NotFound
+from ledger.input_files import load_toml
 from schemas import normalize_flag
 from schemas.events import FlagValue
 from schemas.secrets import add_secret_words, holds_secret, mask_text
@@ -236,13 +236,14 @@ def load_configs(path: str | Path) -> dict[str, ServerConfig]:
     """
     file = Path(path)
     try:
-        data = tomllib.loads(file.read_text(encoding="utf-8"))
-    except FileNotFoundError:
+        # a regular file of at most 1 MiB (/dev/zero is refused at once), nesting bounded
+        data = load_toml(file, "config")
+    except NotFound:
         raise ConfigError(
             f"no configuration file {file} (give one with --configs; see examples/servers.toml)"
         ) from None
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"{file}: not valid TOML: {exc}") from None
+    except InvalidInput as exc:
+        raise ConfigError(str(exc)) from None
     return parse_configs(data, str(file), file.parent)
 
 

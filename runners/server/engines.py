@@ -33,7 +33,7 @@ from typing import Any, ClassVar
 from ledger.errors import LedgerError
 from runners.server.configs import ServerConfig
 from runners.server.logs import LogGrammar
-from schemas.secrets import is_secret_name
+from schemas.secrets import is_secret_env_name
 
 #: Environment variables never recorded in the ledger (credentials), matched as substrings.
 
@@ -68,12 +68,15 @@ def recorded_env(
 ) -> dict[str, str]:
     """The environment subset worth recording: the configuration's own ``env`` plus inherited
     variables with one of ``prefixes``; credentials never: a name with ``KEY`` in it, or one that
-    ``schemas.secrets.is_secret_name`` matches (``HF_TOKEN``, ``SGLANG_ADMIN_PASS``, ``NCCL_IB_AUTH``)."""
+    ``schemas.secrets.is_secret_env_name`` matches (``HF_TOKEN``, ``SGLANG_ADMIN_PASS``, ``NCCL_IB_AUTH``,
+    ``PGPASSWORD``, ``MYSQL_PWD``)."""
     source = os.environ if environ is None else environ
     picked = {k: v for k, v in source.items() if k.startswith(prefixes)}
     picked.update(config.env)
     return {
-        k: v for k, v in sorted(picked.items()) if "KEY" not in k.upper() and not is_secret_name(k)
+        k: v
+        for k, v in sorted(picked.items())
+        if "KEY" not in k.upper() and not is_secret_env_name(k)
     }
 
 

@@ -254,7 +254,9 @@ def test_a_wheel_whose_metadata_is_another_version_is_refused(
     _wheel(KINDS, tmp_path, "0.5.23")  # named 0.5.23, its METADATA says 0.0.4
     monkeypatch.setenv("TUNELEDGER_WHEELS", str(tmp_path))
     monkeypatch.setenv("TUNELEDGER_RESEARCH_CACHE", str(tmp_path / "cache"))
-    with pytest.raises(InvalidInput, match=r"sglang==0\.5\.23: .* says it is version 0\.0\.4"):
+    with pytest.raises(
+        InvalidInput, match=r"METADATA says version 0\.0\.4, sglang==0\.5\.23 was asked"
+    ):
         open_engine("sglang==0.5.23", download=False)
 
 

@@ -316,7 +316,7 @@ async def test_list_tools_prints_what_tools_list_returns(store: LedgerStore) -> 
             t.model_dump(mode="json", by_alias=True, exclude_none=True)
             for t in (await client.list_tools()).tools
         ]
-    printed = invoke(["--ledger", store.path, "mcp", "--list-tools"])
+    printed = invoke(["--ledger", store.path, "mcp", "--allow-run", "--list-tools"])
     assert printed.returncode == 0, printed.stderr
     assert json.loads(printed.stdout) == listed
 

@@ -22,8 +22,11 @@ ROOT = Path(__file__).resolve().parents[1]
 
 def reference(text: str) -> bool:
     """The loop before the one-pass scan: one ``str.find`` chain per root, and the long-run
-    test that sends a text to the library's token shapes (``schemas.secret_shapes``)."""
-    if secrets._LONG_RUN.search(text):
+    test that sends a text to the library's token shapes (``schemas.secret_shapes``); since
+    round three also an upper-case secret environment name, ``-u user:pw`` and ``api-key V``."""
+    if secrets._LONG_RUN.search(text) or secrets._ENV_HINT.search(text):
+        return True
+    if secrets._USER_PASSWORD_RE.search(text) or secrets._NAME_SPACE_VALUE_RE.search(text):
         return True
     lower = text.lower()
     if len(lower) != len(text):

@@ -39,11 +39,17 @@ async def in_process(
     actor: str | None = None,
     mode: str = "auto",
     client_name: str = "mcp",
+    allow_run: bool = True,
 ) -> AsyncIterator[Client]:
     """``actor``: the server's ``--actor`` (every call's actor); None: ``agent:<client_name>``,
-    the name the client declares in ``initialize``."""
+    the name the client declares in ``initialize``; ``allow_run``: the tools that start
+    processes are served (``tuneledger mcp --allow-run``)."""
     app = build_app(
-        ledger, Actor.parse(actor or "agent:mcp"), session, actor_given=actor is not None
+        ledger,
+        Actor.parse(actor or "agent:mcp"),
+        session,
+        actor_given=actor is not None,
+        allow_run=allow_run,
     )
     info = Implementation(name=client_name, version="0")
     try:
@@ -71,7 +77,7 @@ async def over_stdio(
 ) -> AsyncIterator[Client]:
     params = StdioServerParameters(
         command=str(BIN / "tuneledger"),
-        args=["mcp", "--ledger", str(ledger), *args],
+        args=["mcp", "--ledger", str(ledger), "--allow-run", *args],
         cwd=str(cwd) if cwd else None,
         env=dict(env) if env is not None else None,
     )

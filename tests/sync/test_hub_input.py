@@ -278,6 +278,18 @@ def test_sync_names_each_held_row_in_one_line_and_a_retry_applies_it_once_it_rea
     report = sync.sync(store, hub.remote)
     assert stored_ids(store) == {good.event_id, bad.event_id}
     assert report.invalid == () and report.invalid_total == 1  # the schema-99 row still held
+    # still counted and listed by later syncs and by `remote list`, until it reads
+    for _ in range(2):
+        assert sync.sync(store, hub.remote).invalid_total == 1
+        listed = subprocess.run(
+            [TUNELEDGER, "--ledger", str(store.path), "remote", "list", "--format", "json"],
+            capture_output=True,
+            text=True,
+            timeout=300,
+            env={**os.environ, "TUNELEDGER_RESIDENT": "0"},
+        )
+        (row,) = json.loads(listed.stdout)
+        assert row["held_back"] == 1 and row["held_back_hub_positions"] == "3", row
 
 
 def test_show_on_a_stored_event_that_does_not_read_is_one_line(tmp_path: Path) -> None:

@@ -83,6 +83,18 @@ def download_wheel(distribution: str, version: str, directory: Path) -> Path:
     return wheel
 
 
+def _same_version(found: str, asked: str) -> bool:
+    """Whether two version strings name one release (PEP 440: ``0.5.23`` is ``0.5.23.0``)."""
+    try:  # (packaging comes with pip; without it, the strings are compared as given)
+        from packaging.version import InvalidVersion, Version
+    except ImportError:
+        return found == asked
+    try:
+        return Version(found) == Version(asked)
+    except InvalidVersion:
+        return found == asked
+
+
 def open_engine(spec: str, engine: str | None = None, download: bool = True) -> EngineSource:
     """An engine's source from ``sglang==0.5.23``, a wheel, a folder, or an installed name."""
     match = _SPEC.match(spec.strip())
@@ -97,9 +109,10 @@ def open_engine(spec: str, engine: str | None = None, download: bool = True) -> 
                 raise NotFound(f"{spec}: no wheel in {', '.join(map(str, dirs))} (and --offline)")
             wheel = download_wheel(distribution, version, dirs[-1])
         source = open_wheel(wheel, distribution)
-        if source.version != version:
+        if not _same_version(source.version, version):
+            # a wheel under a version's file name that is another build (planted, or renamed)
             raise InvalidInput(
-                f"{spec}: {wheel} says it is version {source.version} (its METADATA), not {version}"
+                f"{wheel}: its METADATA says version {source.version}, {spec} was asked: refused"
             )
         return source
     path = Path(spec)

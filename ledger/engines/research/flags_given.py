@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from ledger.errors import InvalidInput, NotFound
+from ledger.input_files import load_toml
 
 from .definitions import FlagDefinition
 from .index import VersionIndex
@@ -67,7 +68,7 @@ def load_server_config(path: Path, name: str | None) -> tuple[str | None, list[t
     if not path.is_file():
         raise NotFound(f"{path}: no such server config file")
     try:
-        data = tomllib.loads(path.read_text("utf-8"))
+        data = load_toml(path)  # a regular file of at most 1 MiB, nesting bounded
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
         raise InvalidInput(f"{path}: not TOML: {exc}") from None
     configs = data.get("configs")

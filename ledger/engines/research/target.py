@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from ledger.errors import InvalidInput, NotFound
+from ledger.input_files import load_json
 
 _ARCH = re.compile(r"^sm_?(\d{2,3})[a-z]?$", re.IGNORECASE)
 
@@ -76,7 +77,7 @@ def load_model_config(path: Path) -> ModelFacts:
     if not file.is_file():
         raise NotFound(f"{file}: no such model config")
     try:
-        data = json.loads(file.read_text("utf-8"))
+        data = load_json(file)  # a regular file of at most 1 MiB, nesting bounded
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise InvalidInput(f"{file}: not a JSON model config: {exc}") from None
     if not isinstance(data, dict):
