@@ -49,7 +49,9 @@ async def test_the_default_tool_list_fits_an_agents_context(ledger_path: Path) -
 
 def test_tools_profiles_serve_a_subset(ledger_path: Path) -> None:
     def names(*args: str, env: dict[str, str] | None = None) -> set[str]:
-        out = invoke(["--ledger", ledger_path, "mcp", "--list-tools", *args], env=env)
+        out = invoke(
+            ["--ledger", ledger_path, "mcp", "--list-tools", "--allow-run", *args], env=env
+        )
         assert out.returncode == 0, out.stderr
         return {t["name"] for t in json.loads(out.stdout)}
 
@@ -100,7 +102,7 @@ def test_the_tools_imports_wait_until_after_initialize(tmp_path: Path) -> None:
     code = (
         "import sys; from pathlib import Path; from schemas import Actor;"
         "from ledger.mcp.command import build_app; from ledger.mcp.server import build_server;"
-        f"app = build_app(Path({str(tmp_path / 'l.duckdb')!r}), Actor.parse('agent:x'), None);"
+        f"app = build_app(Path({str(tmp_path / 'l.duckdb')!r}), Actor.parse('agent:x'), None, allow_run=True);"
         "build_server(app);"
         "print(sorted(m for m in ('duckdb', 'pyarrow', 'runners.server.runner', 'ledger.store') if m in sys.modules));"
         "print(len(app.toolbox) > 20)"
