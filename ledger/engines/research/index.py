@@ -192,14 +192,7 @@ def path_names(summaries: list[ModuleSummary], depth: int = CALL_DEPTH) -> set[s
     by_callee: dict[str, list[CallSite]] = {}
     for call in calls:
         by_callee.setdefault(call.callee, []).append(call)
-    frontier = set(wanted)
-    for _ in range(depth):
-        found: set[str] = set()
-        for name in frontier:
-            for call in by_callee.get(name, ()):
-                found |= _names_of((call.function, call.class_name))
-        frontier = found - wanted
-        wanted |= found
+    wanted = _with_callers(wanted, by_callee, depth)
     return {name for name in wanted if 0 < defined.get(name, 0) <= MAX_HOMONYMS and len(name) > 5}
 
 
@@ -238,6 +231,19 @@ def add_summaries(index: VersionIndex, summaries: Iterable[ModuleSummary]) -> No
     keep_calls(index, calls)
 
 
+def _with_callers(names: set[str], by_callee: dict[str, list[CallSite]], depth: int) -> set[str]:
+    """``names`` and the functions and classes that call them, ``depth`` callers up."""
+    wanted, frontier = set(names), set(names)
+    for _ in range(depth):
+        found: set[str] = set()
+        for name in frontier:
+            for call in by_callee.get(name, ()):
+                found |= _names_of((call.function, call.class_name))
+        frontier = found - wanted
+        wanted |= found
+    return wanted
+
+
 def _names_of(module_function: tuple[str, str | None]) -> set[str]:
     function, class_name = module_function
     names = {class_name} if class_name else set()
@@ -257,12 +263,5 @@ def keep_calls(index: VersionIndex, calls: list[CallSite]) -> None:
     for reads in index.reads.values():
         for read in reads:
             wanted |= _names_of((read.scope.function, read.scope.class_name))
-    frontier = wanted
-    for _ in range(CALL_DEPTH):
-        found: set[str] = set()
-        for name in frontier:
-            for call in by_callee.get(name, ()):
-                found |= _names_of((call.function, call.class_name))
-        frontier = found - wanted
-        wanted |= found
+    wanted = _with_callers(wanted, by_callee, CALL_DEPTH)
     index.calls = {name: by_callee[name] for name in sorted(wanted) if name in by_callee}
