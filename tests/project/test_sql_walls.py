@@ -47,7 +47,10 @@ ALLOWED: dict[str, tuple[int, str]] = {
     # SQL of another database, or SQL as text a person reads: stays
     "ledger/sync/hub.py": (16, "the PostgreSQL hub's own tables"),
     "ledger/sync/remote.py": (7, "the PostgreSQL hub's own tables"),
-    "ledger/sync/replicate.py": (24, "replication between the file and the hub (and the held-back rows)"),
+    "ledger/sync/replicate.py": (
+        24,
+        "replication between the file and the hub (and the held-back rows)",
+    ),
     "tui/sql_console.py": (2, "the SQL console's example and placeholder, shown to the user"),
 }
 
