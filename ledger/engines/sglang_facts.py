@@ -659,23 +659,30 @@ def parse_server_log(lines: Iterable[str], *, strict: bool = False) -> ServerLog
         facts.attention_backend = facts.server_args["attention_backend"]
         if "server_args" in facts.evidence:
             facts.evidence["attention_backend"] = facts.evidence["server_args"]
-    # SGLang's own ready line; where the log does not show it (a paste that stops at uvicorn's
-    # start), uvicorn's "Application startup complete." (its HTTP server is serving).
     fired_up = any(_READY in line.message for line in all_lines)
-    facts.outcome = assess(
-        all_lines,
-        is_ready=lambda x: (
-            (x.prefixed or bare)
-            and (
-                _READY in x.message
-                if fired_up
-                else bool(_UVICORN_READY_RE.match(x.message.strip()))
-            )
-        ),
-        record_of=lambda x: record[x.number],
-        excerpt=bare or not facts.server_args,  # the log's start is not in it: a paste of its tail
-        bare=bare,
-    )
+
+    def outcome(uvicorn: bool) -> RunOutcome:
+        return assess(
+            all_lines,
+            is_ready=lambda x: (
+                (x.prefixed or bare)
+                and (
+                    _READY in x.message
+                    if not uvicorn
+                    else bool(_UVICORN_READY_RE.match(x.message.strip()))
+                )
+            ),
+            record_of=lambda x: record[x.number],
+            excerpt=bare or not facts.server_args,  # the log's start is not in it: its tail
+            bare=bare,
+        )
+
+    facts.outcome = outcome(uvicorn=False)
+    if not fired_up and facts.outcome.state != "failed":
+        # Where SGLang's own ready line is not shown (a paste that stops at uvicorn's start),
+        # uvicorn's "Application startup complete." / "Uvicorn running on" is its readiness,
+        # unless the run failed: SGLang starts uvicorn before its warmup, which may crash.
+        facts.outcome = outcome(uvicorn=True)
     facts.crash = facts.outcome.failure
     if facts.outcome.ready_line is not None and not facts.ready:
         _ready(reader, None, facts.outcome.ready_line)  # uvicorn's line, where SGLang's is not seen
