@@ -29,7 +29,7 @@ from uuid import UUID, uuid5
 from ledger.engines.identify import LOOKED_FOR, identify
 from ledger.engines.sglang_log import looks_like_server_log
 from ledger.errors import InvalidInput
-from ledger.input_files import read_regular
+from ledger.input_files import read_regular, read_stream
 from ledger.write.input_checks import loads
 from schemas import Actor, FindingRecorded, Host, ServerStarted, StartupFacts
 
@@ -139,8 +139,6 @@ class InputFile:
         return [line[:-1] if line.endswith("\r") else line for line in lines]
 
 
-#: The most a paste on standard input (``tuneledger import -``) may hold.
-MAX_STDIN_BYTES = 256 * 1024 * 1024
 #: The name standard input goes by in ``source`` references and messages.
 STDIN_NAME = "stdin"
 
@@ -156,9 +154,7 @@ def _read_stdin() -> bytes:
     stream = sys.stdin.buffer
     if _stdin_read is not None and _stdin_read[0] is stream:
         return _stdin_read[1]
-    data = stream.read(MAX_STDIN_BYTES + 1)
-    if len(data) > MAX_STDIN_BYTES:
-        raise InvalidInput(f"{STDIN_NAME}: more than {MAX_STDIN_BYTES // 2**20} MiB; import a file")
+    data = read_stream(stream, STDIN_NAME)  # bounded as a result file is
     _stdin_read = (stream, data)
     return data
 
