@@ -388,3 +388,58 @@ def test_json_output_names_version_target_and_evidence(
     assert fusion["verdict"] == "not-activated" and fusion["given"] is True
     read = line_of("sglang_g1", "sglang/srt/layers/communicator.py", ".enable_arch_fusion")
     assert any(e["ref"] == read for e in fusion["evidence"])
+
+
+def _older_and_newer_vllm_layout(tmp_path: Path) -> Path:
+    """The tiny vLLM as two releases lay it out: ``VllmConfig`` in ``vllm/config/__init__.py``
+    (0.11), and a model package of its own the registry names in full (``vllm.models.bar``,
+    0.34); ``--tensor-parallel-size`` as vLLM spells TP."""
+    root = tmp_path / "vllm_layouts"
+    shutil.copytree(FIXTURES / "vllm_tiny", root)
+    config = root / "vllm" / "config"
+    (config / "__init__.py").write_text((config / "vllm.py").read_text())
+    (config / "vllm.py").unlink()
+    args = root / "vllm" / "engine" / "arg_utils.py"
+    text = args.read_text().replace("from vllm.config.vllm import", "from vllm.config import")
+    text = text.replace(
+        "    old_unused_option: bool = False\n",
+        "    old_unused_option: bool = False\n    tensor_parallel_size: int = 1\n",
+    )
+    text = text.replace(
+        '        parser.add_argument(\n            "--old-unused-option"',
+        '        parser.add_argument("--tensor-parallel-size", "-tp", type=int, default=1)\n'
+        '        parser.add_argument(\n            "--old-unused-option"',
+    )
+    args.write_text(text)
+    registry = root / "vllm" / "model_executor" / "models" / "registry.py"
+    registry.write_text(
+        registry.read_text().replace(
+            "}", '    "BarForCausalLM": ("vllm.models.bar", "BarForCausalLM"),\n}'
+        )
+    )
+    bar = root / "vllm" / "models" / "bar"
+    bar.mkdir(parents=True)
+    (root / "vllm" / "models" / "__init__.py").write_text("")
+    (bar / "__init__.py").write_text(
+        "class BarForCausalLM:\n"
+        "    def __init__(self, vllm_config):\n"
+        "        self.knob = vllm_config.scheduler_config.foo_knob\n"
+    )
+    return root
+
+
+def test_vllm_layouts_of_two_releases(tmp_path: Path) -> None:
+    source = open_engine(str(_older_and_newer_vllm_layout(tmp_path)), "vllm")
+    engine = (source, load_index(source, use_cache=False, workers=1))
+    foo = run(engine, "--max-num-seqs 64 --foo-knob 2")
+    # the config objects are still told apart by their holder's name (``scheduler_config``)
+    assert verdicts(foo)["max-num-seqs"] == "effective"
+    assert foo.resolution.state.values["tensor_parallel_size"] == 4  # the target's TP
+    # ``vllm/models/bar`` is Bar's model package: its read never decides for Foo
+    (knob,) = [r for r in foo.reports if r.flag == "foo-knob"]
+    assert knob.verdict == "effective" and "models/foo.py" in knob.reason
+    assert any(
+        "vllm/models/bar/__init__.py registers): does not hold" in e.text for e in knob.evidence
+    )
+    (bar,) = [r for r in run(engine, "--foo-knob 2", model="bar").reports if r.flag == "foo-knob"]
+    assert bar.verdict == "effective" and "vllm/models/bar/__init__.py" in bar.reason

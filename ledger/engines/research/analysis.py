@@ -197,7 +197,8 @@ def research(
 ) -> Research:
     """Verdicts for the flags given plus every flag with no effect here (or all: ``everything``)."""
     matched = match_flags(index, list(given or []))
-    tp_field = index.flag("tp-size")
+    # SGLang's ``--tp-size``, vLLM's ``--tensor-parallel-size``: the target's TP is that flag
+    tp_field = index.flag("tp-size") or index.flag("tensor-parallel-size")
     if (
         target.tp is not None
         and tp_field is not None

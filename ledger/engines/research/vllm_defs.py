@@ -27,7 +27,8 @@ from .pysource import module_name, squeeze
 from .sources import EngineSource
 
 ARG_UTILS = "vllm/engine/arg_utils.py"
-VLLM_CONFIG = "vllm/config/vllm.py"
+# Where ``VllmConfig`` is defined: its own module since 0.11.x, ``vllm/config/__init__.py`` before.
+VLLM_CONFIG_PATHS = ("vllm/config/vllm.py", "vllm/config/__init__.py")
 ARG_LAYER = ("vllm/config/", "vllm/engine/arg_utils.py")
 ENGINE_ARGS = "engine_args"
 
@@ -122,7 +123,10 @@ def model_registry(source: EngineSource) -> dict[str, tuple[str, ...]]:
                 and isinstance(item.elts[0], ast.Constant)
                 and isinstance(item.elts[0].value, str)
             ):
-                module = f"vllm.model_executor.models.{item.elts[0].value}"
+                named = item.elts[0].value
+                # ``("llama", ...)`` is a module of ``model_executor/models``; newer releases
+                # also name a package of their own (``("vllm.models.qwen3_5", ...)``)
+                module = named if "." in named else f"vllm.model_executor.models.{named}"
                 served.setdefault(module, []).append(key.value)
     return {module: tuple(sorted(set(archs))) for module, archs in served.items()}
 
@@ -186,17 +190,20 @@ def read_definitions(source: EngineSource) -> tuple[dict[str, FlagDefinition], A
 
 def _vllm_config_fields(source: EngineSource) -> dict[str, str]:
     """``VllmConfig``'s attributes: ``model_config`` -> ``ModelConfig``."""
-    if VLLM_CONFIG not in source:
-        return {}
-    tree, _ = _parse(source, VLLM_CONFIG)
-    out: dict[str, str] = {}
-    for node in ast.walk(tree):
-        if isinstance(node, ast.ClassDef) and node.name == "VllmConfig":
-            for stmt in node.body:
-                if isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name):
-                    annotation = ast.unparse(stmt.annotation).replace(" | None", "")
-                    out[stmt.target.id] = annotation.strip()
-    return out
+    for path in VLLM_CONFIG_PATHS:
+        if path not in source:
+            continue
+        tree, _ = _parse(source, path)
+        for node in tree.body:
+            if isinstance(node, ast.ClassDef) and node.name == "VllmConfig":
+                out: dict[str, str] = {}
+                for stmt in node.body:
+                    if isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name):
+                        annotation = ast.unparse(stmt.annotation)
+                        annotation = annotation.replace(" | None", "").replace("Optional[", "")
+                        out[stmt.target.id] = annotation.strip().strip("]'\"")
+                return out
+    return {}
 
 
 def _access_model(
