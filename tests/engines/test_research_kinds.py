@@ -302,3 +302,32 @@ def test_overdeep_files_land_in_unparsed_files(tmp_path: Path) -> None:
     payload = to_json(run((source, index), "--enable-eplb"))
     assert payload["unparsed_files"] == ["sglang/srt/deep.py"]
     assert {f["flag"]: f["verdict"] for f in payload["flags"]}["enable-eplb"] == "effective"
+
+
+# --- 4. calibrated: what the walk assumed is not a verdict -----------------------------------
+
+
+def test_a_read_reached_only_through_a_table_is_never_effective(
+    kinds: tuple[EngineSource, VersionIndex],
+) -> None:
+    # ``KERNELS = {"table": _build_table_kernel}``: no call of the builder by name, so whether
+    # it runs here is not known, and the read's own conditions holding decide nothing
+    found = report(run(kinds, "--table-kernel-knob 4"), "table-kernel-knob")
+    assert (found.verdict, found.confidence) == ("conditional", "unknown")
+    assert "_build_table_kernel() runs here" in found.conditions
+    assert "called through a table or by name" in found.reason
+
+
+def test_effective_is_never_proven(kinds: tuple[EngineSource, VersionIndex]) -> None:
+    # measured: "effective" on a fully followed path was still wrong on flags read by hand
+    result = run(kinds, "--attention-backend flashinfer --flashinfer-workspace-mb 256")
+    effective = [r for r in result.reports if r.verdict == "effective"]
+    assert effective and all(r.confidence in ("likely", "unknown") for r in effective)
+
+
+def test_a_deprecated_spelling_with_an_action_and_no_field_is_dead_code(
+    kinds: tuple[EngineSource, VersionIndex],
+) -> None:
+    found = report(run(kinds, "--old-pool-ratio"), "old-pool-ratio")
+    assert (found.verdict, found.confidence) == ("dead-code", "likely")
+    assert "registered without a field" in found.reason

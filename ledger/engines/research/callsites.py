@@ -88,10 +88,18 @@ class CallRecorder:
                 self._calls(arg, gates, depth + 1)
             for keyword in node.keywords:
                 self._calls(keyword.value, gates, depth + 1)
+                if keyword.arg == "target" and isinstance(keyword.value, ast.Name | ast.Attribute):
+                    # ``Process(target=run_scheduler_process)``, ``Thread(target=...)``: the
+                    # engine's processes start there, so the function runs as if called here
+                    started = call_name(keyword.value)
+                    if started is not None:
+                        self._record_call(started, keyword.value, gates)
             return
         if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
             if node.id[:1].isupper() and not node.id.isupper():  # a class as a value
                 self._record_call(node.id, node, gates)
+            elif node.id.lstrip("_")[:1].islower():  # a function as a value, maybe
+                self.summary.named.add(node.id)
             return
         if isinstance(node, ast.Attribute):  # ``Cls.attr``: the class itself is not built
             if not isinstance(node.value, ast.Name):

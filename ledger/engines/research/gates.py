@@ -85,6 +85,15 @@ class Reach:
         return []
 
 
+#: How an unresolved note ends where the path was assumed rather than walked: no caller
+#: found for a function a table or a decorator names, or a callee name defined many times.
+_ASSUMED_ENDINGS = ("(called through a table or by name)", "definitions of the name")
+
+
+def is_assumed_note(note: str) -> bool:
+    return note.endswith(_ASSUMED_ENDINGS)
+
+
 def conjunction_of(reaches: list[Reach]) -> bool | None:
     if any(r.value is False for r in reaches):
         return False
@@ -289,7 +298,7 @@ class GateEvaluator:
         self, callee: str, function: str, module: str, depth: int, method_of: str | None
     ) -> Reach:
         index = self.index
-        what = f"{callee}()" if callee[:1].islower() else f"{callee} (built)"
+        what = f"{callee}()" if callee.lstrip("_")[:1].islower() else f"{callee} (built)"
         defined = index.defined.get(callee, 0)
         if defined > MAX_HOMONYMS:
             return Reach(True, [], [f"{what}: {defined} definitions of the name"])
@@ -300,7 +309,13 @@ class GateEvaluator:
             # a name defined more than once: only callers that can see this one
             sites = [c for c in sites if c.module == module or self._imports(c.module, module)]
         if not sites:
-            return Reach(True, [], [f"{what}: no call found (called through a table or by name)"])
+            if callee in index.named:
+                return Reach(
+                    True, [], [f"{what}: no call found (called through a table or by name)"]
+                )
+            # nothing in the package calls it or names it: the top of a call chain (a CLI,
+            # a server's handler, code outside the package), taken as running
+            return Reach(True, [], [f"{what}: nothing in the package calls or names it"])
         if depth + 1 > CALL_DEPTH:
             return Reach(True, [], [f"{what}: callers beyond {CALL_DEPTH} levels"])
         options: list[Reach] = []
@@ -337,13 +352,16 @@ class GateEvaluator:
             gates.append(dataclasses.replace(evaluated, kind="caller", text=text))
             if evaluated.value is False:
                 return Reach(False, gates[-1:])
+        selected = False  # a registry's key decided: the table above it is not a guess
         if site.scope is not None:  # built in a function a backend registry selects
-            for registry in self.registry_gates(site.scope):
+            registries = self.registry_gates(site.scope)
+            for registry in registries:
                 gates.append(
                     dataclasses.replace(registry, text=f"{registry.text} (caller {site.site})")
                 )
                 if registry.value is False:
                     return Reach(False, gates[-1:])
+            selected = bool(registries) and all(r.value is True for r in registries)
         module = self.module_reach(site.module, inside=site.function != "<module>")
         if module.value is False:
             return Reach(False, module.deciding())
@@ -354,7 +372,8 @@ class GateEvaluator:
             deciding += module.deciding()
         if upstream.value is not True:
             deciding += upstream.deciding()
-        return Reach(value, deciding, runtime + upstream.unresolved)
+        above = [u for u in upstream.unresolved if not (selected and is_assumed_note(u))]
+        return Reach(value, deciding, runtime + above)
 
     def _imports(self, importer: str, module: str) -> bool:
         if self._forward is None:

@@ -34,7 +34,7 @@ CALL_PASS_DEPTH = 1
 CALL_PASS_FILES = 8
 
 #: Bump when what the index holds changes: older cache entries are then ignored.
-INDEX_FORMAT = 14
+INDEX_FORMAT = 18
 
 
 @dataclass
@@ -57,6 +57,8 @@ class VersionIndex:
     #: how many functions and classes of the package have each name (a call by a name defined
     #: many times cannot be told apart)
     defined: dict[str, int] = field(default_factory=dict)
+    #: names used as values somewhere or registered by a decorator (``ModuleSummary.named``)
+    named: set[str] = field(default_factory=set)
     format: int = INDEX_FORMAT
 
     def flag(self, name: str) -> FlagDefinition | None:
@@ -213,6 +215,7 @@ def add_summaries(index: VersionIndex, summaries: Iterable[ModuleSummary]) -> No
     for summary in summaries:
         for name in summary.defined:
             index.defined[name] = index.defined.get(name, 0) + 1
+        index.named |= summary.named
         calls.extend(summary.calls)
         if summary.error:
             index.errors[summary.path] = summary.error

@@ -129,6 +129,9 @@ class ModuleSummary:
     calls: list[CallSite] = field(default_factory=list)
     #: the functions and classes the module defines, by their own name
     defined: list[str] = field(default_factory=list)
+    #: lower-case names used as values (a function put in a table, passed as a callback) and
+    #: functions a decorator registers: what may run with no call by name
+    named: set[str] = field(default_factory=set)
     #: the module's top-level names and what they are bound to (``world.BindingSpec``)
     table: dict[str, list[Any]] | None = None
     error: str | None = None

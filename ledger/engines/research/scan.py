@@ -388,6 +388,8 @@ class Scanner(CallRecorder):
         scope = Scope(self.summary.module, qualname, class_name, decorators=decorators)
         if decorators:
             self.summary.registries[qualname] = decorators
+            if any(isinstance(d, ast.Call) for d in node.decorator_list):
+                self.summary.named.add(node.name)  # ``@register("triton")``: run from a table
         self._functions.append(info)
         self._scopes.append(scope)
         self._qualname.append(node.name)

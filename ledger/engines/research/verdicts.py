@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .definitions import FlagDefinition
-from .gates import GateEval, GateEvaluator, Reach
+from .gates import GateEval, GateEvaluator, Reach, is_assumed_note
 from .index import VersionIndex
 from .model import ReadSite, Site, StoreSite
 from .records import Change, Refusal
@@ -89,6 +89,8 @@ class FlagReport:
     confidence: str = "unknown"
     #: the paths not followed or the conditions taken as run-time values, for people
     unresolved: list[str] = dataclasses.field(default_factory=list)
+    #: the read that would decide hangs on a call that was assumed, not seen: nothing decided
+    path_assumed: bool = False
 
     @property
     def no_effect(self) -> bool:
@@ -210,6 +212,8 @@ class Judge:
         if verdict == "incompatible":
             return "likely"  # a reading function that raises, walked with unknown arguments
         if verdict == "conditional":
+            if report.path_assumed:
+                return "unknown"
             named = [c for c in report.conditions if "too deep" not in c]
             return "likely" if named or report.reason else "unknown"
         readers = report.readers
@@ -217,7 +221,10 @@ class Judge:
             active = [r for r in readers if r.reach.value is True]
             if not active:
                 return "likely"  # effective through the argument resolution's settings
-            return "proven" if not active[0].reach.unresolved and complete else "likely"
+            # Never ``proven``: a read reached with every condition holding was still off on
+            # most flags read by hand (a layer, a backend or a cache only some models or
+            # settings build, gated where the walk does not look): docs/research.md measures it.
+            return "likely" if not active[0].reach.unresolved and complete else "unknown"
         # not-activated, no-op: every read found is off; callers matched by name, or the
         # model files a scope left out, may be wrong where the gates a read's own are not
         caller = any(
@@ -354,6 +361,23 @@ class Judge:
         live_couplings = [c for c in report.couplings if c.applies is not False]
         if not runtime:
             if report.definition.site is None:
+                elsewhere = [
+                    s
+                    for s in self.index.mentions.get(report.field, [])
+                    if not self.index.access.in_arg_layer(s.path)
+                ]
+                if report.definition.deprecated and not elsewhere:
+                    # A deprecated spelling registered with an action of its own and no field:
+                    # the action warns and stores nothing, and no code outside the argument
+                    # layer names it (the action's body itself is not walked: ``likely``).
+                    report.verdict = "dead-code"
+                    report.confidence = "likely"
+                    report.reason = (
+                        f"{name} is registered without a field of the server arguments "
+                        f"({report.definition.deprecated}), and nothing outside the argument "
+                        "layer names it"
+                    )
+                    return
                 report.verdict = "unknown"
                 report.reason = (
                     f"{name} is not a field of the server arguments: the launcher handles it"
@@ -491,12 +515,30 @@ class Judge:
         for coupling in report.couplings[:4]:
             report.evidence.append(Evidence(str(coupling.site), _override_text(coupling)))
         active = [r for r in readers if r.reach.value is True]
-        if active:
-            first = active[0]
+        followed = [r for r in active if not _assumed(r.reach)]
+        if followed:
+            first = followed[0]
             report.verdict = "effective"
             report.reason = (
                 f"{name} is read at {first.site} and every condition on that read holds here"
             )
+            return
+        if active:
+            # Every active read hangs on a call this analysis did not see (a table, a registry,
+            # a name defined many times): such reads sit mostly in backends, kernels and layers
+            # only some models or settings build, and on flags read by hand "effective" was
+            # then wrong four times in five (docs/research.md). Say what is not known instead.
+            first = active[0]
+            assumed = [u for u in first.reach.unresolved if is_assumed_note(u)]
+            report.verdict = "conditional"
+            report.path_assumed = True
+            report.conditions = [f"{u.split(':')[0]} runs here" for u in assumed][:8]
+            report.reason = (
+                f"{name} is read at {first.site}, whose conditions hold here, but only if "
+                + "; ".join(report.conditions[:3])
+                + f" (not followed: {assumed[0].split(': ', 1)[-1]})"
+            )
+            report.evidence.append(Evidence(str(first.site), _reader_text(first)))
             return
         undecided = [r for r in readers if r.reach.value is None]
         if undecided:
@@ -550,6 +592,10 @@ class Judge:
                 + "; ".join(texts[:3])
             )
         report.conditions = texts[:8]
+
+
+def _assumed(reach: Reach) -> bool:
+    return any(is_assumed_note(u) for u in reach.unresolved)
 
 
 def _conj(gates: list[GateEval]) -> bool | None:
