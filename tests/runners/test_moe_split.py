@@ -325,3 +325,21 @@ def test_halving_lands_within_2pct_of_an_exhaustive_search_at_two_batch_sizes():
             checked[(search[ex]["E"], search[ex]["N"], int(m))] = gap
     assert sorted(checked) == [(128, 768, 1), (128, 768, 64), (256, 256, 1), (256, 256, 64)]
     assert all(gap <= 0.02 for gap in checked.values()), checked
+
+
+def test_the_h200_demo_shows_the_public_shapes_pairs(tmp_path):
+    """``tuneledger demo --campaign h200`` loads the Qwen3-30B-A3B tunes: 18 batch sizes in each
+    precision (and the exhaustive pass's two in bf16), with default, shipped, one config and the
+    pair side by side."""
+    from ledger.cli.demo import build_demo
+
+    store = build_demo(tmp_path / "h200.duckdb", campaign="h200")
+    rows = store.query_arrow(
+        "SELECT dtype, count(*) AS n, count(two_config_us) AS pairs, count(shipped_us) AS shipped, "
+        "count(one_config_us) AS ones FROM kernel_tune_results "
+        "WHERE session_id = 'h200-moe-pair' AND E = 128 AND N = 768 GROUP BY dtype ORDER BY dtype"
+    ).to_pylist()
+    assert rows == [
+        {"dtype": "bf16", "n": 20, "pairs": 20, "shipped": 20, "ones": 20},
+        {"dtype": "fp8_w8a8", "n": 18, "pairs": 18, "shipped": 18, "ones": 18},
+    ]
