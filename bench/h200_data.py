@@ -3,6 +3,7 @@
     python bench/h200_data.py build-moe MOE_OUT            # device outputs -> data/h200_moe_tune.jsonl
     python bench/h200_data.py build-moe-fp8 FP8_OUT        # ... --fp8 outputs added to it
     python bench/h200_data.py build-flags FLAGS_OUT        # device outputs -> data/h200_flags.jsonl
+    python bench/h200_data.py build-pair OUT [OUT ...]     # bench/h200_moe_pair.py runs -> data/ (adds)
     python bench/h200_data.py tables                       # data/ -> the Markdown tables of docs/campaigns.md
 
 MOE_OUT: the outputs of ``python3 bench/h200_moe_tune.py .sgl OUT 540`` (the seeded tunes of both
