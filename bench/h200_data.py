@@ -3,6 +3,7 @@
     python bench/h200_data.py build-moe MOE_OUT            # device outputs -> data/h200_moe_tune.jsonl
     python bench/h200_data.py build-moe-fp8 FP8_OUT        # ... --fp8 outputs added to it
     python bench/h200_data.py build-flags FLAGS_OUT        # device outputs -> data/h200_flags.jsonl
+    python bench/h200_data.py build-pair OUT [OUT ...]     # bench/h200_moe_pair.py runs -> data/ (adds)
     python bench/h200_data.py tables                       # data/ -> the Markdown tables of docs/campaigns.md
 
 MOE_OUT: the outputs of ``python3 bench/h200_moe_tune.py .sgl OUT 540`` (the seeded tunes of both
@@ -596,17 +597,25 @@ def flag_table() -> None:
 PAIR_SESSION = "h200-moe-pair"
 PAIR = ROOT / "data" / "h200_moe_pair"
 PAIR_FIXTURE = ROOT / "tests" / "fixtures" / "h200_moe_pair_timings.json"
+#: the tunes the CPU tests replay, by the name bench/h200_moe_pair.py gave them: the seeds' shape
+#: in bf16 (q), Qwen3-30B-A3B at TP1 in bf16 (w) and fp8 block [128, 128] (w8)
+PAIR_FIXTURES = {
+    "q": PAIR_FIXTURE,
+    "w": PAIR_FIXTURE.with_name("h200_moe_pair_timings_e128_n768.json"),
+    "w8": PAIR_FIXTURE.with_name("h200_moe_pair_timings_e128_n768_fp8.json"),
+}
 
 
 def build_pair(runs: list[Path]) -> None:
     """Adds runs of ``bench/h200_moe_pair.py`` to data/: each tune's start, completion (its per-M
     results: default, shipped, one config, two configs) and files to data/h200_moe_tune.jsonl
-    (session ``h200-moe-pair``; an earlier build's replaced), the summaries, logs and files to
-    data/h200_moe_pair/, and the seeds' shape's bf16 timings (every (M, GEMM, config, window))
-    to tests/fixtures/h200_moe_pair_timings.json, which the CPU tests replay."""
+    (session ``h200-moe-pair``; the events of an earlier build of the same runs replaced, by event
+    id, those of other runs kept: a device call's outputs do not outlive the session, so each
+    build adds to what the earlier ones left), the summaries, logs and files to
+    data/h200_moe_pair/, and the timings of the tunes in ``PAIR_FIXTURES`` (every (M, GEMM,
+    config, window)) to their tests/fixtures/ file, which the CPU tests replay."""
     import tarfile
 
-    kept = [e for e in read_jsonl(MOE) if e.session_id != PAIR_SESSION] if MOE.exists() else []
     out = []
     PAIR.mkdir(exist_ok=True)
     for run in runs:
@@ -617,8 +626,8 @@ def build_pair(runs: list[Path]) -> None:
                 for e in ev
                 if e.type in ("kernel_tune_started", "kernel_tune_completed", "moe_config_recorded")
             ]
-            if f.stem == "q":
-                _pair_fixture(ev)
+            if f.stem in PAIR_FIXTURES:
+                _pair_fixture(ev, PAIR_FIXTURES[f.stem])
         summary = json.loads((run / "summary.json").read_text())
         for name, shape in summary["shapes"].items():
             (PAIR / f"{name}_summary.json").write_text(json.dumps(shape, indent=1) + "\n")
@@ -632,13 +641,17 @@ def build_pair(runs: list[Path]) -> None:
                 # one for M = 1 and 64 alone
                 if m.isfile() and m.name.endswith(".json") and not target.exists():
                     target.write_bytes(tar.extractfile(m).read())
+    new = {e.event_id for e in out}
+    kept = [e for e in read_jsonl(MOE) if e.event_id not in new] if MOE.exists() else []
     MOE.write_text("".join(event_to_json(e) + "\n" for e in kept + out), encoding="utf-8")
     print(f"{MOE}: {len(kept)} events kept, {len(out)} added")
 
 
-def _pair_fixture(ev: list) -> None:
+def _pair_fixture(ev: list, path: Path) -> None:
     """The replayable timings of one split tune: latency by M, GEMM (``both`` for one config on
-    both), config key and window; the early stops' probe figures apart; the facts and results."""
+    both), config key and window; the early stops' probe figures apart; the facts, the shape, the
+    shipped configs it was seeded with (each M's nearest entry, as the results name them) and the
+    results."""
     from runners.moe.space import config_key
 
     lat: dict = {}
@@ -663,8 +676,23 @@ def _pair_fixture(ev: list) -> None:
         "shared_memory_limit": start.shared_memory_limit,
         "triton_version": start.triton_version,
     }
-    data = {"facts": facts, "latency_us": lat, "probe_us": probe, "results": done.results}
-    PAIR_FIXTURE.write_text(json.dumps(data, separators=(",", ":")) + "\n")
+    shape = {"E": start.E, "N": start.N, "K": start.K, "topk": start.topk, "dtype": start.dtype}
+    if start.block_shape:
+        shape["block_shape"] = list(start.block_shape)
+    seeds = {m: r["shipped_config"] for m, r in done.results.items() if "shipped_config" in r}
+    seeds_down = {
+        m: r["shipped_down_config"] for m, r in done.results.items() if "shipped_down_config" in r
+    }
+    data = {
+        "facts": facts,
+        "shape": shape,
+        "seeds": seeds,
+        "seeds_down": seeds_down,
+        "latency_us": lat,
+        "probe_us": probe,
+        "results": done.results,
+    }
+    path.write_text(json.dumps(data, separators=(",", ":")) + "\n")
 
 
 if __name__ == "__main__":
