@@ -227,8 +227,10 @@ class Judge:
             return "likely" if not active[0].reach.unresolved and complete else "unknown"
         # not-activated, no-op: every read found is off; callers matched by name, or the
         # model files a scope left out, may be wrong where the gates a read's own are not
+        # a gate outside the read's own file (an importer's ``if``, a caller's) rests on the
+        # importers and callers found, which may not be all: not ``proven``
         caller = any(
-            g.kind in ("caller", "model-scope") and g.value is False
+            g.value is False and (g.kind in ("caller", "model-scope") or g.site.path != r.site.path)
             for r in readers
             for g in r.reach.gates
         )
