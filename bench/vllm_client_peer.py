@@ -86,6 +86,23 @@ def main() -> None:
             f"| {name} | {len(thr)} | {statistics.fmean(thr):.1f} ({_cv(thr):.1%}) | "
             f"{statistics.fmean(ttft):.1f} ({_cv(ttft):.1%}) |"
         )
+    # A burst: the whole answer in one read (E2E - TTFT under 5 ms): its TTFT is its E2E. The
+    # median TTFT of a run is bimodal in the burst share, so it is shown per class too.
+    samples = store.query_arrow(
+        "SELECT b.config_name, s.ttft_ms, s.e2e_ms FROM bench_samples s "
+        "JOIN benchmarks b ON b.event_id = s.benchmark_event_id "
+        "WHERE b.session_id = 'vllm-peer' AND s.ok"
+    ).to_pylist()
+    print("\n| client | requests | bursts | median TTFT streamed ms | median TTFT bursts ms |")
+    print("|---|---|---|---|---|")
+    for name in ("ours", "vllm-bench-serve"):
+        mine = [r for r in samples if r["config_name"] == name]
+        burst = [r["ttft_ms"] for r in mine if r["e2e_ms"] - r["ttft_ms"] < 5]
+        streamed = [r["ttft_ms"] for r in mine if r["e2e_ms"] - r["ttft_ms"] >= 5]
+        print(
+            f"| {name} | {len(mine)} | {len(burst) / max(1, len(mine)):.0%} | "
+            f"{_median(streamed)} | {_median(burst)} |"
+        )
     from runners.compare import compare
 
     for i, metric in enumerate(("output_throughput", "median_ttft_ms")):
@@ -93,6 +110,10 @@ def main() -> None:
         c = compare(metric, theirs, ours, threshold=0.05)
         ci = "" if c.ci_low is None else f" [{c.ci_low:+.1%}, {c.ci_high:+.1%}]"
         print(f"{metric}: ours / vllm - 1 = {c.change:+.1%}{ci}, 5% threshold: {c.verdict}")
+
+
+def _median(values: list[float]) -> str:
+    return f"{statistics.median(values):.1f}" if values else "-"
 
 
 def _cv(values: list[float]) -> float:
