@@ -12,7 +12,7 @@ server, and two clients compare by where they happened to run (issue 32's 0.67x)
 
 ``keep_off_server_cores(url)`` finds the process listening on a local ``url``'s port (psutil),
 the CPUs its threads and its children's are pinned to (a thread whose affinity is narrower
-than the machine's), and narrows the calling thread's affinity to the others, which the
+than the server process's own), and narrows the calling thread's affinity to the others, which the
 event loop, its threads made later and a tool run as a subprocess inherit. Nothing happens for
 a remote server, a server with no pinned thread, or when no CPU would be left.
 """
@@ -44,13 +44,14 @@ def server_pinned_cpus(url: str) -> set[int]:
         ]
     except psutil.Error:
         return set()
-    machine = set(range(os.cpu_count() or 1))
     pinned: set[int] = set()
     for pid in listeners:
         try:
             server = psutil.Process(pid)
             processes = [server, *server.children(recursive=True)]
-        except psutil.Error:
+            # what the server was started with (a container's cpuset, a taskset): narrower is pinned
+            machine = os.sched_getaffinity(pid)
+        except (psutil.Error, OSError):
             continue
         for process in processes:
             try:
@@ -68,24 +69,33 @@ def server_pinned_cpus(url: str) -> set[int]:
 
 
 def keep_off_server_cores(url: str, say: Callable[[str], None] | None = None) -> set[int] | None:
-    """Narrow the calling thread's CPUs to those the local server at ``url`` did not pin
-    threads to; returns the CPUs kept (None: nothing changed)."""
+    """Set the calling thread's CPUs to the process's first ones less those the local server at
+    ``url`` pinned threads to (all of them again for a server with none: a plan's next server
+    may pin other cores); returns the CPUs now kept (None: nothing changed)."""
     if not hasattr(os, "sched_setaffinity"):  # pragma: no cover - not Linux
         return None
     pinned = server_pinned_cpus(url)
-    if not pinned:
-        return None
-    mine = os.sched_getaffinity(0)
-    free = mine - pinned
-    if not free or free == mine:
+    base = _first_cpus()
+    free = (base - pinned) or base
+    if free == os.sched_getaffinity(0):
         return None
     os.sched_setaffinity(0, free)
-    if say is not None:
+    if say is not None and free != base:
         say(
             f"benchmark client on CPU {_cpus(free)}: the server pinned threads to CPU "
             f"{_cpus(pinned)} (a client there preempts its forward pass)"
         )
     return free
+
+
+_FIRST: list[set[int]] = []
+
+
+def _first_cpus() -> set[int]:
+    """The calling thread's CPUs when this module first narrowed them (else now)."""
+    if not _FIRST:
+        _FIRST.append(set(os.sched_getaffinity(0)))
+    return _FIRST[0]
 
 
 def _cpus(cpus: set[int]) -> str:

@@ -19,12 +19,13 @@ pytestmark = pytest.mark.skipif(
     reason="needs Linux CPU affinity and 2+ CPUs",
 )
 
-# a server whose one worker thread is pinned to CPU 0, as vLLM's CPU worker is
+# a server whose one worker thread is pinned to CPU 0, as vLLM's CPU worker is (PIN: {0})
 _SERVER = """
 import os, socket, sys, threading, time
 s = socket.socket(); s.bind(("127.0.0.1", 0)); s.listen()
 def worker():
-    os.sched_setaffinity(0, {0})
+    if PIN:
+        os.sched_setaffinity(0, PIN)
     time.sleep(60)
 threading.Thread(target=worker, daemon=True).start()
 time.sleep(0.2)
@@ -33,15 +34,25 @@ time.sleep(60)
 """
 
 
-@pytest.fixture
-def pinned_server():
-    proc = subprocess.Popen([sys.executable, "-c", _SERVER], stdout=subprocess.PIPE, text=True)
+def _server(pin: str):
+    code = f"PIN = {pin}\n{_SERVER}"
+    proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
     try:
         assert proc.stdout is not None
         yield f"http://127.0.0.1:{int(proc.stdout.readline())}"
     finally:
         proc.kill()
         proc.wait()
+
+
+@pytest.fixture
+def pinned_server():
+    yield from _server("{0}")
+
+
+@pytest.fixture
+def unpinned_server():
+    yield from _server("None")
 
 
 def _free_port_url() -> str:
@@ -94,3 +105,20 @@ def test_an_unpinned_server_changes_nothing() -> None:
         url = f"http://127.0.0.1:{s.getsockname()[1]}"
         assert server_pinned_cpus(url) == set()  # this test process: no pinned thread
         assert keep_off_server_cores(url) is None
+
+
+def test_a_plans_next_server_without_pinned_threads_gets_every_cpu_back(
+    pinned_server: str, unpinned_server: str
+) -> None:
+    seen: dict[str, object] = {}
+
+    def in_a_thread() -> None:
+        seen["off"] = keep_off_server_cores(pinned_server)
+        seen["back"] = keep_off_server_cores(unpinned_server)
+        seen["again"] = keep_off_server_cores(unpinned_server)  # nothing left to change
+
+    thread = threading.Thread(target=in_a_thread)
+    thread.start()
+    thread.join()
+    everything = os.sched_getaffinity(0)
+    assert seen == {"off": everything - {0}, "back": everything, "again": None}
