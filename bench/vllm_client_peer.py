@@ -8,7 +8,7 @@ vllm`` (theirs, imported) with the same workload, alternating which goes first, 
 client the mean and CV of output throughput and median TTFT over the repeats, and the difference
 of ours against vLLM's by the comparison rule (``runners.compare``: the 95% CI of the change
 against the 5% parity threshold; "no-measurable-change" is parity). Everything is
-recorded in the ledger (``config_name`` ``ours`` / ``vllm-bench-serve``).
+recorded in the ledger (both as the server's configuration; ``tool`` tells the clients apart).
 """
 
 from __future__ import annotations
@@ -29,6 +29,8 @@ from runners.server.runner import ServerRunner  # noqa: E402
 PYTHON = ROOT / ".venv-vllm" / "bin" / "python"
 MODEL = ROOT / ".venv-vllm" / "models" / "tiny-qwen3-moe"
 TUNELEDGER = Path(sys.executable).parent / "tuneledger"
+#: Which client a run is, from its tool (ours records tuneledger-bench, the import vllm.bench_serve).
+_CLIENT = "CASE WHEN tool = 'vllm.bench_serve' THEN 'vllm-bench-serve' ELSE 'ours' END"
 
 
 def main() -> None:
@@ -62,10 +64,10 @@ def main() -> None:
     with ServerRunner(store, session_id="vllm-peer", say=print) as runner:
         run = runner.start(config, health_timeout_s=900)
         base = [str(TUNELEDGER), "--ledger", args.ledger, "--session", "vllm-peer", "run", "bench"]
-        ours = [*base, "--url", run.base_url, *common, "--config-name", "ours"]
+        # both are runs of the server's configuration ('baseline'): the tool tells them apart
+        ours = [*base, "--url", run.base_url, *common]
         theirs = [
-            *base, "--url", run.base_url, *common, "--config-name", "vllm-bench-serve",
-            "--tool", "vllm", "--tool-path", str(PYTHON),
+            *base, "--url", run.base_url, *common, "--tool", "vllm", "--tool-path", str(PYTHON),
         ]  # fmt: skip
         for r in range(args.repeats):
             for cmd in (ours, theirs) if r % 2 == 0 else (theirs, ours):
@@ -73,7 +75,7 @@ def main() -> None:
             print(f"repeat {r + 1}/{args.repeats} done")
         runner.stop(run, reason="peer comparison done")
     rows = store.query_arrow(
-        "SELECT config_name, output_throughput, median_ttft_ms FROM benchmarks "
+        f"SELECT {_CLIENT} AS config_name, output_throughput, median_ttft_ms FROM benchmarks "
         "WHERE session_id = 'vllm-peer' ORDER BY seq"
     ).to_pylist()
     print("\n| client | runs | output tok/s (CV) | median TTFT ms (CV) |\n|---|---|---|---|")
@@ -86,6 +88,23 @@ def main() -> None:
             f"| {name} | {len(thr)} | {statistics.fmean(thr):.1f} ({_cv(thr):.1%}) | "
             f"{statistics.fmean(ttft):.1f} ({_cv(ttft):.1%}) |"
         )
+    # A burst: the whole answer in one read (E2E - TTFT under 5 ms): its TTFT is its E2E. The
+    # median TTFT of a run is bimodal in the burst share, so it is shown per class too.
+    samples = store.query_arrow(
+        f"SELECT {_CLIENT} AS config_name, s.ttft_ms, s.e2e_ms FROM bench_samples s "
+        "JOIN benchmarks b ON b.event_id = s.benchmark_event_id "
+        "WHERE b.session_id = 'vllm-peer' AND s.ok"
+    ).to_pylist()
+    print("\n| client | requests | bursts | median TTFT streamed ms | median TTFT bursts ms |")
+    print("|---|---|---|---|---|")
+    for name in ("ours", "vllm-bench-serve"):
+        mine = [r for r in samples if r["config_name"] == name]
+        burst = [r["ttft_ms"] for r in mine if r["e2e_ms"] - r["ttft_ms"] < 5]
+        streamed = [r["ttft_ms"] for r in mine if r["e2e_ms"] - r["ttft_ms"] >= 5]
+        print(
+            f"| {name} | {len(mine)} | {len(burst) / max(1, len(mine)):.0%} | "
+            f"{_median(streamed)} | {_median(burst)} |"
+        )
     from runners.compare import compare
 
     for i, metric in enumerate(("output_throughput", "median_ttft_ms")):
@@ -93,6 +112,10 @@ def main() -> None:
         c = compare(metric, theirs, ours, threshold=0.05)
         ci = "" if c.ci_low is None else f" [{c.ci_low:+.1%}, {c.ci_high:+.1%}]"
         print(f"{metric}: ours / vllm - 1 = {c.change:+.1%}{ci}, 5% threshold: {c.verdict}")
+
+
+def _median(values: list[float]) -> str:
+    return f"{statistics.median(values):.1f}" if values else "-"
 
 
 def _cv(values: list[float]) -> float:

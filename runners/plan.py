@@ -427,7 +427,11 @@ async def _sweep_levels(
 ) -> list[SweepPoint]:
     """``runners.bench.client.sweep``, one concurrency at a time with its own prompt count when
     ``b.prompts_per_concurrency`` is set (the first ``min(num_prompts, max(min_prompts,
-    prompts_per_concurrency x c))`` prompts of the workload), else one sweep as it is."""
+    prompts_per_concurrency x c))`` prompts of the workload), else one sweep as it is. The
+    client keeps off the CPUs the server pinned threads to (``runners.bench.placement``)."""
+    from runners.bench.placement import keep_off_server_cores
+
+    keep_off_server_cores(target.url)
     if not b.prompts_per_concurrency:
         return await sweep(target, identity, concurrencies=concurrencies, **kw)
     points: list[SweepPoint] = []

@@ -38,7 +38,14 @@ from schemas import Workload
 from ..derive.streaming import Granularity, from_requests
 from .detect import ImportContext, Importer, InputFile, Pairing, ReadResult, Sniffed, json_lines
 from .fields import FieldReader
-from .results import OutputLengths, bench_event, distribution_from_samples, samples_table, tpot_ms
+from .results import (
+    OutputLengths,
+    bench_event,
+    chunks_from_gaps,
+    distribution_from_samples,
+    samples_table,
+    tpot_ms,
+)
 
 TOOL = "aiperf"
 
@@ -165,6 +172,7 @@ def _summary_event(
         streaming=streaming,
         lengths=lengths,
         partner=records.file if records is not None else None,
+        ok_rows=[row for row in records.rows if row["ok"]] if records is not None else (),
     )
 
 
@@ -484,10 +492,13 @@ def read_records(file: InputFile) -> Records:
         if out is None:
             out = values.number("output_sequence_length", integer=True)
             exact = exact and out is None
+        chunk_gaps: list[float] = []
         if ok and ttft is not None:
-            chunk_gaps = values.array("inter_chunk_latency") or []
-            gaps.extend(float(g) for g in chunk_gaps if isinstance(g, (int, float)))
-            chunks.append((len(chunk_gaps) + 1, out))
+            raw_gaps = values.array("inter_chunk_latency") or []
+            chunk_gaps = [float(g) for g in raw_gaps if isinstance(g, (int, float))]
+            gaps.extend(chunk_gaps)
+            # events of one read are one chunk (SAME_READ_MS), as for every other tool
+            chunks.append((chunks_from_gaps(chunk_gaps), out))
         rows.append(
             {
                 "ok": ok,
@@ -497,6 +508,7 @@ def read_records(file: InputFile) -> Records:
                 "prompt_tokens": values.number("usage_prompt_tokens", integer=True)
                 or values.number("input_sequence_length", integer=True),
                 "output_tokens": out,
+                "itl_ms": chunk_gaps,
                 "error": None
                 if ok
                 else (json.dumps(error)[:300] if not isinstance(error, str) else error[:300]),
@@ -546,6 +558,7 @@ def _read_records(file: InputFile, ctx: ImportContext) -> ReadResult:
         first_error=first_error,
         streaming=records.streaming(),
         lengths=records.lengths(None, None),
+        ok_rows=[row for row in rows if row["ok"]],
     )
     return [event], {event.event_id: table}
 

@@ -24,7 +24,7 @@ from ..derive.streaming import Granularity, from_means, from_requests
 from ..store import BENCH_SAMPLES_SCHEMA as SAMPLES_SCHEMA
 from .detect import ImportContext, Importer, InputFile, ReadResult, Sniffed, looks_like_bench
 from .fields import FieldReader as _Line
-from .results import OutputLengths, apply_streaming, chunks_from_gaps
+from .results import OutputLengths, apply_streaming, chunks_from_gaps, without_bursts
 
 TOOL = "sglang.bench_serving"
 
@@ -199,8 +199,14 @@ def _event(
         valid = valid and not fails
         notes.extend(length_notes)
     values = metrics.model_dump()
-    moved, coarse, unmeasurable = apply_streaming(values, _granularity(metrics, ok_rows, backend))
+    streaming = _granularity(metrics, ok_rows, backend)
+    moved, coarse, unmeasurable = apply_streaming(values, streaming)
     notes.extend([coarse] if coarse else [])
+    if isinstance(streaming, Granularity) and not streaming.coarse:
+        replaced, bursts = without_bursts(values, ok_rows)
+        for name, value in replaced.items():
+            moved.setdefault(name, value)
+        notes.extend([bursts] if bursts else [])
     return BenchmarkCompleted(
         event_id=event_id,
         run_id=run_id,

@@ -21,7 +21,13 @@ import pyarrow as pa
 from schemas import BenchmarkCompleted, BenchMetrics, Workload
 from schemas.metrics import INTEGER_METRICS, tpot
 
-from ..derive.streaming import PER_TOKEN_METRICS, Granularity
+from ..derive.streaming import (
+    PER_TOKEN_METRICS,
+    SAME_READ_MS,
+    Granularity,
+    burst_note,
+    request_streamed,
+)
 from ..store import BENCH_SAMPLES_SCHEMA as SAMPLES_SCHEMA
 from .detect import ImportContext, InputFile
 
@@ -48,6 +54,7 @@ def bench_event(
     streaming: Granularity | str | None = None,
     lengths: OutputLengths | None = None,
     partner: InputFile | None = None,
+    ok_rows: Sequence[dict[str, Any]] = (),
 ) -> BenchmarkCompleted:
     """One imported run; ``label`` makes its id (unique within the file), ``line`` its source.
 
@@ -60,7 +67,9 @@ def bench_event(
     streaming-granularity rule (``ledger.streaming``): a coarse ``Granularity`` leaves TPOT
     and ITL empty with the runner's note; a string is why the file cannot tell, and TPOT and
     ITL are not measurable for that reason. Either way the tool's own figures stay in
-    ``tool_metrics``. ``partner``: the other file of the run imported with this one (its
+    ``tool_metrics``. ``ok_rows``: the successful requests' samples rows, where the file keeps
+    each request's gaps: in a run fine as a whole, a burst request's TPOT and ITL are left out
+    (``without_bursts``). ``partner``: the other file of the run imported with this one (its
     per-request half): the id and run id then name both files' contents.
     """
     values = {k: v for k, v in metrics.items() if v is not None}
@@ -77,6 +86,12 @@ def bench_event(
     for name, value in moved.items():
         kept.setdefault(name, value)
     validity.extend([coarse_note] if coarse_note else [])
+    if isinstance(streaming, Granularity) and not streaming.coarse:
+        replaced, bursts = without_bursts(values, ok_rows)
+        values = {k: v for k, v in values.items() if v is not None}
+        for name, value in replaced.items():
+            kept.setdefault(name, value)
+        validity.extend([bursts] if bursts else [])
     notes_of_metrics.extend([unmeasurable] if unmeasurable else [])
     bench = BenchMetrics(**values)
     if bench.failed:
@@ -234,10 +249,47 @@ def distribution_from_samples(table: pa.Table) -> dict[str, float | None]:
 
 
 def chunks_from_gaps(gaps: Sequence[float] | None) -> int:
-    """A request's streamed chunks from its list of gaps: one more than the gaps, where a
-    run of equal gaps counts once (sglang's native ``/generate`` client splits a chunk's gap
-    evenly over the chunk's tokens; two chunks never arrive with bit-identical gaps)."""
+    """A request's streamed chunks (network reads that carried content) from its list of gaps
+    in ms: the first token's chunk, and one more for each gap that starts a new read. A gap
+    under ``SAME_READ_MS`` does not (the events came in one read: vLLM's client stamps each
+    event of a burst microseconds apart), nor does a gap equal to the one before it (sglang's
+    native ``/generate`` client splits a chunk's gap evenly over the chunk's tokens; two
+    chunks never arrive with bit-identical gaps)."""
     if not gaps:
         return 1
-    runs = 1 + sum(1 for a, b in zip(gaps, gaps[1:], strict=False) if a != b)
-    return runs + 1
+    starts = sum(
+        1 for i, gap in enumerate(gaps) if gap >= SAME_READ_MS and (i == 0 or gap != gaps[i - 1])
+    )
+    return 1 + starts
+
+
+def without_bursts(
+    values: dict[str, Any], ok_rows: Sequence[dict[str, Any]]
+) -> tuple[dict[str, float], str | None]:
+    """The per-request half of the streaming rule on an import (as ``runners.bench.metrics``
+    does on our runs): in a run fine as a whole, a successful request whose tokens came in
+    fewer than ``MIN_CHUNKS_PER_TOKEN`` chunks per token (a burst) gives no TPOT and no ITL.
+
+    ``values``: the run's metrics (changed in place: TPOT and ITL recomputed over the other
+    requests, None when none is left); ``ok_rows``: the successful requests' samples rows
+    (``itl_ms`` gaps, ``output_tokens``, ``tpot_ms``). Returns the tool's own figures that were
+    replaced (for ``tool_metrics``) and the run's note counting the bursts (None: no burst,
+    nothing changed)."""
+    from ledger.derive.distribution import distribution_ms
+
+    flags = [request_streamed(chunks_from_gaps(r["itl_ms"]), r["output_tokens"]) for r in ok_rows]
+    bursts = sum(1 for f in flags if f is False)
+    if not bursts:
+        return {}, None
+    kept = [r for r, f in zip(ok_rows, flags, strict=True) if f is not False]
+    moved = {
+        name: float(values[name]) for name in PER_TOKEN_METRICS if values.get(name) is not None
+    }
+    update: dict[str, float | None] = {name: None for name in PER_TOKEN_METRICS}
+    gaps = [g / 1000.0 for r in kept for g in r["itl_ms"] or []]
+    update.update(distribution_ms(gaps, "itl"))
+    update["max_itl_ms"] = max(gaps) * 1000.0 if gaps else None
+    tpots = [r["tpot_ms"] / 1000.0 for r in kept if r["tpot_ms"] is not None]
+    update.update(distribution_ms(tpots, "tpot"))
+    values.update(update)
+    return moved, burst_note(bursts, len(ok_rows))

@@ -197,6 +197,7 @@ def _event(file: InputFile, ctx: ImportContext, r: FieldReader, number: int, tab
     first_error = None
     streaming: Any = None
     lengths = None
+    rows: list[dict[str, Any]] = []
     if table is not None:
         rows = [row for row in table.to_pylist() if row["ok"]]
         first_error = next((e for e in table.column("error").to_pylist() if e), None)
@@ -239,6 +240,7 @@ def _event(file: InputFile, ctx: ImportContext, r: FieldReader, number: int, tab
         first_error=first_error,
         streaming=streaming,
         lengths=lengths,
+        ok_rows=rows,
     )
 
 

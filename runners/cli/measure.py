@@ -246,6 +246,10 @@ def bench_command(
     measured = resolve(
         ctx.store(), request, lambda line: click.echo(f"tuneledger: {line}", err=True)
     )
+    from runners.bench.placement import keep_off_server_cores
+
+    # ours and a --tool alike (the tool's process inherits it): off the server's pinned cores
+    keep_off_server_cores(url, lambda line: click.echo(f"tuneledger: {line}", err=True))
     if tool != "builtin":
         # every option reaches the tool or is refused: these are the built-in client's only
         for given, option in (

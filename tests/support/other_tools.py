@@ -60,6 +60,8 @@ IMPORTABLE = [
     (OTHER / "guidellm_coarse_run" / "benchmarks.json", "guidellm-benchmarks", 2),
     (OTHER / "guidellm_fine_run" / "benchmarks.json", "guidellm-benchmarks", 1),
     (OTHER / "vllm_run" / "vllm_short.json", "vllm-bench-serve", 1),
+    (OTHER / "vllm_cpu_bursts" / "all_bursts.json", "vllm-bench-serve", 1),
+    (OTHER / "vllm_cpu_bursts" / "mixed_bursts.json", "vllm-bench-serve", 1),
     (SHARED / "sglang_repo" / "double_sparsity_smoke_16k_native_off.json", "sglang-script-ab", 2),
     (SHARED / "sglang_repo" / "double_sparsity_smoke_16k_native_on.json", "sglang-script-ab", 2),
     (SHARED / "sglang_repo" / "moe_tp_ep_e2e_none_r1_in1024.json", "sglang-script-run", 1),
