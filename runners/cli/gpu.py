@@ -311,29 +311,17 @@ def spec_command(
     one spec_decoding_trial_completed per trial (the spec_trials view). Prints a line per
     trial; --json: one object, run plan's {"verdicts", ...} with "trials": [...].
     """
-    from runners.server.runner import ServerRunner
-    from runners.spec import load_spec, run_spec
+    from runners.usecases import PlanRequest, load_spec, measure_spec
 
-    spec = load_spec(spec_file)
-    if spec.plan.plan.session is None and ctx.session:
-        spec.plan.plan.session = ctx.session
-    store = ctx.store().kept_open()  # a long-lived writer: one open for a run of appends
-    store.init()
+    request = PlanRequest(spec_file, ctx.session, resume=resume)
+    spec = load_spec(request)
     signal.signal(signal.SIGTERM, _raise_interrupt)
     say = lambda line: click.echo(line, err=True)  # noqa: E731
-    runner = ServerRunner(
-        store, session_id=spec.plan.plan.session, say=say, sigint_wait_s=spec.plan.plan.stop_wait_s
-    )
     try:
-        result, events = run_spec(
-            spec, store, runner, say=say, progress=not no_progress, resume=resume
-        )
+        result, events = measure_spec(ctx.store(), spec, request, say=say, progress=not no_progress)
     except KeyboardInterrupt:
-        runner.close(reason="spec trials interrupted (Ctrl-C)")
         click.echo("tuneledger: interrupted: server stopped, completed runs recorded", err=True)
         sys.exit(130)
-    finally:
-        runner.close(reason="spec trials ended")
     if as_json:
         from runners.results_json import spec_json
 
