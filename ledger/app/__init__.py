@@ -1,7 +1,8 @@
 """The application layer: the use cases both front ends (the CLI and the MCP server) call.
 
 A front end turns its input (options, tool arguments) into one of the value objects here
-(``Proposal``, ``Triage``, ``Decision``, ``Record``, ``Export``), calls one function with the store and
+(``Proposal``, ``Triage``, ``Decision``, ``Record``, ``Export``, ``ResearchRequest`` in
+``ledger.app.research``), calls one function with the store and
 the ``Writer`` it speaks for, and prints or returns what comes back (``Written``). Neither
 front end orchestrates: the order of checks, reads and appends lives here, once.
 

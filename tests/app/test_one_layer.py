@@ -37,6 +37,11 @@ PAIRS = {
         [("ledger/cli/commands/export.py", "export_markdown")],
         [("ledger/mcp/export_tool.py", "_export")],
     ),
+    "research": (
+        {"research"},
+        [("ledger/cli/commands/research.py", "research_command")],
+        [("ledger/mcp/research.py", "_research")],
+    ),
     "propose": (
         {"propose"},
         [("ledger/cli/commands/board_verbs.py", "propose")],
@@ -68,6 +73,9 @@ ORCHESTRATION = {
     "session_plot",
     "write_file",
     "commands.append",
+    "given_flags",
+    "research_spec",
+    "record_research_result",
     "kept_open",
 }
 
