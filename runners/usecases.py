@@ -1,12 +1,13 @@
-"""The runners' use cases both front ends call: ``run bench``'s built-in sweep, ``run plan``
-and ``run spec``, once.
+"""The runners' use cases both front ends call: ``run bench``'s built-in sweep, ``run plan``,
+``run spec`` and ``run tune``, once.
 
 ``tuneledger run bench`` (``runners/cli/measure.py``) and the MCP ``run_bench`` tool
 (``runners/mcp_tools/measure.py``) turn their input into one ``BenchRequest`` and call
 ``run_bench``; ``run plan``/``run_plan`` and ``run spec``/``run_spec`` one ``PlanRequest`` and
 ``load_plan`` + ``measure_plan`` (``load_spec`` + ``measure_spec``): the kept-open store, the
 server runner, the refusal to resume beside a served run, the server stopped however the run
-ends, a warmup failure as exit 13. Neither front end orchestrates
+ends, a warmup failure as exit 13; ``run tune``/``run_tune`` one ``TuneRequest``
+(``runners.moe.request``) and ``measure_tune``. Neither front end orchestrates
 (``tests/app/test_one_layer.py`` checks it). Here, in order: the configuration measured by the one
 config-name rule (``resolve_config_name``: the ledger knows which run serves the port; a
 contradicting name is exit 3), the loads (``concurrencies``), the model the server answers to,
@@ -27,6 +28,8 @@ from ledger.errors import InvalidInput, LedgerError
 
 if TYPE_CHECKING:
     from ledger.store import LedgerStore
+    from runners.moe.request import TuneRequest
+    from runners.moe.tune import TuneReport
     from runners.plan import Plan, PlanResult
     from runners.server.runner import ServerRunner
     from runners.spec import SpecPlan
@@ -357,3 +360,40 @@ def _refuse_a_second_server(store: LedgerStore, session_id: str | None, what: st
             f"served (pid {run['pid']}, port {run['port']}) by a live owner: stop it (or the "
             "plan running it) first; nothing was started"
         )
+
+
+# --- run tune ----------------------------------------------------------------------------------
+
+
+def measure_tune(
+    store: LedgerStore,
+    request: TuneRequest,
+    *,
+    say: Callable[[str], None],
+    prepare_say: Callable[[str], None] | None = None,
+    progress: bool = False,
+) -> TuneReport:
+    """``request`` tuned on this GPU (``runners.moe.request.prepare``: the inputs checked
+    before the GPU is touched, the shape, seeds and measurer; ``runners.moe.tune.run_tune``),
+    every measured config recorded in ``store`` (kept open for the run, closed however it
+    ends), the measurer closed. ``say``: the tune's lines (a front end may raise
+    ``KeyboardInterrupt`` from it); ``prepare_say``: the preparation's (default ``say``).
+
+    Raises:
+        InvalidInput: a shape, a seed file, a batch size (exit 3).
+        NotInstalled: no GPU, no Triton (exit 11).
+        KeyboardInterrupt: Ctrl-C, a cancelled call: what was measured is recorded.
+    """
+    from runners.moe.request import prepare
+    from runners.moe.tune import StoreSink, run_tune
+
+    kept = store.kept_open()  # a long-lived writer: one open for a run of appends
+    try:
+        spec, measurer = prepare(request, kept.path, say=prepare_say or say)
+        try:
+            kept.init()
+            return run_tune(spec, measurer, StoreSink(kept), say=say, progress=progress)
+        finally:
+            measurer.close()
+    finally:
+        kept.close()

@@ -235,7 +235,7 @@ def tune_command(
     resumes and measures only what is missing. Ends with one summary line (--json: one object,
     the summary with the outcome, the config file written and the tuned results).
     """
-    from runners.moe.request import TuneRequest, prepare
+    from runners.moe.request import TuneRequest
 
     request = TuneRequest(
         model_config=model_config,
@@ -262,17 +262,13 @@ def tune_command(
     if arch is not None:
         _offline(ctx, request, arch)
         return
-    store = ctx.store().kept_open()  # a long-lived writer: one open for a run of appends
-    spec, measurer = prepare(request, store.path, say=lambda line: click.echo(line, err=True))
-    from runners.moe.tune import StoreSink, run_tune
+    from runners.usecases import measure_tune
 
     signal.signal(signal.SIGTERM, _raise_interrupt)
     try:
-        store.init()
-        report = run_tune(
-            spec,
-            measurer,
-            StoreSink(store),
+        report = measure_tune(
+            ctx.store(),
+            request,
             say=lambda line: click.echo(line, err=True),
             progress=not no_progress,
         )
@@ -282,8 +278,6 @@ def tune_command(
             err=True,
         )
         sys.exit(130)
-    finally:
-        measurer.close()
     if as_json:
         from runners.results_json import tune_json
 

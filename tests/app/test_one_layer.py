@@ -32,6 +32,11 @@ PAIRS = {
         [("runners/cli/gpu.py", "spec_command")],
         [("runners/mcp_tools/measure.py", "_spec")],
     ),
+    "tune": (
+        {"measure_tune"},
+        [("runners/cli/gpu.py", "tune_command")],
+        [("runners/mcp_tools/tune.py", "_tune")],
+    ),
     "export": (
         {"export_markdown"},
         [("ledger/cli/commands/export.py", "export_markdown")],
@@ -74,6 +79,9 @@ ORCHESTRATION = {
     "write_file",
     "commands.append",
     "given_flags",
+    "prepare",
+    "run_tune",
+    "StoreSink",
     "research_spec",
     "record_research_result",
     "kept_open",
