@@ -7,7 +7,8 @@
 ``load_plan`` + ``measure_plan`` (``load_spec`` + ``measure_spec``): the kept-open store, the
 server runner, the refusal to resume beside a served run, the server stopped however the run
 ends, a warmup failure as exit 13; ``run tune``/``run_tune`` one ``TuneRequest``
-(``runners.moe.request``) and ``measure_tune``. Neither front end orchestrates
+(``runners.moe.request``) and ``measure_tune``; ``run server start``/``start_server`` one
+``ServerRequest`` and ``start_server``. Neither front end orchestrates
 (``tests/app/test_one_layer.py`` checks it). Here, in order: the configuration measured by the one
 config-name rule (``resolve_config_name``: the ledger knows which run serves the port; a
 contradicting name is exit 3), the loads (``concurrencies``), the model the server answers to,
@@ -31,7 +32,7 @@ if TYPE_CHECKING:
     from runners.moe.request import TuneRequest
     from runners.moe.tune import TuneReport
     from runners.plan import Plan, PlanResult
-    from runners.server.runner import ServerRunner
+    from runners.server.runner import ServerRun, ServerRunner
     from runners.spec import SpecPlan
 
 
@@ -397,3 +398,55 @@ def measure_tune(
             measurer.close()
     finally:
         kept.close()
+
+
+# --- run server start / start_server ---------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ServerRequest:
+    """One server start (``run server start CONFIG --configs F``, the ``start_server`` tool)."""
+
+    configs: Path
+    config: str
+    port: int | None = None
+    health_timeout_s: float | None = None
+    session_id: str | None = None
+
+
+def start_server(
+    store: LedgerStore,
+    request: ServerRequest,
+    say: Callable[[str], None],
+    *,
+    hold: bool = False,
+) -> tuple[ServerRunner, ServerRun]:
+    """``request``'s configuration started and healthy, recorded in ``store`` (the runner that
+    started it keeps recording its end: ``watch``, ``stop``, ``exited``). ``hold``: the caller
+    watches the server in the foreground until it ends (the CLI): the store is kept open for
+    that run of appends; else each append opens it (the MCP server holds no ledger between
+    calls).
+
+    Raises:
+        ConfigError, PortInUse, MissingEngine, ServerStartFailed: their exit codes (3, 10,
+            11, 12).
+        KeyboardInterrupt: Ctrl-C while it started: the server stopped and recorded first.
+    """
+    from runners.server.configs import load_config
+    from runners.server.runner import ServerRunner
+
+    config = load_config(request.configs, request.config)
+    if hold:
+        store = store.kept_open()  # closed when the process ends
+        store.init()
+    runner = ServerRunner(store, session_id=request.session_id, say=say)
+    try:
+        return runner, runner.start(
+            config, port=request.port, health_timeout_s=request.health_timeout_s
+        )
+    except KeyboardInterrupt:
+        try:
+            runner.close(reason="interrupted (Ctrl-C)")  # just after ready: not ended yet
+        except KeyboardInterrupt:
+            pass  # a second Ctrl-C only hurried the stop on; it is recorded
+        raise

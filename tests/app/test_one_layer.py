@@ -32,6 +32,11 @@ PAIRS = {
         [("runners/cli/gpu.py", "spec_command")],
         [("runners/mcp_tools/measure.py", "_spec")],
     ),
+    "server start": (
+        {"start_server"},
+        [("runners/cli/group.py", "start_command")],
+        [("runners/mcp_tools/servers.py", "ServerPool.start")],
+    ),
     "tune": (
         {"measure_tune"},
         [("runners/cli/gpu.py", "tune_command")],
@@ -80,6 +85,7 @@ ORCHESTRATION = {
     "commands.append",
     "given_flags",
     "prepare",
+    "load_config",
     "run_tune",
     "StoreSink",
     "research_spec",
@@ -89,7 +95,11 @@ ORCHESTRATION = {
 
 
 def _function(path: str, name: str) -> ast.FunctionDef:
-    tree = ast.parse((ROOT / path).read_text())
+    """``name`` in ``path``: a function, or ``Class.method``."""
+    tree: ast.AST = ast.parse((ROOT / path).read_text())
+    if "." in name:
+        owner, name = name.split(".")
+        (tree,) = [n for n in ast.walk(tree) if isinstance(n, ast.ClassDef) and n.name == owner]
     found = [n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef) and n.name == name]
     assert len(found) == 1, f"{path}: {name} defined {len(found)} times"
     return found[0]
