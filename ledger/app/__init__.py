@@ -1,7 +1,8 @@
 """The application layer: the use cases both front ends (the CLI and the MCP server) call.
 
 A front end turns its input (options, tool arguments) into one of the value objects here
-(``Proposal``, ``Triage``, ``Decision``, ``Record``), calls one function with the store and
+(``Proposal``, ``Triage``, ``Decision``, ``Record``, ``Export``, ``ResearchRequest`` in
+``ledger.app.research``), calls one function with the store and
 the ``Writer`` it speaks for, and prints or returns what comes back (``Written``). Neither
 front end orchestrates: the order of checks, reads and appends lives here, once.
 
@@ -33,6 +34,7 @@ from ledger.app.checks import (
     check_event,
     refuse_front_end_fields,
 )
+from ledger.app.export import Export, Exported, export_markdown
 from ledger.app.records import Record, record
 from ledger.app.verdicts import STATUS_OF_VERDICT, follow_triage, triage_by_verdict
 
@@ -42,6 +44,8 @@ __all__ = [
     "STATUS_OF_VERDICT",
     "CandidateConflict",
     "Decision",
+    "Export",
+    "Exported",
     "Proposal",
     "Record",
     "Triage",
@@ -51,6 +55,7 @@ __all__ = [
     "board_row",
     "check_event",
     "decide",
+    "export_markdown",
     "follow_triage",
     "propose",
     "record",

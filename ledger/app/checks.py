@@ -97,8 +97,8 @@ def refuse_runner_type(event_type: str, writer: Writer, where: str) -> None:
     """
     if event_type in RUNNER_TYPES and writer.actor.kind != "runner":
         raise InvalidInput(
-            f"{where}: {event_type} events are written by the runners only (run_bench, "
-            "run_plan, start_server... measure and record them)"
+            f"{where}: {event_type} events are written by the runners only (run bench, "
+            "run plan, start a server: they measure and record them)"
         )
 
 

@@ -93,6 +93,7 @@ def build_app(
     calls = Calls()
 
     def fill(toolbox: Toolbox) -> None:
+        from ledger.mcp.export_tool import add_export_tool
         from ledger.mcp.jobs import Jobs, add_job_tools
         from ledger.mcp.reads import add_read_tools
         from ledger.mcp.records import add_record_tools
@@ -104,6 +105,7 @@ def build_app(
             add_record_tools(toolbox)
             add_read_tools(toolbox)
             add_research_tool(toolbox)
+            add_export_tool(toolbox)
         if "runners" in tools:
             for register in process_tools(allow_run):
                 register(toolbox, seat)
@@ -191,7 +193,7 @@ def mcp_command(
     Register it with a client as the command: tuneledger mcp --ledger /abs/path/ledger.duckdb
     Tools: record (type, fields), propose_candidate, triage_candidate, record_decision,
     research_flags, board, flag_verdicts, benchmark_deltas, server_runs, show, events_since,
-    sql (--tools core); start_server/stop_server, run_bench, run_plan, run_spec, run_tune (or
+    sql, export (--tools core); start_server/stop_server, run_bench, run_plan, run_spec, run_tune (or
     as jobs: start_job, job_status) (--tools runners, and only with --allow-run).
     Resources: tuneledger://board, tuneledger://session/{id}/decision-log, tuneledger://flag/{name},
     tuneledger://schema/{type}.

@@ -2,8 +2,8 @@
 source says of its flags for a target (arch, model, TP size, the flags meant to be set), read
 statically (never importing the engine), recorded as ``flag_researched`` events by default.
 
-The same library calls as the CLI (``ledger.engines.research.research_spec``, then
-``ledger.write.research.record_research_result``); relative paths are the server's folder's.
+The same use case as the CLI (``ledger.app.research``: the target, the source read, the
+board and the ledger); relative paths are the server's folder's.
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
+from ledger.errors import InvalidInput
 from ledger.mcp.toolbox import Arguments, Call, Toolbox, tool_from_models
 from ledger.mcp.values import jsonable
 
@@ -62,38 +63,39 @@ class ResearchOut(BaseModel):
 
 
 def _research(args: ResearchArgs, call: Call) -> dict[str, Any]:
+    from ledger.app.research import NoEngine, ResearchRequest, research
     from ledger.engines import research as lib
-    from ledger.errors import InvalidInput
-    from ledger.write.research import record_research_result
 
-    config = Path(args.config) if args.config is not None else None
-    config_engine, given = lib.given_flags(config, args.config_name, args.flags)
-    spec = args.engine or config_engine
-    if spec is None:
-        raise InvalidInput("research_flags: give engine (sglang==0.5.23, a wheel, a folder)")
-    model = lib.load_model_config(Path(args.model_config_path)) if args.model_config_path else None
-    target = lib.Target.make(arch=args.arch, model=model, tp=args.tp, cuda=args.cuda)
-    call.progress(f"reading {spec}'s source", None, None)
-    result = lib.research_spec(
-        spec,
-        target,
-        given,
-        only=args.only or None,
+    request = ResearchRequest(
+        arch=args.arch,
+        engine=args.engine,
+        model_config=Path(args.model_config_path) if args.model_config_path else None,
+        tp=args.tp,
+        cuda=args.cuda,
+        flags=args.flags,
+        config=Path(args.config) if args.config is not None else None,
+        config_name=args.config_name,
+        only=tuple(args.only),
         everything=args.everything,
+        record=args.record,
+        propose=args.propose,
         download=not args.offline,
     )
-    out = lib.to_json(result)
-    if args.record or args.propose:
-        done = record_research_result(
-            call.seat.writable_store(),
-            result,
-            actor=call.writer.actor,
-            session=call.seat.session_id,
-            record=args.record,
-            propose=args.propose,
+    try:
+        done = research(
+            request,
+            call.seat.writable_store,
+            call.writer,
+            lambda line: call.progress(line, None, None),
         )
-        if done.researched is not None:
-            out["recorded"] = done.appends_json()
+    except NoEngine:
+        raise InvalidInput(
+            "research_flags: give engine (sglang==0.5.23, a wheel, a folder)"
+        ) from None
+    out = lib.to_json(done.result)
+    if done.recorded is not None:
+        if done.recorded.researched is not None:
+            out["recorded"] = done.recorded.appends_json()
         out["proposed"] = done.proposed
     keys = ResearchOut.model_fields
     shown: dict[str, Any] = jsonable({k: v for k, v in out.items() if k in keys})

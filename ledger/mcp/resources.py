@@ -63,9 +63,9 @@ def type_schema(_seat: Seat, params: dict[str, str]) -> tuple[str, str]:
 
 
 def decision_log(seat: Seat, params: dict[str, str]) -> tuple[str, str]:
-    from ledger.export.markdown import render_markdown
+    from ledger.app.export import Export, export_markdown
 
-    return render_markdown(seat.store(), session_id=params["id"]), "text/markdown"
+    return export_markdown(seat.store(), Export(params["id"])).markdown, "text/markdown"
 
 
 _FLAG_HISTORY_SQL = """

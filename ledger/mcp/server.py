@@ -324,15 +324,27 @@ def malformed_answer(exc: Exception) -> SessionMessage:
     return SessionMessage(types.JSONRPCError(jsonrpc="2.0", id=None, error=error))
 
 
-async def answer_malformed(wire: Any, checked: Any, write_stream: Any) -> None:
+async def answer_malformed(
+    wire: Any,
+    checked: Any,
+    write_stream: Any,
+    after_initialize: Callable[[], None] = lambda: None,
+) -> None:
     """Pass the messages read off the wire on to the server, and answer each line that does not
     read as one (the SDK hands it over as an exception, and its server dropped it in silence:
-    an agent waited for an answer that never came) with a JSON-RPC error."""
+    an agent waited for an answer that never came) with a JSON-RPC error.
+
+    ``after_initialize`` is called once, at the first message that is not an ``initialize``
+    request (the client's ``notifications/initialized``: it has its answer)."""
+    pending = True
     async with checked:
         async for item in wire:
             if isinstance(item, Exception):
                 await write_stream.send(malformed_answer(item))
                 continue
+            if pending and getattr(item.message, "method", None) != "initialize":
+                pending = False
+                after_initialize()
             await checked.send(item)
 
 
@@ -340,13 +352,18 @@ def serve_stdio(app: McpApp) -> None:
     """Serve ``app`` on standard input and output until the client closes them; then cancel
     and wait for the calls still running and run the seat's exit hooks."""
     server = build_server(app)
-    if isinstance(app.toolbox, LazyToolbox):  # the tools' imports, while the client initializes
-        threading.Thread(target=app.toolbox.ready, name="mcp-tools", daemon=True).start()
+
+    def fill_tools() -> None:
+        # The tools' imports (DuckDB, the read model, the runners, their pydantic models) in
+        # the background once ``initialize`` is answered, not while it is: on a busy machine
+        # the two threads share one interpreter lock and the answer came twice as late.
+        if isinstance(app.toolbox, LazyToolbox):
+            threading.Thread(target=app.toolbox.ready, name="mcp-tools", daemon=True).start()
 
     async def main() -> None:
         async with stdio_server() as (wire, write_stream), anyio.create_task_group() as group:
             checked_writer, checked = create_context_streams[SessionMessage | Exception](0)
-            group.start_soon(answer_malformed, wire, checked_writer, write_stream)
+            group.start_soon(answer_malformed, wire, checked_writer, write_stream, fill_tools)
             await server.run(checked, write_stream, server.create_initialization_options())
             group.cancel_scope.cancel()
 

@@ -235,7 +235,7 @@ def tune_command(
     resumes and measures only what is missing. Ends with one summary line (--json: one object,
     the summary with the outcome, the config file written and the tuned results).
     """
-    from runners.moe.request import TuneRequest, prepare
+    from runners.moe.request import TuneRequest
 
     request = TuneRequest(
         model_config=model_config,
@@ -262,17 +262,13 @@ def tune_command(
     if arch is not None:
         _offline(ctx, request, arch)
         return
-    store = ctx.store().kept_open()  # a long-lived writer: one open for a run of appends
-    spec, measurer = prepare(request, store.path, say=lambda line: click.echo(line, err=True))
-    from runners.moe.tune import StoreSink, run_tune
+    from runners.usecases import measure_tune
 
     signal.signal(signal.SIGTERM, _raise_interrupt)
     try:
-        store.init()
-        report = run_tune(
-            spec,
-            measurer,
-            StoreSink(store),
+        report = measure_tune(
+            ctx.store(),
+            request,
             say=lambda line: click.echo(line, err=True),
             progress=not no_progress,
         )
@@ -282,8 +278,6 @@ def tune_command(
             err=True,
         )
         sys.exit(130)
-    finally:
-        measurer.close()
     if as_json:
         from runners.results_json import tune_json
 
@@ -311,29 +305,17 @@ def spec_command(
     one spec_decoding_trial_completed per trial (the spec_trials view). Prints a line per
     trial; --json: one object, run plan's {"verdicts", ...} with "trials": [...].
     """
-    from runners.server.runner import ServerRunner
-    from runners.spec import load_spec, run_spec
+    from runners.usecases import PlanRequest, load_spec, measure_spec
 
-    spec = load_spec(spec_file)
-    if spec.plan.plan.session is None and ctx.session:
-        spec.plan.plan.session = ctx.session
-    store = ctx.store().kept_open()  # a long-lived writer: one open for a run of appends
-    store.init()
+    request = PlanRequest(spec_file, ctx.session, resume=resume)
+    spec = load_spec(request)
     signal.signal(signal.SIGTERM, _raise_interrupt)
     say = lambda line: click.echo(line, err=True)  # noqa: E731
-    runner = ServerRunner(
-        store, session_id=spec.plan.plan.session, say=say, sigint_wait_s=spec.plan.plan.stop_wait_s
-    )
     try:
-        result, events = run_spec(
-            spec, store, runner, say=say, progress=not no_progress, resume=resume
-        )
+        result, events = measure_spec(ctx.store(), spec, request, say=say, progress=not no_progress)
     except KeyboardInterrupt:
-        runner.close(reason="spec trials interrupted (Ctrl-C)")
         click.echo("tuneledger: interrupted: server stopped, completed runs recorded", err=True)
         sys.exit(130)
-    finally:
-        runner.close(reason="spec trials ended")
     if as_json:
         from runners.results_json import spec_json
 

@@ -94,25 +94,18 @@ def start_command(
     pid and log path goes to standard output (for scripts and agents). --json: the same
     line, and an error (the server failing, dying) as the JSON error object on stderr.
     """
-    from runners.server.runner import ServerRunner  # httpx: only when a server starts
+    from runners.usecases import ServerRequest, start_server  # httpx: only when one starts
 
-    config = load_config(configs_path, config_name)
-    store = ctx.store().kept_open()  # a long-lived writer: one open for a run of appends
-    store.init()
-    runner = ServerRunner(store, session_id=session_id or ctx.session, say=_stderr)
+    request = ServerRequest(
+        configs_path, config_name, port, health_timeout_s, session_id or ctx.session
+    )
     # A supervisor's SIGTERM must stop the server too, like Ctrl-C.
     signal.signal(signal.SIGTERM, _raise_interrupt)
     try:
         # ServerStartFailed, PortInUse, MissingEngine, ConfigError are LedgerErrors: the core CLI
         # prints them as one line and exits with their code.
-        run = runner.start(config, port=port, health_timeout_s=health_timeout_s)
+        runner, run = start_server(ctx.store(), request, _stderr, hold=True)
     except KeyboardInterrupt:
-        try:
-            runner.close(
-                reason="interrupted (Ctrl-C)"
-            )  # a Ctrl-C just after ready: the run is not ended yet
-        except KeyboardInterrupt:
-            pass
         click.echo(
             f"tuneledger: interrupted: server {config_name} stopped before it was ready", err=True
         )

@@ -300,8 +300,6 @@ def _bench_builtin(
     from runners.bench.client import format_point
     from runners.usecases import run_bench
 
-    store = ctx.store().kept_open()  # a long-lived writer: one open for a run of appends
-    store.init()
     signal.signal(signal.SIGTERM, _raise_interrupt)
     done: list[Any] = []
 
@@ -310,14 +308,10 @@ def _bench_builtin(
         click.echo(format_point(point), err=as_json)  # with --json: progress, on stderr
 
     try:
-        run_bench(store, request, measured, on_point=on_point, progress=not no_progress)
+        run_bench(ctx.store(), request, measured, on_point=on_point, progress=not no_progress)
     except KeyboardInterrupt:
         click.echo(f"tuneledger: interrupted after {len(done)} recorded run(s)", err=True)
         sys.exit(130)
-    except RuntimeError as exc:
-        raise BenchFailed(str(exc)) from None  # exit 13: the core CLI says it (text or JSON)
-    finally:
-        store.close()
     if as_json:
         from runners.results_json import run_json
 
@@ -431,46 +425,24 @@ def plan_command(
     """
     from rich.console import Console
 
-    from runners.bench.metrics import prompts_warning
-    from runners.plan import load_plan, run_plan, verdict_table
-    from runners.server.runner import ServerRunner, ServerStartFailed
+    from runners.plan import verdict_table
+    from runners.usecases import PlanRequest, load_plan, measure_plan
 
-    plan = load_plan(plan_file)
-    if plan.plan.request_rate is None and (
-        warning := prompts_warning(plan.bench.num_prompts, plan.plan.concurrency)
-    ):
-        click.echo(f"tuneledger: {plan_file}: [bench] num_prompts: {warning}", err=True)
-    if plan.plan.session is None and ctx.session:
-        plan.plan.session = ctx.session
-    if threshold_pct is not None:
-        plan.plan.threshold = threshold_pct / 100
+    say = lambda line: click.echo(line, err=True)  # noqa: E731
+    request = PlanRequest(plan_file, ctx.session, threshold_pct, resume)
+    plan = load_plan(request, lambda line: say(f"tuneledger: {line}"))
     if dry_run:
         _dry_run(ctx, plan, resume, as_json)
         return
-    store = ctx.store().kept_open()  # a long-lived writer: one open for a run of appends
-    store.init()
     signal.signal(signal.SIGTERM, _raise_interrupt)
-    say = lambda line: click.echo(line, err=True)  # noqa: E731
-    runner = ServerRunner(
-        store, session_id=plan.plan.session, say=say, sigint_wait_s=plan.plan.stop_wait_s
-    )
-    if resume:
-        _refuse_a_second_server(store, plan.plan.session)
     try:
-        result = run_plan(plan, store, runner, say=say, progress=not no_progress, resume=resume)
+        result = measure_plan(ctx.store(), plan, request, say=say, progress=not no_progress)
     except KeyboardInterrupt:
-        runner.close(reason="plan interrupted (Ctrl-C)")
         click.echo(
             "tuneledger: interrupted: server stopped, completed runs recorded (note_added)",
             err=True,
         )
         sys.exit(130)
-    except ServerStartFailed:
-        raise  # a LedgerError: the core CLI prints it and exits 12
-    except RuntimeError as exc:
-        raise BenchFailed(str(exc)) from None  # exit 13: the core CLI says it (text or JSON)
-    finally:
-        runner.close(reason="plan ended")
     from runners.results_json import SHOWN_METRICS, plan_json
 
     if as_json:
@@ -479,25 +451,6 @@ def plan_command(
     Console(width=160).print(verdict_table(result, None if all_metrics else SHOWN_METRICS))
     for finding in result.findings:
         click.echo(f"finding: --{finding.flag}: {finding.verdict} ({finding.message})")
-
-
-def _refuse_a_second_server(store: Any, session_id: str | None) -> None:
-    """``--resume`` while a server of this session still runs for a live owner (the plan being
-    resumed was not dead, or another one runs): exit 10 before anything starts, never a second
-    server beside it (the runner recorded and stopped the orphans already)."""
-    import socket
-
-    from runners.server.runs import PortInUse
-    from runners.server.supervise import served
-
-    busy = served(store, socket.gethostname(), session_id)
-    if busy:
-        run = busy[0]
-        raise PortInUse(
-            f"run plan --resume: server run {run['run_id']} of session {session_id!r} is still "
-            f"served (pid {run['pid']}, port {run['port']}) by a live owner: stop it (or the "
-            "plan running it) first; nothing was started"
-        )
 
 
 def _dry_run(ctx: Context, plan: Any, resume: bool, as_json: bool) -> None:

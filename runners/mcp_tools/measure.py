@@ -98,7 +98,6 @@ def _bench(args: BenchArgs, call: Call) -> dict[str, Any]:
             update={"config_name": measured.config_name, "server_run_id": measured.server_run_id}
         )
         return _bench_with_tool(resolved, call, measured.concurrencies)
-    store = call.seat.store().kept_open()  # a run of appends; closed below
     done: list[Any] = []
     total = len(measured.concurrencies) * args.repeats
 
@@ -112,11 +111,9 @@ def _bench(args: BenchArgs, call: Call) -> dict[str, Any]:
         call.check_cancelled()
 
     try:
-        run_bench(store, request, measured, on_point=on_point)
-    except RuntimeError as exc:  # WarmupFailed, the model list unreadable: `run bench`'s exit 13
+        run_bench(call.seat.store(), request, measured, on_point=on_point)
+    except BenchFailed as exc:  # the warm-up failed, the model list unreadable: exit 13
         raise BenchFailed(f"run_bench: {exc}") from None
-    finally:
-        store.close()
     return {"runs": [run_json(p) for p in done]}
 
 
@@ -219,45 +216,25 @@ def _say(call: Call, done: list[int], total: int | None) -> Any:
     return say
 
 
-def _run_plan_like(call: Call, plan: Any, run: Any) -> Any:
-    """Run ``run(store, runner)`` (a plan or spec trials) with the ledger kept open and a server
-    runner, stopping its server however it ends (``run plan``'s exit 13 for a warmup failure)."""
-    from runners.server.runner import ServerRunner
-
-    store = call.seat.store().kept_open()  # a run of appends; closed below
-    runner = ServerRunner(
-        store,
-        session_id=plan.plan.session,
-        say=lambda line: call.progress(line),
-        sigint_wait_s=plan.plan.stop_wait_s,
-    )
-    try:
-        store.init()
-        return run(store, runner)
-    except RuntimeError as exc:  # every warmup failed past the retries
-        raise BenchFailed(str(exc)) from None
-    finally:
-        runner.close(reason="plan ended")
-        store.close()
-
-
 def _plan(args: PlanArgs, call: Call) -> dict[str, Any]:
-    from runners.plan import load_plan, run_plan
+    from runners.usecases import PlanRequest, load_plan, measure_plan
 
-    plan = load_plan(Path(args.plan_file))
-    if plan.plan.session is None:
-        plan.plan.session = args.session_id or call.seat.session_id
+    request = PlanRequest(Path(args.plan_file), args.session_id or call.seat.session_id)
+    plan = load_plan(request, lambda line: call.progress(line))
     done = [0]  # arm sweeps finished (one server start and its benchmarks each)
 
     def after_sweep(_arm: str, _run: Any, _repeat: int) -> None:
         done[0] += 1
 
-    def run(store: Any, runner: Any) -> Any:
-        total = plan.plan.repeats * len(plan.arms)
-        say = _say(call, done, total)
-        return run_plan(plan, store, runner, say=say, progress=False, after_sweep=after_sweep)
-
-    result = _run_plan_like(call, plan, run)
+    say = _say(call, done, plan.plan.repeats * len(plan.arms))
+    result = measure_plan(
+        call.seat.store(),
+        plan,
+        request,
+        say=say,
+        after_sweep=after_sweep,
+        server_say=lambda line: call.progress(line),  # never raises: it speaks while stopping
+    )
     return plan_json(result, plan.plan.session, args.all_metrics)
 
 
@@ -277,18 +254,18 @@ class SpecOut(PlanOut):
 
 
 def _spec(args: SpecArgs, call: Call) -> dict[str, Any]:
-    from runners.spec import load_spec, run_spec
+    from runners.usecases import PlanRequest, load_spec, measure_spec
 
-    spec = load_spec(Path(args.spec_file))
-    plan = spec.plan
-    if plan.plan.session is None:
-        plan.plan.session = args.session_id or call.seat.session_id
-
-    def run(store: Any, runner: Any) -> Any:
-        return run_spec(spec, store, runner, say=_say(call, [0], None), progress=False)
-
-    result, trials = _run_plan_like(call, plan, run)
-    return spec_json(result, trials, plan.plan.session)
+    request = PlanRequest(Path(args.spec_file), args.session_id or call.seat.session_id)
+    spec = load_spec(request)
+    result, trials = measure_spec(
+        call.seat.store(),
+        spec,
+        request,
+        say=_say(call, [0], None),
+        server_say=lambda line: call.progress(line),
+    )
+    return spec_json(result, trials, spec.plan.plan.session)
 
 
 def add_measure_tools(toolbox: Toolbox) -> None:

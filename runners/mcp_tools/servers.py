@@ -22,7 +22,6 @@ from pydantic import BaseModel, Field
 
 from ledger.errors import NotFound
 from ledger.mcp.toolbox import Arguments, Call, Cancelled, Seat, Toolbox, tool_from_models
-from runners.server.configs import load_config
 from runners.server.runner import ServerRun, ServerRunner
 
 #: How often the watcher looks for servers that exited by themselves, seconds.
@@ -42,13 +41,16 @@ class ServerPool:
 
     def start(self, call: Call, args: StartArgs) -> ServerRun:
         """Start ``args.config`` and keep it (``ServerRunner.start``'s errors and exit codes)."""
-        config = load_config(Path(args.configs), args.config)
-        runner = ServerRunner(
-            self.seat.store(),
-            session_id=args.session_id or self.seat.session_id,
-            say=lambda line: call.progress(line),
+        from runners.usecases import ServerRequest, start_server
+
+        request = ServerRequest(
+            Path(args.configs),
+            args.config,
+            args.port,
+            args.health_timeout_s,
+            args.session_id or self.seat.session_id,
         )
-        run = runner.start(config, port=args.port, health_timeout_s=args.health_timeout_s)
+        runner, run = start_server(self.seat.store(), request, lambda line: call.progress(line))
         if call.cancelled.is_set():  # the agent gave up while it started: nothing left running
             runner.stop(run, reason="start_server cancelled")
             raise Cancelled("cancelled by the MCP client")

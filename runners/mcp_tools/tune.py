@@ -73,8 +73,8 @@ class TuneOut(BaseModel):
 
 def _tune(args: TuneArgs, call: Call) -> dict[str, Any]:
     from ledger.errors import InvalidInput
-    from runners.moe.request import TuneRequest, prepare
-    from runners.moe.tune import StoreSink, run_tune
+    from runners.moe.request import TuneRequest
+    from runners.usecases import measure_tune
 
     if args.block_shape is not None and args.dtype != "fp8_w8a8":
         raise InvalidInput(f"run_tune: block_shape is for dtype fp8_w8a8, not {args.dtype}")
@@ -103,19 +103,14 @@ def _tune(args: TuneArgs, call: Call) -> dict[str, Any]:
         session_id=args.session_id or call.seat.session_id,
         candidate_id=args.candidate_id,
     )
-    store = call.seat.store().kept_open()  # a run of appends; closed below
 
     def say(line: str) -> None:
         call.progress(line)
         call.check_cancelled()
 
-    spec, measurer = prepare(request, store.path, say=lambda line: call.progress(line))
-    try:
-        store.init()
-        report = run_tune(spec, measurer, StoreSink(store), say=say, progress=False)
-    finally:
-        measurer.close()
-        store.close()
+    report = measure_tune(
+        call.seat.store(), request, say=say, prepare_say=lambda line: call.progress(line)
+    )
     return tune_json(report)
 
 

@@ -17,8 +17,10 @@ import pytest
 from tests.support.cli_inprocess import invoke
 
 
-def run(ledger: Path, *args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
-    return invoke(["--ledger", str(ledger), "--actor", "agent:test", *args], stdin=stdin)
+def run(
+    ledger: Path, *args: str, stdin: str | None = None, actor: str = "agent:test"
+) -> subprocess.CompletedProcess[str]:
+    return invoke(["--ledger", str(ledger), "--actor", actor, *args], stdin=stdin)
 
 
 @pytest.fixture()
@@ -50,6 +52,7 @@ def test_append_from_options_with_dotted_fields(ledger: Path) -> None:
         "--session",
         "s1",
         "--json",
+        actor="runner:test",  # a runner's event type: a runner's to append
     )
     assert out.returncode == 0, out.stderr
     result = json.loads(out.stdout)[0]
@@ -75,7 +78,7 @@ def test_append_from_options_with_dotted_fields(ledger: Path) -> None:
     ]
     shown = run(ledger, "events", "--format", "json")
     event = json.loads(shown.stdout)[0]  # one JSON array of full events
-    assert event["actor"] == {"kind": "agent", "name": "test"}
+    assert event["actor"] == {"kind": "runner", "name": "test"}
 
 
 def test_stdin_jsonl_batch_is_atomic_and_errors_name_the_line(ledger: Path) -> None:
@@ -95,7 +98,7 @@ def test_stdin_jsonl_batch_is_atomic_and_errors_name_the_line(ledger: Path) -> N
             "metrics": {"output_throughput": "fast"},
         }
     )
-    out = run(ledger, "append", stdin=good + "\n" + wrong_type + "\n")
+    out = run(ledger, "append", stdin=good + "\n" + wrong_type + "\n", actor="runner:test")
     assert (
         out.returncode == 3
         and "<stdin>:2" in out.stderr

@@ -342,3 +342,31 @@ def test_an_impossible_ledger_name_is_refused_at_start(tmp_path: Path) -> None:
         ["--ledger", tmp_path / "l.duckdb", "mcp", "--actor", "robot:r2", "--list-tools"]
     )
     assert bad_actor.returncode == 2 and "--actor" in bad_actor.stderr
+
+
+async def test_export_is_a_tool_and_a_job_with_the_clis_markdown(store: LedgerStore) -> None:
+    """``export``: the CLI's ``export markdown`` (one use case, ``ledger.app.export``) as a tool
+    (the text, capped in bytes; a new file written, an existing one refused) and as a job."""
+    out_file = store.path.parent / "logs" / "s1.md"
+    async with in_process(store.path, session="s1") as client:
+        await _record(client, "session_started", {"title": "CB", "model": "tiny"})
+        note = await _record(client, "note_added", {"text": "baseline measured"})
+        await call(
+            client,
+            "record_decision",
+            {"decision": "keep it", "evidence_event_ids": [note["event_id"]]},
+        )
+        whole = await call(client, "export", {})
+        cut = await call(client, "export", {"session_id": "s1", "max_bytes": 100})
+        written = await call(client, "export", {"output": str(out_file)})
+        again = await refused(client, "export", {"output": str(out_file)})
+        job = await call(client, "start_job", {"tool": "export", "arguments": {}})
+        while job["state"] == "running":
+            job = await call(client, "job_status", {"job_id": job["job_id"], "wait_s": 5})
+    exported = invoke(["--ledger", store.path, "export", "markdown", "--session", "s1"]).stdout
+    assert whole["markdown"] == exported and not whole["truncated"] and whole["written"] == []
+    assert whole["bytes"] == len(exported.encode()) and "### 1. keep it" in exported
+    assert cut["truncated"] and cut["markdown"] == exported.encode()[:100].decode()
+    assert written["written"] == [str(out_file)] and out_file.read_text() == exported
+    assert again["error"]["exit_code"] == 3 and "exists" in again["error"]["message"]
+    assert job["state"] == "done" and job["result"]["markdown"] == exported

@@ -116,3 +116,74 @@ def test_the_tools_imports_wait_until_after_initialize(tmp_path: Path) -> None:
     )
     assert out.returncode == 0, out.stderr
     assert out.stdout.splitlines() == ["[]", "True"]
+
+
+#: Modules ``initialize`` never waits for: the runners and their HTTP client, Arrow, the read
+#: model, the tools' own modules (their pydantic argument models and JSON Schemas), rich.
+DEFERRED = (
+    "runners",
+    "httpx",
+    "pyarrow",
+    "rich",
+    "ledger.engines",
+    "ledger.read.model",
+    "ledger.mcp.reads",
+    "ledger.mcp.records",
+    "ledger.mcp.verbs",
+    "ledger.mcp.jobs",
+)
+
+
+def _imported(log: Path) -> set[str]:
+    """The modules ``python -X importtime`` (``PYTHONPROFILEIMPORTTIME``) logged so far."""
+    lines = log.read_text().splitlines()
+    return {ln.rsplit("|", 1)[1].strip() for ln in lines if ln.startswith("import time:")}
+
+
+def _deferred(modules: set[str]) -> list[str]:
+    return sorted(m for m in modules if any(m == d or m.startswith(d + ".") for d in DEFERRED))
+
+
+def test_initialize_is_answered_before_the_tools_are_imported(tmp_path: Path) -> None:
+    """``tuneledger mcp --allow-run`` as a client starts it: by the time ``initialize`` is
+    answered, the process has imported none of ``DEFERRED`` (the import log, written before the
+    answer, says so); they come with the first message after it (here ``tools/list``). Before:
+    the tools were filled in a thread started with the server, which shared the interpreter
+    lock with ``initialize`` (docs/mcp.md, Start-up)."""
+    log = tmp_path / "imports.txt"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TUNELEDGER_")}
+    env.update({"PYTHONPROFILEIMPORTTIME": "1", "TUNELEDGER_RESIDENT": "0"})
+    command = [str(Path(sys.executable).parent / "tuneledger"), "mcp", "--allow-run"]
+    command += ["--ledger", str(tmp_path / "l.duckdb")]
+    init = {
+        "protocolVersion": "2025-06-18",
+        "capabilities": {},
+        "clientInfo": {"name": "t", "version": "0"},
+    }
+    messages = [
+        {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": init},
+        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+        {"jsonrpc": "2.0", "id": 2, "method": "tools/list"},
+    ]
+    with log.open("w") as err:
+        server = subprocess.Popen(
+            command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=err, env=env
+        )
+        assert server.stdin is not None and server.stdout is not None
+        try:
+            server.stdin.write(json.dumps(messages[0]).encode() + b"\n")
+            server.stdin.flush()
+            answer = json.loads(server.stdout.readline())
+            at_initialize = _imported(log)
+            for message in messages[1:]:
+                server.stdin.write(json.dumps(message).encode() + b"\n")
+            server.stdin.flush()
+            tools = json.loads(server.stdout.readline())
+        finally:
+            server.stdin.close()
+            server.wait(timeout=120)
+    assert answer["id"] == 1 and answer["result"]["serverInfo"]["name"] == "tuneledger"
+    assert len(tools["result"]["tools"]) > 20
+    assert _deferred(at_initialize) == []
+    later = _deferred(_imported(log))
+    assert "runners.server.runner" in later and "ledger.mcp.reads" in later

@@ -210,6 +210,8 @@ def test_identifiers_holding_a_shape_are_refused_not_stored(
             "0",
         ),
         (
+            "--actor",
+            "runner:test",  # a runner's event type: a runner's to append
             "append",
             "benchmark_completed",
             "-f",

@@ -26,6 +26,7 @@ from uuid import UUID
 
 import pytest
 
+from ledger.cli.commands.append import REFUSED_FIELDS
 from ledger.errors import ConcurrencyConflict, NotFound
 from ledger.importers.ingest import import_files
 from ledger.store import LedgerStore
@@ -249,8 +250,9 @@ def test_cli_retraction_must_name_a_stored_event(cli, ledger_path: Path) -> None
 
 def test_cli_retraction_of_an_event_earlier_in_the_same_batch(cli, ledger_path: Path) -> None:
     note = NoteAdded(text="oops")
+    dumped = json.loads(note.model_dump_json())
     batch = [
-        json.loads(note.model_dump_json()),
+        {k: v for k, v in dumped.items() if k not in REFUSED_FIELDS},  # the ledger sets those
         {"type": "event_retracted", "retracted_event_id": str(note.event_id), "reason": "oops"},
     ]
     code, _, err = cli("append", stdin=json.dumps(batch))

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import io
+import json
+import re
 import sys
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
@@ -10,12 +12,13 @@ from typing import TYPE_CHECKING, Any
 import click
 from pydantic import ValidationError
 
+from ledger.app.checks import FRONT_END_FIELDS, RUNNER_TYPES, Writer, refuse_runner_type
 from ledger.cli.context import Context, first_error, ledger_option, pass_ctx
 from ledger.cli.json_output import json_option, print_json
 from ledger.cli.option_types import bigint
 from ledger.errors import InvalidInput
 from ledger.write.jsonl import event_from_obj, read_stdin_events, read_stdin_text
-from schemas import EVENT_TYPES, Event, Host
+from schemas import EVENT_TYPES, Actor, Event, Host
 
 if TYPE_CHECKING:
     from ledger.store import AppendResult
@@ -70,6 +73,67 @@ _OPTION_OF = {
     "host": "--host",
     "actor": "--actor",
 }
+
+
+#: Envelope fields ``append`` refuses in its input (``ledger.app.FRONT_END_FIELDS``): the actor
+#: is the CLI's (``--actor``, ``TUNELEDGER_ACTOR``), ``recorded_at`` the store's clock, ``seq``
+#: the store's. Two stay, as documented (docs/cli.md): ``stream`` (``--stream`` names one on
+#: purpose) and ``stream_version``, a batch's event's expected version (a triage's check).
+REFUSED_FIELDS = FRONT_END_FIELDS - {"stream", "stream_version"}
+#: Where a refused field or a runner's type may be in a bulk input: only the lines it matches
+#: are decoded to be sure (a string value cannot hold an unescaped quote; a nested key can).
+_SUSPECT = re.compile(
+    r'"(?:'
+    + "|".join(sorted(REFUSED_FIELDS))
+    + r')"\s*:|"type"\s*:\s*"(?:'
+    + "|".join(sorted(RUNNER_TYPES))
+    + ')"'
+)
+
+
+def refuse_overrides(data: Any, where: str, actor: Actor) -> None:
+    """Refuse an event object that sets an envelope field only the CLI or the store sets, or
+    is of a type only the runners write while ``actor`` (the CLI's) is no runner (exit 3, one
+    line, nothing appended): ``ledger.app``'s rules, as the MCP ``record`` tool's.
+
+    Raises:
+        InvalidInput: naming the field or the type.
+    """
+    if not isinstance(data, dict):
+        return  # not an event: the reader names it
+    given = sorted(REFUSED_FIELDS & set(data))
+    if given:
+        raise InvalidInput(
+            f"{where}: field '{given[0]}' is set by the ledger, not by the input (the actor is "
+            "--actor or TUNELEDGER_ACTOR; recorded_at and seq the store's)"
+        )
+    if isinstance(data.get("type"), str):
+        refuse_runner_type(data["type"], Writer(actor), where)
+
+
+def _refuse_overrides_in_stdin(text: str, actor: Actor) -> None:
+    """``refuse_overrides`` for standard input (one JSON value, an array, or JSON lines),
+    decoding only what may hold a refused field: most input is read once, by the reader."""
+    if not _SUSPECT.search(text):
+        return
+    from ledger.write.jsonl import jsonl_lines
+
+    try:
+        whole = json.loads(text)
+    except ValueError:  # JSON lines (or not JSON: the reader says so, with its line)
+        for number, line in enumerate(jsonl_lines(text), start=1):
+            if _SUSPECT.search(line):
+                try:
+                    data = json.loads(line)
+                except ValueError:
+                    continue
+                refuse_overrides(data, f"<stdin>:{number}", actor)
+        return
+    if isinstance(whole, list):
+        for index, item in enumerate(whole):
+            refuse_overrides(item, f"<stdin>:[{index}]", actor)
+    else:
+        refuse_overrides(whole, "<stdin>", actor)
 
 
 def _result_json(result: AppendResult) -> dict[str, Any]:
@@ -173,6 +237,9 @@ def append(
     From options:  tuneledger append note_added -f text="fused MoE sum: no change"
     From stdin:    echo '{"type": "note_added", "text": "hi"}' | tuneledger append --json
     A batch on stdin (JSON array or JSON lines) is appended atomically: all or nothing.
+    Who and when are not input: an actor, recorded_at or seq in it is refused (the actor is
+    --actor, recorded_at the store's clock), and so are the runners' event types unless the
+    actor is a runner (exit 3).
 
     \b
     TYPE's fields, with their types and units: `tuneledger append TYPE --help`
@@ -208,6 +275,7 @@ def append(
                 "give a TYPE with -f fields, or pipe JSON / JSON lines on standard input"
             )
         text = read_stdin_text(sys.stdin)
+        _refuse_overrides_in_stdin(text, ctx.actor)
         if _bulk_eligible(text, overrides, event_id, expected_version):
             from ledger.write.bulk import import_lines
             from ledger.write.jsonl import jsonl_lines
@@ -231,6 +299,7 @@ def append(
         from ledger.write.fields import fields_object
 
         data = fields_object(event_type, fields)  # read against TYPE's JSON Schema
+        refuse_overrides({**data, "type": event_type}, "options", ctx.actor)
         if event_id is not None:
             data["event_id"] = event_id
         events = [event_from_obj(data, "options")]

@@ -30,27 +30,13 @@ def export_markdown(ctx: Context, session_id: str | None, output: Path | None) -
     With -o FILE and one session, the Pareto front's plot is drawn beside it (FILE's name with
     -pareto.svg; needs matplotlib) and linked from the document.
     """
-    from ledger.export.markdown import render_report
-    from ledger.read.model import read_report
-    from ledger.store.safe_files import descriptor_of, write_file
+    from ledger.app.export import Export, export_markdown
 
     # An output file's missing folders are created (a report in a new folder loses nothing;
     # a ledger in a mistyped one would: that is refused, see ``writable_store``).
-    report = read_report(ctx.store(), session_id)
     to_stdout = output is None or str(output) == "-"
-    plot = None
-    regular = output is not None and (output.is_file() or not output.exists())
-    if output is not None and not to_stdout and regular and descriptor_of(output) is None:
-        from ledger.export.plot import session_plot
-
-        plot = session_plot(report, output)  # never beside /dev/stdout or /dev/fd/N
-    text = render_report(report, plot=None if plot is None else plot[0].name)
-    if output is None or to_stdout:
-        click.echo(text, nl=False)
+    done = export_markdown(ctx.store(), Export(session_id, None if to_stdout else output))
+    if to_stdout:
+        click.echo(done.markdown, nl=False)
     else:
-        # never more than `> FILE` could do: see ledger/store/safe_files.py; the log first, so
-        # a log refused leaves no plot behind
-        write_file(output, text)
-        if plot is not None:
-            write_file(*plot)
         click.echo(f"wrote {output}", err=True)

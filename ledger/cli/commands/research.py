@@ -148,70 +148,51 @@ def research_command(
     and every flag that does nothing on this arch and model, whether it takes effect: dead
     code, not activated (with the hardware or model condition), overridden by the engine
     (with its warning), conditional on a runtime value, or effective; each with file:line."""
+    from ledger.app.checks import Writer
+    from ledger.app.research import NoEngine, ResearchRequest, research, research_diff
     from ledger.engines import research as lib
 
     arch = arch or _host_arch()
     if arch is None:
         raise click.UsageError("give --arch (sm90, sm100, sm120...): this host has no GPU to ask")
-    config_engine, given = lib.given_flags(server_config, config_name, flag_text)
-    model = lib.load_model_config(model_config) if model_config is not None else None
-    env = _env_pairs(env_items)
-
-    target = lib.Target.make(arch=arch, model=model, tp=tp, cuda=cuda, env=env)
-
-    def run(spec: str, every: bool) -> lib.Research:
-        return lib.research_spec(
-            spec,
-            target,
-            given,
-            only=list(only) or None,
-            everything=every,
-            download=not offline,
-            use_cache=not no_cache,
-        )
-
+    request = ResearchRequest(
+        arch=arch,
+        engine=engine_spec,
+        model_config=model_config,
+        tp=tp,
+        cuda=cuda,
+        env=_env_pairs(env_items),
+        flags=flag_text,
+        config=server_config,
+        config_name=config_name,
+        only=only,
+        everything=everything,
+        record=record,
+        propose=propose,
+        download=not offline,
+        use_cache=not no_cache,
+        strict=strict,
+    )
     if diff_specs:
-        old, new = (run(spec, True) for spec in diff_specs)
-        changes = lib.diff(old, new)
+        changes = research_diff(request, *diff_specs)
         if as_json:
             print_json(lib.diff_json(changes))
         else:
             click.echo(lib.diff_text(changes))
         return
-    spec = engine_spec or config_engine
-    if spec is None:
+    try:
+        done = research(request, ctx.writable_store, Writer(ctx.actor, ctx.session))
+    except NoEngine:
         raise click.UsageError(
             "give --engine (sglang==0.5.23, a wheel, a folder) or --diff OLD NEW"
-        )
-    result = run(spec, everything)
-    if strict and result.unknown_flags:
-        from ledger.errors import InvalidInput
-
-        first = result.unknown_flags[0]
-        near = f" (nearest: --{first.nearest[0]})" if first.nearest else ""
-        others = len(result.unknown_flags) - 1
-        raise InvalidInput(
-            f"--{first.spelling}: not a flag of {result.index.engine} {result.index.version}"
-            f"{near}" + (f"; and {others} more" if others else "")
-        )
-    done = None
-    if record or propose:
-        from ledger.write.research import record_research_result
-
-        done = record_research_result(
-            ctx.writable_store(),
-            result,
-            actor=ctx.actor,
-            session=ctx.session,
-            record=record,
-            propose=propose,
-        )
-    recorded = done.researched if done is not None else None
-    proposed = done.proposed if done is not None else []
+        ) from None
+    result = done.result
+    recorded = done.recorded.researched if done.recorded is not None else None
+    proposed = done.proposed
     if as_json:
         payload = lib.to_json(result)
-        if done is not None and done.researched is not None:
-            payload["recorded"] = done.appends_json()
+        if recorded is not None:
+            payload["recorded"] = done.recorded.appends_json()
         if propose:
             payload["proposed"] = proposed
         print_json(payload)
