@@ -75,7 +75,6 @@ class BenchmarksPane(Pane):
         "bench",
         _read,
         ("benchmark_summary",),
-        dirtied_by=frozenset({"benchmark_completed", "comparison_completed"}),
     )
     SUMMARY = "vs baseline, with a plot"
     HELP_KEYS = (("m", "Benchmarks", "cycle the plotted metric"),)

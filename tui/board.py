@@ -55,20 +55,8 @@ class BoardPane(Pane):
     PART = Part(
         "board",
         _read,
+        # stale on what these views read, and on any event naming a candidate (its evidence)
         ("board", "board_deltas"),
-        # and any event naming a candidate: it can be the board's latest evidence
-        dirtied_by=frozenset(
-            {
-                "candidate_proposed",
-                "candidate_triaged",
-                "flag_researched",
-                "finding_recorded",
-                "server_started",
-                "benchmark_completed",
-                "comparison_completed",
-            }
-        ),
-        names_candidate=True,
     )
     SUMMARY = "triage"
     #: The triage actions act on the selected candidate: shown (and run) on the board only.

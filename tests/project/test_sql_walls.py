@@ -42,8 +42,6 @@ ALLOWED: dict[str, tuple[int, str]] = {
     "runners/plan.py": (1, "a plan's reads of its runs"),
     "runners/plan_resume.py": (3, "what a resumed plan already ran"),
     "runners/server/supervise.py": (2, "the watchdog's look at a run's end and its orphans"),
-    "tui/parts.py": (1, "the event types that make a pane stale"),
-    "tui/queries.py": (1, "the log's head"),
     # SQL of another database, or SQL as text a person reads: stays
     "ledger/sync/hub.py": (16, "the PostgreSQL hub's own tables"),
     "ledger/sync/remote.py": (7, "the PostgreSQL hub's own tables"),
