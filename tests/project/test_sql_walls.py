@@ -39,8 +39,6 @@ ALLOWED: dict[str, tuple[int, str]] = {
     "ledger/write/commands.py": (1, "previous_startup: a domain fact derived in the write layer"),
     "ledger/write/rules.py": (3, "the rules' lookups of stored events"),
     "runners/bench/serving.py": (1, "the server run a benchmark measured"),
-    "runners/plan.py": (1, "a plan's reads of its runs"),
-    "runners/plan_resume.py": (3, "what a resumed plan already ran"),
     "runners/server/supervise.py": (2, "the watchdog's look at a run's end and its orphans"),
     # SQL of another database, or SQL as text a person reads: stays
     "ledger/sync/hub.py": (16, "the PostgreSQL hub's own tables"),
