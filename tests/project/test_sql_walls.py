@@ -35,11 +35,7 @@ ALLOWED: dict[str, tuple[int, str]] = {
     "ledger/mcp/resources.py": (2, "the MCP resources' queries"),
     "ledger/app/candidates.py": (1, "summaries of cited events (moved from the MCP verbs)"),
     "ledger/app/verdicts.py": (2, "the measured verdict a triage by verdict cites"),
-    "ledger/write/append_warnings.py": (1, "a warning's look at earlier events"),
-    "ledger/write/commands.py": (1, "previous_startup: a domain fact derived in the write layer"),
-    "ledger/write/rules.py": (3, "the rules' lookups of stored events"),
     "runners/bench/serving.py": (1, "the server run a benchmark measured"),
-    "runners/server/supervise.py": (2, "the watchdog's look at a run's end and its orphans"),
     # SQL of another database, or SQL as text a person reads: stays
     "ledger/sync/hub.py": (16, "the PostgreSQL hub's own tables"),
     "ledger/sync/remote.py": (7, "the PostgreSQL hub's own tables"),
