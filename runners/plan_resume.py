@@ -109,13 +109,13 @@ def estimate(store: LedgerStore | None, plan: Any, *, resume: bool = False) -> l
         list(plan.plan.concurrency) if plan.plan.request_rate is None else [None]
     )
     done = finished_points(store, plan, loads) if (store is not None and resume) else {}
-    starts: dict[str, list[Any]] = {}
+    starts: dict[str | None, list[Any]] = {}
     engine_starts: list[Any] = []
-    durations: dict[tuple[str, int | None], list[Any]] = {}
+    durations: dict[tuple[str | None, int | None], list[Any]] = {}
     if store is not None:
-        for start in runs.server_starts(store):
-            engine_starts.append(start.ready_after_s)
-            starts.setdefault(start.config_name, []).append(start.ready_after_s)
+        for server in runs.server_starts(store):
+            engine_starts.append(server.ready_after_s)
+            starts.setdefault(server.config_name, []).append(server.ready_after_s)
         for run in runs.benchmark_durations(store, _workload(plan)):
             key = (run.config_name, run.concurrency)
             durations.setdefault(key, []).append(run.duration_s)

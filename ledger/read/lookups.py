@@ -101,7 +101,8 @@ ORDER BY r.started_seq
 def live_server_runs(store: LedgerStore, hostname: str) -> list[dict[str, Any]]:
     """The server runs on ``hostname`` still starting or ready, in the order they started:
     ``run_id``, ``session_id``, ``pid``, ``port``, ``argv0`` (the program it ran)."""
-    return store.query_arrow(_LIVE_RUNS, [hostname]).to_pylist()
+    rows: list[dict[str, Any]] = store.query_arrow(_LIVE_RUNS, [hostname]).to_pylist()
+    return rows
 
 
 #: The startup facts of the run started just before run ``$2`` in session ``$1`` (the latest run

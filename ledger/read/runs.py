@@ -64,7 +64,8 @@ def valid_benchmark_ids(
         f"({', '.join('?' for _ in configs)}) ORDER BY seq",
         [*params, *configs],
     ).column("event_id")
-    return ids.to_pylist()
+    found: list[Any] = ids.to_pylist()
+    return found
 
 
 @dataclass(frozen=True)
