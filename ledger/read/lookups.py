@@ -22,6 +22,12 @@ def _empty(store: LedgerStore) -> bool:
     return not store.path.exists() or store.path.stat().st_size == 0
 
 
+def stored_event_ids(store: LedgerStore) -> list[str]:
+    """The id of every stored event, retracted ones included, in no set order."""
+    table = store.query_arrow("SELECT event_id::VARCHAR AS event_id FROM events")
+    return [str(i) for i in table.column("event_id").to_pylist()]
+
+
 def stored_types(store: LedgerStore, ids: Sequence[UUID]) -> dict[UUID, str]:
     """The type of each of ``ids`` the ledger holds (an empty or missing file holds none)."""
     if _empty(store):
