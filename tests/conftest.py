@@ -40,6 +40,28 @@ def _ctrl_c_as_in_a_terminal() -> Iterator[None]:
             signal.signal(signal.SIGINT, before)
 
 
+#: The test files that take longest (a fresh clone's `make test`, docs/performance.md, *The test
+#: suite*: each over 100 s in all), started first: pytest-xdist hands out whole files
+#: (``--dist loadfile``) in collection order, and one of these left for the end kept one worker
+#: busy for minutes after the other had finished. Only the order changes, never what runs.
+LONG_FILES = (
+    "tests/engines/test_research_wheels.py",
+    "tests/engines/test_engine_coverage.py",
+    "tests/store/test_store_contract.py",
+    "tests/mcp/test_mcp_session.py",
+    "tests/runners/test_e2e_vllm_cpu.py",
+    "tests/project/test_readme_walkthrough.py",
+    "tests/runners/test_e2e_transformers.py",
+    "tests/sync/test_hub.py",
+)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The long files first, in ``LONG_FILES``' order, the rest as collected (a stable sort)."""
+    rank = {path: i for i, path in enumerate(LONG_FILES)}
+    items.sort(key=lambda item: rank.get(item.nodeid.split("::", 1)[0], len(rank)))
+
+
 #: Threads of ours left running at the session's end, per process (this one's, then each
 #: pytest-xdist worker's, as ``tests.support.threads_left`` names them).
 _THREADS_LEFT: list[str] = []
