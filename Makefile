@@ -3,6 +3,8 @@ PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 LEDGER ?= demo.duckdb
+# `make test`'s workers (pytest-xdist): one a core by default; TEST_WORKERS=0 runs in one process.
+TEST_WORKERS ?= auto
 # E2E=0 skips installing torch (CPU) + transformers for the end-to-end test (it then skips itself).
 E2E ?= 1
 
@@ -43,9 +45,10 @@ test-slow: $(BIN)/tuneledger $(VENV)/.e2e
 	$(BIN)/python -m pytest -q -m slow
 
 ## The README's test command, and what CI runs (.ci/run): the static checks, then every test
-## once, slow ones included.
+## once, slow ones included, a test file a worker at a time over the cores (pytest-xdist), the
+## 25 slowest named at the end (docs/performance.md, *The test suite*).
 test: lint $(VENV)/.e2e
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadfile --durations=25
 
 ## The performance aims in one run (< 10 min on the 2-core machine): appends beside MLflow
 ## sqlite and Optuna's journal (installed into bench/.venv-peers, never project dependencies),

@@ -59,6 +59,7 @@ from typing import Any, Protocol
 from uuid import UUID
 
 from ledger.errors import ConcurrencyConflict
+from ledger.read import runs
 from ledger.store import LedgerStore
 from ledger.write import commands
 from runners.bench.client import (
@@ -188,13 +189,8 @@ def _record_preamble(store: LedgerStore, plan: Plan) -> None:
     # The board and the candidate streams' versions in one statement (one snapshot): a
     # proposal expects its stream at the version read with the board, so a candidate proposed
     # by someone else since is a conflict, not a second proposal.
-    rows = store.query_arrow(
-        "SELECT candidate_id, NULL AS stream, NULL AS version FROM board UNION ALL "
-        "SELECT NULL, stream, max(stream_version) FROM events "
-        "WHERE starts_with(stream, 'candidate:') GROUP BY stream"
-    ).to_pylist()
-    on_board = {r["candidate_id"] for r in rows if r["candidate_id"] is not None}
-    versions = {r["stream"]: r["version"] for r in rows if r["stream"] is not None}
+    read = runs.board_candidates(store)
+    on_board, versions = read.on_board, read.versions
     for spec in plan.candidates:
         cid = candidate_id(spec)
         if cid in on_board:

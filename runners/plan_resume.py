@@ -28,6 +28,7 @@ from pathlib import Path
 from statistics import fmean
 from typing import Any
 
+from ledger.read import runs
 from ledger.store import LedgerStore
 from runners.bench.client import TOOL_NAME, RunResult, SweepPoint
 from schemas.events import BenchmarkCompleted
@@ -47,13 +48,11 @@ UNKNOWN_MODEL_BYTES = 2e9
 _WEIGHTS = (".safetensors", ".bin", ".pt", ".gguf")
 
 
-def _workload_filter(plan: Any) -> tuple[str, list[Any]]:
+def _workload(plan: Any) -> runs.Workload:
     b = plan.bench
-    sql = (
-        "session_id IS NOT DISTINCT FROM ? AND tool = ? AND input_len = ? AND output_len = ? "
-        "AND request_rate IS NOT DISTINCT FROM ?"
+    return runs.Workload(
+        plan.plan.session, TOOL_NAME, b.input_len, b.output_len, plan.plan.request_rate
     )
-    return sql, [plan.plan.session, TOOL_NAME, b.input_len, b.output_len, plan.plan.request_rate]
 
 
 def finished_points(
@@ -61,16 +60,10 @@ def finished_points(
 ) -> dict[tuple[str, int, int | None], SweepPoint]:
     """The valid runs this plan's session already holds, by (arm, repeat, load): the latest of
     each, with this workload (lengths, seed, endpoint, shared prefix) and tool."""
-    where, params = _workload_filter(plan)
-    arms = list(plan.arms)
-    rows = store.query_arrow(
-        f"SELECT event_id FROM benchmarks WHERE {where} AND valid AND config_name IN "
-        f"({', '.join('?' for _ in arms)}) ORDER BY seq",
-        [*params, *arms],
-    ).column("event_id")
+    event_ids = runs.valid_benchmark_ids(store, _workload(plan), list(plan.arms))
     b = plan.bench
     found: dict[tuple[str, int, int | None], SweepPoint] = {}
-    for event_id in rows.to_pylist():
+    for event_id in event_ids:
         event = store.get(event_id)
         if not isinstance(event, BenchmarkCompleted) or event.repeat is None:
             continue
@@ -116,21 +109,16 @@ def estimate(store: LedgerStore | None, plan: Any, *, resume: bool = False) -> l
         list(plan.plan.concurrency) if plan.plan.request_rate is None else [None]
     )
     done = finished_points(store, plan, loads) if (store is not None and resume) else {}
-    starts: dict[str, list[Any]] = {}
+    starts: dict[str | None, list[Any]] = {}
     engine_starts: list[Any] = []
-    durations: dict[tuple[str, int | None], list[Any]] = {}
+    durations: dict[tuple[str | None, int | None], list[Any]] = {}
     if store is not None:
-        for row in store.query_arrow(
-            "SELECT config_name, engine, ready_after_s FROM server_runs"
-        ).to_pylist():
-            engine_starts.append(row["ready_after_s"])
-            starts.setdefault(row["config_name"], []).append(row["ready_after_s"])
-        where, params = _workload_filter(plan)
-        for row in store.query_arrow(
-            f"SELECT config_name, concurrency, duration_s FROM benchmarks WHERE {where}", params
-        ).to_pylist():
-            key = (row["config_name"], row["concurrency"])
-            durations.setdefault(key, []).append(row["duration_s"])
+        for server in runs.server_starts(store):
+            engine_starts.append(server.ready_after_s)
+            starts.setdefault(server.config_name, []).append(server.ready_after_s)
+        for run in runs.benchmark_durations(store, _workload(plan)):
+            key = (run.config_name, run.concurrency)
+            durations.setdefault(key, []).append(run.duration_s)
     out = []
     for repeat in range(plan.plan.repeats):
         for arm in plan.arms:

@@ -10,16 +10,15 @@ from __future__ import annotations
 import itertools
 import os
 import signal
-import sys
-import threading
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from ledger.store import LedgerStore
-from tests.support import needs, pg_cluster
+from tests.support import needs, pg_cluster, threads_left
 
 #: The time stamped on events without ``recorded_at`` by the ``store`` fixture.
 FIXED_NOW = datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC)
@@ -41,18 +40,59 @@ def _ctrl_c_as_in_a_terminal() -> Iterator[None]:
             signal.signal(signal.SIGINT, before)
 
 
+#: The test files that take longest (a fresh clone's `make test`, docs/performance.md, *The test
+#: suite*: each over 100 s in all), started first: pytest-xdist hands out whole files
+#: (``--dist loadfile``) in collection order, and one of these left for the end kept one worker
+#: busy for minutes after the other had finished. Only the order changes, never what runs.
+LONG_FILES = (
+    "tests/engines/test_research_wheels.py",
+    "tests/engines/test_engine_coverage.py",
+    "tests/store/test_store_contract.py",
+    "tests/mcp/test_mcp_session.py",
+    "tests/runners/test_e2e_vllm_cpu.py",
+    "tests/project/test_readme_walkthrough.py",
+    "tests/runners/test_e2e_transformers.py",
+    "tests/sync/test_hub.py",
+)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The long files first, in ``LONG_FILES``' order, the rest as collected (a stable sort)."""
+    rank = {path: i for i, path in enumerate(LONG_FILES)}
+    items.sort(key=lambda item: rank.get(item.nodeid.split("::", 1)[0], len(rank)))
+
+
+#: Threads of ours left running at the session's end, per process (this one's, then each
+#: pytest-xdist worker's, as ``tests.support.threads_left`` names them).
+_THREADS_LEFT: list[str] = []
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    """Fail the session when a thread of ours outlives it (``tests/support/threads_left.py``:
+    the exit abort, ``FATAL: exception not rethrown``, came from one inside DuckDB)."""
+    left = threads_left.left_at_exit()
+    workeroutput = getattr(session.config, "workeroutput", None)
+    if workeroutput is not None:  # a pytest-xdist worker: the controller reports it
+        workeroutput["threads_left"] = left
+    _THREADS_LEFT.extend(left)
+    if _THREADS_LEFT and workeroutput is None:
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
+@pytest.hookimpl(optionalhook=True)  # pytest-xdist's hook: absent without it
+def pytest_testnodedown(node: Any, error: Any) -> None:
+    """A pytest-xdist worker ended: keep the threads of ours it reported."""
+    worker = getattr(node, "gateway", None)
+    name = getattr(worker, "id", "worker")
+    _THREADS_LEFT.extend(
+        f"{name}: {t}" for t in getattr(node, "workeroutput", {}).get("threads_left", ())
+    )
+
+
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
-    """Name the daemon threads still running when the session ends, and where each is: Python
-    3.11 ends one that takes the GIL back during the interpreter's shutdown with
-    ``pthread_exit``, whose unwinding through a C++ extension's ``catch (...)`` (DuckDB's, when
-    the thread was in a query) aborts the process after the summary (``FATAL: exception not
-    rethrown``, exit 134)."""
-    frames = sys._current_frames()
-    left = [t for t in threading.enumerate() if t.daemon and t.is_alive()]
-    for thread in left:
-        frame = frames.get(thread.ident or -1)
-        where = f"{frame.f_code.co_filename}:{frame.f_lineno}" if frame else "?"
-        terminalreporter.write_line(f"daemon thread left running: {thread.name} at {where}")
+    """Name each thread of ours left running (the session fails for them: see above)."""
+    for thread in _THREADS_LEFT:
+        terminalreporter.write_line(f"thread of ours left running at the end: {thread}", red=True)
 
 
 @pytest.fixture(autouse=True)

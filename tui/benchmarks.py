@@ -27,13 +27,16 @@ from schemas.metrics import HEADLINE_METRICS
 from .pane import Pane
 from .parts import Part, Reading
 from .queries import BENCH_METRICS
-from .render import DELTA_STYLE, number, short_delta_verdict
+from .render import DELTA_STYLE, Columns, number, short_delta_verdict
 
 #: The plot's colours, one per line (plotext names).
 _COLORS = ("cyan", "orange", "green", "magenta", "yellow", "blue", "red", "white")
 
 #: Metrics the plot can show, cycled with ``m``.
 PLOT_METRICS: tuple[tuple[str, str], ...] = tuple((m.name, m.title) for m in HEADLINE_METRICS)
+
+#: The metric columns dropped on a narrow terminal (the p99s), by width (terminal cells).
+_METRIC_DROP_BELOW = {"TPOT p99 ms": 150, "TTFT p99 ms": 130}
 
 
 def workload_text(row: dict[str, Any]) -> str:
@@ -75,30 +78,25 @@ class BenchmarksPane(Pane):
         "bench",
         _read,
         ("benchmark_summary",),
-        dirtied_by=frozenset({"benchmark_completed", "comparison_completed"}),
     )
     SUMMARY = "vs baseline, with a plot"
     HELP_KEYS = (("m", "Benchmarks", "cycle the plotted metric"),)
 
     BINDINGS = [Binding("m", "cycle_metric", "Plot metric", id="bench.cycle_metric")]
 
-    #: Every column, in order: the configuration, its workload, concurrency and run count, then
-    #: one per metric.
-    ALL_COLUMNS: tuple[str, ...] = (
-        "configuration",
-        "workload",
-        "c",
-        "runs",
-        *(label for _, label in BENCH_METRICS),
+    #: Every column, in order (the configuration, its workload, concurrency and run count, then
+    #: one per metric), with the width (terminal cells) below which it is dropped: the p99s
+    #: first (the medians and the throughput carry the verdicts a user acts on), then the
+    #: workload, then the run count.
+    COLUMNS = Columns(
+        (
+            ("configuration", 0),
+            ("workload", 110),
+            ("c", 0),
+            ("runs", 90),
+            *((label, _METRIC_DROP_BELOW.get(label, 0)) for _, label in BENCH_METRICS),
+        )
     )
-    #: Width (terminal cells) below which a column is dropped: the p99s first (the medians and the
-    #: throughput carry the verdicts a user acts on), then the workload, then the run count.
-    DROP_BELOW: dict[str, int] = {
-        "TPOT p99 ms": 150,
-        "TTFT p99 ms": 130,
-        "workload": 110,
-        "runs": 90,
-    }
 
     DEFAULT_CSS = """
     BenchmarksPane #bench-table { height: 1fr; min-height: 6; }
@@ -115,7 +113,7 @@ class BenchmarksPane(Pane):
         self.plot_title = ""
         #: What the plot drew: per line, its measured (concurrency, value) points, in order.
         self.plot_series: dict[str, list[tuple[int, float]]] = {}
-        self._columns: tuple[str, ...] = self.ALL_COLUMNS
+        self._columns: tuple[str, ...] = self.COLUMNS.names
 
     def compose(self) -> ComposeResult:
         table: DataTable[Any] = DataTable(id="bench-table", cursor_type="row", zebra_stripes=True)
@@ -181,7 +179,7 @@ class BenchmarksPane(Pane):
                 n = row.get(f"{metric}_runs")
                 if row[metric] is not None and n and n != shown_runs:
                     cells[label].append(f" n={n}", style="dim")
-            table.add_row(*(cells[name] for name in self._columns))
+            table.add_row(*self.COLUMNS.row(cells, self._columns))
         if rows:
             table.move_cursor(row=min(max(cursor, 0), len(rows) - 1))
         self._plot()
@@ -248,9 +246,7 @@ class BenchmarksPane(Pane):
 
     def on_resize(self, event: Any) -> None:
         """Keep the columns that fit: drop the low-value ones first on a narrow terminal."""
-        columns = tuple(
-            c for c in self.ALL_COLUMNS if event.size.width >= self.DROP_BELOW.get(c, 0)
-        )
+        columns = self.COLUMNS.fitting(event.size.width)
         if columns == self._columns:
             return
         self._columns = columns

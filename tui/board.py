@@ -19,7 +19,7 @@ from . import queries
 from .pane import Pane
 from .parts import Part, Reading
 from .queries import STATUSES
-from .render import clip, pct_text, status_text, verdict_text
+from .render import Columns, clip, pct_text, status_text, verdict_text
 
 _FILTERS = (("arch", "arch"), ("engine_version", "engine version"), ("verdict", "verdict"))
 _NONE = "(none)"
@@ -55,20 +55,8 @@ class BoardPane(Pane):
     PART = Part(
         "board",
         _read,
+        # stale on what these views read, and on any event naming a candidate (its evidence)
         ("board", "board_deltas"),
-        # and any event naming a candidate: it can be the board's latest evidence
-        dirtied_by=frozenset(
-            {
-                "candidate_proposed",
-                "candidate_triaged",
-                "flag_researched",
-                "finding_recorded",
-                "server_started",
-                "benchmark_completed",
-                "comparison_completed",
-            }
-        ),
-        names_candidate=True,
     )
     SUMMARY = "triage"
     #: The triage actions act on the selected candidate: shown (and run) on the board only.
@@ -83,15 +71,23 @@ class BoardPane(Pane):
     BoardPane #board-detail { height: auto; max-height: 8; padding: 0 1; border-top: solid $primary-darken-2; }
     """
 
-    #: Columns by importance: on a narrow terminal the last ones go first (the detail panel
-    #: below the table shows the reason and priority of the selected candidate anyway).
-    ALL_COLUMNS = ("status", "candidate", "verdict", "Δ out tok/s", "priority", "reason")
-    #: Width below which each optional column is dropped (priority, then reason first).
-    DROP_BELOW = {"reason": 150, "priority": 110}
+    #: Columns by importance, each with the width below which it is dropped: on a narrow
+    #: terminal the reason goes first, then the priority (the detail panel below the table shows
+    #: both for the selected candidate anyway).
+    COLUMNS = Columns(
+        (
+            ("status", 0),
+            ("candidate", 0),
+            ("verdict", 0),
+            ("Δ out tok/s", 0),
+            ("priority", 110),
+            ("reason", 150),
+        )
+    )
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)
-        self._columns: tuple[str, ...] = self.ALL_COLUMNS
+        self._columns: tuple[str, ...] = self.COLUMNS.names
         self.rows: list[dict[str, Any]] = []
         self.shown: list[dict[str, Any]] = []
         self.loaded = False
@@ -162,7 +158,7 @@ class BoardPane(Pane):
         room = self._delta_room(cells_by_row)
         for row, cells in zip(self.shown, cells_by_row, strict=True):
             cells["Δ out tok/s"] = delta_cell(row, room, 24 if not narrow else 18)
-            table.add_row(*(cells[name] for name in self._columns), key=row["candidate_id"])
+            table.add_row(*self.COLUMNS.row(cells, self._columns), key=row["candidate_id"])
         if self.shown:
             table.move_cursor(row=cursor)
         counts = {s: sum(r["status"] == s for r in self.shown) for s in STATUSES}
@@ -242,7 +238,7 @@ class BoardPane(Pane):
     def on_resize(self, event: Any) -> None:
         """Keep the columns that fit: drop the low-value ones first on a narrow terminal."""
         width = event.size.width
-        columns = tuple(c for c in self.ALL_COLUMNS if width >= self.DROP_BELOW.get(c, 0))
+        columns = self.COLUMNS.fitting(width)
         if columns != self._columns:
             self._columns = columns
             table = self.query_one("#board-table", DataTable)

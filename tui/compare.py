@@ -61,18 +61,9 @@ class ComparePane(Pane):
     PART = Part(
         "compare",
         _read,
+        # the configurations' server runs (flags, startup facts) and their benchmarks; what it
+        # reads of live_control (server_started, comparison_completed) the other views name
         ("live_control", "server_runs", "benchmarks", "benchmark_deltas"),
-        # the configurations' server runs (flags, startup facts) and their benchmarks
-        dirtied_by=frozenset(
-            {
-                "benchmark_completed",
-                "comparison_completed",
-                "server_started",
-                "server_ready",
-                "server_failed",
-                "server_stopped",
-            }
-        ),
     )
     SUMMARY = "what differs between the configurations, repeats, Pareto front"
 

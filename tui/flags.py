@@ -51,7 +51,6 @@ class FlagsPane(Pane):
         "flags",
         _read,
         ("flag_verdicts",),
-        dirtied_by=frozenset({"flag_researched", "finding_recorded"}),
     )
     SUMMARY = "verdict matrix"
 

@@ -1,5 +1,6 @@
 """What a pane reads on a refresh, with no Textual here: a ``Part`` names the pane's data, the
-event types whose arrival make it stale, and the function that reads it in a worker.
+views it reads (from which the event types whose arrival make it stale follow:
+``ledger.read.view_sources``), and the function that reads it in a worker.
 
 A pane (``tui.pane``) carries its ``Part``; ``tui.queries.iter_snapshot`` reads the parts
 that the new events made stale, in one open of the ledger that writes nothing and binds only
@@ -10,10 +11,13 @@ UI keeps every read testable without a terminal (``tests/tui/test_tui_queries.py
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import duckdb
+
+from ledger.read import model as read_model
+from ledger.read.view_sources import sources_of
 
 
 @dataclass(frozen=True)
@@ -41,18 +45,25 @@ class Part:
     code, as the part is read: the store's ``read_views``; a view left off would be the one
     stored in the file, or none: ``tests/tui/test_tui_queries.py`` reads every part without).
 
-    ``dirtied_by``: the event types whose arrival makes it stale (None: every new event);
-    ``names_candidate``: any new event naming a candidate does too (the board's latest
-    evidence); ``latency_first``: read first on a refresh, because that is where a new event
+    Derived from ``views`` (``ledger.read.view_sources``), never written per pane:
+    ``dirtied_by``, the event types whose arrival makes it stale (None: every new event), and
+    ``names_candidate``, whether any new event naming a candidate does too (the board's latest
+    evidence). ``latency_first``: read first on a refresh, because that is where a new event
     shows up (the timeline). A retraction makes every part stale.
     """
 
     name: str
     read: Callable[[Reading], Any]
     views: tuple[str, ...]
-    dirtied_by: frozenset[str] | None = frozenset()
-    names_candidate: bool = False
     latency_first: bool = False
+    dirtied_by: frozenset[str] | None = field(init=False)
+    names_candidate: bool = field(init=False)
+
+    def __post_init__(self) -> None:
+        # frozen: set once, here, from the one declaration (the views' own SQL)
+        sources = sources_of(self.views)
+        object.__setattr__(self, "dirtied_by", sources.types)
+        object.__setattr__(self, "names_candidate", sources.names_candidate)
 
     def is_stale(self, types: Iterable[str], names_candidate: bool) -> bool:
         """Whether new events of ``types`` (one of them naming a candidate when
@@ -69,15 +80,10 @@ def stale_parts(
     read is full (a first read, or a retraction among the new events: every part, reread)."""
     if since_seq <= 0:
         return list(parts), True
-    rows = con.execute(
-        "SELECT DISTINCT type, (payload->>'candidate_id') IS NOT NULL FROM events WHERE seq > ?",
-        [since_seq],
-    ).fetchall()
-    if not rows:
+    new = read_model.new_events(con, since_seq)
+    if not new.types:
         return [], False
-    types = {t for t, _ in rows}
-    if "event_retracted" in types:
+    if "event_retracted" in new.types:
         return list(parts), True
-    named = any(n for _, n in rows)
-    stale = [p for p in parts if p.is_stale(types, named)]
+    stale = [p for p in parts if p.is_stale(new.types, new.names_candidate)]
     return sorted(stale, key=lambda p: not p.latency_first), False

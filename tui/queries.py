@@ -176,7 +176,7 @@ def iter_snapshot(
     ``Reading.state`` by name.
     """
     with store.connect(views=()) as con:
-        head = con.execute("SELECT coalesce(max(seq), 0) FROM events").fetchall()[0][0]
+        head = read_model.log_head(con)
         yield "head", head
         if head < since_seq:  # the file was replaced by a shorter one: start over
             since_seq = 0

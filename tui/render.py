@@ -8,6 +8,8 @@ when it had no effect.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from rich.text import Text
@@ -94,3 +96,28 @@ def clip(text: Any, width: int) -> str:
     """One line of at most ``width`` characters (an ellipsis marks the cut)."""
     line = " ".join(str(text or "").split())
     return line if len(line) <= width else line[: width - 1] + "…"
+
+
+@dataclass(frozen=True)
+class Columns:
+    """A table's columns in one declaration: each name in order with the terminal width below
+    which it is dropped (0: never), instead of a name list, a width table and the row's keys
+    written apart (``tests/tui/test_tui_columns.py``)."""
+
+    widths: tuple[tuple[str, int], ...]
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        """Every column, in order."""
+        return tuple(name for name, _ in self.widths)
+
+    def fitting(self, width: int) -> tuple[str, ...]:
+        """The columns shown at ``width`` terminal cells, in order."""
+        return tuple(name for name, below in self.widths if width >= below)
+
+    def row(self, cells: Mapping[str, Any], shown: tuple[str, ...]) -> list[Any]:
+        """The cells of ``shown`` in order; ValueError when ``cells`` holds other columns than
+        the declared ones (a column added in one place only)."""
+        if set(cells) != set(self.names):
+            raise ValueError(f"cells {sorted(cells)} are not the columns {list(self.names)}")
+        return [cells[name] for name in shown]

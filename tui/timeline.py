@@ -49,7 +49,7 @@ class TimelinePane(Pane):
     KEYS = "3,f4"
     FOCUS = "#timeline-table"
     #: Every new event is a row here: read first on a refresh (where a new event shows up).
-    PART = Part("timeline", queries.timeline, ("timeline",), dirtied_by=None, latency_first=True)
+    PART = Part("timeline", queries.timeline, ("timeline",), latency_first=True)
     SUMMARY = "live tail; Enter on a link opens that event"
     HELP_KEYS = (("Enter", "Timeline links", "open the linked event"),)
     COMMANDS = (

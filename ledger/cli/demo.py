@@ -23,6 +23,7 @@ from importlib.resources import as_file, files
 from pathlib import Path
 
 from ledger.errors import EventIdReused, WouldLoseData
+from ledger.read import lookups
 from ledger.store import LedgerStore
 from ledger.write import commands
 from ledger.write.jsonl import read_jsonl
@@ -175,8 +176,7 @@ def is_demo_ledger(store: LedgerStore) -> bool:
     if store.path.stat().st_size == 0:
         return True
     ids = all_demo_ids()
-    table = store.query_arrow("SELECT event_id::VARCHAR AS event_id FROM events")
-    stored = table.column("event_id").to_pylist()
+    stored = lookups.stored_event_ids(store)
     return not stored or any(event_id in ids for event_id in stored)
 
 
@@ -197,5 +197,4 @@ def own_events(store: LedgerStore, demo_ids: Set[str]) -> int:
     """How many events of the ledger at ``store`` are not among ``demo_ids`` (0 for an empty file)."""
     if store.path.stat().st_size == 0:
         return 0
-    table = store.query_arrow("SELECT event_id::VARCHAR AS event_id FROM events")
-    return sum(1 for event_id in table.column("event_id").to_pylist() if event_id not in demo_ids)
+    return sum(1 for event_id in lookups.stored_event_ids(store) if event_id not in demo_ids)

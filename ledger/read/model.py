@@ -19,6 +19,8 @@ Parts:
   the screens' rows.
 - ``linked_events``: what an event links to and what links to it (``show``, the TUI's
   event detail).
+- ``log_head``, ``new_events``: the log's last ``seq`` and what arrived after one (a screen's
+  refresh: ``tui.queries``, ``tui.parts``).
 - ``session_host``, ``default_session``: the facts that importers and the TUI start from
   (the previous run's startup facts are ``ledger.write.commands.previous_startup``, with the rule
   that pairs runs).
@@ -217,6 +219,30 @@ def sessions(con: duckdb.DuckDBPyConnection) -> list[str]:
 def event_types(con: duckdb.DuckDBPyConnection) -> list[str]:
     """The event types present in the ledger, sorted."""
     return [r[0] for r in con.execute("SELECT DISTINCT type FROM events ORDER BY type").fetchall()]
+
+
+def log_head(con: duckdb.DuckDBPyConnection) -> int:
+    """The ``seq`` of the log's last event (0: an empty log)."""
+    return int(con.execute("SELECT coalesce(max(seq), 0) FROM events").fetchall()[0][0])
+
+
+@dataclass(frozen=True)
+class NewEvents:
+    """What arrived after a ``seq``: the event ``types``, and whether one of them names a
+    candidate (``names_candidate``: the board shows a candidate's latest evidence)."""
+
+    types: frozenset[str]
+    names_candidate: bool
+
+
+def new_events(con: duckdb.DuckDBPyConnection, since_seq: int) -> NewEvents:
+    """The types of the events after ``since_seq`` (retracted ones included: a retraction is
+    news) and whether any of them names a candidate."""
+    found = con.execute(
+        "SELECT DISTINCT type, (payload->>'candidate_id') IS NOT NULL FROM events WHERE seq > ?",
+        [since_seq],
+    ).fetchall()
+    return NewEvents(frozenset(t for t, _ in found), any(n for _, n in found))
 
 
 def default_session(con: duckdb.DuckDBPyConnection) -> str | None:

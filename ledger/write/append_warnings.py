@@ -13,6 +13,7 @@ import json
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+from ledger.read import lookups
 from ledger.store.payloads import payload_json
 from schemas import Event
 
@@ -47,22 +48,18 @@ def append_warnings(store: LedgerStore, events: Sequence[Event]) -> list[str]:
 def _stored_twin(store: LedgerStore, event: Event) -> tuple[int, str, str] | None:
     """A live event this one repeats: the session's ``session_started``, or one of the same type,
     session and payload."""
-    rows = store.query_arrow(
-        "SELECT seq, event_id::VARCHAR AS event_id, payload FROM live_control "
-        "WHERE type = ? AND session_id = ? ORDER BY seq",
-        [event.type, event.session_id],
-    ).to_pylist()
+    rows = lookups.live_of_type(store, event.type, event.session_id)
     if not rows:
         return None
     if event.type == "session_started":
         first = rows[0]
-        return first["seq"], first["event_id"], f"session {event.session_id} was already started"
+        return first.seq, first.event_id, f"session {event.session_id} was already started"
     mine = json.loads(payload_json(event))
     for row in rows:
-        if json.loads(row["payload"]) == mine:
+        if json.loads(row.payload) == mine:
             return (
-                row["seq"],
-                row["event_id"],
+                row.seq,
+                row.event_id,
                 f"the same {event.type} is already in session {event.session_id}",
             )
     return None

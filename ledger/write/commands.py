@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any
 from uuid import UUID
 
 from ledger.errors import ConcurrencyConflict
+from ledger.read import lookups
 from ledger.write import rules
 from schemas import (
     Actor,
@@ -251,28 +252,6 @@ def retract(
 # --- server runs ------------------------------------------------------------------------
 
 
-#: The startup facts of the run started just before run ``$2`` in session ``$1`` (the latest run
-#: of the session when ``$2`` is not stored): the pairing of ``server_runs.previous_run_id``, and
-#: that run's facts as the view picks them (its ``server_ready``'s, else its ``server_failed``'s,
-#: else its ``server_started``'s).
-_PREVIOUS_STARTUP_SQL = """
-WITH previous AS (
-    SELECT run_id FROM server_runs
-    WHERE session_id IS NOT DISTINCT FROM $1
-      AND started_seq < coalesce((SELECT min(started_seq) FROM server_runs WHERE run_id = $2),
-                                 9223372036854775807)
-    ORDER BY started_seq DESC LIMIT 1
-)
-SELECT CAST(e.payload->'startup' AS VARCHAR) AS startup
-FROM previous p LEFT JOIN live_events e
-  ON (e.payload->>'run_id') = p.run_id
- AND e.type IN ('server_ready', 'server_failed', 'server_started')
- AND json_type(e.payload->'startup') = 'OBJECT'
-ORDER BY e.type = 'server_ready' DESC, e.type = 'server_failed' DESC, e.seq DESC
-LIMIT 1
-"""
-
-
 def previous_startup(
     store: LedgerStore, session_id: str | None, *, run_id: str | None = None
 ) -> StartupFacts | None:
@@ -285,10 +264,7 @@ def previous_startup(
     (which chains the logs it is given in order: ``ledger.importers.ingest``). ``None`` for a missing
     ledger, a session without runs, or a previous run that logged no startup facts (it is
     still the previous run: nothing is compared, as in the view)."""
-    if not store.path.exists() or store.path.stat().st_size == 0:
-        return None
-    table = store.query_arrow(_PREVIOUS_STARTUP_SQL, [session_id, run_id])
-    text = table.column("startup")[0].as_py() if table.num_rows else None
+    text = lookups.previous_startup_json(store, session_id, run_id)
     return StartupFacts.model_validate_json(text) if text else None
 
 

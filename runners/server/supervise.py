@@ -113,6 +113,7 @@ def record_stop(
 ) -> bool:
     """Record ``server_stopped`` for ``run_id`` unless its end is recorded already; whether it
     was recorded."""
+    from ledger.read import lookups
     from ledger.store import LedgerStore
     from ledger.write import commands
     from runners.host import fingerprint
@@ -120,12 +121,7 @@ def record_stop(
     from schemas import ServerStopped
 
     store = LedgerStore(path)
-    ended = store.query_arrow(
-        "SELECT count(*) AS n FROM event_log WHERE stream = ? "
-        "AND type IN ('server_stopped', 'server_failed')",
-        [f"server:{run_id}"],
-    ).to_pylist()[0]["n"]
-    if ended:
+    if lookups.server_run_ended(store, run_id):
         return False
     commands.record(
         store,
@@ -190,21 +186,12 @@ def _same_server(pid: int, argv0: str | None) -> bool:
     return argv0 is None or (bool(cmdline) and cmdline[0].decode(errors="replace") == argv0)
 
 
-_LIVE_RUNS = """
-SELECT r.run_id, r.session_id, (s.payload->>'pid')::BIGINT AS pid,
-       (s.payload->>'port')::BIGINT AS port, s.payload->'argv'->>0 AS argv0
-FROM server_runs r
-JOIN (SELECT payload, payload->>'run_id' AS run_id, host->>'hostname' AS hostname
-      FROM live_control WHERE type = 'server_started') s USING (run_id)
-WHERE r.status IN ('starting', 'ready') AND lower(s.hostname) = lower(?)
-ORDER BY r.started_seq
-"""
-
-
 def _live_runs(store: LedgerStore, hostname: str) -> list[dict[str, Any]]:
     if not store.path.exists() or not Path("/proc").is_dir():
         return []
-    return store.query_arrow(_LIVE_RUNS, [hostname]).to_pylist()
+    from ledger.read import lookups
+
+    return lookups.live_server_runs(store, hostname)
 
 
 def served(store: LedgerStore, hostname: str, session_id: str | None) -> list[dict[str, Any]]:

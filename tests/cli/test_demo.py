@@ -14,6 +14,7 @@ import pytest
 
 from ledger.cli.demo import DEMO_FILE, DEMO_SESSION, build_demo, demo_event_id
 from ledger.errors import WouldLoseData
+from ledger.read import demo_tables
 from ledger.store import LedgerStore
 from ledger.write.jsonl import read_jsonl
 from schemas import NoteAdded
@@ -221,6 +222,29 @@ def test_a_demo_ledger_played_in_still_opens_with_make_demo(tmp_path: Path) -> N
     out = invoke(["--ledger", str(demo_path), "demo", "--no-tui"])
     assert out.returncode == 0, out.stderr
     assert f"{EVENT_COUNT + 1} events (1 of them your own, kept)" in out.stdout
+
+
+def test_the_summary_tables_are_named_reads(demo: LedgerStore) -> None:
+    """What `demo --no-tui` prints comes from ledger/read/demo_tables.py, columns as shown."""
+    board = demo_tables.board(demo)
+    assert board.column_names == ["candidate_id", "status", "verdict", "priority", "reason"]
+    assert board.num_rows == len(rows(demo, "SELECT 1 FROM board"))
+    deltas = demo_tables.throughput_deltas(demo).to_pylist()
+    assert deltas and {d["metric"] for d in deltas} == {"output_throughput"}
+    assert demo_tables.sm120_no_ops(demo).column("flag").to_pylist() == [
+        r["flag"]
+        for r in rows(
+            demo, "SELECT flag FROM flag_verdicts WHERE arch = 'sm120' AND no_effect ORDER BY flag"
+        )
+    ]
+    assert demo_tables.spec_trials(demo, accept_source=True).column_names == [
+        "trial_id",
+        "accept_length",
+        "accept_length_source",
+        "throughput_pct",
+        "tpot_pct",
+        "verdict",
+    ]
 
 
 # --- the views answer the seeds' questions ------------------------------------------------

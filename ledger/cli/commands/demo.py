@@ -8,8 +8,7 @@ from typing import Any
 import click
 
 from ledger.cli.context import Context, ledger_option, pass_ctx, plugin, print_table
-
-SM120_QUERY = "SELECT flag, verdict, basis FROM flag_verdicts WHERE arch = 'sm120' AND no_effect ORDER BY flag"
+from ledger.read import demo_tables
 
 
 @click.command()
@@ -44,9 +43,7 @@ def demo(ctx: Context, no_tui: bool, campaign: str) -> None:
         f"built demo ledger {ctx.ledger}: {store.head()} events{mine}, session {DEMO_SESSION}\n"
     )
     print_table(
-        store.query_arrow(
-            "SELECT candidate_id, status, verdict, priority, reason FROM board ORDER BY updated_seq"
-        ),
+        demo_tables.board(store),
         title="board",
     )
     if campaign == "h200":
@@ -54,12 +51,9 @@ def demo(ctx: Context, no_tui: bool, campaign: str) -> None:
     elif campaign == "vllm-cpu":
         _print_vllm_cpu(store)
     else:
-        print_table(store.query_arrow(SM120_QUERY), title="which flags were no-ops on SM120?")
+        print_table(demo_tables.sm120_no_ops(store), title="which flags were no-ops on SM120?")
     print_table(
-        store.query_arrow(
-            "SELECT config_name, concurrency, metric, baseline_value, value, round(change_pct, 2) AS change_pct, verdict "
-            "FROM benchmark_deltas WHERE metric = 'output_throughput' ORDER BY config_name, concurrency"
-        ),
+        demo_tables.throughput_deltas(store),
         title="benchmark deltas (output throughput, tok/s)",
     )
     if not no_tui:
@@ -72,42 +66,25 @@ def demo(ctx: Context, no_tui: bool, campaign: str) -> None:
 
 def _print_h200(store: Any) -> None:
     print_table(
-        store.query_arrow(
-            "SELECT flag, arch, verdict, basis, summary FROM flag_verdicts ORDER BY flag"
-        ),
+        demo_tables.flag_verdicts_by_arch(store),
         title="flag verdicts on sm90",
     )
     print_table(
-        store.query_arrow(
-            "SELECT E, N, batch_size, default_us, tuned_us, round(speedup, 3) AS speedup, "
-            "round(100 * bandwidth_fraction, 1) AS bandwidth_pct, round(100 * flops_fraction, 2) AS flops_pct "
-            "FROM kernel_tune_results WHERE tune_id IN (SELECT tune_id FROM kernel_tunes WHERE search LIKE '%halving%' "
-            "AND session_id = 'h200-moe-tune' QUALIFY row_number() OVER (PARTITION BY E, N ORDER BY seq DESC) = 1) "
-            "ORDER BY seq, batch_size"
-        ),
+        demo_tables.moe_tunes(store, "h200-moe-tune"),
         title="fused-MoE tune: SGLang default vs tuned (µs), latest tune per shape",
     )
     print_table(
-        store.query_arrow(
-            "SELECT trial_id, accept_length, round(output_throughput_change_pct, 1) AS throughput_pct, "
-            "round(median_tpot_change_pct, 1) AS tpot_pct, verdict FROM spec_trials"
-        ),
+        demo_tables.spec_trials(store),
         title="speculative trials",
     )
 
 
 def _print_vllm_cpu(store: Any) -> None:
     print_table(
-        store.query_arrow(
-            "SELECT flag, verdict, basis, summary FROM flag_verdicts ORDER BY flag, basis"
-        ),
+        demo_tables.flag_verdicts(store),
         title="flag verdicts (vLLM 0.32.0, CPU)",
     )
     print_table(
-        store.query_arrow(
-            "SELECT trial_id, round(accept_length, 2) AS accept_length, accept_length_source, "
-            "round(output_throughput_change_pct, 1) AS throughput_pct, "
-            "round(median_tpot_change_pct, 1) AS tpot_pct, verdict FROM spec_trials"
-        ),
+        demo_tables.spec_trials(store, accept_source=True),
         title="ngram speculative decoding (accept length: vLLM's own counters)",
     )

@@ -10,20 +10,22 @@ from schemas import EVENT_TYPES
 BOARD_DELTA_METRIC = "output_throughput"
 
 
+#: The board's evidence: every registered type naming its candidate by candidate_id (the
+#: proposal itself and the measurements, kept out of live_control, aside). One of these events
+#: changes the board only when it names a candidate (``ledger.read.view_sources``).
+LINKED_TYPES: tuple[str, ...] = tuple(
+    name
+    for name, cls in EVENT_TYPES.items()
+    if "candidate_id" in cls.candidate_link
+    and name != "candidate_proposed"
+    and name not in MEASUREMENT_TYPES
+)
+
+
 def board() -> str:
     """Every candidate's current status, verdict, priority, reason, latest evidence and
     engine version (the proposal's, else that of its flag's latest verdict)."""
-    # The board's evidence: every registered type naming its candidate by candidate_id (the
-    # proposal itself and the measurements, kept out of live_control, aside).
-    linked_types = sql_list(
-        tuple(
-            name
-            for name, cls in EVENT_TYPES.items()
-            if "candidate_id" in cls.candidate_link
-            and name != "candidate_proposed"
-            and name not in MEASUREMENT_TYPES
-        )
-    )
+    linked_types = sql_list(LINKED_TYPES)
     return f"""
 WITH proposed AS ({PROPOSED}),
 stream_heads AS (
