@@ -40,6 +40,8 @@ class EngineSource:
     key: str  # sha256 of the wheel, or a fingerprint of the folder
     _paths: list[str] = field(default_factory=list, repr=False)
     _reader: Callable[[str], bytes] | None = field(default=None, repr=False)
+    #: what could not be checked about this source (a found wheel's hash offline): findings
+    notes: list[str] = field(default_factory=list)
 
     def paths(self) -> list[str]:
         return list(self._paths)
