@@ -25,7 +25,7 @@ from ledger.engines.research import (
 )
 from ledger.engines.research.analysis import Research
 from ledger.engines.research.index import VersionIndex
-from ledger.engines.research.sources import EngineSource
+from ledger.engines.research.sources import MAX_MEMBER_BYTES, EngineSource
 from ledger.errors import InvalidInput
 from tests.support.cli_inprocess import invoke
 
@@ -302,3 +302,32 @@ def test_overdeep_files_land_in_unparsed_files(tmp_path: Path) -> None:
     payload = to_json(run((source, index), "--enable-eplb"))
     assert payload["unparsed_files"] == ["sglang/srt/deep.py"]
     assert {f["flag"]: f["verdict"] for f in payload["flags"]}["enable-eplb"] == "effective"
+
+
+def test_a_source_file_past_the_member_bound_is_left_out_and_named(tmp_path: Path) -> None:
+    """Issue 34, point 1: a wheel member (or a folder's file) past ``MAX_MEMBER_BYTES`` once
+    inflated is never read: left out, named in the research's notes, the rest analysed (a
+    planted 3 GiB member held 6.2 GB). The member is 17 MiB of one comment, 17 KB deflated."""
+    size = MAX_MEMBER_BYTES + (1 << 20)
+    wheel = _wheel(KINDS, tmp_path, "0.0.4")
+    with zipfile.ZipFile(wheel, "a", compression=zipfile.ZIP_DEFLATED) as archive:
+        archive.writestr("sglang/srt/huge.py", b"#" * size)
+    assert wheel.stat().st_size < 1 << 20
+    folder = tmp_path / "tree"
+    shutil.copytree(KINDS, folder)
+    with (folder / "sglang" / "srt" / "huge.py").open("wb") as sparse:
+        sparse.truncate(size)
+    for spec in (wheel, folder):
+        source = open_engine(str(spec), "sglang")
+        assert "sglang/srt/huge.py" not in source.paths() and len(source) > 5
+        assert source.notes == [
+            f"{spec}: sglang/srt/huge.py left out: {size:,} bytes, past the 16 MiB a source "
+            "file may hold"
+        ]
+        index = load_index(source, use_cache=False, workers=1)
+        result = run((source, index), "--enable-eplb")
+        result.notes = list(source.notes)  # as research_spec carries them
+        payload = to_json(result)
+        assert payload["notes"] == source.notes and payload["unparsed_files"] == []
+        assert {f["flag"]: f["verdict"] for f in payload["flags"]}["enable-eplb"] == "effective"
+        assert f"note: {spec}: sglang/srt/huge.py left out" in to_text(result)
