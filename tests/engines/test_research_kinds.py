@@ -331,3 +331,35 @@ def test_a_source_file_past_the_member_bound_is_left_out_and_named(tmp_path: Pat
         assert payload["notes"] == source.notes and payload["unparsed_files"] == []
         assert {f["flag"]: f["verdict"] for f in payload["flags"]}["enable-eplb"] == "effective"
         assert f"note: {spec}: sglang/srt/huge.py left out" in to_text(result)
+
+
+DEEP_FORMS = {
+    "sum": "x = " + " + ".join(["1"] * 1_000_000) + "\n",
+    "calls": "x = f" + "()" * 100_000 + "\n",
+    "attributes": "x = a" + ".b" * 100_000 + "\n",
+    "lambdas": "x = " + "lambda: " * 5_000 + "0\n",
+    "elif": "if a == 0:\n    pass\n"
+    + "".join(f"elif a == {i}:\n    pass\n" for i in range(1, 10_000)),
+}
+
+
+@pytest.mark.parametrize("form", sorted(DEEP_FORMS))
+def test_each_deep_form_of_the_issue_lands_in_unparsed_files(tmp_path: Path, form: str) -> None:
+    """Issue 34, point 2: the five deep forms of a wheel's Python that failed the whole research
+    (10^6-term sums, 10^5 chained calls or attributes, 5,000 nested lambdas: RecursionError;
+    a 10^4-branch elif: MemoryError) leave the research whole: the file is analysed or named
+    in ``unparsed_files``, the other files analysed."""
+    copy = tmp_path / "tree"
+    shutil.copytree(KINDS, copy)
+    # the flag read in the same file: the scan parses it (a file naming no flag is skipped)
+    (copy / "sglang" / "srt" / "deep.py").write_text(
+        "y = get_global_server_args().enable_eplb\n" + DEEP_FORMS[form]
+    )
+    source = open_engine(str(copy), "sglang")
+    index = load_index(source, use_cache=False, workers=1)
+    (error,) = index.errors.values()
+    assert list(index.errors) == ["sglang/srt/deep.py"] and "\n" not in error
+    assert error.split(":")[0] in ("RecursionError", "MemoryError", "SyntaxError")
+    payload = to_json(run((source, index), "--enable-eplb"))
+    assert payload["unparsed_files"] == sorted(index.errors)
+    assert {f["flag"]: f["verdict"] for f in payload["flags"]}["enable-eplb"] == "effective"
