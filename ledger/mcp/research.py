@@ -60,6 +60,10 @@ class ResearchOut(BaseModel):
         None, description="The flag_researched events: {event_id, seq, duplicate}."
     )
     proposed: list[str] = Field(default_factory=list, description="Candidates put on the board.")
+    notes: list[str] = Field(
+        default_factory=list,
+        description="What could not be checked (a found wheel's SHA-256 against the index's).",
+    )
 
 
 def _research(args: ResearchArgs, call: Call) -> dict[str, Any]:

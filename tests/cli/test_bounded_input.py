@@ -82,6 +82,9 @@ ENTRY_POINTS = [
     ("run", "server", "show", "--configs", "{f}"),
     ("run", "plan", "{f}"),
     ("run", "spec", "{f}"),
+    # research reads its model config and servers TOML before it looks for the wheel
+    ("research", "--engine", "sglang==0.0.0", "--arch", "sm120", "--model-config", "{f}"),
+    ("research", "--engine", "sglang==0.0.0", "--arch", "sm120", "--config", "{f}"),
 ]
 
 
@@ -157,6 +160,7 @@ def test_deep_toml_and_json_are_one_line(tmp_path: Path) -> None:
     with pytest.raises(InvalidInput, match="deep.json: not valid JSON: nested too deep"):
         load_json(js)
     for args in ENTRY_POINTS:
-        done = run_limited(tmp_path, *(a.replace("{f}", str(deep)) for a in args))
+        file, kind = (js, "JSON") if "--model-config" in args else (deep, "TOML")
+        done = run_limited(tmp_path, *(a.replace("{f}", str(file)) for a in args))
         assert done.returncode == 3
-        assert one_line(done).endswith(f"{deep}: not valid TOML: nested too deep"), args
+        assert one_line(done).endswith(f"{file}: not valid {kind}: nested too deep"), args

@@ -25,7 +25,7 @@ from ledger.engines.research import (
 )
 from ledger.engines.research.analysis import Research
 from ledger.engines.research.index import VersionIndex
-from ledger.engines.research.sources import EngineSource
+from ledger.engines.research.sources import MAX_MEMBER_BYTES, EngineSource
 from ledger.errors import InvalidInput
 from tests.support.cli_inprocess import invoke
 
@@ -331,3 +331,64 @@ def test_a_deprecated_spelling_with_an_action_and_no_field_is_dead_code(
     found = report(run(kinds, "--old-pool-ratio"), "old-pool-ratio")
     assert (found.verdict, found.confidence) == ("dead-code", "likely")
     assert "registered without a field" in found.reason
+
+
+def test_a_source_file_past_the_member_bound_is_left_out_and_named(tmp_path: Path) -> None:
+    """Issue 34, point 1: a wheel member (or a folder's file) past ``MAX_MEMBER_BYTES`` once
+    inflated is never read: left out, named in the research's notes, the rest analysed (a
+    planted 3 GiB member held 6.2 GB). The member is 17 MiB of one comment, 17 KB deflated."""
+    size = MAX_MEMBER_BYTES + (1 << 20)
+    wheel = _wheel(KINDS, tmp_path, "0.0.4")
+    with zipfile.ZipFile(wheel, "a", compression=zipfile.ZIP_DEFLATED) as archive:
+        archive.writestr("sglang/srt/huge.py", b"#" * size)
+    assert wheel.stat().st_size < 1 << 20
+    folder = tmp_path / "tree"
+    shutil.copytree(KINDS, folder)
+    with (folder / "sglang" / "srt" / "huge.py").open("wb") as sparse:
+        sparse.truncate(size)
+    for spec in (wheel, folder):
+        source = open_engine(str(spec), "sglang")
+        assert "sglang/srt/huge.py" not in source.paths() and len(source) > 5
+        assert source.notes == [
+            f"{spec}: sglang/srt/huge.py left out: {size:,} bytes, past the 16 MiB a source "
+            "file may hold"
+        ]
+        index = load_index(source, use_cache=False, workers=1)
+        result = run((source, index), "--enable-eplb")
+        result.notes = list(source.notes)  # as research_spec carries them
+        payload = to_json(result)
+        assert payload["notes"] == source.notes and payload["unparsed_files"] == []
+        assert {f["flag"]: f["verdict"] for f in payload["flags"]}["enable-eplb"] == "effective"
+        assert f"note: {spec}: sglang/srt/huge.py left out" in to_text(result)
+
+
+DEEP_FORMS = {
+    "sum": "x = " + " + ".join(["1"] * 1_000_000) + "\n",
+    "calls": "x = f" + "()" * 100_000 + "\n",
+    "attributes": "x = a" + ".b" * 100_000 + "\n",
+    "lambdas": "x = " + "lambda: " * 5_000 + "0\n",
+    "elif": "if a == 0:\n    pass\n"
+    + "".join(f"elif a == {i}:\n    pass\n" for i in range(1, 10_000)),
+}
+
+
+@pytest.mark.parametrize("form", sorted(DEEP_FORMS))
+def test_each_deep_form_of_the_issue_lands_in_unparsed_files(tmp_path: Path, form: str) -> None:
+    """Issue 34, point 2: the five deep forms of a wheel's Python that failed the whole research
+    (10^6-term sums, 10^5 chained calls or attributes, 5,000 nested lambdas: RecursionError;
+    a 10^4-branch elif: MemoryError) leave the research whole: the file is analysed or named
+    in ``unparsed_files``, the other files analysed."""
+    copy = tmp_path / "tree"
+    shutil.copytree(KINDS, copy)
+    # the flag read in the same file: the scan parses it (a file naming no flag is skipped)
+    (copy / "sglang" / "srt" / "deep.py").write_text(
+        "y = get_global_server_args().enable_eplb\n" + DEEP_FORMS[form]
+    )
+    source = open_engine(str(copy), "sglang")
+    index = load_index(source, use_cache=False, workers=1)
+    (error,) = index.errors.values()
+    assert list(index.errors) == ["sglang/srt/deep.py"] and "\n" not in error
+    assert error.split(":")[0] in ("RecursionError", "MemoryError", "SyntaxError")
+    payload = to_json(run((source, index), "--enable-eplb"))
+    assert payload["unparsed_files"] == sorted(index.errors)
+    assert {f["flag"]: f["verdict"] for f in payload["flags"]}["enable-eplb"] == "effective"

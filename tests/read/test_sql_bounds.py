@@ -103,6 +103,27 @@ def test_a_table_is_capped_with_a_notice(ledger: str) -> None:
     assert "the first" not in small.stdout
 
 
+def test_a_table_is_capped_in_bytes_before_it_is_built(ledger: str) -> None:
+    """Issue 34, point 3: a table keeps the rows whose values fit in 8 MiB, fetched in batches
+    and cut there (``run_readonly_capped``, as MCP's sql), and says so in one line; the rows
+    past a 9 MB value are never built."""
+    query = (
+        "SELECT i, CASE WHEN i = 3 THEN repeat('x', 9000000) ELSE 'a' END AS v FROM range(10) t(i)"
+    )
+    done = sql(ledger, query)
+    assert done.returncode == 0, done.stderr
+    assert "│ 2 │ a │" in done.stdout and "│ 3 │" not in done.stdout and "xxxx" not in done.stdout
+    assert done.stdout.rstrip().endswith(
+        "(the first 3 rows: a table shows at most 8 MiB of values; "
+        "--format csv or json streams them all)"
+    )
+    alone = sql(ledger, "SELECT repeat('y', 9000000) AS big")
+    assert alone.returncode == 0 and "yyyy" not in alone.stdout
+    assert "(the first 0 rows: a table shows at most 8 MiB" in alone.stdout
+    whole = sql(ledger, query, "--format", "csv")  # csv streams every row, the big one too
+    assert whole.returncode == 0 and len(whole.stdout) > 9_000_000
+
+
 def test_timeout_covers_fetching_and_printing(ledger: str) -> None:
     started = time.monotonic()
     done = sql(

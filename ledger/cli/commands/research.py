@@ -4,9 +4,10 @@ server starts (registered through the ``tuneledger.commands`` entry points).
 Options -> one library call (``ledger.engines.research``) -> print; ``--record`` appends one
 ``flag_researched`` per flag shown through the write layer; ``--json`` for agents.
 Exit codes as ``ledger.errors``: 2 no ``--arch`` and no GPU to ask, 3 a bad input (model
-config, server config, arch, a wheel whose version is not the one asked for or whose argument
-files do not parse; with ``--strict``, a flag given that the version does not define: without
-it that flag is a finding and the exit is 0), 5 a wheel, folder or file not found (or ``pip download`` failed).
+config, server config, arch, a wheel whose version or SHA-256 is not the one asked for or the
+index publishes, or whose argument files do not parse; with ``--strict``, a flag given that the
+version does not define: without it that flag is a finding and the exit is 0), 5 a wheel, folder
+or file not found (or ``pip download`` failed).
 """
 
 from __future__ import annotations

@@ -37,21 +37,39 @@ def sql(ctx: Context, query: str, fmt: str, timeout_s: float, max_rows: int) -> 
     \b
     Example: tuneledger sql "SELECT flag, verdict FROM flag_verdicts WHERE arch = 'sm120' AND no_effect"
     Statements that write, attach, set options or touch files are refused (exit 6);
-    a query stopped by --timeout exits 14. A table shows --max-rows rows (with a notice
-    when there are more); csv and json stream every row. --timeout covers the query,
-    fetching and printing.
+    a query stopped by --timeout exits 14. A table shows --max-rows rows and at most
+    8 MiB of values (with a notice when there are more); csv and json stream every row.
+    --timeout covers the query, fetching and printing.
     """
     from ledger.cli.sql_guard import hard_deadline, limit_memory
-    from ledger.read.sql_sandbox import run_readonly, stream_readonly, timeout_message
+    from ledger.read.sql_sandbox import (
+        MAX_ANSWER_BYTES,
+        run_readonly_capped,
+        stream_readonly,
+        timeout_message,
+    )
 
     limit_memory()
     with hard_deadline(timeout_s, timeout_message(timeout_s)):
         if fmt != "table":  # streamed: memory stays at one batch whatever the result's size
             stream_rows(stream_readonly(ctx.store(), query, timeout_s=timeout_s or None), fmt)
             return
-        table = run_readonly(ctx.store(), query, max_rows=max_rows + 1, timeout_s=timeout_s or None)
-        print_table(table.slice(0, max_rows), fmt)
-    if table.num_rows > max_rows:
+        # capped in rows and bytes as it is fetched, before the table is built (as MCP's sql):
+        # a few huge values would otherwise be held, then laid out, whole
+        table, truncated = run_readonly_capped(
+            ctx.store(),
+            query,
+            max_rows=max_rows,
+            max_bytes=MAX_ANSWER_BYTES,
+            timeout_s=timeout_s or None,
+        )
+        print_table(table, fmt)
+    if truncated and table.num_rows < max_rows:
+        click.echo(
+            f"(the first {table.num_rows:,} rows: a table shows at most "
+            f"{MAX_ANSWER_BYTES >> 20} MiB of values; --format csv or json streams them all)"
+        )
+    elif truncated:
         click.echo(
             f"(the first {max_rows:,} rows; --max-rows N shows more, --format csv or json streams them all)"
         )

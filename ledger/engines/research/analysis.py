@@ -18,7 +18,7 @@ from pathlib import Path
 
 from ledger.errors import InvalidInput, LedgerError, NotFound
 
-from . import cache, sglang_defs
+from . import cache, sglang_defs, wheels
 from .access import AccessModel
 from .definitions import FlagDefinition
 from .flags_given import GivenFlag, match_flags
@@ -104,11 +104,18 @@ def open_engine(spec: str, engine: str | None = None, download: bool = True) -> 
             raise InvalidInput(f"{spec}: unknown engine (known: {', '.join(sorted(ENGINES))})")
         dirs = wheel_dirs()
         wheel = find_wheel(distribution, version, dirs)
+        notes: list[str] = []
         if wheel is None:
             if not download:
                 raise NotFound(f"{spec}: no wheel in {', '.join(map(str, dirs))} (and --offline)")
-            wheel = download_wheel(distribution, version, dirs[-1])
+            wheel = download_wheel(distribution, version, dirs[-1])  # pip checks its hash
+        else:  # found, not fetched: its hash against the index's (a note where it cannot be)
+            note = wheels.check_found_wheel(
+                wheel, distribution, version, wheels.published_digests if download else None
+            )
+            notes = [note] if note else []
         source = open_wheel(wheel, distribution)
+        source.notes.extend(notes)
         if not _same_version(source.version, version):
             # a wheel under a version's file name that is another build (planted, or renamed)
             raise InvalidInput(
@@ -181,6 +188,8 @@ class Research:
     given: list[GivenFlag]
     resolution: Resolution
     reports: list[FlagReport] = field(default_factory=list)
+    #: what could not be checked about the source (``EngineSource.notes``)
+    notes: list[str] = field(default_factory=list)
 
     @property
     def unknown_flags(self) -> list[GivenFlag]:
@@ -280,4 +289,6 @@ def research_spec(
     research`` and the MCP server's ``research_flags`` run for one engine version."""
     source = open_engine(spec, download=download)
     index = load_index(source, use_cache=use_cache)
-    return research(source, index, target, given, only=only, everything=everything)
+    result = research(source, index, target, given, only=only, everything=everything)
+    result.notes = list(source.notes)
+    return result

@@ -65,7 +65,7 @@ def _is_short_flag(word: str) -> bool:
 
 def load_server_config(path: Path, name: str | None) -> tuple[str | None, list[tuple[str, Any]]]:
     """The engine and flags of one configuration of a servers TOML (``base`` chains followed)."""
-    if not path.is_file():
+    if not path.exists():  # a device or FIFO is refused by load_toml: not a regular file
         raise NotFound(f"{path}: no such server config file")
     try:
         data = load_toml(path)  # a regular file of at most 1 MiB, nesting bounded

@@ -92,6 +92,7 @@ def to_json(result: Research) -> dict[str, Any]:
         "flags": [flag_json(r) for r in result.reports],
         "unknown_flags": [{"flag": g.spelling, "nearest": g.nearest} for g in result.unknown_flags],
         "unparsed_files": sorted(index.errors),
+        "notes": list(result.notes),  # what could not be checked (a found wheel's hash offline)
     }
 
 
@@ -106,6 +107,7 @@ def to_text(result: Research, evidence: int = TEXT_EVIDENCE) -> str:
     ]
     if not result.resolution.complete:
         lines.append("note: the argument resolution was too long to follow to its end")
+    lines.extend(f"note: {note}" for note in result.notes)
     ordered = sorted(result.reports, key=lambda r: (not r.is_given, r.verdict, r.flag))
     for report in ordered:
         given = f" (given {show(report.given)})" if report.is_given else ""

@@ -29,6 +29,12 @@ _SKIPPED_PARTS = ("/test/", "/tests/", "/benchmark/", "/benchmarks/", "/multimod
 
 _DIST_INFO = re.compile(r"^([^/]+)-([^/-]+)\.dist-info/METADATA$")
 
+#: The most bytes one Python file of an engine may hold to be read (its inflated size): every
+#: file is held while the index is built, so a planted 3 GiB member held twice that (6.2 GB RSS).
+#: The largest file of sglang 0.5.23 and vllm 0.32 is well under 1 MiB; a file past this bound
+#: is left out and named in ``EngineSource.notes`` (docs/reliability.md).
+MAX_MEMBER_BYTES = 16 << 20
+
 
 @dataclass
 class EngineSource:
@@ -40,6 +46,8 @@ class EngineSource:
     key: str  # sha256 of the wheel, or a fingerprint of the folder
     _paths: list[str] = field(default_factory=list, repr=False)
     _reader: Callable[[str], bytes] | None = field(default=None, repr=False)
+    #: what could not be checked about this source (a found wheel's hash offline): findings
+    notes: list[str] = field(default_factory=list)
 
     def paths(self) -> list[str]:
         return list(self._paths)
@@ -93,18 +101,42 @@ def open_wheel(wheel: Path, engine: str | None = None) -> EngineSource:
     names = archive.namelist()
     dist_name, version = _wheel_identity(archive, names, wheel)
     package = engine_package(engine or dist_name, wheel)
-    paths = sorted(name for name in names if _wanted(name, package))
+    sizes = {info.filename: info.file_size for info in archive.infolist()}
+    wanted = sorted(name for name in names if _wanted(name, package))
+    paths = [name for name in wanted if sizes.get(name, 0) <= MAX_MEMBER_BYTES]
     if not paths:
         archive.close()
         raise InvalidInput(f"{wheel}: holds no {package}/ Python package")
-    return EngineSource(package, version, str(wheel), sha256_of(wheel), paths, archive.read)
+
+    def read(name: str) -> bytes:
+        # the header's size may lie: never more than the bound plus one byte is inflated
+        with archive.open(name) as member:
+            data = member.read(MAX_MEMBER_BYTES + 1)
+        if len(data) > MAX_MEMBER_BYTES:
+            raise InvalidInput(f"{wheel}: {name} inflates past {_bound()} (its header says less)")
+        return data
+
+    source = EngineSource(package, version, str(wheel), sha256_of(wheel), paths, read)
+    kept = set(paths)
+    source.notes.extend(_left_out(wheel, name, sizes[name]) for name in wanted if name not in kept)
+    return source
+
+
+def _bound() -> str:
+    return f"{MAX_MEMBER_BYTES >> 20} MiB"
+
+
+def _left_out(origin: object, name: str, size: int) -> str:
+    return f"{origin}: {name} left out: {size:,} bytes, past the {_bound()} a source file may hold"
 
 
 def _wheel_identity(archive: zipfile.ZipFile, names: list[str], wheel: Path) -> tuple[str, str]:
     for name in names:
         match = _DIST_INFO.match(name)
         if match:
-            headers = HeaderParser().parsestr(archive.read(name).decode("utf-8", "replace"))
+            with archive.open(name) as member:  # a few KB; never more than the bound inflated
+                text = member.read(MAX_MEMBER_BYTES).decode("utf-8", "replace")
+            headers = HeaderParser().parsestr(text)
             return headers.get("Name", match.group(1)), headers.get("Version", match.group(2))
     raise InvalidInput(f"{wheel}: no .dist-info/METADATA: not a wheel")
 
@@ -124,20 +156,30 @@ def open_folder(folder: Path, engine: str) -> EngineSource:
     if not (root / package / "__init__.py").is_file():
         raise NotFound(f"{folder}: holds no {package}/ package (give site-packages or the package)")
     paths: list[str] = []
+    too_large: list[str] = []
     fingerprint = hashlib.sha256()
     for path in _walk(root / package):
         relative = path.relative_to(root).as_posix()
         if _wanted(relative, package):
-            paths.append(relative)
             stat = path.stat()
+            if stat.st_size > MAX_MEMBER_BYTES:
+                too_large.append(_left_out(folder, relative, stat.st_size))
+                continue
+            paths.append(relative)
             fingerprint.update(f"{relative}\0{stat.st_size}\0{stat.st_mtime_ns}\n".encode())
     version = _folder_version(root, package)
     key = "dir-" + fingerprint.hexdigest()
 
     def read(relative: str) -> bytes:
-        return (root / relative).read_bytes()
+        with (root / relative).open("rb") as handle:  # a file that grew since: still bounded
+            data = handle.read(MAX_MEMBER_BYTES + 1)
+        if len(data) > MAX_MEMBER_BYTES:
+            raise InvalidInput(f"{folder}: {relative} grew past {_bound()} while read")
+        return data
 
-    return EngineSource(package, version, str(folder), key, paths, read)
+    source = EngineSource(package, version, str(folder), key, paths, read)
+    source.notes.extend(too_large)
+    return source
 
 
 def _walk(top: Path) -> Iterator[Path]:

@@ -74,7 +74,7 @@ class ModelFacts:
 
 def load_model_config(path: Path) -> ModelFacts:
     file = path / "config.json" if path.is_dir() else path
-    if not file.is_file():
+    if not file.exists():  # a device or FIFO is refused by load_json: not a regular file
         raise NotFound(f"{file}: no such model config")
     try:
         data = load_json(file)  # a regular file of at most 1 MiB, nesting bounded

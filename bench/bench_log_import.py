@@ -1,0 +1,129 @@
+"""Benchmark ``tuneledger import SERVER.log``: throughput (MB/s) and the importing process's
+peak RSS on a large generated SGLang log.
+
+The log is a real startup (``tests/fixtures/sglang/server/sm120_qwen35_baseline.log``: server
+args, memory pool, CUDA graphs, the ready line) followed by what makes a served log big:
+``Prefill batch`` / ``Decode batch`` statistics of four ranks and uvicorn's access lines, with
+advancing timestamps, until the file reaches ``--mb``. Numbers from this script go in
+docs/reliability.md; they are not tests. Run::
+
+    .venv/bin/python bench/bench_log_import.py --mb 20 [--mb 100] [--json OUT]
+
+Each size is imported once into a fresh ledger by a child process under GNU time
+(``/usr/bin/time -f '%e %M'``: wall seconds, peak RSS in KiB).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import tempfile
+from datetime import datetime, timedelta
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+STARTUP = ROOT / "tests" / "fixtures" / "sglang" / "server" / "sm120_qwen35_baseline.log"
+
+
+def write_log(path: Path, megabytes: float) -> int:
+    """A served SGLang log of about ``megabytes`` MB at ``path``; its size in bytes."""
+    head = [
+        line
+        for line in STARTUP.read_text(encoding="utf-8").splitlines()
+        if "Decode batch" not in line and "Prefill batch" not in line
+    ]
+    target = int(megabytes * 1_000_000)
+    clock = datetime(2026, 11, 20, 14, 10, 0)
+    with path.open("w", encoding="utf-8") as out:
+        out.write("\n".join(head) + "\n")
+        size = out.tell()
+        step = 0
+        while size < target:
+            block = []
+            stamp = clock.strftime("%Y-%m-%d %H:%M:%S")
+            for rank in range(4):
+                running = 1 + (step * 7 + rank) % 64
+                block.append(
+                    f"[{stamp} TP{rank}] Prefill batch, #new-seq: 1, #new-token: {128 + step % 900}, "
+                    f"#cached-token: {step % 512}, token usage: 0.{step % 90:02d}, "
+                    f"#running-req: {running}, #queue-req: {step % 3}\n"
+                )
+                block.append(
+                    f"[{stamp} TP{rank}] Decode batch, #running-req: {running}, "
+                    f"#token: {running * 1100}, token usage: 0.{(step + rank) % 90:02d}, "
+                    f"cuda graph: True, gen throughput (token/s): {100 + step % 3000}.{rank}1, "
+                    f"#queue-req: 0\n"
+                )
+            block.append(
+                f'[{stamp}] INFO:     127.0.0.1:{40000 + step % 20000} - "POST /generate HTTP/1.1" 200 OK\n'
+            )
+            text = "".join(block)
+            out.write(text)
+            size += len(text.encode())
+            step += 1
+            clock += timedelta(milliseconds=250)
+    return path.stat().st_size
+
+
+def import_once(log: Path, ledger: Path) -> tuple[float, float, str]:
+    """Wall seconds, peak RSS (MiB) and the last output line of one import in a child process."""
+    report = ledger.with_suffix(".time")
+    done = subprocess.run(
+        [
+            "/usr/bin/time",
+            "-f",
+            "%e %M",
+            "-o",
+            str(report),
+            sys.executable,
+            "-m",
+            "ledger.cli.main",
+            "--ledger",
+            str(ledger),
+            "import",
+            "--create",
+            str(log),
+        ],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        check=False,
+    )
+    if done.returncode != 0:
+        raise SystemExit(f"import of {log} failed ({done.returncode}): {done.stderr.strip()}")
+    seconds, kib = report.read_text().split()[-2:]
+    last = (done.stdout.strip().splitlines() or [""])[-1]
+    return float(seconds), int(kib) / 1024, last
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--mb", type=float, action="append", help="log size(s) in MB (default 20)")
+    parser.add_argument("--json", type=Path, help="write the figures here as JSON")
+    args = parser.parse_args()
+    rows = []
+    with tempfile.TemporaryDirectory() as scratch:
+        for megabytes in args.mb or [20.0]:
+            log = Path(scratch) / f"server-{megabytes:g}mb.log"
+            size = write_log(log, megabytes)
+            seconds, peak_mib, last = import_once(log, Path(scratch) / f"l{megabytes:g}.duckdb")
+            rows.append(
+                {
+                    "mb": round(size / 1e6, 1),
+                    "seconds": seconds,
+                    "mb_per_s": round(size / 1e6 / seconds, 2) if seconds else None,
+                    "peak_rss_mib": round(peak_mib),
+                    "rss_per_mb": round(peak_mib / (size / 1e6), 1),
+                    "output": last,
+                }
+            )
+            print(json.dumps(rows[-1]), flush=True)
+            log.unlink()
+    if args.json:
+        args.json.write_text(json.dumps(rows, indent=2) + "\n", encoding="utf-8")
+
+
+if __name__ == "__main__":
+    main()
