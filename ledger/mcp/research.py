@@ -54,7 +54,7 @@ class ResearchOut(BaseModel):
         "definition and evidence (file:line)."
     )
     unknown_flags: list[dict[str, Any]] = Field(
-        description="Flags given that this version does not define, with the nearest spelling."
+        description="Flags given this version lacks, with the nearest spelling."
     )
     recorded: list[dict[str, Any]] | None = Field(
         None, description="The flag_researched events: {event_id, seq, duplicate}."
@@ -62,7 +62,7 @@ class ResearchOut(BaseModel):
     proposed: list[str] = Field(default_factory=list, description="Candidates put on the board.")
     notes: list[str] = Field(
         default_factory=list,
-        description="What could not be checked (a found wheel's SHA-256 against the index's).",
+        description="What was not checked (a wheel's hash).",
     )
 
 
