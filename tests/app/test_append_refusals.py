@@ -2,7 +2,7 @@
 ``TUNELEDGER_ACTOR``), ``recorded_at`` the store's clock, the positions the store's, and the
 runners' event types are the runners' (``ledger.app.RUNNER_TYPES``: written only when the
 CLI's actor is a runner, ``ledger.app.checks.refuse_runner_type``), as the MCP ``record`` tool
-refuses them (``tests/mcp/test_mcp_actors.py``). Before (issue 33): ``append`` stored an
+refuses them (``tests/mcp/test_mcp_actors.py``). Before: ``append`` stored an
 ``actor`` and a ``recorded_at`` given in its input as given, and a forged
 ``benchmark_completed`` moved ``benchmark_deltas``. Each refusal is one line, exit 3, nothing
 appended, on every path: options, one JSON object, an array, JSON lines, the bulk import.

@@ -1,4 +1,4 @@
-"""The cold-first-run rule's floor is output throughput's practical threshold (issue 32 point 4)."""
+"""The cold-first-run rule's floor is output throughput's practical threshold."""
 
 from __future__ import annotations
 

@@ -334,7 +334,7 @@ def test_a_deprecated_spelling_with_an_action_and_no_field_is_dead_code(
 
 
 def test_a_source_file_past_the_member_bound_is_left_out_and_named(tmp_path: Path) -> None:
-    """Issue 34, point 1: a wheel member (or a folder's file) past ``MAX_MEMBER_BYTES`` once
+    """A wheel member (or a folder's file) past ``MAX_MEMBER_BYTES`` once
     inflated is never read: left out, named in the research's notes, the rest analysed (a
     planted 3 GiB member held 6.2 GB). The member is 17 MiB of one comment, 17 KB deflated."""
     size = MAX_MEMBER_BYTES + (1 << 20)
@@ -374,7 +374,7 @@ DEEP_FORMS = {
 
 @pytest.mark.parametrize("form", sorted(DEEP_FORMS))
 def test_each_deep_form_of_the_issue_lands_in_unparsed_files(tmp_path: Path, form: str) -> None:
-    """Issue 34, point 2: the five deep forms of a wheel's Python that failed the whole research
+    """The five deep forms of a wheel's Python that failed the whole research
     (10^6-term sums, 10^5 chained calls or attributes, 5,000 nested lambdas: RecursionError;
     a 10^4-branch elif: MemoryError) leave the research whole: the file is analysed or named
     in ``unparsed_files``, the other files analysed."""

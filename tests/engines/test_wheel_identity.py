@@ -81,7 +81,7 @@ def tampered(wheel: Path) -> None:
 def test_a_found_wheel_is_checked_against_the_index_hash(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Issue 34, point 5: a wheel found under a version's file name whose SHA-256 is not the
+    """A wheel found under a version's file name whose SHA-256 is not the
     one the index publishes for that file is refused in one line (exit 3); the one that is,
     is used with no note; offline, or where the index cannot answer, the wheel is used and
     the research says its hash was not checked."""

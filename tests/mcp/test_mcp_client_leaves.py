@@ -1,6 +1,6 @@
 """A client that quits mid-plan leaves no engine server running and no ``starting``/``ready`` row.
 
-Before (issue 33): when the SDK's stdio client left while a call or job ran, it closed stdin,
+Before: when the SDK's stdio client left while a call or job ran, it closed stdin,
 waited 2 s and sent SIGTERM; that interrupted the shutdown, the stop-the-servers step never ran,
 the engine server kept running and the ledger still said ``ready``. Here the official SDK's
 stdio client drives ``tuneledger mcp`` as a subprocess against a real engine, ``transformers

@@ -104,7 +104,7 @@ def test_a_table_is_capped_with_a_notice(ledger: str) -> None:
 
 
 def test_a_table_is_capped_in_bytes_before_it_is_built(ledger: str) -> None:
-    """Issue 34, point 3: a table keeps the rows whose values fit in 8 MiB, fetched in batches
+    """A table keeps the rows whose values fit in 8 MiB, fetched in batches
     and cut there (``run_readonly_capped``, as MCP's sql), and says so in one line; the rows
     past a 9 MB value are never built."""
     query = (

@@ -1,5 +1,5 @@
-"""The benchmark client keeps off the CPUs a local server pinned its threads to (issue 32 point 1:
-vLLM's CPU worker pinned to CPU 0, a client there preempting it). A real listening process
+"""The benchmark client keeps off the CPUs a local server pinned its threads to (vLLM's CPU
+worker pinned to CPU 0, a client there preempting it: docs/vllm-cpu.md). A real listening process
 pinned to one CPU stands for the server."""
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
-"""The comparison rule's error rates by simulation (issue 32 point 3; the figures of
-docs/comparison.md come from bench/comparison_sim.py, which judges with the rule itself):
+"""The comparison rule's error rates by simulation (the figures of docs/comparison.md come from
+bench/comparison_sim.py, which judges with the rule itself):
 a false decision stays under the 2.5% per side of its 95% intervals, a 3x drop is decided at
 3 runs per arm, and the power grows with runs."""
 

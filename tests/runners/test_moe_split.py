@@ -269,7 +269,7 @@ def public(request, tmp_path_factory):
 
 
 def test_a_public_shape_of_another_model_replays_to_the_h200s_decisions(public):
-    """Issue 36 point 3: E=128 N=768 K=2048 top-8 (Qwen3-30B-A3B, TP1) in bf16 and fp8 block
+    """E=128 N=768 K=2048 top-8 (Qwen3-30B-A3B, TP1) in bf16 and fp8 block
     [128, 128], all 18 batch sizes: the replayed tune keeps what the H200 kept, at its figures,
     and writes SGLang 0.5.23's pair of files for that shape."""
     dtype, report, rec = public
@@ -346,7 +346,7 @@ def test_the_h200_demo_shows_the_public_shapes_pairs(tmp_path):
 
 
 def test_every_h200_tune_of_all_18_batch_sizes_finished_within_the_issues_minutes():
-    """Issue 36 point 2, as recorded on the H200 (data/h200_moe_pair/*_summary.json, written by
+    """As recorded on the H200 (data/h200_moe_pair/*_summary.json, written by
     bench/h200_moe_pair.py): every ``--all-batch-sizes`` tune completed SGLang's 18 batch sizes, in
     at most 3 minutes of tuning in bf16 and 5 in fp8 (the figures the device measured; the start
     before each tune is listed apart in docs/campaigns.md)."""
