@@ -135,9 +135,10 @@ class GateEvaluator:
         self._in_progress: set[str] = set()
         self._choice_flags: dict[str, list[str]] = {}
         self._scope: ModelScope | None | bool = False  # False: not computed yet
-        self._paths: dict[tuple[str, str], Reach] = {}
+        # by depth too: a path cut at CALL_DEPTH from deep down is not the one walked from the read
+        self._paths: dict[tuple[str, str, int], Reach] = {}
         self._forward: dict[str, set[str]] | None = None
-        self._paths_in_progress: set[tuple[str, str]] = set()
+        self._paths_in_progress: set[tuple[str, str, int]] = set()
         for definition in index.definitions.values():
             for choice in definition.choices:
                 self._choice_flags.setdefault(choice, []).append(definition.field)
@@ -269,7 +270,7 @@ class GateEvaluator:
         to ``CALL_DEPTH``), one of the call paths enough; a method also needs its object built."""
         if function == "<module>":
             return Reach(True)
-        key = (module, function)
+        key = (module, function, depth)
         known = self._paths.get(key)
         if known is not None:
             return known
