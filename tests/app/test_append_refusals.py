@@ -95,3 +95,15 @@ def test_what_only_looks_like_an_override_is_appended(store: LedgerStore) -> Non
     # kept, as documented: --stream's field, and a batch's expected version (a triage's check)
     assert REFUSED_FIELDS >= {"actor", "recorded_at", "seq"}
     assert not REFUSED_FIELDS & {"stream", "stream_version"}
+
+
+def test_input_nested_past_the_parsers_limit_is_one_line_not_a_traceback(
+    store: LedgerStore,
+) -> None:
+    # the refusal's own look at the input meets the depth first: the reader then refuses it
+    deep = "[" * 100_000 + json.dumps({**NOTE, "actor": "x"}) + "]" * 100_000
+    for stdin in (deep, json.dumps(NOTE) + "\n" + deep + "\n"):
+        code, err = _append(store.path, stdin=stdin)
+        assert code == 3 and err.count("\n") == 1, err
+        assert "Traceback" not in err
+    assert _count(store) == 0

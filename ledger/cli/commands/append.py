@@ -120,13 +120,15 @@ def _refuse_overrides_in_stdin(text: str, actor: Actor) -> None:
 
     try:
         whole = json.loads(text)
+    except RecursionError:
+        return  # nested past the parser's limit: the reader refuses it in one line
     except ValueError:  # JSON lines (or not JSON: the reader says so, with its line)
         for number, line in enumerate(jsonl_lines(text), start=1):
             if _SUSPECT.search(line):
                 try:
                     data = json.loads(line)
-                except ValueError:
-                    continue
+                except (ValueError, RecursionError):
+                    continue  # the reader says what is wrong with this line
                 refuse_overrides(data, f"<stdin>:{number}", actor)
         return
     if isinstance(whole, list):
