@@ -236,12 +236,25 @@ def test_vllm_exact_and_at_least_capability(vllm: tuple[EngineSource, VersionInd
         "old-unused-option": "dead-code",
         "enable-chunked-prefill": "effective",
         "foo-knob": "effective",
+        "enable-lora": "unknown",  # read only where the engine decides what to build
+        "max-loras": "no-op",  # its config object is built only with --enable-lora
     }
     sm100 = run(vllm, "--kv-cache-dtype fp8", arch="sm100")
     assert verdicts(sm100)["kv-cache-dtype"] == "effective"
     # the tiny registry serves no "bar": the engine refuses that model, whatever the flag does
     (bar,) = [r for r in run(vllm, model="bar").reports if r.flag == "foo-knob"]
     assert bar.verdict == "incompatible" and "(the flag itself: not-activated;" in bar.reason
+
+
+def test_a_config_object_built_only_under_a_flag(vllm: tuple[EngineSource, VersionIndex]) -> None:
+    """``lora_config = LoRAConfig(...) if self.enable_lora else None``: without the flag no read
+    of its fields runs, even one in a class nothing names (loaded by its qualified name)."""
+    off = report(run(vllm, "--max-loras 4"), "max-loras")
+    assert off.verdict == "no-op"
+    assert "enable_lora=False (default)" in off.reason
+    assert "lora_config is built only when self.enable_lora" in off.reason
+    on = report(run(vllm, "--max-loras 4 --enable-lora"), "max-loras")
+    assert on.verdict == "effective" and "vllm/lora/punica.py:6" in on.reason
 
 
 def test_unknown_flag_gets_the_nearest_spelling(g1: tuple[EngineSource, VersionIndex]) -> None:

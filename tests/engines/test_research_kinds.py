@@ -123,6 +123,18 @@ def test_an_object_built_only_under_a_flag(kinds: tuple[EngineSource, VersionInd
     assert on.verdict == "effective"
 
 
+def test_a_callers_condition_on_an_attribute_its_class_sets_from_a_flag(
+    kinds: tuple[EngineSource, VersionIndex],
+) -> None:
+    """``dispatch(scheduler: Scheduler)`` choosing the loop on ``scheduler.disaggregation_mode``,
+    which ``Scheduler.__init__`` sets once from the flag: a flag's value, not a run-time one."""
+    off = report(run(kinds, "--decode-polling-interval 5"), "decode-polling-interval")
+    assert off.verdict == "no-op"
+    assert "disaggregation_mode='null' (default)" in off.reason
+    on = run(kinds, "--decode-polling-interval 5 --disaggregation-mode decode")
+    assert report(on, "decode-polling-interval").verdict == "effective"
+
+
 def test_a_factory_branch_is_conditional_never_effective(
     kinds: tuple[EngineSource, VersionIndex],
 ) -> None:

@@ -24,7 +24,8 @@ from .definitions import FlagDefinition
 from .flags_given import GivenFlag, match_flags
 from .gates import GateEvaluator
 from .index import VersionIndex, build_index
-from .resolve import Resolution, attribute_refusals, new_interpreter, walk
+from .optional import absent_kinds
+from .resolve import ENTRY_POINTS, Resolution, attribute_refusals, new_interpreter, walk
 from .sources import ENGINES, EngineSource, installed_package, open_folder, open_wheel
 from .target import Target
 from .verdicts import FlagReport, Judge
@@ -222,6 +223,11 @@ def research(
     resolution = walk(interp, index)
     attribute_refusals(resolution, world, index, target)
     evaluator = GateEvaluator(interp, index)
+    module, class_name, methods = ENTRY_POINTS.get(index.engine, ("", "", ()))
+    evaluator.absent = absent_kinds(evaluator, [(module, class_name, m) for m in methods])
+    if evaluator.absent:
+        interp.absent_kinds = {kind: gate.facts for kind, gate in evaluator.absent.items()}
+        interp.forget()  # values worked out while every object was taken as built
     judge = Judge(index, evaluator, resolution)
     wanted: list[str]
     if only:

@@ -127,6 +127,68 @@ class _SelfProxy(Proxy):
         return self.evaluator.local_value(local, f"self.{name}", self.scope)
 
 
+class _InstanceProxy(Proxy):
+    """A parameter annotated with one of the engine's classes (``scheduler: Scheduler``): an
+    attribute its class (or a base) assigns once, ``self.x = value``, is that value."""
+
+    def __init__(self, cls: ClassRef, evaluator: GateEvaluator) -> None:
+        self.cls = cls
+        self.evaluator = evaluator
+
+    def attribute(self, interp: Any, name: str) -> Any:
+        holder = interp.holder(name)
+        if holder is not None:
+            return holder
+        assigned = [
+            (klass, value)
+            for klass in interp._mro(self.cls)
+            if klass.node is not None
+            for value in _self_assignments(klass.node).get(name, [])
+        ]
+        if len(assigned) != 1:  # never or several times: a run-time value
+            return Unknown(f"{self.cls.name}.{name}")
+        klass, value = assigned[0]
+        proxy = self
+
+        def resolve(local: str) -> Any:
+            if local == "self":
+                return proxy
+            found = interp.holder(local)
+            return _MISSING if found is None else found
+
+        return interp.eval(value, Frame(klass.module, {}, f"{klass.name}.<attributes>", resolve))
+
+
+_ASSIGNMENTS: dict[int, tuple[ast.ClassDef, dict[str, list[ast.expr]]]] = {}
+
+
+def _self_assignments(node: ast.ClassDef) -> dict[str, list[ast.expr]]:
+    """``self.x = value`` in the class's own methods (not nested classes), by attribute."""
+    known = _ASSIGNMENTS.get(id(node))
+    if known is not None and known[0] is node:
+        return known[1]
+    found: dict[str, list[ast.expr]] = {}
+    for method in node.body:
+        if not isinstance(method, ast.FunctionDef | ast.AsyncFunctionDef):
+            continue
+        for sub in ast.walk(method):
+            if isinstance(sub, ast.Assign):
+                targets, value = sub.targets, sub.value
+            elif isinstance(sub, ast.AnnAssign) and sub.value is not None:
+                targets, value = [sub.target], sub.value
+            else:
+                continue
+            for target in targets:
+                if (
+                    isinstance(target, ast.Attribute)
+                    and isinstance(target.value, ast.Name)
+                    and target.value.id == "self"
+                ):
+                    found.setdefault(target.attr, []).append(value)
+    _ASSIGNMENTS[id(node)] = (node, found)
+    return found
+
+
 class GateEvaluator:
     def __init__(self, interp: Interpreter, index: VersionIndex) -> None:
         self.interp = interp
@@ -139,6 +201,8 @@ class GateEvaluator:
         self._paths: dict[tuple[str, str, int], Reach] = {}
         self._forward: dict[str, set[str]] | None = None
         self._paths_in_progress: set[tuple[str, str, int]] = set()
+        #: flag objects not built on this target (``optional.absent_kinds``): kind -> why
+        self.absent: dict[str, GateEval] = {}
         for definition in index.definitions.values():
             for choice in definition.choices:
                 self._choice_flags.setdefault(choice, []).append(definition.field)
@@ -146,6 +210,9 @@ class GateEvaluator:
     # -- one read ------------------------------------------------------------------------------
 
     def read_reach(self, read: ReadSite) -> Reach:
+        absent = self._absent_holder(read)
+        if absent is not None:
+            return Reach(False, [absent])
         # The read's own conditions, innermost last; the first that fails decides: the rest
         # are not evaluated (they would not change the answer, only cost time).
         gates: list[GateEval] = []
@@ -171,6 +238,17 @@ class GateEvaluator:
             gates.extend(path.deciding())
             value = False if path.value is False else (None if value is True else value)
         return Reach(value, gates, path.unresolved)
+
+    def _absent_holder(self, read: ReadSite) -> GateEval | None:
+        """The condition that keeps the object a read goes through from being built, if any
+        (``self.lora_config.max_loras`` where ``lora_config`` is None here)."""
+        if read.handling or not self.absent:
+            return None
+        for part in read.form.split(".")[:-1]:
+            kind = self.index.access.names.get(part.removesuffix("()"))
+            if kind in self.absent:
+                return self.absent[kind]
+        return None
 
     def gate(self, spec: GateSpec, scope: Scope) -> GateEval:
         if spec.kind == "type-checking":
@@ -218,6 +296,9 @@ class GateEvaluator:
 
     def local_value(self, local: LocalDef, name: str, scope: Scope) -> Any:
         if local.kind == "param":
+            cls = self._annotated_class(local, scope)
+            if cls is not None:
+                return _InstanceProxy(cls, self)
             default = f", default {local.source}" if local.source else ""
             return Unknown(f"parameter {name}{default}")
         if local.source is None:
@@ -230,6 +311,16 @@ class GateEvaluator:
         if isinstance(value, list | dict | set):  # filled in later, most likely
             return Unknown(name)
         return value
+
+    def _annotated_class(self, local: LocalDef, scope: Scope) -> ClassRef | None:
+        if not local.annotation:
+            return None
+        try:
+            expr = parse_expression(local.annotation)
+        except SyntaxError:
+            return None
+        found = self.interp.eval(expr, Frame(scope.module, {}, scope.function, lambda _: _MISSING))
+        return found if isinstance(found, ClassRef) and found.node is not None else None
 
     def registry_gates(self, scope: Scope) -> list[GateEval]:
         """``@register_attention_backend("triton")``: the read runs when a flag chooses it."""

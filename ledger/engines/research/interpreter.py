@@ -71,3 +71,9 @@ class Interpreter(Statements):
         self.exhausted = False
         self._argument_facts: frozenset[Fact] = frozenset()
         self._src: dict[int, tuple[ast.AST, str]] = {}
+        #: flag objects the engine does not build on this target: kind -> the deciding facts
+        self.absent_kinds: dict[str, frozenset[Fact]] = {}
+
+    def forget(self) -> None:
+        """Drop the values worked out so far (calls' results): the world they assumed changed."""
+        self._memo.clear()

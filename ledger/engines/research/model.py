@@ -45,6 +45,7 @@ class LocalDef:
     kind: str  # "assign" | "param"
     source: str | None  # the value assigned, or the parameter's default, as written
     line: int
+    annotation: str | None = None  # a parameter's class, as written (``Scheduler``)
 
 
 @dataclass

@@ -46,6 +46,8 @@ from .world import Binding
 
 
 class Objects(Expressions):
+    absent_kinds: dict[str, frozenset[Fact]]  # set by the interpreter
+
     def attribute(self, base: Any, name: str) -> Any:
         if isinstance(base, Proxy):
             return base.attribute(self, name)
@@ -108,7 +110,17 @@ class Objects(Expressions):
             return None
         if kind == ARGS:
             return self.args
-        return KindView(kind)
+        return self.kind_view(kind)
+
+    def kind_view(self, kind: str) -> Any:
+        """The object that holds a kind of flags; None where the engine does not build it on
+        this target (``optional.absent_kinds``), with the facts that decide so."""
+        facts = self.absent_kinds.get(kind)
+        if facts is None:
+            return KindView(kind)
+        for fact in facts:
+            self.note(fact)
+        return None
 
     def args_attribute(self, name: str) -> Any:
         if name in self.state.values:

@@ -72,6 +72,8 @@ class _FunctionInfo:
 
     def __init__(self, node: ast.AST, outer_aliases: dict[str, str]) -> None:
         self.params: dict[str, ast.expr | None] = {}
+        #: a parameter's annotation when it names a class (``scheduler: Scheduler``)
+        self.annotations: dict[str, str] = {}
         self.assigned: dict[str, list[ast.Assign | ast.AnnAssign]] = {}
         self.rebound: set[str] = set()  # bound some other way too: a loop, ``with``, ``+=``...
         self.aliases: dict[str, str] = dict(outer_aliases)
@@ -101,6 +103,12 @@ class _FunctionInfo:
             self.params[arg.arg] = default
         for arg, kw_default in zip(args.kwonlyargs, args.kw_defaults, strict=True):
             self.params[arg.arg] = kw_default
+        for arg in [*positional, *args.kwonlyargs]:
+            note = arg.annotation
+            if isinstance(note, ast.Constant) and isinstance(note.value, str):
+                self.annotations[arg.arg] = note.value
+            elif isinstance(note, ast.Name | ast.Attribute):
+                self.annotations[arg.arg] = ast.unparse(note)
         if args.vararg:
             self.params[args.vararg.arg] = None
         if args.kwarg:

@@ -249,7 +249,7 @@ class KindView(Proxy):
             return interp.flag_value(flag)
         sub = interp.access.subobjects.get((self.kind, name))
         if sub is not None:
-            return interp.args if sub == ARGS else KindView(sub)
+            return interp.args if sub == ARGS else interp.kind_view(sub)
         return Unknown(f"{self.kind}.{name}")
 
 

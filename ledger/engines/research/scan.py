@@ -199,7 +199,9 @@ class Scanner(CallRecorder):
                 if sub.id in info.params:
                     default = info.params[sub.id]
                     text = self.segment(default) if default is not None else None
-                    scope.locals[sub.id] = LocalDef("param", text, sub.lineno)
+                    scope.locals[sub.id] = LocalDef(
+                        "param", text, sub.lineno, info.annotations.get(sub.id)
+                    )
                 elif sub.id in info.rebound or len(info.assigned.get(sub.id, [])) > 1:
                     scope.locals[sub.id] = LocalDef("local", None, sub.lineno)
                 elif len(info.assigned.get(sub.id, [])) == 1:

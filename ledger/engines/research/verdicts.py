@@ -568,6 +568,9 @@ class Judge:
             for gate in reader.reach.deciding():
                 facts |= gate.facts
                 blocking.append(gate)
+        if any(f.kind in (FLAG, ENV) for f in facts):
+            # "an NVIDIA GPU" holds on every CUDA target: beside a flag, the flag decides
+            facts = {f for f in facts if not (f.kind == HARDWARE and f.name == "vendor")}
         kinds = {f.kind for f in facts}
         texts = []
         for gate in blocking:
