@@ -568,8 +568,9 @@ class Judge:
             for gate in reader.reach.deciding():
                 facts |= gate.facts
                 blocking.append(gate)
-        if any(f.kind in (FLAG, ENV) for f in facts):
-            # "an NVIDIA GPU" holds on every CUDA target: beside a flag, the flag decides
+        if any(f.kind == FLAG for f in facts):
+            # "an NVIDIA GPU" holds on every CUDA target: beside a flag, the flag decides (an
+            # environment variable does not: AMD's switches are read so, beside the vendor)
             facts = {f for f in facts if not (f.kind == HARDWARE and f.name == "vendor")}
         kinds = {f.kind for f in facts}
         texts = []
