@@ -29,7 +29,7 @@ from .values import (
     Unknown,
     truth,
 )
-from .world import absolute_module, parse_expression
+from .world import parse_expression
 
 #: Steps one condition may take to evaluate (its predicates followed into the engine).
 _GATE_STEPS = 20_000
@@ -145,9 +145,7 @@ class _InstanceProxy(Proxy):
             if klass.node is not None
             for value in _self_assignments(klass.node).get(name, [])
         ]
-        if not assigned:  # a method, a property, a class attribute
-            return interp.class_attribute(self.cls, name, receiver=self)
-        if len(assigned) != 1:  # several times: a run-time value
+        if len(assigned) != 1:  # never or several times: a run-time value
             return Unknown(f"{self.cls.name}.{name}")
         klass, value = assigned[0]
         proxy = self
@@ -297,14 +295,6 @@ class GateEvaluator:
         return Frame(scope.module, {}, scope.function, resolve)
 
     def local_value(self, local: LocalDef, name: str, scope: Scope) -> Any:
-        if local.kind == "import" and local.source:  # ``from x import f`` inside the function
-            level, module, attribute = local.source.split(":", 2)
-            target = absolute_module(
-                scope.module, self.interp.world.path(scope.module), module or None, int(level)
-            )
-            if target is None:
-                return Unknown(name)
-            return self.interp.import_value(target, attribute or None)
         if local.kind == "param":
             cls = self._annotated_class(local, scope)
             if cls is not None:
@@ -330,26 +320,7 @@ class GateEvaluator:
         except SyntaxError:
             return None
         found = self.interp.eval(expr, Frame(scope.module, {}, scope.function, lambda _: _MISSING))
-        if not isinstance(found, ClassRef) and isinstance(expr, ast.Name):
-            found = self._type_checking_import(scope.module, expr.id)
         return found if isinstance(found, ClassRef) and found.node is not None else None
-
-    def _type_checking_import(self, module: str, name: str) -> Any:
-        """A class an annotation names that the module imports only for type checkers
-        (``if TYPE_CHECKING: from ...model_runner import ModelRunner``)."""
-        tree = self.interp.world.tree(module)
-        for stmt in tree.body if tree is not None else []:
-            if not (isinstance(stmt, ast.If) and "TYPE_CHECKING" in ast.unparse(stmt.test)):
-                continue
-            for inner in stmt.body:
-                if not isinstance(inner, ast.ImportFrom):
-                    continue
-                for alias in inner.names:
-                    if (alias.asname or alias.name) == name:
-                        path = self.interp.world.path(module)
-                        target = absolute_module(module, path, inner.module, inner.level)
-                        return self.interp.import_value(target, alias.name) if target else None
-        return None
 
     def registry_gates(self, scope: Scope) -> list[GateEval]:
         """``@register_attention_backend("triton")``: the read runs when a flag chooses it."""

@@ -85,24 +85,8 @@ class _FunctionInfo:
             else []
         )
         self.statements = list(_own_statements(body))
-        #: a name an import inside the function binds, once: "LEVEL:MODULE:NAME" (NAME empty
-        #: for ``import a.b``, which binds ``a``)
-        self.imports: dict[str, str] = {}
-        seen: set[str] = set()
         for stmt in self.statements:
             self.rebound.update(_other_bindings(stmt))
-            if isinstance(stmt, ast.Import | ast.ImportFrom):
-                for alias in stmt.names:
-                    bound = (alias.asname or alias.name).split(".")[0]
-                    if bound in seen:
-                        self.imports.pop(bound, None)
-                        continue
-                    seen.add(bound)
-                    if isinstance(stmt, ast.ImportFrom) and alias.name != "*":
-                        self.imports[bound] = f"{stmt.level}:{stmt.module or ''}:{alias.name}"
-                    elif isinstance(stmt, ast.Import):
-                        module = alias.name if alias.asname else bound
-                        self.imports[bound] = f"0:{module}:"
             if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1:
                 target = stmt.targets[0]
                 if isinstance(target, ast.Name):

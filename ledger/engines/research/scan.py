@@ -202,8 +202,6 @@ class Scanner(CallRecorder):
                     scope.locals[sub.id] = LocalDef(
                         "param", text, sub.lineno, info.annotations.get(sub.id)
                     )
-                elif sub.id in info.imports and sub.id not in info.assigned:
-                    scope.locals[sub.id] = LocalDef("import", info.imports[sub.id], sub.lineno)
                 elif sub.id in info.rebound or len(info.assigned.get(sub.id, [])) > 1:
                     scope.locals[sub.id] = LocalDef("local", None, sub.lineno)
                 elif len(info.assigned.get(sub.id, [])) == 1:
