@@ -25,7 +25,11 @@ from ledger.engines.research import (
 )
 from ledger.engines.research.analysis import Research
 from ledger.engines.research.index import VersionIndex
-from ledger.engines.research.sources import MAX_MEMBER_BYTES, EngineSource
+from ledger.engines.research.records import Frame
+from ledger.engines.research.resolve import new_interpreter
+from ledger.engines.research.sources import MAX_MEMBER_BYTES, EngineSource, import_names
+from ledger.engines.research.values import truth
+from ledger.engines.research.world import World, parse_expression
 from ledger.errors import InvalidInput
 from tests.support.cli_inprocess import invoke
 
@@ -404,3 +408,36 @@ def test_each_deep_form_of_the_issue_lands_in_unparsed_files(tmp_path: Path, for
     payload = to_json(run((source, index), "--enable-eplb"))
     assert payload["unparsed_files"] == sorted(index.errors)
     assert {f["flag"]: f["verdict"] for f in payload["flags"]}["enable-eplb"] == "effective"
+
+
+def test_what_the_wheel_requires_is_installed_and_nothing_else() -> None:
+    """``importlib.util.find_spec(X)``: found where the engine's METADATA requires X on a Linux
+    x86-64 host (pip installs it with the engine); an extra, another platform's requirement or
+    a package it does not name stays unknown."""
+    requires = [
+        "flashinfer_python==0.6.3",  # imported as ``flashinfer``
+        "sgl-kernel==0.3.1",
+        'av; sys_platform == "linux" and platform_machine == "aarch64"',
+        'vllm>=0.6; extra == "srt"',
+        "not a requirement ===",
+    ]
+    installed = import_names(requires)
+    assert {"flashinfer", "sgl_kernel"} <= installed
+    assert installed.isdisjoint({"av", "vllm"})
+    source = open_engine(str(KINDS), "sglang")
+    index = load_index(source, use_cache=False, workers=1)
+    world = World(source.read_or_none, index.paths, index.tables, installed)
+    target = Target.make(arch="sm120", model=None, tp=4)
+    interp = new_interpreter(world, index, target)
+    frame = Frame("sglang.srt.utils.common")  # imports importlib.util, as the engine does
+    for expression, expected in [
+        ('importlib.util.find_spec("flashinfer") is not None', True),
+        ('importlib.util.find_spec("sglang") is not None', True),
+        ('importlib.util.find_spec("av") is not None', None),
+    ]:
+        value, facts = interp.with_facts(
+            lambda e=expression: interp.eval(parse_expression(e), frame)
+        )
+        assert truth(value) is expected, expression
+        installed_fact = any("installed with the engine" in f.text for f in facts)
+        assert installed_fact is (expression.count("flashinfer") == 1), expression

@@ -218,7 +218,7 @@ def research(
     for flag in matched:
         if flag.definition is not None:
             target.flags[flag.definition.field] = flag.value
-    world = World(source.read_or_none, index.paths, index.tables)
+    world = World(source.read_or_none, index.paths, index.tables, source.installed)
     interp = new_interpreter(world, index, target)
     resolution = walk(interp, index)
     attribute_refusals(resolution, world, index, target)

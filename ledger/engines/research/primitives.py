@@ -2,8 +2,9 @@
 ``torch``'s device queries, vLLM's ``current_platform``, the environment, and Python's builtins.
 
 Only questions whose answer follows from the arch (and the CUDA version, when given) are
-answered; everything else (device memory, a library being installed, an environment variable)
-is ``Unknown`` and makes a verdict ``conditional`` rather than a guess.
+answered, and whether a package the engine's wheel requires is there (pip installs it with the
+engine); everything else (device memory, another library being installed, an environment
+variable) is ``Unknown`` and makes a verdict ``conditional`` rather than a guess.
 """
 
 from __future__ import annotations
@@ -71,6 +72,20 @@ def _on_nvidia(interp: Any) -> bool | Unknown:
         return Unknown("the GPU arch (give --arch)")
     interp.note(Fact(HARDWARE, "vendor", f"{interp.target.arch}: an NVIDIA GPU (CUDA)"))
     return True
+
+
+def _find_spec(interp: Any, name: Any = None, *_: Any, **__: Any) -> Any:
+    """``importlib.util.find_spec(name)``: found for the engine itself and for what its wheel
+    requires (pip installs it with the engine); anything else may or may not be installed."""
+    if not isinstance(name, str):
+        return Unknown("whether a package is installed")
+    top = name.split(".")[0]
+    if top == interp.world.package:
+        return True
+    if top in interp.world.installed:
+        interp.note(Fact(HARDWARE, "package", f"{top}: installed with the engine (it requires it)"))
+        return True
+    return Unknown(f"whether {name} is installed")
 
 
 def _not_vendor(interp: Any, *_: Any, **__: Any) -> bool | Unknown:
@@ -165,6 +180,7 @@ CALLS: dict[str, Primitive] = {
     "torch.hpu.is_available": _not_vendor,
     "torch.backends.mps.is_available": _not_vendor,
     "torch.mps.is_available": _not_vendor,
+    "importlib.util.find_spec": _find_spec,
     "os.environ.get": _env,
     "os.getenv": _env,
     "vllm.platforms.current_platform.is_cuda": lambda interp, *a, **k: _on_nvidia(interp),

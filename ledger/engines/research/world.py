@@ -72,8 +72,11 @@ class World:
         read: Callable[[str], bytes | None],
         paths: dict[str, str],
         tables: dict[str, dict[str, list[BindingSpec]]] | None = None,
+        installed: frozenset[str] = frozenset(),
     ) -> None:
         self._read = read
+        #: import names of what the engine's wheel requires on a Linux x86-64 GPU host
+        self.installed = installed
         self.paths = paths  # module -> path
         self.tables = tables or {}
         self._trees: dict[str, ast.Module | None] = {}
