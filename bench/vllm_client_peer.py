@@ -79,6 +79,10 @@ def main() -> None:
         # steadier figure than wall time on a shared machine) and the 1-min load at its start
         cpu: dict[str, list[float]] = {"ours": [], "vllm-bench-serve": []}
         load: list[float] = []
+        # one untimed run first, in another session: the server's first run after its start
+        # is cold, and it would always be ours, which goes first in the first repeat
+        warm = [a if a != "vllm-peer" else "vllm-peer-warm-up" for a in ours]
+        subprocess.run(warm, check=True, capture_output=True, text=True, timeout=900)
         for r in range(args.repeats):
             for cmd in (ours, theirs) if r % 2 == 0 else (theirs, ours):
                 load.append(os.getloadavg()[0])
