@@ -14,6 +14,9 @@ recorded in the ledger (both as the server's configuration; ``tool`` tells the c
 from __future__ import annotations
 
 import argparse
+import math
+import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -25,6 +28,7 @@ sys.path.insert(0, str(ROOT))
 from ledger.store import LedgerStore  # noqa: E402
 from runners.server.configs import parse_configs  # noqa: E402
 from runners.server.runner import ServerRunner  # noqa: E402
+from schemas.student_t import t975  # noqa: E402
 
 PYTHON = ROOT / ".venv-vllm" / "bin" / "python"
 MODEL = ROOT / ".venv-vllm" / "models" / "tiny-qwen3-moe"
@@ -39,29 +43,31 @@ def main() -> None:
     ap.add_argument("--concurrency", type=int, default=4)
     ap.add_argument("--num-prompts", type=int, default=32)
     ap.add_argument("--ledger", default="vllm-peer.duckdb")
+    ap.add_argument(
+        "--server",
+        choices=("vllm", "transformers"),
+        default="vllm",
+        help="the server both clients read: vLLM CPU (completions) or `transformers serve` of "
+        "the same tiny model (chat: it serves no /v1/completions)",
+    )
     args = ap.parse_args()
-    config = parse_configs(
-        {
-            "configs": {
-                "baseline": {
-                    "engine": "vllm",
-                    "python": str(PYTHON),
-                    "model": str(MODEL),
-                    "port": 0,
-                    "env": {"VLLM_CPU_KVCACHE_SPACE": "1", "HF_HUB_OFFLINE": "1"},
-                    "flags": {"max-model-len": 512, "dtype": "bfloat16", "enforce-eager": True},
-                }
-            }
-        }
-    )["baseline"]
+    config = parse_configs({"configs": {"baseline": _server(args.server)}})["baseline"]
     store = LedgerStore(args.ledger)
     store.init()
+    endpoint = "completions" if args.server == "vllm" else "chat"
     common = [
-        "--endpoint", "completions", "--input-len", "64", "--output-len", "32",
+        "--endpoint", endpoint, "--input-len", "64", "--output-len", "32",
         "--num-prompts", str(args.num_prompts), "--concurrency", str(args.concurrency),
         "--tokenizer", str(MODEL), "--warmup", "2", "--no-progress",
     ]  # fmt: skip
-    with ServerRunner(store, session_id="vllm-peer", say=print) as runner:
+    if args.server == "transformers":
+        # transformers serve answers 422 to a request carrying ignore_eos (vLLM's client sends
+        # it as is; ours drops it after the first refusal): neither client sends it
+        common.append("--no-ignore-eos")
+    # `transformers serve` with continuous batching does not exit on SIGINT (a plan's stop_wait_s)
+    wait = 30.0 if args.server == "vllm" else 3.0
+    os.environ["PATH"] = f"{TUNELEDGER.parent}{os.pathsep}{os.environ.get('PATH', '')}"
+    with ServerRunner(store, session_id="vllm-peer", say=print, sigint_wait_s=wait) as runner:
         run = runner.start(config, health_timeout_s=900)
         base = [str(TUNELEDGER), "--ledger", args.ledger, "--session", "vllm-peer", "run", "bench"]
         # both are runs of the server's configuration ('baseline'): the tool tells them apart
@@ -69,9 +75,22 @@ def main() -> None:
         theirs = [
             *base, "--url", run.base_url, *common, "--tool", "vllm", "--tool-path", str(PYTHON),
         ]  # fmt: skip
+        # per client: the CPU seconds its whole process used (imports and start included: a
+        # steadier figure than wall time on a shared machine) and the 1-min load at its start
+        cpu: dict[str, list[float]] = {"ours": [], "vllm-bench-serve": []}
+        load: list[float] = []
+        # one untimed run first, in another session: the server's first run after its start
+        # is cold, and it would always be ours, which goes first in the first repeat
+        warm = [a if a != "vllm-peer" else "vllm-peer-warm-up" for a in ours]
+        subprocess.run(warm, check=True, capture_output=True, text=True, timeout=900)
         for r in range(args.repeats):
             for cmd in (ours, theirs) if r % 2 == 0 else (theirs, ours):
+                load.append(os.getloadavg()[0])
+                before = resource.getrusage(resource.RUSAGE_CHILDREN)
                 subprocess.run(cmd, check=True, capture_output=True, text=True, timeout=900)
+                after = resource.getrusage(resource.RUSAGE_CHILDREN)
+                used = after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime
+                cpu["vllm-bench-serve" if cmd is theirs else "ours"].append(used)
             print(f"repeat {r + 1}/{args.repeats} done")
         runner.stop(run, reason="peer comparison done")
     rows = store.query_arrow(
@@ -105,6 +124,12 @@ def main() -> None:
             f"| {name} | {len(mine)} | {len(burst) / max(1, len(mine)):.0%} | "
             f"{_median(streamed)} | {_median(burst)} |"
         )
+    print(f"\nload (1 min) at the runs' starts: {min(load):.1f}-{max(load):.1f}")
+    for name, seconds in cpu.items():
+        print(
+            f"{name}: CPU s per run (process, start included) "
+            + ", ".join(f"{x:.1f}" for x in seconds)
+        )
     from runners.compare import compare
 
     for i, metric in enumerate(("output_throughput", "median_ttft_ms")):
@@ -112,6 +137,42 @@ def main() -> None:
         c = compare(metric, theirs, ours, threshold=0.05)
         ci = "" if c.ci_low is None else f" [{c.ci_low:+.1%}, {c.ci_high:+.1%}]"
         print(f"{metric}: ours / vllm - 1 = {c.change:+.1%}{ci}, 5% threshold: {c.verdict}")
+        # the runs of one repeat ran back to back, under one load: the CI of the paired log
+        # ratios leaves out the load's drift between repeats (Welch's above keeps it)
+        logs = [math.log(a / b) for a, b in zip(ours, theirs, strict=True) if a > 0 and b > 0]
+        if len(logs) > 1:
+            half = t975(len(logs) - 1) * statistics.stdev(logs) / math.sqrt(len(logs))
+            mid = statistics.fmean(logs)
+            print(
+                f"  paired by repeat: {math.expm1(mid):+.1%} "
+                f"[{math.expm1(mid - half):+.1%}, {math.expm1(mid + half):+.1%}]"
+            )
+
+
+def _server(engine: str) -> dict:
+    if engine == "vllm":
+        return {
+            "engine": "vllm",
+            "python": str(PYTHON),
+            "model": str(MODEL),
+            "port": 0,
+            "env": {"VLLM_CPU_KVCACHE_SPACE": "1", "HF_HUB_OFFLINE": "1"},
+            "flags": {"max-model-len": 512, "dtype": "bfloat16", "enforce-eager": True},
+        }
+    # the lead venv's `transformers serve` (tests/runners/test_e2e_transformers.py), continuous
+    # batching on so that c=4 is served as a batch, as vLLM does
+    return {
+        "engine": "transformers",
+        "model": str(MODEL),
+        "port": 0,
+        "env": {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"},
+        "flags": {
+            "device": "cpu",
+            "continuous-batching": True,
+            "cb-num-blocks": 128,
+            "cb-max-batch-tokens": 512,
+        },
+    }
 
 
 def _median(values: list[float]) -> str:
@@ -119,7 +180,8 @@ def _median(values: list[float]) -> str:
 
 
 def _cv(values: list[float]) -> float:
-    return statistics.stdev(values) / statistics.fmean(values) if len(values) > 1 else 0.0
+    mean = statistics.fmean(values) if values else 0.0
+    return statistics.stdev(values) / mean if len(values) > 1 and mean else 0.0
 
 
 if __name__ == "__main__":

@@ -537,6 +537,7 @@ def _comparison_event(
         dataset=wl.dataset,
         input_len=wl.input_len,
         output_len=wl.output_len,
+        seed=wl.seed,
         better_direction=cmp.better_direction,
         baseline_runs=cmp.baseline_runs,
         runs=cmp.runs,

@@ -479,6 +479,11 @@ class ComparisonCompleted(Event):
     dataset: str | None = None
     input_len: int | None = None
     output_len: int | None = None
+    seed: int | None = Field(
+        default=None,
+        description="The seed of the compared runs' workload (runs of two seeds are two arms); "
+        "events written before it was kept: the seed of the runs they list.",
+    )
     better_direction: Literal[1, -1] = 1
     baseline_runs: int
     runs: int

@@ -71,8 +71,8 @@ CREATE TABLE IF NOT EXISTS bench_runs (
     seq BIGINT NOT NULL, event_id UUID NOT NULL, session_id VARCHAR, recorded_at TIMESTAMPTZ,
     arch VARCHAR, source VARCHAR, run_id VARCHAR, config_name VARCHAR, is_baseline BOOLEAN,
     server_run_id VARCHAR, tool VARCHAR, dataset VARCHAR, input_len BIGINT, output_len BIGINT,
-    load VARCHAR, request_rate DOUBLE, num_prompts BIGINT, concurrency BIGINT, repeat BIGINT,
-    valid BOOLEAN,
+    load VARCHAR, request_rate DOUBLE, num_prompts BIGINT, seed BIGINT, concurrency BIGINT,
+    repeat BIGINT, valid BOOLEAN,
     {_BENCH_METRIC_DDL},
     candidate_id VARCHAR
 );
@@ -114,7 +114,7 @@ def _bench_struct_type() -> str:
         '"server_run_id": "VARCHAR", "tool": "VARCHAR", "concurrency": "BIGINT", "repeat": "BIGINT", '
         '"valid": "BOOLEAN", "candidate_id": "VARCHAR", '
         '"workload": {"dataset": "VARCHAR", "input_len": "BIGINT", "output_len": "BIGINT", '
-        '"load": "VARCHAR", "request_rate": "DOUBLE", "num_prompts": "BIGINT"}, '
+        '"load": "VARCHAR", "request_rate": "DOUBLE", "num_prompts": "BIGINT", "seed": "BIGINT"}, '
         f'"metrics": {{{metrics}}}}}'
     )
 
@@ -175,7 +175,8 @@ def _summaries_sql(
 
 
 #: What makes two benchmark runs one arm of a comparison: the same session, configuration,
-#: workload (dataset, input/output length), concurrency and request rate (``benchmark_deltas`` and
+#: workload (dataset, input/output length, seed: another seed draws other prompts and arrivals,
+#: another workload, docs/comparison.md), concurrency and request rate (``benchmark_deltas`` and
 #: ``benchmark_summary`` group by these columns, the deltas per metric too).
 ARM_KEY: tuple[str, ...] = (
     "session_id",
@@ -183,6 +184,7 @@ ARM_KEY: tuple[str, ...] = (
     "dataset",
     "input_len",
     "output_len",
+    "seed",
     "concurrency",
     "request_rate",
 )
@@ -217,7 +219,7 @@ def apply_sql(upcast_payloads: bool = True, source: str = "events") -> tuple[str
             SELECT seq, event_id, session_id, recorded_at, arch, source, b.run_id, b.config_name,
                    coalesce(b.is_baseline, false) OR b.config_name = 'baseline', b.server_run_id, b.tool,
                    b.workload.dataset, b.workload.input_len, b.workload.output_len, b.workload.load,
-                   b.workload.request_rate, b.workload.num_prompts, b.concurrency, b.repeat, b.valid,
+                   b.workload.request_rate, b.workload.num_prompts, b.workload.seed, b.concurrency, b.repeat, b.valid,
                    {metric_cols}, b.candidate_id
             FROM (SELECT e.seq, e.event_id, e.session_id, e.recorded_at, (e.host->>'compute_capability') AS arch,
                          e.source, from_json(e.payload, '{bench}') AS b

@@ -65,18 +65,18 @@ LATENCY_AXES = ("median_tpot_ms", "median_ttft_ms", "median_e2e_latency_ms")
 NOT_SET = "not set"
 NOT_RECORDED = "not recorded"
 
-_ARM_COLUMNS = "config_name, dataset, input_len, output_len, concurrency, request_rate"
+_ARM_COLUMNS = "config_name, dataset, input_len, output_len, seed, concurrency, request_rate"
 
 #: The runs each arm's numbers are over, as ``benchmark_deltas`` compares them: where a standing
 #: comparison covers the arm (as candidate, or as baseline: its latest), the runs it compared;
 #: else every run not marked invalid. A subquery with ``benchmarks``' columns.
 COMPARED_RUNS = """(
 WITH standing AS (
-    SELECT session_id, config_name AS arm, dataset, input_len, output_len, concurrency,
+    SELECT session_id, config_name AS arm, dataset, input_len, output_len, seed, concurrency,
            request_rate, comparison_event_id, seq
     FROM benchmark_deltas WHERE metric = 'output_throughput' AND comparison_event_id IS NOT NULL
     UNION ALL
-    SELECT session_id, baseline_config, dataset, input_len, output_len, concurrency,
+    SELECT session_id, baseline_config, dataset, input_len, output_len, seed, concurrency,
            request_rate, comparison_event_id, seq
     FROM benchmark_deltas WHERE metric = 'output_throughput' AND comparison_event_id IS NOT NULL
 ),
@@ -84,14 +84,14 @@ latest AS (
     SELECT s.*, from_json(e.payload->'benchmark_event_ids', '["VARCHAR"]') AS ids
     FROM standing s JOIN live_control e ON e.event_id = s.comparison_event_id
     QUALIFY row_number() OVER (
-        PARTITION BY s.session_id, s.arm, s.dataset, s.input_len, s.output_len, s.concurrency,
+        PARTITION BY s.session_id, s.arm, s.dataset, s.input_len, s.output_len, s.seed, s.concurrency,
                      s.request_rate ORDER BY s.seq DESC) = 1
 )
 SELECT b.* FROM benchmarks b
 LEFT JOIN latest l
   ON l.session_id IS NOT DISTINCT FROM b.session_id AND l.arm = b.config_name
  AND l.dataset IS NOT DISTINCT FROM b.dataset AND l.input_len IS NOT DISTINCT FROM b.input_len
- AND l.output_len IS NOT DISTINCT FROM b.output_len
+ AND l.output_len IS NOT DISTINCT FROM b.output_len AND l.seed IS NOT DISTINCT FROM b.seed
  AND l.concurrency IS NOT DISTINCT FROM b.concurrency
  AND l.request_rate IS NOT DISTINCT FROM b.request_rate
 WHERE CASE WHEN l.ids IS NULL THEN b.valid IS DISTINCT FROM false
@@ -100,9 +100,12 @@ WHERE CASE WHEN l.ids IS NULL THEN b.valid IS DISTINCT FROM false
 
 
 def workload_label(row: Row) -> str:
-    """``16/8 tok random`` (input/output tokens and dataset), the workload of an arm."""
+    """``16/8 tok random seed 1`` (input/output tokens, dataset and the seed where the run
+    recorded one), the workload of an arm: runs of two seeds are two workloads. Seed 0, the
+    default of ``run bench`` and plans, goes unsaid."""
     dataset = f" {row['dataset']}" if row.get("dataset") else ""
-    return f"{row.get('input_len') or '?'}/{row.get('output_len') or '?'} tok{dataset}"
+    seed = f" seed {row['seed']}" if row.get("seed") not in (None, 0) else ""
+    return f"{row.get('input_len') or '?'}/{row.get('output_len') or '?'} tok{dataset}{seed}"
 
 
 def load_label(row: Row) -> str:

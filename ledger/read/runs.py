@@ -99,3 +99,34 @@ def benchmark_durations(store: LedgerStore, workload: Workload) -> list[Benchmar
         f"SELECT config_name, concurrency, duration_s FROM benchmarks WHERE {where}", params
     )
     return [BenchmarkDuration(**row) for row in rows.to_pylist()]
+
+
+@dataclass(frozen=True)
+class OpenServerRun:
+    """A server run still ``starting`` or ``ready`` on a port: who started it where (the
+    ``server_started`` event's pid and the recording host's name, lower case)."""
+
+    run_id: str
+    config_name: str | None
+    session_id: str | None
+    started_at: str
+    pid: int | None
+    hostname: str | None
+
+
+def open_server_runs(store: LedgerStore, port: int) -> list[OpenServerRun]:
+    """The server runs not yet stopped or failed that started on ``port``, latest first."""
+    rows = store.query_arrow(
+        """
+        SELECT r.run_id, r.config_name, r.session_id, r.started_at::VARCHAR AS started_at,
+               (s.payload->>'pid')::BIGINT AS pid, lower(s.hostname) AS hostname
+        FROM server_runs r
+        JOIN (SELECT payload, payload->>'run_id' AS run_id,
+                     host->>'hostname' AS hostname
+              FROM live_control WHERE type = 'server_started') s USING (run_id)
+        WHERE r.status IN ('starting', 'ready') AND (s.payload->>'port')::BIGINT = ?
+        ORDER BY r.started_seq DESC
+        """,
+        [port],
+    )
+    return [OpenServerRun(**row) for row in rows.to_pylist()]

@@ -302,11 +302,18 @@ def refuse_options(
     Raises:
         InvalidInput: ``--endpoint generate`` for GuideLLM or AIPerf (OpenAI endpoints only);
             ``--request-rate`` with a ``--concurrency`` cap for GuideLLM (its Poisson profile
-            has no in-flight cap).
+            has no in-flight cap); ``--no-ignore-eos`` for vLLM (``vllm bench serve`` sends
+            ``ignore_eos`` with its random dataset whatever it is told: vllm/benchmarks/serve.py,
+            "when using random datasets, default to ignoring EOS", 0.32.0).
     """
     if tool in ("guidellm", "aiperf", "vllm") and w.endpoint not in GUIDELLM_REQUEST_FORMATS:
         raise InvalidInput(
             f"--endpoint {w.endpoint}: {tool} measures OpenAI endpoints only (chat, completions)"
+        )
+    if tool == "vllm" and not w.ignore_eos:
+        raise InvalidInput(
+            "--no-ignore-eos: vllm bench serve sends ignore_eos with its random dataset "
+            "whatever it is told; run it with --ignore-eos, or use the built-in client"
         )
     if tool == "guidellm" and request_rate and concurrency:
         raise InvalidInput(
@@ -415,6 +422,8 @@ def run_tool_sweep(
             output's last line says why); runs recorded before stay recorded.
         InvalidInput: the result file does not import.
     """
+    for concurrency in concurrencies:  # before any folder is made: a refusal leaves nothing
+        refuse_options(tool, w, concurrency=concurrency, request_rate=request_rate)
     stamp = time.strftime("%Y%m%d-%H%M%S")
     recorded = []
     for repeat in range(repeats):

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from urllib.parse import urlsplit
 
 from ledger.errors import InvalidInput
+from ledger.read.runs import open_server_runs
 from ledger.store import LedgerStore
 
 #: Host names that mean "this machine" in a URL.
@@ -83,26 +84,14 @@ def serving_runs(store: LedgerStore, url: str) -> list[ServingRun]:
         return []
     here = _this_machine()
     local = host in _LOOPBACK or host in here or host.startswith("127.")
-    rows = store.query_arrow(
-        """
-        SELECT r.run_id, r.config_name, r.session_id, r.started_at::VARCHAR AS started_at,
-               (s.payload->>'pid')::BIGINT AS pid, lower(s.hostname) AS hostname
-        FROM server_runs r
-        JOIN (SELECT payload, payload->>'run_id' AS run_id,
-                     host->>'hostname' AS hostname
-              FROM live_control WHERE type = 'server_started') s USING (run_id)
-        WHERE r.status IN ('starting', 'ready') AND (s.payload->>'port')::BIGINT = ?
-        ORDER BY r.started_seq DESC
-        """,
-        [port],
-    ).to_pylist()
+    rows = open_server_runs(store, port)
     found = []
     for row in rows:
-        recorded_on = row["hostname"]
+        recorded_on = row.hostname
         if local:
             if recorded_on is not None and recorded_on not in here:
                 continue
-            if not _alive(row["pid"]):
+            if not _alive(row.pid):
                 continue
         elif recorded_on is None or (
             recorded_on != host and recorded_on.split(".")[0] != host.split(".")[0]
@@ -110,11 +99,11 @@ def serving_runs(store: LedgerStore, url: str) -> list[ServingRun]:
             continue
         found.append(
             ServingRun(
-                run_id=row["run_id"],
-                config_name=row["config_name"],
+                run_id=row.run_id,
+                config_name=row.config_name,
                 port=port,
-                session_id=row["session_id"],
-                started_at=row["started_at"],
+                session_id=row.session_id,
+                started_at=row.started_at,
             )
         )
     return found

@@ -385,3 +385,59 @@ def test_unsupported_result_files_are_refused_as_docs_list_them(path: Path) -> N
         import_file(path)
     docs = (Path(__file__).parents[2] / "docs" / "importers.md").read_text()
     assert path.name in docs
+
+
+def test_two_seeds_of_a_vllm_append_result_are_two_arms(tmp_path: Path) -> None:
+    """vLLM ``--append-result`` lines of two seeds (``--metadata seed=N``, as ``run bench --tool
+    vllm`` writes them) are two workloads, never pooled: ``bench_runs`` keeps each run's seed,
+    the arm key (``ledger/derive/projections.py`` ``ARM_KEY``) holds it, so the baseline and the
+    candidate are compared seed by seed, and ``compare repeats`` groups them apart."""
+    line = json.loads((VLLM_GPU.parent / "min_vllm_result.json").read_text())
+    throughput = {("baseline", 0): 100.0, ("baseline", 1): 200.0, ("cand", 0): 110.0}
+    throughput[("cand", 1)] = 180.0
+    ledger = tmp_path / "l.duckdb"
+    for config in ("baseline", "cand"):
+        path = tmp_path / f"{config}.jsonl"
+        path.write_text(
+            "".join(
+                json.dumps(
+                    line | {"seed": str(seed), "output_throughput": throughput[config, seed]}
+                )
+                + "\n"
+                for seed in (0, 1)
+            )
+        )
+        cmd = ["--ledger", str(ledger), "import", "--create", "--session", "s"]
+        out = invoke([*cmd, "--config-name", config, str(path)])
+        assert out.returncode == 0, out.stderr
+    store = LedgerStore(ledger)
+    runs = store.query_arrow(
+        "SELECT config_name, seed, output_throughput FROM benchmarks ORDER BY seq"
+    ).to_pylist()
+    assert [(r["config_name"], r["seed"]) for r in runs] == [
+        ("baseline", 0),
+        ("baseline", 1),
+        ("cand", 0),
+        ("cand", 1),
+    ]
+    summary = store.query_arrow(
+        "SELECT config_name, seed, runs, output_throughput FROM benchmark_summary "
+        "ORDER BY config_name, seed"
+    ).to_pylist()
+    assert [(r["config_name"], r["seed"], r["runs"]) for r in summary] == [
+        ("baseline", 0, 1),
+        ("baseline", 1, 1),
+        ("cand", 0, 1),
+        ("cand", 1, 1),
+    ]
+    assert [r["output_throughput"] for r in summary] == pytest.approx([100, 200, 110, 180])
+    deltas = store.query_arrow(
+        "SELECT seed, change_pct FROM benchmark_deltas WHERE metric = 'output_throughput' "
+        "ORDER BY seed"
+    ).to_pylist()
+    # each seed against its own baseline (pooled, the change would be 290/300 - 1 = -3.3%)
+    assert [r["seed"] for r in deltas] == [0, 1]
+    assert [r["change_pct"] for r in deltas] == pytest.approx([10.0, -10.0])
+    out = invoke(["--ledger", str(ledger), "compare", "repeats", "--session", "s"])
+    assert out.returncode == 0, out.stderr
+    assert "seed 1" in out.stdout

@@ -33,7 +33,6 @@ ALLOWED: dict[str, tuple[int, str]] = {
     "ledger/mcp/resources.py": (2, "the MCP resources' queries"),
     "ledger/app/candidates.py": (1, "summaries of cited events (moved from the MCP verbs)"),
     "ledger/app/verdicts.py": (2, "the measured verdict a triage by verdict cites"),
-    "runners/bench/serving.py": (1, "the server run a benchmark measured"),
     # SQL of another database, or SQL as text a person reads: stays
     "ledger/sync/hub.py": (16, "the PostgreSQL hub's own tables"),
     "ledger/sync/remote.py": (7, "the PostgreSQL hub's own tables"),

@@ -253,3 +253,45 @@ def test_every_reader_shows_one_baseline_number(tmp_path: Path) -> None:
         no_comparison = read_session_comparison(con, "w")
     assert no_comparison is not None
     assert {g.config_name: len(g.values) for g in no_comparison.repeats} == {"base": 4, "tuned": 3}
+
+
+@pytest.mark.parametrize("written_seed", [None, 7])
+def test_a_comparison_stands_for_the_runs_of_its_seed(tmp_path: Path, written_seed) -> None:
+    """The seed is part of an arm (``ARM_KEY``): a comparison stands for the arms of its seed,
+    written on the event, or, for events written before ``comparison_completed`` kept one, the
+    seed of the runs it lists; runs of another seed are another arm, judged apart."""
+    from runners.compare import compare
+    from schemas import ComparisonCompleted
+
+    def run(config: str, thr: float, repeat: int, seed: int) -> BenchmarkCompleted:
+        return BenchmarkCompleted(
+            run_id=f"{config}-{repeat}-{seed}", config_name=config, is_baseline=config == "base",
+            workload=Workload(dataset="random", input_len=64, output_len=8, seed=seed),
+            concurrency=1, repeat=repeat, valid=True, session_id="w",
+            metrics=BenchMetrics(output_throughput=thr, median_ttft_ms=20.0),
+        )  # fmt: skip
+
+    base = [run("base", v, i, 7) for i, v in enumerate((12.4, 12.9, 12.8))]
+    cand = [run("tuned", v, i, 7) for i, v in enumerate((11.0, 11.4, 11.2))]
+    other_seed = [run("base", 20.0, 0, 8), run("tuned", 22.0, 0, 8)]
+    outcome = compare("output_throughput", [12.4, 12.9, 12.8], [11.0, 11.4, 11.2])
+    comparison = ComparisonCompleted(
+        session_id="w", config_name="tuned", baseline_config="base", metric="output_throughput",
+        concurrency=1, dataset="random", input_len=64, output_len=8, seed=written_seed,
+        baseline_runs=3, runs=3, baseline_mean=outcome.baseline_mean, mean=outcome.mean,
+        change=outcome.change, ci_low=outcome.ci_low, ci_high=outcome.ci_high,
+        noise_threshold=0.05, verdict=outcome.verdict,
+        benchmark_event_ids=[e.event_id for e in base + cand],
+    )  # fmt: skip
+    store = LedgerStore(tmp_path / "w.duckdb")
+    store.init()
+    store.append([*base, *cand])
+    store.append(comparison)
+    store.append(other_seed)  # after the comparison, but of another arm: it stays standing
+    rows = store.query_arrow(
+        "SELECT seed, runs, change_pct, comparison_event_id IS NOT NULL AS standing "
+        "FROM benchmark_deltas WHERE metric = 'output_throughput' ORDER BY seed"
+    ).to_pylist()
+    assert [(r["seed"], r["runs"], r["standing"]) for r in rows] == [(7, 3, True), (8, 1, False)]
+    assert rows[0]["change_pct"] == pytest.approx(100 * outcome.change)
+    assert rows[1]["change_pct"] == pytest.approx(10.0)

@@ -83,3 +83,33 @@ def test_the_tools_own_record_wins_and_a_disagreement_is_noted() -> None:
     workload, notes = recorded_workload(own, asked)
     assert workload.seed == 7 and workload.output_len == 32 and workload.ignore_eos is True
     assert notes == ["the tool's file records seed 7, 0 was asked: the file's kept"]
+
+
+def test_no_ignore_eos_is_refused_for_vllm_whose_random_dataset_sends_it_anyway(
+    tmp_path: Path,
+) -> None:
+    """``vllm bench serve`` 0.32.0 sets ``ignore_eos`` for its random dataset whatever it is
+    told (seen on the wire by docs/vllm-cpu.md's transformers serve pairing: ``"ignore_eos":
+    true`` in a run asked ``--no-ignore-eos``): recording the run as without it would record
+    what was asked, not what the tool did, so the option is refused before anything runs."""
+    tool = _tool(tmp_path)
+    out = invoke(
+        [
+            "--ledger",
+            tmp_path / "l.duckdb",
+            "run",
+            "bench",
+            "--url",
+            "http://127.0.0.1:9",
+            "--model",
+            "m",
+            "--tool",
+            "vllm",
+            "--tool-path",
+            tool,
+            "--no-ignore-eos",
+        ]  # fmt: skip
+    )
+    assert out.returncode == 3, out.stderr  # invalid input (ledger/errors.py)
+    assert "--no-ignore-eos: vllm bench serve sends ignore_eos" in out.stderr
+    assert not (tmp_path / "l.artifacts" / "bench").exists()  # the tool never ran

