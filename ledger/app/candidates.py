@@ -22,6 +22,7 @@ from pydantic import BaseModel, ValidationError
 from ledger.app.checks import Writer
 from ledger.app.records import checked_append
 from ledger.errors import ConcurrencyConflict, InvalidInput, NotFound
+from ledger.read.agent_reads import event_summaries
 from ledger.read.json_values import jsonable
 from schemas import CandidateProposed, CandidateTriaged, DecisionRecorded, Event, normalize_flag
 
@@ -220,13 +221,7 @@ def decide(store: LedgerStore, decision: Decision, writer: Writer, where: str) -
     event = writer.stamp(_validated(DecisionRecorded, data, where))
     result = checked_append(store, event, where)
     with store.connect() as con:
-        summaries = dict(
-            con.execute(
-                "SELECT event_id::VARCHAR, coalesce(summary, type) FROM event_log "
-                "WHERE event_id::VARCHAR IN (SELECT unnest(?::VARCHAR[]))",
-                [[str(e.event_id) for e in cited] or [""]],
-            ).fetchall()
-        )
+        summaries = event_summaries(con, [str(e.event_id) for e in cited])
     evidence = [
         {"event_id": str(e.event_id), "type": e.type, "summary": summaries.get(str(e.event_id))}
         for e in cited

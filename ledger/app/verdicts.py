@@ -14,29 +14,19 @@ What the README walkthrough did with ``sql | tail | tr`` and a shell ``case``, a
 
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import asdict, replace
 from typing import TYPE_CHECKING, Any
 
 from ledger.app.candidates import Decision, Triage, Written, decide, triage
 from ledger.app.checks import Writer
 from ledger.errors import InvalidInput, NotFound
+from ledger.read import agent_reads
 
 if TYPE_CHECKING:
     from ledger.store import LedgerStore
 
 #: A measured verdict's triage status (``benchmark_deltas.verdict`` -> ``candidate_triaged``).
 STATUS_OF_VERDICT = {"improved": "accepted", "regressed": "rejected"}
-
-_DELTA_SQL = """
-SELECT d.verdict, d.config_name, d.concurrency, t.event_id::VARCHAR AS event_id
-FROM board b JOIN board_deltas bd USING (candidate_id)
-JOIN benchmark_deltas d ON d.config_name = bd.delta_config
-     AND d.session_id IS NOT DISTINCT FROM b.session_id
-JOIN timeline t ON t.seq = d.seq
-WHERE b.candidate_id = ? AND d.metric = ?
-  AND d.concurrency IS NOT DISTINCT FROM coalesce(?::BIGINT, bd.delta_concurrency)
-ORDER BY d.seq DESC LIMIT 1
-"""
 
 
 def measured_delta(
@@ -50,14 +40,14 @@ def measured_delta(
         NotFound: no such comparison (the candidate measured by no plan, another metric).
     """
     with store.connect() as con:
-        row = con.execute(_DELTA_SQL, [candidate_id, metric, concurrency]).fetchone()
+        row = agent_reads.measured_delta(con, candidate_id, metric, concurrency)
     if row is None:
         at = f" at c={concurrency}" if concurrency is not None else ""
         raise NotFound(
             f"{where}: no {metric} comparison{at} for candidate {candidate_id!r} "
             "(benchmark_deltas; run a plan with it first)"
         )
-    return dict(zip(("verdict", "config_name", "concurrency", "event_id"), row, strict=True))
+    return asdict(row)
 
 
 def triage_by_verdict(
@@ -101,15 +91,10 @@ def follow_triage(store: LedgerStore, decision: Decision, writer: Writer, where:
     if decision.candidate_id is None:
         raise InvalidInput(f"{where}: following a triage needs the candidate (--candidate)")
     with store.connect() as con:
-        row = con.execute(
-            "SELECT payload->>'status', payload->>'reason', causation_id::VARCHAR FROM live_control "
-            "WHERE type = 'candidate_triaged' AND payload->>'candidate_id' = ? "
-            "ORDER BY sync_order DESC LIMIT 1",
-            [decision.candidate_id],
-        ).fetchone()
-    if row is None:
+        triage = agent_reads.latest_triage(con, decision.candidate_id)
+    if triage is None:
         raise NotFound(f"{where}: candidate {decision.candidate_id!r} was never triaged")
-    status, reason, cause = row
+    status, reason, cause = triage.status, triage.reason, triage.causation_id
     evidence = list(decision.evidence_event_ids) or ([cause] if cause else [])
     followed = replace(
         decision,
