@@ -22,7 +22,6 @@ from pydantic import BaseModel, ValidationError
 from ledger.app.checks import Writer
 from ledger.app.records import checked_append
 from ledger.errors import ConcurrencyConflict, InvalidInput, NotFound
-from ledger.read.agent_reads import event_summaries
 from ledger.read.json_values import jsonable
 from schemas import CandidateProposed, CandidateTriaged, DecisionRecorded, Event, normalize_flag
 
@@ -220,6 +219,8 @@ def decide(store: LedgerStore, decision: Decision, writer: Writer, where: str) -
     }
     event = writer.stamp(_validated(DecisionRecorded, data, where))
     result = checked_append(store, event, where)
+    from ledger.read.agent_reads import event_summaries  # DuckDB's: not at import
+
     with store.connect() as con:
         summaries = event_summaries(con, [str(e.event_id) for e in cited])
     evidence = [

@@ -20,7 +20,6 @@ from typing import TYPE_CHECKING, Any
 from ledger.app.candidates import Decision, Triage, Written, decide, triage
 from ledger.app.checks import Writer
 from ledger.errors import InvalidInput, NotFound
-from ledger.read import agent_reads
 
 if TYPE_CHECKING:
     from ledger.store import LedgerStore
@@ -39,6 +38,8 @@ def measured_delta(
     Raises:
         NotFound: no such comparison (the candidate measured by no plan, another metric).
     """
+    from ledger.read import agent_reads  # DuckDB's: not at import (docs/mcp.md, Start-up)
+
     with store.connect() as con:
         row = agent_reads.measured_delta(con, candidate_id, metric, concurrency)
     if row is None:
@@ -90,6 +91,8 @@ def follow_triage(store: LedgerStore, decision: Decision, writer: Writer, where:
     """
     if decision.candidate_id is None:
         raise InvalidInput(f"{where}: following a triage needs the candidate (--candidate)")
+    from ledger.read import agent_reads
+
     with store.connect() as con:
         triage = agent_reads.latest_triage(con, decision.candidate_id)
     if triage is None:
