@@ -185,5 +185,7 @@ def test_initialize_is_answered_before_the_tools_are_imported(tmp_path: Path) ->
     assert answer["id"] == 1 and answer["result"]["serverInfo"]["name"] == "tuneledger"
     assert len(tools["result"]["tools"]) > 20
     assert _deferred(at_initialize) == []
+    # the root group imports only the command it runs (ledger/cli/commands/__init__.py)
+    assert sorted(m for m in at_initialize if m.startswith("ledger.cli.commands.")) == []
     later = _deferred(_imported(log))
     assert "runners.server.runner" in later and "ledger.mcp.reads" in later
