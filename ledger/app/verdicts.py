@@ -14,8 +14,9 @@ What the README walkthrough did with ``sql | tail | tr`` and a shell ``case``, a
 
 from __future__ import annotations
 
-from dataclasses import asdict, replace
+from dataclasses import asdict, dataclass, replace
 from typing import TYPE_CHECKING, Any
+from uuid import UUID
 
 from ledger.app.candidates import Decision, Triage, Written, decide, triage
 from ledger.app.checks import Writer
@@ -67,8 +68,6 @@ def triage_by_verdict(
         NotFound: no such candidate or comparison (exit 5).
         CandidateConflict: triaged since ``expected_version`` (exit 4).
     """
-    from uuid import UUID
-
     delta = measured_delta(store, candidate_id, metric, concurrency, where)
     verdict = delta["verdict"] or "unknown"
     at = f" at c={delta['concurrency']}" if delta["concurrency"] is not None else ""
@@ -106,3 +105,62 @@ def follow_triage(store: LedgerStore, decision: Decision, writer: Writer, where:
         evidence_event_ids=evidence,
     )
     return decide(store, followed, writer, where)
+
+
+@dataclass(frozen=True)
+class TriageAsk:
+    """A triage as a front end takes it: a ``status`` given (with its reason and verdict), or
+    ``by_verdict``, a metric, to triage as the candidate's measured verdict on it says (at
+    ``concurrency``; None: the board's)."""
+
+    candidate_id: str
+    status: str | None = None
+    reason: str | None = None
+    verdict: str | None = None
+    by_verdict: str | None = None
+    concurrency: int | None = None
+    expected_version: int | None = None
+    event_id: UUID | None = None
+
+
+def triage_asked(store: LedgerStore, ask: TriageAsk, writer: Writer, where: str) -> Written:
+    """``ask``: ``triage`` with its status, or ``triage_by_verdict`` with its metric.
+
+    Raises:
+        InvalidInput: both or neither given, or a reason, verdict or event id beside a metric
+            (the measurement sets the status and reason itself) (exit 3).
+        NotFound, CandidateConflict: as ``triage`` and ``triage_by_verdict``.
+    """
+    if (ask.status is None) == (ask.by_verdict is None):
+        raise InvalidInput(f"{where}: give a status or a metric to triage by (one of the two)")
+    if ask.by_verdict is None:
+        request = Triage(
+            candidate_id=ask.candidate_id,
+            status=ask.status or "",
+            reason=ask.reason,
+            verdict=ask.verdict,
+            expected_version=ask.expected_version,
+            event_id=ask.event_id,
+        )
+        return triage(store, request, writer, where)
+    if ask.reason or ask.verdict or ask.event_id:
+        raise InvalidInput(f"{where}: triage by a metric sets the status and reason itself")
+    return triage_by_verdict(
+        store,
+        ask.candidate_id,
+        ask.by_verdict,
+        ask.concurrency,
+        writer,
+        where,
+        expected_version=ask.expected_version,
+    )
+
+
+def decide_asked(
+    store: LedgerStore, decision: Decision, writer: Writer, where: str, *, follow: bool = False
+) -> Written:
+    """``decision`` recorded as given (``decide``), or with ``follow`` as the candidate's latest
+    triage took it (``follow_triage``)."""
+    if follow:
+        return follow_triage(store, decision, writer, where)
+    return decide(store, decision, writer, where)
