@@ -118,10 +118,14 @@ def test_the_tools_imports_wait_until_after_initialize(tmp_path: Path) -> None:
     assert out.stdout.splitlines() == ["[]", "True"]
 
 
-#: Modules ``initialize`` never waits for: the runners and their HTTP client, Arrow, the read
+#: Modules ``initialize`` never waits for: the runners and their HTTP client, Arrow, DuckDB
+#: and the store's connections (the ledger path is checked at start without them), the read
 #: model, the tools' own modules (their pydantic argument models and JSON Schemas), rich.
 DEFERRED = (
     "runners",
+    "duckdb",
+    "ledger.store.ledger_store",
+    "ledger.store.connection",
     "httpx",
     "pyarrow",
     "rich",
