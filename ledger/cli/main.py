@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import os
 import sys
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -25,6 +26,9 @@ from ledger.cli import commands as core
 from ledger.cli.context import DEFAULT_LEDGER, Context, default_actor_text, ledger_override
 from ledger.errors import LedgerError
 from schemas import Actor
+
+#: Held while a core command is imported and registered (``_LazyPluginGroup.get_command``).
+_LOADING = threading.Lock()
 
 
 class _LazyPluginGroup(click.Group):
@@ -45,9 +49,12 @@ class _LazyPluginGroup(click.Group):
         if command is not None:
             return command
         if cmd_name in core.COMMANDS:
-            command = core.load(cmd_name)
-            _accept_ledger_everywhere(command)
-            self.add_command(command, cmd_name)
+            with _LOADING:  # the resident serves calls in threads: one loads a command once
+                command = super().get_command(ctx, cmd_name)
+                if command is None:
+                    command = core.load(cmd_name)
+                    _accept_ledger_everywhere(command)
+                    self.add_command(command, cmd_name)
             return command
         entry = self._plugins().get(cmd_name)
         if entry is None:
