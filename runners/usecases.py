@@ -8,7 +8,9 @@
 server runner, the refusal to resume beside a served run, the server stopped however the run
 ends, a warmup failure as exit 13; ``run tune``/``run_tune`` one ``TuneRequest``
 (``runners.moe.request``) and ``measure_tune``; ``run server start``/``start_server`` one
-``ServerRequest`` and ``start_server``. Neither front end orchestrates
+``ServerRequest`` and ``start_server``, then what follows the start: ``watch_server`` (the
+CLI, in the foreground), ``stop_server`` and ``server_ended`` (the MCP server's pool). Neither
+front end orchestrates
 (``tests/app/test_one_layer.py`` checks it). Here, in order: the configuration measured by the one
 config-name rule (``resolve_config_name``: the ledger knows which run serves the port; a
 contradicting name is exit 3), the loads (``concurrencies``), the model the server answers to,
@@ -414,18 +416,37 @@ class ServerRequest:
     session_id: str | None = None
 
 
+@dataclass
+class Served:
+    """A started server and the runner that records what follows its start: what a front end
+    keeps of a ``start_server`` and hands back to ``watch_server``, ``stop_server`` and
+    ``server_ended`` (neither front end calls the runner itself: ``tests/app/test_one_layer.py``).
+    """
+
+    runner: ServerRunner
+    run: ServerRun
+
+    @property
+    def run_id(self) -> str:
+        return self.run.run_id
+
+
 def start_server(
     store: LedgerStore,
     request: ServerRequest,
     say: Callable[[str], None],
     *,
     hold: bool = False,
-) -> tuple[ServerRunner, ServerRun]:
+    given_up: Callable[[], bool] | None = None,
+) -> Served:
     """``request``'s configuration started and healthy, recorded in ``store`` (the runner that
-    started it keeps recording its end: ``watch``, ``stop``, ``exited``). ``hold``: the caller
-    watches the server in the foreground until it ends (the CLI): the store is kept open for
-    that run of appends; else each append opens it (the MCP server holds no ledger between
-    calls).
+    started it keeps recording its end: ``watch_server``, ``stop_server``, ``server_ended``).
+    ``hold``: the caller watches the server in the foreground until it ends (the CLI): the
+    store is kept open for that run of appends; else each append opens it (the MCP server
+    holds no ledger between calls), and what the runner says after the start (a stop, a
+    finding at exit) goes nowhere: it belongs to no call. ``given_up``: asked once the server
+    is ready; true (the caller gave up while it started: an MCP call cancelled) stops it and
+    records the stop ("start_server cancelled") before returning.
 
     Raises:
         ConfigError, PortInUse, MissingEngine, ServerStartFailed: their exit codes (3, 10,
@@ -441,8 +462,9 @@ def start_server(
         store.init()
     runner = ServerRunner(store, session_id=request.session_id, say=say)
     try:
-        return runner, runner.start(
-            config, port=request.port, health_timeout_s=request.health_timeout_s
+        served = Served(
+            runner,
+            runner.start(config, port=request.port, health_timeout_s=request.health_timeout_s),
         )
     except KeyboardInterrupt:
         try:
@@ -450,3 +472,51 @@ def start_server(
         except KeyboardInterrupt:
             pass  # a second Ctrl-C only hurried the stop on; it is recorded
         raise
+    if given_up is not None and given_up():
+        stop_server(served, "start_server cancelled")
+    elif not hold:
+        runner.say = lambda _line: None
+    return served
+
+
+@dataclass(frozen=True)
+class ServerEnd:
+    """How a watched server ended: stopped by an interrupt (Ctrl-C, or the SIGTERM a supervisor
+    sends, raised as one), or by itself (``event``: its recorded ``server_stopped`` or
+    ``server_failed``; ``failed``: the latter's message)."""
+
+    interrupted: bool
+    event: Any = None
+
+    @property
+    def failed(self) -> str | None:
+        if self.event is None or self.event.type != "server_failed":
+            return None
+        return str(getattr(self.event, "message", "") or "")
+
+
+def watch_server(served: Served, on_line: Callable[[str], None] | None = None) -> ServerEnd:
+    """Keep ``served`` running in the foreground (its log lines to ``on_line``, its findings
+    recorded) until it ends by itself (its end recorded) or an interrupt comes: then it is
+    stopped and the stop recorded ("interrupted (Ctrl-C)"); a second interrupt only hurries
+    the stop on (SIGTERM, SIGKILL)."""
+    try:
+        return ServerEnd(False, served.runner.watch(served.run, on_line=on_line))
+    except KeyboardInterrupt:
+        try:
+            served.runner.stop(served.run, reason="interrupted (Ctrl-C)")
+        except KeyboardInterrupt:
+            pass  # the stop finished and is recorded
+        return ServerEnd(True)
+
+
+def stop_server(served: Served, reason: str) -> Any:
+    """Stop ``served`` and record ``server_stopped`` with ``reason``; None when its end was
+    recorded already (``ServerRunner.stop``)."""
+    return served.runner.stop(served.run, reason=reason)
+
+
+def server_ended(served: Served) -> Any:
+    """``served``'s end, recorded now when it exited by itself (``server_failed`` with the crash
+    from its log, or ``server_stopped``); None while it runs."""
+    return served.runner.exited(served.run)

@@ -36,9 +36,19 @@ from ledger.app.checks import (
 )
 from ledger.app.export import Export, Exported, export_markdown
 from ledger.app.records import Record, record
-from ledger.app.verdicts import STATUS_OF_VERDICT, follow_triage, triage_by_verdict
+from ledger.app.verdicts import (
+    STATUS_OF_VERDICT,
+    TriageAsk,
+    decide_asked,
+    follow_triage,
+    triage_asked,
+    triage_by_verdict,
+)
 
 __all__ = [
+    "TriageAsk",
+    "decide_asked",
+    "triage_asked",
     "FRONT_END_FIELDS",
     "RUNNER_TYPES",
     "STATUS_OF_VERDICT",

@@ -219,14 +219,10 @@ def decide(store: LedgerStore, decision: Decision, writer: Writer, where: str) -
     }
     event = writer.stamp(_validated(DecisionRecorded, data, where))
     result = checked_append(store, event, where)
+    from ledger.read.agent_reads import event_summaries  # DuckDB's: not at import
+
     with store.connect() as con:
-        summaries = dict(
-            con.execute(
-                "SELECT event_id::VARCHAR, coalesce(summary, type) FROM event_log "
-                "WHERE event_id::VARCHAR IN (SELECT unnest(?::VARCHAR[]))",
-                [[str(e.event_id) for e in cited] or [""]],
-            ).fetchall()
-        )
+        summaries = event_summaries(con, [str(e.event_id) for e in cited])
     evidence = [
         {"event_id": str(e.event_id), "type": e.type, "summary": summaries.get(str(e.event_id))}
         for e in cited

@@ -14,8 +14,9 @@ What the README walkthrough did with ``sql | tail | tr`` and a shell ``case``, a
 
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import asdict, dataclass, replace
 from typing import TYPE_CHECKING, Any
+from uuid import UUID
 
 from ledger.app.candidates import Decision, Triage, Written, decide, triage
 from ledger.app.checks import Writer
@@ -26,17 +27,6 @@ if TYPE_CHECKING:
 
 #: A measured verdict's triage status (``benchmark_deltas.verdict`` -> ``candidate_triaged``).
 STATUS_OF_VERDICT = {"improved": "accepted", "regressed": "rejected"}
-
-_DELTA_SQL = """
-SELECT d.verdict, d.config_name, d.concurrency, t.event_id::VARCHAR AS event_id
-FROM board b JOIN board_deltas bd USING (candidate_id)
-JOIN benchmark_deltas d ON d.config_name = bd.delta_config
-     AND d.session_id IS NOT DISTINCT FROM b.session_id
-JOIN timeline t ON t.seq = d.seq
-WHERE b.candidate_id = ? AND d.metric = ?
-  AND d.concurrency IS NOT DISTINCT FROM coalesce(?::BIGINT, bd.delta_concurrency)
-ORDER BY d.seq DESC LIMIT 1
-"""
 
 
 def measured_delta(
@@ -49,15 +39,17 @@ def measured_delta(
     Raises:
         NotFound: no such comparison (the candidate measured by no plan, another metric).
     """
+    from ledger.read import agent_reads  # DuckDB's: not at import (docs/mcp.md, Start-up)
+
     with store.connect() as con:
-        row = con.execute(_DELTA_SQL, [candidate_id, metric, concurrency]).fetchone()
+        row = agent_reads.measured_delta(con, candidate_id, metric, concurrency)
     if row is None:
         at = f" at c={concurrency}" if concurrency is not None else ""
         raise NotFound(
             f"{where}: no {metric} comparison{at} for candidate {candidate_id!r} "
             "(benchmark_deltas; run a plan with it first)"
         )
-    return dict(zip(("verdict", "config_name", "concurrency", "event_id"), row, strict=True))
+    return asdict(row)
 
 
 def triage_by_verdict(
@@ -76,8 +68,6 @@ def triage_by_verdict(
         NotFound: no such candidate or comparison (exit 5).
         CandidateConflict: triaged since ``expected_version`` (exit 4).
     """
-    from uuid import UUID
-
     delta = measured_delta(store, candidate_id, metric, concurrency, where)
     verdict = delta["verdict"] or "unknown"
     at = f" at c={delta['concurrency']}" if delta["concurrency"] is not None else ""
@@ -100,16 +90,13 @@ def follow_triage(store: LedgerStore, decision: Decision, writer: Writer, where:
     """
     if decision.candidate_id is None:
         raise InvalidInput(f"{where}: following a triage needs the candidate (--candidate)")
+    from ledger.read import agent_reads
+
     with store.connect() as con:
-        row = con.execute(
-            "SELECT payload->>'status', payload->>'reason', causation_id::VARCHAR FROM live_control "
-            "WHERE type = 'candidate_triaged' AND payload->>'candidate_id' = ? "
-            "ORDER BY sync_order DESC LIMIT 1",
-            [decision.candidate_id],
-        ).fetchone()
-    if row is None:
+        triage = agent_reads.latest_triage(con, decision.candidate_id)
+    if triage is None:
         raise NotFound(f"{where}: candidate {decision.candidate_id!r} was never triaged")
-    status, reason, cause = row
+    status, reason, cause = triage.status, triage.reason, triage.causation_id
     evidence = list(decision.evidence_event_ids) or ([cause] if cause else [])
     followed = replace(
         decision,
@@ -118,3 +105,62 @@ def follow_triage(store: LedgerStore, decision: Decision, writer: Writer, where:
         evidence_event_ids=evidence,
     )
     return decide(store, followed, writer, where)
+
+
+@dataclass(frozen=True)
+class TriageAsk:
+    """A triage as a front end takes it: a ``status`` given (with its reason and verdict), or
+    ``by_verdict``, a metric, to triage as the candidate's measured verdict on it says (at
+    ``concurrency``; None: the board's)."""
+
+    candidate_id: str
+    status: str | None = None
+    reason: str | None = None
+    verdict: str | None = None
+    by_verdict: str | None = None
+    concurrency: int | None = None
+    expected_version: int | None = None
+    event_id: UUID | None = None
+
+
+def triage_asked(store: LedgerStore, ask: TriageAsk, writer: Writer, where: str) -> Written:
+    """``ask``: ``triage`` with its status, or ``triage_by_verdict`` with its metric.
+
+    Raises:
+        InvalidInput: both or neither given, or a reason, verdict or event id beside a metric
+            (the measurement sets the status and reason itself) (exit 3).
+        NotFound, CandidateConflict: as ``triage`` and ``triage_by_verdict``.
+    """
+    if (ask.status is None) == (ask.by_verdict is None):
+        raise InvalidInput(f"{where}: give a status or a metric to triage by (one of the two)")
+    if ask.by_verdict is None:
+        request = Triage(
+            candidate_id=ask.candidate_id,
+            status=ask.status or "",
+            reason=ask.reason,
+            verdict=ask.verdict,
+            expected_version=ask.expected_version,
+            event_id=ask.event_id,
+        )
+        return triage(store, request, writer, where)
+    if ask.reason or ask.verdict or ask.event_id:
+        raise InvalidInput(f"{where}: triage by a metric sets the status and reason itself")
+    return triage_by_verdict(
+        store,
+        ask.candidate_id,
+        ask.by_verdict,
+        ask.concurrency,
+        writer,
+        where,
+        expected_version=ask.expected_version,
+    )
+
+
+def decide_asked(
+    store: LedgerStore, decision: Decision, writer: Writer, where: str, *, follow: bool = False
+) -> Written:
+    """``decision`` recorded as given (``decide``), or with ``follow`` as the candidate's latest
+    triage took it (``follow_triage``)."""
+    if follow:
+        return follow_triage(store, decision, writer, where)
+    return decide(store, decision, writer, where)

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import os
 import sys
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -21,15 +22,19 @@ from typing import Any, NoReturn
 
 import click
 
-from ledger.cli.commands import COMMANDS
+from ledger.cli import commands as core
 from ledger.cli.context import DEFAULT_LEDGER, Context, default_actor_text, ledger_override
 from ledger.errors import LedgerError
 from schemas import Actor
 
+#: Held while a core command is imported and registered (``_LazyPluginGroup.get_command``).
+_LOADING = threading.Lock()
+
 
 class _LazyPluginGroup(click.Group):
-    """The root group: commands of other packages (entry points ``tuneledger.commands``) are
-    listed by name and imported only when one of them runs or help lists them."""
+    """The root group: the core commands (``ledger.cli.commands.COMMANDS``) and the commands
+    of other packages (entry points ``tuneledger.commands``) are listed by name and imported
+    only when one of them runs or help lists them."""
 
     def _plugins(self) -> dict[str, Any]:
         from importlib.metadata import entry_points
@@ -37,11 +42,19 @@ class _LazyPluginGroup(click.Group):
         return {entry.name: entry for entry in entry_points(group="tuneledger.commands")}
 
     def list_commands(self, ctx: click.Context) -> list[str]:
-        return sorted({*super().list_commands(ctx), *self._plugins()})
+        return sorted({*super().list_commands(ctx), *core.COMMANDS, *self._plugins()})
 
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
         command = super().get_command(ctx, cmd_name)
         if command is not None:
+            return command
+        if cmd_name in core.COMMANDS:
+            with _LOADING:  # the resident serves calls in threads: one loads a command once
+                command = super().get_command(ctx, cmd_name)
+                if command is None:
+                    command = core.load(cmd_name)
+                    _accept_ledger_everywhere(command)
+                    self.add_command(command, cmd_name)
             return command
         entry = self._plugins().get(cmd_name)
         if entry is None:
@@ -97,10 +110,6 @@ def cli(ctx: click.Context, ledger: Path, actor: str, session: str | None) -> No
 #: The context of the command running (one at a time per process: the resident serves calls
 #: one by one), so ``main`` can name the ledger in an error raised from deep inside DuckDB.
 _RUNNING: list[Context | None] = [None]
-
-
-for _command in COMMANDS:
-    cli.add_command(_command)
 
 
 def run() -> None:
@@ -208,8 +217,8 @@ def _accept_ledger_everywhere(command: click.Command) -> None:
 
 
 def _register_plugin_commands() -> None:
-    """Load every plugin command now (for code that drives ``cli`` directly, e.g. click's
-    CliRunner in tests); the CLI itself loads a plugin only when its command is used."""
+    """Load every command now, core and plugin (for code that drives ``cli.commands``
+    directly); the CLI itself loads a command only when it is used."""
     context = click.Context(cli)
     for name in cli.list_commands(context):
         cli.get_command(context, name)
@@ -269,8 +278,6 @@ def _importing(frame: Any) -> bool:
 
 def main(argv: list[str] | None = None) -> None:
     """Run the CLI; ``LedgerError`` becomes one line on stderr and its exit code."""
-    for command in cli.commands.values():  # plugin commands get it when loaded (_LazyPluginGroup)
-        _accept_ledger_everywhere(command)
     with _noting_interrupts() as interrupted:
         _main(argv, interrupted)
 

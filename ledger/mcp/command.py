@@ -209,9 +209,10 @@ def mcp_command(
     actor = _actor(actor_text or DEFAULT_ACTOR)
     actor_given = actor_text is not None
     tools = tool_sets(tools_text)
-    from ledger.store import LedgerStore
+    # an impossible name now, not at the agent's first call; without DuckDB (Start-up)
+    from ledger.store.ledger_file import check_ledger_path
 
-    LedgerStore(ledger).check_path()  # an impossible name now, not at the agent's first call
+    check_ledger_path(ledger)
     app = build_app(
         ledger.resolve(),
         actor,

@@ -9,10 +9,12 @@ session's decisions so far. Where the ledger holds nothing, it says so rather th
 
 from __future__ import annotations
 
+from dataclasses import asdict
 from typing import Any
 
 from ledger.mcp.toolbox import Seat
 from ledger.mcp.values import jsonable
+from ledger.read import agent_reads
 from ledger.read import model as read_model
 
 #: Candidates still to act on.
@@ -39,43 +41,21 @@ def next_step_text(seat: Seat, session_id: str | None) -> str:
     """The prompt for ``session_id`` (None: the ledger's latest session)."""
     with seat.store().connect() as con:
         session = session_id or read_model.default_session(con)
-        started = read_model.rows(
-            con,
-            "SELECT payload->>'title' AS title, payload->>'model' AS model FROM live_events "
-            "WHERE type = 'session_started' AND session_id IS NOT DISTINCT FROM ? "
-            "ORDER BY seq LIMIT 1",
-            [session],
-        )
+        head = agent_reads.session_head(con, session)
         board = jsonable(read_model.board(con, session))
         open_flags = sorted(
             {r["flag"] for r in board if r["status"] in OPEN_STATUSES and r.get("flag")}
         )
-        verdicts = read_model.rows(
-            con,
-            "SELECT flag, arch, engine, engine_version, verdict, basis, summary FROM flag_verdicts "
-            "WHERE flag IN (SELECT unnest(?::VARCHAR[])) ORDER BY flag, arch, engine_version",
-            [open_flags or [""]],
-        )
-        runs = read_model.rows(
-            con,
-            "SELECT run_id, config_name, status, changes_vs_previous FROM server_runs "
-            "WHERE session_id IS NOT DISTINCT FROM ? ORDER BY started_seq DESC LIMIT 5",
-            [session],
-        )
-        decisions = read_model.rows(
-            con,
-            "SELECT decision, rationale, event_id::VARCHAR AS event_id FROM decisions "
-            "WHERE session_id IS NOT DISTINCT FROM ? ORDER BY seq",
-            [session],
-        )
-    head = started[0] if started else {}
+        verdicts = [asdict(v) for v in agent_reads.verdicts_of_flags(con, open_flags)]
+        runs = [asdict(r) for r in agent_reads.recent_runs(con, session)]
+        decisions = [asdict(d) for d in agent_reads.session_decisions(con, session)]
     opened = [r for r in board if r["status"] in OPEN_STATUSES]
     lines = [
         f"# Next step of session {session or '(none)'}",
         "",
         f"Ledger {seat.ledger}; you record as {seat.actor.kind}:{seat.actor.name}.",
-        f"Session: {head.get('title') or 'no session_started recorded'}"
-        + (f" (model {head['model']})" if head.get("model") else ""),
+        f"Session: {head.title or 'no session_started recorded'}"
+        + (f" (model {head.model})" if head.model else ""),
         "",
         "## Board",
         *_table(

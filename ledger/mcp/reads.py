@@ -10,14 +10,20 @@ objects keyed by the view's column names (``ledger.mcp.values``).
 from __future__ import annotations
 
 import json
-from typing import Any
+from collections.abc import Callable
+from dataclasses import asdict, is_dataclass
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, Field
 
 from ledger.errors import NotFound
 from ledger.mcp.toolbox import Arguments, Call, Toolbox, tool_from_models
 from ledger.mcp.values import event_json, jsonable, rows_of
+from ledger.read import agent_reads
 from ledger.read import model as read_model
+
+if TYPE_CHECKING:
+    import duckdb
 
 Row = dict[str, Any]
 
@@ -30,9 +36,14 @@ MAX_TIMEOUT_S = 60.0
 DEFAULT_SQL_BYTES, MAX_SQL_BYTES = 256_000, 4_000_000
 
 
-def _rows(call: Call, sql: str, params: list[Any]) -> list[Row]:
+def _read(call: Call, query: Callable[[duckdb.DuckDBPyConnection], list[Any]]) -> list[Row]:
+    """The rows of one named query of ``ledger.read`` as JSON objects (a dataclass row's fields
+    by name)."""
     with call.seat.store().connect() as con:
-        return [jsonable(r) for r in read_model.rows(con, sql, params)]
+        found = query(con)
+    return [
+        jsonable(asdict(r) if is_dataclass(r) and not isinstance(r, type) else r) for r in found
+    ]
 
 
 # --- board ---------------------------------------------------------------------------
@@ -75,15 +86,10 @@ class FlagVerdictArgs(Arguments):
 
 def flag_verdict_rows(call: Call, args: FlagVerdictArgs) -> list[Row]:
     """``flag_verdicts`` rows (the latest verdict per flag, value, engine, version and arch)."""
-    return _rows(
-        call,
-        "SELECT * EXCLUDE (sync_order) FROM flag_verdicts "
-        "WHERE ($1::VARCHAR IS NULL OR flag = $1) AND ($2::VARCHAR IS NULL OR arch = $2) "
-        "AND ($3::VARCHAR IS NULL OR engine = $3) AND ($4::VARCHAR IS NULL OR engine_version = $4) "
-        "AND ($5::BOOLEAN IS NULL OR no_effect = $5) "
-        "ORDER BY flag, value NULLS FIRST, arch, engine_version, engine, seq",
-        [args.flag, args.arch, args.engine, args.engine_version, args.no_effect],
+    only = agent_reads.VerdictFilter(
+        args.flag, args.arch, args.engine, args.engine_version, args.no_effect
     )
+    return _read(call, lambda con: agent_reads.flag_verdict_rows(con, only))
 
 
 def _flag_verdicts(args: FlagVerdictArgs, call: Call) -> dict[str, Any]:
@@ -105,15 +111,10 @@ class DeltaArgs(Arguments):
 
 
 def _benchmark_deltas(args: DeltaArgs, call: Call) -> dict[str, Any]:
-    rows = _rows(
-        call,
-        "SELECT * FROM benchmark_deltas "
-        "WHERE ($1::VARCHAR IS NULL OR session_id = $1) AND ($2::VARCHAR IS NULL OR config_name = $2) "
-        "AND ($3::VARCHAR IS NULL OR metric = $3) AND ($4::INTEGER IS NULL OR concurrency = $4) "
-        "ORDER BY session_id, config_name, concurrency NULLS FIRST, metric",
-        [args.session_id or call.seat.session_id, args.config_name, args.metric, args.concurrency],
+    only = agent_reads.DeltaFilter(
+        args.session_id or call.seat.session_id, args.config_name, args.metric, args.concurrency
     )
-    return {"rows": rows}
+    return {"rows": _read(call, lambda con: agent_reads.benchmark_delta_rows(con, only))}
 
 
 # --- server runs: what differs ----------------------------------------------------------
@@ -197,22 +198,18 @@ def run_differences(a: Row, b: Row) -> list[Row]:
 
 
 def _server_run(call: Call, run_id: str) -> Row:
-    found = _rows(call, "SELECT * FROM server_runs WHERE run_id = $1", [run_id])
-    if not found:
+    with call.seat.store().connect() as con:
+        found = agent_reads.server_run_row(con, run_id)
+    if found is None:
         raise NotFound(f"no server run {run_id!r} (server_runs with no run ids lists them)")
-    return found[0]
+    row: Row = jsonable(found)
+    return row
 
 
 def _server_runs(args: ServerRunsArgs, call: Call) -> dict[str, Any]:
     if args.run_a is None and args.run_b is None:
-        runs = _rows(
-            call,
-            "SELECT run_id, config_name, engine, status, started_at, previous_run_id, "
-            "changes_vs_previous FROM server_runs WHERE $1::VARCHAR IS NULL OR session_id = $1 "
-            "ORDER BY started_seq",
-            [args.session_id or call.seat.session_id],
-        )
-        return {"runs": runs}
+        session = args.session_id or call.seat.session_id
+        return {"runs": _read(call, lambda con: agent_reads.server_runs_listed(con, session))}
     if args.run_b is None:
         raise NotFound("server_runs: give run_b (and run_a, else the run before run_b)")
     b = _server_run(call, args.run_b)

@@ -68,29 +68,15 @@ def decision_log(seat: Seat, params: dict[str, str]) -> tuple[str, str]:
     return export_markdown(seat.store(), Export(params["id"])).markdown, "text/markdown"
 
 
-_FLAG_HISTORY_SQL = """
-SELECT h.engine, h.engine_version, h.arch, h.verdict, h.basis, h.no_effect, h.summary,
-       h.session_id, h.seq, h.recorded_at, h.evidence_event_id::VARCHAR AS evidence_event_id,
-       e.type AS evidence_type, e.summary AS evidence_summary, e.source AS evidence_source
-FROM flag_verdict_history h LEFT JOIN event_log e ON e.event_id = h.evidence_event_id
-WHERE h.flag = ? ORDER BY h.seq
-"""
-
-
 def flag_history(seat: Seat, params: dict[str, str]) -> tuple[str, str]:
     from ledger.mcp.values import jsonable
-    from ledger.read import model as read_model
+    from ledger.read import agent_reads
     from schemas import normalize_flag
 
     flag = normalize_flag(params["name"])
     with seat.store().connect() as con:
-        history = read_model.rows(con, _FLAG_HISTORY_SQL, [flag])
-        latest = read_model.rows(
-            con,
-            "SELECT * EXCLUDE (sync_order) FROM flag_verdicts WHERE flag = ? "
-            "ORDER BY value NULLS FIRST, arch, engine_version, engine",
-            [flag],
-        )
+        history = agent_reads.flag_history_rows(con, flag)
+        latest = agent_reads.flag_latest_rows(con, flag)
     body = {"flag": flag, "latest": jsonable(latest), "history": jsonable(history)}
     return json.dumps(body), "application/json"
 

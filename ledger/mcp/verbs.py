@@ -110,22 +110,26 @@ def _propose(args: ProposeArgs, call: Call) -> dict[str, Any]:
 
 class TriageArgs(Arguments):
     candidate_id: str = Field(description="The board's candidate_id, e.g. flag:enable-foo.")
-    status: TriageStatus = Field(description="The candidate's new status.")
-    reason: str | None = Field(None, description="Why (shown on the board and in the log).")
-    verdict: Verdict | None = Field(None, description="The flag's verdict, if this settles it.")
+    status: TriageStatus | None = Field(None, description="The new status.")
+    reason: str | None = Field(None, description="Why (on the board and in the log).")
+    verdict: Verdict | None = Field(None, description="The flag's verdict, if settled.")
     expected_version: int | None = Field(
         None,
         ge=1,
-        description="The candidate's stream_version as you read it on the board: the triage is "
-        "refused (exit 4, with the new state) if it changed since. Default: the current one.",
+        description="The stream_version you read on the board (default: the current one).",
     )
+    by_verdict: str | None = Field(
+        None,
+        description="Instead of status: a metric; its measured verdict sets it.",
+    )
+    concurrency: int | None = Field(None, description="With by_verdict.")
     event_id: UUID | None = _EVENT_ID
 
 
 def _triage(args: TriageArgs, call: Call) -> dict[str, Any]:
-    request = app.Triage(**args.model_dump())
+    ask = app.TriageAsk(**args.model_dump())
     try:
-        written = app.triage(call.seat.writable_store(), request, call.writer, "triage_candidate")
+        written = app.triage_asked(call.seat.writable_store(), ask, call.writer, "triage_candidate")
     except app.CandidateConflict as exc:
         raise _refusal(exc) from None
     return _written(written)
@@ -140,11 +144,15 @@ class DecisionArgs(Arguments):
     alternatives: list[str] = Field(default_factory=list, description="What else was considered.")
     evidence_event_ids: list[str] = Field(
         default_factory=list,
-        description="Ids (or unique 8+ digit prefixes) of the events that support it: a "
-        "comparison, a finding, a flag verdict, a benchmark run.",
+        description="Ids (or 8+ digit prefixes) of the events supporting it: a comparison, "
+        "a finding, a flag verdict.",
     )
     candidate_id: str | None = Field(None, description="The candidate it settles, if one.")
     session_id: str | None = Field(None, description="Default: the server's --session.")
+    follow_triage: bool = Field(
+        False,
+        description="Decide as candidate_id's latest triage did.",
+    )
     event_id: UUID | None = _EVENT_ID
 
 
@@ -155,8 +163,14 @@ class DecisionOut(AppendedEvent):
 
 
 def _decide(args: DecisionArgs, call: Call) -> dict[str, Any]:
-    decision = app.Decision(**args.model_dump())
-    written = app.decide(call.seat.writable_store(), decision, call.writer, "record_decision")
+    decision = app.Decision(**args.model_dump(exclude={"follow_triage"}))
+    written = app.decide_asked(
+        call.seat.writable_store(),
+        decision,
+        call.writer,
+        "record_decision",
+        follow=args.follow_triage,
+    )
     return {**envelope(written.result, written.event.type), "evidence": written.evidence}
 
 
@@ -186,10 +200,8 @@ def add_verbs(toolbox: Toolbox) -> None:
     toolbox.add(
         tool_from_models(
             "triage_candidate",
-            "Accept, reject, defer or close a candidate, at the version you read (expected_version; "
-            "default: the board's current one). If someone triaged it since, the answer is a "
-            "conflict (exit 4) carrying the candidate's new board row: decide again and retry "
-            "with its stream_version.",
+            "Accept, reject, defer or close a candidate (status, or by_verdict). Triaged since "
+            "expected_version: exit 4 with the new board row; decide again, retry.",
             TriageArgs,
             CandidateOut,
             _triage,
@@ -198,9 +210,8 @@ def add_verbs(toolbox: Toolbox) -> None:
     toolbox.add(
         tool_from_models(
             "record_decision",
-            "Record a decision with its rationale, the alternatives and the evidence (event ids "
-            "or unique prefixes, each checked to exist); the decision log shows it with each "
-            "cited event's summary.",
+            "Record a decision with its rationale, alternatives and evidence (event ids or "
+            "prefixes, each checked); the decision log shows each cited event's summary.",
             DecisionArgs,
             DecisionOut,
             _decide,

@@ -132,8 +132,10 @@ def stream_readonly(
             batches ran longer than ``timeout_s``.
     """
     check_readonly(sql)
-    deadline = time.monotonic() + timeout_s if timeout_s else None
     with store.connect(read_only=True, config=SANDBOX_CONFIG, views=sql) as con:
+        # from here: the wait for the file is the store's (busy: exit 7, retried), not the
+        # query's (parallel MCP calls queued behind writers timed out before their query ran)
+        deadline = time.monotonic() + timeout_s if timeout_s else None
         timer = threading.Timer(timeout_s, con.interrupt) if timeout_s else None
         if timer is not None:
             timer.daemon = True

@@ -26,11 +26,6 @@ from ledger.store import ledger_file, sidecar_lock
 from ledger.store.derived import installed
 from ledger.store.schema import state
 
-#: File suffixes DuckDB treats as data to scan, not as a database to open.
-_DATA_SUFFIXES = frozenset(
-    {".json", ".jsonl", ".ndjson", ".csv", ".tsv", ".parquet", ".txt", ".log", ".xlsx"}
-)
-
 #: How often a kept-open connection's watcher looks for a process waiting for the file (s).
 WATCH_INTERVAL_S = 0.005
 #: A kept-open writer idle this long catches its projections up (s).

@@ -22,11 +22,13 @@ import re
 import stat
 from collections.abc import Iterator
 from pathlib import Path
-
-import duckdb
+from typing import TYPE_CHECKING
 
 from ledger.errors import InvalidInput, LedgerError, StorageError
 from ledger.store.safe_files import file_kind
+
+if TYPE_CHECKING:  # DuckDB itself is imported where it is used: `check_ledger_path` needs none
+    import duckdb
 
 #: ``scheme:`` prefixes: DuckDB reads ``md:``/``motherduck:`` as MotherDuck and ``http(s)://``,
 #: ``s3://``, ``gcs://``, ``hf://``… through extensions it would try to install and load.
@@ -81,6 +83,41 @@ def check_name(path: Path) -> None:
         raise InvalidInput(f"{name}: {what}, not a ledger file (a ledger is a regular file)")
 
 
+#: File suffixes DuckDB treats as data to scan, not as a database to open.
+DATA_SUFFIXES = frozenset(
+    {".json", ".jsonl", ".ndjson", ".csv", ".tsv", ".parquet", ".txt", ".log", ".xlsx"}
+)
+
+
+def check_ledger_path(path: Path, *, read_header: bool = True) -> None:
+    """Refuse a path that is not (or cannot become) a ledger file, before DuckDB sees it
+    (``LedgerStore.check_path``; here without DuckDB, so a front end checks its ledger at start
+    without importing it: docs/mcp.md, Start-up).
+
+    DuckDB opens ``:memory:`` and data-file names (``x.jsonl``, ``x.csv``) as an in-memory
+    database: appends would "succeed" and vanish. An existing file must carry DuckDB's magic
+    bytes (``read_header``: False while this process keeps the file open, see
+    ``LedgerStore.check_path``).
+
+    Raises:
+        InvalidInput: one line naming the path and what to do instead.
+    """
+    name = str(path)
+    check_name(path)  # md:, http://, a symlink loop
+    if name.startswith(":") or path.suffix.lower() in DATA_SUFFIXES:
+        raise InvalidInput(
+            f"{name}: not a ledger file name (use e.g. ledger.duckdb; to load JSONL events "
+            "use `tuneledger append < FILE`, to import tool outputs `tuneledger import FILE`)"
+        )
+    if path.is_dir():
+        raise InvalidInput(f"{name}: is a directory, not a ledger file")
+    if read_header and path.exists() and path.stat().st_size:
+        with path.open("rb") as handle:
+            header = handle.read(12)
+        if header[8:12] != b"DUCK":
+            raise InvalidInput(f"{name}: not a DuckDB ledger file")
+
+
 def open_error(path: Path, exc: duckdb.Error) -> LedgerError | None:
     """The one-line ledger error for a DuckDB error met opening or reading ``path``, or None.
 
@@ -102,6 +139,8 @@ def query_damage(path: Path, exc: BaseException) -> LedgerError | None:
     ("Corrupt database file: computed checksum … does not match stored checksum … in block at
     location …"); DuckDB's internal and serialisation errors while reading are reported as
     possible damage, naming DuckDB's message, never as a traceback. None: not one of those."""
+    import duckdb
+
     if not isinstance(exc, duckdb.Error):
         return None
     known = open_error(path, exc)
@@ -217,6 +256,8 @@ def check_compatible(
         NewerLedger: a layout version above this code's (names both), a layout version that is
             not a number, or ``events`` columns not in ``columns``.
     """
+    import duckdb
+
     try:
         meta = dict(con.execute("SELECT key, value FROM ledger_meta").fetchall())
     except duckdb.CatalogException:

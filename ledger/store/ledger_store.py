@@ -78,7 +78,6 @@ import duckdb
 from ledger.errors import InvalidInput, NotFound
 from ledger.store import careful, columns, ledger_file, reading, schema, sidecar_lock
 from ledger.store.connection import (
-    _DATA_SUFFIXES,
     HELD,
     MAX_LAG,
     WRITER_HOLD_S,
@@ -156,25 +155,12 @@ class LedgerStore:
         Raises:
             InvalidInput: one line naming the path and what to do instead.
         """
-        name = str(self.path)
-        ledger_file.check_name(self.path)  # md:, http://, a symlink loop
-        if name.startswith(":") or self.path.suffix.lower() in _DATA_SUFFIXES:
-            raise InvalidInput(
-                f"{name}: not a ledger file name (use e.g. ledger.duckdb; to load JSONL events "
-                "use `tuneledger append < FILE`, to import tool outputs `tuneledger import FILE`)"
-            )
-        if self.path.is_dir():
-            raise InvalidInput(f"{name}: is a directory, not a ledger file")
         # DuckDB locks the file with a POSIX record lock, which the kernel drops when the
         # process closes *any* descriptor of that file: reading the header while this process
         # keeps the file open would let another process (DuckDB's shell) open it read-write.
         # A kept-open file was checked when it was opened; the lock keeps one from opening now.
         with self._lock:
-            if HELD.get(self._key) is None and self.path.exists() and self.path.stat().st_size:
-                with self.path.open("rb") as handle:
-                    header = handle.read(12)
-                if header[8:12] != b"DUCK":
-                    raise InvalidInput(f"{name}: not a DuckDB ledger file")
+            ledger_file.check_ledger_path(self.path, read_header=HELD.get(self._key) is None)
 
     @contextmanager
     def connect(

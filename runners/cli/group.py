@@ -94,7 +94,8 @@ def start_command(
     pid and log path goes to standard output (for scripts and agents). --json: the same
     line, and an error (the server failing, dying) as the JSON error object on stderr.
     """
-    from runners.usecases import ServerRequest, start_server  # httpx: only when one starts
+    # httpx: only when one starts
+    from runners.usecases import ServerRequest, start_server, watch_server
 
     request = ServerRequest(
         configs_path, config_name, port, health_timeout_s, session_id or ctx.session
@@ -104,30 +105,24 @@ def start_command(
     try:
         # ServerStartFailed, PortInUse, MissingEngine, ConfigError are LedgerErrors: the core CLI
         # prints them as one line and exits with their code.
-        runner, run = start_server(ctx.store(), request, _stderr, hold=True)
+        served = start_server(ctx.store(), request, _stderr, hold=True)
     except KeyboardInterrupt:
         click.echo(
             f"tuneledger: interrupted: server {config_name} stopped before it was ready", err=True
         )
         sys.exit(130)
+    run = served.run
     click.echo(
         json.dumps(
             {"run_id": run.run_id, "port": run.port, "pid": run.pid, "log": str(run.log_path)}
         )
     )
     _stderr(f"{config_name} is serving on {run.base_url}; Ctrl-C stops it")
-    try:
-        ended = runner.watch(
-            run, on_line=(lambda line: click.echo(line, err=True)) if follow else None
-        )
-    except KeyboardInterrupt:
-        try:
-            runner.stop(run, reason="interrupted (Ctrl-C)")
-        except KeyboardInterrupt:
-            pass  # a second Ctrl-C only hurried the stop on (SIGTERM, SIGKILL); it is recorded
+    end = watch_server(served, (lambda line: click.echo(line, err=True)) if follow else None)
+    if end.interrupted:
         return
-    if ended is not None and ended.type == "server_failed":
-        message = f"server {run.run_id} died: {getattr(ended, 'message', '')}"
+    if end.failed is not None:
+        message = f"server {run.run_id} died: {end.failed}"
         click.echo(
             error_json(message, 12) if as_json else f"tuneledger: error: {message}", err=True
         )

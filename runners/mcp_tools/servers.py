@@ -22,7 +22,8 @@ from pydantic import BaseModel, Field
 
 from ledger.errors import NotFound
 from ledger.mcp.toolbox import Arguments, Call, Cancelled, Seat, Toolbox, tool_from_models
-from runners.server.runner import ServerRun, ServerRunner
+from runners.server.runner import ServerRun
+from runners.usecases import Served, server_ended, stop_server
 
 #: How often the watcher looks for servers that exited by themselves, seconds.
 WATCH_INTERVAL_S = 2.0
@@ -34,7 +35,7 @@ class ServerPool:
     def __init__(self, seat: Seat) -> None:
         self.seat = seat
         self._lock = threading.Lock()
-        self._running: dict[str, tuple[ServerRunner, ServerRun]] = {}
+        self._running: dict[str, Served] = {}
         self._ended: dict[str, Any] = {}
         self._stop_watching = threading.Event()
         self._watcher: threading.Thread | None = None
@@ -50,16 +51,18 @@ class ServerPool:
             args.health_timeout_s,
             args.session_id or self.seat.session_id,
         )
-        runner, run = start_server(self.seat.store(), request, lambda line: call.progress(line))
-        if call.cancelled.is_set():  # the agent gave up while it started: nothing left running
-            runner.stop(run, reason="start_server cancelled")
+        served = start_server(
+            self.seat.store(),
+            request,
+            lambda line: call.progress(line),
+            given_up=call.cancelled.is_set,  # the agent gave up while it started: stopped
+        )
+        if served.run.ended:
             raise Cancelled("cancelled by the MCP client")
-        # What the runner says later (a stop, a finding at exit) belongs to no call of this one.
-        runner.say = lambda _line: None
         with self._lock:
-            self._running[run.run_id] = (runner, run)
+            self._running[served.run_id] = served
         self._watch()
-        return run
+        return served.run
 
     def stop(self, run_id: str, reason: str) -> dict[str, Any]:
         """Stop a server of the pool and record it; one that had exited says how.
@@ -77,8 +80,7 @@ class ServerPool:
                         "(running_servers lists them)"
                     )
                 return _end_json(run_id, ended, already=True)
-            runner, run = found
-            stopped = runner.stop(run, reason=reason)
+            stopped = stop_server(found, reason)
         return _end_json(run_id, stopped, already=stopped is None)
 
     def running(self) -> list[dict[str, Any]]:
@@ -93,14 +95,14 @@ class ServerPool:
                     "pid": run.pid,
                     "log": str(run.log_path),
                 }
-                for _runner, run in self._running.values()
+                for run in (served.run for served in self._running.values())
             ]
 
     def _reap(self) -> None:
         """Record the servers that exited by themselves and drop them from the pool."""
         with self._lock:
-            for run_id, (runner, run) in list(self._running.items()):
-                ended = runner.exited(run)
+            for run_id, served in list(self._running.items()):
+                ended = server_ended(served)
                 if ended is not None:
                     del self._running[run_id]
                     self._ended[run_id] = ended
@@ -125,8 +127,8 @@ class ServerPool:
         with self._lock:
             runs = list(self._running.values())
             self._running.clear()
-        for runner, run in runs:
-            runner.stop(run, reason="the MCP server ended")
+        for served in runs:
+            stop_server(served, "the MCP server ended")
 
 
 def _end_json(run_id: str, event: Any, *, already: bool) -> dict[str, Any]:

@@ -58,12 +58,12 @@ PAIRS = {
         [("ledger/mcp/verbs.py", "_propose")],
     ),
     "triage": (
-        {"triage"},
+        {"triage_asked"},
         [("ledger/cli/commands/board_verbs.py", "triage")],
         [("ledger/mcp/verbs.py", "_triage")],
     ),
     "decide": (
-        {"decide"},
+        {"decide_asked"},
         [("ledger/cli/commands/board_verbs.py", "decide")],
         [("ledger/mcp/verbs.py", "_decide")],
     ),
@@ -91,6 +91,8 @@ ORCHESTRATION = {
     "research_spec",
     "record_research_result",
     "kept_open",
+    "triage_by_verdict",
+    "follow_triage",
 }
 
 
@@ -128,3 +130,43 @@ def test_both_front_ends_call_the_same_use_case_and_orchestrate_nothing(use_case
     assert functions <= mcp_calls, f"the MCP's {use_case} does not call {functions - mcp_calls}"
     assert cli_calls & ORCHESTRATION == set(), f"the CLI's {use_case} orchestrates"
     assert mcp_calls & ORCHESTRATION == set(), f"the MCP's {use_case} orchestrates"
+
+
+#: The server runner's methods for what follows a start: the use cases call them
+#: (``runners/usecases.py``: ``watch_server``, ``stop_server``, ``server_ended``), the front ends
+#: do not.
+RUNNER_METHODS = {"start", "watch", "stop", "exited", "close"}
+
+
+def _touches_the_runner(path: str) -> list[str]:
+    """Where ``path`` calls a server runner's method itself (``runner.stop(...)``,
+    ``served.runner.watch(...)``) or names a runner."""
+    found = []
+    for node in ast.walk(ast.parse((ROOT / path).read_text())):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+            owner = node.func.value
+            name = owner.id if isinstance(owner, ast.Name) else getattr(owner, "attr", "")
+            if name == "runner" and node.func.attr in RUNNER_METHODS:
+                found.append(f"{path}:{node.lineno} runner.{node.func.attr}")
+        if isinstance(node, ast.Name) and node.id == "ServerRunner":
+            found.append(f"{path}:{node.lineno} ServerRunner")
+    return found
+
+
+def test_what_follows_a_server_start_is_the_use_cases() -> None:
+    """The CLI's ``run server start`` watches its server in the foreground and the MCP server
+    keeps its servers in a pool between calls; what happens to a server after its start (the
+    foreground watch and the stop on an interrupt, a stop and its record, a server that exited
+    by itself recorded, the stop of a start the caller gave up) is the use cases', once."""
+    cli = _called(_function("runners/cli/group.py", "start_command"))
+    assert {"start_server", "watch_server"} <= cli
+    pool = set().union(
+        *(
+            _called(_function("runners/mcp_tools/servers.py", f"ServerPool.{method}"))
+            for method in ("start", "stop", "_reap", "close")
+        )
+    )
+    assert {"start_server", "stop_server", "server_ended"} <= pool
+    touched = _touches_the_runner("runners/cli/group.py")
+    touched += _touches_the_runner("runners/mcp_tools/servers.py")
+    assert touched == []

@@ -102,7 +102,7 @@ def test_a_stale_triage_and_a_second_proposal_are_conflicts_naming_the_new_state
     assert stale.returncode == 4 and stale.stderr.count("\n") == 1
     assert "status accepted, stream_version 2" in stale.stderr
     neither = _cli(store.path, "triage", "flag:enable-foo")
-    assert neither.returncode == 3 and "STATUS or --by-verdict" in neither.stderr
+    assert neither.returncode == 3 and "a status or a metric" in neither.stderr
     bad = _cli(store.path, "decide", "x\x1b[2J")
     assert bad.returncode == 3 and "U+001B" in bad.stderr
     assert store.head() == 2
@@ -160,3 +160,59 @@ def test_triage_by_the_measured_verdict_and_the_decision_that_follows_it(
     assert decision.evidence_event_ids == [cause.event_id]  # type: ignore[attr-defined]
     missing = _cli(store.path, "triage", cid, "--by-verdict", "median_ttft_ms")
     assert missing.returncode == 5 and "no median_ttft_ms comparison" in missing.stderr
+
+
+def _measured(store: LedgerStore, cid: str, tuned: float) -> None:
+    events: list[Any] = [
+        CandidateProposed(
+            candidate_id=cid, kind="flag", flag="continuous-batching", title="CB", session_id="s1"
+        )
+    ]
+    for base_value, cand_value in ((100.0, tuned), (101.0, tuned + 1), (99.0, tuned - 1)):
+        events += [_bench("baseline", base_value), _bench("continuous-batching", cand_value, cid)]
+    store.append(events)
+
+
+@pytest.mark.anyio
+async def test_the_mcp_triages_by_verdict_and_follows_it_as_the_cli_does(tmp_path: Path) -> None:
+    """``triage_candidate(by_verdict=...)`` and ``record_decision(follow_triage=true)`` are the
+    CLI's ``triage --by-verdict`` and ``decide --follow-triage``: one use case each
+    (``ledger.app.triage_asked``, ``decide_asked``), the same events."""
+    cid = "flag:continuous-batching"
+    by_cli, by_mcp = LedgerStore(tmp_path / "cli.duckdb"), LedgerStore(tmp_path / "mcp.duckdb")
+    for store in (by_cli, by_mcp):
+        store.init()
+        _measured(store, cid, 130.0)
+    args = ["--by-verdict", "output_throughput", "--concurrency", "4"]
+    assert _cli(by_cli.path, "triage", cid, *args).returncode == 0
+    decided = _cli(by_cli.path, "decide", "CB", "--candidate", cid, "--follow-triage")
+    assert decided.returncode == 0, decided.stderr
+    async with in_process(by_mcp.path, session="s1") as client:
+        triaged = await call(
+            client,
+            "triage_candidate",
+            {"candidate_id": cid, "by_verdict": "output_throughput", "concurrency": 4},
+        )
+        assert triaged["candidate"]["status"] == "accepted", triaged
+        await call(
+            client,
+            "record_decision",
+            {"decision": "CB", "candidate_id": cid, "follow_triage": True},
+        )
+        both = await client.call_tool(
+            "triage_candidate", {"candidate_id": cid, "status": "rejected", "by_verdict": "x"}
+        )
+    assert both.is_error and both.structured_content["error"]["exit_code"] == 3  # type: ignore[index]
+    skip = {"actor", "event_id", "recorded_at", "causation_id", "evidence_event_ids", "run_id"}
+    shown = [
+        {k: v for k, v in e.model_dump(exclude=VOLATILE).items() if k not in skip}
+        for e in by_cli.read(types=["candidate_triaged", "decision_recorded"])
+    ]
+    assert shown == [
+        {k: v for k, v in e.model_dump(exclude=VOLATILE).items() if k not in skip}
+        for e in by_mcp.read(types=["candidate_triaged", "decision_recorded"])
+    ]
+    (decision,) = by_mcp.read(types=["decision_recorded"])
+    assert decision.decision == "CB: accepted"  # type: ignore[attr-defined]
+    (triage,) = by_mcp.read(types=["candidate_triaged"])
+    assert decision.evidence_event_ids == [triage.causation_id]  # type: ignore[attr-defined]

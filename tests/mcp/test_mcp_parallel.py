@@ -7,7 +7,10 @@ with a kept-open writer (a plan's) appending in another thread all along."""
 from __future__ import annotations
 
 import asyncio
+import os
+import sys
 import threading
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -15,7 +18,7 @@ import pytest
 from ledger.store import LedgerStore
 from ledger.write import commands
 from schemas import Actor, NoteAdded
-from tests.support.mcp_client import in_process
+from tests.support.mcp_client import in_process, over_stdio
 
 pytestmark = pytest.mark.anyio
 
@@ -78,6 +81,49 @@ async def test_twenty_writes_and_forty_reads_at_once_all_answer(store: LedgerSto
         for (n, _), r in zip(calls, results, strict=True)
         if n == "propose_candidate" and not r.is_error
     )
+
+
+async def test_parallel_calls_over_the_sdks_stdio_client(tmp_path: Path) -> None:
+    """The same 20 writes and 40 reads at once, sent by the official SDK's stdio client to a
+    ``tuneledger mcp`` process (as an agent's client sends parallel tool calls), while a CLI
+    process appends beside it: every call answers, each error is exit 7 with a retry hint
+    (never exit 1), and every answered write is stored once (docs/mcp.md, Parallel calls)."""
+    ledger = tmp_path / "p.duckdb"
+    store = LedgerStore(ledger)
+    store.init()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TUNELEDGER_")}
+    env["TUNELEDGER_RESIDENT"] = "0"
+    async with over_stdio(ledger, "--session", "s1", env=env, timeout_s=600) as client:
+        beside = await asyncio.create_subprocess_exec(
+            str(Path(sys.executable).parent / "tuneledger"),
+            "--ledger",
+            str(ledger),
+            "append",
+            "note_added",
+            "-f",
+            "text=cli beside",
+            env=env,
+        )
+        calls = [_write(i) for i in range(20)] + [READS[i % len(READS)] for i in range(40)]
+        results = await asyncio.gather(*(client.call_tool(n, a) for n, a in calls))
+        cli_code = await beside.wait()
+    codes = []
+    for (name, _args), result in zip(calls, results, strict=True):
+        if not result.is_error:
+            codes.append(0)
+            continue
+        error = result.structured_content["error"]  # type: ignore[index]
+        assert error["exit_code"] == 7 and "retry" in error["message"], (name, error)
+        codes.append(7)
+    assert len(codes) == 60 and set(codes) <= {0, 7}
+    answered_writes = sum(
+        1
+        for (n, _), c in zip(calls, codes, strict=True)
+        if c == 0 and n in ("record", "propose_candidate")
+    )
+    stored = store.read()
+    assert [e.seq for e in stored] == list(range(1, len(stored) + 1))
+    assert len(stored) == answered_writes + (cli_code == 0)
 
 
 def test_a_storage_error_the_store_did_not_map_is_retried_then_exit_7_with_a_hint(

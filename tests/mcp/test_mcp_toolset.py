@@ -118,10 +118,14 @@ def test_the_tools_imports_wait_until_after_initialize(tmp_path: Path) -> None:
     assert out.stdout.splitlines() == ["[]", "True"]
 
 
-#: Modules ``initialize`` never waits for: the runners and their HTTP client, Arrow, the read
+#: Modules ``initialize`` never waits for: the runners and their HTTP client, Arrow, DuckDB
+#: and the store's connections (the ledger path is checked at start without them), the read
 #: model, the tools' own modules (their pydantic argument models and JSON Schemas), rich.
 DEFERRED = (
     "runners",
+    "duckdb",
+    "ledger.store.ledger_store",
+    "ledger.store.connection",
     "httpx",
     "pyarrow",
     "rich",
@@ -185,5 +189,7 @@ def test_initialize_is_answered_before_the_tools_are_imported(tmp_path: Path) ->
     assert answer["id"] == 1 and answer["result"]["serverInfo"]["name"] == "tuneledger"
     assert len(tools["result"]["tools"]) > 20
     assert _deferred(at_initialize) == []
+    # the root group imports only the command it runs (ledger/cli/commands/__init__.py)
+    assert sorted(m for m in at_initialize if m.startswith("ledger.cli.commands.")) == []
     later = _deferred(_imported(log))
     assert "runners.server.runner" in later and "ledger.mcp.reads" in later

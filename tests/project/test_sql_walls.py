@@ -27,12 +27,6 @@ SQL = re.compile(r"\s*(SELECT|WITH|INSERT|UPDATE|DELETE|CREATE|DROP|ALTER|ATTACH
 
 #: Today's SQL strings outside the walls, per module: (how many, what they are).
 ALLOWED: dict[str, tuple[int, str]] = {
-    # the ledger's own views and tables, read around the read model: to move into ledger/read
-    "ledger/mcp/next_step.py": (4, "the next-step hints' reads of the board and runs"),
-    "ledger/mcp/reads.py": (4, "the MCP read tools' queries"),
-    "ledger/mcp/resources.py": (2, "the MCP resources' queries"),
-    "ledger/app/candidates.py": (1, "summaries of cited events (moved from the MCP verbs)"),
-    "ledger/app/verdicts.py": (2, "the measured verdict a triage by verdict cites"),
     # SQL of another database, or SQL as text a person reads: stays
     "ledger/sync/hub.py": (16, "the PostgreSQL hub's own tables"),
     "ledger/sync/remote.py": (7, "the PostgreSQL hub's own tables"),

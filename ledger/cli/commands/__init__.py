@@ -1,38 +1,40 @@
 """The core commands of ``tuneledger``, one module each: options, one library call, print.
 
-``COMMANDS`` is what ``ledger.cli.main`` registers on the root group; a new command is a
-module here and a line in this list.
+``COMMANDS`` is what ``ledger.cli.main``'s root group lists: a command's name and where it
+lives (``module:attr``), imported only when that command runs or help lists it (click's lazy
+group pattern), so ``tuneledger mcp`` or ``tuneledger sql`` does not import the others'
+modules, the use cases and the event models they need (docs/mcp.md, Start-up). A new command
+is a module here and a line in this mapping.
 """
 
 from __future__ import annotations
 
+from importlib import import_module
+
 import click
 
-from ledger.cli.commands.append import append
-from ledger.cli.commands.board_verbs import decide, propose, triage
-from ledger.cli.commands.demo import demo
-from ledger.cli.commands.events import events, show
-from ledger.cli.commands.export import export
-from ledger.cli.commands.import_files import import_
-from ledger.cli.commands.init import init
-from ledger.cli.commands.research import research_command
-from ledger.cli.commands.resident import resident
-from ledger.cli.commands.sql import list_types, list_views, sql
+COMMANDS: dict[str, str] = {
+    "init": "ledger.cli.commands.init:init",
+    "append": "ledger.cli.commands.append:append",
+    "propose": "ledger.cli.commands.board_verbs:propose",
+    "triage": "ledger.cli.commands.board_verbs:triage",
+    "decide": "ledger.cli.commands.board_verbs:decide",
+    "events": "ledger.cli.commands.events:events",
+    "show": "ledger.cli.commands.events:show",
+    "sql": "ledger.cli.commands.sql:sql",
+    "types": "ledger.cli.commands.sql:list_types",
+    "views": "ledger.cli.commands.sql:list_views",
+    "import": "ledger.cli.commands.import_files:import_",
+    "export": "ledger.cli.commands.export:export",
+    "demo": "ledger.cli.commands.demo:demo",
+    "resident": "ledger.cli.commands.resident:resident",
+    "research": "ledger.cli.commands.research:research_command",
+}
 
-COMMANDS: tuple[click.Command, ...] = (
-    init,
-    append,
-    propose,
-    triage,
-    decide,
-    events,
-    show,
-    sql,
-    list_types,
-    list_views,
-    import_,
-    export,
-    demo,
-    resident,
-    research_command,
-)
+
+def load(name: str) -> click.Command:
+    """The core command ``name`` (a key of ``COMMANDS``), imported now."""
+    module, _, attr = COMMANDS[name].partition(":")
+    command = getattr(import_module(module), attr)
+    assert isinstance(command, click.Command) and command.name == name, COMMANDS[name]
+    return command

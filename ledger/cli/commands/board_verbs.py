@@ -153,31 +153,17 @@ def triage(
     """
     from ledger import app
 
-    store = ctx.writable_store()
-    if (status is None) == (metric is None):
-        raise InvalidInput("triage: give STATUS or --by-verdict METRIC (one of the two)")
-    if metric is not None:
-        if reason or verdict or event_id_text:
-            raise InvalidInput("triage: --by-verdict sets the status and reason itself")
-        written = app.triage_by_verdict(
-            store,
-            candidate_id,
-            metric,
-            concurrency,
-            _writer(ctx),
-            "triage",
-            expected_version=expected_version,
-        )
-    else:
-        request = app.Triage(
-            candidate_id=candidate_id,
-            status=status or "",
-            reason=reason,
-            verdict=verdict,
-            expected_version=expected_version,
-            event_id=_event_id(event_id_text),
-        )
-        written = app.triage(store, request, _writer(ctx), "triage")
+    ask = app.TriageAsk(
+        candidate_id=candidate_id,
+        status=status,
+        reason=reason,
+        verdict=verdict,
+        by_verdict=metric,
+        concurrency=concurrency,
+        expected_version=expected_version,
+        event_id=_event_id(event_id_text),
+    )
+    written = app.triage_asked(ctx.writable_store(), ask, _writer(ctx), "triage")
     event = written.event
     shown = f"{candidate_id} -> {event.status}"  # type: ignore[attr-defined]
     if event.reason:  # type: ignore[attr-defined]
@@ -228,11 +214,9 @@ def decide(
         candidate_id=candidate_id,
         event_id=_event_id(event_id_text),
     )
-    store, writer = ctx.writable_store(), _writer(ctx)
-    if follow_triage:
-        written = app.follow_triage(store, request, writer, "decide")
-    else:
-        written = app.decide(store, request, writer, "decide")
+    written = app.decide_asked(
+        ctx.writable_store(), request, _writer(ctx), "decide", follow=follow_triage
+    )
     cites = "".join(f"\n  cites {e['event_id'][:12]} {e['summary']}" for e in written.evidence)
     line = f"decided: {written.event.decision} (seq {written.result.seq}){cites}"  # type: ignore[attr-defined]
     _print(written, as_json, line)
