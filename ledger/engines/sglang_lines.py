@@ -21,7 +21,7 @@ import re
 from datetime import datetime
 from typing import Any
 
-from .lines import LogLine, Unwrapper, inner_level
+from .lines import LogLine, Unwrapper, inner_level, parse_stamp
 
 _TS = r"\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}"
 _RANKS = r"(?: [A-Z][A-Z_]*\d+)*"
@@ -100,7 +100,7 @@ def split_line(
         )
     stamp_text = match.group("ts") or f"{UNDATED:%Y-%m-%d} {match.group('time')}"
     try:
-        stamp = datetime.strptime(stamp_text, "%Y-%m-%d %H:%M:%S")
+        stamp = parse_stamp(stamp_text)
     except ValueError as exc:
         if strict:
             raise LogFormatError(

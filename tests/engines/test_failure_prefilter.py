@@ -5,12 +5,15 @@ the log import's speed)."""
 from __future__ import annotations
 
 import re
+from datetime import datetime
 from pathlib import Path
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ledger.engines import failure, identify
+from ledger.engines import lines as lines_module
 from ledger.engines.lines import strip_layers, unflatten
 from ledger.engines.prefilter import Prefilter, needles
 
@@ -118,3 +121,22 @@ def test_identify_with_the_prefilter_agrees_with_searching_every_sign_on_every_f
         assert got == _identify_searching_every_sign(lines), path
         engines.add(got.engine)
     assert engines == {"sglang", "vllm", None}
+
+
+def test_unflatten_skipping_lines_with_fewer_than_two_prefix_cues_splits_as_the_full_search(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    logs = [p for p in sorted(FIXTURES.rglob("*")) if p.suffix in (".log", ".txt") and p.is_file()]
+    texts = [p.read_text(encoding="utf-8", errors="replace").splitlines() for p in logs]
+    fast = [unflatten(lines) for lines in texts]
+    monkeypatch.setattr(lines_module, "_PREFIX_CUES", ("", ""))  # every line counts 2+: searched
+    full = [unflatten(lines) for lines in texts]
+    assert fast == full
+    assert sum(len(a) for a in full) > sum(len(t) for t in texts)  # some fixtures are flattened
+
+
+def test_a_cached_timestamp_reads_as_strptime_and_a_bad_one_still_raises() -> None:
+    assert lines_module.parse_stamp("2026-11-20 14:10:00") == datetime(2026, 11, 20, 14, 10)
+    for _ in range(2):  # the second call is not answered from the cache
+        with pytest.raises(ValueError):
+            lines_module.parse_stamp("2026-13-20 14:10:00")
