@@ -91,7 +91,7 @@ _HOST_WRAP_RE = re.compile(
 _LEVEL_WORDS = r"(?:DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL|Info|Warning|Warn|Error|Debug|Critical)"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)  # one per line of a log: no __dict__ each
 class LogLine:
     """One line of a log: 1-based ``number``, the ``raw`` text, and what its prefixes said.
 
