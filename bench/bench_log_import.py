@@ -10,7 +10,8 @@ docs/reliability.md; they are not tests. Run::
     .venv/bin/python bench/bench_log_import.py --mb 20 [--mb 100] [--json OUT]
 
 Each size is imported once into a fresh ledger by a child process under GNU time
-(``/usr/bin/time -f '%e %M'``: wall seconds, peak RSS in KiB).
+(``/usr/bin/time -f '%e %U %S %M'``: wall seconds, user and system CPU seconds, peak RSS in
+KiB). On a shared machine compare the CPU seconds: other processes' load stretches the wall time.
 """
 
 from __future__ import annotations
@@ -67,14 +68,15 @@ def write_log(path: Path, megabytes: float) -> int:
     return path.stat().st_size
 
 
-def import_once(log: Path, ledger: Path) -> tuple[float, float, str]:
-    """Wall seconds, peak RSS (MiB) and the last output line of one import in a child process."""
+def import_once(log: Path, ledger: Path) -> tuple[float, float, float, str]:
+    """Wall seconds, CPU seconds, peak RSS (MiB) and the last output line of one import in a
+    child process."""
     report = ledger.with_suffix(".time")
     done = subprocess.run(
         [
             "/usr/bin/time",
             "-f",
-            "%e %M",
+            "%e %U %S %M",
             "-o",
             str(report),
             sys.executable,
@@ -93,9 +95,9 @@ def import_once(log: Path, ledger: Path) -> tuple[float, float, str]:
     )
     if done.returncode != 0:
         raise SystemExit(f"import of {log} failed ({done.returncode}): {done.stderr.strip()}")
-    seconds, kib = report.read_text().split()[-2:]
+    seconds, user, system, kib = report.read_text().split()[-4:]
     last = (done.stdout.strip().splitlines() or [""])[-1]
-    return float(seconds), int(kib) / 1024, last
+    return float(seconds), float(user) + float(system), int(kib) / 1024, last
 
 
 def main() -> None:
@@ -108,12 +110,16 @@ def main() -> None:
         for megabytes in args.mb or [20.0]:
             log = Path(scratch) / f"server-{megabytes:g}mb.log"
             size = write_log(log, megabytes)
-            seconds, peak_mib, last = import_once(log, Path(scratch) / f"l{megabytes:g}.duckdb")
+            seconds, cpu, peak_mib, last = import_once(
+                log, Path(scratch) / f"l{megabytes:g}.duckdb"
+            )
             rows.append(
                 {
                     "mb": round(size / 1e6, 1),
                     "seconds": seconds,
                     "mb_per_s": round(size / 1e6 / seconds, 2) if seconds else None,
+                    "cpu_seconds": round(cpu, 2),
+                    "mb_per_cpu_s": round(size / 1e6 / cpu, 2) if cpu else None,
                     "peak_rss_mib": round(peak_mib),
                     "rss_per_mb": round(peak_mib / (size / 1e6), 1),
                     "output": last,

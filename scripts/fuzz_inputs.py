@@ -89,7 +89,7 @@ def targets(fuzz: Fuzz) -> list[Callable[[], None]]:
     from ledger.input_files import parse_json
     from ledger.mcp.command import build_app
     from ledger.mcp.server import malformed_answer
-    from ledger.mcp.toolbox import Arguments, parse_arguments
+    from ledger.mcp.toolbox import Arguments, LazyToolbox, parse_arguments
     from ledger.store import LedgerStore
     from runners.plan_file import load_plan
     from runners.server.configs import load_configs
@@ -98,13 +98,16 @@ def targets(fuzz: Fuzz) -> list[Callable[[], None]]:
 
     ledger = fuzz.folder / "l.duckdb"
     LedgerStore(ledger).init()
-    build_app(ledger, Actor.parse("agent:fuzz"), None, allow_run=True)  # imports every tool
+    app = build_app(ledger, Actor.parse("agent:fuzz"), None, allow_run=True)
+    if isinstance(app.toolbox, LazyToolbox):
+        app.toolbox.ready()  # the tools' modules are imported once the server is up: now
     models: list[type[Arguments]] = []
     todo = list(Arguments.__subclasses__())
     while todo:
         model = todo.pop()
         models.append(model)
         todo.extend(model.__subclasses__())
+    assert models, "no MCP argument model found to fuzz"
     fixtures = [path.read_bytes() for path in FIXTURES]
     common = settings(
         max_examples=50,

@@ -40,6 +40,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from .lines import EXCEPTION_LINE_RE, LogLine
+from .prefilter import Prefilter
 
 #: How many trailing lines a failure keeps.
 TAIL_LINES = 20
@@ -262,30 +263,60 @@ class Verdict:
     wraps: bool = False
 
 
+#: The regexes ``classify`` searches, in one prefilter (``prefilter``): a regex none of whose
+#: literals is in a line cannot match it and is not searched (the cascade's answer is the same).
+_CASCADE = (
+    OOM_RE,
+    STRONG_FATAL_RE,
+    ERROR_CUE_RE,
+    WEAK_FATAL_RE,
+    WARNING_CUE_RE,
+    WRAPPER_RE,
+) + tuple(rule for _, rule in HARMLESS)
+_OOM, _STRONG, _ERROR_CUE, _WEAK, _WARNING_CUE, _WRAPPER = (1 << i for i in range(6))
+_HARMLESS_BITS = tuple(1 << (6 + i) for i in range(len(HARMLESS)))
+_PREFILTER = Prefilter(_CASCADE)
+_NONE = Verdict("none")
+_WARNING = Verdict("warning")
+
+
 def classify(message: str, level: str | None) -> Verdict:
     """Classify one line by its ``message`` (every prefix off) and the ``level`` a prefix stated
     (``None``: none). See the module doc; never raises."""
-    text = message.strip()
     if level in ("DEBUG", "INFO"):
-        return Verdict("none")
+        return _NONE
     if level == "WARNING":
-        return Verdict("warning")
-    if OOM_RE.search(text) or STRONG_FATAL_RE.search(text):
-        return Verdict("fatal", wraps=bool(WRAPPER_RE.search(text)))
+        return _WARNING
+    text = message.strip()
+    return cascade(text, level, _PREFILTER.possible(text))
+
+
+def cascade(text: str, level: str | None, possible: int) -> Verdict:
+    """``classify`` of a stripped line below DEBUG/INFO/WARNING, searching only the regexes whose
+    bit is in ``possible`` (``_PREFILTER.all``: every one; the answer must not differ)."""
+
+    def hit(bit: int, rule: re.Pattern[str]) -> bool:
+        return bool(possible & bit) and rule.search(text) is not None
+
+    def fatal() -> Verdict:
+        return Verdict("fatal", wraps=hit(_WRAPPER, WRAPPER_RE))
+
+    if hit(_OOM, OOM_RE) or hit(_STRONG, STRONG_FATAL_RE):
+        return fatal()
     errorish = level in ("ERROR", "CRITICAL") or (
-        level is None and (ERROR_CUE_RE.search(text) or WEAK_FATAL_RE.search(text))
+        level is None and (hit(_ERROR_CUE, ERROR_CUE_RE) or hit(_WEAK, WEAK_FATAL_RE))
     )
     if not errorish:
-        if level is None and WARNING_CUE_RE.search(text):
-            return Verdict("warning")
-        if level is None and HARMLESS[2][1].search(text):
+        if level is None and hit(_WARNING_CUE, WARNING_CUE_RE):
+            return _WARNING
+        if level is None and hit(_HARMLESS_BITS[2], HARMLESS[2][1]):
             return Verdict("ignored", HARMLESS[2][0])  # about one request, not about the run
-        return Verdict("none")
-    for reason, rule in HARMLESS:
-        if rule.search(text):
+        return _NONE
+    for (reason, rule), bit in zip(HARMLESS, _HARMLESS_BITS, strict=True):
+        if hit(bit, rule):
             return Verdict("harmless", reason)
-    if WEAK_FATAL_RE.search(text):
-        return Verdict("fatal", wraps=bool(WRAPPER_RE.search(text)))
+    if hit(_WEAK, WEAK_FATAL_RE):
+        return fatal()
     return Verdict("handled" if level is None else "error")
 
 

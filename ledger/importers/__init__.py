@@ -73,8 +73,12 @@ def pair_files(paths: Sequence[str | Path]) -> FilePairs:
     in the order given; a report in two formats keeps the JSON. A file that does not read is
     left alone here (its own import names what is wrong).
     """
+    unique = list(dict.fromkeys(Path(p) for p in paths))
+    if len(unique) < 2:
+        # Nothing to pair: reading and sniffing the file here read a server log twice per import.
+        return FilePairs()
     found: list[tuple[Path, InputFile, Importer]] = []
-    for path in dict.fromkeys(Path(p) for p in paths):
+    for path in unique:
         try:
             file = read_input(path)
             found.append((path, file, detect_format(file)))
