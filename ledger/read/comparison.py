@@ -100,9 +100,10 @@ WHERE CASE WHEN l.ids IS NULL THEN b.valid IS DISTINCT FROM false
 
 
 def workload_label(row: Row) -> str:
-    """``16/8 tok random`` (input/output tokens and dataset), the workload of an arm."""
+    """``16/8 tok random`` (input/output tokens and dataset), the workload of an arm; a length
+    not recorded is a dash (as the Benchmarks pane's), never ``?``."""
     dataset = f" {row['dataset']}" if row.get("dataset") else ""
-    return f"{row.get('input_len') or '?'}/{row.get('output_len') or '?'} tok{dataset}"
+    return f"{row.get('input_len') or '—'}/{row.get('output_len') or '—'} tok{dataset}"
 
 
 def load_label(row: Row) -> str:
