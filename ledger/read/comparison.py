@@ -102,10 +102,11 @@ WHERE CASE WHEN l.ids IS NULL THEN b.valid IS DISTINCT FROM false
 def workload_label(row: Row) -> str:
     """``16/8 tok random seed 1`` (input/output tokens, dataset and the seed where the run
     recorded one), the workload of an arm: runs of two seeds are two workloads. Seed 0, the
-    default of ``run bench`` and plans, goes unsaid."""
+    default of ``run bench`` and plans, goes unsaid; a length not recorded is a dash (as the
+    Benchmarks pane's), never ``?``."""
     dataset = f" {row['dataset']}" if row.get("dataset") else ""
     seed = f" seed {row['seed']}" if row.get("seed") not in (None, 0) else ""
-    return f"{row.get('input_len') or '?'}/{row.get('output_len') or '?'} tok{dataset}{seed}"
+    return f"{row.get('input_len') or '—'}/{row.get('output_len') or '—'} tok{dataset}{seed}"
 
 
 def load_label(row: Row) -> str:

@@ -33,6 +33,10 @@ def test_the_store_bench_runs_every_step_to_its_json(tmp_path: Path) -> None:
     assert results["import"]["events"] == 2_000
     assert results["handoff"]["p50_ms"] >= 0
     assert "| tuneledger |" in done.stdout
+    # each step's wall time is reported, so that a full run says where its minutes go
+    assert list(results["step_s"]) == ["stores", "cli_append", "import", "handoff"]
+    assert all(seconds >= 0 for seconds in results["step_s"].values())
+    assert "wall time a step: stores" in done.stdout
 
 
 def test_the_client_bench_runs_to_its_json() -> None:
