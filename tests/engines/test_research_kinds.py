@@ -25,8 +25,9 @@ from ledger.engines.research import (
 )
 from ledger.engines.research.analysis import Research
 from ledger.engines.research.index import VersionIndex
-from ledger.engines.research.records import Frame
-from ledger.engines.research.resolve import new_interpreter
+from ledger.engines.research.model import Site
+from ledger.engines.research.records import Frame, Refusal
+from ledger.engines.research.resolve import new_interpreter, walk
 from ledger.engines.research.sources import MAX_MEMBER_BYTES, EngineSource, import_names
 from ledger.engines.research.values import truth
 from ledger.engines.research.world import World, parse_expression
@@ -441,3 +442,21 @@ def test_what_the_wheel_requires_is_installed_and_nothing_else() -> None:
         assert truth(value) is expected, expression
         installed_fact = any("installed with the engine" in f.text for f in facts)
         assert installed_fact is (expression.count("flashinfer") == 1), expression
+
+
+def test_a_raise_reached_after_the_resolution_is_not_its_refusal(
+    kinds: tuple[EngineSource, VersionIndex],
+) -> None:
+    """The resolution's refusals are what its walk reached: a raise a later evaluation reaches
+    (a condition that builds an object, a reader probed with unknown arguments) is not one of
+    them, so it cannot make a flag ``incompatible (proven)`` on a path nobody walked."""
+    source, index = kinds
+    world = World(source.read_or_none, index.paths, index.tables)
+    target = Target.make(arch="sm120", model=load_model_config(MODELS / "foo_moe_top8.json"), tp=4)
+    interp = new_interpreter(world, index, target)
+    resolution = walk(interp, index)
+    walked = list(resolution.refusals)
+    module = "sglang.srt.layers.fused"
+    interp.eval(parse_expression("_fused_add_aiter(1) + undefined_name"), Frame(module))
+    interp.refusals.append(Refusal("raised later", Site("sglang/srt/layers/fused.py", 8), ()))
+    assert resolution.refusals == walked

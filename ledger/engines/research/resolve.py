@@ -96,7 +96,10 @@ def walk(interp: Interpreter, index: VersionIndex) -> Resolution:
             except Budget:
                 break
     entry = ", ".join(walked) or None
-    return Resolution(interp.state, interp.changes, interp.refusals, not interp.exhausted, entry)
+    # a copy: what later evaluations reach (a gate building an object, a probe) is not the
+    # resolution's refusal
+    refusals = list(interp.refusals)
+    return Resolution(interp.state, interp.changes, refusals, not interp.exhausted, entry)
 
 
 def attribute_refusals(
