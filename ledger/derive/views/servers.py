@@ -2,16 +2,23 @@
 
 from __future__ import annotations
 
+#: The startup facts' JSON shape, for ``from_json`` (each field parsed once per row).
+_STARTUP_SHAPE = (
+    '{"attention_backend": "VARCHAR", "max_running_requests": "BIGINT", '
+    '"max_total_num_tokens": "BIGINT", "context_len": "BIGINT", "cuda_graph_bs": "BIGINT[]", '
+    '"piecewise_cuda_graph": "BOOLEAN", "piecewise_disabled_reason": "VARCHAR", '
+    '"moe_kernel_config": "VARCHAR"}'
+)
+
 
 def server_runs() -> str:
     """One row per server run: flag set, startup facts, change against the previous run, the
     engine version the runner's probe read."""
-    return """
+    return f"""
 WITH server_events AS MATERIALIZED (
     -- the four server event types read once, each run id parsed once (each CTE below reading
     -- live_control again re-ran its joins and re-parsed run_id from every payload)
-    SELECT (payload->>'run_id') AS run_id, type, session_id, seq, recorded_at, occurred_at, payload,
-           arch, host_engine_version
+    SELECT (payload->>'run_id') AS run_id, type, session_id, seq, recorded_at, occurred_at, payload, arch, host_engine_version
     FROM live_control
     WHERE type IN ('server_started', 'server_ready', 'server_failed', 'server_stopped')
 ),
@@ -32,10 +39,7 @@ facts AS (
     -- the startup facts: the ready event's, else those a failed (or still starting) run logged
     SELECT run_id,
            -- parse the startup facts once per row, not once per field
-           from_json((payload->'startup'), '{"attention_backend": "VARCHAR", "max_running_requests": "BIGINT",
-               "max_total_num_tokens": "BIGINT", "context_len": "BIGINT", "cuda_graph_bs": "BIGINT[]",
-               "piecewise_cuda_graph": "BOOLEAN", "piecewise_disabled_reason": "VARCHAR",
-               "moe_kernel_config": "VARCHAR"}') AS startup,
+           from_json((payload->'startup'), '{_STARTUP_SHAPE}') AS startup,
            (payload->'startup'->'overrides') AS overrides
     FROM server_events
     WHERE type IN ('server_ready', 'server_failed', 'server_started') AND (payload->'startup') IS NOT NULL
