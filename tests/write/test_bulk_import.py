@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import multiprocessing
 import os
 import signal
 import subprocess
@@ -552,3 +553,17 @@ def test_ctrl_c_during_a_bulk_append_is_exit_130_in_one_line(tmp_path: Path) -> 
     json_error = '{"error": {"exit_code": 130, "meaning": "interrupted", "message": "aborted"}}'
     assert err.decode().strip() in ("tuneledger: aborted", json_error)
     assert LedgerStore(ledger).head() == 0
+
+
+def test_a_worker_whose_parent_died_before_it_asked_to_die_with_it_exits() -> None:
+    """A worker checks the parent pid it was given before the fork, not ``os.getppid()`` read
+    after it: a parent SIGKILLed between the fork and the worker's start was already replaced by
+    init, and the worker, watching init, lived on for good. Here the pid given is not the
+    worker's parent (as when that parent has died): it exits; given its own parent, it goes on."""
+    context = multiprocessing.get_context("fork")
+    orphan = context.Process(target=bulk._die_with_parent, args=(os.getpid() + 1_000_000,))
+    child = context.Process(target=bulk._die_with_parent, args=(os.getpid(),))
+    for process in (orphan, child):
+        process.start()
+        process.join(timeout=60)
+    assert (orphan.exitcode, child.exitcode) == (1, 0)
