@@ -48,9 +48,12 @@ test-slow: $(BIN)/tuneledger $(VENV)/.e2e
 
 ## The README's test command, and what CI runs (.ci/run): the static checks, then every test
 ## once, slow ones included, a test file a worker at a time over the cores (pytest-xdist), the
-## 25 slowest named at the end (docs/performance.md, *The test suite*).
+## 25 slowest named at the end (docs/performance.md, *The test suite*); then, in one process with
+## the cores to themselves, the measurements marked `alone` (a client parity read beside another
+## worker's tests measured the neighbour: one CI run read ours 40% slower).
 test: lint $(VENV)/.e2e
-	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadfile --durations=25
+	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadfile --durations=25 -m "not alone"
+	$(BIN)/python -m pytest -q -m alone
 
 ## The performance aims in one run (< 10 min on the 2-core machine): appends beside MLflow
 ## sqlite and Optuna's journal (installed into bench/.venv-peers, never project dependencies),

@@ -30,7 +30,9 @@ from runners.server.runner import ServerRunner
 from tests.support import needs
 
 #: Process-based on purpose (the real vLLM CPU server): `make test` runs it, `make check` does not.
-pytestmark = pytest.mark.slow
+# alone: both clients' throughput is what the two cores give them; another test beside them
+# measures the neighbour (`make test` runs it after the rest, in one process)
+pytestmark = [pytest.mark.slow, pytest.mark.alone]
 
 ROOT = Path(__file__).resolve().parents[2]
 VENV = ROOT / ".venv-vllm"
