@@ -5,6 +5,7 @@ is noted. In-process CLI, a real (failing) program as the tool."""
 
 from __future__ import annotations
 
+import subprocess
 from pathlib import Path
 
 from runners.bench.external import ToolWorkload, recorded_workload
@@ -52,25 +53,23 @@ def test_relative_tool_path_and_tokenizer_resolve_against_the_callers_cwd(tmp_pa
     assert "not an executable file" not in out.stderr
 
 
+def _bench_with(tmp_path: Path, tool_name: str, option: str) -> subprocess.CompletedProcess[str]:
+    """``run bench --tool NAME`` (a stand-in program at ``--tool-path``) with one more option,
+    against a port nothing serves: a refusal comes before anything is asked of it."""
+    argv: list[str | Path] = [
+        "--ledger",
+        tmp_path / "l.duckdb",
+        "run",
+        "bench",
+        "--url",
+        "http://127.0.0.1:9",
+    ]
+    argv += ["--model", "m", "--tool", tool_name, "--tool-path", _tool(tmp_path), option]
+    return invoke(argv)
+
+
 def test_an_option_the_tool_cannot_take_is_refused(tmp_path: Path) -> None:
-    tool = _tool(tmp_path)
-    out = invoke(
-        [
-            "--ledger",
-            tmp_path / "l.duckdb",
-            "run",
-            "bench",
-            "--url",
-            "http://127.0.0.1:9",
-            "--model",
-            "m",
-            "--tool",
-            "aiperf",
-            "--tool-path",
-            tool,
-            "--server-metrics",
-        ]  # fmt: skip
-    )
+    out = _bench_with(tmp_path, "aiperf", "--server-metrics")
     assert out.returncode == 2 and "--server-metrics is for the built-in client only" in out.stderr
 
 
@@ -92,24 +91,7 @@ def test_no_ignore_eos_is_refused_for_vllm_whose_random_dataset_sends_it_anyway(
     told (seen on the wire by docs/vllm-cpu.md's transformers serve pairing: ``"ignore_eos":
     true`` in a run asked ``--no-ignore-eos``): recording the run as without it would record
     what was asked, not what the tool did, so the option is refused before anything runs."""
-    tool = _tool(tmp_path)
-    out = invoke(
-        [
-            "--ledger",
-            tmp_path / "l.duckdb",
-            "run",
-            "bench",
-            "--url",
-            "http://127.0.0.1:9",
-            "--model",
-            "m",
-            "--tool",
-            "vllm",
-            "--tool-path",
-            tool,
-            "--no-ignore-eos",
-        ]  # fmt: skip
-    )
+    out = _bench_with(tmp_path, "vllm", "--no-ignore-eos")
     assert out.returncode == 3, out.stderr  # invalid input (ledger/errors.py)
     assert "--no-ignore-eos: vllm bench serve sends ignore_eos" in out.stderr
     assert not (tmp_path / "l.artifacts" / "bench").exists()  # the tool never ran
