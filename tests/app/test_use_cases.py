@@ -127,14 +127,7 @@ def test_triage_by_the_measured_verdict_and_the_decision_that_follows_it(
     store: LedgerStore, tuned: float, status: str
 ) -> None:
     cid = "flag:continuous-batching"
-    events: list[Any] = [
-        CandidateProposed(
-            candidate_id=cid, kind="flag", flag="continuous-batching", title="CB", session_id="s1"
-        )
-    ]
-    for base_value, cand_value in ((100.0, tuned), (101.0, tuned + 1), (99.0, tuned - 1)):
-        events += [_bench("baseline", base_value), _bench("continuous-batching", cand_value, cid)]
-    store.append(events)
+    _measured(store, cid, tuned)
     (delta,) = store.query_arrow(
         "SELECT verdict, seq FROM benchmark_deltas WHERE metric = 'output_throughput'"
     ).to_pylist()
