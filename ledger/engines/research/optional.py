@@ -10,6 +10,7 @@ engines write: ``name = Config(...) if COND else None`` and ``name = None`` then
 from __future__ import annotations
 
 import ast
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from .model import GateSpec, Scope, Site
@@ -93,11 +94,7 @@ def absent_kinds(
             spec = GateSpec("if", text, False, Site(path, line), text)
             evaluated = evaluator.gate(spec, scope)
             if evaluated.value is False and any(f.kind in _DECIDING for f in evaluated.facts):
-                absent[kind] = evaluated.__class__(
-                    "object",
-                    f"{name} is built only when {text}",
-                    evaluated.site,
-                    False,
-                    evaluated.facts,
+                absent[kind] = replace(
+                    evaluated, kind="object", text=f"{name} is built only when {text}"
                 )
     return absent
