@@ -140,6 +140,21 @@ def test_a_callers_condition_on_an_attribute_its_class_sets_from_a_flag(
     assert report(on, "decode-polling-interval").verdict == "effective"
 
 
+def test_a_method_many_classes_define_is_followed_through_self(
+    kinds: tuple[EngineSource, VersionIndex],
+) -> None:
+    """``load_model`` is defined by four classes, so a call ``x.load_model()`` cannot be told
+    apart by name; ``self.load_model()`` in ModelRunner's own ``initialize`` can, and the path
+    (``__init__`` -> ``initialize`` -> ``load_model``, built by the scheduler) decides it."""
+    off = report(run(kinds, "--weights-mmap-knob 1"), "weights-mmap-knob")
+    assert off.verdict == "no-op" and "enable_eplb=False" in off.reason
+    on = report(run(kinds, "--weights-mmap-knob 1 --enable-eplb"), "weights-mmap-knob")
+    assert on.verdict == "effective"
+    assert on.reason.startswith(
+        "--weights-mmap-knob is read at sglang/srt/model_executor/runner.py:"
+    )
+
+
 def test_a_factory_branch_is_conditional_never_effective(
     kinds: tuple[EngineSource, VersionIndex],
 ) -> None:

@@ -119,6 +119,12 @@ class CallRecorder:
     def _record_call(self, name: str, node: ast.AST, gates: tuple[RawGate, ...]) -> None:
         scope = self._scopes[-1]
         made = self.made(gates) if gates else ()
+        func = node.func if isinstance(node, ast.Call) else node
+        on_self = (
+            isinstance(func, ast.Attribute)
+            and isinstance(func.value, ast.Name)
+            and func.value.id in ("self", "cls")
+        )
         self.summary.calls.append(
             CallSite(
                 name,
@@ -128,5 +134,6 @@ class CallRecorder:
                 scope.function,
                 scope.class_name,
                 scope if made or scope.decorators else None,  # a registry's decorator gates
+                on_self,
             )
         )

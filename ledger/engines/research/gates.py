@@ -86,8 +86,14 @@ class Reach:
 
 
 #: How an unresolved note ends where the path was assumed rather than walked: no caller
-#: found for a function a table or a decorator names, or a callee name defined many times.
-_ASSUMED_ENDINGS = ("(called through a table or by name)", "definitions of the name")
+#: found for a function a table or a decorator names, a callee name defined many times, or
+#: callers deeper than the walk goes (a read there was called "effective" where a gate further
+#: up turns it off: docs/research.md, the third round).
+_ASSUMED_ENDINGS = (
+    "(called through a table or by name)",
+    "definitions of the name",
+    f"callers beyond {CALL_DEPTH} levels",
+)
 
 
 def is_assumed_note(note: str) -> bool:
@@ -392,11 +398,21 @@ class GateEvaluator:
         index = self.index
         what = f"{callee}()" if callee.lstrip("_")[:1].islower() else f"{callee} (built)"
         defined = index.defined.get(callee, 0)
-        if defined > MAX_HOMONYMS:
-            return Reach(True, [], [f"{what}: {defined} definitions of the name"])
         sites = [
             c for c in index.calls.get(callee, []) if (c.module, c.function) != (module, function)
         ]
+        if defined > MAX_HOMONYMS:
+            assumed = Reach(True, [], [f"{what}: {defined} definitions of the name"])
+            # ``self.load_model()`` in the method's own class calls this one, whatever other
+            # classes define a method of that name; another caller may exist, so only a path
+            # that holds is taken from them
+            own = [
+                c for c in sites if c.on_self and c.class_name == method_of and c.module == module
+            ]
+            if method_of is None or not own:
+                return assumed
+            reach = self._through(own, depth, what)
+            return reach if reach.value is True else assumed
         if defined > 1 and method_of is None:
             # a name defined more than once: only callers that can see this one
             sites = [c for c in sites if c.module == module or self._imports(c.module, module)]
@@ -408,6 +424,10 @@ class GateEvaluator:
             # nothing in the package calls it or names it: the top of a call chain (a CLI,
             # a server's handler, code outside the package), taken as running
             return Reach(True, [], [f"{what}: nothing in the package calls or names it"])
+        return self._through(sites, depth, what)
+
+    def _through(self, sites: list[CallSite], depth: int, what: str) -> Reach:
+        """One of the call sites' paths enough: their conditions and their callers'."""
         if depth + 1 > CALL_DEPTH:
             return Reach(True, [], [f"{what}: callers beyond {CALL_DEPTH} levels"])
         options: list[Reach] = []
@@ -421,8 +441,14 @@ class GateEvaluator:
         unresolved = [u for o in options for u in o.unresolved]
         if len(sites) > _PATH_SITES:
             unresolved.append(f"{what}: {len(sites) - _PATH_SITES} more callers not followed")
-        if any(o.value is True for o in options):
-            return Reach(True, [], unresolved)
+        holding = [o for o in options if o.value is True]
+        if holding:
+            # one path is enough: the one that assumes least is the one to stand on (another
+            # path's assumption says nothing of this one)
+            best = min(
+                holding, key=lambda o: (sum(map(is_assumed_note, o.unresolved)), len(o.unresolved))
+            )
+            return Reach(True, [], list(best.unresolved))
         if options and all(o.value is False for o in options):
             return Reach(False, [g for o in options for g in o.deciding()][:6], unresolved)
         gates = [g for o in options if o.value is None for g in o.deciding()][:6]

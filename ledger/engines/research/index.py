@@ -25,7 +25,7 @@ from .world import BindingSpec
 MAX_HOMONYMS = 3
 
 #: Callers followed up from a read (a function's caller's caller...).
-CALL_DEPTH = 3
+CALL_DEPTH = 6
 
 #: Callers up from a read whose names make a file that names no flag parsed for its calls (the
 #: reading function's callers, and theirs: a factory and who calls the factory).
@@ -34,7 +34,7 @@ CALL_PASS_DEPTH = 1
 CALL_PASS_FILES = 8
 
 #: Bump when what the index holds changes: older cache entries are then ignored.
-INDEX_FORMAT = 19
+INDEX_FORMAT = 21
 
 
 @dataclass
@@ -259,8 +259,9 @@ def keep_calls(index: VersionIndex, calls: list[CallSite]) -> None:
     """Keep the calls a read's path may go through: of the functions and classes that read a
     flag, of their callers, up to ``CALL_DEPTH`` callers up (the rest is never asked about)."""
     by_callee: dict[str, list[CallSite]] = {}
-    for call in calls:  # a name defined many times cannot be told apart: not kept
-        if 0 < index.defined.get(call.callee, 0) <= MAX_HOMONYMS:
+    for call in calls:  # a name defined many times cannot be told apart: not kept, unless
+        # the call is on ``self`` (a method of the caller's own class: told apart by its class)
+        if 0 < index.defined.get(call.callee, 0) <= MAX_HOMONYMS or call.on_self:
             by_callee.setdefault(call.callee, []).append(call)
     wanted: set[str] = set()
     for reads in index.reads.values():

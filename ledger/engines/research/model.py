@@ -115,6 +115,9 @@ class CallSite:
     function: str  # qualified name, "<module>" at top level
     class_name: str | None
     scope: Scope | None  # kept only when there are gates (or registry decorators) to evaluate
+    #: ``self.callee(...)`` (or ``cls.``): a method of the caller's own class, whatever other
+    #: classes define a method of that name
+    on_self: bool = False
 
 
 @dataclass
