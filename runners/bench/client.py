@@ -468,6 +468,13 @@ async def sweep(
         for repeat in repeats:
             for c in concurrencies:
                 run_identity = identity.at(c, repeat)
+                if store is not None:
+                    # Let go of a kept-open ledger before the timed run: its watcher thread
+                    # wakes every 5 ms and, WRITER_HOLD_S after the last append, catches the
+                    # projections up and checkpoints in this process, in the middle of the run;
+                    # on a loaded machine the event loop then read whole answers late, as bursts
+                    # (docs/vllm-cpu.md, "The client's own ledger"). The next append reopens it.
+                    store.close()
                 measured = await measure_run(
                     target,
                     run_identity,

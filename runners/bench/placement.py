@@ -14,7 +14,16 @@ server, and two clients compare by where they happened to run (issue 32's 0.67x)
 the CPUs its threads and its children's are pinned to (a thread whose affinity is narrower
 than the server process's own), and narrows the calling thread's affinity to the others, which the
 event loop, its threads made later and a tool run as a subprocess inherit. Nothing happens for
-a remote server, a server with no pinned thread, or when no CPU would be left.
+a remote server, a server with no pinned thread, or when fewer than ``MIN_FREE_CPUS`` would be
+left: the CPUs the worker leaves free are not idle. vLLM's CPU build keeps them for its own
+unpinned processes (its log: ``reserved_cpus=[1]``, one per rank for the engine's scheduler;
+the API server that streams the answers runs there too), so a client confined to the one CPU
+left on the 2-core machine queues behind the server's own scheduler and frontend and cannot
+move away from them. Measured there (docs/vllm-cpu.md, "Where the client runs", 2026-12-05):
+interleaved on one server, ``run bench`` confined to CPU 1 read less than the same client left
+to the scheduler in each of 6 repeats (0.75x, geometric mean of the pairs) and less than
+``vllm bench serve`` in each of 6 (0.78x), where the client left to the scheduler read 1.04x
+vLLM's client (3 of 6 below).
 """
 
 from __future__ import annotations
@@ -24,6 +33,10 @@ from collections.abc import Callable
 from urllib.parse import urlsplit
 
 import psutil
+
+#: The fewest CPUs the client is narrowed to: one for the server's own unpinned processes (its
+#: scheduler and frontend) and one for the client (see the module's docstring).
+MIN_FREE_CPUS = 2
 
 #: Host names of this machine a server URL may use.
 _LOCAL = {"localhost", "127.0.0.1", "::1", "0.0.0.0", "::"}
@@ -68,15 +81,20 @@ def server_pinned_cpus(url: str) -> set[int]:
     return pinned
 
 
-def keep_off_server_cores(url: str, say: Callable[[str], None] | None = None) -> set[int] | None:
+def keep_off_server_cores(
+    url: str, say: Callable[[str], None] | None = None, *, min_free: int = MIN_FREE_CPUS
+) -> set[int] | None:
     """Set the calling thread's CPUs to the process's first ones less those the local server at
-    ``url`` pinned threads to (all of them again for a server with none: a plan's next server
-    may pin other cores); returns the CPUs now kept (None: nothing changed)."""
+    ``url`` pinned threads to, when at least ``min_free`` are left (else all of them, as for a
+    server with none: a plan's next server may pin other cores); returns the CPUs now kept
+    (None: nothing changed)."""
     if not hasattr(os, "sched_setaffinity"):  # pragma: no cover - not Linux
         return None
     pinned = server_pinned_cpus(url)
     base = _first_cpus()
-    free = (base - pinned) or base
+    free = base - pinned
+    if len(free) < max(1, min_free):
+        free = base
     if free == os.sched_getaffinity(0):
         return None
     os.sched_setaffinity(0, free)

@@ -41,14 +41,16 @@ def test_a_wheel_that_is_a_fifo_or_a_device_is_one_line(
     os.mkfifo(wheels / "sglang-0.0.0-py3-none-any.whl")
     (wheels / "vllm-0.0.0-py3-none-any.whl").symlink_to("/dev/zero")
     monkeypatch.setenv("TUNELEDGER_WHEELS", str(wheels))  # run_limited passes os.environ on
-    for engine in ("sglang", "vllm"):
+    for engine, kind in (("sglang", "a FIFO"), ("vllm", "a character device")):
         done = run_limited(
             tmp_path, "research", "--engine", f"{engine}==0.0.0", "--arch", "sm120", "--offline"
         )
-        # NotFound (exit 5): only a regular file is a wheel (ledger/engines/research/sources.py)
-        assert done.returncode == 5, done.stderr
+        # InvalidInput (exit 3) as every other entry point: only a regular file is read
+        # (ledger/input_files.py, open_regular)
+        assert done.returncode == 3, done.stderr
         assert one_line(done) == (
-            f"tuneledger: error: {wheels}/{engine}-0.0.0-py3-none-any.whl: no such wheel file"
+            f"tuneledger: error: {wheels}/{engine}-0.0.0-py3-none-any.whl: "
+            f"not a regular file ({kind})"
         )
 
 

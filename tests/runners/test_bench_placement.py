@@ -1,6 +1,7 @@
 """The benchmark client keeps off the CPUs a local server pinned its threads to (vLLM's CPU
-worker pinned to CPU 0, a client there preempting it: docs/vllm-cpu.md). A real listening process
-pinned to one CPU stands for the server."""
+worker pinned to CPU 0, a client there preempting it: docs/vllm-cpu.md), unless fewer than two
+would be left (the one CPU the worker leaves on a 2-core machine is the server's own scheduler's
+and frontend's). A real listening process pinned to some CPUs stands for the server."""
 
 from __future__ import annotations
 
@@ -72,7 +73,8 @@ def test_the_client_moves_off_them_and_says_so(pinned_server: str) -> None:
     seen: dict[str, set[int] | None] = {}
 
     def in_a_thread() -> None:  # the affinity is the calling thread's: keep the test's own
-        seen["kept"] = keep_off_server_cores(pinned_server, said.append)
+        # min_free=1: the narrowing itself, on any machine of 2+ CPUs
+        seen["kept"] = keep_off_server_cores(pinned_server, said.append, min_free=1)
         seen["now"] = os.sched_getaffinity(0)
         seen["child"] = set(
             map(
@@ -113,12 +115,39 @@ def test_a_plans_next_server_without_pinned_threads_gets_every_cpu_back(
     seen: dict[str, object] = {}
 
     def in_a_thread() -> None:
-        seen["off"] = keep_off_server_cores(pinned_server)
-        seen["back"] = keep_off_server_cores(unpinned_server)
-        seen["again"] = keep_off_server_cores(unpinned_server)  # nothing left to change
+        seen["off"] = keep_off_server_cores(pinned_server, min_free=1)
+        seen["back"] = keep_off_server_cores(unpinned_server, min_free=1)
+        seen["again"] = keep_off_server_cores(unpinned_server, min_free=1)  # nothing to change
 
     thread = threading.Thread(target=in_a_thread)
     thread.start()
     thread.join()
     everything = os.sched_getaffinity(0)
     assert seen == {"off": everything - {0}, "back": everything, "again": None}
+
+
+@pytest.fixture
+def server_leaving_one_cpu():
+    # pinned to every CPU but the last: what vLLM's CPU worker leaves on the 2-core machine
+    everything = sorted(os.sched_getaffinity(0))
+    yield from _server(repr(set(everything[:-1])))
+
+
+def test_one_cpu_left_is_the_servers_own_so_the_client_stays_where_it_was(
+    server_leaving_one_cpu: str,
+) -> None:
+    seen: dict[str, object] = {}
+
+    def in_a_thread() -> None:
+        seen["pinned"] = server_pinned_cpus(server_leaving_one_cpu)
+        seen["kept"] = keep_off_server_cores(server_leaving_one_cpu)
+        seen["now"] = os.sched_getaffinity(0)
+
+    thread = threading.Thread(target=in_a_thread)
+    thread.start()
+    thread.join()
+    everything = os.sched_getaffinity(0)
+    assert seen["pinned"] == set(sorted(everything)[:-1])
+    # not confined to the one CPU left (the server's scheduler and API server run there)
+    assert seen["kept"] is None
+    assert seen["now"] == everything

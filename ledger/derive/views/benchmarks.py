@@ -20,6 +20,31 @@ SELECT run_id, session_id, seq, event_id, recorded_at, config_name, is_baseline,
 FROM bench_runs b ANTI JOIN retractions r ON r.event_id = b.event_id"""
 
 
+def _arm_aggregates(m: str) -> str:
+    """One compared metric's aggregates per arm, over the runs that reported it."""
+    # CASE, not FILTER: the ~70 aggregates' filters each cost a selection of their own
+    positive = f"CASE WHEN {m} > 0 THEN {m} END"
+    return (
+        f"bool_or(CASE WHEN {m} IS NOT NULL THEN is_baseline END) AS {m}__is_baseline, "
+        f"count({m}) AS {m}__runs, count(CASE WHEN {m} <= 0 THEN 1 END) AS {m}__unusable, "
+        f"avg(ln({positive})) AS {m}__log_mean, var_samp(ln({positive})) AS {m}__log_var, "
+        f"avg({m}) AS {m}__arithmetic_mean, "
+        f"stddev_samp({m}) / nullif(abs(avg({m})), 0) AS {m}__cv, "
+        f"max(CASE WHEN {m} IS NOT NULL THEN seq END) AS {m}__last_seq"
+    )
+
+
+def _arm_row(m: str) -> str:
+    """One compared metric's (arm, metric) rows from ``arm_wide``: the arms with a run of it."""
+    return (
+        f"SELECT session_id, config_name, {m}__is_baseline AS is_baseline, dataset, input_len, "
+        f"output_len, seed, concurrency, request_rate, '{m}' AS metric, {m}__runs AS runs, "
+        f"{m}__unusable AS unusable, {m}__log_mean AS log_mean, {m}__log_var AS log_var, "
+        f"{m}__arithmetic_mean AS arithmetic_mean, {m}__cv AS cv, {m}__last_seq AS last_seq "
+        f"FROM arm_wide WHERE {m}__runs > 0"
+    )
+
+
 def _welch_rule() -> str:
     """``benchmark_deltas``' first CTEs, up to ``simple``: every arm against its session's
     baseline by runners.compare's rule (the Welch CI of the log ratio against the metric's
@@ -27,7 +52,8 @@ def _welch_rule() -> str:
     delta_rows = ",\n            ".join(
         f"('{name}', {direction}, {floor}::DOUBLE)" for name, direction, floor in DELTA_METRICS
     )
-    delta_metric_cols = ", ".join(_METRICS)
+    arm_aggregates = ",\n           ".join(_arm_aggregates(m) for m in _METRICS)
+    arm_rows = "\n    UNION ALL\n    ".join(_arm_row(m) for m in _METRICS)
     t975 = t975_sql("df")
     signed = "direction * d"
     distance = f"least(abs({signed} - ln(1 + tau)), abs({signed} - ln(1 - tau)))"
@@ -41,24 +67,19 @@ WITH metric_rules(metric, direction, noise_floor) AS (
 -- Arms no comparison event covers are judged here by runners.compare's rule with the
 -- metric's default practical threshold as tau: the Welch CI of the log ratio, t from
 -- schemas.student_t (within 0.08% of scipy's).
-arm_values AS (
-    SELECT session_id, config_name, is_baseline, dataset, input_len, output_len, seed, concurrency,
-           request_rate, seq, metric, value
-    FROM (UNPIVOT (SELECT session_id, config_name, is_baseline, dataset, input_len, output_len,
-                          seed, concurrency, request_rate, seq, {delta_metric_cols}
-                   FROM benchmarks WHERE valid IS DISTINCT FROM false)
-          ON {delta_metric_cols} INTO NAME metric VALUE value)
+-- Per arm first, one wide GROUP BY over the runs (each compared metric's aggregates side by
+-- side), then the few arm rows unpivoted into (arm, metric) rows: unpivoting the runs first
+-- made 5.1M rows to group at 1M events (docs/performance.md). Each metric's aggregates are
+-- over the runs that reported it, as the unpivot's (which drops NULLs) were.
+arm_wide AS MATERIALIZED (
+    SELECT session_id, config_name, dataset, input_len, output_len, seed, concurrency,
+           request_rate,
+           {arm_aggregates}
+    FROM benchmarks WHERE valid IS DISTINCT FROM false
+    GROUP BY ALL
 ),
 arms AS (
-    SELECT session_id, config_name, bool_or(is_baseline) AS is_baseline, dataset, input_len,
-           output_len, seed, concurrency, request_rate, metric, count(*) AS runs,
-           count(*) FILTER (WHERE value <= 0) AS unusable,
-           avg(ln(value)) FILTER (WHERE value > 0) AS log_mean,
-           var_samp(ln(value)) FILTER (WHERE value > 0) AS log_var,
-           avg(value) AS arithmetic_mean,
-           stddev_samp(value) / nullif(abs(avg(value)), 0) AS cv,
-           max(seq) AS last_seq
-    FROM arm_values GROUP BY ALL
+    {arm_rows}
 ),
 pairs AS (
     SELECT c.session_id, c.config_name, base.config_name AS baseline_config, c.dataset, c.input_len,

