@@ -51,13 +51,17 @@ FAKE = ROOT / "tests" / "fake_servers" / "openai_stream.py"
 
 
 def start_servers(count: int, chunks: int) -> tuple[list[subprocess.Popen], str]:
-    """``count`` fake server processes sharing one port via SO_REUSEPORT; return them and the URL."""
+    """``count`` fake server processes sharing one port via SO_REUSEPORT; return them and the URL.
+
+    Each listens before it says ``PORT``: a socket only bound refuses connections, and on a
+    busy machine the app took long enough to start that every request of the first client
+    measured was refused ("only 0 of 20 requests succeeded"); a listening one queues them."""
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     code = (
         f"import socket,sys; sys.path.insert(0, {str(FAKE.parent)!r}); from openai_stream import make_app; from aiohttp import web\n"
-        f"s=socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1); s.bind(('127.0.0.1', {port:d}))\n"
+        f"s=socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1); s.bind(('127.0.0.1', {port:d})); s.listen(4096)\n"
         f"print('PORT', flush=True); web.run_app(make_app({chunks:d}, 0.0), sock=s, print=None, access_log=None, backlog=4096)"
     )
     procs = [

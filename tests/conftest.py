@@ -10,6 +10,7 @@ from __future__ import annotations
 import itertools
 import os
 import signal
+import subprocess
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
@@ -120,6 +121,38 @@ def store(ledger_path: Path) -> LedgerStore:
 # --- the PostgreSQL hub (tests/sync/, tests/tui/test_tui_sync.py) ---------------------------
 
 _schemas = itertools.count(1)
+
+
+#: The size of the tmpfs the storage tests fill; anything larger is not the mount they asked for.
+TMPFS_BYTES = 8 << 20
+
+
+@pytest.fixture
+def tmpfs(tmp_path: Path) -> Iterator[Path]:
+    """A real 8 MiB tmpfs mounted for the test (root only), unmounted after it.
+
+    The storage tests fill it to the last block (``fallocate`` of what ``statvfs`` says is
+    free): where ``mount`` answers 0 but the folder is not that tmpfs (a sandbox that fakes
+    mounts, another mount namespace), the fill would take the whole disk under the folder, and
+    every test after it, and every other user of that disk, would find no room. So the mount is
+    checked by its size before it is handed out, and the test skips where it is not the tmpfs."""
+    mnt = tmp_path / "mnt"
+    mnt.mkdir()
+    if (
+        os.geteuid() != 0
+        or subprocess.run(
+            ["mount", "-t", "tmpfs", "-o", "size=8M", "tmpfs", str(mnt)], capture_output=True
+        ).returncode
+        != 0
+    ):
+        pytest.skip("mounting a tmpfs needs root")
+    try:
+        fs = os.statvfs(mnt)
+        if fs.f_blocks * fs.f_frsize > TMPFS_BYTES or not os.path.ismount(mnt):
+            pytest.skip(f"{mnt} is not the 8 MiB tmpfs mounted for the test: not filled")
+        yield mnt
+    finally:
+        subprocess.run(["umount", "-l", str(mnt)], check=False)
 
 
 @pytest.fixture(scope="session")

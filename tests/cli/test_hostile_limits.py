@@ -16,7 +16,6 @@ import stat
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -168,24 +167,6 @@ def test_a_fifo_as_the_ledger_is_one_line_not_a_hang(tmp_path: Path) -> None:
 
 
 # --- storage (real tmpfs mounts) ----------------------------------------------------------------
-
-
-@pytest.fixture
-def tmpfs(tmp_path: Path) -> Iterator[Path]:
-    """A real 8 MiB tmpfs mounted for the test (root only), unmounted after it."""
-    mnt = tmp_path / "mnt"
-    mnt.mkdir()
-    if (
-        os.geteuid() != 0
-        or subprocess.run(
-            ["mount", "-t", "tmpfs", "-o", "size=8M", "tmpfs", str(mnt)], capture_output=True
-        ).returncode
-    ):
-        pytest.skip("mounting a tmpfs needs root")
-    try:
-        yield mnt
-    finally:
-        subprocess.run(["umount", "-l", str(mnt)], check=False)
 
 
 def test_init_on_a_full_disk_leaves_nothing_that_blocks_the_retry(tmpfs: Path) -> None:

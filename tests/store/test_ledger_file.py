@@ -12,7 +12,6 @@ from __future__ import annotations
 import hashlib
 import os
 import subprocess
-from collections.abc import Iterator
 from pathlib import Path
 
 import duckdb
@@ -173,25 +172,6 @@ def test_url_like_ledger_names_are_refused_before_duckdb_sees_them(
 
 
 # --- point 5: storage ---------------------------------------------------------------------------
-
-
-@pytest.fixture
-def tmpfs(tmp_path: Path) -> Iterator[Path]:
-    """A real 8 MiB tmpfs mounted for the test (root only), unmounted after it."""
-    mnt = tmp_path / "mnt"
-    mnt.mkdir()
-    if (
-        os.geteuid() != 0
-        or subprocess.run(
-            ["mount", "-t", "tmpfs", "-o", "size=8M", "tmpfs", str(mnt)], capture_output=True
-        ).returncode
-        != 0
-    ):
-        pytest.skip("mounting a tmpfs needs root")
-    try:
-        yield mnt
-    finally:
-        subprocess.run(["umount", "-l", str(mnt)], check=False)
 
 
 def test_a_full_disk_is_one_line_exit_15_and_keeps_what_was_acknowledged(
