@@ -48,6 +48,7 @@ from ledger.errors import LedgerBusy, LedgerError
 from ledger.mcp.errors import Refusal, error_payload, unknown_tool
 from ledger.mcp.resources import Library
 from ledger.mcp.toolbox import Call, LazyToolbox, Seat, Tool, Toolbox
+from ledger.mcp.wire import MAX_MESSAGE_BYTES, OVER_LONG, BoundedLines, claimed_stdin
 from schemas import Actor
 
 log = logging.getLogger("tuneledger.mcp")
@@ -314,6 +315,10 @@ def malformed_answer(exc: Exception) -> SessionMessage:
     (or nested past the parser's depth limit), -32600 when it is JSON of another shape. Its
     ``id`` is null, as JSON-RPC 2.0 says when the request's id cannot be read."""
     kinds = {e.get("type") for e in exc.errors()} if isinstance(exc, ValidationError) else set()
+    if isinstance(exc, ValidationError) and exc.errors()[0].get("input") == OVER_LONG:
+        limit = f"{MAX_MESSAGE_BYTES >> 20} MiB"
+        error = types.ErrorData(code=-32700, message=f"Parse error: a message line over {limit}")
+        return SessionMessage(types.JSONRPCError(jsonrpc="2.0", id=None, error=error))
     parse = "json_invalid" in kinds or "recursion_loop" in kinds or not kinds
     code, words = (-32700, "Parse error") if parse else (-32600, "Invalid Request")
     if isinstance(exc, ValidationError) and exc.errors():
@@ -361,7 +366,16 @@ def serve_stdio(app: McpApp) -> None:
             threading.Thread(target=app.toolbox.ready, name="mcp-tools", daemon=True).start()
 
     async def main() -> None:
-        async with stdio_server() as (wire, write_stream), anyio.create_task_group() as group:
+        # standard input read in lines of at most MAX_MESSAGE_BYTES (ledger.mcp.wire): the
+        # SDK's own reader holds a whole line, however long
+        with claimed_stdin() as stdin_fd:
+            await serve(BoundedLines(stdin_fd))
+
+    async def serve(stdin: BoundedLines) -> None:
+        async with (
+            stdio_server(stdin=stdin) as (wire, write_stream),  # type: ignore[arg-type]
+            anyio.create_task_group() as group,
+        ):
             checked_writer, checked = create_context_streams[SessionMessage | Exception](0)
             group.start_soon(answer_malformed, wire, checked_writer, write_stream, fill_tools)
             await server.run(checked, write_stream, server.create_initialization_options())
