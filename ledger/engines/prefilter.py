@@ -101,3 +101,83 @@ class Prefilter:
         for _, bits in self._automaton.iter(text.lower()):
             mask |= bits
         return mask
+
+
+_DIGIT_CODES = frozenset(range(ord("0"), ord("9") + 1))
+_SET_OPS = (
+    sre_parse.LITERAL,
+    sre_parse.NOT_LITERAL,
+    sre_parse.NEGATE,
+    sre_parse.CATEGORY,
+    sre_parse.RANGE,
+    sre_parse.RANGE_UNI_IGNORE,
+)
+
+
+def _set_digits(items: Sequence[Any], seen: set[int]) -> bool:
+    """Add to ``seen`` the digits a character set (``[...]``) names apart from the others (a
+    literal digit, a range that holds some digits but not all); False for an unknown item."""
+    for op, av in items:
+        if op not in _SET_OPS:
+            return False
+        if op in (sre_parse.LITERAL, sre_parse.NOT_LITERAL) and av in _DIGIT_CODES:
+            seen.add(av)
+        elif op in (sre_parse.RANGE, sre_parse.RANGE_UNI_IGNORE):
+            covered = _DIGIT_CODES & set(range(av[0], av[1] + 1))
+            if covered != _DIGIT_CODES:
+                seen |= covered
+    return True
+
+
+def _named_digits(items: Sequence[Any], seen: set[int]) -> bool:
+    """Add to ``seen`` the ASCII digits the parsed pattern ``items`` tells apart from other
+    digits; False when it has a construct that may tell any two apart (a back-reference
+    compares the digits it captured) or one this walk does not know."""
+    for op, av in items:
+        if op in (sre_parse.LITERAL, sre_parse.NOT_LITERAL):
+            if av in _DIGIT_CODES:
+                seen.add(av)
+        elif op is sre_parse.IN:
+            if not _set_digits(av, seen):
+                return False
+        elif op in (sre_parse.ANY, sre_parse.AT, sre_parse.CATEGORY):
+            continue
+        elif op is _SUBPATTERN:
+            if not _named_digits(av[3], seen):
+                return False
+        elif op is _BRANCH:
+            if not all(_named_digits(branch, seen) for branch in av[1]):
+                return False
+        elif op in _REPEATS:
+            if not _named_digits(av[2], seen):
+                return False
+        elif op in (sre_parse.ASSERT, sre_parse.ASSERT_NOT):
+            if not _named_digits(av[1], seen):
+                return False
+        elif op is sre_parse.ATOMIC_GROUP:
+            if not _named_digits(av, seen):
+                return False
+        else:
+            return False
+    return True
+
+
+def digit_shape(patterns: Sequence[re.Pattern[str]]) -> dict[int, str] | None:
+    """A ``str.translate`` table that writes every ASCII digit none of ``patterns`` names as
+    one digit (the smallest such), so that each pattern matches a text exactly when it matches
+    the text so translated; ``None`` when there is no such table (a back-reference, a construct
+    unknown here, every digit named).
+
+    Why it holds: the digits no pattern names (no literal, no set holding some digits but not
+    all of them) are seen alike by every construct left (``\\d``, ``\\w``, ``\\b``, ``.``, a
+    set holding all digits or none, case-insensitivity, which leaves digits alone), so
+    replacing one by another changes no step of a match. A served log's batch lines differ
+    only in their numbers: translated, a few texts stand for all of them."""
+    named: set[int] = set()
+    for pattern in patterns:
+        if not _named_digits(sre_parse.parse(pattern.pattern, pattern.flags), named):
+            return None
+    free = sorted(_DIGIT_CODES - named)
+    if len(free) < 2:
+        return None
+    return {code: chr(free[0]) for code in free[1:]}

@@ -142,6 +142,16 @@ def _scalar(text: str) -> Any:
     text = text.strip()
     if text in ("True", "False"):
         return text == "True"
+    # the shapes of a batch line's values first, each what the loop below gives it (a raised
+    # ValueError costs more than the rest of the line's parse): plain digits are an int, and
+    # ``int`` refuses any text with a dot, so such a text goes to ``float`` at once
+    if text.isascii() and text.isdigit():
+        return int(text)
+    if "." in text:
+        try:
+            return float(text)
+        except ValueError:
+            return text
     for convert in (int, float):
         try:
             return convert(text)
