@@ -173,12 +173,34 @@ def parse_batch_fields(text: str) -> dict[str, Any]:
     """
     fields: dict[str, Any] = {}
     for part in text.split(", "):
-        key, sep, value = part.strip().strip(",").partition(": ")
-        if sep and key:
-            # interned: a served log has a batch line per rank per step, all with the same few
-            # keys (one copy each instead of one per line: a fifth of the reader's memory)
-            fields[sys.intern(key.strip())] = _scalar(value.strip().rstrip(","))
+        pair = _PARTS.get(part)
+        if pair is None:
+            pair = _part(part)
+            if len(_PARTS) >= _PARTS_MAX:
+                _PARTS.clear()
+            _PARTS[part] = pair
+        if pair is not _NO_PAIR:
+            fields[pair[0]] = pair[1]
     return fields
+
+
+_NO_PAIR: tuple[str, Any] = ("", None)
+#: ``_part`` of the parts seen last: a served log's batch lines repeat most of theirs
+#: (``#queue-req: 0``, ``cuda graph: True``) on every rank and step, and the parse of one
+#: (strips, a partition, a number's parse) costed most of ``parse_batch_fields``. Cleared when
+#: full, so it stays small; a part's pair is the same whenever it is computed.
+_PARTS: dict[str, tuple[str, Any]] = {}
+_PARTS_MAX = 8192
+
+
+def _part(part: str) -> tuple[str, Any]:
+    """One ``key: value`` part of a batch line as (key, value); ``_NO_PAIR`` for none."""
+    key, sep, value = part.strip().strip(",").partition(": ")
+    if not (sep and key):
+        return _NO_PAIR
+    # interned: a served log has a batch line per rank per step, all with the same few keys
+    # (one copy each instead of one per line: a fifth of the reader's memory)
+    return sys.intern(key.strip()), _scalar(value.strip().rstrip(","))
 
 
 def _literal(node: ast.AST) -> Any:
