@@ -12,6 +12,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 STARTUP = FIXTURES / "sglang" / "server" / "sm120_qwen35_baseline.log"
 #: as tests/cli/test_bounded_input.py: enough for the interpreter, DuckDB and pyarrow
@@ -55,6 +57,7 @@ def write_served_log(path: Path, size: int) -> int:
     return decodes
 
 
+@pytest.mark.slow  # a real process fed tens of MB or more: seconds of CPU
 def test_a_served_log_of_tens_of_mb_imports_under_a_memory_limit(tmp_path: Path) -> None:
     log = tmp_path / "served.log"
     decodes = write_served_log(log, LOG_BYTES)

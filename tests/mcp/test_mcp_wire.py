@@ -12,6 +12,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from ledger.mcp.wire import MAX_MESSAGE_BYTES
 from ledger.store import LedgerStore
 
@@ -25,6 +27,7 @@ def _limited() -> None:
     resource.setrlimit(resource.RLIMIT_AS, (ADDRESS_SPACE, ADDRESS_SPACE))
 
 
+@pytest.mark.slow  # a real process fed tens of MB or more: seconds of CPU
 def test_a_line_past_the_bound_is_answered_and_dropped_as_it_streams(tmp_path: Path) -> None:
     ledger = tmp_path / "l.duckdb"
     LedgerStore(ledger).init()
