@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 
 from ledger.store import LedgerStore
-from tests.support import needs, pg_cluster, threads_left
+from tests.support import needs, pg_cluster, readme_walkthrough, threads_left
 
 #: The time stamped on events without ``recorded_at`` by the ``store`` fixture.
 FIXED_NOW = datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC)
@@ -44,16 +44,19 @@ def _ctrl_c_as_in_a_terminal() -> Iterator[None]:
 #: The test files that take longest (a fresh clone's `make test`, docs/performance.md, *The test
 #: suite*: each over 100 s in all), started first: pytest-xdist hands out whole files
 #: (``--dist loadfile``) in collection order, and one of these left for the end kept one worker
-#: busy for minutes after the other had finished. Only the order changes, never what runs.
+#: busy for minutes after the other had finished. Only the order changes, never what runs. The
+#: README walkthrough comes first and the MCP session last: both read one run of the README's
+#: first session (``readme_walkthrough_run``), made by whichever asks first, and the other worker
+#: would wait for it if they started together.
 LONG_FILES = (
+    "tests/project/test_readme_walkthrough.py",
     "tests/engines/test_research_wheels.py",
     "tests/engines/test_engine_coverage.py",
     "tests/store/test_store_contract.py",
-    "tests/mcp/test_mcp_session.py",
     "tests/runners/test_e2e_vllm_cpu.py",
-    "tests/project/test_readme_walkthrough.py",
     "tests/runners/test_e2e_transformers.py",
     "tests/sync/test_hub.py",
+    "tests/mcp/test_mcp_session.py",
 )
 
 
@@ -102,6 +105,15 @@ def _no_resident_process(monkeypatch: pytest.MonkeyPatch) -> None:
     ``tuneledger`` processes the tests start inherit ``TUNELEDGER_RESIDENT=0``, so no server
     outlives the suite; tests/cli/test_resident.py sets its own runtime folder and stops its servers."""
     monkeypatch.setenv("TUNELEDGER_RESIDENT", "0")
+
+
+@pytest.fixture(scope="session")
+def readme_walkthrough_run(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> readme_walkthrough.Walkthrough:
+    """README.md's first session, run once for the whole test run (``tests/support/readme_walkthrough.py``):
+    the README's test and the MCP session's comparison read the same run."""
+    return readme_walkthrough.shared(tmp_path_factory)
 
 
 @pytest.fixture

@@ -3,9 +3,9 @@ server as a subprocess, against a real ``transformers serve`` of a tiny random-w
 
 Part 1 is the README's "Your first session" through tools only (init, session, a researched
 flag, a server started, a benchmark, the server stopped, the plan, the deltas, the decision
-log), and its Markdown log is compared with the CLI walkthrough's, run here too (the README's
-shell blocks, as ``tests/test_readme_walkthrough.py`` runs them): the same document up to what
-a measurement changes (ids, times, numbers, verdicts). Part 2 goes on as an agent does: the
+log), and its Markdown log is compared with the CLI walkthrough's (the README's shell blocks,
+run once for this test and tests/project/test_readme_walkthrough.py by
+tests/support/readme_walkthrough.py): the same document up to what a measurement changes (ids, times, numbers, verdicts). Part 2 goes on as an agent does: the
 verdicts read, a triage made on a stale board while a person triaged from the CLI (a conflict
 with the new state, then the retry), a decision citing the plan's comparisons, the decision log
 read as a resource. The ledger's events and the tools' structured outputs are asserted; when
@@ -34,6 +34,7 @@ for _name in ("torch", "transformers", "fastapi"):
 from ledger.store import LedgerStore  # noqa: E402
 from schemas.vocab import COMPARISON_VERDICTS, VERDICTS  # noqa: E402
 from tests.support.mcp_client import call, over_stdio, refused  # noqa: E402
+from tests.support.readme_walkthrough import Walkthrough  # noqa: E402
 
 #: Process-based on purpose (an MCP server process, real servers): `make test` runs it.
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
@@ -58,27 +59,13 @@ def _env() -> dict[str, str]:
     return env
 
 
-def _cli_walkthrough(folder: Path) -> str:
-    """The README's first-session blocks run by bash in ``folder`` (as the agent's actor, so
-    that the two logs may be compared); returns its decision log."""
-    readme = (ROOT / "README.md").read_text()
-    start = readme.index("## Your first session")
-    end = readme.find("\n## ", start + 10)
-    blocks = re.findall(r"```sh\n(.*?)```", readme[start:end], flags=re.S)
-    script = "\n".join(b for b in blocks if not b.lstrip().startswith("make "))
-    for name in (".venv", "examples", "tests"):
-        (folder / name).symlink_to(ROOT / name)
-    env = {**_env(), "TUNELEDGER_ACTOR": "agent:mcp"}
-    out = subprocess.run(
-        ["bash", "-e", "-o", "pipefail", "-c", script],
-        cwd=folder,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=1800,
-    )
-    assert out.returncode == 0, out.stderr[-4000:]
-    return (folder / "first-session-decisions.md").read_text()
+def _cli_log(walked: Walkthrough) -> str:
+    """The decision log of the README's first session run by bash (``tests/support/readme_walkthrough.py``:
+    one run for this test and the README's), its decisions' actor written as the agent's: the
+    user's walkthrough appends as ``person:`` and the login name, the agent as ``agent:mcp``."""
+    assert walked.returncode == 0, walked.stderr[-4000:]
+    log = (walked.folder / "first-session-decisions.md").read_text()
+    return re.sub(r"\bby person:[^\s*]+", "by agent:mcp", log)
 
 
 # --- the Markdown log up to what a measurement changes ----------------------------------------
@@ -411,14 +398,15 @@ def _check_ledger(ledger: Path, final_log: str, base_url: str) -> None:
     assert left.to_pylist() == [{"n": 0}]
 
 
-async def test_an_agent_runs_the_first_session_through_mcp_tools(tmp_path: Path) -> None:
+async def test_an_agent_runs_the_first_session_through_mcp_tools(
+    tmp_path: Path, readme_walkthrough_run: Walkthrough
+) -> None:
     needs.program("transformers", BIN)
     from tests.support.tiny_model import build_tiny_model
 
-    cli_dir, mcp_dir = tmp_path / "cli", tmp_path / "mcp"
-    cli_dir.mkdir()
+    cli_dir, mcp_dir = readme_walkthrough_run.folder, tmp_path / "mcp"
     mcp_dir.mkdir()
-    cli_log = _cli_walkthrough(cli_dir)
+    cli_log = _cli_log(readme_walkthrough_run)
     build_tiny_model(mcp_dir / "models" / "tiny-qwen3-moe")
     (mcp_dir / "examples").symlink_to(ROOT / "examples")
     ledger = mcp_dir / "first-session.duckdb"

@@ -10,11 +10,7 @@ extra), like tests/runners/test_e2e_transformers.py; offline (the model is built
 
 from __future__ import annotations
 
-import os
-import re
 import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 
@@ -24,20 +20,14 @@ for _name in ("torch", "transformers", "fastapi"):
     needs.module(_name, "the e2e extra: make")
 
 from ledger.store import LedgerStore  # noqa: E402
+from tests.support.readme_walkthrough import (  # noqa: E402
+    ROOT,
+    Walkthrough,
+    walkthrough_blocks,
+)
 
 #: Process-based on purpose (the README's shell blocks run by bash): `make test` runs it, `make check` does not.
 pytestmark = pytest.mark.slow
-
-ROOT = Path(__file__).resolve().parents[2]
-SECTION = "## Your first session"
-
-
-def walkthrough_blocks(readme: str) -> list[str]:
-    """The ``sh`` code blocks of the README's first-session section, in order."""
-    start = readme.index(SECTION)
-    end = readme.find("\n## ", start + len(SECTION))
-    section = readme[start : end if end != -1 else None]
-    return re.findall(r"```sh\n(.*?)```", section, flags=re.S)
 
 
 def test_the_walkthrough_has_every_step() -> None:
@@ -60,8 +50,7 @@ def test_the_walkthrough_has_every_step() -> None:
         assert step in script, step
 
 
-def test_readme_first_session_runs_as_written(tmp_path: Path) -> None:
-    needs.program("transformers", Path(sys.executable).parent)
+def test_readme_first_session_runs_as_written(readme_walkthrough_run: Walkthrough) -> None:
     blocks = walkthrough_blocks((ROOT / "README.md").read_text())
     make_lines = [
         line for block in blocks for line in block.splitlines() if line.startswith("make ")
@@ -71,24 +60,12 @@ def test_readme_first_session_runs_as_written(tmp_path: Path) -> None:
         assert (
             subprocess.run(["make", "-n", *target], cwd=ROOT, capture_output=True).returncode == 0
         ), line
-    script = "\n".join(block for block in blocks if not block.lstrip().startswith("make "))
-    for name in (".venv", "examples", "tests"):
-        (tmp_path / name).symlink_to(ROOT / name)
-    env = {k: v for k, v in os.environ.items() if not k.startswith("TUNELEDGER_")}
-    env.update({"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "COLUMNS": "200"})
-    out = subprocess.run(
-        ["bash", "-e", "-o", "pipefail", "-c", script],
-        cwd=tmp_path,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=1500,
-    )
+    out = readme_walkthrough_run  # run once for this test and the MCP session's comparison
     print(out.stdout)
     assert out.returncode == 0, out.stderr[-4000:]
     assert "Plan verdicts" in out.stdout and "Traceback" not in out.stderr
 
-    store = LedgerStore(tmp_path / "first-session.duckdb")
+    store = LedgerStore(out.folder / "first-session.duckdb")
     types = {
         r["type"]: r["n"]
         for r in store.query_arrow(
@@ -124,7 +101,7 @@ def test_readme_first_session_runs_as_written(tmp_path: Path) -> None:
     (cited,) = decision.evidence_event_ids
     assert store.get(cited).type == "comparison_completed"
     assert "continuous-batching" in out.stdout.split("what differs")[1]  # compare diff
-    decisions = (tmp_path / "first-session-decisions.md").read_text()
+    decisions = (out.folder / "first-session-decisions.md").read_text()
     assert "CPU" in decisions
     order = [
         decisions.index(h) for h in ("## Decisions", "## Verdicts", "## Triage", "## Timeline")
@@ -134,4 +111,4 @@ def test_readme_first_session_runs_as_written(tmp_path: Path) -> None:
     assert "runner fingerprint" not in decisions and "host observations disagree" not in decisions
     assert "| ? |" not in decisions and "counts per type" in decisions
     assert "## Comparing the configurations" in decisions
-    assert (tmp_path / "first-session-decisions-pareto.svg").read_text().startswith("<?xml")
+    assert (out.folder / "first-session-decisions-pareto.svg").read_text().startswith("<?xml")
