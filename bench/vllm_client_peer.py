@@ -82,8 +82,9 @@ def main() -> None:
         "--tokenizer", str(MODEL), "--warmup", "2", "--no-progress",
     ]  # fmt: skip
     if args.server == "transformers":
-        # transformers serve answers 422 to a request carrying ignore_eos (vLLM's client sends
-        # it as is; ours drops it after the first refusal): neither client sends it
+        # transformers serve answers 422 to a request carrying ignore_eos: neither client sends
+        # it (`run bench --tool vllm` then gives vLLM's client our prompts as a ShareGPT file,
+        # whose dataset does not set it; sglang's client sends it whatever it is told)
         common.append("--no-ignore-eos")
     # `transformers serve` with continuous batching does not exit on SIGINT (a plan's stop_wait_s)
     wait = 30.0 if args.server == "vllm" else 3.0
