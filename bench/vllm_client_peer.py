@@ -178,6 +178,8 @@ def _report(store: LedgerStore, n: int) -> None:
         # the runs of one repeat ran back to back, under one load: the CI of the paired log
         # ratios leaves out the load's drift between repeats (Welch's above keeps it)
         logs = [math.log(a / b) for a, b in zip(ours, theirs, strict=True) if a > 0 and b > 0]
+        per_round = ", ".join(f"{math.exp(x):.2f}" for x in logs)
+        print(f"  per round (ours / peer, repeat by repeat): {per_round}")
         if len(logs) > 1:
             half = t975(len(logs) - 1) * statistics.stdev(logs) / math.sqrt(len(logs))
             mid = statistics.fmean(logs)
