@@ -82,8 +82,9 @@ def main() -> None:
         "--tokenizer", str(MODEL), "--warmup", "2", "--no-progress",
     ]  # fmt: skip
     if args.server == "transformers":
-        # transformers serve answers 422 to a request carrying ignore_eos (vLLM's client sends
-        # it as is; ours drops it after the first refusal): neither client sends it
+        # transformers serve answers 422 to a request carrying ignore_eos: neither client sends
+        # it (`run bench --tool vllm` then gives vLLM's client our prompts as a ShareGPT file,
+        # whose dataset does not set it; sglang's client sends it whatever it is told)
         common.append("--no-ignore-eos")
     # `transformers serve` with continuous batching does not exit on SIGINT (a plan's stop_wait_s)
     wait = 30.0 if args.server == "vllm" else 3.0
@@ -177,6 +178,8 @@ def _report(store: LedgerStore, n: int) -> None:
         # the runs of one repeat ran back to back, under one load: the CI of the paired log
         # ratios leaves out the load's drift between repeats (Welch's above keeps it)
         logs = [math.log(a / b) for a, b in zip(ours, theirs, strict=True) if a > 0 and b > 0]
+        per_round = ", ".join(f"{math.exp(x):.2f}" for x in logs)
+        print(f"  per round (ours / peer, repeat by repeat): {per_round}")
         if len(logs) > 1:
             half = t975(len(logs) - 1) * statistics.stdev(logs) / math.sqrt(len(logs))
             mid = statistics.fmean(logs)

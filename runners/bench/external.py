@@ -31,8 +31,10 @@ cap for GuideLLM. ``--repeats``, ``--config-name``, ``--baseline``, ``--server-r
   [--request-rate R] --seed S --output-file DIR/result.jsonl --output-details
   [--tokenizer T] [--disable-ignore-eos] --warmup-requests W``;
 - vllm: ``vllm bench serve --backend openai-chat|openai --base-url URL --endpoint
-  /v1/chat/completions|/v1/completions --model M --dataset-name random --random-input-len IN
-  --random-output-len OUT --random-range-ratio 0 --num-prompts N --max-concurrency C
+  /v1/chat/completions|/v1/completions --model M (--dataset-name random --random-input-len IN
+  --random-output-len OUT --random-range-ratio 0 | with ``--no-ignore-eos``: --dataset-name
+  sharegpt --dataset-path DIR/prompts.json --sharegpt-output-len OUT --disable-shuffle, our
+  prompts: ``_vllm_dataset``) --num-prompts N --max-concurrency C
   [--request-rate R] --seed S --num-warmups W --temperature 0 [--ignore-eos] [--tokenizer T]
   --percentile-metrics ttft,tpot,itl,e2el --save-result --save-detailed --result-dir DIR
   --result-filename result.json --disable-tqdm``, run as ``PYTHON -c <what vllm bench serve
@@ -44,6 +46,7 @@ cap for GuideLLM. ``--repeats``, ``--config-name``, ``--baseline``, ``--server-r
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -59,6 +62,7 @@ from ledger.importers import import_file, pair_files
 from ledger.store import LedgerStore
 from ledger.write import commands
 from runners.artifacts import artifacts_dir, safe_name
+from runners.bench.workload import WorkloadSpec, build_workload
 
 TOOLS = ("guidellm", "aiperf", "sglang", "vllm")
 
@@ -302,18 +306,11 @@ def refuse_options(
     Raises:
         InvalidInput: ``--endpoint generate`` for GuideLLM or AIPerf (OpenAI endpoints only);
             ``--request-rate`` with a ``--concurrency`` cap for GuideLLM (its Poisson profile
-            has no in-flight cap); ``--no-ignore-eos`` for vLLM (``vllm bench serve`` sends
-            ``ignore_eos`` with its random dataset whatever it is told: vllm/benchmarks/serve.py,
-            "when using random datasets, default to ignoring EOS", 0.32.0).
+            has no in-flight cap).
     """
     if tool in ("guidellm", "aiperf", "vllm") and w.endpoint not in GUIDELLM_REQUEST_FORMATS:
         raise InvalidInput(
             f"--endpoint {w.endpoint}: {tool} measures OpenAI endpoints only (chat, completions)"
-        )
-    if tool == "vllm" and not w.ignore_eos:
-        raise InvalidInput(
-            "--no-ignore-eos: vllm bench serve sends ignore_eos with its random dataset "
-            "whatever it is told; run it with --ignore-eos, or use the built-in client"
         )
     if tool == "guidellm" and request_rate and concurrency:
         raise InvalidInput(
@@ -345,14 +342,7 @@ def _vllm_argv(
         "/v1/chat/completions" if chat else "/v1/completions",
         "--model",
         w.model,
-        "--dataset-name",
-        "random",
-        "--random-input-len",
-        str(w.input_len),
-        "--random-output-len",
-        str(w.output_len),
-        "--random-range-ratio",
-        "0",
+        *(_vllm_dataset(w, out_dir) if not w.ignore_eos else _vllm_random(w)),
         "--num-prompts",
         str(w.num_prompts),
         "--seed",
@@ -384,6 +374,48 @@ def _vllm_argv(
     if w.ignore_eos:
         argv.append("--ignore-eos")
     return argv, out_dir / "result.json"
+
+
+def _vllm_random(w: ToolWorkload) -> list[str]:
+    """vLLM's ``random`` dataset of the asked lengths (it sends ``ignore_eos``: module doc)."""
+    return [
+        "--dataset-name", "random", "--random-input-len", str(w.input_len),
+        "--random-output-len", str(w.output_len), "--random-range-ratio", "0",
+    ]  # fmt: skip
+
+
+def _vllm_dataset(w: ToolWorkload, out_dir: Path) -> list[str]:
+    """``--no-ignore-eos``: our own prompts (``build_workload`` of the same lengths, count, seed
+    and tokenizer: what the built-in client sends) as a ShareGPT-format file in the run's
+    folder. ``vllm bench serve`` 0.32.0 sets ``ignore_eos`` for its ``random`` datasets whatever
+    it is told (vllm/benchmarks/serve.py: "when using random datasets, default to ignoring EOS")
+    and sends it in the request body; with a file dataset it sends the field only if asked, so
+    a server that refuses unknown fields (``transformers serve``: HTTP 422 "Unexpected fields
+    in the request: {'ignore_eos'}", transformers/cli/serving/utils.py ``_validate_request``)
+    can be read by it. ShareGPT, not ``custom``: vLLM's custom dataset reads its JSONL through
+    pandas, which the CPU build does not install (it fails on vLLM's placeholder module);
+    ShareGPT's loader is ``json`` and sends the prompt as is (no chat template of its own);
+    ``--sharegpt-output-len`` sets every request's max tokens, ``--disable-shuffle`` keeps our
+    order."""
+    spec = WorkloadSpec(
+        input_len=w.input_len,
+        output_len=w.output_len,
+        num_prompts=w.num_prompts,
+        seed=w.seed,
+        tokenizer=w.tokenizer,
+    )
+    try:
+        built = build_workload(spec)
+    except ValueError as exc:
+        raise InvalidInput(f"--tool vllm --no-ignore-eos: {exc}") from None
+    path = out_dir / "prompts.json"
+    # the second turn is the completion ShareGPT would measure; the fixed length replaces it
+    turns = [{"conversations": [{"value": p.text}, {"value": ""}]} for p in built.prompts]
+    path.write_text(json.dumps(turns))
+    return [
+        "--dataset-name", "sharegpt", "--dataset-path", str(path),
+        "--sharegpt-output-len", str(w.output_len), "--disable-shuffle",
+    ]  # fmt: skip
 
 
 def _env(tool: str, w: ToolWorkload) -> dict[str, str]:

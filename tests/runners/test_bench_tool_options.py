@@ -5,10 +5,12 @@ is noted. In-process CLI, a real (failing) program as the tool."""
 
 from __future__ import annotations
 
+import json
 import subprocess
 from pathlib import Path
 
-from runners.bench.external import ToolWorkload, recorded_workload
+from runners.bench.external import ToolWorkload, recorded_workload, tool_argv
+from runners.bench.workload import WorkloadSpec, build_workload
 from schemas.parts import Workload
 from tests.support.cli_inprocess import invoke
 
@@ -84,14 +86,30 @@ def test_the_tools_own_record_wins_and_a_disagreement_is_noted() -> None:
     assert notes == ["the tool's file records seed 7, 0 was asked: the file's kept"]
 
 
-def test_no_ignore_eos_is_refused_for_vllm_whose_random_dataset_sends_it_anyway(
-    tmp_path: Path,
-) -> None:
+def _asked(*, ignore_eos: bool) -> ToolWorkload:
+    return ToolWorkload(
+        url="http://x", endpoint="chat", model="m", input_len=16, output_len=8,
+        num_prompts=5, seed=3, warmup=1, tokenizer=None, ignore_eos=ignore_eos,
+    )  # fmt: skip
+
+
+def test_no_ignore_eos_runs_vllm_on_our_prompts_as_a_sharegpt_file(tmp_path: Path) -> None:
     """``vllm bench serve`` 0.32.0 sets ``ignore_eos`` for its random dataset whatever it is
-    told (seen on the wire by docs/vllm-cpu.md's transformers serve pairing: ``"ignore_eos":
-    true`` in a run asked ``--no-ignore-eos``): recording the run as without it would record
-    what was asked, not what the tool did, so the option is refused before anything runs."""
-    out = _bench_with(tmp_path, "vllm", "--no-ignore-eos")
-    assert out.returncode == 3, out.stderr  # invalid input (ledger/errors.py)
-    assert "--no-ignore-eos: vllm bench serve sends ignore_eos" in out.stderr
-    assert not (tmp_path / "l.artifacts" / "bench").exists()  # the tool never ran
+    told (vllm/benchmarks/serve.py: "when using random datasets, default to ignoring EOS"),
+    and ``transformers serve`` answers 422 to the field (docs/vllm-cpu.md). With
+    ``--no-ignore-eos`` the tool gets the built-in client's own prompts as a ShareGPT file,
+    a dataset that sends the field only when asked: no ``--ignore-eos``, no random dataset."""
+    argv, _ = tool_argv("vllm", ["vllm"], _asked(ignore_eos=False), concurrency=2,
+                        request_rate=None, out_dir=tmp_path)  # fmt: skip
+    assert "--ignore-eos" not in argv and "random" not in argv
+    at = argv.index("--dataset-name")
+    assert argv[at : at + 3] == ["--dataset-name", "sharegpt", "--dataset-path"]
+    assert argv[argv.index("--sharegpt-output-len") + 1] == "8" and "--disable-shuffle" in argv
+    turns = json.loads(Path(argv[at + 3]).read_text())
+    ours = build_workload(WorkloadSpec(input_len=16, output_len=8, num_prompts=5, seed=3))
+    assert [t["conversations"][0]["value"] for t in turns] == [p.text for p in ours.prompts]
+    # asked to ignore EOS, it keeps its random dataset of the asked lengths
+    argv, _ = tool_argv("vllm", ["vllm"], _asked(ignore_eos=True), concurrency=2,
+                        request_rate=None, out_dir=tmp_path)  # fmt: skip
+    assert "--ignore-eos" in argv and argv[argv.index("--dataset-name") + 1] == "random"
+    assert argv[argv.index("--random-output-len") + 1] == "8"
