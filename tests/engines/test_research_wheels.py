@@ -183,6 +183,7 @@ BLIND_0523_RIGHT = {
     "set_d1": 10,
     "set_e1": 5,
     "set_g1": 9,
+    "set_h1": 7,
 }
 
 
