@@ -291,6 +291,8 @@ def classify(message: str, level: str | None) -> Verdict:
     text = message.strip()
     if _SHAPE is None or len(text) > _SHAPED_MAX:
         return cascade(text, level, _PREFILTER.possible(text))
+    if text.isascii():  # the same text, by a byte table (~0.4 us a batch line; str's ~2 us)
+        return _shaped(text.encode("ascii").translate(_SHAPE_BYTES).decode("ascii"), level)
     return _shaped(text.translate(_SHAPE), level)
 
 
@@ -301,6 +303,10 @@ def classify(message: str, level: str | None) -> Verdict:
 #: not kept (a long line is rarely repeated, and the cache must stay small).
 _SHAPE = digit_shape(_CASCADE)
 _SHAPED_MAX = 400
+#: ``_SHAPE`` as a byte table, for an ASCII text (every code it maps is an ASCII digit).
+_SHAPE_BYTES = (
+    bytes.maketrans(bytes(_SHAPE), "".join(_SHAPE.values()).encode("ascii")) if _SHAPE else b""
+)
 
 
 @lru_cache(maxsize=4096)
