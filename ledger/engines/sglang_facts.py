@@ -24,12 +24,15 @@ from .failure import TAIL_LINES, CrashInfo, RunOutcome, assess, classify
 from .lines import LogLine, Unwrapper, unflatten
 from .sglang_lines import (
     INNER_RE,
+    READY,
     LogFormatError,
+    batch_kind,
     jsonable,
     jsonable_args,
     parse_batch_fields,
     parse_server_args,
     split_line,
+    version_tuple,
 )
 from .sglang_overrides import OverrideLine, implied_overrides, override_line_of, with_line
 
@@ -69,7 +72,6 @@ _MOE_DEFAULT_RE = re.compile(
 # 0.5.23: the down projection's own file is missing and the up projection's config is reused.
 _MOE_DOWN_REUSE_RE = re.compile(r"Down MoE config file not found at (.+?\.json); reusing")
 _DEVICE_RE = re.compile(r"device_name=([^,/]+?)(?:_down)?(?:,|\.json)")
-_READY = "The server is fired up and ready to roll"
 
 #: Limits an override line can lower: the fact then holds the value in effect.
 _LIMIT_FLAGS = ("max_running_requests", "max_total_num_tokens")
@@ -317,8 +319,8 @@ class _Reader:
     def read(self, line: LogLine) -> None:
         """Read one prefixed line: the first rule whose pattern matches handles it."""
         msg = line.message
-        if (batch := batch_handler(msg)) is not None:
-            batch(self, None, line)
+        if (kind := batch_kind(msg)) is not None:  # most lines: the rules before not tried
+            (_decode if kind == "decode" else _prefill)(self, None, line)
             return
         for match, handle in _RULES:
             m = match(msg)
@@ -581,7 +583,7 @@ _RULES: tuple[tuple[Callable[[str], Any], Callable[[_Reader, Any, LogLine], None
         ),
         _moe,
     ),
-    (_contains(_READY), _ready),
+    (_contains(READY), _ready),
     (_starts("Decode batch.", "Decode batch,"), _decode),
     (_starts("Prefill batch.", "Prefill batch,"), _prefill),
     (_contains("Disabling flashinfer allreduce fusion permanently"), _fusion_off),
@@ -590,48 +592,13 @@ _RULES: tuple[tuple[Callable[[str], Any], Callable[[_Reader, Any, LogLine], None
 )
 
 
-#: What a message must hold for a rule before ``_decode`` / ``_prefill`` in ``_RULES`` to match
-#: it when it starts as a batch line does (those before them that read a start need another).
-_BEFORE_BATCH_CUES = re.compile(
-    "|".join(
-        re.escape(cue)
-        for cue in (
-            "Attention backend not ",  # _ATTN_DEFAULT_RE
-            "MLA optimization is turned on",  # _MLA_ATTN_RE
-            "Load weight end",  # _LOAD_WEIGHT_RE
-            "Capture ",  # _CG_BS_RE, _CG_TOKENS_RE, _CG_PHASE_RE
-            "Disable ",  # _PIECEWISE_DISABLE_RE, _PREFILL_GRAPH_DISABLE_RES[0]
-            "Breakable CUDA graph is incompatible",  # _PREFILL_GRAPH_DISABLE_RES[1]
-            "MoE kernel config",
-            "Config file not found at",
-            "Down MoE config file not found",
-            _READY,
-        )
-    )
-)
-_BATCH_STARTS = {"Decode batch.": _decode, "Decode batch,": _decode}
-_BATCH_STARTS.update({"Prefill batch.": _prefill, "Prefill batch,": _prefill})
-
-
-def batch_handler(msg: str) -> Callable[[_Reader, Any, LogLine], None] | None:
-    """The handler ``_RULES`` gives a batch line (``_decode`` / ``_prefill``), found without
-    trying the rules before them (~4 us a line, and a served log is mostly batch lines) when the
-    message holds none of what those rules need (``_BEFORE_BATCH_CUES``); ``None`` for any
-    other message, which ``_RULES`` reads in order (``tests/engines/test_plain_line.py``
-    compares both on every fixture message and on messages built from each rule's pattern)."""
-    handler = _BATCH_STARTS.get(msg[:13]) or _BATCH_STARTS.get(msg[:14])
-    if handler is None or _BEFORE_BATCH_CUES.search(msg) is not None:
-        return None
-    return handler
-
-
 # uvicorn's own word that it serves: "Application startup complete." / "Uvicorn running on http://..."
 _UVICORN_READY_RE = re.compile(r"Application startup complete\.$|Uvicorn running on https?://")
 
 
 def is_ready_line(line: LogLine) -> bool:
     """SGLang's own ready line (``The server is fired up and ready to roll!``)."""
-    return line.prefixed and _READY in line.message
+    return line.prefixed and READY in line.message
 
 
 def parse_server_log(lines: Iterable[str], *, strict: bool = False) -> ServerLogFacts:
@@ -699,7 +666,7 @@ def parse_server_log(lines: Iterable[str], *, strict: bool = False) -> ServerLog
         facts.attention_backend = facts.server_args["attention_backend"]
         if "server_args" in facts.evidence:
             facts.evidence["attention_backend"] = facts.evidence["server_args"]
-    fired_up = any(_READY in line.message for line in all_lines)
+    fired_up = any(READY in line.message for line in all_lines)
 
     def outcome(uvicorn: bool) -> RunOutcome:
         return assess(
@@ -707,7 +674,7 @@ def parse_server_log(lines: Iterable[str], *, strict: bool = False) -> ServerLog
             is_ready=lambda x: (
                 (x.prefixed or bare)
                 and (
-                    _READY in x.message
+                    READY in x.message
                     if not uvicorn
                     else bool(_UVICORN_READY_RE.match(x.message.strip()))
                 )
@@ -800,13 +767,6 @@ def _settle_piecewise(facts: ServerLogFacts, begin: bool, end: bool) -> None:
             facts.piecewise_disabled_reason = "cuda_graph_backend_prefill='disabled' in server_args"
 
 
-def _version_tuple(version: str | None) -> tuple[int, ...] | None:
-    if not version:
-        return None
-    parts = re.findall(r"\d+", version.split("+")[0])[:3]
-    return tuple(int(p) for p in parts) if parts else None
-
-
 #: First SGLang release with piecewise CUDA graph on by default (sgl-project/sglang PR #16331,
 #: merged 2026-01-03, replaced --enable-piecewise-cuda-graph by --disable-piecewise-cuda-graph).
 PIECEWISE_DEFAULT_ON_SINCE = (0, 5, 8)
@@ -831,5 +791,5 @@ def piecewise_on_by_default(
         return True
     if "enable_piecewise_cuda_graph" in args:
         return False
-    version = _version_tuple(engine_version)
+    version = version_tuple(engine_version)
     return None if version is None else version >= PIECEWISE_DEFAULT_ON_SINCE

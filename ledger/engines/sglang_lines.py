@@ -37,6 +37,43 @@ UNDATED = datetime(1900, 1, 1)
 INNER_RE = re.compile(rf"\[{_TS}(?:[.,]\d{{1,6}})?{_RANKS}\] ")
 _RANK_RE = re.compile(r"([A-Z][A-Z_]*?)(\d+)")
 
+#: SGLang's ready line.
+READY = "The server is fired up and ready to roll"
+#: What a message must hold for a rule of ``sglang_facts._RULES`` before its batch rules to
+#: match it when it starts as a batch line does (the rules that read a start need another).
+_BEFORE_BATCH_CUES = re.compile(
+    "|".join(
+        re.escape(cue)
+        for cue in (
+            "Attention backend not ",  # _ATTN_DEFAULT_RE
+            "MLA optimization is turned on",  # _MLA_ATTN_RE
+            "Load weight end",  # _LOAD_WEIGHT_RE
+            "Capture ",  # _CG_BS_RE, _CG_TOKENS_RE, _CG_PHASE_RE
+            "Disable ",  # _PIECEWISE_DISABLE_RE, _PREFILL_GRAPH_DISABLE_RES[0]
+            "Breakable CUDA graph is incompatible",  # _PREFILL_GRAPH_DISABLE_RES[1]
+            "MoE kernel config",  # the MoE lookups
+            "Config file not found at",
+            "Down MoE config file not found",
+            READY,
+        )
+    )
+)
+_BATCH_STARTS = {"Decode batch.": "decode", "Decode batch,": "decode"}
+_BATCH_STARTS.update({"Prefill batch.": "prefill", "Prefill batch,": "prefill"})
+
+
+def batch_kind(msg: str) -> str | None:
+    """``"decode"`` / ``"prefill"`` for a batch line that no rule of ``sglang_facts._RULES``
+    before its batch rules can match, known without trying them (~4 us a line, and a served log
+    is mostly batch lines): it holds none of what they need (``_BEFORE_BATCH_CUES``); ``None``
+    for any other message, which ``_RULES`` reads in order (``tests/engines/test_plain_line.py``
+    compares both on every fixture message and on messages built from each rule's pattern)."""
+    kind = _BATCH_STARTS.get(msg[:13]) or _BATCH_STARTS.get(msg[:14])
+    if kind is None or _BEFORE_BATCH_CUES.search(msg) is not None:
+        return None
+    return kind
+
+
 #: Markers that make a text file an SGLang server log (used by format detection).
 LOG_MARKERS: tuple[str, ...] = (
     "server_args=",
@@ -347,3 +384,11 @@ def jsonable(value: Any) -> Any:
     if value is None or isinstance(value, (bool, int, float, str)):
         return value
     return repr(value)
+
+
+def version_tuple(version: str | None) -> tuple[int, ...] | None:
+    """``"0.5.23+cu128"`` -> ``(0, 5, 23)``: its first three numbers; ``None`` for none."""
+    if not version:
+        return None
+    parts = re.findall(r"\d+", version.split("+")[0])[:3]
+    return tuple(int(p) for p in parts) if parts else None

@@ -3,7 +3,7 @@
 
 - ``sglang_lines._plain_line``: a line with SGLang's dated prefix and no launcher layer is split
   without looking for every layer; it must equal ``split_in_full`` (or decline);
-- ``sglang_facts.batch_handler``: a ``Decode batch`` / ``Prefill batch`` message goes to its
+- ``sglang_lines.batch_kind``: a ``Decode batch`` / ``Prefill batch`` message goes to its
   handler without trying the rules before it; it must be the handler ``_RULES`` gives (or decline);
 - ``lines.Unwrapper.unwrap`` gives a line that starts with a process tag and holds nothing a
   layer needs back as it is (``plain_of_layers``); it must equal ``unwrap_in_full``;
@@ -29,7 +29,7 @@ from ledger.engines.lines import (
     head_lines,
     plain_of_layers,
 )
-from ledger.engines.sglang_lines import LogFormatError, _plain_line, split_in_full
+from ledger.engines.sglang_lines import LogFormatError, _plain_line, batch_kind, split_in_full
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 
@@ -57,6 +57,16 @@ def _agree(raw: str, number: int = 7) -> bool:
             continue
         assert plain is None or plain == full, raw
     return plain is not None
+
+
+def _shortcut(msg: str) -> object:
+    """The handler ``_Reader.read`` gives ``msg`` by ``batch_kind`` (``None``: the rules read it)."""
+    kind = batch_kind(msg)
+    return (
+        None
+        if kind is None
+        else {"decode": sglang_facts._decode, "prefill": sglang_facts._prefill}[kind]
+    )
 
 
 def _rules_handler(msg: str) -> object:
@@ -132,7 +142,7 @@ def test_the_batch_shortcut_gives_the_rules_handler_on_every_fixture_message() -
     for number, raw in enumerate(_fixture_lines(), start=1):
         msg = split_in_full(number, raw, strict=False, unwrapper=Unwrapper()).message
         for text in (msg, raw):
-            shortcut = sglang_facts.batch_handler(text)
+            shortcut = _shortcut(text)
             if shortcut is not None:
                 taken += 1
                 assert shortcut is _rules_handler(text), text
@@ -153,7 +163,7 @@ _EARLIER_PATTERNS = (
     sglang_facts._MOE_FALLBACK_RE,
     sglang_facts._MOE_DEFAULT_RE,
     sglang_facts._MOE_DOWN_REUSE_RE,
-    re.compile(re.escape(sglang_facts._READY)),
+    re.compile(re.escape(sglang_facts.READY)),
 )
 
 
@@ -168,7 +178,7 @@ def test_a_batch_message_that_an_earlier_rule_reads_goes_the_full_way(
     start = data.draw(st.sampled_from(("Decode batch. ", "Decode batch, ", "Prefill batch, ")))
     inside = data.draw(st.from_regex(pattern, fullmatch=True))
     msg = start + "#running-req: 3, " + inside.replace("\n", " ")
-    shortcut = sglang_facts.batch_handler(msg)
+    shortcut = _shortcut(msg)
     assert shortcut is None or shortcut is _rules_handler(msg)
     if pattern.search(msg):
         assert shortcut is None  # every such rule's literal is one of the cues
@@ -177,10 +187,10 @@ def test_a_batch_message_that_an_earlier_rule_reads_goes_the_full_way(
 def test_the_batch_shortcut_reads_the_common_lines() -> None:
     decode = "Decode batch, #running-req: 33, #token: 36300, token usage: 0.45, cuda graph: True"
     prefill = "Prefill batch. #new-seq: 1, #new-token: 128, #cached-token: 0, #queue-req: 0,"
-    assert sglang_facts.batch_handler(decode) is sglang_facts._decode
-    assert sglang_facts.batch_handler(prefill) is sglang_facts._prefill
-    assert sglang_facts.batch_handler("Decode batch, Load weight end. elapsed=3 s") is None
-    assert sglang_facts.batch_handler("Decode batches were slow") is None
+    assert _shortcut(decode) is sglang_facts._decode
+    assert _shortcut(prefill) is sglang_facts._prefill
+    assert _shortcut("Decode batch, Load weight end. elapsed=3 s") is None
+    assert _shortcut("Decode batches were slow") is None
 
 
 @settings(max_examples=300, deadline=None)
