@@ -13,6 +13,7 @@ order): a fact counts once, from the first rank that printed it.
 from __future__ import annotations
 
 import re
+from array import array
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -32,7 +33,6 @@ from .sglang_lines import (
     parse_batch_fields,
     parse_server_args,
     split_line,
-    version_tuple,
 )
 from .sglang_overrides import OverrideLine, implied_overrides, override_line_of, with_line
 
@@ -183,8 +183,17 @@ class ServerLogFacts:
     pid: int | None = None
     first_timestamp: datetime | None = None
     ready_timestamp: datetime | None = None
+    #: The first ``BATCH_LINES_KEPT`` batch lines of each kind; what is read of all of them is
+    #: kept beside: ``eager_decodes``, ``accept_series`` and its first and last lines.
     decode_batches: list[BatchLine] = field(default_factory=list)
     prefill_batches: list[BatchLine] = field(default_factory=list)
+    #: Every decode batch line logged with ``cuda graph: False`` (the decode-eager finding).
+    eager_decodes: list[BatchLine] = field(default_factory=list)
+    #: The ``accept len`` of every decode batch line that logs one, in order; the first such
+    #: line and the last one with a timestamp (the spec trial's ``source`` and time).
+    accept_series: array[float] = field(default_factory=lambda: array("d"))
+    first_accept_line: LogLine | None = None
+    last_accept_stamped: LogLine | None = None
     warnings: list[LogLine] = field(default_factory=list)
     flashinfer_fusion_disabled: LogLine | None = None
     crash: CrashInfo | None = None
@@ -239,7 +248,7 @@ class ServerLogFacts:
     @property
     def accept_lengths(self) -> list[float]:
         """The ``accept len`` of each decode batch line that logs one (speculative decoding)."""
-        return [b.accept_len for b in self.decode_batches if b.accept_len is not None]
+        return list(self.accept_series)
 
     @property
     def has_startup_facts(self) -> bool:
@@ -492,16 +501,30 @@ def _ready(r: _Reader, m: Any, line: LogLine) -> None:
         r.facts.evidence["ready"] = line
 
 
+#: Batch lines of each kind kept whole: a served log has one per rank per step (a million in a
+#: day), and each held ~400 bytes; what the findings read of all of them is kept beside.
+BATCH_LINES_KEPT = 1000
+
+
 def _decode(r: _Reader, m: Any, line: LogLine) -> None:
-    r.facts.decode_batches.append(
-        BatchLine(line, "decode", parse_batch_fields(line.message[len("Decode batch.") :]))
-    )
+    facts = r.facts
+    batch = BatchLine(line, "decode", parse_batch_fields(line.message[len("Decode batch.") :]))
+    if len(facts.decode_batches) < BATCH_LINES_KEPT:
+        facts.decode_batches.append(batch)
+    if batch.cuda_graph is False:
+        facts.eager_decodes.append(batch)
+    if (accept := batch.accept_len) is not None:
+        facts.accept_series.append(accept)
+        facts.first_accept_line = facts.first_accept_line or line
+        if line.timestamp:
+            facts.last_accept_stamped = line
 
 
 def _prefill(r: _Reader, m: Any, line: LogLine) -> None:
-    r.facts.prefill_batches.append(
-        BatchLine(line, "prefill", parse_batch_fields(line.message[len("Prefill batch.") :]))
-    )
+    if len(r.facts.prefill_batches) < BATCH_LINES_KEPT:
+        r.facts.prefill_batches.append(
+            BatchLine(line, "prefill", parse_batch_fields(line.message[len("Prefill batch.") :]))
+        )
 
 
 def _fusion_off(r: _Reader, m: Any, line: LogLine) -> None:
@@ -765,31 +788,3 @@ def _settle_piecewise(facts: ServerLogFacts, begin: bool, end: bool) -> None:
             facts.piecewise_disabled_reason = "disable_piecewise_cuda_graph=True in server_args"
         elif facts.server_args.get("cuda_graph_backend_prefill") == "disabled":
             facts.piecewise_disabled_reason = "cuda_graph_backend_prefill='disabled' in server_args"
-
-
-#: First SGLang release with piecewise CUDA graph on by default (sgl-project/sglang PR #16331,
-#: merged 2026-01-03, replaced --enable-piecewise-cuda-graph by --disable-piecewise-cuda-graph).
-PIECEWISE_DEFAULT_ON_SINCE = (0, 5, 8)
-
-
-def piecewise_on_by_default(
-    facts: ServerLogFacts, engine_version: str | None = None
-) -> bool | None:
-    """Whether this log's SGLang version captures piecewise (prefill) CUDA graphs unless told not to.
-
-    Read from the server args' own names first (``FLAG_NAMES``): ``disable_piecewise_cuda_graph``
-    or ``cuda_graph_backend_prefill`` (or 0.5.23's per-phase capture lines) mean on by default;
-    only ``enable_piecewise_cuda_graph`` means opt-in. Else from ``engine_version`` against
-    ``PIECEWISE_DEFAULT_ON_SINCE``; ``None`` when neither tells.
-    """
-    args = facts.server_args
-    if (
-        "disable_piecewise_cuda_graph" in args
-        or "cuda_graph_backend_prefill" in args
-        or facts.phase_graphs
-    ):
-        return True
-    if "enable_piecewise_cuda_graph" in args:
-        return False
-    version = version_tuple(engine_version)
-    return None if version is None else version >= PIECEWISE_DEFAULT_ON_SINCE
