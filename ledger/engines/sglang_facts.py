@@ -508,7 +508,11 @@ BATCH_LINES_KEPT = 1000
 
 def _decode(r: _Reader, m: Any, line: LogLine) -> None:
     facts = r.facts
-    batch = BatchLine(line, "decode", parse_batch_fields(line.message[len("Decode batch.") :]))
+    text = line.message[len("Decode batch.") :]
+    if len(facts.decode_batches) >= BATCH_LINES_KEPT and "False" not in text:
+        if "accept len" not in text:
+            return  # not kept, no "cuda graph: False" part, no accept length: nothing read
+    batch = BatchLine(line, "decode", parse_batch_fields(text))
     if len(facts.decode_batches) < BATCH_LINES_KEPT:
         facts.decode_batches.append(batch)
     if batch.cuda_graph is False:

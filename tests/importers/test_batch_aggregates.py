@@ -67,3 +67,27 @@ def test_the_findings_and_the_spec_trial_read_every_batch_line(tmp_path: Path) -
     assert trial.source == f"served.log:{first_accept}"
     assert len(trial.accept_length_series) == 1000
     assert trial.occurred_at is not None and trial.occurred_at.strftime("%H:%M:%S") == "15:21:39"
+
+
+ODD = (
+    "Decode batch, #running-req: 70, cuda graph:  False, #queue-req: 0",
+    "Decode batch. #running-req: 71, cuda graph: False,",
+    "Decode batch, #running-req: 72, #queue-req: 0, accept len: 2.50",
+    "Decode batch, #running-req: 73, accept len: 3, cuda graph: False",
+    "Decode batch, #running-req: 74, cuda graph: True, #queue-req: 0",
+    "Decode batch, #running-req: 75, note: False",
+)
+
+
+def test_a_decode_line_past_the_kept_ones_is_read_as_one_before_them() -> None:
+    """Past the kept lines a decode line is parsed only when it may hold ``cuda graph: False`` or
+    an accept length: the same lines give the same aggregates before the kept ones and after."""
+    plain = [f"[2026-11-20 15:00:00 TP0] Decode batch, #running-req: {n % 9}" for n in range(1100)]
+    odd = [f"[2026-11-20 15:00:00 TP0] {text}" for text in ODD]
+    before = parse_server_log(odd + plain, strict=True)
+    after = parse_server_log(plain + odd, strict=True)
+    assert [b.running_req for b in after.eager_decodes] == [70, 71, 73]
+    assert [b.running_req for b in after.eager_decodes] == [
+        b.running_req for b in before.eager_decodes
+    ]
+    assert list(after.accept_series) == list(before.accept_series) == [2.5, 3.0]
