@@ -47,6 +47,8 @@ from .prefilter import Prefilter, digit_shape
 TAIL_LINES = 20
 #: How many lines of a failure's traceback are kept, from its first line on.
 TRACEBACK_LINES = 400
+#: How many ``ignored`` lines a run's outcome keeps (``RunOutcome.ignored``).
+IGNORED_KEPT = 1000
 
 #: Out of memory, in the spellings of torch, CUDA, HIP, NCCL, SGLang and vLLM.
 OOM_RE = re.compile(
@@ -510,6 +512,8 @@ class RunOutcome:
     unclassified: list[LogLine] = field(default_factory=list)
     harmless: list[tuple[LogLine, str]] = field(default_factory=list)
     handled: list[LogLine] = field(default_factory=list)
+    #: the first ``IGNORED_KEPT`` lines about one request (``HARMLESS[2]``): a served log's batch
+    #: lines each say ``#running-req``, and only whether there is one is read
     ignored: list[tuple[LogLine, str]] = field(default_factory=list)
 
 
@@ -586,7 +590,8 @@ def assess(
         elif verdict.kind == "handled":
             outcome.handled.append(line)
         elif verdict.kind == "ignored":
-            outcome.ignored.append((line, verdict.reason or ""))
+            if len(outcome.ignored) < IGNORED_KEPT:
+                outcome.ignored.append((line, verdict.reason or ""))
         elif (outcome.ready_line is not None or excerpt) and _STOP_RE.search(line.message.strip()):
             outcome.stop_line = outcome.stop_line or line
     outcome.fatal.sort(key=lambda e: e.line.number)

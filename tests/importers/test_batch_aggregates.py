@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from ledger.engines.failure import IGNORED_KEPT
 from ledger.engines.sglang_facts import BATCH_LINES_KEPT
 from ledger.engines.sglang_log import parse_server_log
 from ledger.importers import import_file
@@ -91,3 +92,13 @@ def test_a_decode_line_past_the_kept_ones_is_read_as_one_before_them() -> None:
         b.running_req for b in before.eager_decodes
     ]
     assert list(after.accept_series) == list(before.accept_series) == [2.5, 3.0]
+
+
+def test_the_outcome_keeps_the_first_lines_about_one_request() -> None:
+    """Each batch line names ``#running-req``: the outcome keeps the first ``IGNORED_KEPT`` such
+    lines (whether there is one is what is read), not one per batch line."""
+    facts = parse_server_log(served_log(), strict=True)
+    assert len(facts.outcome.ignored) == IGNORED_KEPT and facts.outcome.state == "ready"
+    assert facts.outcome.ignored[0][0].message.startswith(
+        "Prefill batch, #new-seq: 1, #new-token: 0,"
+    )
