@@ -7,7 +7,10 @@ args, memory pool, CUDA graphs, the ready line) followed by what makes a served 
 advancing timestamps, until the file reaches ``--mb``. Numbers from this script go in
 docs/reliability.md; they are not tests. Run::
 
-    .venv/bin/python bench/bench_log_import.py --mb 20 [--mb 100] [--json OUT]
+    .venv/bin/python bench/bench_log_import.py --mb 20 [--mb 100] [--engine vllm] [--json OUT]
+
+``--engine vllm``: a real vLLM 0.32 startup (``tests/fixtures/vllm_cpu/good-start.log``), then
+its API server's access lines and ``Avg prompt throughput`` lines.
 
 Each size is imported once into a fresh ledger by a child process under GNU time
 (``/usr/bin/time -f '%e %U %S %M'``: wall seconds, user and system CPU seconds, peak RSS in
@@ -68,6 +71,42 @@ def write_log(path: Path, megabytes: float) -> int:
     return path.stat().st_size
 
 
+VLLM_STARTUP = ROOT / "tests" / "fixtures" / "vllm_cpu" / "good-start.log"
+
+
+def write_vllm_log(path: Path, megabytes: float) -> int:
+    """A served vLLM log of about ``megabytes`` MB at ``path`` (a real 0.32 CPU startup, then its
+    API server's throughput lines every 10 s and its access lines); its size in bytes."""
+    target = int(megabytes * 1_000_000)
+    clock = datetime(2026, 12, 1, 14, 45, 0)
+    with path.open("w", encoding="utf-8") as out:
+        out.write(VLLM_STARTUP.read_text(encoding="utf-8"))
+        size = out.tell()
+        step = 0
+        while size < target:
+            stamp = clock.strftime("%m-%d %H:%M:%S")
+            tag = "(APIServer pid=21521)"
+            block = [
+                f'{tag} INFO:     127.0.0.1:{40000 + (step * 4 + i) % 20000} - "POST /v1/completions '
+                f'HTTP/1.1" 200 OK\n'
+                for i in range(8)
+            ]
+            if step % 4 == 0:
+                block.append(
+                    f"{tag} INFO {stamp} [loggers.py:257] Engine 000: Avg prompt throughput: "
+                    f"{step % 900}.{step % 10} tokens/s, Avg generation throughput: "
+                    f"{100 + step % 3000}.{step % 7} tokens/s, Running: {step % 64} reqs, "
+                    f"Waiting: {step % 3} reqs, GPU KV cache usage: {step % 90}.{step % 10}%, "
+                    f"Prefix cache hit rate: {step % 50}.0%\n"
+                )
+            text = "".join(block)
+            out.write(text)
+            size += len(text.encode())
+            step += 1
+            clock += timedelta(seconds=2, milliseconds=500)
+    return path.stat().st_size
+
+
 def import_once(log: Path, ledger: Path) -> tuple[float, float, float, str]:
     """Wall seconds, CPU seconds, peak RSS (MiB) and the last output line of one import in a
     child process."""
@@ -104,12 +143,15 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--mb", type=float, action="append", help="log size(s) in MB (default 20)")
     parser.add_argument("--json", type=Path, help="write the figures here as JSON")
+    parser.add_argument(
+        "--engine", choices=("sglang", "vllm"), default="sglang", help="whose served log"
+    )
     args = parser.parse_args()
     rows = []
     with tempfile.TemporaryDirectory() as scratch:
         for megabytes in args.mb or [20.0]:
             log = Path(scratch) / f"server-{megabytes:g}mb.log"
-            size = write_log(log, megabytes)
+            size = (write_vllm_log if args.engine == "vllm" else write_log)(log, megabytes)
             seconds, cpu, peak_mib, last = import_once(
                 log, Path(scratch) / f"l{megabytes:g}.duckdb"
             )

@@ -47,6 +47,8 @@ from .prefilter import Prefilter, digit_shape
 TAIL_LINES = 20
 #: How many lines of a failure's traceback are kept, from its first line on.
 TRACEBACK_LINES = 400
+#: How many ``ignored`` lines a run's outcome keeps (``RunOutcome.ignored``).
+IGNORED_KEPT = 1000
 
 #: Out of memory, in the spellings of torch, CUDA, HIP, NCCL, SGLang and vLLM.
 OOM_RE = re.compile(
@@ -291,6 +293,8 @@ def classify(message: str, level: str | None) -> Verdict:
     text = message.strip()
     if _SHAPE is None or len(text) > _SHAPED_MAX:
         return cascade(text, level, _PREFILTER.possible(text))
+    if text.isascii():  # the same text, by a byte table (~0.4 us a batch line; str's ~2 us)
+        return _shaped(text.encode("ascii").translate(_SHAPE_BYTES).decode("ascii"), level)
     return _shaped(text.translate(_SHAPE), level)
 
 
@@ -301,6 +305,10 @@ def classify(message: str, level: str | None) -> Verdict:
 #: not kept (a long line is rarely repeated, and the cache must stay small).
 _SHAPE = digit_shape(_CASCADE)
 _SHAPED_MAX = 400
+#: ``_SHAPE`` as a byte table, for an ASCII text (every code it maps is an ASCII digit).
+_SHAPE_BYTES = (
+    bytes.maketrans(bytes(_SHAPE), "".join(_SHAPE.values()).encode("ascii")) if _SHAPE else b""
+)
 
 
 @lru_cache(maxsize=4096)
@@ -504,6 +512,8 @@ class RunOutcome:
     unclassified: list[LogLine] = field(default_factory=list)
     harmless: list[tuple[LogLine, str]] = field(default_factory=list)
     handled: list[LogLine] = field(default_factory=list)
+    #: the first ``IGNORED_KEPT`` lines about one request (``HARMLESS[2]``): a served log's batch
+    #: lines each say ``#running-req``, and only whether there is one is read
     ignored: list[tuple[LogLine, str]] = field(default_factory=list)
 
 
@@ -580,7 +590,8 @@ def assess(
         elif verdict.kind == "handled":
             outcome.handled.append(line)
         elif verdict.kind == "ignored":
-            outcome.ignored.append((line, verdict.reason or ""))
+            if len(outcome.ignored) < IGNORED_KEPT:
+                outcome.ignored.append((line, verdict.reason or ""))
         elif (outcome.ready_line is not None or excerpt) and _STOP_RE.search(line.message.strip()):
             outcome.stop_line = outcome.stop_line or line
     outcome.fatal.sort(key=lambda e: e.line.number)

@@ -34,6 +34,18 @@ def parse_stamp(text: str) -> datetime:
     return datetime.strptime(text, "%Y-%m-%d %H:%M:%S")
 
 
+def head_lines(text: str, count: int) -> list[str]:
+    """``text.splitlines()[:count]`` without splitting the whole text (a sniff of a 200 MB log
+    read its first 5,000 lines from a list of all of them): every ``\n`` is a line end of
+    ``splitlines``, so the first ``count`` lines end by the ``count``-th ``\n``."""
+    end = 0
+    for _ in range(count):
+        end = text.find("\n", end) + 1
+        if end == 0:
+            return text.splitlines()[:count]
+    return text[:end].splitlines()[:count]
+
+
 #: Levels as this package names them (``None``: the line carries none, as SGLang's own format).
 LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
 
@@ -155,6 +167,13 @@ class Unwrapper:
     def unwrap(self, raw: str) -> Unwrapped:
         """``raw`` without its prefixes; see ``Unwrapped``. A line a progress bar redrew with
         ``\r`` reads as a terminal shows it: its last frame."""
+        if self.host is None and raw[:1] == "(" and plain_of_layers(raw):
+            return Unwrapped(raw.rstrip("\r\n"))
+        return self.unwrap_in_full(raw)
+
+    def unwrap_in_full(self, raw: str) -> Unwrapped:
+        """``unwrap`` looking for every layer (``unwrap`` skips that for a line no layer can
+        start, ``plain_of_layers``)."""
         text = raw.rstrip("\r\n")
         if "\r" in text:
             frames = [frame for frame in text.split("\r") if frame.strip()]
@@ -170,6 +189,32 @@ class Unwrapper:
             text, wrapped = text[m.end() :], True
         level, text = inner_level(text)
         return Unwrapped(text, wrapped, level, rank)
+
+
+#: What may make a launcher layer inside a line (``strip_layers``: ANSI codes, a bare colour
+#: code's ``[1;36m``, a fence or backticks, an autolink) or redraw it (``\r``).
+LAYER_MARKS = ("\x1b", "\r", "\n", "`", "~~~", "](tel:")
+_BRACKET_DIGIT_RE = re.compile(r"\[\d")
+
+
+def has_layer_mark(raw: str) -> bool:
+    """``any(mark in raw for mark in LAYER_MARKS)``, written out (a generator costed more than
+    the searches, on every line of a log)."""
+    return (
+        "\x1b" in raw or "\r" in raw or "\n" in raw or "`" in raw or "~~~" in raw or "](tel:" in raw
+    )
+
+
+def plain_of_layers(raw: str) -> bool:
+    """True when no launcher rule can take anything off ``raw`` as long as it starts with
+    ``(`` (vLLM's process tag, Ray's actor tag): every rule of ``strip_layers``, torch's rank,
+    ``inner_level`` and a bracketed level needs another first character, and the rules that
+    search inside a line need one of ``LAYER_MARKS`` or a ``[`` before a digit. Most lines of a
+    served vLLM log are such lines; ``unwrap`` gives them back as they are without the ~8 us
+    of looking (``tests/engines/test_plain_line.py`` compares it with ``unwrap_in_full``)."""
+    if has_layer_mark(raw):
+        return False
+    return "[" not in raw or _BRACKET_DIGIT_RE.search(raw) is None
 
 
 def strip_layers(text: str) -> tuple[str, bool]:
@@ -218,6 +263,22 @@ _PROC_TAG_END_RE = re.compile(r"pid=\d+\)$")
 #: What each engine prefix ``_RECORD_START_RE`` finds begins with: a line holding fewer than two
 #: of these has fewer than two prefixes (a cheap test that skips its search on most lines).
 _PREFIX_CUES = (" [", " (", " DEBUG ", " INFO ", " WARNING ", " ERROR ", " CRITICAL ")
+
+
+def _cue_count(line: str) -> int:
+    """``sum(line.count(cue) for cue in _PREFIX_CUES)``, written out: a generator cost more than
+    the counts on every line of a log."""
+    return (
+        line.count(" [")
+        + line.count(" (")
+        + line.count(" DEBUG ")
+        + line.count(" INFO ")
+        + line.count(" WARNING ")
+        + line.count(" ERROR ")
+        + line.count(" CRITICAL ")
+    )
+
+
 #: A line this long with this many record starts is a flattened paste, not one record.
 FLATTENED_LEN, FLATTENED_STARTS = 300, 3
 
@@ -248,7 +309,7 @@ def unflatten(lines: list[str]) -> list[str]:
     lines = oldest_first(lines)
     out: list[str] = []
     for line in lines:
-        if len(line) <= FLATTENED_LEN and sum(line.count(cue) for cue in _PREFIX_CUES) < 2:
+        if len(line) <= FLATTENED_LEN and _cue_count(line) < 2:
             out.append(line)  # fewer than two engine prefixes can start in it: one record
             continue
         found = [

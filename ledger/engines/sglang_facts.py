@@ -13,6 +13,7 @@ order): a fact counts once, from the first rank that printed it.
 from __future__ import annotations
 
 import re
+from array import array
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -24,7 +25,9 @@ from .failure import TAIL_LINES, CrashInfo, RunOutcome, assess, classify
 from .lines import LogLine, Unwrapper, unflatten
 from .sglang_lines import (
     INNER_RE,
+    READY,
     LogFormatError,
+    batch_kind,
     jsonable,
     jsonable_args,
     parse_batch_fields,
@@ -69,7 +72,6 @@ _MOE_DEFAULT_RE = re.compile(
 # 0.5.23: the down projection's own file is missing and the up projection's config is reused.
 _MOE_DOWN_REUSE_RE = re.compile(r"Down MoE config file not found at (.+?\.json); reusing")
 _DEVICE_RE = re.compile(r"device_name=([^,/]+?)(?:_down)?(?:,|\.json)")
-_READY = "The server is fired up and ready to roll"
 
 #: Limits an override line can lower: the fact then holds the value in effect.
 _LIMIT_FLAGS = ("max_running_requests", "max_total_num_tokens")
@@ -181,8 +183,17 @@ class ServerLogFacts:
     pid: int | None = None
     first_timestamp: datetime | None = None
     ready_timestamp: datetime | None = None
+    #: The first ``BATCH_LINES_KEPT`` batch lines of each kind; what is read of all of them is
+    #: kept beside: ``eager_decodes``, ``accept_series`` and its first and last lines.
     decode_batches: list[BatchLine] = field(default_factory=list)
     prefill_batches: list[BatchLine] = field(default_factory=list)
+    #: Every decode batch line logged with ``cuda graph: False`` (the decode-eager finding).
+    eager_decodes: list[BatchLine] = field(default_factory=list)
+    #: The ``accept len`` of every decode batch line that logs one, in order; the first such
+    #: line and the last one with a timestamp (the spec trial's ``source`` and time).
+    accept_series: array[float] = field(default_factory=lambda: array("d"))
+    first_accept_line: LogLine | None = None
+    last_accept_stamped: LogLine | None = None
     warnings: list[LogLine] = field(default_factory=list)
     flashinfer_fusion_disabled: LogLine | None = None
     crash: CrashInfo | None = None
@@ -237,7 +248,7 @@ class ServerLogFacts:
     @property
     def accept_lengths(self) -> list[float]:
         """The ``accept len`` of each decode batch line that logs one (speculative decoding)."""
-        return [b.accept_len for b in self.decode_batches if b.accept_len is not None]
+        return list(self.accept_series)
 
     @property
     def has_startup_facts(self) -> bool:
@@ -317,6 +328,9 @@ class _Reader:
     def read(self, line: LogLine) -> None:
         """Read one prefixed line: the first rule whose pattern matches handles it."""
         msg = line.message
+        if (kind := batch_kind(msg)) is not None:  # most lines: the rules before not tried
+            (_decode if kind == "decode" else _prefill)(self, None, line)
+            return
         for match, handle in _RULES:
             m = match(msg)
             if m:
@@ -487,16 +501,34 @@ def _ready(r: _Reader, m: Any, line: LogLine) -> None:
         r.facts.evidence["ready"] = line
 
 
+#: Batch lines of each kind kept whole: a served log has one per rank per step (a million in a
+#: day), and each held ~400 bytes; what the findings read of all of them is kept beside.
+BATCH_LINES_KEPT = 1000
+
+
 def _decode(r: _Reader, m: Any, line: LogLine) -> None:
-    r.facts.decode_batches.append(
-        BatchLine(line, "decode", parse_batch_fields(line.message[len("Decode batch.") :]))
-    )
+    facts = r.facts
+    text = line.message[len("Decode batch.") :]
+    if len(facts.decode_batches) >= BATCH_LINES_KEPT and "False" not in text:
+        if "accept len" not in text:
+            return  # not kept, no "cuda graph: False" part, no accept length: nothing read
+    batch = BatchLine(line, "decode", parse_batch_fields(text))
+    if len(facts.decode_batches) < BATCH_LINES_KEPT:
+        facts.decode_batches.append(batch)
+    if batch.cuda_graph is False:
+        facts.eager_decodes.append(batch)
+    if (accept := batch.accept_len) is not None:
+        facts.accept_series.append(accept)
+        facts.first_accept_line = facts.first_accept_line or line
+        if line.timestamp:
+            facts.last_accept_stamped = line
 
 
 def _prefill(r: _Reader, m: Any, line: LogLine) -> None:
-    r.facts.prefill_batches.append(
-        BatchLine(line, "prefill", parse_batch_fields(line.message[len("Prefill batch.") :]))
-    )
+    if len(r.facts.prefill_batches) < BATCH_LINES_KEPT:
+        r.facts.prefill_batches.append(
+            BatchLine(line, "prefill", parse_batch_fields(line.message[len("Prefill batch.") :]))
+        )
 
 
 def _fusion_off(r: _Reader, m: Any, line: LogLine) -> None:
@@ -578,7 +610,7 @@ _RULES: tuple[tuple[Callable[[str], Any], Callable[[_Reader, Any, LogLine], None
         ),
         _moe,
     ),
-    (_contains(_READY), _ready),
+    (_contains(READY), _ready),
     (_starts("Decode batch.", "Decode batch,"), _decode),
     (_starts("Prefill batch.", "Prefill batch,"), _prefill),
     (_contains("Disabling flashinfer allreduce fusion permanently"), _fusion_off),
@@ -593,7 +625,7 @@ _UVICORN_READY_RE = re.compile(r"Application startup complete\.$|Uvicorn running
 
 def is_ready_line(line: LogLine) -> bool:
     """SGLang's own ready line (``The server is fired up and ready to roll!``)."""
-    return line.prefixed and _READY in line.message
+    return line.prefixed and READY in line.message
 
 
 def parse_server_log(lines: Iterable[str], *, strict: bool = False) -> ServerLogFacts:
@@ -616,14 +648,16 @@ def parse_server_log(lines: Iterable[str], *, strict: bool = False) -> ServerLog
     unwrapper = Unwrapper()
     unwrapper.learn(raw_lines)
     all_lines: list[LogLine] = []
-    record: dict[int, int] = {}
+    # record[n]: the number of the line that began line n's record (a list: a dict of every
+    # line number costed ~100 bytes a line)
+    record: list[int] = [0]
     current = 0
     for number, raw in enumerate(raw_lines, start=1):
         line = split_line(number, raw, strict=strict, unwrapper=unwrapper)
         all_lines.append(line)
         if line.prefixed or current == 0:
             current = number
-        record[number] = current
+        record.append(current)
         if (
             strict
             and not line.prefixed
@@ -659,7 +693,7 @@ def parse_server_log(lines: Iterable[str], *, strict: bool = False) -> ServerLog
         facts.attention_backend = facts.server_args["attention_backend"]
         if "server_args" in facts.evidence:
             facts.evidence["attention_backend"] = facts.evidence["server_args"]
-    fired_up = any(_READY in line.message for line in all_lines)
+    fired_up = any(READY in line.message for line in all_lines)
 
     def outcome(uvicorn: bool) -> RunOutcome:
         return assess(
@@ -667,7 +701,7 @@ def parse_server_log(lines: Iterable[str], *, strict: bool = False) -> ServerLog
             is_ready=lambda x: (
                 (x.prefixed or bare)
                 and (
-                    _READY in x.message
+                    READY in x.message
                     if not uvicorn
                     else bool(_UVICORN_READY_RE.match(x.message.strip()))
                 )
@@ -758,38 +792,3 @@ def _settle_piecewise(facts: ServerLogFacts, begin: bool, end: bool) -> None:
             facts.piecewise_disabled_reason = "disable_piecewise_cuda_graph=True in server_args"
         elif facts.server_args.get("cuda_graph_backend_prefill") == "disabled":
             facts.piecewise_disabled_reason = "cuda_graph_backend_prefill='disabled' in server_args"
-
-
-def _version_tuple(version: str | None) -> tuple[int, ...] | None:
-    if not version:
-        return None
-    parts = re.findall(r"\d+", version.split("+")[0])[:3]
-    return tuple(int(p) for p in parts) if parts else None
-
-
-#: First SGLang release with piecewise CUDA graph on by default (sgl-project/sglang PR #16331,
-#: merged 2026-01-03, replaced --enable-piecewise-cuda-graph by --disable-piecewise-cuda-graph).
-PIECEWISE_DEFAULT_ON_SINCE = (0, 5, 8)
-
-
-def piecewise_on_by_default(
-    facts: ServerLogFacts, engine_version: str | None = None
-) -> bool | None:
-    """Whether this log's SGLang version captures piecewise (prefill) CUDA graphs unless told not to.
-
-    Read from the server args' own names first (``FLAG_NAMES``): ``disable_piecewise_cuda_graph``
-    or ``cuda_graph_backend_prefill`` (or 0.5.23's per-phase capture lines) mean on by default;
-    only ``enable_piecewise_cuda_graph`` means opt-in. Else from ``engine_version`` against
-    ``PIECEWISE_DEFAULT_ON_SINCE``; ``None`` when neither tells.
-    """
-    args = facts.server_args
-    if (
-        "disable_piecewise_cuda_graph" in args
-        or "cuda_graph_backend_prefill" in args
-        or facts.phase_graphs
-    ):
-        return True
-    if "enable_piecewise_cuda_graph" in args:
-        return False
-    version = _version_tuple(engine_version)
-    return None if version is None else version >= PIECEWISE_DEFAULT_ON_SINCE

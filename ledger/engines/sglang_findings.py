@@ -12,7 +12,8 @@ from schemas import Evidence, FindingRecorded, Host, StartupFacts
 
 from .gpu_arch import compute_capability_for, is_sm90_or_sm10x
 from .lines import LogLine
-from .sglang_facts import ServerLogFacts, piecewise_on_by_default
+from .sglang_facts import ServerLogFacts
+from .sglang_lines import version_tuple
 
 #: Server args that switch piecewise CUDA graph off as a side effect (docs/engines.md).
 _PIECEWISE_DISABLERS: tuple[tuple[str, Any], ...] = (
@@ -333,9 +334,7 @@ def _decode_eager(facts: ServerLogFacts, src: str) -> list[FindingRecorded]:
     if not facts.cuda_graph_bs:
         return []
     largest = max(facts.cuda_graph_bs)
-    eager = [
-        b for b in facts.decode_batches if b.cuda_graph is False and (b.running_req or 0) > largest
-    ]
+    eager = [b for b in facts.eager_decodes if (b.running_req or 0) > largest]
     if not eager:
         return []
     peak = max(b.running_req or 0 for b in eager)
@@ -396,3 +395,31 @@ def _overridden(facts: ServerLogFacts, src: str) -> list[FindingRecorded]:
             )
         )
     return out
+
+
+#: First SGLang release with piecewise CUDA graph on by default (sgl-project/sglang PR #16331,
+#: merged 2026-01-03, replaced --enable-piecewise-cuda-graph by --disable-piecewise-cuda-graph).
+PIECEWISE_DEFAULT_ON_SINCE = (0, 5, 8)
+
+
+def piecewise_on_by_default(
+    facts: ServerLogFacts, engine_version: str | None = None
+) -> bool | None:
+    """Whether this log's SGLang version captures piecewise (prefill) CUDA graphs unless told not to.
+
+    Read from the server args' own names first (``FLAG_NAMES``): ``disable_piecewise_cuda_graph``
+    or ``cuda_graph_backend_prefill`` (or 0.5.23's per-phase capture lines) mean on by default;
+    only ``enable_piecewise_cuda_graph`` means opt-in. Else from ``engine_version`` against
+    ``PIECEWISE_DEFAULT_ON_SINCE``; ``None`` when neither tells.
+    """
+    args = facts.server_args
+    if (
+        "disable_piecewise_cuda_graph" in args
+        or "cuda_graph_backend_prefill" in args
+        or facts.phase_graphs
+    ):
+        return True
+    if "enable_piecewise_cuda_graph" in args:
+        return False
+    version = version_tuple(engine_version)
+    return None if version is None else version >= PIECEWISE_DEFAULT_ON_SINCE

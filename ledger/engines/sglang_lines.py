@@ -22,7 +22,7 @@ import sys
 from datetime import datetime
 from typing import Any
 
-from .lines import LogLine, Unwrapper, inner_level, parse_stamp
+from .lines import LogLine, Unwrapper, has_layer_mark, head_lines, inner_level, parse_stamp
 
 _TS = r"\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}"
 _RANKS = r"(?: [A-Z][A-Z_]*\d+)*"
@@ -36,6 +36,43 @@ UNDATED = datetime(1900, 1, 1)
 #: SGLang's prefix anywhere in a line (a line glued after a progress bar's last frame).
 INNER_RE = re.compile(rf"\[{_TS}(?:[.,]\d{{1,6}})?{_RANKS}\] ")
 _RANK_RE = re.compile(r"([A-Z][A-Z_]*?)(\d+)")
+
+#: SGLang's ready line.
+READY = "The server is fired up and ready to roll"
+#: What a message must hold for a rule of ``sglang_facts._RULES`` before its batch rules to
+#: match it when it starts as a batch line does (the rules that read a start need another).
+_BEFORE_BATCH_CUES = re.compile(
+    "|".join(
+        re.escape(cue)
+        for cue in (
+            "Attention backend not ",  # _ATTN_DEFAULT_RE
+            "MLA optimization is turned on",  # _MLA_ATTN_RE
+            "Load weight end",  # _LOAD_WEIGHT_RE
+            "Capture ",  # _CG_BS_RE, _CG_TOKENS_RE, _CG_PHASE_RE
+            "Disable ",  # _PIECEWISE_DISABLE_RE, _PREFILL_GRAPH_DISABLE_RES[0]
+            "Breakable CUDA graph is incompatible",  # _PREFILL_GRAPH_DISABLE_RES[1]
+            "MoE kernel config",  # the MoE lookups
+            "Config file not found at",
+            "Down MoE config file not found",
+            READY,
+        )
+    )
+)
+_BATCH_STARTS = {"Decode batch.": "decode", "Decode batch,": "decode"}
+_BATCH_STARTS.update({"Prefill batch.": "prefill", "Prefill batch,": "prefill"})
+
+
+def batch_kind(msg: str) -> str | None:
+    """``"decode"`` / ``"prefill"`` for a batch line that no rule of ``sglang_facts._RULES``
+    before its batch rules can match, known without trying them (~4 us a line, and a served log
+    is mostly batch lines): it holds none of what they need (``_BEFORE_BATCH_CUES``); ``None``
+    for any other message, which ``_RULES`` reads in order (``tests/engines/test_plain_line.py``
+    compares both on every fixture message and on messages built from each rule's pattern)."""
+    kind = _BATCH_STARTS.get(msg[:13]) or _BATCH_STARTS.get(msg[:14])
+    if kind is None or _BEFORE_BATCH_CUES.search(msg) is not None:
+        return None
+    return kind
+
 
 #: Markers that make a text file an SGLang server log (used by format detection).
 LOG_MARKERS: tuple[str, ...] = (
@@ -79,6 +116,14 @@ def split_line(
     if unwrapper is None:
         unwrapper = Unwrapper()
         unwrapper.learn([raw])
+    elif unwrapper.host is None and (line := _plain_line(number, raw)) is not None:
+        return line
+    return split_in_full(number, raw, strict=strict, unwrapper=unwrapper)
+
+
+def split_in_full(number: int, raw: str, *, strict: bool, unwrapper: Unwrapper) -> LogLine:
+    """``split_line`` the full way: every launcher layer looked for (``_plain_line`` is its
+    shortcut for the lines that have none)."""
     outer = unwrapper.unwrap(raw)
     text = outer.text
     match = PREFIX_RE.match(text)
@@ -124,10 +169,49 @@ def split_line(
     )
 
 
+#: The bulk of a served log: SGLang's own prefix with a date and ranks, a message with no
+#: level of its own, no launcher layer (``_plain_line``).
+_PLAIN_RE = re.compile(rf"\[({_TS})({_RANKS})\] ")
+_LEVEL_STARTS = ("DEBUG", "INFO", "WARN", "ERROR", "CRITICAL")
+#: One read-only ``ranks`` dict per rank text: a served log's lines repeat a few (``TP0`` ..
+#: ``TP7``), and a dict each was a quarter of a ``LogLine``'s memory. Never mutated.
+_RANK_DICTS: dict[str, dict[str, int]] = {}
+
+
+def _plain_line(number: int, raw: str) -> LogLine | None:
+    """``split_line`` of a line that starts with SGLang's dated prefix and holds nothing a
+    launcher layer, a bracketed level or a progress bar's frame starts with (one ``[``, no ESC,
+    ``\r``, backtick, fence or autolink); ``None`` for any other line, which goes the full way. For such a line every launcher rule of
+    ``lines.strip_layers`` and ``inner_level`` needs a character or a start it does not have, so
+    the answer is the full way's (``tests/engines/test_plain_line.py`` checks both on every
+    fixture line and on generated ones). Most of a served log's lines (``Decode batch``,
+    ``Prefill batch``, access lines) are such lines; the full way costed ~6 us each."""
+    raw = raw.rstrip("\r\n")
+    if raw[:1] != "[" or raw.count("[") != 1 or has_layer_mark(raw):
+        return None
+    match = _PLAIN_RE.match(raw)
+    if match is None:
+        return None
+    level, message = None, raw[match.end() :]
+    if message.startswith(_LEVEL_STARTS):
+        level, message = inner_level(message)  # "INFO:     ...", "LEVEL file.py:N: "
+    try:
+        stamp = parse_stamp(match.group(1))
+    except ValueError:
+        return None  # the full way says what is wrong with it
+    rank_text = match.group(2)
+    ranks = _RANK_DICTS.get(rank_text)
+    if ranks is None:
+        ranks = {kind: int(n) for kind, n in _RANK_RE.findall(rank_text)}
+        if len(_RANK_DICTS) < 1024:
+            _RANK_DICTS[rank_text] = ranks
+    return LogLine(number, raw, message, timestamp=stamp, ranks=ranks, level=level)
+
+
 def looks_like_server_log(text: str, scan_lines: int = 5000) -> bool:
     """True when some line (of the first ``scan_lines``) is an SGLang line, bare or inside a
     launcher's prefix, carrying an SGLang startup/run marker (``LOG_MARKERS``)."""
-    lines = text.splitlines()[:scan_lines]
+    lines = head_lines(text, scan_lines)
     unwrapper = Unwrapper()
     unwrapper.learn(lines)
     for raw in lines:
@@ -300,3 +384,11 @@ def jsonable(value: Any) -> Any:
     if value is None or isinstance(value, (bool, int, float, str)):
         return value
     return repr(value)
+
+
+def version_tuple(version: str | None) -> tuple[int, ...] | None:
+    """``"0.5.23+cu128"`` -> ``(0, 5, 23)``: its first three numbers; ``None`` for none."""
+    if not version:
+        return None
+    parts = re.findall(r"\d+", version.split("+")[0])[:3]
+    return tuple(int(p) for p in parts) if parts else None

@@ -11,18 +11,18 @@ from __future__ import annotations
 from .failure import TAIL_LINES, CrashInfo, RunOutcome
 from .lines import LogLine
 from .sglang_facts import (
-    PIECEWISE_DEFAULT_ON_SINCE,
     BatchLine,
     MoeConfigLine,
     ServerLogFacts,
     is_ready_line,
     parse_server_log,
-    piecewise_on_by_default,
 )
 from .sglang_findings import (
     CRASH_CULPRITS,
+    PIECEWISE_DEFAULT_ON_SINCE,
     derive_findings,
     fusion_requested,
+    piecewise_on_by_default,
     resolve_arch,
     unclassified_finding,
 )

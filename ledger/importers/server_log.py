@@ -188,14 +188,15 @@ def import_server_log(
     events = server_run_events(
         run, event_id=file.event_id, actor=actor, session_id=session_id, remember=remember
     )
-    accepts = [b for b in facts.decode_batches if b.accept_len is not None]
+    # the series' first line and its last with a time: all spec_event reads of its lines
+    ends = [x for x in (facts.first_accept_line, facts.last_accept_stamped) if x is not None]
     trial = spec_event(
         file,
         ENGINE,
         run_id,
         args,
-        [b.accept_len for b in accepts if b.accept_len is not None],
-        [b.line for b in accepts],
+        facts.accept_lengths,
+        ends,
         host=log_host,
         actor=actor,
         session_id=session_id,
@@ -264,6 +265,7 @@ def _line_time(facts: ServerLogFacts, ref: str) -> datetime | None:
     for line in [
         *facts.evidence.values(),
         *(b.line for b in facts.decode_batches),
+        *(b.line for b in facts.eager_decodes),
         *(m.line for m in facts.moe_configs),
         *(o.line for o in facts.overrides),
     ]:
