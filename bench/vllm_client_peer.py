@@ -44,8 +44,17 @@ TUNELEDGER = Path(sys.executable).parent / "tuneledger"
 PEERS = ("vllm", "sglang")
 #: Which client a run is, from its tool (ours records tuneledger-bench; a peer its importer's).
 _CLIENT = (
-    "CASE WHEN tool = 'tuneledger-bench' THEN 'ours' WHEN tool = 'vllm.bench_serve' THEN 'vllm' "
+    "CASE WHEN b.session_id = 'vllm-peer-burnt' THEN 'ours-burnt' WHEN tool = 'tuneledger-bench' THEN 'ours' WHEN tool = 'vllm.bench_serve' THEN 'vllm' "
     "WHEN tool = 'sglang.bench_serving' THEN 'sglang' ELSE tool END"
+)
+
+#: ``python -c _BURN S ARGS...``: spin S CPU seconds, then run ``tuneledger ARGS...``.
+_BURN = (
+    "import sys, time\n"
+    "t = time.process_time() + float(sys.argv.pop(1))\n"
+    "while time.process_time() < t: pass\n"
+    "from ledger.frontdoor.launcher import run\n"
+    "sys.exit(run())"
 )
 
 
@@ -77,6 +86,14 @@ def main() -> None:
         help="the other clients: `vllm bench serve` (.venv-vllm) and/or sglang's bench_serving "
         "(.venv-sglang: scripts/install_sglang_bench.sh); `--peer vllm sglang` runs all three "
         "in the order ABC CBA ...",
+    )
+    ap.add_argument(
+        "--burnt",
+        type=float,
+        default=0.0,
+        metavar="S",
+        help="one more arm: ours after burning S CPU seconds in its own process first, as the "
+        "peers' imports do before their first request (the process-age lead of docs/vllm-cpu.md)",
     )
     args = ap.parse_args()
     peers = list(dict.fromkeys(args.peer))
@@ -114,22 +131,32 @@ def main() -> None:
         for peer in peers:
             python = PYTHON if peer == "vllm" else SGLANG_PYTHON
             cmds[peer] = [*ours, "--tool", peer, "--tool-path", str(python)]
+        if args.burnt > 0:
+            # the same CLI, entered after a busy loop of S CPU s (its own session tells it apart)
+            burnt = [a if a != "vllm-peer" else "vllm-peer-burnt" for a in ours[1:]]
+            cmds["ours-burnt"] = [sys.executable, "-c", _BURN, str(args.burnt), *burnt]
         # one untimed run of every client first, in another session: the server's first runs
         # after its start are cold, and a client's first run of the session would otherwise
         # meet them (the "first timed run" of docs/vllm-cpu.md)
         for cmd in cmds.values():
-            warm = [a if a != "vllm-peer" else "vllm-peer-warm-up" for a in cmd]
+            warm = [a if not a.startswith("vllm-peer") else "vllm-peer-warm-up" for a in cmd]
             _run([*warm, "--num-prompts", str(args.num_prompts[0])])
         names = list(cmds)
         for r in range(args.repeats):
             for n in args.num_prompts:
-                # ABC CBA ...: each client's mean position in the order is the same
-                for name in names if r % 2 == 0 else names[::-1]:
+                for name in round_order(names, r):
                     runs.append(_timed(cmds[name], name, n, r))
             print(f"repeat {r + 1}/{args.repeats} done")
         runner.stop(run, reason="peer comparison done")
     for n in args.num_prompts:
         _report(store, [x for x in runs if x["n"] == n], n, names)
+
+
+def round_order(names: list[str], r: int) -> list[str]:
+    """The clients of round ``r`` in their order: ABC, CBA, ABC, ... Over an even number of
+    rounds every client's mean position is the same, and each pair of rounds has a client
+    run twice back to back at the turn (its two runs under one load)."""
+    return list(names) if r % 2 == 0 else list(reversed(names))
 
 
 def _timed(cmd: list[str], client: str, n: int, repeat: int) -> dict:
@@ -145,7 +172,7 @@ def _timed(cmd: list[str], client: str, n: int, repeat: int) -> dict:
 
 def _report(store: LedgerStore, timed: list[dict], n: int, names: list[str]) -> None:
     """Print the runs of ``n`` prompts: each run in order, then per client, then the rule."""
-    where = f"b.session_id = 'vllm-peer' AND b.num_prompts = {int(n)}"
+    where = f"b.session_id IN ('vllm-peer', 'vllm-peer-burnt') AND b.num_prompts = {int(n)}"
     # A burst: the whole answer in one read (E2E - TTFT under 5 ms): its TTFT is its E2E. The
     # median TTFT of a run is bimodal in the burst share, so it is shown per run and per class.
     rows = store.query_arrow(
