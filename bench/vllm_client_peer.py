@@ -95,6 +95,12 @@ def main() -> None:
         help="one more arm: ours after burning S CPU seconds in its own process first, as the "
         "peers' imports do before their first request (the process-age lead of docs/vllm-cpu.md)",
     )
+    ap.add_argument(
+        "--ours-last-first",
+        action="store_true",
+        help="start with the reversed order (CBA, ABC, ...): ours runs last in the first round "
+        "(the first-timed-run lead of docs/vllm-cpu.md)",
+    )
     args = ap.parse_args()
     peers = list(dict.fromkeys(args.peer))
     if args.server == "transformers" and "sglang" in peers:
@@ -144,7 +150,7 @@ def main() -> None:
         names = list(cmds)
         for r in range(args.repeats):
             for n in args.num_prompts:
-                for name in round_order(names, r):
+                for name in round_order(names, r + args.ours_last_first):
                     runs.append(_timed(cmds[name], name, n, r))
             print(f"repeat {r + 1}/{args.repeats} done")
         runner.stop(run, reason="peer comparison done")
