@@ -20,12 +20,14 @@ ran back to back). Everything is recorded in the ledger (all as the server's con
 from __future__ import annotations
 
 import argparse
+import contextlib
 import math
 import os
 import resource
 import statistics
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -73,10 +75,12 @@ def main() -> None:
     ap.add_argument("--ledger", default="vllm-peer.duckdb")
     ap.add_argument(
         "--server",
-        choices=("vllm", "transformers"),
+        choices=("vllm", "transformers", "paced"),
         default="vllm",
-        help="the server the clients read: vLLM CPU (completions) or `transformers serve` of "
-        "the same tiny model (chat: it serves no /v1/completions)",
+        help="the server the clients read: vLLM CPU (completions), `transformers serve` of "
+        "the same tiny model (chat: it serves no /v1/completions), or the paced fake server "
+        "(tests/fake_servers/openai_stream.py: 32 one-token chunks 10 ms apart whoever reads "
+        "them, so what differs is the clients' counting, not the server's state)",
     )
     ap.add_argument(
         "--peer",
@@ -110,29 +114,27 @@ def main() -> None:
         peers.remove("sglang")
     if not peers:
         sys.exit("--peer: no client left to compare with")
-    config = parse_configs({"configs": {"baseline": _server(args.server)}})["baseline"]
     store = LedgerStore(args.ledger)
     store.init()
-    endpoint = "completions" if args.server == "vllm" else "chat"
+    endpoint = "chat" if args.server == "transformers" else "completions"
     common = [
         "--endpoint", endpoint, "--input-len", "64", "--output-len", "32",
         "--concurrency", str(args.concurrency),
         "--tokenizer", str(MODEL), "--warmup", "2", "--no-progress",
     ]  # fmt: skip
+    if args.server == "paced":
+        common += ["--model", "fake"]
     if args.server == "transformers":
         # transformers serve answers 422 to a request carrying ignore_eos: `run bench --tool
         # vllm` then gives vLLM's client our prompts as a ShareGPT file, whose dataset does
         # not set it
         common.append("--no-ignore-eos")
-    # `transformers serve` with continuous batching does not exit on SIGINT (a plan's stop_wait_s)
-    wait = 30.0 if args.server == "vllm" else 3.0
     os.environ["PATH"] = f"{TUNELEDGER.parent}{os.pathsep}{os.environ.get('PATH', '')}"
     runs: list[dict] = []
-    with ServerRunner(store, session_id="vllm-peer", say=print, sigint_wait_s=wait) as runner:
-        run = runner.start(config, health_timeout_s=900)
+    with _serving(args.server, store) as url:
         base = [str(TUNELEDGER), "--ledger", args.ledger, "--session", "vllm-peer", "run", "bench"]
         # all are runs of the server's configuration ('baseline'): the tool tells them apart
-        ours = [*base, "--url", run.base_url, *common]
+        ours = [*base, "--url", url, *common]
         cmds = {"ours": ours}
         for peer in peers:
             python = PYTHON if peer == "vllm" else SGLANG_PYTHON
@@ -153,9 +155,36 @@ def main() -> None:
                 for name in round_order(names, r + args.ours_last_first):
                     runs.append(_timed(cmds[name], name, n, r))
             print(f"repeat {r + 1}/{args.repeats} done")
-        runner.stop(run, reason="peer comparison done")
     for n in args.num_prompts:
         _report(store, [x for x in runs if x["n"] == n], n, names)
+
+
+@contextlib.contextmanager
+def _serving(server: str, store: LedgerStore) -> Iterator[str]:
+    """The server's base URL while it runs: vLLM or transformers serve through the server
+    runner (recorded in the ledger), or the paced fake server as a plain process."""
+    if server == "paced":
+        fake = [
+            sys.executable, str(ROOT / "tests" / "fake_servers" / "openai_stream.py"),
+            "--port", "0", "--chunks", "32", "--delay-ms", "10",
+        ]  # fmt: skip
+        proc = subprocess.Popen(fake, stdout=subprocess.PIPE, text=True, start_new_session=True)
+        try:
+            line = proc.stdout.readline() if proc.stdout else ""
+            if not line.startswith("PORT "):
+                sys.exit(f"the paced server did not start: {line!r}")
+            yield f"http://127.0.0.1:{line.split()[1]}"
+        finally:
+            proc.terminate()
+            proc.wait(timeout=10)
+        return
+    config = parse_configs({"configs": {"baseline": _server(server)}})["baseline"]
+    # `transformers serve` with continuous batching does not exit on SIGINT (a plan's stop_wait_s)
+    wait = 30.0 if server == "vllm" else 3.0
+    with ServerRunner(store, session_id="vllm-peer", say=print, sigint_wait_s=wait) as runner:
+        run = runner.start(config, health_timeout_s=900)
+        yield run.base_url
+        runner.stop(run, reason="peer comparison done")
 
 
 def round_order(names: list[str], r: int) -> list[str]:
