@@ -114,6 +114,7 @@ def test_seeds_answers_on_the_newest_release(v0523: tuple[object, object]) -> No
     assert kind == "incompatible"
     assert "--flashinfer-allreduce-fusion-backend = 'auto'" in reason
     assert "FlashInfer allreduce fusion requires SM90 or SM10X NVIDIA GPUs." in reason
+    assert "by resolve_flashinfer_allreduce_fusion_backend(), which raises" in reason
     kind, reason = verdict(result, "enable-fused-moe-sum-all-reduce")
     assert kind == "conditional" and "topk > 2: holds" in reason
     # a flag judged alone (``only``, as the blind sets' test asks) reads as in the whole run

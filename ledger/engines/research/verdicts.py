@@ -246,7 +246,12 @@ class Judge:
 
     def reader(self, read: ReadSite) -> ReaderResult:
         return ReaderResult(
-            read.site, read.form, read.text, read.strict, self.evaluator.read_reach(read)
+            read.site,
+            read.form,
+            read.text,
+            read.strict,
+            self.evaluator.read_reach(read),
+            function=read.scope.function,
         )
 
     def overrides(self, field_name: str) -> list[OverrideResult]:
@@ -496,7 +501,9 @@ class Judge:
             assert first.raises is not None
             report.verdict = "incompatible" if first.reach.value is True else "conditional"
             report.reason = (
-                f"{name} is read at {first.site} by {first.function}(), which raises here: "
+                f"{name} is read at {first.site}"
+                + (f" by {first.function}()" if first.function != "<module>" else "")
+                + ", which raises here: "
                 f"{first.raises.message!r} ({first.raises.site})"
             )
             if first.reach.value is None:
