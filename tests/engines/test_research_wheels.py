@@ -188,6 +188,7 @@ BLIND_0523_RIGHT = {
     "set_e1": 5,
     "set_g1": 9,
     "set_h1": 7,
+    "set_i1": 7,
 }
 
 
