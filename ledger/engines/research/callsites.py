@@ -8,7 +8,7 @@ import ast
 from typing import TYPE_CHECKING
 
 from .model import CallSite, GateSpec, ModuleSummary, Scope, Site
-from .pysource import RawGate, call_name
+from .pysource import RawGate, _FunctionInfo, call_name
 
 #: Nesting followed inside one expression when looking for calls (deeper: not looked at).
 _CALL_DEPTH = 40
@@ -34,11 +34,22 @@ class CallRecorder:
         def gate(self, kind: str, expr: ast.expr | None, negate: bool, at: ast.AST) -> RawGate: ...
         def made(self, gates: tuple[RawGate, ...]) -> tuple[GateSpec, ...]: ...
         def site(self, node: ast.AST) -> Site: ...
+        def class_attrs(self, node: ast.ClassDef) -> dict[str, list[ast.expr]]: ...
+
+        _functions: list[_FunctionInfo]
+        _classes: list[tuple[str, ast.ClassDef]]
 
     def calls_of(self, node: ast.stmt, gates: tuple[RawGate, ...]) -> None:
         """The calls in a statement's own expressions (its blocks are walked as blocks)."""
         if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
             self.summary.defined.append(node.name)
+            if isinstance(node, ast.ClassDef):
+                bases = (class_named(base) for base in node.bases)
+                self.summary.bases[node.name] = tuple(b for b in bases if b is not None)
+            elif node.returns is not None:
+                returned = class_named(node.returns)
+                if returned is not None:
+                    self.summary.returns[node.name] = returned
             return
         exprs: list[ast.expr]
         if isinstance(node, ast.If | ast.While):
@@ -125,6 +136,11 @@ class CallRecorder:
             and isinstance(func.value, ast.Name)
             and func.value.id in ("self", "cls")
         )
+        receiver = (
+            self.receiver_of(func.value)
+            if isinstance(func, ast.Attribute) and not on_self
+            else None
+        )
         self.summary.calls.append(
             CallSite(
                 name,
@@ -135,5 +151,102 @@ class CallRecorder:
                 scope.class_name,
                 scope if made or scope.decorators else None,  # a registry's decorator gates
                 on_self,
+                receiver,
             )
         )
+
+    def receiver_of(self, value: ast.expr) -> str | None:
+        """The class ``value`` is an instance of (or is), when this function says: a class
+        named directly, a parameter's annotation, a name or ``self.x`` assigned one value."""
+        if isinstance(value, ast.Name):
+            if _is_class_name(value.id):
+                return value.id  # ``Cls.method()``
+            info = self._functions[-1] if self._functions else None
+            if info is None or value.id in info.rebound:
+                return None
+            if value.id in info.params:
+                note = info.annotations.get(value.id)
+                return class_named_text(note) if note else None
+            assigned = info.assigned.get(value.id, [])
+            if len(assigned) == 1 and assigned[0].value is not None:
+                return type_of(assigned[0].value)
+            return None
+        if (
+            isinstance(value, ast.Attribute)
+            and isinstance(value.value, ast.Name)
+            and value.value.id == "self"
+            and self._classes
+        ):
+            node = self._classes[-1][1]
+            noted = self._attr_notes(node).get(value.attr)
+            if noted is not None:
+                return noted or None
+            values = self.class_attrs(node).get(value.attr, [])
+            kinds = {type_of(v) for v in values if not _is_none(v)}
+            return kinds.pop() if len(kinds) == 1 else None
+        if isinstance(value, ast.Call):
+            return type_of(value)
+        return None
+
+    def _attr_notes(self, node: ast.ClassDef) -> dict[str, str]:
+        """``self.x: Cls = ...`` in the class's methods: x -> Cls ("" where they disagree)."""
+        cache: dict[int, dict[str, str]] = self.__dict__.setdefault("_attr_notes_cache", {})
+        notes = cache.get(id(node))
+        if notes is None:
+            notes = {}
+            for sub in ast.walk(node):
+                if (
+                    isinstance(sub, ast.AnnAssign)
+                    and isinstance(sub.target, ast.Attribute)
+                    and isinstance(sub.target.value, ast.Name)
+                    and sub.target.value.id == "self"
+                ):
+                    named = class_named(sub.annotation) or ""
+                    attr = sub.target.attr
+                    notes[attr] = named if notes.get(attr, named) == named else ""
+            cache[id(node)] = notes
+        return notes
+
+
+def _is_class_name(name: str) -> bool:
+    return name[:1].isupper() and not name.isupper()
+
+
+def _is_none(node: ast.expr) -> bool:
+    return isinstance(node, ast.Constant) and node.value is None
+
+
+def type_of(value: ast.expr) -> str | None:
+    """``Cls(...)``: ``Cls``; ``make(...)``: ``"make()"`` (its return annotation, later)."""
+    if not isinstance(value, ast.Call):
+        return None
+    name = call_name(value.func)
+    if name is None:
+        return None
+    if _is_class_name(name):
+        return name
+    return f"{name}()" if name.lstrip("_")[:1].islower() else None
+
+
+def class_named(node: ast.expr) -> str | None:
+    """The class an annotation or a base names: its last dotted part (``Optional[X]``,
+    ``X | None`` and a quoted name read through)."""
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return class_named_text(node.value)
+    if isinstance(node, ast.Name | ast.Attribute):
+        text = ast.unparse(node).rsplit(".", 1)[-1]
+        return text if _is_class_name(text) else None
+    if isinstance(node, ast.Subscript) and ast.unparse(node.value).endswith("Optional"):
+        return class_named(node.slice)
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.BitOr):
+        sides = [n for n in (node.left, node.right) if not _is_none(n)]
+        return class_named(sides[0]) if len(sides) == 1 else None
+    return None
+
+
+def class_named_text(text: str) -> str | None:
+    try:
+        node = ast.parse(text.strip(), mode="eval").body
+    except SyntaxError:
+        return None
+    return class_named(node)

@@ -85,6 +85,39 @@ class Reach:
         return []
 
 
+#: Where every server start goes, in each engine: (module, qualified name). A path that
+#: reaches one is followed to its end: these run in each start's processes, though nothing in
+#: the package calls them by name (SGLang starts its scheduler and detokenizer processes with
+#: ``Process(target=...)`` of a function passed down as a parameter; vLLM builds its worker
+#: class from a qualified name in its config and calls the worker's steps over RPC by their
+#: names, ``collective_rpc("load_model")``). A class here is one that is built at start.
+#: docs/research.md, *Entry points*.
+START_ROOTS: dict[str, frozenset[tuple[str, str]]] = {
+    "sglang": frozenset(
+        {
+            ("sglang.srt.managers.scheduler", "run_scheduler_process"),
+            ("sglang.srt.managers.detokenizer_manager", "run_detokenizer_process"),
+        }
+    ),
+    "vllm": frozenset(
+        {
+            ("vllm.v1.engine.core", "EngineCoreProc.run_engine_core"),
+            ("vllm.v1.worker.gpu_worker", "Worker"),
+            *(
+                ("vllm.v1.worker.gpu_worker", f"Worker.{step}")
+                for step in (
+                    "init_device",
+                    "load_model",
+                    "determine_available_memory",
+                    "initialize_from_config",
+                    "compile_or_warm_up_model",
+                    "get_kv_cache_spec",
+                )
+            ),
+        }
+    ),
+}
+
 #: How an unresolved note ends where the path was assumed rather than walked: no caller
 #: found for a function a table or a decorator names, a callee name defined many times, or
 #: callers deeper than the walk goes (a read there was called "effective" where a gate further
@@ -207,6 +240,7 @@ class GateEvaluator:
         self._paths: dict[tuple[str, str, int], Reach] = {}
         self._forward: dict[str, set[str]] | None = None
         self._paths_in_progress: set[tuple[str, str, int]] = set()
+        self._roots = START_ROOTS.get(index.engine, frozenset())
         #: flag objects not built on this target (``optional.absent_kinds``): kind -> why
         self.absent: dict[str, GateEval] = {}
         for definition in index.definitions.values():
@@ -365,7 +399,7 @@ class GateEvaluator:
     ) -> Reach:
         """Whether the function is called here: the conditions of its callers (and theirs, up
         to ``CALL_DEPTH``), one of the call paths enough; a method also needs its object built."""
-        if function == "<module>":
+        if function == "<module>" or (module, function) in self._roots:
             return Reach(True)
         key = (module, function, depth)
         known = self._paths.get(key)
@@ -381,7 +415,8 @@ class GateEvaluator:
             if class_name and len(parts) >= 2 and parts[-2] == class_name:
                 if name not in _CONSTRUCTION:
                     needs.append(self._callers(name, function, module, depth, class_name))
-                needs.append(self._callers(class_name, function, module, depth, None))
+                if (module, class_name) not in self._roots:
+                    needs.append(self._callers(class_name, function, module, depth, None))
             else:
                 needs.append(self._callers(name, function, module, depth, None))
             value = conjunction_of(needs)
@@ -406,8 +441,12 @@ class GateEvaluator:
             # ``self.load_model()`` in the method's own class calls this one, whatever other
             # classes define a method of that name; another caller may exist, so only a path
             # that holds is taken from them
+            lineage = index.lineage(method_of) if method_of is not None else set()
             own = [
-                c for c in sites if c.on_self and c.class_name == method_of and c.module == module
+                c
+                for c in sites
+                if (c.on_self and c.class_name == method_of and c.module == module)
+                or (not c.on_self and index.receiver_class(c.receiver) in lineage)
             ]
             if method_of is None or not own:
                 return assumed

@@ -25,7 +25,7 @@ from .world import BindingSpec
 MAX_HOMONYMS = 3
 
 #: Callers followed up from a read (a function's caller's caller...).
-CALL_DEPTH = 6
+CALL_DEPTH = 8
 
 #: Callers up from a read whose names make a file that names no flag parsed for its calls (the
 #: reading function's callers, and theirs: a factory and who calls the factory).
@@ -34,7 +34,7 @@ CALL_PASS_DEPTH = 1
 CALL_PASS_FILES = 8
 
 #: Bump when what the index holds changes: older cache entries are then ignored.
-INDEX_FORMAT = 21
+INDEX_FORMAT = 24
 
 
 @dataclass
@@ -59,7 +59,29 @@ class VersionIndex:
     defined: dict[str, int] = field(default_factory=dict)
     #: names used as values somewhere or registered by a decorator (``ModuleSummary.named``)
     named: set[str] = field(default_factory=set)
+    #: a function's return annotation by the function's name ("": its definitions disagree)
+    returns: dict[str, str] = field(default_factory=dict)
+    #: each class's bases by the class's name (every class of that name: their union)
+    bases: dict[str, set[str]] = field(default_factory=dict)
     format: int = INDEX_FORMAT
+
+    def lineage(self, class_name: str) -> set[str]:
+        """The class and every class it derives from, by name (a call on an object typed as
+        one of these may run the class's own method)."""
+        found, frontier = {class_name}, [class_name]
+        while frontier and len(found) < 64:
+            for base in self.bases.get(frontier.pop(), ()):
+                if base not in found:
+                    found.add(base)
+                    frontier.append(base)
+        return found
+
+    def receiver_class(self, receiver: str | None) -> str | None:
+        """A call site's receiver as a class name: ``"f()"`` is what ``f`` is annotated to
+        return, when every ``f`` of the package agrees."""
+        if receiver is None or not receiver.endswith("()"):
+            return receiver
+        return self.returns.get(receiver[:-2]) or None
 
     def flag(self, name: str) -> FlagDefinition | None:
         """A flag by CLI spelling (``--tp-size``, ``tp-size``) or field name (``tp_size``)."""
@@ -216,6 +238,10 @@ def add_summaries(index: VersionIndex, summaries: Iterable[ModuleSummary]) -> No
         for name in summary.defined:
             index.defined[name] = index.defined.get(name, 0) + 1
         index.named |= summary.named
+        for name, returned in summary.returns.items():
+            index.returns[name] = returned if index.returns.get(name, returned) == returned else ""
+        for name, bases in summary.bases.items():
+            index.bases.setdefault(name, set()).update(bases)
         calls.extend(summary.calls)
         if summary.error:
             index.errors[summary.path] = summary.error
@@ -261,7 +287,8 @@ def keep_calls(index: VersionIndex, calls: list[CallSite]) -> None:
     by_callee: dict[str, list[CallSite]] = {}
     for call in calls:  # a name defined many times cannot be told apart: not kept, unless
         # the call is on ``self`` (a method of the caller's own class: told apart by its class)
-        if 0 < index.defined.get(call.callee, 0) <= MAX_HOMONYMS or call.on_self:
+        # or its object's class is known (``self.model_runner.load_model()``)
+        if 0 < index.defined.get(call.callee, 0) <= MAX_HOMONYMS or call.on_self or call.receiver:
             by_callee.setdefault(call.callee, []).append(call)
     wanted: set[str] = set()
     for reads in index.reads.values():

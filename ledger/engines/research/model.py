@@ -118,6 +118,11 @@ class CallSite:
     #: ``self.callee(...)`` (or ``cls.``): a method of the caller's own class, whatever other
     #: classes define a method of that name
     on_self: bool = False
+    #: the class the call's object is known to be (``GPUModelRunner`` for ``runner.load_model()``
+    #: after ``runner = GPUModelRunner(...)``, or ``self.model_runner.load_model()`` where the
+    #: class sets ``self.model_runner = GPUModelRunner(...)``); ``"f()"``: what ``f`` returns
+    #: (its return annotation, looked up once every module is read); ``None``: not known
+    receiver: str | None = None
 
 
 @dataclass
@@ -133,6 +138,10 @@ class ModuleSummary:
     calls: list[CallSite] = field(default_factory=list)
     #: the functions and classes the module defines, by their own name
     defined: list[str] = field(default_factory=list)
+    #: a function's return annotation when it names a class, by the function's own name
+    returns: dict[str, str] = field(default_factory=dict)
+    #: each class's bases, by the class's own name (the last part of a dotted base)
+    bases: dict[str, tuple[str, ...]] = field(default_factory=dict)
     #: lower-case names used as values (a function put in a table, passed as a callback) and
     #: functions a decorator registers: what may run with no call by name
     named: set[str] = field(default_factory=set)
