@@ -177,10 +177,12 @@ def served_model(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str
     [("guidellm", "TUNELEDGER_TEST_GUIDELLM"), ("aiperf", "TUNELEDGER_TEST_AIPERF")],
 )
 def test_real_tool_against_transformers_serve(
-    tool: str, env_name: str, served_model: tuple[str, Path], tmp_path: Path
+    tool: str, env_name: str, request: pytest.FixtureRequest, tmp_path: Path
 ) -> None:
     program = _tool(env_name, tool)
-    url, model = served_model
+    # the server only once the tool is known to be here: started first, a real `transformers
+    # serve` (torch, the tiny model) was paid for and thrown away where neither tool is installed
+    url, model = request.getfixturevalue("served_model")
     ledger = tmp_path / "l.duckdb"
     # transformers serve rejects ignore_eos (422): the output is capped by max_tokens instead
     out = _run(
