@@ -261,12 +261,13 @@ def streaming_server() -> Iterator[str]:
         proc.wait(timeout=10)
 
 
-def test_real_sglang_bench_serving(streaming_server: str, tmp_path: Path) -> None:
+def test_real_sglang_bench_serving(request: pytest.FixtureRequest, tmp_path: Path) -> None:
     python = os.environ.get("TUNELEDGER_TEST_SGLANG_PYTHON")
     if not python:
         pytest.skip(
             "sglang is not installed here (set TUNELEDGER_TEST_SGLANG_PYTHON to a Python that has it)"
         )
+    streaming_server: str = request.getfixturevalue("streaming_server")  # once sglang is here
     needs.module("torch", "the e2e extra: make")
     from tests.support.tiny_model import build_tiny_model
 
