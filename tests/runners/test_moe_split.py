@@ -208,10 +208,15 @@ def test_the_decision_log_shows_default_one_config_and_the_pair_side_by_side(tmp
     from ledger.store import LedgerStore
     from runners.moe.tune import StoreSink
 
-    store = LedgerStore(tmp_path / "l.duckdb")
+    # kept open for the tune's ~250 appends, as ``runners.usecases`` runs a tune (one open, not
+    # one open and checkpoint an append: ~25 s of CPU less, docs/performance.md)
+    store = LedgerStore(tmp_path / "l.duckdb").kept_open()
     store.init()
     spec = TuneSpec(shape=SHAPE, batch_sizes=[1, 2048], split=True, session_id="pair-md")
-    report = run_tune(spec, PairRecorded(), StoreSink(store))
+    try:
+        report = run_tune(spec, PairRecorded(), StoreSink(store))
+    finally:
+        store.close()
     rows = store.query_arrow(
         "SELECT batch_size, one_config_us, two_config_us, up_us, down_us, down_config "
         "FROM kernel_tune_results ORDER BY batch_size"

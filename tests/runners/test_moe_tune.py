@@ -842,19 +842,24 @@ def test_the_decision_log_shows_default_shipped_and_tuned_side_by_side(tmp_path)
     """The tune printed `shipped 493.9 µs`, the Markdown table had no such column."""
     from ledger.export.markdown import render_markdown
 
-    store = LedgerStore(tmp_path / "l.duckdb")
+    # kept open for the tune's appends, as ``runners.usecases`` runs a tune (one open, not one
+    # open and checkpoint an append; docs/performance.md, *The test suite*)
+    store = LedgerStore(tmp_path / "l.duckdb").kept_open()
     store.init()
-    report = run_tune(
-        TuneSpec(
-            shape=SHAPE,
-            batch_sizes=[1, 64],
-            seed_configs={"1": Shipped.SHIPPED, "64": Shipped.SHIPPED},
-            rounds=3,
-            session_id="tune-md",
-        ),
-        Shipped(),
-        StoreSink(store),
-    )
+    try:
+        report = run_tune(
+            TuneSpec(
+                shape=SHAPE,
+                batch_sizes=[1, 64],
+                seed_configs={"1": Shipped.SHIPPED, "64": Shipped.SHIPPED},
+                rounds=3,
+                session_id="tune-md",
+            ),
+            Shipped(),
+            StoreSink(store),
+        )
+    finally:
+        store.close()
     text = render_markdown(store, session_id="tune-md")
     section = text[text.index("## Kernel tunes") :]
     header = next(line for line in section.splitlines() if line.startswith("| M |"))

@@ -177,10 +177,12 @@ def served_model(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str
     [("guidellm", "TUNELEDGER_TEST_GUIDELLM"), ("aiperf", "TUNELEDGER_TEST_AIPERF")],
 )
 def test_real_tool_against_transformers_serve(
-    tool: str, env_name: str, served_model: tuple[str, Path], tmp_path: Path
+    tool: str, env_name: str, request: pytest.FixtureRequest, tmp_path: Path
 ) -> None:
     program = _tool(env_name, tool)
-    url, model = served_model
+    # the server only once the tool is known to be here: started first, a real `transformers
+    # serve` (torch, the tiny model) was paid for and thrown away where neither tool is installed
+    url, model = request.getfixturevalue("served_model")
     ledger = tmp_path / "l.duckdb"
     # transformers serve rejects ignore_eos (422): the output is capped by max_tokens instead
     out = _run(
@@ -259,12 +261,13 @@ def streaming_server() -> Iterator[str]:
         proc.wait(timeout=10)
 
 
-def test_real_sglang_bench_serving(streaming_server: str, tmp_path: Path) -> None:
+def test_real_sglang_bench_serving(request: pytest.FixtureRequest, tmp_path: Path) -> None:
     python = os.environ.get("TUNELEDGER_TEST_SGLANG_PYTHON")
     if not python:
         pytest.skip(
             "sglang is not installed here (set TUNELEDGER_TEST_SGLANG_PYTHON to a Python that has it)"
         )
+    streaming_server: str = request.getfixturevalue("streaming_server")  # once sglang is here
     needs.module("torch", "the e2e extra: make")
     from tests.support.tiny_model import build_tiny_model
 
