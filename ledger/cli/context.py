@@ -73,8 +73,14 @@ class Context:
         store.check_path()
         if not self.ledger.exists():
             if not create:
+                # only a command that has --create is told to pass it (research has none)
+                command = click.get_current_context(silent=True)
+                has_create = command is not None and any(
+                    p.name == "create" for p in command.command.params
+                )
+                hint = ", or pass --create" if has_create else ""
                 raise NotFound(
-                    f"no ledger at {self.ledger} (create it with `tuneledger init`, or pass --create)"
+                    f"no ledger at {self.ledger} (create it with `tuneledger init`{hint})"
                 )
             require_folder(self.ledger, "ledger", "`tuneledger init --parents` creates it")
         return store

@@ -156,3 +156,14 @@ def test_propose_puts_what_may_take_effect_on_the_board(ledger_path: Path) -> No
     # again: already on the board, nothing proposed twice
     code, out, _ = research("--flags", flags, "--propose", ledger=ledger_path)
     assert code == 0 and "proposed on the board: none" in out
+
+
+def test_a_missing_ledger_is_not_answered_with_an_option_research_lacks(tmp_path: Path) -> None:
+    """The missing-ledger hint offered ``--create`` to ``research``, which has no such option."""
+    missing = tmp_path / "none.duckdb"
+    code, out, err = research("--flags", "--enable-arch-fusion", "--record", ledger=missing)
+    assert (code, out) == (5, "")
+    assert err.strip() == (
+        f"tuneledger: error: no ledger at {missing} (create it with `tuneledger init`)"
+    )
+    assert not missing.exists()
