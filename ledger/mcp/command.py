@@ -191,10 +191,11 @@ def mcp_command(
 
     \b
     Register it with a client as the command: tuneledger mcp --ledger /abs/path/ledger.duckdb
-    Tools: record (type, fields), propose_candidate, triage_candidate, record_decision,
+    Tools (24): record (type, fields), propose_candidate, triage_candidate, record_decision,
     research_flags, board, flag_verdicts, benchmark_deltas, server_runs, show, events_since,
-    sql, export (--tools core); start_server/stop_server, run_bench, run_plan, run_spec, run_tune (or
-    as jobs: start_job, job_status) (--tools runners, and only with --allow-run).
+    sql, export, init_ledger (--tools core: 14); start_job, job_status, cancel_job,
+    start_server, stop_server, running_servers, run_bench, run_plan, run_spec, run_tune
+    (--tools runners: 10; the last 7 only with --allow-run: 17 tools without it).
     Resources: tuneledger://board, tuneledger://session/{id}/decision-log, tuneledger://flag/{name},
     tuneledger://schema/{type}.
     The ledger is never held between calls: the CLI and the TUI use it alongside. See docs/mcp.md.

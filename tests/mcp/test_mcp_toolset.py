@@ -65,6 +65,26 @@ def test_tools_profiles_serve_a_subset(ledger_path: Path) -> None:
     assert bad.returncode == 2 and "'most': expected core, runners, all" in bad.stderr
 
 
+def test_the_counts_and_names_the_help_and_readme_give_are_the_served_ones(
+    ledger_path: Path,
+) -> None:
+    """The README said 24 tools where a server without ``--allow-run`` serves 17, and ``mcp
+    --help`` left two tools out."""
+
+    def names(*args: str) -> set[str]:
+        out = invoke(["--ledger", ledger_path, "mcp", "--list-tools", *args])
+        assert out.returncode == 0, out.stderr
+        return {t["name"] for t in json.loads(out.stdout)}
+
+    served, allowed = names(), names("--allow-run")
+    assert (len(served), len(allowed)) == (17, 24)
+    help_text = " ".join(invoke(["mcp", "--help"]).stdout.split())
+    assert all(name in help_text for name in allowed)
+    assert "Tools (24)" in help_text and "17 tools without it" in help_text
+    readme = " ".join((Path(__file__).parents[2] / "README.md").read_text().split())
+    assert "(24 tools with it, 17 without)" in readme
+
+
 async def test_sql_results_are_capped_in_bytes_with_a_flag(store: LedgerStore) -> None:
     async with in_process(store.path) as client:
         big = await call(
