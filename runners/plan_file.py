@@ -107,13 +107,14 @@ def read_toml(file: Path, what: str, allowed: set[str]) -> dict[str, Any]:
     """A plan-like TOML file's tables (``what`` names it in errors: ``plan``, ``spec``).
 
     Raises:
-        InvalidInput: missing file, bad TOML, a top-level key not in ``allowed``.
+        NotFound: no such file (exit 5, as every missing input file).
+        InvalidInput: bad TOML, a top-level key not in ``allowed``.
     """
     try:
         # a regular file of at most 1 MiB (/dev/zero is refused at once), nesting bounded
         data = load_toml(file, "config")
     except NotFound:
-        raise InvalidInput(f"no {what} file {file}") from None
+        raise NotFound(f"no {what} file {file}") from None
     extra = sorted(set(data) - allowed)
     if extra:
         raise InvalidInput(f"{file}: unknown top-level key(s) {', '.join(extra)}")

@@ -232,14 +232,15 @@ def load_configs(path: str | Path) -> dict[str, ServerConfig]:
     """Read and resolve the configurations of a TOML file.
 
     Raises:
-        ConfigError: the file is missing, not TOML, or a configuration is invalid.
+        NotFound: the file is missing (exit 5, as every missing input file).
+        ConfigError: the file is not TOML, or a configuration is invalid.
     """
     file = Path(path)
     try:
         # a regular file of at most 1 MiB (/dev/zero is refused at once), nesting bounded
         data = load_toml(file, "config")
     except NotFound:
-        raise ConfigError(
+        raise NotFound(
             f"no configuration file {file} (give one with --configs; see examples/servers.toml)"
         ) from None
     except InvalidInput as exc:

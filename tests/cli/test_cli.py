@@ -443,7 +443,13 @@ def test_cli_behaviour_a_new_user_meets(tmp_path: Path) -> None:
         out.returncode == 13 and "connection refused" in out.stderr and "Timeout" not in out.stderr
     ), out.stderr
     out = run_bare("run", "plan", str(tmp_path / "none.toml"), "--ledger", str(ledger))
-    assert out.returncode == 3 and "no plan file" in out.stderr
+    assert out.returncode == 5 and "no plan file" in out.stderr
+    # every missing input file is "not found" (5), as import's is: a spec, a servers TOML
+    out = run_bare("run", "spec", str(tmp_path / "none.toml"), "--ledger", str(ledger))
+    assert out.returncode == 5 and "no spec file" in out.stderr
+    missing = str(tmp_path / "none.toml")
+    out = run_bare("run", "server", "show", "x", "--configs", missing, "--ledger", str(ledger))
+    assert out.returncode == 5 and "no configuration file" in out.stderr
     # the TUI without a terminal: one line, exit 2, no hang (stdin/stdout are pipes here)
     out = run_bare("tui", "--ledger", str(ledger))
     assert out.returncode == 2 and out.stderr.count("\n") == 1 and "needs a terminal" in out.stderr

@@ -146,5 +146,5 @@ def test_python_dash_m_ledger_cli_runs_plugin_commands(tmp_path: Path) -> None:
     )
     assert "context object" not in out.stderr, out.stderr
     assert (
-        out.returncode == 3 and out.stderr.strip() == "tuneledger: error: no plan file nothing.toml"
+        out.returncode == 5 and out.stderr.strip() == "tuneledger: error: no plan file nothing.toml"
     )

@@ -19,6 +19,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+from ledger.errors import NotFound
 from ledger.store import LedgerStore
 from runners.host import parse_gpu_query
 from runners.server.configs import ConfigError, ServerConfig, load_config, parse_configs
@@ -88,7 +89,7 @@ def test_config_errors_name_the_problem(tmp_path: Path) -> None:
         parse_configs({"configs": {"a": {"modle": "x"}}})
     with pytest.raises(ConfigError, match="engine"):
         parse_configs({"configs": {"a": {"engine": "tgi"}}})
-    with pytest.raises(ConfigError, match="no configuration file"):
+    with pytest.raises(NotFound, match="no configuration file"):
         load_config(tmp_path / "missing.toml", "a")
 
 
