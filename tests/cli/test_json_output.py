@@ -95,8 +95,8 @@ REFUSED = [
         ],
         13,
     ),  # fmt: skip
-    (["run", "plan", "{missing}", "--json"], 3),
-    (["run", "spec", "{missing}", "--json"], 3),
+    (["run", "plan", "{missing}", "--json"], 5),
+    (["run", "spec", "{missing}", "--json"], 5),
     (["run", "tune", "--dtype", "bf16", "--block-shape", "1,2", "--json"], 2),
 ]
 
