@@ -88,3 +88,20 @@ def test_show_help_says_a_prefix_must_be_unique_and_where_the_random_part_is(
         out = invoke(["--ledger", ledger, "show", first[:8]])
         assert out.returncode == 3 and "ambiguous" in out.stderr
     assert invoke(["--ledger", ledger, "show", first]).returncode == 0
+
+
+def test_the_evidence_a_decision_prints_resolves_with_show(tmp_path: Path) -> None:
+    """``decide`` printed its evidence's ids cut to 12 characters, which two notes appended
+    within the same second share: ``show`` refused them as ambiguous."""
+    ledger = tmp_path / "l.duckdb"
+    assert invoke(["--ledger", ledger, "init"]).returncode == 0
+    ids = []
+    for text in ("a", "b", "c"):
+        out = invoke(["--ledger", ledger, "--session", "s", "append", "note_added", "-f", f"text={text}", "--json"])  # fmt: skip
+        ids.append(json.loads(out.stdout)[0]["event_id"])
+    out = invoke(["--ledger", ledger, "--session", "s", "decide", "keep", "--evidence", ids[1]])
+    assert out.returncode == 0, out.stderr
+    (cited,) = [ln.split()[1] for ln in out.stdout.splitlines() if ln.strip().startswith("cites")]
+    assert cited == ids[1]
+    shown = invoke(["--ledger", ledger, "show", cited, "--json"])
+    assert shown.returncode == 0 and json.loads(shown.stdout)["event"]["event_id"] == ids[1]

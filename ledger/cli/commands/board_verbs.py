@@ -217,7 +217,9 @@ def decide(
     written = app.decide_asked(
         ctx.writable_store(), request, _writer(ctx), "decide", follow=follow_triage
     )
-    cites = "".join(f"\n  cites {e['event_id'][:12]} {e['summary']}" for e in written.evidence)
+    # the whole id: events recorded together share their first 12 hex digits (UUIDv7's
+    # millisecond), so a cut prefix was ambiguous to ``show``
+    cites = "".join(f"\n  cites {e['event_id']} {e['summary']}" for e in written.evidence)
     line = f"decided: {written.event.decision} (seq {written.result.seq}){cites}"  # type: ignore[attr-defined]
     _print(written, as_json, line)
 
