@@ -69,7 +69,10 @@ class Granularity:
         )
         return (
             f"coarse streaming: {self.chunks:.3g} chunks for {self.tokens:.3g} output tokens per "
-            f"request ({self.basis}), {ratio} chunks per token < {MIN_CHUNKS_PER_TOKEN}: "
+            # the ratio is of the gaps after the first token, as its words say: 1 chunk for 8
+            # tokens is 0 gaps for 7, not 1/8
+            f"request ({self.basis}), {ratio} chunks per token after the first "
+            f"((chunks - 1) / (tokens - 1)) < {MIN_CHUNKS_PER_TOKEN}: "
             "TPOT and ITL not measurable (left empty)"
         )
 

@@ -58,7 +58,7 @@ def test_coarse_guidellm_run_has_no_tpot_and_says_why() -> None:
         assert event.valid is True
         assert event.validity_notes == [
             "coarse streaming: 1 chunks for 16 output tokens per request (median), 0.00 chunks per "
-            "token < 0.5: TPOT and ITL not measurable (left empty)"
+            "token after the first ((chunks - 1) / (tokens - 1)) < 0.5: TPOT and ITL not measurable (left empty)"
         ]
         assert event.tool_metrics["time_per_output_token_ms_mean"] > 10
 
@@ -89,12 +89,16 @@ def test_sglang_details_and_summary_lines_are_checked() -> None:
     assert details.metrics.median_tpot_ms is None and details.metrics.median_itl_ms is None
     assert details.validity_notes == [
         "coarse streaming: 12 chunks for 32 output tokens per request (median), 0.35 chunks per "
-        "token < 0.5: TPOT and ITL not measurable (left empty)"
+        "token after the first ((chunks - 1) / (tokens - 1)) < 0.5: TPOT and ITL not measurable (left empty)"
     ]
     assert details.tool_metrics["mean_tpot_ms"] == pytest.approx(1.5197788709671967)
     c1, c4 = _runs(bench / "vllm_1129_16_64_32.jsonl")[1]
     assert "estimated from mean E2E, TTFT and ITL), 0.40 chunks per token" in c1.validity_notes[0]
-    assert "0.500 chunks per token < 0.5" in c4.validity_notes[0]  # 0.4997, not rounded up
+    # 0.4997, not rounded up; the ratio named as what it is (the gaps after the first token)
+    assert (
+        "0.500 chunks per token after the first ((chunks - 1) / (tokens - 1)) < 0.5"
+        in (c4.validity_notes[0])
+    )
 
 
 def test_gpu_run_without_details_keeps_its_tpot_and_nightly_cannot_tell() -> None:
