@@ -98,6 +98,8 @@ class Written:
     event: Event
     candidate: Row | None = None
     evidence: list[Row] = field(default_factory=list)
+    #: an event that repeats a stored one of its session (a re-run step): said, not refused
+    warnings: list[str] = field(default_factory=list)
 
 
 def written_json(written: Written) -> dict[str, Any]:
@@ -140,6 +142,17 @@ def board_row(store: LedgerStore, candidate_id: str) -> Row | None:
     with store.connect() as con:
         found = [r for r in read_model.board(con, None) if r["candidate_id"] == candidate_id]
     return jsonable(found[0]) if found else None
+
+
+def _repeats(store: LedgerStore, event: Event) -> list[str]:
+    """The repeat of a stored event of the session, as ``append`` says it; none where the event
+    itself is stored (a retry with ``--event-id`` stores nothing)."""
+    from ledger.write.append_warnings import repeat_warning  # DuckDB's reads: not at import
+
+    if _stored(store, event.event_id):
+        return []
+    repeat = repeat_warning(store, event)
+    return [repeat] if repeat is not None else []
 
 
 def _stored(store: LedgerStore, event_id: UUID | None) -> bool:
@@ -198,11 +211,12 @@ def triage(store: LedgerStore, request: Triage, writer: Writer, where: str) -> W
     expected = request.expected_version or int(row["stream_version"])
     data = _given(request, "expected_version")
     event = writer.stamp(_validated(CandidateTriaged, data, where), row.get("session_id"))
+    warnings = _repeats(store, event)  # before: after, the event is its own twin
     try:
         result = checked_append(store, event, where, expected_version=expected)
     except ConcurrencyConflict as exc:
         raise CandidateConflict(exc, board_row(store, request.candidate_id)) from None
-    return Written(result, event, board_row(store, request.candidate_id))
+    return Written(result, event, board_row(store, request.candidate_id), warnings=warnings)
 
 
 def decide(store: LedgerStore, decision: Decision, writer: Writer, where: str) -> Written:
@@ -218,6 +232,7 @@ def decide(store: LedgerStore, decision: Decision, writer: Writer, where: str) -
         "evidence_event_ids": [e.event_id for e in cited],
     }
     event = writer.stamp(_validated(DecisionRecorded, data, where))
+    warnings = _repeats(store, event)
     result = checked_append(store, event, where)
     from ledger.read.agent_reads import event_summaries  # DuckDB's: not at import
 
@@ -227,4 +242,4 @@ def decide(store: LedgerStore, decision: Decision, writer: Writer, where: str) -
         {"event_id": str(e.event_id), "type": e.type, "summary": summaries.get(str(e.event_id))}
         for e in cited
     ]
-    return Written(result, event, evidence=jsonable(evidence))
+    return Written(result, event, evidence=jsonable(evidence), warnings=warnings)

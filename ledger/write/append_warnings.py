@@ -33,16 +33,25 @@ def append_warnings(store: LedgerStore, events: Sequence[Event]) -> list[str]:
                     "TUNELEDGER_SESSION)"
                 )
             continue
-        if not store.path.exists():
-            continue
-        same = _stored_twin(store, event)
-        if same is not None:
-            seq, event_id, what = same
-            out.append(
-                f"{what} (seq {seq}, event {event_id}): appended again; "
-                "give --event-id to make a re-run store it once"
-            )
+        repeat = repeat_warning(store, event)
+        if repeat is not None:
+            out.append(repeat)
     return out
+
+
+def repeat_warning(store: LedgerStore, event: Event) -> str | None:
+    """The line for an event that repeats a stored one of its session (a re-run step: the
+    CLI's ``append``, ``triage`` and ``decide`` say it), else None."""
+    if event.session_id is None or not store.path.exists():
+        return None
+    same = _stored_twin(store, event)
+    if same is None:
+        return None
+    seq, event_id, what = same
+    return (
+        f"{what} (seq {seq}, event {event_id}): appended again; "
+        "give --event-id to make a re-run store it once"
+    )
 
 
 def _stored_twin(store: LedgerStore, event: Event) -> tuple[int, str, str] | None:

@@ -105,3 +105,23 @@ def test_the_evidence_a_decision_prints_resolves_with_show(tmp_path: Path) -> No
     assert cited == ids[1]
     shown = invoke(["--ledger", ledger, "show", cited, "--json"])
     assert shown.returncode == 0 and json.loads(shown.stdout)["event"]["event_id"] == ids[1]
+
+
+def test_a_rerun_triage_or_decision_is_said_as_append_says_it(tmp_path: Path) -> None:
+    """Re-running the README's ``triage`` and ``decide`` lines stored each a second time with no
+    word, where ``append`` warns; a retry with ``--event-id`` stores and says nothing."""
+    ledger = tmp_path / "l.duckdb"
+    assert invoke(["--ledger", ledger, "init"]).returncode == 0
+    base = ["--ledger", ledger, "--session", "s"]
+    assert invoke([*base, "propose", "Foo", "--flag", "--foo"]).returncode == 0
+    triage = [*base, "triage", "flag:foo", "deferred", "--reason", "no data yet"]
+    first, again = invoke(triage), invoke(triage)
+    assert first.returncode == again.returncode == 0 and first.stderr == ""
+    assert again.stderr.startswith("tuneledger: warning: the same candidate_triaged is already")
+    assert "appended again; give --event-id" in again.stderr
+    decide = [*base, "decide", "keep foo off", "--candidate", "flag:foo", "--rationale", "r"]
+    first, again = invoke(decide), invoke(decide)
+    assert first.stderr == "" and "the same decision_recorded is already" in again.stderr
+    pinned = [*decide[:-1], "r2", "--event-id", "0190a1b2-c3d4-7e5f-8a9b-0c1d2e3f4a5b"]
+    first, again = invoke(pinned), invoke(pinned)
+    assert first.returncode == again.returncode == 0 and again.stderr == ""

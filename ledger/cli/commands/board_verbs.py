@@ -53,6 +53,8 @@ def _print(written: Written, as_json: bool, line: str) -> None:
         print_json(app.written_json(written))
     else:
         click.echo(line)
+    for warning in written.warnings:  # once stored, as ``append`` says it
+        click.echo(f"tuneledger: warning: {warning}", err=True)
 
 
 event_id_option = click.option(
