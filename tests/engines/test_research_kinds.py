@@ -475,3 +475,31 @@ def test_a_raise_reached_after_the_resolution_is_not_its_refusal(
     interp.eval(parse_expression("_fused_add_aiter(1) + undefined_name"), Frame(module))
     interp.refusals.append(Refusal("raised later", Site("sglang/srt/layers/fused.py", 8), ()))
     assert resolution.refusals == walked
+
+
+# --- values the walk reads across files ---------------------------------------------------
+
+
+def test_an_attribute_of_the_flags_name_derived_with_another_condition(
+    kinds: tuple[EngineSource, VersionIndex],
+) -> None:
+    # ``self.enable_dyn_chunking = server_args.enable_dyn_chunking and self.pp_size > 1``: the
+    # mixin's ``self.enable_dyn_chunking`` is that derived value, not the flag
+    found = report(run(kinds, "--enable-dyn-chunking"), "enable-dyn-chunking")
+    assert found.verdict == "no-op"
+    assert "pp_size=1 (default)" in found.reason
+    assert "scheduler_pp_mixin" not in found.reason
+    with_pp = report(run(kinds, "--enable-dyn-chunking --pp-size 2"), "enable-dyn-chunking")
+    assert with_pp.verdict == "effective"
+
+
+def test_a_parameter_no_caller_of_this_model_passes_keeps_its_default(
+    kinds: tuple[EngineSource, VersionIndex],
+) -> None:
+    # Foo builds ``SparseMoeBlock(config)``; OtherOss passes ``cuda_fusion=True``
+    foo = report(run(kinds, "--shared-fusion-knob"), "shared-fusion-knob")
+    assert foo.verdict == "not-activated"
+    assert "cuda_fusion=False (no caller passes it)" in foo.reason
+    assert foo.confidence == "likely"  # the callers found may not be all: never proven
+    other = report(run(kinds, "--shared-fusion-knob", model="other_oss"), "shared-fusion-knob")
+    assert other.verdict == "conditional"

@@ -163,9 +163,10 @@ class Calls(Objects):
             and _size(init.function.node) < _SMALL_INIT
         ):
             self.call(init, args, keywords, node, None)
-        elif _is_dataclass(cls.node) and len(self._stack) < _MAX_DEPTH // 2:
+        elif self._makes_dataclass(cls) and len(self._stack) < _MAX_DEPTH // 2:
             # a config dataclass: its fields from the arguments, then its ``__post_init__``
-            # (where vLLM's configs refuse a combination)
+            # and pydantic's after-validators (where vLLM's configs refuse a combination);
+            # these run whatever their size, unlike an ``__init__``: a refusal is what they are for
             fields = [
                 stmt.target.id
                 for stmt in cls.node.body
@@ -175,10 +176,31 @@ class Calls(Objects):
                 instance.attrs[name] = value
             for name, value in keywords.items():
                 instance.attrs[name] = value
-            post = self.class_attribute(cls, "__post_init__", receiver=instance)
-            if isinstance(post, BoundMethod) and _size(post.function.node) < _SMALL_INIT:
-                self.call(post, [], {}, node, None)
+            for name in ("__post_init__", *_after_validators(cls.node)):
+                post = self.class_attribute(cls, name, receiver=instance)
+                if isinstance(post, BoundMethod):
+                    self.call(post, [], {}, node, None)
         return instance
+
+    def _makes_dataclass(self, cls: ClassRef) -> bool:
+        """A class under ``@dataclass``, or under a decorator that is itself declared with
+        ``@dataclass_transform`` (PEP 681: vLLM's ``@config`` makes pydantic dataclasses)."""
+        if _is_dataclass(cls.node):
+            return True
+        for decorator in cls.node.decorator_list:
+            target = decorator.func if isinstance(decorator, ast.Call) else decorator
+            if not isinstance(target, ast.Name | ast.Attribute):
+                continue
+            made = self.eval(target, Frame(cls.module))
+            if (
+                isinstance(made, FunctionRef)
+                and not isinstance(made.node, ast.Lambda)
+                and any(
+                    _decorator_name(d) == "dataclass_transform" for d in made.node.decorator_list
+                )
+            ):
+                return True
+        return False
 
     def call_function(
         self, function: FunctionRef, args: list[Any], keywords: dict[str, Any], node: ast.AST
@@ -291,10 +313,28 @@ class Calls(Objects):
             frame.locals[spec.kwarg.arg] = dict(keywords)
 
 
+def _decorator_name(decorator: ast.expr) -> str:
+    target = decorator.func if isinstance(decorator, ast.Call) else decorator
+    return target.attr if isinstance(target, ast.Attribute) else getattr(target, "id", "")
+
+
 def _is_dataclass(node: ast.ClassDef) -> bool:
-    for decorator in node.decorator_list:
-        target = decorator.func if isinstance(decorator, ast.Call) else decorator
-        name = target.attr if isinstance(target, ast.Attribute) else getattr(target, "id", "")
-        if name == "dataclass":
-            return True
-    return False
+    return any(_decorator_name(d) == "dataclass" for d in node.decorator_list)
+
+
+def _after_validators(node: ast.ClassDef) -> list[str]:
+    """Methods pydantic runs once the fields are set: ``@model_validator(mode="after")``."""
+    return [
+        stmt.name
+        for stmt in node.body
+        if isinstance(stmt, ast.FunctionDef)
+        and any(
+            isinstance(d, ast.Call)
+            and _decorator_name(d) == "model_validator"
+            and any(
+                k.arg == "mode" and isinstance(k.value, ast.Constant) and k.value.value == "after"
+                for k in d.keywords
+            )
+            for d in stmt.decorator_list
+        )
+    ]

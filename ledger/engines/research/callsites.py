@@ -152,6 +152,7 @@ class CallRecorder:
                 scope if made or scope.decorators else None,  # a registry's decorator gates
                 on_self,
                 receiver,
+                _passed(node),
             )
         )
 
@@ -250,3 +251,13 @@ def class_named_text(text: str) -> str | None:
     except SyntaxError:
         return None
     return class_named(node)
+
+
+def _passed(node: ast.AST) -> tuple[tuple[str, ...], int] | None:
+    if not isinstance(node, ast.Call):
+        return None
+    if any(k.arg is None for k in node.keywords) or any(
+        isinstance(a, ast.Starred) for a in node.args
+    ):
+        return None
+    return tuple(k.arg for k in node.keywords if k.arg is not None), len(node.args)

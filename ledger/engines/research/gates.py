@@ -17,6 +17,7 @@ from .interpreter import Interpreter
 from .model import CallSite, GateSpec, ImportSite, LocalDef, ReadSite, Scope, Site
 from .records import _MISSING, ArgsView, Budget, Frame, Refusal
 from .values import (
+    CALLERS,
     ENV,
     FLAG,
     HARDWARE,
@@ -38,7 +39,7 @@ _PROBE_STEPS = 30_000
 #: Call sites of one function followed (ungated first), per function on a path.
 _PATH_SITES = 12
 #: What a caller's condition may depend on for it to decide a verdict (else: a run-time value).
-_DECIDING = frozenset({ENV, FLAG, HARDWARE, MODEL, PARALLEL})
+_DECIDING = frozenset({CALLERS, ENV, FLAG, HARDWARE, MODEL, PARALLEL})
 #: Methods that run when their object is built: their callers are the builders.
 _CONSTRUCTION = frozenset({"__init__", "__post_init__", "__new__"})
 _STRING_ARG = re.compile(r"""^[\w.]+\(\s*["']([\w\-.]+)["']""")
@@ -339,6 +340,9 @@ class GateEvaluator:
             cls = self._annotated_class(local, scope)
             if cls is not None:
                 return _InstanceProxy(cls, self)
+            unpassed = self.unpassed_default(local, name, scope)
+            if unpassed is not _MISSING:
+                return unpassed
             default = f", default {local.source}" if local.source else ""
             return Unknown(f"parameter {name}{default}")
         if local.source is None:
@@ -350,6 +354,50 @@ class GateEvaluator:
         value = self.interp.eval(expr, self.frame(scope))
         if isinstance(value, list | dict | set):  # filled in later, most likely
             return Unknown(name)
+        return value
+
+    def unpassed_default(self, local: LocalDef, name: str, scope: Scope) -> Any:
+        """A parameter's default where no call of its function that can run for this model
+        passes it (Qwen3.5 builds ``Qwen2MoeSparseMoeBlock`` without the keyword Qwen3-Next
+        gives it). ``_MISSING`` where a call may pass it, or the calls cannot all be known:
+        a name defined more than a few times, a subclass (``super().__init__(...)``), a
+        function passed as a value, ``*args`` or ``**kwargs`` at a call."""
+        if local.source is None:
+            return _MISSING
+        own = scope.function.rpartition(".")[2]
+        callee = scope.class_name if own == "__init__" and scope.class_name else own
+        index = self.index
+        if (
+            not callee
+            or not 0 < index.defined.get(callee, 0) <= MAX_HOMONYMS
+            or own in index.named
+            or (scope.class_name and any(scope.class_name in b for b in index.bases.values()))
+        ):
+            return _MISSING
+        models = self.model_scope()
+        sites = [
+            s
+            for s in index.calls.get(callee, [])
+            if models is None or not models.excludes(s.module)
+        ]
+        offset = 1 if scope.class_name else 0  # ``self`` is bound by the call's object
+        for site in sites:
+            if site.passed is None:
+                return _MISSING
+            keywords, positional = site.passed
+            if name in keywords or 0 <= local.position - offset < positional:
+                return _MISSING
+        if not sites:
+            return _MISSING
+        try:
+            value = self.interp.eval(parse_expression(local.source), Frame(scope.module))
+        except (SyntaxError, Budget, RecursionError):
+            return _MISSING
+        if isinstance(value, Unknown):
+            return _MISSING
+        self.interp._merge_facts(
+            {Fact(CALLERS, name, f"{name}={local.source} (no caller passes it)")}
+        )
         return value
 
     def _annotated_class(self, local: LocalDef, scope: Scope) -> ClassRef | None:
@@ -715,6 +763,10 @@ def model_scope(index: VersionIndex, target: Any) -> ModelScope | None:
     def is_model(module: str) -> bool:
         return any(module.startswith(package + ".") for package in packages_found)
 
+    # A model with a package of its own (vLLM's ``vllm.models.kimi_k3``): its submodules are
+    # that model's files even where code outside the models imports them (a warm-up module
+    # that runs for that model only); never a helper shared by every model.
+    own = tuple(m + "." for m in entries if m not in selected)
     forward: dict[str, set[str]] = {}
     shared: set[str] = set()  # model-package helpers that code outside the models imports
     for target_module, sites in index.importers.items():
@@ -724,7 +776,11 @@ def model_scope(index: VersionIndex, target: Any) -> ModelScope | None:
             importer = _module_of(site)
             if is_model(importer):
                 forward.setdefault(importer, set()).add(target_module)
-            elif ".test" not in importer and target_module not in entries:
+            elif (
+                ".test" not in importer
+                and target_module not in entries
+                and not target_module.startswith(own)
+            ):
                 shared.add(target_module)
     # Model files import each other's classes (Qwen3.5 builds on Qwen2-MoE's blocks): those
     # run too. An import by code outside the models (a helper, a type) runs no model class.

@@ -34,7 +34,7 @@ CALL_PASS_DEPTH = 1
 CALL_PASS_FILES = 8
 
 #: Bump when what the index holds changes: older cache entries are then ignored.
-INDEX_FORMAT = 24
+INDEX_FORMAT = 26
 
 
 @dataclass
@@ -234,6 +234,11 @@ def build_index(
 
 def add_summaries(index: VersionIndex, summaries: Iterable[ModuleSummary]) -> None:
     calls: list[CallSite] = []
+    summaries = list(summaries)
+    # an attribute the engine derives from a flag and something else is not the flag: its
+    # loose reads (by the flag's name on any object) are dropped; the flag's read where the
+    # value is derived stands, gated by what it is combined with
+    derived = set().union(*(s.derived for s in summaries))
     for summary in summaries:
         for name in summary.defined:
             index.defined[name] = index.defined.get(name, 0) + 1
@@ -246,7 +251,8 @@ def add_summaries(index: VersionIndex, summaries: Iterable[ModuleSummary]) -> No
         if summary.error:
             index.errors[summary.path] = summary.error
         for read in summary.reads:
-            index.reads.setdefault(read.flag, []).append(read)
+            if read.strict or read.form.rpartition(".")[2] not in derived:
+                index.reads.setdefault(read.flag, []).append(read)
         for store in summary.stores:
             index.stores.setdefault(store.flag, []).append(store)
         for flag, sites in summary.mentions.items():

@@ -46,6 +46,8 @@ class LocalDef:
     source: str | None  # the value assigned, or the parameter's default, as written
     line: int
     annotation: str | None = None  # a parameter's class, as written (``Scheduler``)
+    #: a parameter's place among the ``def``'s positional ones (``self`` 0); -1 keyword-only
+    position: int = -1
 
 
 @dataclass
@@ -123,6 +125,9 @@ class CallSite:
     #: class sets ``self.model_runner = GPUModelRunner(...)``); ``"f()"``: what ``f`` returns
     #: (its return annotation, looked up once every module is read); ``None``: not known
     receiver: str | None = None
+    #: the keywords the call passes and how many arguments by position; ``None``: it passes
+    #: ``*args`` or ``**kwargs`` (or it is no call: a class named as a value)
+    passed: tuple[tuple[str, ...], int] | None = None
 
 
 @dataclass
@@ -147,4 +152,7 @@ class ModuleSummary:
     named: set[str] = field(default_factory=set)
     #: the module's top-level names and what they are bound to (``world.BindingSpec``)
     table: dict[str, list[Any]] | None = None
+    #: attribute names of a flag's own name that an engine object is given a value derived
+    #: from the flag and something else (``self.x = server_args.x and self.pp_size > 1``)
+    derived: set[str] = field(default_factory=set)
     error: str | None = None

@@ -191,6 +191,23 @@ class Objects(Expressions):
         if value is _MISSING or isinstance(value, Unknown):
             if self.world.has_module(dotted):
                 return ModuleRef(dotted, False)
+        if (value is _MISSING or isinstance(value, Unknown)) and not name.startswith("__"):
+            # PEP 562: a module's own ``__getattr__`` answers the names it does not bind
+            # (vLLM's ``envs``: each variable read from the environment when asked for)
+            # (its ``def``: a later ``global __getattr__`` wraps it in a cache, same answers)
+            hook = next(
+                (
+                    b.node
+                    for b in self.world.bindings(base.name).get("__getattr__", [])
+                    if b.kind == "def" and isinstance(b.node, ast.FunctionDef)
+                ),
+                None,
+            )
+            if hook is not None and not hook.decorator_list:
+                function = FunctionRef(base.name, "__getattr__", hook, None)
+                answer = self.call(function, [name], {}, hook, None)
+                if not isinstance(answer, Unknown):
+                    return answer
         return Unknown(dotted) if value is _MISSING else value
 
     def class_attribute(self, cls: ClassRef, name: str, receiver: Any) -> Any:

@@ -72,6 +72,8 @@ class _FunctionInfo:
 
     def __init__(self, node: ast.AST, outer_aliases: dict[str, str]) -> None:
         self.params: dict[str, ast.expr | None] = {}
+        #: a positional parameter's place in the ``def`` (``self`` is 0 in a method)
+        self.positions: dict[str, int] = {}
         #: a parameter's annotation when it names a class (``scheduler: Scheduler``)
         self.annotations: dict[str, str] = {}
         self.assigned: dict[str, list[ast.Assign | ast.AnnAssign]] = {}
@@ -99,8 +101,9 @@ class _FunctionInfo:
         positional = [*args.posonlyargs, *args.args]
         defaults: list[ast.expr | None] = [None] * (len(positional) - len(args.defaults))
         defaults += list(args.defaults)
-        for arg, default in zip(positional, defaults, strict=True):
+        for place, (arg, default) in enumerate(zip(positional, defaults, strict=True)):
             self.params[arg.arg] = default
+            self.positions[arg.arg] = place
         for arg, kw_default in zip(args.kwonlyargs, args.kw_defaults, strict=True):
             self.params[arg.arg] = kw_default
         for arg in [*positional, *args.kwonlyargs]:

@@ -200,7 +200,11 @@ class Scanner(CallRecorder):
                     default = info.params[sub.id]
                     text = self.segment(default) if default is not None else None
                     scope.locals[sub.id] = LocalDef(
-                        "param", text, sub.lineno, info.annotations.get(sub.id)
+                        "param",
+                        text,
+                        sub.lineno,
+                        info.annotations.get(sub.id),
+                        info.positions.get(sub.id, -1),
                     )
                 elif sub.id in info.rebound or len(info.assigned.get(sub.id, [])) > 1:
                     scope.locals[sub.id] = LocalDef("local", None, sub.lineno)
@@ -498,6 +502,22 @@ class Scanner(CallRecorder):
                 flag = key if key in self._fields else None
         if flag is not None:
             self.record_store(flag, value, gates, node)
+        elif isinstance(target, ast.Attribute) and value is not None:
+            loose = self.model.distinctive.get(target.attr)
+            if loose is not None and self._derives(loose, value):
+                self.summary.derived.add(target.attr)
+
+    def _derives(self, flag: str, value: ast.expr) -> bool:
+        """``value`` reads ``flag`` through the arguments and combines it with something else:
+        an object's attribute of the flag's name then holds a value of its own."""
+        if isinstance(value, ast.Attribute | ast.Subscript | ast.Name | ast.Constant):
+            return False  # a copy of the flag's value (or none of it)
+        return any(
+            isinstance(sub, ast.Attribute)
+            and sub.attr == flag
+            and self.flag_of(self.kind_of(sub.value), sub.attr) == flag
+            for sub in ast.walk(value)
+        )
 
     def record_store(
         self, flag: str, value: ast.expr | None, gates: tuple[RawGate, ...], node: ast.AST

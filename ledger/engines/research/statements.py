@@ -399,6 +399,18 @@ class Statements(Calls):
                     self.assign_flag(target.attr, value, stmt, facts)
             elif isinstance(base, Instance):
                 base.attrs[target.attr] = value
+                # a config object's own field written where it is built (vLLM's
+                # ``ParallelConfig.__post_init__`` turning ``numa_bind`` on): the flag's value.
+                # Only a value the walk knows: these methods also normalise what they keep
+                # (``ModelConfig`` turns "float16" into a torch dtype), which is no override
+                kind = self.access.self_classes.get(base.cls.name)
+                field_name = self.access.objects.get(kind or "", {}).get(target.attr)
+                if (
+                    field_name is not None
+                    and field_name in self.state.values
+                    and not isinstance(value, Unknown)
+                ):
+                    self.assign_flag(field_name, value, stmt, facts)
         elif isinstance(target, ast.Subscript):
             base = self.eval(target.value, frame)
             key = self.eval(target.slice, frame)

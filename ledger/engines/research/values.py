@@ -13,13 +13,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 #: The kinds of facts: what a condition was decided by.
-HARDWARE, MODEL, FLAG, PARALLEL, RUNTIME, ENV = (
+HARDWARE, MODEL, FLAG, PARALLEL, RUNTIME, ENV, CALLERS = (
     "hardware",
     "model",
     "flag",
     "parallel",
     "runtime",
     "env",
+    "callers",  # a parameter's default that no call of its function passes
 )
 
 

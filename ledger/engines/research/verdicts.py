@@ -26,7 +26,7 @@ from .index import VersionIndex
 from .model import ReadSite, Site, StoreSite
 from .records import Change, Refusal
 from .resolve import Resolution
-from .values import ENV, FLAG, HARDWARE, MODEL, PARALLEL, Fact, Unknown, show
+from .values import CALLERS, ENV, FLAG, HARDWARE, MODEL, PARALLEL, Fact, Unknown, show
 
 #: Reads of a given flag whose functions are walked for a refusal, and reads looked at.
 _PROBED_READERS = 6
@@ -225,7 +225,12 @@ class Judge:
         # a gate outside the read's own file (an importer's ``if``, a caller's) rests on the
         # importers and callers found, which may not be all: not ``proven``
         caller = any(
-            g.value is False and (g.kind in ("caller", "model-scope") or g.site.path != r.site.path)
+            g.value is False
+            and (
+                g.kind in ("caller", "model-scope")
+                or g.site.path != r.site.path
+                or any(f.kind == CALLERS for f in g.facts)  # a default the callers leave
+            )
             for r in readers
             for g in r.reach.gates
         )
@@ -579,15 +584,17 @@ class Judge:
         for gate in blocking:
             if gate.text not in texts:
                 texts.append(gate.text)
-        if not kinds & {HARDWARE, MODEL, PARALLEL, FLAG, ENV}:
+        # a parameter no caller that runs here passes: the model's code decides, as the model does
+        here = {HARDWARE, MODEL, PARALLEL, CALLERS}
+        if not kinds & {*here, FLAG, ENV}:
             report.verdict = "conditional"
             report.reason = (
                 f"every read of {name} is behind a condition that fails with the values the source gives, but not for a reason this analysis can name: "
                 + "; ".join(texts[:3])
             )
-        elif kinds & {HARDWARE, MODEL, PARALLEL}:
+        elif kinds & here:
             report.verdict = "not-activated"
-            basis = sorted({f.text for f in facts if f.kind in (HARDWARE, MODEL, PARALLEL)})
+            basis = sorted({f.text for f in facts if f.kind in here})
             report.reason = (
                 f"every read of {name} is behind a condition that fails here ({'; '.join(basis)}): "
                 + "; ".join(texts[:3])

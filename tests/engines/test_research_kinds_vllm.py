@@ -1,0 +1,85 @@
+"""The kinds of path the research got wrong on vLLM 0.34 flags read by hand (docs/research.md,
+the sixth round), each on the synthetic tree tests/fixtures/research/vllm_kinds: config classes
+made by a decorator declared with ``dataclass_transform`` (their ``__post_init__`` and
+pydantic after-validators refuse and rewrite values), ``envs`` variables read through the
+module's ``__getattr__``, and model packages of their own (``vllm/models/<model>/``)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from ledger.engines.research import (
+    Target,
+    load_index,
+    load_model_config,
+    open_engine,
+    parse_flag_string,
+    research,
+)
+from ledger.engines.research.index import VersionIndex
+from ledger.engines.research.sources import EngineSource
+
+FIXTURES = Path(__file__).parents[1] / "fixtures" / "research"
+
+
+@pytest.fixture(scope="module")
+def engine() -> tuple[EngineSource, VersionIndex]:
+    source = open_engine(str(FIXTURES / "vllm_kinds"), "vllm")
+    return source, load_index(source, use_cache=False, workers=1)
+
+
+def verdict_of(engine: tuple[EngineSource, VersionIndex], flags: str, flag: str) -> Any:
+    source, index = engine
+    model = load_model_config(FIXTURES / "models" / "foo_moe_top8.json")
+    target = Target.make(arch="sm120", model=model, tp=4)
+    result = research(source, index, target, parse_flag_string(flags), everything=True)
+    (found,) = [r for r in result.reports if r.flag == flag]
+    return found
+
+
+def test_a_decorated_config_class_runs_its_post_init_refusal(
+    engine: tuple[EngineSource, VersionIndex],
+) -> None:
+    found = verdict_of(engine, "--enable-elastic-ep", "enable-elastic-ep")
+    assert (found.verdict, found.confidence) == ("incompatible", "proven")
+    assert "Elastic EP is only supported with enable_eplb=True." in found.reason
+    assert "vllm/config/parallel.py:26" in found.reason
+    fine = verdict_of(engine, "--enable-elastic-ep --enable-eplb", "enable-elastic-ep")
+    assert fine.verdict != "incompatible"
+
+
+def test_a_post_init_that_replaces_the_given_value(
+    engine: tuple[EngineSource, VersionIndex],
+) -> None:
+    found = verdict_of(engine, "--elastic-ep-max-dp-size 4", "elastic-ep-max-dp-size")
+    assert found.verdict == "overridden"
+    assert "to 1 at vllm/config/parallel.py:29" in found.reason
+
+
+def test_a_post_init_that_turns_another_field_on(
+    engine: tuple[EngineSource, VersionIndex],
+) -> None:
+    # ``numa_bind_cpus`` given sets ``numa_bind``: the read behind ``if not numa_bind`` runs
+    found = verdict_of(engine, "--numa-bind-cpus 0-7", "numa-bind-cpus")
+    assert found.verdict == "effective"
+    assert "vllm/v1/worker/numa.py:5" in found.reason
+
+
+def test_an_after_validator_refuses_on_an_environment_default(
+    engine: tuple[EngineSource, VersionIndex],
+) -> None:
+    # ``envs.VLLM_WORKER_BACKEND`` is answered by the module's ``__getattr__``: "mp" unset
+    found = verdict_of(engine, "--trace-workers", "trace-workers")
+    assert (found.verdict, found.confidence) == ("incompatible", "proven")
+    assert "Unable to trace workers unless they run with Ray." in found.reason
+
+
+def test_another_models_package_is_out_of_scope_though_a_warm_up_imports_it(
+    engine: tuple[EngineSource, VersionIndex],
+) -> None:
+    found = verdict_of(engine, "--bar-knob 3", "bar-knob")
+    assert found.verdict == "not-activated"
+    assert "vllm/models/bar/nvidia/kda.py is another model's file" in found.reason
