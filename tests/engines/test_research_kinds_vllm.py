@@ -23,11 +23,17 @@ from ledger.engines.research.index import VersionIndex
 from ledger.engines.research.sources import EngineSource
 
 FIXTURES = Path(__file__).parents[1] / "fixtures" / "research"
+KINDS = FIXTURES / "vllm_kinds"
+
+
+def line_of(path: str, needle: str) -> str:
+    lines = (KINDS / path).read_text().splitlines()
+    return f"{path}:{next(i for i, line in enumerate(lines, 1) if needle in line)}"
 
 
 @pytest.fixture(scope="module")
 def engine() -> tuple[EngineSource, VersionIndex]:
-    source = open_engine(str(FIXTURES / "vllm_kinds"), "vllm")
+    source = open_engine(str(KINDS), "vllm")
     return source, load_index(source, use_cache=False, workers=1)
 
 
@@ -46,7 +52,7 @@ def test_a_decorated_config_class_runs_its_post_init_refusal(
     found = verdict_of(engine, "--enable-elastic-ep", "enable-elastic-ep")
     assert (found.verdict, found.confidence) == ("incompatible", "proven")
     assert "Elastic EP is only supported with enable_eplb=True." in found.reason
-    assert "vllm/config/parallel.py:26" in found.reason
+    assert line_of("vllm/config/parallel.py", "Elastic EP is only") in found.reason
     fine = verdict_of(engine, "--enable-elastic-ep --enable-eplb", "enable-elastic-ep")
     assert fine.verdict != "incompatible"
 
@@ -56,7 +62,8 @@ def test_a_post_init_that_replaces_the_given_value(
 ) -> None:
     found = verdict_of(engine, "--elastic-ep-max-dp-size 4", "elastic-ep-max-dp-size")
     assert found.verdict == "overridden"
-    assert "to 1 at vllm/config/parallel.py:29" in found.reason
+    at = line_of("vllm/config/parallel.py", "self.elastic_ep_max_dp_size = (")
+    assert f"to 1 at {at}" in found.reason
 
 
 def test_a_post_init_that_turns_another_field_on(
@@ -65,7 +72,9 @@ def test_a_post_init_that_turns_another_field_on(
     # ``numa_bind_cpus`` given sets ``numa_bind``: the read behind ``if not numa_bind`` runs
     found = verdict_of(engine, "--numa-bind-cpus 0-7", "numa-bind-cpus")
     assert found.verdict == "effective"
-    assert "vllm/v1/worker/numa.py:5" in found.reason
+    assert (
+        line_of("vllm/v1/worker/numa.py", "return parallel_config.numa_bind_cpus") in found.reason
+    )
 
 
 def test_an_after_validator_refuses_on_an_environment_default(
@@ -83,3 +92,17 @@ def test_another_models_package_is_out_of_scope_though_a_warm_up_imports_it(
     found = verdict_of(engine, "--bar-knob 3", "bar-knob")
     assert found.verdict == "not-activated"
     assert "vllm/models/bar/nvidia/kda.py is another model's file" in found.reason
+
+
+def test_a_refusal_the_walk_cannot_decide_leaves_the_verdict_unknown(
+    engine: tuple[EngineSource, VersionIndex],
+) -> None:
+    # ``profile_workers and not os.path.exists(...)``: the engine may not start at all
+    found = verdict_of(engine, "--profile-workers", "profile-workers")
+    assert found.verdict == "not-activated"  # its only reader is another model's file
+    assert found.confidence == "unknown"
+    at = line_of("vllm/config/parallel.py", "Profiling needs")
+    assert f"the engine may refuse it: 'Profiling needs a running Ray session.' ({at})" in (
+        found.unresolved
+    )
+    assert verdict_of(engine, "--bar-knob 3", "bar-knob").confidence == "likely"

@@ -81,7 +81,14 @@ class Objects(Expressions):
             return self.class_attribute(cls, name, receiver=base) if cls else Unknown(name)
         if isinstance(base, Instance):
             if name in base.attrs:
-                return base.attrs[name]
+                value = base.attrs[name]
+                # a config object's field of a flag (vLLM's ``ParallelConfig``): the
+                # condition it decides is the flag's, as on the arguments themselves
+                kind = self.access.self_classes.get(base.cls.name)
+                field_name = self.access.objects.get(kind or "", {}).get(name)
+                if field_name is not None and field_name in self.state.values:
+                    self.note(Fact(FLAG, field_name, f"{field_name}={show(value)} (config)"))
+                return value
             found = self.class_attribute(base.cls, name, receiver=base)
             if isinstance(found, Unknown) and not name.startswith("__"):
                 fallback = self.class_attribute(base.cls, "__getattr__", receiver=base)

@@ -189,10 +189,21 @@ class Judge:
             r for r in self.resolution.refusals if field_name in r.flags_read() and r.certain
         ] + self.resolution.caused.get(field_name, [])
         self.decide(report, runtime)
-        report.confidence = self.confidence(report)
+        report.confidence = self.confidence(report, is_given)
         return report
 
-    def confidence(self, report: FlagReport) -> str:
+    def possible_refusal(self, field_name: str) -> Refusal | None:
+        """A refusal of the resolution that reads the flag, none of whose conditions fails."""
+        for refusal in self.resolution.refusals:
+            if (
+                field_name in refusal.flags_read()
+                and not refusal.certain
+                and all(c.value is not False for c in refusal.conditions)
+            ):
+                return refusal
+        return None
+
+    def confidence(self, report: FlagReport, is_given: bool = True) -> str:
         """How far the verdict can be trusted: ``proven`` only where every path to it was
         followed and every condition deciding it was decided from the source."""
         complete = self.resolution.complete
@@ -205,6 +216,16 @@ class Judge:
             return report.confidence  # set where the verdict was made (a translated flag)
         if verdict == "unknown":
             return "unknown"
+        if is_given and verdict != "incompatible":
+            maybe = self.possible_refusal(report.field)
+            if maybe is not None:
+                # a refusal that reads the flag on the start path, under a condition the walk
+                # cannot decide (vLLM's ``ray_workers_use_nsight and not self.use_ray``): the
+                # engine may not start at all, so no verdict about its effect is decided
+                report.unresolved.append(
+                    f"the engine may refuse it: {maybe.message!r} ({maybe.site})"
+                )
+                return "unknown"
         if verdict == "dead-code":
             return "proven"  # no read, no string use, nothing derived: holds on any path
         if verdict == "overridden" or (verdict == "incompatible" and report.refusals):
