@@ -106,3 +106,19 @@ def test_a_refusal_the_walk_cannot_decide_leaves_the_verdict_unknown(
         found.unresolved
     )
     assert verdict_of(engine, "--bar-knob 3", "bar-knob").confidence == "likely"
+
+
+def test_a_refusal_a_given_flag_causes_is_its_own_not_the_targets_tp(
+    engine: tuple[EngineSource, VersionIndex],
+) -> None:
+    # the refusing method reads ``tensor_parallel_size`` too: the target's TP=4 sets it, the
+    # user did not; the refusal is ``--data-parallel-rank``'s (it turns external LB on)
+    found = verdict_of(engine, "--data-parallel-rank 0", "data-parallel-rank")
+    assert (found.verdict, found.confidence) == ("incompatible", "proven")
+    assert "data_parallel_external_lb can only be set when data_parallel_size > 1" in found.reason
+    assert (
+        verdict_of(
+            engine, "--data-parallel-rank 0 --data-parallel-size 2", "data-parallel-rank"
+        ).verdict
+        != "incompatible"
+    )

@@ -209,19 +209,21 @@ def research(
     matched = match_flags(index, list(given or []))
     # SGLang's ``--tp-size``, vLLM's ``--tensor-parallel-size``: the target's TP is that flag
     tp_field = index.flag("tp-size") or index.flag("tensor-parallel-size")
+    implied: set[str] = set()  # set by the target, not by the user: never refused as given
     if (
         target.tp is not None
         and tp_field is not None
         and not any(f.definition is tp_field for f in matched)
     ):
         target.flags[tp_field.field] = target.tp
+        implied.add(tp_field.field)
     for flag in matched:
         if flag.definition is not None:
             target.flags[flag.definition.field] = flag.value
     world = World(source.read_or_none, index.paths, index.tables, source.installed)
     interp = new_interpreter(world, index, target)
     resolution = walk(interp, index)
-    attribute_refusals(resolution, world, index, target)
+    attribute_refusals(resolution, world, index, target, implied)
     evaluator = GateEvaluator(interp, index)
     module, class_name, methods = ENTRY_POINTS.get(index.engine, ("", "", ()))
     evaluator.absent = absent_kinds(evaluator, [(module, class_name, m) for m in methods])

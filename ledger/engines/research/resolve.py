@@ -103,12 +103,18 @@ def walk(interp: Interpreter, index: VersionIndex) -> Resolution:
 
 
 def attribute_refusals(
-    resolution: Resolution, world: World, index: VersionIndex, target: Target
+    resolution: Resolution,
+    world: World,
+    index: VersionIndex,
+    target: Target,
+    implied: set[str] | None = None,
 ) -> None:
     """A certain refusal whose conditions name no flag given, that the same walk without the
     flags given does not reach, is the flags given refused: it goes to the given flags read in
     the function that raises (else, with one flag given, to that flag)."""
-    given = set(resolution.state.given) - {"tp_size"}
+    # the tensor-parallel size a target names (SGLang's ``tp_size``, vLLM's
+    # ``tensor_parallel_size``) is part of the start, not a flag the user is refused for
+    given = set(resolution.state.given) - {"tp_size"} - (implied or set())
     loose = [r for r in resolution.refusals if r.certain and not (r.flags_read() & given)]
     if not given or not loose:
         return
