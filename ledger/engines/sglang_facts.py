@@ -17,13 +17,14 @@ from array import array
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
+from itertools import chain, islice
 from typing import Any
 
 from schemas import SettingOverride, StartupFacts
 
 from .failure import TAIL_LINES, CrashInfo, RunOutcome, assess, classify
 from .kept_lines import KeptLines
-from .lines import LogLine, Unwrapper, unflatten
+from .lines import LEARN_LINES, LogLine, Unwrapper, split_flattened, unflatten
 from .sglang_lines import (
     INNER_RE,
     READY,
@@ -615,7 +616,9 @@ def is_ready_line(line: LogLine) -> bool:
     return line.prefixed and READY in line.message
 
 
-def parse_server_log(lines: Iterable[str], *, strict: bool = False) -> ServerLogFacts:
+def parse_server_log(
+    lines: Iterable[str], *, strict: bool = False, forward: bool = False
+) -> ServerLogFacts:
     """Read an SGLang server log (an iterable of lines, newlines optional) into facts.
 
     Startup lines logged once per rank (``TP0`` .. ``TPn``, in any order) count once
@@ -630,10 +633,22 @@ def parse_server_log(lines: Iterable[str], *, strict: bool = False) -> ServerLog
     of the wrong type (``pp_size='2'``), a limit of 0 or less, SGLang lines behind a prefix
     no launcher rule knows. Without it (the runner, reading a live log) such lines are skipped
     and it never raises.
+
+    ``forward``: the caller checked that the log runs forward (``lines.runs_backwards``): its
+    lines are read one at a time, none held but what ``kept_lines`` keeps (a log read as a
+    stream).
     """
-    raw_lines = unflatten([raw.rstrip("\r\n") for raw in lines])
     unwrapper = Unwrapper()
-    unwrapper.learn(raw_lines)
+    raw_lines: Iterable[str]
+    if forward:
+        stream = split_flattened(raw.rstrip("\r\n") for raw in lines)
+        head = list(islice(stream, LEARN_LINES))
+        unwrapper.learn(head)
+        raw_lines = chain(head, stream)
+        del head
+    else:
+        raw_lines = unflatten([raw.rstrip("\r\n") for raw in lines])
+        unwrapper.learn(raw_lines)
     kept = KeptLines(_any_ready)
     # An excerpt pasted without SGLang's prefix (the tail around an error, copied from a
     # terminal): every line is read as a line of its own, leniently (a pasted line may be cut).

@@ -20,7 +20,14 @@ import pytest
 from ledger.engines import sglang_facts
 from ledger.engines.failure import IGNORED_KEPT, RunOutcome, assess
 from ledger.engines.kept_lines import KeptLines
-from ledger.engines.lines import LogLine, Unwrapper, unflatten
+from ledger.engines.lines import (
+    LogLine,
+    Unwrapper,
+    oldest_first,
+    runs_backwards,
+    split_flattened,
+    unflatten,
+)
 from ledger.engines.sglang_lines import READY, split_line
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
@@ -172,3 +179,20 @@ def test_a_bulk_line_above_a_prefixed_frame_is_kept() -> None:
     expected, _ = _full_outcome(lines)
     assert repr(facts.outcome) == repr(expected)
     assert facts.crash is not None
+
+
+@pytest.mark.parametrize("path", _logs(), ids=lambda p: str(p.relative_to(FIXTURES)))
+def test_runs_backwards_says_what_oldest_first_does(path: Path) -> None:
+    """``lines.runs_backwards`` (one pass, no line held) is ``oldest_first``'s decision, on every
+    fixture log, turned round, and with its blank lines doubled."""
+    lines = [x.rstrip("\r\n") for x in _lines(path)]
+    for variant in (lines, lines[::-1], [y for x in lines for y in (x, "")]):
+        assert runs_backwards(iter(variant)) == (oldest_first(variant) is not variant)
+
+
+def test_split_flattened_is_unflatten_of_a_log_that_runs_forward() -> None:
+    """The stream's split gives ``unflatten``'s lines on every fixture log that runs forward."""
+    for path in _logs():
+        lines = [x.rstrip("\r\n") for x in _lines(path)]
+        if oldest_first(lines) is lines:
+            assert list(split_flattened(iter(lines))) == unflatten(lines), path
