@@ -518,17 +518,22 @@ class RunOutcome:
 
 
 def starts_block(line: LogLine) -> bool:
-    """Whether ``find_tracebacks`` may start a traceback block at ``line``."""
-    return bool(_TRACEBACK_RE.search(line.message) or _FRAME_RE.match(line.message))
+    """Whether ``find_tracebacks`` may start a traceback block at ``line`` (each rule looked for
+    only on a line holding the literal every match of it holds)."""
+    message = line.message
+    return bool(
+        ("Traceback" in message and _TRACEBACK_RE.search(message))
+        or ('File "' in message and _FRAME_RE.match(message))
+    )
 
 
-def quiet_kind(line: LogLine) -> str | None:
+def quiet_kind(line: LogLine, block: bool | None = None) -> str | None:
     """What ``assess`` does with a line outside every traceback block that is not a ready line:
     ``"none"`` when it sets it aside (its verdict ``none`` or ``warning``, no stop wording),
     ``"ignored"`` when it files it under ``ignored``; ``None`` for anything else (``kept_lines``
-    drops only the first two kinds)."""
+    drops only the first two kinds). ``block``: ``starts_block(line)``, when known."""
     message = line.message
-    if starts_block(line) or _SOURCE_RE.match(message):
+    if (starts_block(line) if block is None else block) or _SOURCE_RE.match(message):
         return None
     kind = classify(message, line.level).kind
     if kind in ("none", "warning"):

@@ -51,7 +51,7 @@ class KeptLines:
         self.tail: deque[str] = deque(maxlen=TAIL_LINES)
         self.count = 0
         self._is_ready = is_ready
-        self._pending: tuple[LogLine, int] | None = None
+        self._pending: tuple[LogLine, int, bool] | None = None
         self._ignored = 0  # kept lines ``assess`` files under ``ignored`` whatever else it reads
         self._window_end = 0  # the last line of the excerpt a kept line may start
         self._dropped_raw: dict[int, str] = {}
@@ -61,14 +61,16 @@ class KeptLines:
         """Take the next line of the log (numbered one past the last)."""
         self.count += 1
         self.tail.append(line.raw)
+        block = starts_block(line)
         if self._pending is not None:
-            self._settle(*self._pending, following=line)
-        self._pending = (line, record)
+            self._settle(*self._pending, following=line, following_block=block)
+        self._pending = (line, record, block)
 
     def close(self) -> None:
         """The log ended: the last line is kept."""
         if self._pending is not None:
-            self._keep(*self._pending, kind=None)
+            line, record, block = self._pending
+            self._keep(line, record, None, block)
             self._pending = None
 
     def raw_at(self, number: int) -> str:
@@ -85,23 +87,25 @@ class KeptLines:
             self._by_number = {x.number: x.raw for x in self.lines}
         return self._by_number
 
-    def _settle(self, line: LogLine, record: int, following: LogLine) -> None:
-        kind = quiet_kind(line) if line.prefixed and not self._is_ready(line) else None
+    def _settle(
+        self, line: LogLine, record: int, block: bool, following: LogLine, following_block: bool
+    ) -> None:
+        kind = quiet_kind(line, block) if line.prefixed and not self._is_ready(line) else None
         if (
             kind is not None
             and following.prefixed
-            and not starts_block(following)
+            and not following_block
             and (kind == "none" or self._ignored >= IGNORED_KEPT)
         ):
             if line.number <= self._window_end:
                 self._dropped_raw[line.number] = line.raw
             return
-        self._keep(line, record, kind)
+        self._keep(line, record, kind, block)
 
-    def _keep(self, line: LogLine, record: int, kind: str | None) -> None:
+    def _keep(self, line: LogLine, record: int, kind: str | None, block: bool) -> None:
         self.lines.append(line)
         self.record[line.number] = record
         if kind == "ignored":
             self._ignored += 1
-        if may_start_excerpt(line):
+        if block or may_start_excerpt(line):
             self._window_end = max(self._window_end, line.number + TRACEBACK_LINES - 1)

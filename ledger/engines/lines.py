@@ -306,25 +306,42 @@ def oldest_first(lines: list[str]) -> list[str]:
     return lines[::-1]
 
 
+class Chronology:
+    """``oldest_first``'s decision taken one line at a time, holding no line: ``watch`` the
+    lines as they are read, then ``backwards`` says whether ``oldest_first`` turns them round."""
+
+    def __init__(self) -> None:
+        self.times = self.nonblank = 0
+        self.previous: str | None = None
+        self.rise = self.fall = False
+
+    def watch(self, lines: Iterable[str]) -> Iterator[str]:
+        """``lines`` as they are, each seen on its way."""
+        for line in lines:
+            if line.strip():
+                self.nonblank += 1
+            if m := _LEADING_TIME_RE.match(line):
+                stamp = m.group(1).replace(" ", "T")
+                if self.previous is not None:
+                    self.rise = self.rise or stamp > self.previous
+                    self.fall = self.fall or stamp < self.previous
+                self.previous = stamp
+                self.times += 1
+            yield line
+
+    @property
+    def backwards(self) -> bool:
+        if self.times < 5 or self.times < self.nonblank * 0.8:
+            return False
+        return self.fall and not self.rise
+
+
 def runs_backwards(lines: Iterable[str]) -> bool:
-    """Whether ``oldest_first`` turns ``lines`` round, in one pass holding no line (a log read as
-    a stream is checked with it before it is read: such a log is read whole, under the bound)."""
-    times = nonblank = 0
-    previous: str | None = None
-    rise = fall = False
-    for line in lines:
-        if line.strip():
-            nonblank += 1
-        if m := _LEADING_TIME_RE.match(line):
-            stamp = m.group(1).replace(" ", "T")
-            if previous is not None:
-                rise = rise or stamp > previous
-                fall = fall or stamp < previous
-            previous = stamp
-            times += 1
-    if times < 5 or times < nonblank * 0.8:
-        return False
-    return fall and not rise
+    """Whether ``oldest_first`` turns ``lines`` round, in one pass holding no line."""
+    chronology = Chronology()
+    for _ in chronology.watch(lines):
+        pass
+    return chronology.backwards
 
 
 def unflatten(lines: list[str]) -> list[str]:

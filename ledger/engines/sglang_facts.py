@@ -760,7 +760,11 @@ def _feed(reader: _Reader, line: LogLine, bare: bool, error: list[LogFormatError
 
 def _any_ready(line: LogLine) -> bool:
     """Whether either reading of ``parse_server_log`` may take ``line`` as the ready line."""
-    return READY in line.message or bool(_UVICORN_READY_RE.match(line.message.strip()))
+    message = line.message
+    return READY in message or (
+        ("Application startup complete." in message or "Uvicorn running on" in message)
+        and bool(_UVICORN_READY_RE.match(message.strip()))
+    )
 
 
 def _int_list(text: str) -> list[int]:

@@ -102,6 +102,8 @@ class InputFile:
     #: an SGLang server log past ``STREAM_FROM`` bytes, read as a stream: ``text`` is its head
     #: (``HEAD_BYTES``, what the sniffs read), ``iter_lines`` reads it all
     streamed: bool = False
+    #: the importer the sniffs chose for the head of a file read as a stream (sniffed once)
+    importer: Importer | None = field(default=None, compare=False, repr=False)
 
     @property
     def name(self) -> str:
@@ -229,13 +231,14 @@ def _streamed(path: Path) -> InputFile | None:
         return None  # read_regular names what is wrong
     if head is None or not head.strip() or not is_server_log(head):
         return None
-    if detect_format(InputFile(path=path, text=head, sha256="")).kind not in STREAMED_KINDS:
+    importer = detect_format(InputFile(path=path, text=head, sha256=""))
+    if importer.kind not in STREAMED_KINDS:
         return None
     try:
         digest = digest_text(path)
     except InvalidInput as exc:
         raise InvalidInput(f"{exc}; {expected()}") from None
-    return InputFile(path=path, text=head, sha256=digest, streamed=True)
+    return InputFile(path=path, text=head, sha256=digest, streamed=True, importer=importer)
 
 
 #: The importers that read a file as a stream (``InputFile.too_large``).
@@ -436,6 +439,8 @@ def detect_format(file: InputFile) -> Importer:
             a file that claims JSON (``.json``/``.jsonl``/``.ndjson``, or a MoE config
             name) but does not parse is named with the line that breaks.
     """
+    if file.importer is not None:
+        return file.importer  # a file read as a stream: its head was sniffed
     sniffed = Sniffed(file)
     best: Importer | None = None
     best_score = 0.0

@@ -19,7 +19,7 @@ from typing import Any
 
 from ledger.engines.gpu_arch import compute_capability_for
 from ledger.engines.identify import identify
-from ledger.engines.lines import runs_backwards
+from ledger.engines.lines import Chronology, runs_backwards
 from ledger.engines.sglang_lines import UNDATED
 from ledger.engines.sglang_log import (
     LogFormatError,
@@ -208,12 +208,20 @@ def import_server_log(
 
 def _parse(file: InputFile) -> ServerLogFacts:
     """The log's facts; a log read as a stream is read one line at a time, unless its lines run
-    newest first (a cloud export: turned round, so read whole, refused past a result file's
-    bound)."""
+    newest first (a cloud export: ``oldest_first`` turns it round, so it is read again whole,
+    refused past a result file's bound). Whether they do is seen as the lines go by (the
+    ``Chronology``): a forward log is read once."""
     if not file.streamed:
         return parse_server_log(file.lines(), strict=True)
-    if not runs_backwards(file.iter_lines()):
-        return parse_server_log(file.iter_lines(), strict=True, forward=True)
+    chronology = Chronology()
+    try:
+        facts = parse_server_log(chronology.watch(file.iter_lines()), strict=True, forward=True)
+        if not chronology.backwards:
+            return facts
+    except LogFormatError:
+        # the error of a log read the wrong way round is not its error
+        if not runs_backwards(file.iter_lines()):
+            raise
     size = file.path.stat().st_size
     if size > LIMITS["result"]:
         raise InvalidInput(
