@@ -25,11 +25,14 @@ importers, the runners, the MCP tools) can read through it.
 
 from __future__ import annotations
 
+import codecs
 import errno
+import hashlib
 import json
 import os
 import stat
 import tomllib
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, BinaryIO, Literal
 
@@ -91,7 +94,7 @@ def _size_words(size: int) -> str:
     return f"{size / MiB:.1f} MiB" if size >= MiB else f"{size} bytes"
 
 
-def open_regular(path: str | Path) -> BinaryIO:
+def open_regular(path: str | Path, buffering: int = -1) -> BinaryIO:
     """The regular file at ``path`` open for reading in binary (symlinks followed), for a
     caller that reads it as a stream.
 
@@ -116,7 +119,7 @@ def open_regular(path: str | Path) -> BinaryIO:
             raise InvalidInput(f"{path}: is a directory, not a file")
         raise InvalidInput(f"{path}: not a regular file ({file_kind(mode)})")
     os.set_blocking(fd, True)
-    return os.fdopen(fd, "rb")
+    return os.fdopen(fd, "rb", buffering=buffering)
 
 
 def read_regular(path: str | Path, kind: Kind) -> bytes:
@@ -215,3 +218,76 @@ def read_stream(stream: BinaryIO, name: str, kind: Kind = "result") -> bytes:
     if len(data) > LIMITS[kind]:
         raise _too_large(name, kind, None)
     return bytes(data)
+
+
+#: A server log longer than this is read as a stream (``ledger.importers.detect.read_input``)
+#: when its first ``HEAD_BYTES`` say it is an SGLang one; the block size of a streamed read.
+STREAM_FROM = HEAD_BYTES = 8 * MiB
+BLOCK_BYTES = 4 * MiB
+_BOM = b"\xef\xbb\xbf"
+
+
+def read_head(path: str | Path) -> str | None:
+    """The first ``HEAD_BYTES`` of the regular file at ``path`` up to its last newline, as text (a
+    byte-order mark dropped); ``None`` when they are not UTF-8 or hold a NUL byte."""
+    with open_regular(path) as handle:
+        head = handle.read(HEAD_BYTES)
+    cut = head.rfind(b"\n")
+    head = head[: cut + 1] if cut >= 0 else head
+    try:
+        text = head.removeprefix(_BOM).decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+    return None if "\x00" in text else text
+
+
+def digest_text(path: str | Path) -> str:
+    """The SHA-256 (hex) of the text file at ``path`` (a byte-order mark dropped, as
+    ``read_input`` hashes a file read whole), read in ``BLOCK_BYTES`` blocks: at most one block
+    held.
+
+    Raises:
+        InvalidInput: bytes that are not UTF-8, or a NUL byte (naming the line).
+    """
+    digest = hashlib.sha256()
+    decoder = codecs.getincrementaldecoder("utf-8")()
+    lines = offset = 0
+    with open_regular(path) as handle:
+        first = True
+        while block := handle.read(BLOCK_BYTES):
+            if first:
+                block, first = block.removeprefix(_BOM), False
+            digest.update(block)
+            try:
+                decoder.decode(block)
+            except UnicodeDecodeError as exc:
+                where = max(0, min(exc.start, len(block)))
+                line = lines + block[:where].count(b"\n") + 1
+                raise InvalidInput(
+                    f"{path}:{line}: not UTF-8 text (byte {offset + where})"
+                ) from None
+            if (nul := block.find(b"\x00")) >= 0:
+                line = lines + block[:nul].count(b"\n") + 1
+                raise InvalidInput(f"{path}:{line}: binary data (NUL byte)")
+            lines += block.count(b"\n")
+            offset += len(block)
+        try:
+            decoder.decode(b"", final=True)
+        except UnicodeDecodeError:
+            raise InvalidInput(f"{path}:{lines + 1}: not UTF-8 text (byte {offset})") from None
+    return digest.hexdigest()
+
+
+def iter_lines(path: str | Path) -> Iterator[str]:
+    """The lines of the text file at ``path`` as ``InputFile.lines`` splits a text (at ``\\n``, a
+    ``\\r`` before it dropped, a bare ``\\r`` kept), read in blocks: one line held at a time.
+    The file was checked by ``digest_text``."""
+    with open_regular(path, buffering=BLOCK_BYTES) as handle:
+        first = True
+        for raw in handle:
+            if first:
+                raw, first = raw.removeprefix(_BOM), False
+            line = raw.decode("utf-8")
+            if line.endswith("\n"):
+                line = line[:-1]
+            yield line[:-1] if line.endswith("\r") else line

@@ -517,6 +517,41 @@ class RunOutcome:
     ignored: list[tuple[LogLine, str]] = field(default_factory=list)
 
 
+def starts_block(line: LogLine) -> bool:
+    """Whether ``find_tracebacks`` may start a traceback block at ``line`` (each rule looked for
+    only on a line holding the literal every match of it holds)."""
+    message = line.message
+    return bool(
+        ("Traceback" in message and _TRACEBACK_RE.search(message))
+        or ('File "' in message and _FRAME_RE.match(message))
+    )
+
+
+def quiet_kind(line: LogLine, block: bool | None = None) -> str | None:
+    """What ``assess`` does with a line outside every traceback block that is not a ready line:
+    ``"none"`` when it sets it aside (its verdict ``none`` or ``warning``, no stop wording),
+    ``"ignored"`` when it files it under ``ignored``; ``None`` for anything else (``kept_lines``
+    drops only the first two kinds). ``block``: ``starts_block(line)``, when known."""
+    message = line.message
+    if (starts_block(line) if block is None else block) or _SOURCE_RE.match(message):
+        return None
+    kind = classify(message, line.level).kind
+    if kind in ("none", "warning"):
+        return None if _STOP_RE.search(message.strip()) else "none"
+    return "ignored" if kind == "ignored" else None
+
+
+def may_start_excerpt(line: LogLine) -> bool:
+    """Whether a failure's excerpt (``CrashInfo.traceback``) may start at ``line``: a traceback
+    block's first line, a line ``classify`` finds fatal, a line without the engine's prefix
+    (``_lone_exception``)."""
+    return (
+        starts_block(line)
+        or not line.prefixed
+        or classify(line.message, line.level).kind == "fatal"
+    )
+
+
 def assess(
     lines: Sequence[LogLine],
     *,
@@ -524,6 +559,9 @@ def assess(
     record_of: Callable[[LogLine], int],
     excerpt: bool = False,
     bare: bool = False,
+    tail: Sequence[str] | None = None,
+    raw_at: Callable[[int], str] | None = None,
+    line_count: int | None = None,
 ) -> RunOutcome:
     """Run the state machine over a log's ``lines`` (see the module doc). ``is_ready`` says
     whether a line is the engine's ready line; ``record_of`` which log record a line belongs to.
@@ -532,7 +570,11 @@ def assess(
     user saw: a clean shutdown is a stop even when the ready line is not in it; and when it is
     ``bare`` too (no engine prefix on any line: copied from a terminal), a traceback it shows is
     the failure unless a harmless or warning line logged it (a level-less "Exception in X:" head
-    does not make it handled)."""
+    does not make it handled).
+
+    ``lines`` may leave out lines ``kept_lines.KeptLines`` drops (bulk lines it reads only to set
+    them aside); then ``tail`` is the log's last ``TAIL_LINES`` raw lines, ``raw_at(n)`` the raw
+    text of line ``n`` and ``line_count`` the number of lines, for the failure's excerpt."""
     outcome = RunOutcome()
     tracebacks = find_tracebacks(lines, record_of)
     in_traceback: dict[int, Traceback] = {}
@@ -595,7 +637,14 @@ def assess(
         elif (outcome.ready_line is not None or excerpt) and _STOP_RE.search(line.message.strip()):
             outcome.stop_line = outcome.stop_line or line
     outcome.fatal.sort(key=lambda e: e.line.number)
-    _settle(outcome, lines, excerpt)
+    if tail is None or raw_at is None or line_count is None:
+        tail = [line.raw for line in lines[-TAIL_LINES:]]
+
+        def raw_at(number: int) -> str:
+            return lines[number - 1].raw
+
+        line_count = len(lines)
+    _settle(outcome, tail, raw_at, line_count, excerpt)
     return outcome
 
 
@@ -653,7 +702,13 @@ def _traceback_event(tb: Traceback, bare: bool = False) -> FatalEvent | None:
     )
 
 
-def _settle(outcome: RunOutcome, lines: Sequence[LogLine], excerpt: bool = False) -> None:
+def _settle(
+    outcome: RunOutcome,
+    tail: Sequence[str],
+    raw_at: Callable[[int], str],
+    line_count: int,
+    excerpt: bool = False,
+) -> None:
     if outcome.fatal:
         causal = [e for e in outcome.fatal if not e.wraps]
         root = (causal or outcome.fatal)[0]
@@ -663,9 +718,12 @@ def _settle(outcome: RunOutcome, lines: Sequence[LogLine], excerpt: bool = False
             cause=root.cause,
             message=root.message[:500],
             line=root.line,
-            tail=[line.raw for line in lines[-TAIL_LINES:]],
+            tail=list(tail),
             traceback=[
-                line.raw for line in lines[start.number - 1 : start.number - 1 + TRACEBACK_LINES]
+                raw_at(number)
+                for number in range(
+                    start.number, min(start.number + TRACEBACK_LINES, line_count + 1)
+                )
             ],
             after_ready=outcome.ready_line is not None,
         )

@@ -21,6 +21,7 @@ process tag) are read by ``sglang_facts`` and ``vllm_facts``; both give a ``LogL
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
 from functools import lru_cache
@@ -140,6 +141,10 @@ class Unwrapped:
     rank: int | None = None
 
 
+#: How many first lines of a log ``Unwrapper.learn`` reads for a host prefix.
+LEARN_LINES = 5000
+
+
 class Unwrapper:
     """Takes launcher prefixes off the lines of one log (see the module doc).
 
@@ -152,7 +157,7 @@ class Unwrapper:
     def __init__(self) -> None:
         self.host: re.Pattern[str] | None = None
 
-    def learn(self, lines: list[str], scan: int = 5000) -> None:
+    def learn(self, lines: list[str], scan: int = LEARN_LINES) -> None:
         """Learn a host prefix from the first ``scan`` lines (no-op when none has one)."""
         for raw in lines[:scan]:
             text = strip_layers(raw.rstrip("\r\n"))[0]
@@ -301,16 +306,58 @@ def oldest_first(lines: list[str]) -> list[str]:
     return lines[::-1]
 
 
+class Chronology:
+    """``oldest_first``'s decision taken one line at a time, holding no line: ``watch`` the
+    lines as they are read, then ``backwards`` says whether ``oldest_first`` turns them round."""
+
+    def __init__(self) -> None:
+        self.times = self.nonblank = 0
+        self.previous: str | None = None
+        self.rise = self.fall = False
+
+    def watch(self, lines: Iterable[str]) -> Iterator[str]:
+        """``lines`` as they are, each seen on its way."""
+        for line in lines:
+            if line.strip():
+                self.nonblank += 1
+            if m := _LEADING_TIME_RE.match(line):
+                stamp = m.group(1).replace(" ", "T")
+                if self.previous is not None:
+                    self.rise = self.rise or stamp > self.previous
+                    self.fall = self.fall or stamp < self.previous
+                self.previous = stamp
+                self.times += 1
+            yield line
+
+    @property
+    def backwards(self) -> bool:
+        if self.times < 5 or self.times < self.nonblank * 0.8:
+            return False
+        return self.fall and not self.rise
+
+
+def runs_backwards(lines: Iterable[str]) -> bool:
+    """Whether ``oldest_first`` turns ``lines`` round, in one pass holding no line."""
+    chronology = Chronology()
+    for _ in chronology.watch(lines):
+        pass
+    return chronology.backwards
+
+
 def unflatten(lines: list[str]) -> list[str]:
     """``lines`` oldest first (``oldest_first``), with each flattened line (a log that lost its
     newlines: a record boundary is a prefix or a timestamp, not a newline) split at its records'
     starts; a frame line gets the indentation Python gave it. Lines are then numbered as split
     or turned (the paste had no lines of its own)."""
-    lines = oldest_first(lines)
-    out: list[str] = []
+    return list(split_flattened(oldest_first(lines)))
+
+
+def split_flattened(lines: Iterable[str]) -> Iterator[str]:
+    """``unflatten`` without turning the log round, one line at a time (a log read as a stream,
+    once ``runs_backwards`` said it runs forward)."""
     for line in lines:
         if len(line) <= FLATTENED_LEN and _cue_count(line) < 2:
-            out.append(line)  # fewer than two engine prefixes can start in it: one record
+            yield line  # fewer than two engine prefixes can start in it: one record
             continue
         found = [
             m
@@ -322,13 +369,12 @@ def unflatten(lines: list[str]) -> list[str]:
             1 for m in found if m.group("prefix") or m.group("level")
         )  # an engine prefix inside the line
         if not (len(line) > FLATTENED_LEN and len(starts) >= FLATTENED_STARTS) and prefixes < 2:
-            out.append(line)
+            yield line
             continue
         for begin, end in zip([0, *starts], [*starts, len(line)], strict=True):
             part = line[begin:end].rstrip()
             if part.strip():
-                out.append(f"  {part}" if part.startswith('File "') else part)
-    return out
+                yield f"  {part}" if part.startswith('File "') else part
 
 
 def _shape_of(head: str) -> re.Pattern[str]:

@@ -17,12 +17,14 @@ from array import array
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
+from itertools import chain, islice
 from typing import Any
 
 from schemas import SettingOverride, StartupFacts
 
 from .failure import TAIL_LINES, CrashInfo, RunOutcome, assess, classify
-from .lines import LogLine, Unwrapper, unflatten
+from .kept_lines import KeptLines
+from .lines import LEARN_LINES, LogLine, Unwrapper, split_flattened, unflatten
 from .sglang_lines import (
     INNER_RE,
     READY,
@@ -35,8 +37,9 @@ from .sglang_lines import (
     split_line,
 )
 from .sglang_overrides import OverrideLine, implied_overrides, override_line_of, with_line
+from .sglang_settle import apply_caps, keep_warnings, settle_piecewise
 
-__all__ = ["TAIL_LINES", "CrashInfo"]
+__all__ = ["TAIL_LINES", "CrashInfo", "keep_warnings"]
 
 _ATTN_DEFAULT_RE = re.compile(
     r"Attention backend not (?:specified|set)\. Use (\S+?) backend by default"
@@ -73,8 +76,6 @@ _MOE_DEFAULT_RE = re.compile(
 _MOE_DOWN_REUSE_RE = re.compile(r"Down MoE config file not found at (.+?\.json); reusing")
 _DEVICE_RE = re.compile(r"device_name=([^,/]+?)(?:_down)?(?:,|\.json)")
 
-#: Limits an override line can lower: the fact then holds the value in effect.
-_LIMIT_FLAGS = ("max_running_requests", "max_total_num_tokens")
 
 #: Server args that must be integers (or None) when logged: the checks and findings compare them.
 _INT_ARGS = (
@@ -553,19 +554,6 @@ def _override(r: _Reader, override: OverrideLine, line: LogLine) -> None:
     r.facts.overrides.append(override)
 
 
-def _apply_caps(facts: ServerLogFacts) -> None:
-    """A limit a line capped (``max_running_requests is capped to 24 by the mamba state cache``)
-    holds the value in effect, whichever of the cap line and the limits line came first; the
-    requested value stays in ``server_args`` and the override."""
-    for override in facts.overrides:
-        name = (override.flag or "").replace("-", "_")
-        if name in _LIMIT_FLAGS and isinstance(override.effective, int):
-            current = getattr(facts, name)
-            if current is None or override.effective < current:
-                setattr(facts, name, override.effective)
-                facts.evidence[name] = override.line
-
-
 def _search(rx: re.Pattern[str]) -> Callable[[str], re.Match[str] | None]:
     return rx.search
 
@@ -628,7 +616,9 @@ def is_ready_line(line: LogLine) -> bool:
     return line.prefixed and READY in line.message
 
 
-def parse_server_log(lines: Iterable[str], *, strict: bool = False) -> ServerLogFacts:
+def parse_server_log(
+    lines: Iterable[str], *, strict: bool = False, forward: bool = False
+) -> ServerLogFacts:
     """Read an SGLang server log (an iterable of lines, newlines optional) into facts.
 
     Startup lines logged once per rank (``TP0`` .. ``TPn``, in any order) count once
@@ -643,21 +633,37 @@ def parse_server_log(lines: Iterable[str], *, strict: bool = False) -> ServerLog
     of the wrong type (``pp_size='2'``), a limit of 0 or less, SGLang lines behind a prefix
     no launcher rule knows. Without it (the runner, reading a live log) such lines are skipped
     and it never raises.
+
+    ``forward``: the caller checked that the log runs forward (``lines.runs_backwards``): its
+    lines are read one at a time, none held but what ``kept_lines`` keeps (a log read as a
+    stream).
     """
-    raw_lines = unflatten([raw.rstrip("\r\n") for raw in lines])
     unwrapper = Unwrapper()
-    unwrapper.learn(raw_lines)
-    all_lines: list[LogLine] = []
-    # record[n]: the number of the line that began line n's record (a list: a dict of every
-    # line number costed ~100 bytes a line)
-    record: list[int] = [0]
+    raw_lines: Iterable[str]
+    if forward:
+        stream = split_flattened(raw.rstrip("\r\n") for raw in lines)
+        head = list(islice(stream, LEARN_LINES))
+        unwrapper.learn(head)
+        raw_lines = chain(head, stream)
+        del head
+    else:
+        raw_lines = unflatten([raw.rstrip("\r\n") for raw in lines])
+        unwrapper.learn(raw_lines)
+    kept = KeptLines(_any_ready)
+    # An excerpt pasted without SGLang's prefix (the tail around an error, copied from a
+    # terminal): every line is read as a line of its own, leniently (a pasted line may be cut).
+    # Lines before the first prefixed one wait until it says the log is not bare.
+    held: list[LogLine] = []
+    reader: _Reader | None = None
+    # A split error (a bad timestamp, an unknown prefix) is raised before any reader error,
+    # whatever their order: the reader's first error waits until every line split.
+    read_error: list[LogFormatError] = []
     current = 0
     for number, raw in enumerate(raw_lines, start=1):
         line = split_line(number, raw, strict=strict, unwrapper=unwrapper)
-        all_lines.append(line)
         if line.prefixed or current == 0:
             current = number
-        record.append(current)
+        kept.add(line, current)
         if (
             strict
             and not line.prefixed
@@ -672,21 +678,26 @@ def parse_server_log(lines: Iterable[str], *, strict: bool = False) -> ServerLog
                 f"SGLang line after an unrecognised prefix "
                 f"{line.message[: inner.start()].strip()[:60]!r}; not read in part",
             )
-    # An excerpt pasted without SGLang's prefix (the tail around an error, copied from a
-    # terminal): every line is read as a line of its own, leniently (a pasted line may be cut).
-    bare = not any(line.prefixed for line in all_lines)
-    reader = _Reader(strict and not bare)
+        if reader is None:
+            if not line.prefixed:
+                held.append(line)
+                continue
+            reader = _Reader(strict)
+            for early in held:
+                _feed(reader, early, False, read_error)
+            held = []
+        _feed(reader, line, False, read_error)
+    kept.close()
+    bare = reader is None
+    if reader is None:
+        reader = _Reader(False)
+        for early in held:
+            _feed(reader, early, True, read_error)
+    if read_error:
+        raise read_error[0]
     facts = reader.facts
-    for line in all_lines:
-        if line.wrapped and line.prefixed:
-            facts.wrapped_lines += 1
-        if line.timestamp:
-            facts.last_timestamp = line.timestamp
-            if facts.first_timestamp is None:
-                facts.first_timestamp = line.timestamp
-        if (line.prefixed or bare) and line.message and not line.message[:1].isspace():
-            reader.read(line)
-    facts.line_count = len(all_lines)
+    all_lines = kept.lines
+    facts.line_count = kept.count
     if facts.attention_backend is None and isinstance(
         facts.server_args.get("attention_backend"), str
     ):
@@ -706,9 +717,12 @@ def parse_server_log(lines: Iterable[str], *, strict: bool = False) -> ServerLog
                     else bool(_UVICORN_READY_RE.match(x.message.strip()))
                 )
             ),
-            record_of=lambda x: record[x.number],
+            record_of=lambda x: kept.record[x.number],
             excerpt=bare or not facts.server_args,  # the log's start is not in it: its tail
             bare=bare,
+            tail=kept.tail,
+            raw_at=kept.raw_at,
+            line_count=kept.count,
         )
 
     facts.outcome = outcome(uvicorn=False)
@@ -721,23 +735,36 @@ def parse_server_log(lines: Iterable[str], *, strict: bool = False) -> ServerLog
     if facts.outcome.ready_line is not None and not facts.ready:
         _ready(reader, None, facts.outcome.ready_line)  # uvicorn's line, where SGLang's is not seen
     keep_warnings(facts)
-    _apply_caps(facts)
-    _settle_piecewise(facts, reader.piecewise_begin, reader.piecewise_end)
+    apply_caps(facts)
+    settle_piecewise(facts, reader.piecewise_begin, reader.piecewise_end)
     implied_overrides(facts)
     return facts
 
 
-def keep_warnings(facts: ServerLogFacts) -> None:
-    """The run's warnings: the warning lines read, then the error lines the engine handled, each
-    text once (every rank prints its own copy), in log order."""
-    lines = [*facts.warnings, *(line for line, _ in facts.outcome.harmless), *facts.outcome.handled]
-    seen: set[str] = set()
-    kept = []
-    for line in sorted(lines, key=lambda x: x.number):
-        if line.message not in seen:
-            seen.add(line.message)
-            kept.append(line)
-    facts.warnings = kept
+def _feed(reader: _Reader, line: LogLine, bare: bool, error: list[LogFormatError]) -> None:
+    """One line's share of the facts: its time, its launcher layer, what the reader reads in it
+    (until the reader's first error, kept in ``error``)."""
+    facts = reader.facts
+    if line.wrapped and line.prefixed:
+        facts.wrapped_lines += 1
+    if line.timestamp:
+        facts.last_timestamp = line.timestamp
+        if facts.first_timestamp is None:
+            facts.first_timestamp = line.timestamp
+    if (line.prefixed or bare) and line.message and not line.message[:1].isspace() and not error:
+        try:
+            reader.read(line)
+        except LogFormatError as exc:
+            error.append(exc)
+
+
+def _any_ready(line: LogLine) -> bool:
+    """Whether either reading of ``parse_server_log`` may take ``line`` as the ready line."""
+    message = line.message
+    return READY in message or (
+        ("Application startup complete." in message or "Uvicorn running on" in message)
+        and bool(_UVICORN_READY_RE.match(message.strip()))
+    )
 
 
 def _int_list(text: str) -> list[int]:
@@ -771,24 +798,3 @@ def _moe_line(line: LogLine) -> MoeConfigLine | None:
     if m := _MOE_FOUND_RE.search(msg):
         return MoeConfigLine(line, "found", m.group(1))
     return None
-
-
-def _settle_piecewise(facts: ServerLogFacts, begin: bool, end: bool) -> None:
-    """Piecewise (0.5.23: prefill) CUDA graph is switched off silently: no capture lines after the
-    decode CUDA graph capture finished means off (docs/engines.md); a "Disable ... because" line
-    says so and why. A capture that began counts as done once the server said it was ready (the
-    capture runs before). Before the decode capture ends (a crash, a truncated log) it is unknown."""
-    if end or (begin and facts.ready):
-        facts.piecewise_cuda_graph = True
-        if not end and "piecewise_begin" in facts.evidence:
-            facts.evidence["piecewise_cuda_graph"] = facts.evidence["piecewise_begin"]
-    elif facts.piecewise_disabled_reason is not None:
-        facts.piecewise_cuda_graph = False
-    elif not begin and facts.cuda_graph_captured and not facts.phase_graphs:
-        # 0.5.23 logs "Disable prefill CUDA graph because ..." whenever it is off: there,
-        # silence means an excerpt, not off.
-        facts.piecewise_cuda_graph = False
-        if facts.server_args.get("disable_piecewise_cuda_graph") is True:
-            facts.piecewise_disabled_reason = "disable_piecewise_cuda_graph=True in server_args"
-        elif facts.server_args.get("cuda_graph_backend_prefill") == "disabled":
-            facts.piecewise_disabled_reason = "cuda_graph_backend_prefill='disabled' in server_args"

@@ -17,8 +17,9 @@ import importlib
 import io
 import json
 import re
+import stat
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from functools import cached_property
 from json import JSONDecodeError  # the class's ``json`` property shadows the module there
@@ -28,8 +29,15 @@ from uuid import UUID, uuid5
 
 from ledger.engines.identify import LOOKED_FOR, identify
 from ledger.engines.sglang_log import looks_like_server_log
-from ledger.errors import InvalidInput
-from ledger.input_files import read_regular, read_stream
+from ledger.errors import InvalidInput, LedgerError
+from ledger.input_files import (
+    STREAM_FROM,
+    digest_text,
+    iter_lines,
+    read_head,
+    read_regular,
+    read_stream,
+)
 from ledger.write.input_checks import loads
 from schemas import Actor, FindingRecorded, Host, ServerStarted, StartupFacts
 
@@ -91,6 +99,11 @@ class InputFile:
     text: str
     sha256: str
     scope: str = ""
+    #: an SGLang server log past ``STREAM_FROM`` bytes, read as a stream: ``text`` is its head
+    #: (``HEAD_BYTES``, what the sniffs read), ``iter_lines`` reads it all
+    streamed: bool = False
+    #: the importer the sniffs chose for the head of a file read as a stream (sniffed once)
+    importer: Importer | None = field(default=None, compare=False, repr=False)
 
     @property
     def name(self) -> str:
@@ -138,6 +151,11 @@ class InputFile:
             lines.pop()
         return [line[:-1] if line.endswith("\r") else line for line in lines]
 
+    def iter_lines(self) -> Iterator[str]:
+        """``lines()`` one at a time; of a file read as a stream (``too_large``), every line of
+        the file, read in blocks (``lines()`` is then its head's)."""
+        return iter_lines(self.path) if self.streamed else iter(self.lines())
+
 
 #: The name standard input goes by in ``source`` references and messages.
 STDIN_NAME = "stdin"
@@ -172,6 +190,9 @@ def read_input(path: str | Path) -> InputFile:
         path, data = Path(STDIN_NAME), _read_stdin()
     else:
         path = Path(path)
+        streamed = _streamed(path)
+        if streamed is not None:
+            return streamed
         try:
             data = read_regular(
                 path, "result"
@@ -194,6 +215,34 @@ def read_input(path: str | Path) -> InputFile:
         line = text[: text.index("\x00")].count("\n") + 1
         raise InvalidInput(f"{path}:{line}: binary data (NUL byte); {expected()}")
     return InputFile(path=path, text=text, sha256=hashlib.sha256(data).hexdigest())
+
+
+def _streamed(path: Path) -> InputFile | None:
+    """A regular file past ``STREAM_FROM`` bytes that is an SGLang server log by its head (the
+    sniffs on its first ``HEAD_BYTES``), read as a stream (docs/reliability.md, "Server log import
+    speed and memory"): its head as ``text``, its hash read through; ``None`` for any other file
+    (read whole, refused past its bound)."""
+    try:
+        info = path.stat()
+        if not stat.S_ISREG(info.st_mode) or info.st_size <= STREAM_FROM:
+            return None
+        head = read_head(path)
+    except (OSError, LedgerError):
+        return None  # read_regular names what is wrong
+    if head is None or not head.strip() or not is_server_log(head):
+        return None
+    importer = detect_format(InputFile(path=path, text=head, sha256=""))
+    if importer.kind not in STREAMED_KINDS:
+        return None
+    try:
+        digest = digest_text(path)
+    except InvalidInput as exc:
+        raise InvalidInput(f"{exc}; {expected()}") from None
+    return InputFile(path=path, text=head, sha256=digest, streamed=True, importer=importer)
+
+
+#: The importers that read a file as a stream (``InputFile.too_large``).
+STREAMED_KINDS = frozenset({"sglang-server-log"})
 
 
 def looks_like_bench(obj: Any) -> bool:
@@ -390,6 +439,8 @@ def detect_format(file: InputFile) -> Importer:
             a file that claims JSON (``.json``/``.jsonl``/``.ndjson``, or a MoE config
             name) but does not parse is named with the line that breaks.
     """
+    if file.importer is not None:
+        return file.importer  # a file read as a stream: its head was sniffed
     sniffed = Sniffed(file)
     best: Importer | None = None
     best_score = 0.0

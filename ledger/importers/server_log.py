@@ -19,6 +19,7 @@ from typing import Any
 
 from ledger.engines.gpu_arch import compute_capability_for
 from ledger.engines.identify import identify
+from ledger.engines.lines import Chronology, runs_backwards
 from ledger.engines.sglang_lines import UNDATED
 from ledger.engines.sglang_log import (
     LogFormatError,
@@ -30,6 +31,7 @@ from ledger.engines.sglang_log import (
 )
 from ledger.engines.speculative import spec_trial
 from ledger.errors import InvalidInput
+from ledger.input_files import LIMITS, MiB
 from ledger.write.commands import LoggedRun, server_run_events
 from schemas import (
     Actor,
@@ -104,7 +106,7 @@ def import_server_log(
             or a line of SGLang's shape holds a value that cannot be (``file:line: field F: ...``).
     """
     try:
-        facts = parse_server_log(file.lines(), strict=True)
+        facts = _parse(file)
     except LogFormatError as exc:
         raise InvalidInput(f"{file.label}:{exc.line}: field {exc.field}: {exc.problem}") from None
     if not (
@@ -202,6 +204,31 @@ def import_server_log(
         session_id=session_id,
     )
     return events + ([trial] if trial is not None else [])
+
+
+def _parse(file: InputFile) -> ServerLogFacts:
+    """The log's facts; a log read as a stream is read one line at a time, unless its lines run
+    newest first (a cloud export: ``oldest_first`` turns it round, so it is read again whole,
+    refused past a result file's bound). Whether they do is seen as the lines go by (the
+    ``Chronology``): a forward log is read once."""
+    if not file.streamed:
+        return parse_server_log(file.lines(), strict=True)
+    chronology = Chronology()
+    try:
+        facts = parse_server_log(chronology.watch(file.iter_lines()), strict=True, forward=True)
+        if not chronology.backwards:
+            return facts
+    except LogFormatError:
+        # the error of a log read the wrong way round is not its error
+        if not runs_backwards(file.iter_lines()):
+            raise
+    size = file.path.stat().st_size
+    if size > LIMITS["result"]:
+        raise InvalidInput(
+            f"{file.label}: too large ({size / MiB:.1f} MiB) for a log whose lines run newest "
+            f"first: it is read whole, up to {LIMITS['result'] / MiB:.1f} MiB (docs/reliability.md)"
+        )
+    return parse_server_log(list(file.iter_lines()), strict=True)
 
 
 def stopped_fields(facts: ServerLogFacts) -> dict[str, Any] | None:

@@ -1,0 +1,111 @@
+"""The lines of a log that its failure model needs, kept as a reader splits them: the bulk lines of
+a served log (SGLang's ``Decode batch`` / ``Prefill batch``, uvicorn's access lines) are not held.
+
+``failure.assess`` used to get every ``LogLine`` of the log (a served SGLang log of 20 MB is
+140,000 of them, ~1.7 MB of objects and messages per MB). Most are lines it reads only to set
+them aside: a prefixed line that is no ready line, no traceback's start or frame, no source line,
+whose verdict (``failure.classify``) is ``none`` or ``warning`` with no stop wording, or
+``ignored`` once ``IGNORED_KEPT`` such lines are kept before it. Such a line is dropped from
+``lines`` when the line after it is prefixed and starts no traceback, so that every traceback
+block, its head and the line above it are what they were (an SGLang block ends at the next
+prefixed line: that line is its end whether the lines between are held or not). What
+``assess`` reads of the dropped lines is kept beside: the last ``TAIL_LINES`` raw lines of the
+whole log (the crash tail) and the raw text of the dropped lines within ``TRACEBACK_LINES`` after
+a kept line that may start a failure's excerpt (a traceback's start, a line ``classify`` finds
+fatal, a line without the engine's prefix). So ``assess`` over ``lines`` gives what it gave over
+every line; ``tests/engines/test_kept_lines.py`` compares the two.
+
+What is held then grows with the lines that are not bulk lines (startup, warnings, errors,
+tracebacks and what follows a possible failure's start), not with the served traffic
+(docs/reliability.md, "Server log import speed and memory").
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Callable
+
+from .failure import (
+    IGNORED_KEPT,
+    TAIL_LINES,
+    TRACEBACK_LINES,
+    may_start_excerpt,
+    quiet_kind,
+    starts_block,
+)
+from .lines import LogLine
+
+
+class KeptLines:
+    """Feed every line in order with ``add`` (with the number of the line that began its record),
+    then ``close``; ``lines`` are the kept ones, ``record`` their records, ``tail`` the last
+    ``TAIL_LINES`` raw lines, ``count`` every line, ``raw_at(n)`` the raw text of line ``n``
+    within a failure's possible excerpt.
+
+    ``is_ready(line)``: whether any reading of ``assess`` may take the line as a ready line.
+    """
+
+    def __init__(self, is_ready: Callable[[LogLine], bool]) -> None:
+        self.lines: list[LogLine] = []
+        self.record: dict[int, int] = {}
+        self.tail: deque[str] = deque(maxlen=TAIL_LINES)
+        self.count = 0
+        self._is_ready = is_ready
+        self._pending: tuple[LogLine, int, bool] | None = None
+        self._ignored = 0  # kept lines ``assess`` files under ``ignored`` whatever else it reads
+        self._window_end = 0  # the last line of the excerpt a kept line may start
+        self._dropped_raw: dict[int, str] = {}
+        self._by_number: dict[int, str] | None = None
+
+    def add(self, line: LogLine, record: int) -> None:
+        """Take the next line of the log (numbered one past the last)."""
+        self.count += 1
+        self.tail.append(line.raw)
+        block = starts_block(line)
+        if self._pending is not None:
+            self._settle(*self._pending, following=line, following_block=block)
+        self._pending = (line, record, block)
+
+    def close(self) -> None:
+        """The log ended: the last line is kept."""
+        if self._pending is not None:
+            line, record, block = self._pending
+            self._keep(line, record, None, block)
+            self._pending = None
+
+    def raw_at(self, number: int) -> str:
+        """The raw text of line ``number``, a kept line or a dropped one within the excerpt of a
+        kept line that may start a failure."""
+        raw = self._dropped_raw.get(number)
+        if raw is not None:
+            return raw
+        return self._kept_raw()[number]
+
+    def _kept_raw(self) -> dict[int, str]:
+        # built once, on a failure's excerpt only
+        if self._by_number is None:
+            self._by_number = {x.number: x.raw for x in self.lines}
+        return self._by_number
+
+    def _settle(
+        self, line: LogLine, record: int, block: bool, following: LogLine, following_block: bool
+    ) -> None:
+        kind = quiet_kind(line, block) if line.prefixed and not self._is_ready(line) else None
+        if (
+            kind is not None
+            and following.prefixed
+            and not following_block
+            and (kind == "none" or self._ignored >= IGNORED_KEPT)
+        ):
+            if line.number <= self._window_end:
+                self._dropped_raw[line.number] = line.raw
+            return
+        self._keep(line, record, kind, block)
+
+    def _keep(self, line: LogLine, record: int, kind: str | None, block: bool) -> None:
+        self.lines.append(line)
+        self.record[line.number] = record
+        if kind == "ignored":
+            self._ignored += 1
+        if block or may_start_excerpt(line):
+            self._window_end = max(self._window_end, line.number + TRACEBACK_LINES - 1)
