@@ -503,3 +503,14 @@ def test_a_parameter_no_caller_of_this_model_passes_keeps_its_default(
     assert foo.confidence == "likely"  # the callers found may not be all: never proven
     other = report(run(kinds, "--shared-fusion-knob", model="other_oss"), "shared-fusion-knob")
     assert other.verdict == "conditional"
+
+
+def test_a_limit_on_a_count_made_while_serving_is_conditional(
+    kinds: tuple[EngineSource, VersionIndex],
+) -> None:
+    # copied (``self.x = server_args.x``, a returned tuple), checked for ``None``, and then
+    # compared with ``len(self.waiting_queue) + 1``: what it changes depends on the load
+    found = report(run(kinds, "--max-waiting-reqs 64"), "max-waiting-reqs")
+    assert found.verdict == "conditional"
+    assert "only as a limit on a run-time value" in found.reason
+    assert line_of(SCHEDULER, "len(self.waiting_queue) + 1") in found.reason

@@ -12,6 +12,7 @@ import ast
 import re
 import warnings
 from collections.abc import Callable, Sequence
+from functools import partial
 
 from .access import ARGS, AccessModel
 from .callsites import CallRecorder
@@ -109,6 +110,10 @@ class Scanner(CallRecorder):
         if kind == "self":
             return "self" if flag in flags else "value"
         return kind
+
+    def _plain_use(self) -> bool:
+        """No more specific use holds here (a log line, a validation, the flag's own value)."""
+        return not self._uses or self._uses[-1][0] == "value"
 
     def with_use(self, kind: str, flags: frozenset[str], run: Callable[[], None]) -> None:
         self._uses.append((kind, flags))
@@ -458,6 +463,24 @@ class Scanner(CallRecorder):
             if flag is not None:
                 self.with_use("self", frozenset({flag}), lambda: self._simple(node, gates))
                 return
+            if self._plain_use() and isinstance(node.value, ast.Attribute | ast.Subscript):
+                # ``self.max_queued_requests = server_args.max_queued_requests``: the value
+                # carried on to where it is used, not a use of its own
+                self.with_use("copy", frozenset(), lambda: self._simple(node, gates))
+                return
+        if (
+            isinstance(node, ast.Return)
+            and isinstance(node.value, ast.Tuple)
+            and self._plain_use()
+            and not self.arg_layer
+        ):
+            # ``return (..., get_schedule().max_queued_requests, ...)``: handed to the caller
+            for element in node.value.elts:
+                if isinstance(element, ast.Attribute | ast.Subscript):
+                    self.with_use("copy", frozenset(), partial(self.expr, element, gates))
+                else:
+                    self.expr(element, gates)
+            return
         self._simple(node, gates)
 
     def _simple(self, node: ast.stmt, gates: tuple[RawGate, ...]) -> None:
@@ -476,6 +499,36 @@ class Scanner(CallRecorder):
         for child in ast.iter_child_nodes(node):
             if isinstance(child, ast.expr):
                 self.expr(child, gates)
+
+    def _compare(self, node: ast.Compare, gates: tuple[RawGate, ...]) -> bool:
+        """``len(self.waiting_queue) + 1 > self.max_queued_requests``: a limit on a count made
+        while serving, whose effect depends on the load; ``x is None``: a check that it is
+        set, no use of its own. Other comparisons: False, walked as any expression."""
+        operands = [node.left, *node.comparators]
+        chosen: list[ast.expr]
+        if all(isinstance(op, _ORDERING) for op in node.ops):
+            use = "limit"
+            chosen = [
+                o
+                for o in operands
+                if isinstance(o, ast.Attribute | ast.Subscript)
+                and any(_runtime_operand(other) for other in operands if other is not o)
+            ]
+        elif (
+            len(node.ops) == 1
+            and isinstance(node.ops[0], ast.Is | ast.IsNot)
+            and isinstance(node.comparators[0], ast.Constant)
+            and node.comparators[0].value is None
+        ):
+            use, chosen = "check", [node.left]
+        else:
+            return False
+        for operand in operands:
+            if any(operand is c for c in chosen):
+                self.with_use(use, frozenset(), partial(self.expr, operand, gates))
+            else:
+                self.expr(operand, gates)
+        return True
 
     def expr_targets(self, target: ast.expr, gates: tuple[RawGate, ...]) -> None:
         """The loads inside a store target: ``x[server_args.k] = ...``."""
@@ -594,6 +647,8 @@ class Scanner(CallRecorder):
                     self.gate("or" if is_or else "and", other, is_or, other) for other in siblings
                 )
                 self.expr(value, (*gates, *others))
+            return
+        if isinstance(node, ast.Compare) and self._plain_use() and self._compare(node, gates):
             return
         if isinstance(node, ast.IfExp):
             self.expr(node.test, gates)
@@ -734,3 +789,15 @@ def scan_source(path: str, data: bytes, model: AccessModel) -> ModuleSummary:
         summary = ModuleSummary(path=path, module=module_name(path))
         summary.error = f"{type(exc).__name__}: {str(exc)[:200]}"
         return summary
+
+
+_ORDERING = (ast.Lt, ast.LtE, ast.Gt, ast.GtE)
+
+
+def _runtime_operand(node: ast.expr) -> bool:
+    """An operand that is a count or size of something built while serving: ``len(...)``,
+    arithmetic on one, an attribute of a batch or a queue (``batch.num_tokens``)."""
+    for sub in ast.walk(node):
+        if isinstance(sub, ast.Call) and isinstance(sub.func, ast.Name) and sub.func.id == "len":
+            return True
+    return False

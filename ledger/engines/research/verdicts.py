@@ -53,6 +53,7 @@ class ReaderResult:
     reach: Reach
     raises: Refusal | None = None  # what the reading function certainly raises here
     function: str = ""
+    use: str = "value"  # ``ReadSite.use``: a limit on a run-time value, a copy, ...
 
 
 @dataclass
@@ -278,6 +279,7 @@ class Judge:
             read.strict,
             self.evaluator.read_reach(read),
             function=read.scope.function,
+            use=read.use,
         )
 
     def overrides(self, field_name: str) -> list[OverrideResult]:
@@ -546,8 +548,23 @@ class Judge:
             report.evidence.append(Evidence(str(coupling.site), _override_text(coupling)))
         active = [r for r in readers if r.reach.value is True]
         followed = [r for r in active if not _assumed(r.reach)]
+        decisive = [r for r in followed if r.use not in ("limit", "copy", "check")]
+        # a limit read behind the check that the flag is set (``x is None or n <= x``)
+        limits = [r for r in readers if r.use == "limit" and r.reach.value is not False]
+        if followed and limits and not decisive:
+            # read only as a bound on a count made while serving (a queue's length): it
+            # changes what runs only when the load reaches it
+            first = limits[0]
+            report.verdict = "conditional"
+            report.conditions = [f"the run-time value compared with it reaches it ({first.text})"]
+            report.reason = (
+                f"{name} is read at {first.site} only as a limit on a run-time value "
+                f"({first.text}): it changes what runs when the load reaches it"
+            )
+            report.evidence.append(Evidence(str(first.site), _reader_text(first)))
+            return
         if followed:
-            first = followed[0]
+            first = (decisive or followed)[0]
             report.verdict = "effective"
             report.reason = (
                 f"{name} is read at {first.site} and every condition on that read holds here"
