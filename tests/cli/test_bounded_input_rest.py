@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from ledger.input_files import LIMITS
-from tests.cli.test_bounded_input import _limited, one_line, run_limited
+from tests.cli.test_bounded_input import _limited, init, one_line, run_limited
 
 
 def test_a_server_log_that_is_a_fifo_or_past_the_bound_is_one_line(tmp_path: Path) -> None:
@@ -56,7 +56,7 @@ def test_a_wheel_that_is_a_fifo_or_a_device_is_one_line(
 
 def test_a_device_an_mcp_agent_names_is_one_error_under_a_memory_limit(tmp_path: Path) -> None:
     ledger = tmp_path / "l.duckdb"
-    subprocess.run([sys.executable, "-m", "ledger.cli", "--ledger", ledger, "init"], check=True)
+    init(ledger)
     messages = [
         {
             "jsonrpc": "2.0",

@@ -12,8 +12,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -36,7 +34,6 @@ from tests.support.pg_cluster import Cluster, make_hub
 #: A real PostgreSQL server: `make test` runs it, `make check` does not.
 pytestmark = pytest.mark.slow
 
-TUNELEDGER = str(Path(sys.executable).with_name("tuneledger"))
 #: Examples of the property (each a few hub rows and a fresh ledger's sync); more with
 #: TUNELEDGER_FUZZ_EXAMPLES=N.
 EXAMPLES = int(os.environ.get("TUNELEDGER_FUZZ_EXAMPLES", "25"))
@@ -251,13 +248,8 @@ def test_sync_names_each_held_row_in_one_line_and_a_retry_applies_it_once_it_rea
     good, bad = note("kept"), note("later", origin="unknown")
     schema_99 = note("from the future", schema_version=99)
     hub.insert([good, bad, schema_99], ours)
-    done = subprocess.run(
-        [TUNELEDGER, "--ledger", str(store.path), "sync", "hub"],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        env={**os.environ, "TUNELEDGER_RESIDENT": "0"},
-    )
+    # the CLI in this process (tests/support/cli_inprocess.py): its lines are the test
+    done = invoke(["--ledger", store.path, "sync", "hub"])
     assert done.returncode == 0, done.stderr
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 2 and "Traceback" not in done.stderr
@@ -281,13 +273,7 @@ def test_sync_names_each_held_row_in_one_line_and_a_retry_applies_it_once_it_rea
     # still counted and listed by later syncs and by `remote list`, until it reads
     for _ in range(2):
         assert sync.sync(store, hub.remote).invalid_total == 1
-        listed = subprocess.run(
-            [TUNELEDGER, "--ledger", str(store.path), "remote", "list", "--format", "json"],
-            capture_output=True,
-            text=True,
-            timeout=300,
-            env={**os.environ, "TUNELEDGER_RESIDENT": "0"},
-        )
+        listed = invoke(["--ledger", store.path, "remote", "list", "--format", "json"])
         (row,) = json.loads(listed.stdout)
         assert row["held_back"] == 1 and row["held_back_hub_positions"] == "3", row
 

@@ -25,13 +25,11 @@ from ledger.sync import replicate as sync
 from ledger.sync.remote import Remote, add_remote, parse_remote
 from schemas import Host
 from schemas.events import CandidateProposed, CandidateTriaged, FlagResearched, NoteAdded
+from tests.support.cli_inprocess import invoke
 from tests.support.pg_cluster import WRITER_PASSWORD, Cluster, make_hub
 
-#: Process-based on purpose (a real PostgreSQL server and CLI processes): `make test` runs it, `make check` does not.
+#: Process-based on purpose (a real PostgreSQL server, hosts' processes): `make test` runs it, `make check` does not.
 pytestmark = pytest.mark.slow
-
-#: The installed command (``python -m ledger.cli.main`` would load the CLI module twice).
-TUNELEDGER = str(Path(sys.executable).with_name("tuneledger"))
 
 SM120 = Host(
     gpu_name="RTX PRO 6000 Blackwell",
@@ -317,14 +315,10 @@ def test_cli_refuses_a_reused_id_with_exit_8_and_masks_nothing_it_never_had(
     env = {**os.environ, "PGPASSWORD": WRITER_PASSWORD, "TUNELEDGER_HOST_NAME": "cli-host"}
     url = f"postgresql://writer@127.0.0.1:{pg_server.port}/postgres?options=-csearch_path%3D{remote.schema}"
 
-    def tl(ledger: Path, *args: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run(
-            [TUNELEDGER, "--ledger", str(ledger), *args],
-            capture_output=True,
-            text=True,
-            env=env,
-            timeout=120,
-        )
+    def tl(ledger: Path, *args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
+        # in this process (tests/support/cli_inprocess.py): the exit codes and messages are
+        # the test, not the process (12 processes, ~0.3 s of CPU each)
+        return invoke(["--ledger", str(ledger), *args], stdin=stdin, env=env)
 
     for ledger in (a, b):
         assert tl(ledger, "remote", "add", "team", url).returncode == 0
@@ -333,22 +327,10 @@ def test_cli_refuses_a_reused_id_with_exit_8_and_masks_nothing_it_never_had(
         "event_id": "01900000-0000-7000-8000-0000000000aa",
         "text": "one",
     }
-    subprocess.run(
-        [TUNELEDGER, "--ledger", str(a), "append"],
-        input=json.dumps(event),
-        text=True,
-        env=env,
-        check=True,
-        capture_output=True,
-    )
-    subprocess.run(
-        [TUNELEDGER, "--ledger", str(b), "append"],
-        input=json.dumps({**event, "text": "two"}),
-        text=True,
-        env=env,
-        check=True,
-        capture_output=True,
-    )
+    appended = tl(a, "append", stdin=json.dumps(event))
+    assert appended.returncode == 0, appended.stderr
+    appended = tl(b, "append", stdin=json.dumps({**event, "text": "two"}))
+    assert appended.returncode == 0, appended.stderr
     dry = tl(a, "sync", "--dry-run", "--json")
     assert dry.returncode == 0 and json.loads(dry.stdout) == {
         "remote": "team",
