@@ -11,12 +11,13 @@ _METRICS = [name for name, _, _ in DELTA_METRICS]
 
 
 def benchmarks() -> str:
-    """One row per benchmark run (one concurrency), metrics flattened."""
+    """One row per benchmark run (one concurrency), metrics flattened; ``validity_notes``: why
+    a run is not valid (or what its import set aside), as the run recorded it."""
     metric_cols = ", ".join(BENCH_METRICS)
     return f"""
 SELECT run_id, session_id, seq, event_id, recorded_at, config_name, is_baseline, server_run_id, tool,
        arch, dataset, input_len, output_len, load, request_rate, num_prompts, seed, concurrency, repeat,
-       valid, {metric_cols}, source, candidate_id
+       valid, validity_notes, {metric_cols}, source, candidate_id
 FROM bench_runs b ANTI JOIN retractions r ON r.event_id = b.event_id"""
 
 
