@@ -165,6 +165,8 @@ def pareto_command(
             {
                 "latency_metric": result.latency_metric,
                 "points": [dataclasses.asdict(q) for q in result.points],
+                "no_latency": result.no_latency,
+                "why_empty": result.why_empty(),
             }
         )
         return

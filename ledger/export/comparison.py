@@ -148,6 +148,7 @@ def pareto_table(p: Pareto) -> TextTable:
         note=(
             "on the front: no other arm of the workload has both more throughput and less "
             "latency; geometric means over the runs benchmark_deltas compares"
+            + (f"\n{why}" if (why := p.why_empty()) else "")
         ),
     )
 

@@ -445,6 +445,22 @@ class ParetoPoint:
 class Pareto:
     latency_metric: str
     points: list[ParetoPoint]  # per workload, front first, by latency
+    #: the arms with a throughput but none of the latency (no point to place), "config load"
+    no_latency: list[str] = field(default_factory=list)
+
+    def why_empty(self) -> str | None:
+        """Why arms are missing from the front (None: every arm with a throughput is on it):
+        an empty table says why rather than nothing."""
+        if not self.points and not self.no_latency:
+            return "no run with an output throughput to place"
+        if not self.no_latency:
+            return None
+        shown = ", ".join(self.no_latency[:6])
+        more = f" and {len(self.no_latency) - 6} more" if len(self.no_latency) > 6 else ""
+        return (
+            f"left out, their runs hold an output throughput but no {self.latency_metric}: "
+            f"{shown}{more}"
+        )
 
     def workloads(self) -> list[str]:
         return list(dict.fromkeys(p.workload for p in self.points))
@@ -490,9 +506,12 @@ def read_pareto(
     elif latency_metric not in LATENCY_AXES:
         raise ValueError(f"latency must be one of {', '.join(LATENCY_AXES)}")
     points = []
+    no_latency = []
     for (config, workload, load), group in arms.items():
         thr = _geomean(r["output_throughput"] for r in group)
         lat = _geomean(r[latency_metric] for r in group)
+        if thr is not None and lat is None:
+            no_latency.append(f"{config} {load}")
         if thr is None or lat is None:
             continue
         points.append(
@@ -513,7 +532,7 @@ def read_pareto(
             best = max(better, key=lambda q: (q.throughput, -q.latency))
             p.dominated_by = f"{best.config_name} {best.load}"
     points.sort(key=lambda p: (p.workload, not p.on_front, p.latency, -p.throughput))
-    return Pareto(latency_metric, points)
+    return Pareto(latency_metric, points, no_latency)
 
 
 # --- a session's configurations, for the decision log and the TUI --------------------------
