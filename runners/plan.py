@@ -58,6 +58,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 from uuid import UUID
 
+from ledger.derive.verdict_rule import verdict_words
 from ledger.errors import ConcurrencyConflict
 from ledger.read import runs
 from ledger.store import LedgerStore
@@ -635,9 +636,8 @@ def compare_and_record(store: LedgerStore, plan: Plan, result: PlanResult) -> No
 
 #: Under the verdict table: what its ``tau`` column is.
 TAU_FOOTNOTE = (
-    "tau: the practical threshold (--threshold, the plan file's threshold, else the metric's default); "
-    "improved / regressed need the 95% CI of the change beyond it, no-measurable-change "
-    "inside it; runs: the runs per arm that would decide (docs/comparison.md)"
+    verdict_words("--threshold, the plan file's threshold, else the metric's default")
+    + "; runs: the runs per arm that would decide"
 )
 
 
