@@ -92,6 +92,7 @@ def diff_command(
                 ],
                 "differs": [dataclasses.asdict(r) for r in result.rows],
                 "same": result.same,
+                "unrecorded": result.unrecorded,
                 "metrics": [dataclasses.asdict(m) for m in result.metrics],
             }
         )

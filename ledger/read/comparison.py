@@ -174,6 +174,9 @@ class Diff:
     rows: list[DiffRow]  # only those that differ (all with ``everything``)
     same: int  # flags, env and facts equal across the items (hidden)
     metrics: list[MetricRow]
+    #: item name -> the facts other items recorded and it did not (its server run's log gave
+    #: none): unknown there, so neither a difference nor the same; the note names them
+    unrecorded: dict[str, list[str]] = field(default_factory=dict)
 
 
 def _resolve(con: duckdb.DuckDBPyConnection, name: str, session_id: str | None) -> Item:
@@ -296,13 +299,28 @@ def diff(items: Sequence[Item], *, everything: bool = False) -> Diff:
         ]
         if any(v != NOT_RECORDED for v in values):
             table.append(DiffRow("fact", fact, values))
-    differing = [r for r in table if len(set(r.values)) > 1]
+    # a fact one item did not record is no difference: only the recorded values are compared
+    differing = [r for r in table if len(_compared(r)) > 1]
+    unrecorded: dict[str, list[str]] = {}
+    for r in table:
+        if r.section == "fact" and len(_compared(r)) == 1 and NOT_RECORDED in r.values:
+            for item, value in zip(items, r.values, strict=True):
+                if value == NOT_RECORDED:
+                    unrecorded.setdefault(item.name, []).append(r.name)
     return Diff(
         items=list(items),
         rows=table if everything else differing,
-        same=len(table) - len(differing),
+        same=sum(len(set(r.values)) == 1 for r in table),
         metrics=_metric_rows(items),
+        unrecorded=unrecorded,
     )
+
+
+def _compared(row: DiffRow) -> set[str]:
+    """The values a row compares: a fact's recorded ones (flags and env: all)."""
+    if row.section != "fact":
+        return set(row.values)
+    return {v for v in row.values if v != NOT_RECORDED}
 
 
 def _metric_rows(items: Sequence[Item]) -> list[MetricRow]:
