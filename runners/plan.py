@@ -43,8 +43,9 @@ recorded (not valid, with its cause) and retried on a restarted server within ``
 past that budget the plan goes on and its table lists what is missing. Then, per candidate, concurrency and
 compared metric of the metric table (``schemas.metrics``): one ``comparison_completed`` (``runners.compare``),
 tau the practical threshold (``[plan] threshold`` or ``run plan --threshold``, else the metric's
-default); a single-flag candidate whose throughput
-verdict agrees at every concurrency gets a ``finding_recorded`` (basis ``measured``).
+default); a single-flag candidate gets a ``finding_recorded`` (basis ``measured``): its throughput
+verdict's flag verdict where every concurrency agrees, else ``conditional`` (some load decided) or
+``unknown`` (none did), each load's verdict in the message (``measured_flag_verdict``).
 Decisions are left to people. Ctrl-C stops the running server (recorded by the server
 runner) and records a ``note_added`` listing the runs completed.
 """
@@ -58,6 +59,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 from uuid import UUID
 
+from ledger.derive.verdict_rule import verdict_words
 from ledger.errors import ConcurrencyConflict
 from ledger.read import runs
 from ledger.store import LedgerStore
@@ -108,6 +110,19 @@ from .compare import (
 PLAN_ACTOR = Actor(kind="runner", name="plan")
 #: The metric whose verdict at every concurrency decides a flag's measured finding.
 FLAG_METRIC = "output_throughput"
+
+
+def measured_flag_verdict(verdicts: Sequence[str]) -> str:
+    """A single-flag candidate's measured verdict from its throughput verdict at each load: the
+    comparison's flag verdict when every load agrees (docs/comparison.md, Overall); else
+    ``conditional`` when some load decided (it depends on the load), else ``unknown`` (no load
+    decided: too noisy, inconclusive or invalid). Always one: a plan's measurement reaches
+    ``flag_verdicts`` whatever it found, the finding's message says per load."""
+    agreed = flag_verdict(verdicts)
+    if agreed is not None:
+        return agreed
+    decided = {"improved", "regressed", "no-measurable-change"}
+    return "conditional" if any(v in decided for v in verdicts) else "unknown"
 
 
 # --- what the plan needs of the server runner ---------------------------------------------
@@ -569,6 +584,7 @@ def compare_and_record(store: LedgerStore, plan: Plan, result: PlanResult) -> No
         by_arm.setdefault((p.event.config_name, p.concurrency), []).append(p)
     for spec in plan.candidates:
         throughput_verdicts: list[str] = []
+        verdict_loads: list[int | None] = []
         evidence: list[UUID] = []
         for load in loads:
             base_pts = by_arm.get((plan.plan.baseline, load), [])
@@ -607,19 +623,18 @@ def compare_and_record(store: LedgerStore, plan: Plan, result: PlanResult) -> No
                 result.comparisons.append(event)
                 if metric == FLAG_METRIC:
                     throughput_verdicts.append(cmp.verdict)
+                    verdict_loads.append(load)
                     evidence.append(event.event_id)
-        verdict = flag_verdict(throughput_verdicts) if spec.flag else None
-        if verdict is not None:
+        if spec.flag and throughput_verdicts:
+            verdict = measured_flag_verdict(throughput_verdicts)
             host = result.host
             finding = FindingRecorded(
                 kind="measured-change",
                 basis="measured",
                 flag=spec.flag,
                 verdict=verdict,
-                message=(
-                    f"--{spec.flag}: {FLAG_METRIC} {throughput_verdicts[0]} at every load "
-                    f"({', '.join(str(x) for x in loads)}) vs {plan.plan.baseline}, "
-                    f"{plan.plan.repeats} interleaved runs per arm"
+                message=_finding_message(
+                    spec.flag, throughput_verdicts, verdict_loads, plan, loads
                 ),
                 engine=host.engine if host else None,
                 engine_version=host.engine_version if host else None,
@@ -633,11 +648,32 @@ def compare_and_record(store: LedgerStore, plan: Plan, result: PlanResult) -> No
             result.findings.append(finding)
 
 
+def _finding_message(
+    flag: str,
+    verdicts: Sequence[str],
+    at: Sequence[int | None],
+    plan: Plan,
+    loads: Sequence[int | None],
+) -> str:
+    """``--flag: output_throughput improved at every load (1, 4) vs baseline, 3 interleaved runs
+    per arm``, or each load's verdict where they differ."""
+    if len(set(verdicts)) == 1:
+        said = f"{verdicts[0]} at every load ({', '.join(str(x) for x in loads)})"
+    else:
+        said = ", ".join(
+            f"{v} at {_load_text(x, plan.plan.request_rate)}"
+            for v, x in zip(verdicts, at, strict=True)
+        )
+    return (
+        f"--{flag}: {FLAG_METRIC} {said} vs {plan.plan.baseline}, "
+        f"{plan.plan.repeats} interleaved runs per arm"
+    )
+
+
 #: Under the verdict table: what its ``tau`` column is.
 TAU_FOOTNOTE = (
-    "tau: the practical threshold (--threshold, the plan file's threshold, else the metric's default); "
-    "improved / regressed need the 95% CI of the change beyond it, no-measurable-change "
-    "inside it; runs: the runs per arm that would decide (docs/comparison.md)"
+    verdict_words("--threshold, the plan file's threshold, else the metric's default")
+    + "; runs: the runs per arm that would decide"
 )
 
 

@@ -53,6 +53,25 @@ NO_EFFECT_VERDICTS: tuple[str, ...] = (
 #: (``ledger.engines.research``), for one engine version, arch and model.
 VerdictBasis = Literal["researched", "measured", "log", "source"]
 
+#: Each ``VerdictBasis`` in words, as the ``flag_verdicts`` view's docs and the MCP tool say them
+#: (docs/views.md): ``researched`` and ``source`` are both reading, a person's or agent's and
+#: ``tuneledger research``'s.
+BASIS_WORDS: dict[str, str] = {
+    "researched": "a person or agent read the code or docs",
+    "source": "tuneledger research read the engine's source",
+    "measured": "a benchmark comparison",
+    "log": "the server's log shows it",
+}
+
+
+def basis_text(*, words: bool = True) -> str:
+    """``researched (a person ...) / source (...) / measured (...) / log (...)``; without
+    ``words``, the names alone (the MCP tool list has a size budget)."""
+    if not words:
+        return " / ".join(BASIS_WORDS)
+    return " / ".join(f"{basis} ({text})" for basis, text in BASIS_WORDS.items())
+
+
 #: Who appended an event.
 ActorKind = Literal["person", "agent", "runner"]
 

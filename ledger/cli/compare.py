@@ -92,6 +92,7 @@ def diff_command(
                 ],
                 "differs": [dataclasses.asdict(r) for r in result.rows],
                 "same": result.same,
+                "unrecorded": result.unrecorded,
                 "metrics": [dataclasses.asdict(m) for m in result.metrics],
             }
         )
@@ -165,6 +166,8 @@ def pareto_command(
             {
                 "latency_metric": result.latency_metric,
                 "points": [dataclasses.asdict(q) for q in result.points],
+                "no_latency": result.no_latency,
+                "why_empty": result.why_empty(),
             }
         )
         return

@@ -72,7 +72,7 @@ CREATE TABLE IF NOT EXISTS bench_runs (
     arch VARCHAR, source VARCHAR, run_id VARCHAR, config_name VARCHAR, is_baseline BOOLEAN,
     server_run_id VARCHAR, tool VARCHAR, dataset VARCHAR, input_len BIGINT, output_len BIGINT,
     load VARCHAR, request_rate DOUBLE, num_prompts BIGINT, seed BIGINT, concurrency BIGINT,
-    repeat BIGINT, valid BOOLEAN,
+    repeat BIGINT, valid BOOLEAN, validity_notes VARCHAR[],
     {_BENCH_METRIC_DDL},
     candidate_id VARCHAR
 );
@@ -112,7 +112,7 @@ def _bench_struct_type() -> str:
     return (
         '{"run_id": "VARCHAR", "config_name": "VARCHAR", "is_baseline": "BOOLEAN", '
         '"server_run_id": "VARCHAR", "tool": "VARCHAR", "concurrency": "BIGINT", "repeat": "BIGINT", '
-        '"valid": "BOOLEAN", "candidate_id": "VARCHAR", '
+        '"valid": "BOOLEAN", "validity_notes": "VARCHAR[]", "candidate_id": "VARCHAR", '
         '"workload": {"dataset": "VARCHAR", "input_len": "BIGINT", "output_len": "BIGINT", '
         '"load": "VARCHAR", "request_rate": "DOUBLE", "num_prompts": "BIGINT", "seed": "BIGINT"}, '
         f'"metrics": {{{metrics}}}}}'
@@ -220,7 +220,7 @@ def apply_sql(upcast_payloads: bool = True, source: str = "events") -> tuple[str
                    coalesce(b.is_baseline, false) OR b.config_name = 'baseline', b.server_run_id, b.tool,
                    b.workload.dataset, b.workload.input_len, b.workload.output_len, b.workload.load,
                    b.workload.request_rate, b.workload.num_prompts, b.workload.seed, b.concurrency, b.repeat, b.valid,
-                   {metric_cols}, b.candidate_id
+                   b.validity_notes, {metric_cols}, b.candidate_id
             FROM (SELECT e.seq, e.event_id, e.session_id, e.recorded_at, (e.host->>'compute_capability') AS arch,
                          e.source, from_json(e.payload, '{bench}') AS b
                   FROM {source} e WHERE e.seq > $after AND e.type = 'benchmark_completed')""",

@@ -52,6 +52,11 @@ def diff_tables(d: Diff) -> list[TextTable]:
         rows=[[r.section, r.name, *r.values] for r in d.rows],
         numeric=[False] * (2 + len(names)),
         note=f"{len(d.rows)} row(s) differ{hidden}"
+        + "".join(
+            f"; not recorded for {name} (its server run recorded none), so not "
+            f"compared: {', '.join(facts)}"
+            for name, facts in d.unrecorded.items()
+        )
         + (
             ""
             if kinds == {"server run"}
@@ -148,6 +153,7 @@ def pareto_table(p: Pareto) -> TextTable:
         note=(
             "on the front: no other arm of the workload has both more throughput and less "
             "latency; geometric means over the runs benchmark_deltas compares"
+            + (f"\n{why}" if (why := p.why_empty()) else "")
         ),
     )
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ledger.derive.verdict_rule import verdict_words
 from ledger.derive.views import DELTA_METRICS
 from ledger.export.text import (
     NONE_RECORDED,
@@ -98,8 +99,7 @@ def render_verdicts(report: SessionReport) -> list[str]:
         f"Each configuration against {', '.join(code(b) for b in baselines) or 'the baseline'}: "
         "change = value / baseline - 1 (a latency that drops is negative; the verdict knows which "
         "way is better), values the geometric means of the runs with their CV. Verdict rule: "
-        f"{rows[0]['verdict_rule']}. *too-noisy*: the noise threshold is above 25%, so no "
-        "verdict of no change is given.",
+        f"{rows[0]['verdict_rule']}; {verdict_words()}.",
         "",
     ]
 

@@ -21,6 +21,7 @@ from ledger.mcp.toolbox import Arguments, Call, Toolbox, tool_from_models
 from ledger.mcp.values import event_json, jsonable, rows_of
 from ledger.read import agent_reads
 from ledger.read import model as read_model
+from schemas.vocab import basis_text
 
 if TYPE_CHECKING:
     import duckdb
@@ -359,8 +360,8 @@ def add_read_tools(toolbox: Toolbox) -> None:
     toolbox.add(
         tool_from_models(
             "flag_verdicts",
-            "The latest verdict per flag (and value), engine, engine version and arch, with its "
-            "basis (researched / measured / log), no_effect and history: 'which flags were "
+            "The latest verdict per flag (and value), engine, engine version and arch; its "
+            f"basis ({basis_text(words=False)}), no_effect, history: 'which flags were "
             "no-ops on sm120' is flag_verdicts(arch='sm120', no_effect=true).",
             FlagVerdictArgs,
             RowsOut,

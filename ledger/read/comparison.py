@@ -174,6 +174,9 @@ class Diff:
     rows: list[DiffRow]  # only those that differ (all with ``everything``)
     same: int  # flags, env and facts equal across the items (hidden)
     metrics: list[MetricRow]
+    #: item name -> the facts other items recorded and it did not (its server run's log gave
+    #: none): unknown there, so neither a difference nor the same; the note names them
+    unrecorded: dict[str, list[str]] = field(default_factory=dict)
 
 
 def _resolve(con: duckdb.DuckDBPyConnection, name: str, session_id: str | None) -> Item:
@@ -296,13 +299,28 @@ def diff(items: Sequence[Item], *, everything: bool = False) -> Diff:
         ]
         if any(v != NOT_RECORDED for v in values):
             table.append(DiffRow("fact", fact, values))
-    differing = [r for r in table if len(set(r.values)) > 1]
+    # a fact one item did not record is no difference: only the recorded values are compared
+    differing = [r for r in table if len(_compared(r)) > 1]
+    unrecorded: dict[str, list[str]] = {}
+    for r in table:
+        if r.section == "fact" and len(_compared(r)) == 1 and NOT_RECORDED in r.values:
+            for item, value in zip(items, r.values, strict=True):
+                if value == NOT_RECORDED:
+                    unrecorded.setdefault(item.name, []).append(r.name)
     return Diff(
         items=list(items),
         rows=table if everything else differing,
-        same=len(table) - len(differing),
+        same=sum(len(set(r.values)) == 1 for r in table),
         metrics=_metric_rows(items),
+        unrecorded=unrecorded,
     )
+
+
+def _compared(row: DiffRow) -> set[str]:
+    """The values a row compares: a fact's recorded ones (flags and env: all)."""
+    if row.section != "fact":
+        return set(row.values)
+    return {v for v in row.values if v != NOT_RECORDED}
 
 
 def _metric_rows(items: Sequence[Item]) -> list[MetricRow]:
@@ -445,6 +463,22 @@ class ParetoPoint:
 class Pareto:
     latency_metric: str
     points: list[ParetoPoint]  # per workload, front first, by latency
+    #: the arms with a throughput but none of the latency (no point to place), "config load"
+    no_latency: list[str] = field(default_factory=list)
+
+    def why_empty(self) -> str | None:
+        """Why arms are missing from the front (None: every arm with a throughput is on it):
+        an empty table says why rather than nothing."""
+        if not self.points and not self.no_latency:
+            return "no run with an output throughput to place"
+        if not self.no_latency:
+            return None
+        shown = ", ".join(self.no_latency[:6])
+        more = f" and {len(self.no_latency) - 6} more" if len(self.no_latency) > 6 else ""
+        return (
+            f"left out, their runs hold an output throughput but no {self.latency_metric}: "
+            f"{shown}{more}"
+        )
 
     def workloads(self) -> list[str]:
         return list(dict.fromkeys(p.workload for p in self.points))
@@ -490,9 +524,12 @@ def read_pareto(
     elif latency_metric not in LATENCY_AXES:
         raise ValueError(f"latency must be one of {', '.join(LATENCY_AXES)}")
     points = []
+    no_latency = []
     for (config, workload, load), group in arms.items():
         thr = _geomean(r["output_throughput"] for r in group)
         lat = _geomean(r[latency_metric] for r in group)
+        if thr is not None and lat is None:
+            no_latency.append(f"{config} {load}")
         if thr is None or lat is None:
             continue
         points.append(
@@ -513,7 +550,7 @@ def read_pareto(
             best = max(better, key=lambda q: (q.throughput, -q.latency))
             p.dominated_by = f"{best.config_name} {best.load}"
     points.sort(key=lambda p: (p.workload, not p.on_front, p.latency, -p.throughput))
-    return Pareto(latency_metric, points)
+    return Pareto(latency_metric, points, no_latency)
 
 
 # --- a session's configurations, for the decision log and the TUI --------------------------

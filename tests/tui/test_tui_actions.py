@@ -393,7 +393,7 @@ async def test_sql_console_runs_refuses_and_remembers(demo: LedgerStore) -> None
         assert sql_input.value == "SELECT nope FROM board"
         await pilot.press("down", "down")
         assert sql_input.value == ""
-        assert demo.head() == 80  # nothing was written
+        assert demo.head() == 81  # nothing was written (the demo: data/demo_campaign.jsonl)
 
 
 async def test_sql_console_large_result_is_capped(tmp_path: Path) -> None:

@@ -67,7 +67,7 @@ async def test_note_from_another_process_appears_without_a_key(tmp_path: Path, m
         out, err = proc.communicate(timeout=30)
         assert proc.returncode == 0, err
         await wait_for(
-            pilot, lambda: app.last_seq == store.head() == 81, what="the head to advance"
+            pilot, lambda: app.last_seq == store.head() == 82, what="the head to advance"
         )
 
 
@@ -128,9 +128,9 @@ async def test_writers_never_fail_while_the_tui_refreshes(tmp_path: Path) -> Non
         for proc in procs:
             _, err = proc.communicate(timeout=60)
             assert proc.returncode == 0, err
-        await wait_for(pilot, lambda: app.timeline.last_seq == 90, what="all ten notes")
+        await wait_for(pilot, lambda: app.timeline.last_seq == 91, what="all ten notes")
         seqs = [row["seq"] for row in app.timeline.rows]
-        assert seqs == sorted(set(seqs)) == list(range(1, 91))
+        assert seqs == sorted(set(seqs)) == list(range(1, 92))
 
 
 async def test_retraction_rereads_the_timeline(tmp_path: Path) -> None:
@@ -149,7 +149,7 @@ async def test_retraction_rereads_the_timeline(tmp_path: Path) -> None:
         await wait_for(
             pilot,
             lambda: (
-                app.timeline.last_seq == 81
+                app.timeline.last_seq == 82
                 and note.event_id not in {row["event_id"] for row in app.timeline.rows}
                 and str(note.event_id) not in {row["event_id"] for row in app.timeline.rows}
             ),

@@ -202,7 +202,7 @@ def test_a_new_pane_is_one_class_and_one_line() -> None:
 
 def test_timeline_tail_and_filters(demo: LedgerStore) -> None:
     tail = queries.load_timeline(demo, queries.EventFilter(), tail=10)
-    assert [r["seq"] for r in tail] == list(range(71, 81))
+    assert [r["seq"] for r in tail] == list(range(72, 82))  # the demo's 81 events
     decisions = queries.load_timeline(demo, queries.EventFilter(types=("decision_recorded",)))
     assert len(decisions) == 5
     assert queries.load_timeline(demo, queries.EventFilter(session_id="nope")) == []
@@ -258,13 +258,13 @@ def test_writes_append_one_event_each(tmp_path: Path) -> None:
         store, AUTHOR, {"decision": "keep", "alternatives": "a; b\nc"}
     )
     assert store.get(decision.event_id).alternatives == ["a", "b", "c"]
-    assert [e.type for e in store.read(after_seq=80)] == [
+    assert [e.type for e in store.read(after_seq=81)] == [
         "candidate_triaged",
         "note_added",
         "candidate_proposed",
         "decision_recorded",
     ]
-    assert note.seq == 82
+    assert note.seq == 83
 
 
 def test_core_stays_free_of_textual_and_tui() -> None:

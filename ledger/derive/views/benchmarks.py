@@ -4,19 +4,26 @@ the latest statistical comparison, else the same Welch rule in SQL), and one row
 from __future__ import annotations
 
 from ledger.derive.projections import ARM_KEY, BENCH_METRICS, DELTA_METRICS
+from ledger.derive.verdict_rule import EARLIER_RULE_SOURCE, verdict_rule
 from schemas.student_t import MAX_PRACTICAL_RUNS, runs_needed_sql, t975_sql
 
 #: The compared metrics (``DELTA_METRICS``' names), in their order.
 _METRICS = [name for name, _, _ in DELTA_METRICS]
 
 
+def _sql_text(text: str) -> str:
+    """``text`` as a SQL string literal."""
+    return "'" + text.replace("'", "''") + "'"
+
+
 def benchmarks() -> str:
-    """One row per benchmark run (one concurrency), metrics flattened."""
+    """One row per benchmark run (one concurrency), metrics flattened; ``validity_notes``: why
+    a run is not valid (or what its import set aside), as the run recorded it."""
     metric_cols = ", ".join(BENCH_METRICS)
     return f"""
 SELECT run_id, session_id, seq, event_id, recorded_at, config_name, is_baseline, server_run_id, tool,
        arch, dataset, input_len, output_len, load, request_rate, num_prompts, seed, concurrency, repeat,
-       valid, {metric_cols}, source, candidate_id
+       valid, validity_notes, {metric_cols}, source, candidate_id
 FROM bench_runs b ANTI JOIN retractions r ON r.event_id = b.event_id"""
 
 
@@ -149,7 +156,7 @@ simple AS (
            CASE WHEN undecided THEN CASE WHEN needed <= least(baseline_runs, runs)
                                          THEN least(baseline_runs, runs) + 2 ELSE needed END
            END::BIGINT AS runs_needed,
-           'statistical, here: Welch CI of the log ratio vs the default threshold (no current comparison event)' AS verdict_rule,
+           {_sql_text(verdict_rule(stored=False))} AS verdict_rule,
            seq, 100 * baseline_cv AS baseline_cv_pct, 100 * cv AS cv_pct,
            NULL::UUID AS comparison_event_id
     FROM needs
@@ -160,7 +167,7 @@ simple AS (
 def benchmark_deltas() -> str:
     """Each configuration against the session's baseline, per concurrency and metric: the
     latest statistical comparison (``comparison_completed``, its ``comparison_event_id``) while
-    no run came after it, else the same Welch rule over all the arms' valid runs with the
+    no run came after it and it was judged by this rule (not the earlier 2 x CV one), else the same Welch rule over all the arms' valid runs with the
     metric's default threshold (``_welch_rule``, ``comparison_event_id`` NULL)."""
     # one delta row of an arm (ARM_KEY) and metric against another (t: a comparison, s: the rule's)
     same_arm = " AND ".join(f"t.{k} IS NOT DISTINCT FROM s.{k}" for k in (*ARM_KEY, "metric"))
@@ -193,7 +200,9 @@ stat AS (
            (payload->>'better_direction')::INTEGER AS better_direction,
            100 * (payload->>'noise_threshold')::DOUBLE AS noise_threshold_pct,
            (payload->>'verdict') AS verdict, (payload->>'runs_needed')::BIGINT AS runs_needed,
-           'statistical: Welch CI of the log ratio vs noise threshold' AS verdict_rule, seq,
+           CASE WHEN coalesce(payload->>'noise_source', '') LIKE {_sql_text(EARLIER_RULE_SOURCE)}
+                THEN {_sql_text(verdict_rule(earlier=True))}
+                ELSE {_sql_text(verdict_rule())} END AS verdict_rule, seq,
            100 * (payload->>'baseline_cv')::DOUBLE AS baseline_cv_pct, 100 * (payload->>'cv')::DOUBLE AS cv_pct,
            event_id AS comparison_event_id
     FROM live_control LEFT JOIN compared_seed USING (event_id) WHERE type = 'comparison_completed'
@@ -213,8 +222,19 @@ current_stat AS (
         -- (another baseline_config) leaves it standing
         SELECT 1 FROM simple s
         WHERE s.seq > t.seq AND s.baseline_config = t.baseline_config AND {same_arm})
+),
+-- A verdict of the earlier rule (tau = 2 x the baseline's CV) is not this rule's: where this
+-- view's own judgment pairs the same baseline over as many runs per arm (the same runs), and
+-- the comparison was no invalid one, that judgment stands instead (ledger/derive/verdict_rule.py)
+rejudged AS (
+    SELECT t.comparison_event_id AS replaced, s.* FROM current_stat t JOIN simple s
+      ON {same_arm} AND s.baseline_config = t.baseline_config
+     AND s.baseline_runs = t.baseline_runs AND s.runs = t.runs
+    WHERE t.verdict_rule = {_sql_text(verdict_rule(earlier=True))} AND t.verdict <> 'invalid'
 )
-SELECT * FROM current_stat
+SELECT * FROM current_stat WHERE comparison_event_id NOT IN (SELECT replaced FROM rejudged)
+UNION ALL
+SELECT * EXCLUDE (replaced) FROM rejudged
 UNION ALL
 SELECT s.* FROM simple s
 WHERE NOT EXISTS (SELECT 1 FROM current_stat t WHERE {same_arm})"""

@@ -24,7 +24,9 @@ LINKED_TYPES: tuple[str, ...] = tuple(
 
 def board() -> str:
     """Every candidate's current status, verdict, priority, reason, latest evidence and
-    engine version (the proposal's, else that of its flag's latest verdict)."""
+    engine version (the proposal's, else that of its flag's latest verdict). The verdict of a
+    candidate whose flag has one on its arch is ``flag_verdicts``' (what ``flag_verdicts``
+    says, the board says); else its latest triage's."""
     linked_types = sql_list(LINKED_TYPES)
     return f"""
 WITH proposed AS ({PROPOSED}),
@@ -60,7 +62,10 @@ latest_link AS (
 )
 SELECT p.candidate_id, p.session_id, p.kind, p.title, p.flag, p.priority,
        CASE WHEN k.candidate_id IS NOT NULL THEN 'conflicting' ELSE coalesce(t.status, 'proposed') END AS status,
-       coalesce(t.verdict, fv.verdict) AS verdict,
+       -- one derivation of a flag's verdict: a candidate whose flag has a verdict on its arch
+       -- shows flag_verdicts' (a later measured finding is not hidden behind an earlier
+       -- triage's verdict, nor the reverse); the triage's verdict only where there is none
+       CASE WHEN fv.flag IS NOT NULL THEN fv.verdict ELSE t.verdict END AS verdict,
        t.reason, p.hypothesis, p.arch,
        -- no engine version on the proposal (no host): the one the flag's verdict was given at
        coalesce(p.engine_version, fv.engine_version) AS engine_version, h.stream_version,
