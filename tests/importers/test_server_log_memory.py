@@ -23,10 +23,6 @@ LOG_BYTES = 32_000_000
 ACCEPT = (1.5, 2.0, 2.5, 3.0)
 
 
-def _limited() -> None:
-    resource.setrlimit(resource.RLIMIT_AS, (ADDRESS_SPACE, ADDRESS_SPACE))
-
-
 def write_served_log(path: Path, size: int) -> int:
     """A real startup, then four ranks' decode lines (each with an accept length) and uvicorn's
     access lines until ``size`` bytes; the number of decode lines."""
@@ -58,22 +54,28 @@ def write_served_log(path: Path, size: int) -> int:
     return decodes
 
 
-@pytest.mark.slow  # a real process fed tens of MB or more: seconds of CPU
-def test_a_served_log_of_tens_of_mb_imports_under_a_memory_limit(tmp_path: Path) -> None:
-    log = tmp_path / "served.log"
-    decodes = write_served_log(log, LOG_BYTES)
+def import_and_count(tmp_path: Path, log: Path, decodes: int, address_space: int) -> None:
+    """``tuneledger import`` of ``log`` as a real process under ``RLIMIT_AS``: it succeeds, one
+    server start and ready, and the spec trial counts every decode line and their mean (the four
+    accept lengths equally often). The log is removed, read or not."""
+
+    def limited() -> None:
+        resource.setrlimit(resource.RLIMIT_AS, (address_space, address_space))
+
     ledger = tmp_path / "l.duckdb"
     env = {**os.environ, "TUNELEDGER_RESIDENT": "0"}
     cli = [sys.executable, "-m", "ledger.cli", "--ledger", str(ledger)]
-    done = subprocess.run(
-        [*cli, "import", "--create", str(log)],
-        capture_output=True,
-        text=True,
-        env=env,
-        preexec_fn=_limited,
-        check=False,
-    )
-    log.unlink()
+    try:
+        done = subprocess.run(
+            [*cli, "import", "--create", str(log)],
+            capture_output=True,
+            text=True,
+            env=env,
+            preexec_fn=limited,
+            check=False,
+        )
+    finally:
+        log.unlink()
     assert done.returncode == 0, done.stderr
     assert "Traceback" not in done.stderr
     rows = subprocess.run(
@@ -89,7 +91,13 @@ def test_a_served_log_of_tens_of_mb_imports_under_a_memory_limit(tmp_path: Path)
     (trial,) = [
         json.loads(e["payload"]) for e in events if e["type"] == "spec_decoding_trial_completed"
     ]
-    # every decode line read: the count and the mean of all of them (the four values equally often)
     assert trial["notes"].startswith(f"accept length read from {decodes} log line(s)")
     assert trial["accept_length"] == sum(ACCEPT) / len(ACCEPT)
+
+
+@pytest.mark.slow  # a real process fed tens of MB or more: seconds of CPU
+def test_a_served_log_of_tens_of_mb_imports_under_a_memory_limit(tmp_path: Path) -> None:
+    log = tmp_path / "served.log"
+    decodes = write_served_log(log, LOG_BYTES)
+    import_and_count(tmp_path, log, decodes, ADDRESS_SPACE)
     assert decodes > 150_000

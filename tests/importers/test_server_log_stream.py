@@ -6,11 +6,6 @@ line counted, and the events of a log read as a stream are those of the same log
 
 from __future__ import annotations
 
-import json
-import os
-import resource
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -18,15 +13,11 @@ import pytest
 from ledger.errors import InvalidInput
 from ledger.importers import detect, import_file
 from ledger.input_files import HEAD_BYTES, LIMITS
-from tests.importers.test_server_log_memory import ACCEPT, STARTUP, write_served_log
+from tests.importers.test_server_log_memory import STARTUP, import_and_count, write_served_log
 
 #: The address space of the importing process: the interpreter, DuckDB and pyarrow take most of
 #: it; a 257 MiB log read whole (its text, its lines, a ``LogLine`` each) does not fit beside them.
 ADDRESS_SPACE = 1536 << 20
-
-
-def _limited() -> None:
-    resource.setrlimit(resource.RLIMIT_AS, (ADDRESS_SPACE, ADDRESS_SPACE))
 
 
 def _write_big_log(path: Path, size: int) -> int:
@@ -60,37 +51,7 @@ def test_a_server_log_past_256_mib_imports_as_a_stream_under_a_memory_limit(
     log = tmp_path / "served.log"
     decodes = _write_big_log(log, LIMITS["result"] + (1 << 20))
     assert log.stat().st_size > LIMITS["result"]
-    ledger = tmp_path / "l.duckdb"
-    env = {**os.environ, "TUNELEDGER_RESIDENT": "0"}
-    cli = [sys.executable, "-m", "ledger.cli", "--ledger", str(ledger)]
-    try:
-        done = subprocess.run(
-            [*cli, "import", "--create", str(log)],
-            capture_output=True,
-            text=True,
-            env=env,
-            preexec_fn=_limited,
-            check=False,
-        )
-    finally:
-        log.unlink()
-    assert done.returncode == 0, done.stderr
-    assert "Traceback" not in done.stderr
-    rows = subprocess.run(
-        [*cli, "sql", "--format", "json", "select type, payload from events order by seq"],
-        capture_output=True,
-        text=True,
-        env=env,
-        check=True,
-    )
-    events = json.loads(rows.stdout)
-    types = [e["type"] for e in events]
-    assert types.count("server_started") == 1 and types.count("server_ready") == 1
-    (trial,) = [
-        json.loads(e["payload"]) for e in events if e["type"] == "spec_decoding_trial_completed"
-    ]
-    assert trial["notes"].startswith(f"accept length read from {decodes} log line(s)")
-    assert trial["accept_length"] == sum(ACCEPT) / len(ACCEPT)
+    import_and_count(tmp_path, log, decodes, ADDRESS_SPACE)
     assert decodes > 1_000_000
 
 
