@@ -316,7 +316,10 @@ class Chronology:
         self.rise = self.fall = False
 
     def watch(self, lines: Iterable[str]) -> Iterator[str]:
-        """``lines`` as they are, each seen on its way."""
+        """``lines`` as they are, each seen on its way. Once a leading time rose, ``backwards``
+        is False whatever follows (it needs no rise), so the rest is passed on unlooked-at: a
+        served log's times rise within its first lines, and the match cost ~3 µs a line."""
+        lines = iter(lines)
         for line in lines:
             if line.strip():
                 self.nonblank += 1
@@ -328,6 +331,9 @@ class Chronology:
                 self.previous = stamp
                 self.times += 1
             yield line
+            if self.rise:
+                break
+        yield from lines
 
     @property
     def backwards(self) -> bool:
