@@ -37,7 +37,7 @@ from .sglang_lines import (
     split_line,
 )
 from .sglang_overrides import OverrideLine, implied_overrides, override_line_of, with_line
-from .sglang_settle import apply_caps, keep_warnings, settle_piecewise
+from .sglang_settle import apply_caps, backend_from_args, keep_warnings, settle_piecewise
 
 __all__ = ["TAIL_LINES", "CrashInfo", "keep_warnings"]
 
@@ -698,12 +698,7 @@ def parse_server_log(
     facts = reader.facts
     all_lines = kept.lines
     facts.line_count = kept.count
-    if facts.attention_backend is None and isinstance(
-        facts.server_args.get("attention_backend"), str
-    ):
-        facts.attention_backend = facts.server_args["attention_backend"]
-        if "server_args" in facts.evidence:
-            facts.evidence["attention_backend"] = facts.evidence["server_args"]
+    backend_from_args(facts)
     fired_up = any(READY in line.message for line in all_lines)
 
     def outcome(uvicorn: bool) -> RunOutcome:

@@ -58,3 +58,13 @@ def settle_piecewise(facts: ServerLogFacts, begin: bool, end: bool) -> None:
             facts.piecewise_disabled_reason = "disable_piecewise_cuda_graph=True in server_args"
         elif facts.server_args.get("cuda_graph_backend_prefill") == "disabled":
             facts.piecewise_disabled_reason = "cuda_graph_backend_prefill='disabled' in server_args"
+
+
+def backend_from_args(facts: ServerLogFacts) -> None:
+    """The attention backend the server args name, where no line said which one ran."""
+    if facts.attention_backend is None and isinstance(
+        facts.server_args.get("attention_backend"), str
+    ):
+        facts.attention_backend = facts.server_args["attention_backend"]
+        if "server_args" in facts.evidence:
+            facts.evidence["attention_backend"] = facts.evidence["server_args"]

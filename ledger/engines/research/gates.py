@@ -16,6 +16,7 @@ from .index import CALL_DEPTH, MAX_HOMONYMS, VersionIndex
 from .interpreter import Interpreter
 from .model import CallSite, GateSpec, ImportSite, LocalDef, ReadSite, Scope, Site
 from .records import _MISSING, ArgsView, Budget, Frame, Refusal
+from .unpassed import unpassed_default
 from .values import (
     CALLERS,
     ENV,
@@ -357,48 +358,7 @@ class GateEvaluator:
         return value
 
     def unpassed_default(self, local: LocalDef, name: str, scope: Scope) -> Any:
-        """A parameter's default where no call of its function that can run for this model
-        passes it (Qwen3.5 builds ``Qwen2MoeSparseMoeBlock`` without the keyword Qwen3-Next
-        gives it). ``_MISSING`` where a call may pass it, or the calls cannot all be known:
-        a name defined more than a few times, a subclass (``super().__init__(...)``), a
-        function passed as a value, ``*args`` or ``**kwargs`` at a call."""
-        if local.source is None:
-            return _MISSING
-        own = scope.function.rpartition(".")[2]
-        callee = scope.class_name if own == "__init__" and scope.class_name else own
-        index = self.index
-        if (
-            not callee
-            or not 0 < index.defined.get(callee, 0) <= MAX_HOMONYMS
-            or own in index.named
-            or (scope.class_name and any(scope.class_name in b for b in index.bases.values()))
-        ):
-            return _MISSING
-        models = self.model_scope()
-        sites = [
-            s
-            for s in index.calls.get(callee, [])
-            if models is None or not models.excludes(s.module)
-        ]
-        offset = 1 if scope.class_name else 0  # ``self`` is bound by the call's object
-        for site in sites:
-            if site.passed is None:
-                return _MISSING
-            keywords, positional = site.passed
-            if name in keywords or 0 <= local.position - offset < positional:
-                return _MISSING
-        if not sites:
-            return _MISSING
-        try:
-            value = self.interp.eval(parse_expression(local.source), Frame(scope.module))
-        except (SyntaxError, Budget, RecursionError):
-            return _MISSING
-        if isinstance(value, Unknown):
-            return _MISSING
-        self.interp._merge_facts(
-            {Fact(CALLERS, name, f"{name}={local.source} (no caller passes it)")}
-        )
-        return value
+        return unpassed_default(self.index, self.interp, self.model_scope(), local, name, scope)
 
     def _annotated_class(self, local: LocalDef, scope: Scope) -> ClassRef | None:
         if not local.annotation:

@@ -227,3 +227,15 @@ def scan_imports(path: str, data: bytes) -> ModuleSummary:
             if target.split(".")[0] == package:
                 summary.imports.append(ImportSite(target, Site(path, line), (), function, None))
     return summary
+
+
+ORDERING = (ast.Lt, ast.LtE, ast.Gt, ast.GtE)
+
+
+def runtime_operand(node: ast.expr) -> bool:
+    """An operand that counts something built while serving: a ``len(...)`` in it
+    (``len(self.waiting_queue) + 1``)."""
+    for sub in ast.walk(node):
+        if isinstance(sub, ast.Call) and isinstance(sub.func, ast.Name) and sub.func.id == "len":
+            return True
+    return False

@@ -29,11 +29,13 @@ from .model import (
 from .pysource import (
     _IDENT,
     _LOG_METHODS,
+    ORDERING,
     RawGate,
     _FunctionInfo,
     _is_type_checking,
     call_name,
     module_name,
+    runtime_operand,
     squeeze,
     terminal,
 )
@@ -506,13 +508,13 @@ class Scanner(CallRecorder):
         set, no use of its own. Other comparisons: False, walked as any expression."""
         operands = [node.left, *node.comparators]
         chosen: list[ast.expr]
-        if all(isinstance(op, _ORDERING) for op in node.ops):
+        if all(isinstance(op, ORDERING) for op in node.ops):
             use = "limit"
             chosen = [
                 o
                 for o in operands
                 if isinstance(o, ast.Attribute | ast.Subscript)
-                and any(_runtime_operand(other) for other in operands if other is not o)
+                and any(runtime_operand(other) for other in operands if other is not o)
             ]
         elif (
             len(node.ops) == 1
@@ -789,15 +791,3 @@ def scan_source(path: str, data: bytes, model: AccessModel) -> ModuleSummary:
         summary = ModuleSummary(path=path, module=module_name(path))
         summary.error = f"{type(exc).__name__}: {str(exc)[:200]}"
         return summary
-
-
-_ORDERING = (ast.Lt, ast.LtE, ast.Gt, ast.GtE)
-
-
-def _runtime_operand(node: ast.expr) -> bool:
-    """An operand that is a count or size of something built while serving: ``len(...)``,
-    arithmetic on one, an attribute of a batch or a queue (``batch.num_tokens``)."""
-    for sub in ast.walk(node):
-        if isinstance(sub, ast.Call) and isinstance(sub.func, ast.Name) and sub.func.id == "len":
-            return True
-    return False

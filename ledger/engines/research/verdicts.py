@@ -549,19 +549,7 @@ class Judge:
         active = [r for r in readers if r.reach.value is True]
         followed = [r for r in active if not _assumed(r.reach)]
         decisive = [r for r in followed if r.use not in ("limit", "copy", "check")]
-        # a limit read behind the check that the flag is set (``x is None or n <= x``)
-        limits = [r for r in readers if r.use == "limit" and r.reach.value is not False]
-        if followed and limits and not decisive:
-            # read only as a bound on a count made while serving (a queue's length): it
-            # changes what runs only when the load reaches it
-            first = limits[0]
-            report.verdict = "conditional"
-            report.conditions = [f"the run-time value compared with it reaches it ({first.text})"]
-            report.reason = (
-                f"{name} is read at {first.site} only as a limit on a run-time value "
-                f"({first.text}): it changes what runs when the load reaches it"
-            )
-            report.evidence.append(Evidence(str(first.site), _reader_text(first)))
+        if followed and not decisive and _only_a_limit(report, name, readers):
             return
         if followed:
             first = (decisive or followed)[0]
@@ -645,6 +633,24 @@ class Judge:
                 + "; ".join(texts[:3])
             )
         report.conditions = texts[:8]
+
+
+def _only_a_limit(report: FlagReport, name: str, readers: list[ReaderResult]) -> bool:
+    """Read only as a bound on a count made while serving (a queue's length), perhaps behind
+    the check that it is set (``x is None or n <= x``): it changes what runs only when the load
+    reaches it. Says so in ``report``; False where no such read is reached."""
+    limits = [r for r in readers if r.use == "limit" and r.reach.value is not False]
+    if not limits:
+        return False
+    first = limits[0]
+    report.verdict = "conditional"
+    report.conditions = [f"the run-time value compared with it reaches it ({first.text})"]
+    report.reason = (
+        f"{name} is read at {first.site} only as a limit on a run-time value "
+        f"({first.text}): it changes what runs when the load reaches it"
+    )
+    report.evidence.append(Evidence(str(first.site), _reader_text(first)))
+    return True
 
 
 def _assumed(reach: Reach) -> bool:
