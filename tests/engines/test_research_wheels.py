@@ -189,6 +189,8 @@ BLIND_0523_RIGHT = {
     "set_g1": 9,
     "set_h1": 7,
     "set_i1": 7,
+    "set_j1": 14,
+    "set_k1": 10,
 }
 
 

@@ -274,8 +274,10 @@ def unserved_architecture(index: VersionIndex, target: Target) -> str | None:
 def refuse_for_the_model(report: FlagReport, why: str) -> None:
     """``report``'s verdict when the engine refuses the model itself: ``incompatible`` (nothing
     takes effect on a server that does not start), the flag's own reading kept in the reason.
-    A flag nothing reads stays ``dead-code``: that holds whatever the model."""
-    if report.verdict in ("dead-code", "incompatible"):
+    A flag nothing reads too: the server does not start (``the flag itself: dead-code``); the
+    deeper walk of this round's configs made more flags ``dead-code``, and each then read as if
+    the model ran (docs/research.md, the sixth round)."""
+    if report.verdict == "incompatible":
         return
     report.reason = f"{why} (the flag itself: {report.verdict}; {report.reason})"
     report.verdict = "incompatible"

@@ -465,7 +465,11 @@ class Scanner(CallRecorder):
             if flag is not None:
                 self.with_use("self", frozenset({flag}), lambda: self._simple(node, gates))
                 return
-            if self._plain_use() and isinstance(node.value, ast.Attribute | ast.Subscript):
+            if (
+                self._plain_use()
+                and not self.arg_layer  # there, a value forwarded to a config is its use
+                and isinstance(node.value, ast.Attribute | ast.Subscript)
+            ):
                 # ``self.max_queued_requests = server_args.max_queued_requests``: the value
                 # carried on to where it is used, not a use of its own
                 self.with_use("copy", frozenset(), lambda: self._simple(node, gates))
