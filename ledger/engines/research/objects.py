@@ -84,9 +84,8 @@ class Objects(Expressions):
                 value = base.attrs[name]
                 # a config object's field of a flag (vLLM's ``ParallelConfig``): the
                 # condition it decides is the flag's, as on the arguments themselves
-                kind = self.access.self_classes.get(base.cls.name)
-                field_name = self.access.objects.get(kind or "", {}).get(name)
-                if field_name is not None and field_name in self.state.values:
+                field_name = self.config_field(base, name)
+                if field_name is not None:
                     self.note(Fact(FLAG, field_name, f"{field_name}={show(value)} (config)"))
                 return value
             found = self.class_attribute(base.cls, name, receiver=base)
@@ -200,8 +199,8 @@ class Objects(Expressions):
                 return ModuleRef(dotted, False)
         if (value is _MISSING or isinstance(value, Unknown)) and not name.startswith("__"):
             # PEP 562: a module's own ``__getattr__`` answers the names it does not bind
-            # (vLLM's ``envs``: each variable read from the environment when asked for)
-            # (its ``def``: a later ``global __getattr__`` wraps it in a cache, same answers)
+            # (vLLM's ``envs``: each variable read from the environment when asked for); its
+            # ``def``, though a later ``global __getattr__`` wraps it in a cache: same answers
             hook = next(
                 (
                     b.node
@@ -216,6 +215,12 @@ class Objects(Expressions):
                 if not isinstance(answer, Unknown):
                     return answer
         return Unknown(dotted) if value is _MISSING else value
+
+    def config_field(self, base: Instance, name: str) -> str | None:
+        """The flag a config object's attribute holds (``ParallelConfig.numa_bind``), if any."""
+        kind = self.access.self_classes.get(base.cls.name)
+        field_name = self.access.objects.get(kind or "", {}).get(name)
+        return field_name if field_name is not None and field_name in self.state.values else None
 
     def class_attribute(self, cls: ClassRef, name: str, receiver: Any) -> Any:
         for klass in self._mro(cls):

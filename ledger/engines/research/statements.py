@@ -403,13 +403,8 @@ class Statements(Calls):
                 # ``ParallelConfig.__post_init__`` turning ``numa_bind`` on): the flag's value.
                 # Only a value the walk knows: these methods also normalise what they keep
                 # (``ModelConfig`` turns "float16" into a torch dtype), which is no override
-                kind = self.access.self_classes.get(base.cls.name)
-                field_name = self.access.objects.get(kind or "", {}).get(target.attr)
-                if (
-                    field_name is not None
-                    and field_name in self.state.values
-                    and not isinstance(value, Unknown)
-                ):
+                field_name = self.config_field(base, target.attr)
+                if field_name is not None and not isinstance(value, Unknown):
                     self.assign_flag(field_name, value, stmt, facts)
         elif isinstance(target, ast.Subscript):
             base = self.eval(target.value, frame)
