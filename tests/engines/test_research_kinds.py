@@ -129,6 +129,45 @@ def test_an_object_built_only_under_a_flag(kinds: tuple[EngineSource, VersionInd
     assert on.verdict == "effective"
 
 
+def test_a_copy_of_a_copy_of_a_flag_gates_a_read_in_the_class_and_in_its_mixin(
+    kinds: tuple[EngineSource, VersionIndex],
+) -> None:
+    """``self.try_preempt = self.enable_prio`` (itself ``server_args.enable_prio``) gates a read
+    in the scheduler and one in a mixin that never assigns it (the classes mixing it in do)."""
+    for flag, where in (
+        ("prio-window-knob", SCHEDULER),
+        ("preempt-threshold-knob", "sglang/srt/managers/scheduler_pp_mixin.py"),
+    ):
+        off = report(run(kinds, f"--{flag} 5"), flag)
+        assert (off.verdict, off.confidence) == ("no-op", "proven")
+        assert "enable_prio=False (default)" in off.reason
+        on = report(run(kinds, f"--{flag} 5 --enable-prio"), flag)
+        assert on.verdict == "effective" and where in on.reason
+
+
+def test_an_attribute_a_mixin_sets_gates_a_read_in_the_class_that_mixes_it_in(
+    kinds: tuple[EngineSource, VersionIndex],
+) -> None:
+    """``SchedulerDllmMixin.init_dllm`` sets ``self.dllm_cfg`` from ``--dllm-algo``; the
+    scheduler reads ``--dllm-block-knob`` only when it is set."""
+    off = report(run(kinds, "--dllm-block-knob 8"), "dllm-block-knob")
+    assert off.verdict == "no-op" and "dllm_algo=None (default)" in off.reason
+    on = report(run(kinds, "--dllm-block-knob 8 --dllm-algo llada"), "dllm-block-knob")
+    assert on.verdict == "effective"
+
+
+def test_a_module_imported_inside_a_function_only_a_flag_calls(
+    kinds: tuple[EngineSource, VersionIndex],
+) -> None:
+    """``SpecAlgorithm.draft_kernel`` imports ``eagle_kernels`` inside the method; only a
+    configured speculative algorithm calls it: the module's reads are off without one."""
+    off = report(run(kinds, "--draft-tile-knob 8"), "draft-tile-knob")
+    assert off.verdict == "no-op" and "speculative_algorithm=None (default)" in off.reason
+    assert f"(caller {line_of(SCHEDULER, 'self.spec_algorithm.draft_kernel()')})" in off.reason
+    on = report(run(kinds, "--draft-tile-knob 8 --speculative-algorithm eagle"), "draft-tile-knob")
+    assert on.verdict != "no-op"
+
+
 def test_a_callers_condition_on_an_attribute_its_class_sets_from_a_flag(
     kinds: tuple[EngineSource, VersionIndex],
 ) -> None:

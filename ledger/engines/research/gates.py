@@ -15,6 +15,7 @@ from typing import Any
 from .index import CALL_DEPTH, MAX_HOMONYMS, VersionIndex
 from .interpreter import Interpreter
 from .model import CallSite, GateSpec, ImportSite, LocalDef, ReadSite, Scope, Site
+from .modelscope import ModelScope, _module_of, model_scope
 from .records import _MISSING, ArgsView, Budget, Frame, Refusal
 from .unpassed import unpassed_default
 from .values import (
@@ -41,6 +42,8 @@ _PROBE_STEPS = 30_000
 _PATH_SITES = 12
 #: What a caller's condition may depend on for it to decide a verdict (else: a run-time value).
 _DECIDING = frozenset({CALLERS, ENV, FLAG, HARDWARE, MODEL, PARALLEL})
+#: Classes mixing one mixin in whose assignments are compared (more: a run-time value).
+_MIXERS = 4
 #: Methods that run when their object is built: their callers are the builders.
 _CONSTRUCTION = frozenset({"__init__", "__post_init__", "__new__"})
 _STRING_ARG = re.compile(r"""^[\w.]+\(\s*["']([\w\-.]+)["']""")
@@ -164,7 +167,7 @@ class _SelfProxy(Proxy):
             return holder
         local = self.scope.self_attrs.get(name)
         if local is None:
-            return Unknown(f"self.{name}")
+            return self.evaluator.mixed_in_attribute(interp, self.scope, name)
         return self.evaluator.local_value(local, f"self.{name}", self.scope)
 
 
@@ -238,10 +241,13 @@ class GateEvaluator:
         self._in_progress: set[str] = set()
         self._choice_flags: dict[str, list[str]] = {}
         self._scope: ModelScope | None | bool = False  # False: not computed yet
+        self._subclasses: dict[str, list[str]] | None = None
         # by depth too: a path cut at CALL_DEPTH from deep down is not the one walked from the read
         self._paths: dict[tuple[str, str, int], Reach] = {}
         self._forward: dict[str, set[str]] | None = None
         self._paths_in_progress: set[tuple[str, str, int]] = set()
+        self._cycled = False  # a cycle was taken as holding in the question being worked out
+        self._provisional: list[tuple[dict[Any, Reach], Any]] = []
         self._roots = START_ROOTS.get(index.engine, frozenset())
         #: flag objects not built on this target (``optional.absent_kinds``): kind -> why
         self.absent: dict[str, GateEval] = {}
@@ -357,6 +363,44 @@ class GateEvaluator:
             return Unknown(name)
         return value
 
+    def mixed_in_attribute(self, interp: Any, scope: Scope, name: str) -> Any:
+        """``self.x`` that the method's own class never assigns: what a base assigns (a mixin's
+        ``init_*`` method), else what the classes that mix this one in assign, where they agree
+        (SGLang's scheduler and its mixins); else a run-time value."""
+        unknown = Unknown(f"self.{name}")
+        if scope.class_name is None:
+            return unknown
+        node = self.interp.world.find_class(scope.module, scope.class_name.rpartition(".")[2])
+        if node is not None:
+            inherited = _InstanceProxy(ClassRef(scope.module, node.name, node), self)
+            value = inherited.attribute(interp, name)
+            if not isinstance(value, Unknown):
+                return value
+        values = []
+        for cls in self.subclasses(scope.class_name)[:_MIXERS]:
+            value = _InstanceProxy(cls, self).attribute(interp, name)
+            if isinstance(value, Unknown):
+                return unknown
+            values.append(value)
+        if not values or any(v != values[0] or type(v) is not type(values[0]) for v in values):
+            return unknown
+        return values[0]
+
+    def subclasses(self, class_name: str) -> list[ClassRef]:
+        """The package's classes that name ``class_name`` among their direct bases."""
+        if self._subclasses is None:
+            self._subclasses = {}
+            for child, bases in self.index.bases.items():
+                for base in bases:
+                    self._subclasses.setdefault(base, []).append(child)
+        out = []
+        for child in self._subclasses.get(class_name, []):
+            for module in self.index.class_modules.get(child, ()):
+                node = self.interp.world.find_class(module, child)
+                if node is not None:
+                    out.append(ClassRef(module, child, node))
+        return out
+
     def unpassed_default(self, local: LocalDef, name: str, scope: Scope) -> Any:
         return unpassed_default(self.index, self.interp, self.model_scope(), local, name, scope)
 
@@ -414,8 +458,10 @@ class GateEvaluator:
         if known is not None:
             return known
         if key in self._paths_in_progress:
+            self._cycled = True
             return Reach(True)  # a cycle: the path through it is the one being followed
         self._paths_in_progress.add(key)
+        outer, self._cycled = self._cycled, False
         try:
             parts = function.split(".")
             name = parts[-1]
@@ -432,7 +478,7 @@ class GateEvaluator:
             result = Reach(value, gates, [u for r in needs for u in r.unresolved])
         finally:
             self._paths_in_progress.discard(key)
-        self._paths[key] = result
+        self._remember(self._paths, key, result, outer)
         return result
 
     def _callers(
@@ -554,13 +600,35 @@ class GateEvaluator:
     def probe(self, read: ReadSite) -> Refusal | None:
         """Walk the function that reads the flag (its parameters unknown, the flags resolved):
         the first ``raise`` it reaches whatever its parameters are, if any. A check of the
-        target that the engine runs when it uses the value (``requires SM90 or SM10X``)."""
+        target that the engine runs when it uses the value (``requires SM90 or SM10X``). A
+        raise the walk meets as well with the flag at its default is not the flag's doing
+        (the function's other work: the engine starts with the default)."""
         function = self._function_of(read.scope)
         if function is None:
             return None
+        found = self._walk(function)
+        refusal = next((r for r in found if r.certain and r.message), None)
+        if refusal is None or read.flag not in self.interp.state.given:
+            return refusal
+        default = self._default_of(read.flag)
+        if default is _MISSING:
+            return refusal
+        memo = dict(self.interp._memo)  # calls' results with the flag as given
+        self.interp.forget()
+        try:
+            again = self._walk(function, {read.flag: default})
+        finally:
+            self.interp._memo.clear()
+            self.interp._memo.update(memo)
+        if any(r.certain and r.site == refusal.site for r in again):
+            return None
+        return refusal
+
+    def _walk(self, function: FunctionRef, values: dict[str, Any] | None = None) -> list[Refusal]:
         interp = self.interp
         saved = (interp.state.copy(), set(interp.state.changed), len(interp.changes))
         before = len(interp.refusals)
+        interp.state.values.update(values or {})
         interp.allow(_PROBE_STEPS)
         try:
             interp.call_function(function, [], {}, function.node)
@@ -571,7 +639,18 @@ class GateEvaluator:
             del interp.changes[saved[2] :]
             found = interp.refusals[before:]
             del interp.refusals[before:]
-        return next((r for r in found if r.certain and r.message), None)
+        return found
+
+    def _default_of(self, field_name: str) -> Any:
+        definition = self.index.definitions.get(field_name)
+        if definition is None or definition.default is None:
+            return None if definition is not None and definition.default_text is None else _MISSING
+        try:
+            expr = parse_expression(definition.default)
+        except SyntaxError:
+            return _MISSING
+        value = self.interp.eval(expr, Frame(definition.module or self.index.engine))
+        return _MISSING if isinstance(value, Unknown) else value
 
     def _function_of(self, scope: Scope) -> FunctionRef | None:
         if scope.function == "<module>":
@@ -599,14 +678,31 @@ class GateEvaluator:
         if key in self._reach:
             return self._reach[key]
         if key in self._in_progress:
+            self._cycled = True
             return Reach(True)  # an import cycle: loaded with the rest
         self._in_progress.add(key)
+        outer, self._cycled = self._cycled, False
         try:
             result = self._module_reach(module, inside)
         finally:
             self._in_progress.discard(key)
-        self._reach[key] = result
+        self._remember(self._reach, key, result, outer)
         return result
+
+    def _remember(self, cache: dict[Any, Reach], key: Any, result: Reach, outer: bool) -> None:
+        """Keep a result. One that leaned on a question still being worked out (a cycle taken
+        as holding) is kept only until the outermost question is answered: asked on its own,
+        later, it may come out otherwise."""
+        cycled, self._cycled = self._cycled, outer or self._cycled
+        cache[key] = result
+        working = bool(self._in_progress or self._paths_in_progress)
+        if cycled and working:
+            self._provisional.append((cache, key))
+        elif not working:
+            for held, provisional in self._provisional:
+                held.pop(provisional, None)
+            self._provisional.clear()
+            self._cycled = False
 
     def model_scope(self) -> ModelScope | None:
         """The model files the target's architecture runs (None: no model, or none serves it)."""
@@ -654,6 +750,16 @@ class GateEvaluator:
         value = conjunction(gates)
         if upstream.value is False:
             return Reach(False, upstream.deciding())
+        if site.function is not None and site.scope is not None and value is not False:
+            # an import inside a function happens when the function runs: its callers'
+            # conditions too (``SpeculativeAlgorithm.create_worker`` imports each worker's
+            # module, and only a configured speculative algorithm calls it)
+            called = self.path_reach(importer, site.function, site.scope.class_name)
+            if called.value is False:
+                return Reach(False, called.deciding())
+            if called.value is None:
+                gates = gates + called.deciding()
+                value = None if value is True else value
         if upstream.value is None:
             return Reach(None if value is not False else False, gates + upstream.deciding())
         return Reach(value, gates)
@@ -675,95 +781,6 @@ class GateEvaluator:
         value = model.architecture in entry
         fact = Fact(MODEL, "architecture", f"model architecture {model.architecture}")
         return Reach(value, [GateEval("model", text, site, value, frozenset({fact}))])
-
-
-#: Modules a model scope follows from the selected model files (a bound: the walk stays fast).
-_SCOPE_MODULES = 400
-
-
-@dataclass
-class ModelScope:
-    """The model files (modules of a package holding ``EntryClass`` files, or vLLM's registry)
-    that the target's architecture loads: the files registering it and what they import."""
-
-    architecture: str
-    packages: tuple[str, ...]  # the model packages, ``sglang.srt.models``
-    selected: frozenset[str]  # the files registering the architecture
-    loaded: frozenset[str]  # those and every module they import, transitively
-
-    def is_model_file(self, module: str) -> bool:
-        return any(module.startswith(package + ".") for package in self.packages)
-
-    def excludes(self, module: str) -> bool:
-        return self.is_model_file(module) and module not in self.loaded
-
-    def gate(self, module: str, path: str) -> GateEval:
-        fact = Fact(MODEL, "architecture", f"model architecture {self.architecture}")
-        text = f"{path} is another model's file ({self.architecture} loads {', '.join(sorted(self.selected))})"
-        return GateEval("model-scope", text, Site(path, 0), False, frozenset({fact}))
-
-
-def model_scope(index: VersionIndex, target: Any) -> ModelScope | None:
-    model = target.model
-    if model is None or not model.architecture:
-        return None
-    entries = index.entry_classes
-    selected = {module for module, classes in entries.items() if model.architecture in classes}
-    if not selected:
-        return None  # an architecture no file registers: nothing is excluded
-    packages: dict[str, int] = {}
-    for module in entries:
-        parent = module.rpartition(".")[0]
-        packages[parent] = packages.get(parent, 0) + 1
-    model_packages = [
-        p for p, n in packages.items() if n >= 3 or any(s.startswith(p + ".") for s in selected)
-    ]
-    packages_found = tuple(sorted(model_packages))
-
-    def is_model(module: str) -> bool:
-        return any(module.startswith(package + ".") for package in packages_found)
-
-    # A model with a package of its own (vLLM's ``vllm.models.kimi_k3``): its submodules are
-    # that model's files even where code outside the models imports them (a warm-up module
-    # that runs for that model only); never a helper shared by every model.
-    own = tuple(m + "." for m in entries if m not in selected)
-    forward: dict[str, set[str]] = {}
-    shared: set[str] = set()  # model-package helpers that code outside the models imports
-    for target_module, sites in index.importers.items():
-        if target_module not in index.paths or not is_model(target_module):
-            continue
-        for site in sites:
-            importer = _module_of(site)
-            if is_model(importer):
-                forward.setdefault(importer, set()).add(target_module)
-            elif (
-                ".test" not in importer
-                and target_module not in entries
-                and not target_module.startswith(own)
-            ):
-                shared.add(target_module)
-    # Model files import each other's classes (Qwen3.5 builds on Qwen2-MoE's blocks): those
-    # run too. An import by code outside the models (a helper, a type) runs no model class.
-    loaded = set(selected)
-    queue = sorted(selected)
-    while queue and len(loaded) < _SCOPE_MODULES:
-        current = queue.pop()
-        for imported in sorted(forward.get(current, ())):
-            if imported not in loaded:
-                loaded.add(imported)
-                queue.append(imported)
-    return ModelScope(
-        model.architecture,
-        packages_found,
-        frozenset(selected),
-        frozenset(loaded | shared),
-    )
-
-
-def _module_of(site: ImportSite) -> str:
-    from .pysource import module_name
-
-    return module_name(site.site.path)
 
 
 __all__ = ["ArgsView", "GateEval", "GateEvaluator", "Reach"]

@@ -34,7 +34,7 @@ CALL_PASS_DEPTH = 1
 CALL_PASS_FILES = 8
 
 #: Bump when what the index holds changes: older cache entries are then ignored.
-INDEX_FORMAT = 29
+INDEX_FORMAT = 32
 
 
 @dataclass
@@ -63,6 +63,8 @@ class VersionIndex:
     returns: dict[str, str] = field(default_factory=dict)
     #: each class's bases by the class's name (every class of that name: their union)
     bases: dict[str, set[str]] = field(default_factory=dict)
+    #: the modules that define a class of each name
+    class_modules: dict[str, list[str]] = field(default_factory=dict)
     format: int = INDEX_FORMAT
 
     def lineage(self, class_name: str) -> set[str]:
@@ -247,6 +249,7 @@ def add_summaries(index: VersionIndex, summaries: Iterable[ModuleSummary]) -> No
             index.returns[name] = returned if index.returns.get(name, returned) == returned else ""
         for name, bases in summary.bases.items():
             index.bases.setdefault(name, set()).update(bases)
+            index.class_modules.setdefault(name, []).append(summary.module)
         calls.extend(summary.calls)
         if summary.error:
             index.errors[summary.path] = summary.error
@@ -300,5 +303,10 @@ def keep_calls(index: VersionIndex, calls: list[CallSite]) -> None:
     for reads in index.reads.values():
         for read in reads:
             wanted |= _names_of((read.scope.function, read.scope.class_name))
+    # a module imported inside a function is loaded when the function runs: its callers too
+    for sites in index.importers.values():
+        for site in sites:
+            if site.function is not None:
+                wanted.add(site.function.split(".")[-1])
     wanted = _with_callers(wanted, by_callee, CALL_DEPTH)
     index.calls = {name: by_callee[name] for name in sorted(wanted) if name in by_callee}

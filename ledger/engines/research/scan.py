@@ -235,6 +235,9 @@ class Scanner(CallRecorder):
                     scope.self_attrs[sub.attr] = LocalDef(
                         "assign", self.segment(value), getattr(value, "lineno", 0)
                     )
+                    # a copy of a copy (``self.try_preemption = self.enable_priority_scheduling``)
+                    if depth < 3:
+                        self._note_names(value, depth + 1)
 
     def class_attrs(self, node: ast.ClassDef) -> dict[str, list[ast.expr]]:
         """``self.x = value`` assignments of a class's methods, found when a gate needs them."""
