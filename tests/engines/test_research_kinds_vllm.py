@@ -122,3 +122,36 @@ def test_a_refusal_a_given_flag_causes_is_its_own_not_the_targets_tp(
         ).verdict
         != "incompatible"
     )
+
+
+def test_a_field_read_only_by_the_resolution_behind_an_unset_switch_is_a_no_op(
+    engine: tuple[EngineSource, VersionIndex],
+) -> None:
+    """``VllmConfig._post_init_offload`` returns unless ``offload_size`` is set: the backend it
+    reads past that is read by nothing that runs (``likely``: the branch is not walked)."""
+    off = verdict_of(engine, "--offload-backend lmcache", "offload-backend")
+    assert (off.verdict, off.confidence) == ("no-op", "likely")
+    assert "offload_size=None (default)" in off.reason
+    assert line_of("vllm/config/vllm.py", "backend = self.cache_config") in off.reason
+    on = verdict_of(engine, "--offload-backend lmcache --offload-size 4", "offload-backend")
+    assert on.verdict == "unknown"
+
+
+def test_a_whole_config_of_the_vllm_config_is_read_where_it_is_used(
+    engine: tuple[EngineSource, VersionIndex],
+) -> None:
+    """``--watermark-config`` fills ``VllmConfig.watermark_config``: ``vllm_config.
+    watermark_config`` in the scheduler is its read, not "read only by the resolution"."""
+    found = verdict_of(engine, '--watermark-config {"key":1}', "watermark-config")
+    assert found.verdict == "effective"
+    assert "is read at vllm/v1/core/scheduler.py:" in found.reason
+
+
+def test_a_raise_the_reading_function_meets_with_the_flag_at_its_default_is_not_its_refusal(
+    engine: tuple[EngineSource, VersionIndex],
+) -> None:
+    """``build_stats`` reads the flag, then refuses an unset ``bucket_max`` (a field the engine
+    fills in later): the same walk with the flag at its default meets the raise too."""
+    found = verdict_of(engine, '--watermark-config {"key":1}', "watermark-config")
+    assert found.verdict != "incompatible"
+    assert "bucket_max is required" not in found.reason

@@ -424,6 +424,8 @@ class Judge:
                 for s in self.index.mentions.get(report.field, [])
                 if not self.index.access.in_arg_layer(s.path)
             ]
+            if consumed and self._consumed_off(report, name, consumed):
+                return
             if consumed:
                 report.verdict = "unknown"
                 report.reason = (
@@ -446,6 +448,30 @@ class Judge:
             )
             return
         self._from_readers(report)
+
+    def _consumed_off(self, report: FlagReport, name: str, consumed: list[ReadSite]) -> bool:
+        """Read only by the argument resolution, where every read that does something with the
+        value (not one handing it on to a config field of its name, ``x=self.x``) sits behind a
+        condition that does not hold here (vLLM's ``if self.cache_config.kv_offloading_size is
+        None: return``): no-op, ``likely`` (what runs under a false condition is not walked).
+        Says so in ``report``; False where one may run."""
+        using = [r for r in consumed if not _HANDED_ON.match(r.text)]
+        if not using:
+            return False
+        reaches = [self.evaluator.read_reach(r) for r in using]
+        if any(reach.value is not False for reach in reaches):
+            return False
+        blocking = [g for reach in reaches for g in reach.deciding()]
+        report.verdict = "no-op"
+        report.confidence = "likely"
+        report.conditions = [g.text for g in blocking][:8]
+        report.reason = (
+            f"{name} is read only by the argument resolution, at {using[0].site}, "
+            f"where {blocking[0].describe() if blocking else 'its conditions do not hold'}"
+        )
+        for read in using[:4]:
+            report.evidence.append(Evidence(str(read.site), read.text))
+        return True
 
     def _translated(self, report: FlagReport, coupling: OverrideResult) -> None:
         assert coupling.target is not None
@@ -633,6 +659,11 @@ class Judge:
                 + "; ".join(texts[:3])
             )
         report.conditions = texts[:8]
+
+
+#: ``kv_offloading_backend=self.kv_offloading_backend,``: a value handed on to a config's
+#: field of the same name (its reads are the flag's reads), no use of its own
+_HANDED_ON = re.compile(r"^\s*(\w+)\s*=\s*(?:self|args|engine_args)\.\1\s*,?\s*\)?\s*$")
 
 
 def _only_a_limit(report: FlagReport, name: str, readers: list[ReaderResult]) -> bool:

@@ -214,10 +214,16 @@ def _access_model(
 ) -> AccessModel:
     holders = _vllm_config_fields(source)  # model_config -> ModelConfig
     kind_of_class = {cls: attr for attr, cls in holders.items()}
+    kind_of_class["VllmConfig"] = "vllm_config"
     objects: dict[str, dict[str, str]] = {ENGINE_ARGS: {name: name for name in fields}}
     for flag, (cls, attr) in targets.items():
         kind = kind_of_class.get(cls, cls)
         objects.setdefault(kind, {})[attr] = flag
+    # a flag that is a whole config of ``VllmConfig`` (``--watermark-config``,
+    # ``--attention-config``): ``vllm_config.watermark_config`` is its value, built from it
+    for attr in holders:
+        if attr in fields and attr not in targets:
+            objects.setdefault("vllm_config", {})[attr] = attr
     names = {kind: kind for kind in objects if kind != ENGINE_ARGS}
     names.update({"engine_args": ENGINE_ARGS, "vllm_config": "vllm_config"})
     subobjects = {("vllm_config", attr): attr for attr in holders if attr in objects}
