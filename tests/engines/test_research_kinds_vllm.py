@@ -86,6 +86,22 @@ def test_an_after_validator_refuses_on_an_environment_default(
     assert "Unable to trace workers unless they run with Ray." in found.reason
 
 
+def test_an_environment_variable_read_through_a_function_its_helper_made(
+    engine: tuple[EngineSource, VersionIndex],
+) -> None:
+    """``env_with_choices(name, default, choices)`` returns a nested function reading its
+    ``env_name`` and ``default``: called, it answers the default when the variable is unset."""
+    found = verdict_of(engine, "--enable-microbatch", "enable-microbatch")
+    assert (found.verdict, found.confidence) == ("incompatible", "proven")
+    assert "Microbatching needs the deepep backend." in found.reason
+    source, index = engine
+    model = load_model_config(FIXTURES / "models" / "foo_moe_top8.json")
+    target = Target.make(arch="sm120", model=model, tp=4, env={"VLLM_A2A_BACKEND": "deepep"})
+    result = research(source, index, target, parse_flag_string("--enable-microbatch"))
+    (set_right,) = [r for r in result.reports if r.flag == "enable-microbatch"]
+    assert set_right.verdict != "incompatible"
+
+
 def test_another_models_package_is_out_of_scope_though_a_warm_up_imports_it(
     engine: tuple[EngineSource, VersionIndex],
 ) -> None:

@@ -221,7 +221,9 @@ class Calls(Objects):
             return args[0] if args else Unknown(name)
         if function.node in self._stack or len(self._stack) >= _MAX_DEPTH:
             return Unknown(f"{function.qualname}()")
-        pure = not any(isinstance(a, ArgsView | Instance) for a in [*args, *keywords.values()])
+        pure = function.closure is None and not any(
+            isinstance(a, ArgsView | Instance) for a in [*args, *keywords.values()]
+        )
         key: tuple[Any, ...] | None = None
         if pure:
             try:
@@ -258,7 +260,7 @@ class Calls(Objects):
                 self.assign_flag(name, value, node, self._argument_facts)
 
     def _run(self, function: FunctionRef, args: list[Any], keywords: dict[str, Any]) -> Any:
-        frame = Frame(function.module, {}, function.qualname)
+        frame = Frame(function.module, dict(function.closure or {}), function.qualname)
         self.bind(function, frame, args, keywords)
         self._stack.append(function.node)
         try:

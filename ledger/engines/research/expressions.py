@@ -385,7 +385,8 @@ class Expressions(InterpreterBase):
         return "".join(parts)
 
     def _e_Lambda(self, node: ast.Lambda, frame: Frame) -> Any:
-        return FunctionRef(frame.module, "<lambda>", node)
+        closure = frame.locals if frame.function != "<module>" else None
+        return FunctionRef(frame.module, "<lambda>", node, closure=closure)
 
     def _e_NamedExpr(self, node: ast.NamedExpr, frame: Frame) -> Any:
         value = self.eval(node.value, frame)

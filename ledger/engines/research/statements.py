@@ -86,8 +86,9 @@ class Statements(Calls):
         elif isinstance(stmt, ast.Import | ast.ImportFrom):
             self.exec_import(stmt, frame)
         elif isinstance(stmt, ast.FunctionDef | ast.AsyncFunctionDef):
+            closure = frame.locals if frame.function != "<module>" else None
             frame.locals[stmt.name] = FunctionRef(
-                frame.module, f"{frame.function}.{stmt.name}", stmt
+                frame.module, f"{frame.function}.{stmt.name}", stmt, closure=closure
             )
         elif isinstance(stmt, ast.ClassDef):
             frame.locals[stmt.name] = ClassRef(frame.module, stmt.name, stmt, _bases(stmt))

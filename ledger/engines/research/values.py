@@ -64,6 +64,9 @@ class FunctionRef:
     qualname: str
     node: ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda
     owner: ClassRef | None = None  # for methods: the class they were found on
+    #: a nested function's or lambda's enclosing locals (vLLM's ``env_with_choices`` returns
+    #: a function reading its ``env_name`` and ``default``)
+    closure: dict[str, Any] | None = None
 
     def __repr__(self) -> str:
         return f"<function {self.module}.{self.qualname}>"
