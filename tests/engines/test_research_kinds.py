@@ -168,6 +168,22 @@ def test_a_module_imported_inside_a_function_only_a_flag_calls(
     assert on.verdict != "no-op"
 
 
+def test_an_environment_variable_declared_as_a_descriptor_gates_by_its_default(
+    kinds: tuple[EngineSource, VersionIndex],
+) -> None:
+    """``envs.SGLANG_FAST_PATH.get()``: an ``EnvBool(False)`` field of ``Envs`` that learns
+    its name from ``__set_name__`` and answers its default when the variable is unset."""
+    off = report(run(kinds, "--fast-path-knob 4"), "fast-path-knob")
+    assert off.verdict == "no-op" and "SGLANG_FAST_PATH unset" in off.reason
+    source, index = kinds
+    model = load_model_config(MODELS / "foo_moe_top8.json")
+    target = Target.make(arch="sm120", model=model, tp=4, env={"SGLANG_FAST_PATH": "1"})
+    on = report(
+        research(source, index, target, parse_flag_string("--fast-path-knob 4")), "fast-path-knob"
+    )
+    assert on.verdict == "effective"
+
+
 def test_a_callers_condition_on_an_attribute_its_class_sets_from_a_flag(
     kinds: tuple[EngineSource, VersionIndex],
 ) -> None:

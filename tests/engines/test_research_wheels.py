@@ -191,6 +191,8 @@ BLIND_0523_RIGHT = {
     "set_i1": 7,
     "set_j1": 14,
     "set_k1": 10,
+    "set_l1": 12,
+    "set_m1": 10,
 }
 
 

@@ -242,8 +242,18 @@ class Objects(Expressions):
                     value = stmt.value
                     if value is None:
                         continue
-                    return self.eval(value, Frame(klass.module))
+                    return self._named(self.eval(value, Frame(klass.module)), klass, name, stmt)
         return Unknown(f"{cls.name}.{name}")
+
+    def _named(self, value: Any, owner: ClassRef, name: str, stmt: ast.stmt) -> Any:
+        """A class attribute holding an object whose class defines ``__set_name__`` (a
+        descriptor: SGLang's ``EnvBool(True)`` fields of ``Envs`` learn their variable's name
+        so): Python calls it when the class is made; so does the walk, when it is read."""
+        if isinstance(value, Instance):
+            hook = self.class_attribute(value.cls, "__set_name__", receiver=value)
+            if isinstance(hook, BoundMethod):
+                self.call(hook, [owner, name], {}, stmt, None)
+        return value
 
     def _mro(self, cls: ClassRef, depth: int = 0) -> list[ClassRef]:
         out = [cls]

@@ -165,6 +165,19 @@ class _ObjectType(Proxy):
         return Unknown(f"object.{name}")
 
 
+def _b_callable(interp: Any, args: list[Any], keywords: dict[str, Any], node: ast.AST) -> Any:
+    """``callable(x)`` of a value the walk knows: a plain value, or a function or class of the
+    engine (``EnvField._resolve_default``: a default given as a function is called)."""
+    if len(args) != 1:
+        return Unknown("callable")
+    value = args[0]
+    if isinstance(value, FunctionRef | ClassRef | BoundMethod | PartialRef | BuiltinFunction):
+        return True
+    if isinstance(value, str | int | float | bool | tuple | list | dict | set | type(None)):
+        return False
+    return Unknown("callable")
+
+
 BUILTINS: dict[str, Any] = {
     "None": None,
     "True": True,
@@ -172,6 +185,7 @@ BUILTINS: dict[str, Any] = {
     "getattr": BuiltinFunction("getattr", _b_getattr),
     "hasattr": BuiltinFunction("hasattr", _b_hasattr),
     "isinstance": BuiltinFunction("isinstance", _b_isinstance),
+    "callable": BuiltinFunction("callable", _b_callable),
     "print": BuiltinFunction("print", _noop),
     "len": _plain("len", len),
     "bool": _plain("bool", bool),
