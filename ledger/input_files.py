@@ -221,7 +221,7 @@ def read_stream(stream: BinaryIO, name: str, kind: Kind = "result") -> bytes:
 
 
 #: A server log longer than this is read as a stream (``ledger.importers.detect.read_input``)
-#: when its first ``HEAD_BYTES`` say it is an SGLang one; the block size of a streamed read.
+#: when its first ``HEAD_BYTES`` say it is an SGLang or vLLM one; the block size of a streamed read.
 STREAM_FROM = HEAD_BYTES = 8 * MiB
 BLOCK_BYTES = 4 * MiB
 _BOM = b"\xef\xbb\xbf"

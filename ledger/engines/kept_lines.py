@@ -18,6 +18,9 @@ every line; ``tests/engines/test_kept_lines.py`` compares the two.
 What is held then grows with the lines that are not bulk lines (startup, warnings, errors,
 tracebacks and what follows a possible failure's start), not with the served traffic
 (docs/reliability.md, "Server log import speed and memory").
+
+``ProcessKeptLines`` is the same for a log whose records interleave per process (vLLM's), where
+a traceback block is not ended by the next prefixed line: see its doc.
 """
 
 from __future__ import annotations
@@ -29,6 +32,7 @@ from .failure import (
     IGNORED_KEPT,
     TAIL_LINES,
     TRACEBACK_LINES,
+    may_be_lone_exception,
     may_start_excerpt,
     quiet_kind,
     starts_block,
@@ -108,4 +112,60 @@ class KeptLines:
         if kind == "ignored":
             self._ignored += 1
         if block or may_start_excerpt(line):
+            self._window_end = max(self._window_end, line.number + TRACEBACK_LINES - 1)
+
+
+class ProcessKeptLines(KeptLines):
+    """``KeptLines`` for a log whose processes interleave their records (vLLM): a traceback block
+    (``failure.find_tracebacks``) takes the later lines of its record whatever comes between,
+    prefixed or not, until its process starts another record. So a line is dropped on other
+    grounds than an SGLang line:
+
+    - every line of a block's record after its start is kept, and the first line of the block's
+      process in another record (the block's end), whatever it says (``_open``);
+    - a line without the prefix may be dropped too (uvicorn's access lines carry the process tag
+      and their own level, not vLLM's prefix), unless ``assess`` may read it as a lone exception
+      (``failure.may_be_lone_exception``), and a ready line is never dropped, prefixed or not;
+    - the line above a block's start is kept (its head), whatever the following line's prefix;
+    - only a line that may be a lone exception opens the raw-text window of a line without the
+      prefix (the only way ``assess`` finds such a line fatal beyond ``classify``).
+
+    ``tests/engines/test_vllm_kept_lines.py`` compares ``assess`` over the kept lines with
+    ``assess`` over every line.
+    """
+
+    def __init__(self, is_ready: Callable[[LogLine], bool]) -> None:
+        super().__init__(is_ready)
+        self._open: dict[str | None, int] = {}  # process -> the record of its open block
+
+    def _settle(
+        self, line: LogLine, record: int, block: bool, following: LogLine, following_block: bool
+    ) -> None:
+        opened = self._open.get(line.process)
+        if opened is not None and opened != record:
+            del self._open[line.process]  # the block's process moved on: this line ends it
+        if opened is not None or record in self._open.values():
+            self._keep(line, record, None, block)
+            return
+        kind = None
+        if not self._is_ready(line) and (line.prefixed or not may_be_lone_exception(line)):
+            kind = quiet_kind(line, block)
+        if (
+            kind is not None
+            and not following_block
+            and (kind == "none" or self._ignored >= IGNORED_KEPT)
+        ):
+            if line.number <= self._window_end:
+                self._dropped_raw[line.number] = line.raw
+            return
+        self._keep(line, record, kind, block)
+
+    def _keep(self, line: LogLine, record: int, kind: str | None, block: bool) -> None:
+        self.lines.append(line)
+        self.record[line.number] = record
+        if kind == "ignored":
+            self._ignored += 1
+        if block:
+            self._open[line.process] = record
+        if block or may_start_excerpt(line, unprefixed=False):
             self._window_end = max(self._window_end, line.number + TRACEBACK_LINES - 1)

@@ -25,6 +25,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
 from functools import lru_cache
+from itertools import chain, islice
 
 
 @lru_cache(maxsize=4096)
@@ -381,6 +382,22 @@ def split_flattened(lines: Iterable[str]) -> Iterator[str]:
             part = line[begin:end].rstrip()
             if part.strip():
                 yield f"  {part}" if part.startswith('File "') else part
+
+
+def learned_lines(lines: Iterable[str], forward: bool) -> tuple[Unwrapper, Iterable[str]]:
+    """A log's lines as a reader takes them (line ends off, ``unflatten``) and the ``Unwrapper``
+    learned from their first ``LEARN_LINES``. ``forward``: the caller checked that the log runs
+    forward (``runs_backwards``), so its lines are split one at a time and none is held past the
+    ones learned from (a log read as a stream); else they are read whole."""
+    unwrapper = Unwrapper()
+    if not forward:
+        whole = unflatten([raw.rstrip("\r\n") for raw in lines])
+        unwrapper.learn(whole)
+        return unwrapper, whole
+    stream = split_flattened(raw.rstrip("\r\n") for raw in lines)
+    head = list(islice(stream, LEARN_LINES))
+    unwrapper.learn(head)
+    return unwrapper, chain(head, stream)
 
 
 def _shape_of(head: str) -> re.Pattern[str]:

@@ -17,14 +17,13 @@ from array import array
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
-from itertools import chain, islice
 from typing import Any
 
 from schemas import SettingOverride, StartupFacts
 
 from .failure import TAIL_LINES, CrashInfo, RunOutcome, assess, classify
 from .kept_lines import KeptLines
-from .lines import LEARN_LINES, LogLine, Unwrapper, split_flattened, unflatten
+from .lines import LogLine, learned_lines
 from .sglang_lines import (
     INNER_RE,
     READY,
@@ -638,17 +637,7 @@ def parse_server_log(
     lines are read one at a time, none held but what ``kept_lines`` keeps (a log read as a
     stream).
     """
-    unwrapper = Unwrapper()
-    raw_lines: Iterable[str]
-    if forward:
-        stream = split_flattened(raw.rstrip("\r\n") for raw in lines)
-        head = list(islice(stream, LEARN_LINES))
-        unwrapper.learn(head)
-        raw_lines = chain(head, stream)
-        del head
-    else:
-        raw_lines = unflatten([raw.rstrip("\r\n") for raw in lines])
-        unwrapper.learn(raw_lines)
+    unwrapper, raw_lines = learned_lines(lines, forward)
     kept = KeptLines(_any_ready)
     # An excerpt pasted without SGLang's prefix (the tail around an error, copied from a
     # terminal): every line is read as a line of its own, leniently (a pasted line may be cut).

@@ -29,6 +29,7 @@ from uuid import UUID, uuid5
 
 from ledger.engines.identify import LOOKED_FOR, identify
 from ledger.engines.sglang_log import looks_like_server_log
+from ledger.engines.vllm_log import is_vllm_log
 from ledger.errors import InvalidInput, LedgerError
 from ledger.input_files import (
     STREAM_FROM,
@@ -99,7 +100,7 @@ class InputFile:
     text: str
     sha256: str
     scope: str = ""
-    #: an SGLang server log past ``STREAM_FROM`` bytes, read as a stream: ``text`` is its head
+    #: an SGLang or vLLM server log past ``STREAM_FROM`` bytes, read as a stream: ``text`` is its head
     #: (``HEAD_BYTES``, what the sniffs read), ``iter_lines`` reads it all
     streamed: bool = False
     #: the importer the sniffs chose for the head of a file read as a stream (sniffed once)
@@ -218,10 +219,10 @@ def read_input(path: str | Path) -> InputFile:
 
 
 def _streamed(path: Path) -> InputFile | None:
-    """A regular file past ``STREAM_FROM`` bytes that is an SGLang server log by its head (the
-    sniffs on its first ``HEAD_BYTES``), read as a stream (docs/reliability.md, "Server log import
-    speed and memory"): its head as ``text``, its hash read through; ``None`` for any other file
-    (read whole, refused past its bound)."""
+    """A regular file past ``STREAM_FROM`` bytes that is an SGLang or vLLM server log by its head
+    (the sniffs on its first ``HEAD_BYTES``), read as a stream (docs/reliability.md, "Server log
+    import speed and memory"): its head as ``text``, its hash read through; ``None`` for any
+    other file (read whole, refused past its bound)."""
     try:
         info = path.stat()
         if not stat.S_ISREG(info.st_mode) or info.st_size <= STREAM_FROM:
@@ -229,7 +230,7 @@ def _streamed(path: Path) -> InputFile | None:
         head = read_head(path)
     except (OSError, LedgerError):
         return None  # read_regular names what is wrong
-    if head is None or not head.strip() or not is_server_log(head):
+    if head is None or not head.strip() or not (is_server_log(head) or is_vllm_log(head)):
         return None
     importer = detect_format(InputFile(path=path, text=head, sha256=""))
     if importer.kind not in STREAMED_KINDS:
@@ -241,8 +242,8 @@ def _streamed(path: Path) -> InputFile | None:
     return InputFile(path=path, text=head, sha256=digest, streamed=True, importer=importer)
 
 
-#: The importers that read a file as a stream (``InputFile.too_large``).
-STREAMED_KINDS = frozenset({"sglang-server-log"})
+#: The importers that read a file as a stream (``InputFile.streamed``).
+STREAMED_KINDS = frozenset({"sglang-server-log", "vllm-server-log"})
 
 
 def looks_like_bench(obj: Any) -> bool:

@@ -7,15 +7,17 @@ log's (``ledger.write.commands.server_run_events``), with engine ``vllm``: deter
 
 from __future__ import annotations
 
+from itertools import islice
+
 from ledger.engines.gpu_arch import compute_capability_for
-from ledger.engines.identify import identify
+from ledger.engines.identify import IDENTIFY_SCAN, identify
 from ledger.engines.vllm_log import is_vllm_log, parse_vllm_log, vllm_findings
 from ledger.errors import InvalidInput
 from ledger.write.commands import LoggedRun, server_run_events
 from schemas import Host
 
 from .detect import ImportContext, Importer, InputFile, ReadResult, Sniffed
-from .server_log import cli_flags, spec_event, stopped_fields
+from .server_log import cli_flags, read_facts, spec_event, stopped_fields
 
 ENGINE = "vllm"
 
@@ -44,8 +46,14 @@ def _sniff(sniffed: Sniffed) -> float:
     return 0.5 if sniffed.engine == ENGINE else 0.0
 
 
+def _head(file: InputFile) -> list[str]:
+    """The lines ``identify`` reads: the first ``IDENTIFY_SCAN`` (of a log read as a stream, read
+    again from its start)."""
+    return list(islice(file.iter_lines(), IDENTIFY_SCAN)) if file.streamed else file.lines()
+
+
 def _read(file: InputFile, ctx: ImportContext) -> ReadResult:
-    parsed = parse_vllm_log(file.lines())
+    parsed = read_facts(file, lambda lines, forward: parse_vllm_log(lines, forward=forward))
     facts = parsed.facts
     if not (
         facts.server_args
@@ -53,7 +61,7 @@ def _read(file: InputFile, ctx: ImportContext) -> ReadResult:
         or facts.ready
         or facts.crash
         or parsed.engine_version
-        or identify(file.lines()).engine == ENGINE
+        or identify(_head(file)).engine == ENGINE
     ):
         raise InvalidInput(
             f"{file.label}: no vLLM server facts found (args, startup lines, ready or crash)"
@@ -132,7 +140,7 @@ def _read(file: InputFile, ctx: ImportContext) -> ReadResult:
         run_id,
         args,
         parsed.accept_lengths,
-        parsed.accept_lines,
+        [x for x in (parsed.first_accept_line, parsed.last_accept_stamped) if x is not None],
         host=host,
         actor=ctx.actor,
         session_id=ctx.session_id,
