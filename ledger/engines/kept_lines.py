@@ -27,6 +27,7 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Callable
+from typing import NamedTuple
 
 from .failure import (
     IGNORED_KEPT,
@@ -38,6 +39,20 @@ from .failure import (
     starts_block,
 )
 from .lines import LogLine
+
+
+class QuietLine(NamedTuple):  # a tuple: made for each bulk line, a dataclass cost more
+    """A line ``KeptLines.add_quiet`` takes without its ``LogLine``: its ``number``, ``raw`` text,
+    whether it has the engine's prefix, its ``quiet_kind``, its record and process, and how to
+    make its ``LogLine`` (``split(number, raw)``) if it is kept."""
+
+    number: int
+    raw: str
+    prefixed: bool
+    kind: str
+    record: int
+    process: str | None
+    split: Callable[[int, str], LogLine]
 
 
 class KeptLines:
@@ -55,27 +70,66 @@ class KeptLines:
         self.tail: deque[str] = deque(maxlen=TAIL_LINES)
         self.count = 0
         self._is_ready = is_ready
-        self._pending: tuple[LogLine, int, bool] | None = None
+        self._pending: tuple[LogLine, int, bool] | QuietLine | None = None
         self._ignored = 0  # kept lines ``assess`` files under ``ignored`` whatever else it reads
         self._window_end = 0  # the last line of the excerpt a kept line may start
         self._dropped_raw: dict[int, str] = {}
         self._by_number: dict[int, str] | None = None
+
+    @property
+    def ignored(self) -> int:
+        """How many kept lines ``assess`` files under ``ignored`` (it keeps ``IGNORED_KEPT``)."""
+        return self._ignored
 
     def add(self, line: LogLine, record: int) -> None:
         """Take the next line of the log (numbered one past the last)."""
         self.count += 1
         self.tail.append(line.raw)
         block = starts_block(line)
-        if self._pending is not None:
-            self._settle(*self._pending, following=line, following_block=block)
+        self._settle_pending(line.prefixed, block)
         self._pending = (line, record, block)
+
+    def add_quiet(self, quiet: QuietLine) -> None:
+        """``add`` of a line known by its shape (a served log's bulk line, ``bulk_lines``) to start
+        no block, be no ready line, no lone exception and ``quiet.kind`` to ``quiet_kind``: its
+        ``LogLine`` is made only if it is kept (most are not)."""
+        self.count += 1
+        self.tail.append(quiet.raw)
+        self._settle_pending(quiet.prefixed, False)
+        self._pending = quiet
+
+    def _settle_pending(self, following_prefixed: bool, following_block: bool) -> None:
+        pending = self._pending
+        if pending is None:
+            return
+        if isinstance(pending, QuietLine):
+            if self._quick_drop(pending, following_prefixed, following_block):
+                if pending.number <= self._window_end:
+                    self._dropped_raw[pending.number] = pending.raw
+                return
+            # not dropped: read the full way, as any line
+            pending = (pending.split(pending.number, pending.raw), pending.record, False)
+        self._settle(*pending, following_prefixed, following_block)
+
+    def _quick_drop(
+        self, quiet: QuietLine, following_prefixed: bool, following_block: bool
+    ) -> bool:
+        """Whether ``_settle`` drops ``quiet`` (what it would find is known by its shape)."""
+        return (
+            following_prefixed
+            and not following_block
+            and (quiet.kind == "none" or self._ignored >= IGNORED_KEPT)
+        )
 
     def close(self) -> None:
         """The log ended: the last line is kept."""
-        if self._pending is not None:
-            line, record, block = self._pending
+        pending = self._pending
+        if isinstance(pending, QuietLine):
+            pending = (pending.split(pending.number, pending.raw), pending.record, False)
+        if pending is not None:
+            line, record, block = pending
             self._keep(line, record, None, block)
-            self._pending = None
+        self._pending = None
 
     def raw_at(self, number: int) -> str:
         """The raw text of line ``number``, a kept line or a dropped one within the excerpt of a
@@ -92,12 +146,17 @@ class KeptLines:
         return self._by_number
 
     def _settle(
-        self, line: LogLine, record: int, block: bool, following: LogLine, following_block: bool
+        self,
+        line: LogLine,
+        record: int,
+        block: bool,
+        following_prefixed: bool,
+        following_block: bool,
     ) -> None:
         kind = quiet_kind(line, block) if line.prefixed and not self._is_ready(line) else None
         if (
             kind is not None
-            and following.prefixed
+            and following_prefixed
             and not following_block
             and (kind == "none" or self._ignored >= IGNORED_KEPT)
         ):
@@ -138,8 +197,23 @@ class ProcessKeptLines(KeptLines):
         super().__init__(is_ready)
         self._open: dict[str | None, int] = {}  # process -> the record of its open block
 
+    def _quick_drop(
+        self, quiet: QuietLine, following_prefixed: bool, following_block: bool
+    ) -> bool:
+        return (
+            quiet.process not in self._open
+            and quiet.record not in self._open.values()
+            and not following_block
+            and (quiet.kind == "none" or self._ignored >= IGNORED_KEPT)
+        )
+
     def _settle(
-        self, line: LogLine, record: int, block: bool, following: LogLine, following_block: bool
+        self,
+        line: LogLine,
+        record: int,
+        block: bool,
+        following_prefixed: bool,
+        following_block: bool,
     ) -> None:
         opened = self._open.get(line.process)
         if opened is not None and opened != record:

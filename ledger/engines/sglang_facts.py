@@ -21,6 +21,7 @@ from typing import Any
 
 from schemas import SettingOverride, StartupFacts
 
+from .bulk_lines import BATCH_LINES_KEPT, SglangBulk
 from .failure import TAIL_LINES, CrashInfo, RunOutcome, assess, classify
 from .kept_lines import KeptLines
 from .lines import LogLine, learned_lines
@@ -501,9 +502,9 @@ def _ready(r: _Reader, m: Any, line: LogLine) -> None:
         r.facts.evidence["ready"] = line
 
 
-#: Batch lines of each kind kept whole: a served log has one per rank per step (a million in a
-#: day), and each held ~400 bytes; what the findings read of all of them is kept beside.
-BATCH_LINES_KEPT = 1000
+# BATCH_LINES_KEPT (``bulk_lines``): batch lines of each kind kept whole: a served log has one per
+# rank per step (a million in a day), and each held ~400 bytes; what the findings read of all of
+# them is kept beside.
 
 
 def _decode(r: _Reader, m: Any, line: LogLine) -> None:
@@ -648,7 +649,16 @@ def parse_server_log(
     # whatever their order: the reader's first error waits until every line split.
     read_error: list[LogFormatError] = []
     current = 0
+    # a served log's bulk lines, read by their shape once the reader keeps no more of them
+    bulk = (
+        SglangBulk(kept, lambda n, r: split_line(n, r, strict=strict, unwrapper=unwrapper))
+        if unwrapper.host is None
+        else None
+    )
     for number, raw in enumerate(raw_lines, start=1):
+        if reader is not None and bulk is not None and bulk.take(number, raw, reader.facts):
+            current = number
+            continue
         line = split_line(number, raw, strict=strict, unwrapper=unwrapper)
         if line.prefixed or current == 0:
             current = number

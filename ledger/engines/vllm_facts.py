@@ -42,6 +42,7 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
+from .bulk_lines import VllmBulk
 from .failure import assess
 from .kept_lines import ProcessKeptLines
 from .lines import LogLine, Unwrapper, head_lines, inner_level, learned_lines, parse_stamp
@@ -242,7 +243,15 @@ def parse_vllm_log(raw_lines: Iterable[str], *, forward: bool = False) -> VllmLo
     # An excerpt pasted without vLLM's prefix: every line is read as a line of its own. Lines
     # before the first prefixed one wait until it says the log is not bare.
     held: list[LogLine] | None = []
+    # a served log's bulk lines, read by their shape (``bulk_lines``)
+    bulk = (
+        VllmBulk(kept, lambda n, r: split_vllm_line(n, r, unwrapper=unwrapper), records)
+        if unwrapper.host is None
+        else None
+    )
     for number, raw in enumerate(raws, start=1):
+        if held is None and bulk is not None and bulk.take(number, raw, reader.out.facts):
+            continue
         line = split_vllm_line(number, raw, unwrapper=unwrapper)
         kept.add(line, records.of(line))
         if held is not None:
