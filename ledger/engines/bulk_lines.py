@@ -17,15 +17,19 @@ bulk line while the reader still keeps its kind, goes the full way: the answers 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
 from datetime import datetime
 from typing import Any
+
+from ledger.input_files import BulkRun
 
 from .failure import IGNORED_KEPT
 from .kept_lines import KeptLines, QuietLine
 from .lines import LogLine, parse_stamp
 
-#: How many lines of each batch kind an SGLang reader keeps whole (``sglang_facts``).
+#: How many lines of each batch kind an SGLang reader keeps whole (``sglang_facts``): a served log
+#: has one per rank per step (a million in a day), and each held ~400 bytes; what the findings
+#: read of all of them is kept beside.
 BATCH_LINES_KEPT = 1000
 
 _ACCESS = (
@@ -42,13 +46,51 @@ SGLANG_BULK_RE = re.compile(
     rf"|(?P<access>{_ACCESS}))$"
 )
 VLLM_BULK_RE = re.compile(
-    r"(?:\((?P<proc>APIServer|EngineCore_DP\d+|EngineCore) pid=\d+\) )?(?:"
+    r"(?:\((?P<proc>APIServer) pid=\d+\) )?(?:"
     rf"(?P<access>{_ACCESS})"
     r"|(?P<head>INFO (?P<md>\d\d-\d\d) (?P<hms>\d\d:\d\d:\d\d) \[(?:loggers|metrics)\.py:\d+\] )"
     rf"(?:Engine \d+: )?Avg prompt throughput: {_NUM} tokens/s, Avg generation throughput: "
     rf"{_NUM} tokens/s, Running: \d+ reqs, (?:Swapped: \d+ reqs, )?Waiting: \d+ reqs, "
     rf"(?:GPU|CPU) KV cache usage: {_NUM}%(?:, Prefix cache hit rate: {_NUM}%)?\.?)$"
 )
+
+
+#: A time every month has (day 28 at most, no year 0): one ``parse_stamp`` reads without fail.
+_SURE_STAMP = (
+    r"(?!0000)\d{4}-(?:0[1-9]|1[0-2])-(?:0[1-9]|1\d|2[0-8]) (?:[01]\d|2[0-3]):[0-5]\d:[0-5]\d"
+)
+#: One or more SGLang bulk lines in a row, each with its ``\n`` (``input_files.iter_lines``), each
+#: with a time that can be (the others are read line by line, where the full way says what is
+#: wrong with one).
+SGLANG_RUN_RE = re.compile(
+    r"(?:^"
+    + SGLANG_BULK_RE.pattern.removesuffix("$").replace(
+        r"(?P<ts>\d{4}-\d\d-\d\d \d\d:\d\d:\d\d)", rf"(?P<ts>{_SURE_STAMP})", 1
+    )
+    + r"\n)+",
+    re.MULTILINE,
+)
+
+
+def numbered(
+    items: Iterable[str], take_run: Callable[[int, BulkRun], int]
+) -> Iterator[tuple[int, str]]:
+    """``enumerate(items, start=1)`` of a reader's lines where a ``BulkRun`` is its lines: each
+    is first offered whole to ``take_run(number, run)``, which returns how many lines it took
+    (all or none); the lines of one it did not take come one at a time."""
+    number = 0
+    for item in items:
+        if type(item) is BulkRun:
+            taken = take_run(number + 1, item)
+            if taken:
+                number += taken
+                continue
+            for line in item.split("\n"):
+                number += 1
+                yield number, line
+            continue
+        number += 1
+        yield number, item
 
 
 class SglangBulk:
@@ -58,6 +100,32 @@ class SglangBulk:
     def __init__(self, kept: KeptLines, split: Callable[[int, str], LogLine]) -> None:
         self.kept, self.split = kept, split
         self._stamp: tuple[str, datetime] | None = None
+        #: the number of the last line taken (a prefixed line: the record of a line after it)
+        self.taken = 0
+
+    def take_run(self, number: int, run: BulkRun, facts: Any) -> int:
+        """``take`` of every line of ``run`` (from line ``number``) at once: how many, or 0 (none
+        taken) while the reader keeps batch lines."""
+        if (
+            facts.first_timestamp is None
+            or self.kept.ignored < IGNORED_KEPT
+            or len(facts.decode_batches) < BATCH_LINES_KEPT
+            or len(facts.prefill_batches) < BATCH_LINES_KEPT
+        ):
+            return 0
+        count = run.count("\n") + 1
+        last_raw = run[run.rfind("\n") + 1 :]
+        m = SGLANG_BULK_RE.match(last_raw)
+        if m is None:
+            return 0
+        kind = "none" if m.lastgroup == "access" else "ignored"
+        facts.last_timestamp = parse_stamp(m.group("ts"))  # every time of a run can be
+        last = number + count - 1
+        self.kept.add_run(
+            number, run, count, QuietLine(last, last_raw, True, kind, last, None, self.split)
+        )
+        self.taken = last
+        return count
 
     def take(self, number: int, raw: str, facts: Any) -> bool:
         """Read ``raw`` (line ``number``) into ``facts`` and ``kept`` as the bulk line it is;
@@ -79,6 +147,7 @@ class SglangBulk:
         facts.last_timestamp = self._stamp[1]
         quiet = "none" if kind == "access" else "ignored"
         self.kept.add_quiet(QuietLine(number, raw, True, quiet, number, None, self.split))
+        self.taken = number
         return True
 
 
@@ -117,3 +186,79 @@ class VllmBulk:
         records.last = record
         self.kept.add_quiet(QuietLine(number, raw, prefixed, "none", record, proc, self.split))
         return True
+
+
+#: One or more vLLM bulk lines in a row (as ``SGLANG_RUN_RE``), each time one that can be.
+VLLM_RUN_RE = re.compile(
+    r"(?:^"
+    + VLLM_BULK_RE.pattern.removesuffix("$")
+    .replace(r"(?P<md>\d\d-\d\d)", r"(?P<md>(?:0[1-9]|1[0-2])-(?:0[1-9]|1\d|2[0-8]))", 1)
+    .replace(r"(?P<hms>\d\d:\d\d:\d\d)", r"(?P<hms>(?:[01]\d|2[0-3]):[0-5]\d:[0-5]\d)", 1)
+    + r"\n)+",
+    re.MULTILINE,
+)
+
+
+def _proc_and_head(raw: str) -> tuple[str | None, str | None]:
+    """The process tag of a vLLM bulk line and its header (``None``: an access line)."""
+    proc, start = None, 0
+    if raw[:1] == "(":
+        proc, start = raw[1 : raw.index(" pid=")], raw.index(") ") + 2
+    if raw.startswith("INFO:", start):
+        return proc, None
+    return proc, raw[: raw.index("] ", start) + 2]
+
+
+def vllm_take_run(bulk: VllmBulk, number: int, run: BulkRun, facts: Any) -> int:
+    """``VllmBulk.take`` of every line of ``run`` (from line ``number``) at once: how many, or 0
+    (none taken) while a traceback block is open (``ProcessKeptLines``) or the pid is not read.
+    Each process's record after the run is found from the run's end: its last line (an access
+    line's own; a throughput line's, that of the first line of its process's last streak of
+    lines with the same header, which may go on from before the run)."""
+    if facts.first_timestamp is None or facts.pid is None:
+        return 0
+    lines = run.split("\n")
+    records = bulk.records
+    # the processes whose lines it holds: the API server's tag, or none (the shapes' only two)
+    tagged = run.count("\n(") + (run[:1] == "(")
+    unresolved: set[str | None] = {"APIServer"} if tagged else set()
+    if tagged < len(lines):
+        unresolved.add(None)
+    final: dict[str | None, tuple[int, str]] = {}
+    streak: dict[str | None, tuple[str, int]] = {}
+    for offset in range(len(lines) - 1, -1, -1):
+        proc, head = _proc_and_head(lines[offset])
+        if proc not in unresolved:
+            continue
+        if head is not None and (proc not in streak or streak[proc][0] == head):
+            streak[proc] = (head, number + offset)  # the streak goes on back
+            continue
+        if proc in streak:
+            head_after, first = streak.pop(proc)
+            final[proc] = (first, head_after)
+        else:
+            final[proc] = (number + offset, "")
+        unresolved.discard(proc)
+        if not unresolved:
+            break
+    for proc, (head, first) in streak.items():  # streaks that reach the run's start
+        if records.header.get(proc) == head:
+            final[proc] = (records.current[proc], head)
+        else:
+            final[proc] = (first, head)
+    last_proc, last_head = _proc_and_head(lines[-1])
+    last = number + len(lines) - 1
+    quiet = QuietLine(
+        last, lines[-1], last_head is not None, "none", final[last_proc][0], last_proc, bulk.split
+    )
+    first_prefixed = _proc_and_head(lines[0])[1] is not None
+    if not bulk.kept.add_run(number, run, len(lines), quiet, first_prefixed):
+        return 0
+    for proc, (record, head) in final.items():
+        records.current[proc], records.header[proc] = record, head
+    records.last = final[last_proc][0]
+    if (src := run.rfind(".py:")) >= 0:  # the last throughput line's time
+        m = VLLM_BULK_RE.match(run, run.rfind("\n", 0, src) + 1)
+        if m is not None and m.group("md"):
+            facts.last_timestamp = parse_stamp(f"1900-{m.group('md')} {m.group('hms')}")
+    return len(lines)

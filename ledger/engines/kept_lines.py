@@ -98,8 +98,31 @@ class KeptLines:
         self._settle_pending(quiet.prefixed, False)
         self._pending = quiet
 
+    def add_run(
+        self, number: int, run: str, count: int, last: QuietLine, first_prefixed: bool = True
+    ) -> bool:
+        """``add_quiet`` of each line of ``run`` (``count`` lines from ``number``, each a line
+        ``add_quiet`` could take, each droppable once followed by one), ``last`` its last: all
+        but the last are dropped at once (the raw text of those within a failure's excerpt
+        kept). False when they may not be (then only the line before the run was settled)."""
+        self._settle_pending(first_prefixed, False)
+        if not self._run_droppable():
+            return False
+        self.count += count
+        self.tail.extend(run.rsplit("\n", TAIL_LINES)[-TAIL_LINES:])
+        within = min(count - 1, self._window_end - number + 1)
+        if within > 0:
+            for offset, raw in enumerate(run.split("\n", within)[:within]):
+                self._dropped_raw[number + offset] = raw
+        self._pending = last
+        return True
+
+    def _run_droppable(self) -> bool:
+        """Whether a run's lines but its last may be dropped now (``add_run``)."""
+        return self._ignored >= IGNORED_KEPT  # the caller took only lines its quiet kinds allow
+
     def _settle_pending(self, following_prefixed: bool, following_block: bool) -> None:
-        pending = self._pending
+        pending, self._pending = self._pending, None
         if pending is None:
             return
         if isinstance(pending, QuietLine):
@@ -196,6 +219,9 @@ class ProcessKeptLines(KeptLines):
     def __init__(self, is_ready: Callable[[LogLine], bool]) -> None:
         super().__init__(is_ready)
         self._open: dict[str | None, int] = {}  # process -> the record of its open block
+
+    def _run_droppable(self) -> bool:
+        return not self._open  # no block open: no line of the run is in one or ends one
 
     def _quick_drop(
         self, quiet: QuietLine, following_prefixed: bool, following_block: bool

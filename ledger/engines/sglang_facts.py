@@ -19,9 +19,10 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from ledger.input_files import BulkRun
 from schemas import SettingOverride, StartupFacts
 
-from .bulk_lines import BATCH_LINES_KEPT, SglangBulk
+from .bulk_lines import BATCH_LINES_KEPT, SglangBulk, numbered
 from .failure import TAIL_LINES, CrashInfo, RunOutcome, assess, classify
 from .kept_lines import KeptLines
 from .lines import LogLine, learned_lines
@@ -502,11 +503,6 @@ def _ready(r: _Reader, m: Any, line: LogLine) -> None:
         r.facts.evidence["ready"] = line
 
 
-# BATCH_LINES_KEPT (``bulk_lines``): batch lines of each kind kept whole: a served log has one per
-# rank per step (a million in a day), and each held ~400 bytes; what the findings read of all of
-# them is kept beside.
-
-
 def _decode(r: _Reader, m: Any, line: LogLine) -> None:
     facts = r.facts
     text = line.message[len("Decode batch.") :]
@@ -655,11 +651,14 @@ def parse_server_log(
         if unwrapper.host is None
         else None
     )
-    for number, raw in enumerate(raw_lines, start=1):
+    take_run: Callable[[int, BulkRun], int] = lambda n, run: (  # noqa: E731
+        bulk.take_run(n, run, reader.facts) if reader is not None and bulk is not None else 0
+    )
+    for number, raw in numbered(raw_lines, take_run):
         if reader is not None and bulk is not None and bulk.take(number, raw, reader.facts):
-            current = number
             continue
         line = split_line(number, raw, strict=strict, unwrapper=unwrapper)
+        current = max(current, bulk.taken) if bulk is not None else current  # a bulk line's
         if line.prefixed or current == 0:
             current = number
         kept.add(line, current)

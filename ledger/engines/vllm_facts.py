@@ -39,10 +39,12 @@ and ``StartupFacts`` come out):
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
-from .bulk_lines import VllmBulk
+from ledger.input_files import BulkRun
+
+from .bulk_lines import VllmBulk, numbered, vllm_take_run
 from .failure import assess
 from .kept_lines import ProcessKeptLines
 from .lines import LogLine, Unwrapper, head_lines, inner_level, learned_lines, parse_stamp
@@ -249,7 +251,10 @@ def parse_vllm_log(raw_lines: Iterable[str], *, forward: bool = False) -> VllmLo
         if unwrapper.host is None
         else None
     )
-    for number, raw in enumerate(raws, start=1):
+    take_run: Callable[[int, BulkRun], int] = lambda n, run: (  # noqa: E731
+        vllm_take_run(bulk, n, run, reader.out.facts) if held is None and bulk is not None else 0
+    )
+    for number, raw in numbered(raws, take_run):
         if held is None and bulk is not None and bulk.take(number, raw, reader.out.facts):
             continue
         line = split_vllm_line(number, raw, unwrapper=unwrapper)

@@ -152,10 +152,11 @@ class InputFile:
             lines.pop()
         return [line[:-1] if line.endswith("\r") else line for line in lines]
 
-    def iter_lines(self) -> Iterator[str]:
-        """``lines()`` one at a time; of a file read as a stream (``too_large``), every line of
-        the file, read in blocks (``lines()`` is then its head's)."""
-        return iter_lines(self.path) if self.streamed else iter(self.lines())
+    def iter_lines(self, runs: re.Pattern[str] | None = None, after: int = 0) -> Iterator[str]:
+        """``lines()`` one at a time; of a file read as a stream (``streamed``), every line of
+        the file, read in blocks (``lines()`` is then its head's), past its first ``after`` lines
+        those of each match of ``runs`` as one ``BulkRun`` (``input_files.iter_lines``)."""
+        return iter_lines(self.path, runs, after) if self.streamed else iter(self.lines())
 
 
 #: The name standard input goes by in ``source`` references and messages.

@@ -13,13 +13,15 @@ naive local time read as UTC when the log carries no zone).
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable, Iterable
 from datetime import UTC, datetime
 from typing import Any, TypeVar
 
+from ledger.engines.bulk_lines import SGLANG_RUN_RE
 from ledger.engines.gpu_arch import compute_capability_for
 from ledger.engines.identify import identify
-from ledger.engines.lines import Chronology, runs_backwards
+from ledger.engines.lines import LEARN_LINES, Chronology, runs_backwards
 from ledger.engines.sglang_lines import UNDATED
 from ledger.engines.sglang_log import (
     LogFormatError,
@@ -207,7 +209,11 @@ def import_server_log(
     return events + ([trial] if trial is not None else [])
 
 
-def read_facts(file: InputFile, parse: Callable[[Iterable[str], bool], T]) -> T:
+def read_facts(
+    file: InputFile,
+    parse: Callable[[Iterable[str], bool], T],
+    runs: re.Pattern[str] | None = None,
+) -> T:
     """A server log's facts by ``parse(lines, forward)``; a log read as a stream is read one line
     at a time (``forward``), unless its lines run newest first (a cloud export: ``oldest_first``
     turns it round, so it is read again whole, refused past a result file's bound). Whether they
@@ -216,7 +222,8 @@ def read_facts(file: InputFile, parse: Callable[[Iterable[str], bool], T]) -> T:
         return parse(file.lines(), False)
     chronology = Chronology()
     try:
-        facts = parse(chronology.watch(file.iter_lines()), True)
+        # runs of bulk lines past the lines the reader learns its prefixes from
+        facts = parse(chronology.watch(file.iter_lines(runs, LEARN_LINES)), True)
         if not chronology.backwards:
             return facts
     except LogFormatError:
@@ -234,7 +241,9 @@ def read_facts(file: InputFile, parse: Callable[[Iterable[str], bool], T]) -> T:
 
 def _parse(file: InputFile) -> ServerLogFacts:
     return read_facts(
-        file, lambda lines, forward: parse_server_log(lines, strict=True, forward=forward)
+        file,
+        lambda lines, forward: parse_server_log(lines, strict=True, forward=forward),
+        SGLANG_RUN_RE,
     )
 
 

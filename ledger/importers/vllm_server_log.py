@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from itertools import islice
 
+from ledger.engines.bulk_lines import VLLM_RUN_RE
 from ledger.engines.gpu_arch import compute_capability_for
 from ledger.engines.identify import IDENTIFY_SCAN, identify
 from ledger.engines.vllm_log import is_vllm_log, parse_vllm_log, vllm_findings
@@ -53,7 +54,9 @@ def _head(file: InputFile) -> list[str]:
 
 
 def _read(file: InputFile, ctx: ImportContext) -> ReadResult:
-    parsed = read_facts(file, lambda lines, forward: parse_vllm_log(lines, forward=forward))
+    parsed = read_facts(
+        file, lambda lines, forward: parse_vllm_log(lines, forward=forward), VLLM_RUN_RE
+    )
     facts = parsed.facts
     if not (
         facts.server_args
