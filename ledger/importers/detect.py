@@ -299,6 +299,9 @@ class Importer:
     read: Callable[[InputFile, ImportContext], ReadResult]
     #: the other files of one run this format's file takes in when they are imported with it
     pairings: tuple[Pairing, ...] = ()
+    #: the most ``sniff`` returns: where another importer's sniff already reached it, this one's
+    #: is not run (it could not win: the first registered wins a tie)
+    max_score: float = 1.0
 
 
 @dataclass(frozen=True)
@@ -447,6 +450,8 @@ def detect_format(file: InputFile) -> Importer:
     best: Importer | None = None
     best_score = 0.0
     for importer in registered_importers():
+        if importer.max_score <= best_score:
+            continue  # it cannot win (an 8 MiB log head's sniff by each importer costed 0.1 s)
         score = importer.sniff(sniffed)
         if score > best_score:
             best, best_score = importer, score

@@ -151,4 +151,10 @@ def _read(file: InputFile, ctx: ImportContext) -> ReadResult:
     return events + ([trial] if trial is not None else []), {}
 
 
-IMPORTER = Importer(kind="vllm-server-log", description="vLLM server log", sniff=_sniff, read=_read)
+IMPORTER = Importer(
+    kind="vllm-server-log",
+    description="vLLM server log",
+    sniff=_sniff,
+    read=_read,
+    max_score=0.9,  # _sniff's most
+)
