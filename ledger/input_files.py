@@ -30,6 +30,7 @@ import errno
 import hashlib
 import json
 import os
+import re
 import stat
 import tomllib
 from collections.abc import Iterator
@@ -221,7 +222,7 @@ def read_stream(stream: BinaryIO, name: str, kind: Kind = "result") -> bytes:
 
 
 #: A server log longer than this is read as a stream (``ledger.importers.detect.read_input``)
-#: when its first ``HEAD_BYTES`` say it is an SGLang one; the block size of a streamed read.
+#: when its first ``HEAD_BYTES`` say it is an SGLang or vLLM one; the block size of a streamed read.
 STREAM_FROM = HEAD_BYTES = 8 * MiB
 BLOCK_BYTES = 4 * MiB
 _BOM = b"\xef\xbb\xbf"
@@ -278,7 +279,62 @@ def digest_text(path: str | Path) -> str:
     return digest.hexdigest()
 
 
-def iter_lines(path: str | Path) -> Iterator[str]:
+class BulkRun(str):
+    """Consecutive lines of a log, joined by ``\\n`` (no line end after the last), that each
+    match the run pattern given to ``iter_lines``: a reader takes them at once or splits them."""
+
+    __slots__ = ()
+
+
+#: The size of the pieces ``iter_lines`` scans for runs: a run is at most this long, so a reader
+#: that cannot take one yet splits little.
+RUN_PIECE = 256 << 10
+
+
+def iter_lines(
+    path: str | Path, runs: re.Pattern[str] | None = None, after: int = 0
+) -> Iterator[str]:
+    """``iter_lines`` with ``runs`` (a pattern matching one or more whole lines, each with its
+    ``\\n``, anchored by ``^`` in ``re.MULTILINE``): past the first ``after`` lines, the lines of
+    each match come as one ``BulkRun``, the others one at a time as ``iter_lines`` gives them."""
+    if runs is None:
+        yield from _iter_lines(path)
+        return
+    emitted = 0
+    with open_regular(path) as handle:
+        data = handle.read(RUN_PIECE).removeprefix(_BOM)
+        while data:
+            more = handle.read(RUN_PIECE)
+            cut = data.rfind(b"\n") if more else len(data) - 1
+            if cut < 0:
+                data += more
+                continue
+            text, data = data[: cut + 1].decode("utf-8"), data[cut + 1 :] + more
+            start = 0
+            if emitted >= after:
+                for m in runs.finditer(text):
+                    for line in _split(text[start : m.start()]):
+                        yield line
+                    yield BulkRun(text[m.start() : m.end() - 1])
+                    start = m.end()
+            for line in _split(text[start:]):
+                emitted += 1
+                yield line
+
+
+def _split(text: str) -> Iterator[str]:
+    """The lines of ``text`` (whole lines, the last with or without its ``\\n``) as
+    ``_iter_lines`` gives them."""
+    if not text:
+        return
+    lines = text.split("\n")
+    if lines[-1] == "":
+        lines.pop()
+    for line in lines:
+        yield line[:-1] if line.endswith("\r") else line
+
+
+def _iter_lines(path: str | Path) -> Iterator[str]:
     """The lines of the text file at ``path`` as ``InputFile.lines`` splits a text (at ``\\n``, a
     ``\\r`` before it dropped, a bare ``\\r`` kept), read in blocks: one line held at a time.
     The file was checked by ``digest_text``."""

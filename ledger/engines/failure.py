@@ -541,15 +541,21 @@ def quiet_kind(line: LogLine, block: bool | None = None) -> str | None:
     return "ignored" if kind == "ignored" else None
 
 
-def may_start_excerpt(line: LogLine) -> bool:
+def may_start_excerpt(line: LogLine, *, unprefixed: bool = True) -> bool:
     """Whether a failure's excerpt (``CrashInfo.traceback``) may start at ``line``: a traceback
     block's first line, a line ``classify`` finds fatal, a line without the engine's prefix
-    (``_lone_exception``)."""
+    (``_lone_exception``; with ``unprefixed`` off, only one ``may_be_lone_exception``)."""
     return (
         starts_block(line)
-        or not line.prefixed
+        or (not line.prefixed and (unprefixed or may_be_lone_exception(line)))
         or classify(line.message, line.level).kind == "fatal"
     )
+
+
+def may_be_lone_exception(line: LogLine) -> bool:
+    """Whether ``assess`` may find ``line`` fatal beyond ``classify``: a line without the engine's
+    prefix in a Python exception's shape (``_lone_exception``)."""
+    return not line.prefixed and _NAMED_EXCEPTION_RE.match(line.message.strip()) is not None
 
 
 def assess(

@@ -119,7 +119,11 @@ class Identified:
     line: int | None = None
 
 
-def identify(lines: list[str], scan: int = 20000) -> Identified:
+#: How many first lines of a log ``identify`` reads.
+IDENTIFY_SCAN = 20000
+
+
+def identify(lines: list[str], scan: int = IDENTIFY_SCAN) -> Identified:
     """The engine whose signs weigh most in the first ``scan`` lines (see the module doc); on a tie
     neither (an excerpt that names both as much is not read as either's log)."""
     totals = {"sglang": 0, "vllm": 0}

@@ -25,6 +25,9 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
 from functools import lru_cache
+from itertools import chain, islice
+
+from ledger.input_files import BulkRun
 
 
 @lru_cache(maxsize=4096)
@@ -294,6 +297,9 @@ _LEADING_TIME_RE = re.compile(
 )
 
 
+_TIMED_LINE_RE = re.compile(_LEADING_TIME_RE.pattern, re.MULTILINE)
+
+
 def oldest_first(lines: list[str]) -> list[str]:
     """``lines`` in the order they were written: a cloud log viewer exports newest first, which
     shows as leading times that never rise and fall at least once; such a log is turned round."""
@@ -318,22 +324,32 @@ class Chronology:
     def watch(self, lines: Iterable[str]) -> Iterator[str]:
         """``lines`` as they are, each seen on its way. Once a leading time rose, ``backwards``
         is False whatever follows (it needs no rise), so the rest is passed on unlooked-at: a
-        served log's times rise within its first lines, and the match cost ~3 µs a line."""
+        served log's times rise within its first lines, and the match cost ~3 µs a line. A
+        ``BulkRun`` none of whose lines has a leading time (vLLM's) is counted whole; one with
+        (SGLang's) is seen line by line until a time rose."""
         lines = iter(lines)
-        for line in lines:
-            if line.strip():
-                self.nonblank += 1
-            if m := _LEADING_TIME_RE.match(line):
-                stamp = m.group(1).replace(" ", "T")
-                if self.previous is not None:
-                    self.rise = self.rise or stamp > self.previous
-                    self.fall = self.fall or stamp < self.previous
-                self.previous = stamp
-                self.times += 1
-            yield line
+        for item in lines:
+            if type(item) is BulkRun and _TIMED_LINE_RE.search(item) is None:
+                self.nonblank += item.count("\n") + 1  # a bulk line is never blank
+                yield item
+                continue
+            for line in item.split("\n") if type(item) is BulkRun else (item,):
+                self._see(line)
+                yield line
             if self.rise:
                 break
         yield from lines
+
+    def _see(self, line: str) -> None:
+        if line.strip():
+            self.nonblank += 1
+        if m := _LEADING_TIME_RE.match(line):
+            stamp = m.group(1).replace(" ", "T")
+            if self.previous is not None:
+                self.rise = self.rise or stamp > self.previous
+                self.fall = self.fall or stamp < self.previous
+            self.previous = stamp
+            self.times += 1
 
     @property
     def backwards(self) -> bool:
@@ -365,6 +381,9 @@ def split_flattened(lines: Iterable[str]) -> Iterator[str]:
         if len(line) <= FLATTENED_LEN and _cue_count(line) < 2:
             yield line  # fewer than two engine prefixes can start in it: one record
             continue
+        if type(line) is BulkRun:
+            yield line  # lines of a bulk shape, each one record
+            continue
         found = [
             m
             for m in _RECORD_START_RE.finditer(line)
@@ -381,6 +400,22 @@ def split_flattened(lines: Iterable[str]) -> Iterator[str]:
             part = line[begin:end].rstrip()
             if part.strip():
                 yield f"  {part}" if part.startswith('File "') else part
+
+
+def learned_lines(lines: Iterable[str], forward: bool) -> tuple[Unwrapper, Iterable[str]]:
+    """A log's lines as a reader takes them (line ends off, ``unflatten``) and the ``Unwrapper``
+    learned from their first ``LEARN_LINES``. ``forward``: the caller checked that the log runs
+    forward (``runs_backwards``), so its lines are split one at a time and none is held past the
+    ones learned from (a log read as a stream); else they are read whole."""
+    unwrapper = Unwrapper()
+    if not forward:
+        whole = unflatten([raw.rstrip("\r\n") for raw in lines])
+        unwrapper.learn(whole)
+        return unwrapper, whole
+    stream = split_flattened(raw if type(raw) is BulkRun else raw.rstrip("\r\n") for raw in lines)
+    head = list(islice(stream, LEARN_LINES))
+    unwrapper.learn(head)
+    return unwrapper, chain(head, stream)
 
 
 def _shape_of(head: str) -> re.Pattern[str]:

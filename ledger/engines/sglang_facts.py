@@ -17,14 +17,15 @@ from array import array
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
-from itertools import chain, islice
 from typing import Any
 
+from ledger.input_files import BulkRun
 from schemas import SettingOverride, StartupFacts
 
+from .bulk_lines import BATCH_LINES_KEPT, SglangBulk, numbered
 from .failure import TAIL_LINES, CrashInfo, RunOutcome, assess, classify
 from .kept_lines import KeptLines
-from .lines import LEARN_LINES, LogLine, Unwrapper, split_flattened, unflatten
+from .lines import LogLine, learned_lines
 from .sglang_lines import (
     INNER_RE,
     READY,
@@ -502,11 +503,6 @@ def _ready(r: _Reader, m: Any, line: LogLine) -> None:
         r.facts.evidence["ready"] = line
 
 
-#: Batch lines of each kind kept whole: a served log has one per rank per step (a million in a
-#: day), and each held ~400 bytes; what the findings read of all of them is kept beside.
-BATCH_LINES_KEPT = 1000
-
-
 def _decode(r: _Reader, m: Any, line: LogLine) -> None:
     facts = r.facts
     text = line.message[len("Decode batch.") :]
@@ -638,17 +634,7 @@ def parse_server_log(
     lines are read one at a time, none held but what ``kept_lines`` keeps (a log read as a
     stream).
     """
-    unwrapper = Unwrapper()
-    raw_lines: Iterable[str]
-    if forward:
-        stream = split_flattened(raw.rstrip("\r\n") for raw in lines)
-        head = list(islice(stream, LEARN_LINES))
-        unwrapper.learn(head)
-        raw_lines = chain(head, stream)
-        del head
-    else:
-        raw_lines = unflatten([raw.rstrip("\r\n") for raw in lines])
-        unwrapper.learn(raw_lines)
+    unwrapper, raw_lines = learned_lines(lines, forward)
     kept = KeptLines(_any_ready)
     # An excerpt pasted without SGLang's prefix (the tail around an error, copied from a
     # terminal): every line is read as a line of its own, leniently (a pasted line may be cut).
@@ -659,8 +645,20 @@ def parse_server_log(
     # whatever their order: the reader's first error waits until every line split.
     read_error: list[LogFormatError] = []
     current = 0
-    for number, raw in enumerate(raw_lines, start=1):
+    # a served log's bulk lines, read by their shape once the reader keeps no more of them
+    bulk = (
+        SglangBulk(kept, lambda n, r: split_line(n, r, strict=strict, unwrapper=unwrapper))
+        if unwrapper.host is None
+        else None
+    )
+    take_run: Callable[[int, BulkRun], int] = lambda n, run: (  # noqa: E731
+        bulk.take_run(n, run, reader.facts) if reader is not None and bulk is not None else 0
+    )
+    for number, raw in numbered(raw_lines, take_run):
+        if reader is not None and bulk is not None and bulk.take(number, raw, reader.facts):
+            continue
         line = split_line(number, raw, strict=strict, unwrapper=unwrapper)
+        current = max(current, bulk.taken) if bulk is not None else current  # a bulk line's
         if line.prefixed or current == 0:
             current = number
         kept.add(line, current)

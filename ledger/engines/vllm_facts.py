@@ -39,10 +39,15 @@ and ``StartupFacts`` come out):
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
+from ledger.input_files import BulkRun
+
+from .bulk_lines import VllmBulk, numbered, vllm_take_run
 from .failure import assess
-from .lines import LogLine, Unwrapper, head_lines, inner_level, parse_stamp, unflatten
+from .kept_lines import ProcessKeptLines
+from .lines import LogLine, Unwrapper, head_lines, inner_level, learned_lines, parse_stamp
 from .sglang_facts import MoeConfigLine, ServerLogFacts, keep_warnings
 from .sglang_lines import parse_server_args
 from .sglang_overrides import OverrideLine
@@ -109,7 +114,9 @@ class VllmLogFacts:
     engine_version: str | None = None
     overridden: dict[str, LogLine] = field(default_factory=dict)
     accept_lengths: list[float] = field(default_factory=list)
-    accept_lines: list[LogLine] = field(default_factory=list)
+    #: the series' first line and its last with a time (what its trial reads of its lines)
+    first_accept_line: LogLine | None = None
+    last_accept_stamped: LogLine | None = None
     cuda_graph_cap: tuple[int, int, LogLine] | None = None
     #: Requests of ``max_model_len`` tokens the KV cache holds at once, as vLLM logs it on the
     #: KV cache line (the CPU build's one-line form; ``None`` otherwise).
@@ -173,41 +180,43 @@ def is_ready_line(line: LogLine) -> bool:
     return bool(_READY_RE.search(line.message.strip()))
 
 
-def _records(lines: list[LogLine], raws: list[str]) -> list[int]:
+class _Records:
     """The log record each line belongs to, per process: a new one at each header that differs
     from that process's last (vLLM repeats a record's header on each of its lines); a line
     without a header continues its process's record (or, untagged, the record before it)."""
-    record: list[int] = [0]  # record[n] for line n (a list: a dict costed ~100 bytes a line)
-    current: dict[str | None, int] = {}
-    header: dict[str | None, str] = {}
-    last = 0
-    for line, raw in zip(lines, raws, strict=True):
-        proc = line.process
+
+    def __init__(self) -> None:
+        self.current: dict[str | None, int] = {}
+        self.header: dict[str | None, str] = {}
+        self.last = 0
+
+    def of(self, line: LogLine) -> int:
+        """The record of ``line``, the next line of the log."""
+        proc, raw = line.process, line.raw
         this = raw[: len(raw) - len(line.message)] if line.prefixed else None
-        if this is not None and this != header.get(proc):
-            current[proc], header[proc] = line.number, this
+        if this is not None and this != self.header.get(proc):
+            self.current[proc], self.header[proc] = line.number, this
         elif this is None and line.level is not None:
-            current[proc], header[proc] = line.number, ""  # uvicorn's "INFO:     ..." line
-        elif proc not in current:
-            current[proc] = last or line.number
-        record.append(current[proc])
-        last = current[proc]
-    return record
+            self.current[proc], self.header[proc] = (
+                line.number,
+                "",
+            )  # uvicorn's "INFO:     ..." line
+        elif proc not in self.current:
+            self.current[proc] = self.last or line.number
+        self.last = self.current[proc]
+        return self.last
 
 
-def parse_vllm_log(raw_lines: list[str]) -> VllmLogFacts:
-    """Facts of a vLLM log (see the module doc). Never raises on odd lines: they are skipped."""
-    raws = unflatten([raw.rstrip("\r\n") for raw in raw_lines])
-    unwrapper = Unwrapper()
-    unwrapper.learn(raws)
-    lines = [split_vllm_line(n, raw, unwrapper=unwrapper) for n, raw in enumerate(raws, start=1)]
-    facts = ServerLogFacts(line_count=len(lines))
-    out = VllmLogFacts(facts=facts)
-    kv_blocks: tuple[int, LogLine] | None = None
-    seen_moe: set[str] = set()
-    # An excerpt pasted without vLLM's prefix: every line is read as a line of its own.
-    bare = not any(line.prefixed for line in lines)
-    for line in lines:
+class _Reader:
+    """The facts of the lines read so far (``parse_vllm_log`` feeds them in order)."""
+
+    def __init__(self) -> None:
+        self.out = VllmLogFacts(facts=ServerLogFacts())
+        self.kv_blocks: tuple[int, LogLine] | None = None
+        self.seen_moe: set[str] = set()
+
+    def feed(self, line: LogLine, bare: bool) -> None:
+        facts = self.out.facts
         if line.wrapped and line.prefixed:
             facts.wrapped_lines += 1
         if facts.pid is None and line.process and line.process.startswith("APIServer"):
@@ -217,19 +226,64 @@ def parse_vllm_log(raw_lines: list[str]) -> VllmLogFacts:
             facts.ready, facts.ready_timestamp = True, facts.last_timestamp
             facts.evidence["ready"] = line
         if not line.prefixed and not (bare and line.message and not line.message[:1].isspace()):
-            continue
+            return
         facts.first_timestamp = facts.first_timestamp or line.timestamp
         facts.last_timestamp = line.timestamp
-        kv_blocks = _read_line(out, line, seen_moe) or kv_blocks
-    _settle(out, kv_blocks)
-    records = _records(lines, raws)
+        self.kv_blocks = _read_line(self.out, line, self.seen_moe) or self.kv_blocks
+
+
+def parse_vllm_log(raw_lines: Iterable[str], *, forward: bool = False) -> VllmLogFacts:
+    """Facts of a vLLM log (see the module doc). Never raises on odd lines: they are skipped.
+
+    ``forward``: the caller checked that the log runs forward (``lines.runs_backwards``): its
+    lines are read one at a time, none held but what ``ProcessKeptLines`` keeps (a log read as a
+    stream)."""
+    unwrapper, raws = learned_lines(raw_lines, forward)
+    kept = ProcessKeptLines(is_ready_line)
+    records = _Records()
+    reader = _Reader()
+    # An excerpt pasted without vLLM's prefix: every line is read as a line of its own. Lines
+    # before the first prefixed one wait until it says the log is not bare.
+    held: list[LogLine] | None = []
+    # a served log's bulk lines, read by their shape (``bulk_lines``)
+    bulk = (
+        VllmBulk(kept, lambda n, r: split_vllm_line(n, r, unwrapper=unwrapper), records)
+        if unwrapper.host is None
+        else None
+    )
+    take_run: Callable[[int, BulkRun], int] = lambda n, run: (  # noqa: E731
+        vllm_take_run(bulk, n, run, reader.out.facts) if held is None and bulk is not None else 0
+    )
+    for number, raw in numbered(raws, take_run):
+        if held is None and bulk is not None and bulk.take(number, raw, reader.out.facts):
+            continue
+        line = split_vllm_line(number, raw, unwrapper=unwrapper)
+        kept.add(line, records.of(line))
+        if held is not None:
+            if not line.prefixed:
+                held.append(line)
+                continue
+            for early in held:
+                reader.feed(early, False)
+            held = None
+        reader.feed(line, False)
+    kept.close()
+    bare = held is not None
+    for early in held or ():
+        reader.feed(early, True)
+    out, facts = reader.out, reader.out.facts
+    facts.line_count = kept.count
+    _settle(out, reader.kv_blocks)
     facts.outcome = assess(
-        lines,
+        kept.lines,
         is_ready=is_ready_line,
-        record_of=lambda x: records[x.number],
+        record_of=lambda x: kept.record[x.number],
         # the log's start is not in it: a paste of its tail
         excerpt=bare or not (facts.server_args or out.engine_version),
         bare=bare,
+        tail=kept.tail,
+        raw_at=kept.raw_at,
+        line_count=kept.count,
     )
     facts.crash = facts.outcome.failure
     keep_warnings(facts)
@@ -282,7 +336,9 @@ def _read_line(out: VllmLogFacts, line: LogLine, seen_moe: set[str]) -> tuple[in
             facts.moe_configs.append(MoeConfigLine(line=line, status=status, path=m.group(1)))
     if m := _SPEC_RE.search(msg):
         out.accept_lengths.append(float(m.group(1)))
-        out.accept_lines.append(line)
+        out.first_accept_line = out.first_accept_line or line
+        if line.timestamp is not None:
+            out.last_accept_stamped = line
     if line.level == "WARNING" and _OVERRIDE_RE.search(msg):
         _note_override(out, line)
     if m := _GPU_BLOCKS_RE.search(msg):

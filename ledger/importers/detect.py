@@ -29,6 +29,7 @@ from uuid import UUID, uuid5
 
 from ledger.engines.identify import LOOKED_FOR, identify
 from ledger.engines.sglang_log import looks_like_server_log
+from ledger.engines.vllm_log import is_vllm_log
 from ledger.errors import InvalidInput, LedgerError
 from ledger.input_files import (
     STREAM_FROM,
@@ -99,7 +100,7 @@ class InputFile:
     text: str
     sha256: str
     scope: str = ""
-    #: an SGLang server log past ``STREAM_FROM`` bytes, read as a stream: ``text`` is its head
+    #: an SGLang or vLLM server log past ``STREAM_FROM`` bytes, read as a stream: ``text`` is its head
     #: (``HEAD_BYTES``, what the sniffs read), ``iter_lines`` reads it all
     streamed: bool = False
     #: the importer the sniffs chose for the head of a file read as a stream (sniffed once)
@@ -151,10 +152,11 @@ class InputFile:
             lines.pop()
         return [line[:-1] if line.endswith("\r") else line for line in lines]
 
-    def iter_lines(self) -> Iterator[str]:
-        """``lines()`` one at a time; of a file read as a stream (``too_large``), every line of
-        the file, read in blocks (``lines()`` is then its head's)."""
-        return iter_lines(self.path) if self.streamed else iter(self.lines())
+    def iter_lines(self, runs: re.Pattern[str] | None = None, after: int = 0) -> Iterator[str]:
+        """``lines()`` one at a time; of a file read as a stream (``streamed``), every line of
+        the file, read in blocks (``lines()`` is then its head's), past its first ``after`` lines
+        those of each match of ``runs`` as one ``BulkRun`` (``input_files.iter_lines``)."""
+        return iter_lines(self.path, runs, after) if self.streamed else iter(self.lines())
 
 
 #: The name standard input goes by in ``source`` references and messages.
@@ -218,10 +220,10 @@ def read_input(path: str | Path) -> InputFile:
 
 
 def _streamed(path: Path) -> InputFile | None:
-    """A regular file past ``STREAM_FROM`` bytes that is an SGLang server log by its head (the
-    sniffs on its first ``HEAD_BYTES``), read as a stream (docs/reliability.md, "Server log import
-    speed and memory"): its head as ``text``, its hash read through; ``None`` for any other file
-    (read whole, refused past its bound)."""
+    """A regular file past ``STREAM_FROM`` bytes that is an SGLang or vLLM server log by its head
+    (the sniffs on its first ``HEAD_BYTES``), read as a stream (docs/reliability.md, "Server log
+    import speed and memory"): its head as ``text``, its hash read through; ``None`` for any
+    other file (read whole, refused past its bound)."""
     try:
         info = path.stat()
         if not stat.S_ISREG(info.st_mode) or info.st_size <= STREAM_FROM:
@@ -229,7 +231,7 @@ def _streamed(path: Path) -> InputFile | None:
         head = read_head(path)
     except (OSError, LedgerError):
         return None  # read_regular names what is wrong
-    if head is None or not head.strip() or not is_server_log(head):
+    if head is None or not head.strip() or not (is_server_log(head) or is_vllm_log(head)):
         return None
     importer = detect_format(InputFile(path=path, text=head, sha256=""))
     if importer.kind not in STREAMED_KINDS:
@@ -241,8 +243,8 @@ def _streamed(path: Path) -> InputFile | None:
     return InputFile(path=path, text=head, sha256=digest, streamed=True, importer=importer)
 
 
-#: The importers that read a file as a stream (``InputFile.too_large``).
-STREAMED_KINDS = frozenset({"sglang-server-log"})
+#: The importers that read a file as a stream (``InputFile.streamed``).
+STREAMED_KINDS = frozenset({"sglang-server-log", "vllm-server-log"})
 
 
 def looks_like_bench(obj: Any) -> bool:
@@ -297,6 +299,9 @@ class Importer:
     read: Callable[[InputFile, ImportContext], ReadResult]
     #: the other files of one run this format's file takes in when they are imported with it
     pairings: tuple[Pairing, ...] = ()
+    #: the most ``sniff`` returns: where another importer's sniff already reached it, this one's
+    #: is not run (it could not win: the first registered wins a tie)
+    max_score: float = 1.0
 
 
 @dataclass(frozen=True)
@@ -445,6 +450,8 @@ def detect_format(file: InputFile) -> Importer:
     best: Importer | None = None
     best_score = 0.0
     for importer in registered_importers():
+        if importer.max_score <= best_score:
+            continue  # it cannot win (an 8 MiB log head's sniff by each importer costed 0.1 s)
         score = importer.sniff(sniffed)
         if score > best_score:
             best, best_score = importer, score

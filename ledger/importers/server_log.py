@@ -13,13 +13,15 @@ naive local time read as UTC when the log carries no zone).
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+import re
+from collections.abc import Callable, Iterable
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, TypeVar
 
+from ledger.engines.bulk_lines import SGLANG_RUN_RE
 from ledger.engines.gpu_arch import compute_capability_for
 from ledger.engines.identify import identify
-from ledger.engines.lines import Chronology, runs_backwards
+from ledger.engines.lines import LEARN_LINES, Chronology, runs_backwards
 from ledger.engines.sglang_lines import UNDATED
 from ledger.engines.sglang_log import (
     LogFormatError,
@@ -47,6 +49,7 @@ from schemas import (
 from .detect import ImportContext, Importer, InputFile, ReadResult, Sniffed, is_server_log
 
 ENGINE = "sglang"
+T = TypeVar("T")
 
 
 def utc(stamp: datetime | None) -> datetime | None:
@@ -206,16 +209,21 @@ def import_server_log(
     return events + ([trial] if trial is not None else [])
 
 
-def _parse(file: InputFile) -> ServerLogFacts:
-    """The log's facts; a log read as a stream is read one line at a time, unless its lines run
-    newest first (a cloud export: ``oldest_first`` turns it round, so it is read again whole,
-    refused past a result file's bound). Whether they do is seen as the lines go by (the
-    ``Chronology``): a forward log is read once."""
+def read_facts(
+    file: InputFile,
+    parse: Callable[[Iterable[str], bool], T],
+    runs: re.Pattern[str] | None = None,
+) -> T:
+    """A server log's facts by ``parse(lines, forward)``; a log read as a stream is read one line
+    at a time (``forward``), unless its lines run newest first (a cloud export: ``oldest_first``
+    turns it round, so it is read again whole, refused past a result file's bound). Whether they
+    do is seen as the lines go by (the ``Chronology``): a forward log is read once."""
     if not file.streamed:
-        return parse_server_log(file.lines(), strict=True)
+        return parse(file.lines(), False)
     chronology = Chronology()
     try:
-        facts = parse_server_log(chronology.watch(file.iter_lines()), strict=True, forward=True)
+        # runs of bulk lines past the lines the reader learns its prefixes from
+        facts = parse(chronology.watch(file.iter_lines(runs, LEARN_LINES)), True)
         if not chronology.backwards:
             return facts
     except LogFormatError:
@@ -228,7 +236,15 @@ def _parse(file: InputFile) -> ServerLogFacts:
             f"{file.label}: too large ({size / MiB:.1f} MiB) for a log whose lines run newest "
             f"first: it is read whole, up to {LIMITS['result'] / MiB:.1f} MiB (docs/reliability.md)"
         )
-    return parse_server_log(list(file.iter_lines()), strict=True)
+    return parse(list(file.iter_lines()), False)
+
+
+def _parse(file: InputFile) -> ServerLogFacts:
+    return read_facts(
+        file,
+        lambda lines, forward: parse_server_log(lines, strict=True, forward=forward),
+        SGLANG_RUN_RE,
+    )
 
 
 def stopped_fields(facts: ServerLogFacts) -> dict[str, Any] | None:

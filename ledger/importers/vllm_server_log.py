@@ -7,15 +7,18 @@ log's (``ledger.write.commands.server_run_events``), with engine ``vllm``: deter
 
 from __future__ import annotations
 
+from itertools import islice
+
+from ledger.engines.bulk_lines import VLLM_RUN_RE
 from ledger.engines.gpu_arch import compute_capability_for
-from ledger.engines.identify import identify
+from ledger.engines.identify import IDENTIFY_SCAN, identify
 from ledger.engines.vllm_log import is_vllm_log, parse_vllm_log, vllm_findings
 from ledger.errors import InvalidInput
 from ledger.write.commands import LoggedRun, server_run_events
 from schemas import Host
 
 from .detect import ImportContext, Importer, InputFile, ReadResult, Sniffed
-from .server_log import cli_flags, spec_event, stopped_fields
+from .server_log import cli_flags, read_facts, spec_event, stopped_fields
 
 ENGINE = "vllm"
 
@@ -44,8 +47,16 @@ def _sniff(sniffed: Sniffed) -> float:
     return 0.5 if sniffed.engine == ENGINE else 0.0
 
 
+def _head(file: InputFile) -> list[str]:
+    """The lines ``identify`` reads: the first ``IDENTIFY_SCAN`` (of a log read as a stream, read
+    again from its start)."""
+    return list(islice(file.iter_lines(), IDENTIFY_SCAN)) if file.streamed else file.lines()
+
+
 def _read(file: InputFile, ctx: ImportContext) -> ReadResult:
-    parsed = parse_vllm_log(file.lines())
+    parsed = read_facts(
+        file, lambda lines, forward: parse_vllm_log(lines, forward=forward), VLLM_RUN_RE
+    )
     facts = parsed.facts
     if not (
         facts.server_args
@@ -53,7 +64,7 @@ def _read(file: InputFile, ctx: ImportContext) -> ReadResult:
         or facts.ready
         or facts.crash
         or parsed.engine_version
-        or identify(file.lines()).engine == ENGINE
+        or identify(_head(file)).engine == ENGINE
     ):
         raise InvalidInput(
             f"{file.label}: no vLLM server facts found (args, startup lines, ready or crash)"
@@ -132,7 +143,7 @@ def _read(file: InputFile, ctx: ImportContext) -> ReadResult:
         run_id,
         args,
         parsed.accept_lengths,
-        parsed.accept_lines,
+        [x for x in (parsed.first_accept_line, parsed.last_accept_stamped) if x is not None],
         host=host,
         actor=ctx.actor,
         session_id=ctx.session_id,
@@ -140,4 +151,10 @@ def _read(file: InputFile, ctx: ImportContext) -> ReadResult:
     return events + ([trial] if trial is not None else []), {}
 
 
-IMPORTER = Importer(kind="vllm-server-log", description="vLLM server log", sniff=_sniff, read=_read)
+IMPORTER = Importer(
+    kind="vllm-server-log",
+    description="vLLM server log",
+    sniff=_sniff,
+    read=_read,
+    max_score=0.9,  # _sniff's most
+)

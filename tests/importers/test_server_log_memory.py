@@ -1,8 +1,8 @@
 """A served SGLang log of tens of MB imports under an address-space limit with every batch line
 counted (docs/reliability.md, "Server log import speed and memory"). A forward SGLang log past
-8 MiB is read as a stream with no size bound (``tests/importers/test_server_log_stream.py``); a
-log read whole (newest first, vLLM's) is still refused past the 256 MiB of a result file
-(``tests/cli/test_bounded_input_rest.py``)."""
+8 MiB is read as a stream with no size bound (``tests/importers/test_server_log_stream.py``, a
+vLLM one ``test_vllm_log_stream.py``); a log read whole (newest first) is still refused past the
+256 MiB of a result file (``tests/cli/test_bounded_input_rest.py``)."""
 
 from __future__ import annotations
 
