@@ -691,14 +691,15 @@ class GateEvaluator:
 
     def _remember(self, cache: dict[Any, Reach], key: Any, result: Reach, outer: bool) -> None:
         """Keep a result. One that leaned on a question still being worked out (a cycle taken
-        as holding) is kept only until the outermost question is answered: asked on its own,
-        later, it may come out otherwise."""
+        as holding) is kept only until the outermost question is answered, that one included:
+        asked later, from elsewhere, it may come out otherwise (a flag judged alone must read
+        as in the whole run)."""
         cycled, self._cycled = self._cycled, outer or self._cycled
         cache[key] = result
         working = bool(self._in_progress or self._paths_in_progress)
-        if cycled and working:
+        if cycled:
             self._provisional.append((cache, key))
-        elif not working:
+        if not working:
             for held, provisional in self._provisional:
                 held.pop(provisional, None)
             self._provisional.clear()
