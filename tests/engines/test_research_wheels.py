@@ -181,13 +181,16 @@ BLIND = Path(__file__).parents[1] / "fixtures" / "blind_flags"
 #: reaches reads whose caller's gate is a parameter, ``conditional`` before): the same change
 #: gained 13 on the other versions and sets (docs/research.md, the fifth round). Set J lost 2
 #: (``--skip-server-warmup``: a caller's condition now reaches a hardware fact it cannot decide,
-#: ``conditional``; docs/research.md, the seventh round).
+#: ``conditional``; docs/research.md, the seventh round), set E 2 (``--custom-weight-loader``
+#: was ``conditional`` on speculative-worker conditions that never applied to its read: a
+#: module imported inside ``create_worker`` is now gated by that method's callers; the read
+#: is reached and ``effective`` where the reader found it conditional on a weight update).
 BLIND_0523_RIGHT = {
     "set_a": 9,
     "set_b": 3,
     "set_c1": 10,
     "set_d1": 10,
-    "set_e1": 5,
+    "set_e1": 3,
     "set_g1": 9,
     "set_h1": 7,
     "set_i1": 7,
