@@ -183,18 +183,25 @@ class KeptLines:
             and not following_block
             and (kind == "none" or self._ignored >= IGNORED_KEPT)
         ):
-            if line.number <= self._window_end:
-                self._dropped_raw[line.number] = line.raw
+            self._drop(line)
             return
         self._keep(line, record, kind, block)
+
+    def _drop(self, line: LogLine) -> None:
+        # its raw text stays while it is within an excerpt's window of a kept line
+        if line.number <= self._window_end:
+            self._dropped_raw[line.number] = line.raw
 
     def _keep(self, line: LogLine, record: int, kind: str | None, block: bool) -> None:
         self.lines.append(line)
         self.record[line.number] = record
         if kind == "ignored":
             self._ignored += 1
-        if block or may_start_excerpt(line):
+        if block or self._starts_excerpt(line):
             self._window_end = max(self._window_end, line.number + TRACEBACK_LINES - 1)
+
+    def _starts_excerpt(self, line: LogLine) -> bool:
+        return may_start_excerpt(line)
 
 
 class ProcessKeptLines(KeptLines):
@@ -255,17 +262,14 @@ class ProcessKeptLines(KeptLines):
             and not following_block
             and (kind == "none" or self._ignored >= IGNORED_KEPT)
         ):
-            if line.number <= self._window_end:
-                self._dropped_raw[line.number] = line.raw
+            self._drop(line)
             return
         self._keep(line, record, kind, block)
 
     def _keep(self, line: LogLine, record: int, kind: str | None, block: bool) -> None:
-        self.lines.append(line)
-        self.record[line.number] = record
-        if kind == "ignored":
-            self._ignored += 1
         if block:
             self._open[line.process] = record
-        if block or may_start_excerpt(line, unprefixed=False):
-            self._window_end = max(self._window_end, line.number + TRACEBACK_LINES - 1)
+        super()._keep(line, record, kind, block)
+
+    def _starts_excerpt(self, line: LogLine) -> bool:
+        return may_start_excerpt(line, unprefixed=False)
