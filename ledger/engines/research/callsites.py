@@ -87,6 +87,17 @@ class CallRecorder:
             self._calls(node.body, (*gates, self.gate("if", node.test, False, node)), depth + 1)
             self._calls(node.orelse, (*gates, self.gate("if", node.test, True, node)), depth + 1)
             return
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr == "get"
+            and isinstance(node.func.value, ast.Dict)
+            and node.args
+        ):
+            for arg in (*node.args, *(k.value for k in node.keywords)):
+                self._calls(arg, gates, depth + 1)
+            self._table(node.func.value, node.args[0], gates, depth)  # ``{...}.get(key)``
+            return
         if isinstance(node, ast.Call):
             name = call_name(node.func)
             if name is not None and name not in _NOT_CALLEES:
@@ -95,6 +106,9 @@ class CallRecorder:
                 return  # a class named as a type builds nothing
             if isinstance(node.func, ast.Attribute):
                 self._calls(node.func.value, gates, depth + 1)
+            elif not isinstance(node.func, ast.Name):
+                # ``{...}[mode](server_args)``, ``make()(x)``: what the callee expression builds
+                self._calls(node.func, gates, depth + 1)
             for arg in node.args:
                 self._calls(arg, gates, depth + 1)
             for keyword in node.keywords:
@@ -107,7 +121,7 @@ class CallRecorder:
                         self._record_call(started, keyword.value, gates)
             return
         if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
-            if node.id[:1].isupper() and not node.id.isupper():  # a class as a value
+            if _is_class_name(node.id.lstrip("_")):  # a class as a value (``_StatAccumulator``)
                 self._record_call(node.id, node, gates)
             elif node.id.lstrip("_")[:1].islower():  # a function as a value, maybe
                 self.summary.named.add(node.id)
@@ -115,6 +129,12 @@ class CallRecorder:
         if isinstance(node, ast.Attribute):  # ``Cls.attr``: the class itself is not built
             if not isinstance(node.value, ast.Name):
                 self._calls(node.value, gates, depth + 1)
+            return
+        if isinstance(node, ast.Subscript) and isinstance(node.value, ast.Dict):
+            # ``{"stat": _StatAccumulator, ...}[server_args.mode]``: a dispatch table builds
+            # (or calls) the entry its key selects, so each entry is under ``key == "stat"``
+            self._calls(node.slice, gates, depth + 1)
+            self._table(node.value, node.slice, gates, depth)
             return
         if isinstance(node, ast.Subscript):  # ``Optional[Cls]``: a type, not a value
             self._calls(node.value, gates, depth + 1)
@@ -126,6 +146,20 @@ class CallRecorder:
         for child in ast.iter_child_nodes(node):
             if isinstance(child, ast.expr):
                 self._calls(child, gates, depth + 1)
+
+    def _table(
+        self, table: ast.Dict, key: ast.expr, gates: tuple[RawGate, ...], depth: int
+    ) -> None:
+        """The entries of a dispatch table indexed by ``key``: each under ``key == its key``
+        where that key is a constant (``**other`` and computed keys: no condition known)."""
+        for entry_key, value in zip(table.keys, table.values, strict=True):
+            if isinstance(entry_key, ast.Constant):
+                test = ast.Compare(left=key, ops=[ast.Eq()], comparators=[entry_key])
+                self._calls(value, (*gates, self.gate("if", test, False, key)), depth + 1)
+            else:
+                if entry_key is not None:
+                    self._calls(entry_key, gates, depth + 1)
+                self._calls(value, gates, depth + 1)
 
     def _record_call(self, name: str, node: ast.AST, gates: tuple[RawGate, ...]) -> None:
         scope = self._scopes[-1]

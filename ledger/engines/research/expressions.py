@@ -44,6 +44,13 @@ from .values import (
     truth,
 )
 
+#: The modules a server is started as (``python -m sglang.launch_server``): ``__name__`` is
+#: ``"__main__"`` there only. Another module's ``if __name__ == "__main__":`` block is a program
+#: of its own (a weight-cache daemon, a kernel tuner), not this server's start.
+SERVER_MAIN_MODULES = frozenset(
+    {"sglang.launch_server", "vllm.entrypoints.openai.api_server", "vllm.entrypoints.cli.main"}
+)
+
 
 class Expressions(InterpreterBase):
     def note(self, fact: Fact) -> None:
@@ -114,6 +121,8 @@ class Expressions(InterpreterBase):
                 frame.locals[name] = value
                 return value
         value = self.global_value(frame.module, name)
+        if value is _MISSING and name == "__name__":
+            return "__main__" if frame.module in SERVER_MAIN_MODULES else frame.module
         if value is _MISSING:
             builtin = BUILTINS.get(name, _MISSING)
             if builtin is not _MISSING:

@@ -27,6 +27,11 @@ ENTRY_POINTS: dict[str, tuple[str, str, tuple[str, ...]]] = {
     "vllm": ("vllm.engine.arg_utils", "EngineArgs", ("create_engine_config",)),
 }
 
+#: Methods of the same class the engine's launch calls on the resolved arguments before any
+#: process starts (SGLang's ``Engine`` runs ``server_args.check_server_args()``): their raises
+#: refuse the start as the resolution's do. vLLM's checks run inside its configs' resolution.
+LAUNCH_CHECKS: dict[str, tuple[str, ...]] = {"sglang": ("check_server_args",)}
+
 #: Flags given up to which a refusal no flag's read explains is tried without each in turn.
 _ONE_BY_ONE = 6
 
@@ -86,7 +91,7 @@ def walk(interp: Interpreter, index: VersionIndex) -> Resolution:
     owner = ClassRef(module, class_name, node, _bases(node)) if node is not None else None
     walked: list[str] = []
     if owner is not None:
-        for method in methods:
+        for method in methods + LAUNCH_CHECKS.get(index.engine, ()):
             found = interp.class_attribute(owner, method, receiver=interp.args)
             if isinstance(found, Unknown):
                 continue

@@ -245,14 +245,21 @@ def _with_getter_modules(
     if not tops:
         return model
     wanted = {f"def get_{top}(".encode(): f"get_{top}" for top in tops}
-    found: dict[str, str] = {}
+    defining: list[tuple[str, set[str]]] = []
     for path in source.paths():
         if not path.startswith("sglang/srt/") or path.count("/") > 3:
             continue
         data = source.read(path)
-        for marker, name in wanted.items():
-            if marker in data and name not in found:
-                found[name] = module_name(path)
+        names = {name for marker, name in wanted.items() if marker in data}
+        if names:
+            defining.append((module_name(path), names))
+    # ``get_model`` is also the model loader's: the home is the module that defines the
+    # namespaces' getters together (``runtime_context``), not the first file with the name
+    defining.sort(key=lambda entry: -len(entry[1]))
+    found: dict[str, str] = {}
+    for module, names in defining:
+        for name in names:
+            found.setdefault(name, module)
     return dataclasses.replace(model, getter_modules=found)
 
 

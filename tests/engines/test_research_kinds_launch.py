@@ -1,0 +1,83 @@
+"""Kinds of path met on blind flag sets L and M (docs/research.md, the eighth round), each on the
+synthetic tree tests/fixtures/research/sglang_kinds: a check the launch runs on the resolved
+arguments, a class a dispatch table selects by a flag, a module's ``__main__`` block that is a
+program of its own, and which module's ``get_model`` is the configuration's getter."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from ledger.engines.research import open_engine
+from ledger.engines.research.access import AccessModel
+from ledger.engines.research.index import VersionIndex
+from ledger.engines.research.sglang_defs import _with_getter_modules
+from ledger.engines.research.sources import EngineSource
+from tests.engines.test_research_kinds import kinds, line_of, report, run
+
+__all__ = ["kinds"]  # the module-scoped fixture, shared with the kinds tests
+
+
+def test_a_raise_in_the_check_the_launch_runs_refuses_the_start(
+    kinds: tuple[EngineSource, VersionIndex],
+) -> None:
+    found = report(run(kinds, "--retract-policy-knob priority"), "retract-policy-knob")
+    assert (found.verdict, found.confidence) == ("incompatible", "proven")
+    assert "--retract-policy-knob priority needs --enable-prio" in found.reason
+    assert line_of("sglang/srt/server_args.py", "needs --enable-prio") in found.reason
+    allowed = run(kinds, "--retract-policy-knob priority --enable-prio")
+    assert report(allowed, "retract-policy-knob").verdict != "incompatible"
+    # the check runs for every start: a flag it does not refuse is not refused by it
+    assert report(run(kinds, "--enable-prio"), "enable-prio").verdict != "incompatible"
+
+
+def test_a_private_class_a_dispatch_table_selects_by_a_flag(
+    kinds: tuple[EngineSource, VersionIndex],
+) -> None:
+    default = report(run(kinds, "--recorder-buffer-knob 500"), "recorder-buffer-knob")
+    assert default.verdict == "no-op"
+    assert "recorder_mode == 'stat'" in default.reason
+    assert "recorder_mode='detail' (default)" in default.reason
+    chosen = run(kinds, "--recorder-buffer-knob 500 --recorder-mode stat")
+    assert report(chosen, "recorder-buffer-knob").verdict == "effective"
+
+
+def test_another_modules_main_block_is_not_this_servers_start(
+    kinds: tuple[EngineSource, VersionIndex],
+) -> None:
+    off = report(run(kinds, "--daemon-timeout-knob 600"), "daemon-timeout-knob")
+    assert off.verdict == "no-op"
+    assert "daemon_mode='off' (default)" in off.reason
+    on = run(kinds, "--daemon-timeout-knob 600 --daemon-mode on")
+    assert report(on, "daemon-timeout-knob").verdict == "effective"
+
+
+def test_the_getter_home_is_the_module_defining_the_namespaces_getters(
+    tmp_path: Path,
+) -> None:
+    # ``get_model`` is also the model loader's name, in a file read before the getters' own
+    loader = tmp_path / "sglang/srt/model_loader/__init__.py"
+    context = tmp_path / "sglang/srt/runtime_context.py"
+    for path, text in (
+        (tmp_path / "sglang/__init__.py", ""),
+        (tmp_path / "sglang/srt/__init__.py", ""),
+        (tmp_path / "sglang/srt/server_args.py", "class ServerArgs:\n    pass\n"),
+        (loader, "def get_model(config):\n    return config\n"),
+        (context, "def get_model():\n    return 1\n\n\ndef get_exec():\n    return 2\n"),
+    ):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    source = open_engine(str(tmp_path), "sglang")
+    found = _with_getter_modules(AccessModel(objects={}), source, {"model.load", "exec.offload"})
+    assert found.getter_modules == {
+        "get_model": "sglang.srt.runtime_context",
+        "get_exec": "sglang.srt.runtime_context",
+    }
+
+
+@pytest.mark.parametrize("flag", ["recorder-mode", "daemon-mode", "retract-policy-knob"])
+def test_the_new_flags_at_their_defaults_are_not_refused(
+    kinds: tuple[EngineSource, VersionIndex], flag: str
+) -> None:
+    assert report(run(kinds), flag).verdict != "incompatible"
