@@ -198,6 +198,7 @@ BLIND_0523_RIGHT = {
     "set_k1": 10,
     "set_l1": 12,
     "set_m1": 10,
+    "set_n1": 7,
 }
 
 
