@@ -286,16 +286,26 @@ ReadResult = tuple[list[Any], dict[UUID, Any]]
 
 
 @dataclass(frozen=True)
+class Later:
+    """A sniff's score that costs a scan of the text (``Sniffed.engine``: ``identify`` over up to
+    20,000 lines of a log's head): ``detect_format`` asks ``score()`` only where a score of
+    ``at_most`` could still win, so the answer is the one asking it always gives."""
+
+    at_most: float
+    score: Callable[[], float]
+
+
+@dataclass(frozen=True)
 class Importer:
     """One file format: ``kind`` (``vllm-bench-serve``), ``description`` (for the
     "kinds tried" of an unknown file), ``sniff(Sniffed) -> float`` (0: not this format;
-    up to 1: certain; the highest wins, the first registered on a tie) and
-    ``read(InputFile, ImportContext) -> (events, samples)``, which raises
+    up to 1: certain; the highest wins, the first registered on a tie; a ``Later`` for a score
+    that needs a scan) and ``read(InputFile, ImportContext) -> (events, samples)``, which raises
     ``InvalidInput`` naming the line and field that break the format's rules."""
 
     kind: str
     description: str
-    sniff: Callable[[Sniffed], float]
+    sniff: Callable[[Sniffed], float | Later]
     read: Callable[[InputFile, ImportContext], ReadResult]
     #: the other files of one run this format's file takes in when they are imported with it
     pairings: tuple[Pairing, ...] = ()
@@ -448,13 +458,23 @@ def detect_format(file: InputFile) -> Importer:
         return file.importer  # a file read as a stream: its head was sniffed
     sniffed = Sniffed(file)
     best: Importer | None = None
-    best_score = 0.0
-    for importer in registered_importers():
+    best_score, best_at = 0.0, -1
+    later: list[tuple[int, Importer, Later]] = []
+    for index, importer in enumerate(registered_importers()):
         if importer.max_score <= best_score:
             continue  # it cannot win (an 8 MiB log head's sniff by each importer costed 0.1 s)
         score = importer.sniff(sniffed)
-        if score > best_score:
-            best, best_score = importer, score
+        if isinstance(score, Later):
+            later.append((index, importer, score))
+        elif score > best_score:
+            best, best_score, best_at = importer, score, index
+    # The scores that need a scan, where they could win: above the best, or equal to it and
+    # registered before it (a vLLM log's head is not scanned for SGLang's excerpt score)
+    for index, importer, pending in later:
+        if pending.at_most > best_score or (pending.at_most == best_score and index < best_at):
+            score = pending.score()
+            if score > best_score or (score == best_score and score > 0 and index < best_at):
+                best, best_score, best_at = importer, score, index
     if best is not None:
         return best
     error = sniffed.json_error
