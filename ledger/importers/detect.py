@@ -231,9 +231,12 @@ def _streamed(path: Path) -> InputFile | None:
         head = read_head(path)
     except (OSError, LedgerError):
         return None  # read_regular names what is wrong
-    if head is None or not head.strip() or not (is_server_log(head) or is_vllm_log(head)):
+    if head is None or not head.strip():
         return None
-    importer = detect_format(InputFile(path=path, text=head, sha256=""))
+    sniffed = Sniffed(InputFile(path=path, text=head, sha256=""))
+    if not (sniffed.sglang_server_log or sniffed.vllm_server_log):
+        return None
+    importer = detect_format(sniffed.file, sniffed)  # the head's line scans above not run again
     if importer.kind not in STREAMED_KINDS:
         return None
     try:
@@ -347,6 +350,16 @@ class Sniffed:
         return self.stripped.startswith("{") or bool(_JSON_ARRAY_RE.match(self.stripped))
 
     @cached_property
+    def sglang_server_log(self) -> bool:
+        """The text has SGLang's line prefix and a startup or run marker (``is_server_log``)."""
+        return is_server_log(self.text)
+
+    @cached_property
+    def vllm_server_log(self) -> bool:
+        """The text is a vLLM server's log by its lines (``ledger.engines.vllm_log.is_vllm_log``)."""
+        return is_vllm_log(self.text)
+
+    @cached_property
     def engine(self) -> str | None:
         """The engine whose lines the text shows, for a log excerpt (``ledger.engines.identify``)."""
         return identify(self.file.lines()).engine
@@ -446,8 +459,9 @@ def expected() -> str:
     return f"expected one of: {kinds_tried()}"
 
 
-def detect_format(file: InputFile) -> Importer:
-    """The importer that reads ``file``: the one whose ``sniff`` is most confident.
+def detect_format(file: InputFile, sniffed: Sniffed | None = None) -> Importer:
+    """The importer that reads ``file``: the one whose ``sniff`` is most confident (``sniffed``:
+    the file's ``Sniffed`` where the caller made one, its scans already done).
 
     Raises:
         InvalidInput: ``FILE: not a known format (tried: KIND, ...)``;
@@ -456,7 +470,8 @@ def detect_format(file: InputFile) -> Importer:
     """
     if file.importer is not None:
         return file.importer  # a file read as a stream: its head was sniffed
-    sniffed = Sniffed(file)
+    if sniffed is None or sniffed.file is not file:
+        sniffed = Sniffed(file)
     best: Importer | None = None
     best_score, best_at = 0.0, -1
     later: list[tuple[int, Importer, Later]] = []

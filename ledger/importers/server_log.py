@@ -53,7 +53,6 @@ from .detect import (
     Later,
     ReadResult,
     Sniffed,
-    is_server_log,
 )
 
 ENGINE = "sglang"
@@ -328,7 +327,7 @@ def _line_time(facts: ServerLogFacts, ref: str) -> datetime | None:
 def _sniff(sniffed: Sniffed) -> float | Later:
     if sniffed.claims_json:
         return 0.0
-    if is_server_log(sniffed.text):
+    if sniffed.sglang_server_log:
         return 0.9
     # an excerpt (the tail around an error, no start line): claimed when its lines name SGLang
     return Later(0.5, lambda: 0.5 if sniffed.engine == ENGINE else 0.0)

@@ -12,7 +12,7 @@ from itertools import islice
 from ledger.engines.bulk_lines import VLLM_RUN_RE
 from ledger.engines.gpu_arch import compute_capability_for
 from ledger.engines.identify import IDENTIFY_SCAN, identify
-from ledger.engines.vllm_log import is_vllm_log, parse_vllm_log, vllm_findings
+from ledger.engines.vllm_log import parse_vllm_log, vllm_findings
 from ledger.errors import InvalidInput
 from ledger.write.commands import LoggedRun, server_run_events
 from schemas import Host
@@ -41,7 +41,7 @@ def _host(gpu_name: str | None, tp: object, version: str | None, given: Host | N
 def _sniff(sniffed: Sniffed) -> float | Later:
     if sniffed.claims_json:
         return 0.0
-    if is_vllm_log(sniffed.text):
+    if sniffed.vllm_server_log:
         return 0.9
     # an excerpt (the tail around an error, no start line): claimed when its lines name vLLM
     return Later(0.5, lambda: 0.5 if sniffed.engine == ENGINE else 0.0)

@@ -12,8 +12,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from ledger.engines.vllm_log import is_vllm_log
 from ledger.errors import LedgerError
-from ledger.importers import detect
+from ledger.importers import detect, server_log, vllm_server_log
 from ledger.importers.detect import (
     Importer,
     InputFile,
@@ -124,3 +125,29 @@ def test_scores_asked_later_pick_what_asking_every_score_picks(
     assert kind == (expected.kind if expected is not None else None)
     plain = max([s for later, _, s in sniffs if not later], default=0.0)
     assert all(at_most >= plain for at_most in asked)
+
+
+def test_a_streamed_head_is_scanned_once_for_each_engine_s_log(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A log read as a stream: its head's SGLang and vLLM line scans, made to decide whether it
+    is streamed, are the ones its sniffs read (not run again on the 8 MiB head)."""
+    scans: list[str] = []
+    for name, scan in (("is_server_log", detect.is_server_log), ("is_vllm_log", is_vllm_log)):
+        # wherever a sniff may look it up
+        for module in (detect, server_log, vllm_server_log):
+            monkeypatch.setattr(
+                module,
+                name,
+                lambda text, scan=scan, name=name: scans.append(name) or scan(text),
+                raising=False,
+            )
+    monkeypatch.setattr(detect, "STREAM_FROM", 1)
+    for log, kind, scanned in (
+        (FIXTURES / "vllm_cpu" / "good-start.log", "vllm-server-log", 2),
+        (FIXTURES / "sglang" / "server" / "sm120_qwen35_baseline.log", "sglang-server-log", 1),
+    ):
+        scans.clear()
+        file = read_input(log)
+        assert file.streamed and detect_format(file).kind == kind
+        assert len(scans) == len(set(scans)) == scanned, scans
