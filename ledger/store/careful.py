@@ -275,7 +275,7 @@ def insert(
 
 
 #: A batch of at most this many rows is inserted as parameterised ``VALUES`` rows: a few rows
-#: bind faster than registering an Arrow table (past ~10 rows Arrow is faster), and an
+#: bind faster than registering an Arrow table (at 16 rows Arrow is faster), and an
 #: import of a server log (a few events) needs no pyarrow (docs/reliability.md).
 VALUES_ROWS = 8
 
