@@ -13,7 +13,6 @@ from typing import Any, ClassVar
 from uuid import UUID
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
-from uuid6 import uuid7
 
 from .vocab import ActorKind, EvidenceKind
 
@@ -112,6 +111,15 @@ def _now() -> datetime:
     return datetime.now(UTC)
 
 
+def _new_event_id() -> UUID:
+    """A new UUIDv7 (``uuid6.uuid7``). uuid6 is imported on first use: at import it reads its
+    own version from the installed packages' metadata, which a process that makes no new id
+    (an import of a file: its ids derive from the content) need not pay."""
+    from uuid6 import uuid7
+
+    return uuid7()
+
+
 class EventEnvelope(StrictModel):
     """Fields common to every event.
 
@@ -123,7 +131,7 @@ class EventEnvelope(StrictModel):
     idempotent (a retry returns the original ``seq``).
     """
 
-    event_id: UUID = Field(default_factory=uuid7)
+    event_id: UUID = Field(default_factory=_new_event_id)
     seq: int | None = None
     stream: str | None = None
     stream_version: int | None = Field(default=None, ge=1)

@@ -294,8 +294,10 @@ def rebuild(con: duckdb.DuckDBPyConnection) -> None:
     for table in (*PROJECTION_TABLES, *RETIRED_TABLES):
         con.execute(f"DROP TABLE IF EXISTS {table}")
     create(con)
-    apply(con, 0)
-    set_position(con, con.execute("SELECT coalesce(max(seq), 0) FROM events").fetchall()[0][0])
+    head = con.execute("SELECT coalesce(max(seq), 0) FROM events").fetchall()[0][0]
+    if head:  # a log with no event (a ledger being created) has nothing to replay
+        apply(con, 0)
+    set_position(con, head)
 
 
 def position(con: duckdb.DuckDBPyConnection) -> int:

@@ -297,7 +297,15 @@ _LEADING_TIME_RE = re.compile(
 )
 
 
-_TIMED_LINE_RE = re.compile(_LEADING_TIME_RE.pattern, re.MULTILINE)
+#: ``_LEADING_TIME_RE`` at the start of a line after the first: it starts with the literal ``\n``,
+#: so a search jumps from one line end to the next, where ``^`` in ``re.MULTILINE`` is tried at
+#: every character of a run (docs/reliability.md, "Server log import speed and memory").
+_NEXT_TIMED_LINE_RE = re.compile("\n" + _LEADING_TIME_RE.pattern.removeprefix("^"))
+
+
+def _has_timed_line(text: str) -> bool:
+    """Whether a line of ``text`` (lines joined by ``\\n``) has a leading time."""
+    return _LEADING_TIME_RE.match(text) is not None or _NEXT_TIMED_LINE_RE.search(text) is not None
 
 
 def oldest_first(lines: list[str]) -> list[str]:
@@ -329,7 +337,7 @@ class Chronology:
         (SGLang's) is seen line by line until a time rose."""
         lines = iter(lines)
         for item in lines:
-            if type(item) is BulkRun and _TIMED_LINE_RE.search(item) is None:
+            if type(item) is BulkRun and not _has_timed_line(item):
                 self.nonblank += item.count("\n") + 1  # a bulk line is never blank
                 yield item
                 continue

@@ -9,10 +9,8 @@ tests/fixtures/sglang/bench_serving/). Latency keys are in ms; the
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from uuid import UUID
-
-import pyarrow as pa
 
 from ledger.derive.warmup import cold_first_run
 from ledger.errors import InvalidInput
@@ -21,10 +19,12 @@ from schemas import Actor, BenchmarkCompleted, BenchMetrics, Host, Workload
 from schemas.metrics import INTEGER_METRICS, tpot
 
 from ..derive.streaming import Granularity, from_means, from_requests
-from ..store import BENCH_SAMPLES_SCHEMA as SAMPLES_SCHEMA
 from .detect import ImportContext, Importer, InputFile, ReadResult, Sniffed, looks_like_bench
 from .fields import FieldReader as _Line
 from .results import OutputLengths, apply_streaming, chunks_from_gaps, without_bursts
+
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 TOOL = "sglang.bench_serving"
 
@@ -319,6 +319,10 @@ def samples_from_details(line: _Line) -> pa.Table | None:
         if len(values) != n:
             raise line.error(key, f"has {len(values)} entries, ttfts has {n}")
     scale = _ttft_scale(line, ttfts, errors)
+    import pyarrow as pa  # only a file with per-request details needs it (not the import of a log)
+
+    from ..store import BENCH_SAMPLES_SCHEMA as SAMPLES_SCHEMA
+
     rows: dict[str, list[Any]] = {name: [] for name in SAMPLES_SCHEMA.names}
     for i in range(n):
         error = errors[i]

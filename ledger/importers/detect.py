@@ -231,9 +231,12 @@ def _streamed(path: Path) -> InputFile | None:
         head = read_head(path)
     except (OSError, LedgerError):
         return None  # read_regular names what is wrong
-    if head is None or not head.strip() or not (is_server_log(head) or is_vllm_log(head)):
+    if head is None or not head.strip():
         return None
-    importer = detect_format(InputFile(path=path, text=head, sha256=""))
+    sniffed = Sniffed(InputFile(path=path, text=head, sha256=""))
+    if not (sniffed.sglang_server_log or sniffed.vllm_server_log):
+        return None
+    importer = detect_format(sniffed.file, sniffed)  # the head's line scans above not run again
     if importer.kind not in STREAMED_KINDS:
         return None
     try:
@@ -286,16 +289,26 @@ ReadResult = tuple[list[Any], dict[UUID, Any]]
 
 
 @dataclass(frozen=True)
+class Later:
+    """A sniff's score that costs a scan of the text (``Sniffed.engine``: ``identify`` over up to
+    20,000 lines of a log's head): ``detect_format`` asks ``score()`` only where a score of
+    ``at_most`` could still win, so the answer is the one asking it always gives."""
+
+    at_most: float
+    score: Callable[[], float]
+
+
+@dataclass(frozen=True)
 class Importer:
     """One file format: ``kind`` (``vllm-bench-serve``), ``description`` (for the
     "kinds tried" of an unknown file), ``sniff(Sniffed) -> float`` (0: not this format;
-    up to 1: certain; the highest wins, the first registered on a tie) and
-    ``read(InputFile, ImportContext) -> (events, samples)``, which raises
+    up to 1: certain; the highest wins, the first registered on a tie; a ``Later`` for a score
+    that needs a scan) and ``read(InputFile, ImportContext) -> (events, samples)``, which raises
     ``InvalidInput`` naming the line and field that break the format's rules."""
 
     kind: str
     description: str
-    sniff: Callable[[Sniffed], float]
+    sniff: Callable[[Sniffed], float | Later]
     read: Callable[[InputFile, ImportContext], ReadResult]
     #: the other files of one run this format's file takes in when they are imported with it
     pairings: tuple[Pairing, ...] = ()
@@ -335,6 +348,16 @@ class Sniffed:
         """The text starts like JSON: ``{``, or a ``[`` that opens an array of objects, arrays or
         strings (a log line's ``[2025-...``, ``[rank0]:`` or ``[23:17:01 TP7]`` does not)."""
         return self.stripped.startswith("{") or bool(_JSON_ARRAY_RE.match(self.stripped))
+
+    @cached_property
+    def sglang_server_log(self) -> bool:
+        """The text has SGLang's line prefix and a startup or run marker (``is_server_log``)."""
+        return is_server_log(self.text)
+
+    @cached_property
+    def vllm_server_log(self) -> bool:
+        """The text is a vLLM server's log by its lines (``ledger.engines.vllm_log.is_vllm_log``)."""
+        return is_vllm_log(self.text)
 
     @cached_property
     def engine(self) -> str | None:
@@ -436,8 +459,9 @@ def expected() -> str:
     return f"expected one of: {kinds_tried()}"
 
 
-def detect_format(file: InputFile) -> Importer:
-    """The importer that reads ``file``: the one whose ``sniff`` is most confident.
+def detect_format(file: InputFile, sniffed: Sniffed | None = None) -> Importer:
+    """The importer that reads ``file``: the one whose ``sniff`` is most confident (``sniffed``:
+    the file's ``Sniffed`` where the caller made one, its scans already done).
 
     Raises:
         InvalidInput: ``FILE: not a known format (tried: KIND, ...)``;
@@ -446,15 +470,26 @@ def detect_format(file: InputFile) -> Importer:
     """
     if file.importer is not None:
         return file.importer  # a file read as a stream: its head was sniffed
-    sniffed = Sniffed(file)
+    if sniffed is None or sniffed.file is not file:
+        sniffed = Sniffed(file)
     best: Importer | None = None
-    best_score = 0.0
-    for importer in registered_importers():
+    best_score, best_at = 0.0, -1
+    later: list[tuple[int, Importer, Later]] = []
+    for index, importer in enumerate(registered_importers()):
         if importer.max_score <= best_score:
             continue  # it cannot win (an 8 MiB log head's sniff by each importer costed 0.1 s)
         score = importer.sniff(sniffed)
-        if score > best_score:
-            best, best_score = importer, score
+        if isinstance(score, Later):
+            later.append((index, importer, score))
+        elif score > best_score:
+            best, best_score, best_at = importer, score, index
+    # The scores that need a scan, where they could win: above the best, or equal to it and
+    # registered before it (a vLLM log's head is not scanned for SGLang's excerpt score)
+    for index, importer, pending in later:
+        if pending.at_most > best_score or (pending.at_most == best_score and index < best_at):
+            score = pending.score()
+            if score > best_score or (score == best_score and score > 0 and index < best_at):
+                best, best_score, best_at = importer, score, index
     if best is not None:
         return best
     error = sniffed.json_error

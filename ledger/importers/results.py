@@ -14,9 +14,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any
-
-import pyarrow as pa
+from typing import TYPE_CHECKING, Any
 
 from schemas import BenchmarkCompleted, BenchMetrics, Workload
 from schemas.metrics import INTEGER_METRICS, tpot
@@ -28,8 +26,10 @@ from ..derive.streaming import (
     burst_note,
     request_streamed,
 )
-from ..store import BENCH_SAMPLES_SCHEMA as SAMPLES_SCHEMA
 from .detect import ImportContext, InputFile
+
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 _METRIC_FIELDS = frozenset(BenchMetrics.model_fields)
 _INT_METRICS = INTEGER_METRICS
@@ -213,6 +213,10 @@ def samples_table(rows: Iterable[dict[str, Any]]) -> pa.Table:
     ``output_tokens``, ``itl_ms`` (a list) and ``error``; ``request_index`` is the row's
     position. Missing values are null (``itl_ms``: an empty list).
     """
+    import pyarrow as pa  # only a file with per-request rows needs it (not the import of a log)
+
+    from ..store import BENCH_SAMPLES_SCHEMA as SAMPLES_SCHEMA
+
     columns: dict[str, list[Any]] = {name: [] for name in SAMPLES_SCHEMA.names}
     for index, row in enumerate(rows):
         for name in SAMPLES_SCHEMA.names:

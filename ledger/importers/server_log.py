@@ -46,7 +46,14 @@ from schemas import (
     normalize_flag,
 )
 
-from .detect import ImportContext, Importer, InputFile, ReadResult, Sniffed, is_server_log
+from .detect import (
+    ImportContext,
+    Importer,
+    InputFile,
+    Later,
+    ReadResult,
+    Sniffed,
+)
 
 ENGINE = "sglang"
 T = TypeVar("T")
@@ -317,13 +324,13 @@ def _line_time(facts: ServerLogFacts, ref: str) -> datetime | None:
     return None
 
 
-def _sniff(sniffed: Sniffed) -> float:
+def _sniff(sniffed: Sniffed) -> float | Later:
     if sniffed.claims_json:
         return 0.0
-    if is_server_log(sniffed.text):
+    if sniffed.sglang_server_log:
         return 0.9
     # an excerpt (the tail around an error, no start line): claimed when its lines name SGLang
-    return 0.5 if sniffed.engine == ENGINE else 0.0
+    return Later(0.5, lambda: 0.5 if sniffed.engine == ENGINE else 0.0)
 
 
 def _read(file: InputFile, ctx: ImportContext) -> ReadResult:

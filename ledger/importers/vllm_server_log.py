@@ -12,12 +12,12 @@ from itertools import islice
 from ledger.engines.bulk_lines import VLLM_RUN_RE
 from ledger.engines.gpu_arch import compute_capability_for
 from ledger.engines.identify import IDENTIFY_SCAN, identify
-from ledger.engines.vllm_log import is_vllm_log, parse_vllm_log, vllm_findings
+from ledger.engines.vllm_log import parse_vllm_log, vllm_findings
 from ledger.errors import InvalidInput
 from ledger.write.commands import LoggedRun, server_run_events
 from schemas import Host
 
-from .detect import ImportContext, Importer, InputFile, ReadResult, Sniffed
+from .detect import ImportContext, Importer, InputFile, Later, ReadResult, Sniffed
 from .server_log import cli_flags, read_facts, spec_event, stopped_fields
 
 ENGINE = "vllm"
@@ -38,13 +38,13 @@ def _host(gpu_name: str | None, tp: object, version: str | None, given: Host | N
     )
 
 
-def _sniff(sniffed: Sniffed) -> float:
+def _sniff(sniffed: Sniffed) -> float | Later:
     if sniffed.claims_json:
         return 0.0
-    if is_vllm_log(sniffed.text):
+    if sniffed.vllm_server_log:
         return 0.9
     # an excerpt (the tail around an error, no start line): claimed when its lines name vLLM
-    return 0.5 if sniffed.engine == ENGINE else 0.0
+    return Later(0.5, lambda: 0.5 if sniffed.engine == ENGINE else 0.0)
 
 
 def _head(file: InputFile) -> list[str]:

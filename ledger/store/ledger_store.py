@@ -69,7 +69,7 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from contextlib import contextmanager, nullcontext, suppress
+from contextlib import ExitStack, contextmanager, nullcontext, suppress
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -515,6 +515,8 @@ class LedgerStore:
         """Run ``write(con, held)`` as the file's single writer: on the kept-open connection
         (catching the projections up when ``MAX_LAG`` events wait), or one-shot."""
         if not self.path.exists():
+            if self.hold_s == 0:
+                return self._creating(write)
             self.init()
         with self._lock:
             held = self._held(create=True)
@@ -530,6 +532,22 @@ class LedgerStore:
             finally:
                 held.done()
             return results
+
+    def _creating(self, write: Callable[[duckdb.DuckDBPyConnection, Held | None], _T]) -> _T:
+        """A one-shot write that creates the file: one connection makes the tables and views
+        (as ``init``) and writes, where ``init`` then the write opened and closed the file twice
+        (an ``import --create`` of a server log: docs/reliability.md). A failure before the write
+        removes the file this made, as ``init``'s does."""
+        self.check_path()
+        created = ledger_file.nothing_stored(self.path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        with self._lock:
+            with ledger_file.removed_on_failure(self.path, created), ExitStack() as opened:
+                con = opened.enter_context(self._connect_once(False, {}))
+                self._ensure_schema(con)
+                kept = opened.pop_all()  # made: open for the write (a failure closed it first)
+            with kept:
+                return write(con, None)
 
     def append_columns(
         self,

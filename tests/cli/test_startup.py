@@ -77,6 +77,20 @@ def test_append_loads_no_heavy_module(tmp_path: Path) -> None:
         assert _loaded(["--ledger", ledger, *args], LAZY, stdin)[1] == "", args
 
 
+def test_import_of_a_server_log_loads_no_heavy_module(tmp_path: Path) -> None:
+    # A server log's few events are stored without an Arrow table: an import of a log loads
+    # neither pyarrow nor numpy (docs/reliability.md, "Server log import speed and memory").
+    fixtures = Path(__file__).parents[1] / "fixtures"
+    for log in (
+        fixtures / "vllm_cpu" / "good-start.log",
+        fixtures / "sglang" / "server" / "sm120_qwen35_baseline.log",
+    ):
+        ledger = str(tmp_path / f"{log.stem}.duckdb")
+        printed, loaded = _loaded(["--ledger", ledger, "import", "--create", str(log)], LAZY)
+        assert loaded == "", log
+        assert "-server-log, " in printed and " new, 0 already stored" in printed, printed
+
+
 def test_help_lists_plugin_commands_without_their_heavy_imports() -> None:
     # The plugins' click objects are loaded for their one-line help; what their commands
     # use (httpx, pyarrow, rich, textual, psycopg) is imported when a command runs, and
