@@ -94,3 +94,13 @@ def test_a_raise_in_a_handler_a_request_runs_is_not_the_starts_refusal(
     guard = report(run(kinds, "--share-guard-knob"), "share-guard-knob")
     assert guard.verdict == "conditional"
     assert "guard_share() runs here" in guard.reason
+
+
+def test_a_read_deep_under_the_schedulers_construction_runs(
+    kinds: tuple[EngineSource, VersionIndex],
+) -> None:
+    # eight calls below ``Scheduler.__init__``: with the scheduler's own callers on top the
+    # path was past the callers followed, so "conditional"; the process builds it regardless
+    found = report(run(kinds, "--deep-knob 3"), "deep-knob")
+    assert found.verdict == "effective"
+    assert line_of("sglang/srt/deep_chain.py", "server_args.deep_knob") in found.reason

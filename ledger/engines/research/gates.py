@@ -101,6 +101,9 @@ START_ROOTS: dict[str, frozenset[tuple[str, str]]] = {
     "sglang": frozenset(
         {
             ("sglang.srt.managers.scheduler", "run_scheduler_process"),
+            # the scheduler process builds its ``Scheduler`` whatever the flags: a read under
+            # the scheduler's construction is as deep as its own callers, not theirs as well
+            ("sglang.srt.managers.scheduler", "Scheduler"),
             ("sglang.srt.managers.detokenizer_manager", "run_detokenizer_process"),
         }
     ),
