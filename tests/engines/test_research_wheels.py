@@ -194,7 +194,7 @@ BLIND_0523_RIGHT = {
     "set_g1": 9,
     "set_h1": 7,
     "set_i1": 7,
-    "set_j1": 12,
+    "set_j1": 10,
     "set_k1": 10,
     "set_l1": 12,
     "set_m1": 10,
