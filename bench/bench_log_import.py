@@ -12,6 +12,12 @@ docs/reliability.md; they are not tests. Run::
 ``--engine vllm``: a real vLLM 0.32 startup (``tests/fixtures/vllm_cpu/good-start.log``), then
 its API server's access lines and ``Avg prompt throughput`` lines.
 
+``--shape``: what the bulk lines look like. ``served`` (the default): as above. ``spec``:
+speculative decoding's (EAGLE/NEXTN): SGLang's decode lines carry ``accept len: X, accept rate:
+Y``; vLLM's start is a speculative one (``vllm_cpu/spec-start.log``) and each throughput line is
+followed by a ``SpecDecoding metrics`` line. ``eager`` (SGLang): a decode line at ``#running-req``
+above the largest captured batch (48 in the startup) is logged with ``cuda graph: False``.
+
 Each size is imported once into a fresh ledger by a child process under GNU time
 (``/usr/bin/time -f '%e %U %S %M'``: wall seconds, user and system CPU seconds, peak RSS in
 KiB). On a shared machine compare the CPU seconds: other processes' load stretches the wall time.
@@ -31,8 +37,12 @@ ROOT = Path(__file__).resolve().parents[1]
 STARTUP = ROOT / "tests" / "fixtures" / "sglang" / "server" / "sm120_qwen35_baseline.log"
 
 
-def write_log(path: Path, megabytes: float) -> int:
-    """A served SGLang log of about ``megabytes`` MB at ``path``; its size in bytes."""
+ACCEPT = (1.75, 2.5, 3.25, 3.5)
+
+
+def write_log(path: Path, megabytes: float, shape: str = "served") -> int:
+    """A served SGLang log of about ``megabytes`` MB at ``path`` (``shape``: see the module doc);
+    its size in bytes."""
     head = [
         line
         for line in STARTUP.read_text(encoding="utf-8").splitlines()
@@ -54,11 +64,18 @@ def write_log(path: Path, megabytes: float) -> int:
                     f"#cached-token: {step % 512}, token usage: 0.{step % 90:02d}, "
                     f"#running-req: {running}, #queue-req: {step % 3}\n"
                 )
+                accept = ACCEPT[(step + rank) % 4]
+                spec = (
+                    f"accept len: {accept:.2f}, accept rate: {accept / 4:.2f}, "
+                    if shape == "spec"
+                    else ""
+                )
+                graph = shape != "eager" or running <= 48
                 block.append(
                     f"[{stamp} TP{rank}] Decode batch, #running-req: {running}, "
                     f"#token: {running * 1100}, token usage: 0.{(step + rank) % 90:02d}, "
-                    f"cuda graph: True, gen throughput (token/s): {100 + step % 3000}.{rank}1, "
-                    f"#queue-req: 0\n"
+                    f"{spec}cuda graph: {graph}, gen throughput (token/s): "
+                    f"{100 + step % 3000}.{rank}1, #queue-req: 0\n"
                 )
             block.append(
                 f'[{stamp}] INFO:     127.0.0.1:{40000 + step % 20000} - "POST /generate HTTP/1.1" 200 OK\n'
@@ -72,20 +89,28 @@ def write_log(path: Path, megabytes: float) -> int:
 
 
 VLLM_STARTUP = ROOT / "tests" / "fixtures" / "vllm_cpu" / "good-start.log"
+#: a real vLLM 0.32 start with a speculative config, up to its first served lines
+VLLM_SPEC_STARTUP = ROOT / "tests" / "fixtures" / "vllm_cpu" / "spec-start.log"
+VLLM_SPEC_STARTUP_LINES = 130
 
 
-def write_vllm_log(path: Path, megabytes: float) -> int:
+def write_vllm_log(path: Path, megabytes: float, shape: str = "served") -> int:
     """A served vLLM log of about ``megabytes`` MB at ``path`` (a real 0.32 CPU startup, then its
-    API server's throughput lines every 10 s and its access lines); its size in bytes."""
+    API server's throughput lines every 10 s and its access lines; ``shape``: see the module
+    doc); its size in bytes."""
     target = int(megabytes * 1_000_000)
-    clock = datetime(2026, 12, 1, 14, 45, 0)
+    clock = datetime(2026, 12, 1, 14, 50 if shape == "spec" else 45, 0)
+    tag = "(APIServer pid=4848)" if shape == "spec" else "(APIServer pid=21521)"
     with path.open("w", encoding="utf-8") as out:
-        out.write(VLLM_STARTUP.read_text(encoding="utf-8"))
+        if shape == "spec":
+            head = VLLM_SPEC_STARTUP.read_text(encoding="utf-8").splitlines(keepends=True)
+            out.writelines(head[:VLLM_SPEC_STARTUP_LINES])
+        else:
+            out.write(VLLM_STARTUP.read_text(encoding="utf-8"))
         size = out.tell()
         step = 0
         while size < target:
             stamp = clock.strftime("%m-%d %H:%M:%S")
-            tag = "(APIServer pid=21521)"
             block = [
                 f'{tag} INFO:     127.0.0.1:{40000 + (step * 4 + i) % 20000} - "POST /v1/completions '
                 f'HTTP/1.1" 200 OK\n'
@@ -99,6 +124,16 @@ def write_vllm_log(path: Path, megabytes: float) -> int:
                     f"Waiting: {step % 3} reqs, GPU KV cache usage: {step % 90}.{step % 10}%, "
                     f"Prefix cache hit rate: {step % 50}.0%\n"
                 )
+                if shape == "spec":
+                    accepted = 150 + step % 50
+                    block.append(
+                        f"{tag} INFO {stamp} [metrics.py:120] SpecDecoding metrics: Mean "
+                        f"acceptance length: {ACCEPT[step // 4 % 4]:.2f}, Accepted throughput: "
+                        f"{accepted / 10:.2f} tokens/s, Drafted throughput: 19.69 tokens/s, "
+                        f"Accepted: {accepted} tokens, Drafted: 197 tokens, Per-position "
+                        f"acceptance rate: 0.935, 0.727, 0.{600 + step % 100}, Avg Draft "
+                        f"acceptance rate: {accepted / 1.97:.1f}%\n"
+                    )
             text = "".join(block)
             out.write(text)
             size += len(text.encode())
@@ -146,12 +181,22 @@ def main() -> None:
     parser.add_argument(
         "--engine", choices=("sglang", "vllm"), default="sglang", help="whose served log"
     )
+    parser.add_argument(
+        "--shape",
+        choices=("served", "spec", "eager"),
+        default="served",
+        help="the bulk lines' shape (eager: SGLang only)",
+    )
+    parser.add_argument("--keep", type=Path, help="also write the log here (compare it)")
     args = parser.parse_args()
+    if args.shape == "eager" and args.engine == "vllm":
+        parser.error("--shape eager is an SGLang shape")
     rows = []
     with tempfile.TemporaryDirectory() as scratch:
         for megabytes in args.mb or [20.0]:
             log = Path(scratch) / f"server-{megabytes:g}mb.log"
-            size = (write_vllm_log if args.engine == "vllm" else write_log)(log, megabytes)
+            write = write_vllm_log if args.engine == "vllm" else write_log
+            size = write(log, megabytes, args.shape)
             seconds, cpu, peak_mib, last = import_once(
                 log, Path(scratch) / f"l{megabytes:g}.duckdb"
             )
@@ -168,7 +213,10 @@ def main() -> None:
                 }
             )
             print(json.dumps(rows[-1]), flush=True)
-            log.unlink()
+            if args.keep:
+                log.replace(args.keep)
+            else:
+                log.unlink()
     if args.json:
         args.json.write_text(json.dumps(rows, indent=2) + "\n", encoding="utf-8")
 

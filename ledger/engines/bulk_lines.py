@@ -5,7 +5,10 @@ Most lines of a served log are a few shapes repeated: SGLang's ``Decode batch`` 
 batch`` lines and uvicorn's access lines, vLLM's access lines and ``Avg prompt throughput``
 lines. Once a reader holds what it keeps of them (the first ``BATCH_LINES_KEPT`` batch lines of a
 kind, the first ``IGNORED_KEPT`` lines ``assess`` files under ``ignored``), such a line's only
-effects are its time, its count, its place in the log's tail and (vLLM) its record: each regex
+effects are its time, its count, its place in the log's tail, (vLLM) its record, and what the
+findings read of every such line: an accept length (SGLang's ``accept len``, vLLM's
+``SpecDecoding metrics``: the series, its first line and its last, ``AcceptSeries``) and an SGLang
+decode line logged with ``cuda graph: False`` (its ``BatchLine`` among the eager ones): each regex
 below matches a line only when its every field has the shape that makes those its only effects
 (digits where numbers go, no level but ``INFO``, no words a rule of the reader, ``classify``,
 ``quiet_kind`` or ``find_tracebacks`` looks for), and ``take`` does just that, handing the line to
@@ -26,6 +29,7 @@ from ledger.input_files import BulkRun
 from .failure import IGNORED_KEPT
 from .kept_lines import KeptLines, QuietLine
 from .lines import LogLine, parse_stamp
+from .sglang_lines import parse_batch_fields
 
 #: How many lines of each batch kind an SGLang reader keeps whole (``sglang_facts``): a served log
 #: has one per rank per step (a million in a day), and each held ~400 bytes; what the findings
@@ -40,7 +44,9 @@ _NUM = r"\d+(?:\.\d+)?"
 SGLANG_BULK_RE = re.compile(
     r"\[(?P<ts>\d{4}-\d\d-\d\d \d\d:\d\d:\d\d)(?: TP\d{1,3})?\] (?:"
     r"(?P<decode>Decode batch, #running-req: \d+, #token: \d+, token usage: \d+\.\d+, "
-    r"cuda graph: True, gen throughput \(token/s\): \d+\.\d+, #queue-req: \d+(?:, )?)"
+    r"(?:accept len: (?P<accept>\d+\.\d+), (?:accept rate: \d+\.\d+, )?)?"
+    r"cuda graph: (?:True|(?P<eager>False)), gen throughput \(token/s\): \d+\.\d+, "
+    r"#queue-req: \d+(?:, )?)"
     r"|(?P<prefill>Prefill batch, #new-seq: \d+, #new-token: \d+, #cached-token: \d+, "
     r"token usage: \d+\.\d+, #running-req: \d+, #queue-req: \d+(?:, )?)"
     rf"|(?P<access>{_ACCESS}))$"
@@ -49,9 +55,13 @@ VLLM_BULK_RE = re.compile(
     r"(?:\((?P<proc>APIServer) pid=\d+\) )?(?:"
     rf"(?P<access>{_ACCESS})"
     r"|(?P<head>INFO (?P<md>\d\d-\d\d) (?P<hms>\d\d:\d\d:\d\d) \[(?:loggers|metrics)\.py:\d+\] )"
-    rf"(?:Engine \d+: )?Avg prompt throughput: {_NUM} tokens/s, Avg generation throughput: "
+    rf"(?:(?:Engine \d+: )?Avg prompt throughput: {_NUM} tokens/s, Avg generation throughput: "
     rf"{_NUM} tokens/s, Running: \d+ reqs, (?:Swapped: \d+ reqs, )?Waiting: \d+ reqs, "
-    rf"(?:GPU|CPU) KV cache usage: {_NUM}%(?:, Prefix cache hit rate: {_NUM}%)?\.?)$"
+    rf"(?:GPU|CPU) KV cache usage: {_NUM}%(?:, Prefix cache hit rate: {_NUM}%)?\.?"
+    rf"|SpecDecoding metrics: Mean acceptance length: (?P<accept>\d+\.\d+), Accepted throughput: "
+    rf"{_NUM} tokens/s, Drafted throughput: {_NUM} tokens/s, Accepted: \d+ tokens, Drafted: \d+ "
+    rf"tokens, Per-position acceptance rate: \d+\.\d+(?:, \d+\.\d+)*, Avg Draft acceptance "
+    rf"rate: {_NUM}%))$"
 )
 
 
@@ -93,25 +103,83 @@ def numbered(
         yield number, item
 
 
+class AcceptSeries:
+    """What a reader keeps of the accept lengths of the bulk lines it takes (SGLang's ``accept
+    len``, vLLM's ``SpecDecoding metrics``): each value in ``series``, in order; the line of the
+    first, if it is the series' first (``first_accept_line``), made at once; the last line with
+    one, held as its number and text and made once the log is read (``close``), unless a line
+    read the full way came after it. ``key``: the text before a value (one a line)."""
+
+    def __init__(self, key: str, split: Callable[[int, str], LogLine]) -> None:
+        self.key, self.split = key, split
+        self._value = re.compile(re.escape(key) + r"(\d+\.\d+)")
+        self._last: tuple[int, str] | None = None
+
+    def take(self, owner: Any, series: Any, number: int, raw: str, value: str) -> None:
+        """One line's accept length ``value`` (line ``number``, ``raw``)."""
+        series.append(float(value))
+        if owner.first_accept_line is None:
+            owner.first_accept_line = self.split(number, raw)
+        self._last = (number, raw)
+
+    def take_run(self, owner: Any, series: Any, number: int, run: str) -> None:
+        """Every accept length of ``run`` (from line ``number``), in order."""
+        if self.key not in run:
+            return
+        series.extend(map(float, self._value.findall(run)))
+        if owner.first_accept_line is None:
+            first = _line_at(run, run.find(self.key), number)
+            owner.first_accept_line = self.split(*first)
+        self._last = _line_at(run, run.rfind(self.key), number)
+
+    def close(self, owner: Any) -> None:
+        """Make the last line with an accept length taken here ``last_accept_stamped`` when it
+        comes after the one the full way read (every bulk line has a time)."""
+        last, held = self._last, owner.last_accept_stamped
+        if last is not None and (held is None or held.number < last[0]):
+            owner.last_accept_stamped = self.split(*last)
+
+
+def _line_at(run: str, at: int, number: int) -> tuple[int, str]:
+    """The number and text of the line of ``run`` (its first line numbered ``number``) that
+    holds offset ``at``."""
+    start = run.rfind("\n", 0, at) + 1
+    end = run.find("\n", at)
+    return number + run.count("\n", 0, start), run[start : end if end >= 0 else len(run)]
+
+
+_EAGER = "cuda graph: False"
+
+
 class SglangBulk:
     """``parse_server_log``'s shortcut for one log: ``take`` a line when it is a bulk line whose
     every effect is known now."""
 
-    def __init__(self, kept: KeptLines, split: Callable[[int, str], LogLine]) -> None:
-        self.kept, self.split = kept, split
+    def __init__(
+        self, kept: KeptLines, split: Callable[[int, str], LogLine], batch: Callable[..., Any]
+    ) -> None:
+        """``batch``: ``sglang_facts.BatchLine`` (an eager decode line's)."""
+        self.kept, self.split, self.batch = kept, split, batch
         self._stamp: tuple[str, datetime] | None = None
         #: the number of the last line taken (a prefixed line: the record of a line after it)
         self.taken = 0
+        self.accepts = AcceptSeries("accept len: ", split)
+
+    def eager(self, facts: Any, line: LogLine) -> None:
+        """What the full way reads of a decode line logged with ``cuda graph: False`` once it
+        keeps no more decode lines, but its accept length: its ``BatchLine``."""
+        text = line.message[len("Decode batch.") :]
+        facts.eager_decodes.append(self.batch(line, "decode", parse_batch_fields(text)))
 
     def take_run(self, number: int, run: BulkRun, facts: Any) -> int:
         """``take`` of every line of ``run`` (from line ``number``) at once: how many, or 0 (none
-        taken) while the reader keeps batch lines."""
-        if (
-            facts.first_timestamp is None
-            or self.kept.ignored < IGNORED_KEPT
-            or len(facts.decode_batches) < BATCH_LINES_KEPT
-            or len(facts.prefill_batches) < BATCH_LINES_KEPT
-        ):
+        taken) while the reader keeps batch lines of a kind it holds."""
+        if facts.first_timestamp is None or self.kept.ignored < IGNORED_KEPT:
+            return 0
+        # a kind the reader still keeps: only a run without it (a spec log may log no prefill)
+        if len(facts.decode_batches) < BATCH_LINES_KEPT and "] Decode batch" in run:
+            return 0
+        if len(facts.prefill_batches) < BATCH_LINES_KEPT and "] Prefill batch" in run:
             return 0
         count = run.count("\n") + 1
         last_raw = run[run.rfind("\n") + 1 :]
@@ -125,6 +193,15 @@ class SglangBulk:
             number, run, count, QuietLine(last, last_raw, True, kind, last, None, self.split)
         )
         self.taken = last
+        self.accepts.take_run(facts, facts.accept_series, number, run)
+        at, start_of, line_number = run.find(_EAGER), 0, number
+        while at >= 0:  # in the order of the lines, as the full way reads them
+            start = run.rfind("\n", 0, at) + 1
+            line_number += run.count("\n", start_of, start)
+            start_of, end = start, run.find("\n", at)
+            end = len(run) if end < 0 else end
+            self.eager(facts, self.split(line_number, run[start:end]))
+            at = run.find(_EAGER, end)
         return count
 
     def take(self, number: int, raw: str, facts: Any) -> bool:
@@ -148,6 +225,11 @@ class SglangBulk:
         quiet = "none" if kind == "access" else "ignored"
         self.kept.add_quiet(QuietLine(number, raw, True, quiet, number, None, self.split))
         self.taken = number
+        if kind == "decode":
+            if (accept := m.group("accept")) is not None:
+                self.accepts.take(facts, facts.accept_series, number, raw, accept)
+            if m.group("eager") is not None:
+                self.eager(facts, self.split(number, raw))
         return True
 
 
@@ -155,9 +237,13 @@ class VllmBulk:
     """``parse_vllm_log``'s shortcut for one log (see ``SglangBulk``); ``records`` is its
     ``_Records`` (each line's record, per process)."""
 
-    def __init__(self, kept: KeptLines, split: Callable[[int, str], LogLine], records: Any) -> None:
-        self.kept, self.split, self.records = kept, split, records
+    def __init__(
+        self, kept: KeptLines, split: Callable[[int, str], LogLine], records: Any, out: Any
+    ) -> None:
+        """``out``: the reader's ``VllmLogFacts`` (its spec series)."""
+        self.kept, self.split, self.records, self.out = kept, split, records, out
         self._stamp: tuple[str, datetime] | None = None
+        self.accepts = AcceptSeries("Mean acceptance length: ", split)
 
     def take(self, number: int, raw: str, facts: Any) -> bool:
         m = VLLM_BULK_RE.match(raw)
@@ -185,6 +271,8 @@ class VllmBulk:
             prefixed, record = True, records.current[proc]
         records.last = record
         self.kept.add_quiet(QuietLine(number, raw, prefixed, "none", record, proc, self.split))
+        if head is not None and (accept := m.group("accept")) is not None:
+            self.accepts.take(self.out, self.out.accept_lengths, number, raw, accept)
         return True
 
 
@@ -261,4 +349,5 @@ def vllm_take_run(bulk: VllmBulk, number: int, run: BulkRun, facts: Any) -> int:
         m = VLLM_BULK_RE.match(run, run.rfind("\n", 0, src) + 1)
         if m is not None and m.group("md"):
             facts.last_timestamp = parse_stamp(f"1900-{m.group('md')} {m.group('hms')}")
+    bulk.accepts.take_run(bulk.out, bulk.out.accept_lengths, number, run)
     return len(lines)

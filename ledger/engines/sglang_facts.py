@@ -17,6 +17,7 @@ from array import array
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
+from functools import partial
 from typing import Any
 
 from ledger.input_files import BulkRun
@@ -646,18 +647,15 @@ def parse_server_log(
     read_error: list[LogFormatError] = []
     current = 0
     # a served log's bulk lines, read by their shape once the reader keeps no more of them
-    bulk = (
-        SglangBulk(kept, lambda n, r: split_line(n, r, strict=strict, unwrapper=unwrapper))
-        if unwrapper.host is None
-        else None
-    )
+    split = partial(split_line, strict=strict, unwrapper=unwrapper)
+    bulk = SglangBulk(kept, split, BatchLine) if unwrapper.host is None else None
     take_run: Callable[[int, BulkRun], int] = lambda n, run: (  # noqa: E731
         bulk.take_run(n, run, reader.facts) if reader is not None and bulk is not None else 0
     )
     for number, raw in numbered(raw_lines, take_run):
         if reader is not None and bulk is not None and bulk.take(number, raw, reader.facts):
             continue
-        line = split_line(number, raw, strict=strict, unwrapper=unwrapper)
+        line = split(number, raw)
         current = max(current, bulk.taken) if bulk is not None else current  # a bulk line's
         if line.prefixed or current == 0:
             current = number
@@ -686,6 +684,8 @@ def parse_server_log(
             held = []
         _feed(reader, line, False, read_error)
     kept.close()
+    if reader is not None and bulk is not None:
+        bulk.accepts.close(reader.facts)
     bare = reader is None
     if reader is None:
         reader = _Reader(False)

@@ -247,7 +247,7 @@ def parse_vllm_log(raw_lines: Iterable[str], *, forward: bool = False) -> VllmLo
     held: list[LogLine] | None = []
     # a served log's bulk lines, read by their shape (``bulk_lines``)
     bulk = (
-        VllmBulk(kept, lambda n, r: split_vllm_line(n, r, unwrapper=unwrapper), records)
+        VllmBulk(kept, lambda n, r: split_vllm_line(n, r, unwrapper=unwrapper), records, reader.out)
         if unwrapper.host is None
         else None
     )
@@ -268,6 +268,8 @@ def parse_vllm_log(raw_lines: Iterable[str], *, forward: bool = False) -> VllmLo
             held = None
         reader.feed(line, False)
     kept.close()
+    if bulk is not None:
+        bulk.accepts.close(reader.out)
     bare = held is not None
     for early in held or ():
         reader.feed(early, True)

@@ -104,19 +104,46 @@ def test_the_shortcut_takes_the_bulk_shapes() -> None:
         "[2026-11-20 14:10:00 TP1] Prefill batch, #new-seq: 1, #new-token: 7, #cached-token: 0, "
         "token usage: 0.01, #running-req: 0, #queue-req: 0",
         '[2026-11-20 14:10:00] INFO:     127.0.0.1:40000 - "POST /generate HTTP/1.1" 200 OK',
-    ]
-    left = [
+        # speculative decoding's accept length, with its rate or not; a decode without graph
         "[2026-11-20 14:10:00 TP0] Decode batch, #running-req: 3, #token: 88, token usage: 0.02, "
         "cuda graph: False, gen throughput (token/s): 12.0, #queue-req: 0, ",
         "[2026-11-20 14:10:00 TP0] Decode batch, #running-req: 3, #token: 88, token usage: 0.02, "
         "accept len: 2.50, cuda graph: True, gen throughput (token/s): 12.0, #queue-req: 0, ",
+        "[2026-11-20 14:10:00 TP0] Decode batch, #running-req: 3, #token: 88, token usage: 0.02, "
+        "accept len: 2.50, accept rate: 0.62, cuda graph: False, gen throughput (token/s): 12.0, "
+        "#queue-req: 0",
+    ]
+    left = [
+        # an accept length without a decimal point, a field the shape does not know
+        "[2026-11-20 14:10:00 TP0] Decode batch, #running-req: 3, #token: 88, token usage: 0.02, "
+        "accept len: 3, cuda graph: False, gen throughput (token/s): 12.0, #queue-req: 0, ",
+        "[2026-11-20 14:10:00 TP0] Decode batch, #running-req: 3, #token: 88, token usage: 0.02, "
+        "accept len: 2.50, accept rate: 0.62, #retracted-req: 1, cuda graph: True, "
+        "gen throughput (token/s): 12.0, #queue-req: 0",
         '[2026-11-20 14:10:00] INFO:     127.0.0.1:40000 - "POST /generate HTTP/1.1" 200 OK x',
     ]
     assert all(bulk_lines.SGLANG_BULK_RE.match(x) for x in taken)
     assert not any(bulk_lines.SGLANG_BULK_RE.match(x) for x in left)
     vllm_taken = [vllm_bulk._bulk("(APIServer pid=1) ", "12-01 14:45:00", i) for i in (0, 1, 3)]
+    vllm_taken.append(_spec_metrics("(APIServer pid=1) INFO", "12-01 14:45:00", 2.5))
     assert all(bulk_lines.VLLM_BULK_RE.match(x) for x in vllm_taken)
     assert not bulk_lines.VLLM_BULK_RE.match(vllm_bulk._bulk("", "12-01 14:45:00", 2))
+    # another level; an older vLLM's metrics (no mean acceptance length)
+    assert not bulk_lines.VLLM_BULK_RE.match(_spec_metrics("WARNING", "12-01 14:45:00", 2.5))
+    assert not bulk_lines.VLLM_BULK_RE.match(
+        "INFO 12-01 14:45:00 [metrics.py:120] SpecDecoding metrics: Draft acceptance rate: 0.61, "
+        "System efficiency: 0.52, Number of speculative tokens: 3, Number of accepted tokens: 9"
+    )
+
+
+def _spec_metrics(head: str, stamp: str, accept: float) -> str:
+    """vLLM 0.32's ``SpecDecoding metrics`` line (``vllm_cpu/spec-start.log``'s shape)."""
+    return (
+        f"{head} {stamp} [metrics.py:120] SpecDecoding metrics: Mean acceptance length: "
+        f"{accept:.2f}, Accepted throughput: 18.00 tokens/s, Drafted throughput: 19.69 tokens/s, "
+        f"Accepted: 180 tokens, Drafted: 197 tokens, Per-position acceptance rate: 0.935, 0.727, "
+        f"0.675, Avg Draft acceptance rate: 91.4%"
+    )
 
 
 def test_a_served_log_read_by_the_shortcut_keeps_its_crash(monkeypatch: pytest.MonkeyPatch) -> None:
