@@ -83,19 +83,6 @@ def test_the_new_flags_at_their_defaults_are_not_refused(
     assert report(run(kinds), flag).verdict != "incompatible"
 
 
-def test_a_raise_in_a_handler_a_request_runs_is_not_the_starts_refusal(
-    kinds: tuple[EngineSource, VersionIndex],
-) -> None:
-    # read at the launch (the daemon starts) and in a request handler that refuses while the
-    # daemon shares the weights: the launch's read decides
-    shared = report(run(kinds, "--daemon-mode on"), "daemon-mode")
-    assert shared.verdict == "effective"
-    # read only in a handler nothing calls by name: it refuses when a request runs it
-    guard = report(run(kinds, "--share-guard-knob"), "share-guard-knob")
-    assert guard.verdict == "conditional"
-    assert "guard_share() runs here" in guard.reason
-
-
 def test_a_read_deep_under_the_schedulers_construction_runs(
     kinds: tuple[EngineSource, VersionIndex],
 ) -> None:
