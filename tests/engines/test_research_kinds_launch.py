@@ -91,3 +91,35 @@ def test_a_read_deep_under_the_schedulers_construction_runs(
     found = report(run(kinds, "--deep-knob 3"), "deep-knob")
     assert found.verdict == "effective"
     assert line_of("sglang/srt/deep_chain.py", "server_args.deep_knob") in found.reason
+
+
+def test_a_wrapper_asks_the_runners_properties_and_imports_its_check_lazily(
+    kinds: tuple[EngineSource, VersionIndex],
+) -> None:
+    # ``runner: "ModelRunner"`` (imported for type checkers only): the runner's property asks
+    # the model config's class (its ``model_type``), and the hardware check is imported inside
+    # the function; each is decided on the target, not left a run-time value
+    sm120 = report(run(kinds, "--wrapper-split-knob 4"), "wrapper-split-knob")
+    assert sm120.verdict in ("no-op", "not-activated")
+    assert "is_sm100_supported()" in sm120.reason
+    sm100 = report(run(kinds, "--wrapper-split-knob 4", arch="sm100"), "wrapper-split-knob")
+    assert sm100.verdict == "effective"
+    # a model type the package declares no class for is one of transformers' configs: not Foo's
+    other = report(
+        run(kinds, "--wrapper-split-knob 4", arch="sm100", model="other_oss"),
+        "wrapper-split-knob",
+    )
+    assert other.verdict in ("no-op", "not-activated")
+    assert "runner.family_config is not None" in other.reason
+
+
+def test_a_wrappers_assert_on_an_annotated_runner_refuses_the_value(
+    kinds: tuple[EngineSource, VersionIndex],
+) -> None:
+    refused = report(run(kinds, "--wrapper-mode flat"), "wrapper-mode")
+    assert refused.verdict == "incompatible"
+    assert "the Foo family needs --wrapper-mode paged or ragged" in refused.reason
+    assert report(run(kinds, "--wrapper-mode ragged"), "wrapper-mode").verdict != "incompatible"
+    # the runner's model is not of the family: the assert is not reached
+    other = report(run(kinds, "--wrapper-mode flat", model="other_oss"), "wrapper-mode")
+    assert other.verdict != "incompatible"

@@ -39,6 +39,7 @@ class InterpreterBase:
     exhausted: bool
     _argument_facts: frozenset[Fact]
     _src: dict[int, tuple[ast.AST, str]]
+    _config_classes: dict[str, list[tuple[str, str]]] | None
 
     # Defined by the parts built on this one (objects, calls, statements).
     def attribute(self, base: Any, name: str) -> Any:

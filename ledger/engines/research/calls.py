@@ -65,6 +65,8 @@ class Calls(Objects):
         if isinstance(function, _ModelConfigGetter):
             return self.model_config()
         if isinstance(function, _TextConfigGetter):
+            if "text_config" not in function.config.data:
+                return function.config  # no sub-config: the config is its own text config
             return self.config_attr(function.config, "text_config")
         if isinstance(function, BuiltinFunction):
             return function.run(self, args, keywords, node)

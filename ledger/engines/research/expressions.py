@@ -313,6 +313,9 @@ class Expressions(InterpreterBase):
         left, right = self.eval(node.left, frame), self.eval(node.right, frame)
         if isinstance(left, DeviceCapability) or isinstance(right, DeviceCapability):
             return Unknown(node)
+        if isinstance(node.op, ast.BitOr) and _classes(left) and _classes(right):
+            # ``A | B`` of classes (a union, as ``isinstance`` takes it): the classes' tuple
+            return (*_as_tuple(left), *_as_tuple(right))
         if _known(left) and _known(right) and type(node.op) in _BINOPS:
             if isinstance(left, External | CudaVersion) or isinstance(
                 right, External | CudaVersion
@@ -469,3 +472,13 @@ class Expressions(InterpreterBase):
 
     def _unknown_call(self, function: Any, node: ast.Call) -> Any:
         return Unknown(node)
+
+
+def _classes(value: Any) -> bool:
+    return isinstance(value, ClassRef) or (
+        isinstance(value, tuple) and bool(value) and all(isinstance(v, ClassRef) for v in value)
+    )
+
+
+def _as_tuple(value: Any) -> tuple[Any, ...]:
+    return value if isinstance(value, tuple) else (value,)

@@ -16,6 +16,7 @@ from .index import CALL_DEPTH, MAX_HOMONYMS, VersionIndex
 from .interpreter import Interpreter
 from .model import CallSite, GateSpec, ImportSite, LocalDef, ReadSite, Scope, Site
 from .modelscope import ModelScope, _module_of, model_scope
+from .proxies import InstanceProxy, SelfProxy
 from .records import _MISSING, ArgsView, Budget, Frame, Refusal
 from .unpassed import unpassed_default
 from .values import (
@@ -28,7 +29,6 @@ from .values import (
     ClassRef,
     Fact,
     FunctionRef,
-    Proxy,
     Unknown,
     truth,
 )
@@ -157,85 +157,6 @@ def conjunction(gates: list[GateEval]) -> bool | None:
     return True
 
 
-class _SelfProxy(Proxy):
-    """``self`` in a method of the engine: its attributes as assigned in the class, if once."""
-
-    def __init__(self, scope: Scope, evaluator: GateEvaluator) -> None:
-        self.scope = scope
-        self.evaluator = evaluator
-
-    def attribute(self, interp: Any, name: str) -> Any:
-        holder = interp.holder(name)
-        if holder is not None:
-            return holder
-        local = self.scope.self_attrs.get(name)
-        if local is None:
-            return self.evaluator.mixed_in_attribute(interp, self.scope, name)
-        return self.evaluator.local_value(local, f"self.{name}", self.scope)
-
-
-class _InstanceProxy(Proxy):
-    """A parameter annotated with one of the engine's classes (``scheduler: Scheduler``): an
-    attribute its class (or a base) assigns once, ``self.x = value``, is that value."""
-
-    def __init__(self, cls: ClassRef, evaluator: GateEvaluator) -> None:
-        self.cls = cls
-        self.evaluator = evaluator
-
-    def attribute(self, interp: Any, name: str) -> Any:
-        holder = interp.holder(name)
-        if holder is not None:
-            return holder
-        assigned = [
-            (klass, value)
-            for klass in interp._mro(self.cls)
-            if klass.node is not None
-            for value in _self_assignments(klass.node).get(name, [])
-        ]
-        if len(assigned) != 1:  # never or several times: a run-time value
-            return Unknown(f"{self.cls.name}.{name}")
-        klass, value = assigned[0]
-        proxy = self
-
-        def resolve(local: str) -> Any:
-            if local == "self":
-                return proxy
-            found = interp.holder(local)
-            return _MISSING if found is None else found
-
-        return interp.eval(value, Frame(klass.module, {}, f"{klass.name}.<attributes>", resolve))
-
-
-_ASSIGNMENTS: dict[int, tuple[ast.ClassDef, dict[str, list[ast.expr]]]] = {}
-
-
-def _self_assignments(node: ast.ClassDef) -> dict[str, list[ast.expr]]:
-    """``self.x = value`` in the class's own methods (not nested classes), by attribute."""
-    known = _ASSIGNMENTS.get(id(node))
-    if known is not None and known[0] is node:
-        return known[1]
-    found: dict[str, list[ast.expr]] = {}
-    for method in node.body:
-        if not isinstance(method, ast.FunctionDef | ast.AsyncFunctionDef):
-            continue
-        for sub in ast.walk(method):
-            if isinstance(sub, ast.Assign):
-                targets, value = sub.targets, sub.value
-            elif isinstance(sub, ast.AnnAssign) and sub.value is not None:
-                targets, value = [sub.target], sub.value
-            else:
-                continue
-            for target in targets:
-                if (
-                    isinstance(target, ast.Attribute)
-                    and isinstance(target.value, ast.Name)
-                    and target.value.id == "self"
-                ):
-                    found.setdefault(target.attr, []).append(value)
-    _ASSIGNMENTS[id(node)] = (node, found)
-    return found
-
-
 class GateEvaluator:
     def __init__(self, interp: Interpreter, index: VersionIndex) -> None:
         self.interp = interp
@@ -334,7 +255,7 @@ class GateEvaluator:
             if name == "self":
                 if scope.class_name in access.self_classes:
                     return interp.args
-                return _SelfProxy(scope, self)
+                return SelfProxy(scope, self)
             holder = interp.holder(name)
             if holder is not None:
                 return holder
@@ -349,7 +270,7 @@ class GateEvaluator:
         if local.kind == "param":
             cls = self._annotated_class(local, scope)
             if cls is not None:
-                return _InstanceProxy(cls, self)
+                return InstanceProxy(cls, self)
             unpassed = self.unpassed_default(local, name, scope)
             if unpassed is not _MISSING:
                 return unpassed
@@ -357,6 +278,9 @@ class GateEvaluator:
             return Unknown(f"parameter {name}{default}")
         if local.source is None:
             return Unknown(name)
+        if local.kind == "import":  # ``module:attribute`` or ``module``
+            module, _, attribute = local.source.partition(":")
+            return self.interp.import_value(module, attribute or None)
         try:
             expr = parse_expression(local.source)
         except SyntaxError:
@@ -375,13 +299,13 @@ class GateEvaluator:
             return unknown
         node = self.interp.world.find_class(scope.module, scope.class_name.rpartition(".")[2])
         if node is not None:
-            inherited = _InstanceProxy(ClassRef(scope.module, node.name, node), self)
+            inherited = InstanceProxy(ClassRef(scope.module, node.name, node), self)
             value = inherited.attribute(interp, name)
             if not isinstance(value, Unknown):
                 return value
         values = []
         for cls in self.subclasses(scope.class_name)[:_MIXERS]:
-            value = _InstanceProxy(cls, self).attribute(interp, name)
+            value = InstanceProxy(cls, self).attribute(interp, name)
             if isinstance(value, Unknown):
                 return unknown
             values.append(value)
@@ -415,7 +339,16 @@ class GateEvaluator:
         except SyntaxError:
             return None
         found = self.interp.eval(expr, Frame(scope.module, {}, scope.function, lambda _: _MISSING))
-        return found if isinstance(found, ClassRef) and found.node is not None else None
+        if isinstance(found, ClassRef) and found.node is not None:
+            return found
+        # a class imported only for type checkers (``if TYPE_CHECKING:``, the annotation a
+        # string): the package's one class of that name
+        name = local.annotation.strip("'\"").rpartition(".")[2]
+        modules = self.index.class_modules.get(name, [])
+        if len(modules) != 1:
+            return None
+        node = self.interp.world.find_class(modules[0], name)
+        return ClassRef(modules[0], name, node) if node is not None else None
 
     def registry_gates(self, scope: Scope) -> list[GateEval]:
         """``@register_attention_backend("triton")``: the read runs when a flag chooses it."""
@@ -609,7 +542,8 @@ class GateEvaluator:
         function = self._function_of(read.scope)
         if function is None:
             return None
-        found = self._walk(function)
+        objects = self._annotated_params(function, read.scope)
+        found = self._walk(function, objects=objects)
         refusal = next((r for r in found if r.certain and r.message), None)
         if refusal is None or read.flag not in self.interp.state.given:
             return refusal
@@ -619,7 +553,7 @@ class GateEvaluator:
         memo = dict(self.interp._memo)  # calls' results with the flag as given
         self.interp.forget()
         try:
-            again = self._walk(function, {read.flag: default})
+            again = self._walk(function, {read.flag: default}, objects)
         finally:
             self.interp._memo.clear()
             self.interp._memo.update(memo)
@@ -627,14 +561,38 @@ class GateEvaluator:
             return None
         return refusal
 
-    def _walk(self, function: FunctionRef, values: dict[str, Any] | None = None) -> list[Refusal]:
+    def _annotated_params(self, function: FunctionRef, scope: Scope) -> dict[str, Any]:
+        """The reading function's parameters annotated with one of the engine's classes
+        (``runner: "ModelRunner"``), as that class's objects: what the walk may ask of them."""
+        node = function.node
+        if not isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            return {}
+        out: dict[str, Any] = {}
+        for arg in [*node.args.posonlyargs, *node.args.args, *node.args.kwonlyargs]:
+            note = arg.annotation
+            if arg.arg in ("self", "cls") or note is None:
+                continue
+            text = note.value if isinstance(note, ast.Constant) else ast.unparse(note)
+            if not isinstance(text, str):
+                continue
+            cls = self._annotated_class(LocalDef("param", None, 0, text), scope)
+            if cls is not None:
+                out[arg.arg] = InstanceProxy(cls, self)
+        return out
+
+    def _walk(
+        self,
+        function: FunctionRef,
+        values: dict[str, Any] | None = None,
+        objects: dict[str, Any] | None = None,
+    ) -> list[Refusal]:
         interp = self.interp
         saved = (interp.state.copy(), set(interp.state.changed), len(interp.changes))
         before = len(interp.refusals)
         interp.state.values.update(values or {})
         interp.allow(_PROBE_STEPS)
         try:
-            interp.call_function(function, [], {}, function.node)
+            interp.call_function(function, [], dict(objects or {}), function.node)
         except Budget:
             pass
         finally:

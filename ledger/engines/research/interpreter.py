@@ -73,6 +73,8 @@ class Interpreter(Statements):
         self._src: dict[int, tuple[ast.AST, str]] = {}
         #: flag objects the engine does not build on this target: kind -> the deciding facts
         self.absent_kinds: dict[str, frozenset[Fact]] = {}
+        #: model_type -> the package's config classes declaring it (found on first use)
+        self._config_classes: dict[str, list[tuple[str, str]]] | None = None
 
     def forget(self) -> None:
         """Drop the values worked out so far (calls' results): the world they assumed changed."""

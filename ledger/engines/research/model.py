@@ -42,7 +42,7 @@ class GateSpec:
 class LocalDef:
     """What a local name used in a gate stands for: an assignment's value or a parameter."""
 
-    kind: str  # "assign" | "param"
+    kind: str  # "assign" | "param" | "import" (source "module:attribute") | "local"
     source: str | None  # the value assigned, or the parameter's default, as written
     line: int
     annotation: str | None = None  # a parameter's class, as written (``Scheduler``)

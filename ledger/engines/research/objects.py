@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import re
 from typing import Any
 
 from .access import ARGS
@@ -176,7 +177,25 @@ class Objects(Expressions):
                 if name == "text_config"
                 else _TextConfigGetter(base)
             )
+        if name == "get_text_config" and not _SUB_CONFIGS & base.data.keys():
+            return _TextConfigGetter(base)  # transformers: a config with no sub-config is its own
         return Unknown(f"model config {name}")
+
+    def config_class(self, config: ConfigObject) -> ClassRef | None | bool:
+        """The package's class of a model config, by its ``model_type`` (each transformers
+        config class names its own); False: no class of the package has that model type (the
+        config is one of transformers' own classes); None: not known."""
+        model_type = config.data.get("model_type")
+        if not isinstance(model_type, str):
+            return None
+        if self._config_classes is None:
+            self._config_classes = _model_type_classes(self.world)
+        found = self._config_classes.get(model_type, [])
+        if len(found) != 1:
+            return False if not found else None
+        module, name = found[0]
+        node = self.world.find_class(module, name)
+        return ClassRef(module, name, node, _bases(node)) if node is not None else None
 
     def model_config_attr(self, base: ModelConfigObject, name: str) -> Any:
         if base.hf is None:
@@ -360,3 +379,31 @@ class Objects(Expressions):
         if self.world.has_module(f"{target}.{attribute}"):
             return ModuleRef(f"{target}.{attribute}", False)
         return Unknown(f"{target}.{attribute}")
+
+
+#: the keys under which transformers' ``get_text_config`` finds a text sub-config
+_SUB_CONFIGS = frozenset({"text_config", "decoder", "generator", "llm_config", "language_config"})
+_MODEL_TYPE = re.compile(r"""^[ \t]+model_type\s*(?::\s*str\s*)?=\s*["']([\w.-]+)["']""", re.M)
+
+
+def _model_type_classes(world: Any) -> dict[str, list[tuple[str, str]]]:
+    """``model_type`` → the package's config classes that declare it (``model_type = "x"`` in
+    the class body): text found first, the class by its AST only in files that have one."""
+    out: dict[str, list[tuple[str, str]]] = {}
+    for module in world.paths:
+        text = world.text(module)
+        if "model_type" not in text or not _MODEL_TYPE.search(text):
+            continue
+        tree = world.tree(module)
+        for node in getattr(tree, "body", []):
+            if not isinstance(node, ast.ClassDef):
+                continue
+            for stmt in node.body:
+                if (
+                    isinstance(stmt, ast.Assign | ast.AnnAssign)
+                    and "model_type" in _assigned_names(stmt)
+                    and isinstance(stmt.value, ast.Constant)
+                    and isinstance(stmt.value.value, str)
+                ):
+                    out.setdefault(stmt.value.value, []).append((module, node.name))
+    return out

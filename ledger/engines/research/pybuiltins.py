@@ -11,6 +11,7 @@ from .primitives import ABSENT_ATTRIBUTES, PRESENT_ATTRIBUTES, CudaVersion
 from .records import ArgsView, Frame, _known
 from .values import (
     HARDWARE,
+    MODEL,
     BoundMethod,
     ClassRef,
     ConfigObject,
@@ -100,11 +101,46 @@ def _b_isinstance(interp: Any, args: list[Any], keywords: dict[str, Any], node: 
             for b in c.node.bases
         )
         return False if complete else Unknown("isinstance")
+    if isinstance(value, ConfigObject) and kinds and all(isinstance(k, ClassRef) for k in kinds):
+        return _config_isinstance(interp, value, kinds)
     if not all(isinstance(k, type) for k in kinds) or not _known(value):
         return Unknown("isinstance")
     if isinstance(value, str | int | float | bool | type(None) | list | tuple | dict | set):
         return isinstance(value, tuple(k for k in kinds if isinstance(k, type)))
     return Unknown("isinstance")
+
+
+def _config_isinstance(interp: Any, value: ConfigObject, kinds: tuple[ClassRef, ...]) -> Any:
+    """A model config against the package's config classes: its class is the one declaring its
+    ``model_type``; a type the package does not declare is one of transformers' classes,
+    which subclass none of the package's."""
+    owner = interp.config_class(value)
+    if owner is None:
+        return Unknown("isinstance")
+    interp.note(
+        Fact(
+            MODEL, "model_type", f"model {value.path}.model_type = {value.data.get('model_type')!r}"
+        )
+    )
+    if owner is False:
+        return False
+    return _subclass_of(interp, owner, kinds)
+
+
+def _subclass_of(interp: Any, owner: ClassRef, kinds: tuple[ClassRef, ...]) -> Any:
+    """Whether ``owner`` is one of ``kinds`` or derives from one; unknown where a base of its
+    lineage does not resolve to a class (it might be one of them)."""
+    mro = interp._mro(owner)
+    names = {f"{c.module}.{c.name}" for c in mro}
+    if any(f"{k.module}.{k.name}" in names for k in kinds):
+        return True
+    complete = all(
+        isinstance(interp.eval(b, Frame(c.module)), ClassRef | External)
+        or ast.unparse(b) in ("Enum", "object", "IntEnum", "str")
+        for c in mro
+        for b in c.node.bases
+    )
+    return False if complete else Unknown("isinstance")
 
 
 def _python(value: Any) -> Any:

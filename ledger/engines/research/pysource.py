@@ -78,6 +78,9 @@ class _FunctionInfo:
         self.annotations: dict[str, str] = {}
         self.assigned: dict[str, list[ast.Assign | ast.AnnAssign]] = {}
         self.rebound: set[str] = set()  # bound some other way too: a loop, ``with``, ``+=``...
+        #: names bound by an import inside the function (SGLang imports lazily, in the branch
+        #: that needs it): (module as written, its dots, the attribute or None) per binding
+        self.imported: dict[str, list[tuple[str | None, int, str | None]]] = {}
         self.aliases: dict[str, str] = dict(outer_aliases)
         if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda):
             self._params(node.args)
@@ -87,8 +90,13 @@ class _FunctionInfo:
             else []
         )
         self.statements = list(_own_statements(body))
+        not_imports: set[str] = set()
         for stmt in self.statements:
             self.rebound.update(_other_bindings(stmt))
+            if isinstance(stmt, ast.Import | ast.ImportFrom):
+                self._imports(stmt)
+                continue
+            not_imports.update(_other_bindings(stmt))
             if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1:
                 target = stmt.targets[0]
                 if isinstance(target, ast.Name):
@@ -96,6 +104,31 @@ class _FunctionInfo:
             elif isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name):
                 if stmt.value is not None:
                     self.assigned.setdefault(stmt.target.id, []).append(stmt)
+        for name in not_imports:
+            self.imported.pop(name, None)
+
+    def _imports(self, stmt: ast.Import | ast.ImportFrom) -> None:
+        for alias in stmt.names:
+            bound: tuple[str | None, int, str | None]
+            if isinstance(stmt, ast.ImportFrom):
+                bound = (stmt.module, stmt.level, alias.name)
+            elif alias.asname:
+                bound = (alias.name, 0, None)
+            else:  # ``import a.b`` binds ``a``
+                bound = (alias.name.split(".")[0], 0, None)
+            self.imported.setdefault(alias.asname or alias.name.split(".")[0], []).append(bound)
+
+    def import_source(self, name: str, module: str, path: str) -> str | None:
+        """``module:attribute`` (or ``module``) when only imports inside the function bind
+        ``name``, all the same one: what the imported module binds to it."""
+        bound = self.imported.get(name)
+        if not bound or len(set(bound)) != 1 or name in self.assigned or name in self.params:
+            return None
+        written, level, attribute = bound[0]
+        target = absolute_module(module, path, written, level)
+        if target is None:
+            return None
+        return f"{target}:{attribute}" if attribute else target
 
     def _params(self, args: ast.arguments) -> None:
         positional = [*args.posonlyargs, *args.args]

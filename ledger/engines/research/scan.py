@@ -16,16 +16,7 @@ from functools import partial
 
 from .access import ARGS, AccessModel
 from .callsites import CallRecorder
-from .model import (
-    GateSpec,
-    ImportSite,
-    LocalDef,
-    ModuleSummary,
-    ReadSite,
-    Scope,
-    Site,
-    StoreSite,
-)
+from .model import GateSpec, ImportSite, LocalDef, ModuleSummary, ReadSite, Scope, Site, StoreSite
 from .pysource import (
     _IDENT,
     _LOG_METHODS,
@@ -213,6 +204,8 @@ class Scanner(CallRecorder):
                         info.annotations.get(sub.id),
                         info.positions.get(sub.id, -1),
                     )
+                elif source := info.import_source(sub.id, self.summary.module, self.path):
+                    scope.locals[sub.id] = LocalDef("import", source, sub.lineno)
                 elif sub.id in info.rebound or len(info.assigned.get(sub.id, [])) > 1:
                     scope.locals[sub.id] = LocalDef("local", None, sub.lineno)
                 elif len(info.assigned.get(sub.id, [])) == 1:

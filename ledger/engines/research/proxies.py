@@ -1,0 +1,112 @@
+"""The engine's objects a gate asks about without building them: ``self`` in a method, and a
+parameter annotated with one of the engine's classes; their attributes as the class assigns them
+(once), or as a ``@property`` computes them."""
+
+from __future__ import annotations
+
+import ast
+from typing import TYPE_CHECKING, Any
+
+from .model import Scope
+from .records import _MISSING, Frame
+from .values import ClassRef, Proxy, Unknown
+
+if TYPE_CHECKING:
+    from .gates import GateEvaluator
+
+
+class SelfProxy(Proxy):
+    """``self`` in a method of the engine: its attributes as assigned in the class, if once."""
+
+    def __init__(self, scope: Scope, evaluator: GateEvaluator) -> None:
+        self.scope = scope
+        self.evaluator = evaluator
+
+    def attribute(self, interp: Any, name: str) -> Any:
+        holder = interp.holder(name)
+        if holder is not None:
+            return holder
+        local = self.scope.self_attrs.get(name)
+        if local is None:
+            return self.evaluator.mixed_in_attribute(interp, self.scope, name)
+        return self.evaluator.local_value(local, f"self.{name}", self.scope)
+
+
+class InstanceProxy(Proxy):
+    """A parameter annotated with one of the engine's classes (``scheduler: Scheduler``): an
+    attribute its class (or a base) assigns once, ``self.x = value``, is that value."""
+
+    def __init__(self, cls: ClassRef, evaluator: GateEvaluator) -> None:
+        self.cls = cls
+        self.evaluator = evaluator
+
+    def attribute(self, interp: Any, name: str) -> Any:
+        holder = interp.holder(name)
+        if holder is not None:
+            return holder
+        assigned = [
+            (klass, value)
+            for klass in interp._mro(self.cls)
+            if klass.node is not None
+            for value in self_assignments(klass.node).get(name, [])
+        ]
+        if not assigned and _is_property(interp, self.cls, name):
+            return interp.class_attribute(self.cls, name, receiver=self)  # its body, on self
+        if name == "model_config" and any(isinstance(v, ast.Name) for _, v in assigned):
+            # the model's config handed in (a device's adjusted copy of it aside): the target's
+            return interp.model_config()
+        if len(assigned) != 1:  # several times: a run-time value
+            return Unknown(f"{self.cls.name}.{name}")
+        klass, value = assigned[0]
+        proxy = self
+
+        def resolve(local: str) -> Any:
+            if local == "self":
+                return proxy
+            found = interp.holder(local)
+            return _MISSING if found is None else found
+
+        return interp.eval(value, Frame(klass.module, {}, f"{klass.name}.<attributes>", resolve))
+
+
+def _is_property(interp: Any, cls: ClassRef, name: str) -> bool:
+    """Whether the class (or a base) defines ``name`` as a ``@property`` (a method or a class
+    attribute is not asked of an object whose state is not known)."""
+    for klass in interp._mro(cls):
+        for stmt in klass.node.body:
+            if isinstance(stmt, ast.FunctionDef) and stmt.name == name:
+                return any(
+                    ast.unparse(d) in ("property", "cached_property", "functools.cached_property")
+                    for d in stmt.decorator_list
+                )
+    return False
+
+
+_ASSIGNMENTS: dict[int, tuple[ast.ClassDef, dict[str, list[ast.expr]]]] = {}
+
+
+def self_assignments(node: ast.ClassDef) -> dict[str, list[ast.expr]]:
+    """``self.x = value`` in the class's own methods (not nested classes), by attribute."""
+    known = _ASSIGNMENTS.get(id(node))
+    if known is not None and known[0] is node:
+        return known[1]
+    found: dict[str, list[ast.expr]] = {}
+    for method in node.body:
+        if not isinstance(method, ast.FunctionDef | ast.AsyncFunctionDef):
+            continue
+        for sub in ast.walk(method):
+            if isinstance(sub, ast.Assign):
+                targets, value = sub.targets, sub.value
+            elif isinstance(sub, ast.AnnAssign) and sub.value is not None:
+                targets, value = [sub.target], sub.value
+            else:
+                continue
+            for target in targets:
+                if (
+                    isinstance(target, ast.Attribute)
+                    and isinstance(target.value, ast.Name)
+                    and target.value.id == "self"
+                ):
+                    found.setdefault(target.attr, []).append(value)
+    _ASSIGNMENTS[id(node)] = (node, found)
+    return found
