@@ -17,6 +17,7 @@ speculative decoding's (EAGLE/NEXTN): SGLang's decode lines carry ``accept len: 
 Y``; vLLM's start is a speculative one (``vllm_cpu/spec-start.log``) and each throughput line is
 followed by a ``SpecDecoding metrics`` line. ``eager`` (SGLang): a decode line at ``#running-req``
 above the largest captured batch (48 in the startup) is logged with ``cuda graph: False``.
+``spec-eager`` (SGLang): both, every decode line with an accept length, a quarter of them eager.
 
 Each size is imported once into a fresh ledger by a child process under GNU time
 (``/usr/bin/time -f '%e %U %S %M'``: wall seconds, user and system CPU seconds, peak RSS in
@@ -67,10 +68,10 @@ def write_log(path: Path, megabytes: float, shape: str = "served") -> int:
                 accept = ACCEPT[(step + rank) % 4]
                 spec = (
                     f"accept len: {accept:.2f}, accept rate: {accept / 4:.2f}, "
-                    if shape == "spec"
+                    if shape in ("spec", "spec-eager")
                     else ""
                 )
-                graph = shape != "eager" or running <= 48
+                graph = shape not in ("eager", "spec-eager") or running <= 48
                 block.append(
                     f"[{stamp} TP{rank}] Decode batch, #running-req: {running}, "
                     f"#token: {running * 1100}, token usage: 0.{(step + rank) % 90:02d}, "
@@ -183,14 +184,14 @@ def main() -> None:
     )
     parser.add_argument(
         "--shape",
-        choices=("served", "spec", "eager"),
+        choices=("served", "spec", "eager", "spec-eager"),
         default="served",
-        help="the bulk lines' shape (eager: SGLang only)",
+        help="the bulk lines' shape (eager, spec-eager: SGLang only)",
     )
     parser.add_argument("--keep", type=Path, help="also write the log here (compare it)")
     args = parser.parse_args()
-    if args.shape == "eager" and args.engine == "vllm":
-        parser.error("--shape eager is an SGLang shape")
+    if args.shape in ("eager", "spec-eager") and args.engine == "vllm":
+        parser.error(f"--shape {args.shape} is an SGLang shape")
     rows = []
     with tempfile.TemporaryDirectory() as scratch:
         for megabytes in args.mb or [20.0]:

@@ -8,7 +8,8 @@ kind, the first ``IGNORED_KEPT`` lines ``assess`` files under ``ignored``), such
 effects are its time, its count, its place in the log's tail, (vLLM) its record, and what the
 findings read of every such line: an accept length (SGLang's ``accept len``, vLLM's
 ``SpecDecoding metrics``: the series, its first line and its last, ``AcceptSeries``) and an SGLang
-decode line logged with ``cuda graph: False`` (its ``BatchLine`` among the eager ones): each regex
+decode line logged with ``cuda graph: False`` (its ``#running-req`` counted among the eager ones,
+``eager_decodes.EagerDecodes``, its ``LogLine`` made only if kept there): each regex
 below matches a line only when its every field has the shape that makes those its only effects
 (digits where numbers go, no level but ``INFO``, no words a rule of the reader, ``classify``,
 ``quiet_kind`` or ``find_tracebacks`` looks for), and ``take`` does just that, handing the line to
@@ -22,6 +23,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterable, Iterator
 from datetime import datetime
+from functools import partial
 from typing import Any
 
 from ledger.input_files import BulkRun
@@ -29,7 +31,6 @@ from ledger.input_files import BulkRun
 from .failure import IGNORED_KEPT
 from .kept_lines import KeptLines, QuietLine
 from .lines import LogLine, parse_stamp
-from .sglang_lines import parse_batch_fields
 
 #: How many lines of each batch kind an SGLang reader keeps whole (``sglang_facts``): a served log
 #: has one per rank per step (a million in a day), and each held ~400 bytes; what the findings
@@ -43,7 +44,7 @@ _ACCESS = (
 _NUM = r"\d+(?:\.\d+)?"
 SGLANG_BULK_RE = re.compile(
     r"\[(?P<ts>\d{4}-\d\d-\d\d \d\d:\d\d:\d\d)(?: TP\d{1,3})?\] (?:"
-    r"(?P<decode>Decode batch, #running-req: \d+, #token: \d+, token usage: \d+\.\d+, "
+    r"(?P<decode>Decode batch, #running-req: (?P<running>\d+), #token: \d+, token usage: \d+\.\d+, "
     r"(?:accept len: (?P<accept>\d+\.\d+), (?:accept rate: \d+\.\d+, )?)?"
     r"cuda graph: (?:True|(?P<eager>False)), gen throughput \(token/s\): \d+\.\d+, "
     r"#queue-req: \d+(?:, )?)"
@@ -149,27 +150,19 @@ def _line_at(run: str, at: int, number: int) -> tuple[int, str]:
 
 
 _EAGER = "cuda graph: False"
+_RUNNING = "#running-req: "
 
 
 class SglangBulk:
     """``parse_server_log``'s shortcut for one log: ``take`` a line when it is a bulk line whose
     every effect is known now."""
 
-    def __init__(
-        self, kept: KeptLines, split: Callable[[int, str], LogLine], batch: Callable[..., Any]
-    ) -> None:
-        """``batch``: ``sglang_facts.BatchLine`` (an eager decode line's)."""
-        self.kept, self.split, self.batch = kept, split, batch
+    def __init__(self, kept: KeptLines, split: Callable[[int, str], LogLine]) -> None:
+        self.kept, self.split = kept, split
         self._stamp: tuple[str, datetime] | None = None
         #: the number of the last line taken (a prefixed line: the record of a line after it)
         self.taken = 0
         self.accepts = AcceptSeries("accept len: ", split)
-
-    def eager(self, facts: Any, line: LogLine) -> None:
-        """What the full way reads of a decode line logged with ``cuda graph: False`` once it
-        keeps no more decode lines, but its accept length: its ``BatchLine``."""
-        text = line.message[len("Decode batch.") :]
-        facts.eager_decodes.append(self.batch(line, "decode", parse_batch_fields(text)))
 
     def take_run(self, number: int, run: BulkRun, facts: Any) -> int:
         """``take`` of every line of ``run`` (from line ``number``) at once: how many, or 0 (none
@@ -194,15 +187,18 @@ class SglangBulk:
         )
         self.taken = last
         self.accepts.take_run(facts, facts.accept_series, number, run)
-        at, start_of, line_number = run.find(_EAGER), 0, number
+        eager = facts.eager_decodes
+        at = run.find(_EAGER)
         while at >= 0:  # in the order of the lines, as the full way reads them
-            start = run.rfind("\n", 0, at) + 1
-            line_number += run.count("\n", start_of, start)
-            start_of, end = start, run.find("\n", at)
-            end = len(run) if end < 0 else end
-            self.eager(facts, self.split(line_number, run[start:end]))
-            at = run.find(_EAGER, end)
+            # a decode line of the pattern: its first field is ``#running-req: N,`` (N digits)
+            value = run.find(_RUNNING, run.rfind("\n", 0, at) + 1) + len(_RUNNING)
+            eager.add(int(run[value : run.find(",", value)]), partial(self._line, run, at, number))
+            at = run.find(_EAGER, at + len(_EAGER))
         return count
+
+    def _line(self, run: str, at: int, number: int) -> LogLine:
+        """The ``LogLine`` of the line of ``run`` (from line ``number``) that holds offset ``at``."""
+        return self.split(*_line_at(run, at, number))
 
     def take(self, number: int, raw: str, facts: Any) -> bool:
         """Read ``raw`` (line ``number``) into ``facts`` and ``kept`` as the bulk line it is;
@@ -229,7 +225,7 @@ class SglangBulk:
             if (accept := m.group("accept")) is not None:
                 self.accepts.take(facts, facts.accept_series, number, raw, accept)
             if m.group("eager") is not None:
-                self.eager(facts, self.split(number, raw))
+                facts.eager_decodes.add(int(m.group("running")), partial(self.split, number, raw))
         return True
 
 

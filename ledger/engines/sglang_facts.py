@@ -24,6 +24,7 @@ from ledger.input_files import BulkRun
 from schemas import SettingOverride, StartupFacts
 
 from .bulk_lines import BATCH_LINES_KEPT, SglangBulk, numbered
+from .eager_decodes import EagerDecodes
 from .failure import TAIL_LINES, CrashInfo, RunOutcome, assess, classify
 from .kept_lines import KeptLines
 from .lines import LogLine, learned_lines
@@ -190,8 +191,9 @@ class ServerLogFacts:
     #: kept beside: ``eager_decodes``, ``accept_series`` and its first and last lines.
     decode_batches: list[BatchLine] = field(default_factory=list)
     prefill_batches: list[BatchLine] = field(default_factory=list)
-    #: Every decode batch line logged with ``cuda graph: False`` (the decode-eager finding).
-    eager_decodes: list[BatchLine] = field(default_factory=list)
+    #: The decode batch lines logged with ``cuda graph: False``: their count by ``#running-req``
+    #: and the first lines of each value (what the decode-eager finding reads; bounded).
+    eager_decodes: EagerDecodes = field(default_factory=EagerDecodes)
     #: The ``accept len`` of every decode batch line that logs one, in order; the first such
     #: line and the last one with a timestamp (the spec trial's ``source`` and time).
     accept_series: array[float] = field(default_factory=lambda: array("d"))
@@ -514,7 +516,7 @@ def _decode(r: _Reader, m: Any, line: LogLine) -> None:
     if len(facts.decode_batches) < BATCH_LINES_KEPT:
         facts.decode_batches.append(batch)
     if batch.cuda_graph is False:
-        facts.eager_decodes.append(batch)
+        facts.eager_decodes.add(batch.running_req, lambda: line)
     if (accept := batch.accept_len) is not None:
         facts.accept_series.append(accept)
         facts.first_accept_line = facts.first_accept_line or line
@@ -648,7 +650,7 @@ def parse_server_log(
     current = 0
     # a served log's bulk lines, read by their shape once the reader keeps no more of them
     split = partial(split_line, strict=strict, unwrapper=unwrapper)
-    bulk = SglangBulk(kept, split, BatchLine) if unwrapper.host is None else None
+    bulk = SglangBulk(kept, split) if unwrapper.host is None else None
     take_run: Callable[[int, BulkRun], int] = lambda n, run: (  # noqa: E731
         bulk.take_run(n, run, reader.facts) if reader is not None and bulk is not None else 0
     )

@@ -334,17 +334,16 @@ def _decode_eager(facts: ServerLogFacts, src: str) -> list[FindingRecorded]:
     if not facts.cuda_graph_bs:
         return []
     largest = max(facts.cuda_graph_bs)
-    eager = [b for b in facts.eager_decodes if (b.running_req or 0) > largest]
-    if not eager:
+    eager = facts.eager_decodes.above(largest)
+    if eager is None:
         return []
-    peak = max(b.running_req or 0 for b in eager)
     evidence = _evidence(src, facts.evidence.get("cuda_graph_bs"))
-    for batch in eager[:3]:
-        evidence += _evidence(src, batch.line)
+    for line in eager.lines:
+        evidence += _evidence(src, line)
     return [
         FindingRecorded(
             kind="decode-without-cuda-graph",
-            message=f"{len(eager)} decode batch line(s) ran without CUDA graph at #running-req up to {peak}, "
+            message=f"{eager.count} decode batch line(s) ran without CUDA graph at #running-req up to {eager.peak}, "
             f"above the largest captured batch size {largest} (see {facts.cuda_graph_max_bs_flag})",
             evidence=evidence,
         )

@@ -315,7 +315,7 @@ def _line_time(facts: ServerLogFacts, ref: str) -> datetime | None:
     for line in [
         *facts.evidence.values(),
         *(b.line for b in facts.decode_batches),
-        *(b.line for b in facts.eager_decodes),
+        *(line for _, line in facts.eager_decodes.kept()),
         *(m.line for m in facts.moe_configs),
         *(o.line for o in facts.overrides),
     ]:

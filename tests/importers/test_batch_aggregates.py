@@ -44,7 +44,7 @@ def served_log(steps: int = STEPS) -> list[str]:
 def test_the_batch_lines_past_the_kept_ones_are_still_counted() -> None:
     facts = parse_server_log(served_log(), strict=True)
     assert len(facts.decode_batches) == len(facts.prefill_batches) == BATCH_LINES_KEPT
-    assert len(facts.eager_decodes) == STEPS // 5
+    assert facts.eager_decodes.count == STEPS // 5
     assert len(facts.accept_series) == STEPS
     assert facts.accept_lengths == [1.25 + step % 7 / 4 for step in range(STEPS)]
     assert facts.first_accept_line is not None and facts.last_accept_stamped is not None
@@ -87,9 +87,10 @@ def test_a_decode_line_past_the_kept_ones_is_read_as_one_before_them() -> None:
     odd = [f"[2026-11-20 15:00:00 TP0] {text}" for text in ODD]
     before = parse_server_log(odd + plain, strict=True)
     after = parse_server_log(plain + odd, strict=True)
-    assert [b.running_req for b in after.eager_decodes] == [70, 71, 73]
-    assert [b.running_req for b in after.eager_decodes] == [
-        b.running_req for b in before.eager_decodes
+    assert after.eager_decodes.count == before.eager_decodes.count == 3
+    assert [value for value, _ in after.eager_decodes.kept()] == [70, 71, 73]
+    assert [value for value, _ in after.eager_decodes.kept()] == [
+        value for value, _ in before.eager_decodes.kept()
     ]
     assert list(after.accept_series) == list(before.accept_series) == [2.5, 3.0]
 
