@@ -123,3 +123,16 @@ def test_a_wrappers_assert_on_an_annotated_runner_refuses_the_value(
     # the runner's model is not of the family: the assert is not reached
     other = report(run(kinds, "--wrapper-mode flat", model="other_oss"), "wrapper-mode")
     assert other.verdict != "incompatible"
+
+
+def test_a_value_kept_in_a_module_global_is_used_where_the_global_is_read(
+    kinds: tuple[EngineSource, VersionIndex],
+) -> None:
+    # ``global SPEC_BACKEND; SPEC_BACKEND = server_args.spec_backend_knob ...`` at start; only
+    # the speculative worker's context reads it back (through a getter)
+    off = report(run(kinds, "--spec-backend-knob triton"), "spec-backend-knob")
+    assert off.verdict == "no-op"
+    assert "the global SPEC_BACKEND it sets is read by get_spec_backend()" in off.reason
+    assert "speculative_algorithm=None (default)" in off.reason
+    on = run(kinds, "--spec-backend-knob triton --speculative-algorithm eagle")
+    assert report(on, "spec-backend-knob").verdict == "effective"

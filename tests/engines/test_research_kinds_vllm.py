@@ -171,3 +171,13 @@ def test_a_raise_the_reading_function_meets_with_the_flag_at_its_default_is_not_
     found = verdict_of(engine, '--watermark-config {"key":1}', "watermark-config")
     assert found.verdict != "incompatible"
     assert "bucket_max is required" not in found.reason
+
+
+def test_a_flag_handed_to_a_config_by_keyword_is_read_where_the_config_is(
+    engine: tuple[EngineSource, VersionIndex],
+) -> None:
+    # ``queue_depth_knob: int = 0`` names no config; ``SchedulerConfig(...,
+    # queue_depth_knob=self.queue_depth_knob)`` makes ``scheduler_config.queue_depth_knob`` it
+    found = verdict_of(engine, "--queue-depth-knob 8", "queue-depth-knob")
+    assert found.verdict == "effective"
+    assert line_of("vllm/v1/core/scheduler.py", "queue_depth_knob") in found.reason

@@ -209,7 +209,37 @@ class GateEvaluator:
         if path.value is not True:
             gates.extend(path.deciding())
             value = False if path.value is False else (None if value is True else value)
+        if read.carried is not None and value is not False:
+            carried = self.carried_reach(read)
+            if carried is not None and carried.value is not True:
+                gates.extend(carried.gates)
+                value = False if carried.value is False else (None if value is True else value)
         return Reach(value, gates, path.unresolved)
+
+    def carried_reach(self, read: ReadSite) -> Reach | None:
+        """Whether the module global a read's value is stored in (``global X; X = ...``) is
+        read here: one of the functions reading ``X`` called; None where no function of the
+        module reads it (another module may, through an import: not followed)."""
+        module, name = read.scope.module, read.carried
+        readers = [
+            (function, class_name)
+            for function, class_name in self.index.global_readers.get(f"{module}:{name}", [])
+            if function != read.scope.function
+        ]
+        if not readers:
+            return None
+        reaches = [self.path_reach(module, f, c) for f, c in readers[:_PATH_SITES]]
+        if any(r.value is True for r in reaches):
+            return Reach(True)
+        value = False if all(r.value is False for r in reaches) else None
+        deciding = [g for r in reaches for g in r.deciding()[:1]]
+        where = ", ".join(f"{f}()" for f, _ in readers[:3])
+        text = f"the global {name} it sets is read by {where} only when " + "; ".join(
+            g.describe() for g in deciding[:3]
+        )
+        facts = frozenset(f for g in deciding for f in g.facts)
+        site = Site(self.index.paths.get(module, module), read.site.line)
+        return Reach(value, [GateEval("caller", text, site, value, facts, text)])
 
     def _absent_holder(self, read: ReadSite) -> GateEval | None:
         """The condition that keeps the object a read goes through from being built, if any

@@ -34,7 +34,7 @@ CALL_PASS_DEPTH = 1
 CALL_PASS_FILES = 8
 
 #: Bump when what the index holds changes: older cache entries are then ignored.
-INDEX_FORMAT = 34
+INDEX_FORMAT = 36
 
 
 @dataclass
@@ -65,6 +65,8 @@ class VersionIndex:
     bases: dict[str, set[str]] = field(default_factory=dict)
     #: the modules that define a class of each name
     class_modules: dict[str, list[str]] = field(default_factory=dict)
+    #: ``module:X`` -> the functions of the module reading the global ``X`` its functions set
+    global_readers: dict[str, list[tuple[str, str | None]]] = field(default_factory=dict)
     format: int = INDEX_FORMAT
 
     def lineage(self, class_name: str) -> set[str]:
@@ -256,6 +258,8 @@ def add_summaries(index: VersionIndex, summaries: Iterable[ModuleSummary]) -> No
         for read in summary.reads:
             if read.strict or read.form.rpartition(".")[2] not in derived:
                 index.reads.setdefault(read.flag, []).append(read)
+        for name, readers in summary.global_loads.items():
+            index.global_readers[f"{summary.module}:{name}"] = readers
         for store in summary.stores:
             index.stores.setdefault(store.flag, []).append(store)
         for flag, sites in summary.mentions.items():
@@ -303,6 +307,16 @@ def keep_calls(index: VersionIndex, calls: list[CallSite]) -> None:
     for reads in index.reads.values():
         for read in reads:
             wanted |= _names_of((read.scope.function, read.scope.class_name))
+    # a global a flag's value is stored in is used where it is read: those functions' callers
+    carried = {
+        f"{read.scope.module}:{read.carried}"
+        for reads in index.reads.values()
+        for read in reads
+        if read.carried is not None
+    }
+    for key in carried:
+        for module_function in index.global_readers.get(key, []):
+            wanted |= _names_of(module_function)
     # a module imported inside a function is loaded when the function runs: its callers too
     for sites in index.importers.values():
         for site in sites:

@@ -78,6 +78,9 @@ class ReadSite:
     #: a use), "validation" (a raise, an assert, a
     #: log message), "self" (deciding or computing the flag's own new value)
     use: str = "value"
+    #: ``use == "global"``: the module global the value is assigned to (``global X; X = ...``),
+    #: read where the engine reads that global
+    carried: str | None = None
 
 
 @dataclass(slots=True)
@@ -155,4 +158,7 @@ class ModuleSummary:
     #: attribute names of a flag's own name that an engine object is given a value derived
     #: from the flag and something else (``self.x = server_args.x and self.pp_size > 1``)
     derived: set[str] = field(default_factory=set)
+    #: a global a function of the module sets (``global X``) -> the functions that read it
+    #: (qualified name, class)
+    global_loads: dict[str, list[tuple[str, str | None]]] = field(default_factory=dict)
     error: str | None = None

@@ -91,7 +91,11 @@ class _FunctionInfo:
         )
         self.statements = list(_own_statements(body))
         not_imports: set[str] = set()
+        #: names the function declares ``global`` (its assignments set the module's)
+        self.globals: set[str] = set()
         for stmt in self.statements:
+            if isinstance(stmt, ast.Global):
+                self.globals.update(stmt.names)
             self.rebound.update(_other_bindings(stmt))
             if isinstance(stmt, ast.Import | ast.ImportFrom):
                 self._imports(stmt)
@@ -272,3 +276,35 @@ def runtime_operand(node: ast.expr) -> bool:
         if isinstance(sub, ast.Call) and isinstance(sub.func, ast.Name) and sub.func.id == "len":
             return True
     return False
+
+
+def global_loads(tree: ast.Module) -> dict[str, list[tuple[str, str | None]]]:
+    """The globals functions of the module set (``global X``), each with the functions that
+    read it (qualified name, class): where a value carried in such a global is used."""
+    declared = {
+        name for node in ast.walk(tree) if isinstance(node, ast.Global) for name in node.names
+    }
+    out: dict[str, list[tuple[str, str | None]]] = {}
+    if not declared:
+        return out
+
+    def visit(body: list[ast.stmt], prefix: str, class_name: str | None) -> None:
+        for stmt in body:
+            if isinstance(stmt, ast.ClassDef):
+                visit(stmt.body, f"{prefix}{stmt.name}.", stmt.name)
+            elif isinstance(stmt, ast.FunctionDef | ast.AsyncFunctionDef):
+                qualname = f"{prefix}{stmt.name}"
+                info = _FunctionInfo(stmt, {})
+                local = (set(info.params) | set(info.assigned) | info.rebound) - info.globals
+                for name in sorted(
+                    {
+                        n.id
+                        for n in ast.walk(stmt)
+                        if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)
+                    }
+                    & declared - local
+                ):
+                    out.setdefault(name, []).append((qualname, class_name))
+
+    visit(tree.body, "", None)
+    return out

@@ -25,6 +25,7 @@ from .pysource import (
     _FunctionInfo,
     _is_type_checking,
     call_name,
+    global_loads,
     module_name,
     runtime_operand,
     squeeze,
@@ -63,6 +64,7 @@ class Scanner(CallRecorder):
             | frozenset(attr for mapping in model.objects.values() for attr in mapping)
         )
         self._line_hits: dict[int, bool] = {}
+        self._carried: str | None = None  # the global an assignment being walked sets
 
     # -- entry ---------------------------------------------------------------------------------
 
@@ -74,6 +76,8 @@ class Scanner(CallRecorder):
         self._entry_classes(tree)
         self.block(tree.body, ())
         self.summary.table = binding_table(tree, self.summary.module, self.path)
+        if any("global " in line for line in self.lines):
+            self.summary.global_loads = global_loads(tree)
         return self.summary
 
     def _entry_classes(self, tree: ast.Module) -> None:
@@ -461,6 +465,20 @@ class Scanner(CallRecorder):
             if flag is not None:
                 self.with_use("self", frozenset({flag}), lambda: self._simple(node, gates))
                 return
+            target = node.targets[0]
+            if (
+                self._plain_use()
+                and not self.arg_layer
+                and isinstance(target, ast.Name)
+                and target.id in self._functions[-1].globals
+            ):
+                # ``global X; X = f(server_args.x)``: used where the module reads ``X``
+                self._carried = target.id
+                try:
+                    self.with_use("global", frozenset(), lambda: self._simple(node, gates))
+                finally:
+                    self._carried = None
+                return
             if (
                 self._plain_use()
                 and not self.arg_layer  # there, a value forwarded to a config is its use
@@ -773,7 +791,8 @@ class Scanner(CallRecorder):
                 scope=self._scopes[-1],
                 handling=self.handling,
                 strict=strict,
-                use=self.use_of(flag),
+                use=(use := self.use_of(flag)),
+                carried=self._carried if use == "global" else None,
             )
         )
 

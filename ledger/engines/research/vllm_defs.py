@@ -185,7 +185,38 @@ def read_definitions(source: EngineSource) -> tuple[dict[str, FlagDefinition], A
     for definition in fields.values():
         if definition.help is None and definition.namespace is None:
             definition.help = help_text(None, text)
+    forwarded = _forwarded(engine_args, fields, docs)
+    for name, target in forwarded.items():
+        targets.setdefault(name, target)
     return fields, _access_model(source, fields, targets, configs)
+
+
+def _forwarded(
+    engine_args: ast.ClassDef,
+    fields: dict[str, FlagDefinition],
+    docs: dict[str, dict[str, tuple[int, str | None, str]]],
+) -> dict[str, tuple[str, str]]:
+    """Flags ``EngineArgs`` hands to a config class by keyword (``ModelConfig(...,
+    renderer_num_workers=self.renderer_num_workers)``) whose default does not name the config
+    (``renderer_num_workers: int = 1``): ``model_config.renderer_num_workers`` is the flag."""
+    out: dict[str, tuple[str, str]] = {}
+    for node in ast.walk(engine_args):
+        if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)):
+            continue
+        attributes = docs.get(node.func.id)
+        if attributes is None:
+            continue
+        for keyword in node.keywords:
+            value = keyword.value
+            if (
+                keyword.arg in attributes
+                and isinstance(value, ast.Attribute)
+                and isinstance(value.value, ast.Name)
+                and value.value.id == "self"
+                and value.attr in fields
+            ):
+                out.setdefault(value.attr, (node.func.id, keyword.arg))
+    return out
 
 
 def _vllm_config_fields(source: EngineSource) -> dict[str, str]:
