@@ -308,3 +308,16 @@ def global_loads(tree: ast.Module) -> dict[str, list[tuple[str, str | None]]]:
 
     visit(tree.body, "", None)
     return out
+
+
+def entry_classes(tree: ast.Module) -> tuple[str, ...]:
+    """The classes a model file registers (SGLang's ``EntryClass = [A, B]``)."""
+    found: tuple[str, ...] = ()
+    for stmt in tree.body:  # the last assignment is the one that stands
+        if isinstance(stmt, ast.Assign) and any(
+            isinstance(t, ast.Name) and t.id == "EntryClass" for t in stmt.targets
+        ):
+            value = stmt.value
+            items = value.elts if isinstance(value, ast.List | ast.Tuple) else [value]
+            found = tuple(item.id for item in items if isinstance(item, ast.Name))
+    return found

@@ -25,6 +25,7 @@ from .pysource import (
     _FunctionInfo,
     _is_type_checking,
     call_name,
+    entry_classes,
     global_loads,
     module_name,
     runtime_operand,
@@ -73,23 +74,12 @@ class Scanner(CallRecorder):
         self._alias_pass(info)
         self._functions.append(info)
         self._scopes.append(Scope(self.summary.module, "<module>", None))
-        self._entry_classes(tree)
+        self.summary.entry_classes = entry_classes(tree)
         self.block(tree.body, ())
         self.summary.table = binding_table(tree, self.summary.module, self.path)
         if any("global " in line for line in self.lines):
             self.summary.global_loads = global_loads(tree)
         return self.summary
-
-    def _entry_classes(self, tree: ast.Module) -> None:
-        for stmt in tree.body:
-            if isinstance(stmt, ast.Assign) and any(
-                isinstance(t, ast.Name) and t.id == "EntryClass" for t in stmt.targets
-            ):
-                value = stmt.value
-                items = value.elts if isinstance(value, ast.List | ast.Tuple) else [value]
-                self.summary.entry_classes = tuple(
-                    item.id for item in items if isinstance(item, ast.Name)
-                )
 
     @property
     def handling(self) -> bool:
@@ -466,18 +456,12 @@ class Scanner(CallRecorder):
                 self.with_use("self", frozenset({flag}), lambda: self._simple(node, gates))
                 return
             target = node.targets[0]
-            if (
-                self._plain_use()
-                and not self.arg_layer
-                and isinstance(target, ast.Name)
-                and target.id in self._functions[-1].globals
-            ):
+            name = target.id if isinstance(target, ast.Name) else None
+            if name in self._functions[-1].globals and self._plain_use() and not self.arg_layer:
                 # ``global X; X = f(server_args.x)``: used where the module reads ``X``
-                self._carried = target.id
-                try:
-                    self.with_use("global", frozenset(), lambda: self._simple(node, gates))
-                finally:
-                    self._carried = None
+                self._carried = name
+                self.with_use("global", frozenset(), lambda: self._simple(node, gates))
+                self._carried = None
                 return
             if (
                 self._plain_use()
