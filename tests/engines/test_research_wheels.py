@@ -188,6 +188,7 @@ BLIND = Path(__file__).parents[1] / "fixtures" / "blind_flags"
 #: The eighth round: set J lost 2 (``--sampling-mask-max-tokens``, conditional only while its
 #: path ran past the callers followed), set L 2 (``--weight-cache-mode daemon``: the getter
 #: fix lets the walk reach the weight-update request's raise, taken as the start's refusal).
+#: The ninth round added O (its first look) and P (its counting set).
 BLIND_0523_RIGHT = {
     "set_a": 9,
     "set_b": 3,
@@ -202,6 +203,8 @@ BLIND_0523_RIGHT = {
     "set_l1": 10,
     "set_m1": 10,
     "set_n1": 7,
+    "set_o1": 4,
+    "set_p1": 7,
 }
 
 
