@@ -96,11 +96,12 @@ class _FunctionInfo:
         for stmt in self.statements:
             if isinstance(stmt, ast.Global):
                 self.globals.update(stmt.names)
-            self.rebound.update(_other_bindings(stmt))
+            bound = set(_other_bindings(stmt))
+            self.rebound |= bound
             if isinstance(stmt, ast.Import | ast.ImportFrom):
                 self._imports(stmt)
                 continue
-            not_imports.update(_other_bindings(stmt))
+            not_imports |= bound
             if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1:
                 target = stmt.targets[0]
                 if isinstance(target, ast.Name):
@@ -293,18 +294,18 @@ def global_loads(tree: ast.Module) -> dict[str, list[tuple[str, str | None]]]:
             if isinstance(stmt, ast.ClassDef):
                 visit(stmt.body, f"{prefix}{stmt.name}.", stmt.name)
             elif isinstance(stmt, ast.FunctionDef | ast.AsyncFunctionDef):
-                qualname = f"{prefix}{stmt.name}"
-                info = _FunctionInfo(stmt, {})
-                local = (set(info.params) | set(info.assigned) | info.rebound) - info.globals
-                for name in sorted(
-                    {
-                        n.id
-                        for n in ast.walk(stmt)
-                        if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)
-                    }
-                    & declared - local
-                ):
-                    out.setdefault(name, []).append((qualname, class_name))
+                loads: set[str] = set()
+                stored: set[str] = set()
+                own: set[str] = set()
+                for n in ast.walk(stmt):  # one walk: what it reads, binds, declares global
+                    if isinstance(n, ast.Name):
+                        (loads if isinstance(n.ctx, ast.Load) else stored).add(n.id)
+                    elif isinstance(n, ast.Global):
+                        own.update(n.names)
+                    elif isinstance(n, ast.arg):
+                        stored.add(n.arg)
+                for name in sorted(loads & (declared - (stored - own))):
+                    out.setdefault(name, []).append((f"{prefix}{stmt.name}", class_name))
 
     visit(tree.body, "", None)
     return out
