@@ -34,7 +34,7 @@ CALL_PASS_DEPTH = 1
 CALL_PASS_FILES = 8
 
 #: Bump when what the index holds changes: older cache entries are then ignored.
-INDEX_FORMAT = 36
+INDEX_FORMAT = 37
 
 
 @dataclass
@@ -67,6 +67,8 @@ class VersionIndex:
     class_modules: dict[str, list[str]] = field(default_factory=dict)
     #: ``module:X`` -> the functions of the module reading the global ``X`` its functions set
     global_readers: dict[str, list[tuple[str, str | None]]] = field(default_factory=dict)
+    #: ``model_type`` -> (module, class) of the package's config classes declaring it
+    model_types: dict[str, list[tuple[str, str]]] = field(default_factory=dict)
     format: int = INDEX_FORMAT
 
     def lineage(self, class_name: str) -> set[str]:
@@ -258,6 +260,10 @@ def add_summaries(index: VersionIndex, summaries: Iterable[ModuleSummary]) -> No
         for read in summary.reads:
             if read.strict or read.form.rpartition(".")[2] not in derived:
                 index.reads.setdefault(read.flag, []).append(read)
+        for model_type, classes in summary.model_types.items():
+            index.model_types.setdefault(model_type, []).extend(
+                (summary.module, name) for name in classes
+            )
         for name, readers in summary.global_loads.items():
             index.global_readers[f"{summary.module}:{name}"] = readers
         for store in summary.stores:

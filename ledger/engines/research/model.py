@@ -161,4 +161,6 @@ class ModuleSummary:
     #: a global a function of the module sets (``global X``) -> the functions that read it
     #: (qualified name, class)
     global_loads: dict[str, list[tuple[str, str | None]]] = field(default_factory=dict)
+    #: model config classes by the ``model_type`` they declare
+    model_types: dict[str, list[str]] = field(default_factory=dict)
     error: str | None = None

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import ast
-import re
 from typing import Any
 
 from .access import ARGS
@@ -188,8 +187,8 @@ class Objects(Expressions):
         model_type = config.data.get("model_type")
         if not isinstance(model_type, str):
             return None
-        if self._config_classes is None:
-            self._config_classes = _model_type_classes(self.world)
+        if self._config_classes is None:  # no index's table handed in: not known
+            return None
         found = self._config_classes.get(model_type, [])
         if len(found) != 1:
             return False if not found else None
@@ -383,27 +382,3 @@ class Objects(Expressions):
 
 #: the keys under which transformers' ``get_text_config`` finds a text sub-config
 _SUB_CONFIGS = frozenset({"text_config", "decoder", "generator", "llm_config", "language_config"})
-_MODEL_TYPE = re.compile(r"""^[ \t]+model_type\s*(?::\s*str\s*)?=\s*["']([\w.-]+)["']""", re.M)
-
-
-def _model_type_classes(world: Any) -> dict[str, list[tuple[str, str]]]:
-    """``model_type`` → the package's config classes that declare it (``model_type = "x"`` in
-    the class body): text found first, the class by its AST only in files that have one."""
-    out: dict[str, list[tuple[str, str]]] = {}
-    for module in world.paths:
-        text = world.text(module)
-        if "model_type" not in text or not _MODEL_TYPE.search(text):
-            continue
-        tree = world.tree(module)
-        for node in getattr(tree, "body", []):
-            if not isinstance(node, ast.ClassDef):
-                continue
-            for stmt in node.body:
-                if (
-                    isinstance(stmt, ast.Assign | ast.AnnAssign)
-                    and "model_type" in _assigned_names(stmt)
-                    and isinstance(stmt.value, ast.Constant)
-                    and isinstance(stmt.value.value, str)
-                ):
-                    out.setdefault(stmt.value.value, []).append((module, node.name))
-    return out

@@ -239,6 +239,7 @@ def scan_imports(path: str, data: bytes) -> ModuleSummary:
     """
     summary = ModuleSummary(path=path, module=module_name(path))
     summary.entry_classes = entry_classes_of(data)
+    summary.model_types = model_types_of(data)
     package = summary.module.split(".")[0]
     for match in _IMPORT_LINE.finditer(data):
         indent, source_module, names, plain = match.groups()
@@ -322,3 +323,46 @@ def entry_classes(tree: ast.Module) -> tuple[str, ...]:
             items = value.elts if isinstance(value, ast.List | ast.Tuple) else [value]
             found = tuple(item.id for item in items if isinstance(item, ast.Name))
     return found
+
+
+def declared_model_types(tree: ast.Module) -> dict[str, list[str]]:
+    """``model_type`` -> the module's classes declaring it (``model_type = "x"`` in the class
+    body, as each transformers config class names its own)."""
+    out: dict[str, list[str]] = {}
+    for node in tree.body:
+        if not isinstance(node, ast.ClassDef):
+            continue
+        for stmt in node.body:
+            target = stmt.targets[0] if isinstance(stmt, ast.Assign) and stmt.targets else None
+            if isinstance(stmt, ast.AnnAssign):
+                target = stmt.target
+            value = getattr(stmt, "value", None)
+            if (
+                isinstance(target, ast.Name)
+                and target.id == "model_type"
+                and isinstance(value, ast.Constant)
+                and isinstance(value.value, str)
+            ):
+                out.setdefault(value.value, []).append(node.name)
+    return out
+
+
+_CLASS_OR_MODEL_TYPE = re.compile(
+    rb"""^class[ \t]+(\w+)|^[ \t]+model_type[ \t]*(?::[ \t]*str[ \t]*)?=[ \t]*["']([\w.-]+)["']""",
+    re.M,
+)
+
+
+def model_types_of(data: bytes) -> dict[str, list[str]]:
+    """``declared_model_types`` of a file read without parsing it: each indented ``model_type =
+    "x"`` belongs to the top-level class above it."""
+    out: dict[str, list[str]] = {}
+    if b"model_type" not in data:
+        return out
+    current: str | None = None
+    for match in _CLASS_OR_MODEL_TYPE.finditer(data):
+        if match.group(1) is not None:
+            current = match.group(1).decode()
+        elif current is not None:
+            out.setdefault(match.group(2).decode(), []).append(current)
+    return out

@@ -25,6 +25,7 @@ from .pysource import (
     _FunctionInfo,
     _is_type_checking,
     call_name,
+    declared_model_types,
     entry_classes,
     global_loads,
     module_name,
@@ -75,6 +76,7 @@ class Scanner(CallRecorder):
         self._functions.append(info)
         self._scopes.append(Scope(self.summary.module, "<module>", None))
         self.summary.entry_classes = entry_classes(tree)
+        self.summary.model_types = declared_model_types(tree)
         self.block(tree.body, ())
         self.summary.table = binding_table(tree, self.summary.module, self.path)
         if any("global " in line for line in self.lines):
