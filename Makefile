@@ -52,7 +52,7 @@ test-slow: $(BIN)/tuneledger $(VENV)/.e2e
 ## the cores to themselves, the measurements marked `alone` (a client parity read beside another
 ## worker's tests measured the neighbour: one CI run read ours 40% slower).
 test: lint $(VENV)/.e2e
-	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadfile --durations=25 -m "not alone"
+	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadgroup --durations=25 -m "not alone"
 	$(BIN)/python -m pytest -q -m alone
 
 ## The performance aims in one run (< 10 min on the 2-core machine): appends beside MLflow

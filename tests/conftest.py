@@ -43,7 +43,7 @@ def _ctrl_c_as_in_a_terminal() -> Iterator[None]:
 
 #: The test files that take longest (a fresh clone's `make test`, docs/performance.md, *The test
 #: suite*: each over 100 s in all), started first: pytest-xdist hands out whole files
-#: (``--dist loadfile``) in collection order, and one of these left for the end kept one worker
+#: (``--dist loadgroup``, a file a group: below) in collection order, and one of these left for the end kept one worker
 #: busy for minutes after the other had finished. Only the order changes, never what runs. The
 #: README walkthrough comes first and the MCP session last: both read one run of the README's
 #: first session (``readme_walkthrough_run``), made by whichever asks first, and the other worker
@@ -60,10 +60,29 @@ LONG_FILES = (
 )
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    """pytest-xdist hands out files (groups) in collection order, not largest first: by default
+    (``--loadscope-reorder``) it queues the groups with the most *tests* first, which put the
+    research wheels' 20 long tests behind hundreds of quick ones (they started 12.5 min into a
+    28-min run, docs/performance.md, *The test suite*), and ``LONG_FILES`` had no effect."""
+    if hasattr(config.option, "loadscopereorder"):
+        config.option.loadscopereorder = False
+
+
+@pytest.hookimpl(tryfirst=True)  # before pytest-xdist's, which names each test's group
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """The long files first, in ``LONG_FILES``' order, the rest as collected (a stable sort)."""
+    """The long files first, in ``LONG_FILES``' order, the rest as collected (a stable sort).
+
+    Every test without an ``xdist_group`` mark is put in its file's group: `make test`'s
+    ``--dist loadgroup`` then hands out whole files as ``--dist loadfile`` did (a module-scoped
+    fixture made once, tests sharing it never at once), and a long file may send part of its
+    tests to the other worker by marking them with a group of their own
+    (tests/engines/test_research_wheels.py: the blind sets' half)."""
     rank = {path: i for i, path in enumerate(LONG_FILES)}
     items.sort(key=lambda item: rank.get(item.nodeid.split("::", 1)[0], len(rank)))
+    for item in items:
+        if item.get_closest_marker("xdist_group") is None:
+            item.add_marker(pytest.mark.xdist_group(item.nodeid.split("::", 1)[0]))
 
 
 #: Threads of ours left running at the session's end, per process (this one's, then each
