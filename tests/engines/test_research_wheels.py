@@ -218,12 +218,12 @@ BLIND_0523_RIGHT = {
 }
 
 
-#: Eight of the blind sets run on the other pytest-xdist worker (their own ``xdist_group``; the rest of the
+#: Nine of the blind sets run on the other pytest-xdist worker (their own ``xdist_group``; the rest of the
 #: file is one group, tests/conftest.py): the sets are most of this file's time, and the file alone
 #: on one worker kept it busy long after the other had finished (docs/performance.md, *The test
 #: suite*). Both halves read the one 0.5.23 index of the run (``cache``).
 BLIND_OTHER_WORKER = frozenset(
-    {"set_a", "set_c1", "set_e1", "set_g1", "set_h1", "set_j1", "set_l1", "set_n1"}
+    {"set_a", "set_c1", "set_e1", "set_g1", "set_h1", "set_j1", "set_l1", "set_n1", "set_p1"}
 )
 
 
