@@ -276,6 +276,7 @@ class Expressions(InterpreterBase):
         unknown: list[Any] = []
         decided: Any = _MISSING
         decided_facts: set[Fact] = set()
+        unknown_facts: set[Fact] = set()
         seen: set[Fact] = set()
         last: Any = None
         for operand in node.values:
@@ -284,6 +285,7 @@ class Expressions(InterpreterBase):
             t = truth(value)
             if t is None:
                 unknown.append(value)
+                unknown_facts |= facts
             elif t is (not is_and):  # a false operand of ``and``, a true one of ``or``
                 if decided is _MISSING:
                     decided = value
@@ -295,7 +297,11 @@ class Expressions(InterpreterBase):
             return decided
         self._merge_facts(seen)
         if unknown:
-            return Unknown("; ".join(v.why if isinstance(v, Unknown) else show(v) for v in unknown))
+            result = Unknown(
+                "; ".join(v.why if isinstance(v, Unknown) else show(v) for v in unknown)
+            )
+            result.waits_on = frozenset(unknown_facts)
+            return result
         return last
 
     def _e_UnaryOp(self, node: ast.UnaryOp, frame: Frame) -> Any:

@@ -59,6 +59,9 @@ class GateEval:
     value: bool | None
     facts: frozenset[Fact]
     why: str | None = None  # what an unknown condition depends on
+    #: unknown only through operands that no flag, model or hardware fact decides (``x or
+    #: flag_off``: the flag's operand decides nothing): a run-time value, whatever ``facts`` cite
+    runtime: bool = False
 
     def describe(self) -> str:
         state = {True: "holds", False: "does not hold", None: "unknown"}[self.value]
@@ -275,7 +278,9 @@ class GateEvaluator:
             t = not t
         text = f"not ({spec.text})" if spec.negate else spec.text
         depends = value.why if isinstance(value, Unknown) else None
-        return GateEval(spec.kind, text, spec.site, t, facts, depends)
+        waits = value.waits_on if isinstance(value, Unknown) else None
+        runtime = waits is not None and not any(f.kind in _DECIDING for f in waits)
+        return GateEval(spec.kind, text, spec.site, t, facts, depends, runtime)
 
     def frame(self, scope: Scope) -> Frame:
         access = self.index.access
@@ -521,7 +526,9 @@ class GateEvaluator:
             if evaluated is None:
                 continue
             text = f"{evaluated.text} (caller {site.site})"
-            if evaluated.value is None and not any(f.kind in _DECIDING for f in evaluated.facts):
+            if evaluated.value is None and (
+                evaluated.runtime or not any(f.kind in _DECIDING for f in evaluated.facts)
+            ):
                 # A caller's condition on a run-time value (a parameter, the process's state):
                 # the path is taken as followed, and the verdict is not ``proven``.
                 runtime.append(f"{text}: a run-time value")

@@ -74,6 +74,12 @@ def _b_hasattr(interp: Any, args: list[Any], keywords: dict[str, Any], node: ast
         return False
     if isinstance(obj, ModuleRef) and obj.external and f"{obj.name}.{name}" in PRESENT_ATTRIBUTES:
         return True
+    top = obj.name.split(".")[0] if isinstance(obj, ModuleRef) and obj.external else None
+    if top is not None and top in interp.world.installed:
+        # a feature probe of a package the wheel requires: the version pip installs with the
+        # engine is the one the engine is written for (the probe guards older ones)
+        interp.note(Fact(HARDWARE, "package", f"{top}: installed with the engine (it requires it)"))
+        return True
     if isinstance(obj, Instance):
         return name in obj.attrs or not isinstance(interp.attribute(obj, name), Unknown)
     if isinstance(obj, ArgsView):

@@ -38,11 +38,13 @@ class Unknown:
     (most unknowns are combined away before anyone reads them).
     """
 
-    __slots__ = ("_why", "alternatives")
+    __slots__ = ("_why", "alternatives", "waits_on")
 
     def __init__(self, why: str | ast.AST, alternatives: tuple[Any, ...] = ()) -> None:
         self._why = why
         self.alternatives = alternatives
+        #: of ``a or b`` unknown: the facts of its unknown operands only (None: not told apart)
+        self.waits_on: frozenset[Fact] | None = None
 
     @property
     def why(self) -> str:
