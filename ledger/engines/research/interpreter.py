@@ -46,6 +46,7 @@ class Interpreter(Statements):
         self_class: str = "ServerArgs",
         self_module: str = "",
         max_steps: int = 400_000,
+        config_classes: dict[str, list[tuple[str, str]]] | None = None,
     ) -> None:
         self.world = world
         self.access = access
@@ -73,8 +74,9 @@ class Interpreter(Statements):
         self._src: dict[int, tuple[ast.AST, str]] = {}
         #: flag objects the engine does not build on this target: kind -> the deciding facts
         self.absent_kinds: dict[str, frozenset[Fact]] = {}
-        #: model_type -> the package's config classes declaring it (found on first use)
-        self._config_classes: dict[str, list[tuple[str, str]]] | None = None
+        #: model_type -> the package's config classes declaring it (the index's
+        #: ``model_types``); None: not known
+        self._config_classes = config_classes
 
     def forget(self) -> None:
         """Drop the values worked out so far (calls' results): the world they assumed changed."""

@@ -325,37 +325,17 @@ def entry_classes(tree: ast.Module) -> tuple[str, ...]:
     return found
 
 
-def declared_model_types(tree: ast.Module) -> dict[str, list[str]]:
-    """``model_type`` -> the module's classes declaring it (``model_type = "x"`` in the class
-    body, as each transformers config class names its own)."""
-    out: dict[str, list[str]] = {}
-    for node in tree.body:
-        if not isinstance(node, ast.ClassDef):
-            continue
-        for stmt in node.body:
-            target = stmt.targets[0] if isinstance(stmt, ast.Assign) and stmt.targets else None
-            if isinstance(stmt, ast.AnnAssign):
-                target = stmt.target
-            value = getattr(stmt, "value", None)
-            if (
-                isinstance(target, ast.Name)
-                and target.id == "model_type"
-                and isinstance(value, ast.Constant)
-                and isinstance(value.value, str)
-            ):
-                out.setdefault(value.value, []).append(node.name)
-    return out
-
-
 _CLASS_OR_MODEL_TYPE = re.compile(
-    rb"""^class[ \t]+(\w+)|^[ \t]+model_type[ \t]*(?::[ \t]*str[ \t]*)?=[ \t]*["']([\w.-]+)["']""",
+    rb"""^class[ \t]+(\w+)|^(?:    |\t)model_type[ \t]*(?::[ \t]*str[ \t]*)?=[ \t]*["']([\w.-]+)["']""",
     re.M,
 )
 
 
 def model_types_of(data: bytes) -> dict[str, list[str]]:
-    """``declared_model_types`` of a file read without parsing it: each indented ``model_type =
-    "x"`` belongs to the top-level class above it."""
+    """``model_type`` -> the file's config classes declaring it (``model_type = "x"`` indented
+    under a top-level class, as each transformers config class names its own), read without
+    parsing the file: the same for parsed files and import-only ones. The class body is the
+    first indentation level (four spaces or a tab: a method's local of that name is deeper)."""
     out: dict[str, list[str]] = {}
     if b"model_type" not in data:
         return out

@@ -76,8 +76,15 @@ def initial_state(index: VersionIndex, target: Target, interp: Interpreter) -> F
 
 def new_interpreter(world: World, index: VersionIndex, target: Target) -> Interpreter:
     module, self_class, _ = ENTRY_POINTS.get(index.engine, ("", "ServerArgs", ()))
-    interp = Interpreter(world, index.access, target, FlagState({}, set()), self_class, module)
-    interp._config_classes = index.model_types
+    interp = Interpreter(
+        world,
+        index.access,
+        target,
+        FlagState({}, set()),
+        self_class,
+        module,
+        config_classes=index.model_types,
+    )
     state = initial_state(index, target, interp)
     interp.defaults = {k: v for k, v in state.values.items() if k not in state.given}
     interp.state = state

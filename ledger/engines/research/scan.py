@@ -25,9 +25,9 @@ from .pysource import (
     _FunctionInfo,
     _is_type_checking,
     call_name,
-    declared_model_types,
     entry_classes,
     global_loads,
+    model_types_of,
     module_name,
     runtime_operand,
     squeeze,
@@ -76,7 +76,6 @@ class Scanner(CallRecorder):
         self._functions.append(info)
         self._scopes.append(Scope(self.summary.module, "<module>", None))
         self.summary.entry_classes = entry_classes(tree)
-        self.summary.model_types = declared_model_types(tree)
         self.block(tree.body, ())
         self.summary.table = binding_table(tree, self.summary.module, self.path)
         if any("global " in line for line in self.lines):
@@ -790,7 +789,9 @@ def scan_source(path: str, data: bytes, model: AccessModel) -> ModuleSummary:
         with warnings.catch_warnings():  # the engine's invalid escapes are not ours to report
             warnings.simplefilter("ignore")
             tree = ast.parse(source, filename=path)
-        return Scanner(path, source, model).run(tree)
+        summary = Scanner(path, source, model).run(tree)
+        summary.model_types = model_types_of(data)  # as the import-only scan reads them
+        return summary
     except (SyntaxError, UnicodeDecodeError, ValueError, RecursionError, MemoryError) as exc:
         # RecursionError, MemoryError: code nested deeper than the parser or the walk goes
         summary = ModuleSummary(path=path, module=module_name(path))
