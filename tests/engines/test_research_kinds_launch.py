@@ -136,3 +136,29 @@ def test_a_value_kept_in_a_module_global_is_used_where_the_global_is_read(
     assert "speculative_algorithm=None (default)" in off.reason
     on = run(kinds, "--spec-backend-knob triton --speculative-algorithm eagle")
     assert report(on, "spec-backend-knob").verdict == "effective"
+
+
+def test_the_model_configs_derived_attention_arch_picks_a_value_whose_check_refuses_the_start(
+    kinds: tuple[EngineSource, VersionIndex],
+) -> None:
+    # ``ModelConfig._derive_model_shapes`` sets ``attention_arch`` by the architecture; the
+    # resolution picks ``--kernel-backend`` by it (``use_mla_backend()``), as SGLang 0.5.9 picks
+    # its attention backend; the family's wrapper asserts against that pick on sm120
+    mha = run(kinds, "--wrapper-split-knob 4")
+    assert report(mha, "kernel-backend").resolved == "dense"
+    assert report(mha, "wrapper-split-knob").verdict in ("no-op", "not-activated")
+    mla = run(kinds, "--wrapper-split-knob 4", model="foo_mla")
+    assert report(mla, "kernel-backend").resolved == "mla_kernel"
+    refused = report(mla, "wrapper-split-knob")
+    assert refused.verdict == "incompatible"
+    assert refused.confidence == "likely"
+    assert "does not start this target" in refused.reason
+    assert "--kernel-backend resolves to 'mla_kernel'" in refused.reason
+    assert "no MLA kernel for the Foo family on sm120" in refused.reason
+    assert "(the flag itself: " in refused.reason  # its own reading kept
+    # the value given instead of the pick: the start is not refused
+    given = run(kinds, "--wrapper-split-knob 4 --kernel-backend dense", model="foo_mla")
+    assert report(given, "wrapper-split-knob").verdict in ("no-op", "not-activated")
+    # another arch: the check is not reached
+    sm100 = run(kinds, "--wrapper-split-knob 4", arch="sm100", model="foo_mla")
+    assert report(sm100, "wrapper-split-knob").verdict == "effective"

@@ -181,3 +181,18 @@ def test_a_flag_handed_to_a_config_by_keyword_is_read_where_the_config_is(
     found = verdict_of(engine, "--queue-depth-knob 8", "queue-depth-knob")
     assert found.verdict == "effective"
     assert line_of("vllm/v1/core/scheduler.py", "queue_depth_knob") in found.reason
+
+
+def test_a_refusal_after_a_loop_that_may_raise_and_an_init_false_default_is_certain(
+    engine: tuple[EngineSource, VersionIndex],
+) -> None:
+    # vLLM 0.34's ``--return-sampling-mask``: ``VllmConfig.__post_init__`` returns early for a
+    # derived view (``is_submodel_config = field(default=False, init=False)``: never set by the
+    # constructor) and, before it, a loop over the platform's ops may raise; the replay check
+    # refuses whichever way that loop goes
+    refused = verdict_of(engine, "--replay-mask", "replay-mask")
+    assert refused.verdict == "incompatible"
+    assert refused.confidence == "proven"
+    assert "sampling replay needs --logprobs-mode processed" in refused.reason
+    allowed = verdict_of(engine, "--replay-mask --logprobs-mode processed", "replay-mask")
+    assert allowed.verdict != "incompatible"

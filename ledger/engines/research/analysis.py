@@ -27,6 +27,7 @@ from .index import VersionIndex, build_index
 from .optional import absent_kinds
 from .resolve import ENTRY_POINTS, Resolution, attribute_refusals, new_interpreter, walk
 from .sources import ENGINES, EngineSource, installed_package, open_folder, open_wheel
+from .start import refuse_at_start, start_refusal
 from .target import Target
 from .verdicts import FlagReport, Judge
 from .world import World
@@ -253,6 +254,12 @@ def research(
     if unserved is not None:
         for report in result.reports:
             refuse_for_the_model(report, unserved)
+    elif result.reports:
+        start = start_refusal(judge)
+        if start is not None:
+            name = index.definitions[start.flag].name
+            for report in result.reports:
+                refuse_at_start(report, start, name)
     return result
 
 

@@ -47,6 +47,7 @@ class Interpreter(Statements):
         self_module: str = "",
         max_steps: int = 400_000,
         config_classes: dict[str, list[tuple[str, str]]] | None = None,
+        class_modules: dict[str, list[str]] | None = None,
     ) -> None:
         self.world = world
         self.access = access
@@ -77,6 +78,8 @@ class Interpreter(Statements):
         #: model_type -> the package's config classes declaring it (the index's
         #: ``model_types``); None: not known
         self._config_classes = config_classes
+        #: class name -> the modules defining a class of that name (the index's)
+        self.class_modules = class_modules or {}
 
     def forget(self) -> None:
         """Drop the values worked out so far (calls' results): the world they assumed changed."""

@@ -14,7 +14,9 @@ from .records import (
     _MISSING,
     _SAFE_METHODS,
     MODEL_CONFIG_CALLS,
+    MODEL_CONFIG_CLASSES,
     ArgsView,
+    Budget,
     Frame,
     KindView,
     _assigned_names,
@@ -47,6 +49,7 @@ from .world import Binding
 
 class Objects(Expressions):
     absent_kinds: dict[str, frozenset[Fact]]  # set by the interpreter
+    class_modules: dict[str, list[str]]  # set by the interpreter
 
     def attribute(self, base: Any, name: str) -> Any:
         if isinstance(base, Proxy):
@@ -128,6 +131,35 @@ class Objects(Expressions):
             self.note(fact)
         return None
 
+    def fixed_field(self, kind: str, name: str) -> Any:
+        """A field of a config object's class that no constructor argument sets and no method
+        of the class assigns: ``is_submodel_config: bool = field(default=False, init=False)``
+        is False wherever the engine builds the config itself (a derived view sets it on the
+        copy it makes). ``_MISSING`` where the class or such a field is not found."""
+        classes = [c for c, k in self.access.self_classes.items() if k == kind]
+        for cls_name in classes:
+            modules = self.class_modules.get(cls_name, [])
+            node = self.world.find_class(modules[0], cls_name) if len(modules) == 1 else None
+            if node is None:
+                continue
+            for stmt in node.body:
+                if (
+                    isinstance(stmt, ast.AnnAssign)
+                    and isinstance(stmt.target, ast.Name)
+                    and stmt.target.id == name
+                    and isinstance(stmt.value, ast.Call)
+                ):
+                    keywords = {k.arg: k.value for k in stmt.value.keywords}
+                    init, default = keywords.get("init"), keywords.get("default")
+                    if (
+                        isinstance(init, ast.Constant)
+                        and init.value is False
+                        and isinstance(default, ast.Constant)
+                        and name not in self_assigned(node)
+                    ):
+                        return default.value
+        return _MISSING
+
     def args_attribute(self, name: str) -> Any:
         if name in self.state.values:
             return self.flag_value(name)
@@ -203,7 +235,52 @@ class Objects(Expressions):
             if name == "hf_text_config" and isinstance(base.hf.data.get("text_config"), dict):
                 return ConfigObject(base.hf.data["text_config"], "config.text_config")
             return base.hf
+        derived = self.derived_model_attribute(base, name)
+        if derived is not _MISSING:
+            return derived
         return Unknown(f"model_config.{name}")
+
+    def derived_model_attribute(self, base: ModelConfigObject, name: str) -> Any:
+        """An attribute the engine's model-config class computes from ``hf_config`` in one
+        method of its own that takes nothing but ``self`` (SGLang's ``_derive_model_shapes``
+        sets ``attention_arch`` by the architecture): that method walked on the target's
+        config. ``_MISSING`` where no such method, or several, assign it."""
+        found = MODEL_CONFIG_CLASSES.get(self.self_module.split(".")[0])
+        node = self.world.find_class(*found) if found else None
+        if node is None or base.hf is None:
+            return _MISSING
+        methods = [m for m in node.body if isinstance(m, ast.FunctionDef) and _derives(m, name)]
+        if len(methods) != 1:
+            return _MISSING
+        cls = ClassRef(found[0], found[1], node, _bases(node))  # type: ignore[index]
+        key = ("derived", found, methods[0].name)
+        if key not in self._memo:
+            self._memo[key] = self.with_facts(lambda: self._derive(cls, base, methods[0].name))
+        instance, facts = self._memo[key]
+        self._merge_facts(f for f in facts if f.kind == MODEL)
+        return instance.attrs.get(name, Unknown(f"model_config.{name}"))
+
+    def _derive(self, cls: ClassRef, base: ModelConfigObject, method: str) -> Instance:
+        """Run one of the model-config class's own methods on a fresh object holding the model's
+        config; what the walk records meanwhile (changes, refusals, log lines, the path) is not
+        the resolution's."""
+        assert base.hf is not None
+        instance = Instance(cls)
+        text = base.hf.data.get("text_config")
+        instance.attrs["hf_config"] = base.hf
+        instance.attrs["hf_text_config"] = (
+            ConfigObject(text, "config.text_config") if isinstance(text, dict) else base.hf
+        )
+        kept = (list(self.changes), list(self.refusals), list(self.logged), list(self.path))
+        self.path = []
+        try:
+            bound = self.class_attribute(cls, method, receiver=instance)
+            self.call(bound, [], {}, ast.Expr(value=ast.Constant(None)), None)
+        except Budget:
+            return Instance(cls)
+        finally:
+            self.changes, self.refusals, self.logged, self.path = kept
+        return instance
 
     def module_attribute(self, base: ModuleRef, name: str) -> Any:
         dotted = f"{base.name}.{name}"
@@ -382,3 +459,32 @@ class Objects(Expressions):
 
 #: the keys under which transformers' ``get_text_config`` finds a text sub-config
 _SUB_CONFIGS = frozenset({"text_config", "decoder", "generator", "llm_config", "language_config"})
+
+
+def _derives(stmt: ast.FunctionDef, name: str) -> bool:
+    """A method taking only ``self`` that assigns ``self.<name>``."""
+    if stmt.decorator_list:
+        return False
+    args = stmt.args
+    if [a.arg for a in args.args] != ["self"] or args.vararg or args.kwarg or args.kwonlyargs:
+        return False
+    return any(
+        isinstance(t, ast.Attribute)
+        and isinstance(t.value, ast.Name)
+        and t.value.id == "self"
+        and t.attr == name
+        for sub in ast.walk(stmt)
+        if isinstance(sub, ast.Assign)
+        for t in sub.targets
+    )
+
+
+def self_assigned(node: ast.ClassDef) -> set[str]:
+    """The attributes the class's own methods assign on ``self``."""
+    return {
+        t.attr
+        for sub in ast.walk(node)
+        if isinstance(sub, ast.Assign | ast.AugAssign | ast.AnnAssign)
+        for t in (sub.targets if isinstance(sub, ast.Assign) else [sub.target])
+        if isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) and t.value.id == "self"
+    }

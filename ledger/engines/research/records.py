@@ -28,6 +28,11 @@ from .values import (
 
 #: Calls that hand out the model's config wrapper (its ``hf_config`` is the config.json given).
 MODEL_CONFIG_CALLS = frozenset({"get_model_config", "model_config_of", "from_server_args"})
+#: The engine's model-config class, by the engine's package: the attributes it derives from
+#: ``hf_config`` in a method of its own (the attention arch) are walked on the target's config.
+MODEL_CONFIG_CLASSES: dict[str, tuple[str, str]] = {
+    "sglang": ("sglang.srt.configs.model_config", "ModelConfig"),
+}
 #: Calls that hand out the tensor-parallel size.
 TP_CALLS = frozenset({"get_tensor_model_parallel_world_size", "get_tp_world_size"})
 _TOPK_NAMES = frozenset({"topk", "top_k", *TOPK_KEYS})
@@ -53,6 +58,9 @@ class Cond:
     site: Site
     value: bool | None  # True: holds; None: unknown (both ways were walked)
     facts: frozenset[Fact]
+    #: unknown only because a ``raise`` before may have ended the walk: what follows runs
+    #: unless the engine refused already, so a refusal after it refuses either way
+    unless_refused: bool = False
 
 
 @dataclass
@@ -91,7 +99,7 @@ class Refusal:
 
     @property
     def certain(self) -> bool:
-        return all(c.value is True for c in self.conditions)
+        return all(c.value is True or c.unless_refused for c in self.conditions)
 
     def flags_read(self) -> set[str]:
         return {f.name for c in self.conditions for f in c.facts if f.kind == FLAG}
@@ -250,6 +258,9 @@ class KindView(Proxy):
         sub = interp.access.subobjects.get((self.kind, name))
         if sub is not None:
             return interp.args if sub == ARGS else interp.kind_view(sub)
+        default = interp.fixed_field(self.kind, name)
+        if default is not _MISSING:
+            return default
         return Unknown(f"{self.kind}.{name}")
 
 

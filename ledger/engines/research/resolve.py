@@ -84,6 +84,7 @@ def new_interpreter(world: World, index: VersionIndex, target: Target) -> Interp
         self_class,
         module,
         config_classes=index.model_types,
+        class_modules=index.class_modules,
     )
     state = initial_state(index, target, interp)
     interp.defaults = {k: v for k, v in state.values.items() if k not in state.given}

@@ -171,10 +171,10 @@ class Statements(Calls):
             raise _Return(Unknown(why))
         if body_end is True:
             self._restore(frame, after_else)
-            return Cond(f"not ({text})", site, None, facts)
+            return Cond(f"not ({text})", site, None, facts, _only_raises(stmt.body))
         if else_end is True:
             self._restore(frame, after_body)
-            return Cond(text, site, None, facts)
+            return Cond(text, site, None, facts, _only_raises(stmt.orelse))
         self._restore(frame, self._join(after_body, after_else, why))
         partial = body_end or else_end
         if isinstance(partial, Cond):
@@ -224,7 +224,12 @@ class Statements(Calls):
         return guard if guard is not None else False
 
     def maybe(
-        self, run: Callable[[], Cond | None], frame: Frame, why: str, returned: list[Any]
+        self,
+        run: Callable[[], Cond | None],
+        frame: Frame,
+        why: str,
+        returned: list[Any],
+        body: list[ast.stmt] | None = None,
     ) -> Cond | None:
         """Run a block that may or may not run (a loop body, an unknown case): join after.
 
@@ -250,6 +255,7 @@ class Statements(Calls):
                 Site(self.world.path(frame.module), 0),
                 None,
                 frozenset(),
+                body is not None and _only_raises(body),
             )
         return None
 
@@ -305,7 +311,7 @@ class Statements(Calls):
             self.store(stmt.target, Unknown(stmt.iter), frame, stmt)
             return self.exec_block(stmt.body, frame, returned)
 
-        return self.maybe(body, frame, f"a loop over {self.src(stmt.iter)}", returned)
+        return self.maybe(body, frame, f"a loop over {self.src(stmt.iter)}", returned, stmt.body)
 
     def iterable(self, value: Any) -> list[Any] | None:
         """The items a ``for`` goes through, when known: a container, or an enum's members."""
@@ -461,3 +467,17 @@ class Statements(Calls):
                 if isinstance(func, ast.Attribute) and func.attr in _LOG and stmt.value.args:
                     return help_text(stmt.value.args[0], self.world.text(module))
         return None
+
+
+def _only_raises(body: list[ast.stmt]) -> bool:
+    """A block that can end the function only by raising: no ``return`` in it (nested
+    functions aside). What follows it runs unless the engine refused already."""
+    todo: list[ast.AST] = list(body)
+    while todo:
+        node = todo.pop()
+        if isinstance(node, ast.Return):
+            return False
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda | ast.ClassDef):
+            continue
+        todo.extend(ast.iter_child_nodes(node))
+    return True
