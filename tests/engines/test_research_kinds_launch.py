@@ -162,3 +162,15 @@ def test_the_model_configs_derived_attention_arch_picks_a_value_whose_check_refu
     # another arch: the check is not reached
     sm100 = run(kinds, "--wrapper-split-knob 4", arch="sm100", model="foo_mla")
     assert report(sm100, "wrapper-split-knob").verdict == "effective"
+
+
+def test_a_check_of_the_models_architecture_through_a_dict_or_object_helper_refuses(
+    kinds: tuple[EngineSource, VersionIndex],
+) -> None:
+    # ``isinstance(config, dict)`` of the model's config is False (a transformers config object
+    # is none of Python's containers): the helper reads ``config.architectures`` and the check
+    # refuses a model of another family (sglang 0.5.23's ``--enable-hisparse``)
+    refused = report(run(kinds, "--enable-sparse-cache"), "enable-sparse-cache")
+    assert refused.verdict == "incompatible"
+    assert refused.confidence == "proven"
+    assert "--enable-sparse-cache needs a sparse-attention model" in refused.reason

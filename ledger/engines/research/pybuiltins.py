@@ -87,6 +87,9 @@ def _b_hasattr(interp: Any, args: list[Any], keywords: dict[str, Any], node: ast
     return Unknown(f"hasattr(…, {name!r})")
 
 
+_PLAIN_TYPES = (dict, list, tuple, str, int, float, bool, set, type(None))
+
+
 def _b_isinstance(interp: Any, args: list[Any], keywords: dict[str, Any], node: ast.AST) -> Any:
     if len(args) != 2:
         return Unknown("isinstance")
@@ -109,6 +112,8 @@ def _b_isinstance(interp: Any, args: list[Any], keywords: dict[str, Any], node: 
         return False if complete else Unknown("isinstance")
     if isinstance(value, ConfigObject) and kinds and all(isinstance(k, ClassRef) for k in kinds):
         return _config_isinstance(interp, value, kinds)
+    if isinstance(value, ConfigObject) and kinds and all(_python(k) in _PLAIN_TYPES for k in kinds):
+        return False  # a transformers config object is none of Python's own containers
     if not all(isinstance(k, type) for k in kinds) or not _known(value):
         return Unknown("isinstance")
     if isinstance(value, str | int | float | bool | type(None) | list | tuple | dict | set):
