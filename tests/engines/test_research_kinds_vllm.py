@@ -196,3 +196,15 @@ def test_a_refusal_after_a_loop_that_may_raise_and_an_init_false_default_is_cert
     assert "sampling replay needs --logprobs-mode processed" in refused.reason
     allowed = verdict_of(engine, "--replay-mask --logprobs-mode processed", "replay-mask")
     assert allowed.verdict != "incompatible"
+
+
+def test_nested_defaults_set_through_setattr_by_a_recursive_helper_are_followed(
+    engine: tuple[EngineSource, VersionIndex],
+) -> None:
+    # vLLM's optimization-level defaults: a literal nested table walked by a function that calls
+    # itself per nested config (``is_dataclass``) and ``setattr``s each unset field; the check
+    # after it ("must be set after the level defaults") does not refuse
+    found = verdict_of(engine, "--foo-knob 3", "prefetch-depth")
+    assert found.resolved == 4
+    assert "must be set after the level defaults" not in found.reason
+    assert verdict_of(engine, "--foo-knob 3", "foo-knob").verdict != "incompatible"

@@ -50,6 +50,9 @@ from .values import (
     show,
 )
 
+#: How many calls of one function may be on the walk's stack at once.
+_RECURSION = 3
+
 
 class Calls(Objects):
     def call(
@@ -221,7 +224,9 @@ class Calls(Objects):
             return None
         if _is_identity_decorator(function):
             return args[0] if args else Unknown(name)
-        if function.node in self._stack or len(self._stack) >= _MAX_DEPTH:
+        # a function may call itself a few levels deep (vLLM fills nested config defaults
+        # so, over a literal table); deeper, its result is not followed
+        if self._stack.count(function.node) >= _RECURSION or len(self._stack) >= _MAX_DEPTH:
             return Unknown(f"{function.qualname}()")
         pure = function.closure is None and not any(
             isinstance(a, ArgsView | Instance) for a in [*args, *keywords.values()]

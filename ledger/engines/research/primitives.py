@@ -12,12 +12,14 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from .records import KindView
 from .values import (
     ENV,
     HARDWARE,
     DeviceCapability,
     External,
     Fact,
+    Instance,
     Unknown,
 )
 
@@ -164,6 +166,16 @@ def _device_capability(interp: Any, *_: Any, **__: Any) -> Any:
     return _capability(interp)
 
 
+def _is_dataclass(interp: Any, *args: Any, **_: Any) -> Any:
+    """``dataclasses.is_dataclass(x)``: an object holding flags under its own names is one of
+    the engine's config dataclasses, and so is an object of a class built as one."""
+    if args and isinstance(args[0], KindView):
+        return True
+    if args and isinstance(args[0], Instance) and interp._makes_dataclass(args[0].cls):
+        return True
+    return Unknown("is_dataclass")
+
+
 Primitive = Callable[..., Any]
 
 #: Calls answered from the target, by the dotted name the engine imports them under.
@@ -181,6 +193,7 @@ CALLS: dict[str, Primitive] = {
     "torch.backends.mps.is_available": _not_vendor,
     "torch.mps.is_available": _not_vendor,
     "importlib.util.find_spec": _find_spec,
+    "dataclasses.is_dataclass": _is_dataclass,
     "os.environ.get": _env,
     "os.getenv": _env,
     "vllm.platforms.current_platform.is_cuda": lambda interp, *a, **k: _on_nvidia(interp),

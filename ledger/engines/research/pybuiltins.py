@@ -96,6 +96,7 @@ def _b_isinstance(interp: Any, args: list[Any], keywords: dict[str, Any], node: 
     value, kinds = args
     if not isinstance(kinds, tuple):
         kinds = (kinds,)
+    kinds = tuple(_python(k) for k in kinds)  # ``dict`` is the builtin wrapper's type
     if isinstance(value, Instance | EnumMember) and all(isinstance(k, ClassRef) for k in kinds):
         owner = value.cls if isinstance(value, Instance) else interp._enum_class(value)
         if owner is None:
@@ -112,7 +113,7 @@ def _b_isinstance(interp: Any, args: list[Any], keywords: dict[str, Any], node: 
         return False if complete else Unknown("isinstance")
     if isinstance(value, ConfigObject) and kinds and all(isinstance(k, ClassRef) for k in kinds):
         return _config_isinstance(interp, value, kinds)
-    if isinstance(value, ConfigObject) and kinds and all(_python(k) in _PLAIN_TYPES for k in kinds):
+    if isinstance(value, ConfigObject) and kinds and all(k in _PLAIN_TYPES for k in kinds):
         return False  # a transformers config object is none of Python's own containers
     if not all(isinstance(k, type) for k in kinds) or not _known(value):
         return Unknown("isinstance")
@@ -225,12 +226,22 @@ def _b_callable(interp: Any, args: list[Any], keywords: dict[str, Any], node: as
     return Unknown("callable")
 
 
+def _b_setattr(interp: Any, args: list[Any], keywords: dict[str, Any], node: ast.AST) -> Any:
+    """``setattr(obj, "name", value)`` with a name the walk knows: an attribute store (vLLM
+    fills optimization-level defaults into its configs so); an unknown name changes nothing
+    the walk can follow."""
+    if len(args) == 3 and isinstance(args[1], str):
+        interp.store_attribute(args[0], args[1], args[2], node)
+    return None
+
+
 BUILTINS: dict[str, Any] = {
     "None": None,
     "True": True,
     "False": False,
     "getattr": BuiltinFunction("getattr", _b_getattr),
     "hasattr": BuiltinFunction("hasattr", _b_hasattr),
+    "setattr": BuiltinFunction("setattr", _b_setattr),
     "isinstance": BuiltinFunction("isinstance", _b_isinstance),
     "callable": BuiltinFunction("callable", _b_callable),
     "print": BuiltinFunction("print", _noop),

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .records import Refusal
-from .values import show
+from .values import Unknown, show
 from .verdicts import Evidence, FlagReport, Judge, _is_runtime_read
 
 
@@ -41,6 +41,8 @@ def start_refusal(judge: Judge) -> StartRefusal | None:
     index, evaluator = judge.index, judge.evaluator
     state = judge.resolution.state
     for name in sorted(n for n in state.changed if n not in state.given):
+        if isinstance(state.values.get(name), Unknown):
+            continue  # a value the walk could not decide decides no start
         for read in index.reads.get(name, []):
             if read.use != "validation" or not _is_runtime_read(read, index):
                 continue

@@ -18,6 +18,7 @@ from .records import (
     Change,
     Cond,
     Frame,
+    KindView,
     Refusal,
     _as_load,
     _assigned_names,
@@ -39,6 +40,9 @@ from .values import (
     truth,
 )
 from .world import absolute_module
+
+#: ``d.items()``, ``d.keys()``, ``d.values()`` of a dict the walk knows
+_DICT_VIEWS: tuple[type[Any], ...] = (type({}.items()), type({}.keys()), type({}.values()))
 
 
 class Statements(Calls):
@@ -319,6 +323,8 @@ class Statements(Calls):
             return list(value)
         if isinstance(value, list | tuple | set | frozenset):
             return list(value)
+        if isinstance(value, _DICT_VIEWS):
+            return list(value)
         if isinstance(value, ClassRef) and value.is_enum:
             members = []
             for stmt in value.node.body:
@@ -400,19 +406,7 @@ class Statements(Calls):
         if isinstance(target, ast.Name):
             frame.locals[target.id] = value
         elif isinstance(target, ast.Attribute):
-            base = self.eval(target.value, frame)
-            if isinstance(base, ArgsView):
-                if target.attr in self.state.values:
-                    self.assign_flag(target.attr, value, stmt, facts)
-            elif isinstance(base, Instance):
-                base.attrs[target.attr] = value
-                # a config object's own field written where it is built (vLLM's
-                # ``ParallelConfig.__post_init__`` turning ``numa_bind`` on): the flag's value.
-                # Only a value the walk knows: these methods also normalise what they keep
-                # (``ModelConfig`` turns "float16" into a torch dtype), which is no override
-                field_name = self.config_field(base, target.attr)
-                if field_name is not None and not isinstance(value, Unknown):
-                    self.assign_flag(field_name, value, stmt, facts)
+            self.store_attribute(self.eval(target.value, frame), target.attr, value, stmt, facts)
         elif isinstance(target, ast.Subscript):
             base = self.eval(target.value, frame)
             key = self.eval(target.slice, frame)
@@ -430,6 +424,33 @@ class Statements(Calls):
             else:
                 for element in target.elts:
                     self.store(element, Unknown(stmt), frame, stmt)
+
+    def store_attribute(
+        self,
+        base: Any,
+        name: str,
+        value: Any,
+        stmt: ast.AST,
+        facts: frozenset[Fact] = frozenset(),
+    ) -> None:
+        """``base.name = value`` (or ``setattr(base, "name", value)``)."""
+        if isinstance(base, ArgsView):
+            if name in self.state.values:
+                self.assign_flag(name, value, stmt, facts)
+        elif isinstance(base, KindView):
+            # an object holding flags under its own names (vLLM's ``kernel_config``)
+            flag = self.access.objects.get(base.kind, {}).get(name)
+            if flag is not None and not isinstance(value, Unknown):
+                self.assign_flag(flag, value, stmt, facts)
+        elif isinstance(base, Instance):
+            base.attrs[name] = value
+            # a config object's own field written where it is built (vLLM's
+            # ``ParallelConfig.__post_init__`` turning ``numa_bind`` on): the flag's value.
+            # Only a value the walk knows: these methods also normalise what they keep
+            # (``ModelConfig`` turns "float16" into a torch dtype), which is no override
+            field_name = self.config_field(base, name)
+            if field_name is not None and not isinstance(value, Unknown):
+                self.assign_flag(field_name, value, stmt, facts)
 
     def assign_flag(
         self, name: str, value: Any, node: ast.AST, value_facts: frozenset[Fact]
