@@ -583,3 +583,15 @@ def test_a_multimodal_processor_runs_only_for_the_models_it_lists(
     vision = report(run(kinds, "--mm-video-knob 8", model="foo_vl"), "mm-video-knob")
     assert vision.verdict == "effective"
     assert "multimodal/processors/foo_vl.py" in vision.reason
+
+
+def test_a_value_kept_under_its_own_name_is_off_where_every_use_is(
+    kinds: tuple[EngineSource, VersionIndex],
+) -> None:
+    # ``self.default_prio_knob = server_args.default_prio_knob`` runs, but the attribute is used
+    # only under --enable-prio: keeping a value is no effect
+    off = report(run(kinds, "--default-prio-knob 1"), "default-prio-knob")
+    assert off.verdict == "no-op"
+    assert "enable_prio=False (default)" in off.reason
+    on = report(run(kinds, "--default-prio-knob 1 --enable-prio"), "default-prio-knob")
+    assert on.verdict in ("effective", "conditional")

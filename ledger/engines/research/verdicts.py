@@ -562,6 +562,11 @@ class Judge:
         decisive = [r for r in followed if r.use not in ("limit", "copy", "check")]
         if followed and not decisive and _only_a_limit(report, name, readers):
             return
+        if followed and not decisive and _kept_unused(report.field, followed, readers):
+            # kept on the object under the flag's own name, and every use of that attribute is
+            # off here: keeping a value runs nothing (the uses decide, as below)
+            readers = [r for r in readers if r not in followed]
+            active = followed = []
         if followed:
             first = (decisive or followed)[0]
             report.verdict = "effective"
@@ -649,6 +654,18 @@ class Judge:
 #: ``kv_offloading_backend=self.kv_offloading_backend,``: a value handed on to a config's
 #: field of the same name (its reads are the flag's reads), no use of its own
 _HANDED_ON = re.compile(r"^\s*(\w+)\s*=\s*(?:self|args|engine_args)\.\1\s*,?\s*\)?\s*$")
+
+
+def _kept_unused(
+    field_name: str, followed: list[ReaderResult], readers: list[ReaderResult]
+) -> bool:
+    """Every read that holds here keeps the value on an object under the flag's own name
+    (``self.default_priority_value = get_schedule().default_priority_value``), and every other
+    read of the flag (the uses of that attribute among them) is off here."""
+    if not all(r.use == "copy" and re.match(rf"self\.{field_name}\s*=", r.text) for r in followed):
+        return False
+    others = [r for r in readers if r not in followed]
+    return bool(others) and all(r.reach.value is False for r in others)
 
 
 def _only_a_limit(report: FlagReport, name: str, readers: list[ReaderResult]) -> bool:
