@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import json
 from typing import Any
 
 from .access import ARGS
@@ -246,17 +247,25 @@ class Objects(Expressions):
         sets ``attention_arch`` by the architecture): that method walked on the target's
         config. ``_MISSING`` where no such method, or several, assign it."""
         found = MODEL_CONFIG_CLASSES.get(self.self_module.split(".")[0])
-        node = self.world.find_class(*found) if found else None
-        if node is None or base.hf is None:
+        if found is None or base.hf is None:
             return _MISSING
-        methods = [m for m in node.body if isinstance(m, ast.FunctionDef) and _derives(m, name)]
+        module, class_name = found
+        node = self.world.find_class(module, class_name)
+        if node is None:
+            return _MISSING
+        methods = _derivations(node).get(name, [])
         if len(methods) != 1:
             return _MISSING
-        cls = ClassRef(found[0], found[1], node, _bases(node))  # type: ignore[index]
-        key = ("derived", found, methods[0].name)
-        if key not in self._memo:
-            self._memo[key] = self.with_facts(lambda: self._derive(cls, base, methods[0].name))
-        instance, facts = self._memo[key]
+        cls = ClassRef(module, class_name, node, _bases(node))
+        # the method sees the model's config only, not the flags: walked once for a class's
+        # source (each analysis parses it anew) and a model, apart from the calls' results
+        # that a change of flags forgets
+        method = methods[0]
+        source = hash(self.world.text(module))
+        key = (source, class_name, method, json.dumps(base.hf.data, sort_keys=True, default=str))
+        if key not in _DERIVED:
+            _DERIVED[key] = self.with_facts(lambda: self._derive(cls, base, method))
+        instance, facts = _DERIVED[key]
         self._merge_facts(f for f in facts if f.kind == MODEL)
         return instance.attrs.get(name, Unknown(f"model_config.{name}"))
 
@@ -461,22 +470,37 @@ class Objects(Expressions):
 _SUB_CONFIGS = frozenset({"text_config", "decoder", "generator", "llm_config", "language_config"})
 
 
-def _derives(stmt: ast.FunctionDef, name: str) -> bool:
-    """A method taking only ``self`` that assigns ``self.<name>``."""
-    if stmt.decorator_list:
-        return False
-    args = stmt.args
-    if [a.arg for a in args.args] != ["self"] or args.vararg or args.kwarg or args.kwonlyargs:
-        return False
-    return any(
-        isinstance(t, ast.Attribute)
-        and isinstance(t.value, ast.Name)
-        and t.value.id == "self"
-        and t.attr == name
-        for sub in ast.walk(stmt)
-        if isinstance(sub, ast.Assign)
-        for t in sub.targets
-    )
+_DERIVATIONS: dict[int, tuple[ast.ClassDef, dict[str, list[str]]]] = {}
+#: what a derivation gave, by class, method and model config: the same in every analysis
+_DERIVED: dict[tuple[int, str, str, str], tuple[Instance, frozenset[Fact]]] = {}
+
+
+def _derivations(node: ast.ClassDef) -> dict[str, list[str]]:
+    """The class's own methods taking only ``self``, by the ``self.<name>`` each assigns
+    (read once per class)."""
+    known = _DERIVATIONS.get(id(node))
+    if known is not None and known[0] is node:
+        return known[1]
+    found: dict[str, list[str]] = {}
+    for stmt in node.body:
+        if not isinstance(stmt, ast.FunctionDef) or stmt.decorator_list:
+            continue
+        args = stmt.args
+        if [a.arg for a in args.args] != ["self"] or args.vararg or args.kwarg or args.kwonlyargs:
+            continue
+        names = {
+            t.attr
+            for sub in ast.walk(stmt)
+            if isinstance(sub, ast.Assign)
+            for t in sub.targets
+            if isinstance(t, ast.Attribute)
+            and isinstance(t.value, ast.Name)
+            and t.value.id == "self"
+        }
+        for name in names:
+            found.setdefault(name, []).append(stmt.name)
+    _DERIVATIONS[id(node)] = (node, found)
+    return found
 
 
 def self_assigned(node: ast.ClassDef) -> set[str]:
