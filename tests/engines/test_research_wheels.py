@@ -198,7 +198,9 @@ BLIND = Path(__file__).parents[1] / "fixtures" / "blind_flags"
 #: The eighth round: set J lost 2 (``--sampling-mask-max-tokens``, conditional only while its
 #: path ran past the callers followed), set L 2 (``--weight-cache-mode daemon``: the getter
 #: fix lets the walk reach the weight-update request's raise, taken as the start's refusal).
-#: The ninth round added O (its first look) and P (its counting set).
+#: The ninth round added O (its first look) and P (its counting set). The tenth round raised P
+#: (7 to 9: the refusal behind --enable-hisparse) and added Q (its first look) and R (its
+#: counting set).
 BLIND_0523_RIGHT = {
     "set_a": 9,
     "set_b": 3,
@@ -214,16 +216,32 @@ BLIND_0523_RIGHT = {
     "set_m1": 10,
     "set_n1": 7,
     "set_o1": 4,
-    "set_p1": 7,
+    "set_p1": 9,
+    "set_q1": 13,
+    "set_q2": 7,
+    "set_r1": 14,
+    "set_r2": 5,
 }
 
 
-#: Nine of the blind sets run on the other pytest-xdist worker (their own ``xdist_group``; the rest of the
+#: Eleven of the blind sets run on the other pytest-xdist worker (their own ``xdist_group``; the rest of the
 #: file is one group, tests/conftest.py): the sets are most of this file's time, and the file alone
 #: on one worker kept it busy long after the other had finished (docs/performance.md, *The test
 #: suite*). Both halves read the one 0.5.23 index of the run (``cache``).
 BLIND_OTHER_WORKER = frozenset(
-    {"set_a", "set_c1", "set_e1", "set_g1", "set_h1", "set_j1", "set_l1", "set_n1", "set_p1"}
+    {
+        "set_a",
+        "set_c1",
+        "set_e1",
+        "set_g1",
+        "set_h1",
+        "set_j1",
+        "set_l1",
+        "set_n1",
+        "set_p1",
+        "set_q2",
+        "set_r1",
+    }
 )
 
 
