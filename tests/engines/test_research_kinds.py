@@ -572,19 +572,6 @@ def test_a_limit_on_a_count_made_while_serving_is_conditional(
     assert line_of(SCHEDULER, "len(self.waiting_queue) + 1") in found.reason
 
 
-def test_a_multimodal_processor_runs_only_for_the_models_it_lists(
-    kinds: tuple[EngineSource, VersionIndex],
-) -> None:
-    # SGLang's processors declare ``models = [...]``: the model scope selects them as it selects
-    # model files by ``EntryClass``; a text model runs none of them
-    text = report(run(kinds, "--mm-video-knob 8"), "mm-video-knob")
-    assert text.verdict == "not-activated"
-    assert "is another model's file" in text.reason
-    vision = report(run(kinds, "--mm-video-knob 8", model="foo_vl"), "mm-video-knob")
-    assert vision.verdict == "effective"
-    assert "multimodal/processors/foo_vl.py" in vision.reason
-
-
 def test_a_value_kept_under_its_own_name_is_off_where_every_use_is(
     kinds: tuple[EngineSource, VersionIndex],
 ) -> None:

@@ -230,30 +230,6 @@ def entry_classes_of(data: bytes) -> tuple[str, ...]:
     return tuple(re.findall(r"[A-Za-z_]\w*", text))
 
 
-#: ``models = [A, B]`` indented under a class: a processor of those models' inputs (SGLang's
-#: multimodal processors), run only for them.
-_SERVED_MODELS = re.compile(rb"^(?:    |\t)models[ \t]*=[ \t]*\[([^\]]*)\]", re.MULTILINE)
-
-
-def served_models_of(data: bytes) -> tuple[str, ...]:
-    """The model classes a file's processor class declares it serves (``models = [...]`` in a
-    class body); with ``EntryClass``, what the model scope selects files by."""
-    if b"models" not in data:
-        return ()
-    found: list[str] = []
-    for match in _SERVED_MODELS.finditer(data):
-        text = re.sub(r"#[^\n]*", "", match.group(1).decode("utf-8", "replace"))
-        found += re.findall(r"[A-Za-z_][\w.]*", text)
-    return tuple(dict.fromkeys(n.rpartition(".")[2] for n in found))
-
-
-def read_text_facts(summary: ModuleSummary, data: bytes) -> None:
-    """What a file declares that is read off its text, the same for a parsed file and an
-    import-only one: its config classes' model types and its processors' served models."""
-    summary.model_types = model_types_of(data)
-    summary.entry_classes += served_models_of(data)
-
-
 def scan_imports(path: str, data: bytes) -> ModuleSummary:
     """The imports of a file that names no flag, without parsing it (most files).
 
@@ -263,7 +239,7 @@ def scan_imports(path: str, data: bytes) -> ModuleSummary:
     """
     summary = ModuleSummary(path=path, module=module_name(path))
     summary.entry_classes = entry_classes_of(data)
-    read_text_facts(summary, data)
+    summary.model_types = model_types_of(data)
     package = summary.module.split(".")[0]
     for match in _IMPORT_LINE.finditer(data):
         indent, source_module, names, plain = match.groups()

@@ -27,8 +27,8 @@ from .pysource import (
     call_name,
     entry_classes,
     global_loads,
+    model_types_of,
     module_name,
-    read_text_facts,
     runtime_operand,
     squeeze,
     terminal,
@@ -790,7 +790,7 @@ def scan_source(path: str, data: bytes, model: AccessModel) -> ModuleSummary:
             warnings.simplefilter("ignore")
             tree = ast.parse(source, filename=path)
         summary = Scanner(path, source, model).run(tree)
-        read_text_facts(summary, data)  # as the import-only scan reads them
+        summary.model_types = model_types_of(data)  # as the import-only scan reads them
         return summary
     except (SyntaxError, UnicodeDecodeError, ValueError, RecursionError, MemoryError) as exc:
         # RecursionError, MemoryError: code nested deeper than the parser or the walk goes
