@@ -9,6 +9,7 @@ from typing import Any
 from .access import ARGS
 from .expressions import Expressions
 from .primitives import ABSENT_ATTRIBUTES, CALLS, CudaVersion, external_value
+from .proxies import self_assignments
 from .pybuiltins import BuiltinFunction
 from .records import (
     _ABSENT,
@@ -156,7 +157,7 @@ class Objects(Expressions):
                         isinstance(init, ast.Constant)
                         and init.value is False
                         and isinstance(default, ast.Constant)
-                        and name not in self_assigned(node)
+                        and name not in self_assignments(node)
                     ):
                         return default.value
         return _MISSING
@@ -501,14 +502,3 @@ def _derivations(node: ast.ClassDef) -> dict[str, list[str]]:
             found.setdefault(name, []).append(stmt.name)
     _DERIVATIONS[id(node)] = (node, found)
     return found
-
-
-def self_assigned(node: ast.ClassDef) -> set[str]:
-    """The attributes the class's own methods assign on ``self``."""
-    return {
-        t.attr
-        for sub in ast.walk(node)
-        if isinstance(sub, ast.Assign | ast.AugAssign | ast.AnnAssign)
-        for t in (sub.targets if isinstance(sub, ast.Assign) else [sub.target])
-        if isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) and t.value.id == "self"
-    }
