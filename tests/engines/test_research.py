@@ -228,6 +228,48 @@ def test_namespace_resolution_pipeline(g3: tuple[EngineSource, VersionIndex]) ->
     assert hopper.resolution.state.values["fusion_backend"] == "auto"
 
 
+def test_a_value_computed_at_publish_gates_as_its_function_says(
+    g3: tuple[EngineSource, VersionIndex],
+) -> None:
+    """SGLang 0.5.23's ``num_dp_ranks = Derived(fn="...num_dp_ranks_of")`` is no flag: the
+    engine computes it from the flags (``dp_size * attn_dp_size``), and a read behind
+    ``get_parallel().num_dp_ranks > 1`` is off at the defaults, on with two replicas. A
+    ``Derived`` without ``fn`` (a rank) is set at run time and stays unknown."""
+    _, index = g3
+    assert index.access.derived == {"num_dp_ranks": "sglang.srt.runtime_context.num_dp_ranks_of"}
+    alone = report(run(g3, "--load-balance-method minimum_tokens"), "load-balance-method")
+    assert alone.verdict == "no-op", alone.reason
+    assert "dp_size=1 (default)" in alone.reason and "attn_dp_size=1 (default)" in alone.reason
+    replicas = run(g3, "--load-balance-method minimum_tokens --dp-size 2")
+    assert report(replicas, "load-balance-method").verdict == "effective"
+
+
+def test_a_json_typed_flag_holds_the_object_its_text_spells(
+    g3: tuple[EngineSource, VersionIndex],
+) -> None:
+    """``Arg(type_parser=json.loads)``: the parser stores the object, so a resolution check
+    ``isinstance(config, dict)`` passes for a JSON object and refuses anything else."""
+    given = report(run(g3, """--linker-config '{"protocol": "rdma"}'"""), "linker-config")
+    assert given.verdict != "incompatible", given.reason
+    wrong = report(run(g3, "--linker-config 7"), "linker-config")
+    assert wrong.verdict == "incompatible" and "must be a JSON object" in wrong.reason
+
+
+def test_a_flag_built_into_another_flags_object_is_judged_as_that_flag(
+    g3: tuple[EngineSource, VersionIndex],
+) -> None:
+    """``_set("max_bs", cfg.graph_max_bs)`` writes into the ``config`` that the same resolution
+    function declares as ``graph_config``, which the scheduler reads: the flag goes where
+    ``--graph-config`` goes (``likely``: which part of the object it sets is not followed)."""
+    result = run(g3, "--graph-max-bs 64")
+    found, whole = report(result, "graph-max-bs"), report(result, "graph-config")
+    assert found.verdict == whole.verdict == "effective", found.reason
+    # never surer than the flag it is judged as, and never proven
+    assert found.confidence == ("unknown" if whole.confidence == "unknown" else "likely")
+    assert "builds --graph-config from it" in found.reason
+    assert found.conditions == [] and "graph_hook.py" in found.evidence[1].ref
+
+
 def test_vllm_exact_and_at_least_capability(vllm: tuple[EngineSource, VersionIndex]) -> None:
     sm120 = run(vllm, "--kv-cache-dtype fp8 --max-num-seqs 64 --old-unused-option")
     assert verdicts(sm120) == {

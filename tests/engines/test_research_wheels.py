@@ -14,6 +14,7 @@ from __future__ import annotations
 import fcntl
 import json
 import os
+import shlex
 from pathlib import Path
 
 import pytest
@@ -245,6 +246,15 @@ BLIND_OTHER_WORKER = frozenset(
 )
 
 
+def _given(flag: str, value: object) -> str:
+    """The flag as a shell gives it: a list stays several words (``1 5 10``), a value the shell
+    would change is quoted, as its user would quote it (JSON: ``'{"top_k": 1024}'``)."""
+    if value in (None, "", True):
+        return flag
+    text = str(value)
+    return f"{flag} {text if shlex.split(text) == text.split() else shlex.quote(text)}"
+
+
 @pytest.mark.parametrize(
     "name",
     [
@@ -264,7 +274,7 @@ def test_the_blind_sets_sglang_0523_verdicts_hold_their_score(
         if (answer["engine"], answer["version"]) != ("sglang", "0.5.23"):
             continue
         flag = answer["flag"]
-        given = flag if answer.get("value") in (None, "", True) else f"{flag} {answer['value']}"
+        given = _given(flag, answer.get("value"))
         for t in answer["targets"]:
             config = QWEN35_MOE if t["id"] == "T1" else answer_file.parent / t["model_config"]
             target = Target.make(arch=t["arch"], model=load_model_config(config), tp=t["tp"])

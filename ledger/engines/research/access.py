@@ -77,6 +77,9 @@ class AccessModel:
     declare_calls: tuple[str, ...] = ()
     #: attribute names specific enough to count as a read of the flag on any object
     distinctive: dict[str, str] = field(default_factory=dict)
+    #: values of the arguments computed from them by a function (SGLang 0.5.23's ``Derived``
+    #: fields: ``num_dp_ranks`` is ``runtime_context.num_dp_ranks_of(cfg)``): name -> dotted
+    derived: dict[str, str] = field(default_factory=dict)
 
     def kind_by_name(self, name: str) -> str | None:
         """The kind of object a variable or attribute of this name holds, by the naming rule.

@@ -8,6 +8,7 @@ renamed or removed flag is a finding, not an error).
 from __future__ import annotations
 
 import difflib
+import json
 import shlex
 import tomllib
 from dataclasses import dataclass, field
@@ -127,6 +128,14 @@ def match_flags(index: VersionIndex, given: list[tuple[str, Any]]) -> list[Given
 def convert(definition: FlagDefinition, raw: Any) -> Any:
     """The value the engine's parser would store for what was given (best effort)."""
     kind = (definition.type_text or "").replace(" ", "")
+    parser = definition.extra.get("type_parser", "") + kind
+    if isinstance(raw, str) and raw.lstrip().startswith(("{", "[")) and _json_typed(parser):
+        # ``Arg(type_parser=json.loads)``, ``type=json.loads``, ``Optional[Dict[str, Any]]``:
+        # the parser stores the object the text spells, not the text
+        try:
+            return json.loads(raw)
+        except ValueError:
+            return raw
     if raw is True or kind in ("bool", "Optional[bool]") or "store_true" in kind:
         if isinstance(raw, str):
             return raw.lower() not in ("false", "0", "no", "off")
@@ -138,6 +147,12 @@ def convert(definition: FlagDefinition, raw: Any) -> Any:
     ):
         return [_scalar(kind, item) for item in raw.split()]
     return _scalar(kind, raw)
+
+
+def _json_typed(parser: str) -> bool:
+    return "json" in parser.lower() or any(
+        t in parser for t in ("Dict[", "dict[", "dict|", "|dict")
+    )
 
 
 def _scalar(kind: str, raw: Any) -> Any:

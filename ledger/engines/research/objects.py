@@ -169,6 +169,12 @@ class Objects(Expressions):
             return self.args
         if name in MODEL_CONFIG_CALLS:
             return _ModelConfigGetter()
+        derived = self.access.derived.get(name)
+        if derived is not None:
+            module, _, function = derived.rpartition(".")
+            computes = self.module_attribute(ModuleRef(module, False), function)
+            if isinstance(computes, FunctionRef):
+                return self.call(computes, [self.args], {}, computes.node, None)
         owner = self._self_class()
         if owner is not None:
             found = self.class_attribute(owner, name, receiver=self.args)

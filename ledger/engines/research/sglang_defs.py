@@ -60,6 +60,7 @@ def read_definitions(source: EngineSource) -> tuple[dict[str, FlagDefinition], A
     namespaces: set[str] = set()
     self_classes: dict[str, str] = {}
     declare_calls: set[str] = set()
+    derived: dict[str, str] = {}
     auto_cli = False
     for path in definition_files(source):
         tree, text = _parse(source, path)
@@ -73,11 +74,15 @@ def read_definitions(source: EngineSource) -> tuple[dict[str, FlagDefinition], A
                     namespaces.add(ns)
                 for definition in _class_fields(node, path, module, text, ns):
                     fields.setdefault(definition.field, definition)
+                derived.update(_derived_fields(node))
             elif isinstance(node, ast.FunctionDef) and "declare" in node.name and node.args.kwarg:
                 declare_calls.add(node.name)
         regs.extend((reg, text) for reg in registrations(tree, path, module))
     _apply_cli(fields, regs, auto_cli)
     model = _access_model(fields, namespaces, self_classes, declare_calls)
+    model = dataclasses.replace(
+        model, derived={k: v for k, v in derived.items() if k not in fields}
+    )
     return fields, _with_getter_modules(model, source, namespaces)
 
 
@@ -130,6 +135,29 @@ def _class_fields(
     return found
 
 
+def _derived_fields(node: ast.ClassDef) -> dict[str, str]:
+    """A namespace's values computed at publish from the resolved arguments (0.5.23:
+    ``num_dp_ranks = Derived(fn="sglang.srt.runtime_context.num_dp_ranks_of", ...)``): name ->
+    the dotted function that computes it. One without ``fn`` (a rank, a process group) is set
+    at run time and has no entry."""
+    found: dict[str, str] = {}
+    for stmt in node.body:
+        if not (
+            isinstance(stmt, ast.Assign)
+            and len(stmt.targets) == 1
+            and isinstance(stmt.targets[0], ast.Name)
+            and isinstance(stmt.value, ast.Call)
+            and isinstance(stmt.value.func, ast.Name)
+            and stmt.value.func.id == "Derived"
+        ):
+            continue
+        for keyword in stmt.value.keywords:
+            value = keyword.value
+            if keyword.arg == "fn" and isinstance(value, ast.Constant) and "." in str(value.value):
+                found[stmt.targets[0].id] = str(value.value)
+    return found
+
+
 def _is_annotated(annotation: ast.expr) -> bool:
     if not isinstance(annotation, ast.Subscript):
         return False
@@ -178,6 +206,8 @@ def _read_metadata(definition: FlagDefinition, metadata: list[ast.expr], text: s
                 definition.extra["action"] = ast.unparse(action)
             if "fallback" in keywords:
                 definition.extra["fallback"] = squeeze(ast.unparse(keywords["fallback"]))
+            if "type_parser" in keywords:
+                definition.extra["type_parser"] = squeeze(ast.unparse(keywords["type_parser"]))
     return True
 
 

@@ -426,6 +426,8 @@ class Judge:
             ]
             if consumed and self._consumed_off(report, name, consumed):
                 return
+            if consumed and self._built_into(report, name, consumed):
+                return
             if consumed:
                 report.verdict = "unknown"
                 report.reason = (
@@ -472,6 +474,43 @@ class Judge:
         for read in using[:4]:
             report.evidence.append(Evidence(str(read.site), read.text))
         return True
+
+    def _built_into(self, report: FlagReport, name: str, consumed: list[ReadSite]) -> bool:
+        """Read by a resolution function that builds an object and declares it as another flag
+        (SGLang 0.5.23's ``parse_cuda_graph_config``: ``_set(Phase.PREFILL, "max_bs",
+        cfg.cuda_graph_max_bs_prefill)`` into ``config``, then ``declare_resolution(...,
+        cuda_graph_config=config)``), with the read's conditions holding here: the value goes
+        where that flag goes, so the flag is judged as that one is, ``likely`` at best (which
+        part of the object it sets is not followed). Says so in ``report``; False otherwise."""
+        for read in consumed:
+            where = (read.site.path, read.scope.function)
+            built = {
+                store.flag: store
+                for stores in self.index.stores.values()
+                for store in stores
+                if (store.site.path, store.scope.function) == where
+                and store.flag != report.field
+                and _WORD.fullmatch(store.value_text.strip())
+            }
+            if len(built) != 1 or self.evaluator.read_reach(read).value is not True:
+                continue
+            (store,) = built.values()
+            inner = self.report(store.flag, depth=1) if self._depth == 0 else None
+            if inner is None or inner.verdict == "unknown":
+                continue
+            report.verdict = inner.verdict
+            report.confidence = "unknown" if inner.confidence == "unknown" else "likely"
+            report.conditions = inner.conditions
+            report.reason = (
+                f"{name} is read by the argument resolution at {read.site} ({read.text}), which "
+                f"builds --{store.flag.replace('_', '-')} from it ({store.site}); "
+                f"--{inner.flag}: {inner.reason}"
+            )
+            report.evidence.append(Evidence(str(read.site), read.text))
+            report.evidence.append(Evidence(str(store.site), store.text))
+            report.evidence.extend(e for e in inner.evidence if e not in report.evidence)
+            return True
+        return False
 
     def _translated(self, report: FlagReport, coupling: OverrideResult) -> None:
         assert coupling.target is not None
