@@ -129,7 +129,7 @@ class Judge:
         self.resolution = resolution
         self.couplings = self._static_couplings()
         self._depth = 0
-        self._store_functions: dict[Site, tuple[str, str]] | None = None
+        self._stores_by_function: dict[tuple[str, str], list[StoreSite]] | None = None
         self._changes_reading: dict[str, list[Change]] = {}
         for change in resolution.changes:
             for name in change.flags_read():
@@ -483,14 +483,10 @@ class Judge:
         where that flag goes, so the flag is judged as that one is, ``likely`` at best (which
         part of the object it sets is not followed). Says so in ``report``; False otherwise."""
         for read in consumed:
-            where = (read.site.path, read.scope.function)
             built = {
                 store.flag: store
-                for stores in self.index.stores.values()
-                for store in stores
-                if (store.site.path, store.scope.function) == where
-                and store.flag != report.field
-                and _WORD.fullmatch(store.value_text.strip())
+                for store in self._stores_in().get((read.site.path, read.scope.function), [])
+                if store.flag != report.field and _WORD.fullmatch(store.value_text.strip())
             }
             if len(built) != 1 or self.evaluator.read_reach(read).value is not True:
                 continue
@@ -560,16 +556,22 @@ class Judge:
         if not applied:
             report.conditions = [c for c in chosen.conditions if "unknown" in c]
 
+    def _stores_in(self) -> dict[tuple[str, str], list[StoreSite]]:
+        """The index's flag stores by the function that makes them (path, function), once."""
+        if self._stores_by_function is None:
+            self._stores_by_function = {}
+            for stores in self.index.stores.values():
+                for store in stores:
+                    where = (store.site.path, store.scope.function)
+                    self._stores_by_function.setdefault(where, []).append(store)
+        return self._stores_by_function
+
     def _consumed_beyond_couplings(self, report: FlagReport) -> ReadSite | None:
         """A read by the argument layer used as a value (not a check, not only to set flags)
         whose function sets none of the flags coupled to it."""
-        if self._store_functions is None:
-            self._store_functions = {
-                store.site: (store.site.path, store.scope.function)
-                for stores in self.index.stores.values()
-                for store in stores
-            }
-        setting = {self._store_functions.get(c.site, (c.site.path, "?")) for c in report.couplings}
+        coupled = {c.site for c in report.couplings}
+        stores_in = self._stores_in().items()
+        setting = {where for where, stores in stores_in if any(s.site in coupled for s in stores)}
         for read in self.index.reads.get(report.field, []):
             where = (read.site.path, read.scope.function)
             if read.handling and read.use == "value" and where not in setting:
