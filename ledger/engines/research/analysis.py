@@ -30,7 +30,7 @@ from .sources import ENGINES, EngineSource, installed_package, open_folder, open
 from .start import refuse_at_start, start_refusal
 from .target import Target
 from .verdicts import FlagReport, Judge
-from .world import World
+from .world import World, parsed
 
 #: The flags listed (and recorded) without being given: those that do nothing here whatever
 #: else is set. A flag read only behind another flag (``no-op``) is listed when given.
@@ -168,18 +168,27 @@ def read_definitions(source: EngineSource) -> tuple[dict[str, FlagDefinition], A
 def load_index(
     source: EngineSource, use_cache: bool = True, workers: int | None = None
 ) -> VersionIndex:
-    if use_cache:
-        cached = cache.load(source.engine, source.version, source.key)
+    if not use_cache:
+        return _build(source, workers)
+    cached = cache.load(source.engine, source.version, source.key)
+    if cached is not None:
+        return cached
+    with cache.building(source.engine, source.version, source.key):
+        cached = cache.load(source.engine, source.version, source.key)  # built while we waited
         if cached is not None:
             return cached
+        index = _build(source, workers)
+        cache.store(index)
+        return index
+
+
+def _build(source: EngineSource, workers: int | None) -> VersionIndex:
     definitions, access = read_definitions(source)
     index = build_index(source, definitions, access, workers)
     if source.engine == "vllm":
         from .vllm_defs import model_registry
 
         index.entry_classes.update(model_registry(source))
-    if use_cache:
-        cache.store(index)
     return index
 
 
@@ -221,7 +230,13 @@ def research(
     for flag in matched:
         if flag.definition is not None:
             target.flags[flag.definition.field] = flag.value
-    world = World(source.read_or_none, index.paths, index.tables, source.installed)
+    world = World(
+        source.read_or_none,
+        index.paths,
+        index.tables,
+        source.installed,
+        parsed(f"{source.origin}\0{source.key}"),
+    )
     interp = new_interpreter(world, index, target)
     resolution = walk(interp, index)
     attribute_refusals(resolution, world, index, target, implied)

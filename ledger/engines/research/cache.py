@@ -3,14 +3,18 @@
 A wheel analysed once is read back in a second or two. The key is the wheel's SHA-256 (a
 folder's: its files' names, sizes and times) and the index format, so a rebuilt wheel or a
 newer tuneledger never reads a stale entry. Entries are written atomically; an unreadable one
-is ignored and rebuilt.
+is ignored and rebuilt. Two processes that need the same build at once (an MCP server beside a
+CLI, two test workers) build it once: the second waits on the first's lock and reads its entry.
 """
 
 from __future__ import annotations
 
+import fcntl
 import os
 import pickle
 import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from .index import INDEX_FORMAT, VersionIndex
@@ -27,6 +31,22 @@ def cache_dir() -> Path:
 def _entry(directory: Path, engine: str, version: str, key: str) -> Path:
     safe_version = "".join(c if c.isalnum() or c in ".-+" else "_" for c in version)
     return directory / f"{engine}-{safe_version}-{key[:24]}-f{INDEX_FORMAT}.pickle"
+
+
+@contextmanager
+def building(engine: str, version: str, key: str, directory: Path | None = None) -> Iterator[None]:
+    """Held while this process builds the entry; a folder that cannot hold the lock file is
+    built in without one, as a cache that cannot be written is skipped."""
+    folder = directory or cache_dir()
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        handle = _entry(folder, engine, version, key).with_suffix(".lock").open("w")
+    except OSError:
+        yield
+        return
+    with handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)  # released when the handle closes, or the process ends
+        yield
 
 
 def load(engine: str, version: str, key: str, directory: Path | None = None) -> VersionIndex | None:

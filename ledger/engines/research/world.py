@@ -12,8 +12,9 @@ called). Modules the index did not scan are parsed whole on first use.
 from __future__ import annotations
 
 import ast
+from collections import OrderedDict
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import lru_cache
 
 
@@ -64,6 +65,32 @@ def parse_expression(source: str) -> ast.expr:
     return ast.parse("(" + source + "\n)", mode="eval").body
 
 
+@dataclass
+class Parsed:
+    """What was read and parsed of one build: the same for every target and flag, so every
+    analysis of the build shares it (the analysis never changes a tree)."""
+
+    texts: dict[str, str] = field(default_factory=dict)
+    lines: dict[str, list[str]] = field(default_factory=dict)
+    trees: dict[str, ast.Module | None] = field(default_factory=dict)
+    nodes: dict[tuple[str, int, int], ast.AST | None] = field(default_factory=dict)
+
+
+#: by the build (where it was read from and its key), the most recent few: a second analysis of a build
+#: (another flag, another target, the MCP server's next call) parses nothing again. Parsing the
+#: functions it calls was half of a one-flag analysis' CPU time (docs/performance.md).
+_PARSED: OrderedDict[str, Parsed] = OrderedDict()
+_PARSED_KEPT = 2
+
+
+def parsed(key: str) -> Parsed:
+    found = _PARSED.pop(key, None) or Parsed()
+    _PARSED[key] = found
+    while len(_PARSED) > _PARSED_KEPT:
+        _PARSED.popitem(last=False)
+    return found
+
+
 class World:
     """One engine build's modules, read from its source on demand."""
 
@@ -73,15 +100,17 @@ class World:
         paths: dict[str, str],
         tables: dict[str, dict[str, list[BindingSpec]]] | None = None,
         installed: frozenset[str] = frozenset(),
+        shared: Parsed | None = None,
     ) -> None:
         self._read = read
         #: import names of what the engine's wheel requires on a Linux x86-64 GPU host
         self.installed = installed
         self.paths = paths  # module -> path
         self.tables = tables or {}
-        self._trees: dict[str, ast.Module | None] = {}
-        self._texts: dict[str, str] = {}
-        self._lines: dict[str, list[str]] = {}
+        self._parsed = shared if shared is not None else Parsed()
+        self._trees = self._parsed.trees
+        self._texts = self._parsed.texts
+        self._lines = self._parsed.lines
         self._bindings: dict[str, dict[str, list[Binding]]] = {}
         self.package = next(iter(paths), "").split(".")[0]
 
@@ -135,6 +164,12 @@ class World:
             return parse_expression(spec.value)
         if spec.kind not in ("def", "class"):
             return None
+        key = (module, spec.start, spec.end)
+        if key not in self._parsed.nodes:
+            self._parsed.nodes[key] = self._statement(module, spec)
+        return self._parsed.nodes[key]
+
+    def _statement(self, module: str, spec: BindingSpec) -> ast.AST | None:
         tree = self._trees.get(module)
         if tree is not None:  # parsed whole already: take the node from it
             for node in ast.walk(tree):
