@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import itertools
 import os
+import shutil
 import signal
 import subprocess
+import tempfile
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
@@ -47,17 +49,20 @@ def _ctrl_c_as_in_a_terminal() -> Iterator[None]:
 #: busy for minutes after the other had finished. Only the order changes, never what runs. The
 #: README walkthrough comes first and the MCP session last: both read one run of the README's
 #: first session (``readme_walkthrough_run``), made by whichever asks first, and the other worker
-#: would wait for it if they started together.
+#: would wait for it if they started together. tests/runners/test_e2e_transformers.py reads that
+#: run too (its plan): it is short now, and keeps its place in the collection order, late.
 LONG_FILES = (
     "tests/project/test_readme_walkthrough.py",
     "tests/engines/test_research_wheels.py",
     "tests/engines/test_engine_coverage.py",
     "tests/store/test_store_contract.py",
     "tests/runners/test_e2e_vllm_cpu.py",
-    "tests/runners/test_e2e_transformers.py",
     "tests/sync/test_hub.py",
     "tests/mcp/test_mcp_session.py",
 )
+
+
+_RUN_RESEARCH_CACHE = pytest.StashKey[str]()
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -67,6 +72,21 @@ def pytest_configure(config: pytest.Config) -> None:
     28-min run, docs/performance.md, *The test suite*), and ``LONG_FILES`` had no effect."""
     if hasattr(config.option, "loadscopereorder"):
         config.option.loadscopereorder = False
+    # One research cache for the whole run, its workers and the processes they start (the
+    # README walkthrough's and the MCP session's `research`, the wheels' tests): sglang 0.5.23's
+    # index is built from its wheel once a run (~100 s of CPU), not once per asker, and never
+    # read from or left in the user's own cache. The workers inherit it (they start later).
+    if not hasattr(config, "workerinput") and "TUNELEDGER_RESEARCH_CACHE" not in os.environ:
+        folder = tempfile.mkdtemp(prefix="tuneledger-research-")
+        os.environ["TUNELEDGER_RESEARCH_CACHE"] = folder
+        config.stash[_RUN_RESEARCH_CACHE] = folder
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    folder = config.stash.get(_RUN_RESEARCH_CACHE, None)
+    if folder is not None:
+        shutil.rmtree(folder, ignore_errors=True)
+        os.environ.pop("TUNELEDGER_RESEARCH_CACHE", None)
 
 
 @pytest.hookimpl(tryfirst=True)  # before pytest-xdist's, which names each test's group

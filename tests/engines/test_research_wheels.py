@@ -11,7 +11,6 @@ read off the wheel's source by hand (docs/research.md lists the lines).
 
 from __future__ import annotations
 
-import fcntl
 import json
 import os
 import shlex
@@ -45,27 +44,23 @@ def wheels(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(scope="module")
-def cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The research cache of this test run, one for all its workers: the blind sets' second
-    half runs on the other pytest-xdist worker (``BLIND_OTHER_WORKER``), and the 0.5.23 index
-    is built from its wheel once in the run (~2 min of wall), by whichever worker asks first."""
-    base = tmp_path_factory.getbasetemp()
-    # each worker's base folder is inside the run's own (pytest-N/popen-gwK): that one is shared
-    root = base.parent if "PYTEST_XDIST_WORKER" in os.environ else base
-    (root / "research-cache").mkdir(exist_ok=True)
-    return root / "research-cache"
+def cache() -> Path:
+    """The research cache of this test run (tests/conftest.py), one for all its workers and
+    the processes they start: the blind sets' second half runs on the other pytest-xdist worker
+    (``BLIND_OTHER_WORKER``), and the 0.5.23 index is built from its wheel once in the run
+    (~2 min of wall) by whichever asks first; the others wait on its lock and read it back
+    (``cache.building``)."""
+    return Path(os.environ["TUNELEDGER_RESEARCH_CACHE"])
 
 
 def engine(distribution: str, version: str, wheels: Path, cache: Path) -> tuple[object, object]:
     dirs = [Path(p) for p in os.environ.get("TUNELEDGER_WHEELS", "").split(os.pathsep) if p]
-    os.environ["TUNELEDGER_RESEARCH_CACHE"] = str(cache)
-    with (cache / f"{distribution}-{version}.lock").open("w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)  # the other worker waits here while one builds it
-        wheel = find_wheel(distribution, version, [*dirs, wheels]) or download_wheel(
-            distribution, version, wheels
-        )
-        source = open_engine(str(wheel), distribution)
-        return source, load_index(source)  # built from the wheel, or this run's build read back
+    assert Path(os.environ["TUNELEDGER_RESEARCH_CACHE"]) == cache
+    wheel = find_wheel(distribution, version, [*dirs, wheels]) or download_wheel(
+        distribution, version, wheels
+    )
+    source = open_engine(str(wheel), distribution)
+    return source, load_index(source)  # built from the wheel, or this run's build read back
 
 
 def run(engine_: tuple[object, object], flags: str, *, model: bool = True) -> Research:

@@ -34,7 +34,7 @@ for _name in ("torch", "transformers", "fastapi"):
 from ledger.store import LedgerStore  # noqa: E402
 from schemas.vocab import COMPARISON_VERDICTS, VERDICTS  # noqa: E402
 from tests.support.mcp_client import call, over_stdio, refused  # noqa: E402
-from tests.support.readme_walkthrough import Walkthrough  # noqa: E402
+from tests.support.readme_walkthrough import Walkthrough, user_environment  # noqa: E402
 
 #: Process-based on purpose (an MCP server process, real servers): `make test` runs it.
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
@@ -46,16 +46,8 @@ CB = "flag:continuous-batching"
 
 
 def _env() -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("TUNELEDGER_")}
-    env.update(
-        {
-            "PATH": f"{BIN}{os.pathsep}{env.get('PATH', '')}",
-            "HF_HUB_OFFLINE": "1",
-            "TRANSFORMERS_OFFLINE": "1",
-            "TUNELEDGER_RESIDENT": "0",
-            "COLUMNS": "200",
-        }
-    )
+    env = user_environment()  # as the README walkthrough's: the comparison is of like with like
+    env.update({"PATH": f"{BIN}{os.pathsep}{env.get('PATH', '')}", "TUNELEDGER_RESIDENT": "0"})
     return env
 
 

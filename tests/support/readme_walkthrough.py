@@ -46,23 +46,32 @@ def walkthrough_blocks(readme: str) -> list[str]:
     return re.findall(r"```sh\n(.*?)```", section, flags=re.S)
 
 
+def user_environment() -> dict[str, str]:
+    """The environment a user's shell has: none of the test process's ``TUNELEDGER_`` settings
+    (the user's own actor and ledger), offline, but the run's research cache (tests/conftest.py:
+    sglang's index built once a run, as the user's own cache holds it after their first run)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TUNELEDGER_")}
+    if "TUNELEDGER_RESEARCH_CACHE" in os.environ:
+        env["TUNELEDGER_RESEARCH_CACHE"] = os.environ["TUNELEDGER_RESEARCH_CACHE"]
+    env.update({"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "COLUMNS": "200"})
+    return env
+
+
 def run(folder: Path) -> Walkthrough:
     """The section's blocks but the ``make`` lines (the one-time set-up), run by bash in
     ``folder``, which holds what a fresh clone has at its root (links to ``.venv``, ``examples``
     and ``tests``): the commands run exactly as a new user types them from the repository root,
-    with none of the ``TUNELEDGER_`` settings of the test process (the user's own actor)."""
+    in the environment of a user's shell (``user_environment``)."""
     needs.program("transformers", BIN)
     blocks = walkthrough_blocks((ROOT / "README.md").read_text())
     script = "\n".join(block for block in blocks if not block.lstrip().startswith("make "))
     folder.mkdir(parents=True, exist_ok=True)
     for name in (".venv", "examples", "tests"):
         (folder / name).symlink_to(ROOT / name)
-    env = {k: v for k, v in os.environ.items() if not k.startswith("TUNELEDGER_")}
-    env.update({"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "COLUMNS": "200"})
     out = subprocess.run(
         ["bash", "-e", "-o", "pipefail", "-c", script],
         cwd=folder,
-        env=env,
+        env=user_environment(),
         capture_output=True,
         text=True,
         timeout=1500,
