@@ -265,7 +265,7 @@ class Objects(Expressions):
             return _MISSING
         cls = ClassRef(module, class_name, node, _bases(node))
         # the method sees the model's config only, not the flags: walked once for a class's
-        # source (each analysis parses it anew) and a model, apart from the calls' results
+        # source and a model, apart from the calls' results
         # that a change of flags forgets
         method = methods[0]
         source = hash(self.world.text(module))
