@@ -1,12 +1,13 @@
 """What is built once per engine build: the functions a walk calls are parsed once, whatever
 target or flag asks next (``world.parsed``: parsing them again for every analysis was half of a
-one-flag analysis' CPU time on sglang 0.5.23, docs/performance.md), and the index is built once
-when two asks come at once (``cache.building``)."""
+one-flag analysis' CPU time on sglang 0.5.23, docs/performance.md), and the index is built once,
+and the wheel fetched once, when two asks come at once (``cache.building``, ``cache.held``)."""
 
 from __future__ import annotations
 
 import shutil
 import threading
+import zipfile
 from pathlib import Path
 
 import pytest
@@ -101,3 +102,30 @@ def test_an_index_being_built_is_waited_for_and_read_back_not_built_again(
     asker.join(timeout=60)
     assert builds == [] and len(got) == 1  # read back what the other one built
     assert got[0].key == built.key and got[0].definitions.keys() == built.definitions.keys()  # type: ignore[attr-defined]
+
+
+def test_a_wheel_being_fetched_is_waited_for_and_opened_not_fetched_again(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setenv("TUNELEDGER_RESEARCH_CACHE", str(tmp_path / "cache"))
+    monkeypatch.delenv("TUNELEDGER_WHEELS", raising=False)
+    fetched: list[str] = []
+    monkeypatch.setattr(analysis, "download_wheel", lambda *asked: fetched.append(str(asked)))
+    folder = analysis.wheel_dirs()[-1]
+    opened: list[object] = []
+    asker = threading.Thread(target=lambda: opened.append(open_engine("sglang==0.5.23")))
+    # another process fetching it, as this one holds the lock
+    with cache.held(folder / ".sglang-0.5.23.lock"):
+        asker.start()
+        asker.join(timeout=0.5)
+        assert asker.is_alive()  # waiting for the fetch, not fetching
+        folder.mkdir(parents=True, exist_ok=True)
+        with zipfile.ZipFile(folder / "sglang-0.5.23-py3-none-any.whl", "w") as wheel:
+            wheel.writestr(
+                "sglang-0.5.23.dist-info/METADATA",
+                "Metadata-Version: 2.1\nName: sglang\nVersion: 0.5.23\n",
+            )
+            wheel.writestr("sglang/srt/server_args.py", "class ServerArgs:\n    pass\n")
+    asker.join(timeout=60)
+    assert fetched == [] and len(opened) == 1  # opened what the other one fetched
+    assert opened[0].version == "0.5.23"  # type: ignore[attr-defined]

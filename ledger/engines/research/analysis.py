@@ -110,7 +110,13 @@ def open_engine(spec: str, engine: str | None = None, download: bool = True) -> 
         if wheel is None:
             if not download:
                 raise NotFound(f"{spec}: no wheel in {', '.join(map(str, dirs))} (and --offline)")
-            wheel = download_wheel(distribution, version, dirs[-1])  # pip checks its hash
+            with cache.held(dirs[-1] / f".{distribution}-{version}.lock"):
+                # fetched meanwhile by another process that asked first, or fetched here
+                wheel = find_wheel(distribution, version, dirs[-1:]) or download_wheel(
+                    distribution,
+                    version,
+                    dirs[-1],  # pip checks its hash
+                )
         else:  # found, not fetched: its hash against the index's (a note where it cannot be)
             note = wheels.check_found_wheel(
                 wheel, distribution, version, wheels.published_digests if download else None

@@ -4,7 +4,8 @@ A wheel analysed once is read back in a second or two. The key is the wheel's SH
 folder's: its files' names, sizes and times) and the index format, so a rebuilt wheel or a
 newer tuneledger never reads a stale entry. Entries are written atomically; an unreadable one
 is ignored and rebuilt. Two processes that need the same build at once (an MCP server beside a
-CLI, two test workers) build it once: the second waits on the first's lock and reads its entry.
+CLI, two test workers) build it once, and download its wheel once: the second waits on the
+first's lock and reads what it left.
 """
 
 from __future__ import annotations
@@ -35,12 +36,18 @@ def _entry(directory: Path, engine: str, version: str, key: str) -> Path:
 
 @contextmanager
 def building(engine: str, version: str, key: str, directory: Path | None = None) -> Iterator[None]:
-    """Held while this process builds the entry; a folder that cannot hold the lock file is
-    built in without one, as a cache that cannot be written is skipped."""
-    folder = directory or cache_dir()
+    """Held while this process builds the entry."""
+    with held(_entry(directory or cache_dir(), engine, version, key).with_suffix(".lock")):
+        yield
+
+
+@contextmanager
+def held(lock: Path) -> Iterator[None]:
+    """An exclusive lock on the file ``lock``, waited for; a folder that cannot hold the lock
+    file goes without one, as a cache that cannot be written is skipped."""
     try:
-        folder.mkdir(parents=True, exist_ok=True)
-        handle = _entry(folder, engine, version, key).with_suffix(".lock").open("w")
+        lock.parent.mkdir(parents=True, exist_ok=True)
+        handle = lock.open("w")
     except OSError:
         yield
         return
