@@ -14,6 +14,7 @@ What the README walkthrough did with ``sql | tail | tr`` and a shell ``case``, a
 
 from __future__ import annotations
 
+import difflib
 from dataclasses import asdict, dataclass, replace
 from typing import TYPE_CHECKING, Any
 from uuid import UUID
@@ -21,6 +22,7 @@ from uuid import UUID
 from ledger.app.candidates import Decision, Triage, Written, decide, triage
 from ledger.app.checks import Writer
 from ledger.errors import InvalidInput, NotFound
+from schemas.metrics import COMPARED_METRICS
 
 if TYPE_CHECKING:
     from ledger.store import LedgerStore
@@ -37,10 +39,16 @@ def measured_delta(
     ``concurrency``, ``event_id`` (of the comparison).
 
     Raises:
+        InvalidInput: ``metric`` is none of the compared metrics (exit 3).
         NotFound: no such comparison (the candidate measured by no plan, another metric).
     """
     from ledger.read import agent_reads  # DuckDB's: not at import (docs/mcp.md, Start-up)
 
+    compared = [m.name for m in COMPARED_METRICS]
+    if metric not in compared:  # a typo is not a metric no plan measured yet
+        close = difflib.get_close_matches(metric, compared, n=2, cutoff=0.5)
+        hint = f"did you mean {' or '.join(close)}?" if close else f"known: {', '.join(compared)}"
+        raise InvalidInput(f"{where}: {metric!r} is no metric a comparison judges ({hint})")
     with store.connect() as con:
         row = agent_reads.measured_delta(con, candidate_id, metric, concurrency)
     if row is None:

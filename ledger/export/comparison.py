@@ -45,13 +45,18 @@ def diff_tables(d: Diff) -> list[TextTable]:
     """What differs (flags, environment, facts), then the metrics with their changes."""
     names = [i.name for i in d.items]
     kinds = {i.kind for i in d.items}
-    hidden = f"; {d.same} flag(s) and fact(s) the same hidden (--all shows them)" if d.same else ""
+    if d.everything:
+        hidden = f"; {d.same} flag(s) and fact(s) the same, shown" if d.same else ""
+    else:
+        hidden = (
+            f"; {d.same} flag(s) and fact(s) the same hidden (--all shows them)" if d.same else ""
+        )
     what = TextTable(
-        title="what differs",
+        title="every flag and fact" if d.everything else "what differs",
         headers=["", "name", *names],
         rows=[[r.section, r.name, *r.values] for r in d.rows],
         numeric=[False] * (2 + len(names)),
-        note=f"{len(d.rows)} row(s) differ{hidden}"
+        note=f"{d.differ} row(s) differ{hidden}"
         + "".join(
             f"; not recorded for {name} (its server run recorded none), so not "
             f"compared: {', '.join(facts)}"

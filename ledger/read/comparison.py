@@ -177,6 +177,8 @@ class Diff:
     #: item name -> the facts other items recorded and it did not (its server run's log gave
     #: none): unknown there, so neither a difference nor the same; the note names them
     unrecorded: dict[str, list[str]] = field(default_factory=dict)
+    differ: int = 0  # the rows that differ (``rows`` holds the others too with ``everything``)
+    everything: bool = False
 
 
 def _resolve(con: duckdb.DuckDBPyConnection, name: str, session_id: str | None) -> Item:
@@ -313,6 +315,8 @@ def diff(items: Sequence[Item], *, everything: bool = False) -> Diff:
         same=sum(len(set(r.values)) == 1 for r in table),
         metrics=_metric_rows(items),
         unrecorded=unrecorded,
+        differ=len(differing),
+        everything=everything,
     )
 
 

@@ -153,6 +153,10 @@ def test_triage_by_the_measured_verdict_and_the_decision_that_follows_it(
     assert decision.evidence_event_ids == [cause.event_id]  # type: ignore[attr-defined]
     missing = _cli(store.path, "triage", cid, "--by-verdict", "median_ttft_ms")
     assert missing.returncode == 5 and "no median_ttft_ms comparison" in missing.stderr
+    # a mistyped metric is named as such, not as a comparison no plan made yet
+    typo = _cli(store.path, "triage", cid, "--by-verdict", "output_thruput")
+    assert typo.returncode == 3 and "'output_thruput' is no metric" in typo.stderr
+    assert "did you mean output_throughput" in typo.stderr
 
 
 def _measured(store: LedgerStore, cid: str, tuned: float) -> None:

@@ -354,6 +354,25 @@ def test_ledger_option_after_the_command_and_export_into_a_new_folder(tmp_path: 
     assert run_bare("events", "--ledger", str(ledger), "--limit", "-1").returncode == 2
 
 
+def test_export_reads_the_global_session_as_every_command_does(ledger: Path) -> None:
+    for session in ("first", "second"):
+        out = run(ledger, "--session", session, "append", "note_added", "-f", f"text=in {session}")
+        assert out.returncode == 0, out.stderr
+    both = run(ledger, "export", "markdown")
+    assert (
+        "# Session first" in both.stdout and "# Session second" in both.stdout
+    )  # no session: every one
+    # the global option, or its variable, as the session's own option
+    for args, env in (((("--session", "second")), None), ((), {"TUNELEDGER_SESSION": "second"})):
+        one = invoke(["--ledger", ledger, *args, "export", "markdown"], env=env)
+        assert one.returncode == 0, one.stderr
+        assert "# Session second" in one.stdout and "# Session first" not in one.stdout
+    assert "# Session second" not in run(ledger, "export", "markdown", "--session", "first").stdout
+    # a mistyped session is not every session: refused, naming it
+    typo = run(ledger, "--session", "secnod", "export", "markdown")
+    assert typo.returncode == 5 and "no session 'secnod'" in typo.stderr and typo.stdout == ""
+
+
 def test_retracting_an_unknown_event_is_not_found(ledger: Path) -> None:
     out = run(
         ledger,

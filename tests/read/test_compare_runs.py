@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from ledger.export.comparison import diff_tables
 from ledger.read.comparison import diff, load_items, pareto, repeat_groups
 from ledger.store import LedgerStore
 from schemas import BenchmarkCompleted, ServerReady, ServerStarted
@@ -83,6 +84,13 @@ def test_diff_only_shows_what_differs_with_the_metric_deltas(ledger: Path) -> No
     assert result.same >= 3  # device, engine, model... hidden
     everything = diff(load_items(store, ["baseline", "cb"], "s"), everything=True)
     assert ("flag", "device") in {(r.section, r.name) for r in everything.rows}
+    # --all shows the rows that are the same too, and counts what differs as it is
+    only = diff(load_items(store, ["baseline", "cb"], "s"))
+    assert everything.differ == only.differ == len(only.rows) < len(everything.rows)
+    (shown,) = [t for t in diff_tables(everything) if t.title == "every flag and fact"]
+    assert shown.note.startswith(f"{only.differ} row(s) differ; {everything.same} flag(s)")
+    assert "the same, shown" in shown.note and "hidden" not in shown.note
+    assert "hidden (--all shows them)" in diff_tables(only)[0].note
     # the metric deltas: geometric means of the valid runs, change against the first
     thr16 = next(m for m in result.metrics if m.load == "c=16" and m.metric == "output_throughput")
     assert thr16.workload == "64/8 tok random" and thr16.runs == [2, 2, 2]

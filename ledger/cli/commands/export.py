@@ -15,7 +15,11 @@ def export() -> None:
 
 
 @export.command(name="markdown")
-@click.option("--session", "session_id", help="Only this session (default: every session).")
+@click.option(
+    "--session",
+    "session_id",
+    help="Only this session (default: the global --session or TUNELEDGER_SESSION; without one, every session).",
+)
 @click.option(
     "-o",
     "--output",
@@ -35,7 +39,8 @@ def export_markdown(ctx: Context, session_id: str | None, output: Path | None) -
     # An output file's missing folders are created (a report in a new folder loses nothing;
     # a ledger in a mistyped one would: that is refused, see ``writable_store``).
     to_stdout = output is None or str(output) == "-"
-    done = export_markdown(ctx.store(), Export(session_id, None if to_stdout else output))
+    session = session_id or ctx.session  # as every command reads its session
+    done = export_markdown(ctx.store(), Export(session, None if to_stdout else output))
     if to_stdout:
         click.echo(done.markdown, nl=False)
     else:
