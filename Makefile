@@ -4,7 +4,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 LEDGER ?= demo.duckdb
 # `make test`'s workers (pytest-xdist): two, the cores of the machine CI and the project run on
-# (the suite needs ~35 min of CPU; one process cannot meet the 20-minute aim). TEST_WORKERS=0:
+# (its tests take ~47 min of a worker's time: one process cannot meet the 20-minute aim). TEST_WORKERS=0:
 # one process; TEST_WORKERS=auto: one a core. docs/performance.md, *The test suite*.
 TEST_WORKERS ?= 2
 # E2E=0 skips installing torch (CPU) + transformers for the end-to-end test (it then skips itself).
