@@ -26,8 +26,7 @@ from ledger.engines.research import (
     parse_flag_string,
     research,
 )
-from ledger.engines.research.analysis import Research, download_wheel, find_wheel, wheel_dirs
-from ledger.engines.research.cache import held
+from ledger.engines.research.analysis import Research, fetch_wheel, find_wheel, wheel_dirs
 
 pytestmark = pytest.mark.slow
 
@@ -56,10 +55,7 @@ def engine(distribution: str, version: str, cache: Path) -> tuple[object, object
     dirs = [Path(p) for p in os.environ.get("TUNELEDGER_WHEELS", "").split(os.pathsep) if p]
     fetched = wheel_dirs()[-1]
     assert fetched == cache / "wheels"
-    with held(fetched / f".{distribution}-{version}.lock"):
-        wheel = find_wheel(distribution, version, [*dirs, fetched]) or download_wheel(
-            distribution, version, fetched
-        )
+    wheel = find_wheel(distribution, version, dirs) or fetch_wheel(distribution, version, fetched)
     source = open_engine(str(wheel), distribution)
     return source, load_index(source)  # built from the wheel, or this run's build read back
 

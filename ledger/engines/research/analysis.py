@@ -85,6 +85,15 @@ def download_wheel(distribution: str, version: str, directory: Path) -> Path:
     return wheel
 
 
+def fetch_wheel(distribution: str, version: str, directory: Path) -> Path:
+    """The wheel in ``directory``, downloaded there unless another process that asked first
+    fetched it meanwhile (it holds the lock while it downloads)."""
+    with cache.held(directory / f".{distribution}-{version}.lock"):
+        return find_wheel(distribution, version, [directory]) or download_wheel(
+            distribution, version, directory
+        )
+
+
 def _same_version(found: str, asked: str) -> bool:
     """Whether two version strings name one release (PEP 440: ``0.5.23`` is ``0.5.23.0``)."""
     try:  # (packaging comes with pip; without it, the strings are compared as given)
@@ -110,13 +119,7 @@ def open_engine(spec: str, engine: str | None = None, download: bool = True) -> 
         if wheel is None:
             if not download:
                 raise NotFound(f"{spec}: no wheel in {', '.join(map(str, dirs))} (and --offline)")
-            with cache.held(dirs[-1] / f".{distribution}-{version}.lock"):
-                # fetched meanwhile by another process that asked first, or fetched here
-                wheel = find_wheel(distribution, version, dirs[-1:]) or download_wheel(
-                    distribution,
-                    version,
-                    dirs[-1],  # pip checks its hash
-                )
+            wheel = fetch_wheel(distribution, version, dirs[-1])  # pip checks its hash
         else:  # found, not fetched: its hash against the index's (a note where it cannot be)
             note = wheels.check_found_wheel(
                 wheel, distribution, version, wheels.published_digests if download else None
