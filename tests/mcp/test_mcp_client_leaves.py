@@ -22,16 +22,16 @@ from pathlib import Path
 import anyio
 import pytest
 
-from tests.support import needs  # noqa: E402 (first: the skips decide)
+from ledger.store import LedgerStore
+from tests.support import needs
+from tests.support.mcp_client import call, over_stdio
 
-for _name in ("torch", "transformers", "fastapi"):
-    needs.module(_name, "the e2e extra: make")
-
-from ledger.store import LedgerStore  # noqa: E402
-from tests.support.mcp_client import call, over_stdio  # noqa: E402
-
-#: Process-based on purpose (an MCP server process, a real engine server): `make test` runs it.
-pytestmark = [pytest.mark.anyio, pytest.mark.slow]
+#: Process-based on purpose (an MCP server process, a real engine server), the engine tier: `make test-engines` runs it.
+pytestmark = [
+    pytest.mark.anyio,
+    pytest.mark.slow,
+    pytest.mark.engine("torch", "transformers", "fastapi"),
+]
 
 ROOT = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent

@@ -26,18 +26,18 @@ from typing import Any
 
 import pytest
 
-from tests.support import needs  # noqa: E402 (first: the skips decide)
+from ledger.store import LedgerStore
+from schemas.vocab import COMPARISON_VERDICTS, VERDICTS
+from tests.support import needs
+from tests.support.mcp_client import call, over_stdio, refused
+from tests.support.readme_walkthrough import Walkthrough, user_environment
 
-for _name in ("torch", "transformers", "fastapi"):
-    needs.module(_name, "the e2e extra: make")
-
-from ledger.store import LedgerStore  # noqa: E402
-from schemas.vocab import COMPARISON_VERDICTS, VERDICTS  # noqa: E402
-from tests.support.mcp_client import call, over_stdio, refused  # noqa: E402
-from tests.support.readme_walkthrough import Walkthrough, user_environment  # noqa: E402
-
-#: Process-based on purpose (an MCP server process, real servers): `make test` runs it.
-pytestmark = [pytest.mark.anyio, pytest.mark.slow]
+#: Process-based on purpose (an MCP server process, real servers), the engine tier: `make test-engines` runs it.
+pytestmark = [
+    pytest.mark.anyio,
+    pytest.mark.slow,
+    pytest.mark.engine("torch", "transformers", "fastapi"),
+]
 
 ROOT = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent

@@ -141,3 +141,113 @@ def test_no_test_reads_a_folder_outside_the_repository() -> None:
 
 def test_this_process_does_not_ignore_sigint() -> None:
     assert not _sigint_ignored(os.getpid())
+
+
+def _is_mark(node: ast.expr, name: str) -> bool:
+    """``pytest.mark.<name>`` or ``pytest.mark.<name>(...)``."""
+    target = node.func if isinstance(node, ast.Call) else node
+    return (
+        isinstance(target, ast.Attribute)
+        and target.attr == name
+        and isinstance(target.value, ast.Attribute)
+        and target.value.attr == "mark"
+    )
+
+
+def _marked(tree: ast.Module, name: str) -> set[int]:
+    """The ids of the nodes inside a test, class or file marked ``name`` (a decorator, or the
+    module's ``pytestmark``)."""
+    inside: set[int] = set()
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and any(
+            isinstance(t, ast.Name) and t.id == "pytestmark" for t in node.targets
+        ):
+            marks = node.value.elts if isinstance(node.value, ast.List) else [node.value]
+            if any(_is_mark(m, name) for m in marks):
+                return {id(n) for n in ast.walk(tree)}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef) and any(
+            _is_mark(d, name) for d in node.decorator_list
+        ):
+            inside |= {id(n) for n in ast.walk(node)}
+    return inside
+
+
+def _engine_uses(tree: ast.Module) -> list[ast.AST]:
+    """What only the engine tier may do: need or import torch, transformers or fastapi, the
+    vLLM CPU build, or a released wheel from the package index (``fetch_wheel``, ``pip
+    download``)."""
+    found: list[ast.AST] = []
+    optional = {  # `try: import torch ... except ImportError:` runs with or without it
+        id(n)
+        for t in ast.walk(tree)
+        if isinstance(t, ast.Try)
+        and any("ImportError" in ast.unparse(h.type) for h in t.handlers if h.type is not None)
+        for stmt in t.body
+        for n in ast.walk(stmt)
+    }
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import | ast.ImportFrom) and id(node) not in optional:
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else [node.module]
+            if any(str(n).split(".")[0] in needs.ENGINE_MODULES for n in names):
+                found.append(node)
+        if not isinstance(node, ast.Call):
+            continue
+        func = node.func
+        name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+        texts = [
+            a.value for a in node.args if isinstance(a, ast.Constant) and isinstance(a.value, str)
+        ]
+        if isinstance(func, ast.Attribute) and getattr(func.value, "id", "") == "needs":
+            if any(t in needs.ENGINE_MODULES or "vllm" in t.lower() for t in texts):
+                found.append(node)
+        elif name == "fetch_wheel":  # from the package index (a planted or recorded one is local)
+            found.append(node)
+        elif any(
+            isinstance(e, ast.Constant) and e.value == "download"
+            for a in node.args
+            for e in ast.walk(a)
+        ):
+            found.append(node)
+    return found
+
+
+def test_what_needs_an_engine_is_in_the_engine_tier() -> None:
+    """``make test`` leaves out the tests marked ``engine`` and installs none of their needs
+    (tests/support/needs.py): a test that needs torch, transformers, the vLLM CPU build or a
+    released wheel without the mark would fail there (CI) or skip (a developer). No need of the
+    tier is checked when a file is imported, and every ``alone`` measurement is in the tier
+    (`make test-engines` is the one that runs them)."""
+    offenders = []
+    for path, tree in _test_sources():
+        if not path.name.startswith("test_") or path == Path(__file__):
+            continue  # the helpers (support/, conftest) and the engines' source trees (fixtures/)
+        if "fixtures" in path.relative_to(TESTS).parts:
+            continue
+        engine = _marked(tree, "engine")
+        top_level = {id(n) for stmt in tree.body for n in ast.walk(stmt)} - {
+            id(n)
+            for stmt in tree.body
+            if isinstance(stmt, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef)
+            for n in ast.walk(stmt)
+        }
+        for node in _engine_uses(tree):
+            if id(node) not in engine or id(node) in top_level:
+                offenders.append(f"{path.relative_to(ROOT)}:{getattr(node, 'lineno', 0)}")
+        alone = _marked(tree, "alone")
+        if alone - engine:
+            offenders.append(f"{path.relative_to(ROOT)}: `alone` outside the engine tier")
+    assert offenders == []
+
+
+def test_the_readme_test_command_leaves_the_engine_tier_to_ci() -> None:
+    """`make test` (the README's) runs every test but the tier; CI runs it, then the tier."""
+    make = (ROOT / "Makefile").read_text()
+    test_recipe = make.split("\ntest:", 1)[1].split("\n\n", 1)[0]
+    engines_recipe = make.split("\ntest-engines:", 1)[1].split("\n\n", 1)[0]
+    assert '-m "not engine"' in test_recipe and ".e2e" not in test_recipe.splitlines()[0]
+    assert (
+        '-m "engine and not alone"' in engines_recipe and '-m "engine and alone"' in engines_recipe
+    )
+    ci = (ROOT / ".ci" / "run").read_text().splitlines()
+    assert ci.index("make test") < ci.index("make test-engines")

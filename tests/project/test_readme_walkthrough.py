@@ -14,20 +14,15 @@ import subprocess
 
 import pytest
 
-from tests.support import needs  # noqa: E402 (first: the skips decide)
-
-for _name in ("torch", "transformers", "fastapi"):
-    needs.module(_name, "the e2e extra: make")
-
-from ledger.store import LedgerStore  # noqa: E402
-from tests.support.readme_walkthrough import (  # noqa: E402
+from ledger.store import LedgerStore
+from tests.support.readme_walkthrough import (
     ROOT,
     Walkthrough,
     walkthrough_blocks,
 )
 
-#: Process-based on purpose (the README's shell blocks run by bash): `make test` runs it, `make check` does not.
-pytestmark = pytest.mark.slow
+#: Process-based on purpose (the README's shell blocks run by bash), the engine tier: `make test-engines` runs it.
+pytestmark = [pytest.mark.slow, pytest.mark.engine("torch", "transformers", "fastapi")]
 
 
 def test_the_walkthrough_has_every_step() -> None:

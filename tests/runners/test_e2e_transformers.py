@@ -17,18 +17,13 @@ from __future__ import annotations
 
 import pytest
 
-from tests.support import needs  # noqa: E402 (first: the skips decide)
+from ledger.store import LedgerStore
+from runners.plan import measured_flag_verdict
+from schemas.vocab import COMPARISON_VERDICTS
+from tests.support.readme_walkthrough import Walkthrough
 
-for _name in ("torch", "transformers", "fastapi", "uvicorn"):
-    needs.module(_name, "the e2e extra: make")
-
-from ledger.store import LedgerStore  # noqa: E402
-from runners.plan import measured_flag_verdict  # noqa: E402
-from schemas.vocab import COMPARISON_VERDICTS  # noqa: E402
-from tests.support.readme_walkthrough import Walkthrough  # noqa: E402
-
-#: Process-based on purpose (a real transformers server on the CPU): `make test` runs it, `make check` does not.
-pytestmark = pytest.mark.slow
+#: Process-based on purpose (a real transformers server on the CPU), the engine tier: `make test-engines` runs it.
+pytestmark = [pytest.mark.slow, pytest.mark.engine("torch", "transformers", "fastapi")]
 
 VERDICTS = set(COMPARISON_VERDICTS)
 

@@ -36,10 +36,10 @@ from runners.server.configs import parse_configs
 from runners.server.runner import ServerRunner
 from tests.support import needs
 
-#: Process-based on purpose (the real vLLM CPU server): `make test` runs it, `make check` does not.
+#: Process-based on purpose (the real vLLM CPU server), the engine tier: `make test-engines` runs it.
 # alone: both clients' throughput is what the two cores give them; another test beside them
 # measures the neighbour (`make test` runs it after the rest, in one process)
-pytestmark = [pytest.mark.slow, pytest.mark.alone]
+pytestmark = [pytest.mark.slow, pytest.mark.alone, pytest.mark.engine()]
 
 ROOT = Path(__file__).resolve().parents[2]
 VENV = ROOT / ".venv-vllm"

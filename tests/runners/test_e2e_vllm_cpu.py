@@ -32,8 +32,8 @@ from runners.server.configs import parse_configs
 from runners.server.runner import ServerRunner
 from tests.support import needs
 
-#: Process-based on purpose (the real vLLM CPU server): `make test` runs it, `make check` does not.
-pytestmark = pytest.mark.slow
+#: Process-based on purpose (the real vLLM CPU server), the engine tier: `make test-engines` runs it.
+pytestmark = [pytest.mark.slow, pytest.mark.engine()]
 
 ROOT = Path(__file__).resolve().parents[2]
 VENV = ROOT / ".venv-vllm"

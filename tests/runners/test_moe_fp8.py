@@ -22,7 +22,6 @@ from runners.moe.space import (
     shape_from_model_config,
     shared_memory_bytes,
 )
-from tests.support import needs
 
 FP8 = MoeShape(E=128, N=768, K=2048, topk=8, dtype="fp8_w8a8", block_shape=(128, 128))
 H200_SMEM = 232_448
@@ -120,8 +119,10 @@ def test_cli_block_shape_only_for_fp8(tmp_path, capsys):
     assert exc.value.code not in (0, None)
 
 
+@pytest.mark.engine("torch")
 def test_quantisation_round_trip_on_cpu():
-    torch = needs.module("torch", "make .venv/.e2e E2E=1")
+    import torch
+
     if not hasattr(torch, "float8_e4m3fn"):
         pytest.skip("this torch has no float8_e4m3fn")
     from runners.moe.fp8_quant import (

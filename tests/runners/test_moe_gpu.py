@@ -8,23 +8,20 @@ import pytest
 
 from tests.support import needs
 
-torch = needs.module("torch", "and a CUDA GPU: run on the device machine")
-if not torch.cuda.is_available():
-    pytest.skip(
-        "needs a CUDA GPU with triton: the kernels are Triton GPU code (run on the device machine)",
-        allow_module_level=True,
-    )
-pytest.importorskip("triton", reason="needs triton")
+torch = needs.cuda_gpu()
 
-from runners.moe.kernels import (  # noqa: E402 (after the skips: torch/triton may be absent)
+from runners.moe.kernels import (  # noqa: E402 (after the skip: torch/triton may be absent)
     MoeProblem,
     align_tokens,
     check_config,
     load_kernel,
     make_weights,
     time_config,
-)  # noqa: E402
+)
 from runners.moe.space import MoeShape, default_config  # noqa: E402
+
+#: The device machine's tier: `make test-engines` selects it, and it skips without a GPU.
+pytestmark = pytest.mark.engine("torch")
 
 
 def test_align_tokens_groups_rows_by_expert_padded_to_the_block():

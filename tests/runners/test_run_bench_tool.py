@@ -22,7 +22,6 @@ from pathlib import Path
 import pytest
 
 from ledger.store import LedgerStore
-from tests.support import needs
 
 #: Process-based on purpose (real benchmark tools and servers as processes): `make test` runs it, `make check` does not.
 pytestmark = pytest.mark.slow
@@ -122,9 +121,6 @@ def _free_port() -> int:
 @pytest.fixture(scope="module")
 def served_model(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path]]:
     """A real ``transformers serve`` of the tiny random-weight model on a free loopback port."""
-    needs.module("torch", "the e2e extra: make")
-    needs.module("transformers", "the e2e extra: make")
-    needs.program("transformers", BIN)
     from tests.support.tiny_model import build_tiny_model
 
     model = build_tiny_model(tmp_path_factory.mktemp("tiny-model"))
@@ -172,6 +168,7 @@ def served_model(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str
         log.close()
 
 
+@pytest.mark.engine("torch", "transformers", "fastapi")
 @pytest.mark.parametrize(
     ("tool", "env_name"),
     [("guidellm", "TUNELEDGER_TEST_GUIDELLM"), ("aiperf", "TUNELEDGER_TEST_AIPERF")],
@@ -261,6 +258,7 @@ def streaming_server() -> Iterator[str]:
         proc.wait(timeout=10)
 
 
+@pytest.mark.engine("torch")
 def test_real_sglang_bench_serving(request: pytest.FixtureRequest, tmp_path: Path) -> None:
     python = os.environ.get("TUNELEDGER_TEST_SGLANG_PYTHON")
     if not python:
@@ -268,7 +266,6 @@ def test_real_sglang_bench_serving(request: pytest.FixtureRequest, tmp_path: Pat
             "sglang is not installed here (set TUNELEDGER_TEST_SGLANG_PYTHON to a Python that has it)"
         )
     streaming_server: str = request.getfixturevalue("streaming_server")  # once sglang is here
-    needs.module("torch", "the e2e extra: make")
     from tests.support.tiny_model import build_tiny_model
 
     tokenizer = build_tiny_model(tmp_path / "tiny")  # sglang's client loads a tokenizer folder

@@ -25,7 +25,6 @@ from runners.host import parse_gpu_query
 from runners.server.configs import ConfigError, ServerConfig, load_config, parse_configs
 from runners.server.engines import MissingEngine, adapter_for, flag_args
 from runners.server.runner import PortInUse, ServerStartFailed, group_alive
-from tests.support import needs
 from tests.support.fake_sglang import CPU_HOST, FAKE, FAKE_SMI, fake_config, free_port, make_runner
 
 #: Process-based on purpose (real server processes, signals, HTTP): `make test` runs it, `make check` does not.
@@ -576,11 +575,10 @@ def test_gpu_query_parser_is_shared_with_host_module() -> None:
 # --- a real engine: transformers serve with a tiny random-weight model ----------------------------
 
 
+@pytest.mark.engine("torch", "transformers", "fastapi")
 def test_real_transformers_serve_starts_answers_and_stops(
     store: LedgerStore, tmp_path: Path
 ) -> None:
-    needs.module("torch", "the e2e extra: make")
-    needs.module("fastapi", "the e2e extra: make")
     from tests.support import tiny_model
 
     model = tiny_model.build_tiny_model(tmp_path / "tiny")

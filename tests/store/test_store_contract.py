@@ -143,7 +143,7 @@ class StoreContract:
     """Guarantees every store configuration keeps. Subclasses set the configuration."""
 
     #: Events per writer process in the concurrency test (racing writers).
-    events_per_writer = 200
+    events_per_writer = 100
 
     def ledger_file(self, tmp_path: Path) -> Path:
         """Where this configuration keeps the ledger."""

@@ -7,6 +7,14 @@ the MCP session and the transformers end-to-end tests used to skip quietly when 
 install). Elsewhere the test skips, saying what to install. The one place that decides:
 tests call ``module``, ``program`` or ``absent``, never ``pytest.importorskip`` or
 ``pytest.skip`` for these (tests/project/test_any_machine.py checks it).
+
+The engine tier: a test that runs a real inference engine or reads a released engine's wheel
+(torch + ``transformers serve``, vLLM's CPU build, SGLang and vLLM wheels from the package index)
+is marked ``engine``, naming the modules it needs (``@pytest.mark.engine("torch", ...)``).
+``make test`` leaves that tier out, and installs none of it; ``make test-engines`` installs and
+runs it; CI runs both. The modules are checked when such a test starts
+(``tests/conftest.py``, ``pytest_runtest_setup``), never when its file is imported: ``make test``
+imports every file, on a machine where torch may never have been installed.
 """
 
 from __future__ import annotations
@@ -26,6 +34,9 @@ REQUIRE = "TUNELEDGER_REQUIRE_E2E"
 #: The modules whose absence the helpers govern (tests/project/test_any_machine.py: no test
 #: skips on them any other way).
 GOVERNED = frozenset({"torch", "transformers", "fastapi", "uvicorn", "mcp"})
+
+#: The modules of the engine tier (the ``e2e`` extra): only a test marked ``engine`` needs them.
+ENGINE_MODULES = frozenset({"torch", "transformers", "fastapi"})
 
 
 def required() -> bool:
@@ -55,3 +66,25 @@ def program(name: str, folder: Path) -> str:
     if found is None:
         absent(f"the `{name}` command is not installed in {folder}")
     return found
+
+
+def cuda_gpu() -> ModuleType:
+    """torch, on a machine with a CUDA GPU and triton; a skip everywhere else, CI included.
+
+    The one need that is never a failure: no machine of CI or of the project's tests has a GPU
+    (the lent device machine runs these tests: bench/h200_moe_tune.py), so its absence is the
+    normal case there, not a missed install."""
+    import importlib.util
+
+    if importlib.util.find_spec("torch") is None or importlib.util.find_spec("triton") is None:
+        pytest.skip(
+            "needs torch and triton with a CUDA GPU: run on the device machine",
+            allow_module_level=True,
+        )
+    torch = importlib.import_module("torch")
+    if not torch.cuda.is_available():
+        pytest.skip(
+            "needs a CUDA GPU: the kernels are Triton GPU code (run on the device machine)",
+            allow_module_level=True,
+        )
+    return torch

@@ -256,7 +256,7 @@ def canonical(store: LedgerStore, view: str) -> list[str]:
 def test_eight_hosts_append_and_sync_concurrently_and_converge(
     remote: Remote, tmp_path: Path
 ) -> None:
-    hosts = 8
+    hosts, each = 8, 400  # ~4 batches a host, each followed by a sync: 32 syncs racing
     paths = [tmp_path / f"host{i}.duckdb" for i in range(hosts)]
     children = [
         subprocess.Popen(
@@ -267,7 +267,7 @@ def test_eight_hosts_append_and_sync_concurrently_and_converge(
                 f"host-{i}",
                 remote.url,
                 remote.schema,
-                "1000",
+                str(each),
                 str(i),
             ],
             stdout=subprocess.PIPE,
@@ -278,17 +278,17 @@ def test_eight_hosts_append_and_sync_concurrently_and_converge(
     ]
     for child in children:
         out, err = child.communicate(timeout=PROCESS_TIMEOUT_S)
-        assert child.returncode == 0 and out.startswith("done 1000 "), err
+        assert child.returncode == 0 and out.startswith(f"done {each} "), err
     stores = [LedgerStore(path) for path in paths]
     for store in stores:  # each host's last sync may have run before others' last pushes
         sync.sync(store, parse_remote("hub", remote.url, remote.schema))
     rows = hub_rows(remote)
-    assert [r[0] for r in rows] == list(range(1, 8001))
-    assert len({r[1] for r in rows}) == 8000
+    assert [r[0] for r in rows] == list(range(1, hosts * each + 1))
+    assert len({r[1] for r in rows}) == hosts * each
     hub_ids = {str(r[1]) for r in rows}
     for store in stores:
         ids = store.query_arrow("SELECT event_id::VARCHAR AS id FROM events")["id"].to_pylist()
-        assert len(ids) == 8000 and set(ids) == hub_ids
+        assert len(ids) == hosts * each and set(ids) == hub_ids
         assert sync.count_to_push(store) == 0
     for view in LOAD_VIEWS:
         first = canonical(stores[0], view)
