@@ -78,7 +78,7 @@ from uuid import UUID
 import duckdb
 
 from ledger.errors import InvalidInput, NotFound
-from ledger.store import careful, columns, ledger_file, reading, schema, sidecar_lock
+from ledger.store import careful, columns, ledger_file, reading, schema, sidecar_lock, template
 from ledger.store.connection import (
     HELD,
     MAX_LAG,
@@ -378,11 +378,11 @@ class LedgerStore:
         self.check_path()
         created = ledger_file.nothing_stored(self.path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        with (
-            ledger_file.removed_on_failure(self.path, created),
-            self.connect(read_only=False) as con,
-        ):
-            self._ensure_schema(con)
+        with ledger_file.removed_on_failure(self.path, created):
+            if created:  # this process's empty ledger, linked in whole (``template``)
+                template.place(self.path, schema.LAYOUT_VERSION, _build_in_place)
+            with self.connect(read_only=False) as con:  # then cheap: the schema is current
+                self._ensure_schema(con)
         return created
 
     def ensure_current(self) -> None:
@@ -713,3 +713,10 @@ class LedgerStore:
     def query_arrow(self, sql: str, params: Sequence[Any] | None = None) -> pa.Table:
         """Run one trusted read query (views included) and return an Arrow table."""
         return reading.query_arrow(self, sql, params)
+
+
+def _build_in_place(path: Path) -> None:
+    """An empty ledger at ``path``, built there (``template``'s one build a process)."""
+    store = LedgerStore(path)
+    with store.connect(read_only=False) as con:
+        store._ensure_schema(con)
