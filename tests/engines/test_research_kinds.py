@@ -230,6 +230,30 @@ def test_a_class_built_only_by_the_backend_a_registry_selects(
     assert report(chosen, "flashinfer-workspace-mb").verdict == "effective"
     unset = report(run(kinds, "--flashinfer-workspace-mb 256"), "flashinfer-workspace-mb")
     assert unset.verdict == "conditional"  # the engine picks a backend at run time
+    # the per-phase override unset beside --attention-backend triton (above: no-op) takes its
+    # choice; set, it selects the backend itself
+    prefill = run(
+        kinds,
+        "--attention-backend triton --prefill-attention-backend flashinfer"
+        " --flashinfer-workspace-mb 256",
+    )
+    assert report(prefill, "flashinfer-workspace-mb").verdict == "effective"
+    # --sampling-backend's choices hold "flashinfer" too, but not the table's other keys: it
+    # does not choose from this table
+    sampling = run(
+        kinds,
+        "--attention-backend triton --sampling-backend flashinfer --flashinfer-workspace-mb 256",
+    )
+    assert report(sampling, "flashinfer-workspace-mb").verdict == "no-op"
+
+
+def test_a_function_the_http_server_runs_as_it_starts(
+    kinds: tuple[EngineSource, VersionIndex],
+) -> None:
+    # ``FastAPI(lifespan=lifespan)``: handed over by name, run when the server starts
+    found = report(run(kinds, "--warmup-knob fast"), "warmup-knob")
+    assert found.verdict == "effective"
+    assert "by name" not in found.reason and "entrypoints/http_server.py" in found.reason
 
 
 def test_a_capability_table_keyed_by_the_major_version(

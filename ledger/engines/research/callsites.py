@@ -23,6 +23,11 @@ _NOT_CALLEES = frozenset(
 )
 
 
+#: Keyword arguments whose function runs when the object they are handed to starts: a
+#: process's or thread's ``target``, an ASGI application's ``lifespan`` (FastAPI, Starlette).
+_STARTED_BY = frozenset({"target", "lifespan"})
+
+
 class CallRecorder:
     """Mixed into the scanner: every call (and class named as a value) of a statement's own
     expressions, with the statement's conditions and those inside the expression."""
@@ -113,9 +118,12 @@ class CallRecorder:
                 self._calls(arg, gates, depth + 1)
             for keyword in node.keywords:
                 self._calls(keyword.value, gates, depth + 1)
-                if keyword.arg == "target" and isinstance(keyword.value, ast.Name | ast.Attribute):
+                if keyword.arg in _STARTED_BY and isinstance(
+                    keyword.value, ast.Name | ast.Attribute
+                ):
                     # ``Process(target=run_scheduler_process)``, ``Thread(target=...)``: the
-                    # engine's processes start there, so the function runs as if called here
+                    # engine's processes start there, so the function runs as if called here;
+                    # ``FastAPI(lifespan=lifespan)``: the HTTP server runs it as it starts
                     started = call_name(keyword.value)
                     if started is not None:
                         self._record_call(started, keyword.value, gates)

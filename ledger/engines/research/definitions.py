@@ -125,9 +125,44 @@ class Registration:
         return field_of_option(chosen) if chosen else None
 
 
+def module_lists(tree: ast.AST) -> dict[str, ast.List]:
+    """The module's lists of strings by name (``ATTENTION_BACKEND_CHOICES = ["triton", ...]``,
+    ``[*QUANTIZATION_CHOICES, "unquant"]`` spreading one found before), so ``choices=NAME``
+    reads as the literal it names."""
+    found: dict[str, ast.List] = {}
+    for stmt in getattr(tree, "body", []):
+        if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1:
+            target, strings = stmt.targets[0], spread_strings(stmt.value, found)
+            if isinstance(target, ast.Name) and strings is not None:
+                found[target.id] = strings
+    return found
+
+
+def spread_strings(node: ast.expr | None, lists: dict[str, ast.List]) -> ast.List | None:
+    """``NAME`` or ``[*NAME, "x"]`` of the module's ``lists`` as one list of strings; None when
+    any part of it is not known here."""
+    if isinstance(node, ast.Name):
+        return lists.get(node.id)
+    if not isinstance(node, ast.List | ast.Tuple):
+        return None
+    elements: list[ast.expr] = []
+    for element in node.elts:
+        if isinstance(element, ast.Constant) and isinstance(element.value, str):
+            elements.append(element)
+        elif isinstance(element, ast.Starred) and isinstance(element.value, ast.Name):
+            named = lists.get(element.value.id)
+            if named is None:
+                return None
+            elements.extend(named.elts)
+        else:
+            return None
+    return ast.List(elts=elements, ctx=ast.Load())
+
+
 def registrations(tree: ast.AST, path: str, module: str) -> list[Registration]:
     """Every ``<parser>.add_argument("--x", ...)`` call in a module."""
     found: list[Registration] = []
+    lists = module_lists(tree)
     for node in ast.walk(tree):
         if isinstance(node, ast.Call) and call_name(node.func) == "add_argument":
             options = tuple(
@@ -140,6 +175,9 @@ def registrations(tree: ast.AST, path: str, module: str) -> list[Registration]:
             if not options:
                 continue
             keywords = {kw.arg: kw.value for kw in node.keywords if kw.arg is not None}
+            spread = spread_strings(keywords.get("choices"), lists)
+            if spread is not None:
+                keywords["choices"] = spread
             found.append(Registration(options, keywords, Site(path, node.lineno), module))
     return found
 

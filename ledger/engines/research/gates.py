@@ -178,7 +178,10 @@ class GateEvaluator:
         self._roots = START_ROOTS.get(index.engine, frozenset())
         #: flag objects not built on this target (``optional.absent_kinds``): kind -> why
         self.absent: dict[str, GateEval] = {}
+        self._choices: dict[str, frozenset[str]] = {}
+        self._tables: dict[tuple[str, str], frozenset[str]] = {}
         for definition in index.definitions.values():
+            self._choices[definition.field] = frozenset(definition.choices)
             for choice in definition.choices:
                 self._choice_flags.setdefault(choice, []).append(definition.field)
 
@@ -392,8 +395,14 @@ class GateEvaluator:
             match = _STRING_ARG.match(decorator)
             if not match:
                 continue
-            key = match.group(1)
-            flags = self._choice_flags.get(key)
+            key, name = match.group(1), decorator.split("(")[0]
+            keys = self._registry_keys(scope.module, name)
+            # the flags choosing from this table (``lora_backend`` has "triton", not the rest)
+            flags = [
+                flag
+                for flag in self._choice_flags.get(key, [])
+                if len(keys & self._choices[flag]) * 2 >= len(keys)
+            ]
             if not flags:
                 continue
             values = [self.interp.flag_value(flag) for flag in flags]
@@ -401,19 +410,25 @@ class GateEvaluator:
                 Fact("flag", flag, f"{flag}={value!r}")
                 for flag, value in zip(flags, values, strict=True)
             )
-            value: bool | None
-            if any(v == key for v in values if not isinstance(v, Unknown)):
-                value = True
-            elif all(not isinstance(v, Unknown) and v is not None for v in values):
-                value = False
-            else:  # unset (None): the engine picks one at run time
-                value = None
-            text = f"{' or '.join(flags)} == {key!r} (registered by @{decorator.split('(')[0]})"
+            chosen = [v for v in values if not isinstance(v, Unknown) and v is not None]
+            # a per-phase override unset (None) beside a set flag takes its choice (blind set U:
+            # ``--prefill-attention-backend``); unset alone, or unresolved: picked at run time
+            settled = bool(chosen) and all(v in chosen or v is None for v in values)
+            value: bool | None = True if key in chosen else (False if settled else None)
+            text = f"{' or '.join(flags)} == {key!r} (registered by @{name})"
             site = Site(self.index.paths.get(scope.module, scope.module), 0)
             out.append(
                 GateEval("registry", text, site, value, facts, None if value is not None else text)
             )
         return out
+
+    def _registry_keys(self, module: str, decorator: str) -> frozenset[str]:
+        """Every key the module registers with ``@decorator("key")``: the table's keys."""
+        key = (module, decorator)
+        if key not in self._tables:
+            pattern = rf"""@{re.escape(decorator)}\(\s*["']([\w\-.]+)["']"""
+            self._tables[key] = frozenset(re.findall(pattern, self.interp.world.text(module)))
+        return self._tables[key]
 
     # -- who calls the reading function -------------------------------------------------------
 
