@@ -4,8 +4,9 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 LEDGER ?= demo.duckdb
 # The test workers (pytest-xdist): two, the cores of the machine CI and the project run on
-# (`make test`'s suite takes ~27 min of a worker's time, the engine tier ~18: one process cannot
-# meet the 20-minute aim). TEST_WORKERS=0: one process; TEST_WORKERS=auto: one a core.
+# (`make test`'s tests take 25-40 min of a worker's time, quiet to beside a busy neighbour; the
+# engine tier's ~18 quiet: one process cannot meet the 20-minute aim). TEST_WORKERS=0: one
+# process; TEST_WORKERS=auto: one a core.
 # docs/performance.md, *The test suite*.
 TEST_WORKERS ?= 2
 # E2E=0 skips installing torch (CPU) + transformers for the engine tier (its tests then skip).
