@@ -381,9 +381,13 @@ class LedgerStore:
         with ledger_file.removed_on_failure(self.path, created):
             if created:  # this process's empty ledger, linked in whole (``template``)
                 template.place(self.path, schema.LAYOUT_VERSION, _build_in_place)
-            with self.connect(read_only=False) as con:  # then cheap: the schema is current
-                self._ensure_schema(con)
+            self._build()  # then cheap where it was placed: the schema is current
         return created
+
+    def _build(self) -> None:
+        """Tables, views and projections made, or checked current, in the file."""
+        with self.connect(read_only=False) as con:
+            self._ensure_schema(con)
 
     def ensure_current(self) -> None:
         """Bring a ledger written by older code, or left behind by a killed writer, up to date:
@@ -717,6 +721,4 @@ class LedgerStore:
 
 def _build_in_place(path: Path) -> None:
     """An empty ledger at ``path``, built there (``template``'s one build a process)."""
-    store = LedgerStore(path)
-    with store.connect(read_only=False) as con:
-        store._ensure_schema(con)
+    LedgerStore(path)._build()
