@@ -184,6 +184,26 @@ def test_an_environment_variable_declared_as_a_descriptor_gates_by_its_default(
     assert on.verdict == "effective"
 
 
+def test_an_enum_member_read_twice_is_the_same_member(
+    kinds: tuple[EngineSource, VersionIndex],
+) -> None:
+    """``mode is not VerifyMode.STATIC``, the mode read from an environment variable at its
+    declared default ``"static"``: the member looked up twice is one object in the engine,
+    so the refusal under it is not reached (0.5.23's ``--enable-linear-replayssm-spec`` was
+    called ``incompatible``, ``proven``, on this)."""
+    found = report(run(kinds, "--enable-ring-verify"), "enable-ring-verify")
+    assert found.verdict == "effective" and not found.refusals
+    source, index = kinds
+    model = load_model_config(MODELS / "foo_moe_top8.json")
+    target = Target.make(arch="sm120", model=model, tp=4, env={"SGLANG_VERIFY_MODE": "ragged"})
+    refused = report(
+        research(source, index, target, parse_flag_string("--enable-ring-verify")),
+        "enable-ring-verify",
+    )
+    assert refused.verdict == "incompatible"
+    assert "needs SGLANG_VERIFY_MODE=static" in refused.reason
+
+
 def test_a_callers_condition_on_an_attribute_its_class_sets_from_a_flag(
     kinds: tuple[EngineSource, VersionIndex],
 ) -> None:
@@ -273,7 +293,10 @@ def test_a_validation_hooks_raise_through_a_view(kinds: tuple[EngineSource, Vers
     found = report(run(kinds, "--enable-aux-capture"), "enable-aux-capture")
     assert (found.verdict, found.confidence) == ("incompatible", "proven")
     assert "--enable-aux-capture needs --speculative-algorithm EAGLE3" in found.reason
-    assert line_of("sglang/srt/arg_groups/validation_hook.py", "raise ValueError") in found.reason
+    assert (
+        line_of("sglang/srt/arg_groups/validation_hook.py", "needs --speculative-algorithm")
+        in found.reason
+    )
     fine = run(kinds, "--enable-aux-capture --speculative-algorithm EAGLE3")
     assert report(fine, "enable-aux-capture").verdict != "incompatible"
 
@@ -304,6 +327,17 @@ def test_a_write_through_a_local_helper_is_not_a_no_op(
     found = report(run(kinds, "--disable-prefill-graph"), "disable-prefill-graph")
     assert (found.verdict, found.confidence) == ("unknown", "unknown")
     assert "does more there than set flags" in found.reason
+
+
+def test_a_value_the_resolution_builds_into_another_flag_is_not_a_no_op(
+    kinds: tuple[EngineSource, VersionIndex],
+) -> None:
+    """``--decode-graph-bs``: read directly only by the n-gram worker (off here), and put by
+    the resolution into ``decode_graph_config``, which the model runner reads: the flag goes
+    where that one goes (0.5.23's ``--cuda-graph-bs-decode`` was called a no-op)."""
+    found = report(run(kinds, "--decode-graph-bs 1 2 4"), "decode-graph-bs")
+    assert found.verdict == "effective"
+    assert "builds --decode-graph-config from it" in found.reason
 
 
 def test_a_model_config_attribute_sharing_the_flags_name_is_not_its_reader(

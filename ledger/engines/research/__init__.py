@@ -19,8 +19,8 @@ from .diff import to_json as diff_json
 from .diff import to_text as diff_text
 from .flags_given import given_flags, load_server_config, parse_flag_string
 from .report import to_json, to_text
+from .reports import FlagReport
 from .target import Target, load_model_config
-from .verdicts import FlagReport
 
 
 def __getattr__(name: str) -> object:

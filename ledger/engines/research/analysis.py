@@ -25,11 +25,12 @@ from .flags_given import GivenFlag, match_flags
 from .gates import GateEvaluator
 from .index import VersionIndex, build_index
 from .optional import absent_kinds
+from .reports import FlagReport
 from .resolve import ENTRY_POINTS, Resolution, attribute_refusals, new_interpreter, walk
 from .sources import ENGINES, EngineSource, installed_package, open_folder, open_wheel
 from .start import refuse_at_start, start_refusal
 from .target import Target
-from .verdicts import FlagReport, Judge
+from .verdicts import Judge
 from .world import World, parsed
 
 #: The flags listed (and recorded) without being given: those that do nothing here whatever

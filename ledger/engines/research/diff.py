@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .analysis import Research
-from .verdicts import FlagReport
+from .reports import FlagReport
 
 
 @dataclass

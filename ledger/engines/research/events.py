@@ -13,7 +13,7 @@ from typing import Any
 from schemas import Actor, CandidateProposed, Evidence, FlagResearched, Host
 
 from .analysis import Research
-from .verdicts import FlagReport
+from .reports import FlagReport
 
 _NAMESPACE = uuid.UUID("0e4b6a1c-6f2d-5b7a-9c3e-2d1f0a9b8c7d")
 _HELP_CHARS = 400

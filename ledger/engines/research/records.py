@@ -151,6 +151,21 @@ class _Continue(Exception):
     pass
 
 
+def _identical(a: Any, b: Any) -> bool:
+    """``a is b`` of the engine's objects, not of the values standing for them here: an enum
+    member, a class or a function looked up twice is two values here but one object there
+    (``mode is not RaggedVerifyMode.STATIC`` held for the STATIC member itself)."""
+    if a is b:
+        return True
+    if isinstance(a, EnumMember) and isinstance(b, EnumMember):
+        return a == b
+    if isinstance(a, ClassRef) and isinstance(b, ClassRef):
+        return (a.module, a.name) == (b.module, b.name)
+    if isinstance(a, FunctionRef) and isinstance(b, FunctionRef):
+        return (a.module, a.qualname) == (b.module, b.qualname)
+    return False
+
+
 _COMPARE: dict[type, Callable[[Any, Any], Any]] = {
     ast.Eq: operator.eq,
     ast.NotEq: operator.ne,
@@ -160,8 +175,8 @@ _COMPARE: dict[type, Callable[[Any, Any], Any]] = {
     ast.GtE: operator.ge,
     ast.In: lambda a, b: a in b,
     ast.NotIn: lambda a, b: a not in b,
-    ast.Is: lambda a, b: a is b or (a is None and b is None),
-    ast.IsNot: lambda a, b: not (a is b or (a is None and b is None)),
+    ast.Is: _identical,
+    ast.IsNot: lambda a, b: not _identical(a, b),
 }
 
 _BINOPS: dict[type, Callable[[Any, Any], Any]] = {

@@ -6,8 +6,8 @@ from collections import Counter
 from typing import Any
 
 from .analysis import Research
+from .reports import FlagReport
 from .values import Unknown, show
-from .verdicts import FlagReport
 
 #: Evidence lines shown per flag in text (the JSON has them all).
 TEXT_EVIDENCE = 4

@@ -15,8 +15,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from .records import Refusal
+from .reports import Evidence, FlagReport
 from .values import Unknown, show
-from .verdicts import Evidence, FlagReport, Judge, _is_runtime_read
+from .verdicts import Judge, _is_runtime_read
 
 
 @dataclass(frozen=True)

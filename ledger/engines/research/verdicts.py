@@ -15,87 +15,32 @@ flags: every answer comes from the conditions found in the source.
 
 from __future__ import annotations
 
-import dataclasses
 import re
-from dataclasses import dataclass
 from typing import Any
 
-from .definitions import FlagDefinition
 from .gates import GateEval, GateEvaluator, Reach, is_assumed_note
 from .index import VersionIndex
 from .model import ReadSite, Site, StoreSite
 from .records import Change, Refusal
+from .reports import (
+    Evidence,
+    FlagReport,
+    OverrideResult,
+    ReaderResult,
+    from_change,
+    override_text,
+    reader_text,
+)
 from .resolve import Resolution
 from .values import CALLERS, ENV, FLAG, HARDWARE, MODEL, PARALLEL, Fact, Unknown, show
 
 #: Reads of a given flag whose functions are walked for a refusal, and reads looked at.
 _PROBED_READERS = 6
 _CLOSE_READERS = 24
-NO_EFFECT = ("dead-code", "not-activated", "no-op", "overridden")
 _RESOLUTION_METHODS = re.compile(
     r"^(_|__post_init__|check|validate|resolve|add_cli|from_cli|handle|create_\w*config)"
 )
 _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
-
-
-@dataclass
-class Evidence:
-    ref: str  # file:line inside the engine package
-    text: str  # what is there: the read, the condition as written, the warning
-
-
-@dataclass
-class ReaderResult:
-    site: Site
-    form: str
-    text: str
-    strict: bool
-    reach: Reach
-    raises: Refusal | None = None  # what the reading function certainly raises here
-    function: str = ""
-    use: str = "value"  # ``ReadSite.use``: a limit on a run-time value, a copy, ...
-
-
-@dataclass
-class OverrideResult:
-    site: Site
-    value: str
-    conditions: list[str]
-    warning: str | None
-    applies: bool | None  # True: happens here; None: depends; False: not here
-    kind: str  # "resolution" (the walk passed it) | "static" (found, not walked) | "runtime"
-    target: str | None = None  # for a coupling: the flag set
-
-
-@dataclass
-class FlagReport:
-    engine: str
-    version: str
-    flag: str  # CLI spelling without dashes
-    field: str
-    definition: FlagDefinition
-    verdict: str
-    reason: str
-    given: Any = None
-    is_given: bool = False
-    resolved: Any = None
-    conditions: list[str] = dataclasses.field(default_factory=list)
-    readers: list[ReaderResult] = dataclasses.field(default_factory=list)
-    overrides: list[OverrideResult] = dataclasses.field(default_factory=list)
-    couplings: list[OverrideResult] = dataclasses.field(default_factory=list)
-    refusals: list[Refusal] = dataclasses.field(default_factory=list)
-    evidence: list[Evidence] = dataclasses.field(default_factory=list)
-    #: ``proven`` (every path to every read followed, every condition decided), ``likely``
-    #: (decided on paths partly followed), ``unknown`` (the analysis cannot tell)
-    confidence: str = "unknown"
-    #: the paths not followed or the conditions taken as run-time values, for people
-    unresolved: list[str] = dataclasses.field(default_factory=list)
-    #: the read that would decide hangs on a call that was assumed, not seen: nothing decided
-    path_assumed: bool = False
-
-    @property
-    def no_effect(self) -> bool:
-        return self.verdict in NO_EFFECT
 
 
 #: Functions whose reads are not uses: a hash of the configuration, its printed form.
@@ -289,7 +234,7 @@ class Judge:
             if change.flag != field_name:
                 continue
             walked.add(change.site)
-            out.append(_from_change(change))
+            out.append(from_change(change))
         for store in self.index.stores.get(field_name, []):
             if store.site in walked:
                 continue
@@ -317,7 +262,7 @@ class Judge:
         for change in self._changes_reading.get(field_name, []):
             if change.flag != field_name:
                 seen.add(change.site)
-                result = _from_change(change)
+                result = from_change(change)
                 result.value = f"--{self._name(change.flag)} = {result.value}"
                 result.target = change.flag
                 out.append(result)
@@ -386,7 +331,7 @@ class Judge:
                     else ""
                 )
             for override in changes:
-                report.evidence.append(Evidence(str(override.site), _override_text(override)))
+                report.evidence.append(Evidence(str(override.site), override_text(override)))
             return
         live_couplings = [c for c in report.couplings if c.applies is not False]
         if not runtime:
@@ -475,6 +420,41 @@ class Judge:
             report.evidence.append(Evidence(str(read.site), read.text))
         return True
 
+    def _built_from(self, read: ReadSite, field_name: str) -> StoreSite | None:
+        """The one other flag the resolution function making ``read`` builds (``declare_resolution
+        (..., cuda_graph_config=config)``), if exactly one."""
+        built = {
+            store.flag: store
+            for store in self._stores_in().get((read.site.path, read.scope.function), [])
+            if store.flag != field_name and _WORD.fullmatch(store.value_text.strip())
+        }
+        return next(iter(built.values())) if len(built) == 1 else None
+
+    def _handed_on_while_reads_are_off(self, report: FlagReport, name: str) -> bool:
+        """Every run-time read is off here, but the argument resolution builds another flag from
+        this one (0.5.23's ``--cuda-graph-bs-decode`` into ``cuda_graph_config``, whose readers
+        capture the graphs; its own direct reads are the draft worker's): judged as that flag is
+        (``_built_into``), else ``unknown``; never ``no-op`` on the direct reads alone."""
+        consumed = [
+            r for r in self.index.reads.get(report.field, []) if r.handling and r.use == "value"
+        ]
+        if self._built_into(report, name, consumed):
+            return True
+        for read in consumed:
+            store = self._built_from(read, report.field)
+            if store is None or self.evaluator.read_reach(read).value is False:
+                continue
+            report.verdict = "unknown"
+            report.reason = (
+                f"every run-time read of {name} is off here, but the argument resolution builds "
+                f"--{store.flag.replace('_', '-')} from it at {read.site} ({read.text}); what "
+                "that does is not followed"
+            )
+            report.evidence.append(Evidence(str(read.site), read.text))
+            report.evidence.append(Evidence(str(store.site), store.text))
+            return True
+        return False
+
     def _built_into(self, report: FlagReport, name: str, consumed: list[ReadSite]) -> bool:
         """Read by a resolution function that builds an object and declares it as another flag
         (SGLang 0.5.23's ``parse_cuda_graph_config``: ``_set(Phase.PREFILL, "max_bs",
@@ -483,14 +463,9 @@ class Judge:
         where that flag goes, so the flag is judged as that one is, ``likely`` at best (which
         part of the object it sets is not followed). Says so in ``report``; False otherwise."""
         for read in consumed:
-            built = {
-                store.flag: store
-                for store in self._stores_in().get((read.site.path, read.scope.function), [])
-                if store.flag != report.field and _WORD.fullmatch(store.value_text.strip())
-            }
-            if len(built) != 1 or self.evaluator.read_reach(read).value is not True:
+            store = self._built_from(read, report.field)
+            if store is None or self.evaluator.read_reach(read).value is not True:
                 continue
-            (store,) = built.values()
             inner = self.report(store.flag, depth=1) if self._depth == 0 else None
             if inner is None or inner.verdict == "unknown":
                 continue
@@ -511,7 +486,7 @@ class Judge:
     def _translated(self, report: FlagReport, coupling: OverrideResult) -> None:
         assert coupling.target is not None
         inner = self.report(coupling.target, depth=1) if self._depth == 0 else None
-        report.evidence.append(Evidence(str(coupling.site), _override_text(coupling)))
+        report.evidence.append(Evidence(str(coupling.site), override_text(coupling)))
         if inner is None:
             report.verdict = "effective"
             report.reason = (
@@ -531,7 +506,7 @@ class Judge:
     def _via_couplings(self, report: FlagReport, live: list[OverrideResult]) -> None:
         name = f"--{report.flag}"
         for coupling in report.couplings:
-            report.evidence.append(Evidence(str(coupling.site), _override_text(coupling)))
+            report.evidence.append(Evidence(str(coupling.site), override_text(coupling)))
         if not live:
             consumed = self._consumed_beyond_couplings(report)
             if consumed is not None:
@@ -595,9 +570,9 @@ class Judge:
             _refused_by_reader(report, name, raising[0])
             return
         for reader in readers[:8]:
-            report.evidence.append(Evidence(str(reader.site), _reader_text(reader)))
+            report.evidence.append(Evidence(str(reader.site), reader_text(reader)))
         for coupling in report.couplings[:4]:
-            report.evidence.append(Evidence(str(coupling.site), _override_text(coupling)))
+            report.evidence.append(Evidence(str(coupling.site), override_text(coupling)))
         active = [r for r in readers if r.reach.value is True]
         followed = [r for r in active if not _assumed(r.reach)]
         decisive = [r for r in followed if r.use not in ("limit", "copy", "check")]
@@ -630,7 +605,7 @@ class Judge:
                 + "; ".join(report.conditions[:3])
                 + f" (not followed: {assumed[0].split(': ', 1)[-1]})"
             )
-            report.evidence.append(Evidence(str(first.site), _reader_text(first)))
+            report.evidence.append(Evidence(str(first.site), reader_text(first)))
             return
         undecided = [r for r in readers if r.reach.value is None]
         if undecided:
@@ -651,6 +626,8 @@ class Judge:
             ]
             if holding:
                 report.reason += "; holds here: " + "; ".join(holding[:3])
+            return
+        if self._handed_on_while_reads_are_off(report, name):
             return
         facts: set[Fact] = set()
         blocking: list[GateEval] = []
@@ -723,7 +700,7 @@ def _only_a_limit(report: FlagReport, name: str, readers: list[ReaderResult]) ->
         f"{name} is read at {first.site} only as a limit on a run-time value "
         f"({first.text}): it changes what runs when the load reaches it"
     )
-    report.evidence.append(Evidence(str(first.site), _reader_text(first)))
+    report.evidence.append(Evidence(str(first.site), reader_text(first)))
     return True
 
 
@@ -744,7 +721,7 @@ def _refused_by_reader(report: FlagReport, name: str, first: ReaderResult) -> No
     if first.reach.value is None:
         report.conditions = [g.text for g in first.reach.deciding()][:8]
         report.reason += " when " + "; ".join(report.conditions[:4])
-    report.evidence.append(Evidence(str(first.site), _reader_text(first)))
+    report.evidence.append(Evidence(str(first.site), reader_text(first)))
     report.evidence.append(Evidence(str(first.raises.site), f"raises {first.raises.message!r}"))
 
 
@@ -769,32 +746,3 @@ def _matches(given: Any, resolved: Any) -> bool:
         )
     except Exception:
         return False
-
-
-def _from_change(change: Change) -> OverrideResult:
-    conditions = []
-    for cond in change.conditions:
-        state = {True: "holds", None: "unknown"}.get(cond.value, "does not hold")
-        basis = "; ".join(sorted(f.text for f in cond.facts if f.kind != "runtime"))
-        conditions.append(f"{cond.text}: {state}" + (f" ({basis})" if basis else ""))
-    applies: bool | None = True if change.certain else None
-    return OverrideResult(
-        change.site, show(change.value), conditions, change.warning, applies, "resolution"
-    )
-
-
-def _override_text(override: OverrideResult) -> str:
-    when = (
-        f" when {' and '.join(c.split(':')[0] for c in override.conditions[-3:])}"
-        if override.conditions
-        else ""
-    )
-    warning = f"; logs {override.warning!r}" if override.warning else ""
-    return f"sets {override.value}{when}{warning}"
-
-
-def _reader_text(reader: ReaderResult) -> str:
-    gates = reader.reach.deciding() or reader.reach.gates
-    if not gates:
-        return f"read: {reader.text}"
-    return f"read: {reader.text} — " + "; ".join(g.describe() for g in gates[:3])
