@@ -267,6 +267,20 @@ def test_a_class_built_only_by_the_backend_a_registry_selects(
     assert report(sampling, "flashinfer-workspace-mb").verdict == "no-op"
 
 
+def test_a_registry_key_no_resolved_value_can_be_is_not_chosen(
+    kinds: tuple[EngineSource, VersionIndex],
+) -> None:
+    """``page_backend = "paged" if is_sm90_supported() else "ragged"``: on sm90 the CUDA
+    version decides, which the source does not give, but neither value is "flat", so the
+    table's "flat" entry never runs (0.5.9's ``--nsa-prefill-backend`` on sm90, whose
+    ``--attention-backend`` is "fa3" or "flashinfer" by ``is_hopper_with_cuda_12_3()``)."""
+    sm90 = report(run(kinds, "--flat-page-knob 3", arch="sm90"), "flat-page-knob")
+    assert sm90.verdict == "no-op"
+    assert "page_backend='paged' or 'ragged' (by is_sm90_supported())" in sm90.reason
+    chosen = run(kinds, "--flat-page-knob 3 --page-backend flat", arch="sm90")
+    assert report(chosen, "flat-page-knob").verdict not in ("no-op", "not-activated")
+
+
 def test_a_function_the_http_server_runs_as_it_starts(
     kinds: tuple[EngineSource, VersionIndex],
 ) -> None:

@@ -30,6 +30,8 @@ from .values import (
     Fact,
     FunctionRef,
     Unknown,
+    chosen_by,
+    show,
     truth,
 )
 from .world import parse_expression
@@ -407,14 +409,10 @@ class GateEvaluator:
                 continue
             values = [self.interp.flag_value(flag) for flag in flags]
             facts = frozenset(
-                Fact("flag", flag, f"{flag}={value!r}")
+                Fact("flag", flag, f"{flag}={show(value)}")
                 for flag, value in zip(flags, values, strict=True)
             )
-            chosen = [v for v in values if not isinstance(v, Unknown) and v is not None]
-            # a per-phase override unset (None) beside a set flag takes its choice (blind set U:
-            # ``--prefill-attention-backend``); unset alone, or unresolved: picked at run time
-            settled = bool(chosen) and all(v in chosen or v is None for v in values)
-            value: bool | None = True if key in chosen else (False if settled else None)
+            value = chosen_by(values, key)
             text = f"{' or '.join(flags)} == {key!r} (registered by @{name})"
             site = Site(self.index.paths.get(scope.module, scope.module), 0)
             out.append(

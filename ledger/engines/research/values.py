@@ -196,6 +196,9 @@ def truth(value: Any) -> bool | None:
 
 def show(value: Any) -> str:
     if isinstance(value, Unknown):
+        options = possible(value)
+        if options is not None:  # one of a few, by something the walk does not know
+            return " or ".join(show(o) for o in options) + f" (by {value.why})"
         return f"unknown ({value.why})"
     if isinstance(value, str):
         return repr(value)
@@ -204,3 +207,28 @@ def show(value: Any) -> str:
     if isinstance(value, list | tuple | set | frozenset) and len(value) > 6:
         return type(value).__name__ + f" of {len(value)}"
     return repr(value)
+
+
+def possible(value: Any) -> tuple[Any, ...] | None:
+    """The values ``value`` may have: itself where known; an unknown's alternatives where it
+    has them, every one known and none unset (``"fa3"`` or ``"flashinfer"``, by a CUDA version
+    the walk does not know); None where it could be anything."""
+    if not isinstance(value, Unknown):
+        return (value,)
+    options = value.alternatives
+    if options and not any(o is None or isinstance(o, Unknown | External) for o in options):
+        return tuple(options)
+    return None
+
+
+def chosen_by(values: list[Any], key: str) -> bool | None:
+    """Whether flags choosing from one table (``--attention-backend``, its per-phase overrides)
+    choose ``key``: a per-phase override unset (None) beside a set flag takes its choice (blind
+    set U: ``--prefill-attention-backend``); unset alone, or unresolved: picked at run time
+    (None); a value the walk knows only as one of a few (``"fa3"`` or ``"flashinfer"``, on sm90
+    by a CUDA version the walk does not know) is each of them."""
+    options = [possible(v) for v in values]
+    chosen = {x for o in options if o is not None for x in o if x is not None}
+    if any(o is not None and all(x == key for x in o) for o in options):
+        return True
+    return False if chosen and None not in options and key not in chosen else None
