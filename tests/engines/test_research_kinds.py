@@ -85,6 +85,19 @@ def test_another_models_file_never_decides(kinds: tuple[EngineSource, VersionInd
     assert oss.reason.startswith("--attention-backend is read at sglang/srt/models/other_oss.py:")
 
 
+def test_an_override_registered_for_another_architecture_never_runs(
+    kinds: tuple[EngineSource, VersionIndex],
+) -> None:
+    """``@register_for("OtherOssForCausalLM")`` on an argument override: it runs for that
+    model only (0.5.23's Kimi-K3 override reading ``--speculative-dspark-block-size`` was
+    "not followed" for every model)."""
+    foo = report(run(kinds, "--oss-draft-block-knob 6"), "oss-draft-block-knob")
+    assert (foo.verdict, foo.confidence) == ("no-op", "likely")
+    assert "@register_for runs it for OtherOssForCausalLM only" in foo.reason
+    oss = report(run(kinds, "--oss-draft-block-knob 6", model="other_oss"), "oss-draft-block-knob")
+    assert oss.verdict not in ("no-op", "not-activated")
+
+
 def test_a_flag_only_another_model_reads(kinds: tuple[EngineSource, VersionIndex]) -> None:
     foo = report(run(kinds, "--oss-sinks-knob 1"), "oss-sinks-knob")
     assert (foo.verdict, foo.confidence) == ("not-activated", "likely")

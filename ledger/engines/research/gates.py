@@ -15,7 +15,7 @@ from typing import Any
 from .index import CALL_DEPTH, MAX_HOMONYMS, VersionIndex
 from .interpreter import Interpreter
 from .model import CallSite, GateSpec, ImportSite, LocalDef, ReadSite, Scope, Site
-from .modelscope import ModelScope, _module_of, model_scope
+from .modelscope import ModelScope, _module_of, architecture_gates, model_scope
 from .proxies import InstanceProxy, SelfProxy
 from .records import _MISSING, ArgsView, Budget, Frame, Refusal
 from .unpassed import unpassed_default
@@ -392,7 +392,8 @@ class GateEvaluator:
 
     def registry_gates(self, scope: Scope) -> list[GateEval]:
         """``@register_attention_backend("triton")``: the read runs when a flag chooses it."""
-        out: list[GateEval] = []
+        path = self.index.paths.get(scope.module, scope.module)
+        out = architecture_gates(self.model_scope(), self.index, tuple(scope.decorators), path)
         for decorator in scope.decorators:
             match = _STRING_ARG.match(decorator)
             if not match:
@@ -414,10 +415,8 @@ class GateEvaluator:
             )
             value = chosen_by(values, key)
             text = f"{' or '.join(flags)} == {key!r} (registered by @{name})"
-            site = Site(self.index.paths.get(scope.module, scope.module), 0)
-            out.append(
-                GateEval("registry", text, site, value, facts, None if value is not None else text)
-            )
+            unresolved = None if value is not None else text
+            out.append(GateEval("registry", text, Site(path, 0), value, facts, unresolved))
         return out
 
     def _registry_keys(self, module: str, decorator: str) -> frozenset[str]:

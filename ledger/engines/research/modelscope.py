@@ -4,6 +4,7 @@ a read, gate or raise in any other model's file never decides a verdict for this
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -42,6 +43,29 @@ class ModelScope:
         fact = Fact(MODEL, "architecture", f"model architecture {self.architecture}")
         text = f"{path} is another model's file ({self.architecture} loads {', '.join(sorted(self.selected))})"
         return GateEval("model-scope", text, Site(path, 0), False, frozenset({fact}))
+
+
+_QUOTED = re.compile(r"""["']([\w.]+)["']""")
+
+
+def architecture_gates(
+    scope: ModelScope | None, index: VersionIndex, decorators: tuple[str, ...], path: str
+) -> list[GateEval]:
+    """A function registered under model architectures, every name of the decorator one the
+    version's model files register (SGLang 0.5.23's ``@_register_for("KimiK3ForConditional
+    Generation")`` on a model's argument overrides): it runs for those models only."""
+    from .gates import GateEval
+
+    if scope is None:
+        return []
+    known = {name for classes in index.entry_classes.values() for name in classes}
+    for decorator in decorators:
+        names = _QUOTED.findall(decorator)
+        if names and set(names) <= known and scope.architecture not in names:
+            fact = Fact(MODEL, "architecture", f"model architecture {scope.architecture}")
+            text = f"@{decorator.split('(')[0]} runs it for {', '.join(names)} only"
+            return [GateEval("model-scope", text, Site(path, 0), False, frozenset({fact}))]
+    return []
 
 
 def model_scope(index: VersionIndex, target: Any) -> ModelScope | None:
