@@ -393,7 +393,7 @@ class GateEvaluator:
     def registry_gates(self, scope: Scope) -> list[GateEval]:
         """``@register_attention_backend("triton")``: the read runs when a flag chooses it."""
         path = self.index.paths.get(scope.module, scope.module)
-        out = architecture_gates(self.model_scope(), self.index, tuple(scope.decorators), path)
+        out = architecture_gates(self.model_scope(), tuple(scope.decorators), path)
         for decorator in scope.decorators:
             match = _STRING_ARG.match(decorator)
             if not match:

@@ -30,6 +30,11 @@ class ModelScope:
     packages: tuple[str, ...]  # the model packages, ``sglang.srt.models``
     selected: frozenset[str]  # the files registering the architecture
     loaded: frozenset[str]  # those and every module they import, transitively
+    registered: frozenset[str] = frozenset()  # every architecture the version's files register
+
+    @property
+    def fact(self) -> Fact:
+        return Fact(MODEL, "architecture", f"model architecture {self.architecture}")
 
     def is_model_file(self, module: str) -> bool:
         return any(module.startswith(package + ".") for package in self.packages)
@@ -40,16 +45,15 @@ class ModelScope:
     def gate(self, module: str, path: str) -> GateEval:
         from .gates import GateEval
 
-        fact = Fact(MODEL, "architecture", f"model architecture {self.architecture}")
         text = f"{path} is another model's file ({self.architecture} loads {', '.join(sorted(self.selected))})"
-        return GateEval("model-scope", text, Site(path, 0), False, frozenset({fact}))
+        return GateEval("model-scope", text, Site(path, 0), False, frozenset({self.fact}))
 
 
 _QUOTED = re.compile(r"""["']([\w.]+)["']""")
 
 
 def architecture_gates(
-    scope: ModelScope | None, index: VersionIndex, decorators: tuple[str, ...], path: str
+    scope: ModelScope | None, decorators: tuple[str, ...], path: str
 ) -> list[GateEval]:
     """A function registered under model architectures, every name of the decorator one the
     version's model files register (SGLang 0.5.23's ``@_register_for("KimiK3ForConditional
@@ -58,13 +62,11 @@ def architecture_gates(
 
     if scope is None:
         return []
-    known = {name for classes in index.entry_classes.values() for name in classes}
     for decorator in decorators:
         names = _QUOTED.findall(decorator)
-        if names and set(names) <= known and scope.architecture not in names:
-            fact = Fact(MODEL, "architecture", f"model architecture {scope.architecture}")
+        if names and set(names) <= scope.registered and scope.architecture not in names:
             text = f"@{decorator.split('(')[0]} runs it for {', '.join(names)} only"
-            return [GateEval("model-scope", text, Site(path, 0), False, frozenset({fact}))]
+            return [GateEval("model-scope", text, Site(path, 0), False, frozenset({scope.fact}))]
     return []
 
 
@@ -122,6 +124,7 @@ def model_scope(index: VersionIndex, target: Any) -> ModelScope | None:
         packages_found,
         frozenset(selected),
         frozenset(loaded | shared),
+        frozenset(name for classes in entries.values() for name in classes),
     )
 
 

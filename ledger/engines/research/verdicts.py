@@ -361,9 +361,7 @@ class Judge:
             if report.couplings:
                 self._via_couplings(report, live_couplings)
                 return
-            consumed = [
-                r for r in self.index.reads.get(report.field, []) if r.handling and r.use == "value"
-            ]
+            consumed = self._consumed(report.field)
             mentions = [
                 s
                 for s in self.index.mentions.get(report.field, [])
@@ -420,6 +418,10 @@ class Judge:
             report.evidence.append(Evidence(str(read.site), read.text))
         return True
 
+    def _consumed(self, field_name: str) -> list[ReadSite]:
+        """The argument resolution's reads that use the flag's value (not a check of it)."""
+        return [r for r in self.index.reads.get(field_name, []) if r.handling and r.use == "value"]
+
     def _built_from(self, read: ReadSite, field_name: str) -> StoreSite | None:
         """The one other flag the resolution function making ``read`` builds (``declare_resolution
         (..., cuda_graph_config=config)``), if exactly one."""
@@ -435,9 +437,7 @@ class Judge:
         this one (0.5.23's ``--cuda-graph-bs-decode`` into ``cuda_graph_config``, whose readers
         capture the graphs; its own direct reads are the draft worker's): judged as that flag is
         (``_built_into``), else ``unknown``; never ``no-op`` on the direct reads alone."""
-        consumed = [
-            r for r in self.index.reads.get(report.field, []) if r.handling and r.use == "value"
-        ]
+        consumed = self._consumed(report.field)
         if self._built_into(report, name, consumed):
             return True
         for read in consumed:
