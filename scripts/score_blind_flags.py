@@ -22,6 +22,8 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
+from ledger.engines.research.flags_given import flag_words
+
 #: the T1 targets name the seeds' model by a path of the collector's machine: the repository's copy
 SEEDS_MODEL = Path(__file__).parents[1] / "examples" / "models" / "qwen3_5_moe" / "config.json"
 
@@ -35,8 +37,7 @@ def _model_config(case: Path, given: str) -> str:
 
 def score_target(case: Path, answer: dict[str, Any], target: dict[str, Any]) -> dict[str, Any]:
     name = answer["flag"].lstrip("-")
-    value = answer.get("value")
-    flags = answer["flag"] + ("" if value in (None, "", True) else f" {value}")
+    flags = flag_words(answer["flag"], answer.get("value"))
     command = [
         sys.executable,
         *("-m", "ledger.cli", "research"),

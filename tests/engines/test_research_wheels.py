@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import json
 import os
-import shlex
 from pathlib import Path
 
 import pytest
@@ -27,6 +26,7 @@ from ledger.engines.research import (
     research,
 )
 from ledger.engines.research.analysis import Research, fetch_wheel, find_wheel, wheel_dirs
+from ledger.engines.research.flags_given import flag_words
 
 pytestmark = [pytest.mark.slow, pytest.mark.engine()]
 
@@ -259,15 +259,6 @@ BLIND_OTHER_WORKER = frozenset(
 )
 
 
-def _given(flag: str, value: object) -> str:
-    """The flag as a shell gives it: a list stays several words (``1 5 10``), a value the shell
-    would change is quoted, as its user would quote it (JSON: ``'{"top_k": 1024}'``)."""
-    if value in (None, "", True):
-        return flag
-    text = str(value)
-    return f"{flag} {text if shlex.split(text) == text.split() else shlex.quote(text)}"
-
-
 @pytest.mark.parametrize(
     "name",
     [
@@ -287,7 +278,7 @@ def test_the_blind_sets_sglang_0523_verdicts_hold_their_score(
         if (answer["engine"], answer["version"]) != ("sglang", "0.5.23"):
             continue
         flag = answer["flag"]
-        given = _given(flag, answer.get("value"))
+        given = flag_words(flag, answer.get("value"))
         for t in answer["targets"]:
             config = QWEN35_MOE if t["id"] == "T1" else answer_file.parent / t["model_config"]
             target = Target.make(arch=t["arch"], model=load_model_config(config), tp=t["tp"])

@@ -31,6 +31,16 @@ class GivenFlag:
     nearest: list[str] = field(default_factory=list)
 
 
+def flag_words(flag: str, value: Any) -> str:
+    """The flag as a shell gives it, for ``--flags``: a list stays several words (``1 5 10``), a
+    value the shell would change is quoted as its user would quote it (JSON:
+    ``'{"top_k": 1024}'``). None, "" and True: the bare switch."""
+    if value in (None, "", True):
+        return flag
+    text = str(value)
+    return f"{flag} {text if shlex.split(text) == text.split() else shlex.quote(text)}"
+
+
 def parse_flag_string(text: str) -> list[tuple[str, Any]]:
     """``--tp 4 --enable-x --mode=a`` -> [("tp", "4"), ("enable-x", True), ("mode", "a")]."""
     try:
