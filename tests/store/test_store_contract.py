@@ -142,8 +142,9 @@ def ticking_clock(start: datetime) -> Callable[[], datetime]:
 class StoreContract:
     """Guarantees every store configuration keeps. Subclasses set the configuration."""
 
-    #: Events per writer process in the concurrency test (racing writers).
-    events_per_writer = 100
+    #: Events per writer process in the concurrency test (racing writers: both append for the
+    #: whole run; 100 each took 38-40 s of a test worker per configuration, docs/performance.md).
+    events_per_writer = 60
 
     def ledger_file(self, tmp_path: Path) -> Path:
         """Where this configuration keeps the ledger."""

@@ -36,7 +36,7 @@ pytestmark = pytest.mark.slow
 
 #: Examples of the property (each a few hub rows and a fresh ledger's sync); more with
 #: TUNELEDGER_FUZZ_EXAMPLES=N.
-EXAMPLES = int(os.environ.get("TUNELEDGER_FUZZ_EXAMPLES", "25"))
+EXAMPLES = int(os.environ.get("TUNELEDGER_FUZZ_EXAMPLES", "15"))
 
 TEXT = st.text(
     alphabet=st.characters(blacklist_categories=("Cs",), blacklist_characters="\x00"), max_size=30

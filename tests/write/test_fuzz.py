@@ -46,7 +46,7 @@ LOG_LINES = (FIXTURES / "server" / "sm120_qwen35_baseline.log").read_text().spli
 pytestmark = pytest.mark.slow
 
 #: Cases per test (8 tests); TUNELEDGER_FUZZ_EXAMPLES=N runs more.
-EXAMPLES = int(os.environ.get("TUNELEDGER_FUZZ_EXAMPLES", "40"))
+EXAMPLES = int(os.environ.get("TUNELEDGER_FUZZ_EXAMPLES", "25"))
 FUZZ = settings(
     max_examples=EXAMPLES,
     deadline=None,
