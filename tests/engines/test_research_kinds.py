@@ -24,9 +24,10 @@ from ledger.engines.research import (
     to_text,
 )
 from ledger.engines.research.analysis import Research
+from ledger.engines.research.gates import GateEvaluator
 from ledger.engines.research.index import VersionIndex
 from ledger.engines.research.model import Site
-from ledger.engines.research.records import Frame, Refusal
+from ledger.engines.research.records import Budget, Frame, Refusal
 from ledger.engines.research.resolve import new_interpreter, walk
 from ledger.engines.research.sources import MAX_MEMBER_BYTES, EngineSource, import_names
 from ledger.engines.research.values import truth
@@ -667,3 +668,47 @@ def test_a_value_kept_under_its_own_name_is_off_where_every_use_is(
     assert "enable_prio=False (default)" in off.reason
     on = report(run(kinds, "--default-prio-knob 1 --enable-prio"), "default-prio-knob")
     assert on.verdict in ("effective", "conditional")
+
+
+def test_a_value_handed_to_a_function_takes_the_conditions_where_it_is_used(
+    kinds: tuple[EngineSource, VersionIndex],
+) -> None:
+    # ``check_length(req, n, server_args.truncate_knob)`` truncates only a prompt longer than
+    # ``n``: the call runs for every request, the flag changes one that long
+    handed = report(run(kinds, "--truncate-knob"), "truncate-knob")
+    assert handed.verdict == "conditional"
+    where = line_of("sglang/srt/managers/requests.py", "if len(req.input_ids) >= max_len")
+    assert f"len(req.input_ids) >= max_len (where check_length() uses it, {where})" in handed.reason
+    # a function that uses its parameter whatever the request: handing the value is a use
+    assert report(run(kinds, "--token-cap-knob 8"), "token-cap-knob").verdict == "effective"
+    # kept on an object built in a branch's own import, used by one kind of request only
+    kept = report(run(kinds, "--grammar-ws-knob 2"), "grammar-ws-knob")
+    assert kept.verdict == "conditional"
+    where = line_of("sglang/srt/managers/grammar_impl.py", 'if key == "$$ANY$$"')
+    assert f"not (key == '$$ANY$$') (where GrammarBackend() uses it, {where})" in kept.reason
+
+
+def test_a_value_kept_under_its_own_name_and_used_per_request_is_conditional(
+    kinds: tuple[EngineSource, VersionIndex],
+) -> None:
+    # ``self.prompt_trim_knob = server_args.prompt_trim_knob`` runs at start; the copy changes a
+    # request only when the prompt reaches the context length
+    found = report(run(kinds, "--prompt-trim-knob"), "prompt-trim-knob")
+    assert found.verdict == "conditional"
+    assert "len(req.input_ids) >= self.context_len" in found.reason
+
+
+def test_a_probe_after_a_spent_walk_has_a_budget_of_its_own() -> None:
+    # vLLM 0.34's --quantization-config: the walk before had spent the interpreter's steps,
+    # and looking up the reading function's annotated parameter raised ``Budget`` out of
+    # ``research`` (a traceback in the CLI)
+    source = open_engine(str(KINDS), "sglang")
+    index = load_index(source, use_cache=False, workers=1)
+    world = World(source.read_or_none, index.paths, index.tables, set())
+    interp = new_interpreter(world, index, Target.make(arch="sm120", model=None, tp=4))
+    (read,) = index.reads["budget_scale_knob"]
+    evaluator = GateEvaluator(interp, index)
+    interp.allow(0)
+    with pytest.raises(Budget):
+        interp.eval(parse_expression("1 + 1"), Frame("sglang.srt.managers.requests"))
+    assert evaluator.probe(read) is None  # no raise on its path, and no Budget out of it

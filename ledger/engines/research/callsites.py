@@ -43,6 +43,25 @@ class CallRecorder:
 
         _functions: list[_FunctionInfo]
         _classes: list[tuple[str, ast.ClassDef]]
+        _handed: dict[int, tuple[str, int | str]]
+        arg_layer: bool
+
+        def segment(self, node: ast.AST) -> str: ...
+
+    def _hand_arguments(self, node: ast.Call) -> None:
+        """``f(x, server_args.y)``: where ``f`` uses its parameter decides (``handed``)."""
+        if self.arg_layer or not isinstance(node.func, ast.Name | ast.Attribute):
+            return
+        if any(isinstance(sub, ast.Call) for sub in ast.walk(node.func)):
+            return
+        callee = self.segment(node.func)
+        for position, arg in enumerate(node.args):
+            if isinstance(arg, ast.Starred):
+                break
+            self._handed[id(arg)] = (callee, position)
+        for keyword in node.keywords:
+            if keyword.arg is not None:
+                self._handed[id(keyword.value)] = (callee, keyword.arg)
 
     def calls_of(self, node: ast.stmt, gates: tuple[RawGate, ...]) -> None:
         """The calls in a statement's own expressions (its blocks are walked as blocks)."""

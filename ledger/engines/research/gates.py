@@ -591,6 +591,7 @@ class GateEvaluator:
         function = self._function_of(read.scope)
         if function is None:
             return None
+        self.interp.allow(_GATE_STEPS)  # a walk of its own: not what an earlier one left
         objects = self._annotated_params(function, read.scope)
         found = self._walk(function, objects=objects)
         refusal = next((r for r in found if r.certain and r.message), None)

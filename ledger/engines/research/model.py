@@ -81,6 +81,9 @@ class ReadSite:
     #: ``use == "global"``: the module global the value is assigned to (``global X; X = ...``),
     #: read where the engine reads that global
     carried: str | None = None
+    #: the value is an argument of a call (``f(x, server_args.y)``): the callee as written and
+    #: the argument's position or keyword, for where the callee uses it (``handed``)
+    handed: tuple[str, int | str] | None = None
 
 
 @dataclass(slots=True)

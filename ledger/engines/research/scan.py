@@ -67,6 +67,7 @@ class Scanner(CallRecorder):
         )
         self._line_hits: dict[int, bool] = {}
         self._carried: str | None = None  # the global an assignment being walked sets
+        self._handed: dict[int, tuple[str, int | str]] = {}  # f(x, a.y): id(a.y) -> ("f", 1)
 
     # -- entry ---------------------------------------------------------------------------------
 
@@ -685,6 +686,7 @@ class Scanner(CallRecorder):
             self.subscript_read(node, gates)
         elif isinstance(node, ast.Call):
             self.call(node, gates)
+            self._hand_arguments(node)
         elif isinstance(node, ast.Constant) and isinstance(node.value, str):
             if node.value in self._fields:
                 self.summary.mentions.setdefault(node.value, []).append(self.site(node))
@@ -703,14 +705,11 @@ class Scanner(CallRecorder):
         loose = self.model.distinctive.get(node.attr)
         if (
             loose is not None
-            and not self._is_definition_default(node)
+            # ``ServerArgs.x`` (a class's default, in the argument layer) is not a read
+            and not (isinstance(node.value, ast.Name) and node.value.id in self.model.self_classes)
             and not _MODEL_CONFIG.search(self.form_of(node.value))
         ):
             self.record_read(loose, node, gates, "<object>." + node.attr, False)
-
-    def _is_definition_default(self, node: ast.Attribute) -> bool:
-        """``ServerArgs.x`` (a class's default, in the argument layer) is not a read."""
-        return isinstance(node.value, ast.Name) and node.value.id in self.model.self_classes
 
     def form_of(self, node: ast.expr) -> str:
         if isinstance(node, ast.Call):
@@ -778,6 +777,7 @@ class Scanner(CallRecorder):
                 strict=strict,
                 use=(use := self.use_of(flag)),
                 carried=self._carried if use == "global" else None,
+                handed=self._handed.get(id(node)) if use == "value" else None,
             )
         )
 

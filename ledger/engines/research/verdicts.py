@@ -19,6 +19,7 @@ import re
 from typing import Any
 
 from .gates import GateEval, GateEvaluator, Reach, is_assumed_note
+from .handed import handed_reach
 from .index import VersionIndex
 from .model import ReadSite, Site, StoreSite
 from .records import Change, Refusal
@@ -217,12 +218,19 @@ class Judge:
         return out
 
     def reader(self, read: ReadSite) -> ReaderResult:
+        reach = self.evaluator.read_reach(read)
+        if reach.value is not False and read.handed is not None:
+            # handed to a function: the flag matters where that function uses it
+            used = handed_reach(self.evaluator, read)
+            if used is not None:
+                value = False if used.value is False else (None if reach.value else reach.value)
+                reach = Reach(value, [*reach.gates, *used.gates], reach.unresolved)
         return ReaderResult(
             read.site,
             read.form,
             read.text,
             read.strict,
-            self.evaluator.read_reach(read),
+            reach,
             function=read.scope.function,
             use=read.use,
         )
@@ -579,10 +587,10 @@ class Judge:
         if followed and not decisive and _only_a_limit(report, name, readers):
             return
         if followed and not decisive and _kept_unused(report.field, followed, readers):
-            # kept on the object under the flag's own name, and every use of that attribute is
-            # off here: keeping a value runs nothing (the uses decide, as below)
+            # kept on the object under the flag's own name, and no use of that attribute is
+            # known to hold here: keeping a value runs nothing (the uses decide, as below)
             readers = [r for r in readers if r not in followed]
-            active = followed = []
+            active, followed = [r for r in active if r not in followed], []
         if followed:
             first = (decisive or followed)[0]
             report.verdict = "effective"
@@ -678,10 +686,16 @@ def _kept_unused(
     field_name: str, followed: list[ReaderResult], readers: list[ReaderResult]
 ) -> bool:
     """Every read that holds here keeps the value on an object under the flag's own name
-    (``self.default_priority_value = get_schedule().default_priority_value``), and every other
-    read of the flag (the uses of that attribute among them) is off here."""
+    (``self.default_priority_value = get_schedule().default_priority_value``), and the uses of
+    that attribute decide: those read in the copies' files, where none holds for sure (``if
+    self.allow_auto_truncate:`` behind a prompt's length is per request); where no such use is
+    among the reads, every other read is off here."""
     if not all(r.use == "copy" and re.match(rf"self\.{field_name}\s*=", r.text) for r in followed):
         return False
+    files = {r.site.path for r in followed}
+    uses = [r for r in readers if r not in followed and r.site.path in files]
+    if uses:
+        return all(r.reach.value is not True for r in uses)
     others = [r for r in readers if r not in followed]
     return bool(others) and all(r.reach.value is False for r in others)
 
