@@ -199,7 +199,8 @@ BLIND = Path(__file__).parents[1] / "fixtures" / "blind_flags"
 #: in the lifespan, now reached: ``effective``, where the reader found it per request).
 #: The fourteenth raised S1 (9 to 10) and V2 (14 to 16: a flag the resolution builds into
 #: another flag), and B, E1, I1, M1 and N1 to what earlier rounds had gained above their floors;
-#: it added W (its counting set).
+#: it added W (its counting set). The fifteenth raised W2 (14 to 18: a value handed to a
+#: function that uses it per request) and added X (its counting set, measured once).
 BLIND_0523_RIGHT = {
     "set_a": 10,
     "set_b": 8,
@@ -229,11 +230,13 @@ BLIND_0523_RIGHT = {
     "set_v1": 11,
     "set_v2": 16,
     "set_w1": 14,
-    "set_w2": 14,
+    "set_w2": 18,
+    "set_x1": 14,
+    "set_x2": 14,
 }
 
 
-#: Sixteen of the blind sets run on the other pytest-xdist worker (their own ``xdist_group``; the rest of the
+#: Seventeen of the blind sets run on the other pytest-xdist worker (their own ``xdist_group``; the rest of the
 #: file is one group, tests/conftest.py): the sets are most of this file's time, and the file alone
 #: on one worker kept it busy long after the other had finished (docs/performance.md, *The test
 #: suite*). Both halves read the one 0.5.23 index of the run (``cache``).
@@ -255,6 +258,7 @@ BLIND_OTHER_WORKER = frozenset(
         "set_u2",
         "set_v1",
         "set_w1",
+        "set_x1",
     }
 )
 
