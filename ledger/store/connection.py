@@ -62,6 +62,8 @@ class Held:
         hold_s: float,
     ) -> None:
         self.key, self.con, self.fd, self.lock, self.hold_s = key, con, fd, lock, hold_s
+        #: the file opened (device, inode): another file at the path is not this connection's
+        self.file = file_id(key)
         self.heads: dict[str, int] = {}
         #: the views made on the connection for reads through it (``LedgerStore._readable``)
         self.views: set[str] = set()
@@ -114,6 +116,12 @@ class Held:
             finally:
                 sidecar_lock.release(self.fd)
 
+    def replaced(self) -> bool:
+        """The file at the path is not the one held any more (removed, or another put there,
+        as a new ``init`` after deleting the old one): what this connection writes would go to
+        a file nobody reads."""
+        return file_id(self.key) != self.file
+
     def start_watching(self) -> None:
         threading.Thread(target=self._watch, name="ledger-hold-watch", daemon=True).start()
 
@@ -149,6 +157,15 @@ class Held:
 
 
 HELD: dict[str, Held] = {}
+
+
+def file_id(path: str) -> tuple[int, int] | None:
+    """The file at ``path`` as (device, inode); None where there is none."""
+    try:
+        found = os.stat(path)
+    except OSError:
+        return None
+    return found.st_dev, found.st_ino
 
 
 @atexit.register

@@ -245,11 +245,22 @@ class LedgerStore:
             if held is not None:
                 held.let_go()
 
+    def _live_held(self) -> Held | None:
+        """This file's kept-open connection, let go of where the file at the path is another
+        now (removed and made again under this process, as ``rm`` then ``init``): it would
+        write where nobody reads, and DuckDB refuses a second attach of the path meanwhile."""
+        held = HELD.get(self._key)
+        if held is not None and held.replaced():
+            with suppress(duckdb.Error, OSError):
+                held.let_go()
+            return None
+        return held
+
     def _held(self, *, create: bool, reading: bool = False) -> Held | None:
         """This file's kept-open connection in this process (opened now when ``create`` and
         ``hold_s``; for a read, only when the file needs no writing: else None, and the read
         opens it read-only)."""
-        held = HELD.get(self._key)
+        held = self._live_held()
         if held is None and create and self.hold_s > 0:
             con, fd = self._open_locked(read_only=False, config={})
             try:
@@ -347,6 +358,7 @@ class LedgerStore:
     ) -> tuple[duckdb.DuckDBPyConnection, int]:
         """Check the path, take the sidecar lock (``_acquire``), then open the file; the lock is
         let go on failure. Every connection of the store is opened here."""
+        self._live_held()  # one held on a file removed since is let go first
         self.check_path()
         fd = self._acquire(shared=read_only)
         try:

@@ -161,3 +161,24 @@ def test_kept_open_is_the_same_ledger_held_for_a_run_of_appends(tmp_path: Path) 
     runner.append([NoteAdded(text=f"n{i}") for i in range(3)])
     assert [e.seq for e in one_shot.read()] == [1, 2, 3]  # through the held connection
     runner.close()
+
+
+def test_a_kept_open_writer_follows_a_ledger_made_again_at_its_path(tmp_path: Path) -> None:
+    """The ledger's folder removed and a new ledger made at the same path while this process
+    held the old file open (as pytest does with a test's folder, and a user may with ``rm`` and
+    ``init``): the next append goes to the new file, not to the unlinked one nobody reads."""
+    folder = tmp_path / "run"
+    folder.mkdir()
+    path = folder / "ledger.duckdb"
+    runner = LedgerStore(path, hold_s=60)
+    runner.append(NoteAdded(text="into the old file"))
+    for leftover in folder.iterdir():
+        leftover.unlink()
+    folder.rmdir()
+    folder.mkdir()
+    LedgerStore(path).append(NoteAdded(text="the new ledger's first"))
+    runner.append(NoteAdded(text="into the new file"))
+    runner.close()
+    with duckdb.connect(str(path), read_only=True) as con:
+        texts = con.execute("SELECT payload->>'text' FROM events ORDER BY seq").fetchall()
+    assert texts == [("the new ledger's first",), ("into the new file",)]
