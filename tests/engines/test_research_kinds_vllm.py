@@ -208,3 +208,30 @@ def test_nested_defaults_set_through_setattr_by_a_recursive_helper_are_followed(
     assert found.resolved == 4
     assert "must be set after the level defaults" not in found.reason
     assert verdict_of(engine, "--foo-knob 3", "foo-knob").verdict != "incompatible"
+
+
+def test_the_api_servers_flags_are_flags_and_their_reads_are_reads(
+    engine: tuple[EngineSource, VersionIndex],
+) -> None:
+    """``vllm serve``'s frontend flags (``FrontendArgs`` and its bases, ``make_arg_parser``'s
+    own ``add_argument``s) were no flags at all: ``--response-role`` was "defines no such
+    flag", or dead code. ``args.response_tone`` in the server is the flag's read."""
+    _, index = engine
+    for name in ("response-tone", "enable-tool-pick", "probe-timeout-knob", "headless-knob"):
+        definition = index.flag(name)
+        assert definition is not None and definition.options == (f"--{name}",)
+    found = verdict_of(engine, "--response-tone model", "response-tone")
+    assert found.verdict == "effective"
+    assert line_of("vllm/entrypoints/api_server.py", "args.response_tone") in found.reason
+
+
+def test_the_serve_launchs_checks_refuse_before_the_engine_is_built(
+    engine: tuple[EngineSource, VersionIndex],
+) -> None:
+    """``validate_parsed_serve_args(args)`` raises for ``--enable-auto-tool-choice`` without
+    ``--tool-call-parser`` (vLLM 0.34): a refusal, walked as the resolution's are."""
+    found = verdict_of(engine, "--enable-tool-pick", "enable-tool-pick")
+    assert (found.verdict, found.confidence) == ("incompatible", "proven")
+    assert "--enable-tool-pick requires --tool-parser-knob" in found.reason
+    fine = verdict_of(engine, "--enable-tool-pick --tool-parser-knob hermes", "enable-tool-pick")
+    assert fine.verdict != "incompatible"

@@ -80,14 +80,21 @@ class AccessModel:
     #: values of the arguments computed from them by a function (SGLang 0.5.23's ``Derived``
     #: fields: ``num_dp_ranks`` is ``runtime_context.num_dp_ranks_of(cfg)``): name -> dotted
     derived: dict[str, str] = field(default_factory=dict)
+    #: names that hold their kind only in files under these prefixes (vLLM's ``args``, the
+    #: parsed ``vllm serve`` arguments in ``vllm/entrypoints/``; elsewhere, the benchmarks',
+    #: another parser's)
+    scoped_names: dict[str, tuple[str, ...]] = field(default_factory=dict)
 
-    def kind_by_name(self, name: str) -> str | None:
+    def kind_by_name(self, name: str, path: str | None = None) -> str | None:
         """The kind of object a variable or attribute of this name holds, by the naming rule.
 
         ``server_args``, ``self.server_args``, ``model_runner.server_args`` hold the arguments;
         ``handle_server_args`` and ``validate_server_args`` are functions, not holders.
         """
         if name in self.names:
+            scope = self.scoped_names.get(name)
+            if path is not None and scope is not None and not path.startswith(scope):
+                return None
             return self.names[name]
         for suffix, kind in self.suffixes:
             if name.endswith(suffix) and not name.lstrip("_").startswith(_VERBS):

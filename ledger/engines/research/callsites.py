@@ -45,6 +45,8 @@ class CallRecorder:
         _classes: list[tuple[str, ast.ClassDef]]
         _handed: dict[int, tuple[str, int | str]]
         arg_layer: bool
+        #: ``from m import f as g``: calls of ``g`` in this module are calls of ``f``
+        imported_as: dict[str, str]
 
         def segment(self, node: ast.AST) -> str: ...
 
@@ -157,6 +159,13 @@ class CallRecorder:
             if not isinstance(node.value, ast.Name):
                 self._calls(node.value, gates, depth + 1)
             return
+        if isinstance(node, ast.Dict):
+            for key, value in zip(node.keys, node.values, strict=True):
+                # ``{SWAKVPool: attach_swa}``: a class as a key is a type looked up, not built
+                if key is not None and not isinstance(key, ast.Name | ast.Attribute):
+                    self._calls(key, gates, depth + 1)
+                self._calls(value, gates, depth + 1)
+            return
         if isinstance(node, ast.Subscript) and isinstance(node.value, ast.Dict):
             # ``{"stat": _StatAccumulator, ...}[server_args.mode]``: a dispatch table builds
             # (or calls) the entry its key selects, so each entry is under ``key == "stat"``
@@ -189,6 +198,9 @@ class CallRecorder:
                 self._calls(value, gates, depth + 1)
 
     def _record_call(self, name: str, node: ast.AST, gates: tuple[RawGate, ...]) -> None:
+        original = self.imported_as.get(name)
+        if original is not None:  # the name may be bound otherwise too: a call of both
+            self._record_call(original, node, gates)
         scope = self._scopes[-1]
         made = self.made(gates) if gates else ()
         func = node.func if isinstance(node, ast.Call) else node
@@ -268,6 +280,17 @@ class CallRecorder:
                     notes[attr] = named if notes.get(attr, named) == named else ""
             cache[id(node)] = notes
         return notes
+
+
+def import_aliases(tree: ast.Module) -> dict[str, str]:
+    """``from m import f as g`` anywhere in the module (a lazy import too): ``g`` -> ``f``."""
+    found: dict[str, str] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom):
+            for alias in node.names:
+                if alias.asname and alias.asname != alias.name and alias.name != "*":
+                    found.setdefault(alias.asname, alias.name)
+    return found
 
 
 def _is_class_name(name: str) -> bool:

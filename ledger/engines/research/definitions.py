@@ -197,6 +197,12 @@ def apply_registration(definition: FlagDefinition, registration: Registration, s
         definition.choices = choices
     elif "choices" in keywords and not definition.extra.get("choices"):
         definition.extra["choices"] = squeeze(ast.unparse(keywords["choices"]))
+    const = keywords.get("const", keywords.get("const_value"))
+    if const is not None and len(registration.options) == 1:
+        # ``--enable-breakable-cuda-graph``: an alias storing a constant into another field
+        definition.extra[f"const {registration.options[0]}"] = (
+            f"{registration.module}|{ast.unparse(const)}"
+        )
     if definition.type_text is None and "type" in keywords:
         definition.type_text = squeeze(ast.unparse(keywords["type"]))
     action = keywords.get("action")

@@ -31,6 +31,18 @@ class GivenFlag:
     nearest: list[str] = field(default_factory=list)
 
 
+@dataclass(frozen=True)
+class Const:
+    """The constant an alias option stores (``const_value=Backend.BREAKABLE``), as written in
+    ``module``: the walk evaluates it there."""
+
+    module: str
+    text: str
+
+    def __str__(self) -> str:
+        return self.text
+
+
 def flag_words(flag: str, value: Any) -> str:
     """The flag as a shell gives it, for ``--flags``: a list stays several words (``1 5 10``), a
     value the shell would change is quoted as its user would quote it (JSON:
@@ -130,7 +142,12 @@ def match_flags(index: VersionIndex, given: list[tuple[str, Any]]) -> list[Given
         if definition is None:
             flag.nearest = difflib.get_close_matches(flag.spelling, options, n=3, cutoff=0.6)
         else:
-            flag.value = convert(definition, raw)
+            const = definition.extra.get(f"const --{flag.spelling}")
+            if const is not None:
+                module, _, text = const.partition("|")
+                flag.value = Const(module, text)
+            else:
+                flag.value = convert(definition, raw)
         out.append(flag)
     return out
 

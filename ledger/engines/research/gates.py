@@ -16,7 +16,8 @@ from .index import CALL_DEPTH, MAX_HOMONYMS, VersionIndex
 from .interpreter import Interpreter
 from .model import CallSite, GateSpec, ImportSite, LocalDef, ReadSite, Scope, Site
 from .modelscope import ModelScope, _module_of, architecture_gates, model_scope
-from .proxies import InstanceProxy, SelfProxy
+from .passed import passed_value
+from .proxies import InstanceProxy, SelfProxy, instance_of
 from .records import _MISSING, ArgsView, Budget, Frame, Refusal
 from .unpassed import unpassed_default
 from .values import (
@@ -182,6 +183,7 @@ class GateEvaluator:
         self.absent: dict[str, GateEval] = {}
         self._choices: dict[str, frozenset[str]] = {}
         self._tables: dict[tuple[str, str], frozenset[str]] = {}
+        self.passing = 0  # callers' arguments being evaluated (``passed.passed_value``), nested
         for definition in index.definitions.values():
             self._choices[definition.field] = frozenset(definition.choices)
             for choice in definition.choices:
@@ -310,10 +312,13 @@ class GateEvaluator:
         if local.kind == "param":
             cls = self._annotated_class(local, scope)
             if cls is not None:
-                return InstanceProxy(cls, self)
-            unpassed = self.unpassed_default(local, name, scope)
-            if unpassed is not _MISSING:
-                return unpassed
+                return instance_of(self, cls)
+            given = unpassed_default(
+                self.index, self.interp, self.model_scope(), local, name, scope
+            )
+            given = passed_value(self, local, name, scope) if given is _MISSING else given
+            if given is not _MISSING:
+                return given
             default = f", default {local.source}" if local.source else ""
             return Unknown(f"parameter {name}{default}")
         if local.source is None:
@@ -367,9 +372,6 @@ class GateEvaluator:
                 if node is not None:
                     out.append(ClassRef(module, child, node))
         return out
-
-    def unpassed_default(self, local: LocalDef, name: str, scope: Scope) -> Any:
-        return unpassed_default(self.index, self.interp, self.model_scope(), local, name, scope)
 
     def _annotated_class(self, local: LocalDef, scope: Scope) -> ClassRef | None:
         if not local.annotation:

@@ -125,7 +125,7 @@ def _env(interp: Any, *args: Any, **keywords: Any) -> Any:
     return default
 
 
-# -- vLLM's current_platform -----------------------------------------------------------------
+# -- vLLM's and SGLang's current_platform -----------------------------------------------------------------
 
 
 def _as_int_capability(value: Any) -> int | None:
@@ -208,6 +208,14 @@ CALLS: dict[str, Primitive] = {
     "vllm.platforms.current_platform.is_device_capability_family": _is_device_capability_family,
     "vllm.platforms.current_platform.get_device_capability": _device_capability,
     "vllm.platforms.current_platform.get_device_name": _device_name,
+    # SGLang's (0.5.2x) platform object, resolved on first use: CUDA on an NVIDIA target
+    "sglang.srt.platforms.current_platform.is_cuda": lambda interp, *a, **k: _on_nvidia(interp),
+    "sglang.srt.platforms.current_platform.is_cuda_alike": lambda i, *a, **k: _on_nvidia(i),
+    **{
+        f"sglang.srt.platforms.current_platform.is_{other}": _not_vendor
+        for other in ("rocm", "cpu", "xpu", "musa", "npu", "tpu", "mps", "sail", "out_of_tree")
+    },
+    "sglang.srt.platforms.current_platform.get_device_capability": _device_capability,
 }
 
 #: Attributes answered from the target.

@@ -7,8 +7,8 @@ from __future__ import annotations
 import ast
 from typing import TYPE_CHECKING, Any
 
-from .model import Scope
-from .records import _MISSING, Frame
+from .model import LocalDef, Scope
+from .records import _MISSING, MODEL_CONFIG_CLASSES, Frame
 from .values import ClassRef, Proxy, Unknown
 
 if TYPE_CHECKING:
@@ -27,7 +27,15 @@ class SelfProxy(Proxy):
         if holder is not None:
             return holder
         local = self.scope.self_attrs.get(name)
+        if name == "model_config" and local is not None and (local.source or "").isidentifier():
+            # ``self.model_config = model_config``: the model's config handed in, as below
+            return interp.model_config()
         if local is None:
+            owner = interp.global_value(self.scope.module, self.scope.class_name or "")
+            declared = _declared(interp, owner, name) if isinstance(owner, ClassRef) else None
+            cls = declared_class(self.evaluator, *declared) if declared else None
+            if cls is not None:  # a dataclass field: ``model_config: ModelConfig``
+                return instance_of(self.evaluator, cls)
             return self.evaluator.mixed_in_attribute(interp, self.scope, name)
         return self.evaluator.local_value(local, f"self.{name}", self.scope)
 
@@ -52,6 +60,12 @@ class InstanceProxy(Proxy):
         ]
         if not assigned and _is_property(interp, self.cls, name):
             return interp.class_attribute(self.cls, name, receiver=self)  # its body, on self
+        if not assigned:
+            declared = _declared(interp, self.cls, name)
+            if declared is not None:  # a dataclass field: ``model_config: ModelConfig``
+                cls = declared_class(self.evaluator, *declared)
+                if cls is not None:
+                    return instance_of(self.evaluator, cls)
         if name == "model_config" and any(isinstance(v, ast.Name) for _, v in assigned):
             # the model's config handed in (a device's adjusted copy of it aside): the target's
             return interp.model_config()
@@ -67,6 +81,38 @@ class InstanceProxy(Proxy):
             return _MISSING if found is None else found
 
         return interp.eval(value, Frame(klass.module, {}, f"{klass.name}.<attributes>", resolve))
+
+
+def instance_of(evaluator: GateEvaluator, cls: ClassRef) -> Any:
+    """An object of one of the engine's classes, as a gate may ask of it: the engine's
+    model-config class is the target's model config (``kvc.model_config.hf_config``)."""
+    if MODEL_CONFIG_CLASSES.get(cls.module.split(".")[0]) == (cls.module, cls.name):
+        return evaluator.interp.model_config()
+    return InstanceProxy(cls, evaluator)
+
+
+def declared_class(evaluator: GateEvaluator, module: str, annotation: str) -> ClassRef | None:
+    """The engine class an annotation written in ``module`` names (a dataclass field's)."""
+    local = LocalDef("param", None, 0, annotation)
+    return evaluator._annotated_class(local, Scope(module, "<module>", None))
+
+
+def _declared(interp: Any, cls: ClassRef, name: str) -> tuple[str, str] | None:
+    """The class (or a base) body's ``name: Type`` without a value (a dataclass field set by
+    the constructor): the module it is written in and the type, as written."""
+    for klass in interp._mro(cls):
+        if klass.node is None:
+            continue
+        for stmt in klass.node.body:
+            if (
+                isinstance(stmt, ast.AnnAssign)
+                and isinstance(stmt.target, ast.Name)
+                and stmt.target.id == name
+            ):
+                note = stmt.annotation
+                text = note.value if isinstance(note, ast.Constant) else ast.unparse(note)
+                return (klass.module, text) if isinstance(text, str) else None
+    return None
 
 
 def _is_property(interp: Any, cls: ClassRef, name: str) -> bool:

@@ -13,12 +13,13 @@ import ast
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from .flags_given import Const
 from .index import VersionIndex
 from .interpreter import Interpreter
 from .model import Site
 from .records import Budget, Change, FlagState, Frame, Refusal, _bases
 from .target import Target
-from .values import ClassRef, Unknown
+from .values import ClassRef, FunctionRef, Unknown
 from .world import World, parse_expression
 
 #: Where each engine's resolution starts: (module, class, methods in order).
@@ -31,6 +32,15 @@ ENTRY_POINTS: dict[str, tuple[str, str, tuple[str, ...]]] = {
 #: process starts (SGLang's ``Engine`` runs ``server_args.check_server_args()``): their raises
 #: refuse the start as the resolution's do. vLLM's checks run inside its configs' resolution.
 LAUNCH_CHECKS: dict[str, tuple[str, ...]] = {"sglang": ("check_server_args",)}
+#: Functions ``vllm serve`` runs on the parsed arguments before the engine is built (its
+#: frontend's checks: ``--enable-auto-tool-choice`` without ``--tool-call-parser`` raises),
+#: by module, the newest place first.
+LAUNCH_FUNCTIONS: dict[str, tuple[tuple[str, str], ...]] = {
+    "vllm": (
+        ("vllm.entrypoints.common.cli_args", "validate_parsed_serve_args"),
+        ("vllm.entrypoints.openai.cli_args", "validate_parsed_serve_args"),
+    )
+}
 
 #: Flags given up to which a refusal no flag's read explains is tried without each in turn.
 _ONE_BY_ONE = 6
@@ -69,6 +79,10 @@ def initial_state(index: VersionIndex, target: Target, interp: Interpreter) -> F
         values[field_name] = interp.eval(expr, Frame(definition.module or index.engine))
     given = set(target.flags)
     values.update(target.flags)
+    for name, value in target.flags.items():
+        if isinstance(value, Const):  # an alias's constant: the enum member it names
+            values[name] = interp.eval(parse_expression(value.text), Frame(value.module))
+            target.flags[name] = values[name]  # what was given, as the resolution compares it
     if "model_path" in values and "model_path" not in given:
         values["model_path"] = _MODEL_PLACEHOLDER
     return FlagState(values, given)
@@ -109,6 +123,16 @@ def walk(interp: Interpreter, index: VersionIndex) -> Resolution:
                 interp.call(found, [], {}, ast.Expr(value=ast.Constant(None)), None)
             except Budget:
                 break
+    for module_name, function in LAUNCH_FUNCTIONS.get(index.engine, ()):
+        found = interp.global_value(module_name, function) if not interp.exhausted else None
+        if not isinstance(found, FunctionRef):
+            continue
+        walked.append(f"{module_name.rpartition('.')[2]}.{function}")
+        try:
+            interp.call(found, [interp.args], {}, ast.Expr(value=ast.Constant(None)), None)
+        except Budget:
+            pass
+        break  # one module has it
     entry = ", ".join(walked) or None
     # a copy: what later evaluations reach (a gate building an object, a probe) is not the
     # resolution's refusal

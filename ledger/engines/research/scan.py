@@ -15,7 +15,7 @@ from collections.abc import Callable, Sequence
 from functools import partial
 
 from .access import ARGS, AccessModel
-from .callsites import CallRecorder
+from .callsites import CallRecorder, import_aliases
 from .model import GateSpec, ImportSite, LocalDef, ModuleSummary, ReadSite, Scope, Site, StoreSite
 from .pysource import (
     _IDENT,
@@ -77,6 +77,7 @@ class Scanner(CallRecorder):
         self._functions.append(info)
         self._scopes.append(Scope(self.summary.module, "<module>", None))
         self.summary.entry_classes = entry_classes(tree)
+        self.imported_as = import_aliases(tree)
         self.block(tree.body, ())
         self.summary.table = binding_table(tree, self.summary.module, self.path)
         if any("global " in line for line in self.lines):
@@ -284,7 +285,7 @@ class Scanner(CallRecorder):
         return None
 
     def _by_name(self, name: str) -> str | None:
-        return self.model.kind_by_name(name)
+        return self.model.kind_by_name(name, self.path)
 
     def _alias_pass(self, info: _FunctionInfo) -> None:
         candidates = [

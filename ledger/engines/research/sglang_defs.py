@@ -27,7 +27,9 @@ from .definitions import (
     field_of_option,
     help_text,
     literal_strings,
+    module_lists,
     registrations,
+    spread_strings,
 )
 from .model import Site
 from .pysource import module_name, squeeze
@@ -62,8 +64,14 @@ def read_definitions(source: EngineSource) -> tuple[dict[str, FlagDefinition], A
     declare_calls: set[str] = set()
     derived: dict[str, str] = {}
     auto_cli = False
-    for path in definition_files(source):
-        tree, text = _parse(source, path)
+    parsed = [(path, *_parse(source, path)) for path in definition_files(source)]
+    # ``choices=ATTENTION_BACKEND_CHOICES`` in a fields module names a list of another module
+    # of the argument layer (``arg_groups/choices.py``): every module's lists, by name
+    lists: dict[str, ast.List] = {}
+    for _, tree, _ in parsed:
+        for name, strings in module_lists(tree).items():
+            lists.setdefault(name, strings)
+    for path, tree, text in parsed:
         module = module_name(path)
         auto_cli = auto_cli or "add_cli_args_from_dataclass(" in text and path == SERVER_ARGS
         for node in ast.walk(tree):
@@ -72,13 +80,16 @@ def read_definitions(source: EngineSource) -> tuple[dict[str, FlagDefinition], A
                 ns = _namespace_path(node)
                 if ns:
                     namespaces.add(ns)
-                for definition in _class_fields(node, path, module, text, ns):
+                for definition in _class_fields(node, path, module, text, ns, lists):
                     fields.setdefault(definition.field, definition)
                 derived.update(_derived_fields(node))
             elif isinstance(node, ast.FunctionDef) and "declare" in node.name and node.args.kwarg:
                 declare_calls.add(node.name)
         regs.extend((reg, text) for reg in registrations(tree, path, module))
     _apply_cli(fields, regs, auto_cli)
+    # 0.5.1x name a field's namespace in its annotation (``NS("exec.moe")``) before the
+    # namespace structs: read at run time the same way (``get_exec().moe.enable_eplb``)
+    namespaces |= {d.namespace for d in fields.values() if d.namespace}
     model = _access_model(fields, namespaces, self_classes, declare_calls)
     model = dataclasses.replace(
         model, derived={k: v for k, v in derived.items() if k not in fields}
@@ -101,7 +112,12 @@ def _namespace_path(node: ast.ClassDef) -> str | None:
 
 
 def _class_fields(
-    node: ast.ClassDef, path: str, module: str, text: str, namespace: str | None
+    node: ast.ClassDef,
+    path: str,
+    module: str,
+    text: str,
+    namespace: str | None,
+    lists: dict[str, ast.List],
 ) -> list[FlagDefinition]:
     found: list[FlagDefinition] = []
     for stmt in node.body:
@@ -126,7 +142,7 @@ def _class_fields(
                 else [annotation.slice]
             )
             definition.type_text = squeeze(ast.unparse(elements[0]))
-            if not _read_metadata(definition, elements[1:], text):
+            if not _read_metadata(definition, elements[1:], text, lists):
                 continue  # a derived value, not an input
         else:
             definition.type_text = squeeze(ast.unparse(annotation))
@@ -167,7 +183,9 @@ def _is_annotated(annotation: ast.expr) -> bool:
     )
 
 
-def _read_metadata(definition: FlagDefinition, metadata: list[ast.expr], text: str) -> bool:
+def _read_metadata(
+    definition: FlagDefinition, metadata: list[ast.expr], text: str, lists: dict[str, ast.List]
+) -> bool:
     """Help, CLI spelling and choices from ``A[T, "help"]`` / ``A[T, Arg(...), NS(...)]``.
 
     Returns False for a ``Derived(...)`` field (computed, not an input).
@@ -196,7 +214,8 @@ def _read_metadata(definition: FlagDefinition, metadata: list[ast.expr], text: s
             aliases = literal_strings(keywords.get("aliases"))
             if aliases:
                 definition.extra["aliases"] = " ".join(aliases)
-            choices = literal_strings(keywords.get("choices"))
+            named = keywords.get("choices")
+            choices = literal_strings(spread_strings(named, lists) or named)
             if choices:
                 definition.choices = choices
             elif "choices" in keywords:

@@ -639,15 +639,18 @@ class Judge:
             return
         facts: set[Fact] = set()
         blocking: list[GateEval] = []
+        each: list[set[str]] = []  # per read, the kinds of what turns it off
         for reader in readers:
-            for gate in reader.reach.deciding():
-                facts |= gate.facts
-                blocking.append(gate)
-        if any(f.kind == FLAG for f in facts):
-            # "an NVIDIA GPU" holds on every CUDA target: beside a flag, the flag decides (an
-            # environment variable does not: AMD's switches are read so, beside the vendor)
-            facts = {f for f in facts if not (f.kind == HARDWARE and f.name == "vendor")}
-        kinds = {f.kind for f in facts}
+            own = {f for gate in reader.reach.deciding() for f in gate.facts}
+            if any(f.kind == FLAG for f in own):
+                # "an NVIDIA GPU" holds on every CUDA target: beside a flag, the flag decides
+                # (an environment variable does not: AMD's switches are read so, beside the
+                # vendor)
+                own = {f for f in own if not (f.kind == HARDWARE and f.name == "vendor")}
+            facts |= own
+            each.append({f.kind for f in own})
+            blocking.extend(reader.reach.deciding())
+        kinds = set().union(*each) if each else set()
         texts = []
         for gate in blocking:
             if gate.text not in texts:
@@ -660,7 +663,10 @@ class Judge:
                 f"every read of {name} is behind a condition that fails with the values the source gives, but not for a reason this analysis can name: "
                 + "; ".join(texts[:3])
             )
-        elif kinds & here:
+        elif kinds & here and not (
+            kinds & {FLAG, ENV} and any(k & {FLAG, ENV} and not k & here for k in each)
+        ):
+            # a read another flag turns off (the model aside) makes it a no-op, not the model
             report.verdict = "not-activated"
             basis = sorted({f.text for f in facts if f.kind in here})
             report.reason = (

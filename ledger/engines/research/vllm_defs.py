@@ -31,6 +31,11 @@ ARG_UTILS = "vllm/engine/arg_utils.py"
 VLLM_CONFIG_PATHS = ("vllm/config/vllm.py", "vllm/config/__init__.py")
 ARG_LAYER = ("vllm/config/", "vllm/engine/arg_utils.py")
 ENGINE_ARGS = "engine_args"
+FRONTEND = "frontend_args"
+#: ``vllm serve``'s API-server flags (``--enable-auto-tool-choice``, ``--headless``): the
+#: ``FrontendArgs`` dataclass (and its bases) and ``make_arg_parser``'s own ``add_argument``s,
+#: read at run time from the parsed arguments (``args.enable_auto_tool_choice``).
+FRONTEND_ARGS = ("vllm/entrypoints/common/cli_args.py", "vllm/entrypoints/openai/cli_args.py")
 
 
 def _parse(source: EngineSource, path: str) -> tuple[ast.Module, str]:
@@ -185,10 +190,50 @@ def read_definitions(source: EngineSource) -> tuple[dict[str, FlagDefinition], A
     for definition in fields.values():
         if definition.help is None and definition.namespace is None:
             definition.help = help_text(None, text)
+    frontend: set[str] = set()
+    for path in FRONTEND_ARGS:
+        if path in source:
+            frontend |= _frontend(source, path, fields)
     forwarded = _forwarded(engine_args, fields, docs)
     for name, target in forwarded.items():
         targets.setdefault(name, target)
-    return fields, _access_model(source, fields, targets, configs)
+    return fields, _access_model(source, fields, targets, configs, frontend)
+
+
+def _frontend(source: EngineSource, path: str, fields: dict[str, FlagDefinition]) -> set[str]:
+    """The API server's flags of one module: its ``*FrontendArgs`` fields, then its
+    ``add_argument`` calls; a flag ``EngineArgs`` defines is kept as ``EngineArgs`` has it."""
+    tree, text = _parse(source, path)
+    module = module_name(path)
+    for node in tree.body:
+        if not (isinstance(node, ast.ClassDef) and node.name.endswith("FrontendArgs")):
+            continue
+        for name, (line, default, doc) in _attribute_docs(node).items():
+            if name in fields or name.startswith("_"):
+                continue
+            stmt = next(s for s in node.body if isinstance(s, ast.AnnAssign) and s.lineno == line)
+            fields[name] = FlagDefinition(
+                field=name,
+                name=name.replace("_", "-"),
+                options=(f"--{name.replace('_', '-')}",),  # ``add_cli_args`` spells them so
+                cli_site=Site(path, line),
+                type_text=squeeze(ast.unparse(stmt.annotation)),
+                module=module,
+                site=Site(path, line),
+                default=default,
+                default_text=squeeze(default) if default else None,
+                help=doc or None,
+            )
+    for registration in registrations(tree, path, module):
+        dest = registration.dest
+        if dest is None or dest in fields and fields[dest].module != module:
+            continue
+        definition = fields.get(dest) or FlagDefinition(
+            field=dest, name=dest.replace("_", "-"), module=module, site=registration.site
+        )
+        apply_registration(definition, registration, text)
+        fields[dest] = definition
+    return {name for name, d in fields.items() if d.module == module}
 
 
 def _forwarded(
@@ -242,6 +287,7 @@ def _access_model(
     fields: dict[str, FlagDefinition],
     targets: dict[str, tuple[str, str]],
     configs: dict[str, tuple[str, ast.ClassDef, str]],
+    frontend: set[str],
 ) -> AccessModel:
     holders = _vllm_config_fields(source)  # model_config -> ModelConfig
     kind_of_class = {cls: attr for attr, cls in holders.items()}
@@ -257,6 +303,10 @@ def _access_model(
             objects.setdefault("vllm_config", {})[attr] = attr
     names = {kind: kind for kind in objects if kind != ENGINE_ARGS}
     names.update({"engine_args": ENGINE_ARGS, "vllm_config": "vllm_config"})
+    if frontend:  # the API server's parsed arguments: ``args.response_role``
+        objects[FRONTEND] = {name: name for name in frontend}
+        names["args"] = FRONTEND
+    scoped: dict[str, tuple[str, ...]] = {"args": ("vllm/entrypoints/",)} if frontend else {}
     subobjects = {("vllm_config", attr): attr for attr in holders if attr in objects}
     self_classes = {cls: kind_of_class.get(cls, cls) for cls in {c for c, _ in targets.values()}}
     self_classes["EngineArgs"] = ENGINE_ARGS
@@ -275,4 +325,5 @@ def _access_model(
         self_classes=self_classes,
         arg_layer=ARG_LAYER,
         distinctive=distinctive,
+        scoped_names=scoped,
     )
