@@ -350,11 +350,15 @@ async def _send_all(
         tasks = [asyncio.create_task(one(p)) for p in prompts]
     else:
         gaps = np.random.default_rng(seed).exponential(1.0 / request_rate, size=len(prompts))
+        # each arrival at its planned time from t0, not a gap after the last one: a sleep that
+        # overruns (a busy loop or machine) would delay every later arrival, and the rate sent
+        # would fall short of the rate asked for
+        arrivals = np.cumsum(gaps)
         tasks = []
         for i, p in enumerate(prompts):
             tasks.append(asyncio.create_task(one(p)))
             if i + 1 < len(prompts):
-                await asyncio.sleep(float(gaps[i]))
+                await asyncio.sleep(max(0.0, t0 + float(arrivals[i]) - time.perf_counter()))
     results = list(await asyncio.gather(*tasks))
     return results, time.perf_counter() - t0
 
