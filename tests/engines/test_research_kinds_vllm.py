@@ -13,14 +13,13 @@ import pytest
 
 from ledger.engines.research import (
     Target,
-    load_index,
     load_model_config,
-    open_engine,
     parse_flag_string,
     research,
 )
 from ledger.engines.research.index import VersionIndex
 from ledger.engines.research.sources import EngineSource
+from tests.support.research_trees import Tree, judged, open_tree
 
 FIXTURES = Path(__file__).parents[1] / "fixtures" / "research"
 KINDS = FIXTURES / "vllm_kinds"
@@ -32,18 +31,12 @@ def line_of(path: str, needle: str) -> str:
 
 
 @pytest.fixture(scope="module")
-def engine() -> tuple[EngineSource, VersionIndex]:
-    source = open_engine(str(KINDS), "vllm")
-    return source, load_index(source, use_cache=False, workers=1)
+def engine() -> Tree:
+    return open_tree("vllm_kinds", "vllm")
 
 
-def verdict_of(engine: tuple[EngineSource, VersionIndex], flags: str, flag: str) -> Any:
-    source, index = engine
-    model = load_model_config(FIXTURES / "models" / "foo_moe_top8.json")
-    target = Target.make(arch="sm120", model=model, tp=4)
-    result = research(source, index, target, parse_flag_string(flags), everything=True)
-    (found,) = [r for r in result.reports if r.flag == flag]
-    return found
+def verdict_of(engine: Tree, flags: str, flag: str) -> Any:
+    return judged(engine, flags, flag)
 
 
 def test_a_decorated_config_class_runs_its_post_init_refusal(

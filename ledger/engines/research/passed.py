@@ -21,6 +21,7 @@ from .pysource import _FunctionInfo, call_name
 from .records import _MISSING, Budget, Frame
 from .unpassed import calls_of
 from .values import CALLERS, Fact, Unknown, show
+from .world import parse_expression
 
 if TYPE_CHECKING:
     from .gates import GateEvaluator
@@ -136,7 +137,7 @@ def _argument(
             if local.source is None:
                 return _MISSING
             # evaluated where the callee is written
-            return interp.eval(ast.parse(local.source, mode="eval").body, Frame(callee_module))
+            return interp.eval(parse_expression(local.source), Frame(callee_module))
         scope = caller_scope(evaluator, site, function)
         return interp.eval(expr, evaluator.frame(scope))
     except (SyntaxError, Budget, RecursionError):
