@@ -228,3 +228,41 @@ def test_the_serve_launchs_checks_refuse_before_the_engine_is_built(
     assert "--enable-tool-pick requires --tool-parser-knob" in found.reason
     fine = verdict_of(engine, "--enable-tool-pick --tool-parser-knob hermes", "enable-tool-pick")
     assert fine.verdict != "incompatible"
+
+
+def test_what_vllm_serve_runs_is_walked_from_its_subcommand(
+    engine: tuple[EngineSource, VersionIndex],
+) -> None:
+    """``ServeSubcommand.cmd`` is where ``vllm serve`` starts, though nothing calls it by name
+    and four classes define a ``cmd``: the API server's reads under it were "conditional: only
+    if cmd() runs here" (docs/research.md, the seventeenth round). The serve command fills in
+    ``args.server_count_knob`` before testing it, so the test is not decided from the value
+    parsed (``None``), and the path is followed."""
+    found = verdict_of(engine, "--served-docs-knob", "served-docs-knob")
+    assert found.verdict == "effective"
+    assert line_of("vllm/entrypoints/launch.py", "args.served_docs_knob") in found.reason
+    assert not any("cmd()" in note for note in found.unresolved)
+
+
+def test_a_text_generation_model_serves_the_generate_task(
+    engine: tuple[EngineSource, VersionIndex],
+) -> None:
+    """``"generate" in supported_tasks``, where ``supported_tasks`` is what the engine client
+    answers (an RPC), holds for a ``...ForCausalLM`` model run as a generator; with a pooling
+    ``--runner`` it is not known."""
+    found = verdict_of(engine, "--chat-usage-knob", "chat-usage-knob")
+    assert found.verdict == "effective"
+    assert line_of("vllm/entrypoints/launch.py", "args.chat_usage_knob") in found.reason
+    pooled = verdict_of(engine, "--chat-usage-knob --runner pooling", "chat-usage-knob")
+    assert pooled.verdict == "conditional"
+    assert any("supported_tasks" in c for c in pooled.conditions)
+
+
+def test_another_subcommand_of_the_cli_never_runs_in_the_server(
+    engine: tuple[EngineSource, VersionIndex],
+) -> None:
+    """``RenderSubcommand.cmd`` is ``vllm render``'s, a program of its own: its read of a flag
+    was taken as running, since nothing in the package calls it."""
+    found = verdict_of(engine, "--render-knob", "render-knob")
+    assert found.verdict != "effective"
+    assert "a program of its own" in found.reason

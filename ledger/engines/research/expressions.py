@@ -39,6 +39,7 @@ from .values import (
     External,
     Fact,
     FunctionRef,
+    Holding,
     Unknown,
     show,
     truth,
@@ -47,6 +48,8 @@ from .values import (
 #: The modules a server is started as (``python -m sglang.launch_server``): ``__name__`` is
 #: ``"__main__"`` there only. Another module's ``if __name__ == "__main__":`` block is a program
 #: of its own (a weight-cache daemon, a kernel tuner), not this server's start.
+#: How a text-generation architecture's name ends (vLLM runs others as pooling models).
+_GENERATIVE = ("ForCausalLM", "ForConditionalGeneration", "LMHeadModel")
 SERVER_MAIN_MODULES = frozenset(
     {"sglang.launch_server", "vllm.entrypoints.openai.api_server", "vllm.entrypoints.cli.main"}
 )
@@ -105,6 +108,27 @@ class Expressions(InterpreterBase):
             text = type(node).__name__
         self._src[id(node)] = (node, text)
         return text
+
+    def supported_tasks(self) -> Any:
+        """vLLM's ``engine_client.get_supported_tasks()``: a text-generation architecture run as
+        a generator (no pooling ``--runner``/``--convert``/``--task``) supports "generate"; what
+        else it supports (transcription, say) is not known."""
+        model = self.target.model
+        arch = model.architecture if model is not None else None
+        if arch is None:
+            return Unknown("the model's tasks (give --model-config)")
+        for flag, plain in (("runner", "generate"), ("convert", "none"), ("task", "generate")):
+            given = self.state.values.get(flag)
+            if given not in (None, "auto", plain):
+                return Unknown(f"the tasks of --{flag} {show(given)}")
+        if not arch.endswith(_GENERATIVE):
+            return Unknown(f"the tasks {arch} supports")
+        self.note(Fact(MODEL, "tasks", f"{arch}: a text-generation model (supports generate)"))
+        return Holding(f"the tasks {arch} supports", frozenset({"generate"}))
+
+    def _e_Await(self, node: ast.Await, frame: Frame) -> Any:
+        # a coroutine's call is walked as a plain call: its result is what it returns
+        return self.eval(node.value, frame)
 
     def _e_Constant(self, node: ast.Constant, frame: Frame) -> Any:
         return node.value
@@ -207,6 +231,10 @@ class Expressions(InterpreterBase):
         return result
 
     def compare(self, left: Any, op: ast.cmpop, right: Any) -> Any:
+        if isinstance(right, Holding) and isinstance(op, ast.In | ast.NotIn):
+            if isinstance(left, str) and left in right.items:
+                return isinstance(op, ast.In)
+            return Unknown(right.why)
         for side, other, is_left in ((left, right, True), (right, left, False)):
             if isinstance(side, Unknown) and side.alternatives:
                 outcomes = [
@@ -446,6 +474,9 @@ class Expressions(InterpreterBase):
         return out
 
     def _e_Call(self, node: ast.Call, frame: Frame) -> Any:
+        if isinstance(node.func, ast.Attribute) and node.func.attr == "get_supported_tasks":
+            # vLLM's engine client answers it over RPC from the model's runner: a model fact
+            return self.supported_tasks()
         function = self.eval(node.func, frame)
         value, facts = self.with_facts(lambda: self._arguments(node, frame))
         self._merge_facts(facts)

@@ -17,6 +17,7 @@ from .interpreter import Interpreter
 from .model import CallSite, GateSpec, ImportSite, LocalDef, ReadSite, Scope, Site
 from .modelscope import ModelScope, _module_of, architecture_gates, model_scope
 from .passed import passed_value
+from .programs import START_ROOTS, FunctionStores, other_program
 from .proxies import InstanceProxy, SelfProxy, instance_of
 from .records import _MISSING, ArgsView, Budget, Frame, Refusal
 from .unpassed import unpassed_default
@@ -96,42 +97,6 @@ class Reach:
         return []
 
 
-#: Where every server start goes, in each engine: (module, qualified name). A path that
-#: reaches one is followed to its end: these run in each start's processes, though nothing in
-#: the package calls them by name (SGLang starts its scheduler and detokenizer processes with
-#: ``Process(target=...)`` of a function passed down as a parameter; vLLM builds its worker
-#: class from a qualified name in its config and calls the worker's steps over RPC by their
-#: names, ``collective_rpc("load_model")``). A class here is one that is built at start.
-#: docs/research.md, *Entry points*.
-START_ROOTS: dict[str, frozenset[tuple[str, str]]] = {
-    "sglang": frozenset(
-        {
-            ("sglang.srt.managers.scheduler", "run_scheduler_process"),
-            # the scheduler process builds its ``Scheduler`` whatever the flags: a read under
-            # the scheduler's construction is as deep as its own callers, not theirs as well
-            ("sglang.srt.managers.scheduler", "Scheduler"),
-            ("sglang.srt.managers.detokenizer_manager", "run_detokenizer_process"),
-        }
-    ),
-    "vllm": frozenset(
-        {
-            ("vllm.v1.engine.core", "EngineCoreProc.run_engine_core"),
-            ("vllm.v1.worker.gpu_worker", "Worker"),
-            *(
-                ("vllm.v1.worker.gpu_worker", f"Worker.{step}")
-                for step in (
-                    "init_device",
-                    "load_model",
-                    "determine_available_memory",
-                    "initialize_from_config",
-                    "compile_or_warm_up_model",
-                    "get_kv_cache_spec",
-                )
-            ),
-        }
-    ),
-}
-
 #: How an unresolved note ends where the path was assumed rather than walked: no caller
 #: found for a function a table or a decorator names, a callee name defined many times, or
 #: callers deeper than the walk goes (a read there was called "effective" where a gate further
@@ -176,6 +141,7 @@ class GateEvaluator:
         self._paths: dict[tuple[str, str, int], Reach] = {}
         self._forward: dict[str, set[str]] | None = None
         self._paths_in_progress: set[tuple[str, str, int]] = set()
+        self._stores = FunctionStores(index)
         self._cycled = False  # a cycle was taken as holding in the question being worked out
         self._provisional: list[tuple[dict[Any, Reach], Any]] = []
         self._roots = START_ROOTS.get(index.engine, frozenset())
@@ -284,6 +250,14 @@ class GateEvaluator:
         if t is not None and spec.negate:
             t = not t
         text = f"not ({spec.text})" if spec.negate else spec.text
+        read = {f.name for f in facts if f.kind == FLAG}
+        rewritten = self._stores.rewritten_before(scope, spec.site.line, read)
+        if rewritten:
+            # the function set the flag itself before testing it (``vllm serve`` fills in
+            # ``args.api_server_count`` when it is None): the value parsed is not the one
+            # tested, and the resolution never walked that function
+            why = f"{rewritten} as {scope.function}() sets it"
+            return GateEval(spec.kind, text, spec.site, None, facts, why, True)
         depends = value.why if isinstance(value, Unknown) else None
         waits = value.waits_on if isinstance(value, Unknown) else None
         runtime = waits is not None and not any(f.kind in _DECIDING for f in waits)
@@ -494,6 +468,9 @@ class GateEvaluator:
         if defined > 1 and method_of is None:
             # a name defined more than once: only callers that can see this one
             sites = [c for c in sites if c.module == module or self._imports(c.module, module)]
+        other = other_program(index, method_of or callee)
+        if other is not None:
+            return Reach(False, [GateEval("caller", other, Site("", 0), False, frozenset())])
         if not sites:
             if callee in index.named:
                 return Reach(

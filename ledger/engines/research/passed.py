@@ -20,7 +20,7 @@ from .model import CallSite, LocalDef, Scope
 from .pysource import _FunctionInfo, call_name
 from .records import _MISSING, Budget, Frame
 from .unpassed import calls_of
-from .values import CALLERS, Fact, Unknown, show
+from .values import CALLERS, Fact, Holding, Unknown, show
 from .world import parse_expression
 
 if TYPE_CHECKING:
@@ -91,11 +91,15 @@ def _passed(
         evaluator.passing -= 1
         interp._steps, interp._max_steps, interp.exhausted = kept
     first = values[0]
-    if any(v is _MISSING or isinstance(v, Unknown) for v in values) or not all(
+    if isinstance(first, Holding) and all(
+        isinstance(v, Holding) and v.items == first.items for v in values
+    ):
+        pass  # every call passes a collection known to hold the same items
+    elif any(v is _MISSING or isinstance(v, Unknown) for v in values) or not all(
         type(v) is type(first) and v == first for v in values
     ):
         return missing
-    if not isinstance(first, bool | int | float | str | type(None)):
+    elif not isinstance(first, bool | int | float | str | type(None)):
         return missing  # an object: compared by identity, not known to be the same one
     where = ", ".join(str(s.site) for s in sites[:3])
     facts.add(Fact(CALLERS, name, f"{name}={show(first)} (as every call passes it: {where})"))

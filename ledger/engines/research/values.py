@@ -60,6 +60,17 @@ class Unknown:
         return f"Unknown({self.why!r})"
 
 
+class Holding(Unknown):
+    """A collection not known whole, known to hold ``items`` (vLLM's supported tasks of a
+    text-generation model hold "generate"): ``x in it`` is decided for those items only."""
+
+    __slots__ = ("items",)
+
+    def __init__(self, why: str, items: frozenset[Any]) -> None:
+        super().__init__(why)
+        self.items = items
+
+
 @dataclass(eq=False)
 class FunctionRef:
     module: str
