@@ -12,6 +12,7 @@ httpx-aiohttp then labelled that ``ConnectTimeout`` (its exception map turns eve
 from __future__ import annotations
 
 import asyncio
+import re
 import socket
 import subprocess
 import sys
@@ -156,7 +157,12 @@ def test_coarse_streaming_leaves_tpot_and_itl_unmeasured_with_the_reason(
         metrics.median_tpot_ms is None and metrics.p99_itl_ms is None and metrics.max_itl_ms is None
     )
     assert metrics.median_ttft_ms > 0 and metrics.output_throughput > 0
-    assert any(n.startswith("coarse streaming: 2 chunks for 16 output tokens") for n in notes)
+    # two chunks of 8 tokens, 2 ms apart; on a loaded machine both may come in one read, which
+    # the runner counts as one chunk (a fresh clone beside a busy neighbour saw it): coarse either way
+    coarse = [
+        n for n in notes if re.match(r"coarse streaming: [12] chunks for 16 output tokens", n)
+    ]
+    assert coarse, notes
     row = store.query_arrow(
         "SELECT median_tpot_ms, median_itl_ms, valid FROM benchmarks"
     ).to_pylist()[0]
