@@ -124,3 +124,43 @@ def test_a_read_another_flag_turns_off_is_a_no_op_beside_another_models_file(
     found = report(kinds, "--draft-window-knob 2", "draft-window-knob")
     assert found.verdict == "no-op"
     assert "enable_eplb=False (default)" in found.reason
+
+
+def test_a_registered_backend_runs_where_its_table_is_looked_up(
+    kinds: Tree,
+) -> None:
+    """``@register_adapter_backend("chunked")`` is chosen by ``--adapter-backend``'s default,
+    but the table is looked up (``backend_from_name``) only in the adapter manager, which
+    ``--enable-adapters`` builds: the chunk size is a no-op without it (sglang 0.5.23's
+    ``--max-lora-chunk-size``, docs/research.md, the seventeenth round). The index keeps no
+    call of the lookup: its callers are found in the modules that import the registry."""
+    found = report(kinds, "--adapter-chunk-knob 32", "adapter-chunk-knob")
+    assert found.verdict == "no-op"
+    assert "server_args.enable_adapters" in found.reason
+    on = report(kinds, "--adapter-chunk-knob 32 --enable-adapters", "adapter-chunk-knob")
+    assert on.verdict == "effective"
+
+
+def test_a_context_dataclass_field_is_what_every_construction_passes(
+    kinds: Tree,
+) -> None:
+    """``build_cache(ctx: CacheBuildContext)`` sets host tiers up under ``ctx.enable_tiered``,
+    a field of a dataclass the engine builds once, from ``--enable-tiered-cache``: the test is
+    that flag's (it was a run-time value, and the tiers' policy ``effective``)."""
+    found = report(kinds, "--tier-policy-knob write_back", "tier-policy-knob")
+    assert found.verdict in ("no-op", "not-activated")
+    assert "ctx.enable_tiered" in found.reason
+    on = report(kinds, "--tier-policy-knob write_back --enable-tiered-cache", "tier-policy-knob")
+    assert on.verdict == "effective"
+
+
+def test_a_parameter_the_calls_that_run_here_pass_alike(
+    kinds: Tree,
+) -> None:
+    """``load_weights(server_args)`` for the model, ``load_weights(server_args,
+    is_draft=True)`` only with speculative decoding: without it, every call that runs passes
+    the default, and the draft's quantization is a no-op (sglang 0.5.23's
+    ``--speculative-draft-model-quantization``, docs/research.md, the seventeenth round)."""
+    found = report(kinds, "--draft-quant-knob fp8", "draft-quant-knob")
+    assert found.verdict in ("no-op", "not-activated")
+    assert "is_draft=False (as every call passes it" in found.reason

@@ -20,6 +20,7 @@ from .passed import passed_value
 from .programs import START_ROOTS, FunctionStores, other_program
 from .proxies import InstanceProxy, SelfProxy, instance_of
 from .records import _MISSING, ArgsView, Budget, Frame, Refusal
+from .registries import lookup_callers
 from .unpassed import unpassed_default
 from .values import (
     CALLERS,
@@ -541,6 +542,8 @@ class GateEvaluator:
         if module.value is False:
             return Reach(False, module.deciding())
         upstream = self.path_reach(site.module, site.function, site.class_name, depth + 1)
+        if selected and site.scope is not None:
+            upstream = self._looked_up(site.scope, depth) or upstream
         value = conjunction_of([Reach(conjunction(gates), gates), module, upstream])
         deciding = [g for g in gates if g.value is not True]
         if module.value is None:
@@ -549,6 +552,16 @@ class GateEvaluator:
             deciding += upstream.deciding()
         above = [u for u in upstream.unresolved if not (selected and is_assumed_note(u))]
         return Reach(value, deciding, runtime + above)
+
+    def _looked_up(self, scope: Scope, depth: int) -> Reach | None:
+        """A registered function's path: that of the calls looking its table up, one enough
+        (``registries.lookup_callers``); None where none is found."""
+        options = [self.path_reach(*p, depth + 2) for p in lookup_callers(self, scope)]
+        if not options or any(o.value is True for o in options):
+            return next((o for o in options if o.value is True), None)
+        off = all(o.value is False for o in options)
+        gates = [g for o in options for g in o.deciding()][:6]
+        return Reach(False if off else None, gates, [u for o in options for u in o.unresolved])
 
     def _imports(self, importer: str, module: str) -> bool:
         if self._forward is None:

@@ -46,14 +46,21 @@ _CALLS: weakref.WeakKeyDictionary[ast.AST, dict[int, list[ast.Call]]] = weakref.
 _SCOPES: weakref.WeakKeyDictionary[ast.AST, Scope] = weakref.WeakKeyDictionary()
 
 
-def passed_value(evaluator: GateEvaluator, local: LocalDef, name: str, scope: Scope) -> Any:
-    """What every call of the scope's function passes as parameter ``name``."""
+def passed_value(
+    evaluator: GateEvaluator,
+    local: LocalDef,
+    name: str,
+    scope: Scope,
+    calls: tuple[str, list[CallSite]] | None = None,
+) -> Any:
+    """What every call of the scope's function passes as parameter ``name``; ``calls``: the
+    callee's name and its calls where the index does not keep them (a dataclass built)."""
     known = _RESULTS.setdefault(evaluator, {})
     key = (scope.module, scope.function, name, tuple(sorted(evaluator.absent)))
     if key not in known:
         if evaluator.passing >= _DEPTH:
             return _MISSING
-        known[key] = _passed(evaluator, local, name, scope)
+        known[key] = _passed(evaluator, local, name, scope, calls)
     value, facts = known[key]
     if value is not _MISSING:
         evaluator.interp._merge_facts(facts)
@@ -61,10 +68,14 @@ def passed_value(evaluator: GateEvaluator, local: LocalDef, name: str, scope: Sc
 
 
 def _passed(
-    evaluator: GateEvaluator, local: LocalDef, name: str, scope: Scope
+    evaluator: GateEvaluator,
+    local: LocalDef,
+    name: str,
+    scope: Scope,
+    calls: tuple[str, list[CallSite]] | None,
 ) -> tuple[Any, frozenset[Fact]]:
     missing: tuple[Any, frozenset[Fact]] = (_MISSING, frozenset())
-    found = calls_of(evaluator.index, evaluator.model_scope(), scope)
+    found = calls or calls_of(evaluator.index, evaluator.model_scope(), scope)
     if found is None:
         return missing
     callee, sites = found
@@ -90,6 +101,13 @@ def _passed(
     finally:
         evaluator.passing -= 1
         interp._steps, interp._max_steps, interp.exhausted = kept
+    if len(set(map(_kind, values))) > 1:
+        # the calls disagree: a call that does not run here passes nothing (the draft model's
+        # ``is_draft_model=True`` beside the target's default, without speculative decoding)
+        running = [i for i, site in enumerate(sites) if _runs(evaluator, site)]
+        if not running:
+            return missing
+        values, sites = [values[i] for i in running], [sites[i] for i in running]
     first = values[0]
     if isinstance(first, Holding) and all(
         isinstance(v, Holding) and v.items == first.items for v in values
@@ -104,6 +122,24 @@ def _passed(
     where = ", ".join(str(s.site) for s in sites[:3])
     facts.add(Fact(CALLERS, name, f"{name}={show(first)} (as every call passes it: {where})"))
     return first, frozenset(facts)
+
+
+def _kind(value: Any) -> Any:
+    """What two calls' values are compared by (an unknown is unlike everything)."""
+    if value is _MISSING or isinstance(value, Unknown) and not isinstance(value, Holding):
+        return id(value)
+    if isinstance(value, Holding):
+        return ("holding", value.items)
+    return (type(value), value) if isinstance(value, bool | int | float | str) else id(value)
+
+
+def _runs(evaluator: GateEvaluator, site: CallSite) -> bool:
+    """Whether the call may run here: not off by its own conditions or its callers'."""
+    evaluator.passing += 1  # the callers' arguments below are not followed again
+    try:
+        return evaluator._call_site(site, 0).value is not False
+    finally:
+        evaluator.passing -= 1
 
 
 def _argument(

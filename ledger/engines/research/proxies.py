@@ -8,7 +8,9 @@ import ast
 from typing import TYPE_CHECKING, Any
 
 from .model import LocalDef, Scope
+from .passed import passed_value
 from .records import _MISSING, MODEL_CONFIG_CLASSES, Frame
+from .registries import calls_near
 from .values import ClassRef, Proxy, Unknown
 
 if TYPE_CHECKING:
@@ -66,6 +68,9 @@ class InstanceProxy(Proxy):
                 cls = declared_class(self.evaluator, *declared)
                 if cls is not None:
                     return instance_of(self.evaluator, cls)
+                passed = _constructed_with(self.evaluator, interp, self.cls, name)
+                if passed is not _MISSING:
+                    return passed
         if name == "model_config" and any(isinstance(v, ast.Name) for _, v in assigned):
             # the model's config handed in (a device's adjusted copy of it aside): the target's
             return interp.model_config()
@@ -113,6 +118,36 @@ def _declared(interp: Any, cls: ClassRef, name: str) -> tuple[str, str] | None:
                 text = note.value if isinstance(note, ast.Constant) else ast.unparse(note)
                 return (klass.module, text) if isinstance(text, str) else None
     return None
+
+
+def _constructed_with(evaluator: GateEvaluator, interp: Any, cls: ClassRef, name: str) -> Any:
+    """A field of a class the engine builds with its generated ``__init__`` (a dataclass, a
+    struct): the value every construction passes for it, as a parameter's
+    (``passed.passed_value``): ``TreeCacheBuildContext(enable_hierarchical_cache=...)``.
+    ``_MISSING`` where the class writes its own ``__init__`` or the calls disagree."""
+    fields: list[tuple[str, str | None]] = []
+    for klass in reversed(list(interp._mro(cls))):
+        if klass.node is None:
+            continue
+        for stmt in klass.node.body:
+            if isinstance(stmt, ast.FunctionDef | ast.AsyncFunctionDef) and stmt.name == "__init__":
+                return _MISSING
+            if (
+                isinstance(stmt, ast.AnnAssign)
+                and isinstance(stmt.target, ast.Name)
+                and "ClassVar" not in ast.unparse(stmt.annotation)
+            ):
+                field = stmt.target.id
+                default = ast.unparse(stmt.value) if stmt.value is not None else None
+                fields = [f for f in fields if f[0] != field] + [(field, default)]
+    names = [f[0] for f in fields]
+    if name not in names:
+        return _MISSING
+    position = names.index(name) + 1  # ``self`` is 0
+    local = LocalDef("param", fields[position - 1][1], 0, None, position)
+    scope = Scope(cls.module, f"{cls.name}.__init__", cls.name)
+    built = calls_near(evaluator, cls.module, cls.name)
+    return passed_value(evaluator, local, name, scope, (cls.name, built))
 
 
 def _is_property(interp: Any, cls: ClassRef, name: str) -> bool:
