@@ -510,6 +510,10 @@ class GateEvaluator:
         gates = [g for o in options if o.value is None for g in o.deciding()][:6]
         return Reach(None, gates, unresolved)
 
+    def call_reach(self, site: CallSite) -> Reach:
+        """Whether one call runs here: its own conditions and its callers'."""
+        return self._call_site(site, 0)
+
     def _call_site(self, site: CallSite, depth: int) -> Reach:
         gates: list[GateEval] = []
         runtime: list[str] = []

@@ -137,7 +137,7 @@ def _runs(evaluator: GateEvaluator, site: CallSite) -> bool:
     """Whether the call may run here: not off by its own conditions or its callers'."""
     evaluator.passing += 1  # the callers' arguments below are not followed again
     try:
-        return evaluator._call_site(site, 0).value is not False
+        return evaluator.call_reach(site).value is not False
     finally:
         evaluator.passing -= 1
 
