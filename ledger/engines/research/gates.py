@@ -142,7 +142,7 @@ class GateEvaluator:
         self._paths: dict[tuple[str, str, int], Reach] = {}
         self._forward: dict[str, set[str]] | None = None
         self._paths_in_progress: set[tuple[str, str, int]] = set()
-        self._stores = FunctionStores(index)
+        self.stores = FunctionStores(index)
         self._cycled = False  # a cycle was taken as holding in the question being worked out
         self._provisional: list[tuple[dict[Any, Reach], Any]] = []
         self._roots = START_ROOTS.get(index.engine, frozenset())
@@ -252,7 +252,9 @@ class GateEvaluator:
             t = not t
         text = f"not ({spec.text})" if spec.negate else spec.text
         read = {f.name for f in facts if f.kind == FLAG}
-        rewritten = self._stores.rewritten_before(scope, spec.site.line, read)
+        rewritten = self.stores.rewritten_before(
+            spec.site.path, scope.function, spec.site.line, read
+        )
         if rewritten:
             # the function set the flag itself before testing it (``vllm serve`` fills in
             # ``args.api_server_count`` when it is None): the value parsed is not the one

@@ -8,7 +8,7 @@ small."""
 from __future__ import annotations
 
 from .index import VersionIndex
-from .model import Scope, StoreSite
+from .model import StoreSite
 
 #: Where every server start goes, in each engine: (module, qualified name). A path that
 #: reaches one is followed to its end: these run in each start's processes, though nothing in
@@ -68,22 +68,28 @@ def other_program(index: VersionIndex, cls: str) -> str | None:
 
 
 class FunctionStores:
-    """The flag stores each function makes outside the argument layer (which the resolution
-    walks), by (module, function), built on first use."""
+    """The index's flag stores by the function that makes them (path, function), built on
+    first use: the one table the judge and the gates ask."""
 
     def __init__(self, index: VersionIndex) -> None:
         self.index = index
         self._by_function: dict[tuple[str, str], list[StoreSite]] | None = None
 
-    def rewritten_before(self, scope: Scope, line: int, flags: set[str]) -> str | None:
-        """One of ``flags`` that the scope's own function stores to before ``line``: vLLM's
-        serve command fills in ``args.api_server_count`` when it is None, then tests it."""
+    def by_function(self) -> dict[tuple[str, str], list[StoreSite]]:
         if self._by_function is None:
             self._by_function = {}
             for listed in self.index.stores.values():
                 for store in listed:
-                    if not store.handling:
-                        where = (store.scope.module, store.scope.function)
-                        self._by_function.setdefault(where, []).append(store)
-        stores = self._by_function.get((scope.module, scope.function), [])
-        return next((s.flag for s in stores if s.flag in flags and s.site.line < line), None)
+                    where = (store.site.path, store.scope.function)
+                    self._by_function.setdefault(where, []).append(store)
+        return self._by_function
+
+    def rewritten_before(self, path: str, function: str, line: int, flags: set[str]) -> str | None:
+        """One of ``flags`` that the function stores to before ``line``, outside the argument
+        layer the resolution walks: vLLM's serve command fills in ``args.api_server_count`` when
+        it is None, then tests it."""
+        stores = self.by_function().get((path, function), [])
+        return next(
+            (s.flag for s in stores if not s.handling and s.flag in flags and s.site.line < line),
+            None,
+        )

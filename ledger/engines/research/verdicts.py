@@ -75,7 +75,6 @@ class Judge:
         self.resolution = resolution
         self.couplings = self._static_couplings()
         self._depth = 0
-        self._stores_by_function: dict[tuple[str, str], list[StoreSite]] | None = None
         self._changes_reading: dict[str, list[Change]] = {}
         for change in resolution.changes:
             for name in change.flags_read():
@@ -435,7 +434,9 @@ class Judge:
         (..., cuda_graph_config=config)``), if exactly one."""
         built = {
             store.flag: store
-            for store in self._stores_in().get((read.site.path, read.scope.function), [])
+            for store in self.evaluator.stores.by_function().get(
+                (read.site.path, read.scope.function), []
+            )
             if store.flag != field_name and _WORD.fullmatch(store.value_text.strip())
         }
         return next(iter(built.values())) if len(built) == 1 else None
@@ -539,21 +540,11 @@ class Judge:
         if not applied:
             report.conditions = [c for c in chosen.conditions if "unknown" in c]
 
-    def _stores_in(self) -> dict[tuple[str, str], list[StoreSite]]:
-        """The index's flag stores by the function that makes them (path, function), once."""
-        if self._stores_by_function is None:
-            self._stores_by_function = {}
-            for stores in self.index.stores.values():
-                for store in stores:
-                    where = (store.site.path, store.scope.function)
-                    self._stores_by_function.setdefault(where, []).append(store)
-        return self._stores_by_function
-
     def _consumed_beyond_couplings(self, report: FlagReport) -> ReadSite | None:
         """A read by the argument layer used as a value (not a check, not only to set flags)
         whose function sets none of the flags coupled to it."""
         coupled = {c.site for c in report.couplings}
-        stores_in = self._stores_in().items()
+        stores_in = self.evaluator.stores.by_function().items()
         setting = {where for where, stores in stores_in if any(s.site in coupled for s in stores)}
         for read in self.index.reads.get(report.field, []):
             where = (read.site.path, read.scope.function)
