@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 from uuid import UUID
 
 import duckdb
@@ -83,14 +83,18 @@ def live_of_type(store: LedgerStore, event_type: str, session_id: str | None) ->
     return [StoredEvent(**row) for row in rows]
 
 
-def server_run_ended(store: LedgerStore, run_id: str) -> bool:
-    """Whether server run ``run_id``'s end (``server_stopped`` or ``server_failed``) is stored."""
-    ended = store.query_arrow(
-        "SELECT count(*) AS n FROM event_log WHERE stream = ? "
-        "AND type IN ('server_stopped', 'server_failed')",
-        [f"server:{run_id}"],
-    ).to_pylist()[0]["n"]
-    return bool(ended)
+def server_run_state(store: LedgerStore, run_id: str) -> Literal["unknown", "open", "ended"]:
+    """Server run ``run_id``: ``ended`` (its ``server_stopped`` or ``server_failed`` is stored),
+    ``open`` (started, not ended) or ``unknown`` (no start stored)."""
+    types = {
+        row["type"]
+        for row in store.query_arrow(
+            "SELECT DISTINCT type FROM event_log WHERE stream = ?", [f"server:{run_id}"]
+        ).to_pylist()
+    }
+    if types & {"server_stopped", "server_failed"}:
+        return "ended"
+    return "open" if "server_started" in types else "unknown"
 
 
 _LIVE_RUNS = """

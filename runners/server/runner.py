@@ -143,11 +143,18 @@ class ServerRunner:
         except LedgerError as exc:  # a ledger not created yet, busy: the next runner looks again
             self.say(f"orphaned runs not checked: {exc}")
 
-    def _end(self, run: ServerRun) -> None:
-        """The run is over: its watchdog may go."""
+    @contextmanager
+    def _ending(self, run: ServerRun) -> Iterator[None]:
+        """The run is over: marked ended at once (no second stop), its watchdog released only
+        once the block (the end's record) is done. Why this order: released first, an owner
+        killed between the release and the record (a client's SIGKILL while a plan stops its
+        server) left the run ``ready`` forever; released after, its watchdog records the end."""
         run.ended = True
-        supervise.release(run.watchdog_fd)
-        run.watchdog_fd = None
+        try:
+            yield
+        finally:
+            supervise.release(run.watchdog_fd)
+            run.watchdog_fd = None
 
     # --- context manager: nothing left running -------------------------------------
 
@@ -353,8 +360,8 @@ class ServerRunner:
             commands.record(self.store, started)
         except BaseException:
             self._terminate(run)  # a server the ledger does not know of must not keep running
-            self._end(run)
-            raise
+            with self._ending(run):
+                raise
         self._remember(run, started)
         return run
 
@@ -563,24 +570,24 @@ class ServerRunner:
             source=run.log_ref,
             **self._common(run),
         )
-        self._end(run)
-        self._append(run, failed)
+        with self._ending(run):
+            self._append(run, failed)
         return failed
 
     def _interrupted(self, run: ServerRun, when: str) -> None:
         """Stop the server and record ``server_failed`` cause ``interrupted`` (a further Ctrl-C only hurries)."""
         with self._shielded():
             sig = self._terminate(run)
-            self._end(run)
-            failed = ServerFailed(
-                cause="interrupted",
-                message=f"interrupted (Ctrl-C) {when}; stopped with {sig or 'no signal'}",
-                log_tail=self._lines(run)[-LOG_TAIL_LINES:],
-                exit_code=exit_status(run.process),
-                source=run.log_ref,
-                **self._common(run),
-            )
-            self._append(run, failed)
+            with self._ending(run):
+                failed = ServerFailed(
+                    cause="interrupted",
+                    message=f"interrupted (Ctrl-C) {when}; stopped with {sig or 'no signal'}",
+                    log_tail=self._lines(run)[-LOG_TAIL_LINES:],
+                    exit_code=exit_status(run.process),
+                    source=run.log_ref,
+                    **self._common(run),
+                )
+                self._append(run, failed)
 
     # --- stop ---------------------------------------------------------------------------
 
@@ -671,15 +678,15 @@ class ServerRunner:
         with self._shielded() as interrupted:
             sig = self._terminate(run)
             self._lines(run)  # the pump's last lines written, and the pump ended
-            self._end(run)
-            stopped = ServerStopped(
-                exit_code=exit_status(run.process),
-                signal=sig,
-                reason=reason if sig else f"{reason} (it had already exited)",
-                source=run.log_ref,
-                **self._common(run),
-            )
-            self._append(run, stopped)
+            with self._ending(run):
+                stopped = ServerStopped(
+                    exit_code=exit_status(run.process),
+                    signal=sig,
+                    reason=reason if sig else f"{reason} (it had already exited)",
+                    source=run.log_ref,
+                    **self._common(run),
+                )
+                self._append(run, stopped)
             self.say(
                 f"stopped {run.run_id}: {sig or 'already exited'}, exit code {stopped.exit_code}"
             )
@@ -720,7 +727,10 @@ class ServerRunner:
 
     def _record_exit(self, run: ServerRun) -> Event:
         self._terminate(run)  # workers may outlive the leader
-        self._end(run)
+        with self._ending(run):
+            return self._record_end_of(run)
+
+    def _record_end_of(self, run: ServerRun) -> Event:
         lines = self._lines(run)
         facts = read_log(run.adapter.log_grammar, lines)
         code = run.process.returncode

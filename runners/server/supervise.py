@@ -9,8 +9,9 @@ ledger said ``ready`` forever and ``run plan --resume`` started a second server 
   runners.server.supervise``, in a session of its own) holds the read end of a pipe whose
   write end only the owner holds. Whatever ends the owner, SIGKILL included, the kernel closes
   that end: the watchdog reads EOF, stops the server's process group (SIGTERM, then SIGKILL)
-  and records ``server_stopped`` with the reason, unless the owner recorded the end itself. It
-  exits once the server's group is gone (a server stopped by its owner: nothing to do).
+  and records ``server_stopped`` with the reason, unless the owner recorded the end itself. An
+  owner releases its end only after recording the run's end (a server it stopped: nothing
+  to do), so a server that ended while its owner died unrecorded is recorded too.
   A pipe, not ``PR_SET_PDEATHSIG``: the parent-death signal follows the *thread* that forked
   the child, and the MCP server starts servers from worker threads that come and go.
 - ``sweep``: when a runner starts (the next command), a ``starting``/``ready`` run recorded on
@@ -23,7 +24,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import select
 import signal
 import subprocess
 import sys
@@ -41,8 +41,6 @@ if TYPE_CHECKING:
 MODULE = "runners.server.supervise"
 #: How long a server stopped by its watchdog has after SIGTERM before SIGKILL, seconds.
 TERM_WAIT_S = 10.0
-#: How often the watchdog checks that the server's group is still there, seconds.
-POLL_S = 1.0
 
 
 def watch(
@@ -111,8 +109,8 @@ def stop_group(pgid: int, term_wait_s: float = TERM_WAIT_S) -> str | None:
 def record_stop(
     path: Path, run_id: str, session_id: str | None, reason: str, sig: str | None
 ) -> bool:
-    """Record ``server_stopped`` for ``run_id`` unless its end is recorded already; whether it
-    was recorded."""
+    """Record ``server_stopped`` for ``run_id`` if its start is recorded and its end is not;
+    whether it was recorded."""
     from ledger.read import lookups
     from ledger.store import LedgerStore
     from ledger.write import commands
@@ -121,8 +119,8 @@ def record_stop(
     from schemas import ServerStopped
 
     store = LedgerStore(path)
-    if lookups.server_run_ended(store, run_id):
-        return False
+    if lookups.server_run_state(store, run_id) != "open":
+        return False  # recorded by its owner, or never recorded as started (a failed start)
     commands.record(
         store,
         ServerStopped(
@@ -138,21 +136,19 @@ def record_stop(
 
 
 def _watchdog(args: argparse.Namespace) -> int:
-    """Wait for the owner's end of the pipe to close or the server's group to go."""
-    while group_alive(args.pgid):
-        ready, _, _ = select.select([args.fd], [], [], POLL_S)
-        if ready and not os.read(args.fd, 1):  # EOF: the owner is gone
-            if not group_alive(args.pgid):
-                return 0  # it stopped its server on the way out
-            sent = stop_group(args.pgid)
-            record_stop(
-                Path(args.ledger),
-                args.run_id,
-                args.session,
-                "its owner process died without stopping it: stopped by its watchdog",
-                sent,
-            )
-            return 0
+    """Wait for the owner's end of the pipe to close: the owner released it after recording the
+    run's end, or it died. Then stop what is left of the server's group and record the end
+    unless the owner did. Why not exit once the group is gone: an owner killed after its
+    server ended and before recording the end left the run ``ready`` forever."""
+    while os.read(args.fd, 1):  # nothing is ever written: this is EOF, or a retry after EINTR
+        pass
+    if group_alive(args.pgid):
+        sig = stop_group(args.pgid)
+        reason = "its owner process died without stopping it: stopped by its watchdog"
+    else:
+        sig = None
+        reason = "it ended and its owner died before recording the end: recorded by its watchdog"
+    record_stop(Path(args.ledger), args.run_id, args.session, reason, sig)
     return 0
 
 

@@ -95,8 +95,10 @@ async def test_a_client_that_quits_mid_plan_leaves_no_server_running(
     assert started, "the plan started no server"
     pids = [int(e.pid) for e in started if e.pid is not None]  # type: ignore[attr-defined]
     assert len(pids) == len(started)
-    with anyio.fail_after(180):  # SIGTERM, the server's stop wait, then SIGKILL: well within
+    with anyio.move_on_after(180):  # SIGTERM, the server's stop wait, then SIGKILL: well within
         while any(_alive(pid) for pid in pids) or _open_runs(store):
             await anyio.sleep(0.5)
+    alive = [pid for pid in pids if _alive(pid)]
+    assert not alive and not _open_runs(store), f"alive: {alive}, open: {_open_runs(store)}"
     stopped = {e.run_id for e in store.read(types=["server_stopped", "server_failed"])}  # type: ignore[attr-defined]
     assert stopped == {e.run_id for e in started}  # type: ignore[attr-defined]

@@ -20,9 +20,10 @@ from pathlib import Path
 import pytest
 
 from ledger.store import LedgerStore
+from runners.server import supervise
 from runners.server.process import group_alive
 from runners.server.runner import RUNNER_ACTOR, ServerRunner
-from schemas import Host, ServerStarted
+from schemas import Host, ServerStarted, ServerStopped
 
 FAKE = Path(__file__).parents[1] / "fake_servers" / "openai_stream.py"
 TUNELEDGER = Path(sys.executable).parent / "tuneledger"
@@ -121,24 +122,89 @@ def test_sigkill_of_the_cli_mid_plan_stops_its_server_and_records_the_stop(
     assert "its owner process died without stopping it" in stop.reason  # type: ignore[attr-defined]
     assert stop.actor == RUNNER_ACTOR and stop.signal == "SIGTERM"  # type: ignore[attr-defined]
     # no watchdog left behind either (it exits once the stop is recorded)
-    _until(
-        lambda: (
-            not [
-                p
-                for p in Path("/proc").iterdir()
-                if p.name.isdigit() and _is_watchdog(p, str(serving["run_id"]))
-            ]
-        ),
-        "the watchdog to exit",
+    _until(lambda: not _watchdogs(str(serving["run_id"])), "the watchdog to exit")
+
+
+def _watchdogs(run_id: str) -> list[Path]:
+    """The watchdog processes of ``run_id`` on this machine."""
+    found = []
+    for proc in Path("/proc").iterdir():
+        try:
+            argv = (proc / "cmdline").read_bytes().split(b"\0") if proc.name.isdigit() else []
+        except OSError:
+            continue
+        if b"runners.server.supervise" in argv and run_id.encode() in argv:
+            found.append(proc)
+    return found
+
+
+def _sleeper() -> subprocess.Popen[bytes]:
+    """A stand-in engine server: its own session and group, as the runner starts one."""
+    return subprocess.Popen(
+        [sys.executable, "-c", "import time; time.sleep(600)"], start_new_session=True
     )
 
 
-def _is_watchdog(proc: Path, run_id: str) -> bool:
+def _started(store: LedgerStore, run_id: str, pid: int) -> ServerStarted:
+    started = ServerStarted(
+        run_id=run_id, engine="sglang", config_name="c", port=1, pid=pid, argv=[sys.executable],
+        session_id="s", actor=RUNNER_ACTOR, host=Host(hostname=socket.gethostname()),
+    )  # fmt: skip
+    store.append(started)
+    return started
+
+
+def test_a_server_that_ended_while_its_owner_died_unrecorded_is_recorded_by_its_watchdog(
+    tmp_path: Path,
+) -> None:
+    """This test is the owner: it holds the write end of the watchdog's pipe as a runner does
+    (``supervise.watch``). Its server ends, then the owner goes (closing the end, as the kernel
+    does for a killed owner) before recording the end. Before, the watchdog exited once the
+    group was gone and the run stayed ``ready`` forever: in CI, the MCP server SIGKILLed by its
+    client while a plan was stopping its server."""
+    store = LedgerStore(tmp_path / "l.duckdb")
+    store.init()
+    server = _sleeper()
+    _started(store, "r", server.pid)
+    fd = supervise.watch(store.path, "r", server.pid, "s")
     try:
-        argv = (proc / "cmdline").read_bytes().split(b"\0")
-    except OSError:
-        return False
-    return b"runners.server.supervise" in argv and run_id.encode() in argv
+        server.kill()
+        server.wait()
+        time.sleep(2.5)  # the watchdog of before looked at the group every second: gone by now
+        assert _watchdogs("r"), "the watchdog left while its owner still held the run"
+    finally:
+        supervise.release(fd)
+    _until(lambda: not _watchdogs("r"), "the watchdog to exit", limit_s=60)
+    (stop,) = store.read(types=["server_stopped"])
+    assert stop.run_id == "r" and stop.signal is None  # type: ignore[attr-defined]
+    assert "its owner died before recording the end" in stop.reason  # type: ignore[attr-defined]
+    assert [r["status"] for r in store.query_arrow("SELECT status FROM server_runs").to_pylist()] == [
+        "stopped"
+    ]
+
+
+def test_a_watchdog_records_nothing_its_owner_recorded_or_never_started(tmp_path: Path) -> None:
+    """An owner records the end, then releases (``ended``): no second stop. A start the owner
+    could not record (a busy ledger) and whose server it stopped: no stop of an unknown run."""
+    store = LedgerStore(tmp_path / "l.duckdb")
+    store.init()
+    servers = {"ended": _sleeper(), "unrecorded": _sleeper()}
+    ended = _started(store, "ended", servers["ended"].pid)
+    fds = {run_id: supervise.watch(store.path, run_id, p.pid, "s") for run_id, p in servers.items()}
+    for run_id, server in servers.items():
+        server.kill()
+        server.wait()
+        if run_id == "ended":
+            store.append(
+                ServerStopped(
+                    run_id="ended", session_id="s", actor=RUNNER_ACTOR, host=ended.host,
+                    signal="SIGKILL", reason="stopped",
+                )
+            )  # fmt: skip
+        supervise.release(fds[run_id])
+    _until(lambda: not _watchdogs("ended") and not _watchdogs("unrecorded"), "the watchdogs")
+    stops = store.read(types=["server_stopped", "server_failed"])
+    assert [(s.run_id, s.reason) for s in stops] == [("ended", "stopped")]  # type: ignore[attr-defined]
 
 
 def test_the_next_runner_records_an_orphaned_run_and_stops_it_if_still_its_server(
