@@ -178,9 +178,8 @@ def test_a_server_that_ended_while_its_owner_died_unrecorded_is_recorded_by_its_
     (stop,) = store.read(types=["server_stopped"])
     assert stop.run_id == "r" and stop.signal is None  # type: ignore[attr-defined]
     assert "its owner died before recording the end" in stop.reason  # type: ignore[attr-defined]
-    assert [r["status"] for r in store.query_arrow("SELECT status FROM server_runs").to_pylist()] == [
-        "stopped"
-    ]
+    statuses = store.query_arrow("SELECT status FROM server_runs").to_pylist()
+    assert [r["status"] for r in statuses] == ["stopped"]
 
 
 def test_a_watchdog_records_nothing_its_owner_recorded_or_never_started(tmp_path: Path) -> None:
