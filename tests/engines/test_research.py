@@ -162,8 +162,14 @@ def test_not_activated_on_an_arch_the_code_does_not_check(
     given = report(
         run(g1, "--enable-arch-fusion", arch="sm90", tp=2, cuda="12.4"), "enable-arch-fusion"
     )
-    assert given.verdict == "conditional" and given.conditions == ["batch_size > 0"]
+    # there the engine turns it on itself for this model and TP (the resolution's
+    # auto-enable): given, the arguments resolve alike, so it changes nothing
+    assert given.verdict == "no-op" and "what the engine makes of the default" in given.reason
     assert "_is_sm90_supported or _is_sm100_supported: holds" in given.reason
+    single = report(
+        run(g1, "--enable-arch-fusion", arch="sm90", tp=1, cuda="12.4"), "enable-arch-fusion"
+    )
+    assert single.verdict == "conditional" and single.conditions == ["batch_size > 0"]
 
 
 def test_top_k_conditions_read_the_model_config(g1: tuple[EngineSource, VersionIndex]) -> None:

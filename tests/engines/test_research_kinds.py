@@ -715,3 +715,19 @@ def test_a_probe_after_a_spent_walk_has_a_budget_of_its_own() -> None:
     with pytest.raises(Budget):
         interp.eval(parse_expression("1 + 1"), Frame("sglang.srt.managers.requests"))
     assert evaluator.probe(read) is None  # no raise on its path, and no Budget out of it
+
+
+def test_a_function_whose_every_way_returns_a_constant_is_one_of_them(
+    kinds: tuple[EngineSource, VersionIndex],
+) -> None:
+    """``if is_sm90_supported(): return "wide"`` and every other branch ``return "narrow"``: on
+    sm90 the CUDA version decides, which the source does not give, and an ``if`` whose sides
+    both return made the value unknown outright; it is
+    one of the two, neither "ring", so a read under ``lane_backend == "ring"`` is off (0.5.23's
+    ``get_default_attn_backend`` never returns "dsa": ``--dsa-prefill-backend`` on a model
+    without sparse attention, docs/research.md, the eighteenth round)."""
+    sm90 = report(run(kinds, "--ring-lane-knob 4", arch="sm90"), "ring-lane-knob")
+    assert sm90.verdict == "no-op"
+    assert "lane_backend='wide' or 'narrow'" in sm90.reason
+    chosen = run(kinds, "--ring-lane-knob 4 --lane-backend ring", arch="sm90")
+    assert report(chosen, "ring-lane-knob").verdict == "effective"

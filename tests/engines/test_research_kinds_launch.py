@@ -174,3 +174,33 @@ def test_a_check_of_the_models_architecture_through_a_dict_or_object_helper_refu
     assert refused.verdict == "incompatible"
     assert refused.confidence == "proven"
     assert "--enable-sparse-cache needs a sparse-attention model" in refused.reason
+
+
+def test_a_global_the_start_sets_from_a_flag_holds_that_value_where_it_is_read(
+    kinds: tuple[EngineSource, VersionIndex],
+) -> None:
+    """``global A2A_BACKEND; A2A_BACKEND = A2AKnob(server_args.a2a_knob)`` in the start-up
+    function: a getter's ``is_deep()`` was "a run-time value" (the global's first value, None,
+    says nothing), so a read under it was taken as running: SGLang 0.5.9's ``--deepep-mode``
+    was ``effective`` without ``--moe-a2a-backend deepep`` (docs/research.md, the eighteenth
+    round). The getter's own default for an unset global is not what it holds after the start."""
+    off = report(run(kinds, "--deep-mode-knob low"), "deep-mode-knob")
+    assert off.verdict == "no-op"
+    assert "a2a_knob='none' (default)" in off.reason
+    on = report(run(kinds, "--deep-mode-knob low --a2a-knob deep"), "deep-mode-knob")
+    assert on.verdict == "effective"
+
+
+def test_a_value_the_resolution_makes_of_the_default_changes_nothing(
+    kinds: tuple[EngineSource, VersionIndex],
+) -> None:
+    """``--buffer-strategy-knob no_buffer`` where the resolution turns the default ``auto``
+    into ``no_buffer``: the resolved arguments are the same with and without it, so its reads
+    see what they would have seen (SGLang 0.5.9's ``--mamba-scheduler-strategy no_buffer``,
+    ``effective`` before: docs/research.md, the eighteenth round)."""
+    same = report(run(kinds, "--buffer-strategy-knob no_buffer"), "buffer-strategy-knob")
+    assert (same.verdict, same.confidence) == ("no-op", "likely")
+    assert "what the engine makes of the default" in same.reason
+    assert "_handle_missing_default_values" in same.reason
+    other = report(run(kinds, "--buffer-strategy-knob extra_buffer"), "buffer-strategy-knob")
+    assert other.verdict == "effective"

@@ -27,6 +27,7 @@ from .index import VersionIndex, build_index
 from .optional import absent_kinds
 from .reports import FlagReport
 from .resolve import ENTRY_POINTS, Resolution, attribute_refusals, new_interpreter, walk
+from .resolved_default import mark_picked_anyway, picked_anyway
 from .sources import ENGINES, EngineSource, installed_package, open_folder, open_wheel
 from .start import refuse_at_start, start_refusal
 from .target import Target
@@ -273,6 +274,12 @@ def research(
     result = Research(index, target, matched, resolution)
     for field_name in wanted:
         report = judge.report(field_name)
+        if field_name in given_fields:
+            picked = picked_anyway(world, index, target, resolution, field_name)
+            if picked is not None:
+                name = index.definitions[field_name].options[0]
+                value = resolution.state.values.get(field_name)
+                mark_picked_anyway(report, picked, name, value)
         if only or everything or field_name in given_fields or report.verdict in LISTED:
             result.reports.append(report)
     unserved = unserved_architecture(index, target)

@@ -440,6 +440,18 @@ class Objects(Expressions):
         node = binding.node
         if binding.kind == "assign" and isinstance(node, ast.expr):
             return self.eval(node, Frame(binding.module))
+        if binding.kind == "initialized" and isinstance(node, ast.expr):
+            # set by a start-up function (world._initialized_globals): its parameters are
+            # the flags' holders by the engine's naming (``server_args``), else not known
+            params = set((binding.attribute or "").split(","))
+
+            def parameter(local: str) -> Any:
+                if local not in params:
+                    return _MISSING
+                holder = self.holder(local)
+                return Unknown(f"parameter {local}") if holder is None else holder
+
+            return self.eval(node, Frame(binding.module, {}, binding.target or "", parameter))
         if binding.kind == "def" and isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
             return FunctionRef(binding.module, node.name, node)
         if binding.kind == "class" and isinstance(node, ast.ClassDef):

@@ -160,6 +160,7 @@ class Statements(Calls):
             finally:
                 self.path.pop()
         why = test.why if isinstance(test, Unknown) else text
+        first = len(returned)
         before = self._snapshot(frame)
         self.narrow(stmt.test, frame, True)
         body_end = self._branch(stmt.body, frame, returned, Cond(text, site, None, facts))
@@ -172,7 +173,14 @@ class Statements(Calls):
         after_else = self._snapshot(frame)
         if body_end is True and else_end is True:
             self._restore(frame, self._join(after_body, after_else, why))
-            raise _Return(Unknown(why))
+            # the function returns one of what the two sides returned (``"fa3"`` or ...): a
+            # test of it against a value neither returns is decided
+            ends = returned[first:]
+            del returned[first:]
+            value: Any = ends[0] if ends else Unknown(why)
+            for other in ends[1:]:
+                value = join(value, other, why)
+            raise _Return(value)
         if body_end is True:
             self._restore(frame, after_else)
             return Cond(f"not ({text})", site, None, facts, _only_raises(stmt.body))

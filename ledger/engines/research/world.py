@@ -26,12 +26,12 @@ class CondSpec:
 
 @dataclass(frozen=True, slots=True)
 class BindingSpec:
-    kind: str  # assign | def | class | import | star | unknown
+    kind: str  # assign | initialized | def | class | import | star | unknown
     start: int  # the statement's first line (its decorators included)
     end: int
     conditions: tuple[CondSpec, ...]
     value: str | None = None  # assign: the value as written
-    target: str | None = None  # import: the module; star: the module
+    target: str | None = None  # import: the module; star: the module; initialized: the function
     attribute: str | None = None  # ``from m import a``: a
 
 
@@ -160,7 +160,7 @@ class World:
 
     def node_of(self, module: str, spec: BindingSpec) -> ast.AST | None:
         """The statement a binding comes from, parsed alone (line numbers kept)."""
-        if spec.kind == "assign" and spec.value is not None:
+        if spec.kind in ("assign", "initialized") and spec.value is not None:
             return parse_expression(spec.value)
         if spec.kind not in ("def", "class"):
             return None
@@ -214,14 +214,104 @@ def binding_table(tree: ast.Module, module: str, path: str) -> dict[str, list[Bi
     for name, spec in _top_bindings(tree.body, (), module, path):
         table.setdefault(name, []).append(spec)
     # A module variable a function rebinds (``global _INITIALISED``) holds its first value
-    # only until that function runs: unknown.
+    # only until that function runs: unknown, unless one function sets it at its top level and
+    # any other only fills it in when unset (``initialized``, below).
+    initialized = _initialized_globals(tree)
     for node in ast.walk(tree):
         if isinstance(node, ast.Global):
             for name in node.names:
-                table.setdefault(name, []).append(
-                    BindingSpec("unknown", node.lineno, node.lineno, ())
-                )
+                spec = initialized.get(name) or BindingSpec("unknown", node.lineno, node.lineno, ())
+                if spec not in table.setdefault(name, []):
+                    table[name].append(spec)
     return table
+
+
+def _initialized_globals(tree: ast.Module) -> dict[str, BindingSpec]:
+    """The module variables one function sets from the start-up state: ``global
+    MOE_A2A_BACKEND; MOE_A2A_BACKEND = MoeA2ABackend(server_args.moe_a2a_backend)`` in SGLang's
+    ``initialize_moe_config(server_args)``, which the scheduler runs once per process before
+    the model is built. Read after that (a getter, a layer), the variable holds that value,
+    where its first value (None) said nothing. Why so narrow: the assignment is a statement of
+    the function's own body, the only one of the name there, and another function may only
+    set it under a test of the name itself (a getter's ``if X is None: X = default``)."""
+    found: dict[str, list[tuple[str, set[str], ast.Assign]]] = {}
+    spoiled: set[str] = set()
+    functions = [n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef)]
+    for function in functions:
+        names = {
+            name
+            for node in ast.walk(function)
+            if isinstance(node, ast.Global)
+            for name in node.names
+        }
+        names -= _swapped_back(function)
+        if not names:
+            continue
+        top = {id(stmt) for stmt in function.body}
+        guarded = {
+            id(inner)
+            for stmt in ast.walk(function)
+            if isinstance(stmt, ast.If)
+            for inner in ast.walk(stmt)
+            if any(isinstance(n, ast.Name) and n.id in names for n in ast.walk(stmt.test))
+        }
+        params = {a.arg for a in ast.walk(function.args) if isinstance(a, ast.arg)}
+        local = {n for node in ast.walk(function) for n in _stored_names(node)} - names
+        for node in ast.walk(function):
+            for name in _stored_names(node) & names:
+                single = isinstance(node, ast.Assign) and len(node.targets) == 1
+                if single and id(node) in top:
+                    used = {n.id for n in ast.walk(node.value) if isinstance(n, ast.Name)}  # type: ignore[attr-defined]
+                    if used & local:  # a local of the function: not evaluated here
+                        spoiled.add(name)
+                    found.setdefault(name, []).append((function.name, params & used, node))  # type: ignore[arg-type]
+                elif not (single and id(node) in guarded):
+                    spoiled.add(name)
+    return {
+        name: BindingSpec(
+            "initialized",
+            node.lineno,
+            node.end_lineno or node.lineno,
+            (),
+            ast.unparse(node.value),
+            target=function_name,
+            attribute=",".join(sorted(params)),  # its parameters: the start-up state's holders
+        )
+        for name, sets in found.items()
+        if len(sets) == 1 and name not in spoiled
+        for function_name, params, node in sets
+    }
+
+
+def _swapped_back(function: ast.FunctionDef | ast.AsyncFunctionDef) -> set[str]:
+    """The variables a context manager sets for its block and puts back in its ``finally``
+    (SGLang's ``speculative_moe_a2a_backend_context`` for a draft model): outside the block,
+    the value before it."""
+    decorators = {ast.unparse(d).split(".")[-1] for d in function.decorator_list}
+    if not decorators & {"contextmanager", "asynccontextmanager"}:
+        return set()
+    return {
+        name
+        for node in ast.walk(function)
+        if isinstance(node, ast.Try)
+        for stmt in node.finalbody
+        for name in _stored_names(stmt)
+    }
+
+
+def _stored_names(node: ast.AST) -> set[str]:
+    """The plain names a statement binds (``X = ...``, ``X += ...``, ``for X in``, ``del X``)."""
+    if isinstance(node, ast.Assign):
+        targets: list[ast.expr] = list(node.targets)
+    elif isinstance(node, ast.AugAssign | ast.AnnAssign):
+        targets = [node.target]
+    elif isinstance(node, ast.For | ast.AsyncFor):
+        targets = [node.target]
+    elif isinstance(node, ast.Delete):
+        targets = list(node.targets)
+    else:
+        return set()
+    return {n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)}
 
 
 def _span(stmt: ast.stmt) -> tuple[int, int]:

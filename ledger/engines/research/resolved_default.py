@@ -1,0 +1,74 @@
+"""A value the engine picks itself: ``--mamba-scheduler-strategy no_buffer`` where the argument
+resolution turns the default ``auto`` into ``no_buffer`` on this target. Given or not, the
+resolved arguments are the same, so every read after the resolution sees what it would have
+seen without it: the flag set so changes nothing (blind set AC, the eighteenth round of
+docs/research.md), where its reads alone said ``effective``.
+
+Only where the argument layer assigns the flag (a rewritten default), and only when both
+walks are complete and agree on every flag's value: one walk more, without the flag."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import TYPE_CHECKING
+
+from .records import Change, _same
+from .reports import Evidence, FlagReport
+from .resolve import Resolution, new_interpreter, walk
+from .values import Unknown
+
+if TYPE_CHECKING:
+    from .index import VersionIndex
+    from .target import Target
+    from .world import World
+
+#: Verdicts a value the engine would pick itself does not replace: a refusal, no read at all,
+#: a value the engine replaces in turn.
+_KEPT = frozenset({"incompatible", "dead-code", "overridden", "no-op", "not-activated"})
+
+
+def picked_anyway(
+    world: World, index: VersionIndex, target: Target, resolution: Resolution, field: str
+) -> Change | None:
+    """The resolution's assignment that gives ``field``'s default the value given, where the
+    arguments resolve alike without the flag; None otherwise."""
+    state = resolution.state
+    if field not in state.given or not resolution.complete or not index.stores.get(field):
+        return None
+    bare = replace(target, flags={k: v for k, v in target.flags.items() if k != field})
+    baseline = walk(new_interpreter(world, index, bare), index)
+    if not baseline.complete or field not in baseline.state.changed:
+        return None
+    names = set(state.values) | set(baseline.state.values)
+    if not all(_alike(state.values.get(n), baseline.state.values.get(n)) for n in names):
+        return None
+    changes = [c for c in baseline.changes if c.flag == field]
+    return changes[-1] if changes else None
+
+
+def _alike(a: object, b: object) -> bool:
+    """One value in both walks: equal, or unknown for the same reason."""
+    if _same(a, b):
+        return True
+    if type(a) is not type(b):
+        return False
+    if isinstance(a, list | dict | set):
+        try:
+            return bool(a == b)
+        except Exception:  # an engine object inside: not compared
+            return False
+    return isinstance(a, Unknown) and a.why == b.why  # type: ignore[attr-defined]
+
+
+def mark_picked_anyway(report: FlagReport, change: Change, cli_name: str, value: object) -> None:
+    """``report`` for a value the engine would pick itself: ``no-op``, citing the assignment."""
+    if report.verdict in _KEPT:
+        return
+    report.reason = (
+        f"{cli_name} {value} is what the engine makes of the default on this target "
+        f"({change.site}, in {change.function}): the arguments resolve alike without it "
+        f"(the flag's own reading: {report.verdict}; {report.reason})"
+    )
+    report.verdict = "no-op"
+    report.confidence = "likely"
+    report.evidence.insert(0, Evidence(str(change.site), f"{change.flag} = {value!r}"))
