@@ -266,3 +266,23 @@ def test_another_subcommand_of_the_cli_never_runs_in_the_server(
     found = verdict_of(engine, "--render-knob", "render-knob")
     assert found.verdict != "effective"
     assert "a program of its own" in found.reason
+
+
+def test_a_value_handed_to_the_http_library_takes_the_librarys_condition(
+    engine: tuple[EngineSource, VersionIndex],
+) -> None:
+    """Values handed to uvicorn (through the ``**uvicorn_kwargs`` the engine forwards) and to
+    Starlette's CORS middleware were ``effective``, the call being reached: vLLM's
+    ``--ssl-ciphers`` without a certificate, ``--allowed-headers`` for requests that are not
+    cross-origin (docs/research.md, the eighteenth round). uvicorn builds a TLS context only
+    with a key or a certificate; the middleware acts on cross-origin requests only."""
+    off = verdict_of(engine, "--tls-ciphers-knob ECDHE", "tls-ciphers-knob")
+    assert off.verdict == "no-op"
+    assert "uvicorn uses ssl_ciphers only with a TLS key or certificate" in off.reason
+    on = verdict_of(
+        engine, "--tls-ciphers-knob ECDHE --tls-certfile-knob c.pem", "tls-ciphers-knob"
+    )
+    assert on.verdict == "effective"
+    cors = verdict_of(engine, "--cors-headers-knob X-Trace", "cors-headers-knob")
+    assert cors.verdict == "conditional"
+    assert any("a cross-origin request" in c for c in cors.conditions)

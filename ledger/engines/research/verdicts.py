@@ -22,6 +22,7 @@ from .gates import GateEval, GateEvaluator, Reach, is_assumed_note
 from .handed import handed_reach
 from .index import VersionIndex
 from .model import ReadSite, Site, StoreSite
+from .outside import outside_reach
 from .records import Change, Refusal
 from .reports import (
     Evidence,
@@ -220,9 +221,11 @@ class Judge:
         reach = self.evaluator.read_reach(read)
         if reach.value is not False and read.handed is not None:
             # handed to a function: the flag matters where that function uses it
-            used = handed_reach(self.evaluator, read)
+            used = handed_reach(self.evaluator, read) or outside_reach(self.evaluator, read)
             if used is not None:
-                value = False if used.value is False else (None if reach.value else reach.value)
+                value: bool | None = reach.value  # the library's condition holds: as it was
+                if used.value is not True:
+                    value = False if used.value is False else (None if reach.value else reach.value)
                 reach = Reach(value, [*reach.gates, *used.gates], reach.unresolved)
         return ReaderResult(
             read.site,
