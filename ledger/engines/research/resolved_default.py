@@ -4,8 +4,10 @@ resolved arguments are the same, so every read after the resolution sees what it
 seen without it: the flag set so changes nothing (blind set AC, the eighteenth round of
 docs/research.md), where its reads alone said ``effective``.
 
-Only where the argument layer assigns the flag (a rewritten default), and only when both
-walks are complete and agree on every flag's value: one walk more, without the flag."""
+Only where the argument layer assigns the flag (a rewritten default), when both walks are
+complete, the flag and every flag the resolution sets from it come out known and equal, and
+the rest alike: one walk more, without the flag. A final value unknown in both walks is not
+"the same" (``--chunked-prefill-size 4096``, where a model check may replace either: set G)."""
 
 from __future__ import annotations
 
@@ -39,9 +41,15 @@ def picked_anyway(
     baseline = walk(new_interpreter(world, index, bare), index)
     if not baseline.complete or field not in baseline.state.changed:
         return None
-    names = set(state.values) | set(baseline.state.values)
-    if not all(_alike(state.values.get(n), baseline.state.values.get(n)) for n in names):
-        return None
+    # what the flag's value decides must come out known and equal: its own final value and
+    # every flag the resolution sets from it; the rest alike (unknown for one same reason)
+    decided = {field} | {
+        c.flag for c in (*resolution.changes, *baseline.changes) if field in c.flags_read()
+    }
+    for name in set(state.values) | set(baseline.state.values):
+        a, b = state.values.get(name), baseline.state.values.get(name)
+        if not (_same(a, b) if name in decided else _alike(a, b)):
+            return None
     changes = [c for c in baseline.changes if c.flag == field]
     return changes[-1] if changes else None
 
