@@ -210,12 +210,17 @@ BLIND = Path(__file__).parents[1] / "fixtures" / "blind_flags"
 #: The seventeenth added AA (choice flags set to a value no set had used; AA1's 0.5.23 answers
 #: all wrong) and AB (its counting set, the same lists' next lines); AA2 rose from 5 to 7 (a
 #: registered backend runs where its table is looked up: ``--max-lora-chunk-size``).
+#: The eighteenth added AC (its first look: a choice no set had used, and vLLM 0.22/0.28) and
+#: AD (its counting set: sglang 0.5.16/0.5.20, no 0.5.23 answer) and raised A (10 to 11) and
+#: AA2 (7 to 8): a backend no resolved value can be (``get_default_attn_backend``'s returns).
 BLIND_0523_RIGHT = {
-    "set_a": 10,
+    "set_a": 11,
     "set_aa1": 0,
-    "set_aa2": 7,
+    "set_aa2": 8,
     "set_ab1": 0,
     "set_ab2": 3,
+    "set_ac1": 9,
+    "set_ac2": 9,
     "set_b": 8,
     "set_c1": 10,
     "set_d1": 10,
@@ -251,7 +256,7 @@ BLIND_0523_RIGHT = {
 }
 
 
-#: Twenty of the blind sets run on the other pytest-xdist worker (their own ``xdist_group``; the rest of the
+#: Twenty-one of the blind sets run on the other pytest-xdist worker (their own ``xdist_group``; the rest of the
 #: file is one group, tests/conftest.py): the sets are most of this file's time, and the file alone
 #: on one worker kept it busy long after the other had finished (docs/performance.md, *The test
 #: suite*). Both halves read the one 0.5.23 index of the run (``cache``).
@@ -260,6 +265,7 @@ BLIND_OTHER_WORKER = frozenset(
         "set_a",
         "set_aa1",
         "set_ab2",
+        "set_ac1",
         "set_c1",
         "set_e1",
         "set_g1",
