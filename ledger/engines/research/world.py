@@ -216,17 +216,18 @@ def binding_table(tree: ast.Module, module: str, path: str) -> dict[str, list[Bi
     # A module variable a function rebinds (``global _INITIALISED``) holds its first value
     # only until that function runs: unknown, unless one function sets it at its top level and
     # any other only fills it in when unset (``initialized``, below).
-    initialized = _initialized_globals(tree)
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Global):
-            for name in node.names:
-                spec = initialized.get(name) or BindingSpec("unknown", node.lineno, node.lineno, ())
-                if spec not in table.setdefault(name, []):
-                    table[name].append(spec)
+    rebound = [node for node in ast.walk(tree) if isinstance(node, ast.Global)]
+    # most modules rebind none: their functions are looked into only where one does
+    initialized = _initialized_globals(tree, rebound) if rebound else {}
+    for node in rebound:
+        for name in node.names:
+            spec = initialized.get(name) or BindingSpec("unknown", node.lineno, node.lineno, ())
+            if spec not in table.setdefault(name, []):
+                table[name].append(spec)
     return table
 
 
-def _initialized_globals(tree: ast.Module) -> dict[str, BindingSpec]:
+def _initialized_globals(tree: ast.Module, rebound: list[ast.Global]) -> dict[str, BindingSpec]:
     """The module variables one function sets from the start-up state: ``global
     MOE_A2A_BACKEND; MOE_A2A_BACKEND = MoeA2ABackend(server_args.moe_a2a_backend)`` in SGLang's
     ``initialize_moe_config(server_args)``, which the scheduler runs once per process before
@@ -237,14 +238,15 @@ def _initialized_globals(tree: ast.Module) -> dict[str, BindingSpec]:
     found: dict[str, list[tuple[str, set[str], ast.Assign]]] = {}
     spoiled: set[str] = set()
     functions = [n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef)]
+    declared: dict[int, set[str]] = {}  # the innermost function of each ``global``
+    for statement in rebound:
+        line = statement.lineno
+        around = [f for f in functions if f.lineno <= line <= (f.end_lineno or f.lineno)]
+        if around:
+            inner = max(around, key=lambda f: f.lineno)
+            declared.setdefault(id(inner), set()).update(statement.names)
     for function in functions:
-        names = {
-            name
-            for node in ast.walk(function)
-            if isinstance(node, ast.Global)
-            for name in node.names
-        }
-        names -= _swapped_back(function)
+        names = declared.get(id(function), set()) - _swapped_back(function)
         if not names:
             continue
         top = {id(stmt) for stmt in function.body}
