@@ -211,8 +211,9 @@ BLIND = Path(__file__).parents[1] / "fixtures" / "blind_flags"
 #: all wrong) and AB (its counting set, the same lists' next lines); AA2 rose from 5 to 7 (a
 #: registered backend runs where its table is looked up: ``--max-lora-chunk-size``).
 #: The eighteenth added AC (its first look: a choice no set had used, and vLLM 0.22/0.28) and
-#: AD (its counting set: sglang 0.5.16/0.5.20, no 0.5.23 answer) and raised A (10 to 11) and
-#: AA2 (7 to 8): a backend no resolved value can be (``get_default_attn_backend``'s returns).
+#: AD (its counting set: sglang 0.5.16/0.5.20, no 0.5.23 answer) and raised A (10 to 11), AA2
+#: (7 to 8), E1 (7 to 8), S1 (11 to 12), X1 (16 to 18) and X2 (15 to 16): a backend no resolved
+#: value can be (``get_default_attn_backend``'s returns never name a sparse-attention backend).
 BLIND_0523_RIGHT = {
     "set_a": 11,
     "set_aa1": 0,
@@ -224,7 +225,7 @@ BLIND_0523_RIGHT = {
     "set_b": 8,
     "set_c1": 10,
     "set_d1": 10,
-    "set_e1": 7,
+    "set_e1": 8,
     "set_g1": 8,
     "set_h1": 7,
     "set_i1": 7,
@@ -239,7 +240,7 @@ BLIND_0523_RIGHT = {
     "set_q2": 7,
     "set_r1": 14,
     "set_r2": 9,
-    "set_s1": 11,
+    "set_s1": 12,
     "set_s2": 12,
     "set_t1": 16,
     "set_t2": 11,
@@ -249,8 +250,8 @@ BLIND_0523_RIGHT = {
     "set_v2": 17,
     "set_w1": 14,
     "set_w2": 18,
-    "set_x1": 16,
-    "set_x2": 15,
+    "set_x1": 18,
+    "set_x2": 16,
     "set_y1": 0,
     "set_z1": 4,
 }
