@@ -11,6 +11,7 @@ the rest alike: one walk more, without the flag. A final value unknown in both w
 
 from __future__ import annotations
 
+import ast
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
@@ -35,8 +36,12 @@ def picked_anyway(
     """The resolution's assignment that gives ``field``'s default the value given, where the
     arguments resolve alike without the flag; None otherwise."""
     state = resolution.state
-    if field not in state.given or not resolution.complete or not index.stores.get(field):
+    stores = index.stores.get(field, [])
+    if field not in state.given or not resolution.complete:
         return None
+    given = state.values.get(field)
+    if not any(_may_write(store.value_text, given) for store in stores):
+        return None  # the resolution never writes this value: no second walk to find out
     bare = replace(target, flags={k: v for k, v in target.flags.items() if k != field})
     baseline = walk(new_interpreter(world, index, bare), index)
     if not baseline.complete or field not in baseline.state.changed:
@@ -52,6 +57,16 @@ def picked_anyway(
             return None
     changes = [c for c in baseline.changes if c.flag == field]
     return changes[-1] if changes else None
+
+
+def _may_write(value_text: str, given: object) -> bool:
+    """Whether an assignment of the flag may give it ``given``: a constant that is it, or a
+    value computed there (the walk decides)."""
+    try:
+        written = ast.literal_eval(value_text)
+    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+        return True
+    return type(written) is type(given) and written == given
 
 
 def _alike(a: object, b: object) -> bool:
