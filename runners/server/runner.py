@@ -150,10 +150,12 @@ class ServerRunner:
         killed between the release and the record (a client's SIGKILL while a plan stops its
         server) left the run ``ready`` forever; released after, its watchdog records the end."""
         run.ended = True
+        recorded = False
         try:
             yield
+            recorded = True
         finally:
-            supervise.release(run.watchdog_fd)
+            supervise.release(run.watchdog_fd, recorded)
             run.watchdog_fd = None
 
     # --- context manager: nothing left running -------------------------------------

@@ -80,10 +80,14 @@ def watch(
     return write_end
 
 
-def release(fd: int | None) -> None:
-    """Close the owner's end of a watchdog's pipe (the server ended: the watchdog exits)."""
+def release(fd: int | None, recorded: bool = False) -> None:
+    """Close the owner's end of a watchdog's pipe (the server ended: the watchdog exits);
+    ``recorded``: the owner recorded the run's end, said with one byte before closing, so the
+    watchdog leaves without opening the ledger."""
     if fd is not None:
         try:
+            if recorded:
+                os.write(fd, b"1")
             os.close(fd)
         except OSError:
             pass
@@ -140,8 +144,9 @@ def _watchdog(args: argparse.Namespace) -> int:
     run's end, or it died. Then stop what is left of the server's group and record the end
     unless the owner did. Why not exit once the group is gone: an owner killed after its
     server ended and before recording the end left the run ``ready`` forever."""
-    while os.read(args.fd, 1):  # nothing is ever written: this is EOF, or a retry after EINTR
-        pass
+    recorded = os.read(args.fd, 1)  # b"1": the end is recorded; b"": the owner is gone
+    if recorded and not group_alive(args.pgid):
+        return 0
     if group_alive(args.pgid):
         sig = stop_group(args.pgid)
         reason = "its owner process died without stopping it: stopped by its watchdog"
